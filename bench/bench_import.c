@@ -1,0 +1,288 @@
+/*
+ * Kineto import speed. Builds a large trace in memory from the two real sampled_rank traces (their
+ * traceEvents entries repeated with shifted timestamps and correlation ids, about 220 MB of JSON by
+ * default), then times the importer on it as plain JSON and gzip-compressed, and writing a trace
+ * file. Prints MB/s of JSON text, events/s, and the trace file's size against the JSON's.
+ *
+ *   bench_import [MB] [TRACE_DIR]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "kineto.h"
+#include "synctop/codec.h"
+#include "synctop/file.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "bench_import: %s\n", what);
+    exit(1);
+}
+
+static void append(tp_buf *b, const void *s, size_t n) {
+    if (tp_buf_append(b, s, n) != 0)
+        die("out of memory");
+}
+
+static tp_buf inflate_file(const char *path) {
+    gzFile z = gzopen(path, "rb");
+    if (z == NULL) {
+        fprintf(stderr, "bench_import: cannot open %s\n", path);
+        exit(1);
+    }
+    tp_buf b = {0};
+    char chunk[1 << 16];
+    int n;
+    while ((n = gzread(z, chunk, sizeof chunk)) > 0)
+        append(&b, chunk, (size_t)n);
+    gzclose(z);
+    return b;
+}
+
+/* The traceEvents entries of a trace: offsets and lengths of each object in the array. */
+typedef struct entry {
+    size_t off, len;
+    int meta;
+} entry;
+
+static size_t split_entries(const tp_buf *t, entry **out) {
+    const char *s = (const char *)t->data, *end = s + t->len;
+    const char *p = strstr(s, "\"traceEvents\"");
+    if (p == NULL)
+        die("no traceEvents");
+    p = memchr(p, '[', (size_t)(end - p));
+    if (p == NULL)
+        die("no traceEvents array");
+    p++;
+    size_t n = 0, cap = 1024;
+    entry *e = malloc(cap * sizeof *e);
+    if (e == NULL)
+        die("out of memory");
+    while (p < end) {
+        while (p < end && *p != '{' && *p != ']')
+            p++;
+        if (p >= end || *p == ']')
+            break;
+        const char *start = p;
+        int depth = 0, in_str = 0;
+        for (; p < end; p++) {
+            char c = *p;
+            if (in_str) {
+                if (c == '\\')
+                    p++;
+                else if (c == '"')
+                    in_str = 0;
+            } else if (c == '"') {
+                in_str = 1;
+            } else if (c == '{' || c == '[') {
+                depth++;
+            } else if (c == '}' || c == ']') {
+                if (--depth == 0) {
+                    p++;
+                    break;
+                }
+            }
+        }
+        if (n == cap) {
+            cap *= 2;
+            e = realloc(e, cap * sizeof *e);
+            if (e == NULL)
+                die("out of memory");
+        }
+        e[n].off = (size_t)(start - s);
+        e[n].len = (size_t)(p - start);
+        e[n].meta = memmem(start, e[n].len, "\"ph\": \"M\"", 9) != NULL;
+        n++;
+    }
+    *out = e;
+    return n;
+}
+
+/* Copies entry text to b, adding delta to the integer part of the number after each key given. */
+static void copy_shifted(tp_buf *b, const char *s, size_t len, const char *const *keys,
+                         const long long *deltas, int n_keys) {
+    const char *end = s + len;
+    while (s < end) {
+        const char *best = NULL;
+        int which = -1;
+        for (int k = 0; k < n_keys; k++) {
+            const char *q = memmem(s, (size_t)(end - s), keys[k], strlen(keys[k]));
+            if (q && (best == NULL || q < best)) {
+                best = q;
+                which = k;
+            }
+        }
+        if (best == NULL || deltas[which] == 0) {
+            append(b, s, (size_t)(end - s));
+            return;
+        }
+        const char *num = best + strlen(keys[which]);
+        append(b, s, (size_t)(num - s));
+        char *stop;
+        long long v = strtoll(num, &stop, 10);
+        if (stop == num) {
+            s = num;
+            continue;
+        }
+        char digits[32];
+        int n = snprintf(digits, sizeof digits, "%lld", v + deltas[which]);
+        append(b, digits, (size_t)n);
+        s = stop;
+    }
+}
+
+/* ~mb MB of Kineto JSON: both ranks' events, repeated; metadata rows once. */
+static tp_buf build_input(const char *dir, size_t mb, uint64_t *span_us) {
+    char path[4096];
+    tp_buf src[2];
+    entry *ents[2];
+    size_t n_ents[2];
+    for (int r = 0; r < 2; r++) {
+        snprintf(path, sizeof path, "%s/sampled_rank-%d.json.gz", dir, r);
+        src[r] = inflate_file(path);
+        n_ents[r] = split_entries(&src[r], &ents[r]);
+    }
+    tp_buf out = {0};
+    const char *head = "{\"schemaVersion\": 1, \"distributedInfo\": {\"rank\": 0, \"world_size\": 2},\n"
+                       "\"traceEvents\": [\n";
+    append(&out, head, strlen(head));
+    const char *keys[] = {"\"ts\": ", "\"correlation\": ", "\"External id\": "};
+    const long long step_us = 4000000; /* each copy 4 s later than the one before */
+    int first = 1;
+    long long rep = 0;
+    while (out.len < mb * 1000000) {
+        for (int r = 0; r < 2; r++) {
+            const char *s = (const char *)src[r].data;
+            long long deltas[] = {rep * step_us, rep * 100000000ll, rep * 100000000ll};
+            for (size_t i = 0; i < n_ents[r]; i++) {
+                if (ents[r][i].meta && rep > 0)
+                    continue;
+                if (!first)
+                    append(&out, ",\n", 2);
+                first = 0;
+                copy_shifted(&out, s + ents[r][i].off, ents[r][i].len, keys, deltas, 3);
+            }
+        }
+        rep++;
+    }
+    append(&out, "\n]}\n", 4);
+    *span_us = (uint64_t)(rep * step_us);
+    for (int r = 0; r < 2; r++) {
+        tp_buf_free(&src[r]);
+        free(ents[r]);
+    }
+    return out;
+}
+
+static tp_buf gzip_buf(const tp_buf *in, int level) {
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (deflateInit2(&zs, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        die("deflateInit2");
+    tp_buf out = {0};
+    if (tp_buf_reserve(&out, deflateBound(&zs, in->len)) != 0)
+        die("out of memory");
+    zs.next_in = in->data;
+    zs.avail_in = (uInt)in->len;
+    zs.next_out = out.data;
+    zs.avail_out = (uInt)out.cap;
+    if (deflate(&zs, Z_FINISH) != Z_STREAM_END)
+        die("deflate");
+    out.len = zs.total_out;
+    deflateEnd(&zs);
+    return out;
+}
+
+typedef struct sink {
+    uint64_t bytes, batches;
+} sink;
+
+static int to_sink(void *ctx, const void *batch, size_t len, tp_err *err) {
+    (void)batch;
+    (void)err;
+    sink *s = ctx;
+    s->bytes += len;
+    s->batches++;
+    return 0;
+}
+
+static int to_file(void *ctx, const void *batch, size_t len, tp_err *err) {
+    return tp_fwriter_append(ctx, batch, len, err);
+}
+
+int main(int argc, char **argv) {
+    size_t mb = argc > 1 ? (size_t)atol(argv[1]) : 220;
+    const char *dir = argc > 2 ? argv[2] : KINETO_TRACE_DIR;
+    if (mb == 0)
+        die("usage: bench_import [MB] [TRACE_DIR]");
+    uint64_t span_us;
+    double t0 = now_s();
+    tp_buf json = build_input(dir, mb, &span_us);
+    printf("input: %.1f MB of Kineto JSON (sampled_rank-0/1 repeated, span %.0f s), built in %.2f s\n",
+           (double)json.len / 1e6, (double)span_us / 1e6, now_s() - t0);
+
+    kineto_stats st;
+    tp_err err = {{0}};
+    double best = 1e30;
+    sink sk = {0};
+    for (int run = 0; run < 3; run++) {
+        sk = (sink){0};
+        t0 = now_s();
+        if (kineto_import_mem(json.data, json.len, "bench.json", NULL, to_sink, &sk, &st, &err) != 0)
+            die(err.msg);
+        double t = now_s() - t0;
+        if (t < best)
+            best = t;
+    }
+    printf("plain JSON:    %7.1f MB/s  %6.2f M events/s  (%.3f s best of 3; %llu events, %llu entries, %llu "
+           "batches, %.1f MB of raw batches)\n",
+           (double)json.len / 1e6 / best, (double)st.events / 1e6 / best, best, (unsigned long long)st.events,
+           (unsigned long long)st.entries, (unsigned long long)sk.batches, (double)sk.bytes / 1e6);
+
+    t0 = now_s();
+    tp_buf gz = gzip_buf(&json, 6);
+    printf("gzip -6 of the input: %.1f MB (made in %.1f s)\n", (double)gz.len / 1e6, now_s() - t0);
+    best = 1e30;
+    for (int run = 0; run < 2; run++) {
+        t0 = now_s();
+        if (kineto_import_mem(gz.data, gz.len, "bench.json.gz", NULL, to_sink, &sk, &st, &err) != 0)
+            die(err.msg);
+        double t = now_s() - t0;
+        if (t < best)
+            best = t;
+    }
+    printf("gzip JSON:     %7.1f MB/s of JSON text  %6.2f M events/s  (%.3f s best of 2)\n",
+           (double)json.len / 1e6 / best, (double)st.events / 1e6 / best, best);
+
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/bench_import-%ld.synctop", (long)getpid());
+    tp_fwriter *w = tp_fwriter_open(path, TP_FW_OVERWRITE, &err);
+    if (w == NULL)
+        die(err.msg);
+    t0 = now_s();
+    if (kineto_import_mem(json.data, json.len, "bench.json", NULL, to_file, w, &st, &err) != 0)
+        die(err.msg);
+    if (tp_fwriter_close(&w, &err) != 0)
+        die(err.msg);
+    double t = now_s() - t0;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        die("stat of the trace file");
+    printf("to trace file: %7.1f MB/s  (%.3f s); file %.1f MB = %.1f%% of the JSON, %.0f%% of its gzip\n",
+           (double)json.len / 1e6 / t, t, (double)sb.st_size / 1e6,
+           100.0 * (double)sb.st_size / (double)json.len, 100.0 * (double)sb.st_size / (double)gz.len);
+    unlink(path);
+    tp_buf_free(&gz);
+    tp_buf_free(&json);
+    return 0;
+}

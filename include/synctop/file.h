@@ -1,0 +1,157 @@
+/*
+ * Trace files: a 64-byte file header followed by the same batches as the wire (codec.h), their
+ * payloads zstd-compressed, plus index blocks that let a reader seek by time.
+ *
+ * Appending is the only write. Every batch carries its own checksums, so a file cut short by a
+ * crash or kill -9 opens fine and loses at most its last incomplete batch, and a damaged batch in
+ * the middle is skipped and reported by offset while everything before and after it is read.
+ *
+ * Seeking: every TP_FILE_INDEX_EVERY batches the writer appends an index block (a batch with
+ * TP_BF_INDEX whose payload lists the offset and time span of each batch since the previous index
+ * block, and that block's offset); at close it appends a final index block and a footer that points
+ * at it. A reader follows that chain backwards instead of reading the file; a file without a footer
+ * (a crash) is indexed by hopping from batch header to batch header, never reading payloads. Batches
+ * from several producers can share a file; the writer keeps each producer's strings and metadata and
+ * writes a keyframe for each producer every TP_FILE_KEYFRAME_BYTES, so reading can start at any
+ * keyframe without reading what came before it.
+ *
+ * Layout (all little-endian):
+ *   file header, 64 bytes: magic[16], u16 version, u16 header size (64), u32 flags (0),
+ *     u64 creation time (CLOCK_REALTIME ns), u32 batch version, u32 index interval,
+ *     u64 keyframe interval, 12 reserved bytes (0), u32 CRC-32 of the 60 bytes before it.
+ *   batches (codec.h), one after the other. A batch with TP_BF_INDEX is an index block: header
+ *     producer 0, seq = number of the block, t_min/t_max = span of its entries; payload (zstd-
+ *     compressed when that helps) = u64 offset of the previous index block (0: none), u32 entry
+ *     count, u32 entry size (56), u64 entries before this block, then the entries, each laid out
+ *     as tp_findex_entry.
+ *   footer, 32 bytes, only after a clean close: "STFOOTER", u64 offset of the last index block,
+ *     u64 entries in the whole chain, u32 index blocks, u32 CRC-32 of the 28 bytes before it.
+ * Batches, index blocks and footer tile the file exactly; a reader checks that before trusting
+ * the chain. A synthetic keyframe carries its producer's id and the seq of that producer's last
+ * batch before it, and holds the state as of that batch.
+ */
+#ifndef SYNCTOP_FILE_H
+#define SYNCTOP_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "synctop/codec.h"
+#include "synctop/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TP_FILE_MAGIC "SYNCTOP\0TRACE\0\0\0" /* 16 bytes */
+#define TP_FILE_VERSION 1
+#define TP_FILE_HDR_SIZE 64
+#define TP_FILE_INDEX_EVERY 256
+#define TP_FILE_KEYFRAME_BYTES (16u << 20)
+
+#define TP_FILE_ZSTD_LEVEL 1 /* default zstd level: smallest and fastest on the synth mix (bench_file) */
+#define TP_FILE_BUFFER_BYTES (4u << 20) /* default write buffer */
+
+/* ---- writer ---- */
+
+typedef struct tp_fwriter tp_fwriter;
+
+enum { TP_FW_OVERWRITE = 1 << 0 };
+
+/* Creates a trace file. Refuses to replace an existing file unless TP_FW_OVERWRITE. */
+tp_fwriter *tp_fwriter_open(const char *path, int flags, tp_err *err);
+
+/* The same with every knob; a zero field takes its default. Tests use small intervals. */
+typedef struct tp_fwriter_opts {
+    int flags;               /* TP_FW_OVERWRITE */
+    int zstd_level;          /* 0: TP_FILE_ZSTD_LEVEL */
+    uint32_t index_every;    /* 0: TP_FILE_INDEX_EVERY */
+    uint64_t keyframe_bytes; /* 0: TP_FILE_KEYFRAME_BYTES */
+    size_t buffer_bytes;     /* 0: TP_FILE_BUFFER_BYTES */
+} tp_fwriter_opts;
+tp_fwriter *tp_fwriter_open_opts(const char *path, const tp_fwriter_opts *opts, tp_err *err);
+/* Appends one batch as received from the wire or an encoder (raw or already compressed). The batch
+ * is checked first: a malformed one is refused (TP_EMALFORMED) and nothing is written. */
+int tp_fwriter_append(tp_fwriter *w, const void *batch, size_t len, tp_err *err);
+/* Writes what is buffered to the file (the writer buffers at most a few MiB). */
+int tp_fwriter_flush(tp_fwriter *w, tp_err *err);
+/* Flushes, writes the final index and footer, closes. Returns the first error met, if any. */
+int tp_fwriter_close(tp_fwriter **w, tp_err *err);
+
+typedef struct tp_fwriter_stats {
+    uint64_t batches, events, raw_bytes, file_bytes;
+    uint64_t keyframes;       /* synthetic keyframes written */
+    uint64_t index_blocks;
+    uint64_t refused;         /* batches refused as malformed */
+    uint64_t producers;
+    uint64_t untracked;       /* producers past the writer's bounds: no more keyframes for them
+                                 (all those beyond the 4096th count as one) */
+    uint64_t dropped_records; /* sum of the latest TP_K_DROPS counters, over producers and sources */
+    uint64_t dropped_batches;
+} tp_fwriter_stats;
+void tp_fwriter_stats_get(const tp_fwriter *w, tp_fwriter_stats *out);
+
+/* ---- reader ---- */
+
+typedef struct tp_freader tp_freader;
+
+typedef struct tp_findex_entry {
+    uint64_t offset; /* of the batch header in the file */
+    uint64_t producer;
+    uint64_t seq;
+    uint64_t t_min, t_max;
+    uint32_t size; /* header + stored payload */
+    uint32_t n_events;
+    uint32_t flags; /* the batch's flags (TP_BF_KEYFRAME...) */
+    uint32_t pad0;
+} tp_findex_entry;
+
+/* Problems met while opening or reading: a damaged region, a cut-short tail. */
+typedef struct tp_fproblem {
+    uint64_t offset;
+    uint64_t length; /* bytes skipped */
+    char what[160];
+} tp_fproblem;
+
+/* Opens a trace file: checks the header, loads the index (footer chain, else a header scan).
+ * Damaged regions found on the way are recorded (tp_freader_problems), not fatal. */
+tp_freader *tp_freader_open(const char *path, tp_err *err);
+enum { TP_FR_SCAN = 1 << 0 }; /* ignore the footer: index by hopping from header to header */
+tp_freader *tp_freader_open_flags(const char *path, int flags, tp_err *err);
+void tp_freader_close(tp_freader **r);
+
+/* 1 when the index came from the footer chain, 0 when the file was scanned. */
+int tp_freader_indexed(const tp_freader *r);
+uint64_t tp_freader_created(const tp_freader *r); /* CLOCK_REALTIME ns at creation */
+uint64_t tp_freader_size(const tp_freader *r);    /* bytes in the file when opened */
+size_t tp_freader_index_blocks(const tp_freader *r);
+
+size_t tp_freader_count(const tp_freader *r); /* batches (index blocks excluded) */
+const tp_findex_entry *tp_freader_entry(const tp_freader *r, size_t i);
+/* Whether the file was closed cleanly (footer present and valid). */
+int tp_freader_complete(const tp_freader *r);
+size_t tp_freader_problem_count(const tp_freader *r);
+const tp_fproblem *tp_freader_problem(const tp_freader *r, size_t i);
+
+/* Reads batch i into out (header + stored payload, as written) and checks it. A batch damaged
+ * since the index was made is reported (TP_ECHECKSUM/TP_EMALFORMED) and added to the problems. */
+int tp_freader_read(tp_freader *r, size_t i, tp_buf *out, tp_err *err);
+
+/* First batch i holding events whose t_max >= t (tp_freader_count when none; O(log n)), and the
+ * keyframe k <= i of the same
+ * producer to start decoding from (or 0 when the producer has none before i; the count when i is).
+ * keyframe may be NULL. */
+size_t tp_freader_seek(const tp_freader *r, uint64_t t, size_t *keyframe);
+
+/* ---- helpers ---- */
+
+/* The identity of a metadata record within its producer (process: pid; device: device; stream:
+ * device, context, stream; thread: pid, tid; call site: id; frame: call site, index): a later record
+ * with the same key replaces an earlier one. Keys sort processes, devices, streams, threads, then
+ * each call site just before its frames. */
+void tp_fmeta_key(const tp_record *r, uint64_t *k1, uint64_t *k2);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

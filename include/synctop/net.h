@@ -1,0 +1,165 @@
+/*
+ * ZeroMQ transport: a publisher that never blocks its caller and a subscriber that listens to many
+ * producers at once. Raw libzmq only (no czmq: it installs signal handlers and atexit hooks, which a
+ * library injected into someone else's program must never do).
+ *
+ * Endpoints: by default an ipc socket in a private directory of the user
+ * ($XDG_RUNTIME_DIR/synctop, else /tmp/synctop-$UID; mode 0700, owned by the user), named PID.sock,
+ * so `synctop attach PID` finds it and other users cannot. TCP only when asked; a TCP endpoint
+ * whose host is not a loopback address needs CURVE keys or an explicit insecure flag.
+ *
+ * CURVE here encrypts and authenticates the publisher (subscribers pin its public key and use
+ * throwaway keys of their own); it does not choose among subscribers: whoever has the server's
+ * public key and can reach the port can subscribe.
+ *
+ * The publisher is an XPUB socket with XPUB_NODROP: when a subscriber's queue is at its high-water
+ * mark the send fails at once instead of blocking or dropping silently, so the publisher counts
+ * every batch it dropped (exactly) and publishes the count. Subscription notices tell it when a new
+ * viewer arrives (the next batch is then a keyframe) and how many are connected.
+ */
+#ifndef SYNCTOP_NET_H
+#define SYNCTOP_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "synctop/codec.h"
+#include "synctop/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TP_KEY_Z85_LEN 40 /* a CURVE key as Z85 text, without the NUL */
+#define TP_ENDPOINT_MAX 512 /* room for any endpoint these functions produce, with the NUL */
+
+/* ---- endpoints ---- */
+
+/* The private directory for ipc endpoints, created 0700 if missing. Refuses (TP_ESECURITY) a
+ * directory owned by another user or open to group/others. */
+int tp_endpoint_dir(char *out, size_t outlen, tp_err *err);
+/* "ipc://DIR/PID.sock" for that pid. */
+int tp_endpoint_for_pid(long pid, char *out, size_t outlen, tp_err *err);
+/* Is this tcp:// endpoint's host a loopback address (127.0.0.0/8, ::1, localhost)? 1, 0, or a
+ * negative TP_E* code for an endpoint that is not tcp:// or cannot be parsed. */
+int tp_endpoint_is_loopback(const char *endpoint);
+/* Normalises what a user typed: "PID" -> ipc endpoint of that pid, "host:port" -> tcp://host:port,
+ * "tcp://:port" and ":port" -> tcp://127.0.0.1:port, "/path" or "./path" -> ipc://path; other
+ * scheme://... are copied. A tcp endpoint must have a host and a port (digits or "*"). */
+int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, tp_err *err);
+/* Is a process listening on this ipc:// endpoint? 1 yes, 0 no (no socket file, or a file left by a
+ * process that died), or a negative TP_E* code (not ipc://, permission denied). */
+int tp_endpoint_is_live(const char *endpoint);
+/* Removes the PID.sock files in tp_endpoint_dir() whose process is gone and on which nobody
+ * listens. Returns how many it removed, or a negative TP_E* code. tp_pub_new does this when it
+ * binds the default endpoint. */
+int tp_endpoint_remove_stale(tp_err *err);
+
+/* ---- CURVE keys ---- */
+
+typedef struct tp_keypair {
+    char public_key[TP_KEY_Z85_LEN + 1];
+    char secret_key[TP_KEY_Z85_LEN + 1];
+} tp_keypair;
+
+/* 0 when this libzmq has CURVE (zmq_has("curve")), else TP_EUNSUPPORTED with a message. */
+int tp_curve_available(tp_err *err);
+int tp_keypair_new(tp_keypair *kp, tp_err *err);
+/* Checks that public_key is 40 characters of valid Z85 and, when secret_key is not empty, that it
+ * is valid too and that the public key derives from it. */
+int tp_keypair_check(const tp_keypair *kp, tp_err *err);
+/* Writes BASE.key (both keys, mode 0600) and BASE.pub (public key only). Refuses to overwrite. */
+int tp_keypair_save(const tp_keypair *kp, const char *base, tp_err *err);
+/* Reads a .key file (both keys) or a .pub file (public key only; secret_key left empty). */
+int tp_keypair_load(tp_keypair *kp, const char *path, tp_err *err);
+/* Accepts a path to a .pub/.key file or a 40-character Z85 key given inline. */
+int tp_public_key_resolve(const char *spec, char out[TP_KEY_Z85_LEN + 1], tp_err *err);
+
+/* ---- publisher ---- */
+
+typedef struct tp_pub tp_pub;
+
+typedef struct tp_pub_opts {
+    const char *endpoint;        /* NULL: the default ipc endpoint of this process */
+    int sndhwm;                  /* batches queued per subscriber; 0: 1000 */
+    const tp_keypair *curve;     /* server keys (secret needed) or NULL */
+    int insecure;                /* allow a non-loopback tcp endpoint without CURVE */
+} tp_pub_opts;
+
+tp_pub *tp_pub_new(const tp_pub_opts *opts, tp_err *err);
+/* Closes the socket and removes the ipc socket file this publisher created. In a child process
+ * forked after tp_pub_new it only frees memory: the socket and its file stay the parent's (and a
+ * ZeroMQ context cannot be used across fork). The same holds for tp_sub_destroy. */
+void tp_pub_destroy(tp_pub **pub);
+/* The endpoint actually bound (tcp port filled in when 0 was asked). */
+const char *tp_pub_endpoint(const tp_pub *pub);
+/* How long tp_pub_destroy may wait for batches still queued to reach connected subscribers
+ * (default 0: they are discarded and closing returns at once). It returns as soon as they are
+ * written, so only a stalled subscriber makes it wait the whole time. */
+void tp_pub_set_linger(tp_pub *pub, int linger_ms);
+
+/* Sends one batch without ever blocking. Returns 0 when queued for every subscriber (or when there
+ * are none), TP_EAGAIN when a subscriber was too slow and the batch was dropped (counted), or
+ * TP_EZMQ when the socket failed. */
+int tp_pub_send(tp_pub *pub, const void *batch, size_t len);
+
+/* Reads pending subscription notices without blocking. Returns the number of subscribers now
+ * connected; *joined (may be NULL) is set to 1 when at least one arrived since the last call. */
+int tp_pub_poll(tp_pub *pub, int *joined);
+
+typedef struct tp_pub_stats {
+    uint64_t sent, dropped, bytes;
+    int subscribers;
+} tp_pub_stats;
+void tp_pub_stats_get(const tp_pub *pub, tp_pub_stats *out);
+
+/* ---- subscriber ---- */
+
+typedef struct tp_sub tp_sub;
+
+typedef struct tp_sub_opts {
+    const char *server_key; /* the publishers' CURVE public key (Z85) or NULL */
+    int rcvhwm;             /* 0: 10000 batches */
+} tp_sub_opts;
+
+tp_sub *tp_sub_new(const tp_sub_opts *opts, tp_err *err);
+void tp_sub_destroy(tp_sub **sub);
+/* Connects to one more endpoint; ZeroMQ reconnects by itself when the publisher restarts. */
+int tp_sub_connect(tp_sub *sub, const char *endpoint, tp_err *err);
+
+/* One received batch. data/len stay valid until the next tp_sub_recv or tp_sub_destroy. */
+typedef struct tp_sub_msg {
+    const uint8_t *data;
+    size_t len;
+    tp_batch_hdr hdr;  /* checked header */
+    uint64_t missed;   /* batches of this producer skipped just before this one (sequence gap) */
+    int new_producer;  /* first batch seen from this producer, or its sequence started over (the
+                          same id restarted): its strings and metadata start over too */
+} tp_sub_msg;
+
+/* Waits up to timeout_ms (-1: forever, 0: poll) for a batch. Returns 1 with msg filled, 0 on
+ * timeout (or when a signal interrupted the wait), or a negative code; a message that is not a
+ * valid batch header is counted in stats, skipped, and reported as TP_EMALFORMED with a message
+ * (the caller may go on receiving). Batches flagged TP_BF_SYNTHETIC never count as gaps. */
+int tp_sub_recv(tp_sub *sub, tp_sub_msg *msg, int timeout_ms, tp_err *err);
+
+/* The socket to put in a zmq_poll set (ZMQ_POLLIN) beside the caller's other inputs. */
+void *tp_sub_socket(tp_sub *sub);
+
+typedef struct tp_sub_producer {
+    uint64_t producer;
+    uint64_t received, missed, bytes, last_seq;
+} tp_sub_producer;
+typedef struct tp_sub_stats {
+    uint64_t received, missed, malformed, bytes;
+    size_t n_producers;
+} tp_sub_stats;
+void tp_sub_stats_get(const tp_sub *sub, tp_sub_stats *out);
+/* The i-th producer seen so far (i < n_producers, in order of first sight; at most 4096 are
+ * followed, later ones are delivered but not counted here); returns 0 or TP_EINVAL. */
+int tp_sub_producer_get(const tp_sub *sub, size_t i, tp_sub_producer *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,791 @@
+/*
+ * The stand-in libcupti (standin.h): CUPTI's functions as the tracer uses them, and a script player
+ * that behaves like a CUDA program under CUPTI. Records are CUPTI 13's structs laid end to end in
+ * buffers the tracer hands out, which is what cuptiActivityGetNextRecord walks.
+ */
+#include "standin.h"
+
+#include <cupti.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAX_LINES 4096
+#define MAX_SLOTS 64
+#define MAX_SITES 16
+
+/* One producer thread's current buffer, like CUPTI's per-thread buffers. */
+typedef struct slot {
+    pthread_mutex_t mu;
+    pthread_t owner;
+    int used_slot;
+    uint8_t *buf;
+    size_t size, used;
+    int complete; /* a `flush` said its records are complete */
+} slot;
+
+static struct {
+    pthread_mutex_t mu; /* guards the slot table and the enable tables */
+    CUpti_BuffersCallbackRequestFunc req;
+    CUpti_BuffersCallbackCompleteFunc comp;
+    CUpti_CallbackFunc cb;
+    void *ud;
+    int subscribed;
+    int fail_subscribe;
+    uint8_t kinds[64];
+    int kernel_kind_ever; /* CUPTI_ACTIVITY_KIND_KERNEL was enabled at some point */
+    uint8_t cb_on[4][1024];
+    uint8_t domain_on[8];
+    uint8_t rt_api[1024], drv_api[1024];
+    atomic_uint_fast64_t clock;
+    atomic_size_t dropped;
+    atomic_int flushes;
+    slot slots[MAX_SLOTS];
+    pid_t pid;
+    char *lines[MAX_LINES];
+    int n_lines;
+    standin_site_fn sites[MAX_SITES];
+    int n_sites;
+    int child_status;
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .child_status = -1};
+
+__attribute__((constructor)) static void standin_init(void) {
+    S.pid = getpid();
+    atomic_init(&S.clock, 1000000000ull);
+    for (int i = 0; i < MAX_SLOTS; i++)
+        pthread_mutex_init(&S.slots[i].mu, NULL);
+}
+
+/* Any CUPTI call in a forked child is written down: the tracer must make none. */
+static void note_call(const char *fn) {
+    if (getpid() == S.pid)
+        return;
+    const char *path = getenv("SYNCTOP_STANDIN_CHILD_LOG");
+    if (path == NULL)
+        return;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    char line[128];
+    int n = snprintf(line, sizeof line, "%d %s\n", (int)getpid(), fn);
+    if (write(fd, line, (size_t)n) < 0) {
+    }
+    close(fd);
+}
+#define NOTE() note_call(__func__)
+
+/* ---- CUPTI API ---- */
+
+EXPORT CUptiResult cuptiGetVersion(uint32_t *version) {
+    NOTE();
+    *version = CUPTI_API_VERSION;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char **str) {
+    switch (result) {
+    case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+        *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+        break;
+    default: *str = "CUPTI_ERROR_UNKNOWN"; break;
+    }
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetTimestamp(uint64_t *ts) {
+    NOTE();
+    *ts = atomic_load(&S.clock);
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud) {
+    NOTE();
+    if (S.fail_subscribe || S.subscribed)
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    S.cb = cb;
+    S.ud = ud;
+    S.subscribed = 1;
+    *sub = (CUpti_SubscriberHandle)&S;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle sub) {
+    NOTE();
+    (void)sub;
+    S.subscribed = 0;
+    S.cb = NULL;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle sub,
+                                       CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    NOTE();
+    (void)sub;
+    if ((unsigned)domain >= 4 || cbid >= 1024)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&S.mu);
+    S.cb_on[domain][cbid] = enable != 0;
+    pthread_mutex_unlock(&S.mu);
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle sub,
+                                     CUpti_CallbackDomain domain) {
+    NOTE();
+    (void)sub;
+    if ((unsigned)domain >= 8)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    S.domain_on[domain] = enable != 0;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
+                                                  CUpti_BuffersCallbackCompleteFunc comp) {
+    NOTE();
+    S.req = req;
+    S.comp = comp;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+    NOTE();
+    if ((unsigned)kind >= 64)
+        return CUPTI_ERROR_INVALID_KIND;
+    S.kinds[kind] = 1;
+    if (kind == CUPTI_ACTIVITY_KIND_KERNEL)
+        S.kernel_kind_ever = 1;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+    NOTE();
+    if ((unsigned)kind >= 64)
+        return CUPTI_ERROR_INVALID_KIND;
+    S.kinds[kind] = 0;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+    NOTE();
+    if (cbid < 1024)
+        S.rt_api[cbid] = enable;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+    NOTE();
+    if (cbid < 1024)
+        S.drv_api[cbid] = enable;
+    return CUPTI_SUCCESS;
+}
+
+static size_t record_size(CUpti_ActivityKind kind) {
+    switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
+    case CUPTI_ACTIVITY_KIND_CONTEXT: return sizeof(CUpti_ActivityContext3);
+    case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
+    case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
+    default: return 0;
+    }
+}
+
+EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **rec) {
+    /* Pure: no NOTE(), the tracer may walk a buffer at any time. */
+    size_t off = 0;
+    if (*rec != NULL) {
+        size_t sz = record_size((*rec)->kind);
+        if (sz == 0)
+            return CUPTI_ERROR_INVALID_KIND;
+        off = (size_t)((uint8_t *)*rec - buffer) + sz;
+    }
+    if (off + sizeof(CUpti_Activity) > valid)
+        return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    CUpti_Activity *r = (CUpti_Activity *)(buffer + off);
+    size_t sz = record_size(r->kind);
+    if (sz == 0 || off + sz > valid)
+        return CUPTI_ERROR_INVALID_KIND;
+    *rec = r;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream, size_t *n) {
+    NOTE();
+    (void)ctx;
+    (void)stream;
+    *n = atomic_exchange(&S.dropped, 0);
+    return CUPTI_SUCCESS;
+}
+
+/* Hands a slot's buffer to the tracer, outside every stand-in lock (so that buffer callbacks from
+ * several threads really do run at once). */
+static void complete(uint8_t *buf, size_t used) {
+    if (buf != NULL && S.comp != NULL)
+        S.comp(NULL, 0, buf, 0, used);
+}
+
+EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+    NOTE();
+    for (int i = 0; i < MAX_SLOTS; i++) {
+        slot *s = &S.slots[i];
+        pthread_mutex_lock(&s->mu);
+        uint8_t *buf = NULL;
+        size_t used = 0;
+        if (s->buf != NULL && s->used > 0 && (s->complete || (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED))) {
+            buf = s->buf;
+            used = s->used;
+            s->buf = NULL;
+            s->used = s->size = 0;
+            s->complete = 0;
+        }
+        pthread_mutex_unlock(&s->mu);
+        complete(buf, used);
+    }
+    atomic_fetch_add(&S.flushes, 1);
+    return CUPTI_SUCCESS;
+}
+
+/* ---- producing records ---- */
+
+static slot *my_slot(void) {
+    pthread_t self = pthread_self();
+    pthread_mutex_lock(&S.mu);
+    slot *found = NULL;
+    for (int i = 0; i < MAX_SLOTS && found == NULL; i++)
+        if (S.slots[i].used_slot && pthread_equal(S.slots[i].owner, self))
+            found = &S.slots[i];
+    for (int i = 0; i < MAX_SLOTS && found == NULL; i++)
+        if (!S.slots[i].used_slot) {
+            S.slots[i].used_slot = 1;
+            S.slots[i].owner = self;
+            found = &S.slots[i];
+        }
+    pthread_mutex_unlock(&S.mu);
+    return found;
+}
+
+static void release_slot(void) {
+    slot *s = my_slot();
+    pthread_mutex_lock(&s->mu);
+    uint8_t *buf = s->buf;
+    size_t used = s->used;
+    s->buf = NULL;
+    s->used = s->size = 0;
+    pthread_mutex_unlock(&s->mu);
+    complete(buf, used);
+    pthread_mutex_lock(&S.mu);
+    s->used_slot = 0;
+    pthread_mutex_unlock(&S.mu);
+}
+
+static void emit(const void *rec, size_t size) {
+    slot *s = my_slot();
+    if (s == NULL) {
+        atomic_fetch_add(&S.dropped, 1);
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (s->buf != NULL && s->used + size <= s->size) {
+        memcpy(s->buf + s->used, rec, size);
+        s->used += size;
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    uint8_t *full = s->buf;
+    size_t full_used = s->used;
+    s->buf = NULL;
+    s->used = s->size = 0;
+    pthread_mutex_unlock(&s->mu);
+    complete(full, full_used);
+    uint8_t *nb = NULL;
+    size_t nsize = 0, max = 0;
+    if (S.req != NULL)
+        S.req(&nb, &nsize, &max);
+    if (nb == NULL || nsize < size || ((uintptr_t)nb & 7) != 0) {
+        atomic_fetch_add(&S.dropped, 1);
+        if (nb != NULL)
+            complete(nb, 0);
+        return;
+    }
+    memcpy(nb, rec, size);
+    pthread_mutex_lock(&s->mu);
+    s->buf = nb;
+    s->size = nsize;
+    s->used = size;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- script ---- */
+
+static uint64_t kv_u64(const char *line, const char *key, uint64_t def) {
+    size_t kl = strlen(key);
+    for (const char *p = line; (p = strstr(p, key)) != NULL; p += kl) {
+        if ((p == line || p[-1] == ' ') && p[kl] == '=')
+            return strtoull(p + kl + 1, NULL, 10);
+    }
+    return def;
+}
+
+static int64_t kv_i64(const char *line, const char *key, int64_t def) {
+    size_t kl = strlen(key);
+    for (const char *p = line; (p = strstr(p, key)) != NULL; p += kl)
+        if ((p == line || p[-1] == ' ') && p[kl] == '=')
+            return strtoll(p + kl + 1, NULL, 10);
+    return def;
+}
+
+/* A string value: up to the next space. Stored in a small ring of static buffers: names handed
+ * to CUPTI records must outlive the buffer, so strings are interned forever instead. */
+static const char *kv_str(const char *line, const char *key) {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char *interned[256];
+    static int n;
+    size_t kl = strlen(key);
+    for (const char *p = line; (p = strstr(p, key)) != NULL; p += kl) {
+        if ((p == line || p[-1] == ' ') && p[kl] == '=') {
+            const char *v = p + kl + 1;
+            size_t len = strcspn(v, " ");
+            const char *out = NULL;
+            pthread_mutex_lock(&mu);
+            for (int i = 0; i < n && out == NULL; i++)
+                if (strlen(interned[i]) == len && strncmp(interned[i], v, len) == 0)
+                    out = interned[i];
+            if (out == NULL && n < 256) {
+                interned[n] = strndup(v, len);
+                out = interned[n++];
+            }
+            pthread_mutex_unlock(&mu);
+            return out;
+        }
+    }
+    return NULL;
+}
+
+static void kv_dim3(const char *line, const char *key, int32_t out[3]) {
+    out[0] = out[1] = out[2] = 1;
+    const char *s = kv_str(line, key);
+    if (s != NULL)
+        sscanf(s, "%d,%d,%d", &out[0], &out[1], &out[2]);
+}
+
+static CUpti_CallbackDomain kv_domain(const char *line) {
+    const char *d = kv_str(line, "domain");
+    return d != NULL && strcmp(d, "drv") == 0 ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+}
+
+/* Shift applied by an xN@D prefix. */
+typedef struct shift {
+    uint64_t dt;
+    uint32_t dcorr;
+} shift;
+
+static void do_kernel(const char *l, shift sh) {
+    if (!S.kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] && !S.kinds[CUPTI_ACTIVITY_KIND_KERNEL])
+        return;
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof k);
+    k.kind = S.kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+                                                           : CUPTI_ACTIVITY_KIND_KERNEL;
+    k.start = kv_u64(l, "start", 0) + sh.dt;
+    k.end = kv_u64(l, "end", 0) + sh.dt;
+    k.deviceId = (uint32_t)kv_u64(l, "dev", 0);
+    k.contextId = (uint32_t)kv_u64(l, "ctx", 1);
+    k.streamId = (uint32_t)kv_u64(l, "stream", 7);
+    k.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
+    k.graphId = (uint32_t)kv_u64(l, "graph", 0);
+    k.name = kv_str(l, "name");
+    int32_t g[3], b[3];
+    kv_dim3(l, "grid", g);
+    kv_dim3(l, "block", b);
+    k.gridX = g[0], k.gridY = g[1], k.gridZ = g[2];
+    k.blockX = b[0], k.blockY = b[1], k.blockZ = b[2];
+    emit(&k, sizeof k);
+}
+
+static void do_memcpy(const char *l, shift sh) {
+    if (!S.kinds[CUPTI_ACTIVITY_KIND_MEMCPY])
+        return;
+    CUpti_ActivityMemcpy6 m;
+    memset(&m, 0, sizeof m);
+    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m.copyKind = (uint8_t)kv_u64(l, "copy", 0);
+    m.srcKind = (uint8_t)kv_u64(l, "src", 0);
+    m.dstKind = (uint8_t)kv_u64(l, "dst", 0);
+    m.flags = kv_u64(l, "async", 0) ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+    m.bytes = kv_u64(l, "bytes", 0);
+    m.start = kv_u64(l, "start", 0) + sh.dt;
+    m.end = kv_u64(l, "end", 0) + sh.dt;
+    m.deviceId = (uint32_t)kv_u64(l, "dev", 0);
+    m.contextId = (uint32_t)kv_u64(l, "ctx", 1);
+    m.streamId = (uint32_t)kv_u64(l, "stream", 7);
+    m.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
+    emit(&m, sizeof m);
+}
+
+static void do_memset(const char *l, shift sh) {
+    if (!S.kinds[CUPTI_ACTIVITY_KIND_MEMSET])
+        return;
+    CUpti_ActivityMemset4 m;
+    memset(&m, 0, sizeof m);
+    m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    m.value = (uint32_t)kv_u64(l, "value", 0);
+    m.bytes = kv_u64(l, "bytes", 0);
+    m.start = kv_u64(l, "start", 0) + sh.dt;
+    m.end = kv_u64(l, "end", 0) + sh.dt;
+    m.deviceId = (uint32_t)kv_u64(l, "dev", 0);
+    m.contextId = (uint32_t)kv_u64(l, "ctx", 1);
+    m.streamId = (uint32_t)kv_u64(l, "stream", 7);
+    m.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
+    m.flags = kv_u64(l, "async", 0) ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
+    m.memoryKind = (uint16_t)kv_u64(l, "mem", 3);
+    emit(&m, sizeof m);
+}
+
+static void do_sync(const char *l, shift sh) {
+    if (!S.kinds[CUPTI_ACTIVITY_KIND_SYNCHRONIZATION])
+        return;
+    CUpti_ActivitySynchronization2 s;
+    memset(&s, 0, sizeof s);
+    s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    s.type = (CUpti_ActivitySynchronizationType)kv_u64(l, "type", 3);
+    s.start = kv_u64(l, "start", 0) + sh.dt;
+    s.end = kv_u64(l, "end", 0) + sh.dt;
+    s.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
+    s.contextId = (uint32_t)kv_u64(l, "ctx", 1);
+    s.streamId = (uint32_t)kv_u64(l, "stream", 0xFFFFFFFFu);
+    s.cudaEventId = (uint32_t)kv_u64(l, "event", 0xFFFFFFFFu);
+    emit(&s, sizeof s);
+}
+
+static void do_api(const char *l, shift sh) {
+    CUpti_CallbackDomain dom = kv_domain(l);
+    uint32_t cbid = (uint32_t)kv_u64(l, "cbid", 0);
+    int on = dom == CUPTI_CB_DOMAIN_DRIVER_API
+                 ? (S.kinds[CUPTI_ACTIVITY_KIND_DRIVER] || (cbid < 1024 && S.drv_api[cbid]))
+                 : (S.kinds[CUPTI_ACTIVITY_KIND_RUNTIME] || (cbid < 1024 && S.rt_api[cbid]));
+    if (!on)
+        return;
+    CUpti_ActivityAPI a;
+    memset(&a, 0, sizeof a);
+    a.kind = dom == CUPTI_CB_DOMAIN_DRIVER_API ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
+    a.cbid = cbid;
+    a.start = kv_u64(l, "start", 0) + sh.dt;
+    a.end = kv_u64(l, "end", 0) + sh.dt;
+    a.processId = (uint32_t)getpid();
+    a.threadId = (uint32_t)kv_u64(l, "tid", 1);
+    a.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
+    a.returnValue = (uint32_t)kv_u64(l, "ret", 0);
+    emit(&a, sizeof a);
+}
+
+static void do_marker(const char *l, shift sh) {
+    if (!S.kinds[CUPTI_ACTIVITY_KIND_MARKER])
+        return;
+    CUpti_ActivityMarker2 m;
+    memset(&m, 0, sizeof m);
+    m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+    m.flags = (CUpti_ActivityFlag)kv_u64(l, "flags", CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS);
+    m.timestamp = kv_u64(l, "ts", 0) + sh.dt;
+    m.id = (uint32_t)kv_u64(l, "id", 0);
+    m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+    m.objectId.pt.processId = (uint32_t)getpid();
+    m.objectId.pt.threadId = (uint32_t)kv_u64(l, "tid", 1);
+    m.name = kv_str(l, "name");
+    m.domain = kv_str(l, "domain");
+    emit(&m, sizeof m);
+}
+
+static void do_device(const char *l) {
+    if (!S.kinds[CUPTI_ACTIVITY_KIND_DEVICE])
+        return;
+    CUpti_ActivityDevice5 d;
+    memset(&d, 0, sizeof d);
+    d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+    d.id = (uint32_t)kv_u64(l, "id", 0);
+    d.name = kv_str(l, "name");
+    d.computeCapabilityMajor = (uint32_t)kv_u64(l, "cc_major", 9);
+    d.computeCapabilityMinor = (uint32_t)kv_u64(l, "cc_minor", 0);
+    d.numMultiprocessors = (uint32_t)kv_u64(l, "sms", 132);
+    d.globalMemorySize = kv_u64(l, "mem", 0);
+    emit(&d, sizeof d);
+}
+
+static void do_context(const char *l) {
+    if (!S.kinds[CUPTI_ACTIVITY_KIND_CONTEXT])
+        return;
+    CUpti_ActivityContext3 c;
+    memset(&c, 0, sizeof c);
+    c.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
+    c.contextId = (uint32_t)kv_u64(l, "id", 1);
+    c.deviceId = (uint32_t)kv_u64(l, "device", 0);
+    c.nullStreamId = (uint16_t)kv_u64(l, "nullstream", 7);
+    emit(&c, sizeof c);
+}
+
+static void do_stream(const char *l) {
+    if (!S.kinds[CUPTI_ACTIVITY_KIND_STREAM])
+        return;
+    CUpti_ActivityStream s;
+    memset(&s, 0, sizeof s);
+    s.kind = CUPTI_ACTIVITY_KIND_STREAM;
+    s.contextId = (uint32_t)kv_u64(l, "ctx", 1);
+    s.streamId = (uint32_t)kv_u64(l, "id", 13);
+    s.priority = (uint32_t)kv_i64(l, "prio", 0);
+    emit(&s, sizeof s);
+}
+
+static void resource(CUpti_CallbackId cbid) {
+    if (S.cb == NULL || !S.domain_on[CUPTI_CB_DOMAIN_RESOURCE])
+        return;
+    CUpti_ResourceData rd;
+    memset(&rd, 0, sizeof rd);
+    S.cb(S.ud, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
+}
+
+/* One host call: ENTER, the wait (virtual), EXIT; with a nested driver call when asked. */
+typedef struct host_call {
+    CUpti_CallbackDomain dom;
+    uint32_t cbid, inner, ctx, corr;
+    uint64_t wait;
+    int32_t ret;
+} host_call;
+
+static int cb_enabled(CUpti_CallbackDomain dom, uint32_t cbid) {
+    pthread_mutex_lock(&S.mu);
+    int on = S.cb != NULL && cbid < 1024 && S.cb_on[dom][cbid];
+    pthread_mutex_unlock(&S.mu);
+    return on;
+}
+
+static void site_call(CUpti_CallbackDomain dom, uint32_t cbid, const host_call *hc, int32_t ret,
+                      CUpti_ApiCallbackSite site, uint64_t *corr_data) {
+    if (!cb_enabled(dom, cbid))
+        return;
+    CUpti_CallbackData cd;
+    memset(&cd, 0, sizeof cd);
+    cd.callbackSite = site;
+    cd.functionName = "standin";
+    cd.functionReturnValue = &ret;
+    cd.contextUid = hc->ctx;
+    cd.correlationData = corr_data;
+    cd.correlationId = hc->corr;
+    S.cb(S.ud, dom, cbid, &cd);
+}
+
+static void host_call_run(void *arg) {
+    const host_call *hc = arg;
+    uint64_t outer = 0, inner = 0;
+    site_call(hc->dom, hc->cbid, hc, 0, CUPTI_API_ENTER, &outer);
+    if (hc->inner)
+        site_call(CUPTI_CB_DOMAIN_DRIVER_API, hc->inner, hc, 0, CUPTI_API_ENTER, &inner);
+    atomic_fetch_add(&S.clock, hc->wait);
+    if (hc->inner)
+        site_call(CUPTI_CB_DOMAIN_DRIVER_API, hc->inner, hc, hc->ret, CUPTI_API_EXIT, &inner);
+    site_call(hc->dom, hc->cbid, hc, hc->ret, CUPTI_API_EXIT, &outer);
+}
+
+static void through_site(int site, void (*fn)(void *), void *arg) {
+    if (site >= 1 && site <= S.n_sites && S.sites[site - 1] != NULL)
+        S.sites[site - 1](fn, arg);
+    else
+        fn(arg);
+}
+
+static void do_call(const char *l, shift sh) {
+    host_call hc = {.dom = kv_domain(l), .cbid = (uint32_t)kv_u64(l, "cbid", 0),
+                    .inner = (uint32_t)kv_u64(l, "inner", 0), .ctx = (uint32_t)kv_u64(l, "ctx", 1),
+                    .corr = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr, .wait = kv_u64(l, "wait", 0),
+                    .ret = (int32_t)kv_i64(l, "ret", 0)};
+    through_site((int)kv_u64(l, "site", 0), host_call_run, &hc);
+}
+
+static void do_poll(const char *l, shift sh) {
+    uint64_t count = kv_u64(l, "count", 1);
+    for (uint64_t i = 0; i < count; i++) {
+        host_call hc = {.dom = kv_domain(l), .cbid = (uint32_t)kv_u64(l, "cbid", 0),
+                        .ctx = (uint32_t)kv_u64(l, "ctx", 1),
+                        .corr = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr + (uint32_t)i,
+                        .wait = kv_u64(l, "step", 1000), .ret = i + 1 < count ? 600 : 0};
+        through_site((int)kv_u64(l, "site", 0), host_call_run, &hc);
+    }
+}
+
+static void wait_flushes(int n) {
+    int start = atomic_load(&S.flushes);
+    for (int i = 0; i < 10000 && atomic_load(&S.flushes) < start + n; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int play_range(int from, int to);
+
+typedef struct thread_arg {
+    int from, to;
+} thread_arg;
+
+static void *thread_main(void *p) {
+    thread_arg *a = p;
+    play_range(a->from, a->to);
+    release_slot();
+    return NULL;
+}
+
+/* The line index of the `end` closing the block opened at line i. */
+static int block_end(int i) {
+    int depth = 0;
+    for (int j = i + 1; j < S.n_lines; j++) {
+        if (strncmp(S.lines[j], "repeat ", 7) == 0 || strncmp(S.lines[j], "threads ", 8) == 0)
+            depth++;
+        else if (strcmp(S.lines[j], "end") == 0 && depth-- == 0)
+            return j;
+    }
+    return -1;
+}
+
+static void do_fork(void) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* The child: a host call, as a program's worker would make, then a normal exit. */
+        host_call hc = {.dom = CUPTI_CB_DOMAIN_RUNTIME_API,
+                        .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+                        .ctx = 1, .corr = 999999, .wait = 1000000};
+        through_site(1, host_call_run, &hc);
+        exit(0);
+    }
+    int status = 0;
+    if (pid > 0 && waitpid(pid, &status, 0) == pid)
+        S.child_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int play_line(const char *l, shift sh) {
+    if (strncmp(l, "kernel", 6) == 0) do_kernel(l, sh);
+    else if (strncmp(l, "memcpy", 6) == 0) do_memcpy(l, sh);
+    else if (strncmp(l, "memset", 6) == 0) do_memset(l, sh);
+    else if (strncmp(l, "sync", 4) == 0) do_sync(l, sh);
+    else if (strncmp(l, "api", 3) == 0) do_api(l, sh);
+    else if (strncmp(l, "marker", 6) == 0) do_marker(l, sh);
+    else if (strncmp(l, "device", 6) == 0) do_device(l);
+    else if (strncmp(l, "context_create", 14) == 0) resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+    else if (strncmp(l, "context_destroy", 15) == 0) resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+    else if (strncmp(l, "context", 7) == 0) do_context(l);
+    else if (strncmp(l, "stream", 6) == 0) do_stream(l);
+    else if (strncmp(l, "call", 4) == 0) do_call(l, sh);
+    else if (strncmp(l, "poll", 4) == 0) do_poll(l, sh);
+    else if (strncmp(l, "clock ", 6) == 0) atomic_store(&S.clock, strtoull(l + 6, NULL, 10));
+    else if (strncmp(l, "advance ", 8) == 0) atomic_fetch_add(&S.clock, strtoull(l + 8, NULL, 10));
+    else if (strncmp(l, "drop ", 5) == 0) atomic_fetch_add(&S.dropped, strtoull(l + 5, NULL, 10));
+    else if (strcmp(l, "flush") == 0) {
+        for (int i = 0; i < MAX_SLOTS; i++) {
+            pthread_mutex_lock(&S.slots[i].mu);
+            S.slots[i].complete = 1;
+            pthread_mutex_unlock(&S.slots[i].mu);
+        }
+    } else if (strcmp(l, "wait_flush") == 0) wait_flushes(2);
+    else if (strcmp(l, "fork") == 0) do_fork();
+    else if (strncmp(l, "fail ", 5) == 0) { /* applied at load */ }
+    else return -1;
+    return 0;
+}
+
+static int play_range(int from, int to) {
+    for (int i = from; i < to; i++) {
+        const char *l = S.lines[i];
+        if (strncmp(l, "repeat ", 7) == 0 || strncmp(l, "threads ", 8) == 0) {
+            int end = block_end(i);
+            if (end < 0)
+                return -1;
+            int n = atoi(strchr(l, ' ') + 1);
+            if (l[0] == 'r') {
+                for (int k = 0; k < n; k++)
+                    if (play_range(i + 1, end) != 0)
+                        return -1;
+            } else {
+                pthread_t th[64];
+                thread_arg a = {i + 1, end};
+                int started = 0;
+                for (int k = 0; k < n && k < 64; k++)
+                    if (pthread_create(&th[k], NULL, thread_main, &a) == 0)
+                        started++;
+                for (int k = 0; k < started; k++)
+                    pthread_join(th[k], NULL);
+            }
+            i = end;
+            continue;
+        }
+        shift sh = {0, 0};
+        unsigned long n = 1, d = 0;
+        if (l[0] == 'x' && sscanf(l, "x%lu@%lu", &n, &d) == 2)
+            l = strchr(l, ' ') ? strchr(l, ' ') + 1 : l;
+        for (unsigned long k = 0; k < n; k++) {
+            sh.dt = k * d;
+            sh.dcorr = (uint32_t)k;
+            if (play_line(l, sh) != 0) {
+                fprintf(stderr, "standin: cannot play line %d: %s\n", i + 1, l);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+EXPORT int standin_load(const char *path) {
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return -1;
+    char line[1024];
+    while (fgets(line, sizeof line, f) != NULL && S.n_lines < MAX_LINES) {
+        char *h = strchr(line, '#');
+        if (h)
+            *h = '\0';
+        size_t n = strlen(line);
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' ' || line[n - 1] == '\t'))
+            line[--n] = '\0';
+        char *s = line;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '\0')
+            continue;
+        if (strcmp(s, "fail subscribe") == 0)
+            S.fail_subscribe = 1;
+        S.lines[S.n_lines++] = strdup(s);
+    }
+    fclose(f);
+    return 0;
+}
+
+EXPORT void standin_set_sites(const standin_site_fn *fns, int n) {
+    S.n_sites = n < MAX_SITES ? n : MAX_SITES;
+    for (int i = 0; i < S.n_sites; i++)
+        S.sites[i] = fns[i];
+}
+
+EXPORT int standin_play(void) {
+    /* The main thread's last buffer stays with "CUPTI" until a flush takes it, as in CUPTI. */
+    int rc = play_range(0, S.n_lines);
+    printf("standin: rc=%d kernel_kind_enabled=%d concurrent_kernel=%d subscribed=%d child=%d\n", rc,
+           S.kernel_kind_ever, S.kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL], S.subscribed,
+           S.child_status);
+    fflush(stdout);
+    for (int i = 0; i < S.n_lines; i++)
+        free(S.lines[i]);
+    S.n_lines = 0;
+    return rc;
+}

@@ -1,0 +1,121 @@
+/*
+ * libFuzzer target for the trace-file reader: the input is a whole file. Nothing may crash, leak or
+ * read out of bounds; whatever opens must index, read, decode and seek without surprises, from its
+ * footer chain and by a scan. `fuzz_file --write-seeds DIR` writes small valid files (index blocks,
+ * keyframes, a footer; and one cut short) to start from.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "synctop/file.h"
+#include "synth.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+static void write_seed(const char *dir, const char *name, size_t batches, size_t per, int cut) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    tp_fwriter_opts o = {.flags = TP_FW_OVERWRITE, .index_every = 3, .keyframe_bytes = 600};
+    tp_fwriter *w = tp_fwriter_open_opts(path, &o, NULL);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 42});
+    if (w == NULL || enc == NULL) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(1);
+    }
+    synth s;
+    synth_init(&s, 42);
+    tp_buf b = {0};
+    for (size_t i = 0; i < batches; i++) {
+        synth_fill(&s, enc, per);
+        tp_enc_finish_flags(enc, i + 1 == batches ? TP_BF_END : 0, &b);
+        tp_enc_delivered(enc, 1);
+        tp_fwriter_append(w, b.data, b.len, NULL);
+    }
+    tp_fwriter_close(&w, NULL);
+    if (cut && truncate(path, 700) != 0)
+        exit(1);
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+}
+
+static int memfd = -1;
+static char memfd_path[64];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    for (int i = 1; i + 1 < *argc; i++) {
+        if (strcmp((*argv)[i], "--write-seeds") != 0)
+            continue;
+        const char *dir = (*argv)[i + 1];
+        write_seed(dir, "small.trace", 8, 6, 0);
+        write_seed(dir, "one.trace", 1, 3, 0);
+        write_seed(dir, "cut.trace", 8, 6, 1);
+        write_seed(dir, "empty.trace", 0, 0, 0);
+        exit(0);
+    }
+    memfd = memfd_create("fuzz_file", MFD_CLOEXEC);
+    if (memfd < 0) {
+        perror("memfd_create");
+        exit(1);
+    }
+    snprintf(memfd_path, sizeof memfd_path, "/proc/self/fd/%d", memfd);
+    return 0;
+}
+
+static void exercise(int flags) {
+    tp_err err;
+    tp_freader *r = tp_freader_open_flags(memfd_path, flags, &err);
+    if (r == NULL)
+        return;
+    tp_buf buf = {0};
+    tp_dec d = {0};
+    tp_strtab *t = tp_strtab_new();
+    size_t n = tp_freader_count(r);
+    for (size_t i = 0; i < n; i++) {
+        const tp_findex_entry *e = tp_freader_entry(r, i);
+        if (e == NULL || e->size < TP_BATCH_HDR_SIZE)
+            abort();
+        if (tp_freader_read(r, i, &buf, &err) != 0)
+            continue;
+        if (buf.len != e->size)
+            abort();
+        if (tp_dec_open(&d, buf.data, buf.len, &err) != 0)
+            continue;
+        tp_dec_load_strings(&d, t);
+        uint32_t records = 0;
+        while (tp_dec_next_record(&d) != NULL)
+            records++;
+        if (records != d.hdr.n_records)
+            abort();
+    }
+    uint64_t probes[] = {0, 1, UINT64_MAX};
+    for (size_t p = 0; p < sizeof probes / sizeof probes[0]; p++) {
+        size_t k = 0, i = tp_freader_seek(r, probes[p], &k);
+        if (i > n || (i < n && k > i))
+            abort();
+    }
+    if (n) {
+        size_t k = 0, i = tp_freader_seek(r, tp_freader_entry(r, n / 2)->t_max, &k);
+        if (i > n / 2 || k > i)
+            abort();
+    }
+    for (size_t i = 0; i < tp_freader_problem_count(r); i++)
+        if (memchr(tp_freader_problem(r, i)->what, '\0', sizeof tp_freader_problem(r, i)->what) == NULL)
+            abort();
+    tp_strtab_destroy(&t);
+    tp_dec_free(&d);
+    tp_buf_free(&buf);
+    tp_freader_close(&r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (ftruncate(memfd, 0) != 0 || (size && pwrite(memfd, data, size, 0) != (ssize_t)size))
+        abort();
+    exercise(0);
+    exercise(TP_FR_SCAN);
+    return 0;
+}

@@ -1,0 +1,141 @@
+/*
+ * libFuzzer target for the Kineto importer: any bytes go in (plain JSON or gzip), nothing may crash,
+ * leak or read out of bounds; an import either fails with a message that names the input, or every
+ * batch it emits opens in the real decoder with its events inside the batch's time span.
+ * `fuzz_kineto --write-seeds DIR` writes a corpus: small traces that reach each mapping, and the
+ * smallest real trace, plain and gzip.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "kineto.h"
+#include "synctop/codec.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+static const char *const seeds[] = {
+    ("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, "
+     "\"ts\": "
+     "1695835535123456.789, \"dur\": 1.5, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 3, "
+     "\"grid\": [1, 2, "
+     "3], \"block\": [4, 5, 6]}}, {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+     "\"pid\": 1, "
+     "\"tid\": 2, \"ts\": 1695835535123450, \"dur\": 3, \"args\": {\"cbid\": 211, \"correlation\": 3}}]}"),
+    ("{\"deviceProperties\": [{\"id\": 0, \"name\": \"A100\", \"computeMajor\": 8, \"computeMinor\": 0, "
+     "\"totalGlobalMem\": 42297524224, \"numSms\": 108}], \"distributedInfo\": {\"rank\": 3, \"world_size\": "
+     "8}, "
+     "\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy HtoD (Pageable -> "
+     "Device)\", "
+     "\"pid\": 0, \"tid\": 7, \"ts\": 5, \"dur\": 2, \"args\": {\"device\": 0, \"stream\": 7, "
+     "\"correlation\": 9, "
+     "\"bytes\": 100}}, {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaMemcpyAsync\", \"pid\": "
+     "1, \"tid\": "
+     "2, \"ts\": 4, \"dur\": 9, \"args\": {\"correlation\": 9}}, {\"ph\": \"M\", \"name\": \"thread_name\", "
+     "\"pid\": 1, "
+     "\"tid\": 2, \"args\": {\"name\": \"main\"}}], \"baseTimeNanoseconds\": 1700000000000000000}"),
+    ("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"Event Sync\", \"pid\": 0, "
+     "\"tid\": -1, "
+     "\"ts\": 1, \"dur\": 1, \"args\": {\"cuda_sync_kind\": \"Event Sync\", \"stream\": 4294967295, "
+     "\"wait_on_cuda_event_id\": 9, \"correlation\": 1, \"device\": 0}}, {\"ph\": \"X\", \"cat\": "
+     "\"gpu_memset\", "
+     "\"name\": \"Memset (Device)\", \"pid\": 0, \"tid\": 7, \"ts\": 2, \"dur\": 1, \"args\": {\"bytes\": "
+     "8}}, {\"ph\": "
+     "\"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1, \"tid\": 2, \"ts\": 0, "
+     "\"dur\": "
+     "10}, {\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"a\", \"pid\": 0, \"tid\": 7, "
+     "\"ts\": 0, \"dur\": "
+     "3}, {\"ph\": \"s\", \"cat\": \"ac2g\", \"id\": 1, \"pid\": 1, \"tid\": 2, \"ts\": 1}]}"),
+    ("[{\"ph\": \"X\", \"cat\": \"Kernel\", \"name\": \"legacy\", \"pid\": 0, \"tid\": \"stream 7\", \"ts\": "
+     "1e3, "
+     "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7}}]"),
+};
+
+static void write_seed(const char *dir, const char *name, const void *data, size_t len) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(data, 1, len, f) != len) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(1);
+    }
+    fclose(f);
+}
+
+static void write_trace_seeds(const char *dir) {
+#ifdef KINETO_TRACE_DIR
+    char path[4096];
+    snprintf(path, sizeof path, "%s/event_sync_single_stream.json.gz", KINETO_TRACE_DIR);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return;
+    tp_buf gz = {0}, text = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        tp_buf_append(&gz, chunk, n);
+    fclose(f);
+    write_seed(dir, "real.json.gz", gz.data, gz.len);
+    gzFile z = gzopen(path, "rb");
+    int m;
+    while (z && (m = gzread(z, chunk, sizeof chunk)) > 0)
+        tp_buf_append(&text, chunk, (size_t)m);
+    if (z)
+        gzclose(z);
+    write_seed(dir, "real.json", text.data, text.len);
+    tp_buf_free(&gz);
+    tp_buf_free(&text);
+#else
+    (void)dir;
+#endif
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    for (int i = 1; i + 1 < *argc; i++) {
+        if (strcmp((*argv)[i], "--write-seeds") != 0)
+            continue;
+        const char *dir = (*argv)[i + 1];
+        for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
+            char name[32];
+            snprintf(name, sizeof name, "seed%zu.json", s);
+            write_seed(dir, name, seeds[s], strlen(seeds[s]));
+        }
+        write_trace_seeds(dir);
+        exit(0);
+    }
+    return 0;
+}
+
+static int check_batch(void *ctx, const void *batch, size_t len, tp_err *err) {
+    (void)ctx;
+    (void)err;
+    tp_dec d = {0};
+    tp_err derr;
+    if (tp_dec_open(&d, batch, len, &derr) != 0) {
+        fprintf(stderr, "emitted batch does not decode: %s\n", derr.msg);
+        abort();
+    }
+    const tp_record *r;
+    while ((r = tp_dec_next_record(&d)) != NULL) {
+        uint64_t a, b;
+        tp_record_span(r, &a, &b);
+        if (!TP_KIND_IS_META(r->head.kind) && (a < d.hdr.t_min || b > d.hdr.t_max || b < a))
+            abort();
+    }
+    tp_dec_free(&d);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    kineto_opts opts = {.producer = 1, .batch_records = 64, .max_events = 100000};
+    kineto_stats st;
+    tp_err err = {{0}};
+    int rc = kineto_import_mem(data, size, "fuzz.json", &opts, check_batch, NULL, &st, &err);
+    if (rc != 0 && strstr(err.msg, "fuzz.json") == NULL) {
+        fprintf(stderr, "error without the input's name: %s\n", err.msg);
+        abort();
+    }
+    return 0;
+}

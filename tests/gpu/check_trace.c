@@ -1,0 +1,189 @@
+/*
+ * Checks a trace recorded from a sample against the EXPECT lines at the top of the sample's
+ * source: "// EXPECT: N x API blocking at @TAG", where the line holding "// @TAG" is the call.
+ * A blocking call counts toward an expectation when its API name matches and its call site,
+ * symbolized with addr2line (module + offset, as the tracer publishes them), reaches that line of
+ * that file. Prints one line per expectation; exit status 0 when all hold, 1 otherwise, 2 on error.
+ *
+ * usage: synctop_check_trace TRACE SOURCE
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synctop/codec.h"
+#include "synctop/file.h"
+
+#define MAX_SITES 4096
+
+typedef struct site {
+    uint32_t id;
+    int resolved;
+    int hits_line[8]; /* lines of the source file among the first frames */
+    int n_lines;
+} site;
+
+static tp_strtab *strings;
+static tp_record *recs;
+static size_t n_recs, cap_recs;
+
+static const char *str(uint32_t id) {
+    uint32_t len;
+    const char *s = id ? tp_strtab_get(strings, id, &len) : NULL;
+    return s ? s : "";
+}
+
+static int load(const char *path) {
+    tp_err err;
+    tp_freader *r = tp_freader_open(path, &err);
+    if (r == NULL) {
+        fprintf(stderr, "check_trace: %s: %s\n", path, err.msg);
+        return -1;
+    }
+    tp_buf b = {0};
+    for (size_t i = 0; i < tp_freader_count(r); i++) {
+        if (tp_freader_read(r, i, &b, &err) != 0)
+            continue;
+        tp_dec d;
+        memset(&d, 0, sizeof d);
+        if (tp_dec_open(&d, b.data, b.len, &err) == 0 && !(d.hdr.flags & TP_BF_SYNTHETIC)) {
+            tp_dec_load_strings(&d, strings);
+            const tp_record *x;
+            while ((x = tp_dec_next_record(&d)) != NULL) {
+                if (n_recs == cap_recs) {
+                    cap_recs = cap_recs ? cap_recs * 2 : 1024;
+                    recs = realloc(recs, cap_recs * sizeof *recs);
+                }
+                memcpy(&recs[n_recs++], x, tp_kind_size(x->head.kind));
+            }
+        }
+        tp_dec_free(&d);
+    }
+    tp_buf_free(&b);
+    tp_freader_close(&r);
+    return 0;
+}
+
+/* The source lines of `base` (file name) that the first frames of a call site resolve to. */
+static void resolve(site *s, const char *base) {
+    s->resolved = 1;
+    for (size_t i = 0; i < n_recs && s->n_lines < 8; i++) {
+        const tp_frame *f = &recs[i].frame;
+        if (recs[i].head.kind != TP_K_FRAME || f->callsite != s->id)
+            continue;
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "addr2line -e '%s' 0x%" PRIx64 " 2>/dev/null", str(f->module), f->pc);
+        FILE *p = popen(cmd, "r");
+        if (p == NULL)
+            continue;
+        char line[2048];
+        if (fgets(line, sizeof line, p) != NULL) {
+            char *colon = strrchr(line, ':');
+            if (colon != NULL) {
+                *colon = '\0';
+                const char *file = strrchr(line, '/') ? strrchr(line, '/') + 1 : line;
+                if (strcmp(file, base) == 0)
+                    s->hits_line[s->n_lines++] = atoi(colon + 1);
+            }
+        }
+        pclose(p);
+    }
+}
+
+static site sites[MAX_SITES];
+static size_t n_sites;
+
+static site *site_of(uint32_t id, const char *base) {
+    for (size_t i = 0; i < n_sites; i++)
+        if (sites[i].id == id)
+            return &sites[i];
+    if (n_sites == MAX_SITES)
+        return NULL;
+    site *s = &sites[n_sites++];
+    memset(s, 0, sizeof *s);
+    s->id = id;
+    resolve(s, base);
+    return s;
+}
+
+static int tag_line(const char *source, const char *tag) {
+    FILE *f = fopen(source, "r");
+    if (f == NULL)
+        return -1;
+    char line[4096], want[128];
+    snprintf(want, sizeof want, "// %s", tag);
+    int n = 0, found = -1;
+    while (fgets(line, sizeof line, f) != NULL) {
+        n++;
+        if (strstr(line, "EXPECT:") == NULL && strstr(line, want) != NULL) {
+            size_t after = (size_t)(strstr(line, want) - line) + strlen(want);
+            if (line[after] == '\0' || line[after] == '\n' || line[after] == ' ') {
+                found = n;
+                break;
+            }
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: synctop_check_trace TRACE SOURCE\n");
+        return 2;
+    }
+    strings = tp_strtab_new();
+    if (load(argv[1]) != 0)
+        return 2;
+    const char *base = strrchr(argv[2], '/') ? strrchr(argv[2], '/') + 1 : argv[2];
+    FILE *src = fopen(argv[2], "r");
+    if (src == NULL) {
+        fprintf(stderr, "check_trace: cannot read %s\n", argv[2]);
+        return 2;
+    }
+    char line[4096];
+    int failed = 0, expectations = 0;
+    while (fgets(line, sizeof line, src) != NULL) {
+        const char *e = strstr(line, "EXPECT:");
+        if (e == NULL)
+            continue;
+        unsigned want = 0;
+        char api[128], tag[128];
+        if (sscanf(e, "EXPECT: %u x %127s blocking at %127s", &want, api, tag) != 3) {
+            fprintf(stderr, "check_trace: cannot read: %s", line);
+            return 2;
+        }
+        int at = tag_line(argv[2], tag);
+        if (at < 0) {
+            fprintf(stderr, "check_trace: no line tagged %s in %s\n", tag, argv[2]);
+            return 2;
+        }
+        unsigned got = 0;
+        for (size_t i = 0; i < n_recs; i++) {
+            const tp_api *a = &recs[i].api;
+            if (recs[i].head.kind != TP_K_API || !(a->flags & TP_F_BLOCKING) || a->callsite == 0)
+                continue;
+            const char *name = str(a->name);
+            if (strncmp(name, api, strlen(api)) != 0 ||
+                (name[strlen(api)] != '\0' && strncmp(name + strlen(api), "_pt", 3) != 0))
+                continue;
+            site *s = site_of(a->callsite, base);
+            for (int k = 0; s != NULL && k < s->n_lines; k++)
+                if (s->hits_line[k] == at) {
+                    got++;
+                    break;
+                }
+        }
+        expectations++;
+        int ok = got == want;
+        failed += !ok;
+        printf("%s %s:%d %u x %s blocking (saw %u)\n", ok ? "ok  " : "FAIL", base, at, want, api, got);
+    }
+    fclose(src);
+    if (expectations == 0) {
+        fprintf(stderr, "check_trace: no EXPECT lines in %s\n", argv[2]);
+        return 2;
+    }
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Expected figures for tests/test_kineto.c, derived from the Kineto traces with the standard
+library alone (json + gzip, numbers read as Decimal so timestamps are exact), independently of the
+C importer.
+
+    python3 tests/kineto_expected.py [DIR]        # human-readable figures
+    python3 tests/kineto_expected.py --c [DIR]    # the C tables pasted into tests/test_kineto.c
+
+DIR defaults to ../shared/traces/kineto beside the checkout. The rules are the importer's
+(tui/kineto.h): GPU rows are kernel/gpu_memcpy/gpu_memset/cuda_sync with ph "X", on (args.device or
+pid, args.stream or tid), a sync on stream -1 or 4294967295 being device-wide; host calls are
+cuda_runtime/cuda_driver/Runtime rows; a call blocks the host when it is an explicit synchronize, a
+freeing call, a non-Async memcpy that is not device-to-device, an Async memcpy whose copy touches
+pageable memory, or a non-Async memset not shown to target device memory.
+"""
+import decimal
+import gzip
+import json
+import os
+import re
+import sys
+from collections import Counter, defaultdict
+
+TRACES = [
+    "alexnet_a100_sync_heavy.json.gz",
+    "event_sync_multi_stream.json.gz",
+    "event_sync_single_stream.json.gz",
+    "sampled_rank-0.json.gz",
+    "sampled_rank-1.json.gz",
+]
+
+GPU = {"kernel": "TP_K_KERNEL", "gpu_memcpy": "TP_K_MEMCPY", "memcpy": "TP_K_MEMCPY",
+       "gpu_memset": "TP_K_MEMSET", "memset": "TP_K_MEMSET", "cuda_sync": "TP_K_SYNC"}
+HOST = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
+SYNCS = {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
+         "cudaThreadSynchronize", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize"}
+FREES = {"cudaFree", "cudaFreeHost", "cudaFreeArray", "cudaFreeMipmappedArray", "cuMemFree",
+         "cuMemFreeHost", "cuArrayDestroy", "cuMipmappedArrayDestroy"}
+NO_STREAM = 0xFFFFFFFF
+
+
+def ns(v):
+    return int((decimal.Decimal(v) * 1000).to_integral_value(rounding=decimal.ROUND_HALF_UP))
+
+
+def base_name(name):
+    m = re.search(r"_(v[0-9]|pt)", name[1:])
+    return name[: m.start() + 1] if m else name
+
+
+def blocks(name, op):
+    b = base_name(name)
+    kind = op["cat"].lower() if op else None
+    copy = kind in ("gpu_memcpy", "memcpy")
+    if b in SYNCS or b in FREES:
+        return True
+    if b.startswith("cudaMemcpy") or b.startswith("cuMemcpy"):
+        if b.endswith("Async"):
+            return copy and "Pageable" in op["name"]
+        return not (copy and op["name"].startswith("Memcpy DtoD"))
+    if b.startswith("cudaMemset") or b.startswith("cuMemset"):
+        if b.endswith("Async"):
+            return False
+        return not (kind in ("gpu_memset", "memset") and op["name"].endswith("(Device)"))
+    return False
+
+
+def figures(path):
+    with gzip.open(path, "rt") as f:
+        doc = json.load(f, parse_float=decimal.Decimal)
+    base = int(doc.get("baseTimeNanoseconds", 0))
+    dist = doc.get("distributedInfo", {})
+    lanes = Counter()
+    apis = Counter()
+    blocked = defaultdict(int)
+    n_blocking = Counter()
+    threads, streams, devices = set(), set(), set()
+    nvtx = 0
+    t_min = t_max = None
+    ops = {}
+    host = []
+    copies = Counter()
+    for e in doc["traceEvents"]:
+        cat = str(e.get("cat", "")).lower()
+        if e.get("ph") != "X":
+            continue
+        if cat in GPU or cat in HOST or cat in ("user_annotation", "gpu_user_annotation"):
+            t0 = base + ns(e["ts"])
+            t1 = t0 + ns(e.get("dur", 0))
+            t_min = t0 if t_min is None else min(t_min, t0)
+            t_max = t1 if t_max is None else max(t_max, t1)
+        args = e.get("args", {})
+        if cat in GPU:
+            dev = int(args.get("device", e["pid"]))
+            stream = int(args.get("stream", e["tid"]))
+            if stream in (-1, NO_STREAM):
+                stream = NO_STREAM
+            else:
+                streams.add((dev, stream))
+            devices.add(dev)
+            lanes[(GPU[cat], dev, stream)] += 1
+            if cat in ("gpu_memcpy", "memcpy"):
+                copies[e["name"]] += 1
+            corr = args.get("correlation")
+            if corr:
+                prev = ops.get(corr)
+                if prev is None or (cat in ("gpu_memcpy", "memcpy", "gpu_memset", "memset") and
+                                    prev["cat"].lower() not in ("gpu_memcpy", "memcpy", "gpu_memset", "memset")):
+                    ops[corr] = e
+        elif cat in HOST:
+            host.append(e)
+            threads.add((int(e["pid"]), int(e["tid"])))
+        elif cat == "user_annotation":
+            nvtx += 1
+            threads.add((int(e["pid"]), int(e["tid"])))
+        elif cat == "gpu_user_annotation":
+            nvtx += 1
+    for e in host:
+        name = e["name"]
+        apis[name] += 1
+        op = ops.get(e.get("args", {}).get("correlation"))
+        if blocks(name, op):
+            n_blocking[name] += 1
+            blocked[name] += ns(e["dur"])
+    return {
+        "rank": int(dist.get("rank", -1)), "world": int(dist.get("world_size", -1)),
+        "t_min": t_min, "t_max": t_max, "lanes": lanes, "apis": apis, "blocked": blocked,
+        "n_blocking": n_blocking, "nvtx": nvtx, "threads": len(threads), "streams": len(streams),
+        "devices": len(devices), "copies": copies,
+    }
+
+
+def c_ident(name):
+    return re.sub(r"[^a-z0-9]+", "_", name.split(".")[0].lower()).strip("_")
+
+
+def print_c(results):
+    print("/* Generated by tests/kineto_expected.py --c: do not edit by hand. */")
+    for name, r in results:
+        ident = c_ident(name)
+        print(f"static const exp_lane lanes_{ident}[] = {{")
+        for (kind, dev, stream), n in sorted(r["lanes"].items()):
+            s = "TP_NO_ID" if stream == NO_STREAM else f"{stream}u"
+            print(f"    {{{kind}, {dev}, {s}, {n}}},")
+        print("};")
+        print(f"static const exp_api apis_{ident}[] = {{")
+        for api, n in sorted(r["apis"].items()):
+            print(f'    {{"{api}", {n}, {r["n_blocking"][api]}, {r["blocked"][api]}ull}},')
+        print("};")
+    print("static const exp_trace expected[] = {")
+    for name, r in results:
+        ident = c_ident(name)
+        print(f'    {{"{name}", {r["rank"]}, {r["world"]}, {r["t_min"]}ull, {r["t_max"]}ull, '
+              f"{r['nvtx']}, {r['threads']}, {r['streams']}, {r['devices']},")
+        print(f"     lanes_{ident}, sizeof lanes_{ident} / sizeof lanes_{ident}[0],")
+        print(f"     apis_{ident}, sizeof apis_{ident} / sizeof apis_{ident}[0]}},")
+    print("};")
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--c"]
+    d = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                          "..", "..", "shared", "traces", "kineto")
+    results = [(name, figures(os.path.join(d, name))) for name in TRACES]
+    if "--c" in sys.argv:
+        print_c(results)
+        return
+    for name, r in results:
+        print(f"== {name}: rank {r['rank']} world {r['world']} span [{r['t_min']}, {r['t_max']}] "
+              f"nvtx {r['nvtx']} threads {r['threads']} streams {r['streams']} devices {r['devices']}")
+        for k, n in sorted(r["lanes"].items()):
+            print("  lane", k, n)
+        for api, n in sorted(r["apis"].items()):
+            print(f"  api {api}: {n} calls, {r['n_blocking'][api]} blocking, {r['blocked'][api]} ns")
+        for c, n in sorted(r["copies"].items()):
+            print(f"  copy {c}: {n}")
+
+
+if __name__ == "__main__":
+    main()

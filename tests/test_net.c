@@ -1,0 +1,1263 @@
+/*
+ * The ZeroMQ transport (net.h) with real sockets: exact delivery over ipc and tcp, many producers
+ * into one subscriber, a stalled subscriber that never blocks the publisher and an exact drop
+ * count, CURVE (right key, wrong key, no key), the refusal to publish unencrypted beyond loopback,
+ * reconnection after a publisher restart, the private socket directory, stale socket files, key
+ * files and `synctop keygen`. Publishers run as separate processes (synctop-testpub) where that is
+ * what is being proved. All traffic stays on this machine (ipc and 127.0.0.1); timeouts are
+ * failure guards only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <limits.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "synctop/codec.h"
+#include "synctop/net.h"
+#include "synth.h"
+#include "task.h"
+
+/* ---- helpers ---- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* A synctop-testpub process: its stdout is read for the endpoint and the final counts. */
+typedef struct pubproc {
+    pid_t pid;
+    FILE *out;
+    char endpoint[TP_ENDPOINT_MAX];
+    uint64_t sent, dropped, events;
+} pubproc;
+
+static void testpub_start(pubproc *p, const char *const *args) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/synctop-testpub", task_bindir());
+    const char *argv[32] = {path};
+    int n = 1;
+    for (; args[n - 1] != NULL && n < 31; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    int fds[2];
+    ASSERT_OK(pipe(fds));
+    fflush(NULL);
+    p->pid = fork();
+    ASSERT(p->pid >= 0);
+    if (p->pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execv(path, (char *const *)argv);
+        fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    p->out = fdopen(fds[0], "r");
+    ASSERT_NOT_NULL(p->out);
+    char line[TP_ENDPOINT_MAX + 32];
+    if (fgets(line, sizeof line, p->out) == NULL)
+        TASK_FAIL_("synctop-testpub printed no endpoint (did it fail to start? see above)");
+    line[strcspn(line, "\n")] = '\0';
+    ASSERT(strncmp(line, "endpoint=", 9) == 0);
+    snprintf(p->endpoint, sizeof p->endpoint, "%s", line + 9);
+}
+
+/* Reads the final counts and checks that the publisher exited with status 0. */
+static void testpub_finish(pubproc *p) {
+    char line[256];
+    int got = 0;
+    while (fgets(line, sizeof line, p->out) != NULL)
+        if (sscanf(line, "sent=%" SCNu64 " dropped=%" SCNu64 " events=%" SCNu64, &p->sent,
+                   &p->dropped, &p->events) == 3)
+            got = 1;
+    fclose(p->out);
+    int status;
+    ASSERT_EQ(waitpid(p->pid, &status, 0), p->pid);
+    ASSERT(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    ASSERT(got);
+}
+
+/* Runs a command, capturing stdout and stderr together; returns its exit status. */
+static int run_capture(const char *const *argv, char *out, size_t outlen) {
+    int fds[2];
+    ASSERT_OK(pipe(fds));
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(fds[0], out + len, outlen - 1 - len)) > 0)
+        len += (size_t)n;
+    out[len] = '\0';
+    close(fds[0]);
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* What one producer (a testpub with this seed) must have sent, regenerated from the seed. */
+typedef struct expect {
+    uint64_t producer;
+    synth sy;
+    tp_enc *enc; /* only to give synth the same string ids as the publisher's encoder */
+    tp_strtab *strings;
+    tp_dec dec;
+    uint64_t events, batches, missed;
+    int ended, new_producer_seen;
+} expect;
+
+static void expect_init(expect *x, uint64_t seed) {
+    memset(x, 0, sizeof *x);
+    x->producer = seed + 1;
+    synth_init(&x->sy, seed);
+    x->enc = tp_enc_new(NULL);
+    ASSERT_NOT_NULL(x->enc);
+    synth_meta(&x->sy, x->enc);
+    x->strings = tp_strtab_new();
+    ASSERT_NOT_NULL(x->strings);
+}
+
+static void expect_free(expect *x) {
+    tp_enc_destroy(&x->enc);
+    tp_strtab_destroy(&x->strings);
+    tp_dec_free(&x->dec);
+}
+
+/* Decodes one received batch and compares every event with the regenerated stream. */
+static void expect_batch(expect *x, const tp_sub_msg *m) {
+    tp_err err = {{0}};
+    ASSERT_UEQ(m->hdr.producer, x->producer);
+    if (tp_dec_open(&x->dec, m->data, m->len, &err) != 0)
+        TASK_FAIL_("received batch does not decode: %s", err.msg);
+    ASSERT_OK(tp_dec_load_strings(&x->dec, x->strings));
+    const tp_record *r;
+    while ((r = tp_dec_next_record(&x->dec)) != NULL) {
+        uint32_t len;
+        if (TP_KIND_IS_META(r->head.kind)) {
+            if (r->head.kind == TP_K_PROCESS) {
+                const char *host = tp_strtab_get(x->strings, r->process.host, &len);
+                ASSERT_NOT_NULL(host);
+                ASSERT_STR_EQ(host, "gpu-node-07");
+            }
+            continue;
+        }
+        tp_record want;
+        synth_next(&x->sy, x->enc, &want);
+        ASSERT_EQ(r->head.kind, want.head.kind);
+        if (memcmp(r, &want, tp_kind_size(r->head.kind)) != 0)
+            TASK_FAIL_("producer %" PRIu64 " event %" PRIu64 " (%s) differs from the one sent",
+                       x->producer, x->events, tp_kind_name(r->head.kind));
+        if (r->head.kind == TP_K_KERNEL)
+            ASSERT_NOT_NULL(tp_strtab_get(x->strings, r->kernel.name, &len));
+        x->events++;
+    }
+    x->batches++;
+    x->missed += m->missed;
+    if (m->new_producer)
+        x->new_producer_seen++;
+    if (m->hdr.flags & TP_BF_END)
+        x->ended = 1;
+}
+
+/* Receives until every expected producer sent its END batch (60 s guard). */
+static void receive_all(tp_sub *sub, expect *xs, size_t nx) {
+    double deadline = now_s() + 60;
+    size_t ended = 0;
+    while (ended < nx) {
+        tp_sub_msg m;
+        tp_err err = {{0}};
+        int rc = tp_sub_recv(sub, &m, 500, &err);
+        if (rc < 0)
+            TASK_FAIL_("tp_sub_recv: %s (%s)", tp_strerror(rc), err.msg);
+        if (rc == 0) {
+            if (now_s() > deadline)
+                TASK_FAIL_("only %zu of %zu producers finished within 60 s", ended, nx);
+            continue;
+        }
+        expect *x = NULL;
+        for (size_t i = 0; i < nx; i++)
+            if (xs[i].producer == m.hdr.producer)
+                x = &xs[i];
+        if (x == NULL)
+            TASK_FAIL_("batch from unknown producer %" PRIu64, m.hdr.producer);
+        ASSERT(!x->ended);
+        expect_batch(x, &m);
+        ended += (size_t)x->ended;
+    }
+}
+
+static tp_sub *sub_new(const char *server_key) {
+    tp_err err = {{0}};
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.server_key = server_key}, &err);
+    if (sub == NULL)
+        TASK_FAIL_("tp_sub_new: %s", err.msg);
+    return sub;
+}
+
+static void sub_connect(tp_sub *sub, const char *endpoint) {
+    tp_err err = {{0}};
+    if (tp_sub_connect(sub, endpoint, &err) != 0)
+        TASK_FAIL_("tp_sub_connect %s: %s", endpoint, err.msg);
+}
+
+static tp_pub *pub_new(const tp_pub_opts *o) {
+    tp_err err = {{0}};
+    tp_pub *pub = tp_pub_new(o, &err);
+    if (pub == NULL)
+        TASK_FAIL_("tp_pub_new: %s", err.msg);
+    return pub;
+}
+
+static void wait_subscribers(tp_pub *pub, int n) {
+    double deadline = now_s() + 20;
+    while (tp_pub_poll(pub, NULL) < n) {
+        if (now_s() > deadline)
+            TASK_FAIL_("only %d of %d subscribers joined within 20 s", tp_pub_poll(pub, NULL), n);
+        sleep_ms(5);
+    }
+}
+
+static const char *ipc_endpoint(const char *name) {
+    static char ep[TP_ENDPOINT_MAX];
+    snprintf(ep, sizeof ep, "ipc://%s", task_path(name));
+    return ep;
+}
+
+/* The test's own socket directory, through XDG_RUNTIME_DIR (inherited by children). */
+static const char *use_private_runtime_dir(void) {
+    static char xdg[PATH_MAX];
+    snprintf(xdg, sizeof xdg, "%s", task_path("xdg"));
+    ASSERT_OK(mkdir(xdg, 0700));
+    ASSERT_OK(setenv("XDG_RUNTIME_DIR", xdg, 1));
+    return xdg;
+}
+
+/* ---- pub/sub delivery ---- */
+
+static void exact_delivery(const char *endpoint) {
+    tp_sub *sub = sub_new(NULL);
+    pubproc p;
+    testpub_start(&p, (const char *[]){"--endpoint", endpoint, "--events", "100000", "--seed", "7",
+                                       "--wait-subscribers", "1", NULL});
+    sub_connect(sub, p.endpoint);
+    expect x;
+    expect_init(&x, 7);
+    receive_all(sub, &x, 1);
+    testpub_finish(&p);
+    ASSERT_UEQ(x.events, 100000);
+    ASSERT_UEQ(p.events, 100000);
+    ASSERT_UEQ(p.dropped, 0);
+    ASSERT_UEQ(x.batches, p.sent);
+    ASSERT_UEQ(x.batches, (100000 + 4095) / 4096);
+    ASSERT_UEQ(x.missed, 0);
+    ASSERT_EQ(x.new_producer_seen, 1);
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_UEQ(st.received, p.sent);
+    ASSERT_UEQ(st.malformed, 0);
+    ASSERT_EQ(st.n_producers, 1);
+    tp_sub_producer pr;
+    ASSERT_OK(tp_sub_producer_get(sub, 0, &pr));
+    ASSERT_UEQ(pr.producer, 8);
+    ASSERT_UEQ(pr.received, p.sent);
+    ASSERT_UEQ(pr.last_seq, p.sent - 1);
+    ASSERT_EQ(tp_sub_producer_get(sub, 1, &pr), TP_EINVAL);
+    expect_free(&x);
+    tp_sub_destroy(&sub);
+    tp_sub_destroy(&sub); /* twice is harmless */
+    ASSERT_NULL(sub);
+}
+
+TEST(pubsub_ipc_exact_content) {
+    exact_delivery(ipc_endpoint("pub.sock"));
+    /* The publisher removed its socket file on exit. */
+    struct stat st;
+    ASSERT(stat(task_path("pub.sock"), &st) != 0);
+}
+
+TEST(pubsub_tcp_loopback_exact_content) { exact_delivery("tcp://127.0.0.1:*"); }
+
+TEST(many_publishers_one_subscriber) {
+    enum { N = 8 };
+    tp_sub *sub = sub_new(NULL);
+    pubproc p[N];
+    expect x[N];
+    for (int i = 0; i < N; i++) {
+        char seed[16];
+        snprintf(seed, sizeof seed, "%d", 100 + i);
+        /* Half over tcp, half over ipc, small batches so that they interleave. */
+        char ipc[64];
+        snprintf(ipc, sizeof ipc, "p%d.sock", i);
+        const char *ep = i % 2 ? "tcp://127.0.0.1:*" : ipc_endpoint(ipc);
+        testpub_start(&p[i], (const char *[]){"--endpoint", ep, "--events", "30000", "--batch",
+                                              "1000", "--seed", seed, "--wait-subscribers", "1",
+                                              NULL});
+        sub_connect(sub, p[i].endpoint);
+        expect_init(&x[i], 100 + (uint64_t)i);
+    }
+    receive_all(sub, x, N);
+    uint64_t total = 0;
+    for (int i = 0; i < N; i++) {
+        testpub_finish(&p[i]);
+        ASSERT_UEQ(p[i].dropped, 0);
+        ASSERT_UEQ(x[i].batches, p[i].sent);
+        ASSERT_UEQ(x[i].events, 30000);
+        ASSERT_UEQ(x[i].missed, 0);
+        ASSERT_EQ(x[i].new_producer_seen, 1);
+        total += x[i].batches;
+        expect_free(&x[i]);
+    }
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_EQ(st.n_producers, N);
+    ASSERT_UEQ(st.received, total);
+    ASSERT_UEQ(st.missed, 0);
+    for (size_t i = 0; i < N; i++) {
+        tp_sub_producer pr;
+        ASSERT_OK(tp_sub_producer_get(sub, i, &pr));
+        ASSERT(pr.producer >= 101 && pr.producer <= 100 + N);
+        ASSERT_UEQ(pr.received, p[pr.producer - 101].sent);
+    }
+    tp_sub_destroy(&sub);
+}
+
+/* A subscriber that is connected but never reads must not slow the publisher, and every batch it
+ * could not take is counted: dropped == attempts - received == the sum of its sequence gaps. */
+TEST(stalled_subscriber_never_blocks_and_drops_are_exact) {
+    tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = ipc_endpoint("stall.sock"), .sndhwm = 4});
+    tp_err err = {{0}};
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.rcvhwm = 4}, &err);
+    ASSERT_NOT_NULL(sub);
+    sub_connect(sub, tp_pub_endpoint(pub));
+    wait_subscribers(pub, 1);
+
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 77});
+    synth sy;
+    synth_init(&sy, 77);
+    tp_buf b = {0};
+    enum { N = 600 };
+    uint64_t attempts = 0;
+    double t0 = now_s();
+    for (int i = 0; i < N; i++) {
+        synth_fill(&sy, enc, 1024);
+        ASSERT_OK(tp_enc_finish(enc, &b));
+        int rc = tp_pub_send(pub, b.data, b.len);
+        ASSERT(rc == 0 || rc == TP_EAGAIN);
+        tp_enc_delivered(enc, rc == 0);
+        attempts++;
+    }
+    double took = now_s() - t0;
+    tp_pub_stats ps;
+    tp_pub_stats_get(pub, &ps);
+    fprintf(stderr, "%d batches to a stalled subscriber in %.3f s: %" PRIu64 " queued, %" PRIu64
+                    " dropped\n", N, took, ps.sent, ps.dropped);
+    ASSERT_UEQ(ps.sent + ps.dropped, attempts);
+    /* The queues hold a few batches (high-water marks of 4 plus socket buffers), not 600. */
+    ASSERT_GT(ps.dropped, 0);
+
+    /* Now read what was queued: exactly the batches the publisher says it sent. */
+    uint64_t received = 0, missed = 0;
+    double deadline = now_s() + 60;
+    while (received < ps.sent) {
+        tp_sub_msg m;
+        int rc = tp_sub_recv(sub, &m, 500, &err);
+        ASSERT(rc >= 0);
+        if (rc == 0 && now_s() > deadline)
+            TASK_FAIL_("received %" PRIu64 " of %" PRIu64 " queued batches", received, ps.sent);
+        if (rc == 1) {
+            received++;
+            missed += m.missed;
+        }
+    }
+    /* One more batch, once the queues have drained, shows the gap of any drop at the end. Each
+     * retry is a new batch, so the accounting stays exact whatever happens. */
+    int rc;
+    do {
+        ASSERT_OK(tp_enc_finish(enc, &b));
+        rc = tp_pub_send(pub, b.data, b.len);
+        tp_enc_delivered(enc, rc == 0);
+        attempts++;
+        if (rc != 0)
+            sleep_ms(1);
+    } while (rc != 0 && now_s() < deadline);
+    ASSERT_OK(rc);
+    tp_sub_msg m;
+    do
+        rc = tp_sub_recv(sub, &m, 500, &err);
+    while (rc == 0 && now_s() < deadline);
+    ASSERT_EQ(rc, 1);
+    received++;
+    missed += m.missed;
+    ASSERT_UEQ(m.hdr.seq, attempts - 1);
+    ASSERT_EQ(tp_sub_recv(sub, &m, 200, &err), 0); /* nothing else was queued */
+
+    tp_pub_stats_get(pub, &ps);
+    ASSERT_UEQ(ps.sent + ps.dropped, attempts);
+    ASSERT_UEQ(ps.sent, received);
+    ASSERT_UEQ(ps.dropped, attempts - received);
+    ASSERT_UEQ(ps.dropped, missed);
+    tp_sub_stats ss;
+    tp_sub_stats_get(sub, &ss);
+    ASSERT_UEQ(ss.missed, ps.dropped);
+    ASSERT_UEQ(ss.received, ps.sent);
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+    tp_sub_destroy(&sub);
+    tp_pub_destroy(&pub);
+    tp_pub_destroy(&pub);
+    ASSERT_NULL(pub);
+}
+
+/* tp_pub_poll follows arrivals and departures; *joined says when someone new came. */
+TEST(pub_counts_subscribers_and_reports_joins) {
+    tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = ipc_endpoint("count.sock")});
+    int joined = -1;
+    ASSERT_EQ(tp_pub_poll(pub, &joined), 0);
+    ASSERT_EQ(joined, 0);
+    tp_sub *a = sub_new(NULL), *b = sub_new(NULL);
+    sub_connect(a, tp_pub_endpoint(pub));
+    sub_connect(b, tp_pub_endpoint(pub));
+    double deadline = now_s() + 20;
+    int n = 0, any_joined = 0;
+    while (n < 2 && now_s() < deadline) {
+        n = tp_pub_poll(pub, &joined);
+        any_joined |= joined;
+        sleep_ms(2);
+    }
+    ASSERT_EQ(n, 2);
+    ASSERT_EQ(any_joined, 1);
+    ASSERT_EQ(tp_pub_poll(pub, &joined), 2);
+    ASSERT_EQ(joined, 0); /* nobody new since the last call */
+    tp_sub_destroy(&a);
+    while ((n = tp_pub_poll(pub, &joined)) != 1 && now_s() < deadline)
+        sleep_ms(2);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(joined, 0);
+    tp_pub_stats st;
+    tp_pub_stats_get(pub, &st);
+    ASSERT_EQ(st.subscribers, 1);
+    a = sub_new(NULL);
+    sub_connect(a, tp_pub_endpoint(pub));
+    any_joined = 0;
+    while ((n = tp_pub_poll(pub, &joined)) != 2 && now_s() < deadline) {
+        any_joined |= joined;
+        sleep_ms(2);
+    }
+    ASSERT_EQ(n, 2);
+    ASSERT_EQ(any_joined | joined, 1);
+    tp_sub_destroy(&a);
+    tp_sub_destroy(&b);
+    while ((n = tp_pub_poll(pub, NULL)) != 0 && now_s() < deadline)
+        sleep_ms(2);
+    ASSERT_EQ(n, 0);
+    tp_pub_destroy(&pub);
+}
+
+/* Sequence gaps, batches a recorder made (ignored), and a producer that starts over. */
+TEST(sub_counts_gaps_ignores_synthetic_and_sees_restarts) {
+    tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = ipc_endpoint("gaps.sock")});
+    tp_sub *sub = sub_new(NULL);
+    sub_connect(sub, tp_pub_endpoint(pub));
+    wait_subscribers(pub, 1);
+    tp_err err = {{0}};
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 5});
+    tp_buf b = {0};
+    tp_sub_msg m;
+#define SEND_AND_RECV()                                                                      \
+    do {                                                                                     \
+        ASSERT_OK(tp_pub_send(pub, b.data, b.len));                                          \
+        ASSERT_EQ(tp_sub_recv(sub, &m, 10000, &err), 1);                                     \
+    } while (0)
+    ASSERT_OK(tp_enc_finish(enc, &b)); /* seq 0 */
+    SEND_AND_RECV();
+    ASSERT_EQ(m.new_producer, 1);
+    ASSERT_UEQ(m.missed, 0);
+    ASSERT_OK(tp_enc_finish(enc, &b)); /* seq 1, lost on the way */
+    ASSERT_OK(tp_enc_finish(enc, &b)); /* seq 2, lost */
+    ASSERT_OK(tp_enc_finish(enc, &b)); /* seq 3 */
+    SEND_AND_RECV();
+    ASSERT_EQ(m.new_producer, 0);
+    ASSERT_UEQ(m.missed, 2);
+    /* A recorder's synthetic batch with an unrelated sequence number is not a gap. */
+    tp_batch_hdr h;
+    memcpy(&h, b.data, sizeof h);
+    h.flags |= TP_BF_SYNTHETIC;
+    h.seq = 1000;
+    memcpy(b.data, &h, sizeof h);
+    tp_batch_seal_header(b.data);
+    SEND_AND_RECV();
+    ASSERT_UEQ(m.missed, 0);
+    ASSERT(m.hdr.flags & TP_BF_SYNTHETIC);
+    ASSERT_OK(tp_enc_finish(enc, &b)); /* seq 4 */
+    SEND_AND_RECV();
+    ASSERT_UEQ(m.hdr.seq, 4);
+    ASSERT_UEQ(m.missed, 0);
+    /* The same producer id starting over at seq 0: a new life, not a gap. */
+    tp_enc_destroy(&enc);
+    enc = tp_enc_new(&(tp_enc_opts){.producer = 5});
+    ASSERT_OK(tp_enc_finish(enc, &b));
+    SEND_AND_RECV();
+    ASSERT_EQ(m.new_producer, 1);
+    ASSERT_UEQ(m.missed, 0);
+#undef SEND_AND_RECV
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_UEQ(st.received, 5);
+    ASSERT_UEQ(st.missed, 2);
+    ASSERT_EQ(st.n_producers, 1);
+    tp_sub_producer pr;
+    ASSERT_OK(tp_sub_producer_get(sub, 0, &pr));
+    ASSERT_UEQ(pr.producer, 5);
+    ASSERT_UEQ(pr.missed, 2);
+    ASSERT_UEQ(pr.received, 5);
+    ASSERT_UEQ(pr.last_seq, 0);
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+    tp_sub_destroy(&sub);
+    tp_pub_destroy(&pub);
+}
+
+/* A raw XPUB socket, so that the test sends exactly what it wants once the subscriber is in. */
+static void *raw_xpub(void *ctx, const char *ep) {
+    void *x = zmq_socket(ctx, ZMQ_XPUB);
+    ASSERT_NOT_NULL(x);
+    int v = 100000;
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_SNDHWM, &v, sizeof v));
+    v = 0;
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_LINGER, &v, sizeof v));
+    v = 10000;
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_RCVTIMEO, &v, sizeof v));
+    ASSERT_OK(zmq_bind(x, ep));
+    return x;
+}
+
+static void raw_wait_subscription(void *x) {
+    uint8_t note[8];
+    ASSERT_EQ(zmq_recv(x, note, sizeof note, 0), 1);
+    ASSERT_EQ(note[0], 1);
+}
+
+TEST(malformed_messages_counted_and_skipped) {
+    void *ctx = zmq_ctx_new();
+    const char *ep = ipc_endpoint("raw.sock");
+    void *x = raw_xpub(ctx, ep);
+    tp_sub *sub = sub_new(NULL);
+    sub_connect(sub, ep);
+    raw_wait_subscription(x);
+
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 9});
+    tp_buf b = {0};
+    synth sy;
+    synth_init(&sy, 9);
+    synth_fill(&sy, enc, 10);
+    ASSERT_OK(tp_enc_finish(enc, &b));
+    uint8_t bad[256];
+    memcpy(bad, b.data, TP_BATCH_HDR_SIZE);
+    bad[20] ^= 1; /* header checksum no longer matches */
+    ASSERT_EQ(zmq_send(x, "hello", 5, 0), 5);
+    ASSERT_EQ(zmq_send(x, bad, TP_BATCH_HDR_SIZE, 0), TP_BATCH_HDR_SIZE);
+    ASSERT_EQ(zmq_send(x, b.data, b.len, ZMQ_SNDMORE), (int)b.len);
+    ASSERT_EQ(zmq_send(x, "x", 1, 0), 1);
+    ASSERT_OK(tp_buf_append(&b, "!", 1)); /* one byte more than the batch */
+    ASSERT_EQ(zmq_send(x, b.data, b.len, 0), (int)b.len);
+    ASSERT_EQ(zmq_send(x, b.data, b.len - 1, 0), (int)b.len - 1);
+
+    tp_sub_msg m;
+    for (int i = 0; i < 4; i++) {
+        tp_err err = {{0}};
+        ASSERT_EQ(tp_sub_recv(sub, &m, 10000, &err), TP_EMALFORMED);
+        ASSERT_STR_CONTAINS(err.msg, "not a synctop batch");
+        fprintf(stderr, "  %s\n", err.msg);
+    }
+    tp_err err = {{0}};
+    ASSERT_EQ(tp_sub_recv(sub, &m, 10000, &err), 1);
+    ASSERT_EQ(m.len, b.len - 1);
+    ASSERT_UEQ(m.hdr.producer, 9);
+    tp_dec d = {0};
+    ASSERT_OK(tp_dec_open(&d, m.data, m.len, &err));
+    tp_dec_free(&d);
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_UEQ(st.malformed, 4);
+    ASSERT_UEQ(st.received, 1);
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+    tp_sub_destroy(&sub);
+    zmq_close(x);
+    zmq_ctx_term(ctx);
+}
+
+TEST(sub_tracks_a_bounded_number_of_producers) {
+    void *ctx = zmq_ctx_new();
+    const char *ep = ipc_endpoint("many.sock");
+    void *x = raw_xpub(ctx, ep);
+    tp_sub *sub = sub_new(NULL);
+    sub_connect(sub, ep);
+    raw_wait_subscription(x);
+    enum { N = 4100 };
+    tp_buf b = {0};
+    for (uint64_t i = 1; i <= N; i++) {
+        tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = i});
+        ASSERT_OK(tp_enc_finish(enc, &b));
+        ASSERT_EQ(zmq_send(x, b.data, b.len, 0), (int)b.len);
+        tp_enc_destroy(&enc);
+    }
+    int news = 0;
+    for (int i = 0; i < N; i++) {
+        tp_sub_msg m;
+        tp_err err = {{0}};
+        ASSERT_EQ(tp_sub_recv(sub, &m, 10000, &err), 1);
+        news += m.new_producer;
+    }
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_UEQ(st.received, N);
+    ASSERT_EQ(st.n_producers, 4096);
+    ASSERT_EQ(news, 4096);
+    tp_sub_producer pr;
+    ASSERT_OK(tp_sub_producer_get(sub, 4095, &pr));
+    ASSERT_UEQ(pr.producer, 4096);
+    ASSERT_UEQ(pr.received, 1);
+    tp_buf_free(&b);
+    tp_sub_destroy(&sub);
+    zmq_close(x);
+    zmq_ctx_term(ctx);
+}
+
+TEST(reconnects_after_publisher_restart_on_same_port) {
+    tp_sub *sub = sub_new(NULL);
+    pubproc p1, p2;
+    testpub_start(&p1, (const char *[]){"--endpoint", "tcp://127.0.0.1:*", "--events", "20000",
+                                        "--seed", "5", "--wait-subscribers", "1", NULL});
+    sub_connect(sub, p1.endpoint);
+    expect x;
+    expect_init(&x, 5);
+    receive_all(sub, &x, 1);
+    testpub_finish(&p1);
+    ASSERT_UEQ(x.events, 20000);
+    expect_free(&x);
+
+    /* Same port, same producer id (same seed): the subscriber is not told anything. */
+    testpub_start(&p2, (const char *[]){"--endpoint", p1.endpoint, "--events", "20000", "--seed",
+                                        "5", "--wait-subscribers", "1", NULL});
+    ASSERT_STR_EQ(p2.endpoint, p1.endpoint);
+    expect_init(&x, 5);
+    receive_all(sub, &x, 1);
+    testpub_finish(&p2);
+    ASSERT_UEQ(x.events, 20000);
+    ASSERT_UEQ(x.batches, p2.sent);
+    ASSERT_EQ(x.new_producer_seen, 1); /* the restart was seen as a new life */
+    ASSERT_UEQ(x.missed, 0);
+    expect_free(&x);
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_UEQ(st.received, p1.sent + p2.sent);
+    ASSERT_UEQ(st.missed, 0);
+    tp_sub_destroy(&sub);
+}
+
+/* ---- CURVE ---- */
+
+static void make_keys(const char *base, tp_keypair *kp) {
+    tp_err err = {{0}};
+    if (tp_keypair_new(kp, &err) != 0)
+        TASK_FAIL_("tp_keypair_new: %s", err.msg);
+    ASSERT_OK(tp_keypair_save(kp, task_path(base), &err));
+}
+
+TEST(curve_subscriber_with_the_right_key_receives) {
+    tp_keypair kp;
+    make_keys("srv", &kp);
+    char key[PATH_MAX], server_key[TP_KEY_Z85_LEN + 1];
+    snprintf(key, sizeof key, "%s", task_path("srv.key"));
+    tp_err err = {{0}};
+    ASSERT_OK(tp_public_key_resolve(task_path("srv.pub"), server_key, &err));
+    ASSERT_STR_EQ(server_key, kp.public_key);
+    tp_sub *sub = sub_new(server_key);
+    pubproc p;
+    testpub_start(&p, (const char *[]){"--endpoint", "tcp://127.0.0.1:*", "--curve-key", key,
+                                       "--events", "50000", "--seed", "3", "--wait-subscribers",
+                                       "1", NULL});
+    sub_connect(sub, p.endpoint);
+    expect x;
+    expect_init(&x, 3);
+    receive_all(sub, &x, 1);
+    testpub_finish(&p);
+    ASSERT_UEQ(x.events, 50000);
+    ASSERT_UEQ(x.batches, p.sent);
+    expect_free(&x);
+    tp_sub_destroy(&sub);
+}
+
+TEST(curve_wrong_key_and_plain_subscribers_receive_nothing) {
+    tp_keypair kp, other;
+    tp_err err = {{0}};
+    make_keys("srv", &kp);
+    ASSERT_OK(tp_keypair_new(&other, &err));
+    tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = "tcp://127.0.0.1:*", .curve = &kp});
+    tp_sub *good = sub_new(kp.public_key);
+    tp_sub *wrong = sub_new(other.public_key);
+    tp_sub *plain = sub_new(NULL);
+    sub_connect(wrong, tp_pub_endpoint(pub));
+    sub_connect(plain, tp_pub_endpoint(pub));
+    sub_connect(good, tp_pub_endpoint(pub));
+    wait_subscribers(pub, 1);
+
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 11});
+    synth sy;
+    synth_init(&sy, 11);
+    tp_buf b = {0};
+    uint64_t got_good = 0, got_other = 0;
+    tp_sub_msg m;
+    /* About a second of traffic: the rejected subscribers keep retrying meanwhile. */
+    for (int i = 0; i < 50; i++) {
+        synth_fill(&sy, enc, 100);
+        ASSERT_OK(tp_enc_finish_flags(enc, i == 49 ? TP_BF_END : 0, &b));
+        ASSERT_OK(tp_pub_send(pub, b.data, b.len));
+        tp_enc_delivered(enc, 1);
+        sleep_ms(20);
+        while (tp_sub_recv(good, &m, 0, &err) == 1)
+            got_good++;
+        got_other += (uint64_t)(tp_sub_recv(wrong, &m, 0, &err) == 1);
+        got_other += (uint64_t)(tp_sub_recv(plain, &m, 0, &err) == 1);
+    }
+    double deadline = now_s() + 30;
+    while (got_good < 50 && now_s() < deadline)
+        got_good += (uint64_t)(tp_sub_recv(good, &m, 500, &err) == 1);
+    ASSERT_UEQ(got_good, 50);
+    ASSERT_EQ(tp_sub_recv(wrong, &m, 300, &err), 0);
+    ASSERT_EQ(tp_sub_recv(plain, &m, 300, &err), 0);
+    ASSERT_UEQ(got_other, 0);
+    ASSERT_EQ(tp_pub_poll(pub, NULL), 1); /* only the right key got in */
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+    tp_sub_destroy(&good);
+    tp_sub_destroy(&wrong);
+    tp_sub_destroy(&plain);
+    tp_pub_destroy(&pub);
+}
+
+TEST(curve_refuses_bad_keys) {
+    tp_err err = {{0}};
+    /* A subscriber given something that is not a key. */
+    ASSERT_NULL(tp_sub_new(&(tp_sub_opts){.server_key = "not a key"}, &err));
+    ASSERT_STR_CONTAINS(err.msg, "Z85");
+    /* A publisher given only the public half. */
+    tp_keypair kp;
+    ASSERT_OK(tp_keypair_new(&kp, &err));
+    tp_keypair pub_only = kp;
+    memset(pub_only.secret_key, 0, sizeof pub_only.secret_key);
+    ASSERT_NULL(tp_pub_new(&(tp_pub_opts){.endpoint = "tcp://127.0.0.1:*", .curve = &pub_only},
+                           &err));
+    ASSERT_STR_CONTAINS(err.msg, "secret key");
+    /* A publisher given a secret key that does not match its public key. */
+    tp_keypair other;
+    ASSERT_OK(tp_keypair_new(&other, &err));
+    memcpy(kp.secret_key, other.secret_key, sizeof kp.secret_key);
+    ASSERT_NULL(tp_pub_new(&(tp_pub_opts){.endpoint = "tcp://127.0.0.1:*", .curve = &kp}, &err));
+    ASSERT_STR_CONTAINS(err.msg, "does not belong");
+}
+
+/* ---- binding beyond loopback ---- */
+
+/* A non-loopback IPv4 address of this machine, if it has one. */
+static int local_address(char *out, size_t outlen) {
+    struct ifaddrs *ifs, *i;
+    if (getifaddrs(&ifs) != 0)
+        return 0;
+    int found = 0;
+    for (i = ifs; i != NULL && !found; i = i->ifa_next) {
+        if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+            (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP))
+            continue;
+        found = getnameinfo(i->ifa_addr, sizeof(struct sockaddr_in), out, (socklen_t)outlen, NULL,
+                            0, NI_NUMERICHOST) == 0;
+    }
+    freeifaddrs(ifs);
+    return found;
+}
+
+TEST(nonloopback_bind_needs_keys_or_insecure) {
+    static const char *const refused[] = {"tcp://0.0.0.0:*", "tcp://*:*", "tcp://10.1.2.3:5555",
+                                          "tcp://[::]:*", "tcp://example.com:5555", "eth0:5555"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        tp_err err = {{0}};
+        ASSERT_NULL(tp_pub_new(&(tp_pub_opts){.endpoint = refused[i]}, &err));
+        ASSERT_STR_CONTAINS(err.msg, "synctop keygen");
+        ASSERT_STR_CONTAINS(err.msg, "--insecure");
+    }
+    tp_err err = {{0}};
+    tp_pub *pub = tp_pub_new(&(tp_pub_opts){.endpoint = "tcp://0.0.0.0:*"}, &err);
+    ASSERT_NULL(pub);
+    fprintf(stderr, "  refusal: %s\n", err.msg);
+    /* The same through synctop-testpub's flags. */
+    char out[4096], testpub[PATH_MAX];
+    snprintf(testpub, sizeof testpub, "%s/synctop-testpub", task_bindir());
+    const char *argv_refused[] = {testpub, "--endpoint", "tcp://0.0.0.0:*", "--events", "1", NULL};
+    ASSERT_EQ(run_capture(argv_refused, out, sizeof out), 1);
+    ASSERT_STR_CONTAINS(out, "--insecure");
+    /* Loopback needs nothing. */
+    pub = pub_new(&(tp_pub_opts){.endpoint = ":0"});
+    ASSERT(strncmp(tp_pub_endpoint(pub), "tcp://127.0.0.1:", 16) == 0);
+    tp_pub_destroy(&pub);
+
+    char addr[64], ep[128];
+    if (!local_address(addr, sizeof addr)) {
+        fprintf(stderr, "  this machine has no non-loopback IPv4 address: the allowed half "
+                        "(--insecure, CURVE) is skipped\n");
+        return;
+    }
+    /* Binding only: nothing is sent, so no traffic leaves the machine. */
+    snprintf(ep, sizeof ep, "tcp://%s:*", addr);
+    ASSERT_EQ(tp_endpoint_is_loopback(ep), 0);
+    pub = pub_new(&(tp_pub_opts){.endpoint = ep, .insecure = 1});
+    fprintf(stderr, "  bound %s with insecure\n", tp_pub_endpoint(pub));
+    tp_pub_destroy(&pub);
+    const char *argv_allowed[] = {testpub, "--endpoint", ep, "--insecure", "--events", "1", NULL};
+    ASSERT_EQ(run_capture(argv_allowed, out, sizeof out), 0);
+    ASSERT_STR_CONTAINS(out, "sent=1 dropped=0");
+    tp_keypair kp;
+    ASSERT_OK(tp_keypair_new(&kp, &err));
+    pub = pub_new(&(tp_pub_opts){.endpoint = ep, .curve = &kp});
+    tp_pub_destroy(&pub);
+}
+
+/* ---- endpoints ---- */
+
+TEST(endpoint_resolve_forms) {
+    char out[TP_ENDPOINT_MAX];
+    tp_err err = {{0}};
+    ASSERT_OK(tp_endpoint_resolve(":5555", out, sizeof out, &err));
+    ASSERT_STR_EQ(out, "tcp://127.0.0.1:5555");
+    ASSERT_OK(tp_endpoint_resolve("tcp://:5555", out, sizeof out, &err));
+    ASSERT_STR_EQ(out, "tcp://127.0.0.1:5555");
+    ASSERT_OK(tp_endpoint_resolve("gpu-node-07:6000", out, sizeof out, &err));
+    ASSERT_STR_EQ(out, "tcp://gpu-node-07:6000");
+    ASSERT_OK(tp_endpoint_resolve("[::1]:6000", out, sizeof out, &err));
+    ASSERT_STR_EQ(out, "tcp://[::1]:6000");
+    ASSERT_OK(tp_endpoint_resolve("tcp://10.0.0.2:7", out, sizeof out, &err));
+    ASSERT_STR_EQ(out, "tcp://10.0.0.2:7");
+    ASSERT_OK(tp_endpoint_resolve("ipc:///run/x.sock", out, sizeof out, &err));
+    ASSERT_STR_EQ(out, "ipc:///run/x.sock");
+    ASSERT_OK(tp_endpoint_resolve("/run/x.sock", out, sizeof out, &err));
+    ASSERT_STR_EQ(out, "ipc:///run/x.sock");
+
+    const char *xdg = use_private_runtime_dir();
+    char want[PATH_MAX + 64];
+    ASSERT_OK(tp_endpoint_resolve("4242", out, sizeof out, &err));
+    snprintf(want, sizeof want, "ipc://%s/synctop/4242.sock", xdg);
+    ASSERT_STR_EQ(out, want);
+    ASSERT_OK(tp_endpoint_for_pid(17, out, sizeof out, &err));
+    snprintf(want, sizeof want, "ipc://%s/synctop/17.sock", xdg);
+    ASSERT_STR_EQ(out, want);
+
+    static const char *const bad[] = {"", "tcp://:", "tcp://host", "host:99999", "host:12a",
+                                      "justaword", "0", "tcp://a;b:5", "[::1:5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = tp_endpoint_resolve(bad[i], out, sizeof out, &err);
+        if (rc != TP_EINVAL)
+            TASK_FAIL_("'%s' resolved (%d) to %s", bad[i], rc, out);
+    }
+    ASSERT_EQ(tp_endpoint_resolve(":5555", out, 10, &err), TP_ELIMIT);
+}
+
+TEST(endpoint_loopback_detection) {
+    static const char *const yes[] = {"tcp://127.0.0.1:1", "tcp://127.9.8.7:*", "tcp://[::1]:5",
+                                      "tcp://localhost:5", "tcp://LOCALHOST:5",
+                                      "tcp://[::ffff:127.0.0.1]:5"};
+    static const char *const no[] = {"tcp://0.0.0.0:1",  "tcp://*:1",       "tcp://10.0.0.1:1",
+                                     "tcp://[::]:1",     "tcp://eth0:1",    "tcp://128.0.0.1:1",
+                                     "tcp://[::ffff:10.0.0.1]:1", "tcp://localhost.evil.com:1"};
+    static const char *const bad[] = {"ipc:///x.sock", "tcp://:1", "tcp://127.0.0.1", "udp://a:1",
+                                      "tcp://127.0.0.1:65536", "tcp://[::1:5"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (tp_endpoint_is_loopback(yes[i]) != 1)
+            TASK_FAIL_("%s should be loopback", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (tp_endpoint_is_loopback(no[i]) != 0)
+            TASK_FAIL_("%s should not be loopback", no[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (tp_endpoint_is_loopback(bad[i]) >= 0)
+            TASK_FAIL_("%s should be refused", bad[i]);
+}
+
+TEST(endpoint_dir_is_created_private) {
+    const char *xdg = use_private_runtime_dir();
+    umask(022);
+    char dir[PATH_MAX], want[PATH_MAX + 16];
+    tp_err err = {{0}};
+    ASSERT_OK(tp_endpoint_dir(dir, sizeof dir, &err));
+    snprintf(want, sizeof want, "%s/synctop", xdg);
+    ASSERT_STR_EQ(dir, want);
+    struct stat st;
+    ASSERT_OK(lstat(dir, &st));
+    ASSERT(S_ISDIR(st.st_mode));
+    ASSERT_EQ(st.st_mode & 07777, 0700);
+    ASSERT_EQ(st.st_uid, geteuid());
+    ASSERT_OK(tp_endpoint_dir(dir, sizeof dir, &err)); /* existing and private: fine */
+
+    /* Without a usable XDG_RUNTIME_DIR: /tmp/synctop-UID. */
+    ASSERT_OK(setenv("XDG_RUNTIME_DIR", "relative/dir", 1));
+    ASSERT_OK(tp_endpoint_dir(dir, sizeof dir, &err));
+    snprintf(want, sizeof want, "/tmp/synctop-%u", (unsigned)geteuid());
+    ASSERT_STR_EQ(dir, want);
+    ASSERT_OK(setenv("XDG_RUNTIME_DIR", task_path("missing"), 1));
+    ASSERT_OK(tp_endpoint_dir(dir, sizeof dir, &err));
+    ASSERT_STR_EQ(dir, want);
+}
+
+TEST(endpoint_dir_refuses_unsafe_directories) {
+    const char *xdg = use_private_runtime_dir();
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    tp_err err = {{0}};
+    snprintf(path, sizeof path, "%s/synctop", xdg);
+    static const mode_t open_modes[] = {0750, 0705, 0770, 0777, 0701};
+    ASSERT_OK(mkdir(path, 0700));
+    for (size_t i = 0; i < sizeof open_modes / sizeof open_modes[0]; i++) {
+        ASSERT_OK(chmod(path, open_modes[i]));
+        ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), TP_ESECURITY);
+        ASSERT_STR_CONTAINS(err.msg, "chmod 700");
+    }
+    fprintf(stderr, "  %s\n", err.msg);
+    /* The publisher's default endpoint refuses it too, and says why. */
+    ASSERT_NULL(tp_pub_new(NULL, &err));
+    ASSERT_STR_CONTAINS(err.msg, "group or others");
+    ASSERT_OK(chmod(path, 0700));
+    ASSERT_OK(tp_endpoint_dir(dir, sizeof dir, &err));
+
+    /* A symlink to a private directory is still refused. */
+    ASSERT_OK(rmdir(path));
+    ASSERT_OK(mkdir(task_path("elsewhere"), 0700));
+    ASSERT_OK(symlink(task_path("elsewhere"), path));
+    ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), TP_ESECURITY);
+    ASSERT_STR_CONTAINS(err.msg, "symbolic link");
+    ASSERT_OK(unlink(path));
+
+    /* A plain file in its place. */
+    int fd = open(path, O_CREAT | O_WRONLY, 0600);
+    ASSERT(fd >= 0);
+    close(fd);
+    ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), TP_ESECURITY);
+    ASSERT_OK(unlink(path));
+
+    /* Owned by someone else: only root can arrange that here. */
+    if (geteuid() != 0) {
+        fprintf(stderr, "  not root: the other-owner case is skipped\n");
+        return;
+    }
+    ASSERT_OK(mkdir(path, 0700));
+    ASSERT_OK(chown(path, 65534, 65534));
+    ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), TP_ESECURITY);
+    ASSERT_STR_CONTAINS(err.msg, "belongs to uid 65534");
+    ASSERT_OK(rmdir(path));
+}
+
+TEST(default_endpoint_is_pid_socket_removed_on_destroy) {
+    const char *xdg = use_private_runtime_dir();
+    tp_pub *pub = pub_new(NULL);
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof want, "ipc://%s/synctop/%ld.sock", xdg, (long)getpid());
+    ASSERT_STR_EQ(tp_pub_endpoint(pub), want);
+    struct stat st;
+    ASSERT_OK(lstat(want + 6, &st));
+    ASSERT(S_ISSOCK(st.st_mode));
+    ASSERT_EQ(st.st_mode & 0777, 0600);
+    ASSERT_EQ(tp_endpoint_is_live(want), 1);
+    /* A second publisher in this process may not steal the endpoint. */
+    tp_err err = {{0}};
+    ASSERT_NULL(tp_pub_new(NULL, &err));
+    ASSERT_STR_CONTAINS(err.msg, "already listening");
+    /* `synctop attach PID` finds it. */
+    char ep[TP_ENDPOINT_MAX], pid[32];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    ASSERT_OK(tp_endpoint_resolve(pid, ep, sizeof ep, &err));
+    ASSERT_STR_EQ(ep, want);
+    tp_pub_destroy(&pub);
+    ASSERT(lstat(want + 6, &st) != 0);
+    ASSERT_EQ(tp_endpoint_is_live(want), 0);
+}
+
+/* A traced program that forks (data-loader workers) and destroys its inherited publisher in the
+ * child must neither hang nor take the parent's endpoint away. */
+TEST(destroy_in_forked_child_leaves_parent_publishing) {
+    use_private_runtime_dir();
+    tp_pub *pub = pub_new(NULL);
+    tp_sub *sub = sub_new(NULL);
+    sub_connect(sub, tp_pub_endpoint(pub));
+    wait_subscribers(pub, 1);
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        tp_pub_destroy(&pub);
+        tp_sub_destroy(&sub);
+        _exit(pub == NULL && sub == NULL ? 0 : 1);
+    }
+    int status = 0;
+    double deadline = now_s() + 20;
+    pid_t w;
+    while ((w = waitpid(pid, &status, WNOHANG)) == 0 && now_s() < deadline)
+        sleep_ms(5);
+    if (w == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        TASK_FAIL_("tp_pub_destroy hung in a forked child");
+    }
+    ASSERT(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    ASSERT_EQ(tp_endpoint_is_live(tp_pub_endpoint(pub)), 1);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 3});
+    tp_buf b = {0};
+    ASSERT_OK(tp_enc_finish(enc, &b));
+    ASSERT_OK(tp_pub_send(pub, b.data, b.len));
+    tp_sub_msg m;
+    tp_err err = {{0}};
+    ASSERT_EQ(tp_sub_recv(sub, &m, 10000, &err), 1);
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+    tp_sub_destroy(&sub);
+    tp_pub_destroy(&pub);
+}
+
+/* Leaves a socket file behind, as a process killed while bound does. */
+static void make_stale_socket(const char *path) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    ASSERT_LT(strlen(path), sizeof sa.sun_path);
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ASSERT(fd >= 0);
+    ASSERT_OK(bind(fd, (struct sockaddr *)&sa, sizeof sa));
+    ASSERT_OK(listen(fd, 1));
+    close(fd);
+}
+
+static pid_t dead_pid(void) {
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0)
+        _exit(0);
+    ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+    return pid;
+}
+
+TEST(stale_socket_of_killed_publisher_does_not_block_binding) {
+    const char *xdg = use_private_runtime_dir();
+    /* A publisher on its default endpoint, killed with SIGKILL: its socket file stays. */
+    pubproc p;
+    testpub_start(&p, (const char *[]){"--events", "10", "--wait-subscribers", "1", NULL});
+    char killed[PATH_MAX + 32];
+    snprintf(killed, sizeof killed, "%s/synctop/%ld.sock", xdg, (long)p.pid);
+    ASSERT_STR_EQ(p.endpoint + 6, killed);
+    ASSERT_OK(kill(p.pid, SIGKILL));
+    int status;
+    ASSERT_EQ(waitpid(p.pid, &status, 0), p.pid);
+    fclose(p.out);
+    struct stat st;
+    ASSERT_OK(lstat(killed, &st));
+    ASSERT_EQ(tp_endpoint_is_live(p.endpoint), 0);
+
+    /* Other leftovers: a stale file at this very process's path, one of a pid that is alive
+     * (pid 1: cannot tell, so kept), one of a dead pid somebody still listens on (kept), and a
+     * file that is not ours to judge (kept). */
+    char mine[PATH_MAX + 32], alive[PATH_MAX + 32], listened[PATH_MAX + 32], other[PATH_MAX + 32];
+    snprintf(mine, sizeof mine, "%s/synctop/%ld.sock", xdg, (long)getpid());
+    snprintf(alive, sizeof alive, "%s/synctop/1.sock", xdg);
+    snprintf(listened, sizeof listened, "%s/synctop/%ld.sock", xdg, (long)dead_pid());
+    snprintf(other, sizeof other, "%s/synctop/notes.txt", xdg);
+    make_stale_socket(mine);
+    make_stale_socket(alive);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, listened, strlen(listened) + 1);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ASSERT_OK(bind(lfd, (struct sockaddr *)&sa, sizeof sa));
+    ASSERT_OK(listen(lfd, 4));
+    int fd = open(other, O_CREAT | O_WRONLY, 0600);
+    close(fd);
+
+    tp_pub *pub = pub_new(NULL);
+    ASSERT(lstat(killed, &st) != 0); /* removed */
+    ASSERT_OK(lstat(alive, &st));
+    ASSERT_OK(lstat(listened, &st));
+    ASSERT_OK(lstat(other, &st));
+    ASSERT_EQ(tp_endpoint_is_live(tp_pub_endpoint(pub)), 1);
+
+    /* And it works: a subscriber hears it. */
+    tp_sub *sub = sub_new(NULL);
+    char pid[32];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    sub_connect(sub, pid);
+    wait_subscribers(pub, 1);
+    tp_pub_destroy(&pub);
+    tp_sub_destroy(&sub);
+    close(lfd);
+    ASSERT(lstat(mine, &st) != 0);
+    tp_err err = {{0}};
+    ASSERT_EQ(tp_endpoint_remove_stale(&err), 1); /* the listener is gone now */
+    ASSERT(lstat(listened, &st) != 0);
+}
+
+/* ---- keys ---- */
+
+TEST(keypair_save_modes_no_overwrite_and_round_trip) {
+    umask(0);
+    tp_keypair kp, back;
+    tp_err err = {{0}};
+    make_keys("k", &kp);
+    struct stat st;
+    ASSERT_OK(stat(task_path("k.key"), &st));
+    ASSERT_EQ(st.st_mode & 0777, 0600);
+    ASSERT_OK(stat(task_path("k.pub"), &st));
+    ASSERT_EQ(st.st_mode & 0777, 0644);
+
+    ASSERT_OK(tp_keypair_load(&back, task_path("k.key"), &err));
+    ASSERT_STR_EQ(back.public_key, kp.public_key);
+    ASSERT_STR_EQ(back.secret_key, kp.secret_key);
+    ASSERT_OK(tp_keypair_load(&back, task_path("k.pub"), &err));
+    ASSERT_STR_EQ(back.public_key, kp.public_key);
+    ASSERT_EQ(back.secret_key[0], '\0');
+
+    /* Never overwritten, not even one of the two. */
+    tp_keypair kp2;
+    ASSERT_OK(tp_keypair_new(&kp2, &err));
+    ASSERT_EQ(tp_keypair_save(&kp2, task_path("k"), &err), TP_EEXIST);
+    ASSERT_STR_CONTAINS(err.msg, "refusing to overwrite");
+    ASSERT_OK(tp_keypair_load(&back, task_path("k.key"), &err));
+    ASSERT_STR_EQ(back.secret_key, kp.secret_key);
+    ASSERT_OK(unlink(task_path("k.key")));
+    ASSERT_EQ(tp_keypair_save(&kp2, task_path("k"), &err), TP_EEXIST); /* k.pub is there */
+    ASSERT(stat(task_path("k.key"), &st) != 0);
+
+    /* Public key resolution: file or inline. */
+    char pk[TP_KEY_Z85_LEN + 1];
+    ASSERT_OK(tp_public_key_resolve(task_path("k.pub"), pk, &err));
+    ASSERT_STR_EQ(pk, kp.public_key);
+    ASSERT_OK(tp_public_key_resolve(kp2.public_key, pk, &err));
+    ASSERT_STR_EQ(pk, kp2.public_key);
+    ASSERT_EQ(tp_public_key_resolve(task_path("nope.pub"), pk, &err), TP_ENOENT);
+    ASSERT_EQ(tp_public_key_resolve("0123456789012345678901234567890123456789~", pk, &err),
+              TP_ENOENT);
+}
+
+static void write_text(const char *path, const char *text, mode_t mode) {
+    unlink(path);
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+    ASSERT(fd >= 0);
+    ASSERT_EQ(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    ASSERT_OK(fchmod(fd, mode));
+    close(fd);
+}
+
+TEST(corrupted_key_files_give_clear_errors) {
+    tp_keypair kp, other, back;
+    tp_err err = {{0}};
+    ASSERT_OK(tp_keypair_new(&kp, &err));
+    ASSERT_OK(tp_keypair_new(&other, &err));
+    const char *path = task_path("bad.key");
+    char text[512];
+    struct {
+        const char *pub, *sec, *want;
+        int code;
+    } cases[] = {
+        {kp.public_key, kp.secret_key, NULL, 0},
+        {"~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~", kp.secret_key, "line 2: the public-key is not a valid key", TP_EMALFORMED},
+        {kp.public_key, "short", "line 3: the secret-key is not a valid key", TP_EMALFORMED},
+        {other.public_key, kp.secret_key, "does not match the secret key", TP_EMALFORMED},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(text, sizeof text, "# test\npublic-key = %s\nsecret-key = %s\n", cases[i].pub,
+                 cases[i].sec);
+        write_text(path, text, 0600);
+        err.msg[0] = '\0';
+        ASSERT_EQ(tp_keypair_load(&back, path, &err), cases[i].code);
+        if (cases[i].want != NULL) {
+            ASSERT_STR_CONTAINS(err.msg, cases[i].want);
+            ASSERT_STR_CONTAINS(err.msg, path);
+            fprintf(stderr, "  %s\n", err.msg);
+            ASSERT_EQ(back.public_key[0], '\0');
+        }
+    }
+    /* One character changed inside a valid file. */
+    snprintf(text, sizeof text, "public-key = %s\nsecret-key = %s\n", kp.public_key, kp.secret_key);
+    text[13 + 40 + 1 + 13 + 5] ^= 0x01;
+    write_text(path, text, 0600);
+    ASSERT_EQ(tp_keypair_load(&back, path, &err), TP_EMALFORMED);
+    fprintf(stderr, "  %s\n", err.msg);
+    /* Not a key file at all, a duplicate field, an unknown field, empty. */
+    write_text(path, "hello world\n", 0600);
+    ASSERT_EQ(tp_keypair_load(&back, path, &err), TP_EMALFORMED);
+    ASSERT_STR_CONTAINS(err.msg, "line 1");
+    snprintf(text, sizeof text, "public-key = %s\npublic-key = %s\n", kp.public_key, kp.public_key);
+    write_text(path, text, 0600);
+    ASSERT_EQ(tp_keypair_load(&back, path, &err), TP_EMALFORMED);
+    ASSERT_STR_CONTAINS(err.msg, "twice");
+    write_text(path, "colour = blue\n", 0600);
+    ASSERT_EQ(tp_keypair_load(&back, path, &err), TP_EMALFORMED);
+    ASSERT_STR_CONTAINS(err.msg, "unknown field");
+    write_text(path, "", 0600);
+    ASSERT_EQ(tp_keypair_load(&back, path, &err), TP_EMALFORMED);
+    ASSERT_STR_CONTAINS(err.msg, "no public-key");
+    /* A secret key others can read is refused, like ssh does. */
+    snprintf(text, sizeof text, "public-key = %s\nsecret-key = %s\n", kp.public_key, kp.secret_key);
+    write_text(path, text, 0640);
+    ASSERT_EQ(tp_keypair_load(&back, path, &err), TP_ESECURITY);
+    ASSERT_STR_CONTAINS(err.msg, "chmod 600");
+    ASSERT_EQ(tp_keypair_load(&back, task_path("absent.key"), &err), TP_ENOENT);
+}
+
+TEST(keygen_verb_writes_keys_and_refuses_to_overwrite) {
+    char out[4096], base[PATH_MAX];
+    snprintf(base, sizeof base, "%s", task_path("server"));
+    const char *argv[] = {task_synctop(), "keygen", "-o", base, NULL};
+    ASSERT_EQ(run_capture(argv, out, sizeof out), 0);
+    fprintf(stderr, "%s", out);
+    tp_err err = {{0}};
+    tp_keypair kp;
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s.key", base);
+    ASSERT_OK(tp_keypair_load(&kp, path, &err));
+    ASSERT_STR_CONTAINS(out, kp.public_key);
+    struct stat st;
+    ASSERT_OK(stat(path, &st));
+    ASSERT_EQ(st.st_mode & 0777, 0600);
+    snprintf(path, sizeof path, "%s.pub", base);
+    ASSERT_OK(stat(path, &st));
+    ASSERT_EQ(st.st_mode & 0777, 0644);
+
+    ASSERT_EQ(run_capture(argv, out, sizeof out), 1);
+    ASSERT_STR_CONTAINS(out, "refusing to overwrite");
+    const char *help[] = {task_synctop(), "keygen", "--help", NULL};
+    ASSERT_EQ(run_capture(help, out, sizeof out), 0);
+    ASSERT_STR_CONTAINS(out, "usage: synctop keygen");
+    const char *bad[] = {task_synctop(), "keygen", "--frobnicate", NULL};
+    ASSERT_EQ(run_capture(bad, out, sizeof out), 2);
+}

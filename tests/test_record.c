@@ -1,0 +1,687 @@
+/*
+ * `synctop record` and `synctop info`, run as the user runs them: the real binary fed by
+ * synctop-testpub over ZeroMQ, its output captured and checked, its file read back and compared
+ * with the synthetic stream regenerated from the publisher's seed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "synctop/file.h"
+#include "synctop/net.h"
+#include "synth.h"
+#include "task.h"
+
+/* ---- processes ---- */
+
+static pid_t spawn(const char *const argv[], const char *out_path, const char *err_path) {
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fi = open("/dev/null", O_RDONLY);
+        if (fo < 0 || fe < 0 || fi < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0 || dup2(fi, 0) < 0)
+            _exit(126);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* The exit status, or -1 when it was still running after timeout_s (it is killed then). */
+static int wait_exit(pid_t pid, int timeout_s) {
+    for (int waited = 0; waited <= timeout_s * 100; waited++) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        ASSERT_NE(r, -1);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        sleep_ms(10);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static char *slurp_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    ASSERT_NOT_NULL(f);
+    size_t cap = 4096, len = 0;
+    char *s = malloc(cap);
+    size_t n;
+    while ((n = fread(s + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (cap - len < 2) {
+            cap *= 2;
+            s = realloc(s, cap);
+            ASSERT_NOT_NULL(s);
+        }
+    }
+    fclose(f);
+    s[len] = '\0';
+    return s;
+}
+
+/* Runs synctop with the given arguments to the end; returns its status, stdout in *out. */
+static int run_synctop(const char *const args[], char **out, char **err) {
+    const char *argv[32] = {task_synctop()};
+    int n = 1;
+    for (; args[n - 1] != NULL; n++) {
+        ASSERT_LT(n, 31);
+        argv[n] = args[n - 1];
+    }
+    argv[n] = NULL;
+    const char *o = task_path("synctop.out"), *e = task_path("synctop.err");
+    pid_t pid = spawn(argv, o, e);
+    int st = wait_exit(pid, 60);
+    ASSERT_NE(st, -1);
+    char *so = slurp_text(o), *se = slurp_text(e);
+    if (out)
+        *out = so;
+    else
+        free(so);
+    if (err)
+        *err = se;
+    else
+        free(se);
+    return st;
+}
+
+/* task_path() rotates over a few static buffers: a path kept across calls gets its own copy. */
+#define KEEP_PATH(var, name)                                                         \
+    char var[PATH_MAX];                                                              \
+    snprintf(var, sizeof var, "%s", task_path(name))
+
+static const char *testpub_path(void) {
+    static char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/synctop-testpub", task_bindir());
+    return p;
+}
+
+static const char *endpoint(const char *name) {
+    static char ep[PATH_MAX];
+    snprintf(ep, sizeof ep, "ipc://%s/%s", task_tmpdir(), name);
+    return ep;
+}
+
+/* ---- the published stream, regenerated ---- */
+
+typedef struct expect {
+    synth s;
+    tp_enc *enc;
+    tp_strtab *names; /* the stream's strings, by id */
+    uint64_t per_kind[TP_K_MAX_];
+    uint64_t events;
+} expect;
+
+static void expect_init(expect *x, uint64_t seed) {
+    memset(x, 0, sizeof *x);
+    synth_init(&x->s, seed);
+    x->enc = tp_enc_new(&(tp_enc_opts){.producer = seed + 1});
+    synth_meta(&x->s, x->enc);
+    tp_buf b = {0};
+    ASSERT_OK(tp_enc_finish(x->enc, &b));
+    tp_dec d = {0};
+    ASSERT_OK(tp_dec_open(&d, b.data, b.len, NULL));
+    x->names = tp_strtab_new();
+    ASSERT_OK(tp_dec_load_strings(&d, x->names));
+    tp_dec_free(&d);
+    tp_buf_free(&b);
+}
+
+static void expect_free(expect *x) {
+    tp_enc_destroy(&x->enc);
+    tp_strtab_destroy(&x->names);
+}
+
+static void expect_next(expect *x, tp_record *r) {
+    synth_next(&x->s, x->enc, r);
+    x->per_kind[r->head.kind]++;
+    x->events++;
+}
+
+static const char *event_name(const tp_record *r, const tp_strtab *t) {
+    uint32_t id = r->head.kind == TP_K_KERNEL ? r->kernel.name
+                  : r->head.kind == TP_K_API  ? r->api.name
+                  : r->head.kind == TP_K_NVTX ? r->nvtx.name
+                                              : 0;
+    return id ? tp_strtab_get(t, id, NULL) : "";
+}
+
+typedef struct readback {
+    uint64_t events, batches, keyframes, last_seq;
+    int ended;
+} readback;
+
+/* Reads a recorded file and checks that its events are exactly the stream's, in order, with the
+ * same names; the producer's batches must come in sequence with no gap. */
+static readback check_recorded(const char *path, uint64_t seed, expect *x) {
+    tp_err err = {{0}};
+    tp_freader *r = tp_freader_open(path, &err);
+    if (r == NULL)
+        TASK_FAIL_("open %s: %s", path, err.msg);
+    readback rb = {0};
+    tp_buf buf = {0};
+    tp_dec d = {0};
+    tp_strtab *names = tp_strtab_new();
+    for (size_t i = 0; i < tp_freader_count(r); i++) {
+        const tp_findex_entry *e = tp_freader_entry(r, i);
+        if (tp_freader_read(r, i, &buf, &err) != 0 || tp_dec_open(&d, buf.data, buf.len, &err) != 0)
+            TASK_FAIL_("batch %zu: %s", i, err.msg);
+        ASSERT_UEQ(d.hdr.producer, seed + 1);
+        ASSERT_OK(tp_dec_load_strings(&d, names));
+        if (e->flags & TP_BF_SYNTHETIC) {
+            rb.keyframes++;
+            continue;
+        }
+        ASSERT_UEQ(d.hdr.seq, rb.batches); /* no gap, nothing twice */
+        rb.batches++;
+        rb.last_seq = d.hdr.seq;
+        rb.ended = (d.hdr.flags & TP_BF_END) != 0;
+        const tp_record *rec;
+        while ((rec = tp_dec_next_record(&d)) != NULL) {
+            if (TP_KIND_IS_META(rec->head.kind))
+                continue;
+            tp_record want;
+            expect_next(x, &want);
+            ASSERT_EQ(rec->head.kind, want.head.kind);
+            if (memcmp(rec, &want, tp_kind_size(rec->head.kind)) != 0)
+                TASK_FAIL_("event %" PRIu64 " differs from the published one", rb.events);
+            ASSERT_STR_EQ(event_name(rec, names), event_name(&want, x->names));
+            rb.events++;
+        }
+    }
+    tp_strtab_destroy(&names);
+    tp_dec_free(&d);
+    tp_buf_free(&buf);
+    tp_freader_close(&r);
+    return rb;
+}
+
+static void assert_kind_counts(const char *out, const expect *x) {
+    char line[64];
+    snprintf(line, sizeof line, "events: %" PRIu64 "\n", x->events);
+    ASSERT_STR_CONTAINS(out, line);
+    int kinds = 0;
+    for (unsigned k = 0; k < TP_K_MAX_; k++) {
+        if (!x->per_kind[k])
+            continue;
+        snprintf(line, sizeof line, "\n  %s: %" PRIu64 "\n", tp_kind_name(k), x->per_kind[k]);
+        ASSERT_STR_CONTAINS(out, line);
+        kinds++;
+    }
+    ASSERT_GE(kinds, 5);
+}
+
+/* ---- record ---- */
+
+TEST(record_writes_exactly_what_was_published) {
+    const char *ep = endpoint("pub.sock");
+    KEEP_PATH(file, "rec.trace");
+    const char *pub_argv[] = {testpub_path(), "--endpoint", ep, "--events", "60000", "--batch", "700",
+                              "--seed", "5", "--wait-subscribers", "1", NULL};
+    pid_t pub = spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
+    const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
+    pid_t rec = spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    ASSERT_EQ(wait_exit(pub, 60), 0);
+    int st = wait_exit(rec, 30);
+    if (st == -1)
+        TASK_FAIL_("synctop record did not stop after the producer's END batch");
+    char *rec_err = slurp_text(task_path("rec.err"));
+    if (st != 0)
+        TASK_FAIL_("synctop record exited %d: %s", st, rec_err);
+    ASSERT_STR_CONTAINS(rec_err, "stopped: every producer finished");
+    ASSERT_STR_CONTAINS(rec_err, "60000 events");
+    ASSERT_NULL(strchr(rec_err, '\r')); /* not a terminal: no progress line */
+    char *pub_out = slurp_text(task_path("pub.out"));
+    unsigned long long sent = 0, dropped = 1, events = 0;
+    const char *line = strstr(pub_out, "sent=");
+    ASSERT_NOT_NULL(line);
+    ASSERT_EQ(sscanf(line, "sent=%llu dropped=%llu events=%llu", &sent, &dropped, &events), 3);
+    ASSERT_EQ(dropped, 0);
+    ASSERT_EQ(events, 60000);
+
+    expect x;
+    expect_init(&x, 5);
+    readback rb = check_recorded(file, 5, &x);
+    ASSERT_UEQ(rb.events, 60000);
+    ASSERT_UEQ(rb.batches, sent);
+    ASSERT(rb.ended);
+
+    char *out = NULL;
+    const char *info[] = {"info", file, NULL};
+    ASSERT_EQ(run_synctop(info, &out, NULL), 0);
+    assert_kind_counts(out, &x);
+    ASSERT_STR_CONTAINS(out, "closed cleanly: yes");
+    ASSERT_STR_CONTAINS(out, "drops: none");
+    ASSERT_STR_CONTAINS(out, "problems: none");
+    ASSERT_STR_CONTAINS(out, "pid 4242, host gpu-node-07, rank 0 of 1");
+    ASSERT_STR_CONTAINS(out, "command line: python train.py --epochs 3");
+    ASSERT_STR_CONTAINS(out, "device 0: NVIDIA H100 80GB HBM3, compute capability 9.0");
+    ASSERT_STR_CONTAINS(out, "streams: 7 (default), 8");
+    ASSERT_STR_CONTAINS(out, "ended: yes");
+    char want[64];
+    snprintf(want, sizeof want, "batches: %llu (seq 0 to %llu)", sent, sent - 1);
+    ASSERT_STR_CONTAINS(out, want);
+    free(out);
+    expect_free(&x);
+    free(pub_out);
+    free(rec_err);
+}
+
+TEST(record_killed_mid_stream_leaves_a_readable_file) {
+    const char *ep = endpoint("kill.sock");
+    KEEP_PATH(file, "killed.trace");
+    const char *pub_argv[] = {testpub_path(), "--endpoint", ep, "--events", "100000000", "--batch", "500",
+                              "--rate", "100000", "--seed", "9", "--wait-subscribers", "1", NULL};
+    pid_t pub = spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
+    const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
+    pid_t rec = spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    struct stat sb = {0};
+    for (int i = 0; i < 6000 && (stat(file, &sb) != 0 || sb.st_size < 200000); i++)
+        sleep_ms(10);
+    ASSERT_GE(sb.st_size, 200000);
+    ASSERT_OK(kill(rec, SIGKILL));
+    ASSERT_EQ(wait_exit(rec, 10), 128 + SIGKILL);
+    kill(pub, SIGTERM);
+    wait_exit(pub, 10);
+
+    tp_err err = {{0}};
+    tp_freader *r = tp_freader_open(file, &err);
+    if (r == NULL)
+        TASK_FAIL_("%s", err.msg);
+    ASSERT(!tp_freader_complete(r));
+    ASSERT_LE(tp_freader_problem_count(r), 1);
+    if (tp_freader_problem_count(r) == 1) { /* only ever the cut-short tail */
+        const tp_fproblem *p = tp_freader_problem(r, 0);
+        ASSERT_UEQ(p->offset + p->length, tp_freader_size(r));
+    }
+    tp_freader_close(&r);
+    expect x;
+    expect_init(&x, 9);
+    readback rb = check_recorded(file, 9, &x);
+    ASSERT_GT(rb.events, 10000);
+    ASSERT(!rb.ended);
+
+    char *out = NULL;
+    const char *info[] = {"info", file, NULL};
+    ASSERT_EQ(run_synctop(info, &out, NULL), 0);
+    ASSERT_STR_CONTAINS(out, "closed cleanly: no");
+    assert_kind_counts(out, &x);
+    free(out);
+    expect_free(&x);
+}
+
+TEST(record_stops_cleanly_on_sigterm) {
+    const char *ep = endpoint("term.sock");
+    KEEP_PATH(file, "term.trace");
+    const char *pub_argv[] = {testpub_path(), "--endpoint", ep, "--events", "100000000", "--batch", "500",
+                              "--rate", "100000", "--seed", "17", "--wait-subscribers", "1", NULL};
+    pid_t pub = spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
+    const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
+    pid_t rec = spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    struct stat sb = {0};
+    for (int i = 0; i < 6000 && (stat(file, &sb) != 0 || sb.st_size < 100000); i++)
+        sleep_ms(10);
+    ASSERT_GE(sb.st_size, 100000);
+    ASSERT_OK(kill(rec, SIGTERM));
+    ASSERT_EQ(wait_exit(rec, 20), 0);
+    kill(pub, SIGTERM);
+    wait_exit(pub, 10);
+    char *err = slurp_text(task_path("rec.err"));
+    ASSERT_STR_CONTAINS(err, "stopped: interrupted");
+    free(err);
+    tp_err e = {{0}};
+    tp_freader *r = tp_freader_open(file, &e);
+    ASSERT_NOT_NULL(r);
+    ASSERT(tp_freader_complete(r)); /* index and footer written on the way out */
+    ASSERT(tp_freader_indexed(r));
+    ASSERT_EQ(tp_freader_problem_count(r), 0);
+    tp_freader_close(&r);
+    expect x;
+    expect_init(&x, 17);
+    readback rb = check_recorded(file, 17, &x);
+    ASSERT_GT(rb.events, 5000);
+    expect_free(&x);
+}
+
+TEST(record_two_publishers_until_both_end) {
+    char ep_a[PATH_MAX], ep_b[PATH_MAX];
+    snprintf(ep_a, sizeof ep_a, "%s", endpoint("a.sock"));
+    snprintf(ep_b, sizeof ep_b, "%s", endpoint("b.sock"));
+    KEEP_PATH(file, "two.trace");
+    /* The first runs longer, so both are seen before either ends. */
+    const char *a_argv[] = {testpub_path(), "--endpoint", ep_a, "--events", "100000", "--batch", "1000",
+                            "--rate", "100000", "--seed", "31", "--wait-subscribers", "1", NULL};
+    const char *b_argv[] = {testpub_path(), "--endpoint", ep_b, "--events", "20000", "--batch", "1000",
+                            "--rate", "100000", "--seed", "32", "--wait-subscribers", "1", NULL};
+    pid_t a = spawn(a_argv, task_path("a.out"), task_path("a.err"));
+    pid_t b = spawn(b_argv, task_path("b.out"), task_path("b.err"));
+    const char *rec_argv[] = {task_synctop(), "record", ep_a, ep_b, "-o", file, NULL};
+    pid_t rec = spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    ASSERT_EQ(wait_exit(a, 60), 0);
+    ASSERT_EQ(wait_exit(b, 60), 0);
+    int st = wait_exit(rec, 30);
+    ASSERT_EQ(st, 0);
+    char *err = slurp_text(task_path("rec.err"));
+    ASSERT_STR_CONTAINS(err, "120000 events");
+    ASSERT_STR_CONTAINS(err, "2 producers; stopped: every producer finished");
+    free(err);
+    char *out = NULL;
+    const char *info[] = {"info", file, NULL};
+    ASSERT_EQ(run_synctop(info, &out, NULL), 0);
+    ASSERT_STR_CONTAINS(out, "events: 120000\n");
+    ASSERT_STR_CONTAINS(out, "producers: 2\n");
+    ASSERT_STR_CONTAINS(out, "producer 0000000000000020:"); /* seed 31 + 1 */
+    ASSERT_STR_CONTAINS(out, "producer 0000000000000021:");
+    ASSERT_STR_CONTAINS(out, "batches: 100 (seq 0 to 99), synthetic keyframes 0, events 100000, ended: yes");
+    ASSERT_STR_CONTAINS(out, "batches: 20 (seq 0 to 19), synthetic keyframes 0, events 20000, ended: yes");
+    ASSERT_STR_CONTAINS(out, "drops: none");
+    free(out);
+}
+
+TEST(record_ignores_malformed_messages) {
+    const char *ep = endpoint("bad.sock");
+    KEEP_PATH(file, "bad.trace");
+    tp_err err = {{0}};
+    tp_pub *pub = tp_pub_new(&(tp_pub_opts){.endpoint = ep}, &err);
+    if (pub == NULL)
+        TASK_FAIL_("%s", err.msg);
+    tp_pub_set_linger(pub, 5000);
+    const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
+    pid_t rec = spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    for (int i = 0; i < 1000 && tp_pub_poll(pub, NULL) < 1; i++)
+        sleep_ms(10);
+    ASSERT_EQ(tp_pub_poll(pub, NULL), 1);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 77});
+    synth s;
+    synth_init(&s, 77);
+    tp_buf b = {0};
+    synth_fill(&s, enc, 100);
+    ASSERT_OK(tp_enc_finish(enc, &b));
+    tp_enc_delivered(enc, 1);
+    ASSERT_OK(tp_pub_send(pub, b.data, b.len));             /* seq 0: fine */
+    ASSERT_OK(tp_pub_send(pub, "not a batch at all", 18)); /* refused by the subscriber */
+    synth_fill(&s, enc, 100);
+    ASSERT_OK(tp_enc_finish(enc, &b));
+    tp_enc_delivered(enc, 1);
+    b.data[b.len - 3] ^= 0x40; /* seq 1: its header holds, its payload does not */
+    ASSERT_OK(tp_pub_send(pub, b.data, b.len));
+    synth_fill(&s, enc, 100);
+    ASSERT_OK(tp_enc_finish_flags(enc, TP_BF_END, &b));
+    tp_enc_delivered(enc, 1);
+    ASSERT_OK(tp_pub_send(pub, b.data, b.len)); /* seq 2: the end */
+    int st = wait_exit(rec, 30);
+    tp_pub_destroy(&pub);
+    ASSERT_EQ(st, 0);
+    char *text = slurp_text(task_path("rec.err"));
+    ASSERT_STR_CONTAINS(text, "2 malformed messages ignored");
+    ASSERT_STR_CONTAINS(text, "checksum");
+    ASSERT_STR_CONTAINS(text, "stopped: every producer finished");
+    free(text);
+    tp_freader *r = tp_freader_open(file, &err);
+    ASSERT_NOT_NULL(r);
+    ASSERT_EQ(tp_freader_count(r), 2); /* seq 0 and 2: what was damaged was never written */
+    ASSERT_UEQ(tp_freader_entry(r, 0)->seq, 0);
+    ASSERT_UEQ(tp_freader_entry(r, 1)->seq, 2);
+    tp_freader_close(&r);
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+}
+
+TEST(record_shows_progress_on_a_terminal) {
+    const char *ep = endpoint("tty.sock");
+    KEEP_PATH(file, "tty.trace");
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    ASSERT_GE(master, 0);
+    ASSERT_OK(grantpt(master));
+    ASSERT_OK(unlockpt(master));
+    char slave[PATH_MAX];
+    ASSERT_OK(ptsname_r(master, slave, sizeof slave));
+    const char *pub_argv[] = {testpub_path(), "--endpoint", ep, "--events", "100000", "--batch", "1000",
+                              "--rate", "100000", "--seed", "41", "--wait-subscribers", "1", NULL};
+    pid_t pub = spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
+    const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
+    pid_t rec = spawn(rec_argv, task_path("rec.out"), slave); /* stderr is the terminal */
+    char *text = calloc(1, 1 << 16);
+    size_t len = 0;
+    int st = -1;
+    for (int i = 0; i < 3000 && st < 0; i++) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+        int flags = fcntl(master, F_GETFL);
+        fcntl(master, F_SETFL, flags | O_NONBLOCK);
+        ssize_t n;
+        while (len + 1 < (1 << 16) && (n = read(master, text + len, (1 << 16) - 1 - len)) > 0)
+            len += (size_t)n;
+        int ws;
+        if (waitpid(rec, &ws, WNOHANG) == rec)
+            st = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128;
+    }
+    ASSERT_EQ(st, 0);
+    ssize_t n;
+    while (len + 1 < (1 << 16) && (n = read(master, text + len, (1 << 16) - 1 - len)) > 0)
+        len += (size_t)n;
+    text[len] = '\0';
+    ASSERT_EQ(wait_exit(pub, 30), 0);
+    ASSERT_STR_CONTAINS(text, "\r"); /* the line is rewritten in place */
+    ASSERT_STR_CONTAINS(text, " events/s, ");
+    ASSERT_STR_CONTAINS(text, "stopped: every producer finished");
+    close(master);
+    free(text);
+}
+
+TEST(record_refuses_an_existing_file_without_force) {
+    KEEP_PATH(file, "exists.trace");
+    FILE *f = fopen(file, "wb");
+    ASSERT_NOT_NULL(f);
+    fputs("precious", f);
+    fclose(f);
+    char *err = NULL;
+    const char *args[] = {"record", endpoint("nobody.sock"), "-o", file, NULL};
+    ASSERT_EQ(run_synctop(args, NULL, &err), 1);
+    ASSERT_STR_CONTAINS(err, "already exists");
+    ASSERT_STR_CONTAINS(err, "--force");
+    free(err);
+    char *kept = slurp_text(file);
+    ASSERT_STR_EQ(kept, "precious");
+    free(kept);
+
+    const char *forced[] = {"record", endpoint("nobody.sock"), "-o", file, "--force", "--duration", "0.3", NULL};
+    ASSERT_EQ(run_synctop(forced, NULL, &err), 0);
+    ASSERT_STR_CONTAINS(err, "stopped: duration reached");
+    free(err);
+    tp_err e = {{0}};
+    tp_freader *r = tp_freader_open(file, &e);
+    ASSERT_NOT_NULL(r);
+    ASSERT(tp_freader_complete(r));
+    ASSERT_EQ(tp_freader_count(r), 0);
+    tp_freader_close(&r);
+}
+
+TEST(record_usage_errors) {
+    char *out = NULL, *err = NULL;
+    const char *help[] = {"record", "--help", NULL};
+    ASSERT_EQ(run_synctop(help, &out, NULL), 0);
+    ASSERT_STR_CONTAINS(out, "usage: synctop record ENDPOINT... -o FILE");
+    free(out);
+    const char *no_out[] = {"record", "1234", NULL};
+    ASSERT_EQ(run_synctop(no_out, NULL, &err), 2);
+    ASSERT_STR_CONTAINS(err, "no -o FILE");
+    free(err);
+    const char *no_ep[] = {"record", "-o", task_path("x.trace"), NULL};
+    ASSERT_EQ(run_synctop(no_ep, NULL, &err), 2);
+    ASSERT_STR_CONTAINS(err, "no endpoint");
+    free(err);
+    const char *bad_dur[] = {"record", "1234", "-o", task_path("x.trace"), "--duration", "-1", NULL};
+    ASSERT_EQ(run_synctop(bad_dur, NULL, &err), 2);
+    free(err);
+    struct stat sb;
+    ASSERT_NE(stat(task_path("x.trace"), &sb), 0); /* nothing was created */
+}
+
+/* ---- info ---- */
+
+static void write_synth_file(const char *path, uint64_t seed, size_t batches, size_t per, expect *x) {
+    tp_err err = {{0}};
+    tp_fwriter *w = tp_fwriter_open(path, 0, &err);
+    ASSERT_NOT_NULL(w);
+    synth s;
+    synth_init(&s, seed);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = seed + 1});
+    tp_buf b = {0};
+    for (size_t i = 0; i < batches; i++) {
+        synth_fill(&s, enc, per);
+        ASSERT_OK(tp_enc_finish(enc, &b));
+        tp_enc_delivered(enc, 1);
+        ASSERT_OK(tp_fwriter_append(w, b.data, b.len, &err));
+    }
+    ASSERT_OK(tp_fwriter_close(&w, &err));
+    if (x) {
+        expect_init(x, seed);
+        tp_record r;
+        for (size_t i = 0; i < batches * per; i++)
+            expect_next(x, &r);
+    }
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+}
+
+TEST(info_counts_and_json) {
+    KEEP_PATH(file, "info.trace");
+    expect x;
+    write_synth_file(file, 13, 30, 400, &x);
+    char *out = NULL;
+    const char *text[] = {"info", file, NULL};
+    ASSERT_EQ(run_synctop(text, &out, NULL), 0);
+    assert_kind_counts(out, &x);
+    ASSERT_STR_CONTAINS(out, "batches: 30 (seq 0 to 29)");
+    ASSERT_STR_CONTAINS(out, "ended: no");
+    ASSERT_STR_CONTAINS(out, "threads: 4242 python\n");
+    free(out);
+    const char *json[] = {"info", "--json", file, NULL};
+    ASSERT_EQ(run_synctop(json, &out, NULL), 0);
+    char want[64];
+    snprintf(want, sizeof want, "\"events\": %" PRIu64 ",", x.events);
+    ASSERT_STR_CONTAINS(out, want);
+    snprintf(want, sizeof want, "\"kernel\": %" PRIu64, x.per_kind[TP_K_KERNEL]);
+    ASSERT_STR_CONTAINS(out, want);
+    ASSERT_STR_CONTAINS(out, "\"host\": \"gpu-node-07\"");
+    ASSERT_STR_CONTAINS(out, "\"complete\": true");
+    ASSERT_STR_CONTAINS(out, "\"problems\": []");
+    ASSERT_EQ(out[0], '{');
+    ASSERT_STR_EQ(out + strlen(out) - 2, "}\n");
+    free(out);
+    expect_free(&x);
+}
+
+TEST(info_cannot_read_exits_1) {
+    KEEP_PATH(file, "junk.trace");
+    FILE *f = fopen(file, "wb");
+    ASSERT_NOT_NULL(f);
+    for (int i = 0; i < 300; i++)
+        fputc(i * 7, f);
+    fclose(f);
+    char *out = NULL, *err = NULL;
+    const char *junk[] = {"info", file, NULL};
+    ASSERT_EQ(run_synctop(junk, &out, &err), 1);
+    ASSERT_STR_CONTAINS(err, "not a synctop trace file");
+    ASSERT_STR_EQ(out, "");
+    free(out);
+    free(err);
+    const char *missing[] = {"info", task_path("missing.trace"), NULL};
+    ASSERT_EQ(run_synctop(missing, NULL, &err), 1);
+    ASSERT_STR_CONTAINS(err, "missing.trace");
+    free(err);
+    const char *usage[] = {"info", NULL};
+    ASSERT_EQ(run_synctop(usage, NULL, NULL), 2);
+}
+
+TEST(info_refuses_a_newer_version) {
+    KEEP_PATH(file, "v2.trace");
+    write_synth_file(file, 14, 2, 50, NULL);
+    int fd = open(file, O_WRONLY);
+    uint16_t v = TP_FILE_VERSION + 1;
+    ASSERT_EQ(pwrite(fd, &v, 2, 16), 2);
+    close(fd);
+    char *err = NULL;
+    const char *args[] = {"info", file, NULL};
+    ASSERT_EQ(run_synctop(args, NULL, &err), 1);
+    char want[96];
+    snprintf(want, sizeof want, "version %d is newer than this synctop understands (version %d)", TP_FILE_VERSION + 1,
+             TP_FILE_VERSION);
+    ASSERT_STR_CONTAINS(err, want);
+    free(err);
+}
+
+TEST(info_lists_damage_and_exits_0) {
+    KEEP_PATH(file, "damaged.trace");
+    expect x;
+    write_synth_file(file, 15, 20, 300, &x);
+    tp_err e = {{0}};
+    tp_freader *r = tp_freader_open(file, &e);
+    ASSERT_NOT_NULL(r);
+    tp_findex_entry bad = *tp_freader_entry(r, 7);
+    tp_freader_close(&r);
+    int fd = open(file, O_WRONLY);
+    ASSERT_EQ(pwrite(fd, "\xde\xad\xbe\xef", 4, (off_t)(bad.offset + TP_BATCH_HDR_SIZE + 20)), 4);
+    close(fd);
+    char *out = NULL;
+    const char *args[] = {"info", file, NULL};
+    ASSERT_EQ(run_synctop(args, &out, NULL), 0);
+    ASSERT_STR_CONTAINS(out, "problems: 1\n");
+    char want[96];
+    snprintf(want, sizeof want, "  offset %" PRIu64 " (%u bytes): damaged batch", bad.offset, bad.size);
+    ASSERT_STR_CONTAINS(out, want);
+    snprintf(want, sizeof want, "events: %" PRIu64 "\n", x.events - bad.n_events);
+    ASSERT_STR_CONTAINS(out, want);
+    ASSERT_STR_CONTAINS(out, "batches: 20 (seq 0 to 19)"); /* damaged, not missing: */
+    ASSERT_STR_CONTAINS(out, "drops: none");
+    free(out);
+    expect_free(&x);
+}
+
+TEST(info_prints_untrusted_names_safely) {
+    KEEP_PATH(file, "evil.trace");
+    tp_err err = {{0}};
+    tp_fwriter *w = tp_fwriter_open(file, 0, &err);
+    ASSERT_NOT_NULL(w);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 0xE71});
+    tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = 66,
+                    .host = tp_enc_intern_cstr(enc, "evil\x1b]0;pwned\x07host"),
+                    .cmdline = tp_enc_intern_cstr(enc, "run \"quoted\" \\ \x9b" "31m red"), .rank = -1, .world = -1};
+    tp_thread t = {.kind = TP_K_THREAD, .device = TP_NO_DEVICE, .tid = 1, .pid = 66,
+                   .name = tp_enc_intern_cstr(enc, "\x1b[2Jclear")};
+    ASSERT_OK(tp_enc_add(enc, &p));
+    ASSERT_OK(tp_enc_add(enc, &t));
+    tp_buf b = {0};
+    ASSERT_OK(tp_enc_finish(enc, &b));
+    ASSERT_OK(tp_fwriter_append(w, b.data, b.len, &err));
+    ASSERT_OK(tp_fwriter_close(&w, &err));
+    const char *modes[2][4] = {{"info", file, NULL}, {"info", "--json", file, NULL}};
+    for (int m = 0; m < 2; m++) {
+        char *out = NULL;
+        ASSERT_EQ(run_synctop(modes[m], &out, NULL), 0);
+        ASSERT_NULL(strchr(out, '\x1b'));
+        ASSERT_NULL(strchr(out, '\x07'));
+        ASSERT_NULL(strchr(out, (char)0x9b));
+        ASSERT_STR_CONTAINS(out, "pwned");
+        ASSERT_STR_CONTAINS(out, m ? "run \\\"quoted\\\" \\\\ " : "run \"quoted\" \\ ");
+        free(out);
+    }
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+}

@@ -1,0 +1,967 @@
+/* The tracer end to end without a GPU: the real libsynctop-tracer.so, loaded by a harness that
+ * plays the driver's part, over a stand-in libcupti that replays scripted records and host calls.
+ * What is checked is what the tracer publishes (on a real ZeroMQ socket and in a trace file), so
+ * the same expectations hold for tests/gpu against the real CUPTI. Record conversion is also
+ * checked through the real libcupti's cuptiActivityGetNextRecord over hand-built buffers. */
+#include "task.h"
+
+/* Without the CUDA toolkit there is no tracer: tests/CMakeLists.txt disables these cases. */
+#ifdef SYNCTOP_HAVE_TRACER
+
+#include <cupti.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cbids.h"
+#include "convert.h"
+#include "hostq.h"
+#include "synctop/codec.h"
+#include "synctop/file.h"
+#include "synctop/net.h"
+
+/* ---- what a consumer saw ---- */
+
+typedef struct model {
+    tp_record *recs;
+    size_t n, cap;
+    tp_strtab *strings;
+    size_t batches;
+    int ended;
+    uint64_t *seqs;
+    size_t n_seqs;
+    uint64_t *rec_seq; /* seq of the batch each record came in */
+} model;
+
+static void model_init(model *m) {
+    memset(m, 0, sizeof *m);
+    m->strings = tp_strtab_new();
+    ASSERT_NOT_NULL(m->strings);
+}
+
+static void model_free(model *m) {
+    free(m->recs);
+    free(m->seqs);
+    free(m->rec_seq);
+    tp_strtab_destroy(&m->strings);
+}
+
+static void model_add_batch(model *m, const void *batch, size_t len) {
+    tp_dec d;
+    memset(&d, 0, sizeof d);
+    tp_err err = {{0}};
+    int rc = tp_dec_open(&d, batch, len, &err);
+    if (rc != 0)
+        TASK_FAIL_("batch does not decode: %s", err.msg);
+    if (d.hdr.flags & TP_BF_SYNTHETIC) {
+        tp_dec_free(&d);
+        return;
+    }
+    ASSERT_OK(tp_dec_load_strings(&d, m->strings));
+    m->batches++;
+    if (d.hdr.flags & TP_BF_END)
+        m->ended++;
+    m->seqs = realloc(m->seqs, (m->n_seqs + 1) * sizeof *m->seqs);
+    m->seqs[m->n_seqs++] = d.hdr.seq;
+    const tp_record *r;
+    while ((r = tp_dec_next_record(&d)) != NULL) {
+        if (m->n == m->cap) {
+            m->cap = m->cap ? m->cap * 2 : 256;
+            m->recs = realloc(m->recs, m->cap * sizeof *m->recs);
+            m->rec_seq = realloc(m->rec_seq, m->cap * sizeof *m->rec_seq);
+        }
+        memset(&m->recs[m->n], 0, sizeof m->recs[0]);
+        memcpy(&m->recs[m->n], r, tp_kind_size(r->head.kind));
+        m->rec_seq[m->n] = d.hdr.seq;
+        m->n++;
+    }
+    tp_dec_free(&d);
+}
+
+static const char *str(const model *m, uint32_t id) {
+    uint32_t len;
+    const char *s = id ? tp_strtab_get(m->strings, id, &len) : NULL;
+    return s ? s : "";
+}
+
+static size_t count_kind(const model *m, unsigned kind) {
+    size_t n = 0;
+    for (size_t i = 0; i < m->n; i++)
+        n += m->recs[i].head.kind == kind;
+    return n;
+}
+
+static void model_from_file(model *m, const char *path) {
+    tp_err err = {{0}};
+    tp_freader *r = tp_freader_open(path, &err);
+    if (r == NULL)
+        TASK_FAIL_("cannot open %s: %s", path, err.msg);
+    ASSERT_EQ(tp_freader_complete(r), 1);
+    ASSERT_EQ(tp_freader_problem_count(r), 0);
+    tp_buf b = {0};
+    for (size_t i = 0; i < tp_freader_count(r); i++) {
+        ASSERT_OK(tp_freader_read(r, i, &b, &err));
+        model_add_batch(m, b.data, b.len);
+    }
+    tp_buf_free(&b);
+    tp_freader_close(&r);
+}
+
+/* ---- running the harness ---- */
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return strdup("");
+    char *buf = calloc(1, 1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Starts the harness on a script with extra environment ("NAME=value", NULL-terminated); its
+ * stdout and stderr go to out.txt and err.txt in the test's directory. */
+static pid_t start_harness(const char *script, const char *const *env) {
+    const char *script_path = task_path("script.txt");
+    write_text(script_path, script);
+    char out[4096], err[4096];
+    snprintf(out, sizeof out, "%s", task_path("out.txt"));
+    snprintf(err, sizeof err, "%s", task_path("err.txt"));
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        setenv("SYNCTOP_STANDIN", STANDIN_SO, 1);
+        setenv("SYNCTOP_CUPTI", STANDIN_SO, 1);
+        setenv("SYNCTOP_FLUSH_MS", "5", 1);
+        for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+            putenv((char *)env[i]);
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execl(HARNESS, HARNESS, TRACER_SO, script_path, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_harness(pid_t pid) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status))
+        TASK_FAIL_("harness killed by signal %d; stderr: %s", WTERMSIG(status),
+                   read_text(task_path("err.txt")));
+    return WEXITSTATUS(status);
+}
+
+static int run_harness(const char *script, const char *const *env) {
+    return wait_harness(start_harness(script, env));
+}
+
+static tp_sub *connect_sub(const char *endpoint, int rcvhwm) {
+    tp_err err = {{0}};
+    tp_sub_opts o = {.server_key = NULL, .rcvhwm = rcvhwm};
+    tp_sub *s = tp_sub_new(&o, &err);
+    if (s == NULL)
+        TASK_FAIL_("tp_sub_new: %s", err.msg);
+    if (tp_sub_connect(s, endpoint, &err) != 0)
+        TASK_FAIL_("tp_sub_connect %s: %s", endpoint, err.msg);
+    return s;
+}
+
+/* Receives until the producer's last batch (TP_BF_END) or quiet_ms without any batch. */
+static void drain_sub(tp_sub *s, model *m, int quiet_ms) {
+    while (!m->ended) {
+        tp_sub_msg msg;
+        tp_err err = {{0}};
+        int rc = tp_sub_recv(s, &msg, quiet_ms, &err);
+        if (rc == 0)
+            break;
+        if (rc < 0)
+            TASK_FAIL_("tp_sub_recv: %s", err.msg);
+        model_add_batch(m, msg.data, msg.len);
+    }
+}
+
+static const tp_record *find_api(const model *m, uint32_t cbid, uint32_t corr) {
+    for (size_t i = 0; i < m->n; i++)
+        if (m->recs[i].head.kind == TP_K_API && m->recs[i].api.cbid == cbid &&
+            m->recs[i].api.correlation == corr)
+            return &m->recs[i];
+    return NULL;
+}
+
+static size_t count_api(const model *m, uint32_t cbid) {
+    size_t n = 0;
+    for (size_t i = 0; i < m->n; i++)
+        n += m->recs[i].head.kind == TP_K_API && m->recs[i].api.cbid == cbid;
+    return n;
+}
+
+static const tp_record *find_callsite_frame(const model *m, uint32_t site, unsigned index) {
+    for (size_t i = 0; i < m->n; i++)
+        if (m->recs[i].head.kind == TP_K_FRAME && m->recs[i].frame.callsite == site &&
+            m->recs[i].frame.index == index)
+            return &m->recs[i];
+    return NULL;
+}
+
+static uint64_t last_drops(const model *m, unsigned source, int batches, uint64_t *seq) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->recs[i].head.kind == TP_K_DROPS && m->recs[i].drops.source == source) {
+            v = batches ? m->recs[i].drops.batches : m->recs[i].drops.records;
+            if (seq)
+                *seq = m->rec_seq[i];
+        }
+    return v;
+}
+
+/* ---- tests ---- */
+
+TEST(tracer_exports_only_initialize_injection) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s'", TRACER_SO);
+    FILE *p = popen(cmd, "r");
+    ASSERT_NOT_NULL(p);
+    char line[512];
+    int n = 0, init = 0;
+    while (fgets(line, sizeof line, p) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        const char *name = strrchr(line, ' ');
+        name = name ? name + 1 : line;
+        if (strcmp(name, "InitializeInjection") == 0)
+            init++;
+        else
+            TASK_FAIL_("exported symbol besides InitializeInjection: %s", line);
+        n++;
+    }
+    ASSERT_OK(pclose(p));
+    ASSERT_EQ(init, 1);
+    ASSERT_EQ(n, 1);
+}
+
+/* A small "training step" program; every number below is checked against what comes out. */
+static const char *step_script(void) {
+    static char s[8192];
+    snprintf(s, sizeof s,
+             "context_create 1\n"
+             "device id=0 name=FakeH100 cc_major=9 cc_minor=0 sms=132 mem=85899345920\n"
+             "context id=1 device=0 nullstream=7\n"
+             "stream ctx=1 id=13 prio=-1\n"
+             "clock 2000000000\n"
+             "x10@1000000 api domain=rt cbid=%d start=1999990000 end=1999995000 tid=77 corr=100\n"
+             "x10@1000000 kernel name=step_kernel start=2000000000 end=2000500000 dev=0 ctx=1 "
+             "stream=13 corr=100 grid=4,1,1 block=128,1,1\n"
+             "api domain=rt cbid=%d start=2100000000 end=2100100000 tid=77 corr=150\n"
+             "memcpy copy=2 src=3 dst=1 bytes=4 start=2020000000 end=2020001000 dev=0 ctx=1 stream=13 corr=200\n"
+             "memset bytes=4096 value=0 mem=3 start=2030000000 end=2030002000 dev=0 ctx=1 stream=13 corr=210 async=1\n"
+             "sync type=3 start=2040000000 end=2040300000 ctx=1 stream=13 corr=300\n"
+             "marker flags=2 ts=2000000000 id=5 name=step domain=train tid=77\n"
+             "marker flags=4 ts=2010000000 id=5 tid=77\n"
+             "flush\n"
+             "wait_flush\n"
+             "x3@0 call domain=rt cbid=%d wait=500000 ctx=1 corr=400 site=1\n"
+             "call domain=rt cbid=%d wait=5000 ctx=1 corr=410 site=2\n"
+             "call domain=rt cbid=%d wait=300000 inner=%d ctx=1 corr=420 site=2\n"
+             "poll domain=rt cbid=%d count=50 step=10000 ctx=1 corr=500 site=3\n"
+             "call domain=drv cbid=%d wait=100000 ctx=1 corr=600 site=1\n"
+             "drop 7\n"
+             "kernel name=last_kernel start=2200000000 end=2200001000 dev=0 ctx=1 stream=13 corr=700\n"
+             "context_destroy 1\n",
+             CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+             CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020,
+             CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize);
+    return s;
+}
+
+/* The events of step_script, as any consumer must see them. */
+static void check_step_events(const model *m) {
+    ASSERT_EQ(m->ended, 1);
+    /* Kernels: all eleven, including the one only a forced flush at context destruction gets. */
+    ASSERT_EQ(count_kind(m, TP_K_KERNEL), 11);
+    size_t named = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const tp_record *r = &m->recs[i];
+        if (r->head.kind != TP_K_KERNEL)
+            continue;
+        ASSERT_EQ(r->kernel.device, 0);
+        ASSERT_EQ(r->kernel.stream, 13);
+        ASSERT_EQ(r->kernel.context, 1);
+        if (strcmp(str(m, r->kernel.name), "step_kernel") == 0) {
+            named++;
+            ASSERT_EQ(r->kernel.end - r->kernel.start, 500000);
+            ASSERT_EQ(r->kernel.grid[0], 4);
+            ASSERT_EQ(r->kernel.block[0], 128);
+            ASSERT_EQ(r->kernel.start, 2000000000 + (r->kernel.correlation - 100) * 1000000ull);
+        } else {
+            ASSERT_STR_EQ(str(m, r->kernel.name), "last_kernel");
+        }
+    }
+    ASSERT_EQ(named, 10);
+    /* Launch API records from activity (10); the sync API activity record is not enabled. */
+    ASSERT_EQ(count_api(m, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000), 10);
+    const tp_record *launch = find_api(m, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 103);
+    ASSERT_NOT_NULL(launch);
+    ASSERT_EQ(launch->api.flags, TP_F_LAUNCH);
+    ASSERT_EQ(launch->api.tid, 77);
+    ASSERT_STR_EQ(str(m, launch->api.name), "cudaLaunchKernel");
+    ASSERT_NULL(find_api(m, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 150));
+
+    ASSERT_EQ(count_kind(m, TP_K_MEMCPY), 1);
+    ASSERT_EQ(count_kind(m, TP_K_MEMSET), 1);
+    ASSERT_EQ(count_kind(m, TP_K_SYNC), 1);
+    ASSERT_EQ(count_kind(m, TP_K_NVTX), 2);
+    for (size_t i = 0; i < m->n; i++) {
+        const tp_record *r = &m->recs[i];
+        if (r->head.kind == TP_K_MEMCPY) {
+            ASSERT_EQ(r->memcpy.copy_kind, TP_COPY_DTOH);
+            ASSERT_EQ(r->memcpy.src_kind, TP_MEM_DEVICE);
+            ASSERT_EQ(r->memcpy.dst_kind, TP_MEM_PAGEABLE);
+            ASSERT_EQ(r->memcpy.bytes, 4);
+            ASSERT_EQ(r->memcpy.flags, 0);
+        } else if (r->head.kind == TP_K_MEMSET) {
+            ASSERT_EQ(r->memset.bytes, 4096);
+            ASSERT_EQ(r->memset.flags, TP_F_ASYNC);
+            ASSERT_EQ(r->memset.mem_kind, TP_MEM_DEVICE);
+        } else if (r->head.kind == TP_K_SYNC) {
+            ASSERT_EQ(r->sync.sync_type, TP_SYNC_STREAM);
+            ASSERT_EQ(r->sync.device, 0); /* from the context record */
+            ASSERT_EQ(r->sync.stream, 13);
+            ASSERT_UEQ(r->sync.event, TP_NO_ID);
+            ASSERT_EQ(r->sync.end - r->sync.start, 300000);
+        } else if (r->head.kind == TP_K_NVTX) {
+            ASSERT_EQ(r->nvtx.id, 5);
+            ASSERT_EQ(r->nvtx.tid, 77);
+            if (r->nvtx.flags == TP_NVTX_START) {
+                ASSERT_STR_EQ(str(m, r->nvtx.name), "step");
+                ASSERT_STR_EQ(str(m, r->nvtx.domain), "train");
+            } else {
+                ASSERT_EQ(r->nvtx.flags, TP_NVTX_END);
+            }
+        }
+    }
+
+    /* Host calls from the callbacks. */
+    const uint32_t ss = CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020;
+    ASSERT_EQ(count_api(m, ss), 4); /* three waits and one short call */
+    uint32_t site1 = 0;
+    for (uint32_t corr = 400; corr < 403; corr++) {
+        const tp_record *a = find_api(m, ss, corr);
+        ASSERT_NOT_NULL(a);
+        ASSERT_EQ(a->api.flags, TP_F_BLOCKING);
+        ASSERT_EQ(a->api.end - a->api.start, 500000);
+        ASSERT_EQ(a->api.device, 0);
+        ASSERT_STR_EQ(str(m, a->api.name), "cudaStreamSynchronize");
+        ASSERT_NE(a->api.callsite, 0);
+        if (site1 == 0)
+            site1 = a->api.callsite;
+        ASSERT_EQ(a->api.callsite, site1); /* the same place: one call site */
+    }
+    const tp_record *quick = find_api(m, ss, 410);
+    ASSERT_NOT_NULL(quick);
+    ASSERT_EQ(quick->api.flags, 0);
+    ASSERT_EQ(quick->api.callsite, 0);
+    ASSERT_EQ(quick->api.end - quick->api.start, 5000);
+
+    /* A blocking cudaMemcpy: one record for the runtime call, none for the driver call inside. */
+    const tp_record *cp = find_api(m, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 420);
+    ASSERT_NOT_NULL(cp);
+    ASSERT_EQ(cp->api.flags, TP_F_BLOCKING);
+    ASSERT_EQ(cp->api.end - cp->api.start, 300000);
+    ASSERT_EQ(count_api(m, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2), 0);
+    uint32_t site2 = cp->api.callsite;
+    ASSERT_NE(site2, 0);
+    ASSERT_NE(site2, site1);
+
+    /* A busy cudaStreamQuery loop: one event spanning the 50 polls. */
+    ASSERT_EQ(count_api(m, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020), 1);
+    const tp_record *poll = find_api(m, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020, 549);
+    ASSERT_NOT_NULL(poll);
+    ASSERT_EQ(poll->api.flags, TP_F_BLOCKING);
+    ASSERT_EQ(poll->api.end - poll->api.start, 500000);
+    uint32_t site3 = poll->api.callsite;
+    ASSERT_NE(site3, 0);
+    ASSERT_NE(site3, site1);
+    ASSERT_NE(site3, site2);
+
+    /* A driver-API wait made directly by the program, at the same place as the first syncs. */
+    const tp_record *drv = find_api(m, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, 600);
+    ASSERT_NOT_NULL(drv);
+    ASSERT_EQ(drv->api.flags, TP_F_BLOCKING | TP_F_DRIVER);
+    ASSERT_EQ(drv->api.end - drv->api.start, 100000);
+    ASSERT_STR_EQ(str(m, drv->api.name), "cuStreamSynchronize");
+    ASSERT_EQ(drv->api.callsite, site1);
+
+    /* Call sites: their innermost frame is the program's function, in the program's file. */
+    const char *expect[3] = {"harness_site_1", "harness_site_2", "harness_site_3"};
+    uint32_t sites[3] = {site1, site2, site3};
+    for (int i = 0; i < 3; i++) {
+        const tp_record *f = find_callsite_frame(m, sites[i], 0);
+        ASSERT_NOT_NULL(f);
+        ASSERT_EQ(f->frame.flags, TP_FRAME_NATIVE);
+        if (strcmp(str(m, f->frame.func), expect[i]) != 0)
+            for (unsigned j = 0; (f = find_callsite_frame(m, sites[i], j)) != NULL; j++)
+                fprintf(stderr, "site %u frame %u: %s %s+%#" PRIx64 "\n", sites[i], j,
+                        str(m, f->frame.module), str(m, f->frame.func), f->frame.pc);
+        f = find_callsite_frame(m, sites[i], 0);
+        ASSERT_STR_EQ(str(m, f->frame.func), expect[i]);
+        ASSERT_STR_CONTAINS(str(m, f->frame.module), "tracer_harness");
+    }
+    /* CUPTI's dropped records are reported. */
+    ASSERT_EQ(last_drops(m, TP_DROP_CUPTI, 0, NULL), 7);
+}
+
+static void check_step_meta(const model *m) {
+    int process = 0, device = 0, null_stream = 0, stream13 = 0, clock = 0, thread = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const tp_record *r = &m->recs[i];
+        switch (r->head.kind) {
+        case TP_K_PROCESS:
+            process++;
+            ASSERT_GT(r->process.pid, 0);
+            ASSERT_STR_CONTAINS(str(m, r->process.cmdline), "tracer_harness");
+            ASSERT_EQ(r->process.rank, 3);
+            ASSERT_EQ(r->process.world, 8);
+            break;
+        case TP_K_DEVICE:
+            device++;
+            ASSERT_STR_EQ(str(m, r->device.name), "FakeH100");
+            ASSERT_EQ(r->device.cc_major, 9);
+            ASSERT_EQ(r->device.sm_count, 132);
+            ASSERT_UEQ(r->device.memory_bytes, 85899345920ull);
+            break;
+        case TP_K_STREAM:
+            if (r->stream.flags == TP_F_NULL_STREAM) {
+                null_stream++;
+                ASSERT_EQ(r->stream.stream, 7);
+            } else {
+                stream13++;
+                ASSERT_EQ(r->stream.stream, 13);
+                ASSERT_EQ(r->stream.priority, -1);
+                ASSERT_EQ(r->stream.device, 0);
+            }
+            break;
+        case TP_K_CLOCK:
+            clock++;
+            ASSERT_GT(r->clock.realtime_ns, 0);
+            ASSERT_GT(r->clock.monotonic_ns, 0);
+            ASSERT_GE(r->clock.trace_ns, 1000000000);
+            break;
+        case TP_K_THREAD:
+            thread++;
+            break;
+        }
+    }
+    ASSERT_GE(process, 1);
+    ASSERT_GE(device, 1);
+    ASSERT_GE(null_stream, 1);
+    ASSERT_GE(stream13, 1);
+    ASSERT_GE(clock, 1);
+    ASSERT_GE(thread, 2); /* the program's thread, and thread 77 of the API records */
+}
+
+TEST(tracer_publishes_and_records_a_program) {
+    char listen[512], record[512];
+    snprintf(listen, sizeof listen, "SYNCTOP_LISTEN=ipc://%s", task_path("pub.sock"));
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {listen, record, "SYNCTOP_START_WAIT_MS=20000", "RANK=3", "WORLD_SIZE=8",
+                         NULL};
+    /* Connect first: ZeroMQ reconnects until the tracer binds, and the tracer waits for us. */
+    tp_sub *sub = connect_sub(listen + strlen("SYNCTOP_LISTEN="), 0);
+    pid_t pid = start_harness(step_script(), env);
+    model live;
+    model_init(&live);
+    drain_sub(sub, &live, 20000);
+    ASSERT_EQ(wait_harness(pid), 0);
+    char *out = read_text(task_path("out.txt"));
+    char *err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(out, "harness: program done");
+    ASSERT_STR_CONTAINS(out, "kernel_kind_enabled=0 concurrent_kernel=1");
+    ASSERT_STR_EQ(err, ""); /* a working tracer says nothing */
+    check_step_events(&live);
+    check_step_meta(&live);
+
+    model file;
+    model_init(&file);
+    model_from_file(&file, task_path("trace.trace"));
+    check_step_events(&file);
+    check_step_meta(&file);
+    /* Both saw the same events. */
+    for (unsigned k = TP_K_KERNEL; k < TP_K_CLOCK; k++)
+        ASSERT_EQ(count_kind(&live, k), count_kind(&file, k));
+    model_free(&live);
+    model_free(&file);
+    tp_sub_destroy(&sub);
+    free(out);
+    free(err);
+}
+
+TEST(tracer_subscribe_failure_steps_aside) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
+    ASSERT_EQ(run_harness("fail subscribe\ncontext_create 1\n"
+                          "call domain=rt cbid=131 wait=500000 site=1\ncontext_destroy 1\n",
+                          env),
+              0);
+    char *out = read_text(task_path("out.txt"));
+    char *err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(out, "harness: program done");
+    /* One line, naming the cause. */
+    ASSERT_STR_CONTAINS(err, "synctop: not tracing");
+    ASSERT_STR_CONTAINS(err, "MULTIPLE_SUBSCRIBERS");
+    ASSERT_EQ(strchr(err, '\n') - err + 1, (int64_t)strlen(err));
+    ASSERT(!file_exists(task_path("trace.trace")));
+    free(out);
+    free(err);
+}
+
+TEST(tracer_quiet_failure_prints_nothing) {
+    const char *env[] = {"SYNCTOP_QUIET=1", "SYNCTOP_LISTEN=none", NULL};
+    ASSERT_EQ(run_harness("fail subscribe\ncall domain=rt cbid=131 wait=500000 site=1\n", env), 0);
+    char *out = read_text(task_path("out.txt"));
+    char *err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(out, "harness: program done");
+    ASSERT_STR_EQ(err, "");
+    free(out);
+    free(err);
+}
+
+TEST(tracer_without_cupti_steps_aside) {
+    const char *env[] = {"SYNCTOP_CUPTI=/nonexistent/libcupti.so.13", "SYNCTOP_LISTEN=none", NULL};
+    ASSERT_EQ(run_harness("call domain=rt cbid=131 wait=500000 site=1\n", env), 0);
+    char *out = read_text(task_path("out.txt"));
+    char *err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(out, "harness: program done");
+    ASSERT_STR_CONTAINS(err, "synctop: not tracing: cannot load /nonexistent/libcupti.so.13");
+    ASSERT_EQ(strchr(err, '\n') - err + 1, (int64_t)strlen(err));
+    free(out);
+    free(err);
+}
+
+TEST(tracer_forked_child_never_calls_cupti) {
+    char record[512], log[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    snprintf(log, sizeof log, "SYNCTOP_STANDIN_CHILD_LOG=%s", task_path("child.log"));
+    const char *env[] = {record, log, "SYNCTOP_LISTEN=none", NULL};
+    ASSERT_EQ(run_harness("context_create 1\n"
+                          "call domain=rt cbid=131 wait=500000 corr=1 site=1\n"
+                          "fork\n"
+                          "call domain=rt cbid=131 wait=500000 corr=2 site=1\n"
+                          "context_destroy 1\n",
+                          env),
+              0);
+    char *out = read_text(task_path("out.txt"));
+    ASSERT_STR_CONTAINS(out, "child=0"); /* the child ran and exited normally */
+    char *log_text = read_text(task_path("child.log"));
+    ASSERT_STR_EQ(log_text, ""); /* and made no CUPTI call */
+    model m;
+    model_init(&m);
+    model_from_file(&m, task_path("trace.trace"));
+    ASSERT_EQ(count_api(&m, 131), 2); /* the parent's two waits, not the child's */
+    ASSERT_NOT_NULL(find_api(&m, 131, 1));
+    ASSERT_NOT_NULL(find_api(&m, 131, 2));
+    ASSERT_EQ(m.ended, 1);
+    model_free(&m);
+    free(out);
+    free(log_text);
+}
+
+TEST(tracer_concurrent_buffer_callbacks_lose_nothing) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    /* Small buffers: each thread fills and hands over dozens, all threads at once. */
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_BUFFER_KB=16",
+                         "SYNCTOP_MAX_BUFFERS=4096", NULL};
+    ASSERT_EQ(run_harness("context_create 1\n"
+                          "threads 8\n"
+                          "x500@1000 kernel name=k start=1000 end=1500 corr=1\n"
+                          "x100@1000 memcpy copy=1 src=2 dst=3 bytes=64 start=1000 end=1100 corr=1\n"
+                          "end\n"
+                          "context_destroy 1\n",
+                          env),
+              0);
+    model m;
+    model_init(&m);
+    model_from_file(&m, task_path("trace.trace"));
+    ASSERT_EQ(count_kind(&m, TP_K_KERNEL), 8 * 500);
+    ASSERT_EQ(count_kind(&m, TP_K_MEMCPY), 8 * 100);
+    ASSERT_EQ(last_drops(&m, TP_DROP_CUPTI, 0, NULL), 0);
+    model_free(&m);
+}
+
+TEST(tracer_stalled_subscriber_drops_are_counted) {
+    char listen[512], record[512];
+    snprintf(listen, sizeof listen, "SYNCTOP_LISTEN=ipc://%s", task_path("pub.sock"));
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {listen, record, "SYNCTOP_START_WAIT_MS=20000", "SYNCTOP_SNDHWM=1",
+                         "SYNCTOP_LINGER_MS=30000", NULL};
+    tp_sub *sub = connect_sub(listen + strlen("SYNCTOP_LISTEN="), 1);
+    /* 100 batches of ~170 KB that nobody reads while they are sent. */
+    pid_t pid = start_harness("context_create 1\n"
+                              "repeat 100\n"
+                              "x1000@1000 kernel name=k start=1000 end=1500 corr=1\n"
+                              "flush\n"
+                              "wait_flush\n"
+                              "end\n"
+                              "context_destroy 1\n",
+                              env);
+    /* Stall until the tracer has finished (its trace file is closed), then read. */
+    for (int i = 0; i < 6000; i++) {
+        tp_err err;
+        tp_freader *r = tp_freader_open(task_path("trace.trace"), &err);
+        int done = r != NULL && tp_freader_complete(r);
+        tp_freader_close(&r);
+        if (done)
+            break;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    model live;
+    model_init(&live);
+    drain_sub(sub, &live, 3000);
+    ASSERT_EQ(wait_harness(pid), 0);
+    model file;
+    model_init(&file);
+    model_from_file(&file, task_path("trace.trace"));
+    ASSERT_EQ(count_kind(&file, TP_K_KERNEL), 100 * 1000);
+    uint64_t seq = 0;
+    uint64_t dropped = last_drops(&file, TP_DROP_PUBLISHER, 1, &seq);
+    ASSERT_GT(dropped, 0);
+    /* Exactly the batches before the one that reported the count are missing live, counting from
+     * the first one sent after the subscriber joined (the tracer waited for it, so that one
+     * reached it: a keyframe). */
+    ASSERT_GT(live.n_seqs, 0);
+    uint64_t first = live.seqs[0];
+    uint64_t missing = 0;
+    for (uint64_t s = first; s < seq; s++) {
+        int got = 0;
+        for (size_t i = 0; i < live.n_seqs && !got; i++)
+            got = live.seqs[i] == s;
+        missing += !got;
+    }
+    ASSERT_UEQ(missing, dropped);
+    ASSERT_LT(count_kind(&live, TP_K_KERNEL), 100 * 1000);
+    model_free(&live);
+    model_free(&file);
+    tp_sub_destroy(&sub);
+}
+
+/* ---- units ---- */
+
+TEST(tracer_cbid_tables) {
+    char name[128];
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_RUNTIME_API, 131), TR_CB_SYNC);
+    ASSERT(tr_cb_name(CUPTI_CB_DOMAIN_RUNTIME_API, 131, name, sizeof name) > 0);
+    ASSERT_STR_EQ(name, "cudaStreamSynchronize");
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_RUNTIME_API, 211), TR_CB_LAUNCH);
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_RUNTIME_API, 132), TR_CB_POLL);
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_RUNTIME_API, 22), TR_CB_MEM); /* cudaFree */
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_RUNTIME_API, 1), TR_CB_NONE);
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_DRIVER_API, 126), TR_CB_SYNC);
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_DRIVER_API, 800), TR_CB_SYNC);
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_DRIVER_API, 278), TR_CB_COPY);
+    ASSERT(tr_cb_name(CUPTI_CB_DOMAIN_DRIVER_API, 278, name, sizeof name) > 0);
+    ASSERT_STR_EQ(name, "cuMemcpyDtoH_v2");
+    ASSERT(tr_cb_name(CUPTI_CB_DOMAIN_RUNTIME_API, 215, name, sizeof name) > 0);
+    ASSERT_STR_EQ(name, "cudaMemcpy_ptds");
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_RESOURCE, 1), TR_CB_NONE);
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_RUNTIME_API, 100000), TR_CB_NONE);
+}
+
+TEST(tracer_hostq_bounded) {
+    tr_hostq *q = tr_hostq_new(8);
+    ASSERT_NOT_NULL(q);
+    ASSERT_NULL(tr_hostq_new(6));
+    tr_hostev ev;
+    memset(&ev, 0, sizeof ev);
+    for (uint32_t i = 0; i < 8; i++) {
+        ev.correlation = i;
+        ev.n_frames = 2;
+        ev.frames[0] = i;
+        ev.frames[1] = i + 1;
+        ASSERT_OK(tr_hostq_push(q, &ev));
+    }
+    ASSERT_EQ(tr_hostq_push(q, &ev), -1);
+    ASSERT_EQ(tr_hostq_dropped(q), 1);
+    tr_hostev out;
+    for (uint32_t i = 0; i < 8; i++) {
+        ASSERT_EQ(tr_hostq_pop(q, &out), 1);
+        ASSERT_EQ(out.correlation, i);
+        ASSERT_EQ(out.n_frames, 2);
+        ASSERT_EQ(out.frames[1], i + 1);
+    }
+    ASSERT_EQ(tr_hostq_pop(q, &out), 0);
+    tr_hostq_destroy(&q);
+    tr_hostq_destroy(&q);
+}
+
+/* The real libcupti walks buffers laid out like the stand-in's and the converter reads them. */
+TEST(tracer_real_cupti_walks_hand_built_records) {
+    if (REAL_CUPTI[0] == '\0') {
+        fprintf(stderr, "no real libcupti found at configure time\n");
+        return;
+    }
+    void *h = dlopen(REAL_CUPTI, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL)
+        TASK_FAIL_("cannot load %s: %s", REAL_CUPTI, dlerror());
+    union {
+        void *p;
+        CUptiResult (*f)(uint8_t *, size_t, CUpti_Activity **);
+    } next = {.p = dlsym(h, "cuptiActivityGetNextRecord")};
+    ASSERT_NOT_NULL(next.p);
+
+    static uint8_t buf[8192] __attribute__((aligned(8)));
+    size_t used = 0;
+#define PUT(rec) (memcpy(buf + used, &(rec), sizeof(rec)), used += sizeof(rec))
+    CUpti_ActivityContext3 ctx = {.kind = CUPTI_ACTIVITY_KIND_CONTEXT, .contextId = 4,
+                                  .deviceId = 2, .nullStreamId = 9};
+    PUT(ctx);
+    CUpti_ActivityDevice5 dev;
+    memset(&dev, 0, sizeof dev);
+    dev.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+    dev.id = 2;
+    dev.name = "RealWalk GPU";
+    dev.computeCapabilityMajor = 10;
+    dev.numMultiprocessors = 148;
+    dev.globalMemorySize = 1ull << 37;
+    PUT(dev);
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof k);
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.start = 100;
+    k.end = 250;
+    k.deviceId = 2;
+    k.contextId = 4;
+    k.streamId = 21;
+    k.correlationId = 77;
+    k.gridX = 8, k.gridY = 2, k.gridZ = 1, k.blockX = 256, k.blockY = 1, k.blockZ = 1;
+    k.graphId = 5;
+    k.name = "_Z6kernelPf";
+    PUT(k);
+    CUpti_ActivityMemcpy6 mc;
+    memset(&mc, 0, sizeof mc);
+    mc.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    mc.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    mc.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    mc.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    mc.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+    mc.bytes = 1 << 20;
+    mc.start = 300;
+    mc.end = 400;
+    mc.deviceId = 2;
+    mc.contextId = 4;
+    mc.streamId = 21;
+    mc.correlationId = 78;
+    PUT(mc);
+    CUpti_ActivitySynchronization2 sy;
+    memset(&sy, 0, sizeof sy);
+    sy.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    sy.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+    sy.start = 500;
+    sy.end = 900;
+    sy.correlationId = 79;
+    sy.contextId = 4;
+    sy.streamId = 0xFFFFFFFFu;
+    sy.cudaEventId = 3;
+    PUT(sy);
+    CUpti_ActivityAPI api;
+    memset(&api, 0, sizeof api);
+    api.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+    api.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+    api.start = 90;
+    api.end = 95;
+    api.threadId = 1234;
+    api.correlationId = 77;
+    PUT(api);
+    CUpti_ActivityMarker2 mk;
+    memset(&mk, 0, sizeof mk);
+    mk.kind = CUPTI_ACTIVITY_KIND_MARKER;
+    mk.flags = CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS;
+    mk.timestamp = 1000;
+    mk.id = 42;
+    mk.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+    mk.objectId.pt.threadId = 1234;
+    mk.name = "checkpoint";
+    PUT(mk);
+#undef PUT
+
+    tp_enc *enc = tp_enc_new(NULL);
+    tr_conv *conv = tr_conv_new(enc);
+    CUpti_Activity *rec = NULL;
+    int n = 0;
+    CUptiResult r;
+    while ((r = next.f(buf, used, &rec)) == CUPTI_SUCCESS) {
+        ASSERT_EQ(tr_conv_activity(conv, rec), 1);
+        n++;
+    }
+    ASSERT_EQ(r, CUPTI_ERROR_MAX_LIMIT_REACHED);
+    ASSERT_EQ(n, 7);
+    tp_buf b = {0};
+    ASSERT_OK(tp_enc_finish(enc, &b));
+    model m;
+    model_init(&m);
+    model_add_batch(&m, b.data, b.len);
+    for (size_t i = 0; i < m.n; i++) {
+        const tp_record *x = &m.recs[i];
+        switch (x->head.kind) {
+        case TP_K_STREAM:
+            ASSERT_EQ(x->stream.flags, TP_F_NULL_STREAM);
+            ASSERT_EQ(x->stream.stream, 9);
+            ASSERT_EQ(x->stream.device, 2);
+            break;
+        case TP_K_DEVICE:
+            ASSERT_STR_EQ(str(&m, x->device.name), "RealWalk GPU");
+            ASSERT_EQ(x->device.cc_major, 10);
+            ASSERT_EQ(x->device.sm_count, 148);
+            ASSERT_UEQ(x->device.memory_bytes, 1ull << 37);
+            break;
+        case TP_K_KERNEL:
+            ASSERT_STR_EQ(str(&m, x->kernel.name), "_Z6kernelPf");
+            ASSERT_EQ(x->kernel.flags, TP_F_GRAPH);
+            ASSERT_EQ(x->kernel.graph, 5);
+            ASSERT_EQ(x->kernel.start, 100);
+            ASSERT_EQ(x->kernel.end, 250);
+            ASSERT_EQ(x->kernel.device, 2);
+            ASSERT_EQ(x->kernel.stream, 21);
+            ASSERT_EQ(x->kernel.grid[0], 8);
+            ASSERT_EQ(x->kernel.grid[1], 2);
+            ASSERT_EQ(x->kernel.block[0], 256);
+            ASSERT_EQ(x->kernel.correlation, 77);
+            break;
+        case TP_K_MEMCPY:
+            ASSERT_EQ(x->memcpy.copy_kind, TP_COPY_HTOD);
+            ASSERT_EQ(x->memcpy.src_kind, TP_MEM_PINNED);
+            ASSERT_EQ(x->memcpy.dst_kind, TP_MEM_DEVICE);
+            ASSERT_EQ(x->memcpy.flags, TP_F_ASYNC);
+            ASSERT_EQ(x->memcpy.bytes, 1 << 20);
+            break;
+        case TP_K_SYNC:
+            ASSERT_EQ(x->sync.sync_type, TP_SYNC_EVENT);
+            ASSERT_EQ(x->sync.device, 2);
+            ASSERT_UEQ(x->sync.stream, TP_NO_ID);
+            ASSERT_EQ(x->sync.event, 3);
+            break;
+        case TP_K_API:
+            ASSERT_EQ(x->api.flags, TP_F_DRIVER | TP_F_LAUNCH);
+            ASSERT_STR_EQ(str(&m, x->api.name), "cuLaunchKernel");
+            ASSERT_EQ(x->api.tid, 1234);
+            break;
+        case TP_K_NVTX:
+            ASSERT_EQ(x->nvtx.flags, TP_NVTX_INSTANT);
+            ASSERT_STR_EQ(str(&m, x->nvtx.name), "checkpoint");
+            ASSERT_EQ(x->nvtx.start, 1000);
+            ASSERT_EQ(x->nvtx.tid, 1234);
+            break;
+        default:
+            TASK_FAIL_("unexpected kind %u", x->head.kind);
+        }
+    }
+    ASSERT_EQ(m.n, 7);
+    model_free(&m);
+    tp_buf_free(&b);
+    tr_conv_destroy(&conv);
+    tp_enc_destroy(&enc);
+}
+
+/* `synctop run` injects the tracer (CUDA_INJECTION64_PATH, which the harness honours as the driver
+ * would), hears the process, sums up the waits by call site, and exits with the command's status. */
+static int run_verb(const char *script, char **out) {
+    const char *script_path = task_path("run-script.txt");
+    write_text(script_path, script);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "SYNCTOP_STANDIN='%s' SYNCTOP_CUPTI='%s' SYNCTOP_TRACER='%s' '%s' run --no-tui -- "
+             "'%s' '%s' 2>&1",
+             STANDIN_SO, STANDIN_SO, TRACER_SO, task_synctop(), HARNESS, script_path);
+    FILE *p = popen(cmd, "r");
+    ASSERT_NOT_NULL(p);
+    *out = calloc(1, 65536);
+    size_t n = fread(*out, 1, 65535, p);
+    (*out)[n] = '\0';
+    int status = pclose(p);
+    ASSERT(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+TEST(tracer_run_verb_sums_up_waits) {
+    char *out = NULL;
+    int rc = run_verb("context_create 1\n"
+                      "x3@0 call domain=rt cbid=131 wait=500000 site=1\n"
+                      "call domain=rt cbid=31 wait=300000 site=2\n"
+                      "x20@1000 kernel name=k start=1000 end=1500 corr=1\n"
+                      "context_destroy 1\n",
+                      &out);
+    if (rc != 0)
+        fprintf(stderr, "%s", out);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_CONTAINS(out, "1 traced process");
+    ASSERT_STR_CONTAINS(out, "events: kernel 20,");
+    ASSERT_STR_CONTAINS(out, "host blocked 1.800 ms in 4 calls");
+    ASSERT_STR_CONTAINS(out, "1.500        3  cudaStreamSynchronize    harness_site_1 (tracer_harness+");
+    ASSERT_STR_CONTAINS(out, "0.300        1  cudaMemcpy               harness_site_2 (tracer_harness+");
+    free(out);
+    /* A failing command's status comes back. */
+    ASSERT_EQ(run_verb("not a directive\n", &out), 3);
+    free(out);
+}
+
+/* The call sites the tracer publishes resolve to the program's file:line with addr2line: what
+ * tests/gpu/run.sh relies on for the samples, checked here by the same checker on the harness. */
+TEST(tracer_call_sites_resolve_to_source_lines) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
+    ASSERT_EQ(run_harness("context_create 1\n"
+                          "x3@0 call domain=rt cbid=131 wait=500000 site=1\n"
+                          "call domain=rt cbid=131 wait=500000 site=2\n"
+                          "call domain=rt cbid=131 wait=5 site=3\n"
+                          "context_destroy 1\n",
+                          env),
+              0);
+    /* The harness's source with expectations appended, under its own name. */
+    char *src = read_text(HARNESS_SRC);
+    char *with = calloc(1, strlen(src) + 512);
+    sprintf(with, "%s\n// EXPECT: 3 x cudaStreamSynchronize blocking at @site1\n"
+                  "// EXPECT: 1 x cudaStreamSynchronize blocking at @site2\n"
+                  "// EXPECT: 0 x cudaStreamSynchronize blocking at @site3\n", src);
+    write_text(task_path("tracer_harness.c"), with);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' > '%s' 2>&1", CHECK_TRACE, task_path("trace.trace"),
+             task_path("tracer_harness.c"), task_path("check.txt"));
+    int rc = system(cmd);
+    char *out = read_text(task_path("check.txt"));
+    fprintf(stderr, "%s", out);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_CONTAINS(out, "ok   tracer_harness.c:");
+    ASSERT_STR_CONTAINS(out, "3 x cudaStreamSynchronize blocking (saw 3)");
+    ASSERT_STR_CONTAINS(out, "1 x cudaStreamSynchronize blocking (saw 1)");
+    free(src);
+    free(with);
+    free(out);
+}
+
+#endif

@@ -1,0 +1,179 @@
+/*
+ * synctop-testpub: a stand-in for the tracer in tests. It publishes a reproducible stream of
+ * synthetic batches (synth.h) through the real publisher, so a test can regenerate the same events
+ * from the seed and compare. The producer id is SEED + 1.
+ *
+ * stdout: a first line `endpoint=E` (the endpoint actually bound, once it is bound) and a final
+ * line `sent=N dropped=M events=E`. Exit status 0, 1 on failure, 2 on bad usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "synctop/codec.h"
+#include "synctop/net.h"
+#include "synth.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: synctop-testpub [--endpoint E] --events N [--batch EVENTS_PER_BATCH]\n"
+            "       [--rate EVENTS_PER_SEC] [--seed S] [--wait-subscribers K]\n"
+            "       [--curve-key FILE.key] [--insecure] [--sndhwm BATCHES] [--linger-ms MS]\n\n"
+            "Publishes N synthetic events in batches (default 4096 events; the last batch is\n"
+            "flagged END) on E (default: this process's ipc endpoint). --rate 0 (default): as\n"
+            "fast as possible. --wait-subscribers K: wait up to 10 s for K subscribers first.\n"
+            "--linger-ms: how long to wait at exit for queued batches (default 1000).\n"
+            "The producer id is SEED + 1 (default seed 1).\n");
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s) {
+    if (s <= 0)
+        return;
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || s[0] == '-')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"endpoint", required_argument, NULL, 'e'}, {"events", required_argument, NULL, 'n'},
+        {"batch", required_argument, NULL, 'b'},    {"rate", required_argument, NULL, 'r'},
+        {"seed", required_argument, NULL, 's'},     {"wait-subscribers", required_argument, NULL, 'w'},
+        {"curve-key", required_argument, NULL, 'k'}, {"insecure", no_argument, NULL, 'i'},
+        {"sndhwm", required_argument, NULL, 'H'},   {"linger-ms", required_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    const char *endpoint = NULL, *key_path = NULL;
+    uint64_t events = UINT64_MAX, batch = 4096, rate = 0, seed = 1, wait_subs = 0, hwm = 0,
+             linger = 1000;
+    int insecure = 0, c;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'e': endpoint = optarg; break;
+        case 'n': bad = parse_u64(optarg, &events); break;
+        case 'b': bad = parse_u64(optarg, &batch) || batch == 0 || batch > 1000000; break;
+        case 'r': bad = parse_u64(optarg, &rate); break;
+        case 's': bad = parse_u64(optarg, &seed); break;
+        case 'w': bad = parse_u64(optarg, &wait_subs) || wait_subs > 100000; break;
+        case 'k': key_path = optarg; break;
+        case 'i': insecure = 1; break;
+        case 'H': bad = parse_u64(optarg, &hwm) || hwm > 100000000; break;
+        case 'l': bad = parse_u64(optarg, &linger) || linger > 3600000; break;
+        case 'h': usage(stdout); return 0;
+        default: bad = 1;
+        }
+        if (bad) {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc || events == UINT64_MAX) {
+        usage(stderr);
+        return 2;
+    }
+
+    tp_err err = {{0}};
+    tp_keypair kp;
+    if (key_path != NULL && tp_keypair_load(&kp, key_path, &err) < 0) {
+        fprintf(stderr, "synctop-testpub: %s\n", err.msg);
+        return 1;
+    }
+    tp_pub_opts po = {.endpoint = endpoint, .sndhwm = (int)hwm,
+                      .curve = key_path != NULL ? &kp : NULL, .insecure = insecure};
+    tp_pub *pub = tp_pub_new(&po, &err);
+    if (pub == NULL) {
+        fprintf(stderr, "synctop-testpub: %s\n", err.msg);
+        return 1;
+    }
+    tp_pub_set_linger(pub, (int)linger);
+    printf("endpoint=%s\n", tp_pub_endpoint(pub));
+    fflush(stdout);
+
+    if (wait_subs > 0) {
+        double deadline = now_s() + 10.0;
+        int n;
+        while ((n = tp_pub_poll(pub, NULL)) < (int)wait_subs && now_s() < deadline)
+            sleep_s(0.005);
+        if (n < (int)wait_subs)
+            fprintf(stderr, "synctop-testpub: only %d of %" PRIu64 " subscribers after 10 s\n", n,
+                    wait_subs);
+    }
+
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = seed + 1});
+    if (enc == NULL) {
+        fprintf(stderr, "synctop-testpub: out of memory\n");
+        tp_pub_destroy(&pub);
+        return 1;
+    }
+    synth sy;
+    synth_init(&sy, seed);
+    tp_buf buf = {0};
+    uint64_t left = events;
+    double t0 = now_s();
+    int status = 0;
+    for (;;) {
+        int joined = 0;
+        tp_pub_poll(pub, &joined);
+        if (joined)
+            tp_enc_keyframe(enc);
+        size_t n = left < batch ? (size_t)left : (size_t)batch;
+        synth_fill(&sy, enc, n);
+        left -= n;
+        int last = left == 0;
+        if (tp_enc_finish_flags(enc, last ? TP_BF_END : 0, &buf) < 0) {
+            fprintf(stderr, "synctop-testpub: cannot encode a batch\n");
+            status = 1;
+            break;
+        }
+        int rc = tp_pub_send(pub, buf.data, buf.len);
+        tp_enc_delivered(enc, rc == 0);
+        if (rc != 0 && rc != TP_EAGAIN) {
+            fprintf(stderr, "synctop-testpub: send failed: %s\n", tp_strerror(rc));
+            status = 1;
+            break;
+        }
+        if (last) {
+            /* The END batch must arrive. Each retry is a new batch (next sequence number), so
+             * the dropped count stays equal to the subscribers' sequence gaps. */
+            double deadline = now_s() + (double)linger / 1000.0;
+            while (rc == TP_EAGAIN && now_s() < deadline) {
+                sleep_s(0.001);
+                if (tp_enc_finish_flags(enc, TP_BF_END, &buf) < 0)
+                    break;
+                rc = tp_pub_send(pub, buf.data, buf.len);
+                tp_enc_delivered(enc, rc == 0);
+            }
+            break;
+        }
+        if (rate > 0)
+            sleep_s(t0 + (double)(events - left) / (double)rate - now_s());
+    }
+    tp_pub_stats st;
+    tp_pub_stats_get(pub, &st);
+    tp_buf_free(&buf);
+    tp_enc_destroy(&enc);
+    tp_pub_destroy(&pub); /* waits up to --linger-ms for queued batches */
+    printf("sent=%" PRIu64 " dropped=%" PRIu64 " events=%" PRIu64 "\n", st.sent, st.dropped,
+           events);
+    return status;
+}

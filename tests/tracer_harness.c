@@ -1,0 +1,76 @@
+/*
+ * A stand-in for a CUDA program and its driver, for the tracer's tests: loads the stand-in
+ * libcupti ($SYNCTOP_STANDIN) and the script, loads the tracer (argv[1], else
+ * $CUDA_INJECTION64_PATH, as the driver would) and calls its InitializeInjection, then plays the
+ * script as "the program". The harness_site_* functions are the program's call sites: the tracer
+ * must name them as where the program waited.
+ *
+ * usage: tracer_harness [TRACER.so] SCRIPT
+ * Prints "harness: program done" when the program ran to its end; exit status 0, or 3 when the
+ * script failed to play, 2 on a setup error.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cupti_standin/standin.h"
+
+#define SITE(n)                                                                              \
+    __attribute__((visibility("default"), noinline)) void harness_site_##n(void (*inner)(void *), \
+                                                                             void *arg);     \
+    __attribute__((visibility("default"), noinline)) void harness_site_##n(void (*inner)(void *), \
+                                                                             void *arg) {    \
+        inner(arg);                                                                          \
+        __asm__ volatile("" ::: "memory"); /* no tail call: this frame must stay on the stack */ \
+    }
+SITE(1) // @site1
+SITE(2) // @site2
+SITE(3) // @site3
+
+static void *sym(void *h, const char *name) {
+    void *p = dlsym(h, name);
+    if (p == NULL) {
+        fprintf(stderr, "harness: no %s: %s\n", name, dlerror());
+        exit(2);
+    }
+    return p;
+}
+
+int main(int argc, char **argv) {
+    const char *tracer = argc > 2 ? argv[1] : getenv("CUDA_INJECTION64_PATH");
+    const char *script = argv[argc - 1];
+    const char *standin = getenv("SYNCTOP_STANDIN");
+    if (argc < 2 || standin == NULL) {
+        fprintf(stderr, "usage: SYNCTOP_STANDIN=libcupti.so.13 tracer_harness [TRACER.so] SCRIPT\n");
+        return 2;
+    }
+    void *s = dlopen(standin, RTLD_NOW | RTLD_LOCAL);
+    if (s == NULL) {
+        fprintf(stderr, "harness: %s\n", dlerror());
+        return 2;
+    }
+    int (*load)(const char *) = (int (*)(const char *))sym(s, "standin_load");
+    void (*set_sites)(const standin_site_fn *, int) =
+        (void (*)(const standin_site_fn *, int))sym(s, "standin_set_sites");
+    int (*play)(void) = (int (*)(void))sym(s, "standin_play");
+    if (load(script) != 0) {
+        fprintf(stderr, "harness: cannot read %s\n", script);
+        return 2;
+    }
+    const standin_site_fn sites[] = {harness_site_1, harness_site_2, harness_site_3};
+    set_sites(sites, 3);
+    if (tracer != NULL && *tracer != '\0') {
+        void *t = dlopen(tracer, RTLD_NOW | RTLD_LOCAL);
+        if (t == NULL) {
+            fprintf(stderr, "harness: %s\n", dlerror());
+            return 2;
+        }
+        int (*init)(void) = (int (*)(void))sym(t, "InitializeInjection");
+        if (init() != 1)
+            fprintf(stderr, "harness: InitializeInjection did not return 1\n");
+    }
+    int rc = play();
+    printf("harness: program done\n");
+    fflush(stdout);
+    return rc == 0 ? 0 : 3;
+}

@@ -1,0 +1,35 @@
+/*
+ * Call sites: the flush thread's side of "where did the host wait". The callbacks only copy raw
+ * return addresses (hostq.h); here, off the application's threads, they are filtered (frames
+ * inside the tracer, CUPTI, the driver and libcudart are not the user's), cut to the innermost few,
+ * interned (identical call sites get one id for the life of the process) and, on first sight,
+ * described with TP_K_CALLSITE + TP_K_FRAME metadata. Native frames are named with dladdr only:
+ * module path, exported symbol if any, and the address as an offset into the module, pointing into
+ * the call instruction (return address - 1), ready for `addr2line -e MODULE OFFSET`. File and line
+ * from debug info are left to the consumer.
+ *
+ * Python frames are the next step: a capture hook beside the native one (TR_FRAME_PYTHON entries
+ * carrying code object + instruction offset, resolved here) will be merged in front of the
+ * native frames. The seam is tr_sites_intern's frame array, which will carry both kinds.
+ */
+#ifndef SYNCTOP_TRACER_CALLSITE_H
+#define SYNCTOP_TRACER_CALLSITE_H
+
+#include <stdint.h>
+
+#include "synctop/codec.h"
+
+typedef struct tr_sites tr_sites;
+
+/* keep: frames kept per call site (innermost first); max_sites: bound on distinct call sites. */
+tr_sites *tr_sites_new(unsigned keep, uint32_t max_sites);
+void tr_sites_destroy(tr_sites **s);
+
+/* The id (>= 1) of the call site made of these return addresses (innermost first), adding its
+ * metadata to enc the first time. 0 when no frame is left after filtering, or past the bounds. */
+uint32_t tr_sites_intern(tr_sites *s, tp_enc *enc, const uintptr_t *pcs, unsigned n);
+
+/* Call sites refused because the bound was reached. */
+uint64_t tr_sites_refused(const tr_sites *s);
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * SYNCTOP_* environment parsing (config.h). getenv only: no allocation, no locale.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void note_bad(char *bad, size_t badlen, const char *name) {
+    size_t n = strlen(bad);
+    if (n + strlen(name) + 2 < badlen)
+        snprintf(bad + n, badlen - n, "%s%s", n ? "," : "", name);
+}
+
+static void get_u32(const char *name, uint32_t *out, uint32_t lo, uint32_t hi, char *bad,
+                    size_t badlen) {
+    const char *s = getenv(name);
+    if (s == NULL || *s == '\0')
+        return;
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || *end != '\0' || s[0] == '-' || v < lo || v > hi) {
+        note_bad(bad, badlen, name);
+        return;
+    }
+    *out = (uint32_t)v;
+}
+
+static int get_flag(const char *name) {
+    const char *s = getenv(name);
+    return s != NULL && *s != '\0' && strcmp(s, "0") != 0;
+}
+
+static void get_str(const char *name, char *out, size_t outlen, char *bad, size_t badlen) {
+    const char *s = getenv(name);
+    if (s == NULL || *s == '\0')
+        return;
+    if (strlen(s) >= outlen) {
+        note_bad(bad, badlen, name);
+        return;
+    }
+    snprintf(out, outlen, "%s", s);
+}
+
+void tr_config_from_env(tr_config *c, char *bad, size_t badlen) {
+    memset(c, 0, sizeof *c);
+    bad[0] = '\0';
+    c->mode = TR_MODE_ALWAYS;
+    uint32_t threshold_us = 20;
+    c->flush_ms = 100;
+    c->linger_ms = 1000;
+    c->buffer_kb = 1024;
+    c->max_buffers = 64;
+    c->queue_len = 16384;
+    uint32_t hwm = 1000;
+    c->frames = 8;
+
+    c->disabled = get_flag("SYNCTOP_DISABLE");
+    c->quiet = get_flag("SYNCTOP_QUIET");
+    get_str("SYNCTOP_ENDPOINT", c->endpoint, sizeof c->endpoint, bad, badlen);
+    get_str("SYNCTOP_LISTEN", c->endpoint, sizeof c->endpoint, bad, badlen);
+    get_str("SYNCTOP_RECORD", c->record, sizeof c->record, bad, badlen);
+    get_str("SYNCTOP_CUPTI", c->cupti, sizeof c->cupti, bad, badlen);
+    const char *mode = getenv("SYNCTOP_MODE");
+    if (mode != NULL && *mode != '\0') {
+        if (strcmp(mode, "always") == 0)
+            c->mode = TR_MODE_ALWAYS;
+        else if (strcmp(mode, "on-demand") == 0)
+            c->mode = TR_MODE_ON_DEMAND;
+        else
+            note_bad(bad, badlen, "SYNCTOP_MODE");
+    }
+    get_u32("SYNCTOP_BLOCK_THRESHOLD_US", &threshold_us, 0, 60u * 1000 * 1000, bad, badlen);
+    c->block_threshold_ns = (uint64_t)threshold_us * 1000u;
+    get_u32("SYNCTOP_FLUSH_MS", &c->flush_ms, 1, 60000, bad, badlen);
+    get_u32("SYNCTOP_START_WAIT_MS", &c->start_wait_ms, 0, 600000, bad, badlen);
+    get_u32("SYNCTOP_LINGER_MS", &c->linger_ms, 0, 600000, bad, badlen);
+    get_u32("SYNCTOP_BUFFER_KB", &c->buffer_kb, 16, 64 * 1024, bad, badlen);
+    get_u32("SYNCTOP_MAX_BUFFERS", &c->max_buffers, 2, 4096, bad, badlen);
+    get_u32("SYNCTOP_QUEUE", &c->queue_len, 16, 1u << 22, bad, badlen);
+    get_u32("SYNCTOP_SNDHWM", &hwm, 1, 1000000, bad, badlen);
+    get_u32("SYNCTOP_FRAMES", &c->frames, 1, 32, bad, badlen);
+    c->sndhwm = (int)hwm;
+    uint32_t q = 16;
+    while (q < c->queue_len)
+        q <<= 1;
+    c->queue_len = q;
+}

@@ -1,0 +1,38 @@
+/*
+ * The tracer's configuration, read once from SYNCTOP_* environment variables at injection (the
+ * program's command line is not ours to parse). `synctop run --help` documents them; the names
+ * and defaults live here and nowhere else.
+ */
+#ifndef SYNCTOP_TRACER_CONFIG_H
+#define SYNCTOP_TRACER_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum tr_mode { TR_MODE_ALWAYS = 0, TR_MODE_ON_DEMAND = 1 };
+
+typedef struct tr_config {
+    int disabled;               /* SYNCTOP_DISABLE=1: do nothing at all */
+    int quiet;                  /* SYNCTOP_QUIET=1: not even the one-line failure notice */
+    char endpoint[512];         /* SYNCTOP_LISTEN (or SYNCTOP_ENDPOINT); "" = default ipc endpoint;
+                                   "none" = no publisher (record only) */
+    char record[1024];          /* SYNCTOP_RECORD: trace file path, "" = none */
+    char cupti[512];            /* SYNCTOP_CUPTI: libcupti to load, "" = search */
+    enum tr_mode mode;          /* SYNCTOP_MODE=always|on-demand */
+    uint64_t block_threshold_ns; /* SYNCTOP_BLOCK_THRESHOLD_US (20) */
+    uint32_t flush_ms;          /* SYNCTOP_FLUSH_MS (100) */
+    uint32_t start_wait_ms;     /* SYNCTOP_START_WAIT_MS (0): wait this long at start for a viewer */
+    uint32_t linger_ms;         /* SYNCTOP_LINGER_MS (1000): at exit, for queued batches to leave */
+    uint32_t buffer_kb;         /* SYNCTOP_BUFFER_KB (1024): one CUPTI activity buffer */
+    uint32_t max_buffers;       /* SYNCTOP_MAX_BUFFERS (64): bound on activity buffers */
+    uint32_t queue_len;         /* SYNCTOP_QUEUE (16384): host-call events waiting for the flush
+                                   thread, rounded up to a power of two */
+    int sndhwm;                 /* SYNCTOP_SNDHWM (1000): batches queued per subscriber */
+    uint32_t frames;            /* SYNCTOP_FRAMES (8): call-site frames kept, innermost first */
+} tr_config;
+
+/* Fills c from the environment; values that do not parse keep their defaults and are named in
+ * bad (comma-separated, "" when all parsed). */
+void tr_config_from_env(tr_config *c, char *bad, size_t badlen);
+
+#endif

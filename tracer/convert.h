@@ -1,0 +1,41 @@
+/*
+ * Conversion of CUPTI activity records into synctop records (event.h), on the flush thread.
+ *
+ * The converter owns what it needs to remember between records: which device a context belongs to
+ * (synchronization records carry only the context), and a cache from CUPTI's kernel-name pointers
+ * to interned string ids so a kernel name is hashed once, not once per launch. Records that the
+ * decoder would refuse (end before start, enum values beyond synctop's) are mended or skipped and
+ * counted, never passed on.
+ */
+#ifndef SYNCTOP_TRACER_CONVERT_H
+#define SYNCTOP_TRACER_CONVERT_H
+
+#include <cupti.h>
+#include <stdint.h>
+
+#include "synctop/codec.h"
+
+typedef struct tr_conv tr_conv;
+
+typedef struct tr_conv_stats {
+    uint64_t converted; /* records added to the encoder */
+    uint64_t skipped;   /* kinds not converted */
+    uint64_t invalid;   /* records refused (end before start...) */
+} tr_conv_stats;
+
+tr_conv *tr_conv_new(tp_enc *enc);
+void tr_conv_destroy(tr_conv **c);
+
+/* Converts one activity record and adds it to the encoder. Returns 1 when a record was added, 0
+ * when skipped, or a negative TP_E* code from the encoder. */
+int tr_conv_activity(tr_conv *c, const CUpti_Activity *a);
+
+/* The device of a context, from CONTEXT records; TP_NO_DEVICE when unknown. */
+uint16_t tr_conv_context_device(const tr_conv *c, uint32_t context);
+/* The interned name of a runtime/driver API (0 when unknown). */
+uint32_t tr_conv_api_name(tr_conv *c, CUpti_CallbackDomain domain, uint32_t cbid);
+/* Forgets cached kernel-name pointers (a module was unloaded: its strings may be reused). */
+void tr_conv_forget_names(tr_conv *c);
+void tr_conv_stats_get(const tr_conv *c, tr_conv_stats *out);
+
+#endif

@@ -1,0 +1,279 @@
+/*
+ * Endpoints of the ZeroMQ transport (net.h): the user's private directory for ipc sockets, the
+ * PID.sock naming that `synctop attach PID` relies on, what counts as loopback for tcp, turning
+ * what a user typed into an endpoint, and the clean-up of socket files left by killed processes.
+ *
+ * The directory is the only thing that keeps other users away from an ipc publisher, so it is
+ * checked every time: a symlink, a directory owned by someone else or one open to group/others
+ * is refused rather than repaired.
+ */
+#include "synctop/net.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* snprintf into out, failing with TP_ELIMIT instead of truncating. */
+static int put(char *out, size_t outlen, tp_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int put(char *out, size_t outlen, tp_err *err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out, outlen, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= outlen)
+        return tp_err_set(err, TP_ELIMIT, "endpoint too long (%d bytes, room for %zu)", n,
+                          outlen > 0 ? outlen - 1 : 0);
+    return 0;
+}
+
+/* XDG_RUNTIME_DIR is used only when it is an existing directory of ours that we can write. */
+static int xdg_usable(const char *xdg) {
+    struct stat st;
+    if (xdg == NULL || xdg[0] != '/')
+        return 0;
+    if (stat(xdg, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+        return 0;
+    return access(xdg, W_OK | X_OK) == 0;
+}
+
+/* Creates path 0700 if missing; refuses anything an attacker could have prepared. */
+static int private_dir(const char *path, tp_err *err) {
+    int created = 0;
+    if (mkdir(path, 0700) == 0)
+        created = 1;
+    else if (errno != EEXIST)
+        return tp_err_set(err, TP_EIO, "cannot create the socket directory %s: %s", path,
+                          strerror(errno));
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return tp_err_set(err, TP_EIO, "cannot inspect the socket directory %s: %s", path,
+                          strerror(errno));
+    if (S_ISLNK(st.st_mode))
+        return tp_err_set(err, TP_ESECURITY,
+                          "the socket directory %s is a symbolic link; refusing to use it "
+                          "(someone could redirect synctop's sockets): remove it",
+                          path);
+    if (!S_ISDIR(st.st_mode))
+        return tp_err_set(err, TP_ESECURITY, "the socket directory %s is not a directory: remove it",
+                          path);
+    if (st.st_uid != geteuid())
+        return tp_err_set(err, TP_ESECURITY,
+                          "the socket directory %s belongs to uid %u, not to you (uid %u); "
+                          "refusing to use it: remove it",
+                          path, (unsigned)st.st_uid, (unsigned)geteuid());
+    if (created && (st.st_mode & 07777) != 0700) {
+        /* The umask decided the mode of what we just made; make it exactly private. */
+        if (chmod(path, 0700) != 0 || lstat(path, &st) != 0)
+            return tp_err_set(err, TP_EIO, "cannot make %s private: %s", path, strerror(errno));
+    }
+    if (st.st_mode & 077)
+        return tp_err_set(err, TP_ESECURITY,
+                          "the socket directory %s is accessible by group or others (mode %03o); "
+                          "refusing to use it: run `chmod 700 %s` or remove it",
+                          path, (unsigned)(st.st_mode & 0777), path);
+    return 0;
+}
+
+int tp_endpoint_dir(char *out, size_t outlen, tp_err *err) {
+    char path[PATH_MAX];
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int n;
+    if (xdg_usable(xdg))
+        n = snprintf(path, sizeof path, "%s/synctop", xdg);
+    else
+        n = snprintf(path, sizeof path, "/tmp/synctop-%u", (unsigned)geteuid());
+    if (n < 0 || (size_t)n >= sizeof path)
+        return tp_err_set(err, TP_ELIMIT, "XDG_RUNTIME_DIR is too long");
+    int rc = private_dir(path, err);
+    if (rc < 0)
+        return rc;
+    return put(out, outlen, err, "%s", path);
+}
+
+int tp_endpoint_for_pid(long pid, char *out, size_t outlen, tp_err *err) {
+    if (pid <= 0)
+        return tp_err_set(err, TP_EINVAL, "invalid pid %ld", pid);
+    char dir[PATH_MAX];
+    int rc = tp_endpoint_dir(dir, sizeof dir, err);
+    if (rc < 0)
+        return rc;
+    struct sockaddr_un sa;
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%ld.sock", dir, pid);
+    if (strlen(path) >= sizeof sa.sun_path)
+        return tp_err_set(err, TP_ELIMIT,
+                          "socket path %s is longer than a unix socket allows (%zu bytes): "
+                          "set XDG_RUNTIME_DIR to a shorter directory",
+                          path, sizeof sa.sun_path - 1);
+    return put(out, outlen, err, "ipc://%s", path);
+}
+
+/* Splits "tcp://HOST:PORT" into host (brackets removed) and checks the port. */
+static int tcp_host(const char *endpoint, char *host, size_t hostlen) {
+    if (strncmp(endpoint, "tcp://", 6) != 0)
+        return TP_EINVAL;
+    const char *rest = endpoint + 6;
+    if (strchr(rest, ';') != NULL) /* a source address: only for connecting */
+        return TP_EINVAL;
+    const char *colon, *h = rest, *hend;
+    if (rest[0] == '[') {
+        hend = strchr(rest, ']');
+        if (hend == NULL || hend[1] != ':')
+            return TP_EINVAL;
+        h = rest + 1;
+        colon = hend + 1;
+    } else {
+        colon = strrchr(rest, ':');
+        if (colon == NULL)
+            return TP_EINVAL;
+        hend = colon;
+    }
+    const char *port = colon + 1;
+    if (strcmp(port, "*") != 0) {
+        size_t n = strlen(port);
+        if (n == 0 || n > 5 || strspn(port, "0123456789") != n || atol(port) > 65535)
+            return TP_EINVAL;
+    }
+    size_t hl = (size_t)(hend - h);
+    if (hl == 0 || hl >= hostlen)
+        return TP_EINVAL;
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    return 0;
+}
+
+int tp_endpoint_is_loopback(const char *endpoint) {
+    char host[256];
+    if (endpoint == NULL || tcp_host(endpoint, host, sizeof host) < 0)
+        return TP_EINVAL;
+    if (strcasecmp(host, "localhost") == 0)
+        return 1;
+    struct in_addr a4;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET6, host, &a6) == 1) {
+        if (IN6_IS_ADDR_LOOPBACK(&a6))
+            return 1;
+        return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+    }
+    return 0; /* "*", a host or interface name: not known to stay on this machine */
+}
+
+static int check_tcp(const char *endpoint, const char *spec, tp_err *err) {
+    if (tp_endpoint_is_loopback(endpoint) < 0)
+        return tp_err_set(err, TP_EINVAL, "cannot understand tcp endpoint '%s': expected HOST:PORT",
+                          spec);
+    return 0;
+}
+
+int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, tp_err *err) {
+    if (spec == NULL || spec[0] == '\0')
+        return tp_err_set(err, TP_EINVAL, "empty endpoint");
+    size_t n = strlen(spec);
+    int rc;
+    if (strspn(spec, "0123456789") == n) {
+        errno = 0;
+        long pid = strtol(spec, NULL, 10);
+        if (errno != 0 || pid <= 0)
+            return tp_err_set(err, TP_EINVAL, "invalid pid '%s'", spec);
+        return tp_endpoint_for_pid(pid, out, outlen, err);
+    }
+    if (strncmp(spec, "tcp://:", 7) == 0)
+        rc = put(out, outlen, err, "tcp://127.0.0.1%s", spec + 6);
+    else if (strncmp(spec, "tcp://", 6) == 0)
+        rc = put(out, outlen, err, "%s", spec);
+    else if (strstr(spec, "://") != NULL)
+        return put(out, outlen, err, "%s", spec); /* ipc://, inproc://: libzmq checks them */
+    else if (spec[0] == '/' || strncmp(spec, "./", 2) == 0)
+        return put(out, outlen, err, "ipc://%s", spec);
+    else if (spec[0] == ':')
+        rc = put(out, outlen, err, "tcp://127.0.0.1%s", spec);
+    else if (strchr(spec, ':') != NULL)
+        rc = put(out, outlen, err, "tcp://%s", spec);
+    else
+        return tp_err_set(err, TP_EINVAL,
+                          "cannot understand endpoint '%s': expected PID, HOST:PORT, :PORT, "
+                          "tcp://HOST:PORT or ipc://PATH",
+                          spec);
+    if (rc < 0)
+        return rc;
+    return check_tcp(out, spec, err);
+}
+
+/* Tries to connect to a unix socket: 1 someone listens, 0 nobody, or a negative code. */
+static int unix_listening(const char *path) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (path[0] == '\0' || strlen(path) >= sizeof sa.sun_path)
+        return TP_EINVAL;
+    memcpy(sa.sun_path, path, strlen(path));
+    if (path[0] == '@') /* abstract namespace, as libzmq spells it */
+        sa.sun_path[0] = '\0';
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return TP_EIO;
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
+    int rc = connect(fd, (struct sockaddr *)&sa, len);
+    int e = errno;
+    close(fd);
+    if (rc == 0 || e == EAGAIN || e == EINPROGRESS)
+        return 1; /* a full backlog still means a live listener */
+    if (e == ECONNREFUSED || e == ENOENT)
+        return 0;
+    return e == EACCES || e == EPERM ? TP_EPERM : TP_EIO;
+}
+
+int tp_endpoint_is_live(const char *endpoint) {
+    if (endpoint == NULL || strncmp(endpoint, "ipc://", 6) != 0)
+        return TP_EINVAL;
+    return unix_listening(endpoint + 6);
+}
+
+int tp_endpoint_remove_stale(tp_err *err) {
+    char dir[PATH_MAX];
+    int rc = tp_endpoint_dir(dir, sizeof dir, err);
+    if (rc < 0)
+        return rc;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return tp_err_set(err, TP_EIO, "cannot list %s: %s", dir, strerror(errno));
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *name = de->d_name;
+        size_t digits = strspn(name, "0123456789");
+        if (digits == 0 || digits > 9 || strcmp(name + digits, ".sock") != 0)
+            continue;
+        long pid = strtol(name, NULL, 10);
+        /* EPERM: the pid exists (someone else's now, perhaps); leave the file alone. */
+        if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[PATH_MAX + 16];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%.15s", dir, name); /* at most 9 digits + ".sock" */
+        if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        /* The pid may belong to another pid namespace sharing this directory: ask the socket. */
+        if (unix_listening(path) != 0)
+            continue;
+        if (unlink(path) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
+}

@@ -1,0 +1,273 @@
+/*
+ * CURVE keys for the ZeroMQ transport (net.h): making a server key pair, writing it to disk the way
+ * ssh keeps private keys (0600, never overwritten, refused when others can read it), reading it
+ * back with every byte checked, and accepting a public key given inline or as a file.
+ *
+ * Files are text, one `name = value` per line, `#` comments allowed:
+ *   BASE.key   public-key = <40 Z85 characters>
+ *              secret-key = <40 Z85 characters>
+ *   BASE.pub   public-key = <40 Z85 characters>
+ */
+#include "synctop/net.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define KEY_FILE_MAX 4096 /* a key file is a few lines; anything longer is not one */
+
+static int z85_key_ok(const char *s) {
+    uint8_t bin[32];
+    return strlen(s) == TP_KEY_Z85_LEN && zmq_z85_decode(bin, s) != NULL;
+}
+
+int tp_curve_available(tp_err *err) {
+    if (!zmq_has("curve"))
+        return tp_err_set(err, TP_EUNSUPPORTED,
+                          "this libzmq (%d.%d.%d) was built without CURVE encryption "
+                          "(zmq_has(\"curve\") is false): install a libzmq built with libsodium",
+                          ZMQ_VERSION_MAJOR, ZMQ_VERSION_MINOR, ZMQ_VERSION_PATCH);
+    return 0;
+}
+
+int tp_keypair_new(tp_keypair *kp, tp_err *err) {
+    memset(kp, 0, sizeof *kp);
+    int rc = tp_curve_available(err);
+    if (rc < 0)
+        return rc;
+    if (zmq_curve_keypair(kp->public_key, kp->secret_key) != 0)
+        return tp_err_set(err, TP_EZMQ, "cannot generate a CURVE key pair: %s",
+                          zmq_strerror(zmq_errno()));
+    return 0;
+}
+
+int tp_keypair_check(const tp_keypair *kp, tp_err *err) {
+    if (memchr(kp->public_key, '\0', sizeof kp->public_key) == NULL ||
+        !z85_key_ok(kp->public_key))
+        return tp_err_set(err, TP_EINVAL, "the public key is not %d characters of Z85",
+                          TP_KEY_Z85_LEN);
+    if (kp->secret_key[0] == '\0')
+        return 0;
+    if (memchr(kp->secret_key, '\0', sizeof kp->secret_key) == NULL ||
+        !z85_key_ok(kp->secret_key))
+        return tp_err_set(err, TP_EINVAL, "the secret key is not %d characters of Z85",
+                          TP_KEY_Z85_LEN);
+    int rc = tp_curve_available(err);
+    if (rc < 0)
+        return rc;
+    char derived[TP_KEY_Z85_LEN + 1];
+    if (zmq_curve_public(derived, kp->secret_key) != 0)
+        return tp_err_set(err, TP_EZMQ, "cannot derive the public key: %s",
+                          zmq_strerror(zmq_errno()));
+    if (strcmp(derived, kp->public_key) != 0)
+        return tp_err_set(err, TP_EINVAL, "the public key does not belong to the secret key");
+    return 0;
+}
+
+static int write_all(int fd, const char *s, size_t len) {
+    while (len > 0) {
+        ssize_t n = write(fd, s, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        s += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Creates path (never replacing anything) with exactly this mode and content. */
+static int write_new_file(const char *path, mode_t mode, const char *text, tp_err *err) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0) {
+        if (errno == EEXIST)
+            return tp_err_set(err, TP_EEXIST,
+                              "%s already exists; refusing to overwrite a key file "
+                              "(choose another name with -o, or remove it first)",
+                              path);
+        return tp_err_set(err, errno == EACCES ? TP_EPERM : TP_EIO, "cannot create %s: %s", path,
+                          strerror(errno));
+    }
+    int rc = 0;
+    /* fchmod: the umask must not decide who can read a key. */
+    if (fchmod(fd, mode) != 0 || write_all(fd, text, strlen(text)) != 0 || fsync(fd) != 0)
+        rc = tp_err_set(err, TP_EIO, "cannot write %s: %s", path, strerror(errno));
+    if (close(fd) != 0 && rc == 0)
+        rc = tp_err_set(err, TP_EIO, "cannot write %s: %s", path, strerror(errno));
+    if (rc < 0)
+        unlink(path);
+    return rc;
+}
+
+int tp_keypair_save(const tp_keypair *kp, const char *base, tp_err *err) {
+    if (base == NULL || base[0] == '\0')
+        return tp_err_set(err, TP_EINVAL, "no file name given for the keys");
+    int rc = tp_keypair_check(kp, err);
+    if (rc < 0)
+        return rc;
+    if (kp->secret_key[0] == '\0')
+        return tp_err_set(err, TP_EINVAL, "no secret key to save");
+    char key_path[PATH_MAX], pub_path[PATH_MAX];
+    if (snprintf(key_path, sizeof key_path, "%s.key", base) >= (int)sizeof key_path ||
+        snprintf(pub_path, sizeof pub_path, "%s.pub", base) >= (int)sizeof pub_path)
+        return tp_err_set(err, TP_ELIMIT, "file name too long");
+    struct stat st;
+    /* Check both first so that a refusal leaves nothing half-written behind. */
+    if (lstat(key_path, &st) == 0 || lstat(pub_path, &st) == 0)
+        return tp_err_set(err, TP_EEXIST,
+                          "%s already exists; refusing to overwrite a key file "
+                          "(choose another name with -o, or remove it first)",
+                          lstat(key_path, &st) == 0 ? key_path : pub_path);
+    char text[512];
+    snprintf(text, sizeof text,
+             "# synctop CURVE server key pair (synctop keygen). Keep it secret: whoever holds it\n"
+             "# can publish as this server.\n"
+             "public-key = %s\n"
+             "secret-key = %s\n",
+             kp->public_key, kp->secret_key);
+    rc = write_new_file(key_path, 0600, text, err);
+    memset(text, 0, sizeof text);
+    if (rc < 0)
+        return rc;
+    snprintf(text, sizeof text,
+             "# synctop CURVE server public key (synctop keygen): subscribers pin it.\n"
+             "public-key = %s\n",
+             kp->public_key);
+    rc = write_new_file(pub_path, 0644, text, err);
+    if (rc < 0)
+        unlink(key_path);
+    return rc;
+}
+
+static char *trim(char *s) {
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* Parses the text of a key file into kp. Messages name the file and line, never a key. */
+static int parse_keys(char *text, tp_keypair *kp, const char *path, tp_err *err) {
+    int line_no = 0;
+    char *save = NULL;
+    for (char *line = text; line != NULL; line = save) {
+        save = strchr(line, '\n');
+        if (save != NULL)
+            *save++ = '\0';
+        line_no++;
+        char *s = trim(line);
+        if (s[0] == '\0' || s[0] == '#')
+            continue;
+        char *eq = strchr(s, '=');
+        if (eq == NULL)
+            return tp_err_set(err, TP_EMALFORMED,
+                              "%s line %d: expected 'public-key = ...' or 'secret-key = ...'",
+                              path, line_no);
+        *eq = '\0';
+        char *name = trim(s), *value = trim(eq + 1);
+        char *dst;
+        if (strcmp(name, "public-key") == 0)
+            dst = kp->public_key;
+        else if (strcmp(name, "secret-key") == 0)
+            dst = kp->secret_key;
+        else
+            return tp_err_set(err, TP_EMALFORMED,
+                              "%s line %d: unknown field (expected public-key or secret-key)",
+                              path, line_no);
+        if (dst[0] != '\0')
+            return tp_err_set(err, TP_EMALFORMED, "%s line %d: %s given twice", path, line_no,
+                              name);
+        if (!z85_key_ok(value))
+            return tp_err_set(err, TP_EMALFORMED,
+                              "%s line %d: the %s is not a valid key (expected %d Z85 "
+                              "characters, found %zu characters%s)",
+                              path, line_no, name, TP_KEY_Z85_LEN, strlen(value),
+                              strlen(value) == TP_KEY_Z85_LEN ? " that do not decode" : "");
+        memcpy(dst, value, TP_KEY_Z85_LEN + 1);
+    }
+    if (kp->public_key[0] == '\0')
+        return tp_err_set(err, TP_EMALFORMED, "%s: no public-key line (is it a synctop key file?)",
+                          path);
+    return 0;
+}
+
+int tp_keypair_load(tp_keypair *kp, const char *path, tp_err *err) {
+    memset(kp, 0, sizeof *kp);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tp_err_set(err, errno == ENOENT ? TP_ENOENT : errno == EACCES ? TP_EPERM : TP_EIO,
+                          "cannot open key file %s: %s", path, strerror(errno));
+    char text[KEY_FILE_MAX + 1];
+    size_t len = 0;
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        rc = tp_err_set(err, TP_EINVAL, "%s is not a regular file", path);
+    while (rc == 0 && len <= KEY_FILE_MAX) {
+        ssize_t n = read(fd, text + len, sizeof text - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            rc = tp_err_set(err, TP_EIO, "cannot read %s: %s", path, strerror(errno));
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (rc == 0 && len > KEY_FILE_MAX)
+        rc = tp_err_set(err, TP_EMALFORMED, "%s is too large to be a key file", path);
+    if (rc == 0 && memchr(text, '\0', len) != NULL)
+        rc = tp_err_set(err, TP_EMALFORMED, "%s is not a text file", path);
+    if (rc == 0) {
+        text[len] = '\0';
+        rc = parse_keys(text, kp, path, err);
+    }
+    memset(text, 0, sizeof text);
+    if (rc == 0 && kp->secret_key[0] != '\0') {
+        if (st.st_mode & 077)
+            rc = tp_err_set(err, TP_ESECURITY,
+                            "%s holds a secret key but others can read it (mode %03o); "
+                            "run `chmod 600 %s`",
+                            path, (unsigned)(st.st_mode & 0777), path);
+        else if ((rc = tp_keypair_check(kp, err)) < 0 && rc != TP_EUNSUPPORTED)
+            rc = tp_err_set(err, TP_EMALFORMED,
+                            "%s: the public key does not match the secret key (damaged file?)",
+                            path);
+    }
+    if (rc < 0)
+        memset(kp, 0, sizeof *kp);
+    return rc;
+}
+
+int tp_public_key_resolve(const char *spec, char out[TP_KEY_Z85_LEN + 1], tp_err *err) {
+    if (spec == NULL || spec[0] == '\0')
+        return tp_err_set(err, TP_EINVAL, "empty key");
+    struct stat st;
+    /* Z85 can contain '/' and '.', so a file of that name wins over an inline key. */
+    if (stat(spec, &st) == 0) {
+        tp_keypair kp;
+        int rc = tp_keypair_load(&kp, spec, err);
+        if (rc < 0)
+            return rc;
+        memcpy(out, kp.public_key, TP_KEY_Z85_LEN + 1);
+        memset(&kp, 0, sizeof kp);
+        return 0;
+    }
+    if (z85_key_ok(spec)) {
+        memcpy(out, spec, TP_KEY_Z85_LEN + 1);
+        return 0;
+    }
+    if (strlen(spec) == TP_KEY_Z85_LEN)
+        return tp_err_set(err, TP_EINVAL, "'%s' is not a valid Z85 key", spec);
+    return tp_err_set(err, TP_ENOENT,
+                      "no key file %s, and it is not a %d-character Z85 key either", spec,
+                      TP_KEY_Z85_LEN);
+}

@@ -1,0 +1,249 @@
+/*
+ * The publisher (net.h): an XPUB socket that never blocks its caller. XPUB_NODROP turns "a
+ * subscriber's queue is full" into an immediate EAGAIN, which is counted, so the drop count is
+ * exact; XPUB_VERBOSER passes every subscribe and unsubscribe up, so the publisher knows when a
+ * viewer arrives (its caller then sends a keyframe) and how many are connected.
+ *
+ * It owns its ZeroMQ context (non-blocking termination, linger 0 unless asked) and, for ipc, the
+ * socket file it bound, which it removes on destroy. It refuses to expose traces beyond this
+ * machine unencrypted unless told to.
+ */
+#include "synctop/net.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <zmq.h>
+
+struct tp_pub {
+    pid_t owner; /* the process that made it: a forked child must not touch its context */
+    void *ctx;
+    void *sock;
+    char endpoint[TP_ENDPOINT_MAX];
+    char ipc_path[PATH_MAX]; /* the socket file we bound, "" when none */
+    dev_t ipc_dev;
+    ino_t ipc_ino;
+    int linger_ms;
+    int subscribers;
+    uint64_t sent, dropped, bytes;
+};
+
+static int zmq_fail(tp_err *err, const char *what, const char *endpoint) {
+    int e = zmq_errno();
+    return tp_err_set(err, TP_EZMQ, "%s %s: %s", what, endpoint, zmq_strerror(e));
+}
+
+static int set_int(void *sock, int option, int value) {
+    return zmq_setsockopt(sock, option, &value, sizeof value);
+}
+
+/* Which endpoint to bind, and whether binding it is allowed. */
+static int choose_endpoint(const tp_pub_opts *o, char *ep, int *is_default, tp_err *err) {
+    int rc;
+    *is_default = o->endpoint == NULL;
+    if (*is_default)
+        rc = tp_endpoint_for_pid((long)getpid(), ep, TP_ENDPOINT_MAX, err);
+    else
+        rc = tp_endpoint_resolve(o->endpoint, ep, TP_ENDPOINT_MAX, err);
+    if (rc < 0)
+        return rc;
+    if (o->curve != NULL) {
+        if ((rc = tp_curve_available(err)) < 0)
+            return rc;
+        if (o->curve->secret_key[0] == '\0')
+            return tp_err_set(err, TP_EINVAL,
+                              "publishing with CURVE needs the server's secret key (the .key "
+                              "file), not only its public key");
+        if ((rc = tp_keypair_check(o->curve, err)) < 0)
+            return rc;
+    }
+    if (strncmp(ep, "tcp://", 6) == 0) {
+        int lo = tp_endpoint_is_loopback(ep);
+        if (lo < 0)
+            return tp_err_set(err, TP_EINVAL, "cannot understand tcp endpoint %s", ep);
+        if (lo == 0 && o->curve == NULL && !o->insecure)
+            return tp_err_set(err, TP_ESECURITY,
+                              "refusing to publish on %s without encryption: anyone who can "
+                              "reach it could read the trace. Create keys with `synctop keygen` "
+                              "and publish with them, or pass --insecure to publish in the clear",
+                              ep);
+    } else if (strncmp(ep, "ipc://", 6) == 0) {
+        struct sockaddr_un sa;
+        if (strlen(ep + 6) >= sizeof sa.sun_path)
+            return tp_err_set(err, TP_ELIMIT, "socket path %s is longer than %zu bytes", ep + 6,
+                              sizeof sa.sun_path - 1);
+        /* libzmq unlinks an existing file before binding: do not steal a live publisher's. */
+        if (tp_endpoint_is_live(ep) == 1)
+            return tp_err_set(err, TP_EEXIST, "another publisher is already listening on %s", ep);
+        if (*is_default)
+            tp_endpoint_remove_stale(NULL);
+    }
+    return 0;
+}
+
+static int configure(tp_pub *p, const tp_pub_opts *o, tp_err *err) {
+    void *s = p->sock;
+    int hwm = o->sndhwm > 0 ? o->sndhwm : 1000;
+    if (set_int(s, ZMQ_LINGER, 0) != 0 || set_int(s, ZMQ_SNDHWM, hwm) != 0 ||
+        set_int(s, ZMQ_XPUB_NODROP, 1) != 0 || set_int(s, ZMQ_XPUB_VERBOSER, 1) != 0 ||
+        /* Only subscriptions come in: bound what an unauthenticated peer can make us hold. */
+        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &(int64_t){4096}, sizeof(int64_t)) != 0)
+        return zmq_fail(err, "cannot configure the publisher for", p->endpoint);
+    if (strncmp(p->endpoint, "tcp://[", 7) == 0 && set_int(s, ZMQ_IPV6, 1) != 0)
+        return zmq_fail(err, "cannot enable IPv6 for", p->endpoint);
+    if (o->curve != NULL &&
+        (set_int(s, ZMQ_CURVE_SERVER, 1) != 0 ||
+         zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, o->curve->secret_key, TP_KEY_Z85_LEN) != 0))
+        return zmq_fail(err, "cannot set up CURVE encryption for", p->endpoint);
+    return 0;
+}
+
+static int bind_endpoint(tp_pub *p, tp_err *err) {
+    if (zmq_bind(p->sock, p->endpoint) != 0) {
+        if (zmq_errno() == EADDRINUSE)
+            return tp_err_set(err, TP_EEXIST, "cannot bind %s: address already in use",
+                              p->endpoint);
+        return zmq_fail(err, "cannot bind", p->endpoint);
+    }
+    char last[TP_ENDPOINT_MAX];
+    size_t len = sizeof last;
+    if (zmq_getsockopt(p->sock, ZMQ_LAST_ENDPOINT, last, &len) == 0 && len > 1 &&
+        len <= sizeof last)
+        memcpy(p->endpoint, last, len);
+    const char *path = p->endpoint + 6;
+    if (strncmp(p->endpoint, "ipc://", 6) == 0 && path[0] != '@') {
+        struct stat st;
+        /* Remember which file is ours (to remove it, and only it), then let only our user
+         * connect, wherever the file is. */
+        if (lstat(path, &st) != 0)
+            return tp_err_set(err, TP_EIO, "cannot find socket file %s: %s", path, strerror(errno));
+        snprintf(p->ipc_path, sizeof p->ipc_path, "%s", path);
+        p->ipc_dev = st.st_dev;
+        p->ipc_ino = st.st_ino;
+        if (chmod(path, 0600) != 0)
+            return tp_err_set(err, TP_EIO, "cannot make socket file %s private: %s", path,
+                              strerror(errno));
+    }
+    return 0;
+}
+
+tp_pub *tp_pub_new(const tp_pub_opts *opts, tp_err *err) {
+    tp_pub_opts o = {0};
+    if (opts != NULL)
+        o = *opts;
+    if (o.sndhwm < 0) {
+        tp_err_set(err, TP_EINVAL, "negative high-water mark %d", o.sndhwm);
+        return NULL;
+    }
+    tp_pub *p = calloc(1, sizeof *p);
+    if (p == NULL) {
+        tp_err_set(err, TP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    p->owner = getpid();
+    int is_default;
+    if (choose_endpoint(&o, p->endpoint, &is_default, err) < 0)
+        goto fail;
+    p->ctx = zmq_ctx_new();
+    if (p->ctx == NULL) {
+        zmq_fail(err, "cannot create a ZeroMQ context for", p->endpoint);
+        goto fail;
+    }
+    zmq_ctx_set(p->ctx, ZMQ_BLOCKY, 0);
+    p->sock = zmq_socket(p->ctx, ZMQ_XPUB);
+    if (p->sock == NULL) {
+        zmq_fail(err, "cannot create a publisher socket for", p->endpoint);
+        goto fail;
+    }
+    if (configure(p, &o, err) < 0 || bind_endpoint(p, err) < 0)
+        goto fail;
+    return p;
+fail:
+    tp_pub_destroy(&p);
+    return NULL;
+}
+
+void tp_pub_destroy(tp_pub **pp) {
+    if (pp == NULL || *pp == NULL)
+        return;
+    tp_pub *p = *pp;
+    /* After fork (a traced program's worker processes) the context's threads and the socket
+     * file belong to the parent: terminating the context here would wait forever and removing
+     * the file would cut the parent off, so a child only frees memory. */
+    if (p->owner == getpid()) {
+        if (p->sock != NULL) {
+            set_int(p->sock, ZMQ_LINGER, p->linger_ms);
+            zmq_close(p->sock);
+        }
+        /* Returns once queued batches are written or the linger time is up. */
+        while (p->ctx != NULL && zmq_ctx_term(p->ctx) != 0 && zmq_errno() == EINTR)
+            ;
+        struct stat st;
+        if (p->ipc_path[0] != '\0' && lstat(p->ipc_path, &st) == 0 && st.st_dev == p->ipc_dev &&
+            st.st_ino == p->ipc_ino)
+            unlink(p->ipc_path);
+    }
+    free(p);
+    *pp = NULL;
+}
+
+const char *tp_pub_endpoint(const tp_pub *pub) { return pub->endpoint; }
+
+void tp_pub_set_linger(tp_pub *pub, int linger_ms) {
+    pub->linger_ms = linger_ms > 0 ? linger_ms : 0;
+}
+
+int tp_pub_send(tp_pub *pub, const void *batch, size_t len) {
+    for (;;) {
+        if (zmq_send(pub->sock, batch, len, ZMQ_DONTWAIT) >= 0) {
+            pub->sent++;
+            pub->bytes += len;
+            return 0;
+        }
+        int e = zmq_errno();
+        if (e == EINTR)
+            continue;
+        if (e == EAGAIN) {
+            pub->dropped++;
+            return TP_EAGAIN;
+        }
+        return TP_EZMQ;
+    }
+}
+
+int tp_pub_poll(tp_pub *pub, int *joined) {
+    int j = 0;
+    uint8_t note[64];
+    for (;;) {
+        int n = zmq_recv(pub->sock, note, sizeof note, ZMQ_DONTWAIT);
+        if (n < 0) {
+            if (zmq_errno() == EINTR)
+                continue;
+            break;
+        }
+        /* synctop subscribers subscribe to everything (""): a notice is one byte, 1 on
+         * subscribe and 0 on unsubscribe (which libzmq also sends when a subscriber leaves). */
+        if (n != 1)
+            continue;
+        if (note[0] == 1) {
+            pub->subscribers++;
+            j = 1;
+        } else if (note[0] == 0 && pub->subscribers > 0) {
+            pub->subscribers--;
+        }
+    }
+    if (joined != NULL)
+        *joined = j;
+    return pub->subscribers;
+}
+
+void tp_pub_stats_get(const tp_pub *pub, tp_pub_stats *out) {
+    out->sent = pub->sent;
+    out->dropped = pub->dropped;
+    out->bytes = pub->bytes;
+    out->subscribers = pub->subscribers;
+}

@@ -1,0 +1,255 @@
+/*
+ * The subscriber (net.h): one SUB socket connected to any number of publishers, which ZeroMQ
+ * reconnects by itself when a publisher restarts. Every message is checked as a batch header
+ * before the caller sees it, and each producer's sequence numbers are followed so that the batches
+ * it lost on the way (a publisher dropping for a slow subscriber) are counted, per producer.
+ */
+#include "synctop/net.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define MAX_PRODUCERS 4096
+#define SLOTS (2 * MAX_PRODUCERS) /* open addressing, at most half full */
+
+struct producer {
+    tp_sub_producer s;
+    int seq_known; /* a batch of its own (not synthetic) was seen: last_seq means something */
+};
+
+struct tp_sub {
+    pid_t owner; /* the process that made it: a forked child must not touch its context */
+    void *ctx;
+    void *sock;
+    zmq_msg_t msg; /* the last batch returned, owned until the next receive */
+    tp_sub_stats stats;
+    struct producer *producers; /* in order of first sight */
+    size_t cap;
+    uint32_t slot[SLOTS]; /* producer index + 1, 0 when empty */
+};
+
+static int zmq_fail(tp_err *err, const char *what) {
+    int e = zmq_errno();
+    return tp_err_set(err, TP_EZMQ, "%s: %s", what, zmq_strerror(e));
+}
+
+static int set_int(void *sock, int option, int value) {
+    return zmq_setsockopt(sock, option, &value, sizeof value);
+}
+
+static int configure(tp_sub *s, const tp_sub_opts *o, tp_err *err) {
+    void *k = s->sock;
+    int hwm = o->rcvhwm > 0 ? o->rcvhwm : 10000;
+    int64_t max_msg = (int64_t)TP_BATCH_HDR_SIZE + TP_BATCH_MAX_PAYLOAD;
+    if (set_int(k, ZMQ_LINGER, 0) != 0 || set_int(k, ZMQ_RCVHWM, hwm) != 0 ||
+        set_int(k, ZMQ_RECONNECT_IVL, 100) != 0 || set_int(k, ZMQ_RECONNECT_IVL_MAX, 1000) != 0 ||
+        zmq_setsockopt(k, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg) != 0)
+        return zmq_fail(err, "cannot configure the subscriber");
+    if (o->server_key != NULL) {
+        tp_keypair server;
+        memset(&server, 0, sizeof server);
+        if (strlen(o->server_key) != TP_KEY_Z85_LEN)
+            return tp_err_set(err, TP_EINVAL, "the server key is not %d characters of Z85",
+                              TP_KEY_Z85_LEN);
+        memcpy(server.public_key, o->server_key, TP_KEY_Z85_LEN);
+        int rc = tp_keypair_check(&server, err);
+        if (rc < 0)
+            return rc;
+        tp_keypair mine;
+        if ((rc = tp_keypair_new(&mine, err)) < 0)
+            return rc;
+        /* A client's own keys only keep the session private; the server key is what is
+         * checked, so a fresh pair per subscriber is enough. */
+        rc = zmq_setsockopt(k, ZMQ_CURVE_SERVERKEY, server.public_key, TP_KEY_Z85_LEN) != 0 ||
+             zmq_setsockopt(k, ZMQ_CURVE_PUBLICKEY, mine.public_key, TP_KEY_Z85_LEN) != 0 ||
+             zmq_setsockopt(k, ZMQ_CURVE_SECRETKEY, mine.secret_key, TP_KEY_Z85_LEN) != 0;
+        memset(&mine, 0, sizeof mine);
+        if (rc)
+            return zmq_fail(err, "cannot set up CURVE encryption");
+    }
+    if (zmq_setsockopt(k, ZMQ_SUBSCRIBE, "", 0) != 0)
+        return zmq_fail(err, "cannot subscribe");
+    return 0;
+}
+
+tp_sub *tp_sub_new(const tp_sub_opts *opts, tp_err *err) {
+    tp_sub_opts o = {0};
+    if (opts != NULL)
+        o = *opts;
+    tp_sub *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        tp_err_set(err, TP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    s->owner = getpid();
+    zmq_msg_init(&s->msg);
+    s->ctx = zmq_ctx_new();
+    if (s->ctx == NULL) {
+        zmq_fail(err, "cannot create a ZeroMQ context");
+        goto fail;
+    }
+    zmq_ctx_set(s->ctx, ZMQ_BLOCKY, 0);
+    s->sock = zmq_socket(s->ctx, ZMQ_SUB);
+    if (s->sock == NULL) {
+        zmq_fail(err, "cannot create a subscriber socket");
+        goto fail;
+    }
+    if (configure(s, &o, err) < 0)
+        goto fail;
+    return s;
+fail:
+    tp_sub_destroy(&s);
+    return NULL;
+}
+
+void tp_sub_destroy(tp_sub **sp) {
+    if (sp == NULL || *sp == NULL)
+        return;
+    tp_sub *s = *sp;
+    /* After fork the context's threads exist only in the parent: terminating it here would
+     * wait for them forever, so a child only frees memory. */
+    if (s->owner == getpid()) {
+        zmq_msg_close(&s->msg);
+        if (s->sock != NULL)
+            zmq_close(s->sock);
+        while (s->ctx != NULL && zmq_ctx_term(s->ctx) != 0 && zmq_errno() == EINTR)
+            ;
+    }
+    free(s->producers);
+    free(s);
+    *sp = NULL;
+}
+
+int tp_sub_connect(tp_sub *sub, const char *endpoint, tp_err *err) {
+    char ep[TP_ENDPOINT_MAX];
+    int rc = tp_endpoint_resolve(endpoint, ep, sizeof ep, err);
+    if (rc < 0)
+        return rc;
+    if (strncmp(ep, "tcp://[", 7) == 0 && set_int(sub->sock, ZMQ_IPV6, 1) != 0)
+        return zmq_fail(err, "cannot enable IPv6");
+    if (zmq_connect(sub->sock, ep) != 0) {
+        int e = zmq_errno();
+        return tp_err_set(err, TP_EZMQ, "cannot connect to %s: %s", ep, zmq_strerror(e));
+    }
+    return 0;
+}
+
+void *tp_sub_socket(tp_sub *sub) { return sub->sock; }
+
+static size_t slot_of(uint64_t producer) {
+    return (size_t)((producer * 0x9E3779B97F4A7C15ull) >> 51) & (SLOTS - 1);
+}
+
+/* The producer's record, created on first sight; NULL when MAX_PRODUCERS are already tracked. */
+static struct producer *producer_find(tp_sub *s, uint64_t id, int *is_new) {
+    size_t i = slot_of(id);
+    *is_new = 0;
+    while (s->slot[i] != 0) {
+        struct producer *p = &s->producers[s->slot[i] - 1];
+        if (p->s.producer == id)
+            return p;
+        i = (i + 1) & (SLOTS - 1);
+    }
+    size_t n = s->stats.n_producers;
+    if (n == MAX_PRODUCERS)
+        return NULL;
+    if (n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        struct producer *v = realloc(s->producers, cap * sizeof *v);
+        if (v == NULL)
+            return NULL;
+        s->producers = v;
+        s->cap = cap;
+    }
+    s->producers[n] = (struct producer){.s = {.producer = id}};
+    s->slot[i] = (uint32_t)n + 1;
+    s->stats.n_producers = n + 1;
+    *is_new = 1;
+    return &s->producers[n];
+}
+
+static int malformed(tp_sub *s, tp_err *err, const char *why) {
+    s->stats.malformed++;
+    return tp_err_set(err, TP_EMALFORMED, "received a message that is not a synctop batch: %s",
+                      why);
+}
+
+int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, tp_err *err) {
+    /* Try first: when batches are flowing, one call instead of a poll and a receive. */
+    while (zmq_msg_recv(&sub->msg, sub->sock, ZMQ_DONTWAIT) < 0) {
+        int e = zmq_errno();
+        if (e != EAGAIN && e != EINTR)
+            return zmq_fail(err, "cannot receive");
+        if (timeout_ms == 0)
+            return 0;
+        zmq_pollitem_t item = {.socket = sub->sock, .events = ZMQ_POLLIN};
+        int n = zmq_poll(&item, 1, timeout_ms < 0 ? -1 : timeout_ms);
+        if (n < 0 && zmq_errno() != EINTR)
+            return zmq_fail(err, "cannot wait for batches");
+        if (n <= 0)
+            return 0; /* timeout, or a signal for the caller to look at */
+        timeout_ms = 0; /* readable now: one more try, no second wait */
+    }
+    if (zmq_msg_more(&sub->msg)) {
+        while (zmq_msg_more(&sub->msg) && zmq_msg_recv(&sub->msg, sub->sock, ZMQ_DONTWAIT) >= 0)
+            ;
+        return malformed(sub, err, "a multi-part message");
+    }
+    const uint8_t *data = zmq_msg_data(&sub->msg);
+    size_t len = zmq_msg_size(&sub->msg);
+    tp_batch_hdr h;
+    tp_err why;
+    char text[sizeof why.msg + 64];
+    if (len < TP_BATCH_HDR_SIZE) {
+        snprintf(text, sizeof text, "%zu bytes, shorter than a batch header", len);
+        return malformed(sub, err, text);
+    }
+    why.msg[0] = '\0';
+    if (tp_batch_check_header(data, len, &h, &why) < 0)
+        return malformed(sub, err, why.msg);
+    if (tp_batch_size(&h) != len) {
+        snprintf(text, sizeof text, "a %zu-byte message holds a %zu-byte batch", len,
+                 tp_batch_size(&h));
+        return malformed(sub, err, text);
+    }
+    memset(m, 0, sizeof *m);
+    m->data = data;
+    m->len = len;
+    m->hdr = h;
+    sub->stats.received++;
+    sub->stats.bytes += len;
+    int is_new;
+    struct producer *p = producer_find(sub, h.producer, &is_new);
+    if (p == NULL)
+        return 1; /* beyond the bound: delivered, not followed */
+    m->new_producer = is_new;
+    p->s.received++;
+    p->s.bytes += len;
+    if (h.flags & TP_BF_SYNTHETIC)
+        return 1; /* made by a recorder: its sequence is not the producer's */
+    if (!p->seq_known) {
+        p->seq_known = 1;
+    } else if (h.seq > p->s.last_seq) {
+        m->missed = h.seq - p->s.last_seq - 1;
+    } else {
+        /* Sequence went back: the same producer id started over (a restarted process with a
+         * fixed id). Its strings and metadata start over too. */
+        m->new_producer = 1;
+    }
+    p->s.last_seq = h.seq;
+    p->s.missed += m->missed;
+    sub->stats.missed += m->missed;
+    return 1;
+}
+
+void tp_sub_stats_get(const tp_sub *sub, tp_sub_stats *out) { *out = sub->stats; }
+
+int tp_sub_producer_get(const tp_sub *sub, size_t i, tp_sub_producer *out) {
+    if (i >= sub->stats.n_producers)
+        return TP_EINVAL;
+    *out = sub->producers[i].s;
+    return 0;
+}

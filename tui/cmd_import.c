@@ -1,0 +1,359 @@
+/*
+ * `synctop import`: turns PyTorch profiler (Kineto) traces into a synctop trace file, one producer
+ * per input (a rank each). The file is written under a temporary name and renamed into place once
+ * every input has been imported, so a failed import leaves no half file and --force never loses the
+ * old file to a failure.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kineto.h"
+#include "synctop/file.h"
+#include "verb.h"
+
+static void import_usage(FILE *out) {
+    fprintf(out,
+            "usage: synctop import TRACE.json[.gz]... -o FILE [--force] [--quiet] [--verbose]\n\n"
+            "Reads traces written by the PyTorch profiler (Kineto's Chrome-trace JSON, plain or\n"
+            "gzip-compressed) and writes them as one synctop trace file, each input as its own\n"
+            "producer (rank). Kernels, copies, memsets, GPU-side syncs, CUDA runtime and driver\n"
+            "calls (with the ones that block the host marked) and annotations are imported; CPU\n"
+            "ops and flow events are counted and skipped.\n\n"
+            "  -o, --output FILE  the trace file to write\n"
+            "  -f, --force        replace FILE if it exists\n"
+            "  -q, --quiet        no progress bar\n"
+            "  -v, --verbose      also list what was skipped, by category\n"
+            "  --max-events N     refuse inputs with more than N events (default %u)\n\n"
+            "Prints one summary line: events per kind, ranks, time span.\n",
+            KINETO_MAX_EVENTS);
+}
+
+static void print_err(const char *msg) {
+    fprintf(stderr, "synctop import: ");
+    verb_print_sanitized(stderr, msg, (size_t)-1);
+    fputc('\n', stderr);
+}
+
+/* ---- progress bar (only on a terminal, only once an import has run for a moment) ---- */
+
+typedef struct progress {
+    int tty;
+    int shown;
+    const char *name;
+    int index, count;
+    double t0, last;
+} progress;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void progress_cb(void *ctx, uint64_t done, uint64_t total) {
+    progress *p = ctx;
+    if (!p->tty)
+        return;
+    double t = now_s();
+    if (t - p->t0 < 0.5 || t - p->last < 0.1)
+        return;
+    p->last = t;
+    p->shown = 1;
+    char bar[31];
+    int pct = total ? (int)(done * 100 / total) : 0;
+    if (pct > 100)
+        pct = 100;
+    int fill = total ? pct * 30 / 100 : 0;
+    memset(bar, '#', (size_t)fill);
+    memset(bar + fill, '.', (size_t)(30 - fill));
+    bar[30] = '\0';
+    fprintf(stderr, "\rimporting %d/%d [%s] %3d%% %6.1f MB ", p->index, p->count, bar, pct,
+            (double)done / 1e6);
+    verb_print_sanitized(stderr, p->name, (size_t)-1);
+    fprintf(stderr, "\033[K");
+    fflush(stderr);
+}
+
+static void progress_clear(progress *p) {
+    if (p->shown) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+        p->shown = 0;
+    }
+}
+
+/* ---- summary ---- */
+
+static void fmt_ns(char *buf, size_t size, uint64_t ns) {
+    if (ns >= 86400000000000ull) /* traces of different days */
+        snprintf(buf, size, "%.1f days", (double)ns / 86400e9);
+    else if (ns >= 3600000000000ull)
+        snprintf(buf, size, "%.2f h", (double)ns / 3600e9);
+    else if (ns >= 1000000000ull)
+        snprintf(buf, size, "%.2f s", (double)ns / 1e9);
+    else if (ns >= 1000000ull)
+        snprintf(buf, size, "%.2f ms", (double)ns / 1e6);
+    else if (ns >= 1000ull)
+        snprintf(buf, size, "%.1f us", (double)ns / 1e3);
+    else
+        snprintf(buf, size, "%" PRIu64 " ns", ns);
+}
+
+static void fmt_bytes(char *buf, size_t size, uint64_t b) {
+    if (b >= 1000000ull)
+        snprintf(buf, size, "%.1f MB", (double)b / 1e6);
+    else if (b >= 1000ull)
+        snprintf(buf, size, "%.1f kB", (double)b / 1e3);
+    else
+        snprintf(buf, size, "%" PRIu64 " B", b);
+}
+
+typedef struct totals {
+    uint64_t rec[TP_K_MAX_];
+    uint64_t blocking, blocked_ns, input_bytes, json_bytes, invalid;
+    uint64_t t_min, t_max;
+    int any_span;
+    char ranks[160];
+    size_t ranks_len;
+    int world;
+} totals;
+
+static void add_rank(totals *t, const kineto_stats *st) {
+    char one[24];
+    if (st->rank >= 0)
+        snprintf(one, sizeof one, "%s%d", t->ranks_len ? "," : "", (int)st->rank);
+    else
+        snprintf(one, sizeof one, "%s?", t->ranks_len ? "," : "");
+    size_t n = strlen(one);
+    if (t->ranks_len + n + 4 < sizeof t->ranks) {
+        memcpy(t->ranks + t->ranks_len, one, n + 1);
+        t->ranks_len += n;
+    } else if (t->ranks_len + 4 < sizeof t->ranks && strcmp(t->ranks + t->ranks_len - 3, "...") != 0) {
+        memcpy(t->ranks + t->ranks_len, "...", 4);
+        t->ranks_len += 3;
+    }
+    if (st->world > 0)
+        t->world = st->world;
+}
+
+static const char *pl(uint64_t n) {
+    return n == 1 ? "" : "s";
+}
+
+static void print_summary(const totals *t, int n_inputs, const char *out, uint64_t file_bytes) {
+    char span[32], blocked[32], in[32], fb[32];
+    fmt_ns(span, sizeof span, t->any_span ? t->t_max - t->t_min : 0);
+    fmt_ns(blocked, sizeof blocked, t->blocked_ns);
+    fmt_bytes(in, sizeof in, t->json_bytes);
+    fmt_bytes(fb, sizeof fb, file_bytes);
+    printf("imported %d trace%s (rank%s %s", n_inputs, n_inputs == 1 ? "" : "s", n_inputs == 1 ? "" : "s",
+           t->ranks);
+    if (t->world > 0)
+        printf(" of %d", t->world);
+    printf(") into ");
+    verb_print_sanitized(stdout, out, (size_t)-1);
+    printf(": %" PRIu64 " kernel%s, %" PRIu64 " memcpy, %" PRIu64 " memset, %" PRIu64 " sync, %" PRIu64
+           " api call%s (%" PRIu64 " blocking, %s), %" PRIu64 " annotation%s; %" PRIu64 " device%s, %" PRIu64
+           " stream%s, %" PRIu64 " thread%s; span %s; %s JSON -> %s\n",
+           t->rec[TP_K_KERNEL], pl(t->rec[TP_K_KERNEL]), t->rec[TP_K_MEMCPY], t->rec[TP_K_MEMSET],
+           t->rec[TP_K_SYNC], t->rec[TP_K_API], pl(t->rec[TP_K_API]), t->blocking, blocked, t->rec[TP_K_NVTX],
+           pl(t->rec[TP_K_NVTX]), t->rec[TP_K_DEVICE], pl(t->rec[TP_K_DEVICE]), t->rec[TP_K_STREAM],
+           pl(t->rec[TP_K_STREAM]), t->rec[TP_K_THREAD], pl(t->rec[TP_K_THREAD]), span, in, fb);
+}
+
+static void print_skipped(const char *path, const kineto_stats *st) {
+    fprintf(stderr, "  ");
+    verb_print_sanitized(stderr, path, (size_t)-1);
+    fprintf(stderr, ": %" PRIu64 " entries, %" PRIu64 " metadata rows, %" PRIu64 " skipped", st->entries,
+            st->meta_rows, st->skipped);
+    for (size_t i = 0; i < st->n_skip; i++) {
+        fprintf(stderr, "%s", i ? ", " : " (");
+        verb_print_sanitized(stderr, st->skip[i].cat, (size_t)-1);
+        fprintf(stderr, " %" PRIu64, st->skip[i].count);
+    }
+    if (st->skip_other)
+        fprintf(stderr, ", other %" PRIu64, st->skip_other);
+    fprintf(stderr, "%s\n", st->n_skip ? ")" : "");
+}
+
+/* ---- the verb ---- */
+
+static int emit_to_file(void *ctx, const void *batch, size_t len, tp_err *err) {
+    return tp_fwriter_append(ctx, batch, len, err);
+}
+
+static int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static int cmd_import(int argc, char **argv) {
+    const char *out = NULL;
+    int force = 0, quiet = 0, verbose = 0;
+    uint64_t max_events = 0;
+    const char **inputs = calloc((size_t)argc, sizeof *inputs);
+    int n_inputs = 0;
+    if (inputs == NULL)
+        return verb_error("import", "out of memory");
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            import_usage(stdout);
+            free(inputs);
+            return 0;
+        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) {
+            out = argv[++i];
+        } else if (strcmp(a, "-f") == 0 || strcmp(a, "--force") == 0) {
+            force = 1;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+            verbose = 1;
+        } else if (strcmp(a, "--max-events") == 0 && i + 1 < argc) {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(argv[++i], &end, 10);
+            if (errno || *end || v == 0) {
+                free(inputs);
+                verb_error("import", "--max-events wants a positive number");
+                return EXIT_USAGE;
+            }
+            max_events = v;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "synctop import: unknown option '");
+            verb_print_sanitized(stderr, a, (size_t)-1);
+            fprintf(stderr, "'\n");
+            import_usage(stderr);
+            free(inputs);
+            return EXIT_USAGE;
+        } else {
+            inputs[n_inputs++] = a;
+        }
+    }
+    if (n_inputs == 0 || out == NULL) {
+        fprintf(stderr, "synctop import: %s\n",
+                n_inputs == 0 ? "no input trace given" : "no output file given (-o FILE)");
+        import_usage(stderr);
+        free(inputs);
+        return EXIT_USAGE;
+    }
+    for (int i = 0; i < n_inputs; i++) {
+        if (same_file(inputs[i], out)) {
+            free(inputs);
+            return verb_error("import", "the output file is also an input");
+        }
+    }
+    struct stat sb;
+    if (!force && stat(out, &sb) == 0) {
+        fprintf(stderr, "synctop import: ");
+        verb_print_sanitized(stderr, out, (size_t)-1);
+        fprintf(stderr, " exists (use --force to replace it)\n");
+        free(inputs);
+        return 1;
+    }
+
+    size_t tmp_len = strlen(out) + 32;
+    char *tmp = malloc(tmp_len);
+    if (tmp == NULL) {
+        free(inputs);
+        return verb_error("import", "out of memory");
+    }
+    snprintf(tmp, tmp_len, "%s.partial-%ld", out, (long)getpid());
+    tp_err err = {{0}};
+    tp_fwriter *w = tp_fwriter_open(tmp, TP_FW_OVERWRITE, &err);
+    if (w == NULL) {
+        print_err(err.msg);
+        free(tmp);
+        free(inputs);
+        return 1;
+    }
+
+    progress pr = {.tty = !quiet && isatty(STDERR_FILENO), .count = n_inputs};
+    kineto_opts opts = {.max_events = max_events, .progress = progress_cb, .progress_ctx = &pr};
+    totals t;
+    memset(&t, 0, sizeof t);
+    kineto_stats *st = calloc(1, sizeof *st);
+    int rc = st ? 0 : TP_ENOMEM;
+    for (int i = 0; rc == 0 && i < n_inputs; i++) {
+        pr.name = inputs[i];
+        pr.index = i + 1;
+        pr.t0 = pr.last = now_s();
+        rc = kineto_import(inputs[i], &opts, emit_to_file, w, st, &err);
+        progress_clear(&pr);
+        if (rc)
+            break;
+        for (int k = 0; k < TP_K_MAX_; k++)
+            t.rec[k] += st->records[k];
+        t.blocking += st->blocking_calls;
+        t.blocked_ns += st->blocked_ns;
+        t.input_bytes += st->input_bytes;
+        t.json_bytes += st->json_bytes;
+        if (st->events) {
+            if (!t.any_span || st->t_min < t.t_min)
+                t.t_min = st->t_min;
+            if (!t.any_span || st->t_max > t.t_max)
+                t.t_max = st->t_max;
+            t.any_span = 1;
+        }
+        add_rank(&t, st);
+        if (st->invalid) {
+            fprintf(stderr, "synctop import: warning: ");
+            verb_print_sanitized(stderr, inputs[i], (size_t)-1);
+            fprintf(stderr, ": skipped %" PRIu64 " unusable entr%s; the first: ", st->invalid,
+                    st->invalid == 1 ? "y" : "ies");
+            verb_print_sanitized(stderr, st->first_invalid, (size_t)-1);
+            fputc('\n', stderr);
+        }
+        if (st->events == 0) {
+            fprintf(stderr, "synctop import: warning: ");
+            verb_print_sanitized(stderr, inputs[i], (size_t)-1);
+            fprintf(stderr, ": no kernels, copies, CUDA calls or annotations in it\n");
+        }
+        if (st->strings_refused) {
+            fprintf(stderr, "synctop import: warning: ");
+            verb_print_sanitized(stderr, inputs[i], (size_t)-1);
+            fprintf(stderr, ": %" PRIu64 " names over the %u MiB bound on names were left out\n",
+                    st->strings_refused, KINETO_MAX_STRING_BYTES >> 20);
+        }
+        if (verbose)
+            print_skipped(inputs[i], st);
+    }
+    if (rc == TP_ENOMEM && st == NULL)
+        tp_err_set(&err, rc, "out of memory");
+    free(st);
+    tp_err cerr = {{0}};
+    int crc = tp_fwriter_close(&w, &cerr);
+    if (rc == 0 && crc != 0) {
+        rc = crc;
+        err = cerr;
+    }
+    uint64_t file_bytes = 0;
+    if (rc == 0) {
+        if (stat(tmp, &sb) == 0)
+            file_bytes = (uint64_t)sb.st_size;
+        if (rename(tmp, out) != 0) {
+            int e = errno;
+            rc = tp_err_set(&err, TP_EIO, "cannot rename %s to %s: %s", tmp, out, strerror(e));
+        }
+    }
+    if (rc != 0) {
+        unlink(tmp);
+        print_err(err.msg);
+        free(tmp);
+        free(inputs);
+        return 1;
+    }
+    print_summary(&t, n_inputs, out, file_bytes);
+    free(tmp);
+    free(inputs);
+    return 0;
+}
+
+SYNCTOP_VERB(import, .name = "import", .fn = cmd_import, .synopsis = "import TRACE.json[.gz]... -o FILE",
+             .summary = "convert PyTorch profiler (Kineto) traces to a trace file", .rank = 60)

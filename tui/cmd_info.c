@@ -1,0 +1,394 @@
+/*
+ * `synctop info FILE`: what a trace file holds (producers, devices, streams, threads, time span,
+ * counts per kind, bytes, drops), what is damaged in it, and whether it was closed cleanly. Text by
+ * default, JSON with --json. Every name comes from the file and goes out sanitized.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "synctop/file.h"
+#include "synctop/sanitize.h"
+#include "traceinfo.h"
+#include "verb.h"
+
+static const char *const drop_source_names[TP_DROP_MAX_] = {"?", "cupti", "tracer", "publisher"};
+
+static void info_usage(FILE *out) {
+    fprintf(out,
+            "usage: synctop info [--json] FILE\n\n"
+            "Describes a trace file: its producers (pid, host, command line, rank), devices,\n"
+            "streams, threads, time span, events per kind, bytes, drops (batches missed in\n"
+            "sequence and records the tracer reported lost), the damaged regions found (by\n"
+            "offset) and whether the file was closed cleanly.\n\n"
+            "  --json   print one JSON object instead of text\n\n"
+            "Exit status: 0 when the file could be read (even with damage, which is listed),\n"
+            "1 when it cannot be read at all, 2 on bad usage.\n");
+}
+
+/* ---- text ---- */
+
+static void put_name(FILE *out, const ti_producer *p, uint32_t id) {
+    uint32_t len = 0;
+    const char *s = traceinfo_string(p, id, &len);
+    if (id == 0)
+        fputs("-", out);
+    else if (s == NULL)
+        fprintf(out, "(string %" PRIu32 " unknown)", id);
+    else
+        verb_print_sanitized(out, s, len);
+}
+
+static void put_ns(FILE *out, uint64_t ns) {
+    fprintf(out, "%" PRIu64 ".%09" PRIu64, ns / 1000000000u, ns % 1000000000u);
+}
+
+static void put_time(FILE *out, uint64_t ns) {
+    time_t t = (time_t)(ns / 1000000000u);
+    struct tm tm;
+    char buf[64];
+    if (gmtime_r(&t, &tm) != NULL && strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm) > 0)
+        fputs(buf, out);
+    else
+        put_ns(out, ns);
+}
+
+static int has_drops(const traceinfo *ti) {
+    for (size_t i = 0; i < ti->n_prods; i++) {
+        const ti_producer *p = &ti->prods[i];
+        if (p->missed)
+            return 1;
+        for (int s = 1; s < TP_DROP_MAX_; s++)
+            if (p->drop_records[s] || p->drop_batches[s])
+                return 1;
+    }
+    return 0;
+}
+
+/* The first metadata record whose key is at least (kind, a): they are in key order. */
+static size_t meta_lower_bound(const ti_producer *p, unsigned kind, uint32_t a) {
+    uint64_t want = (uint64_t)kind << 32 | a;
+    size_t lo = 0, hi = p->n_meta;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t k1, k2;
+        tp_fmeta_key(&p->meta[mid], &k1, &k2);
+        if (k1 < want)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int has_device(const ti_producer *p, uint16_t device) {
+    size_t i = meta_lower_bound(p, TP_K_DEVICE, device);
+    return i < p->n_meta && p->meta[i].head.kind == TP_K_DEVICE && p->meta[i].head.device == device;
+}
+
+static void put_streams(FILE *out, const ti_producer *p, uint16_t device) {
+    fputs("      streams:", out);
+    int n = 0;
+    for (size_t j = meta_lower_bound(p, TP_K_STREAM, device); j < p->n_meta; j++) {
+        const tp_stream *s = &p->meta[j].stream;
+        if (s->kind != TP_K_STREAM || s->device != device)
+            break;
+        fprintf(out, "%s %" PRIu32 "%s", n ? "," : "", s->stream, (s->flags & TP_F_NULL_STREAM) ? " (default)" : "");
+        n++;
+    }
+    fputs(n ? "\n" : " none\n", out);
+}
+
+static void text_producer(FILE *out, const ti_producer *p) {
+    fprintf(out, "  producer %016" PRIx64 ":", p->id);
+    int any = 0;
+    for (size_t i = 0; i < p->n_meta; i++) {
+        const tp_process *pr = &p->meta[i].process;
+        if (pr->kind != TP_K_PROCESS)
+            continue;
+        fprintf(out, "%s pid %" PRIu32 ", host ", any ? ";" : "", pr->pid);
+        put_name(out, p, pr->host);
+        if (pr->rank >= 0)
+            fprintf(out, ", rank %" PRId32 " of %" PRId32, pr->rank, pr->world);
+        fputs("\n    command line: ", out);
+        put_name(out, p, pr->cmdline);
+        any = 1;
+    }
+    if (!any)
+        fputs(" (no process record)", out);
+    fputc('\n', out);
+    fprintf(out, "    batches: %" PRIu64, p->batches);
+    if (p->seq_known)
+        fprintf(out, " (seq %" PRIu64 " to %" PRIu64 ")", p->first_seq, p->last_seq);
+    fprintf(out, ", synthetic keyframes %" PRIu64 ", events %" PRIu64 ", ended: %s\n", p->keyframes, p->events,
+            p->ended ? "yes" : "no");
+    /* Devices, each with its streams; then streams of devices the file does not describe. */
+    size_t threads = 0, callsites = 0;
+    for (size_t i = 0; i < p->n_meta; i++) {
+        const tp_record *r = &p->meta[i];
+        if (r->head.kind == TP_K_THREAD)
+            threads++;
+        else if (r->head.kind == TP_K_CALLSITE)
+            callsites++;
+    }
+    for (size_t i = 0; i < p->n_meta; i++) {
+        const tp_device *d = &p->meta[i].device;
+        if (d->kind != TP_K_DEVICE)
+            continue;
+        fprintf(out, "    device %u: ", d->device);
+        put_name(out, p, d->name);
+        fprintf(out, ", compute capability %u.%u, %" PRIu32 " SMs, %.1f GiB\n", d->cc_major, d->cc_minor,
+                d->sm_count, (double)d->memory_bytes / (1u << 30));
+        put_streams(out, p, d->device);
+    }
+    /* Streams sort by device: a new device without a record of its own gets a bare heading. */
+    for (size_t i = 0; i < p->n_meta; i++) {
+        const tp_stream *s = &p->meta[i].stream;
+        if (s->kind != TP_K_STREAM || has_device(p, s->device) ||
+            (i > 0 && p->meta[i - 1].head.kind == TP_K_STREAM && p->meta[i - 1].head.device == s->device))
+            continue;
+        fprintf(out, "    device %u: (no description)\n", s->device);
+        put_streams(out, p, s->device);
+    }
+    fputs("    threads:", out);
+    size_t shown = 0;
+    for (size_t i = 0; i < p->n_meta && shown < 32; i++) {
+        const tp_thread *t = &p->meta[i].thread;
+        if (t->kind != TP_K_THREAD)
+            continue;
+        fprintf(out, "%s %" PRIu32 " ", shown ? "," : "", t->tid);
+        put_name(out, p, t->name);
+        shown++;
+    }
+    if (shown < threads)
+        fprintf(out, ", and %zu more", threads - shown);
+    if (threads == 0)
+        fputs(" none", out);
+    fprintf(out, "\n    call sites: %zu\n", callsites);
+}
+
+static void print_text(FILE *out, const char *path, const traceinfo *ti) {
+    fputs("file: ", out);
+    verb_print_sanitized(out, path, (size_t)-1);
+    fputs("\ncreated: ", out);
+    put_time(out, ti->created_ns);
+    fprintf(out, "\nclosed cleanly: %s (%s)\n", ti->complete ? "yes" : "no",
+            ti->indexed ? "index read from the footer" : "index rebuilt from the batch headers");
+    fprintf(out, "size: %" PRIu64 " bytes; %" PRIu64 " batches, %" PRIu64 " synthetic keyframes, %zu index blocks\n",
+            ti->file_bytes, ti->batches, ti->keyframes, ti->index_blocks);
+    fprintf(out, "payload: %" PRIu64 " bytes raw, %" PRIu64 " stored", ti->raw_bytes, ti->stored_bytes);
+    if (ti->events)
+        fprintf(out, "; %.1f file bytes per event", (double)ti->file_bytes / (double)ti->events);
+    fputc('\n', out);
+    if (ti->events) {
+        fputs("time: first event ", out);
+        put_ns(out, ti->t_first);
+        fputs(", last event ", out);
+        put_ns(out, ti->t_last);
+        fputs(" (trace clock), duration ", out);
+        put_ns(out, ti->t_last - ti->t_first);
+        fputs(" s\n", out);
+    } else {
+        fputs("time: no events\n", out);
+    }
+    fprintf(out, "events: %" PRIu64 "\n", ti->events);
+    for (unsigned k = 0; k < TP_K_MAX_; k++)
+        if (ti->per_kind[k])
+            fprintf(out, "  %s: %" PRIu64 "\n", tp_kind_name(k), ti->per_kind[k]);
+    fprintf(out, "producers: %zu\n", ti->n_prods);
+    for (size_t i = 0; i < ti->n_prods; i++)
+        text_producer(out, &ti->prods[i]);
+    if (!has_drops(ti)) {
+        fputs("drops: none\n", out);
+    } else {
+        fputs("drops:\n", out);
+        for (size_t i = 0; i < ti->n_prods; i++) {
+            const ti_producer *p = &ti->prods[i];
+            if (p->missed)
+                fprintf(out, "  producer %016" PRIx64 ": %" PRIu64 " batches missed (sequence gaps)\n", p->id,
+                        p->missed);
+            for (int s = 1; s < TP_DROP_MAX_; s++)
+                if (p->drop_records[s] || p->drop_batches[s])
+                    fprintf(out, "  producer %016" PRIx64 ": %s reported %" PRIu64 " records and %" PRIu64
+                                 " batches lost\n",
+                            p->id, drop_source_names[s], p->drop_records[s], p->drop_batches[s]);
+        }
+    }
+    if (ti->n_probs == 0) {
+        fputs("problems: none\n", out);
+    } else {
+        fprintf(out, "problems: %zu\n", ti->n_probs);
+        for (size_t i = 0; i < ti->n_probs; i++) {
+            fprintf(out, "  offset %" PRIu64 " (%" PRIu64 " bytes): ", ti->probs[i].offset, ti->probs[i].length);
+            verb_print_sanitized(out, ti->probs[i].what, (size_t)-1);
+            fputc('\n', out);
+        }
+    }
+}
+
+/* ---- JSON ---- */
+
+static void json_str(FILE *out, const char *s, size_t len) {
+    char buf[512];
+    fputc('"', out);
+    while (len > 0) {
+        size_t used = 0, n = tp_sanitize(buf, sizeof buf, s, len, &used);
+        for (size_t i = 0; i < n; i++) {
+            if (buf[i] == '"' || buf[i] == '\\')
+                fputc('\\', out);
+            fputc(buf[i], out);
+        }
+        if (used == 0)
+            break;
+        s += used;
+        len -= used;
+    }
+    fputc('"', out);
+}
+
+static void json_name(FILE *out, const ti_producer *p, uint32_t id) {
+    uint32_t len = 0;
+    const char *s = traceinfo_string(p, id, &len);
+    if (s == NULL)
+        fputs("null", out);
+    else
+        json_str(out, s, len);
+}
+
+static void json_producer(FILE *out, const ti_producer *p) {
+    fprintf(out, "{\"id\": \"%016" PRIx64 "\", \"batches\": %" PRIu64 ", \"keyframes\": %" PRIu64
+                 ", \"events\": %" PRIu64 ", \"first_seq\": %" PRIu64 ", \"last_seq\": %" PRIu64
+                 ", \"missed\": %" PRIu64 ", \"ended\": %s",
+            p->id, p->batches, p->keyframes, p->events, p->first_seq, p->last_seq, p->missed,
+            p->ended ? "true" : "false");
+    fputs(", \"processes\": [", out);
+    int n = 0;
+    for (size_t i = 0; i < p->n_meta; i++) {
+        const tp_process *pr = &p->meta[i].process;
+        if (pr->kind != TP_K_PROCESS)
+            continue;
+        fprintf(out, "%s{\"pid\": %" PRIu32 ", \"host\": ", n++ ? ", " : "", pr->pid);
+        json_name(out, p, pr->host);
+        fputs(", \"cmdline\": ", out);
+        json_name(out, p, pr->cmdline);
+        fprintf(out, ", \"rank\": %" PRId32 ", \"world\": %" PRId32 "}", pr->rank, pr->world);
+    }
+    fputs("], \"devices\": [", out);
+    n = 0;
+    for (size_t i = 0; i < p->n_meta; i++) {
+        const tp_device *d = &p->meta[i].device;
+        if (d->kind != TP_K_DEVICE)
+            continue;
+        fprintf(out, "%s{\"device\": %u, \"name\": ", n++ ? ", " : "", d->device);
+        json_name(out, p, d->name);
+        fprintf(out, ", \"cc\": \"%u.%u\", \"sm_count\": %" PRIu32 ", \"memory_bytes\": %" PRIu64 "}", d->cc_major,
+                d->cc_minor, d->sm_count, d->memory_bytes);
+    }
+    fputs("], \"streams\": [", out);
+    n = 0;
+    for (size_t i = 0; i < p->n_meta; i++) {
+        const tp_stream *s = &p->meta[i].stream;
+        if (s->kind != TP_K_STREAM)
+            continue;
+        fprintf(out, "%s{\"device\": %u, \"stream\": %" PRIu32 ", \"context\": %" PRIu32 ", \"default\": %s}",
+                n++ ? ", " : "", s->device, s->stream, s->context, (s->flags & TP_F_NULL_STREAM) ? "true" : "false");
+    }
+    fputs("], \"threads\": [", out);
+    n = 0;
+    size_t callsites = 0;
+    for (size_t i = 0; i < p->n_meta; i++) {
+        const tp_thread *t = &p->meta[i].thread;
+        callsites += t->kind == TP_K_CALLSITE;
+        if (t->kind != TP_K_THREAD)
+            continue;
+        fprintf(out, "%s{\"pid\": %" PRIu32 ", \"tid\": %" PRIu32 ", \"name\": ", n++ ? ", " : "", t->pid, t->tid);
+        json_name(out, p, t->name);
+        fputc('}', out);
+    }
+    fprintf(out, "], \"callsites\": %zu, \"drops\": {", callsites);
+    n = 0;
+    for (int s = 1; s < TP_DROP_MAX_; s++)
+        if (p->drops_seen[s])
+            fprintf(out, "%s\"%s\": {\"records\": %" PRIu64 ", \"batches\": %" PRIu64 "}", n++ ? ", " : "",
+                    drop_source_names[s], p->drop_records[s], p->drop_batches[s]);
+    fputs("}}", out);
+}
+
+static void print_json(FILE *out, const char *path, const traceinfo *ti) {
+    fputs("{\"file\": ", out);
+    json_str(out, path, strlen(path));
+    fprintf(out, ", \"created_ns\": %" PRIu64 ", \"complete\": %s, \"indexed\": %s, \"size\": %" PRIu64
+                 ", \"batches\": %" PRIu64 ", \"keyframes\": %" PRIu64 ", \"index_blocks\": %zu, \"raw_bytes\": %" PRIu64
+                 ", \"stored_bytes\": %" PRIu64 ", \"events\": %" PRIu64,
+            ti->created_ns, ti->complete ? "true" : "false", ti->indexed ? "true" : "false", ti->file_bytes,
+            ti->batches, ti->keyframes, ti->index_blocks, ti->raw_bytes, ti->stored_bytes, ti->events);
+    if (ti->events)
+        fprintf(out, ", \"first_event_ns\": %" PRIu64 ", \"last_event_ns\": %" PRIu64, ti->t_first, ti->t_last);
+    fputs(", \"kinds\": {", out);
+    int n = 0;
+    for (unsigned k = 0; k < TP_K_MAX_; k++)
+        if (ti->per_kind[k])
+            fprintf(out, "%s\"%s\": %" PRIu64, n++ ? ", " : "", tp_kind_name(k), ti->per_kind[k]);
+    fputs("}, \"producers\": [", out);
+    for (size_t i = 0; i < ti->n_prods; i++) {
+        if (i)
+            fputs(", ", out);
+        json_producer(out, &ti->prods[i]);
+    }
+    fputs("], \"problems\": [", out);
+    for (size_t i = 0; i < ti->n_probs; i++) {
+        fprintf(out, "%s{\"offset\": %" PRIu64 ", \"length\": %" PRIu64 ", \"what\": ", i ? ", " : "",
+                ti->probs[i].offset, ti->probs[i].length);
+        json_str(out, ti->probs[i].what, strlen(ti->probs[i].what));
+        fputc('}', out);
+    }
+    fputs("]}\n", out);
+}
+
+static int cmd_info(int argc, char **argv) {
+    const char *path = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            info_usage(stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fputs("synctop info: unknown option '", stderr);
+            verb_print_sanitized(stderr, argv[i], (size_t)-1);
+            fputs("'\n", stderr);
+            info_usage(stderr);
+            return EXIT_USAGE;
+        } else if (path == NULL) {
+            path = argv[i];
+        } else {
+            fputs("synctop info: one file at a time\n", stderr);
+            info_usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (path == NULL) {
+        info_usage(stderr);
+        return EXIT_USAGE;
+    }
+    traceinfo ti;
+    tp_err err = {{0}};
+    if (traceinfo_load(&ti, path, &err) != 0) {
+        fputs("synctop info: ", stderr);
+        verb_print_sanitized(stderr, err.msg, (size_t)-1);
+        fputc('\n', stderr);
+        return 1;
+    }
+    if (json)
+        print_json(stdout, path, &ti);
+    else
+        print_text(stdout, path, &ti);
+    traceinfo_free(&ti);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+SYNCTOP_VERB(info, .name = "info", .fn = cmd_info, .synopsis = "info [--json] FILE",
+             .summary = "describe a trace file: producers, devices, counts, drops, damage", .rank = 30)

@@ -1,0 +1,62 @@
+/*
+ * `synctop keygen`: makes the CURVE key pair a publisher needs to serve traces over TCP beyond
+ * this machine, and says which half goes where.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "synctop/net.h"
+#include "verb.h"
+
+static void keygen_usage(FILE *out) {
+    fprintf(out,
+            "usage: synctop keygen [-o BASE]\n\n"
+            "Creates a CURVE key pair so that traces published over TCP are encrypted and only\n"
+            "reach viewers that know the publisher's public key.\n\n"
+            "  -o BASE   write BASE.key and BASE.pub (default: ./synctop-server)\n\n"
+            "BASE.key holds both keys (mode 0600): the publishing side uses it; keep it private.\n"
+            "BASE.pub holds the public key only: viewers use it (or the key itself, printed\n"
+            "here) to check that they talk to the right publisher. Anyone who has it and can\n"
+            "reach the port can subscribe, so give it only to those who may see the traces.\n"
+            "Existing files are never overwritten.\n");
+}
+
+static int cmd_keygen(int argc, char **argv) {
+    const char *base = "./synctop-server";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            keygen_usage(stdout);
+            return 0;
+        }
+        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) && i + 1 < argc) {
+            base = argv[++i];
+            continue;
+        }
+        fprintf(stderr, "synctop keygen: unexpected argument '");
+        verb_print_sanitized(stderr, argv[i], (size_t)-1);
+        fprintf(stderr, "'\n");
+        keygen_usage(stderr);
+        return EXIT_USAGE;
+    }
+    tp_keypair kp;
+    tp_err err = {{0}};
+    if (tp_keypair_new(&kp, &err) < 0 || tp_keypair_save(&kp, base, &err) < 0) {
+        memset(&kp, 0, sizeof kp);
+        fprintf(stderr, "synctop keygen: ");
+        verb_print_sanitized(stderr, err.msg, (size_t)-1);
+        fputc('\n', stderr);
+        return 1;
+    }
+    printf("public key: %s\n", kp.public_key);
+    printf("wrote %s.key (public and secret key, mode 0600): for the publisher; keep it private\n",
+           base);
+    printf("wrote %s.pub (public key): for viewers, to pin the publisher's identity\n", base);
+    printf("The publisher binds a tcp endpoint with %s.key; a viewer connects with %s.pub or\n"
+           "the public key above as the server key.\n",
+           base, base);
+    memset(&kp, 0, sizeof kp);
+    return 0;
+}
+
+SYNCTOP_VERB(keygen, .name = "keygen", .fn = cmd_keygen, .synopsis = "keygen [-o BASE]",
+             .summary = "create a CURVE key pair for encrypted TCP publishing", .rank = 80)

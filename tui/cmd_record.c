@@ -1,0 +1,289 @@
+/*
+ * `synctop record ENDPOINT... -o FILE`: subscribes to one or more publishers and appends what they
+ * send to a trace file until Ctrl-C/SIGTERM, until every producer seen has sent its last batch
+ * (TP_BF_END), or until --duration passes. The file is flushed a few times a second, so a recorder
+ * killed outright leaves a file that loses at most what it received in the last moments.
+ *
+ * On a terminal a progress line is refreshed about four times a second; otherwise only the final
+ * summary is printed. Malformed messages are counted and reported, never written.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "synctop/file.h"
+#include "synctop/net.h"
+#include "verb.h"
+
+#define RECORD_MAX_ENDPOINTS 64
+#define RECORD_TICK_MS 250
+#define RECORD_MAX_COMPLAINTS 5 /* malformed messages described on stderr; the rest only counted */
+
+static volatile sig_atomic_t record_stop;
+
+static void record_on_signal(int sig) { record_stop = sig; }
+
+static void record_usage(FILE *out) {
+    fprintf(out,
+            "usage: synctop record ENDPOINT... -o FILE [--duration SEC] [--force] [--server-key KEY]\n\n"
+            "Records what one or more synctop publishers send into a trace file, until Ctrl-C,\n"
+            "until every producer seen has finished, or until --duration passes.\n\n"
+            "  ENDPOINT          a PID (its default ipc endpoint), HOST:PORT, tcp://..., ipc://...\n"
+            "  -o, --output FILE the trace file to write\n"
+            "  --duration SEC    stop after SEC seconds\n"
+            "  --force           replace FILE if it exists (otherwise it is never overwritten)\n"
+            "  --server-key KEY  the publishers' CURVE public key (a .pub/.key file or the key)\n\n"
+            "Inspect the result with `synctop info FILE`.\n");
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void complain(const char *what, const tp_err *err) {
+    fprintf(stderr, "synctop record: %s: ", what);
+    verb_print_sanitized(stderr, err->msg, (size_t)-1);
+    fputc('\n', stderr);
+}
+
+/* Producers seen, and whether each has sent its last batch. */
+typedef struct rec_producer {
+    uint64_t id;
+    int ended;
+} rec_producer;
+
+typedef struct recorder {
+    rec_producer *prods;
+    size_t n_prods, n_ended;
+    uint64_t malformed; /* refused by the writer; tp_sub counts what it refused itself */
+    int complaints;
+} recorder;
+
+static rec_producer *rec_producer_get(recorder *rc, uint64_t id) {
+    for (size_t i = 0; i < rc->n_prods; i++)
+        if (rc->prods[i].id == id)
+            return &rc->prods[i];
+    rec_producer *p = realloc(rc->prods, (rc->n_prods + 1) * sizeof *p);
+    if (p == NULL)
+        return NULL;
+    rc->prods = p;
+    p[rc->n_prods] = (rec_producer){.id = id};
+    return &p[rc->n_prods++];
+}
+
+/* The progress line (without its leading "\r" and trailing clear) and the final summary. */
+static void put_counts(FILE *out, const tp_fwriter_stats *ws, const tp_sub_stats *ss, const recorder *rc) {
+    fprintf(out, "%" PRIu64 " events, %" PRIu64 " batches, %.1f MB, drops: %" PRIu64 " missed batches + %" PRIu64
+                 " records reported",
+            ws->events, ws->batches, (double)ws->file_bytes / 1e6, ss->missed, ws->dropped_records);
+    if (ws->dropped_batches)
+        fprintf(out, " (+ %" PRIu64 " batches)", ws->dropped_batches);
+    if (ss->malformed + rc->malformed)
+        fprintf(out, ", %" PRIu64 " malformed messages ignored", ss->malformed + rc->malformed);
+}
+
+static int parse_duration(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end != '\0' || !(v > 0) || v > 1e9)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int cmd_record(int argc, char **argv) {
+    const char *out_path = NULL, *server_key = NULL;
+    const char *specs[RECORD_MAX_ENDPOINTS];
+    int n_specs = 0, force = 0;
+    double duration = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            record_usage(stdout);
+            return 0;
+        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) {
+            out_path = argv[++i];
+        } else if (strcmp(a, "--duration") == 0 && i + 1 < argc) {
+            if (parse_duration(argv[++i], &duration) != 0) {
+                fputs("synctop record: --duration wants a positive number of seconds\n", stderr);
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(a, "--force") == 0) {
+            force = 1;
+        } else if (strcmp(a, "--server-key") == 0 && i + 1 < argc) {
+            server_key = argv[++i];
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fputs("synctop record: unknown option or missing value: '", stderr);
+            verb_print_sanitized(stderr, a, (size_t)-1);
+            fputs("'\n", stderr);
+            record_usage(stderr);
+            return EXIT_USAGE;
+        } else if (n_specs == RECORD_MAX_ENDPOINTS) {
+            fprintf(stderr, "synctop record: at most %d endpoints\n", RECORD_MAX_ENDPOINTS);
+            return EXIT_USAGE;
+        } else {
+            specs[n_specs++] = a;
+        }
+    }
+    if (n_specs == 0 || out_path == NULL) {
+        fputs(n_specs == 0 ? "synctop record: no endpoint given\n" : "synctop record: no -o FILE given\n", stderr);
+        record_usage(stderr);
+        return EXIT_USAGE;
+    }
+
+    tp_err err = {{0}};
+    char endpoints[RECORD_MAX_ENDPOINTS][512];
+    for (int i = 0; i < n_specs; i++) {
+        if (tp_endpoint_resolve(specs[i], endpoints[i], sizeof endpoints[i], &err) < 0) {
+            complain("bad endpoint", &err);
+            return EXIT_USAGE;
+        }
+    }
+    char key[TP_KEY_Z85_LEN + 1];
+    if (server_key != NULL && tp_public_key_resolve(server_key, key, &err) < 0) {
+        complain("bad --server-key", &err);
+        return 1;
+    }
+
+    /* Subscribe first: a bad endpoint or key leaves no file behind. */
+    tp_sub_opts so = {.server_key = server_key ? key : NULL};
+    tp_sub *sub = tp_sub_new(&so, &err);
+    if (sub == NULL) {
+        complain("cannot subscribe", &err);
+        return 1;
+    }
+    for (int i = 0; i < n_specs; i++) {
+        if (tp_sub_connect(sub, endpoints[i], &err) < 0) {
+            complain("cannot connect", &err);
+            tp_sub_destroy(&sub);
+            return 1;
+        }
+    }
+    tp_fwriter *w = tp_fwriter_open(out_path, force ? TP_FW_OVERWRITE : 0, &err);
+    if (w == NULL) {
+        fputs("synctop record: ", stderr);
+        verb_print_sanitized(stderr, err.msg, (size_t)-1);
+        fputs(strstr(err.msg, "already exists") ? " (use --force to replace it)\n" : "\n", stderr);
+        tp_sub_destroy(&sub);
+        return 1;
+    }
+    int status = 0;
+
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = record_on_signal;
+    sigemptyset(&sa.sa_mask);
+    record_stop = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    int tty = isatty(STDERR_FILENO);
+    recorder rc = {0};
+    const char *why = "interrupted";
+    double t0 = now_s(), next_tick = t0 + RECORD_TICK_MS / 1000.0, last_t = t0;
+    uint64_t last_events = 0;
+    while (status == 0) {
+        if (record_stop)
+            break;
+        double now = now_s();
+        if (duration > 0 && now - t0 >= duration) {
+            why = "duration reached";
+            break;
+        }
+        if (now >= next_tick) {
+            /* Flushing a few times a second bounds what a kill -9 can lose. */
+            if (tp_fwriter_flush(w, &err) != 0) {
+                complain("cannot write", &err);
+                status = 1;
+                break;
+            }
+            if (tty) {
+                tp_fwriter_stats ws;
+                tp_sub_stats ss;
+                tp_fwriter_stats_get(w, &ws);
+                tp_sub_stats_get(sub, &ss);
+                fprintf(stderr, "\r%.0f events/s, ", (double)(ws.events - last_events) / (now - last_t));
+                put_counts(stderr, &ws, &ss, &rc);
+                fputs("\033[K", stderr);
+                fflush(stderr);
+                last_events = ws.events;
+                last_t = now;
+            }
+            next_tick = now + RECORD_TICK_MS / 1000.0;
+        }
+        int timeout = (int)((next_tick - now) * 1000.0) + 1;
+        if (duration > 0 && (t0 + duration - now) * 1000.0 < timeout)
+            timeout = (int)((t0 + duration - now) * 1000.0) + 1;
+        tp_sub_msg m;
+        int r = tp_sub_recv(sub, &m, timeout, &err);
+        if (r == 0)
+            continue;
+        if (r == TP_EMALFORMED) {
+            if (rc.complaints++ < RECORD_MAX_COMPLAINTS)
+                complain("ignored a message", &err);
+            continue;
+        }
+        if (r < 0) {
+            complain("cannot receive", &err);
+            status = 1;
+            break;
+        }
+        rec_producer *p = rec_producer_get(&rc, m.hdr.producer);
+        if (p && m.new_producer && p->ended) {
+            p->ended = 0; /* it started over */
+            rc.n_ended--;
+        }
+        int ar = tp_fwriter_append(w, m.data, m.len, &err);
+        if (ar == TP_EMALFORMED) {
+            rc.malformed++;
+            if (rc.complaints++ < RECORD_MAX_COMPLAINTS)
+                complain("ignored a batch", &err);
+        } else if (ar < 0) {
+            complain("cannot write", &err);
+            status = 1;
+            break;
+        }
+        /* The header's checksum held: its END flag counts even if the payload was damaged. */
+        if (p && (m.hdr.flags & TP_BF_END) && !(m.hdr.flags & TP_BF_SYNTHETIC) && !p->ended) {
+            p->ended = 1;
+            rc.n_ended++;
+        }
+        if (rc.n_prods > 0 && rc.n_ended == rc.n_prods) {
+            why = "every producer finished";
+            break;
+        }
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (tty)
+        fputs("\r\033[K", stderr);
+
+    tp_fwriter_stats ws;
+    tp_sub_stats ss;
+    tp_fwriter_stats_get(w, &ws);
+    tp_sub_stats_get(sub, &ss);
+    if (tp_fwriter_close(&w, &err) != 0) {
+        complain("cannot finish the file", &err);
+        status = 1;
+    }
+    fputs("synctop record: wrote ", stderr);
+    verb_print_sanitized(stderr, out_path, (size_t)-1);
+    fputs(": ", stderr);
+    put_counts(stderr, &ws, &ss, &rc);
+    fprintf(stderr, "; %zu producers; stopped: %s\n", rc.n_prods, status ? "error" : why);
+    tp_sub_destroy(&sub);
+    free(rc.prods);
+    return status;
+}
+
+SYNCTOP_VERB(record, .name = "record", .fn = cmd_record,
+             .synopsis = "record ENDPOINT... -o FILE", .summary = "record live traces into a trace file",
+             .rank = 20)

@@ -1,0 +1,101 @@
+/*
+ * Kineto (PyTorch profiler) trace import: reads the Chrome-trace JSON that torch.profiler writes
+ * (.json, or .json.gz detected by its magic) and turns it into synctop records, handed out as
+ * encoded batches (codec.h) so that `synctop import` can write them to a trace file and the viewer
+ * can import in memory.
+ *
+ * One trace file is one producer (one rank). What is imported:
+ *   - metadata: TP_K_PROCESS (host pid, rank and world size from distributedInfo, the file's name as
+ *     command line), TP_K_DEVICE for every GPU the events use (properties from deviceProperties),
+ *     TP_K_STREAM per (device, stream) and TP_K_THREAD per host thread (named by thread_name rows);
+ *   - GPU work: kernel, gpu_memcpy, gpu_memset (legacy Kernel, Memcpy, Memset), and cuda_sync rows
+ *     as TP_K_SYNC (stream -1 or 4294967295: device-wide, TP_NO_ID);
+ *   - host calls: cuda_runtime, cuda_driver (legacy Runtime, Driver) as TP_K_API, with
+ *     TP_F_BLOCKING for calls that wait for the device as far as the trace tells (see kineto.c),
+ *     TP_F_LAUNCH for launches and TP_F_DRIVER for driver calls; the device is that of the GPU
+ *     operation with the same correlation id, TP_NO_DEVICE when there is none;
+ *   - user_annotation rows (ProfilerStep#N included) as TP_NVTX_RANGE on their host thread, and
+ *     gpu_user_annotation rows as TP_NVTX_RANGE with device = the GPU, tid = the stream and the
+ *     domain "gpu_user_annotation".
+ * Everything else (cpu_op, flows, python_function, ...) is counted by category in kineto_stats.
+ *
+ * Timestamps are parsed from the numbers' text into integer nanoseconds, exactly
+ * ("1695835535123456.789" us -> 1695835535123456789 ns; digits beyond ns round half away from zero),
+ * and offset by baseTimeNanoseconds when the file has it (wherever the key is). Because that key, the
+ * thread names and the correlated copies that decide whether a cudaMemcpyAsync blocked may come at
+ * the end of the file, the whole trace is read before anything is emitted: metadata first, then the
+ * events in time order (ties in file order), kineto_opts.batch_records records a batch, the first
+ * batch a keyframe, the last one TP_BF_END. Memory is bounded: at most max_events event records
+ * (64 bytes each) and the encoder's bound on string bytes.
+ *
+ * The input is untrusted: malformed or cut JSON, a cut or corrupt gzip stream, absurd nesting or
+ * sizes fail with a message naming the file and, for JSON, the line, column and byte; events whose
+ * fields are unusable (a kernel without ts or device) are skipped and counted as invalid.
+ */
+#ifndef SYNCTOP_KINETO_H
+#define SYNCTOP_KINETO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "synctop/error.h"
+#include "synctop/event.h"
+
+#define KINETO_BATCH_RECORDS    4096
+#define KINETO_MAX_EVENTS       (32u << 20) /* default bound on imported events */
+#define KINETO_MAX_STRING_BYTES (32u << 20) /* bound on interned names */
+#define KINETO_SKIP_SLOTS       32          /* categories counted by name, the rest as "other" */
+#define KINETO_CAT_MAX          32          /* bytes of a category name kept (cut) */
+
+/* Receives one encoded batch (header + raw payload). Returns 0, or a negative TP_E* code (with a
+ * message in err) to stop the import, which then returns that code. */
+typedef int (*kineto_emit_fn)(void *ctx, const void *batch, size_t len, tp_err *err);
+/* Reading progress: done of total input bytes (compressed bytes for .gz; total 0 when unknown). */
+typedef void (*kineto_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+typedef struct kineto_opts {
+    uint64_t producer;    /* producer id of the batches; 0: a random one */
+    size_t batch_records; /* records per batch; 0: KINETO_BATCH_RECORDS */
+    uint64_t max_events;  /* 0: KINETO_MAX_EVENTS; more fails with TP_ELIMIT */
+    kineto_progress_fn progress;
+    void *progress_ctx;
+} kineto_opts;
+
+typedef struct kineto_skip {
+    char cat[KINETO_CAT_MAX]; /* as in the trace (untrusted), NUL-terminated; "(none)" if absent */
+    uint64_t count;
+} kineto_skip;
+
+typedef struct kineto_stats {
+    int gzip;                    /* the input was gzip-compressed */
+    uint64_t input_bytes;        /* bytes read from the input */
+    uint64_t json_bytes;         /* bytes of JSON text parsed */
+    uint64_t entries;            /* traceEvents entries read */
+    uint64_t meta_rows;          /* of which ph:"M" rows */
+    uint64_t records[TP_K_MAX_]; /* records emitted, by kind (metadata included) */
+    uint64_t events;             /* event records emitted */
+    uint64_t batches, batch_bytes;
+    uint64_t blocking_calls; /* API records flagged TP_F_BLOCKING */
+    uint64_t blocked_ns;     /* their summed durations */
+    uint64_t t_min, t_max;   /* span of the events, ns (0, 0 when none) */
+    uint32_t pid;            /* host pid (of the first host event) */
+    int32_t rank, world;     /* -1 when unknown */
+    uint64_t skipped;        /* entries not imported, other than ph:"M" rows */
+    kineto_skip skip[KINETO_SKIP_SLOTS];
+    size_t n_skip;
+    uint64_t skip_other;      /* skipped entries whose category did not fit the table */
+    uint64_t invalid;         /* entries of imported categories with unusable fields */
+    char first_invalid[192];  /* which and why, for a warning */
+    uint64_t strings_refused; /* names dropped by the string bound */
+} kineto_stats;
+
+/* Imports the trace at path ("-" reads standard input). opts and st may be NULL. Returns 0 or a
+ * negative TP_E* code with a message in err that names the file. */
+int kineto_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, void *ctx, kineto_stats *st,
+                  tp_err *err);
+
+/* The same from memory (plain JSON or gzip); name is used in messages and as the command line. */
+int kineto_import_mem(const void *data, size_t len, const char *name, const kineto_opts *opts,
+                      kineto_emit_fn emit, void *ctx, kineto_stats *st, tp_err *err);
+
+#endif

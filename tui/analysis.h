@@ -1,0 +1,127 @@
+/*
+ * Analysis: turns a store (store.h) into answers: the host-blocking spans and their kinds, the GPU
+ * idle bubbles and what caused each one, totals per call site, the checks Nsight Systems' expert
+ * rules make, and Holistic Trace Analysis' idle-time breakdown. One module serves the viewer (top
+ * stalls panel, stall highlighting, n/N) and the headless verbs (report, run --no-tui).
+ *
+ * Pure computation over a committed store: no I/O, no terminal. Results own their memory.
+ */
+#ifndef SYNCTOP_ANALYSIS_H
+#define SYNCTOP_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+#include "synctop/error.h"
+
+/* Why a host thread waited. */
+typedef enum an_block_kind {
+    AN_BLOCK_SYNC = 1,     /* explicit: stream/event/device/context synchronize */
+    AN_BLOCK_MEMCPY = 2,   /* a synchronous copy */
+    AN_BLOCK_PAGEABLE = 3, /* an "async" copy through pageable memory */
+    AN_BLOCK_MEMSET = 4,   /* a synchronous memset */
+    AN_BLOCK_ALLOC = 5,    /* cudaFree/cudaMalloc variants that synchronize */
+    AN_BLOCK_QUERY = 6,    /* a busy cudaStreamQuery/cudaEventQuery loop */
+    AN_BLOCK_OTHER = 7,
+    AN_BLOCK_KIND_N_
+} an_block_kind;
+const char *an_block_kind_name(int kind);
+
+/* A host-blocking span: a CUDA call during which its thread waited for the device. */
+typedef struct an_block {
+    size_t lane, index; /* the API event in the store */
+    uint64_t start, end;
+    int kind;           /* an_block_kind */
+    uint64_t callsite;  /* store call-site id, 0 when none was taken */
+    uint32_t name;      /* API name (store string) */
+    uint32_t producer;
+    uint16_t device;    /* TP_NO_DEVICE when unknown */
+    uint64_t gpu_idle_ns; /* GPU idle time attributed to this span */
+} an_block;
+
+/* Why a GPU (or stream) sat idle. */
+typedef enum an_cause {
+    AN_CAUSE_BLOCK = 1,  /* the host was blocked in a CUDA call (see block) */
+    AN_CAUSE_LAUNCH = 2, /* launch latency: the next work was submitted but not yet started */
+    AN_CAUSE_HOST = 3,   /* the host was busy elsewhere and submitted nothing */
+    AN_CAUSE_N_
+} an_cause;
+const char *an_cause_name(int cause);
+
+typedef struct an_bubble {
+    uint32_t producer;
+    uint16_t device;
+    size_t lane;      /* the stream lane, or SIZE_MAX for a whole-device bubble */
+    uint64_t start, end;
+    int cause;        /* an_cause */
+    size_t block;     /* index in an_result.blocks when cause is AN_CAUSE_BLOCK, else SIZE_MAX */
+} an_bubble;
+
+/* Totals per call site (per API name when no call site was taken), sorted by total blocked time. */
+typedef struct an_site {
+    uint64_t callsite; /* 0: no call site; then name tells the API */
+    uint32_t name;     /* the API most often blocking here */
+    int kind;          /* an_block_kind of most of its spans */
+    uint64_t count, total_ns, max_ns, gpu_idle_ns;
+    double wall_share; /* total_ns / the trace's wall time */
+} an_site;
+
+/* The checks of Nsight Systems' expert rules, computed from the same data. */
+typedef enum an_rule {
+    AN_RULE_SYNC_API = 1,      /* synchronizing API calls */
+    AN_RULE_SYNC_MEMCPY = 2,   /* synchronous memcpy */
+    AN_RULE_PAGEABLE_MEMCPY = 3, /* async memcpy through pageable memory */
+    AN_RULE_SYNC_MEMSET = 4,   /* synchronous memset */
+    AN_RULE_GPU_GAPS = 5,      /* GPU gaps above a threshold */
+    AN_RULE_LOW_UTIL = 6,      /* low-utilization windows */
+    AN_RULE_N_
+} an_rule;
+const char *an_rule_name(int rule);
+
+typedef struct an_finding {
+    int rule;            /* an_rule */
+    uint64_t callsite;   /* where, when the rule is about calls */
+    uint32_t name;       /* API or kernel name, when relevant */
+    uint32_t producer;
+    uint16_t device;
+    uint64_t count, total_ns, max_ns;
+    uint64_t start, end; /* of the worst instance (or the window) */
+} an_finding;
+
+typedef struct an_device {
+    uint32_t producer;
+    uint16_t device;
+    uint64_t span_ns;    /* the analysed wall time */
+    uint64_t busy_ns;    /* union of GPU work on all its streams */
+    uint64_t idle_ns;    /* span_ns - busy_ns */
+    uint64_t idle_by_cause[AN_CAUSE_N_];
+    uint64_t blocked_ns; /* host time blocked in calls on this device */
+} an_device;
+
+typedef struct an_opts {
+    uint64_t t0, t1;            /* range to analyse; 0, 0: everything */
+    uint64_t gap_ns;            /* bubbles shorter than this are ignored; 0: 20 us */
+    uint64_t low_util_window_ns; /* 0: 100 ms */
+    double low_util_threshold;  /* 0: 0.5 */
+} an_opts;
+
+typedef struct an_result {
+    uint64_t t0, t1;
+    an_block *blocks;   /* sorted by start */
+    size_t n_blocks;
+    an_bubble *bubbles; /* sorted by start */
+    size_t n_bubbles;
+    an_site *sites;     /* sorted by total_ns, largest first */
+    size_t n_sites;
+    an_finding *findings;
+    size_t n_findings;
+    an_device *devices;
+    size_t n_devices;
+} an_result;
+
+/* Analyses a committed store. opts may be NULL. */
+int an_analyze(const st_store *s, const an_opts *opts, an_result *out, tp_err *err);
+void an_result_free(an_result *r);
+
+#endif

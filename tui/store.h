@@ -1,0 +1,157 @@
+/*
+ * The store: every event of one or more traces, by lane, in time order, with a multi-resolution
+ * summary per lane, so that a viewer frame and the analysis cost about the same at ten thousand or
+ * ten million events. It is fed batch by batch from any source (a trace file, live subscribers, a
+ * Kineto import) and owns what those batches describe: producers, devices, streams, threads, call
+ * sites and names.
+ *
+ * Lanes: one per GPU stream (kernels, copies, memsets, GPU-side syncs), one per host thread (CUDA
+ * calls; blocking ones flagged TP_F_BLOCKING), one per host thread for NVTX ranges that have any.
+ * Events in a lane are sorted by start (ties: by end); they may overlap (real traces overlap
+ * consecutive kernels by a few microseconds). Times are integer nanoseconds on the producers' trace
+ * clocks, which for CUPTI and Kineto are CLOCK_REALTIME, so several producers share one axis.
+ *
+ * Strings are interned store-wide (ids differ from the producers' ids). Names are untrusted: the
+ * store keeps them as they came and the view sanitizes them.
+ *
+ * Memory: about 40 bytes per event plus the summaries (a few bytes per event). For live sessions
+ * st_opts.max_events bounds the store: past it the oldest events are dropped (counted).
+ */
+#ifndef SYNCTOP_STORE_H
+#define SYNCTOP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "synctop/codec.h"
+#include "synctop/error.h"
+#include "synctop/event.h"
+
+typedef enum st_lane_kind {
+    ST_LANE_STREAM = 1, /* a GPU stream: id = stream id, device = the GPU */
+    ST_LANE_THREAD = 2, /* a host thread's CUDA calls: id = tid */
+    ST_LANE_NVTX = 3    /* a host thread's NVTX ranges: id = tid */
+} st_lane_kind;
+
+/* One event in a lane (40 bytes). */
+typedef struct st_event {
+    uint64_t start, end;
+    uint64_t value; /* memcpy/memset: bytes; api: store call-site id (0 none); nvtx: range id */
+    uint32_t name;  /* store string id: kernel, API or range name (0: none) */
+    uint32_t corr;  /* correlation id, per producer (0: none) */
+    uint8_t kind;   /* enum tp_kind */
+    uint8_t flags;  /* the record's flags (TP_F_BLOCKING, TP_F_ASYNC, ...) */
+    uint8_t sub;    /* memcpy: copy kind; memset: memory kind; sync: sync type; nvtx: shape */
+    uint8_t mem;    /* memcpy: src memory kind << 4 | dst memory kind */
+    uint32_t aux;   /* api: cbid; sync: CUDA event id; kernel: threads per block */
+} st_event;
+
+/* Summary categories: what a cell of the timeline can show. */
+enum st_cat {
+    ST_CAT_KERNEL, ST_CAT_MEMCPY, ST_CAT_MEMSET, ST_CAT_SYNC, /* GPU lanes */
+    ST_CAT_API, ST_CAT_BLOCKED,                               /* host lanes */
+    ST_CAT_NVTX,
+    ST_CAT_N
+};
+/* The category of an event. */
+int st_event_cat(const st_event *e);
+
+/* What a time bucket of a lane holds: busy time per category (the union of overlapping events
+ * is not taken: overlapping events both count), how many events touch it, and the longest one. */
+typedef struct st_bucket {
+    uint64_t busy[ST_CAT_N];
+    uint32_t count;
+    uint32_t longest; /* index in the lane of the longest event touching the bucket (UINT32_MAX: none) */
+} st_bucket;
+
+typedef struct st_lane_info {
+    st_lane_kind kind;
+    uint32_t producer; /* index in st_producer_get */
+    uint16_t device;   /* TP_NO_DEVICE for host lanes */
+    uint32_t id;       /* stream id or tid */
+    uint32_t name;     /* store string: thread name, "" for streams */
+    int priority;      /* streams */
+    int null_stream;   /* streams: the context's default stream */
+    size_t n_events;
+} st_lane_info;
+
+typedef struct st_producer_info {
+    uint64_t producer; /* the producer id of its batches */
+    uint32_t pid;
+    uint32_t host, cmdline; /* store strings */
+    int32_t rank, world;
+    uint64_t batches, missed; /* batches received, and missed (sequence gaps) */
+    uint64_t drop_records[TP_DROP_MAX_], drop_batches[TP_DROP_MAX_]; /* latest TP_K_DROPS */
+    int ended; /* its TP_BF_END batch arrived */
+} st_producer_info;
+
+typedef struct st_device_info {
+    uint32_t producer;
+    uint16_t device;
+    uint32_t name; /* store string */
+    uint8_t cc_major, cc_minor;
+    uint32_t sm_count;
+    uint64_t memory_bytes;
+} st_device_info;
+
+typedef struct st_frame {
+    uint8_t kind; /* enum tp_frame_kind */
+    uint32_t line;
+    uint32_t file, func, module; /* store strings */
+    uint64_t pc;
+} st_frame;
+
+typedef struct st_opts {
+    size_t max_events; /* 0: unbounded (replay); live sessions bound it */
+} st_opts;
+
+typedef struct st_store st_store;
+
+st_store *st_store_new(const st_opts *opts); /* opts may be NULL */
+void st_store_destroy(st_store **s);
+
+/* Adds one batch (as on the wire or in a file, compressed or not). Strings and metadata are kept
+ * per producer; events go to their lanes. A malformed batch is refused whole with a message. */
+int st_store_add_batch(st_store *s, const void *batch, size_t len, tp_err *err);
+
+/* Loads a whole source: a synctop trace file, or a Kineto JSON (.json / .json.gz) trace. Damaged
+ * batches of a trace file are skipped (warn, if not NULL, is called for each). */
+typedef void (*st_warn_fn)(void *ctx, const char *msg);
+int st_store_load(st_store *s, const char *path, st_warn_fn warn, void *ctx, tp_err *err);
+
+/* Makes every lane sorted and its summary current; call after adding and before reading. Cheap
+ * when nothing changed; after appends in time order it only extends what is there. */
+void st_store_commit(st_store *s);
+
+/* ---- reading (after st_store_commit) ---- */
+
+size_t st_lane_count(const st_store *s);
+/* Lanes come in display order: by producer, then per device its streams (null stream first, then
+ * by id), then host threads, each followed by its NVTX lane. */
+const st_lane_info *st_lane_get(const st_store *s, size_t lane);
+const st_event *st_lane_events(const st_store *s, size_t lane, size_t *n);
+/* Index of the first event of the lane whose start is >= t (n when none). Events that start
+ * earlier may still cover t: st_lane_summary accounts for them. */
+size_t st_lane_lower_bound(const st_store *s, size_t lane, uint64_t t);
+/* Summarises [t0, t1) cut into n equal buckets (the last takes the remainder) into out[n]. Costs
+ * O(n log events), whatever the zoom. */
+int st_lane_summary(const st_store *s, size_t lane, uint64_t t0, uint64_t t1, size_t n, st_bucket *out);
+
+/* First and last timestamps of all events; 0, 0 when empty. */
+void st_store_span(const st_store *s, uint64_t *t0, uint64_t *t1);
+size_t st_store_events(const st_store *s);  /* events held */
+uint64_t st_store_dropped(const st_store *s); /* events dropped by max_events */
+size_t st_store_memory(const st_store *s);  /* bytes held, for the benchmark */
+
+/* A store string (NUL-terminated, untrusted); "" for 0 or unknown ids. */
+const char *st_str(const st_store *s, uint32_t id);
+uint32_t st_intern(st_store *s, const char *str, size_t len);
+
+size_t st_producer_count(const st_store *s);
+const st_producer_info *st_producer_get(const st_store *s, size_t i);
+size_t st_device_count(const st_store *s);
+const st_device_info *st_device_get(const st_store *s, size_t i);
+/* The frames of a store call-site id, innermost first; NULL (n = 0) when unknown. */
+const st_frame *st_callsite_frames(const st_store *s, uint64_t callsite, size_t *n);
+
+#endif

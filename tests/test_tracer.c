@@ -670,6 +670,207 @@ TEST(tracer_stalled_subscriber_drops_are_counted) {
     tp_sub_destroy(&sub);
 }
 
+/* A program that forks and leaves at once with _exit (a daemon's parent): no exit handler, no
+ * destructor runs, so only the flush before the fork can save its records: a kernel still in an
+ * incomplete CUPTI buffer, a host call still queued, a batch still in the file writer's buffer. */
+TEST(tracer_fork_flushes_first) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    /* A flush period the test cannot reach: only the fork's flush ships anything. */
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_FLUSH_MS=60000", NULL};
+    ASSERT_EQ(run_harness("context_create 1\n"
+                          "kernel name=before_fork start=1000 end=2000 corr=1\n"
+                          "call domain=rt cbid=131 wait=500000 corr=1 site=1\n"
+                          "fork_exit\n",
+                          env),
+              0);
+    char *out = read_text(task_path("out.txt"));
+    ASSERT(strstr(out, "harness: program done") == NULL); /* it did leave with _exit */
+    tp_err err = {{0}};
+    tp_freader *r = tp_freader_open(task_path("trace.trace"), &err);
+    if (r == NULL)
+        TASK_FAIL_("cannot open the trace: %s", err.msg);
+    ASSERT_EQ(tp_freader_complete(r), 0); /* cut short: no footer */
+    ASSERT_EQ(tp_freader_problem_count(r), 0);
+    model m;
+    model_init(&m);
+    tp_buf b = {0};
+    for (size_t i = 0; i < tp_freader_count(r); i++) {
+        ASSERT_OK(tp_freader_read(r, i, &b, &err));
+        model_add_batch(&m, b.data, b.len);
+    }
+    tp_buf_free(&b);
+    tp_freader_close(&r);
+    ASSERT_EQ(count_kind(&m, TP_K_KERNEL), 1);
+    for (size_t i = 0; i < m.n; i++)
+        if (m.recs[i].head.kind == TP_K_KERNEL)
+            ASSERT_STR_EQ(str(&m, m.recs[i].kernel.name), "before_fork");
+    const tp_record *a = find_api(&m, 131, 1);
+    ASSERT_NOT_NULL(a);
+    ASSERT_EQ(a->api.flags, TP_F_BLOCKING);
+    ASSERT_EQ(m.ended, 0);
+    model_free(&m);
+    free(out);
+}
+
+/* A program that never destroys its context and returns from main: the exit handler forces
+ * CUPTI's buffers out (a kernel in an incomplete buffer), then the END batch follows. */
+TEST(tracer_exit_without_context_destroy_loses_nothing) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_FLUSH_MS=60000", NULL};
+    ASSERT_EQ(run_harness("context_create 1\n"
+                          "x5@1000 kernel name=last_words start=1000 end=1500 corr=1\n"
+                          "call domain=rt cbid=131 wait=500000 corr=9 site=1\n",
+                          env),
+              0);
+    model m;
+    model_init(&m);
+    model_from_file(&m, task_path("trace.trace"));
+    ASSERT_EQ(m.ended, 1);
+    ASSERT_EQ(count_kind(&m, TP_K_KERNEL), 5);
+    ASSERT_NOT_NULL(find_api(&m, 131, 9));
+    model_free(&m);
+}
+
+/* ---- on demand ---- */
+
+static void wait_for_file(const char *path, pid_t harness) {
+    for (int i = 0; i < 20000; i++) {
+        if (file_exists(path))
+            return;
+        int status;
+        if (waitpid(harness, &status, WNOHANG) == harness)
+            TASK_FAIL_("harness ended before %s (status %#x): %s", path, status,
+                       read_text(task_path("err.txt")));
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    TASK_FAIL_("%s never appeared", path);
+}
+
+static void count_watched(void *arg, CUpti_CallbackDomain dom, uint32_t cbid,
+                          enum tr_cb_class cls) {
+    (void)dom;
+    (void)cbid;
+    int *n = arg;
+    n[cls == TR_CB_LAUNCH]++;
+}
+
+static const tp_record *find_kernel(const model *m, const char *name) {
+    for (size_t i = 0; i < m->n; i++)
+        if (m->recs[i].head.kind == TP_K_KERNEL &&
+            strcmp(str(m, m->recs[i].kernel.name), name) == 0)
+            return &m->recs[i];
+    return NULL;
+}
+
+/* SYNCTOP_MODE=on-demand: nothing is collected (only CONCURRENT_KERNEL stays enabled, and its
+ * records are thrown away) until a viewer subscribes; everything is while one is there; and the
+ * tracer is dormant again once the last one has left. The program's three phases each make the
+ * same calls; only the middle one's may come out, live and in the trace file. */
+TEST(tracer_on_demand_collects_only_while_watched) {
+    char listen[512], record[512];
+    snprintf(listen, sizeof listen, "SYNCTOP_LISTEN=ipc://%s", task_path("pub.sock"));
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {listen, record, "SYNCTOP_MODE=on-demand", NULL};
+    char dormant[512], active[512], script[8192];
+    snprintf(dormant, sizeof dormant, "%s", task_path("dormant"));
+    snprintf(active, sizeof active, "%s", task_path("active"));
+#define PHASE(n, kernel)                                                                   \
+    "call domain=rt cbid=131 wait=500000 corr=" #n " site=1\n"                              \
+    "kernel name=" kernel " start=" #n "000 end=" #n "500 corr=" #n "\n"                      \
+    "memcpy copy=2 src=3 dst=1 bytes=4 start=" #n "600 end=" #n "700 corr=" #n "\n"           \
+    "flush\n"
+    const char *p1 = PHASE(1, "before_kernel"), *p2 = PHASE(2, "watched_kernel"),
+               *p3 = PHASE(3, "after_kernel");
+#undef PHASE
+    snprintf(script, sizeof script,
+             "context_create 1\n"
+             "device id=0 name=FakeH100\n"
+             "%s"
+             "report\n"
+             "wait_flush\n"
+             "touch %s\n"
+             "wait_kind %d 1\n" /* the tracer saw the viewer */
+             "report\n"
+             "%s"
+             "wait_flush\n"
+             "wait_file %s\n"
+             "wait_kind %d 0\n" /* the tracer saw it leave */
+             "report\n"
+             "%s"
+             "wait_flush\n"
+             "context_destroy 1\n",
+             p1, dormant, CUPTI_ACTIVITY_KIND_MEMCPY, p2, active, CUPTI_ACTIVITY_KIND_MEMCPY, p3);
+    pid_t pid = start_harness(script, env);
+    wait_for_file(dormant, pid);
+
+    /* Watch until the middle phase's three events have come, then leave. */
+    tp_sub *sub = connect_sub(listen + strlen("SYNCTOP_LISTEN="), 0);
+    model live;
+    model_init(&live);
+    for (int i = 0; i < 2000; i++) {
+        tp_sub_msg msg;
+        tp_err err = {{0}};
+        int rc = tp_sub_recv(sub, &msg, 10, &err);
+        if (rc < 0)
+            TASK_FAIL_("tp_sub_recv: %s", err.msg);
+        if (rc > 0)
+            model_add_batch(&live, msg.data, msg.len);
+        if (find_kernel(&live, "watched_kernel") && find_api(&live, 131, 2) &&
+            count_kind(&live, TP_K_MEMCPY) > 0)
+            break;
+    }
+    tp_sub_destroy(&sub);
+    write_text(active, "");
+    ASSERT_EQ(wait_harness(pid), 0);
+
+    /* What the tracer asked of CUPTI in each phase. */
+    int watched[2] = {0, 0};
+    tr_cb_foreach(count_watched, watched);
+    ASSERT_GT(watched[0], 0);
+    ASSERT_GT(watched[1], 0);
+    char expect[1024];
+    snprintf(expect, sizeof expect,
+             "standin: report kinds=%d callbacks=0 api_records=0\n"
+             "standin: report kinds=%d,%d,%d,%d,%d,%d,%d,%d callbacks=%d api_records=%d\n"
+             "standin: report kinds=%d callbacks=0 api_records=0\n",
+             CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+             CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
+             CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MARKER,
+             CUPTI_ACTIVITY_KIND_STREAM, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, watched[0],
+             watched[1], CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    char *out = read_text(task_path("out.txt"));
+    ASSERT_STR_CONTAINS(out, expect);
+    ASSERT_STR_CONTAINS(out, "harness: program done");
+
+    /* Live and recorded: the watched phase, and nothing of the others. */
+    model file;
+    model_init(&file);
+    model_from_file(&file, task_path("trace.trace"));
+    ASSERT_EQ(file.ended, 1);
+    const model *both[2] = {&live, &file};
+    for (int k = 0; k < 2; k++) {
+        const model *m = both[k];
+        ASSERT_EQ(count_kind(m, TP_K_KERNEL), 1);
+        ASSERT_NOT_NULL(find_kernel(m, "watched_kernel"));
+        ASSERT_EQ(count_kind(m, TP_K_MEMCPY), 1);
+        ASSERT_EQ(count_kind(m, TP_K_API), 1);
+        const tp_record *a = find_api(m, 131, 2);
+        ASSERT_NOT_NULL(a);
+        ASSERT_EQ(a->api.flags, TP_F_BLOCKING);
+        ASSERT_NE(a->api.callsite, 0);
+        ASSERT_EQ(count_kind(m, TP_K_DEVICE), 0); /* its record came while dormant */
+    }
+    for (size_t i = 0; i < file.n; i++)
+        if (file.recs[i].head.kind == TP_K_MEMCPY)
+            ASSERT_EQ(file.recs[i].memcpy.correlation, 2);
+    model_free(&live);
+    model_free(&file);
+    free(out);
+}
+
 /* ---- units ---- */
 
 TEST(tracer_cbid_tables) {

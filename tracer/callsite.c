@@ -10,11 +10,18 @@
 
 #define MOD_CACHE 64 /* modules remembered with their verdict (user code or not) */
 
+/* A Python frame as the flush thread keys it: by the encoder's ids of its strings (so that two
+ * descriptors of the same names are one), its line and instruction offset. */
+typedef struct pykey {
+    uint32_t file, func, line, lasti;
+} pykey;
+
 typedef struct site {
     uint64_t hash;
     uint32_t id;
-    uint32_t n;
+    uint32_t n, n_py;
     uintptr_t *pcs;
+    pykey *py;
 } site;
 
 typedef struct mod {
@@ -65,8 +72,10 @@ void tr_sites_destroy(tr_sites **sp) {
     if (sp == NULL || *sp == NULL)
         return;
     tr_sites *s = *sp;
-    for (size_t i = 0; i < s->cap; i++)
+    for (size_t i = 0; i < s->cap; i++) {
         free(s->table[i].pcs);
+        free(s->table[i].py);
+    }
     free(s->table);
     free(s);
     *sp = NULL;
@@ -96,19 +105,32 @@ static int pc_skipped(tr_sites *s, uintptr_t pc) {
     return skip;
 }
 
+static uintptr_t module_base(uintptr_t pc) {
+    Dl_info info;
+    return dladdr((void *)pc, &info) != 0 ? (uintptr_t)info.dli_fbase : 0;
+}
+
 static int pc_is_self(const tr_sites *s, uintptr_t pc) {
     Dl_info info;
     return s->self_base != 0 && dladdr((void *)pc, &info) != 0 &&
            (uintptr_t)info.dli_fbase == s->self_base;
 }
 
-static uint64_t hash_pcs(const uintptr_t *pcs, unsigned n) {
+static uint64_t mix(uint64_t h, uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+static uint64_t hash_site(const pykey *py, unsigned n_py, const uintptr_t *pcs, unsigned n) {
     uint64_t h = 1469598103934665603ull;
-    for (unsigned i = 0; i < n; i++) {
-        h ^= (uint64_t)pcs[i];
-        h *= 1099511628211ull;
-        h ^= h >> 29;
+    for (unsigned i = 0; i < n_py; i++) {
+        h = mix(h, ((uint64_t)py[i].file << 32) | py[i].func);
+        h = mix(h, ((uint64_t)py[i].line << 32) | py[i].lasti);
     }
+    h = mix(h, n_py);
+    for (unsigned i = 0; i < n; i++)
+        h = mix(h, (uint64_t)pcs[i]);
     return h ? h : 1;
 }
 
@@ -131,15 +153,23 @@ static int grow(tr_sites *s) {
     return 0;
 }
 
-static void describe(tr_sites *s, tp_enc *enc, uint32_t id, const uintptr_t *pcs, unsigned n) {
-    tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = id, .n_frames = n};
+static void describe(tr_sites *s, tp_enc *enc, uint32_t id, const pykey *py, unsigned n_py,
+                     const uintptr_t *pcs, unsigned n) {
+    tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = id,
+                      .n_frames = n_py + n};
     tp_enc_add(enc, &cs);
+    for (unsigned i = 0; i < n_py; i++) {
+        tp_frame f = {.kind = TP_K_FRAME, .flags = TP_FRAME_PYTHON, .index = (uint16_t)i,
+                      .callsite = id, .line = py[i].line, .file = py[i].file, .func = py[i].func,
+                      .pc = py[i].lasti};
+        tp_enc_add(enc, &f);
+    }
     for (unsigned i = 0; i < n; i++) {
         /* A return address points after the call; one byte back is inside it, which is the line a
          * symbolizer should name. */
         uintptr_t at = pcs[i] - 1;
-        tp_frame f = {.kind = TP_K_FRAME, .flags = TP_FRAME_NATIVE, .index = (uint16_t)i,
-                      .callsite = id, .pc = at};
+        tp_frame f = {.kind = TP_K_FRAME, .flags = TP_FRAME_NATIVE,
+                      .index = (uint16_t)(n_py + i), .callsite = id, .pc = at};
         Dl_info info;
         if (dladdr((void *)at, &info) != 0) {
             if (info.dli_fname != NULL)
@@ -153,7 +183,27 @@ static void describe(tr_sites *s, tp_enc *enc, uint32_t id, const uintptr_t *pcs
     (void)s;
 }
 
-uint32_t tr_sites_intern(tr_sites *s, tp_enc *enc, const uintptr_t *pcs, unsigned n) {
+/* The flush thread's key of captured Python frames; frames whose descriptor is not readable
+ * are left out. */
+static unsigned py_keys(tr_sites *s, tp_enc *enc, const tr_pyframe *py, unsigned n_py,
+                        pykey *out) {
+    unsigned k = 0;
+    for (unsigned i = 0; i < n_py && k < s->keep && k < 32; i++) {
+        const char *file, *func;
+        uint32_t file_len, func_len;
+        if (tr_py_describe(py[i].desc, &file, &file_len, &func, &func_len) != 0)
+            continue;
+        out[k++] = (pykey){.file = tp_enc_intern(enc, file, file_len),
+                           .func = tp_enc_intern(enc, func, func_len), .line = py[i].line,
+                           .lasti = py[i].lasti};
+    }
+    return k;
+}
+
+uint32_t tr_sites_intern(tr_sites *s, tp_enc *enc, const tr_pyframe *py, unsigned n_py,
+                         const uintptr_t *pcs, unsigned n) {
+    pykey pk[32];
+    unsigned kp = py != NULL ? py_keys(s, enc, py, n_py, pk) : 0;
     uintptr_t kept[32];
     unsigned k = 0;
     unsigned i = 0;
@@ -165,16 +215,26 @@ uint32_t tr_sites_intern(tr_sites *s, tp_enc *enc, const uintptr_t *pcs, unsigne
         i = 0;
     while (i < n && (pcs[i] == 0 || pc_skipped(s, pcs[i])))
         i++;
-    for (; i < n && k < s->keep && k < 32; i++)
-        if (pcs[i] != 0)
-            kept[k++] = pcs[i];
-    if (k == 0)
+    /* Below Python frames, the native ones end where the interpreter's begin: the eval loop's
+     * return addresses change as it specializes the calling instruction, and say nothing the
+     * Python frames do not. */
+    uintptr_t py_base = kp > 0 ? tr_py_module_base() : 0;
+    for (; i < n && k < s->keep && k < 32; i++) {
+        if (pcs[i] == 0)
+            continue;
+        if (py_base != 0 && module_base(pcs[i]) == py_base)
+            break;
+        kept[k++] = pcs[i];
+    }
+    if (k == 0 && kp == 0)
         return 0;
-    uint64_t h = hash_pcs(kept, k);
+    uint64_t h = hash_site(pk, kp, kept, k);
     size_t j = h & (s->cap - 1);
     while (s->table[j].id != 0) {
         site *e = &s->table[j];
-        if (e->hash == h && e->n == k && memcmp(e->pcs, kept, k * sizeof kept[0]) == 0)
+        if (e->hash == h && e->n == k && e->n_py == kp &&
+            memcmp(e->pcs, kept, k * sizeof kept[0]) == 0 &&
+            (kp == 0 || memcmp(e->py, pk, kp * sizeof pk[0]) == 0))
             return e->id;
         j = (j + 1) & (s->cap - 1);
     }
@@ -191,14 +251,19 @@ uint32_t tr_sites_intern(tr_sites *s, tp_enc *enc, const uintptr_t *pcs, unsigne
         while (s->table[j].id != 0)
             j = (j + 1) & (s->cap - 1);
     }
-    uintptr_t *copy = malloc(k * sizeof *copy);
-    if (copy == NULL) {
+    /* One allocation more than needed rather than malloc(0), whose result may be NULL. */
+    uintptr_t *copy = malloc((k + 1) * sizeof *copy);
+    pykey *pcopy = malloc((kp + 1) * sizeof *pcopy);
+    if (copy == NULL || pcopy == NULL) {
+        free(copy);
+        free(pcopy);
         s->refused++;
         return 0;
     }
     memcpy(copy, kept, k * sizeof *copy);
+    memcpy(pcopy, pk, kp * sizeof *pcopy);
     uint32_t id = ++s->n_sites;
-    s->table[j] = (site){h, id, k, copy};
-    describe(s, enc, id, kept, k);
+    s->table[j] = (site){.hash = h, .id = id, .n = k, .n_py = kp, .pcs = copy, .py = pcopy};
+    describe(s, enc, id, pk, kp, kept, k);
     return id;
 }

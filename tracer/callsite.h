@@ -8,15 +8,18 @@
  * the call instruction (return address - 1), ready for `addr2line -e MODULE OFFSET`. File and line
  * from debug info are left to the consumer.
  *
- * Python frames are the next step: a capture hook beside the native one (TR_FRAME_PYTHON entries
- * carrying code object + instruction offset, resolved here) will be merged in front of the
- * native frames. The seam is tr_sites_intern's frame array, which will carry both kinds.
+ * When the host is CPython, the calling thread's Python frames (pyframes.h: a descriptor of file and
+ * function, a line and an instruction offset, taken by the callback) come first, innermost first,
+ * as TP_FRAME_PYTHON frames (file, func, line; pc = the instruction's byte offset in the code
+ * object), then the native frames. A call site is identified by both: the same Python line
+ * reached through two native paths, or two Python lines through one, are different call sites.
  */
 #ifndef SYNCTOP_TRACER_CALLSITE_H
 #define SYNCTOP_TRACER_CALLSITE_H
 
 #include <stdint.h>
 
+#include "pyframes.h"
 #include "synctop/codec.h"
 
 typedef struct tr_sites tr_sites;
@@ -25,9 +28,11 @@ typedef struct tr_sites tr_sites;
 tr_sites *tr_sites_new(unsigned keep, uint32_t max_sites);
 void tr_sites_destroy(tr_sites **s);
 
-/* The id (>= 1) of the call site made of these return addresses (innermost first), adding its
- * metadata to enc the first time. 0 when no frame is left after filtering, or past the bounds. */
-uint32_t tr_sites_intern(tr_sites *s, tp_enc *enc, const uintptr_t *pcs, unsigned n);
+/* The id (>= 1) of the call site made of these Python frames and return addresses (both innermost
+ * first), adding its metadata to enc the first time. 0 when no frame is left after filtering, or
+ * past the bounds. py may be NULL when n_py is 0. */
+uint32_t tr_sites_intern(tr_sites *s, tp_enc *enc, const tr_pyframe *py, unsigned n_py,
+                         const uintptr_t *pcs, unsigned n);
 
 /* Call sites refused because the bound was reached. */
 uint64_t tr_sites_refused(const tr_sites *s);

@@ -53,6 +53,16 @@ void tr_hostq_destroy(tr_hostq **qp) {
     *qp = NULL;
 }
 
+/* The header, then only the frames in use. */
+static void copy_event(tr_hostev *to, const tr_hostev *from) {
+    unsigned np = from->n_py <= TR_PY_FRAMES ? from->n_py : TR_PY_FRAMES;
+    unsigned nf = from->n_frames <= TR_RAW_FRAMES ? from->n_frames : TR_RAW_FRAMES;
+    memcpy(to, from, offsetof(tr_hostev, py) + np * sizeof from->py[0]);
+    memcpy(to->frames, from->frames, nf * sizeof from->frames[0]);
+    to->n_py = (uint8_t)np;
+    to->n_frames = (uint8_t)nf;
+}
+
 int tr_hostq_push(tr_hostq *q, const tr_hostev *ev) {
     size_t pos = atomic_load_explicit(&q->enq, memory_order_relaxed);
     for (;;) {
@@ -62,9 +72,7 @@ int tr_hostq_push(tr_hostq *q, const tr_hostev *ev) {
         if (dif == 0) {
             if (atomic_compare_exchange_weak_explicit(&q->enq, &pos, pos + 1,
                                                       memory_order_relaxed, memory_order_relaxed)) {
-                unsigned n = ev->n_frames <= TR_RAW_FRAMES ? ev->n_frames : TR_RAW_FRAMES;
-                memcpy(&c->ev, ev, offsetof(tr_hostev, frames) + n * sizeof ev->frames[0]);
-                c->ev.n_frames = (uint8_t)n;
+                copy_event(&c->ev, ev);
                 atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
                 return 0;
             }
@@ -86,8 +94,7 @@ int tr_hostq_pop(tr_hostq *q, tr_hostev *out) {
         if (dif == 0) {
             if (atomic_compare_exchange_weak_explicit(&q->deq, &pos, pos + 1,
                                                       memory_order_relaxed, memory_order_relaxed)) {
-                unsigned n = c->ev.n_frames;
-                memcpy(out, &c->ev, offsetof(tr_hostev, frames) + n * sizeof out->frames[0]);
+                copy_event(out, &c->ev);
                 atomic_store_explicit(&c->seq, pos + q->mask + 1, memory_order_release);
                 return 1;
             }

@@ -9,7 +9,10 @@
 
 #include <stdint.h>
 
+#include "pyframes.h"
+
 #define TR_RAW_FRAMES 32 /* return addresses taken per blocking call, before filtering */
+#define TR_PY_FRAMES 16  /* Python frames taken per blocking call, innermost first */
 
 /* One host call, as measured by the callbacks. */
 typedef struct tr_hostev {
@@ -23,7 +26,9 @@ typedef struct tr_hostev {
     uint8_t driver;   /* 1: driver API, 0: runtime API */
     uint8_t blocking; /* waited at least the threshold */
     uint8_t n_frames;
-    uint8_t pad0[5];
+    uint8_t n_py;
+    uint8_t pad0[4];
+    tr_pyframe py[TR_PY_FRAMES];     /* the calling thread's Python frames, innermost first */
     uintptr_t frames[TR_RAW_FRAMES]; /* return addresses, innermost first */
 } tr_hostev;
 
@@ -33,7 +38,8 @@ typedef struct tr_hostq tr_hostq;
 tr_hostq *tr_hostq_new(uint32_t capacity);
 void tr_hostq_destroy(tr_hostq **q);
 /* Copies ev in; returns 0, or -1 when the queue is full (the event is dropped and counted). Only
- * the first n_frames frames are copied. Safe from any number of threads. */
+ * the first n_py Python frames and n_frames native frames are copied. Safe from any number of
+ * threads. */
 int tr_hostq_push(tr_hostq *q, const tr_hostev *ev);
 /* Takes the oldest event; returns 1, or 0 when empty. One consumer at a time. */
 int tr_hostq_pop(tr_hostq *q, tr_hostev *out);

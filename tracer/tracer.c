@@ -14,19 +14,35 @@
  * Lifecycle. InitializeInjection loads CUPTI (cupti_load.h), subscribes, binds the publisher,
  * opens the trace file, enables activity and callbacks, and starts the flush thread; any failure
  * prints one line (unless SYNCTOP_QUIET) and leaves the program untraced and untouched.
- * End of data: CUPTI's resource callback for context destruction (cudaDeviceReset, cuCtxDestroy,
- * and the runtime releasing its primary contexts at exit) force-flushes CUPTI's buffers while the
- * context still exists and waits, bounded, until the flush thread has shipped them. The final
- * batch (TP_BF_END) is written by a destructor of this library, chosen over atexit because it
- * cannot run before the runtime's own exit handlers have destroyed the contexts (so nothing is
- * left in CUPTI to flush), and shown safe by what it does not do: it calls no CUPTI function that
- * touches CUPTI's state (by then libcupti's own destructors may have run; walking a buffer we own
- * with cuptiActivityGetNextRecord is pure), it does nothing in a forked child or when tracing never
- * started, and it waits for the flush thread a bounded time (SYNCTOP_LINGER_MS + 2 s), leaving it
- * be rather than freeing what it still uses. The flush thread itself stops calling CUPTI's
- * stateful functions once no context is alive. No atexit handler, no signal handler.
- * fork: the child handler of pthread_atfork turns every callback into an immediate return, so a
- * child never calls CUPTI (it has no flush thread, and CUPTI in a forked child can hang).
+ * Python: when the host is CPython, blocking calls also carry the calling thread's Python frames
+ * (pyframes.h), read without the GIL; nothing is said when it is not, or is a version the tracer
+ * does not read (call sites are then native only).
+ *
+ * End of data, in the order it happens at a normal exit:
+ * - An exit handler (atexit, registered at injection: it runs before CUPTI's destructors, and
+ *   usually before the CUDA runtime's own exit handlers) forces CUPTI's buffers out,
+ *   incomplete ones included, and waits, bounded, until they are shipped. NVIDIA's CUPTI samples
+ *   flush at exit the same way; without it a program that never destroys its context (most
+ *   PyTorch programs) would lose what CUPTI held at exit. It leaves the flush thread running.
+ * - CUPTI's resource callback for context destruction (cudaDeviceReset, cuCtxDestroy, the runtime
+ *   releasing its primary contexts at exit) force-flushes that context's records while it still
+ *   exists and waits, bounded, until the flush thread has shipped them.
+ * - The final batch (TP_BF_END) is written by a destructor of this library, which cannot run
+ *   before the runtime's exit handlers, and is safe by what it does not do: it calls no CUPTI
+ *   function that touches CUPTI's state (by then libcupti's own destructors may have run; walking
+ *   a buffer we own with cuptiActivityGetNextRecord is pure), it does nothing in a forked child or
+ *   when tracing never started, and it waits for the flush thread a bounded time
+ *   (SYNCTOP_LINGER_MS + 2 s), leaving it be rather than freeing what it still uses. The flush
+ *   thread itself stops calling CUPTI's stateful functions once no context is alive.
+ * What a program loses when it does not exit normally (_exit, os._exit, abort, a fatal signal):
+ * at most one flush period (SYNCTOP_FLUSH_MS) of records, since the flush thread ships and writes
+ * the trace file through to the kernel every round; such a trace file has no END batch and no
+ * footer, and readers recover it by scanning. No signal handler is ever installed.
+ * fork: the prepare handler of pthread_atfork flushes like the exit handler, waiting at most
+ * FORK_WAIT_MS, so that a parent that forks and leaves with _exit (a daemon's first half) loses
+ * nothing; the child handler turns every callback into an immediate return, so a child never
+ * calls CUPTI (it has no flush thread, and CUPTI in a forked child can hang). Neither the exit
+ * handler nor the destructor does anything in a child.
  */
 #include <cupti.h>
 #include <errno.h>
@@ -48,6 +64,7 @@
 #include "convert.h"
 #include "cupti_load.h"
 #include "hostq.h"
+#include "pyframes.h"
 #include "synctop/codec.h"
 #include "synctop/file.h"
 #include "synctop/net.h"
@@ -55,6 +72,7 @@
 #define SHIP_BYTES (1u << 20)        /* a batch is shipped once it holds this much */
 #define CLOCK_EVERY_NS 1000000000ull /* clock beacon period */
 #define DRAIN_WAIT_MS 2000           /* context destruction waits at most this for the flush */
+#define FORK_WAIT_MS 500             /* fork() waits at most this for the flush */
 #define NOT_READY 600                /* cudaErrorNotReady == CUDA_ERROR_NOT_READY */
 #define MAX_THREADS 4096             /* threads described with TP_K_THREAD */
 
@@ -117,8 +135,9 @@ typedef struct poll_run {
     uint8_t driver;
     uint32_t cbid, correlation, context, polls;
     uint64_t start, end;
-    uint8_t n_frames;
+    uint8_t n_frames, n_py;
     uintptr_t frames[TR_RAW_FRAMES];
+    tr_pyframe py[TR_PY_FRAMES];
 } poll_run;
 
 static __thread struct {
@@ -241,9 +260,14 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
 
 /* ---- host-call callbacks ---- */
 
+static unsigned take_py(tr_pyframe *out) {
+    return tr_py_capture(out, g.cfg.frames < TR_PY_FRAMES ? g.cfg.frames : TR_PY_FRAMES);
+}
+
+/* frames == NULL: take the call site now; else it was taken earlier (a poll run's first call). */
 static void push_event(uint8_t driver, uint32_t cbid, uint32_t corr, uint32_t context, int32_t ret,
                        uint64_t start, uint64_t end, uint32_t polls, const uintptr_t *frames,
-                       unsigned n_frames) {
+                       unsigned n_frames, const tr_pyframe *py, unsigned n_py) {
     tr_hostev ev;
     ev.start = start;
     ev.end = end;
@@ -256,12 +280,16 @@ static void push_event(uint8_t driver, uint32_t cbid, uint32_t corr, uint32_t co
     ev.driver = driver;
     ev.blocking = end - start >= g.cfg.block_threshold_ns;
     ev.n_frames = 0;
+    ev.n_py = 0;
     if (ev.blocking) {
         if (frames != NULL) {
             memcpy(ev.frames, frames, n_frames * sizeof frames[0]);
             ev.n_frames = (uint8_t)n_frames;
+            memcpy(ev.py, py, n_py * sizeof py[0]);
+            ev.n_py = (uint8_t)n_py;
         } else {
             ev.n_frames = (uint8_t)take_frames(ev.frames);
+            ev.n_py = (uint8_t)take_py(ev.py);
         }
     }
     tr_hostq_push(g.hostq, &ev);
@@ -276,7 +304,7 @@ static void end_poll_run(void) {
     p->active = 0;
     if (p->end - p->start >= g.cfg.block_threshold_ns)
         push_event(p->driver, p->cbid, p->correlation, p->context, NOT_READY, p->start, p->end,
-                   p->polls, p->frames, p->n_frames);
+                   p->polls, p->frames, p->n_frames, p->py, p->n_py);
 }
 
 static void on_poll_exit(const CUpti_CallbackData *cd, uint8_t driver, uint32_t cbid,
@@ -289,13 +317,14 @@ static void on_poll_exit(const CUpti_CallbackData *cd, uint8_t driver, uint32_t 
             /* A lone query: worth an event only if it waited by itself. */
             if (end - start >= g.cfg.block_threshold_ns)
                 push_event(driver, cbid, cd->correlationId, cd->contextUid, ret, start, end, 1,
-                           NULL, 0);
+                           NULL, 0, NULL, 0);
             return;
         }
         *p = (poll_run){.active = 1, .driver = driver, .cbid = cbid,
                         .correlation = cd->correlationId, .context = cd->contextUid,
                         .start = start};
         p->n_frames = (uint8_t)take_frames(p->frames);
+        p->n_py = (uint8_t)take_py(p->py);
     }
     p->polls++;
     p->end = end;
@@ -338,10 +367,11 @@ static void on_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_
         return;
     }
     end_poll_run();
-    push_event(driver, cbid, cd->correlationId, cd->contextUid, ret, start, end, 0, NULL, 0);
+    push_event(driver, cbid, cd->correlationId, cd->contextUid, ret, start, end, 0, NULL, 0, NULL,
+               0);
 }
 
-static void drain_sync(void);
+static void drain_sync(uint32_t wait_ms);
 
 /* CUPTI resets its counter at each query, so every query adds to ours. Never call this while
  * holding pool_mu: CUPTI may call buf_completed, which takes it. */
@@ -365,7 +395,7 @@ static void on_resource(CUpti_CallbackId cbid) {
         count_cupti_drops();
         if (atomic_load(&g.live_contexts) > 0)
             atomic_fetch_sub(&g.live_contexts, 1);
-        drain_sync();
+        drain_sync(DRAIN_WAIT_MS);
         break;
     case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
         atomic_store(&g.names_stale, 1);
@@ -564,7 +594,9 @@ static void drain_hostq(void) {
     while (tr_hostq_pop(g.hostq, &ev)) {
         CUpti_CallbackDomain dom = ev.driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
         note_thread(ev.tid);
-        uint32_t site = ev.n_frames ? tr_sites_intern(g.sites, g.enc, ev.frames, ev.n_frames) : 0;
+        uint32_t site = ev.n_frames || ev.n_py ? tr_sites_intern(g.sites, g.enc, ev.py, ev.n_py,
+                                                                 ev.frames, ev.n_frames)
+                                               : 0;
         tp_api a = {.kind = TP_K_API,
                     .flags = (uint8_t)((ev.blocking ? TP_F_BLOCKING : 0) | (ev.driver ? TP_F_DRIVER : 0)),
                     .device = tr_conv_context_device(g.conv, ev.context), .tid = ev.tid,
@@ -588,6 +620,8 @@ static void add_drops(int source, uint64_t records, uint64_t batches, uint64_t t
 
 /* One round of the flush thread. cupti_ok: CUPTI's stateful functions may be called. */
 static void pump(int cupti_ok) {
+    int go_dormant = 0;
+    int live = atomic_load(&g.live_contexts) > 0;
     if (g.pub != NULL) {
         int joined = 0;
         int subs = tp_pub_poll(g.pub, &joined);
@@ -597,12 +631,20 @@ static void pump(int cupti_ok) {
             if (cupti_ok)
                 add_clock();
         }
-        if (subs >= 0 && subs != g.subscribers) {
-            if (g.cfg.mode == TR_MODE_ON_DEMAND && cupti_ok) {
-                if (subs > 0 && g.subscribers == 0)
+        /* On demand, a change of audience waits for a round that may call CUPTI. */
+        if (subs >= 0 && subs != g.subscribers &&
+            (g.cfg.mode != TR_MODE_ON_DEMAND || cupti_ok)) {
+            if (g.cfg.mode == TR_MODE_ON_DEMAND) {
+                if (subs > 0 && g.subscribers == 0) {
+                    /* Kernel records of the dormant time are still in CUPTI's buffers: out with
+                     * them first, so that the first viewer sees only its own time. */
+                    if (live)
+                        g.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+                    drain_buffers(0);
                     set_collecting(1);
-                else if (subs == 0)
-                    set_collecting(0);
+                } else if (subs == 0) {
+                    go_dormant = 1;
+                }
             }
             pthread_mutex_lock(&g.wake_mu);
             g.subscribers = subs;
@@ -610,14 +652,17 @@ static void pump(int cupti_ok) {
             pthread_mutex_unlock(&g.wake_mu);
         }
     }
-    int live = atomic_load(&g.live_contexts) > 0;
+    /* Going dormant: what was collected while a viewer was there is shipped first (to the trace
+     * file, and to a viewer that comes back soon), incomplete buffers included. */
     if (cupti_ok && live)
-        g.cupti.cuptiActivityFlushAll(0);
+        g.cupti.cuptiActivityFlushAll(go_dormant ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     if (atomic_exchange(&g.names_stale, 0))
         tr_conv_forget_names(g.conv);
     int keep = atomic_load(&g.collecting);
     drain_buffers(keep);
     drain_hostq();
+    if (go_dormant)
+        set_collecting(0);
 
     uint64_t ts = 0;
     if (cupti_ok) {
@@ -637,6 +682,12 @@ static void pump(int cupti_ok) {
     }
     if (tp_enc_pending(g.enc) > 0)
         ship(0);
+    if (g.fw != NULL) {
+        /* Into the file each round, not only when the writer's buffer fills: a program that
+         * crashes or calls _exit loses one round at most. */
+        tp_err err;
+        tp_fwriter_flush(g.fw, &err);
+    }
 }
 
 static void *flush_main(void *arg) {
@@ -695,9 +746,11 @@ static void deadline_in(struct timespec *ts, uint32_t ms) {
     ts->tv_nsec = (long)(ns % 1000000000ull);
 }
 
-static void drain_sync(void) {
+/* Asks the flush thread for a round that ships everything queued so far (without calling CUPTI:
+ * the caller has just flushed it) and waits for it, wait_ms at most. */
+static void drain_sync(uint32_t wait_ms) {
     struct timespec until;
-    deadline_in(&until, DRAIN_WAIT_MS);
+    deadline_in(&until, wait_ms);
     pthread_mutex_lock(&g.wake_mu);
     uint64_t want = ++g.drain_req;
     pthread_cond_signal(&g.wake_cv);
@@ -707,7 +760,30 @@ static void drain_sync(void) {
     pthread_mutex_unlock(&g.wake_mu);
 }
 
-/* ---- lifecycle ---- */
+/* CUPTI's buffers, incomplete ones included, out to the flush thread, and shipped: what fork and
+ * exit must not lose. Only in the process that started tracing, while it traces. */
+static void flush_now(uint32_t wait_ms) {
+    if (atomic_load(&g.state) != TR_ON || getpid() != g.pid)
+        return;
+    if (atomic_load(&g.live_contexts) > 0) {
+        g.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        count_cupti_drops();
+    }
+    drain_sync(wait_ms);
+}
+
+/* pthread_atfork prepare: a parent that forks may be about to leave without exiting normally
+ * (a daemon's first half calls _exit), and the child will not ship what it inherits. */
+static void before_fork(void) { flush_now(FORK_WAIT_MS); }
+
+/* atexit: runs before the destructors of every library loaded until then (CUPTI's included: it is
+ * registered after CUPTI is loaded and subscribed), so CUPTI is still there, and usually before the
+ * CUDA runtime's own exit handlers (ours is registered during cuInit, theirs when the runtime
+ * starts); when theirs run first they destroy the contexts, whose callbacks have flushed already,
+ * and this only waits for the shipping. Either way a program that never destroys its context loses
+ * nothing that CUPTI has recorded. NVIDIA's CUPTI samples force a flush at exit the same way. The
+ * flush thread keeps running: context destruction may follow. */
+static void at_exit(void) { flush_now(DRAIN_WAIT_MS); }
 
 static void in_child(void) {
     atomic_store(&g.collecting, 0);
@@ -760,6 +836,8 @@ static int start(void) {
     /* The first backtrace() loads the unwinder (dlopen, malloc): do it now, not in a callback. */
     void *prime[4];
     backtrace(prime, 4);
+    /* CPython in this process? (its frames are then part of call sites; silent either way) */
+    tr_py_init(NULL, 0);
 
     g.buf_size = (size_t)g.cfg.buffer_kb * 1024u;
     g.free_bufs = calloc(g.cfg.max_buffers, sizeof *g.free_bufs);
@@ -814,7 +892,7 @@ static int start(void) {
     atomic_store(&g.state, TR_ON);
     if (g.cfg.mode == TR_MODE_ALWAYS)
         set_collecting(1);
-    pthread_atfork(NULL, NULL, in_child);
+    pthread_atfork(before_fork, NULL, in_child);
 
     /* The flush thread takes no signal meant for the program. */
     sigset_t all, old;
@@ -829,6 +907,7 @@ static int start(void) {
         return -1; /* CUPTI keeps its subscription; every callback now returns at once */
     }
     pthread_setname_np(g.thread, "synctop-flush");
+    atexit(at_exit);
 
     if (g.pub != NULL && g.cfg.start_wait_ms > 0) {
         struct timespec until;

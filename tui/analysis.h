@@ -60,6 +60,7 @@ typedef struct an_bubble {
 
 /* Totals per call site (per API name when no call site was taken), sorted by total blocked time. */
 typedef struct an_site {
+    uint32_t producer;
     uint64_t callsite; /* 0: no call site; then name tells the API */
     uint32_t name;     /* the API most often blocking here */
     int kind;          /* an_block_kind of most of its spans */
@@ -81,6 +82,7 @@ const char *an_rule_name(int rule);
 
 typedef struct an_finding {
     int rule;            /* an_rule */
+    int kind;            /* an_block_kind of the calls, 0 for the GPU rules */
     uint64_t callsite;   /* where, when the rule is about calls */
     uint32_t name;       /* API or kernel name, when relevant */
     uint32_t producer;
@@ -92,22 +94,30 @@ typedef struct an_finding {
 typedef struct an_device {
     uint32_t producer;
     uint16_t device;
-    uint64_t span_ns;    /* the analysed wall time */
-    uint64_t busy_ns;    /* union of GPU work on all its streams */
+    uint64_t span_ns;    /* the analysed wall time (an_result t1 - t0) */
+    uint64_t busy_ns;    /* union of GPU work (kernels, copies, memsets) on all its streams */
     uint64_t idle_ns;    /* span_ns - busy_ns */
+    /* idle_ns by cause; [0] holds idle that is in no bubble: before the first and after the last
+     * GPU operation, and gaps shorter than an_opts.gap_ns */
     uint64_t idle_by_cause[AN_CAUSE_N_];
     uint64_t blocked_ns; /* host time blocked in calls on this device */
+    uint64_t first, last; /* first start and last end of its GPU work (0, 0: none) */
+    uint64_t kernels, copies, memsets, syncs; /* GPU records in range */
 } an_device;
 
 typedef struct an_opts {
     uint64_t t0, t1;            /* range to analyse; 0, 0: everything */
     uint64_t gap_ns;            /* bubbles shorter than this are ignored; 0: 20 us */
-    uint64_t low_util_window_ns; /* 0: 100 ms */
-    double low_util_threshold;  /* 0: 0.5 */
+    uint64_t rule_gap_ns;       /* the GPU gaps rule's threshold; 0: 500 ms (nsys gpu_gaps) */
+    uint64_t low_util_window_ns; /* low-utilization window; 0: the device's span / util_chunks */
+    unsigned util_chunks;       /* 0: 30 (nsys gpu_time_util) */
+    double low_util_threshold;  /* 0: 0.5 (nsys gpu_time_util: 50%) */
 } an_opts;
 
 typedef struct an_result {
     uint64_t t0, t1;
+    uint64_t blocked_ns;  /* all blocking spans, summed over threads */
+    uint64_t api_calls;   /* host CUDA calls in range */
     an_block *blocks;   /* sorted by start */
     size_t n_blocks;
     an_bubble *bubbles; /* sorted by start */
@@ -119,6 +129,13 @@ typedef struct an_result {
     an_device *devices;
     size_t n_devices;
 } an_result;
+
+/* A short description of a rule (what Nsight Systems' rule of that name checks) and its nsys name. */
+const char *an_rule_title(int rule);
+const char *an_rule_nsys(int rule);
+
+/* The kind of wait an API name implies, by name only (0 when it is not a call that can block). */
+int an_block_kind_of_name(const char *api);
 
 /* Analyses a committed store. opts may be NULL. */
 int an_analyze(const st_store *s, const an_opts *opts, an_result *out, tp_err *err);

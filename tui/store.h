@@ -154,4 +154,25 @@ const st_device_info *st_device_get(const st_store *s, size_t i);
 /* The frames of a store call-site id, innermost first; NULL (n = 0) when unknown. */
 const st_frame *st_callsite_frames(const st_store *s, uint64_t callsite, size_t *n);
 
+/* ---- additions (viewer, issue 4) ---- */
+
+/* The device of an API event (kept in sub | mem << 8), TP_NO_DEVICE for other kinds or unknown. A
+ * kernel's value holds its grid size in blocks, its aux the threads per block. */
+uint16_t st_event_device(const st_event *e);
+
+/* Gives back the spare capacity of the lanes (after a whole source was loaded). */
+void st_store_shrink(st_store *s);
+
+/* Incremental loading, for a viewer that must show the first screen before the whole file is read:
+ * st_loader_step adds batches in file order for about budget_s seconds (0: until done) and returns
+ * 1 when everything was read, 0 when there is more, or a negative TP_E* code. Call st_store_commit
+ * after a step before reading. A Kineto JSON is imported whole in its first step. The span of the
+ * whole source is known at once for a trace file (from its index; 0, 0 for Kineto). */
+typedef struct st_loader st_loader;
+st_loader *st_loader_open(st_store *s, const char *path, st_warn_fn warn, void *ctx, tp_err *err);
+int st_loader_step(st_loader *ld, double budget_s, tp_err *err);
+double st_loader_progress(const st_loader *ld); /* 0..1 */
+void st_loader_span(const st_loader *ld, uint64_t *t0, uint64_t *t1);
+void st_loader_close(st_loader **ld);
+
 #endif

@@ -161,9 +161,11 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
     NOTE();
     if ((unsigned)kind >= 64)
         return CUPTI_ERROR_INVALID_KIND;
+    pthread_mutex_lock(&S.mu);
     S.kinds[kind] = 1;
     if (kind == CUPTI_ACTIVITY_KIND_KERNEL)
         S.kernel_kind_ever = 1;
+    pthread_mutex_unlock(&S.mu);
     return CUPTI_SUCCESS;
 }
 
@@ -171,21 +173,27 @@ EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
     NOTE();
     if ((unsigned)kind >= 64)
         return CUPTI_ERROR_INVALID_KIND;
+    pthread_mutex_lock(&S.mu);
     S.kinds[kind] = 0;
+    pthread_mutex_unlock(&S.mu);
     return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
     NOTE();
+    pthread_mutex_lock(&S.mu);
     if (cbid < 1024)
         S.rt_api[cbid] = enable;
+    pthread_mutex_unlock(&S.mu);
     return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
     NOTE();
+    pthread_mutex_lock(&S.mu);
     if (cbid < 1024)
         S.drv_api[cbid] = enable;
+    pthread_mutex_unlock(&S.mu);
     return CUPTI_SUCCESS;
 }
 
@@ -636,6 +644,48 @@ static void wait_flushes(int n) {
 
 static int play_range(int from, int to);
 
+static void do_report(void) {
+    char kinds[256] = "";
+    size_t n = 0;
+    int callbacks = 0, apis = 0;
+    pthread_mutex_lock(&S.mu);
+    for (int k = 0; k < 64; k++)
+        if (S.kinds[k])
+            n += (size_t)snprintf(kinds + n, sizeof kinds - n, "%s%d", n ? "," : "", k);
+    for (int d = 0; d < 4; d++)
+        for (int c = 0; c < 1024; c++)
+            callbacks += S.cb_on[d][c];
+    for (int c = 0; c < 1024; c++)
+        apis += S.rt_api[c] + S.drv_api[c];
+    pthread_mutex_unlock(&S.mu);
+    printf("standin: report kinds=%s callbacks=%d api_records=%d\n", kinds, callbacks, apis);
+    fflush(stdout);
+}
+
+/* Waits (1 ms steps, 20 s at most) until cond(arg) holds. 0, or -1 when it never did. */
+static int wait_until(int (*cond)(const char *), const char *arg) {
+    for (int i = 0; i < 20000; i++) {
+        if (cond(arg))
+            return 0;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    fprintf(stderr, "standin: gave up waiting for %s\n", arg);
+    return -1;
+}
+
+static int file_there(const char *path) { return access(path, F_OK) == 0; }
+
+static int kind_is(const char *arg) {
+    unsigned kind = 0, on = 0;
+    if (sscanf(arg, "%u %u", &kind, &on) != 2 || kind >= 64)
+        return 0;
+    pthread_mutex_lock(&S.mu);
+    int now = S.kinds[kind];
+    pthread_mutex_unlock(&S.mu);
+    return now == (int)on;
+}
+
 typedef struct thread_arg {
     int from, to;
 } thread_arg;
@@ -675,6 +725,14 @@ static void do_fork(void) {
         S.child_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* A daemon's first half: fork, and both processes leave at once with _exit (no exit handlers, no
+ * destructors): what the parent had recorded must have gone out before the fork. */
+static void do_fork_exit(void) {
+    fflush(NULL);
+    if (fork() >= 0)
+        _exit(0);
+}
+
 static int play_line(const char *l, shift sh) {
     if (strncmp(l, "kernel", 6) == 0) do_kernel(l, sh);
     else if (strncmp(l, "memcpy", 6) == 0) do_memcpy(l, sh);
@@ -700,6 +758,15 @@ static int play_line(const char *l, shift sh) {
         }
     } else if (strcmp(l, "wait_flush") == 0) wait_flushes(2);
     else if (strcmp(l, "fork") == 0) do_fork();
+    else if (strcmp(l, "fork_exit") == 0) do_fork_exit();
+    else if (strcmp(l, "report") == 0) do_report();
+    else if (strncmp(l, "touch ", 6) == 0) {
+        int fd = open(l + 6, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return -1;
+        close(fd);
+    } else if (strncmp(l, "wait_file ", 10) == 0) return wait_until(file_there, l + 10);
+    else if (strncmp(l, "wait_kind ", 10) == 0) return wait_until(kind_is, l + 10);
     else if (strncmp(l, "fail ", 5) == 0) { /* applied at load */ }
     else return -1;
     return 0;
@@ -769,6 +836,11 @@ EXPORT int standin_load(const char *path) {
     }
     fclose(f);
     return 0;
+}
+
+EXPORT int standin_run_line(const char *line) {
+    shift sh = {0, 0};
+    return line != NULL ? play_line(line, sh) : -1;
 }
 
 EXPORT void standin_set_sites(const standin_site_fn *fns, int n) {

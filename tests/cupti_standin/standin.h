@@ -32,7 +32,14 @@
  *   repeat N ... end                  the lines between, N times
  *   threads N ... end                 the lines between, on N threads at once
  *   fork                              fork; the child makes a host call and exits
+ *   fork_exit                         fork; parent and child both _exit(0) at once
  *   xN@D LINE                         LINE N times, start/end/ts + i*D and corr + i
+ *   report                            print what the tracer has enabled: "standin: report kinds=K,..
+ *                                     callbacks=N api_records=M" (activity kinds, API callbacks,
+ *                                     RUNTIME/DRIVER records of chosen APIs)
+ *   touch PATH | wait_file PATH       create a file | wait until one exists (a test's handshake)
+ *   wait_kind KIND 0|1                wait until activity kind KIND is disabled | enabled
+ * The wait_* directives give up after 20 s, and the script fails.
  * Every activity record is produced only if its kind (or API id) is enabled, as CUPTI would.
  *
  * Calls into CUPTI from a forked child are appended to $SYNCTOP_STANDIN_CHILD_LOG ("pid function").
@@ -51,5 +58,9 @@ int standin_load(const char *path);
 void standin_set_sites(const standin_site_fn *fns, int n);
 /* Plays the script on the calling thread. 0, or -1 when it could not be parsed. */
 int standin_play(void);
+/* Plays one directive (no blocks) on the calling thread, now: how a program that is not the
+ * harness (a Python script, through ctypes) makes its host calls from its own call sites. 0, or -1
+ * when the line is not a directive. */
+int standin_run_line(const char *line);
 
 #endif

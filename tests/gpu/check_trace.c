@@ -3,7 +3,10 @@
  * source: "// EXPECT: N x API blocking at @TAG", where the line holding "// @TAG" is the call.
  * A blocking call counts toward an expectation when its API name matches and its call site,
  * symbolized with addr2line (module + offset, as the tracer publishes them), reaches that line of
- * that file. Prints one line per expectation; exit status 0 when all hold, 1 otherwise, 2 on error.
+ * that file. For a Python script, "# EXPECT-PY: N x blocking at @TAG" (the line holding "# @TAG")
+ * counts the blocking calls, of any API, whose call site has a Python frame at that line of a file
+ * of that name. Prints one line per expectation; exit status 0 when all hold, 1 otherwise, 2 on
+ * error.
  *
  * usage: synctop_check_trace TRACE SOURCE
  */
@@ -107,16 +110,30 @@ static site *site_of(uint32_t id, const char *base) {
     return s;
 }
 
-static int tag_line(const char *source, const char *tag) {
+/* Whether a call site has a Python frame at line `at` of a file named `base`. */
+static int python_hits(uint32_t id, const char *base, int at) {
+    for (size_t i = 0; i < n_recs; i++) {
+        const tp_frame *f = &recs[i].frame;
+        if (recs[i].head.kind != TP_K_FRAME || f->callsite != id || f->flags != TP_FRAME_PYTHON)
+            continue;
+        const char *file = str(f->file);
+        const char *slash = strrchr(file, '/');
+        if (strcmp(slash ? slash + 1 : file, base) == 0 && (int)f->line == at)
+            return 1;
+    }
+    return 0;
+}
+
+static int tag_line(const char *source, const char *tag, int python) {
     FILE *f = fopen(source, "r");
     if (f == NULL)
         return -1;
     char line[4096], want[128];
-    snprintf(want, sizeof want, "// %s", tag);
+    snprintf(want, sizeof want, "%s %s", python ? "#" : "//", tag);
     int n = 0, found = -1;
     while (fgets(line, sizeof line, f) != NULL) {
         n++;
-        if (strstr(line, "EXPECT:") == NULL && strstr(line, want) != NULL) {
+        if (strstr(line, "EXPECT") == NULL && strstr(line, want) != NULL) {
             size_t after = (size_t)(strstr(line, want) - line) + strlen(want);
             if (line[after] == '\0' || line[after] == '\n' || line[after] == ' ') {
                 found = n;
@@ -146,15 +163,17 @@ int main(int argc, char **argv) {
     int failed = 0, expectations = 0;
     while (fgets(line, sizeof line, src) != NULL) {
         const char *e = strstr(line, "EXPECT:");
-        if (e == NULL)
+        const char *epy = strstr(line, "EXPECT-PY:");
+        if (e == NULL && epy == NULL)
             continue;
         unsigned want = 0;
-        char api[128], tag[128];
-        if (sscanf(e, "EXPECT: %u x %127s blocking at %127s", &want, api, tag) != 3) {
+        char api[128] = "", tag[128];
+        if (epy != NULL ? sscanf(epy, "EXPECT-PY: %u x blocking at %127s", &want, tag) != 2
+                        : sscanf(e, "EXPECT: %u x %127s blocking at %127s", &want, api, tag) != 3) {
             fprintf(stderr, "check_trace: cannot read: %s", line);
             return 2;
         }
-        int at = tag_line(argv[2], tag);
+        int at = tag_line(argv[2], tag, epy != NULL);
         if (at < 0) {
             fprintf(stderr, "check_trace: no line tagged %s in %s\n", tag, argv[2]);
             return 2;
@@ -164,6 +183,10 @@ int main(int argc, char **argv) {
             const tp_api *a = &recs[i].api;
             if (recs[i].head.kind != TP_K_API || !(a->flags & TP_F_BLOCKING) || a->callsite == 0)
                 continue;
+            if (epy != NULL) {
+                got += (unsigned)python_hits(a->callsite, base, at);
+                continue;
+            }
             const char *name = str(a->name);
             if (strncmp(name, api, strlen(api)) != 0 ||
                 (name[strlen(api)] != '\0' && strncmp(name + strlen(api), "_pt", 3) != 0))
@@ -178,7 +201,8 @@ int main(int argc, char **argv) {
         expectations++;
         int ok = got == want;
         failed += !ok;
-        printf("%s %s:%d %u x %s blocking (saw %u)\n", ok ? "ok  " : "FAIL", base, at, want, api, got);
+        printf("%s %s:%d %u x %s blocking (saw %u)\n", ok ? "ok  " : "FAIL", base, at, want,
+               epy != NULL ? "Python call" : api, got);
     }
     fclose(src);
     if (expectations == 0) {

@@ -4,9 +4,9 @@
 # of each sample), and writes the recorded traces into samples/traces/.
 #
 # usage: tests/gpu/run.sh [BUILD_DIR]     (default: build-gpu)
-# The PyTorch scripts run when `python3 -c "import torch"` works; their Python file:line checks
-# (EXPECT-PY lines) wait for the tracer's Python frames: for now their traces are recorded and the
-# number of blocking calls is printed.
+# The PyTorch scripts run when `python3 -c "import torch"` works with CUDA, and are checked the same
+# way against their EXPECT-PY lines (the Python file:line of each blocking call, which the tracer
+# reads from CPython 3.10 to 3.13). PYTHON=/path/to/python3 picks the interpreter.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build-gpu}
@@ -30,12 +30,16 @@ for src in "$root"/samples/sample_*.cu; do
     "$check" "$traces/$name.trace" "$src" || failed=$((failed + 1))
 done
 
-if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+python=${PYTHON:-python3}
+if "$python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    echo "python: $("$python" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__)')"
     for py in "$root"/samples/torch_*.py; do
         name=$(basename "$py" .py)
         echo "== $name"
-        "$synctop" run --record "$traces/$name.trace" -- python3 "$py" >/dev/null || failed=$((failed + 1))
-        "$synctop" info "$traces/$name.trace" | head -20 || true
+        if ! "$synctop" run --record "$traces/$name.trace" -- "$python" "$py" >/dev/null; then
+            echo "FAIL $name: exited with an error"; failed=$((failed + 1)); continue
+        fi
+        "$check" "$traces/$name.trace" "$py" || failed=$((failed + 1))
     done
 else
     echo "(PyTorch with CUDA not available: torch_*.py skipped)"

@@ -1,0 +1,162 @@
+/*
+ * The viewer's figures: median time to compute one 200x60 frame (vw_render: summaries of every
+ * lane, bubbles, stalls, text) on synthetic traces of 1M and 10M events, zoomed all the way out and
+ * all the way in; memory per stored event; and the time from opening a 10M-event trace file to the
+ * first frame, through the same incremental loader `synctop replay` uses.
+ *
+ * usage: bench_view [MILLIONS...]   (default: 1 10)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis.h"
+#include "store.h"
+#include "synctop/file.h"
+#include "synth.h"
+#include "view.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Feeds n synthetic events in 4096-event batches to the store and, when w is not NULL, a file. */
+static void feed(st_store *s, tp_fwriter *w, size_t n) {
+    synth sy;
+    synth_init(&sy, 42);
+    tp_enc *enc = tp_enc_new(NULL);
+    tp_buf out = {0};
+    tp_err err;
+    for (size_t done = 0; done < n; done += 4096) {
+        synth_fill(&sy, enc, n - done < 4096 ? n - done : 4096);
+        tp_enc_finish(enc, &out);
+        tp_enc_delivered(enc, 1);
+        if (s && st_store_add_batch(s, out.data, out.len, &err) != 0)
+            fprintf(stderr, "refused: %s\n", err.msg);
+        if (w && tp_fwriter_append(w, out.data, out.len, &err) != 0)
+            fprintf(stderr, "write: %s\n", err.msg);
+    }
+    tp_buf_free(&out);
+    tp_enc_destroy(&enc);
+}
+
+static double median_frame(st_store *s, vw_state *v, vw_grid *g, uint64_t t0, uint64_t t1) {
+    double t[31];
+    for (int i = 0; i < 31; i++) {
+        v->t0 = t0;
+        v->t1 = t1;
+        v->cursor = t0 + (t1 - t0) / 2;
+        g->w = 200;
+        g->h = 60;
+        double a = now_s();
+        vw_render(s, v, g);
+        t[i] = now_s() - a;
+    }
+    qsort(t, 31, sizeof t[0], cmp_d);
+    return t[15];
+}
+
+int main(int argc, char **argv) {
+    size_t sizes[8] = {1, 10};
+    int n_sizes = 2;
+    if (argc > 1) {
+        n_sizes = 0;
+        for (int i = 1; i < argc && n_sizes < 8; i++)
+            sizes[n_sizes++] = (size_t)atol(argv[i]);
+    }
+    printf("bench_view: frame 200x60, synthetic trace (tests/synth.h)\n");
+    for (int k = 0; k < n_sizes; k++) {
+        size_t n = sizes[k] * 1000000;
+        st_store *s = st_store_new(NULL);
+        double a = now_s();
+        feed(s, NULL, n);
+        st_store_commit(s);
+        st_store_shrink(s);
+        double ingest = now_s() - a;
+        an_result an;
+        tp_err err;
+        a = now_s();
+        if (an_analyze(s, NULL, &an, &err) != 0) {
+            fprintf(stderr, "analysis: %s\n", err.msg);
+            return 1;
+        }
+        double ana = now_s() - a;
+        vw_state v;
+        vw_state_init(&v, VW_REPLAY, s);
+        v.an = &an;
+        vw_sites_update(&v);
+        v.follow = 0;
+        vw_grid g = {0};
+        uint64_t t0, t1;
+        st_store_span(s, &t0, &t1);
+        double out = median_frame(s, &v, &g, t0, t1);
+        uint64_t mid = t0 + (t1 - t0) / 2;
+        double in = median_frame(s, &v, &g, mid, mid + 176); /* one nanosecond per column */
+        double in_us = median_frame(s, &v, &g, mid, mid + 200000); /* a few kernels */
+        printf("%3zuM events: frame zoomed out %.3f ms, all the way in %.3f ms, at 200 us %.3f ms | "
+               "%.1f bytes/event | ingest %.2f s (%.1f M events/s) | analysis %.2f s\n",
+               sizes[k], out * 1e3, in * 1e3, in_us * 1e3, (double)st_store_memory(s) / (double)st_store_events(s),
+               ingest, (double)n / ingest / 1e6, ana);
+        vw_state_free(&v);
+        vw_grid_free(&g);
+        an_result_free(&an);
+        st_store_destroy(&s);
+    }
+    /* time to the first frame of a 10M-event trace file */
+    size_t n = sizes[n_sizes - 1] * 1000000;
+    char path[] = "/tmp/bench_view_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return 1;
+    close(fd);
+    tp_err err;
+    tp_fwriter *w = tp_fwriter_open(path, TP_FW_OVERWRITE, &err);
+    if (w == NULL) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    feed(NULL, w, n);
+    tp_fwriter_close(&w, &err);
+    double a = now_s();
+    st_store *s = st_store_new(NULL);
+    st_loader *ld = st_loader_open(s, path, NULL, NULL, &err);
+    if (ld == NULL) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    st_loader_step(ld, 0.015, &err);
+    st_store_commit(s);
+    vw_state v;
+    vw_state_init(&v, VW_REPLAY, s);
+    uint64_t t0, t1;
+    st_loader_span(ld, &t0, &t1);
+    v.origin = v.t0 = v.now = t0;
+    v.end = t1;
+    v.t1 = t1;
+    v.load_progress = st_loader_progress(ld);
+    vw_grid g = {.w = 200, .h = 60};
+    vw_render(s, &v, &g);
+    double first = now_s() - a;
+    size_t first_events = st_store_events(s);
+    while (st_loader_step(ld, 0.015, &err) == 0)
+        st_store_commit(s);
+    st_store_commit(s);
+    double all = now_s() - a;
+    printf("%zuM-event trace file: first frame after %.3f s (%zu events loaded by then), whole file in %.2f s\n",
+           n / 1000000, first, first_events, all);
+    vw_state_free(&v);
+    vw_grid_free(&g);
+    st_loader_close(&ld);
+    st_store_destroy(&s);
+    unlink(path);
+    return 0;
+}

@@ -1,0 +1,352 @@
+/*
+ * The analysis (tui/analysis.c) on the five real Kineto traces in samples/traces/kineto and on small
+ * hand-built timelines whose bubbles and causes are known exactly.
+ *
+ * Expected figures for the real traces come from the JSON itself, summed with Python:
+ *   python3 -c 'import gzip,json; ev=json.load(gzip.open(F))["traceEvents"];
+ *     print(sum(round(e["dur"]*1000) for e in ev if e.get("cat")=="cuda_runtime" and e["name"]==API))'
+ * (cudaMemcpyAsync: only the calls whose gpu_memcpy, by correlation, names Pageable memory), and the
+ * busy time as the union of the kernel/gpu_memcpy/gpu_memset intervals.
+ */
+#include <string.h>
+
+#include "analysis.h"
+#include "store.h"
+#include "synctop/codec.h"
+#include "task.h"
+
+static st_store *load_sample(const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, name);
+    st_store *s = st_store_new(NULL);
+    ASSERT_NOT_NULL(s);
+    tp_err err = {{0}};
+    int rc = st_store_load(s, path, NULL, NULL, &err);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", err.msg);
+    ASSERT_OK(rc);
+    st_store_commit(s);
+    return s;
+}
+
+static const an_site *site_by_api(const st_store *s, const an_result *r, const char *api) {
+    for (size_t i = 0; i < r->n_sites; i++)
+        if (strcmp(st_str(s, r->sites[i].name), api) == 0)
+            return &r->sites[i];
+    return NULL;
+}
+
+static uint64_t rule_count(const an_result *r, int rule) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < r->n_findings; i++)
+        if (r->findings[i].rule == rule)
+            n += r->findings[i].count;
+    return n;
+}
+
+static void check_site(const st_store *s, const an_result *r, const char *api, uint64_t count, uint64_t total_ns, int kind) {
+    const an_site *st = site_by_api(s, r, api);
+    if (st == NULL)
+        TASK_FAIL_("no site for %s", api);
+    ASSERT_UEQ(st->count, count);
+    ASSERT_UEQ(st->total_ns, total_ns);
+    ASSERT_EQ(st->kind, kind);
+}
+
+/* Per-stream counts of GPU records, from the store's lanes. */
+static uint64_t stream_count(const st_store *s, uint32_t stream, int kind) {
+    uint64_t n = 0;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != ST_LANE_STREAM || li->id != stream)
+            continue;
+        size_t ne;
+        const st_event *ev = st_lane_events(s, l, &ne);
+        for (size_t i = 0; i < ne; i++)
+            n += ev[i].kind == kind;
+    }
+    return n;
+}
+
+TEST(analysis_alexnet_blocked_totals_match_the_trace) {
+    st_store *s = load_sample("alexnet_a100_sync_heavy.json.gz");
+    an_result r;
+    ASSERT_OK(an_analyze(s, NULL, &r, NULL));
+    /* 52 blocking calls, 6.612315 s in all, per API as the trace's own durations sum. */
+    ASSERT_EQ(r.n_blocks, 52);
+    ASSERT_UEQ(r.blocked_ns, 559000ull + 938000ull + 6553827000ull + 56991000ull);
+    check_site(s, &r, "cudaStreamSynchronize", 16, 559000, AN_BLOCK_SYNC);
+    check_site(s, &r, "cudaDeviceSynchronize", 5, 938000, AN_BLOCK_SYNC);
+    check_site(s, &r, "cudaFree", 15, 6553827000ull, AN_BLOCK_ALLOC);
+    check_site(s, &r, "cudaMemcpyAsync", 16, 56991000, AN_BLOCK_PAGEABLE);
+    /* Sites come largest first. */
+    for (size_t i = 1; i < r.n_sites; i++)
+        ASSERT(r.sites[i - 1].total_ns >= r.sites[i].total_ns);
+    /* Counts per stream: kernels 73 + 6, copies 16 on stream 7, memsets 2 + 1, syncs 32 + 4 (+5 device-wide). */
+    ASSERT_EQ(stream_count(s, 7, TP_K_KERNEL), 73);
+    ASSERT_EQ(stream_count(s, 20, TP_K_KERNEL), 6);
+    ASSERT_EQ(stream_count(s, 7, TP_K_MEMCPY), 16);
+    ASSERT_EQ(stream_count(s, 7, TP_K_MEMSET), 2);
+    ASSERT_EQ(stream_count(s, 20, TP_K_MEMSET), 1);
+    ASSERT_EQ(stream_count(s, 7, TP_K_SYNC), 32);
+    ASSERT_EQ(stream_count(s, 20, TP_K_SYNC), 4);
+    ASSERT_EQ(stream_count(s, TP_NO_ID, TP_K_SYNC), 5);
+    /* One A100; busy = the union of its kernels, copies and memsets. */
+    ASSERT_EQ(r.n_devices, 1);
+    const an_device *d = &r.devices[0];
+    ASSERT_UEQ(d->kernels, 79);
+    ASSERT_UEQ(d->copies, 16);
+    ASSERT_UEQ(d->memsets, 3);
+    ASSERT_UEQ(d->syncs, 41);
+    ASSERT_UEQ(d->busy_ns, 66141000ull);
+    ASSERT_UEQ(d->busy_ns + d->idle_ns, r.t1 - r.t0);
+    uint64_t by_cause = 0;
+    for (int c = 0; c < AN_CAUSE_N_; c++)
+        by_cause += d->idle_by_cause[c];
+    ASSERT_UEQ(by_cause, d->idle_ns);
+    ASSERT_UEQ(d->blocked_ns, r.blocked_ns);
+    /* The rules: 21 synchronization calls, 16 pageable async copies, long GPU gaps (the 6 s
+     * cudaFree stalls are far above 500 ms), and the gap names the call that caused it. */
+    ASSERT_UEQ(rule_count(&r, AN_RULE_SYNC_API), 21);
+    ASSERT_UEQ(rule_count(&r, AN_RULE_PAGEABLE_MEMCPY), 16);
+    ASSERT_UEQ(rule_count(&r, AN_RULE_SYNC_MEMCPY), 0);
+    ASSERT(rule_count(&r, AN_RULE_GPU_GAPS) >= 1);
+    for (size_t i = 0; i < r.n_findings; i++)
+        if (r.findings[i].rule == AN_RULE_GPU_GAPS) {
+            ASSERT(r.findings[i].max_ns >= 500000000ull);
+            ASSERT_STR_EQ(st_str(s, r.findings[i].name), "cudaFree");
+        }
+    /* Bubbles: sorted, inside the trace, each blocked one pointing at a real span. */
+    ASSERT(r.n_bubbles > 0);
+    for (size_t i = 0; i < r.n_bubbles; i++) {
+        const an_bubble *b = &r.bubbles[i];
+        ASSERT(b->end > b->start);
+        ASSERT(b->start >= r.t0 && b->end <= r.t1);
+        if (i)
+            ASSERT(r.bubbles[i - 1].start <= b->start);
+        if (b->cause == AN_CAUSE_BLOCK)
+            ASSERT(b->block < r.n_blocks && r.blocks[b->block].end <= b->end + 0 + (r.t1 - r.t0));
+        else
+            ASSERT_UEQ(b->block, SIZE_MAX);
+    }
+    an_result_free(&r);
+    st_store_destroy(&s);
+}
+
+TEST(analysis_single_stream_trace) {
+    st_store *s = load_sample("event_sync_single_stream.json.gz");
+    an_result r;
+    ASSERT_OK(an_analyze(s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_blocks, 4);
+    check_site(s, &r, "cudaStreamSynchronize", 1, 6000, AN_BLOCK_SYNC);
+    check_site(s, &r, "cudaEventSynchronize", 1, 34000, AN_BLOCK_SYNC);
+    check_site(s, &r, "cudaDeviceSynchronize", 1, 8000, AN_BLOCK_SYNC);
+    check_site(s, &r, "cudaMemcpyAsync", 1, 29000, AN_BLOCK_PAGEABLE);
+    ASSERT_EQ(r.n_devices, 1);
+    ASSERT_UEQ(r.devices[0].busy_ns, 51000);
+    ASSERT_UEQ(r.devices[0].kernels, 4);
+    ASSERT_UEQ(r.devices[0].copies, 1);
+    ASSERT_UEQ(rule_count(&r, AN_RULE_SYNC_API), 3);
+    ASSERT_UEQ(rule_count(&r, AN_RULE_PAGEABLE_MEMCPY), 1);
+    /* The 100 us the GPU waited after cudaStreamSynchronize is charged to it. */
+    const an_site *st = site_by_api(s, &r, "cudaStreamSynchronize");
+    ASSERT(st->gpu_idle_ns > 0);
+    an_result_free(&r);
+    st_store_destroy(&s);
+}
+
+TEST(analysis_sampled_ranks_each_on_its_gpu) {
+    st_store *s = st_store_new(NULL);
+    char p0[1024], p1[1024];
+    snprintf(p0, sizeof p0, "%s/sampled_rank-0.json.gz", KINETO_TRACE_DIR);
+    snprintf(p1, sizeof p1, "%s/sampled_rank-1.json.gz", KINETO_TRACE_DIR);
+    ASSERT_OK(st_store_load(s, p0, NULL, NULL, NULL));
+    ASSERT_OK(st_store_load(s, p1, NULL, NULL, NULL));
+    st_store_commit(s);
+    an_result r;
+    ASSERT_OK(an_analyze(s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_devices, 2);
+    uint64_t busy0 = 0, k = 0;
+    for (size_t i = 0; i < r.n_devices; i++) {
+        k += r.devices[i].kernels;
+        if (r.devices[i].device == 0)
+            busy0 = r.devices[i].busy_ns;
+    }
+    ASSERT_UEQ(k, 1154 + 1104);
+    ASSERT_UEQ(busy0, 547656000ull);
+    /* One site per rank for the 24 pageable copies each. */
+    uint64_t copies = 0;
+    for (size_t i = 0; i < r.n_sites; i++)
+        if (strcmp(st_str(s, r.sites[i].name), "cudaMemcpyAsync") == 0)
+            copies += r.sites[i].count;
+    ASSERT_UEQ(copies, 48);
+    ASSERT_UEQ(rule_count(&r, AN_RULE_PAGEABLE_MEMCPY), 48);
+    an_result_free(&r);
+    st_store_destroy(&s);
+}
+
+/* ---- hand-built timelines ---- */
+
+typedef struct tl {
+    tp_enc *enc;
+    st_store *s;
+    uint32_t corr;
+} tl;
+
+static void tl_init(tl *t) {
+    tp_enc_opts eo = {.producer = 77};
+    t->enc = tp_enc_new(&eo);
+    t->s = st_store_new(NULL);
+    t->corr = 1;
+    tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = 7, .rank = -1, .world = -1,
+                    .host = tp_enc_intern_cstr(t->enc, "host"), .cmdline = tp_enc_intern_cstr(t->enc, "train.py")};
+    ASSERT_OK(tp_enc_add(t->enc, &p));
+    tp_device d = {.kind = TP_K_DEVICE, .device = 0, .name = tp_enc_intern_cstr(t->enc, "Test GPU")};
+    ASSERT_OK(tp_enc_add(t->enc, &d));
+    tp_stream st = {.kind = TP_K_STREAM, .device = 0, .stream = 7};
+    ASSERT_OK(tp_enc_add(t->enc, &st));
+    /* Call site 5: a Python frame over a native one. */
+    tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = 5, .n_frames = 2};
+    ASSERT_OK(tp_enc_add(t->enc, &cs));
+    tp_frame f0 = {.kind = TP_K_FRAME, .flags = TP_FRAME_NATIVE, .index = 0, .callsite = 5,
+                   .func = tp_enc_intern_cstr(t->enc, "cudaStreamSynchronize"),
+                   .module = tp_enc_intern_cstr(t->enc, "/usr/lib/libcudart.so.12"), .pc = 0x1234};
+    tp_frame f1 = {.kind = TP_K_FRAME, .flags = TP_FRAME_PYTHON, .index = 1, .callsite = 5, .line = 42,
+                   .file = tp_enc_intern_cstr(t->enc, "train.py"), .func = tp_enc_intern_cstr(t->enc, "step")};
+    ASSERT_OK(tp_enc_add(t->enc, &f0));
+    ASSERT_OK(tp_enc_add(t->enc, &f1));
+}
+
+/* A launch call at [a, a+2us) and its kernel at [ks, ke), in us. */
+static void tl_kernel(tl *t, uint64_t a, uint64_t ks, uint64_t ke) {
+    uint32_t c = t->corr++;
+    tp_api api = {.kind = TP_K_API, .flags = TP_F_LAUNCH, .device = 0, .tid = 100, .start = a * 1000,
+                  .end = a * 1000 + 2000, .correlation = c, .name = tp_enc_intern_cstr(t->enc, "cudaLaunchKernel")};
+    tp_kernel k = {.kind = TP_K_KERNEL, .device = 0, .stream = 7, .start = ks * 1000, .end = ke * 1000,
+                   .correlation = c, .name = tp_enc_intern_cstr(t->enc, "gemm")};
+    ASSERT_OK(tp_enc_add(t->enc, &api));
+    ASSERT_OK(tp_enc_add(t->enc, &k));
+}
+
+static void tl_sync(tl *t, uint64_t a, uint64_t b, uint32_t site) {
+    tp_api api = {.kind = TP_K_API, .flags = TP_F_BLOCKING, .device = 0, .tid = 100, .start = a * 1000,
+                  .end = b * 1000, .correlation = t->corr++, .callsite = site,
+                  .name = tp_enc_intern_cstr(t->enc, "cudaStreamSynchronize")};
+    ASSERT_OK(tp_enc_add(t->enc, &api));
+}
+
+static void tl_done(tl *t) {
+    tp_buf out = {0};
+    ASSERT_OK(tp_enc_finish_flags(t->enc, TP_BF_END, &out));
+    tp_err err = {{0}};
+    int rc = st_store_add_batch(t->s, out.data, out.len, &err);
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    ASSERT_OK(rc);
+    tp_buf_free(&out);
+    tp_enc_destroy(&t->enc);
+    st_store_commit(t->s);
+}
+
+static const an_bubble *device_bubble_at(const an_result *r, uint64_t start_us) {
+    for (size_t i = 0; i < r->n_bubbles; i++)
+        if (r->bubbles[i].lane == SIZE_MAX && r->bubbles[i].start == start_us * 1000)
+            return &r->bubbles[i];
+    return NULL;
+}
+
+TEST(analysis_bubbles_get_their_causes) {
+    tl t;
+    tl_init(&t);
+    tl_kernel(&t, 0, 10, 100);   /* A runs 10..100 */
+    tl_sync(&t, 5, 101, 5);      /* the host waits for A at train.py:42 */
+    tl_kernel(&t, 300, 310, 320); /* B: submitted after the wait ended, 200 us later */
+    tl_kernel(&t, 400, 600, 650); /* C: submitted at 400 while the GPU was idle since 320: host */
+    tl_kernel(&t, 610, 700, 710); /* D: submitted at 610, queued while C ran, starts late: launch */
+    tl_kernel(&t, 712, 715, 720); /* E: a 5 us gap, below the 20 us threshold: no bubble */
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_blocks, 1);
+    ASSERT_UEQ(r.blocks[0].start, 5000);
+    ASSERT_UEQ(r.blocks[0].device, 0);
+    const an_bubble *b1 = device_bubble_at(&r, 100), *b2 = device_bubble_at(&r, 320), *b3 = device_bubble_at(&r, 650);
+    ASSERT_NOT_NULL(b1);
+    ASSERT_NOT_NULL(b2);
+    ASSERT_NOT_NULL(b3);
+    ASSERT_UEQ(b1->end, 310000);
+    ASSERT_EQ(b1->cause, AN_CAUSE_BLOCK);
+    ASSERT_UEQ(b1->block, 0);
+    ASSERT_EQ(b2->cause, AN_CAUSE_HOST);
+    ASSERT_EQ(b3->cause, AN_CAUSE_LAUNCH);
+    ASSERT_NULL(device_bubble_at(&r, 710));
+    /* Stream bubbles exist too (one stream here: the same three). */
+    size_t stream_bubbles = 0;
+    for (size_t i = 0; i < r.n_bubbles; i++)
+        stream_bubbles += r.bubbles[i].lane != SIZE_MAX;
+    ASSERT_EQ(stream_bubbles, 3);
+    /* The wait cost the GPU the 210 us of its bubble; the site says so, with its frames. */
+    ASSERT_UEQ(r.blocks[0].gpu_idle_ns, 210000);
+    ASSERT_EQ(r.n_sites, 1);
+    ASSERT_UEQ(r.sites[0].gpu_idle_ns, 210000);
+    ASSERT_UEQ(r.sites[0].total_ns, 96000);
+    size_t nf = 0;
+    const st_frame *f = st_callsite_frames(t.s, r.sites[0].callsite, &nf);
+    ASSERT_EQ(nf, 2);
+    ASSERT_STR_EQ(st_str(t.s, f[1].file), "train.py");
+    ASSERT_EQ(f[1].line, 42);
+    const an_device *d = &r.devices[0];
+    ASSERT_UEQ(d->busy_ns, (90 + 10 + 50 + 10 + 5) * 1000ull);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_BLOCK], 210000);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_HOST], 280000);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_LAUNCH], 50000);
+    /* A sync-api finding at that site; no GPU gap above 500 ms. */
+    ASSERT_UEQ(rule_count(&r, AN_RULE_SYNC_API), 1);
+    ASSERT_UEQ(rule_count(&r, AN_RULE_GPU_GAPS), 0);
+    for (size_t i = 0; i < r.n_findings; i++)
+        if (r.findings[i].rule == AN_RULE_SYNC_API)
+            ASSERT_UEQ(r.findings[i].callsite, r.sites[0].callsite);
+    an_result_free(&r);
+
+    /* With a lower gaps threshold the rule fires, and names the wait behind the worst gap. */
+    an_opts o = {.rule_gap_ns = 100000};
+    ASSERT_OK(an_analyze(t.s, &o, &r, NULL));
+    ASSERT_UEQ(rule_count(&r, AN_RULE_GPU_GAPS), 2);
+    for (size_t i = 0; i < r.n_findings; i++)
+        if (r.findings[i].rule == AN_RULE_GPU_GAPS) {
+            ASSERT_UEQ(r.findings[i].max_ns, 280000);
+            ASSERT_UEQ(r.findings[i].callsite, 0); /* the worst gap was the host's, not a wait */
+        }
+    an_result_free(&r);
+    /* A range: only what is inside counts. */
+    an_opts o2 = {.t0 = 300000, .t1 = 700000};
+    ASSERT_OK(an_analyze(t.s, &o2, &r, NULL));
+    ASSERT_EQ(r.n_blocks, 0);
+    ASSERT_UEQ(r.devices[0].busy_ns, (10 + 50) * 1000ull);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+TEST(analysis_empty_store) {
+    st_store *s = st_store_new(NULL);
+    st_store_commit(s);
+    an_result r;
+    ASSERT_OK(an_analyze(s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_blocks + r.n_bubbles + r.n_sites + r.n_findings + r.n_devices, 0);
+    an_result_free(&r);
+    an_result_free(&r); /* twice is fine */
+    st_store_destroy(&s);
+}
+
+TEST(analysis_block_kinds_by_name) {
+    ASSERT_EQ(an_block_kind_of_name("cudaStreamSynchronize"), AN_BLOCK_SYNC);
+    ASSERT_EQ(an_block_kind_of_name("cuCtxSynchronize"), AN_BLOCK_SYNC);
+    ASSERT_EQ(an_block_kind_of_name("cudaMemcpy"), AN_BLOCK_MEMCPY);
+    ASSERT_EQ(an_block_kind_of_name("cudaMemcpyAsync_ptsz"), AN_BLOCK_PAGEABLE);
+    ASSERT_EQ(an_block_kind_of_name("cuMemcpyDtoHAsync_v2"), AN_BLOCK_PAGEABLE);
+    ASSERT_EQ(an_block_kind_of_name("cudaMemset"), AN_BLOCK_MEMSET);
+    ASSERT_EQ(an_block_kind_of_name("cudaFree"), AN_BLOCK_ALLOC);
+    ASSERT_EQ(an_block_kind_of_name("cudaEventQuery"), AN_BLOCK_QUERY);
+    ASSERT_EQ(an_block_kind_of_name("cudaLaunchKernel"), 0);
+    ASSERT_EQ(an_block_kind_of_name(""), 0);
+}

@@ -1,0 +1,599 @@
+/*
+ * The store (tui/store.h): ingest of synthetic batches, trace files and real Kineto traces; lanes
+ * and their order; out-of-order appends; lane summaries against a brute-force computation over
+ * random windows (a property test); the live bound; malformed batches.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kineto.h"
+#include "store.h"
+#include "synctop/file.h"
+#include "synth.h"
+#include "task.h"
+
+/* ---- helpers ---- */
+
+typedef struct batches {
+    tp_buf *b;
+    size_t n;
+} batches;
+
+static void batches_add(batches *bs, const tp_buf *src) {
+    bs->b = realloc(bs->b, (bs->n + 1) * sizeof *bs->b);
+    ASSERT_NOT_NULL(bs->b);
+    memset(&bs->b[bs->n], 0, sizeof bs->b[0]);
+    ASSERT_OK(tp_buf_append(&bs->b[bs->n], src->data, src->len));
+    bs->n++;
+}
+
+static void batches_free(batches *bs) {
+    for (size_t i = 0; i < bs->n; i++)
+        tp_buf_free(&bs->b[i]);
+    free(bs->b);
+    bs->b = NULL;
+    bs->n = 0;
+}
+
+/* n_batches batches of per_batch synthetic events. */
+static batches synth_batches(uint64_t seed, size_t n_batches, size_t per_batch) {
+    batches bs = {0};
+    synth sy;
+    synth_init(&sy, seed);
+    tp_enc_opts eo = {.producer = 0x1234 + seed};
+    tp_enc *enc = tp_enc_new(&eo);
+    ASSERT_NOT_NULL(enc);
+    tp_buf out = {0};
+    for (size_t i = 0; i < n_batches; i++) {
+        synth_fill(&sy, enc, per_batch);
+        ASSERT_OK(tp_enc_finish(enc, &out));
+        tp_enc_delivered(enc, 1);
+        batches_add(&bs, &out);
+    }
+    tp_buf_free(&out);
+    tp_enc_destroy(&enc);
+    return bs;
+}
+
+static void add_all(st_store *s, const batches *bs) {
+    for (size_t i = 0; i < bs->n; i++) {
+        tp_err err = {{0}};
+        int rc = st_store_add_batch(s, bs->b[i].data, bs->b[i].len, &err);
+        if (rc != 0)
+            TASK_FAIL_("batch %zu refused: %s", i, err.msg);
+    }
+}
+
+static void assert_lanes_sorted(const st_store *s) {
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        size_t n;
+        const st_event *e = st_lane_events(s, l, &n);
+        ASSERT_EQ(n, st_lane_get(s, l)->n_events);
+        for (size_t i = 1; i < n; i++) {
+            ASSERT(e[i - 1].start <= e[i].start);
+            if (e[i - 1].start == e[i].start)
+                ASSERT(e[i - 1].end <= e[i].end);
+        }
+    }
+}
+
+static size_t lane_find(const st_store *s, st_lane_kind kind, uint32_t id) {
+    for (size_t l = 0; l < st_lane_count(s); l++)
+        if (st_lane_get(s, l)->kind == kind && st_lane_get(s, l)->id == id)
+            return l;
+    return SIZE_MAX;
+}
+
+/* ---- ingest ---- */
+
+TEST(synth_batches_fill_lanes_in_display_order) {
+    batches bs = synth_batches(1, 20, 550); /* 11000 events: 203 whole steps of 54 and a part */
+    st_store *s = st_store_new(NULL);
+    add_all(s, &bs);
+    st_store_commit(s);
+    ASSERT_EQ(st_store_events(s), 20 * 550);
+    ASSERT_EQ(st_lane_count(s), 4);
+    /* stream 7 (null stream) first, then stream 8, then the thread, then its NVTX lane */
+    ASSERT_EQ(st_lane_get(s, 0)->kind, ST_LANE_STREAM);
+    ASSERT_EQ(st_lane_get(s, 0)->id, 7);
+    ASSERT(st_lane_get(s, 0)->null_stream);
+    ASSERT_EQ(st_lane_get(s, 1)->id, 8);
+    ASSERT_EQ(st_lane_get(s, 1)->priority, -1);
+    ASSERT_EQ(st_lane_get(s, 2)->kind, ST_LANE_THREAD);
+    ASSERT_EQ(st_lane_get(s, 2)->id, 4242);
+    ASSERT_STR_EQ(st_str(s, st_lane_get(s, 2)->name), "python");
+    ASSERT_EQ(st_lane_get(s, 3)->kind, ST_LANE_NVTX);
+    ASSERT_EQ(st_lane_get(s, 3)->n_events, 204);
+    assert_lanes_sorted(s);
+    /* metadata */
+    ASSERT_EQ(st_producer_count(s), 1);
+    const st_producer_info *p = st_producer_get(s, 0);
+    ASSERT_EQ(p->pid, 4242);
+    ASSERT_STR_EQ(st_str(s, p->host), "gpu-node-07");
+    ASSERT_STR_EQ(st_str(s, p->cmdline), "python train.py --epochs 3");
+    ASSERT_EQ(p->batches, 20);
+    ASSERT_EQ(p->missed, 0);
+    ASSERT_EQ(st_device_count(s), 1);
+    ASSERT_STR_EQ(st_str(s, st_device_get(s, 0)->name), "NVIDIA H100 80GB HBM3");
+    /* the blocking syncs carry call sites with their frames */
+    size_t th = lane_find(s, ST_LANE_THREAD, 4242), n, blocking = 0;
+    const st_event *e = st_lane_events(s, th, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (!(e[i].flags & TP_F_BLOCKING))
+            continue;
+        blocking++;
+        ASSERT_STR_EQ(st_str(s, e[i].name), "cudaStreamSynchronize");
+        size_t nf;
+        const st_frame *f = st_callsite_frames(s, e[i].value, &nf);
+        ASSERT_NOT_NULL(f);
+        ASSERT_EQ(nf, 2);
+        ASSERT_EQ(f[0].kind, TP_FRAME_PYTHON);
+        ASSERT_STR_EQ(st_str(s, f[0].file), "train.py");
+        ASSERT(f[0].line == 42 || f[0].line == 88);
+        ASSERT_STR_EQ(st_str(s, f[1].module), "libtorch_cuda.so");
+    }
+    ASSERT_EQ(blocking, 203);
+    /* span */
+    uint64_t t0, t1;
+    st_store_span(s, &t0, &t1);
+    ASSERT(t0 > 0 && t1 > t0);
+    uint64_t first = UINT64_MAX;
+    for (size_t l = 0; l < st_lane_count(s); l++)
+        if (st_lane_events(s, l, &n)[0].start < first)
+            first = st_lane_events(s, l, &n)[0].start;
+    ASSERT_UEQ(t0, first);
+    ASSERT_LE(st_store_memory(s), 48 * st_store_events(s) + (1u << 20));
+    st_store_destroy(&s);
+    st_store_destroy(&s); /* twice is fine */
+    batches_free(&bs);
+}
+
+TEST(sequence_gaps_are_counted_as_missed_batches) {
+    batches bs = synth_batches(2, 10, 100);
+    st_store *s = st_store_new(NULL);
+    for (size_t i = 0; i < bs.n; i++)
+        if (i != 3 && i != 4 && i != 7)
+            ASSERT_OK(st_store_add_batch(s, bs.b[i].data, bs.b[i].len, NULL));
+    st_store_commit(s);
+    ASSERT_EQ(st_producer_get(s, 0)->batches, 7);
+    ASSERT_EQ(st_producer_get(s, 0)->missed, 3);
+    st_store_destroy(&s);
+    batches_free(&bs);
+}
+
+TEST(out_of_order_batches_give_the_same_lanes) {
+    batches bs = synth_batches(3, 40, 137);
+    st_store *a = st_store_new(NULL), *b = st_store_new(NULL);
+    add_all(a, &bs);
+    st_store_commit(a);
+    /* the first batch carries the strings and metadata; the rest arrive shuffled, committing
+     * between some of them so the merge path runs on an indexed lane */
+    ASSERT_OK(st_store_add_batch(b, bs.b[0].data, bs.b[0].len, NULL));
+    size_t order[40];
+    for (size_t i = 0; i < 40; i++)
+        order[i] = i;
+    uint64_t r = 99;
+    for (size_t i = 39; i > 1; i--) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        size_t j = 1 + (size_t)(r >> 33) % i;
+        size_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (size_t i = 1; i < 40; i++) {
+        ASSERT_OK(st_store_add_batch(b, bs.b[order[i]].data, bs.b[order[i]].len, NULL));
+        if (i % 7 == 0)
+            st_store_commit(b);
+    }
+    st_store_commit(b);
+    assert_lanes_sorted(b);
+    ASSERT_EQ(st_lane_count(a), st_lane_count(b));
+    for (size_t l = 0; l < st_lane_count(a); l++) {
+        size_t na, nb;
+        const st_event *ea = st_lane_events(a, l, &na), *eb = st_lane_events(b, l, &nb);
+        ASSERT_EQ(na, nb);
+        for (size_t i = 0; i < na; i++) {
+            ASSERT_UEQ(ea[i].start, eb[i].start);
+            ASSERT_UEQ(ea[i].end, eb[i].end);
+        }
+        /* and the summaries agree */
+        uint64_t t0, t1;
+        st_store_span(a, &t0, &t1);
+        st_bucket ba[50], bb[50];
+        ASSERT_OK(st_lane_summary(a, l, t0, t1, 50, ba));
+        ASSERT_OK(st_lane_summary(b, l, t0, t1, 50, bb));
+        for (int i = 0; i < 50; i++) {
+            ASSERT_EQ(ba[i].count, bb[i].count);
+            ASSERT_MEM_EQ(ba[i].busy, bb[i].busy, sizeof ba[i].busy);
+        }
+    }
+    st_store_destroy(&a);
+    st_store_destroy(&b);
+    batches_free(&bs);
+}
+
+TEST(malformed_batch_is_refused_and_nothing_is_lost) {
+    batches bs = synth_batches(4, 3, 200);
+    st_store *s = st_store_new(NULL);
+    ASSERT_OK(st_store_add_batch(s, bs.b[0].data, bs.b[0].len, NULL));
+    st_store_commit(s);
+    size_t before = st_store_events(s);
+    /* a flipped payload byte: the checksum refuses it */
+    bs.b[1].data[TP_BATCH_HDR_SIZE + 40] ^= 0x5a;
+    tp_err err = {{0}};
+    ASSERT(st_store_add_batch(s, bs.b[1].data, bs.b[1].len, &err) < 0);
+    ASSERT(err.msg[0] != '\0');
+    /* cut short */
+    ASSERT(st_store_add_batch(s, bs.b[2].data, bs.b[2].len - 9, &err) < 0);
+    ASSERT(st_store_add_batch(s, "garbage", 7, &err) < 0);
+    st_store_commit(s);
+    ASSERT_EQ(st_store_events(s), before);
+    assert_lanes_sorted(s);
+    /* the next whole batch is still taken */
+    ASSERT_OK(st_store_add_batch(s, bs.b[2].data, bs.b[2].len, NULL));
+    st_store_commit(s);
+    ASSERT_EQ(st_store_events(s), before + 200);
+    st_store_destroy(&s);
+    batches_free(&bs);
+}
+
+TEST(live_bound_drops_the_oldest_and_counts_them) {
+    batches bs = synth_batches(5, 100, 500);
+    st_opts o = {.max_events = 8000};
+    st_store *s = st_store_new(&o);
+    uint64_t last_t1 = 0;
+    for (size_t i = 0; i < bs.n; i++) {
+        ASSERT_OK(st_store_add_batch(s, bs.b[i].data, bs.b[i].len, NULL));
+        st_store_commit(s);
+        ASSERT_LE(st_store_events(s), 8000);
+        ASSERT_UEQ(st_store_events(s) + st_store_dropped(s), (i + 1) * 500);
+        uint64_t t0, t1;
+        st_store_span(s, &t0, &t1);
+        ASSERT(t1 >= last_t1);
+        last_t1 = t1;
+    }
+    ASSERT_GT(st_store_dropped(s), 40000);
+    assert_lanes_sorted(s);
+    /* what is kept is the newest: every kept event starts no earlier than every dropped one, so
+     * the oldest kept start is after the 42000th event of an unbounded store */
+    st_store *full = st_store_new(NULL);
+    add_all(full, &bs);
+    st_store_commit(full);
+    uint64_t kept_min = UINT64_MAX;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        size_t n;
+        const st_event *e = st_lane_events(s, l, &n);
+        if (n && e[0].start < kept_min)
+            kept_min = e[0].start;
+    }
+    size_t older = 0;
+    for (size_t l = 0; l < st_lane_count(full); l++)
+        older += st_lane_lower_bound(full, l, kept_min);
+    ASSERT_UEQ(older, st_store_dropped(s));
+    /* the summaries of the kept window are still right: compare with the full store there */
+    uint64_t t0, t1;
+    st_store_span(s, &t0, &t1);
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        st_bucket a[10], b[10];
+        size_t lf = lane_find(full, st_lane_get(s, l)->kind, st_lane_get(s, l)->id);
+        /* a window starting after every kept event has started avoids the events that were
+         * dropped but still running */
+        uint64_t w0 = kept_min + (t1 - kept_min) / 2;
+        ASSERT_OK(st_lane_summary(s, l, w0, t1, 10, a));
+        ASSERT_OK(st_lane_summary(full, lf, w0, t1, 10, b));
+        for (int i = 0; i < 10; i++)
+            ASSERT_MEM_EQ(a[i].busy, b[i].busy, sizeof a[i].busy);
+    }
+    st_store_destroy(&s);
+    st_store_destroy(&full);
+    batches_free(&bs);
+}
+
+/* ---- summaries: property test against brute force ---- */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+static uint64_t rnd(rng *r) {
+    r->s = r->s * 6364136223846793005ull + 1442695040888963407ull;
+    return r->s >> 17;
+}
+
+static void brute(const st_event *e, size_t n, uint64_t a, uint64_t b, st_bucket *o) {
+    memset(o, 0, sizeof *o);
+    o->longest = UINT32_MAX;
+    uint64_t bd = 0;
+    for (size_t j = 0; j < n; j++) {
+        int touch = (e[j].start >= a && e[j].start < b) || (e[j].start < a && e[j].end > a);
+        if (!touch)
+            continue;
+        o->count++;
+        uint64_t lo = e[j].start > a ? e[j].start : a, hi = e[j].end < b ? e[j].end : b;
+        if (hi > lo)
+            o->busy[st_event_cat(&e[j])] += hi - lo;
+        uint64_t d = e[j].end - e[j].start;
+        if (o->longest == UINT32_MAX || d > bd) {
+            o->longest = (uint32_t)j;
+            bd = d;
+        }
+    }
+}
+
+/* A lane of n random events: mostly short, some long (NVTX-like), some overlapping, instants. */
+static st_store *random_store(uint64_t seed, size_t n) {
+    rng r = {seed};
+    tp_enc_opts eo = {.producer = 77};
+    tp_enc *enc = tp_enc_new(&eo);
+    uint32_t kname = tp_enc_intern_cstr(enc, "k");
+    tp_buf out = {0};
+    st_store *s = st_store_new(NULL);
+    uint64_t t = 1000000000;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = rnd(&r);
+        t += x % 3000;
+        uint64_t dur;
+        switch (x % 10) {
+        case 0: dur = 0; break;                          /* instant */
+        case 1: dur = (x >> 8) % 2000000; break;         /* long */
+        default: dur = (x >> 8) % 4000; break;
+        }
+        tp_record rec;
+        memset(&rec, 0, sizeof rec);
+        if ((x >> 4) % 3 == 0) {
+            rec.memcpy = (tp_memcpy){.kind = TP_K_MEMCPY, .device = 0, .stream = 1, .start = t, .end = t + dur,
+                                     .bytes = 8, .copy_kind = TP_COPY_HTOD, .src_kind = TP_MEM_PINNED,
+                                     .dst_kind = TP_MEM_DEVICE, .src_device = TP_NO_DEVICE, .dst_device = TP_NO_DEVICE};
+        } else {
+            rec.kernel = (tp_kernel){.kind = TP_K_KERNEL, .device = 0, .stream = 1, .start = t, .end = t + dur,
+                                     .name = kname, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+        }
+        ASSERT_OK(tp_enc_add(enc, &rec));
+        /* a few batches, some out of time order with their neighbours */
+        if (tp_enc_pending(enc) >= 97 || i + 1 == n) {
+            ASSERT_OK(tp_enc_finish(enc, &out));
+            tp_enc_delivered(enc, 1);
+            ASSERT_OK(st_store_add_batch(s, out.data, out.len, NULL));
+            if (x % 5 == 0)
+                t -= 200000; /* the next batch goes back in time */
+        }
+    }
+    tp_buf_free(&out);
+    tp_enc_destroy(&enc);
+    st_store_commit(s);
+    return s;
+}
+
+static void check_summaries(st_store *s, uint64_t seed, int rounds) {
+    rng r = {seed};
+    uint64_t t0, t1;
+    st_store_span(s, &t0, &t1);
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        size_t n;
+        const st_event *e = st_lane_events(s, l, &n);
+        for (int round = 0; round < rounds; round++) {
+            uint64_t span = t1 - t0 + 4000000;
+            uint64_t a = t0 - 2000000 + rnd(&r) % span, b = a + 1 + rnd(&r) % (span / (1 + rnd(&r) % 50));
+            if (round % 5 == 0) {
+                a = t0;
+                b = t1;
+            }
+            size_t nb = 1 + rnd(&r) % 300;
+            st_bucket *got = calloc(nb, sizeof *got);
+            ASSERT_OK(st_lane_summary(s, l, a, b, nb, got));
+            uint64_t w = (b - a) / nb;
+            for (size_t i = 0; i < nb; i++) {
+                uint64_t ba = a + i * w, bb = i + 1 == nb ? b : a + (i + 1) * w;
+                st_bucket want;
+                brute(e, n, ba, bb, &want);
+                if (memcmp(want.busy, got[i].busy, sizeof want.busy) != 0 || want.count != got[i].count)
+                    TASK_FAIL_("lane %zu window [%" PRIu64 ", %" PRIu64 ") / %zu bucket %zu: count %u vs %u, "
+                               "kernel busy %" PRIu64 " vs %" PRIu64,
+                               l, a, b, nb, i, got[i].count, want.count, got[i].busy[0], want.busy[0]);
+                if (want.longest == UINT32_MAX) {
+                    ASSERT_EQ(got[i].longest, UINT32_MAX);
+                } else {
+                    ASSERT(got[i].longest != UINT32_MAX);
+                    ASSERT_UEQ(e[got[i].longest].end - e[got[i].longest].start,
+                               e[want.longest].end - e[want.longest].start);
+                }
+            }
+            free(got);
+        }
+    }
+}
+
+TEST(summaries_equal_brute_force_on_random_lanes) {
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        st_store *s = random_store(seed, seed < 4 ? 300 * seed : 5000);
+        assert_lanes_sorted(s);
+        check_summaries(s, seed * 31, 40);
+        st_store_destroy(&s);
+    }
+}
+
+TEST(summaries_equal_brute_force_on_synth_lanes) {
+    batches bs = synth_batches(6, 30, 1000);
+    st_store *s = st_store_new(NULL);
+    add_all(s, &bs);
+    st_store_commit(s);
+    check_summaries(s, 5, 30);
+    /* a window past every event is empty; a one-bucket window of the whole trace holds all */
+    uint64_t t0, t1;
+    st_store_span(s, &t0, &t1);
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        st_bucket b;
+        ASSERT_OK(st_lane_summary(s, l, t1 + 1, t1 + 1000, 1, &b));
+        ASSERT_EQ(b.count, 0);
+        ASSERT_EQ(b.longest, UINT32_MAX);
+        ASSERT_OK(st_lane_summary(s, l, t0, t1 + 1, 1, &b));
+        ASSERT_EQ(b.count, st_lane_get(s, l)->n_events);
+    }
+    st_store_destroy(&s);
+    batches_free(&bs);
+}
+
+/* ---- files ---- */
+
+TEST(trace_file_loads_whole_and_incrementally) {
+    batches bs = synth_batches(7, 600, 200);
+    const char *path = task_path("synth.trace");
+    tp_fwriter_opts wo = {.index_every = 16};
+    tp_err err = {{0}};
+    tp_fwriter *w = tp_fwriter_open_opts(path, &wo, &err);
+    ASSERT_NOT_NULL(w);
+    for (size_t i = 0; i < bs.n; i++)
+        ASSERT_OK(tp_fwriter_append(w, bs.b[i].data, bs.b[i].len, &err));
+    ASSERT_OK(tp_fwriter_close(&w, &err));
+
+    st_store *s = st_store_new(NULL);
+    ASSERT_OK(st_store_load(s, path, NULL, NULL, &err));
+    ASSERT_EQ(st_store_events(s), 600 * 200);
+    ASSERT_EQ(st_producer_get(s, 0)->missed, 0);
+    assert_lanes_sorted(s);
+
+    /* incrementally: the span is known before anything is read, steps make progress */
+    st_store *t = st_store_new(NULL);
+    st_loader *ld = st_loader_open(t, path, NULL, NULL, &err);
+    ASSERT_NOT_NULL(ld);
+    uint64_t a0, a1, b0, b1;
+    st_loader_span(ld, &a0, &a1);
+    st_store_span(s, &b0, &b1);
+    ASSERT_UEQ(a0, b0);
+    ASSERT_UEQ(a1, b1);
+    int rc, steps = 0;
+    double last = 0;
+    while ((rc = st_loader_step(ld, 1e-6, &err)) == 0) {
+        st_store_commit(t);
+        ASSERT(st_loader_progress(ld) > last);
+        last = st_loader_progress(ld);
+        steps++;
+    }
+    ASSERT_EQ(rc, 1);
+    ASSERT_GT(steps, 2);
+    st_loader_close(&ld);
+    st_loader_close(&ld);
+    st_store_commit(t);
+    ASSERT_EQ(st_store_events(t), st_store_events(s));
+    st_store_destroy(&s);
+    st_store_destroy(&t);
+    batches_free(&bs);
+}
+
+TEST(missing_or_bad_file_fails_with_a_message) {
+    st_store *s = st_store_new(NULL);
+    tp_err err = {{0}};
+    ASSERT(st_store_load(s, task_path("nope.trace"), NULL, NULL, &err) < 0);
+    ASSERT(err.msg[0] != '\0');
+    const char *bad = task_path("bad.json");
+    FILE *f = fopen(bad, "w");
+    fputs("{\"traceEvents\": [ {\"ph\": ", f);
+    fclose(f);
+    memset(&err, 0, sizeof err);
+    ASSERT(st_store_load(s, bad, NULL, NULL, &err) < 0);
+    ASSERT_STR_CONTAINS(err.msg, "bad.json");
+    st_store_destroy(&s);
+}
+
+static int count_emit(void *ctx, const void *batch, size_t len, tp_err *err) {
+    (void)batch;
+    (void)len;
+    (void)err;
+    ++*(int *)ctx;
+    return 0;
+}
+
+TEST(real_kineto_traces_load_with_their_blocking_calls) {
+    static const char *const names[] = {"alexnet_a100_sync_heavy.json.gz", "event_sync_single_stream.json.gz",
+                                        "event_sync_multi_stream.json.gz", "sampled_rank-0.json.gz",
+                                        "sampled_rank-1.json.gz"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, names[k]);
+        kineto_stats ks;
+        int nb = 0;
+        tp_err err = {{0}};
+        ASSERT_OK(kineto_import(path, NULL, count_emit, &nb, &ks, &err));
+        st_store *s = st_store_new(NULL);
+        ASSERT_OK(st_store_load(s, path, NULL, NULL, &err));
+        ASSERT_UEQ(st_store_events(s), ks.events);
+        assert_lanes_sorted(s);
+        uint64_t t0, t1;
+        st_store_span(s, &t0, &t1);
+        ASSERT_UEQ(t0, ks.t_min);
+        ASSERT_UEQ(t1, ks.t_max);
+        /* blocking calls: as many as the importer flagged, and their summed time per lane equals the
+         * summary's BLOCKED busy time over the whole span */
+        uint64_t blocking = 0, blocked_ns = 0;
+        int streams = 0, threads = 0;
+        for (size_t l = 0; l < st_lane_count(s); l++) {
+            const st_lane_info *li = st_lane_get(s, l);
+            streams += li->kind == ST_LANE_STREAM;
+            threads += li->kind == ST_LANE_THREAD;
+            size_t n;
+            const st_event *e = st_lane_events(s, l, &n);
+            uint64_t lane_blocked = 0;
+            for (size_t i = 0; i < n; i++)
+                if (e[i].kind == TP_K_API && (e[i].flags & TP_F_BLOCKING)) {
+                    blocking++;
+                    lane_blocked += e[i].end - e[i].start;
+                }
+            st_bucket b;
+            ASSERT_OK(st_lane_summary(s, l, t0, t1 + 1, 1, &b));
+            ASSERT_UEQ(b.busy[ST_CAT_BLOCKED], lane_blocked);
+            blocked_ns += lane_blocked;
+        }
+        ASSERT_UEQ(blocking, ks.blocking_calls);
+        ASSERT_UEQ(blocked_ns, ks.blocked_ns);
+        ASSERT_GE(streams, 1);
+        ASSERT_GE(threads, 1);
+        ASSERT_GE(st_device_count(s), 1);
+        check_summaries(s, k + 1, 8);
+        st_store_destroy(&s);
+    }
+}
+
+TEST(alexnet_trace_has_its_documented_shape) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/alexnet_a100_sync_heavy.json.gz", KINETO_TRACE_DIR);
+    st_store *s = st_store_new(NULL);
+    tp_err err = {{0}};
+    ASSERT_OK(st_store_load(s, path, NULL, NULL, &err));
+    /* 1 A100, 2 streams; 16 cudaStreamSynchronize and 5 cudaDeviceSynchronize that blocked */
+    int streams = 0, ss = 0, ds = 0;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        streams += li->kind == ST_LANE_STREAM && li->id != TP_NO_ID;
+        size_t n;
+        const st_event *e = st_lane_events(s, l, &n);
+        for (size_t i = 0; i < n; i++) {
+            if (e[i].kind != TP_K_API || !(e[i].flags & TP_F_BLOCKING))
+                continue;
+            ss += strcmp(st_str(s, e[i].name), "cudaStreamSynchronize") == 0;
+            ds += strcmp(st_str(s, e[i].name), "cudaDeviceSynchronize") == 0;
+        }
+    }
+    ASSERT_EQ(streams, 2);
+    ASSERT_EQ(ss, 16);
+    ASSERT_EQ(ds, 5);
+    ASSERT_STR_CONTAINS(st_str(s, st_device_get(s, 0)->name), "A100");
+    st_store_destroy(&s);
+}
+
+TEST(strings_are_interned_once_and_kept_as_they_came) {
+    st_store *s = st_store_new(NULL);
+    uint32_t a = st_intern(s, "kernel\x1b[31m", 11), b = st_intern(s, "kernel\x1b[31m", 11);
+    ASSERT_EQ(a, b);
+    ASSERT_NE(a, 0);
+    ASSERT_STR_EQ(st_str(s, a), "kernel\x1b[31m");
+    ASSERT_EQ(st_intern(s, "", 0), 0);
+    ASSERT_STR_EQ(st_str(s, 0), "");
+    ASSERT_STR_EQ(st_str(s, 12345), "");
+    for (int i = 0; i < 5000; i++) {
+        char buf[32];
+        int n = snprintf(buf, sizeof buf, "name-%d", i);
+        uint32_t id = st_intern(s, buf, (size_t)n);
+        ASSERT_STR_EQ(st_str(s, id), buf);
+    }
+    ASSERT_EQ(st_intern(s, "name-17", 7), st_intern(s, "name-17", 7));
+    st_store_destroy(&s);
+}

@@ -1,0 +1,511 @@
+/*
+ * The view model (tui/view.h), without a terminal: golden screens of fixture traces at 80x24 and
+ * 200x60 (characters and colour roles, compared with tests/golden/; SYNCTOP_UPDATE_GOLDEN=1
+ * rewrites them), the layout over many sizes, glyph and colour fallbacks, sanitized names, and
+ * the keys and clicks that move the viewport.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "store.h"
+#include "synth.h"
+#include "task.h"
+#include "view.h"
+
+/* ---- fixtures ---- */
+
+static void add_enc(st_store *s, tp_enc *enc) {
+    tp_buf out = {0};
+    ASSERT_OK(tp_enc_finish(enc, &out));
+    tp_enc_delivered(enc, 1);
+    tp_err err = {{0}};
+    if (st_store_add_batch(s, out.data, out.len, &err) != 0)
+        TASK_FAIL_("batch refused: %s", err.msg);
+    tp_buf_free(&out);
+}
+
+static st_store *synth_store(uint64_t seed, size_t events) {
+    st_store *s = st_store_new(NULL);
+    synth sy;
+    synth_init(&sy, seed);
+    tp_enc_opts eo = {.producer = 0xabc};
+    tp_enc *enc = tp_enc_new(&eo);
+    for (size_t done = 0; done < events; done += 500) {
+        synth_fill(&sy, enc, events - done < 500 ? events - done : 500);
+        add_enc(s, enc);
+    }
+    tp_enc_destroy(&enc);
+    st_store_commit(s);
+    return s;
+}
+
+static st_store *kineto_store(const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, name);
+    st_store *s = st_store_new(NULL);
+    tp_err err = {{0}};
+    if (st_store_load(s, path, NULL, NULL, &err) != 0)
+        TASK_FAIL_("%s: %s", name, err.msg);
+    return s;
+}
+
+typedef struct fixture {
+    st_store *s;
+    an_result an;
+    vw_state v;
+    vw_grid g;
+} fixture;
+
+static void fixture_open(fixture *f, st_store *s) {
+    memset(f, 0, sizeof *f);
+    f->s = s;
+    tp_err err = {{0}};
+    ASSERT_OK(an_analyze(s, NULL, &f->an, &err));
+    vw_state_init(&f->v, VW_REPLAY, s);
+    f->v.an = &f->an;
+    vw_sites_update(&f->v);
+}
+
+static void fixture_close(fixture *f) {
+    vw_state_free(&f->v);
+    vw_grid_free(&f->g);
+    an_result_free(&f->an);
+    st_store_destroy(&f->s);
+}
+
+static void render(fixture *f, int w, int h) {
+    f->g.w = w;
+    f->g.h = h;
+    vw_render(f->s, &f->v, &f->g);
+    ASSERT_EQ(f->g.w, w);
+    ASSERT_EQ(f->g.h, h);
+}
+
+static void key(fixture *f, int k) { vw_key(&f->v, f->s, f->g.w, f->g.h, k); }
+
+static char *row_text(const vw_grid *g, int y) {
+    static char buf[4096];
+    char *all = vw_grid_text(g);
+    const char *p = all;
+    for (int i = 0; i < y; i++)
+        p = strchr(p, '\n') + 1;
+    size_t n = (size_t)(strchr(p, '\n') - p);
+    if (n >= sizeof buf)
+        n = sizeof buf - 1;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    free(all);
+    return buf;
+}
+
+static int screen_has(const vw_grid *g, const char *needle) {
+    char *t = vw_grid_text(g);
+    int r = strstr(t, needle) != NULL;
+    free(t);
+    return r;
+}
+
+static int count_role(const vw_grid *g, int role) {
+    int n = 0;
+    for (int i = 0; i < g->w * g->h; i++)
+        n += g->cells[i].role == role;
+    return n;
+}
+
+static void assert_cells_safe(const vw_grid *g, int ascii) {
+    for (int i = 0; i < g->w * g->h; i++) {
+        uint32_t c = g->cells[i].ch;
+        if (c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0) || c > 0x10FFFF)
+            TASK_FAIL_("cell %d,%d holds U+%04X", i % g->w, i / g->w, c);
+        if (ascii && c >= 0x80)
+            TASK_FAIL_("ASCII mode, cell %d,%d holds U+%04X", i % g->w, i / g->w, c);
+        ASSERT(g->cells[i].role < ROLE_N_);
+    }
+}
+
+/* ---- golden screens ---- */
+
+static char *read_all(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    b[got] = '\0';
+    fclose(f);
+    return b;
+}
+
+static void golden(const vw_grid *g, const char *name) {
+    char *text = vw_grid_text(g), *roles = vw_grid_roles(g);
+    size_t n = strlen(text) + strlen(roles) + 64;
+    char *both = malloc(n);
+    snprintf(both, n, "%s--- roles\n%s", text, roles);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s-%dx%d.txt", GOLDEN_DIR, name, g->w, g->h);
+    const char *upd = getenv("SYNCTOP_UPDATE_GOLDEN");
+    if (upd && *upd == '1') {
+        FILE *f = fopen(path, "wb");
+        ASSERT_NOT_NULL(f);
+        fputs(both, f);
+        fclose(f);
+    } else {
+        char *want = read_all(path);
+        if (want == NULL)
+            TASK_FAIL_("%s is missing (SYNCTOP_UPDATE_GOLDEN=1 writes it)", path);
+        if (strcmp(want, both) != 0) {
+            const char *out = task_path("got.txt");
+            FILE *f = fopen(out, "wb");
+            fputs(both, f);
+            fclose(f);
+            TASK_FAIL_("screen differs from %s; got: %s (diff them; SYNCTOP_UPDATE_GOLDEN=1 rewrites)", path, out);
+        }
+        free(want);
+    }
+    free(text);
+    free(roles);
+    free(both);
+}
+
+static void golden_fixture(st_store *s, const char *name) {
+    static const int sizes[2][2] = {{80, 24}, {200, 60}};
+    for (int i = 0; i < 2; i++) {
+        fixture f;
+        fixture_open(&f, s);
+        render(&f, sizes[i][0], sizes[i][1]);
+        assert_cells_safe(&f.g, 0);
+        golden(&f.g, name);
+        /* the same with the first stall selected (n), the way a person would look for it */
+        key(&f, 'n');
+        render(&f, sizes[i][0], sizes[i][1]);
+        char sel[128];
+        snprintf(sel, sizeof sel, "%s-stall", name);
+        golden(&f.g, sel);
+        f.s = NULL; /* owned by the caller for the second size */
+        vw_state_free(&f.v);
+        vw_grid_free(&f.g);
+        an_result_free(&f.an);
+    }
+    st_store_destroy(&s);
+}
+
+TEST(golden_synth) { golden_fixture(synth_store(1, 3000), "synth"); }
+TEST(golden_alexnet) { golden_fixture(kineto_store("alexnet_a100_sync_heavy.json.gz"), "alexnet"); }
+TEST(golden_event_sync_single_stream) {
+    golden_fixture(kineto_store("event_sync_single_stream.json.gz"), "event_sync_single");
+}
+TEST(golden_event_sync_multi_stream) {
+    golden_fixture(kineto_store("event_sync_multi_stream.json.gz"), "event_sync_multi");
+}
+TEST(golden_sampled_rank0) { golden_fixture(kineto_store("sampled_rank-0.json.gz"), "sampled_rank0"); }
+
+/* ---- layout ---- */
+
+static int rect_in(const vw_rect *r, int w, int h) {
+    return r->x >= 0 && r->y >= 0 && r->w >= 0 && r->h >= 0 && r->x + r->w <= w && r->y + r->h <= h;
+}
+static int overlap(const vw_rect *a, const vw_rect *b) {
+    if (a->w == 0 || a->h == 0 || b->w == 0 || b->h == 0)
+        return 0;
+    return a->x < b->x + b->w && b->x < a->x + a->w && a->y < b->y + b->h && b->y < a->y + a->h;
+}
+
+TEST(layout_panels_fit_and_never_overlap_at_any_size) {
+    int checked = 0;
+    for (int w = 80; w <= 220; w++) {
+        for (int h = 24; h <= 70; h += (w % 3) + 1) {
+            for (int gpus = 1; gpus <= 9; gpus += 4) {
+                for (int det = 0; det <= 1; det++) {
+                    vw_layout L;
+                    vw_layout_compute(w, h, gpus, det, &L);
+                    ASSERT(!L.too_small);
+                    const vw_rect *r[] = {&L.title, &L.gpus, &L.ruler, &L.lanes, &L.detail, &L.stalls, &L.keys};
+                    int total = 0;
+                    for (int i = 0; i < 7; i++) {
+                        ASSERT(rect_in(r[i], w, h));
+                        total += r[i]->h;
+                        for (int j = i + 1; j < 7; j++)
+                            ASSERT(!overlap(r[i], r[j]));
+                    }
+                    ASSERT_EQ(total, h);
+                    ASSERT_EQ(L.title.y, 0);
+                    ASSERT_EQ(L.title.h, 1);
+                    ASSERT_GE(L.gpus.h, 1);
+                    ASSERT_GE(L.lanes.h, 4);
+                    ASSERT_EQ(L.keys.y, h - 1);
+                    ASSERT(det || L.stalls.h >= 6);
+                    ASSERT(rect_in(&L.timeline, w, h));
+                    ASSERT_GE(L.timeline.w, 60);
+                    ASSERT_EQ(L.timeline.x + L.timeline.w, w);
+                    checked++;
+                }
+            }
+        }
+    }
+    ASSERT_GT(checked, 3000);
+    vw_layout L;
+    vw_layout_compute(79, 24, 1, 0, &L);
+    ASSERT(L.too_small);
+    vw_layout_compute(80, 23, 1, 0, &L);
+    ASSERT(L.too_small);
+}
+
+TEST(rendered_screens_keep_header_and_keys_at_every_size) {
+    fixture f;
+    fixture_open(&f, synth_store(2, 4000));
+    for (int w = 80; w <= 220; w += 7) {
+        for (int h = 24; h <= 70; h += 5) {
+            render(&f, w, h);
+            assert_cells_safe(&f.g, 0);
+            ASSERT_STR_CONTAINS(row_text(&f.g, 0), "synctop");
+            ASSERT_STR_CONTAINS(row_text(&f.g, 0), "python train.py");
+            ASSERT_STR_CONTAINS(row_text(&f.g, 1), "GPU0");
+            ASSERT_STR_CONTAINS(row_text(&f.g, h - 1), "Help");
+            ASSERT(screen_has(&f.g, "top stalls"));
+            ASSERT(screen_has(&f.g, "stream 7"));
+            ASSERT(screen_has(&f.g, "train.py:42 train_step"));
+        }
+    }
+    fixture_close(&f);
+}
+
+TEST(small_terminal_says_so_without_crashing) {
+    fixture f;
+    fixture_open(&f, synth_store(3, 1000));
+    static const int sizes[][2] = {{79, 24}, {80, 23}, {40, 10}, {1, 1}, {2, 30}, {300, 3}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        render(&f, sizes[i][0], sizes[i][1]);
+        assert_cells_safe(&f.g, 0);
+        if (sizes[i][0] >= 50)
+            ASSERT(screen_has(&f.g, "terminal too small"));
+        vw_key(&f.v, f.s, sizes[i][0], sizes[i][1], '+');
+        vw_mouse(&f.v, f.s, sizes[i][0], sizes[i][1], VW_MOUSE_CLICK, 5, 5);
+    }
+    render(&f, 80, 24);
+    ASSERT(!screen_has(&f.g, "terminal too small"));
+    fixture_close(&f);
+}
+
+/* ---- glyphs, colours, names ---- */
+
+TEST(ascii_mode_uses_only_ascii) {
+    fixture f;
+    fixture_open(&f, synth_store(4, 3000));
+    f.v.ascii = 1;
+    render(&f, 120, 40);
+    assert_cells_safe(&f.g, 1);
+    ASSERT(screen_has(&f.g, "#"));
+    key(&f, '?');
+    render(&f, 120, 40);
+    assert_cells_safe(&f.g, 1);
+    fixture_close(&f);
+}
+
+TEST(kinds_have_distinct_glyphs_and_roles) {
+    fixture f;
+    fixture_open(&f, synth_store(5, 2000));
+    /* zoom in on the first step: the copy, the memset and the kernels take whole cells */
+    f.v.t0 = f.v.origin;
+    f.v.t1 = f.v.origin + 300000;
+    f.v.follow = 0;
+    render(&f, 200, 60);
+    ASSERT_GT(count_role(&f.g, ROLE_KERNEL), 5);
+    ASSERT_GT(count_role(&f.g, ROLE_MEMCPY), 5);
+    ASSERT_GT(count_role(&f.g, ROLE_NVTX), 5);
+    uint32_t kernel_ch = 0, memcpy_ch = 0;
+    for (int i = 0; i < f.g.w * f.g.h; i++) {
+        if (f.g.cells[i].role == ROLE_KERNEL && f.g.cells[i].ch == 0x2588)
+            kernel_ch = f.g.cells[i].ch;
+        if (f.g.cells[i].role == ROLE_MEMCPY)
+            memcpy_ch = f.g.cells[i].ch;
+    }
+    ASSERT_EQ(kernel_ch, 0x2588);
+    ASSERT(memcpy_ch == 0x2593 || memcpy_ch == 0x2592); /* shades: visible without colour */
+    /* a blocking sync on the host lane is red, whatever the zoom */
+    ASSERT_GT(count_role(&f.g, ROLE_BLOCKED), 0);
+    f.v.t0 = f.v.origin;
+    f.v.t1 = f.v.end;
+    render(&f, 200, 60);
+    ASSERT_GT(count_role(&f.g, ROLE_BLOCKED), 0);
+    fixture_close(&f);
+}
+
+TEST(control_characters_in_names_never_reach_a_cell) {
+    st_store *s = st_store_new(NULL);
+    tp_enc_opts eo = {.producer = 5};
+    tp_enc *enc = tp_enc_new(&eo);
+    const char evil[] = "evil\x1b]0;pwned\x07kernel\n\r\x9b" "31m";
+    uint32_t nm = tp_enc_intern(enc, evil, sizeof evil - 1);
+    uint32_t cmd = tp_enc_intern_cstr(enc, "bad\x1b[2Jcmd");
+    tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = 1, .cmdline = cmd, .rank = -1, .world = -1};
+    tp_enc_add(enc, &p);
+    tp_thread th = {.kind = TP_K_THREAD, .device = TP_NO_DEVICE, .tid = 9, .name = nm, .pid = 1};
+    tp_enc_add(enc, &th);
+    for (int i = 0; i < 50; i++) {
+        tp_kernel k = {.kind = TP_K_KERNEL, .device = 0, .stream = 3, .start = 1000000 + (uint64_t)i * 10000,
+                       .end = 1000000 + (uint64_t)i * 10000 + 9000, .name = nm, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+        tp_enc_add(enc, &k);
+        tp_api a = {.kind = TP_K_API, .flags = TP_F_BLOCKING, .device = 0, .tid = 9, .start = k.start, .end = k.end,
+                    .name = nm};
+        tp_enc_add(enc, &a);
+    }
+    add_enc(s, enc);
+    tp_enc_destroy(&enc);
+    st_store_commit(s);
+    fixture f;
+    fixture_open(&f, s);
+    /* put the cursor on the kernel lane so the detail line names it */
+    f.v.cursor_row = 1;
+    f.v.cursor = 1000000 + 4000;
+    render(&f, 160, 40);
+    assert_cells_safe(&f.g, 0);
+    ASSERT(screen_has(&f.g, "evil?]0;pwned?kernel"));
+    ASSERT(screen_has(&f.g, "bad?[2Jcmd"));
+    fixture_close(&f);
+}
+
+/* ---- keys and mouse ---- */
+
+TEST(zoom_keeps_the_cursor_time_in_place_and_pans) {
+    fixture f;
+    fixture_open(&f, synth_store(6, 5000));
+    render(&f, 120, 40);
+    uint64_t w0 = f.v.t1 - f.v.t0;
+    f.v.cursor = f.v.t0 + w0 / 3;
+    uint64_t c = f.v.cursor;
+    key(&f, '+');
+    ASSERT_UEQ(f.v.cursor, c);
+    ASSERT(f.v.t1 - f.v.t0 <= w0 / 2 + 1);
+    ASSERT(f.v.t0 <= c && c < f.v.t1);
+    /* the cursor's screen fraction is kept */
+    double frac = (double)(c - f.v.t0) / (double)(f.v.t1 - f.v.t0);
+    ASSERT(frac > 0.32 && frac < 0.35);
+    key(&f, '-');
+    ASSERT(f.v.t1 - f.v.t0 >= w0 - 2);
+    /* zoom all the way in stops at one nanosecond per column; out stops near the whole trace */
+    for (int i = 0; i < 80; i++)
+        key(&f, '+');
+    ASSERT_LE(f.v.t1 - f.v.t0, 200);
+    render(&f, 120, 40);
+    for (int i = 0; i < 80; i++)
+        key(&f, '-');
+    ASSERT(f.v.t1 - f.v.t0 <= (f.v.end - f.v.origin) * 2);
+    key(&f, '0');
+    uint64_t t0 = f.v.t0;
+    key(&f, 'L');
+    ASSERT(f.v.t0 > t0);
+    key(&f, 'H');
+    ASSERT_UEQ(f.v.t0, t0);
+    /* the mouse wheel zooms around the pointer */
+    render(&f, 120, 40);
+    uint64_t before = f.v.t1 - f.v.t0;
+    vw_mouse(&f.v, f.s, 120, 40, VW_MOUSE_WHEEL_UP, 60, 6);
+    ASSERT(f.v.t1 - f.v.t0 < before);
+    fixture_close(&f);
+}
+
+TEST(next_stall_selects_its_call_site_and_highlights_its_spans) {
+    fixture f;
+    fixture_open(&f, synth_store(7, 3000));
+    render(&f, 120, 40);
+    vw_layout L;
+    vw_layout_compute(120, 40, 1, 0, &L);
+    int in_lanes = 0;
+    for (int i = L.lanes.y * 120; i < (L.lanes.y + L.lanes.h) * 120; i++)
+        in_lanes += f.g.cells[i].role == ROLE_SELECTION;
+    ASSERT_EQ(in_lanes, 0); /* only the selected stall row, not yet its spans */
+    ASSERT_GE(f.an.n_blocks, 2);
+    /* the cursor starts on the first event, which is the first blocking call: n goes to the next */
+    ASSERT_UEQ(f.v.cursor, f.an.blocks[0].start);
+    key(&f, 'n');
+    ASSERT_UEQ(f.v.cursor, f.an.blocks[1].start);
+    ASSERT_EQ(f.v.focus, VW_FOCUS_STALLS);
+    const vw_site *site = &f.v.sites[f.v.stall_sel];
+    ASSERT_UEQ(site->callsite, f.an.blocks[1].callsite);
+    render(&f, 120, 40);
+    for (int i = L.lanes.y * 120; i < (L.lanes.y + L.lanes.h) * 120; i++)
+        in_lanes += f.g.cells[i].role == ROLE_SELECTION;
+    ASSERT_GT(in_lanes, 0); /* and now its spans on the host lane */
+    ASSERT(screen_has(&f.g, "stall "));
+    key(&f, 'n');
+    ASSERT_UEQ(f.v.cursor, f.an.blocks[3].start); /* in the stalls panel: the next one at that site */
+    key(&f, 'N');
+    ASSERT_UEQ(f.v.cursor, f.an.blocks[1].start);
+    /* tab back to the timeline: the detail line names the blocking call and its call site */
+    key(&f, VW_KEY_TAB);
+    render(&f, 120, 40);
+    ASSERT(screen_has(&f.g, "BLOCKING call"));
+    ASSERT(screen_has(&f.g, "cudaStreamSynchronize"));
+    key(&f, VW_KEY_ENTER); /* the detail pane lists the frames */
+    render(&f, 120, 40);
+    ASSERT(screen_has(&f.g, "libtorch_cuda.so"));
+    fixture_close(&f);
+}
+
+TEST(help_search_and_quit_keys) {
+    fixture f;
+    fixture_open(&f, synth_store(8, 3000));
+    render(&f, 100, 30);
+    key(&f, '?');
+    render(&f, 100, 30);
+    ASSERT(screen_has(&f.g, "synctop help"));
+    key(&f, VW_KEY_ESC);
+    render(&f, 100, 30);
+    ASSERT(!screen_has(&f.g, "synctop help"));
+    key(&f, '/');
+    for (const char *p = "SGEMM"; *p; p++)
+        key(&f, *p);
+    render(&f, 100, 30);
+    ASSERT(screen_has(&f.g, "/SGEMM"));
+    key(&f, VW_KEY_ENTER);
+    size_t lane = 0;
+    for (size_t l = 0; l < st_lane_count(f.s); l++)
+        if (st_lane_get(f.s, l)->kind == ST_LANE_STREAM)
+            lane = l;
+    (void)lane;
+    render(&f, 100, 30);
+    ASSERT(screen_has(&f.g, "found"));
+    ASSERT(screen_has(&f.g, "ampere_sgemm_128x64_tn"));
+    ASSERT_EQ(vw_key(&f.v, f.s, 100, 30, 'q'), VW_ACT_QUIT);
+    fixture_close(&f);
+}
+
+TEST(replay_now_hides_what_has_not_happened_yet) {
+    fixture f;
+    fixture_open(&f, synth_store(9, 3000));
+    f.v.now = f.v.origin + (f.v.end - f.v.origin) / 2;
+    vw_sites_update(&f.v);
+    size_t half_sites_count = f.v.n_sites ? (size_t)f.v.sites[0].count : 0;
+    render(&f, 120, 40);
+    vw_layout L;
+    vw_layout_compute(120, 40, 1, 0, &L);
+    /* the right part of every lane is empty */
+    for (int y = L.lanes.y; y < L.lanes.y + 4; y++)
+        for (int x = L.timeline.x + L.timeline.w * 3 / 4; x < L.timeline.x + L.timeline.w - 2; x++)
+            ASSERT_EQ(f.g.cells[y * f.g.w + x].ch, ' ');
+    f.v.now = UINT64_MAX;
+    vw_sites_update(&f.v);
+    ASSERT(f.v.sites[0].count > half_sites_count);
+    fixture_close(&f);
+}
+
+TEST(clicks_select_a_lane_time_or_a_stall_row) {
+    fixture f;
+    fixture_open(&f, synth_store(10, 3000));
+    render(&f, 120, 40);
+    vw_layout L;
+    vw_layout_compute(120, 40, 1, 0, &L);
+    vw_mouse(&f.v, f.s, 120, 40, VW_MOUSE_CLICK, L.timeline.x + 50, L.lanes.y + 2);
+    ASSERT_EQ(f.v.cursor_row, 2);
+    ASSERT_EQ(f.v.focus, VW_FOCUS_TIMELINE);
+    uint64_t expect = f.v.t0 + (uint64_t)50 * ((f.v.t1 - f.v.t0) / (uint64_t)L.timeline.w);
+    ASSERT_UEQ(f.v.cursor, expect);
+    vw_mouse(&f.v, f.s, 120, 40, VW_MOUSE_CLICK, 10, L.stalls.y + 2);
+    ASSERT_EQ(f.v.focus, VW_FOCUS_STALLS);
+    ASSERT_EQ(f.v.stall_sel, 1);
+    fixture_close(&f);
+}

@@ -1,0 +1,902 @@
+/*
+ * Analysis (analysis.h): from a committed store to the blocking spans, the GPU idle bubbles and
+ * their causes, totals per call site, per-device utilisation and the checks of Nsight Systems'
+ * expert rules.
+ *
+ * One pass over the host lanes collects the blocking spans; one k-way merge per device over its
+ * stream lanes gives the union of GPU work, hence the device bubbles and the low-utilisation
+ * windows; one pass per stream lane gives the stream bubbles. Correlation ids link a span to its
+ * device and a bubble to the call that submitted the work that ended it; only the few correlations
+ * that matter are put in a hash set, and each is resolved by one scan, so memory stays about the
+ * size of the result, not of the store.
+ *
+ * The rules follow the Nsight Systems User Guide, "Expert Systems Analysis": cuda_api_sync
+ * (synchronization APIs that block the host), cuda_memcpy_sync (synchronous copies that block the
+ * host), cuda_memcpy_async (async copies through pageable memory, which the driver runs
+ * synchronously), cuda_memset_sync (synchronous memsets), gpu_gaps (a GPU idle longer than a
+ * threshold, 500 ms by default, between its first and last operation) and gpu_time_util (that span
+ * cut into 30 equal chunks; chunks whose GPU time utilisation is below 50% are reported).
+ *
+ * This module owns nothing but its result.
+ */
+#include "analysis.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define AN_DEF_GAP_NS      20000ull       /* 20 us */
+#define AN_DEF_RULE_GAP_NS 500000000ull   /* 500 ms */
+#define AN_DEF_CHUNKS      30u
+#define AN_DEF_UTIL        0.5
+
+/* ------------------------------------------------------------------------------------------ */
+/* Names                                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+const char *an_block_kind_name(int kind) {
+    static const char *const n[] = {"?", "sync", "memcpy", "pageable-memcpy", "memset", "alloc", "query", "other"};
+    return kind > 0 && kind < AN_BLOCK_KIND_N_ ? n[kind] : "?";
+}
+
+const char *an_cause_name(int cause) {
+    static const char *const n[] = {"unattributed", "blocked", "launch", "host"};
+    return cause >= 0 && cause < AN_CAUSE_N_ ? n[cause] : "?";
+}
+
+const char *an_rule_name(int rule) {
+    static const char *const n[] = {"?", "sync-api", "sync-memcpy", "pageable-memcpy", "sync-memset", "gpu-gaps", "low-util"};
+    return rule > 0 && rule < AN_RULE_N_ ? n[rule] : "?";
+}
+
+const char *an_rule_nsys(int rule) {
+    static const char *const n[] = {"?", "cuda_api_sync", "cuda_memcpy_sync", "cuda_memcpy_async", "cuda_memset_sync", "gpu_gaps", "gpu_time_util"};
+    return rule > 0 && rule < AN_RULE_N_ ? n[rule] : "?";
+}
+
+const char *an_rule_title(int rule) {
+    static const char *const n[] = {
+        "?",
+        "synchronization API calls that blocked the host",
+        "synchronous copies that blocked the host",
+        "async copies through pageable memory (run synchronously)",
+        "synchronous memsets that blocked the host",
+        "GPU idle gaps above the threshold",
+        "windows of low GPU time utilization"};
+    return rule > 0 && rule < AN_RULE_N_ ? n[rule] : "?";
+}
+
+static int has_prefix(const char *s, const char *p) {
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* Length of an API name without its version or per-thread suffix (_v3020, _ptsz, _ptds). */
+static size_t api_base_len(const char *s) {
+    size_t n = strlen(s);
+    for (;;) {
+        const char *u = n ? memrchr(s, '_', n) : NULL;
+        if (u == NULL)
+            return n;
+        size_t k = (size_t)(u - s);
+        const char *t = u + 1;
+        size_t tl = n - k - 1;
+        int version = tl >= 2 && t[0] == 'v';
+        for (size_t i = 1; version && i < tl; i++)
+            version = t[i] >= '0' && t[i] <= '9';
+        if (!version && !(tl == 4 && (memcmp(t, "ptsz", 4) == 0 || memcmp(t, "ptds", 4) == 0)))
+            return n;
+        n = k;
+    }
+}
+
+int an_block_kind_of_name(const char *api) {
+    if (api == NULL || *api == '\0')
+        return 0;
+    size_t n = api_base_len(api);
+    int async = n >= 5 && memcmp(api + n - 5, "Async", 5) == 0;
+    if (strstr(api, "Synchronize") != NULL)
+        return AN_BLOCK_SYNC;
+    if (strstr(api, "Query") != NULL)
+        return AN_BLOCK_QUERY;
+    if (has_prefix(api, "cudaMemcpy") || has_prefix(api, "cuMemcpy"))
+        return async ? AN_BLOCK_PAGEABLE : AN_BLOCK_MEMCPY;
+    if (has_prefix(api, "cudaMemset") || has_prefix(api, "cuMemset") || has_prefix(api, "cuMemsetD"))
+        return AN_BLOCK_MEMSET;
+    if (has_prefix(api, "cudaFree") || has_prefix(api, "cuMemFree") || has_prefix(api, "cudaMalloc") ||
+        has_prefix(api, "cuMemAlloc") || has_prefix(api, "cuArrayDestroy") || has_prefix(api, "cuMemHostAlloc") ||
+        has_prefix(api, "cudaHostAlloc") || has_prefix(api, "cuMipmappedArrayDestroy"))
+        return AN_BLOCK_ALLOC;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* A small hash map: (producer, correlation) -> position                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+#define POS_NONE UINT64_MAX
+#define POS(lane, idx) ((uint64_t)(lane) << 40 | (uint64_t)(idx))
+#define POS_LANE(p) ((size_t)((p) >> 40))
+#define POS_IDX(p) ((size_t)((p) & ((1ull << 40) - 1)))
+
+typedef struct cmap {
+    uint64_t *keys, *vals;
+    size_t cap, n;
+} cmap;
+
+static uint64_t ckey(uint32_t producer, uint32_t corr) {
+    return (uint64_t)(producer + 1u) << 32 | corr;
+}
+
+static size_t chash(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+static uint64_t *cmap_find(const cmap *m, uint64_t key) {
+    if (m->cap == 0)
+        return NULL;
+    for (size_t i = chash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == key)
+            return &m->vals[i];
+        if (m->keys[i] == 0)
+            return NULL;
+    }
+}
+
+/* Adds key (value POS_NONE) if absent. Returns 0 or -1 when out of memory. */
+static int cmap_want(cmap *m, uint64_t key) {
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        uint64_t *k = calloc(cap, sizeof *k), *v = calloc(cap, sizeof *v);
+        if (k == NULL || v == NULL) {
+            free(k);
+            free(v);
+            return -1;
+        }
+        for (size_t i = 0; i < m->cap; i++) {
+            if (m->keys[i] == 0)
+                continue;
+            size_t j = chash(m->keys[i]) & (cap - 1);
+            while (k[j] != 0)
+                j = (j + 1) & (cap - 1);
+            k[j] = m->keys[i];
+            v[j] = m->vals[i];
+        }
+        free(m->keys);
+        free(m->vals);
+        m->keys = k;
+        m->vals = v;
+        m->cap = cap;
+    }
+    size_t i = chash(key) & (m->cap - 1);
+    while (m->keys[i] != 0 && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    if (m->keys[i] == 0) {
+        m->keys[i] = key;
+        m->vals[i] = POS_NONE;
+        m->n++;
+    }
+    return 0;
+}
+
+static void cmap_free(cmap *m) {
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Growing arrays                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+/* qsort, which must not be given a null array even for no elements. */
+static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * size);
+    if (q == NULL)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof *(arr))
+
+static int is_work(const st_event *e) {
+    return e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The analysis                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct pend_bubble {
+    size_t next_lane, next_idx; /* the work that ended the bubble */
+} pend_bubble;
+
+typedef struct an_ctx {
+    const st_store *s;
+    an_opts o;
+    an_result *r;
+    size_t blocks_cap, bubbles_cap, findings_cap, devices_cap;
+    pend_bubble *pend; /* parallel to r->bubbles */
+    size_t pend_cap;
+    uint64_t *prefix_end; /* max block end over blocks[0..i] */
+} an_ctx;
+
+static uint64_t clip_lo(uint64_t v, uint64_t lo) {
+    return v < lo ? lo : v;
+}
+static uint64_t clip_hi(uint64_t v, uint64_t hi) {
+    return v > hi ? hi : v;
+}
+
+static int by_start(const void *a, const void *b) {
+    const an_block *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+static int bubble_by_start(const void *a, const void *b) {
+    const an_bubble *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->lane < y->lane ? -1 : x->lane > y->lane;
+}
+
+static an_device *device_get(an_ctx *c, uint32_t producer, uint16_t device) {
+    an_result *r = c->r;
+    for (size_t i = 0; i < r->n_devices; i++)
+        if (r->devices[i].producer == producer && r->devices[i].device == device)
+            return &r->devices[i];
+    if (GROW(r->devices, c->devices_cap, r->n_devices + 1))
+        return NULL;
+    an_device *d = &r->devices[r->n_devices++];
+    memset(d, 0, sizeof *d);
+    d->producer = producer;
+    d->device = device;
+    d->span_ns = r->t1 - r->t0;
+    return d;
+}
+
+/* The one device of a producer, TP_NO_DEVICE when it has none or several. */
+static uint16_t only_device(const an_result *r, uint32_t producer) {
+    uint16_t dev = TP_NO_DEVICE;
+    for (size_t i = 0; i < r->n_devices; i++) {
+        if (r->devices[i].producer != producer)
+            continue;
+        if (dev != TP_NO_DEVICE)
+            return TP_NO_DEVICE;
+        dev = r->devices[i].device;
+    }
+    return dev;
+}
+
+static int collect_blocks(an_ctx *c, cmap *want) {
+    const st_store *s = c->s;
+    an_result *r = c->r;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != ST_LANE_THREAD)
+            continue;
+        size_t n;
+        const st_event *ev = st_lane_events(s, l, &n);
+        for (size_t i = 0; i < n; i++) {
+            const st_event *e = &ev[i];
+            if (e->kind != TP_K_API || e->end <= r->t0 || e->start >= r->t1)
+                continue;
+            r->api_calls++;
+            if (!(e->flags & TP_F_BLOCKING))
+                continue;
+            if (GROW(r->blocks, c->blocks_cap, r->n_blocks + 1))
+                return -1;
+            an_block *b = &r->blocks[r->n_blocks++];
+            memset(b, 0, sizeof *b);
+            b->lane = l;
+            b->index = i;
+            b->start = clip_lo(e->start, r->t0);
+            b->end = clip_hi(e->end, r->t1);
+            b->name = e->name;
+            b->callsite = e->value;
+            b->producer = li->producer;
+            b->device = st_event_device(e);
+            b->kind = an_block_kind_of_name(st_str(s, e->name));
+            if (b->kind == 0)
+                b->kind = AN_BLOCK_OTHER;
+            r->blocked_ns += b->end - b->start;
+            if (e->corr != 0 && cmap_want(want, ckey(li->producer, e->corr)))
+                return -1;
+        }
+    }
+    sort_n(r->blocks, r->n_blocks, sizeof *r->blocks, by_start);
+    return 0;
+}
+
+/* Resolves the wanted correlations against the lanes of one kind (GPU work or host calls). */
+static void resolve(const st_store *s, cmap *want, st_lane_kind kind) {
+    if (want->n == 0)
+        return;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != kind)
+            continue;
+        size_t n;
+        const st_event *ev = st_lane_events(s, l, &n);
+        for (size_t i = 0; i < n; i++) {
+            if (ev[i].corr == 0)
+                continue;
+            uint64_t *v = cmap_find(want, ckey(li->producer, ev[i].corr));
+            if (v == NULL)
+                continue;
+            /* Prefer GPU work over a GPU-side sync record with the same correlation. */
+            if (*v == POS_NONE) {
+                *v = POS(l, i);
+            } else if (kind == ST_LANE_STREAM && is_work(&ev[i])) {
+                size_t nn;
+                if (!is_work(&st_lane_events(s, POS_LANE(*v), &nn)[POS_IDX(*v)]))
+                    *v = POS(l, i);
+            }
+        }
+    }
+}
+
+static int add_bubble(an_ctx *c, uint32_t producer, uint16_t device, size_t lane, uint64_t gs, uint64_t ge,
+                      size_t next_lane, size_t next_idx) {
+    an_result *r = c->r;
+    if (GROW(r->bubbles, c->bubbles_cap, r->n_bubbles + 1) || GROW(c->pend, c->pend_cap, r->n_bubbles + 1))
+        return -1;
+    an_bubble *b = &r->bubbles[r->n_bubbles];
+    b->producer = producer;
+    b->device = device;
+    b->lane = lane;
+    b->start = gs;
+    b->end = ge;
+    b->cause = 0;
+    b->block = SIZE_MAX;
+    c->pend[r->n_bubbles].next_lane = next_lane;
+    c->pend[r->n_bubbles].next_idx = next_idx;
+    r->n_bubbles++;
+    return 0;
+}
+
+/* Per-device low-utilisation accounting: busy time per chunk of [first, last). */
+typedef struct util_acc {
+    uint64_t first, len; /* chunk length */
+    size_t n;
+    uint64_t *busy;
+} util_acc;
+
+static void util_add(util_acc *u, uint64_t a, uint64_t b) {
+    if (u->busy == NULL || b <= a)
+        return;
+    while (a < b) {
+        size_t k = (size_t)((a - u->first) / u->len);
+        if (k >= u->n)
+            k = u->n - 1;
+        uint64_t ce = k == u->n - 1 ? b : u->first + (uint64_t)(k + 1) * u->len;
+        uint64_t e = b < ce ? b : ce;
+        u->busy[k] += e - a;
+        if (e == a)
+            break;
+        a = e;
+    }
+}
+
+typedef struct head {
+    size_t lane;
+    const st_event *ev;
+    size_t n, i;
+} head;
+
+static int next_work(head *h) {
+    while (h->i < h->n && !is_work(&h->ev[h->i]))
+        h->i++;
+    return h->i < h->n;
+}
+
+static int add_finding(an_ctx *c, const an_finding *f) {
+    an_result *r = c->r;
+    if (GROW(r->findings, c->findings_cap, r->n_findings + 1))
+        return -1;
+    r->findings[r->n_findings++] = *f;
+    return 0;
+}
+
+/* The device pass: union of work, device bubbles, gaps rule, utilisation windows. */
+static int device_pass(an_ctx *c, an_device *d) {
+    const st_store *s = c->s;
+    an_result *r = c->r;
+    head *hs = NULL;
+    size_t nh = 0, hcap = 0;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != ST_LANE_STREAM || li->producer != d->producer || li->device != d->device)
+            continue;
+        size_t n;
+        const st_event *ev = st_lane_events(s, l, &n);
+        for (size_t i = 0; i < n; i++) {
+            const st_event *e = &ev[i];
+            if (e->end <= r->t0 || e->start >= r->t1)
+                continue;
+            d->kernels += e->kind == TP_K_KERNEL;
+            d->copies += e->kind == TP_K_MEMCPY;
+            d->memsets += e->kind == TP_K_MEMSET;
+            d->syncs += e->kind == TP_K_SYNC;
+        }
+        if (GROW(hs, hcap, nh + 1)) {
+            free(hs);
+            return -1;
+        }
+        hs[nh++] = (head){l, ev, n, 0};
+    }
+    /* First and last work in range, for the utilisation chunks and the gaps rule. */
+    uint64_t first = UINT64_MAX, last = 0;
+    for (size_t k = 0; k < nh; k++)
+        for (size_t i = 0; i < hs[k].n; i++) {
+            const st_event *e = &hs[k].ev[i];
+            if (!is_work(e) || e->end <= r->t0 || e->start >= r->t1)
+                continue;
+            uint64_t a = clip_lo(e->start, r->t0), b = clip_hi(e->end, r->t1);
+            first = a < first ? a : first;
+            last = b > last ? b : last;
+        }
+    if (first == UINT64_MAX) {
+        d->idle_ns = d->span_ns;
+        d->idle_by_cause[0] = d->span_ns;
+        free(hs);
+        return 0;
+    }
+    d->first = first;
+    d->last = last;
+    util_acc u = {0};
+    unsigned chunks = c->o.util_chunks;
+    if (last > first) {
+        uint64_t span = last - first;
+        u.len = c->o.low_util_window_ns ? c->o.low_util_window_ns : (span + chunks - 1) / chunks;
+        if (u.len == 0)
+            u.len = 1;
+        u.n = (size_t)((span + u.len - 1) / u.len);
+        u.first = first;
+        u.busy = calloc(u.n, sizeof *u.busy);
+        if (u.busy == NULL) {
+            free(hs);
+            return -1;
+        }
+    }
+    /* k-way merge by start over the device's streams. */
+    uint64_t cur_s = 0, cur_e = 0;
+    int have = 0;
+    an_finding gaps = {.rule = AN_RULE_GPU_GAPS, .producer = d->producer, .device = d->device};
+    size_t worst_gap_bubble = SIZE_MAX;
+    for (;;) {
+        size_t best = SIZE_MAX;
+        for (size_t k = 0; k < nh; k++) {
+            if (!next_work(&hs[k]))
+                continue;
+            const st_event *e = &hs[k].ev[hs[k].i];
+            if (best == SIZE_MAX || e->start < hs[best].ev[hs[best].i].start)
+                best = k;
+        }
+        if (best == SIZE_MAX)
+            break;
+        size_t idx = hs[best].i++;
+        const st_event *e = &hs[best].ev[idx];
+        if (e->end <= r->t0 || e->start >= r->t1)
+            continue;
+        uint64_t a = clip_lo(e->start, r->t0), b = clip_hi(e->end, r->t1);
+        if (!have) {
+            cur_s = a;
+            cur_e = b;
+            have = 1;
+            continue;
+        }
+        if (a > cur_e) {
+            d->busy_ns += cur_e - cur_s;
+            util_add(&u, cur_s, cur_e);
+            uint64_t gap = a - cur_e;
+            if (gap >= c->o.gap_ns) {
+                if (add_bubble(c, d->producer, d->device, SIZE_MAX, cur_e, a, hs[best].lane, idx)) {
+                    free(hs);
+                    free(u.busy);
+                    return -1;
+                }
+                if (gap >= c->o.rule_gap_ns) {
+                    gaps.count++;
+                    gaps.total_ns += gap;
+                    if (gap > gaps.max_ns) {
+                        gaps.max_ns = gap;
+                        gaps.start = cur_e;
+                        gaps.end = a;
+                        worst_gap_bubble = r->n_bubbles - 1;
+                    }
+                }
+            }
+            cur_s = a;
+            cur_e = b;
+        } else if (b > cur_e) {
+            cur_e = b;
+        }
+    }
+    if (have) {
+        d->busy_ns += cur_e - cur_s;
+        util_add(&u, cur_s, cur_e);
+    }
+    d->idle_ns = d->span_ns > d->busy_ns ? d->span_ns - d->busy_ns : 0;
+    free(hs);
+    if (gaps.count) {
+        /* The call site comes later, when the worst gap's cause is known: keep its bubble. */
+        gaps.callsite = worst_gap_bubble; /* replaced in finish_findings */
+        if (add_finding(c, &gaps)) {
+            free(u.busy);
+            return -1;
+        }
+    }
+    /* Low-utilisation windows: runs of adjacent chunks below the threshold. */
+    for (size_t k = 0; k < u.n;) {
+        uint64_t cs = u.first + (uint64_t)k * u.len;
+        uint64_t ce = k == u.n - 1 ? last : cs + u.len;
+        if (ce <= cs || (double)u.busy[k] >= c->o.low_util_threshold * (double)(ce - cs)) {
+            k++;
+            continue;
+        }
+        an_finding f = {.rule = AN_RULE_LOW_UTIL, .producer = d->producer, .device = d->device, .start = cs};
+        uint64_t busy = 0;
+        while (k < u.n) {
+            cs = u.first + (uint64_t)k * u.len;
+            ce = k == u.n - 1 ? last : cs + u.len;
+            if (ce <= cs || (double)u.busy[k] >= c->o.low_util_threshold * (double)(ce - cs))
+                break;
+            busy += u.busy[k];
+            f.count++;
+            f.end = ce;
+            k++;
+        }
+        f.total_ns = (f.end - f.start) - busy; /* idle time in the window */
+        f.max_ns = busy;                      /* busy time in the window */
+        if (add_finding(c, &f)) {
+            free(u.busy);
+            return -1;
+        }
+    }
+    free(u.busy);
+    return 0;
+}
+
+static int stream_pass(an_ctx *c, size_t l) {
+    const st_store *s = c->s;
+    an_result *r = c->r;
+    const st_lane_info *li = st_lane_get(s, l);
+    size_t n;
+    const st_event *ev = st_lane_events(s, l, &n);
+    uint64_t cur_e = 0;
+    int have = 0;
+    for (size_t i = 0; i < n; i++) {
+        const st_event *e = &ev[i];
+        if (!is_work(e) || e->end <= r->t0 || e->start >= r->t1)
+            continue;
+        uint64_t a = clip_lo(e->start, r->t0), b = clip_hi(e->end, r->t1);
+        if (have && a > cur_e && a - cur_e >= c->o.gap_ns &&
+            add_bubble(c, li->producer, li->device, l, cur_e, a, l, i))
+            return -1;
+        if (!have || b > cur_e)
+            cur_e = b;
+        have = 1;
+    }
+    return 0;
+}
+
+/* Gives each bubble its cause, from the launch time of the work that ended it and the blocking
+ * spans that overlap it. */
+static void attribute(an_ctx *c, const cmap *launch) {
+    const st_store *s = c->s;
+    an_result *r = c->r;
+    for (size_t k = 0; k < r->n_bubbles; k++) {
+        an_bubble *b = &r->bubbles[k];
+        size_t nn;
+        const st_event *next = &st_lane_events(s, c->pend[k].next_lane, &nn)[c->pend[k].next_idx];
+        uint64_t L = UINT64_MAX; /* when the host submitted the work that ended the bubble */
+        const uint64_t *v = next->corr ? cmap_find(launch, ckey(b->producer, next->corr)) : NULL;
+        if (v != NULL && *v != POS_NONE)
+            L = st_lane_events(s, POS_LANE(*v), &nn)[POS_IDX(*v)].start;
+        /* Blocks with start < b->end whose end >= b->start; the latest ending one that ended
+         * before the submission wins. */
+        size_t lo = 0, hi = r->n_blocks;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (r->blocks[mid].start < b->end)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        size_t best = SIZE_MAX;
+        uint64_t limit = L != UINT64_MAX ? L : b->end;
+        for (size_t i = lo; i-- > 0;) {
+            if (c->prefix_end[i] < b->start)
+                break;
+            const an_block *bl = &r->blocks[i];
+            if (bl->producer != b->producer || bl->end < b->start || bl->end > limit)
+                continue;
+            if (bl->device != TP_NO_DEVICE && bl->device != b->device)
+                continue;
+            if (best == SIZE_MAX || bl->end > r->blocks[best].end)
+                best = i;
+        }
+        if (best != SIZE_MAX) {
+            b->cause = AN_CAUSE_BLOCK;
+            b->block = best;
+        } else if (L != UINT64_MAX && L > b->start) {
+            b->cause = AN_CAUSE_HOST;
+        } else {
+            b->cause = AN_CAUSE_LAUNCH;
+        }
+    }
+}
+
+typedef struct site_key {
+    uint32_t producer;
+    uint64_t callsite;
+    uint32_t name;
+} site_key;
+
+static int site_cmp(const void *a, const void *b) {
+    const an_site *x = a, *y = b;
+    if (x->total_ns != y->total_ns)
+        return x->total_ns > y->total_ns ? -1 : 1;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    if (x->producer != y->producer)
+        return x->producer < y->producer ? -1 : 1;
+    if (x->callsite != y->callsite)
+        return x->callsite < y->callsite ? -1 : 1;
+    return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/* Groups blocks by (producer, call site), or (producer, API name) when no call site was taken. */
+static int build_sites(an_ctx *c) {
+    an_result *r = c->r;
+    cmap idx = {0};
+    size_t cap = 0;
+    for (size_t i = 0; i < r->n_blocks; i++) {
+        const an_block *b = &r->blocks[i];
+        uint64_t key = b->callsite ? (uint64_t)b->callsite * 2 + 1 : ((uint64_t)b->producer << 33 | (uint64_t)b->name << 1);
+        key = key * 0x9e3779b97f4a7c15ull + b->producer + 1;
+        if (key == 0)
+            key = 1;
+        if (cmap_want(&idx, key)) {
+            cmap_free(&idx);
+            return -1;
+        }
+        uint64_t *v = cmap_find(&idx, key);
+        if (*v == POS_NONE) {
+            if (GROW(r->sites, cap, r->n_sites + 1)) {
+                cmap_free(&idx);
+                return -1;
+            }
+            an_site *st = &r->sites[r->n_sites];
+            memset(st, 0, sizeof *st);
+            st->producer = b->producer;
+            st->callsite = b->callsite;
+            st->name = b->name;
+            st->kind = b->kind;
+            *v = r->n_sites++;
+        }
+        an_site *st = &r->sites[*v];
+        uint64_t d = b->end - b->start;
+        st->count++;
+        st->total_ns += d;
+        st->max_ns = d > st->max_ns ? d : st->max_ns;
+        st->gpu_idle_ns += b->gpu_idle_ns;
+    }
+    cmap_free(&idx);
+    uint64_t wall = r->t1 > r->t0 ? r->t1 - r->t0 : 0;
+    for (size_t i = 0; i < r->n_sites; i++)
+        r->sites[i].wall_share = wall ? (double)r->sites[i].total_ns / (double)wall : 0.0;
+    sort_n(r->sites, r->n_sites, sizeof *r->sites, site_cmp);
+    return 0;
+}
+
+/* One finding per (rule, producer, call site or name) for the call rules. */
+static int call_findings(an_ctx *c) {
+    an_result *r = c->r;
+    for (size_t i = 0; i < r->n_sites; i++) {
+        const an_site *st = &r->sites[i];
+        int rule = st->kind == AN_BLOCK_SYNC ? AN_RULE_SYNC_API
+                   : st->kind == AN_BLOCK_MEMCPY ? AN_RULE_SYNC_MEMCPY
+                   : st->kind == AN_BLOCK_PAGEABLE ? AN_RULE_PAGEABLE_MEMCPY
+                   : st->kind == AN_BLOCK_MEMSET ? AN_RULE_SYNC_MEMSET
+                   : 0;
+        if (rule == 0)
+            continue;
+        an_finding f = {.rule = rule, .kind = st->kind, .callsite = st->callsite, .name = st->name,
+                        .producer = st->producer, .device = TP_NO_DEVICE, .count = st->count,
+                        .total_ns = st->total_ns, .max_ns = st->max_ns};
+        /* The worst instance, and the device when all of the site's spans agree. */
+        int dev_set = 0;
+        for (size_t k = 0; k < r->n_blocks; k++) {
+            const an_block *b = &r->blocks[k];
+            if (b->producer != st->producer || b->callsite != st->callsite || (st->callsite == 0 && b->name != st->name))
+                continue;
+            if (b->end - b->start == st->max_ns && f.end == 0) {
+                f.start = b->start;
+                f.end = b->end;
+            }
+            if (!dev_set) {
+                f.device = b->device;
+                dev_set = 1;
+            } else if (f.device != b->device) {
+                f.device = TP_NO_DEVICE;
+            }
+        }
+        if (add_finding(c, &f))
+            return -1;
+    }
+    return 0;
+}
+
+static int finding_cmp(const void *a, const void *b) {
+    const an_finding *x = a, *y = b;
+    if (x->rule != y->rule)
+        return x->rule < y->rule ? -1 : 1;
+    if (x->total_ns != y->total_ns)
+        return x->total_ns > y->total_ns ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int an_analyze(const st_store *s, const an_opts *opts, an_result *out, tp_err *err) {
+    memset(out, 0, sizeof *out);
+    an_ctx c = {.s = s, .r = out};
+    if (opts)
+        c.o = *opts;
+    if (c.o.gap_ns == 0)
+        c.o.gap_ns = AN_DEF_GAP_NS;
+    if (c.o.rule_gap_ns == 0)
+        c.o.rule_gap_ns = AN_DEF_RULE_GAP_NS;
+    if (c.o.util_chunks == 0)
+        c.o.util_chunks = AN_DEF_CHUNKS;
+    if (!(c.o.low_util_threshold > 0))
+        c.o.low_util_threshold = AN_DEF_UTIL;
+    uint64_t t0, t1;
+    st_store_span(s, &t0, &t1);
+    if (c.o.t0 || c.o.t1) {
+        t0 = c.o.t0;
+        t1 = c.o.t1;
+    }
+    if (t1 < t0)
+        return tp_err_set(err, TP_EINVAL, "analysis: the range ends before it starts");
+    out->t0 = t0;
+    out->t1 = t1;
+
+    cmap want_gpu = {0}, want_api = {0};
+    int rc = -1;
+    /* Devices: every (producer, device) with a stream lane, and those the store describes. */
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind == ST_LANE_STREAM && device_get(&c, li->producer, li->device) == NULL)
+            goto done;
+    }
+    if (collect_blocks(&c, &want_gpu))
+        goto done;
+    resolve(s, &want_gpu, ST_LANE_STREAM);
+    for (size_t i = 0; i < out->n_blocks; i++) {
+        an_block *b = &out->blocks[i];
+        size_t nn;
+        const st_event *e = &st_lane_events(s, b->lane, &nn)[b->index];
+        const uint64_t *v = e->corr ? cmap_find(&want_gpu, ckey(b->producer, e->corr)) : NULL;
+        if (v != NULL && *v != POS_NONE)
+            b->device = st_lane_get(s, POS_LANE(*v))->device;
+        if (b->device == TP_NO_DEVICE)
+            b->device = only_device(out, b->producer);
+    }
+    c.prefix_end = malloc((out->n_blocks + 1) * sizeof *c.prefix_end);
+    if (c.prefix_end == NULL)
+        goto done;
+    for (size_t i = 0; i < out->n_blocks; i++)
+        c.prefix_end[i] = i && c.prefix_end[i - 1] > out->blocks[i].end ? c.prefix_end[i - 1] : out->blocks[i].end;
+
+    size_t n_dev = out->n_devices;
+    for (size_t i = 0; i < n_dev; i++)
+        if (device_pass(&c, &out->devices[i]))
+            goto done;
+    size_t n_device_bubbles = out->n_bubbles;
+    for (size_t l = 0; l < st_lane_count(s); l++)
+        if (st_lane_get(s, l)->kind == ST_LANE_STREAM && stream_pass(&c, l))
+            goto done;
+    for (size_t k = 0; k < out->n_bubbles; k++) {
+        size_t nn;
+        const st_event *next = &st_lane_events(s, c.pend[k].next_lane, &nn)[c.pend[k].next_idx];
+        if (next->corr && cmap_want(&want_api, ckey(out->bubbles[k].producer, next->corr)))
+            goto done;
+    }
+    resolve(s, &want_api, ST_LANE_THREAD);
+    attribute(&c, &want_api);
+
+    /* Device bubbles carry the cost: per block, per device, per cause. */
+    for (size_t k = 0; k < n_device_bubbles; k++) {
+        const an_bubble *b = &out->bubbles[k];
+        uint64_t d = b->end - b->start;
+        an_device *dv = device_get(&c, b->producer, b->device);
+        if (dv)
+            dv->idle_by_cause[b->cause] += d;
+        if (b->cause == AN_CAUSE_BLOCK)
+            out->blocks[b->block].gpu_idle_ns += d;
+    }
+    for (size_t i = 0; i < out->n_devices; i++) {
+        an_device *dv = &out->devices[i];
+        uint64_t in_bubbles = dv->idle_by_cause[1] + dv->idle_by_cause[2] + dv->idle_by_cause[3];
+        dv->idle_by_cause[0] = dv->idle_ns > in_bubbles ? dv->idle_ns - in_bubbles : 0;
+    }
+    for (size_t i = 0; i < out->n_blocks; i++) {
+        const an_block *b = &out->blocks[i];
+        for (size_t k = 0; k < out->n_devices; k++)
+            if (out->devices[k].producer == b->producer && out->devices[k].device == b->device)
+                out->devices[k].blocked_ns += b->end - b->start;
+    }
+    /* The gaps findings kept their worst bubble in callsite: now its cause is known. */
+    for (size_t i = 0; i < out->n_findings; i++) {
+        an_finding *f = &out->findings[i];
+        if (f->rule != AN_RULE_GPU_GAPS)
+            continue;
+        size_t k = (size_t)f->callsite;
+        f->callsite = 0;
+        if (k < out->n_bubbles && out->bubbles[k].cause == AN_CAUSE_BLOCK) {
+            f->callsite = out->blocks[out->bubbles[k].block].callsite;
+            f->name = out->blocks[out->bubbles[k].block].name;
+        }
+    }
+    if (build_sites(&c) || call_findings(&c))
+        goto done;
+    /* Low-utilisation windows name the call site that cost the most GPU idle inside them. */
+    for (size_t i = 0; i < out->n_findings; i++) {
+        an_finding *f = &out->findings[i];
+        if (f->rule != AN_RULE_LOW_UTIL)
+            continue;
+        uint64_t best = 0;
+        for (size_t k = 0; k < n_device_bubbles; k++) {
+            const an_bubble *b = &out->bubbles[k];
+            if (b->producer != f->producer || b->device != f->device || b->cause != AN_CAUSE_BLOCK ||
+                b->end <= f->start || b->start >= f->end)
+                continue;
+            uint64_t d = b->end - b->start;
+            if (d > best) {
+                best = d;
+                f->callsite = out->blocks[b->block].callsite;
+                f->name = out->blocks[b->block].name;
+            }
+        }
+    }
+    /* Bubbles in time order: remap nothing, blocks are referenced by index and stay put. */
+    sort_n(out->bubbles, out->n_bubbles, sizeof *out->bubbles, bubble_by_start);
+    sort_n(out->findings, out->n_findings, sizeof *out->findings, finding_cmp);
+    rc = 0;
+done:
+    cmap_free(&want_gpu);
+    cmap_free(&want_api);
+    free(c.pend);
+    free(c.prefix_end);
+    if (rc != 0) {
+        an_result_free(out);
+        return tp_err_set(err, TP_ENOMEM, "analysis: out of memory");
+    }
+    return 0;
+}
+
+void an_result_free(an_result *r) {
+    if (r == NULL)
+        return;
+    free(r->blocks);
+    free(r->bubbles);
+    free(r->sites);
+    free(r->findings);
+    free(r->devices);
+    memset(r, 0, sizeof *r);
+}

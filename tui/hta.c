@@ -1,0 +1,402 @@
+/*
+ * HTA breakdowns (hta.h), following Holistic Trace Analysis' code step by step:
+ *
+ *   hta/common/trace_parser.py _parse_trace_dataframe_json: when a trace's ts column is float, every
+ *     ts is rounded up and every end (ts + dur, in double precision) down to whole microseconds.
+ *   hta/common/trace.py transform_correlation_to_index: a GPU row (stream > 0) is linked to the host
+ *     row (stream -1) with the same correlation; _filter_irrelevant_gpu_kernels: with two or more
+ *     distinct ProfilerStep names, only host rows that start before the last ProfilerStep are kept
+ *     and GPU rows are inner-joined on correlation with them (one copy per matching host row).
+ *   hta/analyzers/breakdown_analysis.py _analyze_idle_time_for_stream: per stream, rows sorted by ts,
+ *     idle_interval = ts - (previous ts + dur); host_wait when the launching call started after the
+ *     previous row ended, kernel_wait when the interval is below consecutive_kernel_delay (30 us by
+ *     trace_analysis.py's default), other otherwise (the first row adds nothing);
+ *     get_temporal_breakdown / _get_idle_time_for_kernels: union of every GPU row; compute time is
+ *     the union of the COMPUTATION rows (hta/utils/utils.py get_kernel_type).
+ *
+ * What the store cannot tell, and what is done instead:
+ *   - a device-wide cuda_sync row was stream -1 (a host row for HTA) or 4294967295 (a GPU stream):
+ *     hta_opts.wide_sync_as_stream picks;
+ *   - HTA rounds when any ts in the file is a float, including rows synctop does not import
+ *     (cpu_op); here: when any imported event's ts has a fraction of a microsecond;
+ *   - a GPU row without a host call gets HTA's index 0 (the file's first row) as its launch; here it
+ *     has none (no real trace among the samples has such a row);
+ *   - baseTimeNanoseconds: HTA ignores it, the importer adds it; only the rounding could differ;
+ *   - ties in ts on one stream: HTA's sort is not stable; here store order (start, then end).
+ * tests/hta_expected.py recomputes the same from the JSON, independently.
+ */
+#include "hta.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HTA_DEF_DELAY_NS 30000
+
+const char *hta_idle_name(int c) {
+    static const char *const n[] = {"host_wait", "kernel_wait", "other"};
+    return c >= 0 && c < HTA_IDLE_N_ ? n[c] : "?";
+}
+
+typedef struct hrow {
+    int64_t ts, end;     /* ns, after HTA's rounding */
+    int64_t stream;
+    int64_t runtime;     /* ts of the linked host row; INT64_MIN: none */
+    uint32_t corr;
+    int compute;         /* KernelType COMPUTATION */
+    size_t seq;          /* order of appearance, for ties */
+} hrow;
+
+typedef struct hcpu {
+    uint32_t corr;
+    int64_t ts;
+} hcpu;
+
+/* qsort, which must not be given a null array even for no elements. */
+static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * size);
+    if (q == NULL)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof *(arr))
+
+/* A microsecond value given in ns as the double Python's float() gives for its decimal text. */
+static double us_double(uint64_t ns) {
+    char buf[48];
+    snprintf(buf, sizeof buf, "%llu.%03llu", (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000));
+    return strtod(buf, NULL);
+}
+
+/* floor and ceil of a double within int64 (the microseconds of any real timestamp), without libm. */
+static int64_t floor_i64(double x) {
+    int64_t i = (int64_t)x; /* truncates toward zero */
+    return (double)i > x ? i - 1 : i;
+}
+static int64_t ceil_i64(double x) {
+    int64_t i = (int64_t)x;
+    return (double)i < x ? i + 1 : i;
+}
+
+/* HTA's rounding of one row: ts = ceil(ts), end = floor(ts + dur), in double precision. */
+static void round_row(uint64_t start, uint64_t end, int64_t *ts, int64_t *te) {
+    double t = us_double(start), d = us_double(end - start);
+    *ts = ceil_i64(t) * 1000;
+    *te = floor_i64(t + d) * 1000;
+}
+
+/* hta/utils/utils.py get_kernel_type() == COMPUTATION: not ^nccl.*Kernel, not ^Memcpy|^Memset|^dma,
+ * and not matched by (^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync). */
+static int name_is_compute(const char *n) {
+    if (strncmp(n, "nccl", 4) == 0 && strstr(n + 4, "Kernel") != NULL)
+        return 0;
+    if (strncmp(n, "Memcpy", 6) == 0 || strncmp(n, "Memset", 6) == 0 || strncmp(n, "dma", 3) == 0)
+        return 0;
+    if (strstr(n, "Memcpy") != NULL || strstr(n, "Sync") != NULL)
+        return 0;
+    return 1;
+}
+
+static int event_is_compute(const st_store *s, const st_event *e) {
+    switch (e->kind) {
+    case TP_K_KERNEL: return name_is_compute(st_str(s, e->name));
+    case TP_K_MEMCPY: /* "Memcpy HtoD (...)" */
+    case TP_K_MEMSET: return 0; /* "Memset (Device)" */
+    case TP_K_SYNC: /* "Stream Sync", "Event Sync", "Context Sync" hold "Sync"; "Stream Wait Event" not */
+        return e->sub == TP_SYNC_STREAM_WAIT_EVENT;
+    default: return 0;
+    }
+}
+
+static int cpu_cmp(const void *a, const void *b) {
+    const hcpu *x = a, *y = b;
+    if (x->corr != y->corr)
+        return x->corr < y->corr ? -1 : 1;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* Host rows with this correlation: [*lo, *hi) in the sorted array. */
+static void cpu_range(const hcpu *c, size_t n, uint32_t corr, size_t *lo, size_t *hi) {
+    size_t a = 0, b = n;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (c[m].corr < corr)
+            a = m + 1;
+        else
+            b = m;
+    }
+    *lo = a;
+    b = n;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (c[m].corr <= corr)
+            a = m + 1;
+        else
+            b = m;
+    }
+    *hi = a;
+}
+
+static int row_cmp(const void *a, const void *b) {
+    const hrow *x = a, *y = b;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int row_ts_cmp(const void *a, const void *b) {
+    const hrow *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Union length, first start and last end of rows (sorted by ts in place); which: all or compute. */
+static int64_t union_time(hrow *r, size_t n, int compute_only, int64_t *first, int64_t *last) {
+    int64_t busy = 0, cs = 0, ce = 0;
+    int have = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (compute_only && !r[i].compute)
+            continue;
+        if (!have || r[i].ts > ce) {
+            if (have)
+                busy += ce - cs;
+            else if (first)
+                *first = r[i].ts;
+            cs = r[i].ts;
+            ce = r[i].end;
+            have = 1;
+        } else if (r[i].end > ce) {
+            ce = r[i].end;
+        }
+    }
+    if (have) {
+        busy += ce - cs;
+        if (last)
+            *last = ce;
+    }
+    return busy;
+}
+
+static int64_t stream_of(const st_lane_info *li, const hta_opts *o) {
+    if (li->id == TP_NO_ID)
+        return o->wide_sync_as_stream ? (int64_t)TP_NO_ID : -1;
+    return (int64_t)li->id;
+}
+
+static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, const hta_opts *o,
+                            hta_result *out, size_t *streams_cap, size_t *ranks_cap) {
+    const st_producer_info *pi = st_producer_get(s, p);
+    hrow *rows = NULL;
+    hcpu *cpu = NULL;
+    size_t n_rows = 0, rows_cap = 0, n_cpu = 0, cpu_cap = 0;
+    int rc = -1;
+
+    /* Float timestamps? Any imported event with a fraction of a microsecond. */
+    int rounded = 0;
+    for (size_t l = 0; l < st_lane_count(s) && !rounded; l++) {
+        if (st_lane_get(s, l)->producer != p)
+            continue;
+        size_t n;
+        const st_event *ev = st_lane_events(s, l, &n);
+        for (size_t i = 0; i < n && !rounded; i++)
+            rounded = ev[i].start % 1000 != 0;
+    }
+
+    /* Host rows with a correlation, and the ProfilerSteps' window. */
+    int64_t last_step_start = INT64_MIN, last_step_end = INT64_MIN, min_cpu = INT64_MAX, max_cpu_end = INT64_MIN;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->producer != p)
+            continue;
+        int host_rows = li->kind == ST_LANE_THREAD || (li->kind == ST_LANE_NVTX && li->device == TP_NO_DEVICE) ||
+                        (li->kind == ST_LANE_STREAM && stream_of(li, o) == -1);
+        if (!host_rows)
+            continue;
+        size_t n;
+        const st_event *ev = st_lane_events(s, l, &n);
+        for (size_t i = 0; i < n; i++) {
+            const st_event *e = &ev[i];
+            int64_t ts = (int64_t)e->start, te = (int64_t)e->end;
+            if (rounded)
+                round_row(e->start, e->end, &ts, &te);
+            min_cpu = ts < min_cpu ? ts : min_cpu;
+            max_cpu_end = te > max_cpu_end ? te : max_cpu_end;
+            if (li->kind == ST_LANE_NVTX) {
+                if (strncmp(st_str(s, e->name), "ProfilerStep", 12) == 0) {
+                    last_step_start = ts > last_step_start ? ts : last_step_start;
+                    last_step_end = te > last_step_end ? te : last_step_end;
+                }
+                continue;
+            }
+            if (e->corr == 0)
+                continue;
+            if (GROW(cpu, cpu_cap, n_cpu + 1))
+                goto done;
+            cpu[n_cpu++] = (hcpu){e->corr, ts};
+        }
+    }
+    sort_n(cpu, n_cpu, sizeof *cpu, cpu_cmp);
+    int filtered = n_step_names >= 2 && n_cpu > 0;
+    int64_t cut = last_step_start != INT64_MIN ? last_step_start : min_cpu;
+    int64_t cut_incl = last_step_end != INT64_MIN ? last_step_end : max_cpu_end;
+
+    /* GPU rows, each linked to its host row (the last one with its correlation), and copied once
+     * per kept host row when filtering. */
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->producer != p || li->kind != ST_LANE_STREAM)
+            continue;
+        int64_t stream = stream_of(li, o);
+        if (stream == -1)
+            continue;
+        size_t n;
+        const st_event *ev = st_lane_events(s, l, &n);
+        for (size_t i = 0; i < n; i++) {
+            const st_event *e = &ev[i];
+            if (e->kind != TP_K_KERNEL && e->kind != TP_K_MEMCPY && e->kind != TP_K_MEMSET && e->kind != TP_K_SYNC)
+                continue;
+            hrow r = {.stream = stream, .runtime = INT64_MIN, .corr = e->corr, .compute = event_is_compute(s, e)};
+            r.ts = (int64_t)e->start;
+            r.end = (int64_t)e->end;
+            if (rounded)
+                round_row(e->start, e->end, &r.ts, &r.end);
+            size_t lo = 0, hi = 0, copies = 1;
+            if (e->corr != 0) {
+                cpu_range(cpu, n_cpu, e->corr, &lo, &hi);
+                if (hi > lo && stream > 0)
+                    r.runtime = cpu[hi - 1].ts;
+            }
+            if (filtered) {
+                /* Only host rows with stream -1 link, and GPU rows need stream > 0. */
+                copies = 0;
+                if (stream > 0)
+                    for (size_t k = lo; k < hi; k++)
+                        copies += o->include_last_step ? cpu[k].ts <= cut_incl : cpu[k].ts < cut;
+                if (copies && r.runtime != INT64_MIN &&
+                    !(o->include_last_step ? r.runtime <= cut_incl : r.runtime < cut))
+                    r.runtime = INT64_MIN; /* the linked row itself was filtered out */
+            }
+            for (size_t k = 0; k < copies; k++) {
+                if (GROW(rows, rows_cap, n_rows + 1))
+                    goto done;
+                rows[n_rows++] = r;
+            }
+        }
+    }
+
+    /* Idle-time breakdown per stream: rows by (stream, ts), ties in store order. */
+    for (size_t i = 0; i < n_rows; i++)
+        rows[i].seq = i;
+    sort_n(rows, n_rows, sizeof *rows, row_cmp);
+    for (size_t i = 0; i < n_rows;) {
+        size_t j = i;
+        while (j < n_rows && rows[j].stream == rows[i].stream)
+            j++;
+        if (GROW(out->streams, *streams_cap, out->n_streams + 1))
+            goto done;
+        hta_stream *st = &out->streams[out->n_streams++];
+        memset(st, 0, sizeof *st);
+        st->producer = p;
+        st->rank = pi->rank;
+        st->stream = rows[i].stream;
+        st->ops = j - i;
+        st->present[HTA_OTHER] = 1; /* the first row: no interval, category other */
+        const hrow *g = rows + i;
+        for (size_t k = 1; k < st->ops; k++) {
+            int64_t prev_end = g[k - 1].end;
+            int64_t interval = g[k].ts - prev_end;
+            int cat = g[k].runtime != INT64_MIN && g[k].runtime > prev_end ? HTA_HOST_WAIT
+                      : interval < (int64_t)o->delay_ns                          ? HTA_KERNEL_WAIT
+                                                                                 : HTA_OTHER;
+            st->idle_ns[cat] += interval;
+            st->present[cat] = 1;
+        }
+        i = j;
+    }
+
+    /* Temporal breakdown: the union of every GPU row, and of the compute rows. */
+    {
+        hta_rank rk = {.producer = p, .rank = pi->rank, .filtered = filtered, .rounded = rounded};
+        if (n_rows > 0) {
+            sort_n(rows, n_rows, sizeof *rows, row_ts_cmp);
+            int64_t first = 0, last = 0;
+            int64_t busy = union_time(rows, n_rows, 0, &first, &last);
+            rk.has_gpu = 1;
+            rk.kernel_ns = last - first;
+            rk.idle_ns = rk.kernel_ns - busy;
+            rk.compute_ns = union_time(rows, n_rows, 1, NULL, NULL);
+            rk.non_compute_ns = rk.kernel_ns - rk.compute_ns - rk.idle_ns;
+        }
+        if (GROW(out->ranks, *ranks_cap, out->n_ranks + 1))
+            goto done;
+        out->ranks[out->n_ranks++] = rk;
+    }
+    rc = 0;
+done:
+    free(rows);
+    free(cpu);
+    return rc;
+}
+
+int hta_analyze(const st_store *s, const hta_opts *opts, hta_result *out, tp_err *err) {
+    memset(out, 0, sizeof *out);
+    hta_opts o = {0};
+    if (opts)
+        o = *opts;
+    if (o.delay_ns == 0)
+        o.delay_ns = HTA_DEF_DELAY_NS;
+    /* Distinct ProfilerStep names over the whole store (HTA's symbol table spans all ranks). */
+    uint32_t *names = NULL;
+    size_t n_names = 0, cap = 0;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        if (st_lane_get(s, l)->kind != ST_LANE_NVTX)
+            continue;
+        size_t n;
+        const st_event *ev = st_lane_events(s, l, &n);
+        for (size_t i = 0; i < n; i++) {
+            if (strncmp(st_str(s, ev[i].name), "ProfilerStep", 12) != 0)
+                continue;
+            size_t k = 0;
+            while (k < n_names && names[k] != ev[i].name)
+                k++;
+            if (k < n_names)
+                continue;
+            if (GROW(names, cap, n_names + 1)) {
+                free(names);
+                return tp_err_set(err, TP_ENOMEM, "hta: out of memory");
+            }
+            names[n_names++] = ev[i].name;
+        }
+    }
+    free(names);
+    size_t streams_cap = 0, ranks_cap = 0;
+    for (size_t p = 0; p < st_producer_count(s); p++)
+        if (analyze_producer(s, (uint32_t)p, n_names, &o, out, &streams_cap, &ranks_cap)) {
+            hta_result_free(out);
+            return tp_err_set(err, TP_ENOMEM, "hta: out of memory");
+        }
+    return 0;
+}
+
+void hta_result_free(hta_result *r) {
+    if (r == NULL)
+        return;
+    free(r->ranks);
+    free(r->streams);
+    memset(r, 0, sizeof *r);
+}

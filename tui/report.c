@@ -1,0 +1,595 @@
+/*
+ * Report rendering and thresholds (report.h). Text follows `perf report` and `nsys stats`: a header
+ * with the totals, then the table that answers the question (top stalls by call site), then the
+ * details. JSON carries every number in integer nanoseconds so that a program can redo the sums;
+ * Markdown is the text's tables for a CI job summary.
+ *
+ * This module owns no state; the output stream belongs to the caller.
+ */
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synctop/sanitize.h"
+
+#define RP_TOP_DEFAULT 15
+#define RP_NAME_MAX 4096
+
+/* ------------------------------------------------------------------------------------------ */
+/* Strings                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+int rp_format_parse(const char *s) {
+    if (strcmp(s, "text") == 0)
+        return RP_TEXT;
+    if (strcmp(s, "json") == 0)
+        return RP_JSON;
+    if (strcmp(s, "markdown") == 0 || strcmp(s, "md") == 0)
+        return RP_MARKDOWN;
+    return -1;
+}
+
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s && s[1] ? s + 1 : path;
+}
+
+/* A safe copy of an untrusted string. */
+static const char *safe(const char *s, char *buf, size_t len) {
+    tp_sanitize(buf, len, s ? s : "", s ? strlen(s) : 0, NULL);
+    return buf;
+}
+
+char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf, size_t len) {
+    char raw[1024] = "";
+    size_t n = 0;
+    const st_frame *f = callsite ? st_callsite_frames(s, callsite, &n) : NULL;
+    const st_frame *py = NULL, *nat = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (f[i].kind == TP_FRAME_PYTHON && py == NULL)
+            py = &f[i];
+        if (f[i].kind == TP_FRAME_NATIVE && nat == NULL)
+            nat = &f[i];
+    }
+    if (py != NULL)
+        snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, py->file), py->line, st_str(s, py->func));
+    else if (nat != NULL && nat->line != 0 && *st_str(s, nat->file))
+        snprintf(raw, sizeof raw, "%s:%u %s", base_name(st_str(s, nat->file)), nat->line, st_str(s, nat->func));
+    else if (nat != NULL)
+        snprintf(raw, sizeof raw, "%s (%s+%#" PRIx64 ")", *st_str(s, nat->func) ? st_str(s, nat->func) : "??",
+                 base_name(st_str(s, nat->module)), nat->pc);
+    else if (callsite)
+        snprintf(raw, sizeof raw, "(call site %" PRIu64 ": no frames)", callsite);
+    else
+        snprintf(raw, sizeof raw, "(no call site taken) %s", st_str(s, api));
+    safe(raw, buf, len);
+    return buf;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* JSON output                                                                                */
+/* ------------------------------------------------------------------------------------------ */
+
+static void json_str(FILE *out, const char *s) {
+    static char buf[RP_NAME_MAX];
+    safe(s, buf, sizeof buf);
+    fputc('"', out);
+    for (const char *p = buf; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fputc('\\', out);
+        fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+static void json_frames(FILE *out, const st_store *s, uint64_t callsite) {
+    size_t n = 0;
+    const st_frame *f = callsite ? st_callsite_frames(s, callsite, &n) : NULL;
+    fputc('[', out);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "%s{\"kind\":\"%s\",\"function\":", i ? "," : "", f[i].kind == TP_FRAME_PYTHON ? "python" : "native");
+        json_str(out, st_str(s, f[i].func));
+        fprintf(out, ",\"file\":");
+        json_str(out, st_str(s, f[i].file));
+        fprintf(out, ",\"line\":%u,\"module\":", f[i].line);
+        json_str(out, st_str(s, f[i].module));
+        fprintf(out, ",\"pc\":%" PRIu64 "}", f[i].pc);
+    }
+    fputc(']', out);
+}
+
+static int32_t rank_of(const st_store *s, uint32_t producer) {
+    const st_producer_info *p = producer < st_producer_count(s) ? st_producer_get(s, producer) : NULL;
+    return p ? p->rank : -1;
+}
+
+static const char *device_name(const st_store *s, uint32_t producer, uint16_t device) {
+    for (size_t i = 0; i < st_device_count(s); i++) {
+        const st_device_info *d = st_device_get(s, i);
+        if (d->producer == producer && d->device == device)
+            return st_str(s, d->name);
+    }
+    return "";
+}
+
+static double share(uint64_t part, uint64_t whole) {
+    return whole ? (double)part / (double)whole : 0.0;
+}
+
+static void json_hta(FILE *out, const hta_result *h) {
+    fprintf(out, ",\"hta\":{\"unit\":\"us\",\"ranks\":[");
+    for (size_t i = 0; i < h->n_ranks; i++) {
+        const hta_rank *k = &h->ranks[i];
+        fprintf(out, "%s{\"producer\":%u,\"rank\":%d,\"filtered\":%s,\"rounded\":%s", i ? "," : "", k->producer,
+                k->rank, k->filtered ? "true" : "false", k->rounded ? "true" : "false");
+        if (k->has_gpu)
+            fprintf(out, ",\"idle_time\":%.3f,\"compute_time\":%.3f,\"non_compute_time\":%.3f,\"kernel_time\":%.3f",
+                    k->idle_ns / 1e3, k->compute_ns / 1e3, k->non_compute_ns / 1e3, k->kernel_ns / 1e3);
+        fputc('}', out);
+    }
+    fprintf(out, "],\"streams\":[");
+    for (size_t i = 0; i < h->n_streams; i++) {
+        const hta_stream *st = &h->streams[i];
+        fprintf(out, "%s{\"producer\":%u,\"rank\":%d,\"stream\":%" PRId64 ",\"ops\":%" PRIu64, i ? "," : "",
+                st->producer, st->rank, st->stream, st->ops);
+        for (int c = 0; c < HTA_IDLE_N_; c++)
+            if (st->present[c])
+                fprintf(out, ",\"%s\":%.3f", hta_idle_name(c), st->idle_ns[c] / 1e3);
+        fputc('}', out);
+    }
+    fprintf(out, "]}");
+}
+
+static void write_json(FILE *out, const st_store *s, const an_result *r, const rp_opts *o) {
+    uint64_t wall = r->t1 - r->t0;
+    fprintf(out, "{\"source\":");
+    json_str(out, o->source ? o->source : "");
+    fprintf(out, ",\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"span_ns\":%" PRIu64, r->t0, r->t1, wall);
+    if (!o->hta_only) {
+        fprintf(out, ",\"host\":{\"blocked_ns\":%" PRIu64 ",\"blocked_share\":%.6f,\"blocking_calls\":%zu,\"api_calls\":%" PRIu64 "}",
+                r->blocked_ns, share(r->blocked_ns, wall), r->n_blocks, r->api_calls);
+        fprintf(out, ",\"devices\":[");
+        for (size_t i = 0; i < r->n_devices; i++) {
+            const an_device *d = &r->devices[i];
+            fprintf(out, "%s{\"producer\":%u,\"rank\":%d,\"device\":%u,\"name\":", i ? "," : "", d->producer,
+                    rank_of(s, d->producer), d->device);
+            json_str(out, device_name(s, d->producer, d->device));
+            fprintf(out,
+                    ",\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64 ",\"utilization\":%.6f,\"blocked_ns\":%" PRIu64
+                    ",\"first\":%" PRIu64 ",\"last\":%" PRIu64 ",\"kernels\":%" PRIu64 ",\"copies\":%" PRIu64
+                    ",\"memsets\":%" PRIu64 ",\"syncs\":%" PRIu64 ",\"idle_by_cause\":{",
+                    d->busy_ns, d->idle_ns, share(d->busy_ns, d->span_ns), d->blocked_ns, d->first, d->last, d->kernels,
+                    d->copies, d->memsets, d->syncs);
+            for (int c = 0; c < AN_CAUSE_N_; c++)
+                fprintf(out, "%s\"%s\":%" PRIu64, c ? "," : "", an_cause_name(c), d->idle_by_cause[c]);
+            fprintf(out, "}}");
+        }
+        fprintf(out, "],\"sites\":[");
+        for (size_t i = 0; i < r->n_sites; i++) {
+            const an_site *st = &r->sites[i];
+            char where[512];
+            fprintf(out, "%s{\"producer\":%u,\"rank\":%d,\"callsite\":%" PRIu64 ",\"api\":", i ? "," : "", st->producer,
+                    rank_of(s, st->producer), st->callsite);
+            json_str(out, st_str(s, st->name));
+            fprintf(out,
+                    ",\"kind\":\"%s\",\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
+                    ",\"gpu_idle_ns\":%" PRIu64 ",\"wall_share\":%.6f,\"where\":",
+                    an_block_kind_name(st->kind), st->count, st->total_ns, st->max_ns, st->gpu_idle_ns, st->wall_share);
+            json_str(out, rp_site_text(s, st->callsite, st->name, where, sizeof where));
+            fprintf(out, ",\"frames\":");
+            json_frames(out, s, st->callsite);
+            fputc('}', out);
+        }
+        fprintf(out, "],\"findings\":[");
+        for (size_t i = 0; i < r->n_findings; i++) {
+            const an_finding *f = &r->findings[i];
+            char where[512];
+            fprintf(out, "%s{\"rule\":\"%s\",\"nsys_rule\":\"%s\",\"title\":\"%s\",\"producer\":%u,\"rank\":%d",
+                    i ? "," : "", an_rule_name(f->rule), an_rule_nsys(f->rule), an_rule_title(f->rule), f->producer,
+                    rank_of(s, f->producer));
+            if (f->device != TP_NO_DEVICE)
+                fprintf(out, ",\"device\":%u", f->device);
+            fprintf(out, ",\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",\"start\":%" PRIu64
+                         ",\"end\":%" PRIu64 ",\"api\":",
+                    f->count, f->total_ns, f->max_ns, f->start, f->end);
+            json_str(out, st_str(s, f->name));
+            fprintf(out, ",\"callsite\":%" PRIu64 ",\"where\":", f->callsite);
+            json_str(out, f->callsite || f->name ? rp_site_text(s, f->callsite, f->name, where, sizeof where) : "");
+            fputc('}', out);
+        }
+        fputc(']', out);
+    }
+    if (o->hta)
+        json_hta(out, o->hta);
+    fprintf(out, "}\n");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Text and Markdown                                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+static double ms(uint64_t ns) {
+    return (double)ns / 1e6;
+}
+
+/* Markdown cells must not hold '|' or newlines (sanitized text has no newlines). */
+static const char *md_cell(const char *s, char *buf, size_t len) {
+    size_t j = 0;
+    for (size_t i = 0; s[i] && j + 2 < len; i++) {
+        if (s[i] == '|' || s[i] == '`')
+            buf[j++] = '\\';
+        buf[j++] = s[i];
+    }
+    buf[j] = '\0';
+    return buf;
+}
+
+static void device_label(const st_store *s, const an_result *r, uint32_t producer, uint16_t device, char *buf,
+                         size_t len) {
+    int32_t rank = rank_of(s, producer);
+    int multi = st_producer_count(s) > 1;
+    char name[128];
+    safe(device_name(s, producer, device), name, sizeof name);
+    if (device == TP_NO_DEVICE)
+        snprintf(buf, len, "%s%s?", multi ? "" : "", "GPU ");
+    else if (multi && rank >= 0)
+        snprintf(buf, len, "rank %d GPU %u%s%s", rank, device, *name ? " " : "", name);
+    else if (multi)
+        snprintf(buf, len, "proc %u GPU %u%s%s", producer, device, *name ? " " : "", name);
+    else
+        snprintf(buf, len, "GPU %u%s%s", device, *name ? " " : "", name);
+    (void)r;
+}
+
+static void write_hta_text(FILE *out, const hta_result *h, int md) {
+    char buf[64];
+    if (md)
+        fprintf(out, "\n## HTA idle time breakdown (us)\n\n| rank | stream | ops | host_wait | kernel_wait | other |\n|---:|---:|---:|---:|---:|---:|\n");
+    else
+        fprintf(out, "\nHTA idle time breakdown (us; Holistic Trace Analysis' definitions, 30 us kernel wait)\n"
+                     "  %5s %10s %7s %14s %14s %14s\n", "rank", "stream", "ops", "host_wait", "kernel_wait", "other");
+    for (size_t i = 0; i < h->n_streams; i++) {
+        const hta_stream *st = &h->streams[i];
+        char v[HTA_IDLE_N_][32];
+        for (int c = 0; c < HTA_IDLE_N_; c++) {
+            if (st->present[c])
+                snprintf(v[c], sizeof v[c], "%.3f", st->idle_ns[c] / 1e3);
+            else
+                snprintf(v[c], sizeof v[c], "-");
+        }
+        if (md)
+            fprintf(out, "| %d | %" PRId64 " | %" PRIu64 " | %s | %s | %s |\n", st->rank, st->stream, st->ops, v[0], v[1], v[2]);
+        else
+            fprintf(out, "  %5d %10" PRId64 " %7" PRIu64 " %14s %14s %14s\n", st->rank, st->stream, st->ops, v[0], v[1], v[2]);
+    }
+    if (md)
+        fprintf(out, "\n## HTA temporal breakdown (us)\n\n| rank | idle_time | compute_time | non_compute_time | kernel_time | idle %% | compute %% | non-compute %% |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    else
+        fprintf(out, "\nHTA temporal breakdown (us)\n  %5s %14s %14s %16s %14s %8s %9s %13s\n", "rank", "idle_time",
+                "compute_time", "non_compute_time", "kernel_time", "idle%", "compute%", "non_compute%");
+    for (size_t i = 0; i < h->n_ranks; i++) {
+        const hta_rank *k = &h->ranks[i];
+        if (!k->has_gpu) {
+            fprintf(out, md ? "| %d | - | - | - | - | - | - | - |\n" : "  %5d  (no GPU operation)\n", k->rank);
+            continue;
+        }
+        double kt = k->kernel_ns ? (double)k->kernel_ns : 1.0;
+        fprintf(out,
+                md ? "| %d | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f |\n"
+                   : "  %5d %14.3f %14.3f %16.3f %14.3f %8.2f %9.2f %13.2f\n",
+                k->rank, k->idle_ns / 1e3, k->compute_ns / 1e3, k->non_compute_ns / 1e3, k->kernel_ns / 1e3,
+                100.0 * (double)k->idle_ns / kt, 100.0 * (double)k->compute_ns / kt,
+                100.0 * (double)k->non_compute_ns / kt);
+        if (k->filtered || k->rounded)
+            fprintf(out, md ? "\n%s%s\n" : "        %s%s\n",
+                    k->filtered ? "(ProfilerStep filtering: the last step is left out, as HTA does) " : "",
+                    k->rounded ? "(float timestamps rounded to whole us, as HTA does)" : "");
+    }
+    snprintf(buf, sizeof buf, "%s", "");
+    (void)buf;
+}
+
+static void write_text(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, int md) {
+    uint64_t wall = r->t1 - r->t0;
+    char src[512], where[512], cell[600], label[200], api[256];
+    safe(o->source ? o->source : "", src, sizeof src);
+    if (md)
+        fprintf(out, "# synctop report: %s\n\n", md_cell(src, cell, sizeof cell));
+    else
+        fprintf(out, "synctop report: %s\n", src);
+    if (o->hta_only) {
+        if (o->hta)
+            write_hta_text(out, o->hta, md);
+        return;
+    }
+    uint64_t kernels = 0, copies = 0, memsets = 0, syncs = 0;
+    for (size_t i = 0; i < r->n_devices; i++) {
+        kernels += r->devices[i].kernels;
+        copies += r->devices[i].copies;
+        memsets += r->devices[i].memsets;
+        syncs += r->devices[i].syncs;
+    }
+    fprintf(out, "%sspan %.3f ms, %zu process%s, %zu GPU%s; kernels %" PRIu64 ", copies %" PRIu64 ", memsets %" PRIu64
+                 ", GPU syncs %" PRIu64 ", CUDA calls %" PRIu64 "\n",
+            md ? "" : "", ms(wall), st_producer_count(s), st_producer_count(s) == 1 ? "" : "es", r->n_devices,
+            r->n_devices == 1 ? "" : "s", kernels, copies, memsets, syncs, r->api_calls);
+    fprintf(out, "%shost blocked %.3f ms in %zu call%s (%.1f%% of wall time)%s\n", md ? "\n**" : "", ms(r->blocked_ns),
+            r->n_blocks, r->n_blocks == 1 ? "" : "s", 100.0 * share(r->blocked_ns, wall), md ? "**" : "");
+
+    /* Top stalls by call site. */
+    size_t top = o->top ? o->top : RP_TOP_DEFAULT;
+    if (md)
+        fprintf(out, "\n## Top stalls by call site\n\n| blocked ms | calls | max ms | %% wall | GPU idle ms | kind | API | call site |\n|---:|---:|---:|---:|---:|---|---|---|\n");
+    else if (r->n_sites)
+        fprintf(out, "\nTop stalls by call site\n  %11s %7s %10s %7s %11s  %-15s %-24s %s\n", "blocked ms", "calls",
+                "max ms", "% wall", "GPU idle ms", "kind", "api", "call site");
+    for (size_t i = 0; i < r->n_sites && i < top; i++) {
+        const an_site *st = &r->sites[i];
+        rp_site_text(s, st->callsite, st->name, where, sizeof where);
+        safe(st_str(s, st->name), api, sizeof api);
+        if (md)
+            fprintf(out, "| %.3f | %" PRIu64 " | %.3f | %.1f | %.3f | %s | %s | ", ms(st->total_ns), st->count,
+                    ms(st->max_ns), 100.0 * st->wall_share, ms(st->gpu_idle_ns), an_block_kind_name(st->kind),
+                    md_cell(api, label, sizeof label));
+        else
+            fprintf(out, "  %11.3f %7" PRIu64 " %10.3f %7.1f %11.3f  %-15s %-24.24s ", ms(st->total_ns), st->count,
+                    ms(st->max_ns), 100.0 * st->wall_share, ms(st->gpu_idle_ns), an_block_kind_name(st->kind), api);
+        fprintf(out, "%s%s\n", md ? md_cell(where, cell, sizeof cell) : where, md ? " |" : "");
+        /* The frames under the line, innermost first, as perf report shows a call chain. */
+        size_t nf = 0;
+        const st_frame *f = st->callsite ? st_callsite_frames(s, st->callsite, &nf) : NULL;
+        for (size_t k = 0; !md && k < nf && k < 6; k++) {
+            char fn[256], file[256], mod[256];
+            safe(st_str(s, f[k].func), fn, sizeof fn);
+            safe(st_str(s, f[k].file), file, sizeof file);
+            safe(st_str(s, f[k].module), mod, sizeof mod);
+            if (f[k].kind == TP_FRAME_PYTHON)
+                fprintf(out, "  %80s %s:%u %s\n", "|", file, f[k].line, fn);
+            else
+                fprintf(out, "  %80s %s (%s+%#" PRIx64 ")%s%s%s\n", "|", *fn ? fn : "??", base_name(mod), f[k].pc,
+                        *file ? " " : "", file, "");
+        }
+    }
+    if (r->n_sites > top)
+        fprintf(out, md ? "\n(%zu more call sites)\n" : "  (%zu more call sites)\n", r->n_sites - top);
+
+    /* GPU utilisation. */
+    if (md)
+        fprintf(out, "\n## GPU utilisation\n\n| GPU | busy ms | idle ms | util %% | idle: blocked | launch | host | unattributed | host blocked ms | kernels | copies |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    else if (r->n_devices)
+        fprintf(out, "\nGPU utilisation (idle ms by cause: blocked = the host was waiting in a call, launch = work was\n"
+                     "queued but not started, host = the host submitted late, unattributed = gaps < threshold, edges)\n"
+                     "  %-28s %11s %11s %6s %11s %10s %10s %12s %11s\n",
+                "GPU", "busy ms", "idle ms", "util%", "blocked", "launch", "host", "unattributed", "blocked ms");
+    for (size_t i = 0; i < r->n_devices; i++) {
+        const an_device *d = &r->devices[i];
+        device_label(s, r, d->producer, d->device, label, sizeof label);
+        if (md)
+            fprintf(out, "| %s | %.3f | %.3f | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f | %" PRIu64 " | %" PRIu64 " |\n",
+                    md_cell(label, cell, sizeof cell), ms(d->busy_ns), ms(d->idle_ns), 100.0 * share(d->busy_ns, d->span_ns),
+                    ms(d->idle_by_cause[AN_CAUSE_BLOCK]), ms(d->idle_by_cause[AN_CAUSE_LAUNCH]),
+                    ms(d->idle_by_cause[AN_CAUSE_HOST]), ms(d->idle_by_cause[0]), ms(d->blocked_ns), d->kernels, d->copies);
+        else
+            fprintf(out, "  %-28.28s %11.3f %11.3f %6.1f %11.3f %10.3f %10.3f %12.3f %11.3f\n", label, ms(d->busy_ns),
+                    ms(d->idle_ns), 100.0 * share(d->busy_ns, d->span_ns), ms(d->idle_by_cause[AN_CAUSE_BLOCK]),
+                    ms(d->idle_by_cause[AN_CAUSE_LAUNCH]), ms(d->idle_by_cause[AN_CAUSE_HOST]), ms(d->idle_by_cause[0]),
+                    ms(d->blocked_ns));
+    }
+
+    /* Findings, grouped by rule. */
+    fprintf(out, md ? "\n## Findings (Nsight Systems expert rules)\n\n" : "\nFindings (the checks of Nsight Systems' expert rules)\n");
+    if (r->n_findings == 0)
+        fprintf(out, md ? "None.\n" : "  none\n");
+    int rule = 0;
+    for (size_t i = 0; i < r->n_findings; i++) {
+        const an_finding *f = &r->findings[i];
+        if (f->rule != rule) {
+            rule = f->rule;
+            fprintf(out, md ? "\n### %s (`%s`)\n\n" : "  [%s / %s] %s\n", md ? an_rule_title(rule) : an_rule_name(rule),
+                    md ? an_rule_nsys(rule) : an_rule_nsys(rule), md ? "" : an_rule_title(rule));
+        }
+        const char *w = f->callsite || f->name ? rp_site_text(s, f->callsite, f->name, where, sizeof where) : "";
+        if (md)
+            w = md_cell(w, cell, sizeof cell);
+        if (f->rule == AN_RULE_GPU_GAPS || f->rule == AN_RULE_LOW_UTIL) {
+            device_label(s, r, f->producer, f->device, label, sizeof label);
+            if (f->rule == AN_RULE_GPU_GAPS)
+                fprintf(out, "%s%s: %" PRIu64 " gap%s, %.3f ms idle, longest %.3f ms at +%.3f ms%s%s\n", md ? "- " : "    ",
+                        label, f->count, f->count == 1 ? "" : "s", ms(f->total_ns), ms(f->max_ns), ms(f->start - r->t0),
+                        *w ? "; after " : "", w);
+            else
+                fprintf(out, "%s%s: +%.3f..+%.3f ms, utilisation %.1f%%%s%s\n", md ? "- " : "    ", label,
+                        ms(f->start - r->t0), ms(f->end - r->t0), 100.0 * share(f->max_ns, f->end - f->start),
+                        *w ? "; mostly after " : "", w);
+        } else {
+            safe(st_str(s, f->name), api, sizeof api);
+            fprintf(out, "%s%" PRIu64 " call%s, %.3f ms, longest %.3f ms: %s%s%s\n", md ? "- " : "    ", f->count,
+                    f->count == 1 ? "" : "s", ms(f->total_ns), ms(f->max_ns), md ? md_cell(api, label, sizeof label) : api,
+                    f->callsite ? " at " : "", f->callsite ? w : "");
+        }
+    }
+    if (o->hta)
+        write_hta_text(out, o->hta, md);
+}
+
+int rp_write(FILE *out, const st_store *s, const an_result *r, const rp_opts *o) {
+    rp_opts def = {0};
+    if (o == NULL)
+        o = &def;
+    if (o->format == RP_JSON)
+        write_json(out, s, r, o);
+    else
+        write_text(out, s, r, o, o->format == RP_MARKDOWN);
+    return fflush(out) == 0 && !ferror(out) ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* --fail-if                                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+enum { M_BLOCKED = 1, M_IDLE, M_STALLS, M_BUBBLES, M_FINDINGS, M_RULE, M_SITE, M_API };
+enum { OP_GT = 1, OP_GE, OP_LT, OP_LE, OP_EQ };
+
+int rp_check_parse(const char *text, rp_check *c, tp_err *err) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->text, sizeof c->text, "%s", text);
+    /* The operator is the last run of <>= in the text: site:TEXT may hold anything before it. */
+    const char *op = NULL;
+    for (const char *p = text; *p; p++)
+        if (strchr("<>=", *p) != NULL)
+            op = p;
+    if (op != NULL && op > text && strchr("<>=", op[-1]) != NULL)
+        op--;
+    if (op == NULL)
+        return tp_err_set(err, TP_EINVAL, "'%s': no comparison (use METRIC>VALUE, e.g. blocked>5%%)", text);
+    size_t mlen = (size_t)(op - text);
+    const char *v = op;
+    if (v[0] == '>' && v[1] == '=') {
+        c->op = OP_GE;
+        v += 2;
+    } else if (v[0] == '<' && v[1] == '=') {
+        c->op = OP_LE;
+        v += 2;
+    } else if (v[0] == '=' && v[1] == '=') {
+        c->op = OP_EQ;
+        v += 2;
+    } else if (v[0] == '>') {
+        c->op = OP_GT;
+        v += 1;
+    } else if (v[0] == '<') {
+        c->op = OP_LT;
+        v += 1;
+    } else {
+        return tp_err_set(err, TP_EINVAL, "'%s': unknown comparison", text);
+    }
+    char metric[192];
+    if (mlen == 0 || mlen >= sizeof metric)
+        return tp_err_set(err, TP_EINVAL, "'%s': no metric", text);
+    memcpy(metric, text, mlen);
+    metric[mlen] = '\0';
+    char *end;
+    double val = strtod(v, &end);
+    if (end == v)
+        return tp_err_set(err, TP_EINVAL, "'%s': '%s' is not a number", text, v);
+    if (strcmp(end, "%") == 0) {
+        c->unit = 1;
+    } else if (*end) {
+        static const struct {
+            const char *u;
+            double f;
+        } units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+        size_t k = 0;
+        while (k < 4 && strcmp(end, units[k].u) != 0)
+            k++;
+        if (k == 4)
+            return tp_err_set(err, TP_EINVAL, "'%s': unknown unit '%s' (%%, ns, us, ms, s)", text, end);
+        c->unit = 2;
+        val *= units[k].f;
+    }
+    c->value = val;
+    if (strcmp(metric, "blocked") == 0)
+        c->metric = M_BLOCKED;
+    else if (strcmp(metric, "idle") == 0)
+        c->metric = M_IDLE;
+    else if (strcmp(metric, "stalls") == 0)
+        c->metric = M_STALLS;
+    else if (strcmp(metric, "bubbles") == 0)
+        c->metric = M_BUBBLES;
+    else if (strcmp(metric, "findings") == 0)
+        c->metric = M_FINDINGS;
+    else if (strncmp(metric, "site:", 5) == 0 && metric[5])
+        c->metric = M_SITE;
+    else if (strncmp(metric, "api:", 4) == 0 && metric[4])
+        c->metric = M_API;
+    else {
+        for (int r = 1; r < AN_RULE_N_; r++)
+            if (strcmp(metric, an_rule_name(r)) == 0 || strcmp(metric, an_rule_nsys(r)) == 0) {
+                c->metric = M_RULE;
+                snprintf(c->arg, sizeof c->arg, "%d", r);
+            }
+        if (c->metric == 0)
+            return tp_err_set(err, TP_EINVAL,
+                              "'%s': unknown metric '%s' (blocked, idle, stalls, bubbles, findings, a rule such as "
+                              "sync-api, site:TEXT, api:NAME)", text, metric);
+    }
+    if (c->metric == M_SITE || c->metric == M_API)
+        snprintf(c->arg, sizeof c->arg, "%s", strchr(metric, ':') + 1);
+    int times = c->metric == M_BLOCKED || c->metric == M_IDLE || c->metric == M_SITE || c->metric == M_API;
+    if (c->unit == 2 && !times)
+        return tp_err_set(err, TP_EINVAL, "'%s': %s is a count, not a time", text, metric);
+    if (c->unit == 1 && !(c->metric == M_BLOCKED || c->metric == M_IDLE || c->metric == M_SITE || c->metric == M_API))
+        return tp_err_set(err, TP_EINVAL, "'%s': %s is a count, not a share", text, metric);
+    if (c->unit == 0 && times && c->value != 0)
+        return tp_err_set(err, TP_EINVAL, "'%s': give %s a unit (%% or ns/us/ms/s)", text, metric);
+    return 0;
+}
+
+static int compare(double a, int op, double b) {
+    switch (op) {
+    case OP_GT: return a > b;
+    case OP_GE: return a >= b;
+    case OP_LT: return a < b;
+    case OP_LE: return a <= b;
+    default: return a == b;
+    }
+}
+
+int rp_check_eval(const rp_check *c, const st_store *s, const an_result *r, char *msg, size_t len) {
+    uint64_t wall = r->t1 - r->t0;
+    double measured = 0;
+    uint64_t ns = 0, base = wall;
+    switch (c->metric) {
+    case M_BLOCKED: ns = r->blocked_ns; break;
+    case M_IDLE:
+        /* The device that sat idle the most (by share, or by time). */
+        base = 0;
+        for (size_t i = 0; i < r->n_devices; i++) {
+            const an_device *d = &r->devices[i];
+            int more = c->unit == 1 ? share(d->idle_ns, d->span_ns) > share(ns, base) || base == 0 : d->idle_ns > ns;
+            if (more) {
+                ns = d->idle_ns;
+                base = d->span_ns;
+            }
+        }
+        break;
+    case M_STALLS: measured = (double)r->n_blocks; break;
+    case M_BUBBLES:
+        for (size_t i = 0; i < r->n_bubbles; i++)
+            measured += r->bubbles[i].lane == SIZE_MAX;
+        break;
+    case M_FINDINGS: measured = (double)r->n_findings; break;
+    case M_RULE: {
+        int rule = atoi(c->arg);
+        for (size_t i = 0; i < r->n_findings; i++)
+            if (r->findings[i].rule == rule)
+                measured += (double)r->findings[i].count;
+        break;
+    }
+    case M_SITE:
+    case M_API:
+        for (size_t i = 0; i < r->n_sites; i++) {
+            const an_site *st = &r->sites[i];
+            char where[512];
+            int hit = c->metric == M_API ? strcmp(st_str(s, st->name), c->arg) == 0
+                                         : strstr(rp_site_text(s, st->callsite, st->name, where, sizeof where), c->arg) != NULL;
+            if (hit)
+                ns += st->total_ns;
+        }
+        break;
+    default: break;
+    }
+    int times = c->metric == M_BLOCKED || c->metric == M_IDLE || c->metric == M_SITE || c->metric == M_API;
+    const char *what = c->metric == M_BLOCKED ? "host blocked" : c->metric == M_IDLE ? "GPU idle" : "measured";
+    if (times && c->unit == 1) {
+        measured = 100.0 * share(ns, base);
+        snprintf(msg, len, "%s: %s %.2f%% (%.3f ms of %.3f ms)", c->text, what, measured, ms(ns), ms(base));
+    } else if (times) {
+        measured = (double)ns;
+        snprintf(msg, len, "%s: %s %.3f ms", c->text, what, ms(ns));
+    } else {
+        snprintf(msg, len, "%s: measured %.0f", c->text, measured);
+    }
+    return compare(measured, c->op, c->value);
+}

@@ -1,0 +1,1265 @@
+/*
+ * The store (store.h): lanes of time-ordered events and, per lane, an index that answers "how busy
+ * was this lane in [a, b)" in time that does not grow with the number of events.
+ *
+ * The index rests on one function per category, F(t) = busy time of the lane before t, so that the
+ * busy time of a bucket [a, b) is F(b) - F(a). With events sorted by start,
+ *   F(t) = (sum of the durations of the events that start before t)
+ *        - (for each of those still running at t: the part after t).
+ * The first term is a prefix sum kept per block of ST_PB events (the rest of a block is summed on
+ * the fly); the second needs the few events active at t, found by descending a 16-ary tree of
+ * "latest end" maxima that skips every group of events over by t. A second tree of the same shape
+ * keeps the longest event per group for st_bucket.longest. A frame then costs O(buckets x (block +
+ * active events x tree depth)), whatever the zoom and however many events the lane holds.
+ *
+ * Appends in time order only extend the index; an out-of-order batch is sorted and merged into the
+ * tail and the index rebuilt from the first position that moved. The live bound (max_events) drops
+ * the oldest events in chunks of a sixteenth of the bound, so the cost of dropping is amortised.
+ */
+#include "store.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kineto.h"
+#include "synctop/file.h"
+
+#define ST_PB 32         /* events per prefix-sum block */
+#define ST_FAN 16        /* fan-out of the max-end and longest trees */
+#define ST_LEVELS 8      /* 16^8 groups: more than any store holds */
+#define ST_MAX_FRAMES 64 /* frames kept per call site */
+#define ST_MAX_PENDING 4096 /* NVTX START halves waiting for their END, per store */
+
+/* ---- a small open-addressing map, uint64 -> uint64 (key UINT64_MAX is reserved) ---- */
+
+typedef struct u64map {
+    uint64_t *keys, *vals;
+    size_t cap, n; /* cap is a power of two or 0 */
+} u64map;
+
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+static uint64_t *u64map_find(const u64map *m, uint64_t key) {
+    if (m->cap == 0)
+        return NULL;
+    for (size_t i = mix64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == key)
+            return &m->vals[i];
+        if (m->keys[i] == UINT64_MAX)
+            return NULL;
+    }
+}
+
+static int u64map_put(u64map *m, uint64_t key, uint64_t val) {
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        uint64_t *k = malloc(cap * sizeof *k), *v = malloc(cap * sizeof *v);
+        if (k == NULL || v == NULL) {
+            free(k);
+            free(v);
+            return TP_ENOMEM;
+        }
+        memset(k, 0xff, cap * sizeof *k);
+        for (size_t i = 0; i < m->cap; i++) {
+            if (m->keys[i] == UINT64_MAX)
+                continue;
+            size_t j = mix64(m->keys[i]) & (cap - 1);
+            while (k[j] != UINT64_MAX)
+                j = (j + 1) & (cap - 1);
+            k[j] = m->keys[i];
+            v[j] = m->vals[i];
+        }
+        free(m->keys);
+        free(m->vals);
+        m->keys = k;
+        m->vals = v;
+        m->cap = cap;
+    }
+    size_t i = mix64(key) & (m->cap - 1);
+    while (m->keys[i] != UINT64_MAX && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    if (m->keys[i] == UINT64_MAX)
+        m->n++;
+    m->keys[i] = key;
+    m->vals[i] = val;
+    return 0;
+}
+
+static void u64map_free(u64map *m) {
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+static size_t u64map_bytes(const u64map *m) { return m->cap * 16; }
+
+/* ---- growable arrays ---- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c += c / 2 + 16;
+    void *q = realloc(*p, c * elem);
+    if (q == NULL)
+        return TP_ENOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof *(arr))
+
+/* ---- the store ---- */
+
+typedef struct lane {
+    st_lane_info info;
+    uint64_t key;
+    st_event *ev;
+    size_t cap;
+    size_t sorted;  /* ev[0, sorted) is in order */
+    size_t indexed; /* the index describes ev[0, indexed) */
+    uint64_t *pre;  /* (blocks + 1) x ST_CAT_N prefix sums of durations */
+    size_t pre_cap;
+    uint64_t *maxend[ST_LEVELS]; /* level l: per ST_FAN^(l+1) events */
+    uint32_t *longest[ST_LEVELS];
+    size_t lvl_cap[ST_LEVELS];
+    size_t lvl_n[ST_LEVELS]; /* nodes per level */
+    int levels;
+} lane;
+
+typedef struct cs_entry {
+    uint32_t producer, id;
+    uint32_t n_frames;
+    st_frame *frames;
+} cs_entry;
+
+typedef struct nvtx_pending {
+    uint32_t producer, tid;
+    uint16_t device;
+    uint64_t id, start;
+    uint32_t name;
+} nvtx_pending;
+
+typedef struct prod_ext {
+    int seen_seq;
+    uint64_t last_seq;
+} prod_ext;
+
+struct st_store {
+    st_opts opts;
+    /* strings */
+    char *pool;
+    size_t pool_len, pool_cap;
+    uint64_t *str_off; /* id -> offset in pool; id 0 is "" */
+    uint32_t *str_len;
+    size_t n_str, str_cap, len_cap;
+    uint32_t *str_hash; /* open addressing over ids */
+    size_t str_hcap;
+    u64map pstr; /* (producer index << 32 | producer string id) -> store id */
+    /* producers, devices */
+    st_producer_info *prods;
+    prod_ext *pext;
+    size_t n_prods, prods_cap, pext_cap;
+    u64map prod_by_id;
+    st_device_info *devs;
+    size_t n_devs, devs_cap;
+    /* lanes */
+    lane *lanes;
+    size_t n_lanes, lanes_cap;
+    u64map lane_by_key;
+    size_t *order; /* display index -> lane */
+    size_t order_cap;
+    int order_dirty;
+    /* metadata waiting for lanes */
+    u64map stream_meta; /* (prod, device, stream) -> flags<<32 | (uint32_t)priority */
+    u64map thread_name; /* (prod, tid) -> store string */
+    /* call sites */
+    cs_entry *cs;
+    size_t n_cs, cs_cap;
+    u64map cs_by_key; /* producer << 32 | id -> store id (index + 1) */
+    nvtx_pending *pend;
+    size_t n_pend, pend_cap;
+    /* totals */
+    size_t events;
+    uint64_t dropped;
+    int dirty;
+};
+
+static uint32_t str_hash_of(const char *s, size_t len) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
+    return h;
+}
+
+static int str_rehash(st_store *s, size_t cap) {
+    uint32_t *h = malloc(cap * sizeof *h);
+    if (h == NULL)
+        return TP_ENOMEM;
+    memset(h, 0, cap * sizeof *h);
+    for (size_t id = 1; id < s->n_str; id++) {
+        size_t i = str_hash_of(s->pool + s->str_off[id], s->str_len[id]) & (cap - 1);
+        while (h[i] != 0)
+            i = (i + 1) & (cap - 1);
+        h[i] = (uint32_t)id;
+    }
+    free(s->str_hash);
+    s->str_hash = h;
+    s->str_hcap = cap;
+    return 0;
+}
+
+uint32_t st_intern(st_store *s, const char *str, size_t len) {
+    if (len == 0 || str == NULL)
+        return 0;
+    if (len > TP_STRING_MAX)
+        len = TP_STRING_MAX;
+    if (s->n_str == 0) { /* id 0: "" */
+        if (GROW(s->str_off, s->str_cap, 1) || GROW(s->str_len, s->len_cap, 1) ||
+            GROW(s->pool, s->pool_cap, 1))
+            return 0;
+        s->pool[0] = '\0';
+        s->pool_len = 1;
+        s->str_off[0] = 0;
+        s->str_len[0] = 0;
+        s->n_str = 1;
+    }
+    if ((s->n_str + 1) * 2 > s->str_hcap && str_rehash(s, s->str_hcap ? s->str_hcap * 2 : 256) != 0)
+        return 0;
+    uint32_t h = str_hash_of(str, len);
+    size_t i = h & (s->str_hcap - 1);
+    for (; s->str_hash[i] != 0; i = (i + 1) & (s->str_hcap - 1)) {
+        uint32_t id = s->str_hash[i];
+        if (s->str_len[id] == len && memcmp(s->pool + s->str_off[id], str, len) == 0)
+            return id;
+    }
+    if (s->n_str >= UINT32_MAX - 1 || GROW(s->str_off, s->str_cap, s->n_str + 1) ||
+        GROW(s->str_len, s->len_cap, s->n_str + 1) || GROW(s->pool, s->pool_cap, s->pool_len + len + 1))
+        return 0;
+    uint32_t id = (uint32_t)s->n_str++;
+    s->str_off[id] = s->pool_len;
+    s->str_len[id] = (uint32_t)len;
+    memcpy(s->pool + s->pool_len, str, len);
+    s->pool[s->pool_len + len] = '\0';
+    s->pool_len += len + 1;
+    s->str_hash[i] = id;
+    return id;
+}
+
+const char *st_str(const st_store *s, uint32_t id) {
+    if (id == 0 || id >= s->n_str)
+        return "";
+    return s->pool + s->str_off[id];
+}
+
+/* ---- categories ---- */
+
+int st_event_cat(const st_event *e) {
+    switch (e->kind) {
+    case TP_K_KERNEL: return ST_CAT_KERNEL;
+    case TP_K_MEMCPY: return ST_CAT_MEMCPY;
+    case TP_K_MEMSET: return ST_CAT_MEMSET;
+    case TP_K_SYNC: return ST_CAT_SYNC;
+    case TP_K_API: return (e->flags & TP_F_BLOCKING) ? ST_CAT_BLOCKED : ST_CAT_API;
+    default: return ST_CAT_NVTX;
+    }
+}
+
+uint16_t st_event_device(const st_event *e) {
+    return e->kind == TP_K_API ? (uint16_t)(e->sub | (uint16_t)e->mem << 8) : TP_NO_DEVICE;
+}
+
+/* ---- life cycle ---- */
+
+st_store *st_store_new(const st_opts *opts) {
+    st_store *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    if (opts)
+        s->opts = *opts;
+    return s;
+}
+
+static void lane_free(lane *l) {
+    free(l->ev);
+    free(l->pre);
+    for (int i = 0; i < ST_LEVELS; i++) {
+        free(l->maxend[i]);
+        free(l->longest[i]);
+    }
+}
+
+void st_store_destroy(st_store **sp) {
+    if (sp == NULL || *sp == NULL)
+        return;
+    st_store *s = *sp;
+    for (size_t i = 0; i < s->n_lanes; i++)
+        lane_free(&s->lanes[i]);
+    free(s->lanes);
+    free(s->order);
+    for (size_t i = 0; i < s->n_cs; i++)
+        free(s->cs[i].frames);
+    free(s->cs);
+    free(s->pend);
+    free(s->pool);
+    free(s->str_off);
+    free(s->str_len);
+    free(s->str_hash);
+    free(s->prods);
+    free(s->pext);
+    free(s->devs);
+    u64map_free(&s->pstr);
+    u64map_free(&s->prod_by_id);
+    u64map_free(&s->lane_by_key);
+    u64map_free(&s->stream_meta);
+    u64map_free(&s->thread_name);
+    u64map_free(&s->cs_by_key);
+    free(s);
+    *sp = NULL;
+}
+
+/* ---- lookups that create ---- */
+
+static long producer_index(st_store *s, uint64_t id) {
+    uint64_t *v = u64map_find(&s->prod_by_id, id);
+    if (v)
+        return (long)*v;
+    if (s->n_prods >= 65536 || GROW(s->prods, s->prods_cap, s->n_prods + 1) ||
+        GROW(s->pext, s->pext_cap, s->n_prods + 1) ||
+        u64map_put(&s->prod_by_id, id, s->n_prods) != 0)
+        return -1;
+    st_producer_info *p = &s->prods[s->n_prods];
+    memset(p, 0, sizeof *p);
+    p->producer = id;
+    p->rank = p->world = -1;
+    memset(&s->pext[s->n_prods], 0, sizeof s->pext[0]);
+    s->order_dirty = 1;
+    return (long)s->n_prods++;
+}
+
+static uint64_t lane_key(uint32_t prod, st_lane_kind kind, uint16_t device, uint32_t id) {
+    return (uint64_t)prod << 50 | (uint64_t)kind << 48 | (uint64_t)device << 32 | id;
+}
+
+static uint64_t stream_key(uint32_t prod, uint16_t device, uint32_t stream) {
+    return (uint64_t)prod << 48 | (uint64_t)device << 32 | stream;
+}
+
+static lane *lane_get(st_store *s, uint32_t prod, st_lane_kind kind, uint16_t device, uint32_t id) {
+    uint64_t key = lane_key(prod, kind, device, id);
+    uint64_t *v = u64map_find(&s->lane_by_key, key);
+    if (v)
+        return &s->lanes[*v];
+    if (GROW(s->lanes, s->lanes_cap, s->n_lanes + 1) || u64map_put(&s->lane_by_key, key, s->n_lanes) != 0)
+        return NULL;
+    lane *l = &s->lanes[s->n_lanes++];
+    memset(l, 0, sizeof *l);
+    l->key = key;
+    l->info.kind = kind;
+    l->info.producer = prod;
+    l->info.device = device;
+    l->info.id = id;
+    if (kind == ST_LANE_STREAM) {
+        uint64_t *m = u64map_find(&s->stream_meta, stream_key(prod, device, id));
+        if (m) {
+            l->info.null_stream = (int)(*m >> 32) & 1;
+            l->info.priority = (int)(int32_t)(uint32_t)*m;
+        }
+    } else if (device == TP_NO_DEVICE) {
+        uint64_t *m = u64map_find(&s->thread_name, (uint64_t)prod << 32 | id);
+        if (m)
+            l->info.name = (uint32_t)*m;
+    }
+    s->order_dirty = 1;
+    return l;
+}
+
+static uint64_t callsite_id(st_store *s, uint32_t prod, uint32_t id) {
+    if (id == 0)
+        return 0;
+    uint64_t key = (uint64_t)prod << 32 | id;
+    uint64_t *v = u64map_find(&s->cs_by_key, key);
+    if (v)
+        return *v;
+    if (GROW(s->cs, s->cs_cap, s->n_cs + 1) || u64map_put(&s->cs_by_key, key, s->n_cs + 1) != 0)
+        return 0;
+    s->cs[s->n_cs] = (cs_entry){.producer = prod, .id = id};
+    return ++s->n_cs;
+}
+
+static uint32_t pstr(st_store *s, uint32_t prod, uint32_t id) {
+    if (id == 0)
+        return 0;
+    uint64_t *v = u64map_find(&s->pstr, (uint64_t)prod << 32 | id);
+    return v ? (uint32_t)*v : 0;
+}
+
+/* ---- adding ---- */
+
+static int lane_push(st_store *s, lane *l, const st_event *e) {
+    if (GROW(l->ev, l->cap, l->info.n_events + 1))
+        return TP_ENOMEM;
+    size_t n = l->info.n_events;
+    l->ev[n] = *e;
+    if (l->sorted == n && (n == 0 || l->ev[n - 1].start < e->start ||
+                           (l->ev[n - 1].start == e->start && l->ev[n - 1].end <= e->end)))
+        l->sorted = n + 1;
+    l->info.n_events = n + 1;
+    s->events++;
+    s->dirty = 1;
+    return 0;
+}
+
+static int add_event(st_store *s, uint32_t prod, const tp_record *r) {
+    st_event e;
+    memset(&e, 0, sizeof e);
+    e.kind = r->head.kind;
+    e.flags = r->head.flags;
+    tp_record_span(r, &e.start, &e.end);
+    lane *l = NULL;
+    switch (r->head.kind) {
+    case TP_K_KERNEL:
+        e.name = pstr(s, prod, r->kernel.name);
+        e.corr = r->kernel.correlation;
+        e.value = (uint64_t)r->kernel.grid[0] * r->kernel.grid[1] * r->kernel.grid[2];
+        e.aux = r->kernel.block[0] * r->kernel.block[1] * r->kernel.block[2];
+        l = lane_get(s, prod, ST_LANE_STREAM, r->head.device, r->kernel.stream);
+        break;
+    case TP_K_MEMCPY:
+        e.corr = r->memcpy.correlation;
+        e.value = r->memcpy.bytes;
+        e.sub = r->memcpy.copy_kind;
+        e.mem = (uint8_t)(r->memcpy.src_kind << 4 | (r->memcpy.dst_kind & 15));
+        l = lane_get(s, prod, ST_LANE_STREAM, r->head.device, r->memcpy.stream);
+        break;
+    case TP_K_MEMSET:
+        e.corr = r->memset.correlation;
+        e.value = r->memset.bytes;
+        e.sub = r->memset.mem_kind;
+        l = lane_get(s, prod, ST_LANE_STREAM, r->head.device, r->memset.stream);
+        break;
+    case TP_K_SYNC:
+        e.corr = r->sync.correlation;
+        e.sub = r->sync.sync_type;
+        e.aux = r->sync.event;
+        l = lane_get(s, prod, ST_LANE_STREAM, r->head.device, r->sync.stream);
+        break;
+    case TP_K_API:
+        e.name = pstr(s, prod, r->api.name);
+        e.corr = r->api.correlation;
+        e.aux = r->api.cbid;
+        e.value = callsite_id(s, prod, r->api.callsite);
+        e.sub = (uint8_t)(r->head.device & 0xff);
+        e.mem = (uint8_t)(r->head.device >> 8);
+        l = lane_get(s, prod, ST_LANE_THREAD, TP_NO_DEVICE, r->api.tid);
+        break;
+    case TP_K_NVTX: {
+        e.name = pstr(s, prod, r->nvtx.name);
+        e.value = r->nvtx.id;
+        e.sub = r->head.flags;
+        e.flags = 0;
+        if (r->head.flags == TP_NVTX_START) {
+            if (s->n_pend >= ST_MAX_PENDING || GROW(s->pend, s->pend_cap, s->n_pend + 1))
+                return 0; /* an unmatched flood of starts: forget them */
+            s->pend[s->n_pend++] = (nvtx_pending){prod, r->nvtx.tid, r->head.device, r->nvtx.id,
+                                                  r->nvtx.start, e.name};
+            return 0;
+        }
+        if (r->head.flags == TP_NVTX_END) {
+            size_t i = s->n_pend;
+            while (i-- > 0)
+                if (s->pend[i].producer == prod && s->pend[i].id == r->nvtx.id)
+                    break;
+            if (i == (size_t)-1)
+                return 0;
+            nvtx_pending p = s->pend[i];
+            s->pend[i] = s->pend[--s->n_pend];
+            if (p.start > e.end)
+                return 0;
+            e.start = p.start;
+            e.name = p.name;
+            e.sub = TP_NVTX_RANGE;
+        }
+        l = lane_get(s, prod, ST_LANE_NVTX, r->head.device, r->nvtx.tid);
+        break;
+    }
+    case TP_K_DROPS: {
+        unsigned src = r->drops.source;
+        if (src < TP_DROP_MAX_) {
+            s->prods[prod].drop_records[src] = r->drops.records;
+            s->prods[prod].drop_batches[src] = r->drops.batches;
+        }
+        return 0;
+    }
+    default:
+        return 0; /* clock beacons */
+    }
+    if (l == NULL)
+        return TP_ENOMEM;
+    return lane_push(s, l, &e);
+}
+
+static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **cur) {
+    switch (r->head.kind) {
+    case TP_K_PROCESS: {
+        st_producer_info *p = &s->prods[prod];
+        p->pid = r->process.pid;
+        p->host = pstr(s, prod, r->process.host);
+        p->cmdline = pstr(s, prod, r->process.cmdline);
+        p->rank = r->process.rank;
+        p->world = r->process.world;
+        return 0;
+    }
+    case TP_K_DEVICE: {
+        st_device_info *d = NULL;
+        for (size_t i = 0; i < s->n_devs; i++)
+            if (s->devs[i].producer == prod && s->devs[i].device == r->head.device)
+                d = &s->devs[i];
+        if (d == NULL) {
+            if (s->n_devs >= 4096 || GROW(s->devs, s->devs_cap, s->n_devs + 1))
+                return s->n_devs >= 4096 ? 0 : TP_ENOMEM;
+            d = &s->devs[s->n_devs++];
+        }
+        *d = (st_device_info){.producer = prod, .device = r->head.device,
+                              .name = pstr(s, prod, r->device.name), .cc_major = r->device.cc_major,
+                              .cc_minor = r->device.cc_minor, .sm_count = r->device.sm_count,
+                              .memory_bytes = r->device.memory_bytes};
+        return 0;
+    }
+    case TP_K_STREAM: {
+        uint64_t v = (uint64_t)(r->head.flags & TP_F_NULL_STREAM ? 1 : 0) << 32 | (uint32_t)r->stream.priority;
+        int rc = u64map_put(&s->stream_meta, stream_key(prod, r->head.device, r->stream.stream), v);
+        uint64_t *li = u64map_find(&s->lane_by_key, lane_key(prod, ST_LANE_STREAM, r->head.device, r->stream.stream));
+        if (li) {
+            s->lanes[*li].info.null_stream = (r->head.flags & TP_F_NULL_STREAM) != 0;
+            s->lanes[*li].info.priority = r->stream.priority;
+            s->order_dirty = 1;
+        }
+        return rc;
+    }
+    case TP_K_THREAD: {
+        uint32_t name = pstr(s, prod, r->thread.name);
+        int rc = u64map_put(&s->thread_name, (uint64_t)prod << 32 | r->thread.tid, name);
+        for (int k = ST_LANE_THREAD; k <= ST_LANE_NVTX; k++) {
+            uint64_t *li = u64map_find(&s->lane_by_key, lane_key(prod, (st_lane_kind)k, TP_NO_DEVICE, r->thread.tid));
+            if (li)
+                s->lanes[*li].info.name = name;
+        }
+        return rc;
+    }
+    case TP_K_CALLSITE: {
+        uint64_t id = callsite_id(s, prod, r->callsite.id);
+        if (id == 0)
+            return TP_ENOMEM;
+        cs_entry *c = &s->cs[id - 1];
+        uint32_t n = r->callsite.n_frames < ST_MAX_FRAMES ? r->callsite.n_frames : ST_MAX_FRAMES;
+        st_frame *f = calloc(n ? n : 1, sizeof *f);
+        if (f == NULL)
+            return TP_ENOMEM;
+        free(c->frames);
+        c->frames = f;
+        c->n_frames = n;
+        *cur = c;
+        return 0;
+    }
+    case TP_K_FRAME: {
+        cs_entry *c = *cur;
+        if (c == NULL || c->id != r->frame.callsite || c->producer != prod || r->frame.index >= c->n_frames)
+            return 0;
+        st_frame *f = &c->frames[r->frame.index];
+        f->kind = r->head.flags;
+        f->line = r->frame.line;
+        f->file = pstr(s, prod, r->frame.file);
+        f->func = pstr(s, prod, r->frame.func);
+        f->module = pstr(s, prod, r->frame.module);
+        f->pc = r->frame.pc;
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+int st_store_add_batch(st_store *s, const void *batch, size_t len, tp_err *err) {
+    tp_dec d;
+    memset(&d, 0, sizeof d);
+    int rc = tp_dec_open(&d, batch, len, err);
+    if (rc != 0) {
+        tp_dec_free(&d);
+        return rc;
+    }
+    if (d.hdr.flags & TP_BF_INDEX) {
+        tp_dec_free(&d);
+        return 0;
+    }
+    long pi = producer_index(s, d.hdr.producer);
+    if (pi < 0) {
+        tp_dec_free(&d);
+        return tp_err_set(err, TP_ENOMEM, "store: out of memory (producers)");
+    }
+    uint32_t prod = (uint32_t)pi;
+    st_producer_info *p = &s->prods[prod];
+    prod_ext *x = &s->pext[prod];
+    int synthetic = (d.hdr.flags & TP_BF_SYNTHETIC) != 0;
+    if (!synthetic) {
+        p->batches++;
+        if (x->seen_seq && d.hdr.seq > x->last_seq + 1)
+            p->missed += d.hdr.seq - x->last_seq - 1;
+        if (!x->seen_seq || d.hdr.seq > x->last_seq)
+            x->last_seq = d.hdr.seq;
+        x->seen_seq = 1;
+        if (d.hdr.flags & TP_BF_END)
+            p->ended = 1;
+    }
+    uint32_t id, slen;
+    const char *str;
+    while (tp_dec_next_string(&d, &id, &str, &slen)) {
+        uint32_t sid = st_intern(s, str, slen);
+        if ((sid == 0 && slen > 0) || u64map_put(&s->pstr, (uint64_t)prod << 32 | id, sid) != 0) {
+            rc = tp_err_set(err, TP_ENOMEM, "store: out of memory (strings)");
+            break;
+        }
+    }
+    const tp_record *r;
+    cs_entry *cur = NULL;
+    while (rc == 0 && (r = tp_dec_next_record(&d)) != NULL) {
+        if (TP_KIND_IS_META(r->head.kind))
+            rc = add_meta(s, prod, r, &cur);
+        else if (!synthetic)
+            rc = add_event(s, prod, r);
+        if (rc != 0)
+            tp_err_set(err, rc, "store: out of memory");
+    }
+    tp_dec_free(&d);
+    return rc;
+}
+
+/* ---- sorting, merging, dropping ---- */
+
+static int ev_cmp(const st_event *a, const st_event *b) {
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    if (a->end != b->end)
+        return a->end < b->end ? -1 : 1;
+    return 0;
+}
+
+static int ev_qcmp(const void *a, const void *b) { return ev_cmp(a, b); }
+
+/* Sorts the unsorted tail and merges it into the sorted prefix; returns the first index that moved
+ * (n when nothing did). */
+static size_t lane_sort(lane *l) {
+    size_t n = l->info.n_events, k = l->sorted;
+    if (k >= n)
+        return n;
+    int tail_sorted = 1;
+    for (size_t i = k + 1; i < n && tail_sorted; i++)
+        tail_sorted = ev_cmp(&l->ev[i - 1], &l->ev[i]) <= 0;
+    if (!tail_sorted)
+        qsort(l->ev + k, n - k, sizeof *l->ev, ev_qcmp);
+    l->sorted = n;
+    if (k == 0 || ev_cmp(&l->ev[k - 1], &l->ev[k]) <= 0)
+        return k;
+    /* First element of the prefix that sorts after the tail's first. */
+    size_t lo = 0, hi = k;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ev_cmp(&l->ev[mid], &l->ev[k]) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t m = k - lo;
+    st_event *tmp = malloc(m * sizeof *tmp);
+    if (tmp == NULL) { /* fall back to sorting in place */
+        qsort(l->ev + lo, n - lo, sizeof *l->ev, ev_qcmp);
+        return lo;
+    }
+    memcpy(tmp, l->ev + lo, m * sizeof *tmp);
+    size_t i = 0, j = k, o = lo;
+    while (i < m && j < n)
+        l->ev[o++] = ev_cmp(&tmp[i], &l->ev[j]) <= 0 ? tmp[i++] : l->ev[j++];
+    while (i < m)
+        l->ev[o++] = tmp[i++];
+    free(tmp);
+    return lo;
+}
+
+static size_t lane_lb(const lane *l, size_t n, uint64_t t) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->ev[mid].start < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Drops the oldest events until the store holds at most max_events (down to 15/16 of it, so that
+ * the memmove and reindex are paid once per sixteenth of the bound). */
+static void store_enforce_bound(st_store *s) {
+    size_t max = s->opts.max_events;
+    if (max == 0 || s->events <= max)
+        return;
+    size_t target = max - max / 16;
+    size_t need = s->events - target;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < s->n_lanes; i++) {
+        lane *l = &s->lanes[i];
+        if (l->info.n_events == 0)
+            continue;
+        if (l->ev[0].start < lo)
+            lo = l->ev[0].start;
+        if (l->ev[l->info.n_events - 1].start > hi)
+            hi = l->ev[l->info.n_events - 1].start;
+    }
+    /* Smallest cut T with (events starting before T) >= need. */
+    uint64_t a = lo, b = hi + 1;
+    while (a < b) {
+        uint64_t mid = a + (b - a) / 2;
+        size_t c = 0;
+        for (size_t i = 0; i < s->n_lanes; i++)
+            c += lane_lb(&s->lanes[i], s->lanes[i].info.n_events, mid);
+        if (c >= need)
+            b = mid;
+        else
+            a = mid + 1;
+    }
+    for (size_t i = 0; i < s->n_lanes; i++) {
+        lane *l = &s->lanes[i];
+        size_t k = lane_lb(l, l->info.n_events, a);
+        if (k == 0)
+            continue;
+        memmove(l->ev, l->ev + k, (l->info.n_events - k) * sizeof *l->ev);
+        l->info.n_events -= k;
+        l->sorted = l->info.n_events;
+        l->indexed = 0;
+        s->events -= k;
+        s->dropped += k;
+    }
+}
+
+/* ---- the index ---- */
+
+static int lane_index(lane *l, size_t from) {
+    size_t n = l->info.n_events;
+    if (from > l->indexed)
+        from = l->indexed;
+    /* prefix sums */
+    size_t nb = (n + ST_PB - 1) / ST_PB;
+    if (grow((void **)&l->pre, &l->pre_cap, (nb + 1) * ST_CAT_N, sizeof *l->pre))
+        return TP_ENOMEM;
+    size_t b0 = from / ST_PB;
+    if (b0 == 0)
+        memset(l->pre, 0, ST_CAT_N * sizeof *l->pre);
+    for (size_t b = b0; b < nb; b++) {
+        uint64_t *p = l->pre + b * ST_CAT_N, *q = p + ST_CAT_N;
+        memcpy(q, p, ST_CAT_N * sizeof *q);
+        size_t end = (b + 1) * ST_PB < n ? (b + 1) * ST_PB : n;
+        for (size_t i = b * ST_PB; i < end; i++)
+            q[st_event_cat(&l->ev[i])] += l->ev[i].end - l->ev[i].start;
+    }
+    /* trees: level 0 groups ST_FAN events; level k groups ST_FAN nodes of level k-1 */
+    size_t cnt = n, lf = from;
+    int lv = 0;
+    while (lv < ST_LEVELS) {
+        size_t groups = (cnt + ST_FAN - 1) / ST_FAN;
+        if (grow((void **)&l->maxend[lv], &l->lvl_cap[lv], groups ? groups : 1, sizeof(uint64_t)))
+            return TP_ENOMEM;
+        size_t lc = l->lvl_cap[lv];
+        void *q = realloc(l->longest[lv], lc * sizeof(uint32_t));
+        if (q == NULL)
+            return TP_ENOMEM;
+        l->longest[lv] = q;
+        for (size_t g = lf / ST_FAN; g < groups; g++) {
+            size_t c0 = g * ST_FAN, c1 = c0 + ST_FAN < cnt ? c0 + ST_FAN : cnt;
+            uint64_t mx = 0, best = 0;
+            uint32_t bi = UINT32_MAX;
+            for (size_t c = c0; c < c1; c++) {
+                uint64_t me;
+                uint32_t li;
+                if (lv == 0) {
+                    me = l->ev[c].end;
+                    li = (uint32_t)c;
+                } else {
+                    me = l->maxend[lv - 1][c];
+                    li = l->longest[lv - 1][c];
+                }
+                if (me > mx)
+                    mx = me;
+                uint64_t d = l->ev[li].end - l->ev[li].start;
+                if (bi == UINT32_MAX || d > best) {
+                    best = d;
+                    bi = li;
+                }
+            }
+            l->maxend[lv][g] = mx;
+            l->longest[lv][g] = bi;
+        }
+        l->lvl_n[lv] = groups;
+        lv++;
+        if (groups <= 1)
+            break;
+        cnt = groups;
+        lf /= ST_FAN;
+    }
+    l->levels = lv;
+    l->indexed = n;
+    return 0;
+}
+
+static int order_cmp_ctx(const st_store *s, size_t x, size_t y) {
+    const st_lane_info *a = &s->lanes[x].info, *b = &s->lanes[y].info;
+    if (a->producer != b->producer)
+        return a->producer < b->producer ? -1 : 1;
+    int ga = a->device == TP_NO_DEVICE, gb = b->device == TP_NO_DEVICE; /* GPU lanes first */
+    if (ga != gb)
+        return ga - gb;
+    if (a->device != b->device)
+        return a->device < b->device ? -1 : 1;
+    if (!ga) {
+        int na = a->kind == ST_LANE_STREAM && a->null_stream, nb = b->kind == ST_LANE_STREAM && b->null_stream;
+        if (na != nb)
+            return nb - na;
+    }
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    return (int)a->kind - (int)b->kind;
+}
+
+static void store_order(st_store *s) {
+    if (GROW(s->order, s->order_cap, s->n_lanes ? s->n_lanes : 1))
+        return;
+    for (size_t i = 0; i < s->n_lanes; i++)
+        s->order[i] = i;
+    /* insertion sort: lanes are few */
+    for (size_t i = 1; i < s->n_lanes; i++) {
+        size_t v = s->order[i], j = i;
+        while (j > 0 && order_cmp_ctx(s, s->order[j - 1], v) > 0) {
+            s->order[j] = s->order[j - 1];
+            j--;
+        }
+        s->order[j] = v;
+    }
+    s->order_dirty = 0;
+}
+
+void st_store_commit(st_store *s) {
+    if (s->dirty) {
+        size_t *from = malloc((s->n_lanes ? s->n_lanes : 1) * sizeof *from);
+        for (size_t i = 0; i < s->n_lanes; i++) {
+            size_t f = lane_sort(&s->lanes[i]);
+            if (from)
+                from[i] = f;
+        }
+        store_enforce_bound(s);
+        for (size_t i = 0; i < s->n_lanes; i++) {
+            lane *l = &s->lanes[i];
+            size_t f = from ? from[i] : 0;
+            if (l->indexed != l->info.n_events || f < l->info.n_events)
+                lane_index(l, f);
+        }
+        free(from);
+        s->dirty = 0;
+    }
+    if (s->order_dirty)
+        store_order(s);
+}
+
+void st_store_shrink(st_store *s) {
+    for (size_t i = 0; i < s->n_lanes; i++) {
+        lane *l = &s->lanes[i];
+        size_t n = l->info.n_events;
+        if (n && n < l->cap) {
+            st_event *e = realloc(l->ev, n * sizeof *e);
+            if (e) {
+                l->ev = e;
+                l->cap = n;
+            }
+        }
+    }
+}
+
+/* ---- reading ---- */
+
+size_t st_lane_count(const st_store *s) { return s->n_lanes; }
+
+static const lane *lane_at(const st_store *s, size_t i) {
+    if (i >= s->n_lanes)
+        return NULL;
+    return &s->lanes[s->order_dirty ? i : s->order[i]];
+}
+
+const st_lane_info *st_lane_get(const st_store *s, size_t i) {
+    const lane *l = lane_at(s, i);
+    return l ? &l->info : NULL;
+}
+
+const st_event *st_lane_events(const st_store *s, size_t i, size_t *n) {
+    const lane *l = lane_at(s, i);
+    *n = l ? l->indexed : 0;
+    return l ? l->ev : NULL;
+}
+
+size_t st_lane_lower_bound(const st_store *s, size_t i, uint64_t t) {
+    const lane *l = lane_at(s, i);
+    return l ? lane_lb(l, l->indexed, t) : 0;
+}
+
+/* Events j < lim with end > t: calls fn for each; returns how many. */
+typedef struct active_set {
+    uint32_t *idx;
+    size_t n, cap;
+} active_set;
+
+static void active_push(active_set *a, size_t j) {
+    if (a->n == a->cap) {
+        size_t c = a->cap ? a->cap * 2 : 64;
+        uint32_t *p = realloc(a->idx, c * sizeof *p);
+        if (p == NULL)
+            return;
+        a->idx = p;
+        a->cap = c;
+    }
+    a->idx[a->n++] = (uint32_t)j;
+}
+
+static void active_rec(const lane *l, int lv, size_t node, size_t lim, uint64_t t, active_set *a) {
+    /* A node of level lv covers the events [node * span(lv), (node + 1) * span(lv)) where
+     * span(lv) = ST_FAN^(lv+1); its children are the nodes node * ST_FAN... of level lv - 1. */
+    if (l->maxend[lv][node] <= t)
+        return;
+    size_t c0 = node * ST_FAN;
+    if (lv == 0) {
+        for (size_t j = c0; j < c0 + ST_FAN && j < lim; j++)
+            if (l->ev[j].end > t)
+                active_push(a, j);
+        return;
+    }
+    size_t child_span = 1;
+    for (int k = 0; k < lv; k++)
+        child_span *= ST_FAN;
+    for (size_t c = c0; c < c0 + ST_FAN && c < l->lvl_n[lv - 1] && c * child_span < lim; c++)
+        active_rec(l, lv - 1, c, lim, t, a);
+}
+
+/* Collects the events j < lim that are still running at t (end > t). */
+static void active_at(const lane *l, size_t lim, uint64_t t, active_set *a) {
+    a->n = 0;
+    if (lim == 0 || l->levels == 0)
+        return;
+    int top = l->levels - 1;
+    for (size_t g = 0; g < l->lvl_n[top]; g++)
+        active_rec(l, top, g, lim, t, a);
+}
+
+/* Range argmax of durations over events [lo, hi). */
+static uint32_t longest_in(const lane *l, size_t lo, size_t hi) {
+    uint32_t best = UINT32_MAX;
+    uint64_t bd = 0;
+#define CONSIDER(j)                                                                      \
+    do {                                                                                 \
+        uint32_t j_ = (j);                                                               \
+        uint64_t d_ = l->ev[j_].end - l->ev[j_].start;                                   \
+        if (best == UINT32_MAX || d_ > bd || (d_ == bd && j_ < best)) {                  \
+            best = j_;                                                                   \
+            bd = d_;                                                                     \
+        }                                                                                \
+    } while (0)
+    /* Walk up: at level -1 (events) take the ragged edges, then whole nodes of higher levels. */
+    size_t a = lo, b = hi;
+    while (a < b && a % ST_FAN)
+        CONSIDER((uint32_t)a++);
+    while (a < b && b % ST_FAN)
+        CONSIDER((uint32_t)--b);
+    a /= ST_FAN;
+    b /= ST_FAN;
+    for (int lv = 0; lv < l->levels && a < b; lv++) {
+        while (a < b && a % ST_FAN)
+            CONSIDER(l->longest[lv][a++]);
+        while (a < b && b % ST_FAN)
+            CONSIDER(l->longest[lv][--b]);
+        if (lv + 1 == l->levels) {
+            while (a < b)
+                CONSIDER(l->longest[lv][a++]);
+        }
+        a /= ST_FAN;
+        b /= ST_FAN;
+    }
+#undef CONSIDER
+    return best;
+}
+
+/* F(t) for every category, with the active set at t. */
+static void busy_before(const lane *l, uint64_t t, size_t lb, const active_set *a, uint64_t out[ST_CAT_N]) {
+    size_t b = lb / ST_PB;
+    memcpy(out, l->pre + b * ST_CAT_N, ST_CAT_N * sizeof *out);
+    for (size_t j = b * ST_PB; j < lb; j++)
+        out[st_event_cat(&l->ev[j])] += l->ev[j].end - l->ev[j].start;
+    for (size_t k = 0; k < a->n; k++) {
+        const st_event *e = &l->ev[a->idx[k]];
+        out[st_event_cat(e)] -= e->end - t;
+    }
+}
+
+int st_lane_summary(const st_store *s, size_t li, uint64_t t0, uint64_t t1, size_t n, st_bucket *out) {
+    const lane *l = lane_at(s, li);
+    if (l == NULL || n == 0 || t1 < t0)
+        return TP_EINVAL;
+    size_t ne = l->indexed;
+    uint64_t w = (t1 - t0) / n;
+    active_set a = {0};
+    uint64_t fprev[ST_CAT_N], fcur[ST_CAT_N];
+    size_t lb_prev = lane_lb(l, ne, t0);
+    active_at(l, lb_prev, t0, &a);
+    busy_before(l, t0, lb_prev, &a, fprev);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t b = i + 1 == n ? t1 : t0 + (uint64_t)(i + 1) * w;
+        st_bucket *o = &out[i];
+        /* events touching [a, b): those active at a that started before it, and those starting in it */
+        size_t lb = lane_lb(l, ne, b);
+        uint32_t best = longest_in(l, lb_prev, lb);
+        uint64_t bd = best == UINT32_MAX ? 0 : l->ev[best].end - l->ev[best].start;
+        uint32_t cnt = (uint32_t)a.n;
+        for (size_t k = 0; k < a.n; k++) {
+            uint32_t j = a.idx[k];
+            uint64_t d = l->ev[j].end - l->ev[j].start;
+            if (best == UINT32_MAX || d > bd || (d == bd && j < best)) {
+                best = j;
+                bd = d;
+            }
+        }
+        cnt += (uint32_t)(lb - lb_prev);
+        active_at(l, lb, b, &a);
+        busy_before(l, b, lb, &a, fcur);
+        for (int c = 0; c < ST_CAT_N; c++)
+            o->busy[c] = fcur[c] - fprev[c];
+        o->count = cnt;
+        o->longest = best;
+        memcpy(fprev, fcur, sizeof fprev);
+        lb_prev = lb;
+    }
+    free(a.idx);
+    return 0;
+}
+
+void st_store_span(const st_store *s, uint64_t *t0, uint64_t *t1) {
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < s->n_lanes; i++) {
+        const lane *l = &s->lanes[i];
+        size_t n = l->indexed;
+        if (n == 0)
+            continue;
+        if (l->ev[0].start < lo)
+            lo = l->ev[0].start;
+        /* latest end: the roots of the max tree */
+        uint64_t me = 0;
+        int top = l->levels - 1;
+        for (size_t g = 0; g < l->lvl_n[top]; g++)
+            if (l->maxend[top][g] > me)
+                me = l->maxend[top][g];
+        if (me > hi)
+            hi = me;
+    }
+    if (lo == UINT64_MAX)
+        lo = hi = 0;
+    *t0 = lo;
+    *t1 = hi;
+}
+
+size_t st_store_events(const st_store *s) { return s->events; }
+uint64_t st_store_dropped(const st_store *s) { return s->dropped; }
+
+size_t st_store_memory(const st_store *s) {
+    size_t m = sizeof *s + s->pool_cap + s->str_cap * 8 + s->len_cap * 4 + s->str_hcap * 4;
+    m += u64map_bytes(&s->pstr) + u64map_bytes(&s->prod_by_id) + u64map_bytes(&s->lane_by_key) +
+         u64map_bytes(&s->stream_meta) + u64map_bytes(&s->thread_name) + u64map_bytes(&s->cs_by_key);
+    m += s->prods_cap * sizeof *s->prods + s->pext_cap * sizeof *s->pext + s->devs_cap * sizeof *s->devs;
+    m += s->lanes_cap * sizeof *s->lanes + s->order_cap * sizeof *s->order;
+    for (size_t i = 0; i < s->n_cs; i++)
+        m += sizeof s->cs[i] + s->cs[i].n_frames * sizeof(st_frame);
+    m += s->pend_cap * sizeof *s->pend;
+    for (size_t i = 0; i < s->n_lanes; i++) {
+        const lane *l = &s->lanes[i];
+        m += l->cap * sizeof *l->ev + l->pre_cap * sizeof *l->pre;
+        for (int k = 0; k < ST_LEVELS; k++)
+            m += l->lvl_cap[k] * (sizeof(uint64_t) + sizeof(uint32_t));
+    }
+    return m;
+}
+
+size_t st_producer_count(const st_store *s) { return s->n_prods; }
+const st_producer_info *st_producer_get(const st_store *s, size_t i) {
+    return i < s->n_prods ? &s->prods[i] : NULL;
+}
+size_t st_device_count(const st_store *s) { return s->n_devs; }
+const st_device_info *st_device_get(const st_store *s, size_t i) { return i < s->n_devs ? &s->devs[i] : NULL; }
+
+const st_frame *st_callsite_frames(const st_store *s, uint64_t callsite, size_t *n) {
+    if (callsite == 0 || callsite > s->n_cs || s->cs[callsite - 1].n_frames == 0) {
+        *n = 0;
+        return NULL;
+    }
+    *n = s->cs[callsite - 1].n_frames;
+    return s->cs[callsite - 1].frames;
+}
+
+/* ---- loading ---- */
+
+typedef enum { SRC_TRACE = 1, SRC_KINETO = 2 } src_kind;
+
+struct st_loader {
+    st_store *s;
+    src_kind kind;
+    char *path;
+    tp_freader *r;
+    size_t next, count;
+    tp_buf buf;
+    st_warn_fn warn;
+    void *ctx;
+    uint64_t t0, t1;
+    size_t damaged;
+};
+
+static int is_trace_file(const char *path) {
+    char magic[16];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, magic, sizeof magic);
+    close(fd);
+    return n == (ssize_t)sizeof magic && memcmp(magic, TP_FILE_MAGIC, sizeof magic) == 0;
+}
+
+static void warn2(st_loader *ld, const char *a, const char *what, const char *b) {
+    if (ld->warn == NULL)
+        return;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s: %s%s", a, what, b);
+    ld->warn(ld->ctx, msg);
+}
+
+st_loader *st_loader_open(st_store *s, const char *path, st_warn_fn warn, void *ctx, tp_err *err) {
+    int t = is_trace_file(path);
+    if (t < 0) {
+        tp_err_set(err, TP_EIO, "cannot open %s", path);
+        return NULL;
+    }
+    st_loader *ld = calloc(1, sizeof *ld);
+    if (ld == NULL || (ld->path = strdup(path)) == NULL) {
+        free(ld);
+        tp_err_set(err, TP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    ld->s = s;
+    ld->warn = warn;
+    ld->ctx = ctx;
+    ld->kind = t ? SRC_TRACE : SRC_KINETO;
+    if (ld->kind == SRC_TRACE) {
+        ld->r = tp_freader_open(path, err);
+        if (ld->r == NULL) {
+            free(ld->path);
+            free(ld);
+            return NULL;
+        }
+        ld->count = tp_freader_count(ld->r);
+        ld->t0 = UINT64_MAX;
+        for (size_t i = 0; i < ld->count; i++) {
+            const tp_findex_entry *e = tp_freader_entry(ld->r, i);
+            if (e->n_events == 0 || (e->flags & TP_BF_SYNTHETIC))
+                continue;
+            if (e->t_min < ld->t0)
+                ld->t0 = e->t_min;
+            if (e->t_max > ld->t1)
+                ld->t1 = e->t_max;
+        }
+        if (ld->t0 == UINT64_MAX)
+            ld->t0 = ld->t1 = 0;
+        for (size_t i = 0; i < tp_freader_problem_count(ld->r); i++)
+            warn2(ld, path, "", tp_freader_problem(ld->r, i)->what);
+    } else {
+        ld->count = 1;
+    }
+    return ld;
+}
+
+static int kineto_emit(void *ctx, const void *batch, size_t len, tp_err *err) {
+    return st_store_add_batch(ctx, batch, len, err);
+}
+
+int st_loader_step(st_loader *ld, double budget_s, tp_err *err) {
+    if (ld->next >= ld->count)
+        return 1;
+    if (ld->kind == SRC_KINETO) {
+        ld->next = 1;
+        int rc = kineto_import(ld->path, NULL, kineto_emit, ld->s, NULL, err);
+        return rc ? rc : 1;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double start = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    while (ld->next < ld->count) {
+        size_t i = ld->next++;
+        tp_err why;
+        if (tp_freader_read(ld->r, i, &ld->buf, &why) != 0 || st_store_add_batch(ld->s, ld->buf.data, ld->buf.len, &why) != 0) {
+            if (why.msg[0] == '\0')
+                snprintf(why.msg, sizeof why.msg, "unreadable batch");
+            ld->damaged++;
+            warn2(ld, ld->path, "skipped a damaged batch: ", why.msg);
+        }
+        if ((i & 15) == 15 && budget_s > 0) {
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            if ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 - start >= budget_s)
+                break;
+        }
+    }
+    return ld->next >= ld->count;
+}
+
+double st_loader_progress(const st_loader *ld) {
+    return ld->count ? (double)ld->next / (double)ld->count : 1.0;
+}
+
+void st_loader_span(const st_loader *ld, uint64_t *t0, uint64_t *t1) {
+    *t0 = ld->t0;
+    *t1 = ld->t1;
+}
+
+void st_loader_close(st_loader **ldp) {
+    if (ldp == NULL || *ldp == NULL)
+        return;
+    st_loader *ld = *ldp;
+    tp_freader_close(&ld->r);
+    tp_buf_free(&ld->buf);
+    free(ld->path);
+    free(ld);
+    *ldp = NULL;
+}
+
+int st_store_load(st_store *s, const char *path, st_warn_fn warn, void *ctx, tp_err *err) {
+    st_loader *ld = st_loader_open(s, path, warn, ctx, err);
+    if (ld == NULL)
+        return TP_EIO;
+    int rc;
+    while ((rc = st_loader_step(ld, 0, err)) == 0)
+        ;
+    st_loader_close(&ld);
+    if (rc < 0)
+        return rc;
+    st_store_commit(s);
+    st_store_shrink(s);
+    return 0;
+}

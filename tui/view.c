@@ -1,0 +1,1590 @@
+/*
+ * The view model (view.h): layout, rendering into a cell grid, and the keys and clicks that move
+ * the viewport. Pure: no terminal, no clock, no I/O. Every name that comes from a trace passes
+ * through tp_sanitize before it reaches a cell.
+ */
+#include "view.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synctop/sanitize.h"
+
+/* ---- grid ---- */
+
+int vw_grid_resize(vw_grid *g, int w, int h) {
+    if (w < 1)
+        w = 1;
+    if (h < 1)
+        h = 1;
+    size_t need = (size_t)w * (size_t)h;
+    if (need > g->cap || g->cells == NULL) {
+        vw_cell *c = realloc(g->cells, need * sizeof *c);
+        if (c == NULL)
+            return TP_ENOMEM;
+        g->cells = c;
+        g->cap = need;
+    }
+    g->w = w;
+    g->h = h;
+    for (int i = 0; i < w * h; i++)
+        g->cells[i] = (vw_cell){' ', ROLE_DEFAULT, 0};
+    return 0;
+}
+
+void vw_grid_free(vw_grid *g) {
+    free(g->cells);
+    memset(g, 0, sizeof *g);
+}
+
+static size_t utf8_put(char *o, uint32_t c) {
+    if (c < 0x80) {
+        o[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (char)(0xC0 | c >> 6);
+        o[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        o[0] = (char)(0xE0 | c >> 12);
+        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | c >> 18);
+    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+char *vw_grid_text(const vw_grid *g) {
+    char *out = malloc((size_t)g->w * (size_t)g->h * 4 + (size_t)g->h + 1), *o = out;
+    if (out == NULL)
+        return NULL;
+    for (int y = 0; y < g->h; y++) {
+        for (int x = 0; x < g->w; x++)
+            o += utf8_put(o, g->cells[y * g->w + x].ch);
+        *o++ = '\n';
+    }
+    *o = '\0';
+    return out;
+}
+
+static const char role_letters[ROLE_N_ + 1] = ".THVWdRLDKMSYABNUCXPkthd";
+
+char vw_role_letter(int role) { return role >= 0 && role < ROLE_N_ ? role_letters[role] : '?'; }
+
+char *vw_grid_roles(const vw_grid *g) {
+    char *out = malloc((size_t)g->w * (size_t)g->h + (size_t)g->h + 1), *o = out;
+    if (out == NULL)
+        return NULL;
+    for (int y = 0; y < g->h; y++) {
+        for (int x = 0; x < g->w; x++)
+            *o++ = vw_role_letter(g->cells[y * g->w + x].role);
+        *o++ = '\n';
+    }
+    *o = '\0';
+    return out;
+}
+
+/* ---- writing text into the grid ---- */
+
+static int is_wide_or_zero(uint32_t c) {
+    return (c >= 0x0300 && c <= 0x036F) || (c >= 0x1100 && c <= 0x115F) || (c >= 0x200B && c <= 0x200F) ||
+           (c >= 0x2E80 && c <= 0xA4CF) || (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) ||
+           (c >= 0xFE00 && c <= 0xFE4F) || (c >= 0xFF00 && c <= 0xFF60) || (c >= 0xFFE0 && c <= 0xFFE6) ||
+           c >= 0x1F000;
+}
+
+static void put_cell(vw_grid *g, int x, int y, uint32_t ch, int role, int attr) {
+    if (x < 0 || y < 0 || x >= g->w || y >= g->h)
+        return;
+    g->cells[y * g->w + x] = (vw_cell){ch, (uint8_t)role, (uint8_t)attr};
+}
+
+/* Writes sanitized UTF-8 text at (x, y), at most maxw columns; returns the columns used. Text
+ * that does not fit ends in an ellipsis. */
+static int put_str(vw_grid *g, const vw_state *v, int x, int y, int maxw, const char *s, int role, int attr) {
+    int used = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p && used < maxw) {
+        uint32_t c = *p;
+        int n = 1;
+        if (c >= 0xF0) {
+            c = ((c & 7u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
+            n = 4;
+        } else if (c >= 0xE0) {
+            c = ((c & 15u) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+            n = 3;
+        } else if (c >= 0xC0) {
+            c = ((c & 31u) << 6) | (p[1] & 0x3Fu);
+            n = 2;
+        }
+        if (c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0))
+            c = '?'; /* text is sanitized before; a control character never gets through here either */
+        if (c >= 0x80 && (v->ascii || is_wide_or_zero(c)))
+            c = '?';
+        p += n;
+        if (used == maxw - 1 && *p) {
+            put_cell(g, x + used++, y, v->ascii ? '~' : 0x2026, role, attr);
+            break;
+        }
+        put_cell(g, x + used++, y, c, role, attr);
+    }
+    return used;
+}
+
+static void fill(vw_grid *g, int x, int y, int w, int role, int attr) {
+    for (int i = 0; i < w; i++)
+        put_cell(g, x + i, y, ' ', role, attr);
+}
+
+/* A name from a trace, made safe for a terminal. */
+static void sanitized(char *out, size_t n, const char *s) { tp_sanitize(out, n, s, strlen(s), NULL); }
+
+/* ---- text helpers ---- */
+
+void vw_fmt_dur(char *out, size_t n, uint64_t ns, int ascii) {
+    if (ns < 1000)
+        snprintf(out, n, "%" PRIu64 "ns", ns);
+    else if (ns < 1000000)
+        snprintf(out, n, "%.1f%s", (double)ns / 1e3, ascii ? "us" : "\xc2\xb5s");
+    else if (ns < 1000000000)
+        snprintf(out, n, "%.2fms", (double)ns / 1e6);
+    else if (ns < 100000000000ull)
+        snprintf(out, n, "%.2fs", (double)ns / 1e9);
+    else
+        snprintf(out, n, "%.0fs", (double)ns / 1e9);
+}
+
+static void fmt_count(char *out, size_t n, double x) {
+    if (x < 1e4)
+        snprintf(out, n, "%.0f", x);
+    else if (x < 1e6)
+        snprintf(out, n, "%.1fk", x / 1e3);
+    else if (x < 1e9)
+        snprintf(out, n, "%.1fM", x / 1e6);
+    else
+        snprintf(out, n, "%.1fG", x / 1e9);
+}
+
+static void fmt_bytes(char *out, size_t n, uint64_t b) {
+    if (b < 1024)
+        snprintf(out, n, "%" PRIu64 " B", b);
+    else if (b < (1u << 20))
+        snprintf(out, n, "%.1f KiB", (double)b / 1024);
+    else if (b < (1u << 30))
+        snprintf(out, n, "%.1f MiB", (double)b / (1 << 20));
+    else
+        snprintf(out, n, "%.2f GiB", (double)b / (1 << 30));
+}
+
+void vw_site_label(const st_store *s, uint64_t callsite, uint32_t name, char *out, size_t n) {
+    char raw[512] = "";
+    size_t nf = 0;
+    const st_frame *f = st_callsite_frames(s, callsite, &nf);
+    const st_frame *py = NULL, *nat = NULL;
+    for (size_t i = 0; i < nf; i++) {
+        if (f[i].kind == TP_FRAME_PYTHON && py == NULL)
+            py = &f[i];
+        if (f[i].kind == TP_FRAME_NATIVE && nat == NULL && f[i].func)
+            nat = &f[i];
+    }
+    if (py)
+        snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, py->file), py->line, st_str(s, py->func));
+    else if (nat && nat->file)
+        snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, nat->file), nat->line, st_str(s, nat->func));
+    else if (nat)
+        snprintf(raw, sizeof raw, "%s (%s)", st_str(s, nat->func), st_str(s, nat->module));
+    else
+        snprintf(raw, sizeof raw, "%s (no call site)", name ? st_str(s, name) : "?");
+    if (py || (nat && nat->file)) {
+        size_t l = strlen(raw);
+        snprintf(raw + l, sizeof raw - l, " in %s", st_str(s, name));
+    }
+    sanitized(out, n, raw);
+}
+
+/* ---- layout ---- */
+
+static int clampi(int x, int lo, int hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+void vw_layout_compute(int w, int h, int gpu_rows, int detail_expanded, vw_layout *L) {
+    memset(L, 0, sizeof *L);
+    if (w < VW_MIN_W || h < VW_MIN_H) {
+        L->too_small = 1;
+        return;
+    }
+    int g = clampi(gpu_rows, 1, 1 + (h - VW_MIN_H) / 8);
+    int stalls = clampi(h / 4, 6, 16);
+    int detail = 2;
+    if (detail_expanded) {
+        detail += stalls;
+        stalls = 0;
+    }
+    int y = 0;
+    L->title = (vw_rect){0, y, w, 1};
+    y += 1;
+    L->gpus = (vw_rect){0, y, w, g};
+    y += g;
+    L->ruler = (vw_rect){0, y, w, 1};
+    y += 1;
+    int lanes = h - y - detail - stalls - 1;
+    L->lanes = (vw_rect){0, y, w, lanes};
+    y += lanes;
+    L->detail = (vw_rect){0, y, w, detail};
+    y += detail;
+    L->stalls = (vw_rect){0, y, w, stalls};
+    y += stalls;
+    L->keys = (vw_rect){0, y, w, 1};
+    L->label_w = clampi(w / 7, 12, 26);
+    L->timeline = (vw_rect){L->label_w + 1, L->lanes.y, w - L->label_w - 1, lanes};
+}
+
+/* ---- rows: the GPU summary rows and the lanes, in display order ---- */
+
+enum { ROW_DEVICE = 1, ROW_LANE = 2 };
+typedef struct vw_row {
+    int type;
+    size_t lane; /* ROW_LANE */
+    uint32_t producer;
+    uint16_t device;
+} vw_row;
+
+static vw_row *rows_build(const st_store *s, size_t *n_out) {
+    size_t nl = st_lane_count(s), n = 0;
+    vw_row *r = malloc((2 * nl + 1) * sizeof *r);
+    if (r == NULL) {
+        *n_out = 0;
+        return NULL;
+    }
+    uint32_t last_p = UINT32_MAX;
+    uint16_t last_d = TP_NO_DEVICE;
+    for (size_t l = 0; l < nl; l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->device != TP_NO_DEVICE && (li->producer != last_p || li->device != last_d))
+            r[n++] = (vw_row){ROW_DEVICE, SIZE_MAX, li->producer, li->device};
+        last_p = li->producer;
+        last_d = li->device;
+        r[n++] = (vw_row){ROW_LANE, l, li->producer, li->device};
+    }
+    *n_out = n;
+    return r;
+}
+
+static int gpu_count(const st_store *s) {
+    size_t n;
+    vw_row *r = rows_build(s, &n);
+    int g = 0;
+    for (size_t i = 0; i < n; i++)
+        g += r[i].type == ROW_DEVICE;
+    free(r);
+    return g;
+}
+
+static void row_label(const st_store *s, const vw_row *r, int multi_producer, char *out, size_t n) {
+    char raw[256];
+    char pfx[16] = "";
+    if (multi_producer)
+        snprintf(pfx, sizeof pfx, "%u:", r->producer);
+    if (r->type == ROW_DEVICE) {
+        snprintf(raw, sizeof raw, "%sGPU%u", pfx, r->device);
+    } else {
+        const st_lane_info *li = st_lane_get(s, r->lane);
+        if (li->kind == ST_LANE_STREAM) {
+            if (li->id == TP_NO_ID)
+                snprintf(raw, sizeof raw, " sync (device)");
+            else
+                snprintf(raw, sizeof raw, " stream %u%s", li->id, li->null_stream ? "*" : "");
+        } else if (li->kind == ST_LANE_THREAD) {
+            const char *nm = st_str(s, li->name);
+            snprintf(raw, sizeof raw, "%sT%u%s%s", pfx, li->id, *nm ? " " : "", nm);
+        } else if (li->device != TP_NO_DEVICE) {
+            snprintf(raw, sizeof raw, " annot s%u", li->id);
+        } else {
+            snprintf(raw, sizeof raw, " nvtx");
+        }
+    }
+    sanitized(out, n, raw);
+}
+
+/* ---- glyphs ---- */
+
+static const uint32_t eighths[9] = {' ', 0x2581, 0x2582, 0x2583, 0x2584, 0x2585, 0x2586, 0x2587, 0x2588};
+
+static int cat_role(int cat) {
+    static const int r[ST_CAT_N] = {ROLE_KERNEL, ROLE_MEMCPY, ROLE_MEMSET, ROLE_SYNC,
+                                    ROLE_API, ROLE_BLOCKED, ROLE_NVTX};
+    return r[cat];
+}
+
+/* The glyph of a cell that is busy frac (0..1] of its time, mostly with cat. */
+static uint32_t cell_glyph(const vw_state *v, int cat, double frac) {
+    int e = (int)(frac * 8 + 0.999);
+    e = clampi(e, 1, 8);
+    if (v->ascii) {
+        static const char full[ST_CAT_N] = {'#', '=', '%', '|', '-', 'X', '~'};
+        static const char part[ST_CAT_N] = {'+', ':', '%', '|', '.', 'x', '~'};
+        return (uint32_t)(e >= 4 ? full[cat] : part[cat]);
+    }
+    switch (cat) {
+    case ST_CAT_MEMCPY: return e >= 4 ? 0x2593 : 0x2592; /* dark / medium shade */
+    case ST_CAT_MEMSET: return 0x2591;                    /* light shade */
+    case ST_CAT_SYNC: return 0x259A;                      /* quadrants */
+    default: return eighths[e];
+    }
+}
+
+/* ---- bubbles and blocks in a window ---- */
+
+/* Device-level bubbles of (producer, device) overlapping [a, b): their summed overlap. */
+static uint64_t bubble_overlap(const an_result *an, uint64_t maxlen, uint32_t p, uint16_t d, uint64_t a, uint64_t b,
+                               uint64_t gap) {
+    if (an == NULL || an->n_bubbles == 0)
+        return 0;
+    /* first bubble with start >= a - maxlen */
+    uint64_t from = a > maxlen ? a - maxlen : 0;
+    size_t lo = 0, hi = an->n_bubbles;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (an->bubbles[m].start < from)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    uint64_t sum = 0;
+    for (size_t i = lo; i < an->n_bubbles && an->bubbles[i].start < b; i++) {
+        const an_bubble *x = &an->bubbles[i];
+        if (x->lane != SIZE_MAX || x->producer != p || x->device != d || x->end - x->start < gap)
+            continue;
+        uint64_t s0 = x->start > a ? x->start : a, s1 = x->end < b ? x->end : b;
+        if (s1 > s0)
+            sum += s1 - s0;
+    }
+    return sum;
+}
+
+static uint64_t bubble_maxlen(const an_result *an) {
+    uint64_t m = 0;
+    for (size_t i = 0; an && i < an->n_bubbles; i++)
+        if (an->bubbles[i].end - an->bubbles[i].start > m)
+            m = an->bubbles[i].end - an->bubbles[i].start;
+    return m;
+}
+
+static int block_matches_site(const an_block *b, const vw_site *site) {
+    return b->producer == site->producer && b->callsite == site->callsite &&
+           (site->callsite != 0 || b->name == site->name);
+}
+
+/* ---- sites ---- */
+
+static int site_cmp(const void *a, const void *b) {
+    const vw_site *x = a, *y = b;
+    if (x->total_ns != y->total_ns)
+        return x->total_ns > y->total_ns ? -1 : 1;
+    if (x->producer != y->producer)
+        return x->producer < y->producer ? -1 : 1;
+    if (x->callsite != y->callsite)
+        return x->callsite < y->callsite ? -1 : 1;
+    return x->name < y->name ? -1 : x->name > y->name;
+}
+
+void vw_sites_update(vw_state *v) {
+    free(v->sites);
+    v->sites = NULL;
+    v->n_sites = 0;
+    if (v->an == NULL || v->an->n_blocks == 0)
+        return;
+    size_t cap = 0;
+    for (size_t i = 0; i < v->an->n_blocks; i++) {
+        const an_block *b = &v->an->blocks[i];
+        if (b->end > v->now)
+            continue;
+        vw_site *st = NULL;
+        /* sites are few; the blocks are many: a linear probe over the last match first */
+        for (size_t k = 0; k < v->n_sites; k++) {
+            vw_site *c = &v->sites[v->n_sites - 1 - k];
+            if (c->producer == b->producer && c->callsite == b->callsite && (b->callsite || c->name == b->name)) {
+                st = c;
+                break;
+            }
+            if (k > 256)
+                break;
+        }
+        if (st == NULL) {
+            for (size_t k = 0; k < v->n_sites; k++) {
+                vw_site *c = &v->sites[k];
+                if (c->producer == b->producer && c->callsite == b->callsite && (b->callsite || c->name == b->name)) {
+                    st = c;
+                    break;
+                }
+            }
+        }
+        if (st == NULL) {
+            if (v->n_sites == cap) {
+                cap = cap ? cap * 2 : 32;
+                vw_site *ns = realloc(v->sites, cap * sizeof *ns);
+                if (ns == NULL)
+                    break;
+                v->sites = ns;
+            }
+            st = &v->sites[v->n_sites++];
+            *st = (vw_site){.producer = b->producer, .callsite = b->callsite, .name = b->name, .kind = b->kind};
+        }
+        uint64_t d = b->end - b->start;
+        st->count++;
+        st->total_ns += d;
+        if (d > st->max_ns)
+            st->max_ns = d;
+    }
+    if (v->n_sites)
+        qsort(v->sites, v->n_sites, sizeof *v->sites, site_cmp);
+    if (v->stall_sel >= (int)v->n_sites)
+        v->stall_sel = v->n_sites ? (int)v->n_sites - 1 : 0;
+}
+
+/* ---- state ---- */
+
+void vw_state_init(vw_state *v, vw_mode mode, const st_store *s) {
+    memset(v, 0, sizeof *v);
+    v->mode = mode;
+    uint64_t t0, t1;
+    st_store_span(s, &t0, &t1);
+    v->origin = t0;
+    v->end = t1;
+    v->t0 = t0;
+    v->t1 = t1 > t0 ? t1 : t0 + 1000000;
+    v->now = UINT64_MAX;
+    v->cursor = t0;
+    v->follow = 1;
+    v->speed = 1.0;
+    v->load_progress = 1.0;
+}
+
+void vw_state_free(vw_state *v) {
+    free(v->sites);
+    v->sites = NULL;
+    v->n_sites = 0;
+}
+
+void vw_state_settle(vw_state *v, const st_store *s, int w, int h) {
+    vw_layout L;
+    vw_layout_compute(w, h, gpu_count(s), v->detail, &L);
+    uint64_t cols = L.too_small ? 1 : (uint64_t)L.timeline.w;
+    uint64_t width = v->t1 > v->t0 ? v->t1 - v->t0 : 1;
+    if (width < cols)
+        width = cols;
+    uint64_t lim = v->end > v->origin ? v->end - v->origin : 1;
+    if (width > lim + lim / 10 + cols)
+        width = lim + lim / 10 + cols;
+    uint64_t shown = v->now < v->end ? v->now : v->end;
+    if (v->follow && v->mode == VW_LIVE && v->now == UINT64_MAX) {
+        v->t1 = v->end + width / 50;
+        v->t0 = v->t1 > width ? v->t1 - width : 0;
+    } else if (v->follow && v->mode == VW_REPLAY && v->now != UINT64_MAX && (shown > v->t1 || shown < v->t0)) {
+        /* replay: the moving "now" pages the window forward, like a chart recorder */
+        v->t0 = shown > width / 10 ? shown - width / 10 : 0;
+        if (v->t0 < v->origin)
+            v->t0 = v->origin;
+        v->t1 = v->t0 + width;
+    } else {
+        v->t1 = v->t0 + width;
+    }
+    if (v->cursor < v->t0)
+        v->cursor = v->t0;
+    if (v->cursor >= v->t1)
+        v->cursor = v->t1 - 1;
+    size_t nr;
+    vw_row *r = rows_build(s, &nr);
+    free(r);
+    if (v->cursor_row >= (int)nr)
+        v->cursor_row = nr ? (int)nr - 1 : 0;
+    if (v->cursor_row < 0)
+        v->cursor_row = 0;
+    int vis = L.too_small ? 1 : L.lanes.h;
+    if (v->cursor_row < v->row_scroll)
+        v->row_scroll = v->cursor_row;
+    if (v->cursor_row >= v->row_scroll + vis)
+        v->row_scroll = v->cursor_row - vis + 1;
+    if (v->row_scroll > (int)nr - vis)
+        v->row_scroll = (int)nr - vis;
+    if (v->row_scroll < 0)
+        v->row_scroll = 0;
+    int srows = L.stalls.h - 1;
+    if (v->stall_sel >= (int)v->n_sites)
+        v->stall_sel = v->n_sites ? (int)v->n_sites - 1 : 0;
+    if (v->stall_sel < 0)
+        v->stall_sel = 0;
+    if (srows > 0) {
+        if (v->stall_sel < v->stall_scroll)
+            v->stall_scroll = v->stall_sel;
+        if (v->stall_sel >= v->stall_scroll + srows)
+            v->stall_scroll = v->stall_sel - srows + 1;
+    }
+}
+
+/* ---- rendering ---- */
+
+static int col_of(const vw_state *v, const vw_layout *L, uint64_t t) {
+    if (t <= v->t0)
+        return 0;
+    uint64_t w = (v->t1 - v->t0) / (uint64_t)L->timeline.w;
+    if (w == 0)
+        w = 1;
+    uint64_t c = (t - v->t0) / w;
+    return c >= (uint64_t)L->timeline.w ? L->timeline.w - 1 : (int)c;
+}
+
+static uint64_t time_of(const vw_state *v, const vw_layout *L, int col) {
+    uint64_t w = (v->t1 - v->t0) / (uint64_t)L->timeline.w;
+    return v->t0 + (uint64_t)col * w;
+}
+
+static void render_title(const st_store *s, const vw_state *v, vw_grid *g, const vw_layout *L) {
+    fill(g, 0, L->title.y, g->w, ROLE_TITLE, 0);
+    char job[512] = "", raw[512];
+    size_t np = st_producer_count(s);
+    if (np == 0) {
+        snprintf(job, sizeof job, "%s", v->mode == VW_LIVE ? "waiting for a traced process..." : "empty trace");
+    } else {
+        const st_producer_info *p = st_producer_get(s, 0);
+        const char *cmd = st_str(s, p->cmdline), *host = st_str(s, p->host);
+        snprintf(raw, sizeof raw, "%s", *cmd ? cmd : "?");
+        sanitized(job, sizeof job, raw);
+        size_t l = strlen(job);
+        snprintf(job + l, sizeof job - l, " %s pid %u", v->ascii ? "|" : "\xe2\x94\x82", p->pid);
+        if (*host) {
+            char h[128];
+            sanitized(h, sizeof h, host);
+            l = strlen(job);
+            snprintf(job + l, sizeof job - l, " %s %s", v->ascii ? "|" : "\xe2\x94\x82", h);
+        }
+        if (p->rank >= 0 && p->world > 1) {
+            l = strlen(job);
+            snprintf(job + l, sizeof job - l, " rank %d/%d", p->rank, p->world);
+        }
+        if (np > 1) {
+            l = strlen(job);
+            snprintf(job + l, sizeof job - l, " (+%zu more)", np - 1);
+        }
+    }
+    /* right side: mode, time */
+    char right[160], d1[32], d2[32];
+    uint64_t shown = v->now < v->end ? v->now : v->end;
+    vw_fmt_dur(d1, sizeof d1, shown > v->origin ? shown - v->origin : 0, v->ascii);
+    vw_fmt_dur(d2, sizeof d2, v->end > v->origin ? v->end - v->origin : 0, v->ascii);
+    if (v->mode == VW_REPLAY) {
+        char sp[16];
+        snprintf(sp, sizeof sp, v->speed >= 1 ? "%.0fx" : "%.2gx", v->speed);
+        snprintf(right, sizeof right, " REPLAY %s %s  %s / %s ",
+                 v->paused ? (v->ascii ? "||" : "\xe2\x8f\xb8") : (v->ascii ? ">" : "\xe2\x96\xb6"), sp, d1, d2);
+    } else {
+        snprintf(right, sizeof right, " LIVE %s%s  %s ", v->paused ? "paused" : (v->ascii ? "*" : "\xe2\x97\x8f"),
+                 v->follow && !v->paused ? " follow" : "", d2);
+    }
+    if (v->load_progress < 1.0) {
+        char lp[32];
+        snprintf(lp, sizeof lp, " loading %.0f%% ", v->load_progress * 100);
+        size_t l = strlen(right);
+        snprintf(right + l, sizeof right - l, "%s", lp);
+    }
+    /* events, rate and drops, between the job and the mode */
+    uint64_t missed = 0, dropped = 0;
+    for (size_t i = 0; i < np; i++) {
+        const st_producer_info *p = st_producer_get(s, i);
+        missed += p->missed;
+        for (int k = 0; k < TP_DROP_MAX_; k++)
+            dropped += p->drop_records[k];
+    }
+    char ev[32], rate[32], mid[128], dr[64];
+    fmt_count(ev, sizeof ev, (double)st_store_events(s));
+    if (v->mode == VW_LIVE) {
+        fmt_count(rate, sizeof rate, v->events_per_s);
+        snprintf(mid, sizeof mid, " %s ev  %s ev/s  drops ", ev, rate);
+    } else {
+        snprintf(mid, sizeof mid, " %s ev  drops ", ev);
+    }
+    if (missed || dropped)
+        snprintf(dr, sizeof dr, "%" PRIu64 " batches + %" PRIu64 " records", missed, dropped);
+    else
+        snprintf(dr, sizeof dr, "0");
+    int rw = 0; /* columns, not bytes: the play glyph and the micro sign take one each */
+    for (const char *const *p = (const char *const[]){right, mid, dr, NULL}; *p; p++)
+        for (const unsigned char *c = (const unsigned char *)*p; *c; c++)
+            rw += (*c & 0xC0) != 0x80;
+    int x = put_str(g, v, 0, L->title.y, 8, " synctop", ROLE_TITLE, VW_A_BOLD);
+    x += put_str(g, v, x, L->title.y, 1, " ", ROLE_TITLE, 0);
+    int room = g->w - x - rw - 2; /* the job, then at least one space before the counts */
+    if (room > 4)
+        put_str(g, v, x + 1, L->title.y, room, job, ROLE_TITLE, 0);
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s", right);
+    int n = 0;
+    for (const unsigned char *p = (const unsigned char *)tmp; *p; p++)
+        n += (*p & 0xC0) != 0x80;
+    put_str(g, v, g->w - n, L->title.y, n, tmp, ROLE_TITLE, VW_A_BOLD);
+    int dl = (int)strlen(dr), ml = (int)strlen(mid);
+    if (g->w - n - dl - ml > x + 12) {
+        put_str(g, v, g->w - n - dl, L->title.y, dl, dr, missed || dropped ? ROLE_WARN : ROLE_TITLE, VW_A_BOLD);
+        put_str(g, v, g->w - n - dl - ml, L->title.y, ml, mid, ROLE_TITLE, 0);
+    }
+}
+
+static void render_gpus(const st_store *s, const vw_state *v, vw_grid *g, const vw_layout *L) {
+    /* devices with streams, in row order */
+    size_t nr;
+    vw_row *rows = rows_build(s, &nr);
+    int shown = 0, total = 0;
+    for (size_t i = 0; i < nr; i++)
+        total += rows[i].type == ROW_DEVICE;
+    int meter = clampi(g->w / 6, 10, 32);
+    for (size_t i = 0; i < nr && shown < L->gpus.h; i++) {
+        if (rows[i].type != ROW_DEVICE)
+            continue;
+        int y = L->gpus.y + shown++;
+        const an_device *dv = NULL;
+        for (size_t k = 0; v->an && k < v->an->n_devices; k++)
+            if (v->an->devices[k].producer == rows[i].producer && v->an->devices[k].device == rows[i].device)
+                dv = &v->an->devices[k];
+        char lab[32];
+        snprintf(lab, sizeof lab, " GPU%u ", rows[i].device);
+        int x = put_str(g, v, 0, y, 8, lab, ROLE_DEVICE, VW_A_BOLD);
+        double busy = dv && dv->span_ns ? (double)dv->busy_ns / (double)dv->span_ns : 0;
+        put_cell(g, x++, y, '[', ROLE_DIM, 0);
+        int inner = meter - 2;
+        double fill_cols = busy * inner;
+        for (int c = 0; c < inner; c++) {
+            double f = fill_cols - c;
+            uint32_t ch = ' ';
+            if (f >= 1)
+                ch = v->ascii ? '|' : 0x2588;
+            else if (f > 0)
+                ch = v->ascii ? (f >= 0.5 ? '|' : ' ') : (uint32_t[]){' ', 0x258F, 0x258E, 0x258D, 0x258C, 0x258B, 0x258A, 0x2589}[clampi((int)(f * 8), 0, 7)];
+            put_cell(g, x + c, y, ch, ROLE_KERNEL, 0);
+        }
+        char pct[16];
+        snprintf(pct, sizeof pct, "%.1f%%", busy * 100);
+        put_str(g, v, x + inner - (int)strlen(pct), y, (int)strlen(pct), pct, ROLE_VALUE, VW_A_BOLD);
+        x += inner;
+        put_cell(g, x++, y, ']', ROLE_DIM, 0);
+        char buf[256], d[32], d2[32];
+        if (dv) {
+            vw_fmt_dur(d, sizeof d, dv->blocked_ns, v->ascii);
+            vw_fmt_dur(d2, sizeof d2, dv->idle_ns, v->ascii);
+            x += 1;
+            x += put_str(g, v, x, y, 6, "busy ", ROLE_LABEL, 0);
+            snprintf(buf, sizeof buf, "%5.1f%%", busy * 100);
+            x += put_str(g, v, x, y, 8, buf, ROLE_VALUE, 0);
+            x += put_str(g, v, x, y, 7, "  idle ", ROLE_LABEL, 0);
+            snprintf(buf, sizeof buf, "%5.1f%%", dv->span_ns ? 100.0 * (double)dv->idle_ns / (double)dv->span_ns : 0);
+            x += put_str(g, v, x, y, 8, buf, ROLE_VALUE, 0);
+            x += put_str(g, v, x, y, 16, "  host blocked ", ROLE_LABEL, 0);
+            x += put_str(g, v, x, y, 12, d, dv->blocked_ns ? ROLE_BLOCKED : ROLE_VALUE, VW_A_BOLD);
+        } else {
+            x += put_str(g, v, x + 1, y, 20, v->an ? "no GPU work" : "analysing...", ROLE_DIM, 0) + 1;
+        }
+        /* device name */
+        for (size_t k = 0; k < st_device_count(s); k++) {
+            const st_device_info *di = st_device_get(s, k);
+            if (di->producer == rows[i].producer && di->device == rows[i].device) {
+                char nm[128];
+                sanitized(nm, sizeof nm, st_str(s, di->name));
+                if (x + 3 < g->w - 16)
+                    put_str(g, v, x + 2, y, g->w - 16 - x - 2, nm, ROLE_DIM, 0);
+            }
+        }
+        if (shown == L->gpus.h && total > shown) {
+            snprintf(buf, sizeof buf, "+%d more GPUs", total - shown);
+            put_str(g, v, g->w - 15, y, 14, buf, ROLE_DIM, 0);
+        }
+    }
+    if (total == 0)
+        put_str(g, v, 1, L->gpus.y, 30, v->mode == VW_LIVE ? "no GPU activity yet" : "no GPU activity", ROLE_DIM, 0);
+    free(rows);
+}
+
+static void render_ruler(const vw_state *v, vw_grid *g, const vw_layout *L) {
+    int y = L->ruler.y;
+    char lab[32];
+    vw_fmt_dur(lab, sizeof lab, v->t1 - v->t0, v->ascii);
+    char left[48];
+    snprintf(left, sizeof left, " %s %s", v->ascii ? "<->" : "\xe2\x86\x94", lab);
+    fill(g, 0, y, g->w, ROLE_RULER, 0);
+    put_str(g, v, 0, y, L->label_w, left, ROLE_DIM, 0);
+    put_cell(g, L->label_w, y, v->ascii ? '+' : 0x253C, ROLE_RULER, 0);
+    int cols = L->timeline.w;
+    uint64_t span = v->t1 - v->t0;
+    uint64_t want = span * 14 / (uint64_t)cols; /* a tick every ~14 columns */
+    uint64_t step = 1;
+    while (step < want) {
+        if (step * 2 >= want) {
+            step *= 2;
+            break;
+        }
+        if (step * 5 >= want) {
+            step *= 5;
+            break;
+        }
+        step *= 10;
+    }
+    if (step == 0)
+        step = 1;
+    for (int c = 0; c < cols; c++)
+        put_cell(g, L->timeline.x + c, y, v->ascii ? '-' : 0x2500, ROLE_RULER, 0);
+    uint64_t rel0 = v->t0 > v->origin ? v->t0 - v->origin : 0;
+    uint64_t first = (rel0 + step - 1) / step * step;
+    int last_end = -1;
+    for (uint64_t t = first; v->origin + t < v->t1; t += step) {
+        int c = col_of(v, L, v->origin + t);
+        if (c <= last_end)
+            continue;
+        char d[32];
+        vw_fmt_dur(d, sizeof d, t, v->ascii);
+        put_cell(g, L->timeline.x + c, y, v->ascii ? '|' : 0x2534, ROLE_RULER, 0);
+        int n = (int)strlen(d) - (!v->ascii && strstr(d, "\xc2\xb5") ? 1 : 0);
+        if (c + 1 + n < cols) {
+            put_str(g, v, L->timeline.x + c + 1, y, n, d, ROLE_RULER, 0);
+            last_end = c + n + 1;
+        }
+    }
+    if (v->cursor >= v->t0 && v->cursor < v->t1)
+        put_cell(g, L->timeline.x + col_of(v, L, v->cursor), y, v->ascii ? 'v' : 0x25BC, ROLE_CURSOR, VW_A_BOLD);
+}
+
+typedef struct frame_ctx {
+    const st_store *s;
+    vw_state *v;
+    vw_grid *g;
+    const vw_layout *L;
+    vw_row *rows;
+    size_t n_rows;
+    uint64_t bmax;
+    st_bucket *buf; /* timeline.w buckets */
+    st_bucket *dev; /* device sums */
+    uint8_t *bubble_col;
+} frame_ctx;
+
+static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_row, int multi) {
+    const vw_state *v = f->v;
+    vw_grid *g = f->g;
+    const vw_layout *L = f->L;
+    int cols = L->timeline.w;
+    char lab[128];
+    row_label(f->s, r, multi, lab, sizeof lab);
+    int lrole = r->type == ROW_DEVICE ? ROLE_DEVICE : ROLE_LANE;
+    int lattr = (r->type == ROW_DEVICE ? VW_A_BOLD : 0) | (is_cursor_row && v->focus == VW_FOCUS_TIMELINE ? VW_A_REVERSE : 0);
+    fill(g, 0, y, L->label_w, lrole, lattr);
+    put_str(g, v, 0, y, L->label_w, lab, lrole, lattr);
+    put_cell(g, L->label_w, y, v->ascii ? '|' : 0x2502, ROLE_DIM, 0);
+    uint64_t w = (v->t1 - v->t0) / (uint64_t)cols;
+    if (w == 0)
+        w = 1;
+    st_bucket *b = f->buf;
+    int kind = 0;
+    if (r->type == ROW_DEVICE) {
+        memset(f->dev, 0, (size_t)cols * sizeof *f->dev);
+        for (size_t l = 0; l < st_lane_count(f->s); l++) {
+            const st_lane_info *li = st_lane_get(f->s, l);
+            if (li->kind != ST_LANE_STREAM || li->producer != r->producer || li->device != r->device)
+                continue;
+            st_lane_summary(f->s, l, v->t0, v->t1, (size_t)cols, b);
+            for (int c = 0; c < cols; c++) {
+                for (int k = 0; k < ST_CAT_SYNC; k++)
+                    f->dev[c].busy[k] += b[c].busy[k];
+                f->dev[c].count += b[c].count;
+            }
+        }
+        b = f->dev;
+        /* bubble columns of this device */
+        for (int c = 0; c < cols; c++) {
+            uint64_t a = v->t0 + (uint64_t)c * w, e = c + 1 == cols ? v->t1 : a + w;
+            f->bubble_col[c] = bubble_overlap(v->an, f->bmax, r->producer, r->device, a, e, v->gap_ns) * 2 >= e - a;
+        }
+    } else {
+        st_lane_summary(f->s, r->lane, v->t0, v->t1, (size_t)cols, b);
+        kind = st_lane_get(f->s, r->lane)->kind;
+    }
+    for (int c = 0; c < cols; c++) {
+        uint64_t a = v->t0 + (uint64_t)c * w, e = c + 1 == cols ? v->t1 : a + w;
+        int x = L->timeline.x + c;
+        if (a >= v->now) {
+            put_cell(g, x, y, ' ', ROLE_DEFAULT, 0);
+            continue;
+        }
+        uint64_t bw = e - a, tot = 0, best = 0;
+        int cat = -1;
+        for (int k = 0; k < ST_CAT_N; k++) {
+            tot += b[c].busy[k];
+            if (b[c].busy[k] > best) {
+                best = b[c].busy[k];
+                cat = k;
+            }
+        }
+        if (kind == ST_LANE_THREAD && b[c].busy[ST_CAT_BLOCKED] * 4 >= bw && b[c].busy[ST_CAT_BLOCKED] > 0)
+            cat = ST_CAT_BLOCKED;
+        int on_bubble = (r->type == ROW_DEVICE || kind == ST_LANE_STREAM) && f->bubble_col[c];
+        if (b[c].count == 0 || cat < 0) {
+            if (on_bubble && v->an)
+                put_cell(g, x, y, v->ascii ? '.' : 0x00B7, ROLE_BUBBLE, 0);
+            else if (b[c].count > 0) /* instants only */
+                put_cell(g, x, y, v->ascii ? '\'' : 0x2575, kind == ST_LANE_NVTX ? ROLE_NVTX : ROLE_DIM, 0);
+            continue;
+        }
+        double frac = (double)tot / (double)bw;
+        if (frac > 1)
+            frac = 1;
+        int role = cat_role(cat);
+        if (on_bubble && r->type == ROW_DEVICE)
+            role = ROLE_BUBBLE;
+        put_cell(g, x, y, cell_glyph(v, cat, frac), role, 0);
+    }
+}
+
+static void render_lanes(frame_ctx *f) {
+    const st_store *s = f->s;
+    vw_state *v = f->v;
+    vw_grid *g = f->g;
+    const vw_layout *L = f->L;
+    int multi = st_producer_count(s) > 1;
+    int cols = L->timeline.w;
+    memset(f->bubble_col, 0, (size_t)cols);
+    /* the device row comes before its streams, so its bubble columns are there for them */
+    for (int i = 0; i < L->lanes.h; i++) {
+        int ri = v->row_scroll + i;
+        if (ri >= (int)f->n_rows)
+            break;
+        const vw_row *r = &f->rows[ri];
+        /* a stream row scrolled in without its device row: compute the device's bubbles anyway */
+        if (i == 0 && r->type == ROW_LANE && r->device != TP_NO_DEVICE) {
+            uint64_t w = (v->t1 - v->t0) / (uint64_t)cols;
+            if (w == 0)
+                w = 1;
+            for (int c = 0; c < cols; c++) {
+                uint64_t a = v->t0 + (uint64_t)c * w, e = c + 1 == cols ? v->t1 : a + w;
+                f->bubble_col[c] = bubble_overlap(v->an, f->bmax, r->producer, r->device, a, e, v->gap_ns) * 2 >= e - a;
+            }
+        }
+        if (r->type == ROW_LANE && r->device == TP_NO_DEVICE)
+            memset(f->bubble_col, 0, (size_t)cols);
+        render_lane_row(f, L->lanes.y + i, r, ri == v->cursor_row, multi);
+    }
+    if (f->n_rows == 0)
+        put_str(g, v, L->timeline.x + 2, L->lanes.y + 1, cols - 4,
+                v->mode == VW_LIVE ? "waiting for events..." : "no events", ROLE_DIM, 0);
+    /* the selected stall's spans */
+    if (v->focus == VW_FOCUS_STALLS && v->n_sites > 0 && v->an && v->stall_sel >= 0) {
+        const vw_site *site = &v->sites[v->stall_sel];
+        for (size_t k = 0; k < v->an->n_blocks; k++) {
+            const an_block *b = &v->an->blocks[k];
+            if (b->start >= v->t1 || b->end <= v->t0 || b->end > v->now || !block_matches_site(b, site))
+                continue;
+            for (int i = 0; i < L->lanes.h; i++) {
+                int ri = v->row_scroll + i;
+                if (ri >= (int)f->n_rows)
+                    break;
+                if (f->rows[ri].type != ROW_LANE || f->rows[ri].lane != b->lane)
+                    continue;
+                int c0 = col_of(v, L, b->start), c1 = col_of(v, L, b->end > 0 ? b->end - 1 : 0);
+                for (int c = c0; c <= c1; c++) {
+                    vw_cell *cell = &g->cells[(L->lanes.y + i) * g->w + L->timeline.x + c];
+                    if (cell->ch == ' ')
+                        cell->ch = v->ascii ? 'X' : 0x2588;
+                    cell->role = ROLE_SELECTION;
+                    cell->attr |= VW_A_BOLD;
+                }
+            }
+        }
+    }
+    /* cursor */
+    if (v->cursor >= v->t0 && v->cursor < v->t1) {
+        int c = col_of(v, L, v->cursor);
+        for (int i = 0; i < L->lanes.h; i++) {
+            int ri = v->row_scroll + i;
+            if (ri >= (int)f->n_rows)
+                break;
+            vw_cell *cell = &g->cells[(L->lanes.y + i) * g->w + L->timeline.x + c];
+            if (ri == v->cursor_row) {
+                cell->attr |= VW_A_REVERSE;
+                if (cell->ch == ' ')
+                    cell->ch = v->ascii ? '|' : 0x2502;
+                if (cell->role == ROLE_DEFAULT)
+                    cell->role = ROLE_CURSOR;
+            } else if (cell->ch == ' ' || cell->ch == 0x00B7 || cell->ch == '.') {
+                cell->ch = v->ascii ? ':' : 0x2502;
+                cell->role = ROLE_CURSOR;
+            }
+        }
+    }
+    /* scroll marks */
+    if (v->row_scroll > 0)
+        put_cell(g, L->label_w, L->lanes.y, v->ascii ? '^' : 0x25B2, ROLE_DIM, 0);
+    if (v->row_scroll + L->lanes.h < (int)f->n_rows)
+        put_cell(g, L->label_w, L->lanes.y + L->lanes.h - 1, v->ascii ? 'v' : 0x25BC, ROLE_DIM, 0);
+}
+
+/* The event under the cursor: on the cursor row's lane, the event that covers the cursor time
+ * (the longest, when several do), else the longest in the cursor's column. */
+static const st_event *event_at_cursor(const frame_ctx *f, size_t *lane_out) {
+    const vw_state *v = f->v;
+    if (v->cursor_row < 0 || v->cursor_row >= (int)f->n_rows || f->rows[v->cursor_row].type != ROW_LANE)
+        return NULL;
+    size_t l = f->rows[v->cursor_row].lane, n;
+    *lane_out = l;
+    const st_event *e = st_lane_events(f->s, l, &n);
+    uint64_t w = (v->t1 - v->t0) / (uint64_t)f->L->timeline.w;
+    if (w == 0)
+        w = 1;
+    int c = col_of(v, f->L, v->cursor);
+    uint64_t a = v->t0 + (uint64_t)c * w;
+    /* the event starting at the cursor (where n and search put it), else the innermost covering it */
+    size_t hi = st_lane_lower_bound(f->s, l, v->cursor + 1);
+    const st_event *best = NULL;
+    for (size_t k = 0; k < 64 && k < hi; k++) {
+        const st_event *x = &e[hi - 1 - k];
+        if (x->start > v->now)
+            continue;
+        if (x->start == v->cursor)
+            return x;
+        if (x->end > v->cursor && (best == NULL || x->end - x->start < best->end - best->start))
+            best = x;
+    }
+    if (best)
+        return best;
+    st_bucket b;
+    if (st_lane_summary(f->s, l, v->cursor, v->cursor + 1, 1, &b) == 0 && b.longest != UINT32_MAX &&
+        e[b.longest].start <= v->now)
+        return &e[b.longest];
+    if (st_lane_summary(f->s, l, a, a + w, 1, &b) == 0 && b.longest != UINT32_MAX && e[b.longest].start < v->now)
+        return &e[b.longest];
+    return NULL;
+}
+
+static void render_detail(frame_ctx *f) {
+    const st_store *s = f->s;
+    const vw_state *v = f->v;
+    vw_grid *g = f->g;
+    const vw_layout *L = f->L;
+    int y = L->detail.y;
+    size_t lane = 0;
+    const st_event *e = event_at_cursor(f, &lane);
+    char buf[1024], nm[512], d[32], st[32];
+    if (e == NULL) {
+        char cur[32];
+        vw_fmt_dur(cur, sizeof cur, v->cursor > v->origin ? v->cursor - v->origin : 0, v->ascii);
+        snprintf(buf, sizeof buf, " cursor +%s  (no event here: arrows move, +/- zoom, n next stall)", cur);
+        put_str(g, v, 0, y, g->w, buf, ROLE_DIM, 0);
+        return;
+    }
+    const st_lane_info *li = st_lane_get(s, lane);
+    const char *kname = e->kind == TP_K_API ? ((e->flags & TP_F_BLOCKING) ? "BLOCKING call" : "call")
+                                            : tp_kind_name(e->kind);
+    sanitized(nm, sizeof nm, st_str(s, e->name));
+    if (e->kind == TP_K_MEMCPY)
+        snprintf(nm, sizeof nm, "%s %s", tp_copy_kind_name(e->sub), e->mem >> 4 == TP_MEM_PAGEABLE || (e->mem & 15) == TP_MEM_PAGEABLE ? "(pageable)" : "");
+    else if (e->kind == TP_K_MEMSET)
+        snprintf(nm, sizeof nm, "%s memory", tp_mem_kind_name(e->sub));
+    else if (e->kind == TP_K_SYNC)
+        snprintf(nm, sizeof nm, "%s", tp_sync_type_name(e->sub));
+    int x = put_str(g, v, 0, y, 16, " ", ROLE_DEFAULT, 0);
+    x += put_str(g, v, x, y, 16, kname, e->kind == TP_K_API && (e->flags & TP_F_BLOCKING) ? ROLE_BLOCKED
+                                        : cat_role(st_event_cat(e)), VW_A_BOLD);
+    x += put_str(g, v, x, y, 2, "  ", ROLE_DEFAULT, 0);
+    put_str(g, v, x, y, g->w - x, nm, ROLE_DEFAULT, VW_A_BOLD);
+    /* second line: where, when, how long, bytes, call site */
+    y++;
+    vw_fmt_dur(d, sizeof d, e->end - e->start, v->ascii);
+    vw_fmt_dur(st, sizeof st, e->start > v->origin ? e->start - v->origin : 0, v->ascii);
+    char where[96];
+    if (li->kind == ST_LANE_STREAM)
+        snprintf(where, sizeof where, "GPU%u stream %u", li->device, li->id);
+    else
+        snprintf(where, sizeof where, "thread %u", li->id);
+    int n = snprintf(buf, sizeof buf, " %s  start +%s  dur %s", where, st, d);
+    if (e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET) {
+        char by[32];
+        fmt_bytes(by, sizeof by, e->value);
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "  %s", by);
+        if (e->kind == TP_K_MEMCPY && e->end > e->start)
+            n += snprintf(buf + n, sizeof buf - (size_t)n, " (%.1f GB/s)", (double)e->value / (double)(e->end - e->start));
+    } else if (e->kind == TP_K_KERNEL && e->value) {
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "  %" PRIu64 " blocks x %u threads", e->value, e->aux);
+    }
+    if (e->corr)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "  corr %u", e->corr);
+    int x2 = put_str(g, v, 0, y, g->w, buf, ROLE_DEFAULT, 0);
+    if (e->kind == TP_K_API && e->value) {
+        char site[512];
+        vw_site_label(s, e->value, e->name, site, sizeof site);
+        x2 += put_str(g, v, x2, y, 4, v->ascii ? "  @ " : "  \xe2\x86\x90 ", ROLE_DIM, 0);
+        put_str(g, v, x2, y, g->w - x2, site, ROLE_LABEL, VW_A_BOLD);
+    }
+    /* expanded: every frame of the call site */
+    if (L->detail.h > 2 && e->kind == TP_K_API && e->value) {
+        size_t nf;
+        const st_frame *fr = st_callsite_frames(s, e->value, &nf);
+        for (size_t i = 0; i < nf && (int)i + 2 < L->detail.h; i++) {
+            char raw[512], clean[512];
+            if (fr[i].kind == TP_FRAME_PYTHON)
+                snprintf(raw, sizeof raw, "   #%zu py  %s:%u  %s", i, st_str(s, fr[i].file), fr[i].line,
+                         st_str(s, fr[i].func));
+            else
+                snprintf(raw, sizeof raw, "   #%zu     %s  %s+0x%" PRIx64 "%s%s", i, st_str(s, fr[i].func),
+                         st_str(s, fr[i].module), fr[i].pc, fr[i].file ? "  " : "", st_str(s, fr[i].file));
+            sanitized(clean, sizeof clean, raw);
+            put_str(g, v, 0, y + 1 + (int)i, g->w, clean, fr[i].kind == TP_FRAME_PYTHON ? ROLE_LABEL : ROLE_DEFAULT, 0);
+        }
+    } else if (L->detail.h > 2) {
+        put_str(g, v, 1, y + 1, g->w - 2, "(no call site for this event; enter closes the detail pane)", ROLE_DIM, 0);
+    }
+}
+
+static void render_stalls(frame_ctx *f) {
+    const st_store *s = f->s;
+    const vw_state *v = f->v;
+    vw_grid *g = f->g;
+    const vw_layout *L = f->L;
+    if (L->stalls.h == 0)
+        return;
+    int y = L->stalls.y;
+    int focus = v->focus == VW_FOCUS_STALLS;
+    fill(g, 0, y, g->w, ROLE_PANEL, 0);
+    char head[256];
+    snprintf(head, sizeof head, "%-11s%6s %9s %9s %6s %-8s %s", focus ? " TOP STALLS" : " top stalls", "COUNT",
+             "TOTAL", "MAX", "%WALL", "KIND", "CALL SITE");
+    put_str(g, v, 0, y, g->w, head, ROLE_PANEL, focus ? VW_A_BOLD : 0);
+    uint64_t shown = v->now < v->end ? v->now : v->end;
+    uint64_t wall = shown > v->origin ? shown - v->origin : 1;
+    if (v->n_sites == 0) {
+        put_str(g, v, 2, y + 1, g->w - 4,
+                v->an == NULL ? "analysing..." : "no host-blocking calls so far", ROLE_DIM, 0);
+        return;
+    }
+    for (int i = 0; i + 1 < L->stalls.h; i++) {
+        int k = v->stall_scroll + i;
+        if (k >= (int)v->n_sites)
+            break;
+        const vw_site *site = &v->sites[k];
+        char tot[32], mx[32], lab[512], row[768];
+        vw_fmt_dur(tot, sizeof tot, site->total_ns, v->ascii);
+        vw_fmt_dur(mx, sizeof mx, site->max_ns, v->ascii);
+        vw_site_label(s, site->callsite, site->name, lab, sizeof lab);
+        int sel = k == v->stall_sel;
+        /* durations may carry a two-byte micro sign: pad by columns, not bytes */
+        char tp[40], mp[40];
+        int tl = (int)strlen(tot) - (strstr(tot, "\xc2\xb5") ? 1 : 0), ml = (int)strlen(mx) - (strstr(mx, "\xc2\xb5") ? 1 : 0);
+        snprintf(tp, sizeof tp, "%*s%s", 9 - tl > 0 ? 9 - tl : 0, "", tot);
+        snprintf(mp, sizeof mp, "%*s%s", 9 - ml > 0 ? 9 - ml : 0, "", mx);
+        static const char *const kinds[] = {"?", "sync", "memcpy", "pageable", "memset", "alloc", "query", "other"};
+        const char *kn = site->kind > 0 && site->kind < 8 ? kinds[site->kind] : "?";
+        snprintf(row, sizeof row, "%4d %12" PRIu64 " %s %s %5.1f%% %-8s %s", k + 1, site->count, tp, mp,
+                 100.0 * (double)site->total_ns / (double)wall, kn, lab);
+        int role = sel ? ROLE_SELECTION : ROLE_DEFAULT;
+        int attr = sel && focus ? VW_A_BOLD : 0;
+        if (sel)
+            fill(g, 0, y + 1 + i, g->w, role, attr);
+        put_str(g, v, 0, y + 1 + i, g->w, row, role, attr);
+        if (!sel) {
+            /* the total in red: it is what the panel is sorted by */
+            put_str(g, v, 18, y + 1 + i, 9, tp, ROLE_BLOCKED, VW_A_BOLD);
+        }
+    }
+}
+
+static void render_keys(const vw_state *v, vw_grid *g, const vw_layout *L) {
+    int y = L->keys.y;
+    fill(g, 0, y, g->w, ROLE_KEYTEXT, 0);
+    if (v->searching) {
+        char b[128];
+        snprintf(b, sizeof b, "/%s", v->search);
+        int x = put_str(g, v, 0, y, g->w - 1, b, ROLE_DEFAULT, VW_A_BOLD);
+        put_cell(g, x, y, '_', ROLE_CURSOR, VW_A_REVERSE);
+        put_str(g, v, x + 2, y, g->w - x - 2, "(search names; enter finds the next, esc cancels)", ROLE_DIM, 0);
+        return;
+    }
+    static const char *const k_replay[][2] = {{"?", "Help"}, {"Spc", "Play"}, {"+-", "Zoom"}, {"n/N", "Stall"},
+                                              {"/", "Search"}, {"Tab", "Panel"}, {"q", "Quit"}, {"[]", "Speed"},
+                                              {"Ent", "Detail"}, {"g/G", "Start/End"}};
+    static const char *const k_live[][2] = {{"?", "Help"}, {"Spc", "Pause"}, {"+-", "Zoom"}, {"n/N", "Stall"},
+                                            {"/", "Search"}, {"Tab", "Panel"}, {"q", "Quit"}, {"f", "Follow"},
+                                            {"Ent", "Detail"}, {"g/G", "Start/End"}};
+    const char *const(*k)[2] = v->mode == VW_REPLAY ? k_replay : k_live;
+    int x = 0;
+    int msg_w = v->message[0] ? (int)strlen(v->message) + 2 : 0;
+    for (int i = 0; i < 10; i++) {
+        int need = (int)strlen(k[i][0]) + (int)strlen(k[i][1]) + 1;
+        if (x + need > g->w - msg_w)
+            break;
+        x += put_str(g, v, x, y, 8, k[i][0], ROLE_KEY, VW_A_BOLD);
+        x += put_str(g, v, x, y, 12, k[i][1], ROLE_KEYTEXT, 0);
+        x += put_str(g, v, x, y, 1, " ", ROLE_KEYTEXT, 0);
+    }
+    if (v->message[0]) {
+        char m[200];
+        sanitized(m, sizeof m, v->message);
+        int mw = (int)strlen(m);
+        if (mw > g->w - x - 1)
+            mw = g->w - x - 1;
+        if (mw > 0)
+            put_str(g, v, g->w - mw - 1, y, mw, m, ROLE_WARN, VW_A_BOLD);
+    }
+}
+
+static void render_help(const vw_state *v, vw_grid *g) {
+    static const char *const lines[] = {
+        "synctop help",
+        "",
+        "left/right h/l   move the cursor in time (shift or H/L: pan half a screen)",
+        "up/down    k/j   move between lanes (or stall rows, in the stalls panel)",
+        "+ / -  wheel     zoom in / out around the cursor;  0  fit the whole trace",
+        "n / N            next / previous host-blocking stall (selects its call site)",
+        "/                search kernel, API and range names; enter finds the next",
+        "enter            expand the detail pane (call site frames); in stalls: go",
+        "tab              switch between the timeline and the top stalls panel",
+        "space            pause / resume (replay: play; live: freeze the view)",
+        "[ / ]            replay slower / faster;   g / G  go to the start / end",
+        "f                follow the newest events (live)",
+        "mouse            click a lane or a stall row; the wheel zooms",
+        "q  F10           quit (esc or ? closes this help)",
+        "",
+        "Lanes: GPU rows are the union of their streams; \xc2\xb7 marks GPU idle bubbles.",
+        "Red host spans are calls that blocked the thread until the GPU caught up.",
+    };
+    int n = (int)(sizeof lines / sizeof lines[0]);
+    int bw = 80 - 4, bh = n + 2;
+    if (bw > g->w - 2)
+        bw = g->w - 2;
+    if (bh > g->h - 2)
+        bh = g->h - 2;
+    int x0 = (g->w - bw) / 2, y0 = (g->h - bh) / 2;
+    for (int y = 0; y < bh; y++)
+        fill(g, x0, y0 + y, bw, ROLE_HELP, 0);
+    for (int x = 0; x < bw; x++) {
+        put_cell(g, x0 + x, y0, v->ascii ? '-' : 0x2500, ROLE_HELP, 0);
+        put_cell(g, x0 + x, y0 + bh - 1, v->ascii ? '-' : 0x2500, ROLE_HELP, 0);
+    }
+    for (int y = 0; y < bh; y++) {
+        put_cell(g, x0, y0 + y, v->ascii ? '|' : 0x2502, ROLE_HELP, 0);
+        put_cell(g, x0 + bw - 1, y0 + y, v->ascii ? '|' : 0x2502, ROLE_HELP, 0);
+    }
+    if (!v->ascii) {
+        put_cell(g, x0, y0, 0x250C, ROLE_HELP, 0);
+        put_cell(g, x0 + bw - 1, y0, 0x2510, ROLE_HELP, 0);
+        put_cell(g, x0, y0 + bh - 1, 0x2514, ROLE_HELP, 0);
+        put_cell(g, x0 + bw - 1, y0 + bh - 1, 0x2518, ROLE_HELP, 0);
+    }
+    for (int i = 0; i < n && i + 1 < bh - 1; i++) {
+        const char *t = lines[i];
+        if (v->ascii && strstr(t, "\xc2\xb7"))
+            t = "Lanes: GPU rows are the union of their streams; . marks GPU idle bubbles.";
+        put_str(g, v, x0 + 2 + (i == 0 ? (bw - 4 - (int)strlen(t)) / 2 : 0), y0 + 1 + i, bw - 4, t, ROLE_HELP,
+                i == 0 ? VW_A_BOLD : 0);
+    }
+}
+
+void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
+    if (vw_grid_resize(g, g->w, g->h) != 0)
+        return;
+    vw_layout L;
+    vw_layout_compute(g->w, g->h, gpu_count(s), v->detail, &L);
+    if (L.too_small) {
+        char m[96];
+        snprintf(m, sizeof m, "terminal too small: %dx%d, synctop needs %dx%d", g->w, g->h, VW_MIN_W, VW_MIN_H);
+        int n = (int)strlen(m);
+        put_str(g, v, n < g->w ? (g->w - n) / 2 : 0, g->h / 2, g->w, m, ROLE_WARN, VW_A_BOLD);
+        return;
+    }
+    vw_state_settle(v, s, g->w, g->h);
+    frame_ctx f = {.s = s, .v = v, .g = g, .L = &L};
+    f.rows = rows_build(s, &f.n_rows);
+    f.buf = calloc((size_t)L.timeline.w, sizeof *f.buf);
+    f.dev = calloc((size_t)L.timeline.w, sizeof *f.dev);
+    f.bubble_col = calloc((size_t)L.timeline.w, 1);
+    f.bmax = bubble_maxlen(v->an);
+    if (f.buf && f.dev && f.bubble_col) {
+        render_title(s, v, g, &L);
+        render_gpus(s, v, g, &L);
+        render_ruler(v, g, &L);
+        render_lanes(&f);
+        render_detail(&f);
+        render_stalls(&f);
+        render_keys(v, g, &L);
+        if (v->help)
+            render_help(v, g);
+    }
+    free(f.rows);
+    free(f.buf);
+    free(f.dev);
+    free(f.bubble_col);
+}
+
+/* ---- input ---- */
+
+static void zoom(vw_state *v, uint64_t at, double factor, uint64_t min_w) {
+    if (at < v->t0)
+        at = v->t0;
+    if (at > v->t1)
+        at = v->t1;
+    double w = (double)(v->t1 - v->t0), nw = w * factor;
+    if (nw < (double)min_w)
+        nw = (double)min_w;
+    double frac = w > 0 ? (double)(at - v->t0) / w : 0.5;
+    double t0 = (double)at - frac * nw;
+    if (t0 < 0)
+        t0 = 0;
+    v->t0 = (uint64_t)t0;
+    v->t1 = v->t0 + (uint64_t)nw;
+    if (factor > 1 && v->mode == VW_LIVE)
+        return;
+    v->follow = v->mode == VW_REPLAY ? v->follow : 0;
+}
+
+static void pan(vw_state *v, int64_t d) {
+    if (d < 0 && (uint64_t)-d > v->t0)
+        d = -(int64_t)v->t0;
+    v->t0 = (uint64_t)((int64_t)v->t0 + d);
+    v->t1 = (uint64_t)((int64_t)v->t1 + d);
+    v->cursor = (uint64_t)((int64_t)v->cursor + d);
+    if (v->mode == VW_LIVE)
+        v->follow = 0;
+}
+
+static void center_on(vw_state *v, uint64_t t) {
+    uint64_t w = v->t1 - v->t0;
+    if (t >= v->t0 + w / 10 && t < v->t1 - w / 10)
+        return;
+    v->t0 = t > w / 2 ? t - w / 2 : 0;
+    v->t1 = v->t0 + w;
+    v->follow = 0;
+}
+
+static int row_of_lane(const st_store *s, size_t lane) {
+    size_t n;
+    vw_row *r = rows_build(s, &n);
+    int out = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].type == ROW_LANE && r[i].lane == lane)
+            out = (int)i;
+    free(r);
+    return out;
+}
+
+static const an_block *block_at_site_next(const vw_state *v, const vw_site *site, uint64_t after, int dir) {
+    const an_block *best = NULL;
+    for (size_t k = 0; v->an && k < v->an->n_blocks; k++) {
+        const an_block *b = &v->an->blocks[k];
+        if (b->end > v->now || (site && !block_matches_site(b, site)))
+            continue;
+        if (dir > 0 && b->start > after && (best == NULL || b->start < best->start))
+            best = b;
+        if (dir < 0 && b->start < after && (best == NULL || b->start > best->start))
+            best = b;
+    }
+    return best;
+}
+
+static void go_block(vw_state *v, const st_store *s, const an_block *b) {
+    v->cursor = b->start;
+    v->cursor_row = row_of_lane(s, b->lane);
+    center_on(v, b->start);
+    for (size_t i = 0; i < v->n_sites; i++)
+        if (block_matches_site(b, &v->sites[i]))
+            v->stall_sel = (int)i;
+    char d[32], site[200];
+    vw_fmt_dur(d, sizeof d, b->end - b->start, v->ascii);
+    vw_site_label(s, b->callsite, b->name, site, sizeof site);
+    snprintf(v->message, sizeof v->message, "stall %s at %.120s", d, site);
+}
+
+static int name_matches(const char *name, const char *term) {
+    size_t n = strlen(term);
+    if (n == 0)
+        return 0;
+    for (const char *p = name; *p; p++) {
+        size_t i = 0;
+        while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)term[i]))
+            i++;
+        if (i == n)
+            return 1;
+    }
+    return 0;
+}
+
+static void search_next(vw_state *v, const st_store *s) {
+    if (v->search[0] == '\0')
+        return;
+    /* names are few and events many: decide each name once */
+    enum { CACHE = 4096 };
+    uint32_t *ids = calloc(CACHE, sizeof *ids);
+    uint8_t *res = calloc(CACHE, 1);
+    if (ids == NULL || res == NULL) {
+        free(ids);
+        free(res);
+        return;
+    }
+    uint64_t best_t = UINT64_MAX;
+    size_t best_lane = 0;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        size_t n;
+        const st_event *e = st_lane_events(s, l, &n);
+        for (size_t i = st_lane_lower_bound(s, l, v->cursor + 1); i < n && e[i].start < best_t; i++) {
+            if (e[i].start > v->now)
+                break;
+            uint32_t id = e[i].name, slot = id % CACHE;
+            if (id == 0)
+                continue;
+            if (ids[slot] != id) {
+                ids[slot] = id;
+                res[slot] = (uint8_t)name_matches(st_str(s, id), v->search);
+            }
+            if (res[slot]) {
+                best_t = e[i].start;
+                best_lane = l;
+                break;
+            }
+        }
+    }
+    free(ids);
+    free(res);
+    char term[80];
+    sanitized(term, sizeof term, v->search);
+    if (best_t == UINT64_MAX) {
+        snprintf(v->message, sizeof v->message, "no \"%s\" after the cursor", term);
+        return;
+    }
+    v->cursor = best_t;
+    v->cursor_row = row_of_lane(s, best_lane);
+    center_on(v, best_t);
+    snprintf(v->message, sizeof v->message, "found \"%s\"", term);
+}
+
+int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
+    vw_layout L;
+    vw_layout_compute(w, h, gpu_count(s), v->detail, &L);
+    int cols = L.too_small ? 80 : L.timeline.w;
+    uint64_t colw = (v->t1 - v->t0) / (uint64_t)cols;
+    if (colw == 0)
+        colw = 1;
+    if (v->searching) {
+        size_t n = strlen(v->search);
+        if (key == VW_KEY_ESC) {
+            v->searching = 0;
+        } else if (key == VW_KEY_ENTER || key == '\n' || key == '\r') {
+            v->searching = 0;
+            search_next(v, s);
+        } else if (key == VW_KEY_BACKSPACE || key == 127 || key == 8) {
+            if (n > 0)
+                v->search[n - 1] = '\0';
+        } else if (key >= 0x20 && key < 0x7F && n + 1 < sizeof v->search) {
+            v->search[n] = (char)key;
+            v->search[n + 1] = '\0';
+        }
+        return VW_ACT_REDRAW;
+    }
+    if (v->help) {
+        if (key == 'q' || key == VW_KEY_ESC || key == '?' || key == VW_KEY_F1 || key == 'h' || key == VW_KEY_ENTER)
+            v->help = 0;
+        return VW_ACT_REDRAW;
+    }
+    v->message[0] = '\0';
+    int stalls = v->focus == VW_FOCUS_STALLS;
+    switch (key) {
+    case 'q':
+    case VW_KEY_F10:
+        return VW_ACT_QUIT;
+    case '?':
+    case VW_KEY_F1:
+        v->help = 1;
+        break;
+    case VW_KEY_ESC:
+        v->detail = 0;
+        v->focus = VW_FOCUS_TIMELINE;
+        break;
+    case VW_KEY_TAB:
+        v->focus = stalls ? VW_FOCUS_TIMELINE : VW_FOCUS_STALLS;
+        break;
+    case VW_KEY_LEFT:
+    case 'h':
+        if (v->cursor < v->t0 + colw)
+            pan(v, -(int64_t)colw * 8);
+        else
+            v->cursor -= colw;
+        break;
+    case VW_KEY_RIGHT:
+    case 'l':
+        if (v->cursor + colw >= v->t1)
+            pan(v, (int64_t)colw * 8);
+        else
+            v->cursor += colw;
+        break;
+    case VW_KEY_SLEFT:
+    case 'H':
+        pan(v, -(int64_t)(v->t1 - v->t0) / 2);
+        break;
+    case VW_KEY_SRIGHT:
+    case 'L':
+        pan(v, (int64_t)(v->t1 - v->t0) / 2);
+        break;
+    case VW_KEY_UP:
+    case 'k':
+        if (stalls)
+            v->stall_sel--;
+        else
+            v->cursor_row--;
+        break;
+    case VW_KEY_DOWN:
+    case 'j':
+        if (stalls)
+            v->stall_sel++;
+        else
+            v->cursor_row++;
+        break;
+    case VW_KEY_PGUP:
+        if (stalls)
+            v->stall_sel -= L.stalls.h > 2 ? L.stalls.h - 2 : 1;
+        else
+            v->cursor_row -= L.lanes.h > 1 ? L.lanes.h - 1 : 1;
+        break;
+    case VW_KEY_PGDN:
+        if (stalls)
+            v->stall_sel += L.stalls.h > 2 ? L.stalls.h - 2 : 1;
+        else
+            v->cursor_row += L.lanes.h > 1 ? L.lanes.h - 1 : 1;
+        break;
+    case VW_KEY_HOME:
+        v->cursor = v->t0;
+        break;
+    case VW_KEY_END:
+        v->cursor = v->t1 - 1;
+        break;
+    case '+':
+    case '=':
+        zoom(v, v->cursor, 0.5, (uint64_t)cols);
+        if (v->mode == VW_REPLAY)
+            v->follow = 0;
+        break;
+    case '-':
+    case '_':
+        zoom(v, v->cursor, 2.0, (uint64_t)cols);
+        break;
+    case '0':
+        v->t0 = v->origin;
+        v->t1 = v->end > v->origin ? v->end : v->origin + 1000000;
+        break;
+    case 'f':
+        v->follow = !v->follow;
+        snprintf(v->message, sizeof v->message, "follow %s", v->follow ? "on" : "off");
+        break;
+    case ' ':
+        v->paused = !v->paused;
+        break;
+    case '[':
+        if (v->speed > 1.0 / 64)
+            v->speed /= 2;
+        snprintf(v->message, sizeof v->message, "speed %gx", v->speed);
+        break;
+    case ']':
+        if (v->speed < 1024)
+            v->speed *= 2;
+        snprintf(v->message, sizeof v->message, "speed %gx", v->speed);
+        break;
+    case 'g':
+        if (v->mode == VW_REPLAY)
+            v->now = v->origin;
+        v->t1 = v->origin + (v->t1 - v->t0);
+        v->t0 = v->origin;
+        v->cursor = v->t0;
+        if (v->mode == VW_LIVE)
+            v->follow = 0;
+        break;
+    case 'G':
+        if (v->mode == VW_REPLAY)
+            v->now = UINT64_MAX;
+        v->t0 = v->end > (v->t1 - v->t0) ? v->end - (v->t1 - v->t0) + (v->t1 - v->t0) / 50 : v->origin;
+        if (v->t0 < v->origin)
+            v->t0 = v->origin;
+        v->t1 = v->t0 + (v->t1 - v->t0 ? v->t1 - v->t0 : 1);
+        v->cursor = v->end > v->t0 ? v->end - 1 : v->t0;
+        v->follow = 1;
+        break;
+    case 'n':
+    case 'N': {
+        const an_block *b = block_at_site_next(v, stalls && v->n_sites ? &v->sites[v->stall_sel] : NULL, v->cursor,
+                                               key == 'n' ? 1 : -1);
+        if (b == NULL) {
+            snprintf(v->message, sizeof v->message, "%s", key == 'n' ? "no later stall" : "no earlier stall");
+        } else {
+            go_block(v, s, b);
+            v->focus = VW_FOCUS_STALLS;
+        }
+        break;
+    }
+    case '/':
+        v->searching = 1;
+        v->search[0] = '\0';
+        break;
+    case VW_KEY_ENTER:
+    case '\n':
+    case '\r':
+        if (stalls && v->n_sites) {
+            const an_block *b = block_at_site_next(v, &v->sites[v->stall_sel], v->cursor, 1);
+            if (b == NULL)
+                b = block_at_site_next(v, &v->sites[v->stall_sel], 0, 1);
+            if (b)
+                go_block(v, s, b);
+        } else {
+            v->detail = !v->detail;
+        }
+        break;
+    default:
+        return VW_ACT_NONE;
+    }
+    vw_state_settle(v, s, w, h);
+    return VW_ACT_REDRAW;
+}
+
+int vw_mouse(vw_state *v, const st_store *s, int w, int h, int kind, int x, int y) {
+    vw_layout L;
+    vw_layout_compute(w, h, gpu_count(s), v->detail, &L);
+    if (L.too_small)
+        return VW_ACT_NONE;
+    if (v->help) {
+        v->help = 0;
+        return VW_ACT_REDRAW;
+    }
+    int in_tl = x >= L.timeline.x && x < L.timeline.x + L.timeline.w && y >= L.lanes.y && y < L.lanes.y + L.lanes.h;
+    uint64_t at = in_tl ? time_of(v, &L, x - L.timeline.x) : v->cursor;
+    if (kind == VW_MOUSE_WHEEL_UP || kind == VW_MOUSE_WHEEL_DOWN) {
+        zoom(v, at, kind == VW_MOUSE_WHEEL_UP ? 0.5 : 2.0, (uint64_t)L.timeline.w);
+        if (v->mode == VW_REPLAY && kind == VW_MOUSE_WHEEL_UP)
+            v->follow = 0;
+        vw_state_settle(v, s, w, h);
+        return VW_ACT_REDRAW;
+    }
+    if (kind != VW_MOUSE_CLICK)
+        return VW_ACT_NONE;
+    if (in_tl || (y >= L.lanes.y && y < L.lanes.y + L.lanes.h)) {
+        v->cursor_row = v->row_scroll + (y - L.lanes.y);
+        if (in_tl)
+            v->cursor = at;
+        v->focus = VW_FOCUS_TIMELINE;
+    } else if (y > L.stalls.y && y < L.stalls.y + L.stalls.h) {
+        int k = v->stall_scroll + (y - L.stalls.y - 1);
+        if (k < (int)v->n_sites) {
+            v->stall_sel = k;
+            v->focus = VW_FOCUS_STALLS;
+        }
+    } else if (y == L.stalls.y && L.stalls.h) {
+        v->focus = VW_FOCUS_STALLS;
+    } else {
+        return VW_ACT_NONE;
+    }
+    vw_state_settle(v, s, w, h);
+    return VW_ACT_REDRAW;
+}

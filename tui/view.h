@@ -1,0 +1,170 @@
+/*
+ * The view model: a pure function from a store, an analysis and a viewport (vw_state) to a grid of
+ * cells (character, colour role, attributes), plus the pure handling of keys and clicks that moves
+ * the viewport. Nothing here talks to a terminal: term.c maps roles to colours and draws the
+ * grid, viewer.c runs the loop. So every screen can be rendered and compared in a test, at any
+ * size, to the character.
+ *
+ * Screen, top to bottom (layout in vw_layout_compute):
+ *   title bar      the job (command, pid, host), mode (LIVE / REPLAY with play state, speed), time
+ *   GPU rows       per GPU: busy %, idle %, host time blocked on it; events/s and drops on the first
+ *   ruler          time ticks over the timeline columns, the cursor marked
+ *   lanes          per GPU a summary row (union of its streams, idle bubbles), its streams, then
+ *                  the host threads (CUDA calls, blocking spans in red) and their NVTX ranges
+ *   detail         the event under the cursor: name, where, when, how long, bytes, call site
+ *   top stalls     call sites by total time blocked (count, total, max, share of wall time)
+ *   key bar        the keys, htop style
+ * Below 80x24 the whole screen says "terminal too small".
+ */
+#ifndef SYNCTOP_VIEW_H
+#define SYNCTOP_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis.h"
+#include "store.h"
+
+#define VW_MIN_W 80
+#define VW_MIN_H 24
+
+/* Colour roles: what a cell means; term.c's scheme table gives each a colour pair and a
+ * monochrome attribute. */
+typedef enum vw_role {
+    ROLE_DEFAULT = 0,
+    ROLE_TITLE,        /* title bar */
+    ROLE_LABEL,        /* "busy", "idle": field names */
+    ROLE_VALUE,        /* numbers in the header */
+    ROLE_WARN,         /* drops, errors */
+    ROLE_DIM,          /* secondary text, empty ruler */
+    ROLE_RULER,
+    ROLE_LANE,         /* lane labels */
+    ROLE_DEVICE,       /* GPU summary row label */
+    ROLE_KERNEL,
+    ROLE_MEMCPY,
+    ROLE_MEMSET,
+    ROLE_SYNC,
+    ROLE_API,
+    ROLE_BLOCKED,
+    ROLE_NVTX,
+    ROLE_BUBBLE,
+    ROLE_SELECTION,    /* the selected stall row; its spans on the timeline */
+    ROLE_CURSOR,       /* the cursor column */
+    ROLE_PANEL,        /* panel titles and column headers */
+    ROLE_KEY,          /* key bar: the key */
+    ROLE_KEYTEXT,      /* key bar: what it does */
+    ROLE_HELP,
+    ROLE_N_
+} vw_role;
+
+/* The letter of a role in golden files ('.' for ROLE_DEFAULT). */
+char vw_role_letter(int role);
+
+enum { VW_A_BOLD = 1, VW_A_REVERSE = 2, VW_A_UNDERLINE = 4 };
+
+typedef struct vw_cell {
+    uint32_t ch; /* a Unicode code point (ASCII only when the view is in ASCII mode) */
+    uint8_t role;
+    uint8_t attr; /* VW_A_*, on top of the role's own */
+} vw_cell;
+
+typedef struct vw_grid {
+    int w, h;       /* set these, then vw_render draws a frame of that size */
+    vw_cell *cells; /* h rows of w */
+    size_t cap;     /* cells allocated */
+} vw_grid;
+
+int vw_grid_resize(vw_grid *g, int w, int h);
+void vw_grid_free(vw_grid *g);
+/* The grid as UTF-8 text, one line per row (trailing spaces kept), and the role letters. */
+char *vw_grid_text(const vw_grid *g);
+char *vw_grid_roles(const vw_grid *g);
+
+/* ---- layout ---- */
+
+typedef struct vw_rect {
+    int x, y, w, h;
+} vw_rect;
+
+typedef struct vw_layout {
+    int too_small;
+    vw_rect title, gpus, ruler, lanes, detail, stalls, keys;
+    int label_w; /* lane labels inside lanes (and the ruler's left margin) */
+    vw_rect timeline; /* the lanes' time columns */
+} vw_layout;
+
+/* gpu_rows: how many GPU rows the header wants (clamped). */
+void vw_layout_compute(int w, int h, int gpu_rows, int help, vw_layout *out);
+
+/* ---- the model's state: everything a frame depends on besides the store ---- */
+
+typedef enum vw_mode { VW_LIVE = 1, VW_REPLAY = 2 } vw_mode;
+typedef enum vw_focus { VW_FOCUS_TIMELINE = 0, VW_FOCUS_STALLS = 1 } vw_focus;
+
+/* A call site's totals over the revealed blocking spans. */
+typedef struct vw_site {
+    uint32_t producer;
+    uint64_t callsite; /* 0: none; name says the API */
+    uint32_t name;
+    int kind; /* an_block_kind */
+    uint64_t count, total_ns, max_ns;
+} vw_site;
+
+typedef struct vw_state {
+    vw_mode mode;
+    int ascii, mono;    /* glyphs and colours */
+    uint64_t origin;    /* time 0 of the ruler: the trace's first event */
+    uint64_t t0, t1;    /* visible window */
+    uint64_t now;       /* replay: events after now are not shown yet; live: UINT64_MAX */
+    uint64_t end;       /* latest time known (span end, or the file index's end while loading) */
+    uint64_t cursor;    /* cursor time */
+    int cursor_row;     /* index in the visible rows (vw_rows) */
+    int row_scroll;     /* first row shown */
+    int follow;         /* keep the window's right edge at the latest time */
+    int paused;
+    double speed;       /* replay speed */
+    vw_focus focus;
+    int stall_sel, stall_scroll;
+    int help, detail;   /* overlays: help screen, detail pane expanded */
+    char search[64];    /* last search term */
+    int searching;      /* typing a search term */
+    char message[160];  /* one-line status, shown in the key bar */
+    double load_progress; /* < 1 while a file is still loading */
+    double events_per_s;  /* live */
+    const an_result *an; /* may be NULL */
+    vw_site *sites;      /* over blocks ending before now, by total */
+    size_t n_sites;
+    uint64_t gap_ns;     /* bubbles below this are not drawn (0: all of an's bubbles) */
+} vw_state;
+
+/* Starts a state over a committed store: whole span visible, cursor at its start. */
+void vw_state_init(vw_state *v, vw_mode mode, const st_store *s);
+void vw_state_free(vw_state *v);
+/* Recomputes the stall sites from v->an's blocks that end by v->now. */
+void vw_sites_update(vw_state *v);
+/* Keeps the window valid after the store grew or the screen changed (clamps, follow). */
+void vw_state_settle(vw_state *v, const st_store *s, int w, int h);
+
+/* Draws one frame of w x h into g (resized as needed). */
+void vw_render(const st_store *s, vw_state *v, vw_grid *g);
+
+/* ---- input ---- */
+
+enum {
+    VW_KEY_UP = 0x110000, VW_KEY_DOWN, VW_KEY_LEFT, VW_KEY_RIGHT, VW_KEY_PGUP, VW_KEY_PGDN,
+    VW_KEY_HOME, VW_KEY_END, VW_KEY_ENTER, VW_KEY_TAB, VW_KEY_ESC, VW_KEY_BACKSPACE,
+    VW_KEY_SLEFT, VW_KEY_SRIGHT, VW_KEY_F1, VW_KEY_F10
+};
+enum { VW_MOUSE_CLICK = 1, VW_MOUSE_WHEEL_UP = 2, VW_MOUSE_WHEEL_DOWN = 3 };
+enum { VW_ACT_NONE = 0, VW_ACT_REDRAW = 1, VW_ACT_QUIT = 2 };
+
+/* Applies a key (a code point or VW_KEY_*) to the state for a w x h screen. */
+int vw_key(vw_state *v, const st_store *s, int w, int h, int key);
+int vw_mouse(vw_state *v, const st_store *s, int w, int h, int kind, int x, int y);
+
+/* Text helpers (exposed for the tests). */
+void vw_fmt_dur(char *out, size_t n, uint64_t ns, int ascii);
+/* The label of a call site (first Python frame, then native), sanitized, at most n-1 bytes. */
+void vw_site_label(const st_store *s, uint64_t callsite, uint32_t name, char *out, size_t n);
+
+#endif

@@ -1,0 +1,381 @@
+/*
+ * The viewer's main loop (viewer.h). It owns the store, the analysis result and the source; the
+ * view model decides what a frame shows, term.c draws it.
+ */
+#include "viewer.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "analysis.h"
+#include "store.h"
+#include "synctop/net.h"
+#include "synctop/sanitize.h"
+#include "term.h"
+#include "verb.h"
+#include "view.h"
+
+#define VIEWER_MAX_ENDPOINTS 256
+#define VIEWER_LIVE_WINDOW_NS 5000000000ull /* what a live view shows at first */
+#define VIEWER_DEFAULT_WINDOW_EVENTS (4u << 20)
+
+typedef struct viewer {
+    const viewer_opts *o;
+    st_store *s;
+    vw_state v;
+    vw_grid g;
+    term *t;
+    tp_sub *sub;
+    st_loader *ld;
+    int loading;
+    an_result an;
+    int have_an;
+    double an_at;
+    size_t an_events;
+    uint64_t an_now;
+    double sites_at;
+    uint64_t sites_now;
+    const an_result *sites_an;
+    int started; /* the view's window was placed over real data */
+    /* rate */
+    double rate_at;
+    uint64_t rate_events;
+    /* endpoints connected */
+    char *eps[VIEWER_MAX_ENDPOINTS];
+    size_t n_eps;
+    double scan_at;
+    char err[512];
+} viewer;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void viewer_warn(void *ctx, const char *msg) {
+    viewer *w = ctx;
+    snprintf(w->v.message, sizeof w->v.message, "%s", msg);
+}
+
+static int viewer_connect(viewer *w, const char *ep) {
+    for (size_t i = 0; i < w->n_eps; i++)
+        if (strcmp(w->eps[i], ep) == 0)
+            return 0;
+    if (w->n_eps >= VIEWER_MAX_ENDPOINTS)
+        return 0;
+    tp_err err = {{0}};
+    if (tp_sub_connect(w->sub, ep, &err) != 0) {
+        snprintf(w->err, sizeof w->err, "%s: %s", ep, err.msg);
+        return -1;
+    }
+    w->eps[w->n_eps++] = strdup(ep);
+    return 0;
+}
+
+/* Attaches to the traced processes of this user that appeared since the last look. */
+static void viewer_scan(viewer *w) {
+    char dir[TP_ENDPOINT_MAX];
+    tp_err err;
+    if (tp_endpoint_dir(dir, sizeof dir, &err) != 0)
+        return;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n < 6 || strcmp(de->d_name + n - 5, ".sock") != 0)
+            continue;
+        char ep[TP_ENDPOINT_MAX + 300];
+        snprintf(ep, sizeof ep, "ipc://%s/%s", dir, de->d_name);
+        if (tp_endpoint_is_live(ep) == 1)
+            viewer_connect(w, ep);
+    }
+    closedir(d);
+}
+
+/* The window over real data, once there is some. */
+static void viewer_place(viewer *w) {
+    uint64_t t0, t1;
+    st_store_span(w->s, &t0, &t1);
+    if (w->ld) {
+        uint64_t a, b;
+        st_loader_span(w->ld, &a, &b);
+        if (b > t1)
+            t1 = b;
+        if (a && (t0 == 0 || a < t0))
+            t0 = a;
+    }
+    if (t1 > w->v.end)
+        w->v.end = t1;
+    if (w->started || t1 == 0)
+        return;
+    w->started = 1;
+    w->v.origin = t0;
+    w->v.end = t1;
+    if (w->v.mode == VW_LIVE) {
+        w->v.t1 = t1;
+        w->v.t0 = t1 > VIEWER_LIVE_WINDOW_NS ? t1 - VIEWER_LIVE_WINDOW_NS : 0;
+        if (w->v.t0 < t0)
+            w->v.t0 = t0;
+        w->v.cursor = t1;
+    } else {
+        w->v.t0 = t0;
+        w->v.t1 = t1 > t0 ? t1 + (t1 - t0) / 50 : t0 + 1000000;
+        w->v.cursor = t0;
+        w->v.now = t0;
+    }
+}
+
+static void viewer_analyse(viewer *w, double t) {
+    size_t ev = st_store_events(w->s);
+    int due;
+    if (w->v.mode == VW_REPLAY)
+        due = !w->loading ? !w->have_an || ev != w->an_events : (ev < (2u << 20) && t - w->an_at >= 1.0);
+    else
+        due = t - w->an_at >= 1.0 && ev != w->an_events;
+    if (!due)
+        return;
+    an_result r;
+    tp_err err = {{0}};
+    if (an_analyze(w->s, NULL, &r, &err) != 0) {
+        snprintf(w->v.message, sizeof w->v.message, "analysis: %s", err.msg);
+        w->an_at = t;
+        return;
+    }
+    if (w->have_an)
+        an_result_free(&w->an);
+    w->an = r;
+    w->have_an = 1;
+    w->v.an = &w->an;
+    w->an_at = t;
+    w->an_events = ev;
+    w->sites_an = NULL; /* recompute the sites */
+}
+
+/* Draws a frame; returns 1 when some work was put off (another frame is due soon). */
+static int viewer_frame(viewer *w, double t) {
+    int again = 0;
+    st_store_commit(w->s);
+    viewer_place(w);
+    if (w->v.mode == VW_LIVE) {
+        if (w->v.paused && w->v.now == UINT64_MAX)
+            w->v.now = w->v.end;
+        else if (!w->v.paused)
+            w->v.now = UINT64_MAX;
+    }
+    viewer_analyse(w, t);
+    if (w->sites_an != w->v.an || (w->v.now != w->sites_now && t - w->sites_at >= 0.25)) {
+        vw_sites_update(&w->v);
+        w->sites_an = w->v.an;
+        w->sites_now = w->v.now;
+        w->sites_at = t;
+    } else if (w->v.now != w->sites_now) {
+        again = 1;
+    }
+    if (w->ld)
+        w->v.load_progress = w->loading ? st_loader_progress(w->ld) : 1.0;
+    int cols, rows;
+    term_size(w->t, &cols, &rows);
+    w->g.w = cols;
+    w->g.h = rows;
+    vw_render(w->s, &w->v, &w->g);
+    term_draw(w->t, &w->g);
+    return again;
+}
+
+static int viewer_loop(viewer *w) {
+    int fps = w->o->fps > 0 ? w->o->fps : 30;
+    double frame_dt = 1.0 / fps, next_frame = 0, last_tick = now_s();
+    int dirty = 1;
+    w->rate_at = last_tick;
+    for (;;) {
+        double t = now_s();
+        /* replay: the moving "now" */
+        if (w->v.mode == VW_REPLAY && w->started && w->v.now != UINT64_MAX) {
+            if (!w->v.paused) {
+                double adv = (t - last_tick) * w->v.speed * 1e9;
+                uint64_t end = w->v.end;
+                if (w->v.now + (uint64_t)adv >= end && !w->loading)
+                    w->v.now = UINT64_MAX;
+                else if (w->v.now + (uint64_t)adv < end)
+                    w->v.now += (uint64_t)adv;
+                dirty = 1;
+            }
+        }
+        last_tick = t;
+        int timeout_ms;
+        if (w->loading)
+            timeout_ms = 0;
+        else if (dirty)
+            timeout_ms = next_frame > t ? (int)((next_frame - t) * 1000) + 1 : 0;
+        else
+            timeout_ms = w->v.mode == VW_LIVE ? 250 : 500;
+        zmq_pollitem_t items[2] = {{NULL, 0, ZMQ_POLLIN, 0}, {NULL, 0, ZMQ_POLLIN, 0}};
+        int n_items = 1;
+        if (w->sub) {
+            items[1].socket = tp_sub_socket(w->sub);
+            n_items = 2;
+        }
+        if (zmq_poll(items, n_items, timeout_ms) < 0 && zmq_errno() != EINTR) {
+            snprintf(w->err, sizeof w->err, "zmq_poll: %s", zmq_strerror(zmq_errno()));
+            return 1;
+        }
+        /* input first: a key is never kept waiting behind a flood of batches */
+        int key = 0, kind = 0, mx = 0, my = 0, ev;
+        while ((ev = term_read(w->t, &key, &kind, &mx, &my)) != TERM_NONE) {
+            int cols, rows;
+            term_size(w->t, &cols, &rows);
+            int act = VW_ACT_REDRAW;
+            if (ev == TERM_KEY)
+                act = vw_key(&w->v, w->s, cols, rows, key);
+            else if (ev == TERM_MOUSE)
+                act = vw_mouse(&w->v, w->s, cols, rows, kind, mx, my);
+            if (act == VW_ACT_QUIT)
+                return 0;
+            if (act != VW_ACT_NONE) {
+                dirty = 1;
+                next_frame = 0; /* answer input at once */
+            }
+        }
+        if (w->sub) {
+            double until = now_s() + 0.010;
+            tp_sub_msg msg;
+            tp_err err = {{0}};
+            int r;
+            while ((r = tp_sub_recv(w->sub, &msg, 0, &err)) != 0) {
+                if (r > 0) {
+                    if (st_store_add_batch(w->s, msg.data, msg.len, &err) == 0)
+                        w->rate_events += msg.hdr.n_events;
+                    dirty = 1;
+                }
+                if (now_s() >= until)
+                    break;
+            }
+            if (w->o->scan_endpoint_dir && t - w->scan_at >= 2.0) {
+                viewer_scan(w);
+                w->scan_at = t;
+            }
+            if (t - w->rate_at >= 1.0) {
+                double r1 = (double)w->rate_events / (t - w->rate_at);
+                w->v.events_per_s = w->v.events_per_s == 0 ? r1 : 0.5 * w->v.events_per_s + 0.5 * r1;
+                w->rate_events = 0;
+                w->rate_at = t;
+                dirty = 1;
+            }
+        }
+        if (w->loading) {
+            tp_err err = {{0}};
+            int r = st_loader_step(w->ld, 0.015, &err);
+            if (r != 0) {
+                w->loading = 0;
+                if (r < 0)
+                    snprintf(w->v.message, sizeof w->v.message, "%s", err.msg);
+                st_store_commit(w->s);
+                st_store_shrink(w->s);
+            }
+            dirty = 1;
+        }
+        t = now_s();
+        if (dirty && t >= next_frame) {
+            dirty = viewer_frame(w, t);
+            next_frame = t + frame_dt;
+        }
+    }
+}
+
+static void viewer_free(viewer *w) {
+    term_close(&w->t);
+    tp_sub_destroy(&w->sub);
+    st_loader_close(&w->ld);
+    if (w->have_an)
+        an_result_free(&w->an);
+    vw_state_free(&w->v);
+    vw_grid_free(&w->g);
+    st_store_destroy(&w->s);
+    for (size_t i = 0; i < w->n_eps; i++)
+        free(w->eps[i]);
+}
+
+static int viewer_start_term(viewer *w) {
+    term_opts to = {.ascii = w->o->ascii, .mono = w->o->mono};
+    w->t = term_open(&to, w->err, sizeof w->err);
+    if (w->t == NULL)
+        return -1;
+    w->v.ascii = term_ascii(w->t);
+    w->v.mono = term_mono(w->t);
+    return 0;
+}
+
+static int viewer_finish(viewer *w, int rc) {
+    const char *vname = w->o->verb ? w->o->verb : "viewer";
+    char msg[sizeof w->err];
+    snprintf(msg, sizeof msg, "%s", w->err);
+    viewer_free(w);
+    if (rc != 0 && msg[0]) {
+        fprintf(stderr, "synctop %s: ", vname);
+        verb_print_sanitized(stderr, msg, (size_t)-1);
+        fputc('\n', stderr);
+    }
+    return rc;
+}
+
+int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o) {
+    viewer w;
+    memset(&w, 0, sizeof w);
+    w.o = o;
+    st_opts so = {.max_events = o->window_events ? o->window_events : VIEWER_DEFAULT_WINDOW_EVENTS};
+    w.s = st_store_new(&so);
+    tp_sub_opts sopts = {.server_key = o->server_key};
+    tp_err err = {{0}};
+    if (w.s == NULL || (w.sub = tp_sub_new(&sopts, &err)) == NULL) {
+        snprintf(w.err, sizeof w.err, "%s", err.msg[0] ? err.msg : "out of memory");
+        return viewer_finish(&w, 1);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (viewer_connect(&w, endpoints[i]) != 0)
+            return viewer_finish(&w, 1);
+    if (o->scan_endpoint_dir)
+        viewer_scan(&w);
+    vw_state_init(&w.v, VW_LIVE, w.s);
+    if (viewer_start_term(&w) != 0)
+        return viewer_finish(&w, 1);
+    int rc = viewer_loop(&w);
+    return viewer_finish(&w, rc);
+}
+
+int viewer_run_replay(const char *path, const viewer_opts *o) {
+    viewer w;
+    memset(&w, 0, sizeof w);
+    w.o = o;
+    w.s = st_store_new(NULL);
+    tp_err err = {{0}};
+    if (w.s == NULL || (w.ld = st_loader_open(w.s, path, viewer_warn, &w, &err)) == NULL) {
+        snprintf(w.err, sizeof w.err, "%s", err.msg[0] ? err.msg : "out of memory");
+        return viewer_finish(&w, 1);
+    }
+    vw_state_init(&w.v, VW_REPLAY, w.s);
+    w.loading = 1;
+    /* a Kineto JSON is imported whole before the terminal starts (it has no index to seek) */
+    uint64_t a, b;
+    st_loader_span(w.ld, &a, &b);
+    if (b == 0) {
+        int r = st_loader_step(w.ld, 0, &err);
+        if (r < 0) {
+            snprintf(w.err, sizeof w.err, "%s", err.msg);
+            return viewer_finish(&w, 1);
+        }
+        w.loading = 0;
+        st_store_commit(w.s);
+    }
+    if (viewer_start_term(&w) != 0)
+        return viewer_finish(&w, 1);
+    int rc = viewer_loop(&w);
+    return viewer_finish(&w, rc);
+}

@@ -1,0 +1,34 @@
+/*
+ * The interactive viewer's main loop: a source (live subscribers or a file), the store, the
+ * analysis, the view model and the terminal, tied together. One thread: the loop waits on the
+ * subscriber socket and stdin together (zmq_poll), takes in what arrived, and redraws at most
+ * opts.fps times a second. Resizes arrive as KEY_RESIZE (ncurses' own SIGWINCH handling) and are
+ * redrawn at once.
+ *
+ * Entry points:
+ *   viewer_run_live(endpoints, n, opts)  subscribe to n endpoints (already resolved: ipc://...,
+ *                                        tcp://...) and show what they publish until q. For
+ *                                        `synctop attach` and `synctop run`.
+ *   viewer_run_replay(path, opts)        a trace file (loaded incrementally: the first screen
+ *                                        comes before the file is read) or a Kineto JSON.
+ * Both return 0, or 1 with a message on stderr (after the terminal is restored).
+ */
+#ifndef SYNCTOP_VIEWER_H
+#define SYNCTOP_VIEWER_H
+
+#include <stddef.h>
+
+typedef struct viewer_opts {
+    int ascii;                /* ASCII glyphs */
+    int mono;                 /* no colour */
+    size_t window_events;     /* live: events kept (0: 4M) */
+    const char *server_key;   /* live: the publishers' CURVE public key (Z85), or NULL */
+    int fps;                  /* 0: 30 */
+    int scan_endpoint_dir;    /* live: also attach to traced processes that appear later */
+    const char *verb;         /* for messages: "attach", "run", "replay" */
+} viewer_opts;
+
+int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o);
+int viewer_run_replay(const char *path, const viewer_opts *o);
+
+#endif

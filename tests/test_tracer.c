@@ -1120,10 +1120,15 @@ TEST(tracer_run_verb_sums_up_waits) {
         fprintf(stderr, "%s", out);
     ASSERT_EQ(rc, 0);
     ASSERT_STR_CONTAINS(out, "1 traced process");
-    ASSERT_STR_CONTAINS(out, "events: kernel 20,");
+    /* the analysis's report: counts, blocked totals, and each call site with its totals */
+    ASSERT_STR_CONTAINS(out, "kernels 20, copies 0, memsets 0, GPU syncs 0, CUDA calls 4");
     ASSERT_STR_CONTAINS(out, "host blocked 1.800 ms in 4 calls");
-    ASSERT_STR_CONTAINS(out, "1.500        3  cudaStreamSynchronize    harness_site_1 (tracer_harness+");
-    ASSERT_STR_CONTAINS(out, "0.300        1  cudaMemcpy               harness_site_2 (tracer_harness+");
+    ASSERT_STR_CONTAINS(out, "1.500       3      0.500");
+    ASSERT_STR_CONTAINS(out, "sync            cudaStreamSynchronize    harness_site_1 (tracer_harness+");
+    ASSERT_STR_CONTAINS(out, "0.300       1      0.300");
+    ASSERT_STR_CONTAINS(out, "memcpy          cudaMemcpy               harness_site_2 (tracer_harness+");
+    ASSERT_STR_CONTAINS(out, "[sync-api / cuda_api_sync]");
+    ASSERT(strstr(out, "incomplete") == NULL);
     free(out);
     /* A failing command's status comes back. */
     ASSERT_EQ(run_verb("not a directive\n", &out), 3);

@@ -7,7 +7,12 @@
  * (PID.sock in the private endpoint directory); run finds those of the command's descendants as
  * they appear, so wrappers, launchers and several GPU processes are all heard. The tracer is told
  * to wait (bounded) for run to subscribe before the program goes on, so nothing is missed at the
- * start. The viewer is not there yet: run always prints the summary (--no-tui is implied).
+ * start.
+ *
+ * On a terminal run shows the live viewer while the command runs (its output goes to a log file
+ * then, so it cannot scribble over the screen); with --no-tui, or when standard input or output is
+ * not a terminal, it collects the trace into a store and prints the analysis's report (report.h)
+ * when the command has ended.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -22,26 +27,34 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
+#include "analysis.h"
+#include "report.h"
+#include "store.h"
 #include "synctop/codec.h"
 #include "synctop/net.h"
 #include "verb.h"
+#include "viewer.h"
 
-#define RUN_MAX_PRODUCERS 64
-#define RUN_MAX_SITES 4096
 #define RUN_MAX_ENDPOINTS 256
-#define RUN_SITE_TEXT 160
 
 static void run_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop run [--record FILE] [--listen ENDPOINT] [--no-tui] -- CMD [ARGS...]\n\n"
-            "Runs CMD with synctop's CUDA tracer injected (no change to the program) and, when\n"
-            "it ends, prints where its host threads waited for the GPU: time blocked per call\n"
-            "site, and event counts. The exit status is CMD's.\n\n"
+            "usage: synctop run [--record FILE] [--listen ENDPOINT] [--no-tui] [--log FILE]\n"
+            "                   [--ascii] [--mono] -- CMD [ARGS...]\n\n"
+            "Runs CMD with synctop's CUDA tracer injected (no change to the program). On a\n"
+            "terminal it shows the live timeline while CMD runs (q closes it; CMD goes on);\n"
+            "with --no-tui, or without a terminal, it prints a report when CMD has ended:\n"
+            "time blocked per call site (Python file:line and native frames), GPU busy and\n"
+            "idle time and what caused the idle time. The exit status is CMD's.\n\n"
             "  --record FILE      also write the trace to FILE (see `synctop info FILE`)\n"
             "  --listen ENDPOINT  publish on ENDPOINT (tcp://127.0.0.1:PORT, ipc://PATH) instead\n"
             "                     of each process's default ipc endpoint; one process only\n"
-            "  --no-tui           print the summary only (the live viewer is not written yet:\n"
-            "                     this is what run always does for now)\n\n"
+            "  --no-tui           no live view: print the report at the end\n"
+            "  --log FILE         with the live view, CMD's output goes to FILE (default:\n"
+            "                     synctop-run-PID.log in the private endpoint directory)\n"
+            "  --ascii, --mono    the live view in ASCII / without colours\n\n"
             "Environment read by the tracer inside CMD (run sets the first three):\n"
             "  CUDA_INJECTION64_PATH       the tracer library (set by run)\n"
             "  NVTX_INJECTION64_PATH       libcupti, so NVTX ranges are recorded (set by run)\n"
@@ -64,132 +77,6 @@ static void run_usage(FILE *out) {
             "  SYNCTOP_QUIET               1: not even the one-line notice when tracing fails\n"
             "  SYNCTOP_DISABLE             1: the tracer does nothing\n"
             "  SYNCTOP_TRACER              (read by run) the tracer library to inject\n");
-}
-
-/* ---- what we heard ---- */
-
-typedef struct site_sum {
-    uint64_t producer;
-    uint32_t id;
-    uint32_t api_name_cbid;
-    char api[64];
-    char where[RUN_SITE_TEXT];
-    uint64_t ns, calls;
-} site_sum;
-
-typedef struct producer {
-    uint64_t id;
-    tp_strtab *strings;
-    int ended;
-    uint32_t pid;
-    uint64_t drops[TP_DROP_MAX_][2];
-} producer;
-
-static struct {
-    producer prods[RUN_MAX_PRODUCERS];
-    size_t n_prods;
-    site_sum sites[RUN_MAX_SITES];
-    size_t n_sites;
-    uint64_t kinds[TP_K_MAX_];
-    uint64_t blocked_ns, blocked_calls;
-    uint64_t missed;
-} R;
-
-static producer *producer_get(uint64_t id) {
-    for (size_t i = 0; i < R.n_prods; i++)
-        if (R.prods[i].id == id)
-            return &R.prods[i];
-    if (R.n_prods == RUN_MAX_PRODUCERS)
-        return NULL;
-    producer *p = &R.prods[R.n_prods++];
-    memset(p, 0, sizeof *p);
-    p->id = id;
-    p->strings = tp_strtab_new();
-    return p->strings ? p : NULL;
-}
-
-static site_sum *site_get(uint64_t producer_id, uint32_t id) {
-    for (size_t i = 0; i < R.n_sites; i++)
-        if (R.sites[i].producer == producer_id && R.sites[i].id == id)
-            return &R.sites[i];
-    if (R.n_sites == RUN_MAX_SITES)
-        return NULL;
-    site_sum *s = &R.sites[R.n_sites++];
-    memset(s, 0, sizeof *s);
-    s->producer = producer_id;
-    s->id = id;
-    return s;
-}
-
-static const char *pstr(const producer *p, uint32_t id) {
-    uint32_t len;
-    const char *s = id ? tp_strtab_get(p->strings, id, &len) : NULL;
-    return s ? s : "";
-}
-
-static const char *base_name(const char *path) {
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
-/* Frames arrive innermost first; the first three make the call site's description. */
-static void note_frame(producer *p, const tp_frame *f) {
-    if (f->index > 2)
-        return;
-    site_sum *s = site_get(p->id, f->callsite);
-    if (s == NULL)
-        return;
-    size_t n = strlen(s->where);
-    if (f->index == 0)
-        n = 0;
-    const char *func = pstr(p, f->func);
-    snprintf(s->where + n, sizeof s->where - n, "%s%s%s(%s+%#" PRIx64 ")", n ? " <- " : "", func,
-             *func ? " " : "", base_name(pstr(p, f->module)), f->pc);
-}
-
-static void take_batch(const tp_sub_msg *msg) {
-    tp_dec d;
-    memset(&d, 0, sizeof d);
-    tp_err err;
-    if (tp_dec_open(&d, msg->data, msg->len, &err) != 0) {
-        tp_dec_free(&d);
-        return;
-    }
-    producer *p = producer_get(d.hdr.producer);
-    if (p == NULL) {
-        tp_dec_free(&d);
-        return;
-    }
-    R.missed += msg->missed;
-    tp_dec_load_strings(&d, p->strings);
-    const tp_record *r;
-    while ((r = tp_dec_next_record(&d)) != NULL) {
-        unsigned k = r->head.kind;
-        if (!TP_KIND_IS_META(k))
-            R.kinds[k]++;
-        if (k == TP_K_PROCESS)
-            p->pid = r->process.pid;
-        else if (k == TP_K_FRAME)
-            note_frame(p, &r->frame);
-        else if (k == TP_K_DROPS && r->drops.source < TP_DROP_MAX_) {
-            p->drops[r->drops.source][0] = r->drops.records;
-            p->drops[r->drops.source][1] = r->drops.batches;
-        } else if (k == TP_K_API && (r->api.flags & TP_F_BLOCKING)) {
-            uint64_t ns = r->api.end - r->api.start;
-            R.blocked_ns += ns;
-            R.blocked_calls++;
-            site_sum *s = site_get(p->id, r->api.callsite);
-            if (s != NULL) {
-                s->ns += ns;
-                s->calls++;
-                if (s->api[0] == '\0')
-                    snprintf(s->api, sizeof s->api, "%s", pstr(p, r->api.name));
-            }
-        }
-    }
-    if (d.hdr.flags & TP_BF_END)
-        p->ended = 1;
-    tp_dec_free(&d);
 }
 
 /* ---- finding the traced processes ---- */
@@ -239,8 +126,8 @@ static void connect_new(tp_sub *sub, endpoints *known, const char *ep) {
         snprintf(known->list[known->n++], TP_ENDPOINT_MAX, "%s", ep);
 }
 
-/* Connects to the default endpoints of the child and of its descendants that have one. */
-static void discover(tp_sub *sub, endpoints *known, long child) {
+/* Calls add for the default endpoints of the child and of its descendants that have one. */
+static void discover(long child, void (*add)(void *ctx, const char *ep), void *ctx) {
     char dir[PATH_MAX];
     tp_err err;
     if (tp_endpoint_dir(dir, sizeof dir, &err) < 0)
@@ -256,9 +143,39 @@ static void discover(tp_sub *sub, endpoints *known, long child) {
             continue;
         char ep[TP_ENDPOINT_MAX];
         if (tp_endpoint_for_pid(pid, ep, sizeof ep, &err) == 0)
-            connect_new(sub, known, ep);
+            add(ctx, ep);
     }
     closedir(d);
+}
+
+typedef struct headless {
+    tp_sub *sub;
+    endpoints known;
+} headless;
+
+static void headless_add(void *ctx, const char *ep) {
+    headless *h = ctx;
+    connect_new(h->sub, &h->known, ep);
+}
+
+typedef struct live_discovery {
+    long child;
+} live_discovery;
+
+typedef struct live_add_ctx {
+    viewer_add_fn add;
+    void *viewer;
+} live_add_ctx;
+
+static void live_add(void *ctx, const char *ep) {
+    live_add_ctx *c = ctx;
+    c->add(c->viewer, ep);
+}
+
+static void live_discover(void *ctx, viewer_add_fn add, void *viewer) {
+    const live_discovery *ld = ctx;
+    live_add_ctx c = {add, viewer};
+    discover(ld->child, live_add, &c);
 }
 
 /* ---- the environment of the command ---- */
@@ -327,55 +244,49 @@ static uint64_t now_ms(void) {
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* ---- summary ---- */
+/* ---- the report at the end ---- */
 
-static int by_time(const void *a, const void *b) {
-    const site_sum *x = a, *y = b;
-    return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
-}
-
-static void print_summary(FILE *out, int status_code, double seconds) {
-    size_t ended = 0;
-    uint64_t drops = 0;
-    for (size_t i = 0; i < R.n_prods; i++) {
-        ended += R.prods[i].ended;
-        for (int s = 1; s < TP_DROP_MAX_; s++)
-            drops += R.prods[i].drops[s][0] + R.prods[i].drops[s][1];
+static void print_report(FILE *out, st_store *st, const char *cmd, int status_code, double seconds,
+                         uint64_t missed) {
+    size_t n_prods = st_producer_count(st), ended = 0;
+    uint64_t drops = missed;
+    for (size_t i = 0; i < n_prods; i++) {
+        const st_producer_info *p = st_producer_get(st, i);
+        ended += p->ended != 0;
+        for (int k = 1; k < TP_DROP_MAX_; k++)
+            drops += p->drop_records[k] + p->drop_batches[k];
     }
     fprintf(out, "\nsynctop run: command exited with status %d after %.2f s; %zu traced process%s\n",
-            status_code, seconds, R.n_prods, R.n_prods == 1 ? "" : "es");
-    if (R.n_prods == 0) {
+            status_code, seconds, n_prods, n_prods == 1 ? "" : "es");
+    if (n_prods == 0) {
         fprintf(out, "  no tracer reported: not a CUDA program, CUDA never initialised, or the "
                      "tracer stepped aside (see its one-line notice above)\n");
         return;
     }
-    fprintf(out, "events: kernel %" PRIu64 ", memcpy %" PRIu64 ", memset %" PRIu64 ", sync %" PRIu64
-                 ", api %" PRIu64 ", nvtx %" PRIu64 "; dropped %" PRIu64 "%s%s\n",
-            R.kinds[TP_K_KERNEL], R.kinds[TP_K_MEMCPY], R.kinds[TP_K_MEMSET], R.kinds[TP_K_SYNC],
-            R.kinds[TP_K_API], R.kinds[TP_K_NVTX], drops + R.missed,
-            ended < R.n_prods ? "; some processes did not finish their trace" : "",
-            R.missed ? " (batches missed live)" : "");
-    fprintf(out, "host blocked %.3f ms in %" PRIu64 " call%s\n", (double)R.blocked_ns / 1e6,
-            R.blocked_calls, R.blocked_calls == 1 ? "" : "s");
-    qsort(R.sites, R.n_sites, sizeof R.sites[0], by_time);
-    int shown = 0;
-    for (size_t i = 0; i < R.n_sites && shown < 15; i++) {
-        const site_sum *s = &R.sites[i];
-        if (s->calls == 0)
-            continue;
-        if (shown++ == 0)
-            fprintf(out, "  %12s %8s  %-24s %s\n", "blocked ms", "calls", "api", "call site");
-        fprintf(out, "  %12.3f %8" PRIu64 "  %-24.24s ", (double)s->ns / 1e6, s->calls,
-                s->api[0] ? s->api : "?");
-        verb_print_sanitized(out, s->id ? s->where : "(no call site taken)", (size_t)-1);
-        fputc('\n', out);
+    if (drops || ended < n_prods)
+        fprintf(out, "  incomplete: %" PRIu64 " records or batches lost%s\n", drops,
+                ended < n_prods ? "; some processes did not finish their trace" : "");
+    st_store_commit(st);
+    an_result r;
+    tp_err err = {{0}};
+    if (an_analyze(st, NULL, &r, &err) != 0) {
+        fprintf(out, "  analysis failed: %s\n", err.msg);
+        return;
     }
+    rp_opts o = {.format = RP_TEXT, .source = cmd, .top = 15};
+    rp_write(out, st, &r, &o);
+    an_result_free(&r);
 }
 
 /* ---- the verb ---- */
 
-static int cmd_run(int argc, char **argv) {
-    const char *record = NULL, *listen = NULL;
+typedef struct run_args {
+    const char *record, *listen, *log;
+    int no_tui, ascii, mono;
+    char **cmd;
+} run_args;
+
+static int parse_args(int argc, char **argv, run_args *a) {
     int i = 1;
     for (; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -387,11 +298,17 @@ static int cmd_run(int argc, char **argv) {
             break;
         }
         if (strcmp(argv[i], "--record") == 0 && i + 1 < argc)
-            record = argv[++i];
+            a->record = argv[++i];
         else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc)
-            listen = argv[++i];
+            a->listen = argv[++i];
+        else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc)
+            a->log = argv[++i];
         else if (strcmp(argv[i], "--no-tui") == 0)
-            continue;
+            a->no_tui = 1;
+        else if (strcmp(argv[i], "--ascii") == 0)
+            a->ascii = 1;
+        else if (strcmp(argv[i], "--mono") == 0)
+            a->mono = 1;
         else if (argv[i][0] != '-')
             break; /* the command, without "--" */
         else {
@@ -406,7 +323,31 @@ static int cmd_run(int argc, char **argv) {
         run_usage(stderr);
         return EXIT_USAGE;
     }
-    char **cmd = argv + i;
+    a->cmd = argv + i;
+    return -1; /* go on */
+}
+
+/* The live view's log file for the command's output: private, never an existing file. */
+static int open_log(const char *path, char *out, size_t outlen) {
+    if (path != NULL) {
+        snprintf(out, outlen, "%s", path);
+    } else {
+        char dir[PATH_MAX];
+        tp_err err;
+        if (tp_endpoint_dir(dir, sizeof dir, &err) < 0)
+            return -1;
+        snprintf(out, outlen, "%s/synctop-run-%ld.log", dir, (long)getpid());
+    }
+    return open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+}
+
+static int cmd_run(int argc, char **argv) {
+    run_args a = {0};
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+        a.no_tui = 1;
 
     char tracer[PATH_MAX];
     if (find_tracer(tracer, sizeof tracer) != 0)
@@ -414,19 +355,26 @@ static int cmd_run(int argc, char **argv) {
                                  "SYNCTOP_TRACER=/path/to/libsynctop-tracer.so)");
     char listen_ep[TP_ENDPOINT_MAX] = "";
     tp_err err = {{0}};
-    if (listen != NULL && tp_endpoint_resolve(listen, listen_ep, sizeof listen_ep, &err) < 0)
-        return verb_error("run", "--listen %s: %s", listen, err.msg);
+    if (a.listen != NULL && tp_endpoint_resolve(a.listen, listen_ep, sizeof listen_ep, &err) < 0)
+        return verb_error("run", "--listen %s: %s", a.listen, err.msg);
+    char log_path[PATH_MAX + 64] = "";
+    int log_fd = -1;
+    if (!a.no_tui && (log_fd = open_log(a.log, log_path, sizeof log_path)) < 0)
+        return verb_error("run", "cannot create the log file %s: %s", log_path, strerror(errno));
 
-    tp_sub *sub = tp_sub_new(NULL, &err);
-    if (sub == NULL)
-        return verb_error("run", "%s", err.msg);
-    endpoints *known = calloc(1, sizeof *known);
-    if (known == NULL) {
-        tp_sub_destroy(&sub);
-        return verb_error("run", "out of memory");
+    headless *h = NULL;
+    st_store *st = NULL;
+    if (a.no_tui) {
+        h = calloc(1, sizeof *h);
+        st = st_store_new(NULL);
+        if (h == NULL || st == NULL || (h->sub = tp_sub_new(NULL, &err)) == NULL) {
+            free(h);
+            st_store_destroy(&st);
+            return verb_error("run", "%s", err.msg[0] ? err.msg : "out of memory");
+        }
+        if (listen_ep[0] != '\0')
+            connect_new(h->sub, &h->known, listen_ep);
     }
-    if (listen_ep[0] != '\0')
-        connect_new(sub, known, listen_ep);
 
     setenv("CUDA_INJECTION64_PATH", tracer, 1);
     char cupti[PATH_MAX];
@@ -434,8 +382,8 @@ static int cmd_run(int argc, char **argv) {
         set_default("NVTX_INJECTION64_PATH", cupti);
     set_default("SYNCTOP_MODE", "always");
     set_default("SYNCTOP_START_WAIT_MS", "5000");
-    if (record != NULL)
-        setenv("SYNCTOP_RECORD", record, 1);
+    if (a.record != NULL)
+        setenv("SYNCTOP_RECORD", a.record, 1);
     if (listen_ep[0] != '\0')
         setenv("SYNCTOP_LISTEN", listen_ep, 1);
 
@@ -447,54 +395,83 @@ static int cmd_run(int argc, char **argv) {
     fflush(NULL);
     pid_t child = fork();
     if (child < 0) {
-        free(known);
-        tp_sub_destroy(&sub);
-        return verb_error("run", "fork: %s", strerror(errno));
+        rc = verb_error("run", "fork: %s", strerror(errno));
+        goto out;
     }
     if (child == 0) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGQUIT, &old_quit, NULL);
-        execvp(cmd[0], cmd);
-        fprintf(stderr, "synctop run: cannot run %s: %s\n", cmd[0], strerror(errno));
+        if (log_fd >= 0) {
+            /* The live view owns the terminal: the command reads nothing and writes to the log. */
+            int null_fd = open("/dev/null", O_RDONLY);
+            if (null_fd >= 0)
+                dup2(null_fd, STDIN_FILENO);
+            dup2(log_fd, STDOUT_FILENO);
+            dup2(log_fd, STDERR_FILENO);
+        }
+        execvp(a.cmd[0], a.cmd);
+        fprintf(stderr, "synctop run: cannot run %s: %s\n", a.cmd[0], strerror(errno));
         _exit(127);
     }
 
     int status = 0, exited = 0;
-    uint64_t quiet_since = 0;
-    for (;;) {
-        if (listen_ep[0] == '\0')
-            discover(sub, known, (long)child);
-        tp_sub_msg msg;
-        int rc = tp_sub_recv(sub, &msg, 50, &err);
-        if (rc == 1) {
-            take_batch(&msg);
-            quiet_since = now_ms();
+    if (!a.no_tui) {
+        live_discovery ld = {.child = (long)child};
+        const char *eps[1] = {listen_ep};
+        viewer_opts vo = {.ascii = a.ascii, .mono = a.mono, .verb = "run", .discover = live_discover,
+                          .discover_ctx = &ld};
+        viewer_run_live(eps, listen_ep[0] ? 1 : 0, &vo); /* it prints its own errors */
+        if (waitpid(child, &status, WNOHANG) != child) {
+            fprintf(stderr, "synctop run: the view is closed; waiting for %s (pid %ld) to end "
+                            "(Ctrl-C interrupts it)\n", a.cmd[0], (long)child);
+            sigaction(SIGINT, &old_int, NULL);
+            while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+                ;
         }
-        if (!exited && waitpid(child, &status, WNOHANG) == child) {
-            exited = 1;
-            quiet_since = now_ms();
+        fprintf(stderr, "synctop run: the output of %s is in %s\n", a.cmd[0], log_path);
+    } else {
+        uint64_t quiet_since = 0, missed = 0;
+        for (;;) {
+            if (listen_ep[0] == '\0')
+                discover((long)child, headless_add, h);
+            tp_sub_msg msg;
+            int r = tp_sub_recv(h->sub, &msg, 50, &err);
+            if (r == 1) {
+                missed += msg.missed;
+                st_store_add_batch(st, msg.data, msg.len, &err); /* a bad batch is dropped alone */
+                quiet_since = now_ms();
+            }
+            if (!exited && waitpid(child, &status, WNOHANG) == child) {
+                exited = 1;
+                quiet_since = now_ms();
+            }
+            if (exited) {
+                size_t n = st_producer_count(st), ended = 0;
+                for (size_t k = 0; k < n; k++)
+                    ended += st_producer_get(st, k)->ended != 0;
+                /* Done when every producer said goodbye, or after a quiet second. */
+                if ((n > 0 && ended == n) || now_ms() - quiet_since > 1000)
+                    break;
+            }
         }
-        if (exited) {
-            size_t ended = 0;
-            for (size_t k = 0; k < R.n_prods; k++)
-                ended += R.prods[k].ended;
-            /* Done when every producer said goodbye, or after a quiet second. */
-            if ((R.n_prods > 0 && ended == R.n_prods) || now_ms() - quiet_since > 1000)
-                break;
-        }
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        print_report(stdout, st, a.cmd[0], code, (double)(now_ms() - t0) / 1000.0, missed);
     }
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+out:
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    print_summary(stdout, code, (double)(now_ms() - t0) / 1000.0);
-    for (size_t k = 0; k < R.n_prods; k++)
-        tp_strtab_destroy(&R.prods[k].strings);
-    free(known);
-    tp_sub_destroy(&sub);
-    return code;
+    if (log_fd >= 0)
+        close(log_fd);
+    if (h != NULL) {
+        tp_sub_destroy(&h->sub);
+        free(h);
+    }
+    st_store_destroy(&st);
+    return rc;
 }
 
 SYNCTOP_VERB(run, .name = "run", .fn = cmd_run,
-             .synopsis = "run [--record F] [--listen EP] -- CMD",
-             .summary = "run a CUDA program with the tracer and sum up where it waited",
+             .synopsis = "run [--record F] [--no-tui] -- CMD",
+             .summary = "run a CUDA program with the tracer: live view, or a report at exit",
              .rank = 10)

@@ -586,8 +586,15 @@ static void render_title(const st_store *s, const vw_state *v, vw_grid *g, const
         snprintf(right, sizeof right, " REPLAY %s %s  %s / %s ",
                  v->paused ? (v->ascii ? "||" : "\xe2\x8f\xb8") : (v->ascii ? ">" : "\xe2\x96\xb6"), sp, d1, d2);
     } else {
-        snprintf(right, sizeof right, " LIVE %s%s  %s ", v->paused ? "paused" : (v->ascii ? "*" : "\xe2\x97\x8f"),
-                 v->follow && !v->paused ? " follow" : "", d2);
+        /* Every producer has sent its last batch: the job is over, what is shown is all there is. */
+        size_t ended = 0;
+        for (size_t i = 0; i < np; i++)
+            ended += st_producer_get(s, i)->ended != 0;
+        if (np > 0 && ended == np)
+            snprintf(right, sizeof right, " ENDED  %s ", d2);
+        else
+            snprintf(right, sizeof right, " LIVE %s%s  %s ", v->paused ? "paused" : (v->ascii ? "*" : "\xe2\x97\x8f"),
+                     v->follow && !v->paused ? " follow" : "", d2);
     }
     if (v->load_progress < 1.0) {
         char lp[32];
@@ -1140,24 +1147,30 @@ static void render_help(const vw_state *v, vw_grid *g) {
     static const char *const lines[] = {
         "synctop help",
         "",
-        "left/right h/l   move the cursor in time (shift or H/L: pan half a screen)",
-        "up/down    k/j   move between lanes (or stall rows, in the stalls panel)",
-        "+ / -  wheel     zoom in / out around the cursor;  0  fit the whole trace",
-        "n / N            next / previous host-blocking stall (selects its call site)",
-        "/                search kernel, API and range names; enter finds the next",
-        "enter            expand the detail pane (call site frames); in stalls: go",
-        "tab              switch between the timeline and the top stalls panel",
-        "space            pause / resume (replay: play; live: freeze the view)",
-        "[ / ]            replay slower / faster;   g / G  go to the start / end",
-        "f                follow the newest events (live)",
-        "mouse            click a lane or a stall row; the wheel zooms",
-        "q  F10           quit (esc or ? closes this help)",
+        "left/right h/l  move the cursor in time; shift or H/L pan half a screen",
+        "up/down    k/j  move between lanes (stall rows in the stalls panel)",
+        "+ / -  wheel    zoom in / out around the cursor;  0  fit the whole trace",
+        "n / N           next / previous host-blocking stall, with its call site",
+        "/               search kernel, API and range names; enter: next match",
+        "enter           expand the detail pane (call-site frames)",
+        "tab             switch between the timeline and the top stalls panel",
+        "space           replay: play / pause;  live: freeze / follow",
+        "[ / ]           replay slower / faster;  g / G  go to start / end",
+        "f               follow the newest events (live)",
+        "mouse           click a lane or a stall row; the wheel zooms",
+        "q  F10          quit  (esc or ? closes this help)",
         "",
-        "Lanes: GPU rows are the union of their streams; \xc2\xb7 marks GPU idle bubbles.",
-        "Red host spans are calls that blocked the thread until the GPU caught up.",
+        "GPU rows are the union of their streams; \xc2\xb7 marks GPU idle bubbles.",
+        "Red host spans: calls that blocked their thread until the GPU caught up.",
     };
     int n = (int)(sizeof lines / sizeof lines[0]);
-    int bw = 80 - 4, bh = n + 2;
+    /* Every line fits an 80-column screen: the box is the longest line plus border and margin. */
+    int bw = 0, bh = n + 2;
+    for (int i = 0; i < n; i++) {
+        int len = (int)strlen(lines[i]);
+        if (len + 4 > bw)
+            bw = len + 4;
+    }
     if (bw > g->w - 2)
         bw = g->w - 2;
     if (bh > g->h - 2)
@@ -1182,7 +1195,7 @@ static void render_help(const vw_state *v, vw_grid *g) {
     for (int i = 0; i < n && i + 1 < bh - 1; i++) {
         const char *t = lines[i];
         if (v->ascii && strstr(t, "\xc2\xb7"))
-            t = "Lanes: GPU rows are the union of their streams; . marks GPU idle bubbles.";
+            t = "GPU rows are the union of their streams; . marks GPU idle bubbles.";
         put_str(g, v, x0 + 2 + (i == 0 ? (bw - 4 - (int)strlen(t)) / 2 : 0), y0 + 1 + i, bw - 4, t, ROLE_HELP,
                 i == 0 ? VW_A_BOLD : 0);
     }
@@ -1482,6 +1495,8 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         snprintf(v->message, sizeof v->message, "follow %s", v->follow ? "on" : "off");
         break;
     case ' ':
+        if (v->mode == VW_REPLAY && v->paused && v->now == UINT64_MAX)
+            v->now = v->origin; /* everything is shown: play from the start */
         v->paused = !v->paused;
         break;
     case '[':
@@ -1495,8 +1510,8 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         snprintf(v->message, sizeof v->message, "speed %gx", v->speed);
         break;
     case 'g':
-        if (v->mode == VW_REPLAY)
-            v->now = v->origin;
+        if (v->mode == VW_REPLAY && v->now != UINT64_MAX)
+            v->now = v->origin; /* playing: start again; showing it all: only move there */
         v->t1 = v->origin + (v->t1 - v->t0);
         v->t0 = v->origin;
         v->cursor = v->t0;

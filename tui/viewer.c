@@ -49,6 +49,7 @@ typedef struct viewer {
     char *eps[VIEWER_MAX_ENDPOINTS];
     size_t n_eps;
     double scan_at;
+    double discover_at;
     char err[512];
 } viewer;
 
@@ -77,6 +78,8 @@ static int viewer_connect(viewer *w, const char *ep) {
     w->eps[w->n_eps++] = strdup(ep);
     return 0;
 }
+
+static void viewer_add(void *vw, const char *ep) { viewer_connect(vw, ep); }
 
 /* Attaches to the traced processes of this user that appeared since the last look. */
 static void viewer_scan(viewer *w) {
@@ -129,7 +132,13 @@ static void viewer_place(viewer *w) {
         w->v.t0 = t0;
         w->v.t1 = t1 > t0 ? t1 + (t1 - t0) / 50 : t0 + 1000000;
         w->v.cursor = t0;
-        w->v.now = t0;
+        /* A saved trace opens whole and paused; space (or --play) plays it from its start. */
+        if (w->o->play) {
+            w->v.now = t0;
+        } else {
+            w->v.now = UINT64_MAX;
+            w->v.paused = 1;
+        }
     }
 }
 
@@ -261,6 +270,10 @@ static int viewer_loop(viewer *w) {
             if (w->o->scan_endpoint_dir && t - w->scan_at >= 2.0) {
                 viewer_scan(w);
                 w->scan_at = t;
+            }
+            if (w->o->discover != NULL && t - w->discover_at >= 0.25) {
+                w->o->discover(w->o->discover_ctx, viewer_add, w);
+                w->discover_at = t;
             }
             if (t - w->rate_at >= 1.0) {
                 double r1 = (double)w->rate_events / (t - w->rate_at);

@@ -18,6 +18,11 @@
 
 #include <stddef.h>
 
+/* Called about four times a second in a live session with a way to connect to one more endpoint,
+ * so a caller can add publishers as they appear (`synctop run`: the command's processes). */
+typedef void (*viewer_add_fn)(void *viewer, const char *endpoint);
+typedef void (*viewer_discover_fn)(void *ctx, viewer_add_fn add, void *viewer);
+
 typedef struct viewer_opts {
     int ascii;                /* ASCII glyphs */
     int mono;                 /* no colour */
@@ -26,6 +31,9 @@ typedef struct viewer_opts {
     int fps;                  /* 0: 30 */
     int scan_endpoint_dir;    /* live: also attach to traced processes that appear later */
     const char *verb;         /* for messages: "attach", "run", "replay" */
+    int play;                 /* replay: play from the start (else show it all, paused) */
+    viewer_discover_fn discover; /* live: see above, or NULL */
+    void *discover_ctx;
 } viewer_opts;
 
 int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o);

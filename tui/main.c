@@ -5,43 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "synctop/sanitize.h"
 #include "verb.h"
-
-#define VERB_MAX 32
-
-static const verb *verbs[VERB_MAX];
-static int n_verbs;
-
-void verb_register(const verb *v) {
-    if (n_verbs < VERB_MAX)
-        verbs[n_verbs++] = v;
-}
-
-int verb_error(const char *verb_name, const char *fmt, ...) {
-    va_list ap;
-    fprintf(stderr, "synctop %s: ", verb_name);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return 1;
-}
-
-void verb_print_sanitized(FILE *out, const char *s, size_t len) {
-    char buf[1024];
-    if (len == (size_t)-1)
-        len = strlen(s);
-    while (len > 0) {
-        size_t used = 0;
-        size_t n = tp_sanitize(buf, sizeof buf, s, len, &used);
-        fwrite(buf, 1, n, out);
-        if (used == 0)
-            break;
-        s += used;
-        len -= used;
-    }
-}
 
 static int by_rank(const void *a, const void *b) {
     const verb *x = *(const verb *const *)a, *y = *(const verb *const *)b;
@@ -49,12 +13,18 @@ static int by_rank(const void *a, const void *b) {
 }
 
 static void usage(FILE *out) {
+    const verb **verbs = NULL;
+    int n_verbs = verb_list(&verbs);
     fprintf(out, "usage: synctop VERB [ARGS...]\n\n"
                  "synctop shows where a CUDA program's host threads wait for the GPU.\n\n"
                  "verbs:\n");
-    qsort(verbs, (size_t)n_verbs, sizeof verbs[0], by_rank);
-    for (int i = 0; i < n_verbs; i++)
-        fprintf(out, "  %-34s %s\n", verbs[i]->synopsis, verbs[i]->summary);
+    qsort((void *)verbs, (size_t)n_verbs, sizeof verbs[0], by_rank);
+    for (int i = 0; i < n_verbs; i++) {
+        if (strlen(verbs[i]->synopsis) <= 34)
+            fprintf(out, "  %-34s %s\n", verbs[i]->synopsis, verbs[i]->summary);
+        else
+            fprintf(out, "  %s\n  %-34s %s\n", verbs[i]->synopsis, "", verbs[i]->summary);
+    }
     fprintf(out, "\n`synctop VERB --help` describes one verb.\n");
 }
 
@@ -71,6 +41,8 @@ int main(int argc, char **argv) {
         printf("synctop %s\n", SYNCTOP_VERSION);
         return 0;
     }
+    const verb **verbs = NULL;
+    int n_verbs = verb_list(&verbs);
     for (int i = 0; i < n_verbs; i++)
         if (strcmp(argv[1], verbs[i]->name) == 0)
             return verbs[i]->fn(argc - 1, argv + 1);

@@ -19,6 +19,8 @@ typedef struct verb {
 } verb;
 
 void verb_register(const verb *v);
+/* The registered verbs, in registration order; returns their number. */
+int verb_list(const verb ***out);
 
 #define SYNCTOP_VERB(ident, ...)                                               \
     static const verb verb_##ident = {__VA_ARGS__};                            \

@@ -244,3 +244,50 @@ TEST(attach_in_tmux_shows_a_live_publisher) {
     kill(pub, SIGKILL);
     waitpid(pub, NULL, 0);
 }
+
+TEST(run_in_tmux_shows_the_program_live) {
+#ifndef SYNCTOP_HAVE_TRACER
+    TASK_FAIL_("built without the tracer: this case should have been disabled");
+#else
+    if (!have_tmux()) {
+        fprintf(stderr, "tmux is not installed: skipped\n");
+        return;
+    }
+    /* A program (the harness over the stand-in CUPTI) that blocks three times at one call site and
+     * prints a line of its own: the view shows its waits, its output goes to the log. */
+    const char *script = task_path("run.script");
+    FILE *f = fopen(script, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("context_create 1\n"
+          "x3@0 call domain=rt cbid=131 wait=500000 site=1\n"
+          "x20@1000 kernel name=k start=1000 end=1500 corr=1\n"
+          "context_destroy 1\n",
+          f);
+    fclose(f);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "SYNCTOP_STANDIN=%s SYNCTOP_CUPTI=%s %s run -- %s %s", STANDIN_SO, STANDIN_SO,
+             task_synctop(), HARNESS, script);
+    tmux_start(cmd, 120, 40);
+    const char *scr = wait_for("ENDED");
+    scr = wait_for("host blocked 1.50ms");
+    ASSERT_STR_CONTAINS(scr, "tracer_harness");
+    ASSERT_STR_CONTAINS(scr, "harness_site_1");
+    /* nothing the program printed reached the screen */
+    ASSERT(strstr(scr, "harness: program done") == NULL);
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    char line[512];
+    ASSERT_NOT_NULL(line_with(scr, "synctop run: the output of", line, sizeof line));
+    const char *log = strstr(line, " is in ");
+    ASSERT_NOT_NULL(log);
+    FILE *lf = fopen(log + 7, "r");
+    ASSERT_NOT_NULL(lf);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, lf);
+    buf[n] = '\0';
+    fclose(lf);
+    ASSERT_STR_CONTAINS(buf, "harness: program done");
+    remove(log + 7);
+#endif
+}

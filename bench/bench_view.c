@@ -4,6 +4,10 @@
  * all the way in; memory per stored event; and the time from opening a 10M-event trace file to the
  * first frame, through the same incremental loader `synctop replay` uses.
  *
+ * And the live viewer's worst latency at 4M events: with the analysis on the loop (as it was) a key
+ * waited for a whole an_analyze; with it on its own thread (viewer_anjob), the loop goes on
+ * rendering frames and answering keys meanwhile: the worst of those frame+key turns is reported.
+ *
  * usage: bench_view [MILLIONS...]   (default: 1 10)
  */
 #include <stdio.h>
@@ -17,6 +21,7 @@
 #include "synctop/file.h"
 #include "synth.h"
 #include "view.h"
+#include "viewer.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -65,6 +70,64 @@ static double median_frame(st_store *s, vw_state *v, vw_grid *g, uint64_t t0, ui
     return t[15];
 }
 
+/* At 4M events, a live store: the analysis inline versus on its thread, and the worst frame (with a
+ * key applied) while it runs. */
+static void live_latency(size_t n) {
+    st_opts so = {.max_events = n};
+    st_store *s = st_store_new(&so);
+    feed(s, NULL, n);
+    st_store_commit(s);
+    tp_err err;
+    an_result an;
+    double a = now_s();
+    if (an_analyze(s, NULL, &an, &err) != 0)
+        return;
+    double inline_s = now_s() - a;
+    vw_state v;
+    vw_state_init(&v, VW_LIVE, s);
+    v.an = &an;
+    vw_sites_update(&v);
+    vw_grid g = {0};
+    uint64_t t0, t1;
+    st_store_span(s, &t0, &t1);
+    double worst = 0, sum = 0, worst_figs = 0;
+    int frames = 0;
+    for (int round = 0; round < 3; round++) {
+        viewer_anjob *j = viewer_anjob_start(s, NULL, &err);
+        if (j == NULL)
+            return;
+        while (!viewer_anjob_done(j)) {
+            double f0 = now_s();
+            vw_key(&v, s, 200, 60, frames % 2 ? 'l' : 'h');
+            g.w = 200;
+            g.h = 60;
+            vw_render(s, &v, &g);
+            double f1 = now_s();
+            /* the header's figures over the window, a budget's worth per turn as the loop does */
+            v.scope_window = 1;
+            vw_figs_update(&v, s, 100000);
+            double f2 = now_s();
+            if (f1 - f0 > worst)
+                worst = f1 - f0;
+            if (f2 - f1 > worst_figs)
+                worst_figs = f2 - f1;
+            sum += f1 - f0;
+            frames++;
+        }
+        an_result r;
+        double took;
+        if (viewer_anjob_finish(&j, &r, &took, &err) == 0)
+            an_result_free(&r);
+    }
+    printf("%zuM events live: analysis %.3f s (inline, a key waited that long); on its thread: %d frames+keys "
+           "meanwhile, worst %.2f ms, mean %.2f ms; header figures (window, 100k-event budget) worst %.2f ms\n",
+           n / 1000000, inline_s, frames, worst * 1e3, frames ? sum / frames * 1e3 : 0, worst_figs * 1e3);
+    vw_state_free(&v);
+    vw_grid_free(&g);
+    an_result_free(&an);
+    st_store_destroy(&s);
+}
+
 int main(int argc, char **argv) {
     size_t sizes[8] = {1, 10};
     int n_sizes = 2;
@@ -111,6 +174,7 @@ int main(int argc, char **argv) {
         an_result_free(&an);
         st_store_destroy(&s);
     }
+    live_latency(4u << 20);
     /* time to the first frame of a 10M-event trace file */
     size_t n = sizes[n_sizes - 1] * 1000000;
     char path[] = "/tmp/bench_view_XXXXXX";

@@ -74,7 +74,7 @@ def figures(path):
     apis = Counter()
     blocked = defaultdict(int)
     n_blocking = Counter()
-    threads, streams, devices = set(), set(), set()
+    threads, streams, devices, wide = set(), set(), set(), set()
     nvtx = 0
     t_min = t_max = None
     ops = {}
@@ -95,6 +95,7 @@ def figures(path):
             stream = int(args.get("stream", e["tid"]))
             if stream in (-1, NO_STREAM):
                 stream = NO_STREAM
+                wide.add(dev)  # the pseudo-stream record that says how the trace spelled it
             else:
                 streams.add((dev, stream))
             devices.add(dev)
@@ -125,7 +126,7 @@ def figures(path):
     return {
         "rank": int(dist.get("rank", -1)), "world": int(dist.get("world_size", -1)),
         "t_min": t_min, "t_max": t_max, "lanes": lanes, "apis": apis, "blocked": blocked,
-        "n_blocking": n_blocking, "nvtx": nvtx, "threads": len(threads), "streams": len(streams),
+        "n_blocking": n_blocking, "nvtx": nvtx, "threads": len(threads), "streams": len(streams) + len(wide),
         "devices": len(devices), "copies": copies,
     }
 

@@ -350,3 +350,64 @@ TEST(analysis_block_kinds_by_name) {
     ASSERT_EQ(an_block_kind_of_name("cudaLaunchKernel"), 0);
     ASSERT_EQ(an_block_kind_of_name(""), 0);
 }
+
+/* Low-utilisation windows: adjacent low chunks make one window; windows come per GPU in time
+ * order (not worst first), and a busy chunk between two low ones keeps them apart. */
+TEST(analysis_low_util_windows_merge_and_come_in_time_order) {
+    tl t;
+    tl_init(&t);
+    tl_kernel(&t, 0, 0, 900);       /* chunk 0..1000: 90% busy */
+    tl_kernel(&t, 1400, 1500, 1510); /* chunk 1000..2000: 1% */
+    tl_kernel(&t, 1990, 2000, 2900); /* chunk 2000..3000: 90% */
+    tl_kernel(&t, 3100, 3200, 3210); /* chunk 3000..4000: 1% */
+    tl_kernel(&t, 4900, 4990, 5000); /* chunk 4000..5000: 1% */
+    tl_done(&t);
+    an_opts o = {.util_chunks = 5};
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, &o, &r, NULL));
+    const an_finding *w[4];
+    size_t n = 0;
+    for (size_t i = 0; i < r.n_findings; i++)
+        if (r.findings[i].rule == AN_RULE_LOW_UTIL && n < 4)
+            w[n++] = &r.findings[i];
+    ASSERT_EQ(n, 2);
+    ASSERT_UEQ(w[0]->start, 1000000);
+    ASSERT_UEQ(w[0]->end, 2000000);
+    ASSERT_UEQ(w[0]->max_ns, 10000);    /* busy in the window */
+    ASSERT_UEQ(w[0]->total_ns, 990000); /* idle in it */
+    ASSERT_UEQ(w[1]->start, 3000000);   /* the two low chunks 3000..5000 are one window */
+    ASSERT_UEQ(w[1]->end, 5000000);
+    ASSERT_EQ(w[1]->count, 2);
+    ASSERT_UEQ(w[1]->total_ns, 1980000);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+/* On the real two-rank trace: per device, windows in time order and never touching. */
+TEST(analysis_low_util_windows_of_sampled_ranks_are_ordered) {
+    st_store *s = st_store_new(NULL);
+    for (int k = 0; k < 2; k++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/sampled_rank-%d.json.gz", KINETO_TRACE_DIR, k);
+        ASSERT_OK(st_store_load(s, path, NULL, NULL, NULL));
+    }
+    st_store_commit(s);
+    an_result r;
+    ASSERT_OK(an_analyze(s, NULL, &r, NULL));
+    const an_finding *prev = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < r.n_findings; i++) {
+        const an_finding *f = &r.findings[i];
+        if (f->rule != AN_RULE_LOW_UTIL)
+            continue;
+        n++;
+        if (prev && prev->producer == f->producer && prev->device == f->device)
+            ASSERT_LT(prev->end, f->start);
+        else if (prev)
+            ASSERT(prev->producer < f->producer || (prev->producer == f->producer && prev->device < f->device));
+        prev = f;
+    }
+    ASSERT_GE(n, 4);
+    an_result_free(&r);
+    st_store_destroy(&s);
+}

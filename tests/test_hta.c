@@ -83,7 +83,7 @@ static void compare(const hta_result *h, yajl_val exp, uint32_t producer) {
 }
 
 /* Loads the files into one store (one producer each, in order) and checks every rank. */
-static void check(const char *const *names, size_t n, int wide_sync_as_stream) {
+static void check(const char *const *names, size_t n, int wide_sync) {
     char files[4096] = "";
     st_store *s = st_store_new(NULL);
     for (size_t i = 0; i < n; i++) {
@@ -97,7 +97,7 @@ static void check(const char *const *names, size_t n, int wide_sync_as_stream) {
     }
     st_store_commit(s);
     ASSERT_EQ(st_producer_count(s), n);
-    hta_opts o = {.wide_sync_as_stream = wide_sync_as_stream};
+    hta_opts o = {.wide_sync = wide_sync};
     hta_result h;
     ASSERT_OK(hta_analyze(s, &o, &h, NULL));
     char errbuf[256];
@@ -112,21 +112,49 @@ static void check(const char *const *names, size_t n, int wide_sync_as_stream) {
     st_store_destroy(&s);
 }
 
-/* The two older traces write device-wide cuda_sync rows as stream -1 (host rows for HTA); AlexNet's
- * as 4294967295 (a GPU stream for HTA): the option that says which is part of the comparison. */
+/* The event_sync traces write device-wide cuda_sync rows as stream -1 (host rows for HTA); AlexNet's
+ * as 4294967295 (a GPU stream for HTA). The importer notes which, so no option is needed; forcing
+ * the other reading must change the result (else the check proves nothing). */
 TEST(hta_event_sync_single_stream_matches) {
     const char *f[] = {"event_sync_single_stream.json.gz"};
-    check(f, 1, 0);
+    check(f, 1, HTA_WIDE_AUTO);
+    check(f, 1, HTA_WIDE_HOST);
 }
 
 TEST(hta_event_sync_multi_stream_matches) {
     const char *f[] = {"event_sync_multi_stream.json.gz"};
-    check(f, 1, 0);
+    check(f, 1, HTA_WIDE_AUTO);
 }
 
 TEST(hta_alexnet_matches) {
     const char *f[] = {"alexnet_a100_sync_heavy.json.gz"};
-    check(f, 1, 1);
+    check(f, 1, HTA_WIDE_AUTO);
+    check(f, 1, HTA_WIDE_STREAM);
+}
+
+/* Each trace's device-wide rows, read the other way, give streams HTA does not report. */
+static size_t wide_streams(const char *name, int wide_sync) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, name);
+    st_store *s = st_store_new(NULL);
+    ASSERT_OK(st_store_load(s, path, NULL, NULL, NULL));
+    st_store_commit(s);
+    hta_opts o = {.wide_sync = wide_sync};
+    hta_result h;
+    ASSERT_OK(hta_analyze(s, &o, &h, NULL));
+    size_t n = 0;
+    for (size_t i = 0; i < h.n_streams; i++)
+        n += h.streams[i].stream == 4294967295ll;
+    hta_result_free(&h);
+    st_store_destroy(&s);
+    return n;
+}
+
+TEST(hta_device_wide_sync_spelling_is_kept_from_the_trace) {
+    ASSERT_EQ(wide_streams("alexnet_a100_sync_heavy.json.gz", HTA_WIDE_AUTO), 1);
+    ASSERT_EQ(wide_streams("alexnet_a100_sync_heavy.json.gz", HTA_WIDE_HOST), 0);
+    ASSERT_EQ(wide_streams("event_sync_single_stream.json.gz", HTA_WIDE_AUTO), 0);
+    ASSERT_EQ(wide_streams("event_sync_single_stream.json.gz", HTA_WIDE_STREAM), 1);
 }
 
 /* Two ProfilerSteps: HTA drops the last one; both ranks loaded together as one HTA Trace. */
@@ -166,4 +194,37 @@ TEST(hta_float_timestamps_are_rounded_as_hta_does) {
     fclose(f);
     const char *names[] = {path};
     check(names, 1, 0);
+}
+
+/* An export to Chrome JSON keeps how the device-wide rows were written, so the re-imported trace
+ * gives HTA's numbers again (stream 4294967295 included). */
+TEST(hta_survives_export_and_reimport) {
+    char src[1024], cmd[4096];
+    snprintf(src, sizeof src, "%s/alexnet_a100_sync_heavy.json.gz", KINETO_TRACE_DIR);
+    const char *out = task_path("alexnet.chrome.json");
+    snprintf(cmd, sizeof cmd, "'%s' export '%s' --format chrome -o '%s' > /dev/null", task_synctop(), src, out);
+    ASSERT_EQ(system(cmd), 0);
+    hta_result h[2];
+    const char *paths[2] = {src, out};
+    for (int i = 0; i < 2; i++) {
+        st_store *s = st_store_new(NULL);
+        ASSERT_OK(st_store_load(s, paths[i], NULL, NULL, NULL));
+        st_store_commit(s);
+        ASSERT_OK(hta_analyze(s, NULL, &h[i], NULL));
+        st_store_destroy(&s);
+    }
+    ASSERT_EQ(h[0].n_streams, h[1].n_streams);
+    ASSERT_EQ(h[0].n_streams, 3); /* 7, 20 and the device-wide 4294967295 */
+    for (size_t i = 0; i < h[0].n_streams; i++) {
+        ASSERT_EQ(h[0].streams[i].stream, h[1].streams[i].stream);
+        ASSERT_EQ(h[0].streams[i].ops, h[1].streams[i].ops);
+        for (int c = 0; c < HTA_IDLE_N_; c++) {
+            ASSERT_EQ(h[0].streams[i].present[c], h[1].streams[i].present[c]);
+            ASSERT_EQ(h[0].streams[i].idle_ns[c], h[1].streams[i].idle_ns[c]);
+        }
+    }
+    ASSERT_EQ(h[0].ranks[0].idle_ns, h[1].ranks[0].idle_ns);
+    ASSERT_EQ(h[0].ranks[0].compute_ns, h[1].ranks[0].compute_ns);
+    hta_result_free(&h[0]);
+    hta_result_free(&h[1]);
 }

@@ -121,17 +121,17 @@ static const exp_api apis_sampled_rank_1[] = {
     {"cudaMemsetAsync", 10, 0, 0ull},
 };
 static const exp_trace expected[] = {
-    {"alexnet_a100_sync_heavy.json.gz", 0, -1, 1695835542514261000ull, 1695835585939626000ull, 8, 1, 2, 1,
+    {"alexnet_a100_sync_heavy.json.gz", 0, -1, 1695835542514261000ull, 1695835585939626000ull, 8, 1, 3, 1,
      lanes_alexnet_a100_sync_heavy,
      sizeof lanes_alexnet_a100_sync_heavy / sizeof lanes_alexnet_a100_sync_heavy[0],
      apis_alexnet_a100_sync_heavy,
      sizeof apis_alexnet_a100_sync_heavy / sizeof apis_alexnet_a100_sync_heavy[0]},
-    {"event_sync_multi_stream.json.gz", 0, -1, 1712867402348289000ull, 1712867402368186000ull, 0, 1, 3, 1,
+    {"event_sync_multi_stream.json.gz", 0, -1, 1712867402348289000ull, 1712867402368186000ull, 0, 1, 4, 1,
      lanes_event_sync_multi_stream,
      sizeof lanes_event_sync_multi_stream / sizeof lanes_event_sync_multi_stream[0],
      apis_event_sync_multi_stream,
      sizeof apis_event_sync_multi_stream / sizeof apis_event_sync_multi_stream[0]},
-    {"event_sync_single_stream.json.gz", 0, -1, 1707417525509335000ull, 1707417525512489000ull, 1, 1, 1, 1,
+    {"event_sync_single_stream.json.gz", 0, -1, 1707417525509335000ull, 1707417525512489000ull, 1, 1, 2, 1,
      lanes_event_sync_single_stream,
      sizeof lanes_event_sync_single_stream / sizeof lanes_event_sync_single_stream[0],
      apis_event_sync_single_stream,
@@ -655,8 +655,16 @@ TEST(sync_rows_copies_and_memsets_are_mapped) {
     ASSERT_EQ(d->device, 3);
     ASSERT_EQ(d->sm_count, 132);
     ASSERT_EQ(d->cc_major, 9);
-    /* streams 7 and 24 of device 3; the device-wide sync makes no stream */
-    ASSERT_EQ(count_kind(&g, TP_K_STREAM), 2);
+    /* streams 7 and 24 of device 3, and the device-wide pseudo-stream: its priority says the trace
+     * wrote 4294967295 (HTA reads that as a GPU stream, -1 as host rows) */
+    ASSERT_EQ(count_kind(&g, TP_K_STREAM), 3);
+    const tp_stream *wide = NULL;
+    for (size_t i = 0; i < 3; i++)
+        if (find_kind(&g, TP_K_STREAM, i)->stream.stream == TP_NO_ID)
+            wide = &find_kind(&g, TP_K_STREAM, i)->stream;
+    ASSERT_NOT_NULL(wide);
+    ASSERT_EQ(wide->device, 3);
+    ASSERT_EQ(wide->priority, KINETO_WIDE_U32);
     ASSERT_EQ(count_kind(&g, TP_K_THREAD), 0);
     got_free(&g);
 }

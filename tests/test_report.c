@@ -11,6 +11,7 @@
 #include "task.h"
 
 static char out_buf[1 << 20];
+static void fits_80_columns(const char *what);
 
 /* Runs synctop with args (shell words); stdout+stderr in out_buf; returns the exit status. */
 static int synctop(const char *args) {
@@ -32,7 +33,7 @@ TEST(report_text_names_top_stalls_and_rules) {
     ASSERT_EQ(synctop("report " ALEXNET), 0);
     ASSERT_STR_CONTAINS(out_buf, "host blocked 6612.315 ms in 52 calls");
     ASSERT_STR_CONTAINS(out_buf, "Top stalls by call site");
-    ASSERT_STR_CONTAINS(out_buf, "6553.827      15");
+    ASSERT_STR_CONTAINS(out_buf, "6553.827     15   6008.692   15.1    10043.754  cudaFree (alloc)\n");
     ASSERT_STR_CONTAINS(out_buf, "cudaFree");
     ASSERT_STR_CONTAINS(out_buf, "GPU 0 NVIDIA A100");
     ASSERT_STR_CONTAINS(out_buf, "[sync-api / cuda_api_sync]");
@@ -245,4 +246,352 @@ TEST(export_marks_blocking_calls_and_names_lanes) {
     ASSERT_STR_CONTAINS(buf, "\"ph\":\"s\",\"cat\":\"ac2g\"");
     snprintf(args, sizeof args, "export %s --format svg -o '%s' --force", SINGLE, out);
     ASSERT_EQ(synctop(args), 2);
+}
+
+/* ---- report on a live source (synctop-testpub standing in for a traced program) ---- */
+
+#include <errno.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis.h"
+#include "synth.h"
+
+static void sleep_s(double s) {
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Starts a process with stdout and stderr to files (NULL: /dev/null); returns its pid. */
+static pid_t spawn(const char *const *argv, const char *out, const char *err) {
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        FILE *o = freopen(out ? out : "/dev/null", "w", stdout);
+        FILE *e = freopen(err ? err : "/dev/null", "w", stderr);
+        if (o == NULL || e == NULL)
+            _exit(126);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Waits up to limit_s for pid; returns its exit status, or -1 if it is still running. */
+static int wait_for(pid_t pid, double limit_s) {
+    for (double t = 0; t < limit_s; t += 0.05) {
+        int st;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        ASSERT(w >= 0);
+        if (w == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        sleep_s(0.05);
+    }
+    return -1;
+}
+
+static const char *slurp(const char *path) {
+    FILE *f = fopen(path, "r");
+    ASSERT_NOT_NULL(f);
+    size_t n = fread(out_buf, 1, sizeof out_buf - 1, f);
+    fclose(f);
+    out_buf[n] = '\0';
+    return out_buf;
+}
+
+static const char *testpub_path(void) {
+    static char p[4096];
+    snprintf(p, sizeof p, "%s/synctop-testpub", task_bindir());
+    return p;
+}
+
+static long long json_int(yajl_val v, const char *a, const char *b) {
+    const char *p[] = {a, b, NULL};
+    yajl_val x = yajl_tree_get(v, p, yajl_t_number);
+    if (x == NULL)
+        TASK_FAIL_("no %s.%s in the report", a, b ? b : "");
+    return YAJL_GET_INTEGER(x);
+}
+
+/* The producer's last batch (TP_BF_END) ends the recording by itself, and the report counts what
+ * the producer sent: the same numbers as an analysis of the regenerated events. */
+TEST(report_live_source_ends_with_the_producer) {
+    char ep[512];
+    snprintf(ep, sizeof ep, "ipc://%s/pub.ipc", task_tmpdir());
+    const char *pub[] = {testpub_path(), "--endpoint", ep, "--events", "20000", "--batch", "1000",
+                         "--wait-subscribers", "1", NULL};
+    pid_t pp = spawn(pub, task_path("pub.out"), NULL);
+    const char *json = task_path("live.json");
+    const char *rep[] = {task_synctop(), "report", "--format", "json", "-o", json, ep, NULL};
+    pid_t rp = spawn(rep, NULL, task_path("rep.err"));
+    int rc = wait_for(rp, 60);
+    if (rc < 0) {
+        kill(rp, SIGKILL);
+        kill(pp, SIGKILL);
+        TASK_FAIL_("the report did not end when the producer did: %s", slurp(task_path("rep.err")));
+    }
+    ASSERT_EQ(wait_for(pp, 30), 0);
+    ASSERT_EQ(rc, 0);
+    slurp(task_path("rep.err"));
+    ASSERT_STR_CONTAINS(out_buf, "recorded 20000 events in");
+    ASSERT_STR_CONTAINS(out_buf, "stopped: every program finished");
+
+    /* What the analysis of the same events says. */
+    st_store *s = st_store_new(NULL);
+    synth sy;
+    synth_init(&sy, 1);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 2});
+    tp_buf b = {0};
+    for (int i = 0; i < 20; i++) {
+        synth_fill(&sy, enc, 1000);
+        ASSERT_OK(tp_enc_finish(enc, &b));
+        tp_enc_delivered(enc, 1);
+        ASSERT_OK(st_store_add_batch(s, b.data, b.len, NULL));
+    }
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+    st_store_commit(s);
+    an_result r;
+    ASSERT_OK(an_analyze(s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_devices, 1);
+
+    char errbuf[256];
+    yajl_val v = yajl_tree_parse(slurp(json), errbuf, sizeof errbuf);
+    if (v == NULL)
+        TASK_FAIL_("json: %s", errbuf);
+    ASSERT_EQ(json_int(v, "span_ns", NULL), (long long)(r.t1 - r.t0));
+    ASSERT_EQ(json_int(v, "host", "blocked_ns"), (long long)r.blocked_ns);
+    ASSERT_EQ(json_int(v, "host", "blocking_calls"), (long long)r.n_blocks);
+    ASSERT_EQ(json_int(v, "host", "api_calls"), (long long)r.api_calls);
+    ASSERT_GT(r.n_blocks, 0);
+    const char *dp[] = {"devices", NULL};
+    yajl_val devs = yajl_tree_get(v, dp, yajl_t_array);
+    ASSERT_NOT_NULL(devs);
+    ASSERT_EQ(devs->u.array.len, 1);
+    yajl_val d = devs->u.array.values[0];
+    ASSERT_EQ(json_int(d, "kernels", NULL), (long long)r.devices[0].kernels);
+    ASSERT_EQ(json_int(d, "copies", NULL), (long long)r.devices[0].copies);
+    ASSERT_EQ(json_int(d, "memsets", NULL), (long long)r.devices[0].memsets);
+    ASSERT_EQ(json_int(d, "syncs", NULL), (long long)r.devices[0].syncs);
+    ASSERT_EQ(json_int(d, "busy_ns", NULL), (long long)r.devices[0].busy_ns);
+    ASSERT_LE(r.devices[0].kernels + r.devices[0].copies + r.devices[0].memsets + r.devices[0].syncs + r.api_calls,
+              20000);
+    yajl_tree_free(v);
+    an_result_free(&r);
+    st_store_destroy(&s);
+}
+
+/* A report on a producer that will not end soon, stopped by SIGINT (kill_pub 0) or by the producer
+ * dying without its last batch (kill_pub 1). The stop must come after something was received, and
+ * how soon that is depends on the machine: the delay doubles until the report got events. Leaves
+ * the report's stdout in rep.out, its stderr in out_buf; returns the report's exit status. */
+static int live_stop(int kill_pub) {
+    int attempt = 0;
+    for (double delay = 0.25; delay < 20; delay *= 2) {
+        char ep[512];
+        snprintf(ep, sizeof ep, "ipc://%s/slow%d.ipc", task_tmpdir(), attempt++);
+        const char *pub[] = {testpub_path(), "--endpoint", ep, "--events", "100000000", "--batch", "500",
+                             "--rate", "20000", "--wait-subscribers", "1", NULL};
+        pid_t pp = spawn(pub, NULL, NULL);
+        const char *rep[] = {task_synctop(), "report", ep, NULL};
+        pid_t rp = spawn(rep, task_path("rep.out"), task_path("rep.err"));
+        sleep_s(delay);
+        kill(kill_pub ? pp : rp, kill_pub ? SIGKILL : SIGINT);
+        int rc = wait_for(rp, kill_pub ? 10 : 30);
+        if (rc < 0) { /* killed before anything came: the report still waits for its program */
+            kill(rp, SIGINT);
+            rc = wait_for(rp, 30);
+        }
+        kill(pp, SIGKILL);
+        wait_for(pp, 30);
+        ASSERT(rc >= 0);
+        slurp(task_path("rep.err"));
+        if (strstr(out_buf, "recorded 0 events") == NULL)
+            return rc;
+    }
+    TASK_FAIL_("the report never received anything: %s", out_buf);
+}
+
+TEST(report_live_sigint_stops_recording_and_reports) {
+    ASSERT_EQ(live_stop(0), 0);
+    ASSERT_STR_CONTAINS(out_buf, "stopped: interrupted (SIGINT), before every program ended");
+    long long events = 0;
+    const char *p = strstr(out_buf, "recorded ");
+    ASSERT_NOT_NULL(p);
+    events = atoll(p + 9);
+    ASSERT_GT(events, 0);
+    ASSERT_LT(events, 100000000);
+    slurp(task_path("rep.out"));
+    ASSERT_STR_CONTAINS(out_buf, "synctop report:");
+    ASSERT_STR_CONTAINS(out_buf, "slow");
+    fits_80_columns("live report");
+    ASSERT_STR_CONTAINS(out_buf, "Top stalls by call site");
+    ASSERT_STR_CONTAINS(out_buf, "cudaStreamSynchronize");
+    ASSERT_STR_CONTAINS(out_buf, "train.py:42");
+}
+
+TEST(report_live_stops_when_the_program_dies) {
+    ASSERT_EQ(live_stop(1), 0);
+    ASSERT_STR_CONTAINS(out_buf, "stopped: the program went away without its last batch");
+    slurp(task_path("rep.out"));
+    ASSERT_STR_CONTAINS(out_buf, "Top stalls by call site");
+}
+
+/* ---- the text report as a person reads it ---- */
+
+/* Every line of out_buf fits in 80 columns. */
+static void fits_80_columns(const char *what) {
+    int line = 1;
+    for (const char *p = out_buf; *p;) {
+        size_t n = strcspn(p, "\n");
+        if (n > 80)
+            TASK_FAIL_("%s: line %d is %zu columns: %.*s", what, line, n, (int)n, p);
+        p += n + (p[n] == '\n');
+        line++;
+    }
+}
+
+TEST(report_text_fits_80_columns_on_the_real_traces) {
+    static const char *const runs[] = {
+        ALEXNET, SINGLE, "'" KINETO_TRACE_DIR "/event_sync_multi_stream.json.gz'",
+        "'" KINETO_TRACE_DIR "/sampled_rank-0.json.gz' '" KINETO_TRACE_DIR "/sampled_rank-1.json.gz'"};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char args[4096];
+        snprintf(args, sizeof args, "report %s", runs[i]);
+        ASSERT_EQ(synctop(args), 0);
+        fits_80_columns(runs[i]);
+        /* No call site is taken in Kineto traces: the API is said once, with no filler. */
+        ASSERT(strstr(out_buf, "no call site taken)") == NULL);
+        ASSERT_STR_CONTAINS(out_buf, "(no \"at\" line: no call site was taken");
+        snprintf(args, sizeof args, "report --hta %s", runs[i]);
+        ASSERT_EQ(synctop(args), 0);
+        fits_80_columns(runs[i]);
+        ASSERT_EQ(synctop("report --help"), 0);
+        fits_80_columns("--help");
+    }
+    /* Several ranks: each line says whose it is. */
+    ASSERT_EQ(synctop("report " "'" KINETO_TRACE_DIR "/sampled_rank-0.json.gz' '" KINETO_TRACE_DIR
+                      "/sampled_rank-1.json.gz'"),
+              0);
+    ASSERT_STR_CONTAINS(out_buf, "cudaMemcpyAsync\n");
+    ASSERT_STR_CONTAINS(out_buf, "(pageable-memcpy) [rank 0]\n");
+    ASSERT_STR_CONTAINS(out_buf, "(pageable-memcpy) [rank 1]\n");
+    ASSERT_STR_CONTAINS(out_buf, "24 calls, 0.316 ms, longest 0.025 ms: cudaMemcpyAsync [rank 1]\n");
+    /* Low-utilisation windows per GPU in time order, the worst named apart. */
+    const char *a = strstr(out_buf, "+125.221..+288.267 ms"), *b = strstr(out_buf, "+329.029..+492.075 ms");
+    ASSERT_NOT_NULL(a);
+    ASSERT_NOT_NULL(b);
+    ASSERT(a < b);
+    ASSERT_STR_CONTAINS(out_buf, "rank 0 GPU 0: 6 windows, 587.419 ms idle in them\n");
+    ASSERT_STR_CONTAINS(out_buf, "      worst: +818.167..+1062.737 ms, 206.666 ms idle\n");
+    /* Markdown: "-" where no call site was taken, a rank column with several ranks. */
+    ASSERT_EQ(synctop("report --format markdown " ALEXNET), 0);
+    ASSERT_STR_CONTAINS(out_buf, "| alloc | cudaFree | - |\n");
+    ASSERT(strstr(out_buf, "\n\n\n") == NULL);
+}
+
+/* Long frames are shortened where it keeps their meaning: a Python frame keeps the end of its path
+ * (file, line, function), a native one the start of its name and its module. */
+TEST(report_long_frames_are_shortened_sensibly) {
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 9});
+    tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = 7, .rank = -1, .world = -1};
+    ASSERT_OK(tp_enc_add(enc, &p));
+    tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = 3, .n_frames = 2};
+    ASSERT_OK(tp_enc_add(enc, &cs));
+    char fn[400];
+    memset(fn, 'x', sizeof fn);
+    memcpy(fn, "at::native::", 12);
+    fn[sizeof fn - 1] = '\0';
+    tp_frame f0 = {.kind = TP_K_FRAME, .flags = TP_FRAME_PYTHON, .index = 0, .callsite = 3, .line = 1501,
+                   .file = tp_enc_intern_cstr(enc, "/home/someone/miniconda3/envs/training-env/lib/python3.11/"
+                                                   "site-packages/torch/nn/modules/module.py"),
+                   .func = tp_enc_intern_cstr(enc, "_call_impl")};
+    tp_frame f1 = {.kind = TP_K_FRAME, .flags = TP_FRAME_NATIVE, .index = 1, .callsite = 3,
+                   .func = tp_enc_intern_cstr(enc, fn), .module = tp_enc_intern_cstr(enc, "/usr/lib/libtorch_cuda.so"),
+                   .pc = 0x1a2b3c};
+    ASSERT_OK(tp_enc_add(enc, &f0));
+    ASSERT_OK(tp_enc_add(enc, &f1));
+    tp_api api = {.kind = TP_K_API, .flags = TP_F_BLOCKING, .device = 0, .tid = 100, .start = 1000, .end = 90000,
+                  .correlation = 1, .callsite = 3, .name = tp_enc_intern_cstr(enc, "cudaStreamSynchronize")};
+    ASSERT_OK(tp_enc_add(enc, &api));
+    tp_kernel k = {.kind = TP_K_KERNEL, .device = 0, .stream = 7, .start = 500, .end = 80000, .correlation = 2,
+                   .name = tp_enc_intern_cstr(enc, "gemm")};
+    ASSERT_OK(tp_enc_add(enc, &k));
+    tp_buf b = {0};
+    ASSERT_OK(tp_enc_finish_flags(enc, TP_BF_END, &b));
+    st_store *s = st_store_new(NULL);
+    ASSERT_OK(st_store_add_batch(s, b.data, b.len, NULL));
+    st_store_commit(s);
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+    an_result r;
+    ASSERT_OK(an_analyze(s, NULL, &r, NULL));
+    FILE *out = fopen(task_path("frames.txt"), "w");
+    ASSERT_NOT_NULL(out);
+    rp_opts o = {.format = RP_TEXT, .source = "test"};
+    ASSERT_OK(rp_write(out, s, &r, &o));
+    fclose(out);
+    slurp(task_path("frames.txt"));
+    fits_80_columns("frames");
+    ASSERT_STR_CONTAINS(out_buf, "      at ...");
+    ASSERT_STR_CONTAINS(out_buf, "/torch/nn/modules/module.py:1501 _call_impl\n");
+    ASSERT_STR_CONTAINS(out_buf, "         at::native::xxx");
+    ASSERT_STR_CONTAINS(out_buf, "... (libtorch_cuda.so+0x1a2b3c)\n");
+    /* The finding names the site whole, on one line. */
+    ASSERT_STR_CONTAINS(out_buf, "module.py:1501 _call_impl\n");
+    an_result_free(&r);
+    st_store_destroy(&s);
+}
+
+/* HTA prints rank 0 for a trace with no distributedInfo; so does report --hta. */
+TEST(report_hta_rank_is_zero_without_distributed_info) {
+    const char *p = task_path("norank.json");
+    FILE *f = fopen(p, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("{\"traceEvents\":[\n"
+          "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":10,"
+          "\"dur\":2,\"args\":{\"correlation\":1}},\n"
+          "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":20,\"dur\":5,"
+          "\"args\":{\"device\":0,\"stream\":7,\"correlation\":1}},\n"
+          "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"relu\",\"pid\":0,\"tid\":7,\"ts\":100,\"dur\":5,"
+          "\"args\":{\"device\":0,\"stream\":7,\"correlation\":2}}\n]}\n",
+          f);
+    fclose(f);
+    char args[2048];
+    snprintf(args, sizeof args, "report --hta --format json '%s'", p);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "\"rank\":0,\"stream\":7");
+    ASSERT(strstr(out_buf, "\"rank\":-1") == NULL);
+    snprintf(args, sizeof args, "report --hta '%s'", p);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "      0          7       2");
+}
+
+/* Every --fail-if line names the threshold, the measured value and the unit of both. */
+TEST(report_fail_if_lines_name_value_threshold_and_unit) {
+    static const struct {
+        const char *expr, *line;
+    } c[] = {
+        {"blocked>5%", "FAIL blocked>5%: host blocked 15.23% of wall time (6612.315 ms of 43425.365 ms); threshold > 5%"},
+        {"blocked>2s", "FAIL blocked>2s: host blocked 6612.315 ms; threshold > 2000.000 ms"},
+        {"idle>1s", "FAIL idle>1s: GPU idle (the idlest GPU) 43359.224 ms; threshold > 1000.000 ms"},
+        {"stalls<100", "FAIL stalls<100: 52 blocking calls; threshold < 100 blocking calls"},
+        {"findings>0", "FAIL findings>0: 5 findings; threshold > 0 findings"},
+        {"sync-api>=21", "FAIL sync-api>=21: 21 sync-api calls; threshold >= 21 calls"},
+        {"gpu-gaps>0", "FAIL gpu-gaps>0: 4 GPU gaps; threshold > 0 GPU gaps"},
+        {"low-util>0", "FAIL low-util>0: 1 low-utilisation windows; threshold > 0 low-utilisation windows"},
+        {"api:cudaFree>6s", "FAIL api:cudaFree>6s: blocked in cudaFree 6553.827 ms; threshold > 6000.000 ms"},
+        {"stalls==0", "ok   stalls==0: 52 blocking calls; threshold == 0 blocking calls"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, "report " ALEXNET " -o /dev/null --fail-if '%s'", c[i].expr);
+        ASSERT_EQ(synctop(args), strncmp(c[i].line, "FAIL", 4) == 0);
+        ASSERT_STR_CONTAINS(out_buf, c[i].line);
+    }
+    ASSERT_EQ(synctop("report --help"), 0);
+    ASSERT_STR_CONTAINS(out_buf, "--fail-if 'blocked>5%' --fail-if 'pageable-memcpy>0'");
 }

@@ -4,8 +4,10 @@
  * capture-pane. No timing assertions: every check polls the screen until the expected text shows
  * up, with a generous timeout as the failure guard.
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "synctop/file.h"
+#include "synctop/net.h"
 #include "synth.h"
 #include "task.h"
 
@@ -56,8 +59,11 @@ static void tmux_stop(void) {
 }
 
 static void tmux_start(const char *cmdline, int w, int h) {
-    snprintf(sock, sizeof sock, "synctop-test-%ld", (long)getpid());
-    atexit(tmux_stop);
+    /* a server of its own per session: a second one never races the first one's shutdown */
+    static int sessions;
+    snprintf(sock, sizeof sock, "synctop-test-%ld-%d", (long)getpid(), sessions);
+    if (sessions++ == 0)
+        atexit(tmux_stop);
     const char *supp = task_path("lsan.supp");
     FILE *f = fopen(supp, "w");
     ASSERT_NOT_NULL(f);
@@ -290,4 +296,210 @@ TEST(run_in_tmux_shows_the_program_live) {
     ASSERT_STR_CONTAINS(buf, "harness: program done");
     remove(log + 7);
 #endif
+}
+
+/* ---- live sessions: recording, CURVE, discovery ---- */
+
+static pid_t pub_pid;
+
+/* A failed check aborts the test: the publisher must not outlive it. */
+static void testpub_kill(void) {
+    if (pub_pid > 0)
+        kill(pub_pid, SIGKILL);
+}
+
+/* A failed check aborts, which runs no atexit handler: clean up here, then abort as asked. */
+static void on_abort(int sig) {
+    testpub_kill();
+    tmux_stop();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Starts synctop-testpub with args (sh words) and returns its pid; its stdout goes to out_path. */
+static pid_t testpub_start(const char *env, const char *args, const char *out_path) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "exec env %s %s %s >%s 2>&1", env ? env : "", TESTPUB, args, out_path);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    pub_pid = pid;
+    signal(SIGABRT, on_abort);
+    atexit(testpub_kill);
+    return pid;
+}
+
+/* Waits for a line KEY=VALUE in the file, returns VALUE (static). */
+static const char *file_value(const char *path, const char *key) {
+    static char val[512];
+    double t0 = now_s();
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        char line[1024];
+        size_t kl = strlen(key);
+        while (f && fgets(line, sizeof line, f)) {
+            if (strncmp(line, key, kl) == 0 && line[kl] == '=') {
+                line[strcspn(line, "\n")] = '\0';
+                snprintf(val, sizeof val, "%s", line + kl + 1);
+                fclose(f);
+                return val;
+            }
+        }
+        if (f)
+            fclose(f);
+        if (now_s() - t0 > WAIT_S)
+            TASK_FAIL_("no %s= line in %s", key, path);
+        usleep(50000);
+    }
+}
+
+static void testpub_stop(pid_t pid) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* The number before " ev " in the title: the events the viewer holds now. */
+static double title_events(const char *scr) {
+    char line[1024];
+    ASSERT_NOT_NULL(line_with(scr, " ev ", line, sizeof line));
+    const char *p = strstr(line, " ev ");
+    while (p > line && p[-1] != ' ')
+        p--;
+    char *end;
+    double x = strtod(p, &end);
+    if (*end == 'k')
+        x *= 1e3;
+    else if (*end == 'M')
+        x *= 1e6;
+    return x;
+}
+
+TEST(attach_record_keeps_in_the_file_what_the_window_drops) {
+    if (!have_tmux()) {
+        fprintf(stderr, "tmux is not installed: skipped\n");
+        return;
+    }
+    char ep[512], args[1024];
+    snprintf(ep, sizeof ep, "ipc://%s", task_path("rec.sock"));
+    snprintf(args, sizeof args, "--endpoint %s --events 30000 --rate 15000 --batch 250 --wait-subscribers 1", ep);
+    const char *pub_out = task_path("pub.out");
+    pid_t pub = testpub_start(NULL, args, pub_out);
+    char trace[512], cmd[2048];
+    snprintf(trace, sizeof trace, "%s", task_path("recorded.trace"));
+    snprintf(cmd, sizeof cmd, "%s attach %s --window-events 1000 --record %s", task_synctop(), ep, trace);
+    tmux_start(cmd, 120, 40);
+    const char *scr = wait_for("REC");
+    /* the whole job arrives; the window keeps only the newest thousand or so events */
+    scr = wait_for("ENDED");
+    ASSERT_STR_CONTAINS(scr, "REC");
+    double held = title_events(scr);
+    if (!(held >= 500 && held <= 5000))
+        TASK_FAIL_("the window holds %.0f events, not about 1000:\n%s", held, scr);
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    ASSERT_STR_CONTAINS(scr, "events) to ");
+    waitpid(pub, NULL, 0);
+    ASSERT_STR_CONTAINS(file_value(pub_out, "sent"), "dropped=0");
+    /* every event sent is in the file, the ones that left the window included */
+    tp_err err = {{0}};
+    tp_freader *r = tp_freader_open(trace, &err);
+    if (r == NULL)
+        TASK_FAIL_("%s: %s", trace, err.msg);
+    ASSERT(tp_freader_complete(r));
+    uint64_t events = 0, t_min = UINT64_MAX;
+    for (size_t i = 0; i < tp_freader_count(r); i++) {
+        const tp_findex_entry *e = tp_freader_entry(r, i);
+        events += e->n_events;
+        if (e->n_events && e->t_min < t_min)
+            t_min = e->t_min;
+    }
+    tp_freader_close(&r);
+    ASSERT_UEQ(events, 30000);
+    /* and the first of them, long gone from the window, is the first the publisher made */
+    synth sy;
+    synth_init(&sy, 1);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 2});
+    synth_fill(&sy, enc, 250);
+    tp_buf b = {0};
+    ASSERT_OK(tp_enc_finish(enc, &b));
+    tp_batch_hdr h;
+    ASSERT_OK(tp_batch_check_header(b.data, b.len, &h, &err));
+    ASSERT_UEQ(t_min, h.t_min);
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+}
+
+TEST(attach_tcp_curve_right_key_shows_events_wrong_key_says_so) {
+    if (!have_tmux()) {
+        fprintf(stderr, "tmux is not installed: skipped\n");
+        return;
+    }
+    if (tp_curve_available(NULL) != 0) {
+        fprintf(stderr, "this libzmq has no CURVE: skipped\n");
+        return;
+    }
+    char base[512], wrong[512], args[1024];
+    snprintf(base, sizeof base, "%s", task_path("server"));
+    snprintf(wrong, sizeof wrong, "%s", task_path("other"));
+    ASSERT_STR_CONTAINS(sh("%s keygen -o %s 2>&1 && echo ok", task_synctop(), base), "ok");
+    ASSERT_STR_CONTAINS(sh("%s keygen -o %s 2>&1 && echo ok", task_synctop(), wrong), "ok");
+    snprintf(args, sizeof args, "--endpoint tcp://127.0.0.1:0 --curve-key %s.key --events 100000000 --rate 20000 --batch 200",
+             base);
+    const char *pub_out = task_path("pub.out");
+    pid_t pub = testpub_start(NULL, args, pub_out);
+    char ep[512];
+    snprintf(ep, sizeof ep, "%s", file_value(pub_out, "endpoint"));
+    ASSERT_STR_CONTAINS(ep, "tcp://127.0.0.1:");
+    /* the wrong key: no blank screen, but a line that says what is likely wrong */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s attach %s --server-key %s.pub", task_synctop(), ep, wrong);
+    tmux_start(cmd, 120, 40);
+    const char *scr = wait_for("wrong --server-key?");
+    ASSERT_STR_CONTAINS(scr, ep);
+    ASSERT(strstr(scr, "stream 7") == NULL);
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    tmux_stop();
+    /* the right key: the events show, and the warning does not */
+    snprintf(cmd, sizeof cmd, "%s attach %s --server-key %s.pub", task_synctop(), ep, base);
+    tmux_start(cmd, 120, 40);
+    scr = wait_for("stream 7");
+    ASSERT_STR_CONTAINS(scr, "python train.py --epochs 3");
+    ASSERT(strstr(scr, "wrong --server-key") == NULL);
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    testpub_stop(pub);
+}
+
+TEST(attach_without_argument_finds_a_publisher_on_its_default_endpoint) {
+    if (!have_tmux()) {
+        fprintf(stderr, "tmux is not installed: skipped\n");
+        return;
+    }
+    /* a private runtime directory, so only this test's publisher is there */
+    const char *xdg = task_path("xdg");
+    ASSERT_OK(mkdir(xdg, 0700));
+    char env[600];
+    snprintf(env, sizeof env, "XDG_RUNTIME_DIR=%s", xdg);
+    const char *pub_out = task_path("pub.out");
+    pid_t pub = testpub_start(env, "--events 100000000 --rate 20000 --batch 200", pub_out);
+    char want[600];
+    snprintf(want, sizeof want, "ipc://%s/synctop/", xdg);
+    ASSERT_STR_CONTAINS(file_value(pub_out, "endpoint"), want);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s attach", env, task_synctop());
+    tmux_start(cmd, 120, 40);
+    const char *scr = wait_for("stream 7");
+    ASSERT_STR_CONTAINS(scr, "python train.py --epochs 3");
+    ASSERT_STR_CONTAINS(scr, "LIVE");
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    testpub_stop(pub);
 }

@@ -1123,10 +1123,10 @@ TEST(tracer_run_verb_sums_up_waits) {
     /* the analysis's report: counts, blocked totals, and each call site with its totals */
     ASSERT_STR_CONTAINS(out, "kernels 20, copies 0, memsets 0, GPU syncs 0, CUDA calls 4");
     ASSERT_STR_CONTAINS(out, "host blocked 1.800 ms in 4 calls");
-    ASSERT_STR_CONTAINS(out, "1.500       3      0.500");
-    ASSERT_STR_CONTAINS(out, "sync            cudaStreamSynchronize    harness_site_1 (tracer_harness+");
-    ASSERT_STR_CONTAINS(out, "0.300       1      0.300");
-    ASSERT_STR_CONTAINS(out, "memcpy          cudaMemcpy               harness_site_2 (tracer_harness+");
+    ASSERT_STR_CONTAINS(out, "1.500      3      0.500");
+    ASSERT_STR_CONTAINS(out, "cudaStreamSynchronize (sync)\n      at harness_site_1 (tracer_harness+");
+    ASSERT_STR_CONTAINS(out, "0.300      1      0.300");
+    ASSERT_STR_CONTAINS(out, "cudaMemcpy (memcpy)\n      at harness_site_2 (tracer_harness+");
     ASSERT_STR_CONTAINS(out, "[sync-api / cuda_api_sync]");
     ASSERT(strstr(out, "incomplete") == NULL);
     free(out);

@@ -4,8 +4,10 @@
  * rewrites them), the layout over many sizes, glyph and colour fallbacks, sanitized names, and
  * the keys and clicks that move the viewport.
  */
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 #include "analysis.h"
 #include "store.h"
@@ -116,6 +118,8 @@ static int count_role(const vw_grid *g, int role) {
 static void assert_cells_safe(const vw_grid *g, int ascii) {
     for (int i = 0; i < g->w * g->h; i++) {
         uint32_t c = g->cells[i].ch;
+        if (c == VW_CH_WIDE && i % g->w > 0 && vw_char_width(g->cells[i - 1].ch) == 2 && !ascii)
+            continue; /* the second half of a wide character */
         if (c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0) || c > 0x10FFFF)
             TASK_FAIL_("cell %d,%d holds U+%04X", i % g->w, i / g->w, c);
         if (ascii && c >= 0x80)
@@ -140,11 +144,14 @@ static char *read_all(const char *path) {
     return b;
 }
 
-static void golden(const vw_grid *g, const char *name) {
-    char *text = vw_grid_text(g), *roles = vw_grid_roles(g);
-    size_t n = strlen(text) + strlen(roles) + 64;
+/* A golden screen: the text, the roles, and for monochrome screens the attributes each cell is
+ * drawn with (the only thing that tells roles apart there besides the glyphs). */
+static void golden_mode(const vw_grid *g, const char *name, int mono) {
+    char *text = vw_grid_text(g), *roles = vw_grid_roles(g), *attrs = mono ? vw_grid_attrs(g, 1) : NULL;
+    size_t n = strlen(text) + strlen(roles) + (attrs ? strlen(attrs) : 0) + 64;
     char *both = malloc(n);
-    snprintf(both, n, "%s--- roles\n%s", text, roles);
+    snprintf(both, n, "%s--- roles\n%s%s%s", text, roles, attrs ? "--- attributes (mono)\n" : "", attrs ? attrs : "");
+    free(attrs);
     char path[1024];
     snprintf(path, sizeof path, "%s/%s-%dx%d.txt", GOLDEN_DIR, name, g->w, g->h);
     const char *upd = getenv("SYNCTOP_UPDATE_GOLDEN");
@@ -171,20 +178,21 @@ static void golden(const vw_grid *g, const char *name) {
     free(both);
 }
 
-static void golden_fixture(st_store *s, const char *name) {
+static void golden_fixture_mode(st_store *s, const char *name, int mono) {
     static const int sizes[2][2] = {{80, 24}, {200, 60}};
     for (int i = 0; i < 2; i++) {
         fixture f;
         fixture_open(&f, s);
+        f.v.mono = mono;
         render(&f, sizes[i][0], sizes[i][1]);
         assert_cells_safe(&f.g, 0);
-        golden(&f.g, name);
+        golden_mode(&f.g, name, mono);
         /* the same with the first stall selected (n), the way a person would look for it */
         key(&f, 'n');
         render(&f, sizes[i][0], sizes[i][1]);
         char sel[128];
         snprintf(sel, sizeof sel, "%s-stall", name);
-        golden(&f.g, sel);
+        golden_mode(&f.g, sel, mono);
         f.s = NULL; /* owned by the caller for the second size */
         vw_state_free(&f.v);
         vw_grid_free(&f.g);
@@ -193,7 +201,11 @@ static void golden_fixture(st_store *s, const char *name) {
     st_store_destroy(&s);
 }
 
+static void golden_fixture(st_store *s, const char *name) { golden_fixture_mode(s, name, 0); }
+
 TEST(golden_synth) { golden_fixture(synth_store(1, 3000), "synth"); }
+TEST(golden_synth_mono) { golden_fixture_mode(synth_store(1, 3000), "synth-mono", 1); }
+TEST(golden_alexnet_mono) { golden_fixture_mode(kineto_store("alexnet_a100_sync_heavy.json.gz"), "alexnet-mono", 1); }
 TEST(golden_alexnet) { golden_fixture(kineto_store("alexnet_a100_sync_heavy.json.gz"), "alexnet"); }
 TEST(golden_event_sync_single_stream) {
     golden_fixture(kineto_store("event_sync_single_stream.json.gz"), "event_sync_single");
@@ -507,5 +519,463 @@ TEST(clicks_select_a_lane_time_or_a_stall_row) {
     vw_mouse(&f.v, f.s, 120, 40, VW_MOUSE_CLICK, 10, L.stalls.y + 2);
     ASSERT_EQ(f.v.focus, VW_FOCUS_STALLS);
     ASSERT_EQ(f.v.stall_sel, 1);
+    fixture_close(&f);
+}
+
+/* ---- colour scheme and monochrome ---- */
+
+TEST(scheme_table_gives_every_role_a_readable_entry) {
+    for (int r = 0; r < ROLE_N_; r++) {
+        const vw_scheme *e = vw_scheme_get(r);
+        ASSERT_NOT_NULL(e);
+        if (e->name == NULL)
+            TASK_FAIL_("role %d (%c) has no entry in the scheme table", r, vw_role_letter(r));
+        ASSERT(e->fg >= VW_C_DEFAULT && e->fg <= VW_C_WHITE);
+        ASSERT(e->bg >= VW_C_DEFAULT && e->bg <= VW_C_WHITE);
+        if (e->fg == e->bg && e->fg != VW_C_DEFAULT)
+            TASK_FAIL_("role %s: foreground and background are the same colour", e->name);
+        for (int k = 0; k < r; k++)
+            ASSERT(strcmp(vw_scheme_get(k)->name, e->name) != 0);
+    }
+    ASSERT(vw_scheme_get(ROLE_N_) == NULL);
+    ASSERT(vw_scheme_get(-1) == NULL);
+    /* in colour, the kinds of work are different colours */
+    static const int kinds[] = {ROLE_KERNEL, ROLE_MEMCPY, ROLE_MEMSET, ROLE_API, ROLE_BLOCKED, ROLE_BUBBLE};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        for (size_t j = 0; j < i; j++)
+            ASSERT(vw_scheme_get(kinds[i])->fg != vw_scheme_get(kinds[j])->fg ||
+                   vw_scheme_get(kinds[i])->attr != vw_scheme_get(kinds[j])->attr);
+}
+
+/* Which kind of lane a row is, from its label. */
+static int row_kind(const vw_grid *g, int y) {
+    const char *t = row_text(g, y);
+    if (strncmp(t, "GPU", 3) == 0)
+        return 1;
+    if (strncmp(t, " stream", 7) == 0 || strncmp(t, " sync", 5) == 0)
+        return 2;
+    if (t[0] == 'T')
+        return 3;
+    return 4;
+}
+
+/* In monochrome, within one kind of lane, two cells that mean different things never look the
+ * same: glyph and attributes together tell every role apart. */
+static void assert_mono_distinct(const vw_grid *g, const vw_layout *L) {
+    enum { N = 512 };
+    static uint32_t ch[N];
+    static int attr[N], role[N], kind[N];
+    int n = 0;
+    for (int y = L->lanes.y; y < L->lanes.y + L->lanes.h; y++) {
+        int k = row_kind(g, y);
+        for (int x = L->timeline.x; x < L->timeline.x + L->timeline.w; x++) {
+            const vw_cell *c = &g->cells[y * g->w + x];
+            if (c->ch == ' ')
+                continue;
+            int a = vw_scheme_get(c->role)->mono | c->attr;
+            int seen = 0;
+            for (int i = 0; i < n; i++) {
+                if (kind[i] != k || ch[i] != c->ch || attr[i] != a)
+                    continue;
+                seen = 1;
+                if (role[i] != c->role)
+                    TASK_FAIL_("mono: roles %c and %c both look like U+%04X attr %x on one kind of lane",
+                               vw_role_letter(role[i]), vw_role_letter(c->role), c->ch, a);
+            }
+            if (!seen && n < N) {
+                ch[n] = c->ch, attr[n] = a, role[n] = c->role, kind[n] = k;
+                n++;
+            }
+        }
+    }
+    ASSERT_GT(n, 5);
+}
+
+TEST(mono_screens_tell_every_kind_apart_without_colour) {
+    static const char *const traces[] = {NULL, "sampled_rank-0.json.gz", "alexnet_a100_sync_heavy.json.gz"};
+    for (size_t t = 0; t < 3; t++) {
+        for (int ascii = 0; ascii <= 1; ascii++) {
+            fixture f;
+            fixture_open(&f, traces[t] ? kineto_store(traces[t]) : synth_store(12, 3000));
+            f.v.mono = 1;
+            f.v.ascii = ascii;
+            vw_layout L;
+            render(&f, 200, 60);
+            vw_layout_compute(200, 60, 1, 0, &L);
+            assert_mono_distinct(&f.g, &L);
+            /* zoomed in on a stall, with its call site selected: selection and cursor too */
+            key(&f, 'n');
+            render(&f, 200, 60);
+            assert_mono_distinct(&f.g, &L);
+            key(&f, '+');
+            render(&f, 200, 60);
+            assert_mono_distinct(&f.g, &L);
+            fixture_close(&f);
+        }
+    }
+}
+
+/* ---- the ruler ---- */
+
+typedef struct label {
+    int col;
+    char text[32];
+} label;
+
+/* The ruler's labels: runs of characters other than the line, ticks and the cursor mark. */
+static int ruler_labels(const vw_grid *g, const vw_layout *L, label *out, int max) {
+    int n = 0;
+    for (int x = L->timeline.x; x < g->w;) {
+        uint32_t c = g->cells[L->ruler.y * g->w + x].ch;
+        if (c == 0x2500 || c == 0x2534 || c == 0x25BC || c == ' ') {
+            x++;
+            continue;
+        }
+        label lb = {.col = x};
+        size_t k = 0;
+        while (x < g->w) {
+            c = g->cells[L->ruler.y * g->w + x].ch;
+            if (c == 0x2500 || c == 0x2534 || c == 0x25BC || c == ' ')
+                break;
+            if (k + 4 < sizeof lb.text)
+                k += (size_t)(c < 0x80 ? (lb.text[k] = (char)c, 1) : (lb.text[k] = 'u', 1));
+            x++;
+        }
+        lb.text[k] = '\0';
+        if (n < max)
+            out[n++] = lb;
+    }
+    return n;
+}
+
+TEST(cursor_mark_never_cuts_a_ruler_label) {
+    static const char *const traces[] = {NULL, "alexnet_a100_sync_heavy.json.gz"};
+    for (size_t t = 0; t < 2; t++) {
+        fixture f;
+        fixture_open(&f, traces[t] ? kineto_store(traces[t]) : synth_store(13, 3000));
+        render(&f, 120, 40);
+        vw_layout L;
+        vw_layout_compute(120, 40, 1, 0, &L);
+        /* every label there is: with the cursor at the left edge and at the right edge */
+        label all[64], got[64];
+        int n_all = 0;
+        for (int end = 0; end <= 1; end++) {
+            f.v.cursor = end ? f.v.t1 - 1 : f.v.t0;
+            render(&f, 120, 40);
+            int n = ruler_labels(&f.g, &L, got, 64);
+            for (int i = 0; i < n; i++) {
+                int dup = 0;
+                for (int k = 0; k < n_all; k++)
+                    dup |= all[k].col == got[i].col && strcmp(all[k].text, got[i].text) == 0;
+                if (!dup && n_all < 64)
+                    all[n_all++] = got[i];
+            }
+        }
+        ASSERT_GE(n_all, 4);
+        /* wherever the cursor is, each label shown is one of those, whole, at its place; at most
+         * the one under the cursor is left out */
+        uint64_t colw = (f.v.t1 - f.v.t0) / (uint64_t)L.timeline.w;
+        for (int c = 0; c < L.timeline.w; c++) {
+            f.v.cursor = f.v.t0 + (uint64_t)c * colw;
+            render(&f, 120, 40);
+            ASSERT_EQ(f.g.cells[L.ruler.y * f.g.w + L.timeline.x + c].ch, 0x25BC);
+            int n = ruler_labels(&f.g, &L, got, 64);
+            ASSERT_GE(n, n_all - 1);
+            for (int i = 0; i < n; i++) {
+                int ok = 0;
+                for (int k = 0; k < n_all; k++)
+                    ok |= all[k].col == got[i].col && strcmp(all[k].text, got[i].text) == 0;
+                if (!ok)
+                    TASK_FAIL_("cursor at column %d: ruler label \"%s\" at %d is cut: %s", c, got[i].text, got[i].col,
+                               row_text(&f.g, L.ruler.y));
+            }
+        }
+        fixture_close(&f);
+    }
+}
+
+TEST(ruler_labels_deep_in_a_long_trace_tell_ticks_apart) {
+    fixture f;
+    fixture_open(&f, kineto_store("alexnet_a100_sync_heavy.json.gz"));
+    render(&f, 120, 40);
+    f.v.t0 = f.v.origin + 30000000000ull; /* 30 s in, 500 us wide */
+    f.v.t1 = f.v.t0 + 500000;
+    f.v.follow = 0;
+    render(&f, 120, 40);
+    vw_layout L;
+    vw_layout_compute(120, 40, 1, 0, &L);
+    label got[64];
+    int n = ruler_labels(&f.g, &L, got, 64);
+    ASSERT_GE(n, 3);
+    for (int i = 1; i < n; i++)
+        if (strcmp(got[i].text, got[i - 1].text) == 0)
+            TASK_FAIL_("two ticks read the same: %s", row_text(&f.g, L.ruler.y));
+    fixture_close(&f);
+}
+
+/* ---- n, N and search bring what they find into view ---- */
+
+static uint64_t colw_of(const fixture *f, int w, int h) {
+    vw_layout L;
+    vw_layout_compute(w, h, 1, f->v.detail, &L);
+    return (f->v.t1 - f->v.t0) / (uint64_t)L.timeline.w;
+}
+
+TEST(next_stall_brings_a_narrow_or_distant_stall_into_view) {
+    fixture f;
+    fixture_open(&f, kineto_store("alexnet_a100_sync_heavy.json.gz"));
+    render(&f, 120, 40);
+    /* the whole trace (43 s) is shown: the next stall is 54 us, far narrower than a cell */
+    key(&f, 'n');
+    const an_block *b = NULL;
+    for (size_t i = 0; i < f.an.n_blocks; i++)
+        if (f.an.blocks[i].start == f.v.cursor)
+            b = &f.an.blocks[i];
+    ASSERT_NOT_NULL(b);
+    ASSERT(b->start >= f.v.t0 && b->end <= f.v.t1);
+    uint64_t cw = colw_of(&f, 120, 40);
+    ASSERT_GE(b->end - b->start, 2 * cw); /* a few cells wide */
+    ASSERT_LE(b->end - b->start, 16 * cw);
+    render(&f, 120, 40);
+    /* far away and zoomed all the way in: n and N jump there and zoom out to show it */
+    for (int dir = 0; dir < 2; dir++) {
+        f.v.t0 = dir ? f.v.end - 200 : f.v.origin;
+        f.v.t1 = f.v.t0 + 200;
+        f.v.cursor = f.v.t0;
+        f.v.follow = 0;
+        render(&f, 120, 40);
+        key(&f, dir ? 'N' : 'n');
+        b = NULL;
+        for (size_t i = 0; i < f.an.n_blocks; i++)
+            if (f.an.blocks[i].start == f.v.cursor)
+                b = &f.an.blocks[i];
+        ASSERT_NOT_NULL(b);
+        ASSERT(b->start >= f.v.t0 && b->end <= f.v.t1);
+        ASSERT_GE(b->end - b->start, colw_of(&f, 120, 40));
+        render(&f, 120, 40);
+    }
+    /* a stall already well in view and wide enough: nothing moves, as in less */
+    f.v.t0 = b->start - 10 * (b->end - b->start);
+    f.v.t1 = b->end + 30 * (b->end - b->start);
+    f.v.cursor = f.v.t0;
+    render(&f, 120, 40);
+    uint64_t t0 = f.v.t0, t1 = f.v.t1;
+    key(&f, 'n');
+    ASSERT_UEQ(f.v.cursor, b->start);
+    ASSERT_UEQ(f.v.t0, t0);
+    ASSERT_UEQ(f.v.t1, t1);
+    fixture_close(&f);
+}
+
+TEST(search_brings_a_narrow_match_into_view) {
+    fixture f;
+    fixture_open(&f, synth_store(14, 3000));
+    f.v.t0 = f.v.origin;
+    f.v.t1 = f.v.origin + (f.v.end - f.v.origin) * 4; /* zoomed out: every kernel under a cell */
+    f.v.follow = 0;
+    render(&f, 120, 40);
+    key(&f, '/');
+    for (const char *p = "SGEMM"; *p; p++)
+        key(&f, *p);
+    key(&f, VW_KEY_ENTER);
+    ASSERT(screen_has(&f.g, "") && strstr(f.v.message, "found") != NULL);
+    /* the match: the event the cursor is on, in the cursor row's lane */
+    render(&f, 120, 40);
+    ASSERT(screen_has(&f.g, "ampere_sgemm_128x64_tn"));
+    size_t lane = SIZE_MAX;
+    for (size_t l = 0; l < st_lane_count(f.s); l++) {
+        size_t n;
+        const st_event *e = st_lane_events(f.s, l, &n);
+        for (size_t i = 0; i < n; i++)
+            if (e[i].start == f.v.cursor && strstr(st_str(f.s, e[i].name), "sgemm")) {
+                lane = l;
+                ASSERT(e[i].start >= f.v.t0 && e[i].end <= f.v.t1);
+                ASSERT_GE(e[i].end - e[i].start, colw_of(&f, 120, 40));
+            }
+    }
+    ASSERT(lane != SIZE_MAX);
+    fixture_close(&f);
+}
+
+/* ---- header figures: replay's now, the visible window ---- */
+
+static const vw_gpu_fig *fig0(const vw_state *v) {
+    ASSERT(v->figs_ready);
+    ASSERT_GE(v->n_figs, 1);
+    return &v->figs[0];
+}
+
+static void expect_figs_match_analysis(fixture *f, uint64_t a, uint64_t b) {
+    an_opts o = {.t0 = a, .t1 = b};
+    an_result r;
+    tp_err err = {{0}};
+    ASSERT_OK(an_analyze(f->s, &o, &r, &err));
+    ASSERT_GE(r.n_devices, 1);
+    const vw_gpu_fig *g = fig0(&f->v);
+    ASSERT_UEQ(g->span_ns, b - a);
+    ASSERT_UEQ(g->busy_ns, r.devices[0].busy_ns);
+    ASSERT_UEQ(g->idle_ns, r.devices[0].idle_ns);
+    ASSERT_UEQ(g->blocked_ns, r.devices[0].blocked_ns);
+    an_result_free(&r);
+}
+
+TEST(gpu_figures_follow_replay_now_and_the_window) {
+    fixture f;
+    fixture_open(&f, synth_store(15, 6000));
+    render(&f, 160, 40);
+    char whole[512], half[512];
+    snprintf(whole, sizeof whole, "%s", row_text(&f.g, 1));
+    /* replay playing, now at 40%: the figures are those of the trace up to now */
+    uint64_t span = f.v.end - f.v.origin;
+    f.v.now = f.v.origin + span * 2 / 5;
+    vw_sites_update(&f.v);
+    ASSERT_EQ(vw_figs_update(&f.v, f.s, 0), 1);
+    expect_figs_match_analysis(&f, f.v.origin, f.v.now);
+    uint64_t blocked_40 = fig0(&f.v)->blocked_ns;
+    render(&f, 160, 40);
+    snprintf(half, sizeof half, "%s", row_text(&f.g, 1));
+    ASSERT(strcmp(whole, half) != 0);
+    char want[64], d[32];
+    vw_fmt_dur(d, sizeof d, blocked_40, 0);
+    snprintf(want, sizeof want, "host blocked %s", d);
+    ASSERT_STR_CONTAINS(half, want);
+    /* now moves on: a little work at a time (as the viewer does between frames) gives the same */
+    f.v.now = f.v.origin + span * 3 / 4;
+    int steps = 0;
+    while (vw_figs_update(&f.v, f.s, 50) == 0)
+        steps++;
+    ASSERT_GT(steps, 3);
+    expect_figs_match_analysis(&f, f.v.origin, f.v.now);
+    ASSERT_GT(fig0(&f.v)->blocked_ns, blocked_40);
+    /* w: what the window shows, wherever it is */
+    f.v.now = UINT64_MAX;
+    key(&f, 'w');
+    ASSERT_EQ(f.v.scope_window, 1);
+    for (int i = 1; i <= 3; i++) {
+        f.v.t0 = f.v.origin + span * (uint64_t)i / 5;
+        f.v.t1 = f.v.t0 + span / 7;
+        f.v.follow = 0;
+        ASSERT_EQ(vw_figs_update(&f.v, f.s, 0), 1);
+        expect_figs_match_analysis(&f, f.v.t0, f.v.t1);
+        render(&f, 160, 40);
+        ASSERT_STR_CONTAINS(row_text(&f.g, 1), "in view");
+    }
+    key(&f, 'w');
+    render(&f, 160, 40);
+    ASSERT_STR_EQ(row_text(&f.g, 1), whole);
+    fixture_close(&f);
+}
+
+TEST(stream_bubbles_are_drawn_on_their_own_lanes) {
+    fixture f;
+    fixture_open(&f, kineto_store("sampled_rank-0.json.gz"));
+    /* a stream-level bubble while the GPU as a whole was busy: only the stream's lane shows it */
+    const an_bubble *sb = NULL;
+    for (size_t i = 0; i < f.an.n_bubbles && sb == NULL; i++) {
+        const an_bubble *x = &f.an.bubbles[i];
+        if (x->lane == SIZE_MAX || x->end - x->start < 200000)
+            continue;
+        int in_device = 0;
+        for (size_t k = 0; k < f.an.n_bubbles; k++) {
+            const an_bubble *y = &f.an.bubbles[k];
+            in_device |= y->lane == SIZE_MAX && y->start < x->end && x->start < y->end;
+        }
+        if (!in_device)
+            sb = x;
+    }
+    ASSERT_NOT_NULL(sb);
+    uint64_t d = sb->end - sb->start;
+    f.v.t0 = sb->start - d / 4;
+    f.v.t1 = sb->end + d / 4;
+    f.v.follow = 0;
+    f.v.cursor = f.v.t0;
+    f.v.cursor_row = 0;
+    render(&f, 200, 60);
+    vw_layout L;
+    vw_layout_compute(200, 60, 1, 0, &L);
+    char want[32];
+    snprintf(want, sizeof want, " stream %u", st_lane_get(f.s, sb->lane)->id);
+    int y = -1;
+    for (int r = L.lanes.y; r < L.lanes.y + L.lanes.h; r++)
+        if (strncmp(row_text(&f.g, r), want, strlen(want)) == 0 && row_text(&f.g, r)[strlen(want)] == ' ')
+            y = r;
+    ASSERT(y >= 0);
+    int bubbles = 0, device_bubbles = 0;
+    for (int x = L.timeline.x + L.timeline.w * 3 / 10; x < L.timeline.x + L.timeline.w * 7 / 10; x++) {
+        bubbles += f.g.cells[y * f.g.w + x].role == ROLE_BUBBLE;
+        device_bubbles += f.g.cells[L.lanes.y * f.g.w + x].role == ROLE_BUBBLE;
+    }
+    ASSERT_GT(bubbles, L.timeline.w / 3);
+    ASSERT_EQ(device_bubbles, 0);
+    fixture_close(&f);
+}
+
+/* ---- wide characters ---- */
+
+TEST(wide_characters_in_names_take_two_cells) {
+    if (setlocale(LC_CTYPE, "C.UTF-8") == NULL)
+        fprintf(stderr, "no C.UTF-8 locale: the view's own width table is used\n");
+    ASSERT_EQ(vw_char_width(0x8BAD), 2);  /* 训 */
+    ASSERT_EQ(vw_char_width(0x1F680), 2); /* rocket */
+    ASSERT_EQ(vw_char_width('a'), 1);
+    ASSERT_EQ(vw_char_width(0xE9), 1);
+    ASSERT_EQ(vw_char_width(0x301), 0); /* combining acute */
+    st_store *s = st_store_new(NULL);
+    tp_enc_opts eo = {.producer = 5};
+    tp_enc *enc = tp_enc_new(&eo);
+    uint32_t tname = tp_enc_intern_cstr(enc, "\xe8\xae\xad\xe7\xbb\x83\xf0\x9f\x9a\x80x"); /* 训练🚀x */
+    uint32_t kname = tp_enc_intern_cstr(enc, "\xe5\x8d\xb7\xe7\xa7\xaf\xe6\xa0\xb8\xe5\xbf\x83_conv"); /* 卷积核心_conv */
+    uint32_t cmd = tp_enc_intern_cstr(enc, "python \xe8\xae\xad\xe7\xbb\x83.py");
+    tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = 1, .cmdline = cmd, .rank = -1, .world = -1};
+    tp_enc_add(enc, &p);
+    tp_thread th = {.kind = TP_K_THREAD, .device = TP_NO_DEVICE, .tid = 9, .name = tname, .pid = 1};
+    tp_enc_add(enc, &th);
+    for (int i = 0; i < 50; i++) {
+        tp_kernel k = {.kind = TP_K_KERNEL, .device = 0, .stream = 3, .start = 1000000 + (uint64_t)i * 10000,
+                       .end = 1000000 + (uint64_t)i * 10000 + 9000, .name = kname, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+        tp_enc_add(enc, &k);
+        tp_api a = {.kind = TP_K_API, .device = 0, .tid = 9, .start = k.start, .end = k.start + 3000, .name = kname};
+        tp_enc_add(enc, &a);
+    }
+    add_enc(s, enc);
+    tp_enc_destroy(&enc);
+    st_store_commit(s);
+    fixture f;
+    fixture_open(&f, s);
+    f.v.cursor_row = 1; /* the stream: the detail line names its kernel */
+    f.v.cursor = 1000000 + 4000;
+    for (int w = 80; w <= 200; w += 13) {
+        render(&f, w, 30);
+        assert_cells_safe(&f.g, 0);
+        ASSERT(screen_has(&f.g, "python \xe8\xae\xad\xe7\xbb\x83.py"));
+        ASSERT(screen_has(&f.g, "\xe5\x8d\xb7\xe7\xa7\xaf\xe6\xa0\xb8\xe5\xbf\x83_conv"));
+        ASSERT(!screen_has(&f.g, "??"));
+        /* every row is exactly w columns wide on a terminal, and each wide character is followed
+         * by its second half */
+        for (int y = 0; y < 30; y++) {
+            int cols = 0;
+            for (int x = 0; x < w; x++) {
+                uint32_t c = f.g.cells[y * w + x].ch;
+                if (c == VW_CH_WIDE) {
+                    ASSERT(x > 0 && vw_char_width(f.g.cells[y * w + x - 1].ch) == 2);
+                    continue;
+                }
+                int cw = vw_char_width(c);
+                if (cw == 2)
+                    ASSERT(x + 1 < w && f.g.cells[y * w + x + 1].ch == VW_CH_WIDE);
+                cols += cw;
+            }
+            ASSERT_EQ(cols, w);
+        }
+    }
+    /* the thread's lane label: the name fits its 12 columns whole, or ends in an ellipsis */
+    render(&f, 80, 30);
+    ASSERT(screen_has(&f.g, "T9 \xe8\xae\xad\xe7\xbb\x83\xf0\x9f\x9a\x80x"));
+    /* the help box drawn over wide characters leaves no half of one behind */
+    key(&f, '?');
+    render(&f, 80, 30);
+    for (int i = 0; i < 80 * 30; i++)
+        if (f.g.cells[i].ch == VW_CH_WIDE)
+            ASSERT(i % 80 > 0 && vw_char_width(f.g.cells[i - 1].ch) == 2);
     fixture_close(&f);
 }

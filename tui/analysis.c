@@ -743,10 +743,19 @@ static int call_findings(an_ctx *c) {
     return 0;
 }
 
+/* Findings by rule; the call rules and gaps worst first, low-utilisation windows per GPU in time
+ * order (a timeline reads them left to right; the report names the worst apart). */
 static int finding_cmp(const void *a, const void *b) {
     const an_finding *x = a, *y = b;
     if (x->rule != y->rule)
         return x->rule < y->rule ? -1 : 1;
+    if (x->rule == AN_RULE_LOW_UTIL) {
+        if (x->producer != y->producer)
+            return x->producer < y->producer ? -1 : 1;
+        if (x->device != y->device)
+            return x->device < y->device ? -1 : 1;
+        return x->start < y->start ? -1 : x->start > y->start;
+    }
     if (x->total_ns != y->total_ns)
         return x->total_ns > y->total_ns ? -1 : 1;
     return x->start < y->start ? -1 : x->start > y->start;

@@ -124,7 +124,8 @@ typedef struct an_result {
     size_t n_bubbles;
     an_site *sites;     /* sorted by total_ns, largest first */
     size_t n_sites;
-    an_finding *findings;
+    an_finding *findings; /* by rule: calls and gaps worst first; low-util windows per device in
+                             time order, each a run of adjacent low chunks merged into one */
     size_t n_findings;
     an_device *devices;
     size_t n_devices;

@@ -2,6 +2,7 @@
  * `synctop attach [PID|ENDPOINT...]`: the live viewer on running traced processes. With no
  * argument it attaches to every live traced process of this user (the ipc sockets in the private
  * endpoint directory, skipping those left by dead processes) and to those that start later.
+ * With --record FILE everything received is also written to a trace file.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,12 +16,15 @@
 
 static void attach_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop attach [PID|ENDPOINT...] [--server-key KEY] [--window-events N] [--ascii] [--mono]\n\n"
+            "usage: synctop attach [PID|ENDPOINT...] [--server-key KEY] [--window-events N]\n"
+            "                      [--record FILE [--force]] [--ascii] [--mono]\n\n"
             "Shows running traced processes live in the interactive timeline.\n\n"
             "  PID, ENDPOINT      a traced process's pid, HOST:PORT, tcp://..., ipc://...; none: every\n"
             "                     live traced process of this user, and those that start later\n"
             "  --server-key KEY   the publishers' CURVE public key (a .pub/.key file or the key)\n"
             "  --window-events N  events kept in memory; older ones are dropped (default 4194304)\n"
+            "  --record FILE      also write everything received to a trace file (nothing is lost\n"
+            "                     when the window drops old events); --force replaces FILE\n"
             "  --ascii, --mono    ASCII glyphs, no colours\n");
 }
 
@@ -48,6 +52,10 @@ static int cmd_attach(int argc, char **argv) {
                 return EXIT_USAGE;
             }
             o.window_events = (size_t)v;
+        } else if (strcmp(a, "--record") == 0 && i + 1 < argc) {
+            o.record = argv[++i];
+        } else if (strcmp(a, "--force") == 0) {
+            o.record_overwrite = 1;
         } else if (strcmp(a, "--ascii") == 0) {
             o.ascii = 1;
         } else if (strcmp(a, "--mono") == 0) {

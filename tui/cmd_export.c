@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "analysis.h"
+#include "kineto.h"
 #include "report.h"
 #include "store.h"
 #include "synctop/sanitize.h"
@@ -102,6 +103,12 @@ static void progress(exp_ctx *x) {
 
 /* The pid of a GPU in the output: the device number for the first producer (Kineto's convention,
  * which the importer reads back), offset per further producer. */
+/* The stream number of device-wide syncs: -1, or 4294967295 when the imported trace wrote that
+ * (kineto.h), so that a re-import (and HTA) reads them as the original did. */
+static int64_t wide_tid(const st_lane_info *li) {
+    return (li->priority & KINETO_WIDE_U32) ? (int64_t)TP_NO_ID : -1;
+}
+
 static int64_t gpu_pid(uint32_t producer, uint16_t device) {
     return (int64_t)producer * 1000 + (device == TP_NO_DEVICE ? 999 : device);
 }
@@ -145,7 +152,7 @@ static int export_chrome(FILE *out, const st_store *s, const an_result *r, int f
             else
                 snprintf(name, sizeof name, "stream %u%s", li->id, li->null_stream ? " (default)" : "");
             fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":\"%s\"}}",
-                    gpu_pid(li->producer, li->device), li->id == TP_NO_ID ? (int64_t)-1 : (int64_t)li->id, name);
+                    gpu_pid(li->producer, li->device), li->id == TP_NO_ID ? wide_tid(li) : (int64_t)li->id, name);
         } else if (li->kind == ST_LANE_THREAD && *st_str(s, li->name)) {
             row_begin(&x);
             fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", pi->pid, li->id);
@@ -162,7 +169,7 @@ static int export_chrome(FILE *out, const st_store *s, const an_result *r, int f
         int64_t pid = li->kind == ST_LANE_STREAM || (li->kind == ST_LANE_NVTX && li->device != TP_NO_DEVICE)
                           ? gpu_pid(li->producer, li->device)
                           : (int64_t)pi->pid;
-        int64_t tid = li->id == TP_NO_ID ? -1 : (int64_t)li->id;
+        int64_t tid = li->id == TP_NO_ID ? wide_tid(li) : (int64_t)li->id;
         for (size_t i = 0; i < n; i++) {
             const st_event *e = &ev[i];
             progress(&x);
@@ -205,7 +212,8 @@ static int export_chrome(FILE *out, const st_store *s, const an_result *r, int f
                 fprintf(out, ",\"args\":{\"correlation\":%u,\"cbid\":%u", e->corr, e->aux);
                 char where[512] = "";
                 if (e->flags & TP_F_BLOCKING) {
-                    rp_site_text(s, e->value, e->name, where, sizeof where);
+                    if (*rp_site_text(s, e->value, e->name, where, sizeof where) == '\0')
+                        snprintf(where, sizeof where, "(not taken)");
                     fputs(",\"blocking\":true,\"call site\":", out);
                     jstr(out, where);
                 }

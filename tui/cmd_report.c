@@ -6,6 +6,7 @@
  * threshold on stderr, so that a CI job can catch a synchronization regression.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,35 +30,59 @@ static void report_on_signal(int sig) { report_stop = sig; }
 
 static void report_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop report SOURCE... [--format text|json|markdown] [--hta] [--fail-if EXPR]...\n"
-            "                      [--top N] [--gap-us N] [-o FILE] [--server-key KEY]\n\n"
-            "Analyses where the host waited for the GPU and what it cost: the top stalls by call\n"
-            "site (with their Python and native frames), GPU utilisation and idle time by cause,\n"
-            "and the checks of Nsight Systems' expert rules (cuda_api_sync, cuda_memcpy_sync,\n"
-            "cuda_memcpy_async, cuda_memset_sync, gpu_gaps, gpu_time_util).\n\n"
-            "  SOURCE             a synctop trace file, a Kineto (PyTorch profiler) .json[.gz] trace\n"
-            "                     (several: one per rank), or a live publisher (PID, HOST:PORT,\n"
-            "                     tcp://..., ipc://...) recorded until its program ends or Ctrl-C\n"
+            "usage: synctop report SOURCE... [--format text|json|markdown] [--hta]\n"
+            "                      [--fail-if EXPR]... [--top N] [--gap-us N] [-o FILE]\n"
+            "                      [--server-key KEY]\n"
+            "\n"
+            "Analyses where the host waited for the GPU and what it cost: the top stalls by\n"
+            "call site (with their Python and native frames), GPU utilisation and idle time\n"
+            "by cause, and the checks of Nsight Systems' expert rules (cuda_api_sync,\n"
+            "cuda_memcpy_sync, cuda_memcpy_async, cuda_memset_sync, gpu_gaps,\n"
+            "gpu_time_util).\n"
+            "\n"
+            "  SOURCE             a synctop trace file, a Kineto (PyTorch profiler)\n"
+            "                     .json[.gz] trace (several: one per rank), or a live\n"
+            "                     publisher (PID, HOST:PORT, tcp://..., ipc://...) recorded\n"
+            "                     until its program ends or Ctrl-C\n"
             "  --format F         text (default), json, markdown\n"
             "  --hta              Holistic Trace Analysis' idle time breakdown (host_wait,\n"
-            "                     kernel_wait, other per stream) and temporal breakdown, computed to\n"
-            "                     HTA's definitions (times in us), instead of the report\n"
-            "  --hta-wide-sync-as-stream  count device-wide cuda_sync rows as HTA does for stream\n"
-            "                     4294967295 (older Kineto) rather than -1 (newer)\n"
-            "  --fail-if EXPR     exit with status 1 when EXPR holds, e.g. 'blocked>5%%', 'idle>40%%',\n"
-            "                     'stalls>100', 'sync-api>0', 'site:train.py:42>10ms',\n"
-            "                     'api:cudaStreamSynchronize>50ms' (repeatable; see below)\n"
+            "                     kernel_wait, other per stream) and temporal breakdown,\n"
+            "                     computed to HTA's definitions (times in us), instead of\n"
+            "                     the report\n"
+            "  --hta-wide-sync-as-stream, --hta-wide-sync-as-host\n"
+            "                     read device-wide cuda_sync rows as HTA reads stream\n"
+            "                     4294967295 (a GPU stream) or -1 (host rows), whatever the\n"
+            "                     trace wrote (default: as the trace wrote them)\n"
+            "  --fail-if EXPR     exit with status 1 when EXPR holds, e.g. 'blocked>5%%',\n"
+            "                     'idle>40%%', 'stalls>100', 'sync-api>0',\n"
+            "                     'site:train.py:42>10ms', 'api:cudaStreamSynchronize>50ms'\n"
+            "                     (repeatable; see below)\n"
             "  --top N            call sites listed (default 15)\n"
-            "  --gap-us N         GPU bubbles shorter than N us are not reported (default 20)\n"
+            "  --gap-us N         GPU bubbles shorter than N us are not reported (default\n"
+            "                     20)\n"
             "  --gpu-gap-ms N     the gpu_gaps rule's threshold (default 500)\n"
             "  -o FILE            write the report to FILE instead of standard output\n"
-            "  --server-key KEY   the publishers' CURVE public key, for a live source\n\n"
-            "--fail-if metrics: blocked (host time blocked in CUDA calls; %% of wall time or a time\n"
-            "such as 2s), idle (GPU idle of the idlest GPU; %% or time), stalls (blocking calls),\n"
-            "bubbles (GPU idle bubbles), findings, a rule (sync-api, sync-memcpy, pageable-memcpy,\n"
-            "sync-memset, gpu-gaps, low-util: its instances), site:TEXT (blocked time at call sites\n"
-            "whose description holds TEXT), api:NAME. Operators: > >= < <= ==.\n"
-            "Exit status: 0, 1 when a threshold was crossed or the source could not be read, 2 usage.\n");
+            "  --server-key KEY   the publishers' CURVE public key, for a live source\n"
+            "\n"
+            "--fail-if metrics: blocked (host time blocked in CUDA calls; %% of wall time or\n"
+            "a time such as 2s), idle (GPU idle of the idlest GPU; %% or a time), stalls\n"
+            "(blocking calls), bubbles (GPU idle bubbles), findings, a rule (sync-api,\n"
+            "sync-memcpy, pageable-memcpy, sync-memset: its calls; gpu-gaps: its gaps;\n"
+            "low-util: its windows), site:TEXT (blocked time at call sites whose description\n"
+            "holds TEXT), api:NAME (blocked time in that API). Operators: > >= < <= ==.\n"
+            "Times take ns, us, ms or s; shares take %%. Each threshold prints one line on\n"
+            "stderr, FAIL or ok, with the measured value and the threshold, both with their\n"
+            "unit.\n"
+            "\n"
+            "Example, a CI step that fails when a training step starts waiting for the GPU:\n"
+            "  python train.py --profile-steps 20     # writes trace.json.gz (torch.profiler)\n"
+            "  synctop report trace.json.gz --format markdown -o sync-report.md \\\n"
+            "      --fail-if 'blocked>5%%' --fail-if 'pageable-memcpy>0' \\\n"
+            "      --fail-if 'api:cudaStreamSynchronize>50ms'\n"
+            "  # stderr: synctop report: FAIL blocked>5%%: host blocked 15.23%% of wall time\n"
+            "  #   (6612.315 ms of 43425.365 ms); threshold > 5%%\n\n"
+            "Exit status: 0; 1 when a threshold was crossed or the source could not be read;\n"
+            "2 on bad usage.\n");
 }
 
 static void report_warn(void *ctx, const char *msg) {
@@ -84,7 +109,19 @@ static int looks_live(const char *spec) {
     return colon != NULL && colon[1] >= '0' && colon[1] <= '9' && strchr(spec, '/') == NULL;
 }
 
-/* Records live sources into the store until every producer has finished or a signal comes. */
+/* Whether every live source is an ipc endpoint on which nobody listens any more: the programs
+ * went away without their last batch (killed, crashed). tcp publishers cannot be told apart from
+ * a quiet network, so with any tcp source this is never true. */
+static int live_sources_gone(char eps[][512], int n) {
+    for (int i = 0; i < n; i++)
+        if (strncmp(eps[i], "ipc://", 6) != 0 || tp_endpoint_is_live(eps[i]) != 0)
+            return 0;
+    return n > 0;
+}
+
+/* Records live sources into the store until every producer has finished (its TP_BF_END batch), the
+ * ipc publishers went away, or SIGINT/SIGTERM; then says on stderr what was recorded and why it
+ * stopped, so that a report cut short is never mistaken for a whole run. */
 static int record_live(st_store *s, char **specs, int n, const char *server_key) {
     tp_err err = {{0}};
     char key[TP_KEY_Z85_LEN + 1];
@@ -94,9 +131,9 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key)
     tp_sub *sub = tp_sub_new(&so, &err);
     if (sub == NULL)
         return verb_error("report", "cannot subscribe: %s", err.msg);
+    static char eps[REPORT_MAX_SOURCES][512];
     for (int i = 0; i < n; i++) {
-        char ep[512];
-        if (tp_endpoint_resolve(specs[i], ep, sizeof ep, &err) < 0 || tp_sub_connect(sub, ep, &err) < 0) {
+        if (tp_endpoint_resolve(specs[i], eps[i], sizeof eps[i], &err) < 0 || tp_sub_connect(sub, eps[i], &err) < 0) {
             tp_sub_destroy(&sub);
             return verb_error("report", "%s: %s", specs[i], err.msg);
         }
@@ -114,11 +151,20 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key)
     uint64_t ids[256];
     int ended[256];
     size_t n_ids = 0, n_ended = 0;
+    uint64_t batches = 0, quiet_ms = 0;
+    const char *why = "interrupted";
     while (!report_stop) {
         tp_sub_msg m;
         int r = tp_sub_recv(sub, &m, 250, &err);
-        if (r == 0)
+        if (r == 0) {
+            /* Quiet for a second with every publisher gone: nothing more can come. */
+            quiet_ms += 250;
+            if (batches > 0 && quiet_ms >= 1000 && quiet_ms % 1000 == 0 && live_sources_gone(eps, n)) {
+                why = "the program went away without its last batch";
+                break;
+            }
             continue;
+        }
         if (r == TP_EMALFORMED)
             continue;
         if (r < 0) {
@@ -127,6 +173,8 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key)
             status = verb_error("report", "cannot receive: %s", err.msg);
             break;
         }
+        quiet_ms = 0;
+        batches++;
         if (st_store_add_batch(s, m.data, m.len, &err) != 0)
             report_warn(NULL, err.msg);
         size_t k = 0;
@@ -136,16 +184,36 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key)
             ids[n_ids] = m.hdr.producer;
             ended[n_ids++] = 0;
         }
+        if (k < n_ids && m.new_producer && ended[k]) {
+            ended[k] = 0; /* the same producer started over */
+            n_ended--;
+        }
         if (k < n_ids && (m.hdr.flags & TP_BF_END) && !(m.hdr.flags & TP_BF_SYNTHETIC) && !ended[k]) {
             ended[k] = 1;
             n_ended++;
         }
-        if (n_ids > 0 && n_ended == n_ids)
+        if (n_ids > 0 && n_ended == n_ids) {
+            why = "every program finished";
             break;
+        }
     }
+    if (report_stop)
+        why = report_stop == SIGINT ? "interrupted (SIGINT)" : "interrupted (SIGTERM)";
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     tp_sub_destroy(&sub);
+    if (status == 0) {
+        uint64_t missed = 0;
+        st_store_commit(s);
+        for (size_t i = 0; i < st_producer_count(s); i++)
+            missed += st_producer_get(s, i)->missed;
+        fprintf(stderr, "synctop report: recorded %zu events in %" PRIu64 " batches from %zu producer%s",
+                st_store_events(s), batches, n_ids, n_ids == 1 ? "" : "s");
+        if (missed)
+            fprintf(stderr, " (%" PRIu64 " batches lost on the way: counts are low)", missed);
+        fprintf(stderr, "; stopped: %s%s\n", why,
+                report_stop && n_ended < n_ids ? ", before every program ended" : "");
+    }
     return status;
 }
 
@@ -178,7 +246,9 @@ static int cmd_report(int argc, char **argv) {
         } else if (strcmp(a, "--hta") == 0) {
             hta = 1;
         } else if (strcmp(a, "--hta-wide-sync-as-stream") == 0) {
-            ho.wide_sync_as_stream = 1;
+            ho.wide_sync = HTA_WIDE_STREAM;
+        } else if (strcmp(a, "--hta-wide-sync-as-host") == 0) {
+            ho.wide_sync = HTA_WIDE_HOST;
         } else if (strcmp(a, "--fail-if") == 0 && val) {
             if (n_checks == REPORT_MAX_CHECKS)
                 return verb_error("report", "too many --fail-if"), EXIT_USAGE;

@@ -14,18 +14,35 @@
  *     get_temporal_breakdown / _get_idle_time_for_kernels: union of every GPU row; compute time is
  *     the union of the COMPUTATION rows (hta/utils/utils.py get_kernel_type).
  *
- * What the store cannot tell, and what is done instead:
- *   - a device-wide cuda_sync row was stream -1 (a host row for HTA) or 4294967295 (a GPU stream):
- *     hta_opts.wide_sync_as_stream picks;
- *   - HTA rounds when any ts in the file is a float, including rows synctop does not import
- *     (cpu_op); here: when any imported event's ts has a fraction of a microsecond;
- *   - a GPU row without a host call gets HTA's index 0 (the file's first row) as its launch; here it
- *     has none (no real trace among the samples has such a row);
- *   - baseTimeNanoseconds: HTA ignores it, the importer adds it; only the rounding could differ;
- *   - ties in ts on one stream: HTA's sort is not stable; here store order (start, then end).
+ * Where HTA reads something the store does not keep, what is done (none of the five sample traces
+ * reaches the cases marked "differs"; tests/hta_expected.py follows HTA, not this file):
+ *   - device-wide cuda_sync rows: HTA reads stream -1 as host rows and 4294967295 as a GPU stream of
+ *     its own. The importer notes the spelling in the pseudo-stream's priority (kineto.h), so the
+ *     reading follows the trace; hta_opts.wide_sync overrides it (and decides for live traces,
+ *     where no spelling exists: host rows). A trace using both spellings is read as 4294967295.
+ *   - the rank: distributedInfo.rank, else 0 as HTA (the store says -1: unknown).
+ *   - float timestamps: HTA rounds when its ts column is float64, i.e. when any row of the file
+ *     has a float ts or none at all, rows synctop does not import (cpu_op) included. Here: when an
+ *     imported event's ts has a fraction of a microsecond. Differs for a file whose float ts are
+ *     all whole microseconds while some durations are not (HTA rounds the ends down, this does
+ *     not); the importer would have to note the JSON number type to tell.
+ *   - baseTimeNanoseconds: HTA rounds the relative ts, in double precision; the importer adds the
+ *     base, so the rounding here is of the absolute time. The same when the base is a whole
+ *     microsecond and the relative ts is exact in a double; differs by at most 1 us per row
+ *     otherwise (the store does not keep the base).
+ *   - a GPU row without a host call: HTA links it to row index 0 (min(correlation, 0)), the file's
+ *     first row, whose ts is then its "launch"; here it has none, so it is never host_wait. The
+ *     same unless the file's first row (with a dur and a cat) starts after the previous operation
+ *     on that stream ended, which a profiler's first row does not.
+ *   - ts ties on one stream: HTA's sort_values is not stable, so its own result depends on the
+ *     order pandas leaves; here store order (start, then end: the shorter first). Equal rows
+ *     give the same figures either way; hta_expected.py lists the streams where a tie with
+ *     different durations makes the order matter.
  * tests/hta_expected.py recomputes the same from the JSON, independently.
  */
 #include "hta.h"
+
+#include "kineto.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,15 +209,23 @@ static int64_t union_time(hrow *r, size_t n, int compute_only, int64_t *first, i
     return busy;
 }
 
+/* HTA's stream number of a lane. Device-wide syncs are -1 (host rows, left out of the breakdown)
+ * or 4294967295 (a GPU stream of their own) as the trace spelled them: the importer notes the
+ * spelling in the lane's priority (kineto.h); a trace that used both is read as 4294967295, since
+ * the store holds them in one lane. */
 static int64_t stream_of(const st_lane_info *li, const hta_opts *o) {
-    if (li->id == TP_NO_ID)
-        return o->wide_sync_as_stream ? (int64_t)TP_NO_ID : -1;
-    return (int64_t)li->id;
+    if (li->id != TP_NO_ID)
+        return (int64_t)li->id;
+    int as_stream = o->wide_sync == HTA_WIDE_STREAM ||
+                    (o->wide_sync == HTA_WIDE_AUTO && (li->priority & KINETO_WIDE_U32) != 0);
+    return as_stream ? (int64_t)TP_NO_ID : -1;
 }
 
 static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, const hta_opts *o,
                             hta_result *out, size_t *streams_cap, size_t *ranks_cap) {
     const st_producer_info *pi = st_producer_get(s, p);
+    /* HTA's rank: distributedInfo.rank, 0 when the trace has none (trace_parser.py). */
+    int32_t rank = pi->rank >= 0 ? pi->rank : 0;
     hrow *rows = NULL;
     hcpu *cpu = NULL;
     size_t n_rows = 0, rows_cap = 0, n_cpu = 0, cpu_cap = 0;
@@ -312,7 +337,7 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
         hta_stream *st = &out->streams[out->n_streams++];
         memset(st, 0, sizeof *st);
         st->producer = p;
-        st->rank = pi->rank;
+        st->rank = rank;
         st->stream = rows[i].stream;
         st->ops = j - i;
         st->present[HTA_OTHER] = 1; /* the first row: no interval, category other */
@@ -331,7 +356,7 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
 
     /* Temporal breakdown: the union of every GPU row, and of the compute rows. */
     {
-        hta_rank rk = {.producer = p, .rank = pi->rank, .filtered = filtered, .rounded = rounded};
+        hta_rank rk = {.producer = p, .rank = rank, .filtered = filtered, .rounded = rounded};
         if (n_rows > 0) {
             sort_n(rows, n_rows, sizeof *rows, row_ts_cmp);
             int64_t first = 0, last = 0;

@@ -17,6 +17,8 @@
 #include "store.h"
 #include "synctop/error.h"
 
+enum hta_wide { HTA_WIDE_AUTO = 0, HTA_WIDE_HOST = 1, HTA_WIDE_STREAM = 2 };
+
 enum hta_idle { HTA_HOST_WAIT = 0, HTA_KERNEL_WAIT = 1, HTA_OTHER = 2, HTA_IDLE_N_ };
 const char *hta_idle_name(int category); /* "host_wait", "kernel_wait", "other" */
 
@@ -24,7 +26,7 @@ const char *hta_idle_name(int category); /* "host_wait", "kernel_wait", "other" 
  * operation fell into it, as in HTA's grouped result). */
 typedef struct hta_stream {
     uint32_t producer;
-    int32_t rank;
+    int32_t rank;                  /* distributedInfo.rank; 0 when the trace has none, as HTA */
     int64_t stream;                /* HTA's stream number (4294967295 for device-wide syncs, see opts) */
     uint64_t ops;                  /* operations HTA considers on it (after step filtering) */
     int64_t idle_ns[HTA_IDLE_N_];  /* may be negative: HTA sums overlaps as negative intervals */
@@ -34,7 +36,7 @@ typedef struct hta_stream {
 /* get_temporal_breakdown for one rank. */
 typedef struct hta_rank {
     uint32_t producer;
-    int32_t rank;
+    int32_t rank;                  /* distributedInfo.rank; 0 when the trace has none, as HTA */
     int filtered;  /* ProfilerStep filtering applied (two or more step names in the store) */
     int rounded;   /* float timestamps: ts rounded up, ends down, to whole microseconds */
     int has_gpu;   /* some GPU operation survived: the numbers below mean something */
@@ -43,8 +45,9 @@ typedef struct hta_rank {
 
 typedef struct hta_opts {
     uint64_t delay_ns;       /* consecutive_kernel_delay; 0: 30 us (HTA's default) */
-    int wide_sync_as_stream; /* device-wide cuda_sync rows: 0 (default) as HTA treats stream -1
-                                (host rows); 1 as HTA treats stream 4294967295 (a GPU stream) */
+    int wide_sync;           /* device-wide cuda_sync rows: HTA_WIDE_AUTO (0) as the trace spelled
+                                them (kineto.h), HTA_WIDE_HOST as stream -1 (host rows for HTA),
+                                HTA_WIDE_STREAM as stream 4294967295 (a GPU stream for HTA) */
     int include_last_step;   /* HTA's include_last_profiler_step */
 } hta_opts;
 

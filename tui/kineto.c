@@ -556,6 +556,7 @@ typedef struct kimp {
     kmap tnames;  /* pid << 32 | tid -> offset << 16 | len in tnames_text */
     kbuf tnames_text;
     uint8_t dev_used[(TP_NO_DEVICE + 1) / 8];
+    uint8_t wide[TP_NO_DEVICE]; /* per device: KINETO_WIDE_* spellings of its device-wide syncs */
 } kimp;
 
 static int kbuf_set(kbuf *b, const void *s, size_t len, size_t keep) {
@@ -923,6 +924,8 @@ static int event_gpu(kimp *k) {
         why = gpu_where(e, e->cat == CAT_SYNC || e->cat == CAT_GPU_ANNOT, &dev, &stream);
     if (why)
         return invalid(k, why);
+    if (stream == TP_NO_ID && e->cat == CAT_SYNC) /* which spelling: HTA reads them differently */
+        k->wide[dev] |= ((e->have & H_STREAM) ? e->stream : e->tid) == -1 ? KINETO_WIDE_NEG : KINETO_WIDE_U32;
     tp_record *r = rec_new(k);
     if (r == NULL)
         return 0;
@@ -1729,6 +1732,19 @@ static int emit_all(kimp *k, kineto_emit_fn emit, void *ctx) {
             if ((rc = out_add(&o, &r, 1)) != 0)
                 goto out;
         }
+    }
+    /* The device-wide pseudo-stream's record says how the trace spelled it (see kineto.h). */
+    for (unsigned d = 0; d < TP_NO_DEVICE; d++) {
+        if (k->wide[d] == 0)
+            continue;
+        tp_record r;
+        memset(&r, 0, sizeof r);
+        r.stream.kind = TP_K_STREAM;
+        r.stream.device = (uint16_t)d;
+        r.stream.stream = TP_NO_ID;
+        r.stream.priority = k->wide[d];
+        if ((rc = out_add(&o, &r, 1)) != 0)
+            goto out;
     }
     for (size_t i = 0; i < n_ev; i++)
         if ((rc = out_add(&o, &k->rec[ord[i].index], i + 1 < n_ev)) != 0)

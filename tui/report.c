@@ -9,6 +9,7 @@
 #include "report.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@
 
 #define RP_TOP_DEFAULT 15
 #define RP_NAME_MAX 4096
+#define RP_WIDTH 80 /* the text report reads at 80 columns */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Strings                                                                                    */
@@ -62,8 +64,7 @@ char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf
                  base_name(st_str(s, nat->module)), nat->pc);
     else if (callsite)
         snprintf(raw, sizeof raw, "(call site %" PRIu64 ": no frames)", callsite);
-    else
-        snprintf(raw, sizeof raw, "(no call site taken) %s", st_str(s, api));
+    (void)api; /* no call site taken: "" (the caller shows the API) */
     safe(raw, buf, len);
     return buf;
 }
@@ -243,12 +244,13 @@ static void device_label(const st_store *s, const an_result *r, uint32_t produce
     (void)r;
 }
 
+static void wrap(FILE *out, int first, int rest, const char *text);
+
 static void write_hta_text(FILE *out, const hta_result *h, int md) {
-    char buf[64];
     if (md)
         fprintf(out, "\n## HTA idle time breakdown (us)\n\n| rank | stream | ops | host_wait | kernel_wait | other |\n|---:|---:|---:|---:|---:|---:|\n");
     else
-        fprintf(out, "\nHTA idle time breakdown (us; Holistic Trace Analysis' definitions, 30 us kernel wait)\n"
+        fprintf(out, "\nHTA idle time breakdown (us; Holistic Trace Analysis' definitions, 30 us\nkernel wait)\n"
                      "  %5s %10s %7s %14s %14s %14s\n", "rank", "stream", "ops", "host_wait", "kernel_wait", "other");
     for (size_t i = 0; i < h->n_streams; i++) {
         const hta_stream *st = &h->streams[i];
@@ -267,8 +269,8 @@ static void write_hta_text(FILE *out, const hta_result *h, int md) {
     if (md)
         fprintf(out, "\n## HTA temporal breakdown (us)\n\n| rank | idle_time | compute_time | non_compute_time | kernel_time | idle %% | compute %% | non-compute %% |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     else
-        fprintf(out, "\nHTA temporal breakdown (us)\n  %5s %14s %14s %16s %14s %8s %9s %13s\n", "rank", "idle_time",
-                "compute_time", "non_compute_time", "kernel_time", "idle%", "compute%", "non_compute%");
+        fprintf(out, "\nHTA temporal breakdown (us, and %% of kernel_time)\n  %5s %14s %14s %16s %14s\n", "rank",
+                "idle_time", "compute_time", "non_compute_time", "kernel_time");
     for (size_t i = 0; i < h->n_ranks; i++) {
         const hta_rank *k = &h->ranks[i];
         if (!k->has_gpu) {
@@ -276,29 +278,224 @@ static void write_hta_text(FILE *out, const hta_result *h, int md) {
             continue;
         }
         double kt = k->kernel_ns ? (double)k->kernel_ns : 1.0;
-        fprintf(out,
-                md ? "| %d | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f |\n"
-                   : "  %5d %14.3f %14.3f %16.3f %14.3f %8.2f %9.2f %13.2f\n",
-                k->rank, k->idle_ns / 1e3, k->compute_ns / 1e3, k->non_compute_ns / 1e3, k->kernel_ns / 1e3,
-                100.0 * (double)k->idle_ns / kt, 100.0 * (double)k->compute_ns / kt,
-                100.0 * (double)k->non_compute_ns / kt);
-        if (k->filtered || k->rounded)
-            fprintf(out, md ? "\n%s%s\n" : "        %s%s\n",
-                    k->filtered ? "(ProfilerStep filtering: the last step is left out, as HTA does) " : "",
-                    k->rounded ? "(float timestamps rounded to whole us, as HTA does)" : "");
+        double pi = 100.0 * (double)k->idle_ns / kt, pc = 100.0 * (double)k->compute_ns / kt,
+               pn = 100.0 * (double)k->non_compute_ns / kt;
+        if (md)
+            fprintf(out, "| %d | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f |\n", k->rank, k->idle_ns / 1e3,
+                    k->compute_ns / 1e3, k->non_compute_ns / 1e3, k->kernel_ns / 1e3, pi, pc, pn);
+        else
+            fprintf(out, "  %5d %14.3f %14.3f %16.3f %14.3f\n  %5s %13.2f%% %13.2f%% %15.2f%% %13.2f%%\n", k->rank,
+                    k->idle_ns / 1e3, k->compute_ns / 1e3, k->non_compute_ns / 1e3, k->kernel_ns / 1e3, "", pi, pc, pn,
+                    100.0);
+        if (k->filtered || k->rounded) {
+            char note[256];
+            snprintf(note, sizeof note, "%s%s%s", k->filtered ? "ProfilerStep filtering: the last step is left out, as HTA does." : "",
+                     k->filtered && k->rounded ? " " : "",
+                     k->rounded ? "Float timestamps rounded to whole us, as HTA does." : "");
+            if (md)
+                fprintf(out, "\n%s\n", note);
+            else
+                wrap(out, 8, 8, note);
+        }
     }
-    snprintf(buf, sizeof buf, "%s", "");
-    (void)buf;
+}
+
+/* A space that wrap() prints but does not break at: a call site stays on one line. */
+#define RP_NBSP '\x01'
+
+static char *unbreakable(char *text) {
+    for (char *p = text; *p; p++)
+        if (*p == ' ')
+            *p = RP_NBSP;
+    return text;
+}
+
+/* Prose for a terminal: words wrapped at RP_WIDTH with a hanging indent; a word longer than the
+ * line (a path, a C++ name, a call site) is kept whole rather than cut. */
+static void wrap(FILE *out, int first, int rest, const char *text) {
+    int col = 0, indent = first;
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        size_t w = strcspn(p, " ");
+        if (w == 0)
+            break;
+        if (col > indent && col + 1 + (int)w > RP_WIDTH) {
+            fputc('\n', out);
+            col = 0;
+            indent = rest;
+        }
+        if (col == 0)
+            col = fprintf(out, "%*s", indent, "");
+        else
+            col += fprintf(out, " ");
+        for (size_t i = 0; i < w; i++)
+            fputc(p[i] == RP_NBSP ? ' ' : p[i], out);
+        col += (int)w;
+        p += w;
+    }
+    fputc('\n', out);
+}
+
+/* Appends to a bounded buffer. */
+static void cat(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char *buf, size_t len, const char *fmt, ...) {
+    size_t n = strlen(buf);
+    if (n + 1 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, len - n, fmt, ap);
+    va_end(ap);
+}
+
+/* A frame in at most width columns: Python frames keep the end of the path (the file, the line and
+ * the function), native frames the start of the function and the module; "..." marks the cut. */
+static void frame_text(const st_store *s, const st_frame *f, int width, char *buf, size_t len) {
+    char fn[512], file[512], mod[256], tail[600];
+    safe(st_str(s, f->func), fn, sizeof fn);
+    safe(st_str(s, f->file), file, sizeof file);
+    safe(base_name(st_str(s, f->module)), mod, sizeof mod);
+    if (f->kind == TP_FRAME_PYTHON) {
+        snprintf(tail, sizeof tail, ":%u %s", f->line, fn);
+        int room = width - (int)strlen(tail);
+        int fl = (int)strlen(file);
+        if (fl > room && room > 8)
+            snprintf(buf, len, "...%s%s", file + fl - (room - 3), tail);
+        else
+            snprintf(buf, len, "%s%s", file, tail);
+        return;
+    }
+    if (f->line != 0 && *file)
+        snprintf(tail, sizeof tail, " (%s:%u)", base_name(file), f->line);
+    else
+        snprintf(tail, sizeof tail, " (%s+%#" PRIx64 ")", mod, f->pc);
+    const char *name = *fn ? fn : "??";
+    int room = width - (int)strlen(tail);
+    if ((int)strlen(name) > room && room > 12)
+        snprintf(buf, len, "%.*s...%s", room - 3, name, tail);
+    else
+        snprintf(buf, len, "%s%s", name, tail);
+}
+
+/* A call site in at most width columns, as rp_site_text picks its frame, shortened as frame_text
+ * does; made unbreakable for wrap(). "" when no call site was taken. */
+static char *site_fit(const st_store *s, uint64_t callsite, int width, char *buf, size_t len) {
+    size_t n = 0;
+    const st_frame *f = callsite ? st_callsite_frames(s, callsite, &n) : NULL, *pick = NULL;
+    for (size_t i = 0; i < n && pick == NULL; i++)
+        if (f[i].kind == TP_FRAME_PYTHON)
+            pick = &f[i];
+    if (pick == NULL && n > 0)
+        pick = &f[0];
+    rp_site_text(s, callsite, 0, buf, len);
+    if (pick != NULL && (int)strlen(buf) > width)
+        frame_text(s, pick, width, buf, len);
+    return unbreakable(buf);
+}
+
+/* " [rank N]" (or " [process N]") when the report covers several producers, else "". */
+static const char *who(const st_store *s, uint32_t producer, char *buf, size_t len) {
+    int32_t rank = rank_of(s, producer);
+    if (st_producer_count(s) < 2)
+        buf[0] = '\0';
+    else if (rank >= 0)
+        snprintf(buf, len, " [rank %d]", rank);
+    else
+        snprintf(buf, len, " [process %u]", producer);
+    return buf;
+}
+
+/* Host threads that blocked: a blocked total above the wall time is summed over them. */
+static size_t blocking_threads(const an_result *r) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_blocks; i++) {
+        size_t k = 0;
+        while (k < i && r->blocks[k].lane != r->blocks[i].lane)
+            k++;
+        n += k == i;
+        if (n > 64)
+            break;
+    }
+    return n;
+}
+
+static int low_util_by_time(const void *a, const void *b) {
+    const an_finding *x = *(const an_finding *const *)a, *y = *(const an_finding *const *)b;
+    if (x->producer != y->producer)
+        return x->producer < y->producer ? -1 : 1;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void sort_ptrs(const an_finding **p, size_t n) {
+    if (n > 1)
+        qsort(p, n, sizeof *p, low_util_by_time);
+}
+
+/* Low-utilisation windows: per GPU, in time order, with the worst (most idle) named apart. */
+static void write_low_util(FILE *out, const st_store *s, const an_result *r, const an_finding *const *w, size_t n,
+                           int md) {
+    char line[1024], label[200], where[512], cell[600];
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        uint64_t idle = 0;
+        const an_finding *worst = w[i];
+        while (j < n && w[j]->producer == w[i]->producer && w[j]->device == w[i]->device) {
+            idle += w[j]->total_ns;
+            if (w[j]->total_ns > worst->total_ns)
+                worst = w[j];
+            j++;
+        }
+        device_label(s, r, w[i]->producer, w[i]->device, label, sizeof label);
+        snprintf(line, sizeof line, "%s: %zu window%s, %.3f ms idle in them", label, j - i, j - i == 1 ? "" : "s",
+                 ms(idle));
+        if (md)
+            fprintf(out, "- %s\n", md_cell(line, cell, sizeof cell));
+        else
+            wrap(out, 4, 6, line);
+        for (size_t k = i; k < j; k++) {
+            const an_finding *f = w[k];
+            snprintf(line, sizeof line, "+%.3f..+%.3f ms: %.1f%% busy", ms(f->start - r->t0), ms(f->end - r->t0),
+                     100.0 * share(f->max_ns, f->end - f->start));
+            if (f->callsite || f->name) {
+                if (md)
+                    rp_site_text(s, f->callsite, f->name, where, sizeof where);
+                else
+                    site_fit(s, f->callsite, RP_WIDTH - 10, where, sizeof where);
+                if (!*where)
+                    safe(st_str(s, f->name), where, sizeof where);
+                cat(line, sizeof line, ", mostly after %s", where);
+            }
+            if (md)
+                fprintf(out, "  - %s\n", md_cell(line, cell, sizeof cell));
+            else
+                wrap(out, 6, 8, line);
+        }
+        if (j - i > 1) {
+            snprintf(line, sizeof line, "worst: +%.3f..+%.3f ms, %.3f ms idle", ms(worst->start - r->t0),
+                     ms(worst->end - r->t0), ms(worst->total_ns));
+            if (md)
+                fprintf(out, "  - %s\n", line);
+            else
+                wrap(out, 6, 8, line);
+        }
+        i = j;
+    }
 }
 
 static void write_text(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, int md) {
     uint64_t wall = r->t1 - r->t0;
-    char src[512], where[512], cell[600], label[200], api[256];
+    char src[512], where[512], cell[600], label[200], api[256], line[2048], rk[48];
     safe(o->source ? o->source : "", src, sizeof src);
     if (md)
         fprintf(out, "# synctop report: %s\n\n", md_cell(src, cell, sizeof cell));
-    else
-        fprintf(out, "synctop report: %s\n", src);
+    else {
+        snprintf(line, sizeof line, "synctop report: %s", src);
+        wrap(out, 0, 2, line);
+    }
     if (o->hta_only) {
         if (o->hta)
             write_hta_text(out, o->hta, md);
@@ -311,105 +508,164 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
         memsets += r->devices[i].memsets;
         syncs += r->devices[i].syncs;
     }
-    fprintf(out, "%sspan %.3f ms, %zu process%s, %zu GPU%s; kernels %" PRIu64 ", copies %" PRIu64 ", memsets %" PRIu64
-                 ", GPU syncs %" PRIu64 ", CUDA calls %" PRIu64 "\n",
-            md ? "" : "", ms(wall), st_producer_count(s), st_producer_count(s) == 1 ? "" : "es", r->n_devices,
-            r->n_devices == 1 ? "" : "s", kernels, copies, memsets, syncs, r->api_calls);
-    fprintf(out, "%shost blocked %.3f ms in %zu call%s (%.1f%% of wall time)%s\n", md ? "\n**" : "", ms(r->blocked_ns),
-            r->n_blocks, r->n_blocks == 1 ? "" : "s", 100.0 * share(r->blocked_ns, wall), md ? "**" : "");
-
-    /* Top stalls by call site. */
-    size_t top = o->top ? o->top : RP_TOP_DEFAULT;
+    fprintf(out, "span %.3f ms, %zu process%s, %zu GPU%s%s\n", ms(wall), st_producer_count(s),
+            st_producer_count(s) == 1 ? "" : "es", r->n_devices, r->n_devices == 1 ? "" : "s", md ? "  " : "");
+    snprintf(line, sizeof line,
+             "kernels %" PRIu64 ", copies %" PRIu64 ", memsets %" PRIu64 ", GPU syncs %" PRIu64 ", CUDA calls %" PRIu64,
+             kernels, copies, memsets, syncs, r->api_calls);
     if (md)
-        fprintf(out, "\n## Top stalls by call site\n\n| blocked ms | calls | max ms | %% wall | GPU idle ms | kind | API | call site |\n|---:|---:|---:|---:|---:|---|---|---|\n");
+        fprintf(out, "%s\n", line);
+    else
+        wrap(out, 0, 2, line);
+    size_t threads = blocking_threads(r);
+    snprintf(line, sizeof line, "host blocked %.3f ms in %zu call%s (%.1f%% of wall time%s)", ms(r->blocked_ns),
+             r->n_blocks, r->n_blocks == 1 ? "" : "s", 100.0 * share(r->blocked_ns, wall),
+             threads > 1 ? ", summed over the threads that waited" : "");
+    if (md)
+        fprintf(out, "\n**%s**\n", line);
+    else
+        wrap(out, 0, 2, line);
+
+    /* Top stalls by call site: the numbers and the API on one line, where it was called below. */
+    size_t top = o->top ? o->top : RP_TOP_DEFAULT;
+    int any_untaken = 0, multi = st_producer_count(s) > 1;
+    if (md)
+        fprintf(out, "\n## Top stalls by call site\n\n|%s blocked ms | calls | max ms | %% wall | GPU idle ms | kind | API | call site |\n|%s---:|---:|---:|---:|---:|---|---|---|\n",
+                multi ? " rank |" : "", multi ? "---:|" : "");
     else if (r->n_sites)
-        fprintf(out, "\nTop stalls by call site\n  %11s %7s %10s %7s %11s  %-15s %-24s %s\n", "blocked ms", "calls",
-                "max ms", "% wall", "GPU idle ms", "kind", "api", "call site");
+        fprintf(out, "\nTop stalls by call site\n  %10s %6s %10s %6s %12s  %s\n", "blocked ms", "calls", "max ms", "%wall",
+                "GPU idle ms", "API (kind)");
     for (size_t i = 0; i < r->n_sites && i < top; i++) {
         const an_site *st = &r->sites[i];
         rp_site_text(s, st->callsite, st->name, where, sizeof where);
         safe(st_str(s, st->name), api, sizeof api);
-        if (md)
-            fprintf(out, "| %.3f | %" PRIu64 " | %.3f | %.1f | %.3f | %s | %s | ", ms(st->total_ns), st->count,
+        any_untaken |= st->callsite == 0;
+        if (md) {
+            if (multi)
+                fprintf(out, "| %d ", rank_of(s, st->producer));
+            fprintf(out, "| %.3f | %" PRIu64 " | %.3f | %.1f | %.3f | %s | %s | %s |\n", ms(st->total_ns), st->count,
                     ms(st->max_ns), 100.0 * st->wall_share, ms(st->gpu_idle_ns), an_block_kind_name(st->kind),
-                    md_cell(api, label, sizeof label));
+                    md_cell(api, label, sizeof label), *where ? md_cell(where, cell, sizeof cell) : "-");
+            continue;
+        }
+        /* The API, then its kind (and rank) on the line when they fit, under it when not. */
+        int col = fprintf(out, "  %10.3f %6" PRIu64 " %10.3f %6.1f %12.3f  ", ms(st->total_ns), st->count,
+                          ms(st->max_ns), 100.0 * st->wall_share, ms(st->gpu_idle_ns));
+        snprintf(label, sizeof label, "(%s)%s", an_block_kind_name(st->kind), who(s, st->producer, rk, sizeof rk));
+        if (col + (int)strlen(api) + 1 + (int)strlen(label) <= RP_WIDTH)
+            fprintf(out, "%s %s\n", api, label);
         else
-            fprintf(out, "  %11.3f %7" PRIu64 " %10.3f %7.1f %11.3f  %-15s %-24.24s ", ms(st->total_ns), st->count,
-                    ms(st->max_ns), 100.0 * st->wall_share, ms(st->gpu_idle_ns), an_block_kind_name(st->kind), api);
-        fprintf(out, "%s%s\n", md ? md_cell(where, cell, sizeof cell) : where, md ? " |" : "");
-        /* The frames under the line, innermost first, as perf report shows a call chain. */
+            fprintf(out, "%s\n%*s%s\n", api, col, "", label);
+        /* Where: the call chain, innermost first, as perf report shows it (at most 6 frames). */
         size_t nf = 0;
         const st_frame *f = st->callsite ? st_callsite_frames(s, st->callsite, &nf) : NULL;
-        for (size_t k = 0; !md && k < nf && k < 6; k++) {
-            char fn[256], file[256], mod[256];
-            safe(st_str(s, f[k].func), fn, sizeof fn);
-            safe(st_str(s, f[k].file), file, sizeof file);
-            safe(st_str(s, f[k].module), mod, sizeof mod);
-            if (f[k].kind == TP_FRAME_PYTHON)
-                fprintf(out, "  %80s %s:%u %s\n", "|", file, f[k].line, fn);
-            else
-                fprintf(out, "  %80s %s (%s+%#" PRIx64 ")%s%s%s\n", "|", *fn ? fn : "??", base_name(mod), f[k].pc,
-                        *file ? " " : "", file, "");
+        if (st->callsite && nf == 0)
+            fprintf(out, "      at %s\n", where);
+        for (size_t k = 0; k < nf && k < 6; k++) {
+            frame_text(s, &f[k], RP_WIDTH - 9, line, sizeof line);
+            fprintf(out, "      %s %s\n", k == 0 ? "at" : "  ", line);
         }
+        if (nf > 6)
+            fprintf(out, "         (%zu more frames)\n", nf - 6);
     }
     if (r->n_sites > top)
         fprintf(out, md ? "\n(%zu more call sites)\n" : "  (%zu more call sites)\n", r->n_sites - top);
+    if (any_untaken && !md)
+        wrap(out, 2, 3, "(no \"at\" line: no call site was taken for those calls, as in imported PyTorch "
+                        "profiler traces; they are grouped by API)");
 
-    /* GPU utilisation. */
+    /* GPU utilisation: a label too wide for its column gets a line of its own. */
     if (md)
         fprintf(out, "\n## GPU utilisation\n\n| GPU | busy ms | idle ms | util %% | idle: blocked | launch | host | unattributed | host blocked ms | kernels | copies |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     else if (r->n_devices)
-        fprintf(out, "\nGPU utilisation (idle ms by cause: blocked = the host was waiting in a call, launch = work was\n"
-                     "queued but not started, host = the host submitted late, unattributed = gaps < threshold, edges)\n"
-                     "  %-28s %11s %11s %6s %11s %10s %10s %12s %11s\n",
-                "GPU", "busy ms", "idle ms", "util%", "blocked", "launch", "host", "unattributed", "blocked ms");
+        fprintf(out, "\nGPU utilisation\n  %-29s %11s %11s %6s %16s\n", "GPU", "busy ms", "idle ms", "util%",
+                "host blocked ms");
     for (size_t i = 0; i < r->n_devices; i++) {
         const an_device *d = &r->devices[i];
         device_label(s, r, d->producer, d->device, label, sizeof label);
-        if (md)
+        if (md) {
             fprintf(out, "| %s | %.3f | %.3f | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f | %" PRIu64 " | %" PRIu64 " |\n",
                     md_cell(label, cell, sizeof cell), ms(d->busy_ns), ms(d->idle_ns), 100.0 * share(d->busy_ns, d->span_ns),
                     ms(d->idle_by_cause[AN_CAUSE_BLOCK]), ms(d->idle_by_cause[AN_CAUSE_LAUNCH]),
                     ms(d->idle_by_cause[AN_CAUSE_HOST]), ms(d->idle_by_cause[0]), ms(d->blocked_ns), d->kernels, d->copies);
+            continue;
+        }
+        if (strlen(label) > 29)
+            fprintf(out, "  %s\n  %-29s", label, "");
         else
-            fprintf(out, "  %-28.28s %11.3f %11.3f %6.1f %11.3f %10.3f %10.3f %12.3f %11.3f\n", label, ms(d->busy_ns),
-                    ms(d->idle_ns), 100.0 * share(d->busy_ns, d->span_ns), ms(d->idle_by_cause[AN_CAUSE_BLOCK]),
-                    ms(d->idle_by_cause[AN_CAUSE_LAUNCH]), ms(d->idle_by_cause[AN_CAUSE_HOST]), ms(d->idle_by_cause[0]),
-                    ms(d->blocked_ns));
+            fprintf(out, "  %-29s", label);
+        fprintf(out, " %11.3f %11.3f %6.1f %16.3f\n", ms(d->busy_ns), ms(d->idle_ns), 100.0 * share(d->busy_ns, d->span_ns),
+                ms(d->blocked_ns));
+    }
+    if (!md && r->n_devices) {
+        fprintf(out, "\nGPU idle time by cause (ms)\n  %-29s %11s %11s %11s %12s\n", "GPU", "blocked", "launch", "host",
+                "unattributed");
+        for (size_t i = 0; i < r->n_devices; i++) {
+            const an_device *d = &r->devices[i];
+            device_label(s, r, d->producer, d->device, label, sizeof label);
+            if (strlen(label) > 29)
+                fprintf(out, "  %s\n  %-29s", label, "");
+            else
+                fprintf(out, "  %-29s", label);
+            fprintf(out, " %11.3f %11.3f %11.3f %12.3f\n", ms(d->idle_by_cause[AN_CAUSE_BLOCK]),
+                    ms(d->idle_by_cause[AN_CAUSE_LAUNCH]), ms(d->idle_by_cause[AN_CAUSE_HOST]), ms(d->idle_by_cause[0]));
+        }
+        wrap(out, 2, 2, "blocked: the host was waiting in a CUDA call; launch: work was queued but had not "
+                        "started; host: the host submitted nothing in time; unattributed: gaps shorter than "
+                        "the threshold, and before the first and after the last GPU operation.");
     }
 
     /* Findings, grouped by rule. */
-    fprintf(out, md ? "\n## Findings (Nsight Systems expert rules)\n\n" : "\nFindings (the checks of Nsight Systems' expert rules)\n");
+    fprintf(out, md ? "\n## Findings (Nsight Systems expert rules)\n" : "\nFindings (the checks of Nsight Systems' expert rules)\n");
     if (r->n_findings == 0)
-        fprintf(out, md ? "None.\n" : "  none\n");
+        fprintf(out, md ? "\nNone.\n" : "  none\n");
+    const an_finding **low = calloc(r->n_findings + 1, sizeof *low);
+    size_t n_low = 0;
     int rule = 0;
     for (size_t i = 0; i < r->n_findings; i++) {
         const an_finding *f = &r->findings[i];
         if (f->rule != rule) {
             rule = f->rule;
-            fprintf(out, md ? "\n### %s (`%s`)\n\n" : "  [%s / %s] %s\n", md ? an_rule_title(rule) : an_rule_name(rule),
-                    md ? an_rule_nsys(rule) : an_rule_nsys(rule), md ? "" : an_rule_title(rule));
+            if (md)
+                fprintf(out, "\n### %s (`%s`)\n\n", an_rule_title(rule), an_rule_nsys(rule));
+            else {
+                snprintf(line, sizeof line, "[%s / %s] %s", an_rule_name(rule), an_rule_nsys(rule), an_rule_title(rule));
+                wrap(out, 2, 4, line);
+            }
         }
-        const char *w = f->callsite || f->name ? rp_site_text(s, f->callsite, f->name, where, sizeof where) : "";
-        if (md)
-            w = md_cell(w, cell, sizeof cell);
-        if (f->rule == AN_RULE_GPU_GAPS || f->rule == AN_RULE_LOW_UTIL) {
+        if (f->rule == AN_RULE_LOW_UTIL) {
+            if (low != NULL)
+                low[n_low++] = f;
+            if (i + 1 < r->n_findings && r->findings[i + 1].rule == AN_RULE_LOW_UTIL)
+                continue;
+            if (low != NULL) {
+                sort_ptrs(low, n_low);
+                write_low_util(out, s, r, low, n_low, md);
+            }
+            continue;
+        }
+        const char *w = !f->callsite ? ""
+                        : md         ? rp_site_text(s, f->callsite, f->name, where, sizeof where)
+                                     : site_fit(s, f->callsite, RP_WIDTH - 10, where, sizeof where);
+        if (f->rule == AN_RULE_GPU_GAPS) {
             device_label(s, r, f->producer, f->device, label, sizeof label);
-            if (f->rule == AN_RULE_GPU_GAPS)
-                fprintf(out, "%s%s: %" PRIu64 " gap%s, %.3f ms idle, longest %.3f ms at +%.3f ms%s%s\n", md ? "- " : "    ",
-                        label, f->count, f->count == 1 ? "" : "s", ms(f->total_ns), ms(f->max_ns), ms(f->start - r->t0),
-                        *w ? "; after " : "", w);
-            else
-                fprintf(out, "%s%s: +%.3f..+%.3f ms, utilisation %.1f%%%s%s\n", md ? "- " : "    ", label,
-                        ms(f->start - r->t0), ms(f->end - r->t0), 100.0 * share(f->max_ns, f->end - f->start),
-                        *w ? "; mostly after " : "", w);
+            snprintf(line, sizeof line, "%s: %" PRIu64 " gap%s, %.3f ms idle, longest %.3f ms at +%.3f ms", label,
+                     f->count, f->count == 1 ? "" : "s", ms(f->total_ns), ms(f->max_ns), ms(f->start - r->t0));
+            if (f->name)
+                cat(line, sizeof line, ", while the host waited in %s%s%s", safe(st_str(s, f->name), api, sizeof api),
+                    *w ? " at " : "", w);
         } else {
             safe(st_str(s, f->name), api, sizeof api);
-            fprintf(out, "%s%" PRIu64 " call%s, %.3f ms, longest %.3f ms: %s%s%s\n", md ? "- " : "    ", f->count,
-                    f->count == 1 ? "" : "s", ms(f->total_ns), ms(f->max_ns), md ? md_cell(api, label, sizeof label) : api,
-                    f->callsite ? " at " : "", f->callsite ? w : "");
+            snprintf(line, sizeof line, "%" PRIu64 " call%s, %.3f ms, longest %.3f ms: %s%s%s%s", f->count,
+                     f->count == 1 ? "" : "s", ms(f->total_ns), ms(f->max_ns), api, who(s, f->producer, rk, sizeof rk),
+                     *w ? " at " : "", w);
         }
+        if (md)
+            fprintf(out, "- %s\n", md_cell(line, cell, sizeof cell));
+        else
+            wrap(out, 4, 6, line);
     }
+    free(low);
     if (o->hta)
         write_hta_text(out, o->hta, md);
 }
@@ -562,9 +818,10 @@ int rp_check_eval(const rp_check *c, const st_store *s, const an_result *r, char
     case M_FINDINGS: measured = (double)r->n_findings; break;
     case M_RULE: {
         int rule = atoi(c->arg);
+        /* Calls and gaps are counted; a low-utilisation window counts once, however long. */
         for (size_t i = 0; i < r->n_findings; i++)
             if (r->findings[i].rule == rule)
-                measured += (double)r->findings[i].count;
+                measured += rule == AN_RULE_LOW_UTIL ? 1.0 : (double)r->findings[i].count;
         break;
     }
     case M_SITE:
@@ -572,24 +829,49 @@ int rp_check_eval(const rp_check *c, const st_store *s, const an_result *r, char
         for (size_t i = 0; i < r->n_sites; i++) {
             const an_site *st = &r->sites[i];
             char where[512];
+            /* A site with no call site taken is known by its API. */
             int hit = c->metric == M_API ? strcmp(st_str(s, st->name), c->arg) == 0
-                                         : strstr(rp_site_text(s, st->callsite, st->name, where, sizeof where), c->arg) != NULL;
+                      : st->callsite     ? strstr(rp_site_text(s, st->callsite, st->name, where, sizeof where), c->arg) != NULL
+                                         : strstr(st_str(s, st->name), c->arg) != NULL;
             if (hit)
                 ns += st->total_ns;
         }
         break;
     default: break;
     }
+    /* Every line names the measured value with its unit, and the threshold with the same unit. */
+    static const char *const ops[] = {"?", ">", ">=", "<", "<=", "=="};
+    const char *op = c->op >= OP_GT && c->op <= OP_EQ ? ops[c->op] : "?";
     int times = c->metric == M_BLOCKED || c->metric == M_IDLE || c->metric == M_SITE || c->metric == M_API;
-    const char *what = c->metric == M_BLOCKED ? "host blocked" : c->metric == M_IDLE ? "GPU idle" : "measured";
+    char what[256];
+    if (c->metric == M_BLOCKED)
+        snprintf(what, sizeof what, "host blocked");
+    else if (c->metric == M_IDLE)
+        snprintf(what, sizeof what, "GPU idle (the idlest GPU)");
+    else if (c->metric == M_SITE)
+        snprintf(what, sizeof what, "blocked at call sites matching '%s'", c->arg);
+    else
+        snprintf(what, sizeof what, "blocked in %s", c->arg);
     if (times && c->unit == 1) {
         measured = 100.0 * share(ns, base);
-        snprintf(msg, len, "%s: %s %.2f%% (%.3f ms of %.3f ms)", c->text, what, measured, ms(ns), ms(base));
+        snprintf(msg, len, "%s: %s %.2f%% of %s (%.3f ms of %.3f ms); threshold %s %g%%", c->text, what, measured,
+                 c->metric == M_IDLE ? "its span" : "wall time", ms(ns), ms(base), op, c->value);
     } else if (times) {
         measured = (double)ns;
-        snprintf(msg, len, "%s: %s %.3f ms", c->text, what, ms(ns));
+        snprintf(msg, len, "%s: %s %.3f ms; threshold %s %.3f ms", c->text, what, ms(ns), op, c->value / 1e6);
     } else {
-        snprintf(msg, len, "%s: measured %.0f", c->text, measured);
+        const char *unit = c->metric == M_STALLS     ? "blocking calls"
+                           : c->metric == M_BUBBLES  ? "GPU idle bubbles"
+                           : c->metric == M_FINDINGS ? "findings"
+                                                     : NULL;
+        const char *kind = "";
+        if (unit == NULL) {
+            int rule = atoi(c->arg);
+            unit = rule == AN_RULE_GPU_GAPS ? "GPU gaps" : rule == AN_RULE_LOW_UTIL ? "low-utilisation windows" : "calls";
+            kind = rule == AN_RULE_GPU_GAPS || rule == AN_RULE_LOW_UTIL ? "" : an_rule_name(rule);
+        }
+        snprintf(msg, len, "%s: %.0f %s%s%s; threshold %s %g %s", c->text, measured, kind, *kind ? " " : "", unit, op,
+                 c->value, unit);
     }
     return compare(measured, c->op, c->value);
 }

@@ -31,8 +31,8 @@ typedef struct rp_opts {
 int rp_write(FILE *out, const st_store *s, const an_result *r, const rp_opts *o);
 
 /* A call site in one line: the innermost Python frame (file:line function) when there is one,
- * else the innermost native frame (function (module+offset)); the API name when no site was taken.
- * Sanitized. Returns buf. */
+ * else the innermost native frame (function (module+offset)); "" when no call site was taken
+ * (callsite 0: the caller names the API instead). Sanitized. Returns buf. */
 char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf, size_t len);
 
 /* ---- --fail-if thresholds ---- */
@@ -40,11 +40,12 @@ char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf
 /* One threshold: METRIC OP VALUE, e.g. "blocked>5%", "idle>=40%", "stalls>100", "blocked>2s",
  * "site:train.py:42>10ms", "api:cudaStreamSynchronize>50ms", "sync-api>0", "findings>0".
  * Metrics: blocked (host blocked, % of wall time or a time), idle (GPU idle, % of the span of the
- * busiest-idle device or a time), stalls (blocking calls), bubbles (GPU bubbles per device),
- * findings (all findings), a rule id (sync-api, sync-memcpy, pageable-memcpy, sync-memset,
- * gpu-gaps, low-util: its instances), site:TEXT (blocked time at call sites whose description
- * contains TEXT), api:NAME (blocked time in that API). OP: > >= < <= ==. VALUE: a number, with %
- * for shares, or ns/us/ms/s for times. */
+ * idlest device or a time), stalls (blocking calls), bubbles (GPU bubbles per device), findings
+ * (all findings), a rule id (sync-api, sync-memcpy, pageable-memcpy, sync-memset: their calls;
+ * gpu-gaps: its gaps; low-util: its windows), site:TEXT (blocked time at call sites whose
+ * description contains TEXT, or whose API does when no call site was taken), api:NAME (blocked
+ * time in that API). OP: > >= < <= ==. VALUE: a number, with % for shares, or ns/us/ms/s for
+ * times. */
 typedef struct rp_check {
     char text[256];   /* as given, for messages */
     int metric;

@@ -24,39 +24,13 @@ struct term {
     SCREEN *scr;
 };
 
-/* The scheme: per role, a foreground and background colour and the attributes to add in colour,
- * then the attributes that stand in for colour on a monochrome terminal. */
-typedef struct scheme_entry {
-    short fg, bg;
-    attr_t attr;
-    attr_t mono;
-} scheme_entry;
+/* The scheme table lives in the view (vw_scheme_get), in its own terms; these turn it into curses'. */
+static attr_t vw_attr(int a) {
+    return ((a & VW_A_BOLD) ? A_BOLD : 0) | ((a & VW_A_REVERSE) ? A_REVERSE : 0) |
+           ((a & VW_A_UNDERLINE) ? A_UNDERLINE : 0) | ((a & VW_A_DIM) ? A_DIM : 0);
+}
 
-static const scheme_entry scheme[ROLE_N_] = {
-    [ROLE_DEFAULT] = {-1, -1, 0, 0},
-    [ROLE_TITLE] = {COLOR_BLACK, COLOR_CYAN, 0, A_REVERSE},
-    [ROLE_LABEL] = {COLOR_CYAN, -1, 0, 0},
-    [ROLE_VALUE] = {-1, -1, A_BOLD, A_BOLD},
-    [ROLE_WARN] = {COLOR_RED, -1, A_BOLD, A_BOLD | A_UNDERLINE},
-    [ROLE_DIM] = {COLOR_BLUE, -1, A_BOLD, A_DIM},
-    [ROLE_RULER] = {COLOR_CYAN, -1, 0, 0},
-    [ROLE_LANE] = {-1, -1, 0, 0},
-    [ROLE_DEVICE] = {COLOR_GREEN, -1, A_BOLD, A_BOLD},
-    [ROLE_KERNEL] = {COLOR_GREEN, -1, 0, 0},
-    [ROLE_MEMCPY] = {COLOR_CYAN, -1, 0, 0},
-    [ROLE_MEMSET] = {COLOR_MAGENTA, -1, 0, 0},
-    [ROLE_SYNC] = {COLOR_WHITE, -1, 0, 0},
-    [ROLE_API] = {COLOR_BLUE, -1, A_BOLD, 0},
-    [ROLE_BLOCKED] = {COLOR_RED, -1, A_BOLD, A_REVERSE | A_BOLD},
-    [ROLE_NVTX] = {COLOR_MAGENTA, -1, 0, A_DIM},
-    [ROLE_BUBBLE] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
-    [ROLE_SELECTION] = {COLOR_BLACK, COLOR_YELLOW, 0, A_REVERSE | A_BOLD},
-    [ROLE_CURSOR] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
-    [ROLE_PANEL] = {COLOR_BLACK, COLOR_GREEN, 0, A_REVERSE},
-    [ROLE_KEY] = {COLOR_WHITE, COLOR_BLACK, A_BOLD, A_BOLD},
-    [ROLE_KEYTEXT] = {COLOR_BLACK, COLOR_CYAN, 0, A_REVERSE},
-    [ROLE_HELP] = {COLOR_WHITE, COLOR_BLUE, 0, 0},
-};
+static short vw_color(int c) { return c < 0 ? -1 : (short)c; } /* VW_C_* are curses' COLOR_* numbers */
 
 static int locale_is_utf8(void) {
     const char *cs = nl_langinfo(CODESET);
@@ -87,7 +61,7 @@ term *term_open(const term_opts *o, char *why, size_t why_len) {
         start_color();
         use_default_colors();
         for (int r = 1; r < ROLE_N_; r++)
-            init_pair((short)r, scheme[r].fg, scheme[r].bg);
+            init_pair((short)r, vw_color(vw_scheme_get(r)->fg), vw_color(vw_scheme_get(r)->bg));
     }
     cbreak();
     noecho();
@@ -123,15 +97,10 @@ void term_size(const term *t, int *w, int *h) {
 void term_invalidate(term *t) { t->full = 1; }
 
 static attr_t cell_attr(const term *t, const vw_cell *c) {
-    const scheme_entry *e = &scheme[c->role < ROLE_N_ ? c->role : 0];
-    attr_t a = t->mono ? e->mono : (e->attr | COLOR_PAIR(c->role));
-    if (c->attr & VW_A_BOLD)
-        a |= A_BOLD;
-    if (c->attr & VW_A_REVERSE)
-        a |= A_REVERSE;
-    if (c->attr & VW_A_UNDERLINE)
-        a |= A_UNDERLINE;
-    return a;
+    int role = c->role < ROLE_N_ ? c->role : 0;
+    const vw_scheme *e = vw_scheme_get(role);
+    attr_t a = t->mono ? vw_attr(e->mono) : (vw_attr(e->attr) | COLOR_PAIR(role));
+    return a | vw_attr(c->attr);
 }
 
 void term_draw(term *t, const vw_grid *g) {
@@ -143,13 +112,15 @@ void term_draw(term *t, const vw_grid *g) {
     for (int y = 0; y < g->h && y < t->h; y++) {
         for (int x = 0; x < g->w && x < t->w; x++) {
             const vw_cell *c = &g->cells[y * g->w + x];
+            if (c->ch == VW_CH_WIDE)
+                continue; /* the right half of a wide character, drawn with its left half */
             if (!full) {
                 const vw_cell *p = &t->prev.cells[y * g->w + x];
                 if (p->ch == c->ch && p->role == c->role && p->attr == c->attr)
                     continue;
             }
             /* the bottom-right cell: writing it would scroll on some terminals */
-            if (y == t->h - 1 && x == t->w - 1)
+            if (y == t->h - 1 && x >= t->w - 1 - (x + 1 < g->w && g->cells[y * g->w + x + 1].ch == VW_CH_WIDE))
                 continue;
             wchar_t wc[2] = {(wchar_t)(c->ch < 0x20 ? '?' : c->ch), 0};
             if (t->ascii && c->ch >= 0x80)

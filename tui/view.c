@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 #include "synctop/sanitize.h"
 
@@ -69,7 +70,8 @@ char *vw_grid_text(const vw_grid *g) {
         return NULL;
     for (int y = 0; y < g->h; y++) {
         for (int x = 0; x < g->w; x++)
-            o += utf8_put(o, g->cells[y * g->w + x].ch);
+            if (g->cells[y * g->w + x].ch != VW_CH_WIDE)
+                o += utf8_put(o, g->cells[y * g->w + x].ch);
         *o++ = '\n';
     }
     *o = '\0';
@@ -93,19 +95,91 @@ char *vw_grid_roles(const vw_grid *g) {
     return out;
 }
 
-/* ---- writing text into the grid ---- */
+/* ---- the scheme: what each role looks like ---- */
 
-static int is_wide_or_zero(uint32_t c) {
-    return (c >= 0x0300 && c <= 0x036F) || (c >= 0x1100 && c <= 0x115F) || (c >= 0x200B && c <= 0x200F) ||
-           (c >= 0x2E80 && c <= 0xA4CF) || (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) ||
-           (c >= 0xFE00 && c <= 0xFE4F) || (c >= 0xFF00 && c <= 0xFF60) || (c >= 0xFFE0 && c <= 0xFFE6) ||
-           c >= 0x1F000;
+static const vw_scheme scheme[ROLE_N_] = {
+    [ROLE_DEFAULT] = {"default", VW_C_DEFAULT, VW_C_DEFAULT, 0, 0},
+    [ROLE_TITLE] = {"title", VW_C_BLACK, VW_C_CYAN, 0, VW_A_REVERSE},
+    [ROLE_LABEL] = {"label", VW_C_CYAN, VW_C_DEFAULT, 0, 0},
+    [ROLE_VALUE] = {"value", VW_C_DEFAULT, VW_C_DEFAULT, VW_A_BOLD, VW_A_BOLD},
+    [ROLE_WARN] = {"warn", VW_C_RED, VW_C_DEFAULT, VW_A_BOLD, VW_A_BOLD | VW_A_UNDERLINE},
+    [ROLE_DIM] = {"dim", VW_C_BLUE, VW_C_DEFAULT, VW_A_BOLD, VW_A_DIM},
+    [ROLE_RULER] = {"ruler", VW_C_CYAN, VW_C_DEFAULT, 0, 0},
+    [ROLE_LANE] = {"lane", VW_C_DEFAULT, VW_C_DEFAULT, 0, 0},
+    [ROLE_DEVICE] = {"device", VW_C_GREEN, VW_C_DEFAULT, VW_A_BOLD, VW_A_BOLD},
+    [ROLE_KERNEL] = {"kernel", VW_C_GREEN, VW_C_DEFAULT, 0, 0},
+    [ROLE_MEMCPY] = {"memcpy", VW_C_CYAN, VW_C_DEFAULT, 0, 0},
+    [ROLE_MEMSET] = {"memset", VW_C_MAGENTA, VW_C_DEFAULT, 0, 0},
+    [ROLE_SYNC] = {"sync", VW_C_WHITE, VW_C_DEFAULT, 0, 0},
+    [ROLE_API] = {"api", VW_C_BLUE, VW_C_DEFAULT, VW_A_BOLD, 0},
+    [ROLE_BLOCKED] = {"blocked", VW_C_RED, VW_C_DEFAULT, VW_A_BOLD, VW_A_REVERSE | VW_A_BOLD},
+    [ROLE_NVTX] = {"nvtx", VW_C_MAGENTA, VW_C_DEFAULT, 0, VW_A_DIM},
+    [ROLE_BUBBLE] = {"bubble", VW_C_YELLOW, VW_C_DEFAULT, VW_A_BOLD, VW_A_BOLD},
+    [ROLE_SELECTION] = {"selection", VW_C_BLACK, VW_C_YELLOW, 0, VW_A_REVERSE | VW_A_BOLD | VW_A_UNDERLINE},
+    [ROLE_CURSOR] = {"cursor", VW_C_YELLOW, VW_C_DEFAULT, VW_A_BOLD, VW_A_BOLD | VW_A_UNDERLINE},
+    [ROLE_PANEL] = {"panel", VW_C_BLACK, VW_C_GREEN, 0, VW_A_REVERSE},
+    [ROLE_KEY] = {"key", VW_C_WHITE, VW_C_BLACK, VW_A_BOLD, VW_A_BOLD},
+    [ROLE_KEYTEXT] = {"keytext", VW_C_BLACK, VW_C_CYAN, 0, VW_A_REVERSE},
+    [ROLE_HELP] = {"help", VW_C_WHITE, VW_C_BLUE, 0, 0},
+};
+
+const vw_scheme *vw_scheme_get(int role) { return role >= 0 && role < ROLE_N_ ? &scheme[role] : NULL; }
+
+char *vw_grid_attrs(const vw_grid *g, int mono) {
+    char *out = malloc((size_t)g->w * (size_t)g->h + (size_t)g->h + 1), *o = out;
+    if (out == NULL)
+        return NULL;
+    for (int y = 0; y < g->h; y++) {
+        for (int x = 0; x < g->w; x++) {
+            const vw_cell *c = &g->cells[y * g->w + x];
+            const vw_scheme *e = vw_scheme_get(c->role);
+            int a = (e ? (mono ? e->mono : e->attr) : 0) | c->attr;
+            *o++ = a == 0 ? '.' : "0123456789abcdef"[a & 15];
+        }
+        *o++ = '\n';
+    }
+    *o = '\0';
+    return out;
 }
 
+/* ---- writing text into the grid ---- */
+
+/* Columns of c when the locale cannot say (wcwidth -1 outside a UTF-8 locale): combining marks and
+ * zero-width characters take none; East Asian wide and fullwidth forms and emoji take two. */
+static int width_fallback(uint32_t c) {
+    if ((c >= 0x0300 && c <= 0x036F) || (c >= 0x200B && c <= 0x200F) || (c >= 0xFE00 && c <= 0xFE0F) ||
+        (c >= 0x20D0 && c <= 0x20FF))
+        return 0;
+    if ((c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0x303E) || (c >= 0x3041 && c <= 0xA4CF) ||
+        (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) || (c >= 0xFE30 && c <= 0xFE4F) ||
+        (c >= 0xFF00 && c <= 0xFF60) || (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x1F300 && c <= 0x1F64F) ||
+        (c >= 0x1F900 && c <= 0x1F9FF) || (c >= 0x20000 && c <= 0x3FFFD))
+        return 2;
+    return 1;
+}
+
+int vw_char_width(uint32_t c) {
+    if (c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0))
+        return 0;
+    if (c < 0x7F)
+        return 1;
+    int w = wcwidth((wchar_t)c);
+    if (w < 0)
+        return width_fallback(c);
+    return w > 2 ? 2 : w;
+}
+
+/* Writes one cell, keeping wide characters whole: overwriting either half of one blanks the
+ * other half. */
 static void put_cell(vw_grid *g, int x, int y, uint32_t ch, int role, int attr) {
     if (x < 0 || y < 0 || x >= g->w || y >= g->h)
         return;
-    g->cells[y * g->w + x] = (vw_cell){ch, (uint8_t)role, (uint8_t)attr};
+    vw_cell *c = &g->cells[y * g->w + x];
+    if (c->ch == VW_CH_WIDE && x > 0)
+        c[-1].ch = ' ';
+    if (x + 1 < g->w && c[1].ch == VW_CH_WIDE)
+        c[1].ch = ' ';
+    *c = (vw_cell){ch, (uint8_t)role, (uint8_t)attr};
 }
 
 /* Writes sanitized UTF-8 text at (x, y), at most maxw columns; returns the columns used. Text
@@ -128,14 +202,25 @@ static int put_str(vw_grid *g, const vw_state *v, int x, int y, int maxw, const 
         }
         if (c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0))
             c = '?'; /* text is sanitized before; a control character never gets through here either */
-        if (c >= 0x80 && (v->ascii || is_wide_or_zero(c)))
+        int cw = c >= 0x80 && v->ascii ? 1 : vw_char_width(c);
+        if (c >= 0x80 && v->ascii)
             c = '?';
         p += n;
-        if (used == maxw - 1 && *p) {
+        if (cw == 0)
+            continue; /* a combining mark or zero-width character: the grid has no room to combine */
+        if (used + cw > maxw - 1 && *p) {
             put_cell(g, x + used++, y, v->ascii ? '~' : 0x2026, role, attr);
             break;
         }
-        put_cell(g, x + used++, y, c, role, attr);
+        if (used + cw > maxw || x + used + cw > g->w) {
+            if (used < maxw)
+                put_cell(g, x + used++, y, v->ascii ? '~' : 0x2026, role, attr);
+            break;
+        }
+        put_cell(g, x + used, y, c, role, attr);
+        if (cw == 2)
+            put_cell(g, x + used + 1, y, VW_CH_WIDE, role, attr);
+        used += cw;
     }
     return used;
 }
@@ -161,6 +246,28 @@ void vw_fmt_dur(char *out, size_t n, uint64_t ns, int ascii) {
         snprintf(out, n, "%.2fs", (double)ns / 1e9);
     else
         snprintf(out, n, "%.0fs", (double)ns / 1e9);
+}
+
+/* A ruler label: like vw_fmt_dur, with as many decimals as the tick step needs, so that ticks
+ * 200 us apart at 30 s read 30.4312s, 30.4314s rather than 30.43s, 30.43s. */
+static void fmt_tick(char *out, size_t n, uint64_t t, uint64_t step, int ascii) {
+    double unit;
+    const char *u;
+    int dec;
+    if (t < 1000) {
+        vw_fmt_dur(out, n, t, ascii);
+        return;
+    } else if (t < 1000000) {
+        unit = 1e3, u = ascii ? "us" : "\xc2\xb5s", dec = 1;
+    } else if (t < 1000000000) {
+        unit = 1e6, u = "ms", dec = 2;
+    } else {
+        unit = 1e9, u = "s", dec = t < 100000000000ull ? 2 : 0;
+    }
+    int need = 0;
+    for (double su = (double)step / unit; su < 0.999999 && need < 9; su *= 10)
+        need++;
+    snprintf(out, n, "%.*f%s", need > dec ? need : dec, (double)t / unit, u);
 }
 
 static void fmt_count(char *out, size_t n, double x) {
@@ -343,9 +450,10 @@ static uint32_t cell_glyph(const vw_state *v, int cat, double frac) {
 
 /* ---- bubbles and blocks in a window ---- */
 
-/* Device-level bubbles of (producer, device) overlapping [a, b): their summed overlap. */
-static uint64_t bubble_overlap(const an_result *an, uint64_t maxlen, uint32_t p, uint16_t d, uint64_t a, uint64_t b,
-                               uint64_t gap) {
+/* Bubbles overlapping [a, b): their summed overlap. lane SIZE_MAX: the whole-device bubbles of
+ * (producer, device); else the stream-level bubbles of that stream lane. */
+static uint64_t bubble_overlap(const an_result *an, uint64_t maxlen, size_t lane, uint32_t p, uint16_t d, uint64_t a,
+                               uint64_t b, uint64_t gap) {
     if (an == NULL || an->n_bubbles == 0)
         return 0;
     /* first bubble with start >= a - maxlen */
@@ -361,7 +469,7 @@ static uint64_t bubble_overlap(const an_result *an, uint64_t maxlen, uint32_t p,
     uint64_t sum = 0;
     for (size_t i = lo; i < an->n_bubbles && an->bubbles[i].start < b; i++) {
         const an_bubble *x = &an->bubbles[i];
-        if (x->lane != SIZE_MAX || x->producer != p || x->device != d || x->end - x->start < gap)
+        if (x->lane != lane || x->end - x->start < gap || (lane == SIZE_MAX && (x->producer != p || x->device != d)))
             continue;
         uint64_t s0 = x->start > a ? x->start : a, s1 = x->end < b ? x->end : b;
         if (s1 > s0)
@@ -450,6 +558,237 @@ void vw_sites_update(vw_state *v) {
         v->stall_sel = v->n_sites ? (int)v->n_sites - 1 : 0;
 }
 
+/* ---- the header's GPU figures over a range: a resumable sweep ---- */
+
+/* Per GPU, a k-way merge by start over its stream lanes of the work (kernels, copies, memsets)
+ * that starts before b, clipped to [a, b): the union is the busy time, as the analysis counts it.
+ * The merge keeps its place, so a replay's "now" moving forward only extends it, and a caller can
+ * spread a long sweep over several frames. */
+typedef struct sweep_dev {
+    uint32_t producer;
+    uint16_t device;
+    size_t *lanes, *pos;
+    size_t n_lanes;
+    int have;
+    uint64_t cur_s, cur_e, busy;
+} sweep_dev;
+
+struct vw_sweep {
+    const st_store *s;
+    const an_result *an;
+    size_t events;
+    uint64_t dropped;
+    size_t n_lanes_store;
+    uint64_t a, b; /* swept so far: work starting before b */
+    sweep_dev *devs;
+    size_t n_devs;
+};
+
+static int is_gpu_work(const st_event *e) {
+    return e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET;
+}
+
+static void sweep_free(vw_sweep **sp) {
+    if (*sp == NULL)
+        return;
+    for (size_t i = 0; i < (*sp)->n_devs; i++) {
+        free((*sp)->devs[i].lanes);
+        free((*sp)->devs[i].pos);
+    }
+    free((*sp)->devs);
+    free(*sp);
+    *sp = NULL;
+}
+
+/* A fresh sweep of [a, ...) over the store as it is. Work that started before a and still runs
+ * at a is found by looking back a little on each lane (streams run their work one after another,
+ * so what overlaps a is among the last few events before it). */
+static vw_sweep *sweep_new(const st_store *s, const an_result *an, uint64_t a) {
+    vw_sweep *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return NULL;
+    w->s = s;
+    w->an = an;
+    w->events = st_store_events(s);
+    w->dropped = st_store_dropped(s);
+    w->n_lanes_store = st_lane_count(s);
+    w->a = w->b = a;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != ST_LANE_STREAM)
+            continue;
+        sweep_dev *d = NULL;
+        for (size_t k = 0; k < w->n_devs; k++)
+            if (w->devs[k].producer == li->producer && w->devs[k].device == li->device)
+                d = &w->devs[k];
+        if (d == NULL) {
+            sweep_dev *nd = realloc(w->devs, (w->n_devs + 1) * sizeof *nd);
+            if (nd == NULL)
+                goto fail;
+            w->devs = nd;
+            d = &w->devs[w->n_devs++];
+            memset(d, 0, sizeof *d);
+            d->producer = li->producer;
+            d->device = li->device;
+        }
+        size_t *nl = realloc(d->lanes, (d->n_lanes + 1) * sizeof *nl), *np;
+        if (nl == NULL)
+            goto fail;
+        d->lanes = nl;
+        np = realloc(d->pos, (d->n_lanes + 1) * sizeof *np);
+        if (np == NULL)
+            goto fail;
+        d->pos = np;
+        size_t n, lb = st_lane_lower_bound(s, l, a);
+        const st_event *ev = st_lane_events(s, l, &n);
+        for (size_t k = 0; k < 64 && k < lb; k++) {
+            const st_event *e = &ev[lb - 1 - k];
+            if (!is_gpu_work(e) || e->end <= a)
+                continue;
+            if (!d->have) {
+                d->have = 1;
+                d->cur_s = a;
+                d->cur_e = e->end;
+            } else if (e->end > d->cur_e) {
+                d->cur_e = e->end;
+            }
+        }
+        d->lanes[d->n_lanes] = l;
+        d->pos[d->n_lanes++] = lb;
+    }
+    return w;
+fail:
+    sweep_free(&w);
+    return NULL;
+}
+
+/* Merges the work that starts before b, at most budget events (0: all); 1 when done. */
+static int sweep_to(vw_sweep *w, uint64_t b, size_t budget) {
+    size_t done = 0;
+    for (size_t k = 0; k < w->n_devs; k++) {
+        sweep_dev *d = &w->devs[k];
+        for (;;) {
+            size_t best = SIZE_MAX;
+            uint64_t bs = 0;
+            for (size_t j = 0; j < d->n_lanes; j++) {
+                size_t n;
+                const st_event *ev = st_lane_events(w->s, d->lanes[j], &n);
+                while (d->pos[j] < n && !is_gpu_work(&ev[d->pos[j]]) && ev[d->pos[j]].start < b)
+                    d->pos[j]++;
+                if (d->pos[j] >= n || ev[d->pos[j]].start >= b)
+                    continue;
+                if (best == SIZE_MAX || ev[d->pos[j]].start < bs) {
+                    best = j;
+                    bs = ev[d->pos[j]].start;
+                }
+            }
+            if (best == SIZE_MAX)
+                break;
+            if (budget && done >= budget)
+                return 0;
+            size_t n;
+            const st_event *e = &st_lane_events(w->s, d->lanes[best], &n)[d->pos[best]++];
+            done++;
+            uint64_t s0 = e->start < w->a ? w->a : e->start;
+            if (e->end <= s0)
+                continue;
+            if (!d->have) {
+                d->have = 1;
+                d->cur_s = s0;
+                d->cur_e = e->end;
+            } else if (s0 > d->cur_e) {
+                d->busy += d->cur_e - d->cur_s;
+                d->cur_s = s0;
+                d->cur_e = e->end;
+            } else if (e->end > d->cur_e) {
+                d->cur_e = e->end;
+            }
+        }
+    }
+    w->b = b;
+    return 1;
+}
+
+/* The figures of a finished sweep, for [a, b). */
+static int sweep_figures(const vw_sweep *w, uint64_t b, vw_gpu_fig **out, size_t *n_out) {
+    vw_gpu_fig *f = calloc(w->n_devs ? w->n_devs : 1, sizeof *f);
+    if (f == NULL)
+        return -1;
+    uint64_t span = b > w->a ? b - w->a : 0;
+    for (size_t k = 0; k < w->n_devs; k++) {
+        const sweep_dev *d = &w->devs[k];
+        uint64_t busy = d->busy;
+        if (d->have && d->cur_s < b)
+            busy += (d->cur_e < b ? d->cur_e : b) - d->cur_s;
+        f[k] = (vw_gpu_fig){.producer = d->producer, .device = d->device, .span_ns = span, .busy_ns = busy,
+                            .idle_ns = span > busy ? span - busy : 0};
+    }
+    /* host time blocked: the analysis' spans (their GPU already resolved), clipped to the range */
+    for (size_t i = 0; w->an && i < w->an->n_blocks && w->an->blocks[i].start < b; i++) {
+        const an_block *bl = &w->an->blocks[i];
+        uint64_t s0 = bl->start > w->a ? bl->start : w->a, s1 = bl->end < b ? bl->end : b;
+        if (s1 <= s0)
+            continue;
+        for (size_t k = 0; k < w->n_devs; k++)
+            if (f[k].producer == bl->producer && f[k].device == bl->device)
+                f[k].blocked_ns += s1 - s0;
+    }
+    *out = f;
+    *n_out = w->n_devs;
+    return 0;
+}
+
+void vw_figs_range(const vw_state *v, uint64_t *a, uint64_t *b) {
+    uint64_t shown = v->now < v->end ? v->now : v->end;
+    if (v->scope_window) {
+        *a = v->t0 > v->origin ? v->t0 : v->origin;
+        *b = v->t1 < shown ? v->t1 : shown;
+        if (*b < *a)
+            *b = *a;
+        if (*b == *a) /* nothing shown: an empty range, not "the whole trace" */
+            *b = *a + 1;
+    } else if (v->now == UINT64_MAX || v->now >= v->end) {
+        *a = *b = 0; /* everything: the analysis' own figures */
+    } else {
+        *a = v->origin;
+        *b = shown > v->origin ? shown : v->origin + 1;
+    }
+}
+
+int vw_figs_update(vw_state *v, const st_store *s, size_t budget) {
+    uint64_t a, b;
+    vw_figs_range(v, &a, &b);
+    if (a == b) {
+        sweep_free(&v->sweep);
+        v->figs_ready = 0;
+        return 1;
+    }
+    vw_sweep *w = v->sweep;
+    int fresh = w == NULL || w->s != s || w->an != v->an || w->a != a || b < w->b ||
+                w->events != st_store_events(s) || w->dropped != st_store_dropped(s) ||
+                w->n_lanes_store != st_lane_count(s);
+    if (!fresh && v->figs_ready && v->figs_a == a && v->figs_b == b)
+        return 1;
+    if (fresh) {
+        sweep_free(&v->sweep);
+        if ((v->sweep = w = sweep_new(s, v->an, a)) == NULL)
+            return 1;
+    }
+    if (!sweep_to(w, b, budget))
+        return 0;
+    vw_gpu_fig *f;
+    size_t n;
+    if (sweep_figures(w, b, &f, &n) != 0)
+        return 1;
+    free(v->figs);
+    v->figs = f;
+    v->n_figs = n;
+    v->figs_a = a;
+    v->figs_b = b;
+    v->figs_ready = 1;
+    return 1;
+}
+
 /* ---- state ---- */
 
 void vw_state_init(vw_state *v, vw_mode mode, const st_store *s) {
@@ -472,6 +811,11 @@ void vw_state_free(vw_state *v) {
     free(v->sites);
     v->sites = NULL;
     v->n_sites = 0;
+    free(v->figs);
+    v->figs = NULL;
+    v->n_figs = 0;
+    v->figs_ready = 0;
+    sweep_free(&v->sweep);
 }
 
 void vw_state_settle(vw_state *v, const st_store *s, int w, int h) {
@@ -596,6 +940,10 @@ static void render_title(const st_store *s, const vw_state *v, vw_grid *g, const
             snprintf(right, sizeof right, " LIVE %s%s  %s ", v->paused ? "paused" : (v->ascii ? "*" : "\xe2\x97\x8f"),
                      v->follow && !v->paused ? " follow" : "", d2);
     }
+    if (v->recording) {
+        size_t l = strlen(right);
+        snprintf(right + l, sizeof right - l, "%s", v->ascii ? "REC " : "\xe2\x97\x8f REC ");
+    }
     if (v->load_progress < 1.0) {
         char lp[32];
         snprintf(lp, sizeof lp, " loading %.0f%% ", v->load_progress * 100);
@@ -656,10 +1004,24 @@ static void render_gpus(const st_store *s, const vw_state *v, vw_grid *g, const 
         if (rows[i].type != ROW_DEVICE)
             continue;
         int y = L->gpus.y + shown++;
-        const an_device *dv = NULL;
-        for (size_t k = 0; v->an && k < v->an->n_devices; k++)
-            if (v->an->devices[k].producer == rows[i].producer && v->an->devices[k].device == rows[i].device)
-                dv = &v->an->devices[k];
+        /* the figures for the range the header covers: the sweep's when it has them, the
+         * analysis' own when the range is the whole trace */
+        uint64_t fa, fb;
+        vw_figs_range(v, &fa, &fb);
+        vw_gpu_fig fig, *dv = NULL;
+        if (fa != fb) {
+            for (size_t k = 0; v->figs_ready && k < v->n_figs; k++)
+                if (v->figs[k].producer == rows[i].producer && v->figs[k].device == rows[i].device)
+                    dv = &v->figs[k];
+        } else {
+            for (size_t k = 0; v->an && k < v->an->n_devices; k++) {
+                const an_device *d = &v->an->devices[k];
+                if (d->producer == rows[i].producer && d->device == rows[i].device) {
+                    fig = (vw_gpu_fig){d->producer, d->device, d->span_ns, d->busy_ns, d->idle_ns, d->blocked_ns};
+                    dv = &fig;
+                }
+            }
+        }
         char lab[32];
         snprintf(lab, sizeof lab, " GPU%u ", rows[i].device);
         int x = put_str(g, v, 0, y, 8, lab, ROLE_DEVICE, VW_A_BOLD);
@@ -694,8 +1056,11 @@ static void render_gpus(const st_store *s, const vw_state *v, vw_grid *g, const 
             x += put_str(g, v, x, y, 8, buf, ROLE_VALUE, 0);
             x += put_str(g, v, x, y, 16, "  host blocked ", ROLE_LABEL, 0);
             x += put_str(g, v, x, y, 12, d, dv->blocked_ns ? ROLE_BLOCKED : ROLE_VALUE, VW_A_BOLD);
+            if (v->scope_window)
+                x += put_str(g, v, x, y, 10, "  in view", ROLE_LABEL, VW_A_BOLD);
         } else {
-            x += put_str(g, v, x + 1, y, 20, v->an ? "no GPU work" : "analysing...", ROLE_DIM, 0) + 1;
+            x += put_str(g, v, x + 1, y, 20, v->an && (fa == fb || v->figs_ready) ? "no GPU work" : "analysing...",
+                         ROLE_DIM, 0) + 1;
         }
         /* device name */
         for (size_t k = 0; k < st_device_count(s); k++) {
@@ -748,21 +1113,24 @@ static void render_ruler(const vw_state *v, vw_grid *g, const vw_layout *L) {
     uint64_t rel0 = v->t0 > v->origin ? v->t0 - v->origin : 0;
     uint64_t first = (rel0 + step - 1) / step * step;
     int last_end = -1;
+    /* The cursor's mark goes on the ruler; a label it would cut in two is left out (its tick
+     * stays), so every label shown reads whole. */
+    int cur = v->cursor >= v->t0 && v->cursor < v->t1 ? col_of(v, L, v->cursor) : -1;
     for (uint64_t t = first; v->origin + t < v->t1; t += step) {
         int c = col_of(v, L, v->origin + t);
         if (c <= last_end)
             continue;
         char d[32];
-        vw_fmt_dur(d, sizeof d, t, v->ascii);
+        fmt_tick(d, sizeof d, t, step, v->ascii);
         put_cell(g, L->timeline.x + c, y, v->ascii ? '|' : 0x2534, ROLE_RULER, 0);
         int n = (int)strlen(d) - (!v->ascii && strstr(d, "\xc2\xb5") ? 1 : 0);
-        if (c + 1 + n < cols) {
+        if (c + 1 + n < cols && !(cur > c && cur <= c + n)) {
             put_str(g, v, L->timeline.x + c + 1, y, n, d, ROLE_RULER, 0);
             last_end = c + n + 1;
         }
     }
-    if (v->cursor >= v->t0 && v->cursor < v->t1)
-        put_cell(g, L->timeline.x + col_of(v, L, v->cursor), y, v->ascii ? 'v' : 0x25BC, ROLE_CURSOR, VW_A_BOLD);
+    if (cur >= 0)
+        put_cell(g, L->timeline.x + cur, y, v->ascii ? 'v' : 0x25BC, ROLE_CURSOR, VW_A_BOLD);
 }
 
 typedef struct frame_ctx {
@@ -809,14 +1177,17 @@ static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_
             }
         }
         b = f->dev;
-        /* bubble columns of this device */
-        for (int c = 0; c < cols; c++) {
-            uint64_t a = v->t0 + (uint64_t)c * w, e = c + 1 == cols ? v->t1 : a + w;
-            f->bubble_col[c] = bubble_overlap(v->an, f->bmax, r->producer, r->device, a, e, v->gap_ns) * 2 >= e - a;
-        }
     } else {
         st_lane_summary(f->s, r->lane, v->t0, v->t1, (size_t)cols, b);
         kind = st_lane_get(f->s, r->lane)->kind;
+    }
+    /* bubble columns: the device's own on its summary row, each stream's on its lane */
+    if (r->type == ROW_DEVICE || kind == ST_LANE_STREAM) {
+        size_t bl = r->type == ROW_DEVICE ? SIZE_MAX : r->lane;
+        for (int c = 0; c < cols; c++) {
+            uint64_t a = v->t0 + (uint64_t)c * w, e = c + 1 == cols ? v->t1 : a + w;
+            f->bubble_col[c] = bubble_overlap(v->an, f->bmax, bl, r->producer, r->device, a, e, v->gap_ns) * 2 >= e - a;
+        }
     }
     for (int c = 0; c < cols; c++) {
         uint64_t a = v->t0 + (uint64_t)c * w, e = c + 1 == cols ? v->t1 : a + w;
@@ -861,30 +1232,21 @@ static void render_lanes(frame_ctx *f) {
     const vw_layout *L = f->L;
     int multi = st_producer_count(s) > 1;
     int cols = L->timeline.w;
-    memset(f->bubble_col, 0, (size_t)cols);
-    /* the device row comes before its streams, so its bubble columns are there for them */
     for (int i = 0; i < L->lanes.h; i++) {
         int ri = v->row_scroll + i;
         if (ri >= (int)f->n_rows)
             break;
-        const vw_row *r = &f->rows[ri];
-        /* a stream row scrolled in without its device row: compute the device's bubbles anyway */
-        if (i == 0 && r->type == ROW_LANE && r->device != TP_NO_DEVICE) {
-            uint64_t w = (v->t1 - v->t0) / (uint64_t)cols;
-            if (w == 0)
-                w = 1;
-            for (int c = 0; c < cols; c++) {
-                uint64_t a = v->t0 + (uint64_t)c * w, e = c + 1 == cols ? v->t1 : a + w;
-                f->bubble_col[c] = bubble_overlap(v->an, f->bmax, r->producer, r->device, a, e, v->gap_ns) * 2 >= e - a;
-            }
-        }
-        if (r->type == ROW_LANE && r->device == TP_NO_DEVICE)
-            memset(f->bubble_col, 0, (size_t)cols);
-        render_lane_row(f, L->lanes.y + i, r, ri == v->cursor_row, multi);
+        memset(f->bubble_col, 0, (size_t)cols);
+        render_lane_row(f, L->lanes.y + i, &f->rows[ri], ri == v->cursor_row, multi);
     }
     if (f->n_rows == 0)
         put_str(g, v, L->timeline.x + 2, L->lanes.y + 1, cols - 4,
                 v->mode == VW_LIVE ? "waiting for events..." : "no events", ROLE_DIM, 0);
+    if (v->notice[0]) {
+        char m[sizeof v->notice];
+        sanitized(m, sizeof m, v->notice);
+        put_str(g, v, L->timeline.x + 2, L->lanes.y + (f->n_rows == 0 ? 2 : 0), cols - 4, m, ROLE_WARN, VW_A_BOLD);
+    }
     /* the selected stall's spans */
     if (v->focus == VW_FOCUS_STALLS && v->n_sites > 0 && v->an && v->stall_sel >= 0) {
         const vw_site *site = &v->sites[v->stall_sel];
@@ -1157,6 +1519,7 @@ static void render_help(const vw_state *v, vw_grid *g) {
         "space           replay: play / pause;  live: freeze / follow",
         "[ / ]           replay slower / faster;  g / G  go to start / end",
         "f               follow the newest events (live)",
+        "w               GPU figures for the window shown / the whole run (to now)",
         "mouse           click a lane or a stall row; the wheel zooms",
         "q  F10          quit  (esc or ? closes this help)",
         "",
@@ -1268,11 +1631,28 @@ static void pan(vw_state *v, int64_t d) {
         v->follow = 0;
 }
 
-static void center_on(vw_state *v, uint64_t t) {
-    uint64_t w = v->t1 - v->t0;
-    if (t >= v->t0 + w / 10 && t < v->t1 - w / 10)
+/* Brings [a, b) into view the way less brings a match onto the screen: nothing moves when it is
+ * already well inside the window and at least a cell wide; otherwise it is centred, and zoomed so
+ * that it spans a few cells when it was narrower than one, or fits when it was wider than most of
+ * the window. */
+static void reveal(vw_state *v, uint64_t a, uint64_t b, int cols) {
+    uint64_t w = v->t1 - v->t0, d = b > a ? b - a : 1;
+    uint64_t colw = w / (uint64_t)(cols > 0 ? cols : 1);
+    if (colw == 0)
+        colw = 1;
+    if (d < colw) {
+        w = d * (uint64_t)cols / 4; /* four cells */
+    } else if (d > w - w / 5) {
+        w = d + d / 4;
+    } else if (a >= v->t0 + w / 10 && b <= v->t1 - w / 20) {
         return;
-    v->t0 = t > w / 2 ? t - w / 2 : 0;
+    }
+    if (w < (uint64_t)cols)
+        w = (uint64_t)cols;
+    uint64_t mid = a + d / 2;
+    v->t0 = mid > w / 2 ? mid - w / 2 : 0;
+    if (v->t0 > a) /* rounding: the start stays on screen, where the cursor goes */
+        v->t0 = a;
     v->t1 = v->t0 + w;
     v->follow = 0;
 }
@@ -1302,10 +1682,10 @@ static const an_block *block_at_site_next(const vw_state *v, const vw_site *site
     return best;
 }
 
-static void go_block(vw_state *v, const st_store *s, const an_block *b) {
+static void go_block(vw_state *v, const st_store *s, const an_block *b, int cols) {
     v->cursor = b->start;
     v->cursor_row = row_of_lane(s, b->lane);
-    center_on(v, b->start);
+    reveal(v, b->start, b->end, cols);
     for (size_t i = 0; i < v->n_sites; i++)
         if (block_matches_site(b, &v->sites[i]))
             v->stall_sel = (int)i;
@@ -1329,7 +1709,7 @@ static int name_matches(const char *name, const char *term) {
     return 0;
 }
 
-static void search_next(vw_state *v, const st_store *s) {
+static void search_next(vw_state *v, const st_store *s, int cols) {
     if (v->search[0] == '\0')
         return;
     /* names are few and events many: decide each name once */
@@ -1341,7 +1721,7 @@ static void search_next(vw_state *v, const st_store *s) {
         free(res);
         return;
     }
-    uint64_t best_t = UINT64_MAX;
+    uint64_t best_t = UINT64_MAX, best_end = 0;
     size_t best_lane = 0;
     for (size_t l = 0; l < st_lane_count(s); l++) {
         size_t n;
@@ -1358,6 +1738,7 @@ static void search_next(vw_state *v, const st_store *s) {
             }
             if (res[slot]) {
                 best_t = e[i].start;
+                best_end = e[i].end;
                 best_lane = l;
                 break;
             }
@@ -1373,7 +1754,7 @@ static void search_next(vw_state *v, const st_store *s) {
     }
     v->cursor = best_t;
     v->cursor_row = row_of_lane(s, best_lane);
-    center_on(v, best_t);
+    reveal(v, best_t, best_end, cols);
     snprintf(v->message, sizeof v->message, "found \"%s\"", term);
 }
 
@@ -1390,7 +1771,7 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
             v->searching = 0;
         } else if (key == VW_KEY_ENTER || key == '\n' || key == '\r') {
             v->searching = 0;
-            search_next(v, s);
+            search_next(v, s, cols);
         } else if (key == VW_KEY_BACKSPACE || key == 127 || key == 8) {
             if (n > 0)
                 v->search[n - 1] = '\0';
@@ -1490,6 +1871,11 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         v->t0 = v->origin;
         v->t1 = v->end > v->origin ? v->end : v->origin + 1000000;
         break;
+    case 'w':
+        v->scope_window = !v->scope_window;
+        snprintf(v->message, sizeof v->message, "GPU figures: %s",
+                 v->scope_window ? "what the window shows" : v->mode == VW_REPLAY ? "the trace up to now" : "the whole run");
+        break;
     case 'f':
         v->follow = !v->follow;
         snprintf(v->message, sizeof v->message, "follow %s", v->follow ? "on" : "off");
@@ -1535,7 +1921,7 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         if (b == NULL) {
             snprintf(v->message, sizeof v->message, "%s", key == 'n' ? "no later stall" : "no earlier stall");
         } else {
-            go_block(v, s, b);
+            go_block(v, s, b, cols);
             v->focus = VW_FOCUS_STALLS;
         }
         break;
@@ -1552,7 +1938,7 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
             if (b == NULL)
                 b = block_at_site_next(v, &v->sites[v->stall_sel], 0, 1);
             if (b)
-                go_block(v, s, b);
+                go_block(v, s, b, cols);
         } else {
             v->detail = !v->detail;
         }

@@ -60,10 +60,27 @@ typedef enum vw_role {
 /* The letter of a role in golden files ('.' for ROLE_DEFAULT). */
 char vw_role_letter(int role);
 
-enum { VW_A_BOLD = 1, VW_A_REVERSE = 2, VW_A_UNDERLINE = 4 };
+enum { VW_A_BOLD = 1, VW_A_REVERSE = 2, VW_A_UNDERLINE = 4, VW_A_DIM = 8 };
+
+/* The scheme table: per role, its colours (VW_C_*: the eight ANSI colours, or the terminal's
+ * default) and attributes in colour, and the attributes that stand in for colour on a monochrome
+ * terminal. term.c turns it into colour pairs; tests check it without a terminal. */
+enum { VW_C_DEFAULT = -1, VW_C_BLACK = 0, VW_C_RED, VW_C_GREEN, VW_C_YELLOW, VW_C_BLUE, VW_C_MAGENTA,
+       VW_C_CYAN, VW_C_WHITE };
+typedef struct vw_scheme {
+    const char *name; /* the role's name (NULL: the role has no entry, a bug) */
+    int fg, bg;       /* VW_C_* */
+    int attr;         /* VW_A_* added in colour */
+    int mono;         /* VW_A_* in monochrome */
+} vw_scheme;
+const vw_scheme *vw_scheme_get(int role); /* NULL outside 0..ROLE_N_-1 */
+
+/* A cell's ch is a code point; a wide (two-column) character takes its cell and the next, whose
+ * ch is VW_CH_WIDE: the terminal and the text dump skip that one. */
+#define VW_CH_WIDE 0u
 
 typedef struct vw_cell {
-    uint32_t ch; /* a Unicode code point (ASCII only when the view is in ASCII mode) */
+    uint32_t ch; /* a Unicode code point (ASCII only when the view is in ASCII mode), or VW_CH_WIDE */
     uint8_t role;
     uint8_t attr; /* VW_A_*, on top of the role's own */
 } vw_cell;
@@ -79,6 +96,12 @@ void vw_grid_free(vw_grid *g);
 /* The grid as UTF-8 text, one line per row (trailing spaces kept), and the role letters. */
 char *vw_grid_text(const vw_grid *g);
 char *vw_grid_roles(const vw_grid *g);
+/* The attributes each cell is drawn with (its role's, colour or mono, plus its own), one hex
+ * digit per cell ('.' for none): for golden screens of the monochrome rendering. */
+char *vw_grid_attrs(const vw_grid *g, int mono);
+/* Columns a code point takes on a terminal: 0, 1 or 2 (wcwidth; its own table when the locale
+ * does not say). */
+int vw_char_width(uint32_t c);
 
 /* ---- layout ---- */
 
@@ -110,6 +133,15 @@ typedef struct vw_site {
     uint64_t count, total_ns, max_ns;
 } vw_site;
 
+/* The header's figures for one GPU over a range of time. */
+typedef struct vw_gpu_fig {
+    uint32_t producer;
+    uint16_t device;
+    uint64_t span_ns, busy_ns, idle_ns, blocked_ns;
+} vw_gpu_fig;
+
+typedef struct vw_sweep vw_sweep;
+
 typedef struct vw_state {
     vw_mode mode;
     int ascii, mono;    /* glyphs and colours */
@@ -135,6 +167,17 @@ typedef struct vw_state {
     vw_site *sites;      /* over blocks ending before now, by total */
     size_t n_sites;
     uint64_t gap_ns;     /* bubbles below this are not drawn (0: all of an's bubbles) */
+    int recording;       /* live: every batch also goes to a trace file (the title says REC) */
+    char notice[160];    /* live: why nothing shows (no data from an endpoint), in the lanes area */
+    /* GPU figures in the header: the whole run so far (replay: up to now), or with scope_window
+     * what the window shows (key w). figs holds them for [figs_a, figs_b) once vw_figs_update has
+     * finished a sweep; until then the header uses an's whole-trace figures when they apply. */
+    int scope_window;
+    vw_gpu_fig *figs;
+    size_t n_figs;
+    uint64_t figs_a, figs_b;
+    int figs_ready;
+    vw_sweep *sweep;
 } vw_state;
 
 /* Starts a state over a committed store: whole span visible, cursor at its start. */
@@ -144,6 +187,13 @@ void vw_state_free(vw_state *v);
 void vw_sites_update(vw_state *v);
 /* Keeps the window valid after the store grew or the screen changed (clamps, follow). */
 void vw_state_settle(vw_state *v, const st_store *s, int w, int h);
+
+/* Brings the header's GPU figures up to date for the current "now", window and scope, doing at most
+ * about budget events of work (0: no limit). Returns 1 when they are current, 0 when more work is
+ * left (call again). Cheap when nothing changed; a replay's advancing "now" only extends the sweep. */
+int vw_figs_update(vw_state *v, const st_store *s, size_t budget);
+/* The range the header's figures should cover now (a == b: an's whole-trace figures do). */
+void vw_figs_range(const vw_state *v, uint64_t *a, uint64_t *b);
 
 /* Draws one frame of w x h into g (resized as needed). */
 void vw_render(const st_store *s, vw_state *v, vw_grid *g);

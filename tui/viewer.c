@@ -6,6 +6,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,7 @@
 
 #include "analysis.h"
 #include "store.h"
+#include "synctop/file.h"
 #include "synctop/net.h"
 #include "synctop/sanitize.h"
 #include "term.h"
@@ -23,6 +27,79 @@
 #define VIEWER_MAX_ENDPOINTS 256
 #define VIEWER_LIVE_WINDOW_NS 5000000000ull /* what a live view shows at first */
 #define VIEWER_DEFAULT_WINDOW_EVENTS (4u << 20)
+#define VIEWER_NO_DATA_S 3.0               /* live: say so when nothing arrived by then */
+#define VIEWER_HELD_MAX (256u << 20)       /* bytes of batches held back while the analysis runs */
+#define VIEWER_FIGS_BUDGET 100000          /* events per loop turn for the header's figures (about 2 ms) */
+
+/* ---- the analysis on its own thread ---- */
+
+struct viewer_anjob {
+    pthread_t th;
+    const st_store *s;
+    an_opts opts;
+    int has_opts;
+    an_result r;
+    int rc;
+    tp_err err;
+    double took;
+    atomic_int done;
+};
+
+static double now_s(void);
+
+static void *anjob_main(void *arg) {
+    viewer_anjob *j = arg;
+    double t = now_s();
+    j->rc = an_analyze(j->s, j->has_opts ? &j->opts : NULL, &j->r, &j->err);
+    j->took = now_s() - t;
+    atomic_store(&j->done, 1);
+    return NULL;
+}
+
+viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, tp_err *err) {
+    viewer_anjob *j = calloc(1, sizeof *j);
+    if (j == NULL) {
+        tp_err_set(err, TP_ENOMEM, "analysis: out of memory");
+        return NULL;
+    }
+    j->s = s;
+    if (opts) {
+        j->opts = *opts;
+        j->has_opts = 1;
+    }
+    atomic_init(&j->done, 0);
+    int e = pthread_create(&j->th, NULL, anjob_main, j);
+    if (e != 0) {
+        tp_err_set(err, TP_EIO, "analysis: cannot start a thread: %s", strerror(e));
+        free(j);
+        return NULL;
+    }
+    return j;
+}
+
+int viewer_anjob_done(const viewer_anjob *j) { return atomic_load(&((viewer_anjob *)j)->done); }
+
+int viewer_anjob_finish(viewer_anjob **jp, an_result *out, double *took_s, tp_err *err) {
+    viewer_anjob *j = *jp;
+    pthread_join(j->th, NULL);
+    int rc = j->rc;
+    if (rc == 0)
+        *out = j->r;
+    else if (err)
+        *err = j->err;
+    if (took_s)
+        *took_s = j->took;
+    free(j);
+    *jp = NULL;
+    return rc;
+}
+
+/* A batch received while the analysis reads the store: added when it is done. */
+typedef struct held_batch {
+    void *data;
+    size_t len;
+    uint32_t n_events;
+} held_batch;
 
 typedef struct viewer {
     const viewer_opts *o;
@@ -35,6 +112,15 @@ typedef struct viewer {
     int loading;
     an_result an;
     int have_an;
+    viewer_anjob *job;
+    size_t job_events;
+    double an_took; /* how long the last analysis took: the next waits at least a few times that */
+    held_batch *held;
+    size_t n_held, cap_held, held_bytes;
+    tp_fwriter *rec;
+    uint64_t rec_batches, rec_events;
+    double started_at;
+    uint64_t batches_in;
     double an_at;
     size_t an_events;
     uint64_t an_now;
@@ -142,18 +228,11 @@ static void viewer_place(viewer *w) {
     }
 }
 
-static void viewer_analyse(viewer *w, double t) {
-    size_t ev = st_store_events(w->s);
-    int due;
-    if (w->v.mode == VW_REPLAY)
-        due = !w->loading ? !w->have_an || ev != w->an_events : (ev < (2u << 20) && t - w->an_at >= 1.0);
-    else
-        due = t - w->an_at >= 1.0 && ev != w->an_events;
-    if (!due)
-        return;
+static void viewer_take_analysis(viewer *w, double t) {
     an_result r;
     tp_err err = {{0}};
-    if (an_analyze(w->s, NULL, &r, &err) != 0) {
+    double took = 0;
+    if (viewer_anjob_finish(&w->job, &r, &took, &err) != 0) {
         snprintf(w->v.message, sizeof w->v.message, "analysis: %s", err.msg);
         w->an_at = t;
         return;
@@ -164,14 +243,65 @@ static void viewer_analyse(viewer *w, double t) {
     w->have_an = 1;
     w->v.an = &w->an;
     w->an_at = t;
-    w->an_events = ev;
+    w->an_took = took;
+    w->an_events = w->job_events;
     w->sites_an = NULL; /* recompute the sites */
+}
+
+static int viewer_add_batch(viewer *w, const void *data, size_t len, uint32_t n_events) {
+    tp_err err = {{0}};
+    if (st_store_add_batch(w->s, data, len, &err) != 0)
+        return -1;
+    w->rate_events += n_events;
+    return 0;
+}
+
+/* Adds the batches held back while the analysis read the store. */
+static void viewer_release_held(viewer *w) {
+    for (size_t i = 0; i < w->n_held; i++) {
+        viewer_add_batch(w, w->held[i].data, w->held[i].len, w->held[i].n_events);
+        free(w->held[i].data);
+    }
+    w->n_held = 0;
+    w->held_bytes = 0;
+}
+
+/* Starts the analysis when one is due, takes its result when it is done. A live store grows all
+ * the time: the next analysis waits at least four times as long as the last one took, so the
+ * thread is busy at most a fifth of the time. Returns 1 when a job is running. */
+static int viewer_analyse(viewer *w, double t) {
+    if (w->job) {
+        if (!viewer_anjob_done(w->job))
+            return 1;
+        viewer_take_analysis(w, t);
+        viewer_release_held(w);
+        st_store_commit(w->s);
+        return 0;
+    }
+    size_t ev = st_store_events(w->s);
+    int due;
+    double every = 4 * w->an_took > 1.0 ? 4 * w->an_took : 1.0;
+    if (w->v.mode == VW_REPLAY)
+        due = !w->loading ? !w->have_an || ev != w->an_events : (ev < (2u << 20) && t - w->an_at >= every);
+    else
+        due = t - w->an_at >= every && ev != w->an_events;
+    if (!due)
+        return 0;
+    tp_err err = {{0}};
+    w->job_events = ev;
+    w->an_at = t;
+    if ((w->job = viewer_anjob_start(w->s, NULL, &err)) == NULL) {
+        snprintf(w->v.message, sizeof w->v.message, "%s", err.msg);
+        return 0;
+    }
+    return 1;
 }
 
 /* Draws a frame; returns 1 when some work was put off (another frame is due soon). */
 static int viewer_frame(viewer *w, double t) {
     int again = 0;
-    st_store_commit(w->s);
+    if (w->job == NULL)
+        st_store_commit(w->s); /* a running analysis reads the store: it stays as it is till then */
     viewer_place(w);
     if (w->v.mode == VW_LIVE) {
         if (w->v.paused && w->v.now == UINT64_MAX)
@@ -179,7 +309,10 @@ static int viewer_frame(viewer *w, double t) {
         else if (!w->v.paused)
             w->v.now = UINT64_MAX;
     }
-    viewer_analyse(w, t);
+    if (viewer_analyse(w, t))
+        again = 1; /* look again soon for its result */
+    if (vw_figs_update(&w->v, w->s, VIEWER_FIGS_BUDGET) == 0)
+        again = 1;
     if (w->sites_an != w->v.an || (w->v.now != w->sites_now && t - w->sites_at >= 0.25)) {
         vw_sites_update(&w->v);
         w->sites_an = w->v.an;
@@ -199,11 +332,67 @@ static int viewer_frame(viewer *w, double t) {
     return again;
 }
 
+/* Writes a received batch to the trace file; on a write error, says so and stops recording. */
+static void viewer_record(viewer *w, const tp_sub_msg *msg) {
+    if (w->rec == NULL)
+        return;
+    tp_err err = {{0}};
+    int rc = tp_fwriter_append(w->rec, msg->data, msg->len, &err);
+    if (rc == TP_EMALFORMED)
+        return; /* refused whole, as the store refuses it: nothing to keep */
+    if (rc != 0) {
+        snprintf(w->v.message, sizeof w->v.message, "recording stopped: %s", err.msg);
+        tp_fwriter_close(&w->rec, &err);
+        w->v.recording = 0;
+        return;
+    }
+    w->rec_batches++;
+    w->rec_events += msg->hdr.n_events;
+}
+
+static int viewer_hold(viewer *w, const tp_sub_msg *msg) {
+    if (w->held_bytes + msg->len > VIEWER_HELD_MAX)
+        return -1;
+    if (w->n_held == w->cap_held) {
+        size_t c = w->cap_held ? w->cap_held * 2 : 64;
+        held_batch *h = realloc(w->held, c * sizeof *h);
+        if (h == NULL)
+            return -1;
+        w->held = h;
+        w->cap_held = c;
+    }
+    void *copy = malloc(msg->len);
+    if (copy == NULL)
+        return -1;
+    memcpy(copy, msg->data, msg->len);
+    w->held[w->n_held++] = (held_batch){copy, msg->len, msg->hdr.n_events};
+    w->held_bytes += msg->len;
+    return 0;
+}
+
+/* Nothing arrived yet: say where we listen and the likely reason, rather than a blank screen. */
+static void viewer_no_data(viewer *w) {
+    char *n = w->v.notice;
+    size_t cap = sizeof w->v.notice;
+    if (w->n_eps == 0) {
+        snprintf(n, cap, "no traced process of yours is publishing yet; still looking");
+    } else if (w->n_eps > 1) {
+        snprintf(n, cap, "no data from any of %zu endpoints yet%s", w->n_eps,
+                 w->o->server_key ? ": wrong --server-key?" : "");
+    } else if (strncmp(w->eps[0], "tcp://", 6) == 0) {
+        snprintf(n, cap, "no data from %.100s: %s", w->eps[0],
+                 w->o->server_key ? "wrong --server-key?" : "is it up? does it need --server-key?");
+    } else {
+        snprintf(n, cap, "no data from %.100s yet: is the traced process running?", w->eps[0]);
+    }
+}
+
 static int viewer_loop(viewer *w) {
     int fps = w->o->fps > 0 ? w->o->fps : 30;
     double frame_dt = 1.0 / fps, next_frame = 0, last_tick = now_s();
     int dirty = 1;
     w->rate_at = last_tick;
+    w->started_at = last_tick;
     for (;;) {
         double t = now_s();
         /* replay: the moving "now" */
@@ -220,7 +409,7 @@ static int viewer_loop(viewer *w) {
         }
         last_tick = t;
         int timeout_ms;
-        if (w->loading)
+        if (w->loading && w->job == NULL)
             timeout_ms = 0;
         else if (dirty)
             timeout_ms = next_frame > t ? (int)((next_frame - t) * 1000) + 1 : 0;
@@ -260,12 +449,26 @@ static int viewer_loop(viewer *w) {
             int r;
             while ((r = tp_sub_recv(w->sub, &msg, 0, &err)) != 0) {
                 if (r > 0) {
-                    if (st_store_add_batch(w->s, msg.data, msg.len, &err) == 0)
-                        w->rate_events += msg.hdr.n_events;
+                    viewer_record(w, &msg);
+                    w->batches_in++;
+                    if (w->v.notice[0])
+                        w->v.notice[0] = '\0';
+                    if (w->job == NULL) {
+                        viewer_add_batch(w, msg.data, msg.len, msg.hdr.n_events);
+                    } else if (viewer_hold(w, &msg) != 0) {
+                        /* too much held back: wait for the analysis rather than lose batches */
+                        viewer_take_analysis(w, now_s());
+                        viewer_release_held(w);
+                        viewer_add_batch(w, msg.data, msg.len, msg.hdr.n_events);
+                    }
                     dirty = 1;
                 }
                 if (now_s() >= until)
                     break;
+            }
+            if (w->batches_in == 0 && !w->v.notice[0] && t - w->started_at >= VIEWER_NO_DATA_S) {
+                viewer_no_data(w);
+                dirty = 1;
             }
             if (w->o->scan_endpoint_dir && t - w->scan_at >= 2.0) {
                 viewer_scan(w);
@@ -283,7 +486,7 @@ static int viewer_loop(viewer *w) {
                 dirty = 1;
             }
         }
-        if (w->loading) {
+        if (w->loading && w->job == NULL) {
             tp_err err = {{0}};
             int r = st_loader_step(w->ld, 0.015, &err);
             if (r != 0) {
@@ -294,6 +497,8 @@ static int viewer_loop(viewer *w) {
                 st_store_shrink(w->s);
             }
             dirty = 1;
+        } else if (w->job) {
+            dirty = 1; /* poll for its result */
         }
         t = now_s();
         if (dirty && t >= next_frame) {
@@ -304,6 +509,14 @@ static int viewer_loop(viewer *w) {
 }
 
 static void viewer_free(viewer *w) {
+    if (w->job) {
+        an_result r;
+        if (viewer_anjob_finish(&w->job, &r, NULL, NULL) == 0)
+            an_result_free(&r);
+    }
+    for (size_t i = 0; i < w->n_held; i++)
+        free(w->held[i].data);
+    free(w->held);
     term_close(&w->t);
     tp_sub_destroy(&w->sub);
     st_loader_close(&w->ld);
@@ -330,7 +543,21 @@ static int viewer_finish(viewer *w, int rc) {
     const char *vname = w->o->verb ? w->o->verb : "viewer";
     char msg[sizeof w->err];
     snprintf(msg, sizeof msg, "%s", w->err);
+    int recorded = w->rec != NULL;
+    tp_err rerr = {{0}};
+    int rrc = recorded ? tp_fwriter_close(&w->rec, &rerr) : 0;
+    uint64_t rb = w->rec_batches, re = w->rec_events;
+    const char *rpath = w->o->record;
     viewer_free(w);
+    if (recorded) {
+        if (rrc != 0) {
+            fprintf(stderr, "synctop %s: the recording is incomplete: %s\n", vname, rerr.msg);
+            rc = 1;
+        } else {
+            fprintf(stderr, "synctop %s: recorded %" PRIu64 " batches (%" PRIu64 " events) to %s\n", vname, rb, re,
+                    rpath);
+        }
+    }
     if (rc != 0 && msg[0]) {
         fprintf(stderr, "synctop %s: ", vname);
         verb_print_sanitized(stderr, msg, (size_t)-1);
@@ -354,9 +581,17 @@ int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o
     for (size_t i = 0; i < n; i++)
         if (viewer_connect(&w, endpoints[i]) != 0)
             return viewer_finish(&w, 1);
+    if (o->record) {
+        w.rec = tp_fwriter_open(o->record, o->record_overwrite ? TP_FW_OVERWRITE : 0, &err);
+        if (w.rec == NULL) {
+            snprintf(w.err, sizeof w.err, "--record %s: %s", o->record, err.msg);
+            return viewer_finish(&w, 1);
+        }
+    }
     if (o->scan_endpoint_dir)
         viewer_scan(&w);
     vw_state_init(&w.v, VW_LIVE, w.s);
+    w.v.recording = w.rec != NULL;
     if (viewer_start_term(&w) != 0)
         return viewer_finish(&w, 1);
     int rc = viewer_loop(&w);

@@ -12,11 +12,20 @@
  *   viewer_run_replay(path, opts)        a trace file (loaded incrementally: the first screen
  *                                        comes before the file is read) or a Kineto JSON.
  * Both return 0, or 1 with a message on stderr (after the terminal is restored).
+ *
+ * Live sessions keep a bounded window of events (opts.window_events); with opts.record every batch
+ * received also goes to a trace file, so what falls out of the window is not lost. The analysis
+ * runs on a second thread (viewer_anjob) over a store that does not change meanwhile, so a key is
+ * answered within a frame whatever the store's size.
  */
 #ifndef SYNCTOP_VIEWER_H
 #define SYNCTOP_VIEWER_H
 
 #include <stddef.h>
+
+#include "analysis.h"
+#include "store.h"
+#include "synctop/error.h"
 
 /* Called about four times a second in a live session with a way to connect to one more endpoint,
  * so a caller can add publishers as they appear (`synctop run`: the command's processes). */
@@ -34,9 +43,22 @@ typedef struct viewer_opts {
     int play;                 /* replay: play from the start (else show it all, paused) */
     viewer_discover_fn discover; /* live: see above, or NULL */
     void *discover_ctx;
+    const char *record;       /* live: also write every batch received to this new trace file, so
+                                 what leaves the window is kept (NULL: none) */
+    int record_overwrite;     /* replace that file when it exists */
 } viewer_opts;
 
 int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o);
 int viewer_run_replay(const char *path, const viewer_opts *o);
+
+/* The analysis on a thread of its own, so that keys and frames never wait for it: while a job runs
+ * the store must not change (the loop holds incoming batches back), but it may be read (frames).
+ * Exposed for bench_view, which measures the frame and key latency while a job runs. */
+typedef struct viewer_anjob viewer_anjob;
+viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, tp_err *err);
+int viewer_anjob_done(const viewer_anjob *j); /* 1 when finished (viewer_anjob_finish won't wait) */
+/* Waits for the job, hands its result over (free it with an_result_free) and frees the job.
+ * Returns an_analyze's status; took_s (may be NULL) gets the analysis' own time. */
+int viewer_anjob_finish(viewer_anjob **j, an_result *out, double *took_s, tp_err *err);
 
 #endif

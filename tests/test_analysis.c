@@ -411,3 +411,40 @@ TEST(analysis_low_util_windows_of_sampled_ranks_are_ordered) {
     an_result_free(&r);
     st_store_destroy(&s);
 }
+
+TEST(analysis_nested_blocking_calls_count_once) {
+    /* A runtime sync [100, 300) us with a driver sync nested in it [150, 250), then an overlapping
+     * one [280, 400) and a separate one [500, 520): the thread was blocked 300 + 20 us, not the
+     * 440 us the spans add up to. Per call site, every span still counts whole. */
+    tl t;
+    tl_init(&t);
+    tl_kernel(&t, 10, 20, 90);
+    tl_sync(&t, 100, 300, 5);
+    tl_sync(&t, 150, 250, 5);
+    tl_sync(&t, 280, 400, 5);
+    tl_sync(&t, 500, 520, 0);
+    tl_done(&t);
+    an_result r;
+    tp_err err = {{0}};
+    ASSERT_OK(an_analyze(t.s, NULL, &r, &err));
+    ASSERT_EQ(r.n_blocks, 4);
+    ASSERT_UEQ(r.blocked_ns, 320000);
+    uint64_t own = 0, whole = 0;
+    for (size_t i = 0; i < r.n_blocks; i++) {
+        own += r.blocks[i].own_ns;
+        whole += r.blocks[i].end - r.blocks[i].start;
+    }
+    ASSERT_UEQ(own, 320000);
+    ASSERT_UEQ(whole, 440000);
+    ASSERT_EQ(r.n_devices, 1);
+    ASSERT_UEQ(r.devices[0].blocked_ns, 320000);
+    const an_site *site = NULL;
+    for (size_t i = 0; i < r.n_sites; i++)
+        if (r.sites[i].callsite != 0)
+            site = &r.sites[i];
+    ASSERT_NOT_NULL(site);
+    ASSERT_UEQ(site->count, 3);
+    ASSERT_UEQ(site->total_ns, 420000);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}

@@ -291,6 +291,7 @@ static int collect_blocks(an_ctx *c, cmap *want) {
             continue;
         size_t n;
         const st_event *ev = st_lane_events(s, l, &n);
+        uint64_t covered = 0; /* the thread's blocked time is a union: nested calls count once */
         for (size_t i = 0; i < n; i++) {
             const st_event *e = &ev[i];
             if (e->kind != TP_K_API || e->end <= r->t0 || e->start >= r->t1)
@@ -313,7 +314,11 @@ static int collect_blocks(an_ctx *c, cmap *want) {
             b->kind = an_block_kind_of_name(st_str(s, e->name));
             if (b->kind == 0)
                 b->kind = AN_BLOCK_OTHER;
-            r->blocked_ns += b->end - b->start;
+            uint64_t from = b->start > covered ? b->start : covered;
+            b->own_ns = b->end > from ? b->end - from : 0;
+            if (b->end > covered)
+                covered = b->end;
+            r->blocked_ns += b->own_ns;
             if (e->corr != 0 && cmap_want(want, ckey(li->producer, e->corr)))
                 return -1;
         }
@@ -848,7 +853,7 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, tp_err *e
         const an_block *b = &out->blocks[i];
         for (size_t k = 0; k < out->n_devices; k++)
             if (out->devices[k].producer == b->producer && out->devices[k].device == b->device)
-                out->devices[k].blocked_ns += b->end - b->start;
+                out->devices[k].blocked_ns += b->own_ns;
     }
     /* The gaps findings kept their worst bubble in callsite: now its cause is known. */
     for (size_t i = 0; i < out->n_findings; i++) {

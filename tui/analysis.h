@@ -38,6 +38,8 @@ typedef struct an_block {
     uint32_t producer;
     uint16_t device;    /* TP_NO_DEVICE when unknown */
     uint64_t gpu_idle_ns; /* GPU idle time attributed to this span */
+    uint64_t own_ns;      /* its time not already covered by an earlier blocking call of the same
+                           * thread (a driver call inside a runtime call): what totals add up */
 } an_block;
 
 /* Why a GPU (or stream) sat idle. */

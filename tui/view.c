@@ -726,7 +726,8 @@ static int sweep_figures(const vw_sweep *w, uint64_t b, vw_gpu_fig **out, size_t
     /* host time blocked: the analysis' spans (their GPU already resolved), clipped to the range */
     for (size_t i = 0; w->an && i < w->an->n_blocks && w->an->blocks[i].start < b; i++) {
         const an_block *bl = &w->an->blocks[i];
-        uint64_t s0 = bl->start > w->a ? bl->start : w->a, s1 = bl->end < b ? bl->end : b;
+        uint64_t own = bl->end - bl->own_ns; /* nested calls count once: only the uncovered tail */
+        uint64_t s0 = own > w->a ? own : w->a, s1 = bl->end < b ? bl->end : b;
         if (s1 <= s0)
             continue;
         for (size_t k = 0; k < w->n_devs; k++)

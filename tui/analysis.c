@@ -20,6 +20,7 @@
  * This module owns nothing but its result.
  */
 #include "analysis.h"
+#include "grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -186,31 +187,6 @@ static void cmap_free(cmap *m) {
     memset(m, 0, sizeof *m);
 }
 
-/* ------------------------------------------------------------------------------------------ */
-/* Growing arrays                                                                             */
-/* ------------------------------------------------------------------------------------------ */
-
-/* qsort, which must not be given a null array even for no elements. */
-static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
-    if (n > 1)
-        qsort(base, n, size, cmp);
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t size) {
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * size);
-    if (q == NULL)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof *(arr))
-
 static int is_work(const st_event *e) {
     return e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET;
 }
@@ -259,7 +235,7 @@ static an_device *device_get(an_ctx *c, uint32_t producer, uint16_t device) {
     for (size_t i = 0; i < r->n_devices; i++)
         if (r->devices[i].producer == producer && r->devices[i].device == device)
             return &r->devices[i];
-    if (GROW(r->devices, c->devices_cap, r->n_devices + 1))
+    if (TU_GROW(r->devices, c->devices_cap, r->n_devices + 1))
         return NULL;
     an_device *d = &r->devices[r->n_devices++];
     memset(d, 0, sizeof *d);
@@ -299,7 +275,7 @@ static int collect_blocks(an_ctx *c, cmap *want) {
             r->api_calls++;
             if (!(e->flags & TP_F_BLOCKING))
                 continue;
-            if (GROW(r->blocks, c->blocks_cap, r->n_blocks + 1))
+            if (TU_GROW(r->blocks, c->blocks_cap, r->n_blocks + 1))
                 return -1;
             an_block *b = &r->blocks[r->n_blocks++];
             memset(b, 0, sizeof *b);
@@ -323,7 +299,7 @@ static int collect_blocks(an_ctx *c, cmap *want) {
                 return -1;
         }
     }
-    sort_n(r->blocks, r->n_blocks, sizeof *r->blocks, by_start);
+    tu_sort(r->blocks, r->n_blocks, sizeof *r->blocks, by_start);
     return 0;
 }
 
@@ -358,7 +334,7 @@ static void resolve(const st_store *s, cmap *want, st_lane_kind kind) {
 static int add_bubble(an_ctx *c, uint32_t producer, uint16_t device, size_t lane, uint64_t gs, uint64_t ge,
                       size_t next_lane, size_t next_idx) {
     an_result *r = c->r;
-    if (GROW(r->bubbles, c->bubbles_cap, r->n_bubbles + 1) || GROW(c->pend, c->pend_cap, r->n_bubbles + 1))
+    if (TU_GROW(r->bubbles, c->bubbles_cap, r->n_bubbles + 1) || TU_GROW(c->pend, c->pend_cap, r->n_bubbles + 1))
         return -1;
     an_bubble *b = &r->bubbles[r->n_bubbles];
     b->producer = producer;
@@ -411,7 +387,7 @@ static int next_work(head *h) {
 
 static int add_finding(an_ctx *c, const an_finding *f) {
     an_result *r = c->r;
-    if (GROW(r->findings, c->findings_cap, r->n_findings + 1))
+    if (TU_GROW(r->findings, c->findings_cap, r->n_findings + 1))
         return -1;
     r->findings[r->n_findings++] = *f;
     return 0;
@@ -438,7 +414,7 @@ static int device_pass(an_ctx *c, an_device *d) {
             d->memsets += e->kind == TP_K_MEMSET;
             d->syncs += e->kind == TP_K_SYNC;
         }
-        if (GROW(hs, hcap, nh + 1)) {
+        if (TU_GROW(hs, hcap, nh + 1)) {
             free(hs);
             return -1;
         }
@@ -683,7 +659,7 @@ static int build_sites(an_ctx *c) {
         }
         uint64_t *v = cmap_find(&idx, key);
         if (*v == POS_NONE) {
-            if (GROW(r->sites, cap, r->n_sites + 1)) {
+            if (TU_GROW(r->sites, cap, r->n_sites + 1)) {
                 cmap_free(&idx);
                 return -1;
             }
@@ -706,7 +682,7 @@ static int build_sites(an_ctx *c) {
     uint64_t wall = r->t1 > r->t0 ? r->t1 - r->t0 : 0;
     for (size_t i = 0; i < r->n_sites; i++)
         r->sites[i].wall_share = wall ? (double)r->sites[i].total_ns / (double)wall : 0.0;
-    sort_n(r->sites, r->n_sites, sizeof *r->sites, site_cmp);
+    tu_sort(r->sites, r->n_sites, sizeof *r->sites, site_cmp);
     return 0;
 }
 
@@ -889,8 +865,8 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, tp_err *e
         }
     }
     /* Bubbles in time order: remap nothing, blocks are referenced by index and stay put. */
-    sort_n(out->bubbles, out->n_bubbles, sizeof *out->bubbles, bubble_by_start);
-    sort_n(out->findings, out->n_findings, sizeof *out->findings, finding_cmp);
+    tu_sort(out->bubbles, out->n_bubbles, sizeof *out->bubbles, bubble_by_start);
+    tu_sort(out->findings, out->n_findings, sizeof *out->findings, finding_cmp);
     rc = 0;
 done:
     cmap_free(&want_gpu);

@@ -41,6 +41,7 @@
  * tests/hta_expected.py recomputes the same from the JSON, independently.
  */
 #include "hta.h"
+#include "grow.h"
 
 #include "kineto.h"
 
@@ -69,26 +70,6 @@ typedef struct hcpu {
     int64_t ts;
 } hcpu;
 
-/* qsort, which must not be given a null array even for no elements. */
-static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
-    if (n > 1)
-        qsort(base, n, size, cmp);
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t size) {
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * size);
-    if (q == NULL)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof *(arr))
 
 /* A microsecond value given in ns as the double Python's float() gives for its decimal text. */
 static double us_double(uint64_t ns) {
@@ -270,12 +251,12 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
             }
             if (e->corr == 0)
                 continue;
-            if (GROW(cpu, cpu_cap, n_cpu + 1))
+            if (TU_GROW(cpu, cpu_cap, n_cpu + 1))
                 goto done;
             cpu[n_cpu++] = (hcpu){e->corr, ts};
         }
     }
-    sort_n(cpu, n_cpu, sizeof *cpu, cpu_cmp);
+    tu_sort(cpu, n_cpu, sizeof *cpu, cpu_cmp);
     int filtered = n_step_names >= 2 && n_cpu > 0;
     int64_t cut = last_step_start != INT64_MIN ? last_step_start : min_cpu;
     int64_t cut_incl = last_step_end != INT64_MIN ? last_step_end : max_cpu_end;
@@ -317,7 +298,7 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
                     r.runtime = INT64_MIN; /* the linked row itself was filtered out */
             }
             for (size_t k = 0; k < copies; k++) {
-                if (GROW(rows, rows_cap, n_rows + 1))
+                if (TU_GROW(rows, rows_cap, n_rows + 1))
                     goto done;
                 rows[n_rows++] = r;
             }
@@ -327,12 +308,12 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
     /* Idle-time breakdown per stream: rows by (stream, ts), ties in store order. */
     for (size_t i = 0; i < n_rows; i++)
         rows[i].seq = i;
-    sort_n(rows, n_rows, sizeof *rows, row_cmp);
+    tu_sort(rows, n_rows, sizeof *rows, row_cmp);
     for (size_t i = 0; i < n_rows;) {
         size_t j = i;
         while (j < n_rows && rows[j].stream == rows[i].stream)
             j++;
-        if (GROW(out->streams, *streams_cap, out->n_streams + 1))
+        if (TU_GROW(out->streams, *streams_cap, out->n_streams + 1))
             goto done;
         hta_stream *st = &out->streams[out->n_streams++];
         memset(st, 0, sizeof *st);
@@ -358,7 +339,7 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
     {
         hta_rank rk = {.producer = p, .rank = rank, .filtered = filtered, .rounded = rounded};
         if (n_rows > 0) {
-            sort_n(rows, n_rows, sizeof *rows, row_ts_cmp);
+            tu_sort(rows, n_rows, sizeof *rows, row_ts_cmp);
             int64_t first = 0, last = 0;
             int64_t busy = union_time(rows, n_rows, 0, &first, &last);
             rk.has_gpu = 1;
@@ -367,7 +348,7 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
             rk.compute_ns = union_time(rows, n_rows, 1, NULL, NULL);
             rk.non_compute_ns = rk.kernel_ns - rk.compute_ns - rk.idle_ns;
         }
-        if (GROW(out->ranks, *ranks_cap, out->n_ranks + 1))
+        if (TU_GROW(out->ranks, *ranks_cap, out->n_ranks + 1))
             goto done;
         out->ranks[out->n_ranks++] = rk;
     }
@@ -401,7 +382,7 @@ int hta_analyze(const st_store *s, const hta_opts *opts, hta_result *out, tp_err
                 k++;
             if (k < n_names)
                 continue;
-            if (GROW(names, cap, n_names + 1)) {
+            if (TU_GROW(names, cap, n_names + 1)) {
                 free(names);
                 return tp_err_set(err, TP_ENOMEM, "hta: out of memory");
             }

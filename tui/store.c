@@ -17,6 +17,7 @@
  * the oldest events in chunks of a sixteenth of the bound, so the cost of dropping is amortised.
  */
 #include "store.h"
+#include "grow.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -102,23 +103,6 @@ static void u64map_free(u64map *m) {
 }
 
 static size_t u64map_bytes(const u64map *m) { return m->cap * 16; }
-
-/* ---- growable arrays ---- */
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c += c / 2 + 16;
-    void *q = realloc(*p, c * elem);
-    if (q == NULL)
-        return TP_ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof *(arr))
 
 /* ---- the store ---- */
 
@@ -226,8 +210,8 @@ uint32_t st_intern(st_store *s, const char *str, size_t len) {
     if (len > TP_STRING_MAX)
         len = TP_STRING_MAX;
     if (s->n_str == 0) { /* id 0: "" */
-        if (GROW(s->str_off, s->str_cap, 1) || GROW(s->str_len, s->len_cap, 1) ||
-            GROW(s->pool, s->pool_cap, 1))
+        if (TU_GROW(s->str_off, s->str_cap, 1) || TU_GROW(s->str_len, s->len_cap, 1) ||
+            TU_GROW(s->pool, s->pool_cap, 1))
             return 0;
         s->pool[0] = '\0';
         s->pool_len = 1;
@@ -244,8 +228,8 @@ uint32_t st_intern(st_store *s, const char *str, size_t len) {
         if (s->str_len[id] == len && memcmp(s->pool + s->str_off[id], str, len) == 0)
             return id;
     }
-    if (s->n_str >= UINT32_MAX - 1 || GROW(s->str_off, s->str_cap, s->n_str + 1) ||
-        GROW(s->str_len, s->len_cap, s->n_str + 1) || GROW(s->pool, s->pool_cap, s->pool_len + len + 1))
+    if (s->n_str >= UINT32_MAX - 1 || TU_GROW(s->str_off, s->str_cap, s->n_str + 1) ||
+        TU_GROW(s->str_len, s->len_cap, s->n_str + 1) || TU_GROW(s->pool, s->pool_cap, s->pool_len + len + 1))
         return 0;
     uint32_t id = (uint32_t)s->n_str++;
     s->str_off[id] = s->pool_len;
@@ -335,8 +319,8 @@ static long producer_index(st_store *s, uint64_t id) {
     uint64_t *v = u64map_find(&s->prod_by_id, id);
     if (v)
         return (long)*v;
-    if (s->n_prods >= 65536 || GROW(s->prods, s->prods_cap, s->n_prods + 1) ||
-        GROW(s->pext, s->pext_cap, s->n_prods + 1) ||
+    if (s->n_prods >= 65536 || TU_GROW(s->prods, s->prods_cap, s->n_prods + 1) ||
+        TU_GROW(s->pext, s->pext_cap, s->n_prods + 1) ||
         u64map_put(&s->prod_by_id, id, s->n_prods) != 0)
         return -1;
     st_producer_info *p = &s->prods[s->n_prods];
@@ -361,7 +345,7 @@ static lane *lane_get(st_store *s, uint32_t prod, st_lane_kind kind, uint16_t de
     uint64_t *v = u64map_find(&s->lane_by_key, key);
     if (v)
         return &s->lanes[*v];
-    if (GROW(s->lanes, s->lanes_cap, s->n_lanes + 1) || u64map_put(&s->lane_by_key, key, s->n_lanes) != 0)
+    if (TU_GROW(s->lanes, s->lanes_cap, s->n_lanes + 1) || u64map_put(&s->lane_by_key, key, s->n_lanes) != 0)
         return NULL;
     lane *l = &s->lanes[s->n_lanes++];
     memset(l, 0, sizeof *l);
@@ -392,7 +376,7 @@ static uint64_t callsite_id(st_store *s, uint32_t prod, uint32_t id) {
     uint64_t *v = u64map_find(&s->cs_by_key, key);
     if (v)
         return *v;
-    if (GROW(s->cs, s->cs_cap, s->n_cs + 1) || u64map_put(&s->cs_by_key, key, s->n_cs + 1) != 0)
+    if (TU_GROW(s->cs, s->cs_cap, s->n_cs + 1) || u64map_put(&s->cs_by_key, key, s->n_cs + 1) != 0)
         return 0;
     s->cs[s->n_cs] = (cs_entry){.producer = prod, .id = id};
     return ++s->n_cs;
@@ -408,7 +392,7 @@ static uint32_t pstr(st_store *s, uint32_t prod, uint32_t id) {
 /* ---- adding ---- */
 
 static int lane_push(st_store *s, lane *l, const st_event *e) {
-    if (GROW(l->ev, l->cap, l->info.n_events + 1))
+    if (TU_GROW(l->ev, l->cap, l->info.n_events + 1))
         return TP_ENOMEM;
     size_t n = l->info.n_events;
     l->ev[n] = *e;
@@ -470,7 +454,7 @@ static int add_event(st_store *s, uint32_t prod, const tp_record *r) {
         e.sub = r->head.flags;
         e.flags = 0;
         if (r->head.flags == TP_NVTX_START) {
-            if (s->n_pend >= ST_MAX_PENDING || GROW(s->pend, s->pend_cap, s->n_pend + 1))
+            if (s->n_pend >= ST_MAX_PENDING || TU_GROW(s->pend, s->pend_cap, s->n_pend + 1))
                 return 0; /* an unmatched flood of starts: forget them */
             s->pend[s->n_pend++] = (nvtx_pending){prod, r->nvtx.tid, r->head.device, r->nvtx.id,
                                                   r->nvtx.start, e.name};
@@ -527,7 +511,7 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
             if (s->devs[i].producer == prod && s->devs[i].device == r->head.device)
                 d = &s->devs[i];
         if (d == NULL) {
-            if (s->n_devs >= 4096 || GROW(s->devs, s->devs_cap, s->n_devs + 1))
+            if (s->n_devs >= 4096 || TU_GROW(s->devs, s->devs_cap, s->n_devs + 1))
                 return s->n_devs >= 4096 ? 0 : TP_ENOMEM;
             d = &s->devs[s->n_devs++];
         }
@@ -760,7 +744,7 @@ static int lane_index(lane *l, size_t from) {
         from = l->indexed;
     /* prefix sums */
     size_t nb = (n + ST_PB - 1) / ST_PB;
-    if (grow((void **)&l->pre, &l->pre_cap, (nb + 1) * ST_CAT_N, sizeof *l->pre))
+    if (tu_grow((void **)&l->pre, &l->pre_cap, (nb + 1) * ST_CAT_N, sizeof *l->pre))
         return TP_ENOMEM;
     size_t b0 = from / ST_PB;
     if (b0 == 0)
@@ -777,7 +761,7 @@ static int lane_index(lane *l, size_t from) {
     int lv = 0;
     while (lv < ST_LEVELS) {
         size_t groups = (cnt + ST_FAN - 1) / ST_FAN;
-        if (grow((void **)&l->maxend[lv], &l->lvl_cap[lv], groups ? groups : 1, sizeof(uint64_t)))
+        if (tu_grow((void **)&l->maxend[lv], &l->lvl_cap[lv], groups ? groups : 1, sizeof(uint64_t)))
             return TP_ENOMEM;
         size_t lc = l->lvl_cap[lv];
         void *q = realloc(l->longest[lv], lc * sizeof(uint32_t));
@@ -841,7 +825,7 @@ static int order_cmp_ctx(const st_store *s, size_t x, size_t y) {
 }
 
 static void store_order(st_store *s) {
-    if (GROW(s->order, s->order_cap, s->n_lanes ? s->n_lanes : 1))
+    if (TU_GROW(s->order, s->order_cap, s->n_lanes ? s->n_lanes : 1))
         return;
     for (size_t i = 0; i < s->n_lanes; i++)
         s->order[i] = i;

@@ -1,0 +1,29 @@
+/* Growable arrays (grow.h). */
+#include "grow.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "synctop/error.h"
+
+int tu_grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need) {
+        if (c > SIZE_MAX / 2 / elem)
+            return TP_ENOMEM;
+        c += c / 2 + 16;
+    }
+    void *q = realloc(*p, c * elem);
+    if (q == NULL)
+        return TP_ENOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+void tu_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}

@@ -1,0 +1,19 @@
+/*
+ * Growable arrays, and a qsort that may be given an empty (NULL) array: shared by the store, the
+ * analysis and the HTA breakdown.
+ */
+#ifndef SYNCTOP_GROW_H
+#define SYNCTOP_GROW_H
+
+#include <stddef.h>
+
+/* Makes room for need elements of elem bytes in *p (capacity *cap). Grows by half plus 16, which
+ * keeps the slack of large arrays (the store's lanes) bounded. Returns 0 or TP_ENOMEM, leaving *p
+ * as it was on failure. */
+int tu_grow(void **p, size_t *cap, size_t need, size_t elem);
+#define TU_GROW(arr, cap, need) tu_grow((void **)&(arr), &(cap), (need), sizeof *(arr))
+
+/* qsort, except that n may be 0 with a NULL base. */
+void tu_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
+#endif

@@ -10,8 +10,11 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1171,3 +1174,95 @@ TEST(tracer_call_sites_resolve_to_source_lines) {
 }
 
 #endif
+
+/* A loopback TCP port that was free a moment ago. */
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ASSERT_OK(bind(fd, (struct sockaddr *)&a, sizeof a));
+    socklen_t len = sizeof a;
+    ASSERT_OK(getsockname(fd, (struct sockaddr *)&a, &len));
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+TEST(tracer_publishes_over_tcp_with_curve) {
+    /* The publisher's keys, as `synctop keygen` writes them; a viewer with the public key gets the
+     * whole program, one with another key gets nothing. */
+    tp_keypair server, other;
+    tp_err err = {{0}};
+    ASSERT_OK(tp_keypair_new(&server, &err));
+    ASSERT_OK(tp_keypair_new(&other, &err));
+    char base[512];
+    snprintf(base, sizeof base, "%s", task_path("server"));
+    ASSERT_OK(tp_keypair_save(&server, base, &err));
+    char ep[128], listen[160], key[600];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", free_port());
+    snprintf(listen, sizeof listen, "SYNCTOP_LISTEN=%s", ep);
+    snprintf(key, sizeof key, "SYNCTOP_CURVE_KEY=%s.key", base);
+    const char *env[] = {listen, key, "SYNCTOP_START_WAIT_MS=20000", NULL};
+
+    tp_sub_opts wrong_o = {.server_key = other.public_key};
+    tp_sub *wrong = tp_sub_new(&wrong_o, &err);
+    ASSERT_NOT_NULL(wrong);
+    ASSERT_OK(tp_sub_connect(wrong, ep, &err));
+    tp_sub_opts right_o = {.server_key = server.public_key};
+    tp_sub *right = tp_sub_new(&right_o, &err);
+    ASSERT_NOT_NULL(right);
+    ASSERT_OK(tp_sub_connect(right, ep, &err));
+
+    pid_t pid = start_harness(step_script(), env);
+    model m;
+    model_init(&m);
+    drain_sub(right, &m, 20000);
+    ASSERT_EQ(wait_harness(pid), 0);
+    char *errtxt = read_text(task_path("err.txt"));
+    ASSERT_STR_EQ(errtxt, "");
+    free(errtxt);
+    ASSERT(m.ended);
+    check_step_events(&m);
+    /* the wrong key completed no handshake: not one batch */
+    tp_sub_msg msg;
+    ASSERT_EQ(tp_sub_recv(wrong, &msg, 300, &err), 0);
+    tp_sub_stats st;
+    tp_sub_stats_get(wrong, &st);
+    ASSERT_UEQ(st.received, 0);
+    model_free(&m);
+    tp_sub_destroy(&right);
+    tp_sub_destroy(&wrong);
+}
+
+TEST(tracer_refuses_to_publish_beyond_this_machine_in_the_clear) {
+    /* A non-loopback address without keys: one line saying why and what to do; the program runs
+     * on untraced. A public key alone is not enough to publish either. */
+    char listen[160];
+    snprintf(listen, sizeof listen, "SYNCTOP_LISTEN=tcp://0.0.0.0:%d", free_port());
+    const char *env[] = {listen, NULL};
+    ASSERT_EQ(run_harness("context_create 1\ncall domain=rt cbid=131 wait=500000 site=1\n"
+                          "context_destroy 1\n",
+                          env),
+              0);
+    char *out = read_text(task_path("out.txt"));
+    char *err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(out, "harness: program done");
+    ASSERT_STR_CONTAINS(err, "synctop: not tracing");
+    ASSERT_STR_CONTAINS(err, "synctop keygen");
+    ASSERT_EQ(strchr(err, '\n') - err + 1, (int64_t)strlen(err));
+    free(out);
+    free(err);
+
+    tp_keypair kp;
+    tp_err e = {{0}};
+    ASSERT_OK(tp_keypair_new(&kp, &e));
+    char base[512], key[600];
+    snprintf(base, sizeof base, "%s", task_path("pubonly"));
+    ASSERT_OK(tp_keypair_save(&kp, base, &e));
+    snprintf(key, sizeof key, "SYNCTOP_CURVE_KEY=%s.pub", base);
+    const char *env2[] = {listen, key, NULL};
+    ASSERT_EQ(run_harness("context_create 1\ncontext_destroy 1\n", env2), 0);
+    err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(err, "synctop: not tracing");
+    ASSERT_STR_CONTAINS(err, "secret key");
+    free(err);
+}

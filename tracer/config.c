@@ -61,6 +61,8 @@ void tr_config_from_env(tr_config *c, char *bad, size_t badlen) {
     get_str("SYNCTOP_ENDPOINT", c->endpoint, sizeof c->endpoint, bad, badlen);
     get_str("SYNCTOP_LISTEN", c->endpoint, sizeof c->endpoint, bad, badlen);
     get_str("SYNCTOP_RECORD", c->record, sizeof c->record, bad, badlen);
+    get_str("SYNCTOP_CURVE_KEY", c->curve_key, sizeof c->curve_key, bad, badlen);
+    c->insecure = get_flag("SYNCTOP_INSECURE");
     get_str("SYNCTOP_CUPTI", c->cupti, sizeof c->cupti, bad, badlen);
     const char *mode = getenv("SYNCTOP_MODE");
     if (mode != NULL && *mode != '\0') {

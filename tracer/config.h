@@ -17,6 +17,9 @@ typedef struct tr_config {
     char endpoint[512];         /* SYNCTOP_LISTEN (or SYNCTOP_ENDPOINT); "" = default ipc endpoint;
                                    "none" = no publisher (record only) */
     char record[1024];          /* SYNCTOP_RECORD: trace file path, "" = none */
+    char curve_key[1024];       /* SYNCTOP_CURVE_KEY: the publisher's CURVE key file (synctop keygen's
+                                   .key), "" = no encryption */
+    int insecure;               /* SYNCTOP_INSECURE=1: allow a non-loopback tcp endpoint in the clear */
     char cupti[512];            /* SYNCTOP_CUPTI: libcupti to load, "" = search */
     enum tr_mode mode;          /* SYNCTOP_MODE=always|on-demand */
     uint64_t block_threshold_ns; /* SYNCTOP_BLOCK_THRESHOLD_US (20) */

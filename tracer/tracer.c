@@ -864,9 +864,17 @@ static int start(void) {
     }
     tp_err err = {{0}};
     if (strcmp(g.cfg.endpoint, "none") != 0) {
+        tp_keypair keys;
+        if (g.cfg.curve_key[0] != '\0' && tp_keypair_load(&keys, g.cfg.curve_key, &err) != 0) {
+            notice("not tracing: SYNCTOP_CURVE_KEY: %s", err.msg);
+            goto unsubscribe;
+        }
         tp_pub_opts po = {.endpoint = g.cfg.endpoint[0] ? g.cfg.endpoint : NULL,
-                          .sndhwm = g.cfg.sndhwm};
+                          .sndhwm = g.cfg.sndhwm,
+                          .curve = g.cfg.curve_key[0] != '\0' ? &keys : NULL,
+                          .insecure = g.cfg.insecure};
         g.pub = tp_pub_new(&po, &err);
+        explicit_bzero(&keys, sizeof keys); /* the secret key lives on in the socket only */
         if (g.pub == NULL) {
             notice("not tracing: cannot publish: %s", err.msg);
             goto unsubscribe;

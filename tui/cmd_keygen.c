@@ -18,7 +18,10 @@ static void keygen_usage(FILE *out) {
             "BASE.pub holds the public key only: viewers use it (or the key itself, printed\n"
             "here) to check that they talk to the right publisher. Anyone who has it and can\n"
             "reach the port can subscribe, so give it only to those who may see the traces.\n"
-            "Existing files are never overwritten.\n");
+            "Existing files are never overwritten.\n\n"
+            "On the GPU machine:  synctop run --listen tcp://0.0.0.0:5555 --key BASE.key -- CMD\n"
+            "                     (or SYNCTOP_LISTEN and SYNCTOP_CURVE_KEY=BASE.key for the tracer)\n"
+            "Elsewhere:           synctop attach tcp://GPU-HOST:5555 --server-key BASE.pub\n");
 }
 
 static int cmd_keygen(int argc, char **argv) {
@@ -51,8 +54,8 @@ static int cmd_keygen(int argc, char **argv) {
     printf("wrote %s.key (public and secret key, mode 0600): for the publisher; keep it private\n",
            base);
     printf("wrote %s.pub (public key): for viewers, to pin the publisher's identity\n", base);
-    printf("The publisher binds a tcp endpoint with %s.key; a viewer connects with %s.pub or\n"
-           "the public key above as the server key.\n",
+    printf("Publish:  synctop run --listen tcp://0.0.0.0:5555 --key %s.key -- CMD\n"
+           "View:     synctop attach tcp://THIS-HOST:5555 --server-key %s.pub\n",
            base, base);
     memset(&kp, 0, sizeof kp);
     return 0;

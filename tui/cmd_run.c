@@ -51,6 +51,9 @@ static void run_usage(FILE *out) {
             "  --record FILE      also write the trace to FILE (see `synctop info FILE`)\n"
             "  --listen ENDPOINT  publish on ENDPOINT (tcp://127.0.0.1:PORT, ipc://PATH) instead\n"
             "                     of each process's default ipc endpoint; one process only\n"
+            "  --key FILE.key     encrypt what is published with CURVE (keys from `synctop\n"
+            "                     keygen`); viewers elsewhere attach with --server-key FILE.pub\n"
+            "  --insecure         allow a non-loopback --listen address without --key\n"
             "  --no-tui           no live view: print the report at the end\n"
             "  --log FILE         with the live view, CMD's output goes to FILE (default:\n"
             "                     synctop-run-PID.log in the private endpoint directory)\n"
@@ -62,6 +65,8 @@ static void run_usage(FILE *out) {
             "  SYNCTOP_LISTEN              endpoint to publish on (default: ipc, per process;\n"
             "                              \"none\": do not publish)\n"
             "  SYNCTOP_RECORD              trace file to write\n"
+            "  SYNCTOP_CURVE_KEY           CURVE key file (.key) to publish with (set by --key)\n"
+            "  SYNCTOP_INSECURE            1: a non-loopback tcp endpoint without a key is allowed\n"
             "  SYNCTOP_MODE                always (default) | on-demand (dormant until a viewer\n"
             "                              subscribes, dormant again when the last one leaves)\n"
             "  SYNCTOP_BLOCK_THRESHOLD_US  a call waiting this long is a blocking span and its\n"
@@ -281,8 +286,8 @@ static void print_report(FILE *out, st_store *st, const char *cmd, int status_co
 /* ---- the verb ---- */
 
 typedef struct run_args {
-    const char *record, *listen, *log;
-    int no_tui, ascii, mono;
+    const char *record, *listen, *log, *key;
+    int no_tui, ascii, mono, insecure;
     char **cmd;
 } run_args;
 
@@ -303,6 +308,10 @@ static int parse_args(int argc, char **argv, run_args *a) {
             a->listen = argv[++i];
         else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc)
             a->log = argv[++i];
+        else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc)
+            a->key = argv[++i];
+        else if (strcmp(argv[i], "--insecure") == 0)
+            a->insecure = 1;
         else if (strcmp(argv[i], "--no-tui") == 0)
             a->no_tui = 1;
         else if (strcmp(argv[i], "--ascii") == 0)
@@ -357,6 +366,20 @@ static int cmd_run(int argc, char **argv) {
     tp_err err = {{0}};
     if (a.listen != NULL && tp_endpoint_resolve(a.listen, listen_ep, sizeof listen_ep, &err) < 0)
         return verb_error("run", "--listen %s: %s", a.listen, err.msg);
+    /* With CURVE, our own subscriber must know the publisher's public key: the key file has it. */
+    tp_keypair keys = {{0}, {0}};
+    char key_path[PATH_MAX];
+    if (a.key != NULL) {
+        if (realpath(a.key, key_path) == NULL)
+            return verb_error("run", "--key %s: %s", a.key, strerror(errno));
+        if (tp_keypair_load(&keys, key_path, &err) != 0)
+            return verb_error("run", "--key %s: %s", a.key, err.msg);
+        if (keys.secret_key[0] == '\0')
+            return verb_error("run", "--key %s: this is a public key; publishing needs the .key file "
+                                     "(both keys) that `synctop keygen` wrote", a.key);
+        explicit_bzero(keys.secret_key, sizeof keys.secret_key);
+    }
+    const char *server_key = a.key != NULL ? keys.public_key : NULL;
     char log_path[PATH_MAX + 64] = "";
     int log_fd = -1;
     if (!a.no_tui && (log_fd = open_log(a.log, log_path, sizeof log_path)) < 0)
@@ -367,7 +390,8 @@ static int cmd_run(int argc, char **argv) {
     if (a.no_tui) {
         h = calloc(1, sizeof *h);
         st = st_store_new(NULL);
-        if (h == NULL || st == NULL || (h->sub = tp_sub_new(NULL, &err)) == NULL) {
+        tp_sub_opts so = {.server_key = server_key};
+        if (h == NULL || st == NULL || (h->sub = tp_sub_new(&so, &err)) == NULL) {
             free(h);
             st_store_destroy(&st);
             return verb_error("run", "%s", err.msg[0] ? err.msg : "out of memory");
@@ -386,6 +410,10 @@ static int cmd_run(int argc, char **argv) {
         setenv("SYNCTOP_RECORD", a.record, 1);
     if (listen_ep[0] != '\0')
         setenv("SYNCTOP_LISTEN", listen_ep, 1);
+    if (a.key != NULL)
+        setenv("SYNCTOP_CURVE_KEY", key_path, 1);
+    if (a.insecure)
+        setenv("SYNCTOP_INSECURE", "1", 1);
 
     /* Ctrl-C goes to the whole foreground group: the command decides; we stay to sum up. */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
@@ -419,7 +447,7 @@ static int cmd_run(int argc, char **argv) {
         live_discovery ld = {.child = (long)child};
         const char *eps[1] = {listen_ep};
         viewer_opts vo = {.ascii = a.ascii, .mono = a.mono, .verb = "run", .discover = live_discover,
-                          .discover_ctx = &ld};
+                          .discover_ctx = &ld, .server_key = server_key};
         viewer_run_live(eps, listen_ep[0] ? 1 : 0, &vo); /* it prints its own errors */
         if (waitpid(child, &status, WNOHANG) != child) {
             fprintf(stderr, "synctop run: the view is closed; waiting for %s (pid %ld) to end "

@@ -17,7 +17,8 @@ static void replay_usage(FILE *out) {
                  "  --play    start playing at once\n"
                  "  --ascii   ASCII glyphs only (also when the locale is not UTF-8)\n"
                  "  --mono    no colours (also when NO_COLOR is set)\n\n"
-                 "Keys: ? help, space play/pause, [ ] speed, g G start/end, +/- zoom, n/N stalls, q quit.\n");
+                 "Keys: ? help, space play/pause, [ ] speed, g G start/end, +/- zoom, n/N stalls,\n"
+                 "w GPU figures for the window shown, q quit.\n");
 }
 
 static int cmd_replay(int argc, char **argv) {

@@ -58,12 +58,16 @@ static void tmux_stop(void) {
     }
 }
 
+static void on_abort(int sig);
+
 static void tmux_start(const char *cmdline, int w, int h) {
     /* a server of its own per session: a second one never races the first one's shutdown */
     static int sessions;
     snprintf(sock, sizeof sock, "synctop-test-%ld-%d", (long)getpid(), sessions);
-    if (sessions++ == 0)
+    if (sessions++ == 0) {
         atexit(tmux_stop);
+        signal(SIGABRT, on_abort); /* a failed check aborts: no server is left behind */
+    }
     const char *supp = task_path("lsan.supp");
     FILE *f = fopen(supp, "w");
     ASSERT_NOT_NULL(f);

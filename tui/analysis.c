@@ -21,6 +21,7 @@
  */
 #include "analysis.h"
 #include "grow.h"
+#include "u64map.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +111,7 @@ int an_block_kind_of_name(const char *api) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* A small hash map: (producer, correlation) -> position                                      */
+/* (producer, correlation) -> position, in a u64map                                           */
 /* ------------------------------------------------------------------------------------------ */
 
 #define POS_NONE UINT64_MAX
@@ -118,73 +119,15 @@ int an_block_kind_of_name(const char *api) {
 #define POS_LANE(p) ((size_t)((p) >> 40))
 #define POS_IDX(p) ((size_t)((p) & ((1ull << 40) - 1)))
 
-typedef struct cmap {
-    uint64_t *keys, *vals;
-    size_t cap, n;
-} cmap;
-
 static uint64_t ckey(uint32_t producer, uint32_t corr) {
     return (uint64_t)(producer + 1u) << 32 | corr;
 }
 
-static size_t chash(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return (size_t)x;
-}
-
-static uint64_t *cmap_find(const cmap *m, uint64_t key) {
-    if (m->cap == 0)
-        return NULL;
-    for (size_t i = chash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (m->keys[i] == key)
-            return &m->vals[i];
-        if (m->keys[i] == 0)
-            return NULL;
-    }
-}
-
 /* Adds key (value POS_NONE) if absent. Returns 0 or -1 when out of memory. */
-static int cmap_want(cmap *m, uint64_t key) {
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 64;
-        uint64_t *k = calloc(cap, sizeof *k), *v = calloc(cap, sizeof *v);
-        if (k == NULL || v == NULL) {
-            free(k);
-            free(v);
-            return -1;
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (m->keys[i] == 0)
-                continue;
-            size_t j = chash(m->keys[i]) & (cap - 1);
-            while (k[j] != 0)
-                j = (j + 1) & (cap - 1);
-            k[j] = m->keys[i];
-            v[j] = m->vals[i];
-        }
-        free(m->keys);
-        free(m->vals);
-        m->keys = k;
-        m->vals = v;
-        m->cap = cap;
-    }
-    size_t i = chash(key) & (m->cap - 1);
-    while (m->keys[i] != 0 && m->keys[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    if (m->keys[i] == 0) {
-        m->keys[i] = key;
-        m->vals[i] = POS_NONE;
-        m->n++;
-    }
-    return 0;
-}
-
-static void cmap_free(cmap *m) {
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
+static int cmap_want(u64map *m, uint64_t key) {
+    if (u64map_find(m, key) != NULL)
+        return 0;
+    return u64map_put(m, key, POS_NONE) == 0 ? 0 : -1;
 }
 
 static int is_work(const st_event *e) {
@@ -258,7 +201,7 @@ static uint16_t only_device(const an_result *r, uint32_t producer) {
     return dev;
 }
 
-static int collect_blocks(an_ctx *c, cmap *want) {
+static int collect_blocks(an_ctx *c, u64map *want) {
     const st_store *s = c->s;
     an_result *r = c->r;
     for (size_t l = 0; l < st_lane_count(s); l++) {
@@ -304,7 +247,7 @@ static int collect_blocks(an_ctx *c, cmap *want) {
 }
 
 /* Resolves the wanted correlations against the lanes of one kind (GPU work or host calls). */
-static void resolve(const st_store *s, cmap *want, st_lane_kind kind) {
+static void resolve(const st_store *s, u64map *want, st_lane_kind kind) {
     if (want->n == 0)
         return;
     for (size_t l = 0; l < st_lane_count(s); l++) {
@@ -316,7 +259,7 @@ static void resolve(const st_store *s, cmap *want, st_lane_kind kind) {
         for (size_t i = 0; i < n; i++) {
             if (ev[i].corr == 0)
                 continue;
-            uint64_t *v = cmap_find(want, ckey(li->producer, ev[i].corr));
+            uint64_t *v = u64map_find(want, ckey(li->producer, ev[i].corr));
             if (v == NULL)
                 continue;
             /* Prefer GPU work over a GPU-side sync record with the same correlation. */
@@ -578,7 +521,7 @@ static int stream_pass(an_ctx *c, size_t l) {
 
 /* Gives each bubble its cause, from the launch time of the work that ended it and the blocking
  * spans that overlap it. */
-static void attribute(an_ctx *c, const cmap *launch) {
+static void attribute(an_ctx *c, const u64map *launch) {
     const st_store *s = c->s;
     an_result *r = c->r;
     for (size_t k = 0; k < r->n_bubbles; k++) {
@@ -586,7 +529,7 @@ static void attribute(an_ctx *c, const cmap *launch) {
         size_t nn;
         const st_event *next = &st_lane_events(s, c->pend[k].next_lane, &nn)[c->pend[k].next_idx];
         uint64_t L = UINT64_MAX; /* when the host submitted the work that ended the bubble */
-        const uint64_t *v = next->corr ? cmap_find(launch, ckey(b->producer, next->corr)) : NULL;
+        const uint64_t *v = next->corr ? u64map_find(launch, ckey(b->producer, next->corr)) : NULL;
         if (v != NULL && *v != POS_NONE)
             L = st_lane_events(s, POS_LANE(*v), &nn)[POS_IDX(*v)].start;
         /* Blocks with start < b->end whose end >= b->start; the latest ending one that ended
@@ -645,7 +588,7 @@ static int site_cmp(const void *a, const void *b) {
 /* Groups blocks by (producer, call site), or (producer, API name) when no call site was taken. */
 static int build_sites(an_ctx *c) {
     an_result *r = c->r;
-    cmap idx = {0};
+    u64map idx = {0};
     size_t cap = 0;
     for (size_t i = 0; i < r->n_blocks; i++) {
         const an_block *b = &r->blocks[i];
@@ -654,13 +597,13 @@ static int build_sites(an_ctx *c) {
         if (key == 0)
             key = 1;
         if (cmap_want(&idx, key)) {
-            cmap_free(&idx);
+            u64map_free(&idx);
             return -1;
         }
-        uint64_t *v = cmap_find(&idx, key);
+        uint64_t *v = u64map_find(&idx, key);
         if (*v == POS_NONE) {
             if (TU_GROW(r->sites, cap, r->n_sites + 1)) {
-                cmap_free(&idx);
+                u64map_free(&idx);
                 return -1;
             }
             an_site *st = &r->sites[r->n_sites];
@@ -678,7 +621,7 @@ static int build_sites(an_ctx *c) {
         st->max_ns = d > st->max_ns ? d : st->max_ns;
         st->gpu_idle_ns += b->gpu_idle_ns;
     }
-    cmap_free(&idx);
+    u64map_free(&idx);
     uint64_t wall = r->t1 > r->t0 ? r->t1 - r->t0 : 0;
     for (size_t i = 0; i < r->n_sites; i++)
         r->sites[i].wall_share = wall ? (double)r->sites[i].total_ns / (double)wall : 0.0;
@@ -766,7 +709,7 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, tp_err *e
     out->t0 = t0;
     out->t1 = t1;
 
-    cmap want_gpu = {0}, want_api = {0};
+    u64map want_gpu = {0}, want_api = {0};
     int rc = -1;
     /* Devices: every (producer, device) with a stream lane, and those the store describes. */
     for (size_t l = 0; l < st_lane_count(s); l++) {
@@ -781,7 +724,7 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, tp_err *e
         an_block *b = &out->blocks[i];
         size_t nn;
         const st_event *e = &st_lane_events(s, b->lane, &nn)[b->index];
-        const uint64_t *v = e->corr ? cmap_find(&want_gpu, ckey(b->producer, e->corr)) : NULL;
+        const uint64_t *v = e->corr ? u64map_find(&want_gpu, ckey(b->producer, e->corr)) : NULL;
         if (v != NULL && *v != POS_NONE)
             b->device = st_lane_get(s, POS_LANE(*v))->device;
         if (b->device == TP_NO_DEVICE)
@@ -869,8 +812,8 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, tp_err *e
     tu_sort(out->findings, out->n_findings, sizeof *out->findings, finding_cmp);
     rc = 0;
 done:
-    cmap_free(&want_gpu);
-    cmap_free(&want_api);
+    u64map_free(&want_gpu);
+    u64map_free(&want_api);
     free(c.pend);
     free(c.prefix_end);
     if (rc != 0) {

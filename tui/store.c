@@ -18,6 +18,7 @@
  */
 #include "store.h"
 #include "grow.h"
+#include "u64map.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,75 +35,6 @@
 #define ST_LEVELS 8      /* 16^8 groups: more than any store holds */
 #define ST_MAX_FRAMES 64 /* frames kept per call site */
 #define ST_MAX_PENDING 4096 /* NVTX START halves waiting for their END, per store */
-
-/* ---- a small open-addressing map, uint64 -> uint64 (key UINT64_MAX is reserved) ---- */
-
-typedef struct u64map {
-    uint64_t *keys, *vals;
-    size_t cap, n; /* cap is a power of two or 0 */
-} u64map;
-
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-}
-
-static uint64_t *u64map_find(const u64map *m, uint64_t key) {
-    if (m->cap == 0)
-        return NULL;
-    for (size_t i = mix64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (m->keys[i] == key)
-            return &m->vals[i];
-        if (m->keys[i] == UINT64_MAX)
-            return NULL;
-    }
-}
-
-static int u64map_put(u64map *m, uint64_t key, uint64_t val) {
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 64;
-        uint64_t *k = malloc(cap * sizeof *k), *v = malloc(cap * sizeof *v);
-        if (k == NULL || v == NULL) {
-            free(k);
-            free(v);
-            return TP_ENOMEM;
-        }
-        memset(k, 0xff, cap * sizeof *k);
-        for (size_t i = 0; i < m->cap; i++) {
-            if (m->keys[i] == UINT64_MAX)
-                continue;
-            size_t j = mix64(m->keys[i]) & (cap - 1);
-            while (k[j] != UINT64_MAX)
-                j = (j + 1) & (cap - 1);
-            k[j] = m->keys[i];
-            v[j] = m->vals[i];
-        }
-        free(m->keys);
-        free(m->vals);
-        m->keys = k;
-        m->vals = v;
-        m->cap = cap;
-    }
-    size_t i = mix64(key) & (m->cap - 1);
-    while (m->keys[i] != UINT64_MAX && m->keys[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    if (m->keys[i] == UINT64_MAX)
-        m->n++;
-    m->keys[i] = key;
-    m->vals[i] = val;
-    return 0;
-}
-
-static void u64map_free(u64map *m) {
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
-}
-
-static size_t u64map_bytes(const u64map *m) { return m->cap * 16; }
 
 /* ---- the store ---- */
 

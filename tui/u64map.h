@@ -1,0 +1,27 @@
+/*
+ * A hash map from 64-bit keys to 64-bit values (open addressing, linear probing), shared by the
+ * store (producers, lanes, call sites by key) and the analysis (correlations). Every key value is
+ * allowed: keys come from untrusted traces, so none may be a reserved "empty" marker.
+ */
+#ifndef SYNCTOP_U64MAP_H
+#define SYNCTOP_U64MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct u64map {
+    uint64_t *keys, *vals;
+    size_t cap, n;       /* cap is a power of two or 0 */
+    int has_zero;        /* key 0 marks empty slots, so it lives here */
+    uint64_t zero_val;
+} u64map;
+
+/* The value slot of key, or NULL when absent. Valid until the next put. */
+uint64_t *u64map_find(const u64map *m, uint64_t key);
+/* Sets key to val. Returns 0 or TP_ENOMEM (the map is unchanged then). */
+int u64map_put(u64map *m, uint64_t key, uint64_t val);
+void u64map_free(u64map *m);
+/* Bytes held, for memory accounting. */
+size_t u64map_bytes(const u64map *m);
+
+#endif

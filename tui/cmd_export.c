@@ -21,7 +21,6 @@
 #include "kineto.h"
 #include "report.h"
 #include "store.h"
-#include "synctop/sanitize.h"
 #include "verb.h"
 
 #define EXPORT_MAX_SOURCES 64
@@ -39,17 +38,8 @@ static void export_usage(FILE *out) {
                  "  --no-flows   leave out the launch-to-kernel arrows\n");
 }
 
-static void jstr(FILE *out, const char *s) {
-    static char buf[8192];
-    tp_sanitize(buf, sizeof buf, s ? s : "", s ? strlen(s) : 0, NULL);
-    fputc('"', out);
-    for (const char *p = buf; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fputc('\\', out);
-        fputc(*p, out);
-    }
-    fputc('"', out);
-}
+/* Untrusted names as JSON strings: sanitized, then escaped. */
+static void jstr(FILE *out, const char *s) { verb_print_json_string(out, s, (size_t)-1); }
 
 /* Microseconds with exact nanoseconds. */
 static void jus(FILE *out, uint64_t ns) {

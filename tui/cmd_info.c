@@ -9,7 +9,6 @@
 #include <time.h>
 
 #include "synctop/file.h"
-#include "synctop/sanitize.h"
 #include "traceinfo.h"
 #include "verb.h"
 
@@ -229,31 +228,13 @@ static void print_text(FILE *out, const char *path, const traceinfo *ti) {
 
 /* ---- JSON ---- */
 
-static void json_str(FILE *out, const char *s, size_t len) {
-    char buf[512];
-    fputc('"', out);
-    while (len > 0) {
-        size_t used = 0, n = tp_sanitize(buf, sizeof buf, s, len, &used);
-        for (size_t i = 0; i < n; i++) {
-            if (buf[i] == '"' || buf[i] == '\\')
-                fputc('\\', out);
-            fputc(buf[i], out);
-        }
-        if (used == 0)
-            break;
-        s += used;
-        len -= used;
-    }
-    fputc('"', out);
-}
-
 static void json_name(FILE *out, const ti_producer *p, uint32_t id) {
     uint32_t len = 0;
     const char *s = traceinfo_string(p, id, &len);
     if (s == NULL)
         fputs("null", out);
     else
-        json_str(out, s, len);
+        verb_print_json_string(out, s, len);
 }
 
 static void json_producer(FILE *out, const ti_producer *p) {
@@ -317,7 +298,7 @@ static void json_producer(FILE *out, const ti_producer *p) {
 
 static void print_json(FILE *out, const char *path, const traceinfo *ti) {
     fputs("{\"file\": ", out);
-    json_str(out, path, strlen(path));
+    verb_print_json_string(out, path, strlen(path));
     fprintf(out, ", \"created_ns\": %" PRIu64 ", \"complete\": %s, \"indexed\": %s, \"size\": %" PRIu64
                  ", \"batches\": %" PRIu64 ", \"keyframes\": %" PRIu64 ", \"index_blocks\": %zu, \"raw_bytes\": %" PRIu64
                  ", \"stored_bytes\": %" PRIu64 ", \"events\": %" PRIu64,
@@ -340,7 +321,7 @@ static void print_json(FILE *out, const char *path, const traceinfo *ti) {
     for (size_t i = 0; i < ti->n_probs; i++) {
         fprintf(out, "%s{\"offset\": %" PRIu64 ", \"length\": %" PRIu64 ", \"what\": ", i ? ", " : "",
                 ti->probs[i].offset, ti->probs[i].length);
-        json_str(out, ti->probs[i].what, strlen(ti->probs[i].what));
+        verb_print_json_string(out, ti->probs[i].what, strlen(ti->probs[i].what));
         fputc('}', out);
     }
     fputs("]}\n", out);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "synctop/sanitize.h"
+#include "verb.h"
 
 #define RP_TOP_DEFAULT 15
 #define RP_NAME_MAX 4096
@@ -73,17 +74,8 @@ char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf
 /* JSON output                                                                                */
 /* ------------------------------------------------------------------------------------------ */
 
-static void json_str(FILE *out, const char *s) {
-    static char buf[RP_NAME_MAX];
-    safe(s, buf, sizeof buf);
-    fputc('"', out);
-    for (const char *p = buf; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fputc('\\', out);
-        fputc(*p, out);
-    }
-    fputc('"', out);
-}
+/* Untrusted names as JSON strings: sanitized, then escaped. */
+static void json_str(FILE *out, const char *s) { verb_print_json_string(out, s, (size_t)-1); }
 
 static void json_frames(FILE *out, const st_store *s, uint64_t callsite) {
     size_t n = 0;

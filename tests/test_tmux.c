@@ -263,25 +263,38 @@ TEST(run_in_tmux_shows_the_program_live) {
         fprintf(stderr, "tmux is not installed: skipped\n");
         return;
     }
-    /* A program (the harness over the stand-in CUPTI) that blocks three times at one call site and
-     * prints a line of its own: the view shows its waits, its output goes to the log. */
+    /* A program (the harness over the stand-in CUPTI, built as CUDA programs usually are: PIE, no
+     * exported symbols, the CUDA runtime's frames in the program) that blocks three times at one
+     * call site and prints a line of its own: the view shows its waits, named after the source
+     * line (looked up by the analysis thread), and its output goes to the log. */
     const char *script = task_path("run.script");
     FILE *f = fopen(script, "w");
     ASSERT_NOT_NULL(f);
     fputs("context_create 1\n"
-          "x3@0 call domain=rt cbid=131 wait=500000 site=1\n"
+          "x3@0 call domain=rt cbid=131 wait=500000 site=4\n"
           "x20@1000 kernel name=k start=1000 end=1500 corr=1\n"
           "context_destroy 1\n",
           f);
     fclose(f);
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "SYNCTOP_STANDIN=%s SYNCTOP_CUPTI=%s %s run -- %s %s", STANDIN_SO, STANDIN_SO,
-             task_synctop(), HARNESS, script);
+             task_synctop(), HARNESS_PLAIN, script);
     tmux_start(cmd, 120, 40);
     const char *scr = wait_for("ENDED");
     scr = wait_for("host blocked 1.50ms");
-    ASSERT_STR_CONTAINS(scr, "tracer_harness");
-    ASSERT_STR_CONTAINS(scr, "harness_site_1");
+    /* the line of the harness that holds "// @site4" */
+    FILE *src = fopen(HARNESS_SRC, "r");
+    ASSERT_NOT_NULL(src);
+    char text[512], want[128];
+    int ln = 0, at = 0;
+    while (at == 0 && fgets(text, sizeof text, src) != NULL)
+        if (++ln > 0 && strstr(text, "// @site4\n") != NULL)
+            at = ln;
+    fclose(src);
+    ASSERT(at > 0);
+    snprintf(want, sizeof want, "tracer_harness.c:%d harness_site_4 in cudaStreamSynchronize", at);
+    scr = wait_for(want);
+    ASSERT_STR_CONTAINS(scr, want);
     /* nothing the program printed reached the screen */
     ASSERT(strstr(scr, "harness: program done") == NULL);
     keys("q");

@@ -1093,14 +1093,14 @@ TEST(tracer_real_cupti_walks_hand_built_records) {
 
 /* `synctop run` injects the tracer (CUDA_INJECTION64_PATH, which the harness honours as the driver
  * would), hears the process, sums up the waits by call site, and exits with the command's status. */
-static int run_verb(const char *script, char **out) {
+static int run_verb_with(const char *harness, const char *script, char **out) {
     const char *script_path = task_path("run-script.txt");
     write_text(script_path, script);
     char cmd[8192];
     snprintf(cmd, sizeof cmd,
              "SYNCTOP_STANDIN='%s' SYNCTOP_CUPTI='%s' SYNCTOP_TRACER='%s' '%s' run --no-tui -- "
              "'%s' '%s' 2>&1",
-             STANDIN_SO, STANDIN_SO, TRACER_SO, task_synctop(), HARNESS, script_path);
+             STANDIN_SO, STANDIN_SO, TRACER_SO, task_synctop(), harness, script_path);
     FILE *p = popen(cmd, "r");
     ASSERT_NOT_NULL(p);
     *out = calloc(1, 65536);
@@ -1109,6 +1109,53 @@ static int run_verb(const char *script, char **out) {
     int status = pclose(p);
     ASSERT(WIFEXITED(status));
     return WEXITSTATUS(status);
+}
+
+static int run_verb(const char *script, char **out) { return run_verb_with(HARNESS, script, out); }
+
+/* The line of `src` that holds "// @tag". */
+static int tagged_line(const char *src, const char *tag) {
+    char want[64];
+    snprintf(want, sizeof want, "// %s\n", tag);
+    const char *at = strstr(src, want);
+    ASSERT_NOT_NULL(at);
+    int line = 1;
+    for (const char *p = src; p < at; p++)
+        line += *p == '\n';
+    return line;
+}
+
+/* A program as CUDA programs usually are (PIE, no exported symbols, the CUDA runtime linked in
+ * statically): the tracer can name none of its functions, and synctop names each call site after
+ * its source line, read from the program on disk, past the runtime's own frames. */
+TEST(tracer_run_verb_names_source_lines) {
+    char *out = NULL;
+    int rc = run_verb_with(HARNESS_PLAIN,
+                           "context_create 1\n"
+                           "x2@0 call domain=rt cbid=131 wait=500000 site=1\n"
+                           "call domain=rt cbid=131 wait=300000 site=4\n"
+                           "context_destroy 1\n",
+                           &out);
+    if (rc != 0)
+        fprintf(stderr, "%s", out);
+    ASSERT_EQ(rc, 0);
+    char *src = read_text(HARNESS_SRC);
+    char want[128];
+    int line1 = tagged_line(src, "@site1"), line4 = tagged_line(src, "@site4");
+    /* the chain under each stall, and the findings */
+    snprintf(want, sizeof want, "(sync)\n      at harness_site_1 (tracer_harness.c:%d)\n", line1);
+    ASSERT_STR_CONTAINS(out, want);
+    snprintf(want, sizeof want, "\n      tracer_harness.c:%d harness_site_1\n", line1);
+    ASSERT_STR_CONTAINS(out, want);
+    /* past cudaStreamSynchronize and cudart::cudaApiStreamSynchronize, in the program itself */
+    snprintf(want, sizeof want, "(sync)\n      at harness_site_4 (tracer_harness.c:%d)\n", line4);
+    ASSERT_STR_CONTAINS(out, want);
+    snprintf(want, sizeof want, "\n      tracer_harness.c:%d harness_site_4\n", line4);
+    ASSERT_STR_CONTAINS(out, want);
+    ASSERT(strstr(out, "cudaStreamSynchronize (tracer_harness") == NULL);
+    ASSERT(strstr(out, "cudart::") == NULL);
+    free(src);
+    free(out);
 }
 
 TEST(tracer_run_verb_sums_up_waits) {
@@ -1127,9 +1174,9 @@ TEST(tracer_run_verb_sums_up_waits) {
     ASSERT_STR_CONTAINS(out, "kernels 20, copies 0, memsets 0, GPU syncs 0, CUDA calls 4");
     ASSERT_STR_CONTAINS(out, "host blocked 1.800 ms in 4 calls");
     ASSERT_STR_CONTAINS(out, "1.500      3      0.500");
-    ASSERT_STR_CONTAINS(out, "cudaStreamSynchronize (sync)\n      at harness_site_1 (tracer_harness+");
+    ASSERT_STR_CONTAINS(out, "cudaStreamSynchronize (sync)\n      at harness_site_1 (tracer_harness.c:");
     ASSERT_STR_CONTAINS(out, "0.300      1      0.300");
-    ASSERT_STR_CONTAINS(out, "cudaMemcpy (memcpy)\n      at harness_site_2 (tracer_harness+");
+    ASSERT_STR_CONTAINS(out, "cudaMemcpy (memcpy)\n      at harness_site_2 (tracer_harness.c:");
     ASSERT_STR_CONTAINS(out, "[sync-api / cuda_api_sync]");
     ASSERT(strstr(out, "incomplete") == NULL);
     free(out);
@@ -1138,8 +1185,9 @@ TEST(tracer_run_verb_sums_up_waits) {
     free(out);
 }
 
-/* The call sites the tracer publishes resolve to the program's file:line with addr2line: what
- * tests/gpu/run.sh relies on for the samples, checked here by the same checker on the harness. */
+/* The call sites the tracer publishes are named after the program's file:line, past the CUDA
+ * runtime's frames: what tests/gpu/run.sh relies on for the samples, checked here by the same
+ * checker on the harness. */
 TEST(tracer_call_sites_resolve_to_source_lines) {
     char record[512];
     snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
@@ -1148,6 +1196,7 @@ TEST(tracer_call_sites_resolve_to_source_lines) {
                           "x3@0 call domain=rt cbid=131 wait=500000 site=1\n"
                           "call domain=rt cbid=131 wait=500000 site=2\n"
                           "call domain=rt cbid=131 wait=5 site=3\n"
+                          "x2@0 call domain=rt cbid=131 wait=400000 site=4\n"
                           "context_destroy 1\n",
                           env),
               0);
@@ -1156,7 +1205,8 @@ TEST(tracer_call_sites_resolve_to_source_lines) {
     char *with = calloc(1, strlen(src) + 512);
     sprintf(with, "%s\n// EXPECT: 3 x cudaStreamSynchronize blocking at @site1\n"
                   "// EXPECT: 1 x cudaStreamSynchronize blocking at @site2\n"
-                  "// EXPECT: 0 x cudaStreamSynchronize blocking at @site3\n", src);
+                  "// EXPECT: 0 x cudaStreamSynchronize blocking at @site3\n"
+                  "// EXPECT: 2 x cudaStreamSynchronize blocking at @site4\n", src);
     write_text(task_path("tracer_harness.c"), with);
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' > '%s' 2>&1", CHECK_TRACE, task_path("trace.trace"),
@@ -1168,6 +1218,7 @@ TEST(tracer_call_sites_resolve_to_source_lines) {
     ASSERT_STR_CONTAINS(out, "ok   tracer_harness.c:");
     ASSERT_STR_CONTAINS(out, "3 x cudaStreamSynchronize blocking (saw 3)");
     ASSERT_STR_CONTAINS(out, "1 x cudaStreamSynchronize blocking (saw 1)");
+    ASSERT_STR_CONTAINS(out, "2 x cudaStreamSynchronize blocking (saw 2)");
     free(src);
     free(with);
     free(out);

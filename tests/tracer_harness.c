@@ -27,6 +27,27 @@ SITE(1) // @site1
 SITE(2) // @site2
 SITE(3) // @site3
 
+/* Site 4 goes through frames like those a statically linked CUDA runtime puts between the driver
+ * and the program: the API function and cudart:: internals, in the program itself. A call site
+ * must be named after harness_site_4, not after them. */
+__attribute__((noinline)) void harness_runtime_inner(void (*inner)(void *), void *arg) __asm__(
+    "_ZN6cudart24cudaApiStreamSynchronizeEP11CUstream_st");
+__attribute__((noinline)) void harness_runtime_inner(void (*inner)(void *), void *arg) {
+    inner(arg);
+    __asm__ volatile("" ::: "memory");
+}
+__attribute__((noinline)) void harness_runtime_api(void (*inner)(void *), void *arg) __asm__(
+    "cudaStreamSynchronize");
+__attribute__((noinline)) void harness_runtime_api(void (*inner)(void *), void *arg) {
+    harness_runtime_inner(inner, arg);
+    __asm__ volatile("" ::: "memory");
+}
+__attribute__((visibility("default"), noinline)) void harness_site_4(void (*inner)(void *), void *arg);
+__attribute__((visibility("default"), noinline)) void harness_site_4(void (*inner)(void *), void *arg) {
+    harness_runtime_api(inner, arg); // @site4
+    __asm__ volatile("" ::: "memory");
+}
+
 static void *sym(void *h, const char *name) {
     void *p = dlsym(h, name);
     if (p == NULL) {
@@ -57,8 +78,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "harness: cannot read %s\n", script);
         return 2;
     }
-    const standin_site_fn sites[] = {harness_site_1, harness_site_2, harness_site_3};
-    set_sites(sites, 3);
+    const standin_site_fn sites[] = {harness_site_1, harness_site_2, harness_site_3, harness_site_4};
+    set_sites(sites, 4);
     if (tracer != NULL && *tracer != '\0') {
         void *t = dlopen(tracer, RTLD_NOW | RTLD_LOCAL);
         if (t == NULL) {

@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
 
 #define MOD_CACHE 64 /* modules remembered with their verdict (user code or not) */
 
@@ -39,6 +41,8 @@ struct tr_sites {
     mod mods[MOD_CACHE];
     unsigned n_mods, next_mod;
     uintptr_t self_base;
+    uintptr_t exe_base;    /* the main program's, whose dladdr name is argv[0], maybe relative */
+    char exe_path[4096];   /* its absolute path, from /proc/self/exe ("" when unknown) */
 };
 
 /* Libraries between the application and the wait: their frames say nothing about the caller. */
@@ -65,6 +69,12 @@ tr_sites *tr_sites_new(unsigned keep, uint32_t max_sites) {
     Dl_info info;
     if (dladdr((void *)(uintptr_t)&tr_sites_new, &info) != 0)
         s->self_base = (uintptr_t)info.dli_fbase;
+    /* The program headers lie in the main program's first segment. */
+    unsigned long phdr = getauxval(AT_PHDR);
+    if (phdr != 0 && dladdr((void *)phdr, &info) != 0)
+        s->exe_base = (uintptr_t)info.dli_fbase;
+    ssize_t n = readlink("/proc/self/exe", s->exe_path, sizeof s->exe_path - 1);
+    s->exe_path[n > 0 ? n : 0] = '\0';
     return s;
 }
 
@@ -172,7 +182,10 @@ static void describe(tr_sites *s, tp_enc *enc, uint32_t id, const pykey *py, uns
                       .index = (uint16_t)(n_py + i), .callsite = id, .pc = at};
         Dl_info info;
         if (dladdr((void *)at, &info) != 0) {
-            if (info.dli_fname != NULL)
+            /* An absolute path, so that synctop can read the module from any directory. */
+            if ((uintptr_t)info.dli_fbase == s->exe_base && s->exe_path[0] == '/')
+                f.module = tp_enc_intern_cstr(enc, s->exe_path);
+            else if (info.dli_fname != NULL)
                 f.module = tp_enc_intern_cstr(enc, info.dli_fname);
             if (info.dli_sname != NULL)
                 f.func = tp_enc_intern_cstr(enc, info.dli_sname);
@@ -180,7 +193,6 @@ static void describe(tr_sites *s, tp_enc *enc, uint32_t id, const pykey *py, uns
         }
         tp_enc_add(enc, &f);
     }
-    (void)s;
 }
 
 /* The flush thread's key of captured Python frames; frames whose descriptor is not readable

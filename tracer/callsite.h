@@ -4,9 +4,11 @@
  * inside the tracer, CUPTI, the driver and libcudart are not the user's), cut to the innermost few,
  * interned (identical call sites get one id for the life of the process) and, on first sight,
  * described with TP_K_CALLSITE + TP_K_FRAME metadata. Native frames are named with dladdr only:
- * module path, exported symbol if any, and the address as an offset into the module, pointing into
- * the call instruction (return address - 1), ready for `addr2line -e MODULE OFFSET`. File and line
- * from debug info are left to the consumer.
+ * the module's absolute path (the main program's from /proc/self/exe, since dladdr gives argv[0]),
+ * exported symbol if any, and the address as an offset into the module, pointing into the call
+ * instruction (return address - 1), ready for `addr2line -e MODULE OFFSET`. Function, file and
+ * line from the module's symbol table and debug info are left to synctop (tui/symbols.h), off the
+ * traced program.
  *
  * When the host is CPython, the calling thread's Python frames (pyframes.h: a descriptor of file and
  * function, a line and an instruction offset, taken by the callback) come first, innermost first,

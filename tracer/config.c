@@ -54,7 +54,7 @@ void tr_config_from_env(tr_config *c, char *bad, size_t badlen) {
     c->max_buffers = 64;
     c->queue_len = 16384;
     uint32_t hwm = 1000;
-    c->frames = 8;
+    c->frames = 12;
 
     c->disabled = get_flag("SYNCTOP_DISABLE");
     c->quiet = get_flag("SYNCTOP_QUIET");

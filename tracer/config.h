@@ -31,7 +31,7 @@ typedef struct tr_config {
     uint32_t queue_len;         /* SYNCTOP_QUEUE (16384): host-call events waiting for the flush
                                    thread, rounded up to a power of two */
     int sndhwm;                 /* SYNCTOP_SNDHWM (1000): batches queued per subscriber */
-    uint32_t frames;            /* SYNCTOP_FRAMES (8): call-site frames kept, innermost first, of
+    uint32_t frames;            /* SYNCTOP_FRAMES (12): call-site frames kept, innermost first, of
                                    each kind: up to this many Python frames (16 at most) when the
                                    host is CPython 3.10-3.13, then up to this many native ones */
 } tr_config;

@@ -31,6 +31,7 @@
 
 #include "analysis.h"
 #include "report.h"
+#include "symbols.h"
 #include "store.h"
 #include "synctop/codec.h"
 #include "synctop/net.h"
@@ -77,7 +78,7 @@ static void run_usage(FILE *out) {
             "  SYNCTOP_BUFFER_KB, SYNCTOP_MAX_BUFFERS   CUPTI activity buffers (1024 KB, 64)\n"
             "  SYNCTOP_QUEUE               host calls waiting for the flush thread (16384)\n"
             "  SYNCTOP_SNDHWM              batches queued per subscriber (1000)\n"
-            "  SYNCTOP_FRAMES              call-site frames kept (8)\n"
+            "  SYNCTOP_FRAMES              call-site frames kept (12)\n"
             "  SYNCTOP_CUPTI               libcupti to load (default: searched)\n"
             "  SYNCTOP_QUIET               1: not even the one-line notice when tracing fails\n"
             "  SYNCTOP_DISABLE             1: the tracer does nothing\n"
@@ -272,6 +273,7 @@ static void print_report(FILE *out, st_store *st, const char *cmd, int status_co
         fprintf(out, "  incomplete: %" PRIu64 " records or batches lost%s\n", drops,
                 ended < n_prods ? "; some processes did not finish their trace" : "");
     st_store_commit(st);
+    sy_symbolize_store(st); /* native call sites to file:line */
     an_result r;
     tp_err err = {{0}};
     if (an_analyze(st, NULL, &r, &err) != 0) {

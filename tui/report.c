@@ -7,6 +7,7 @@
  * This module owns no state; the output stream belongs to the caller.
  */
 #include "report.h"
+#include "symbols.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -47,22 +48,14 @@ static const char *safe(const char *s, char *buf, size_t len) {
 
 char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf, size_t len) {
     char raw[1024] = "";
-    size_t n = 0;
-    const st_frame *f = callsite ? st_callsite_frames(s, callsite, &n) : NULL;
-    const st_frame *py = NULL, *nat = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (f[i].kind == TP_FRAME_PYTHON && py == NULL)
-            py = &f[i];
-        if (f[i].kind == TP_FRAME_NATIVE && nat == NULL)
-            nat = &f[i];
-    }
-    if (py != NULL)
-        snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, py->file), py->line, st_str(s, py->func));
-    else if (nat != NULL && nat->line != 0 && *st_str(s, nat->file))
-        snprintf(raw, sizeof raw, "%s:%u %s", base_name(st_str(s, nat->file)), nat->line, st_str(s, nat->func));
-    else if (nat != NULL)
-        snprintf(raw, sizeof raw, "%s (%s+%#" PRIx64 ")", *st_str(s, nat->func) ? st_str(s, nat->func) : "??",
-                 base_name(st_str(s, nat->module)), nat->pc);
+    const st_frame *f = sy_site_frame(s, callsite);
+    if (f != NULL && f->kind == TP_FRAME_PYTHON)
+        snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, f->file), f->line, st_str(s, f->func));
+    else if (f != NULL && f->line != 0 && *st_str(s, f->file))
+        snprintf(raw, sizeof raw, "%s:%u %s", base_name(st_str(s, f->file)), f->line, st_str(s, f->func));
+    else if (f != NULL)
+        snprintf(raw, sizeof raw, "%s (%s+%#" PRIx64 ")", *st_str(s, f->func) ? st_str(s, f->func) : "??",
+                 base_name(st_str(s, f->module)), f->pc);
     else if (callsite)
         snprintf(raw, sizeof raw, "(call site %" PRIu64 ": no frames)", callsite);
     (void)api; /* no call site taken: "" (the caller shows the API) */
@@ -374,13 +367,7 @@ static void frame_text(const st_store *s, const st_frame *f, int width, char *bu
 /* A call site in at most width columns, as rp_site_text picks its frame, shortened as frame_text
  * does; made unbreakable for wrap(). "" when no call site was taken. */
 static char *site_fit(const st_store *s, uint64_t callsite, int width, char *buf, size_t len) {
-    size_t n = 0;
-    const st_frame *f = callsite ? st_callsite_frames(s, callsite, &n) : NULL, *pick = NULL;
-    for (size_t i = 0; i < n && pick == NULL; i++)
-        if (f[i].kind == TP_FRAME_PYTHON)
-            pick = &f[i];
-    if (pick == NULL && n > 0)
-        pick = &f[0];
+    const st_frame *pick = sy_site_frame(s, callsite);
     rp_site_text(s, callsite, 0, buf, len);
     if (pick != NULL && (int)strlen(buf) > width)
         frame_text(s, pick, width, buf, len);
@@ -548,17 +535,20 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
             fprintf(out, "%s %s\n", api, label);
         else
             fprintf(out, "%s\n%*s%s\n", api, col, "", label);
-        /* Where: the call chain, innermost first, as perf report shows it (at most 6 frames). */
+        /* Where: the call chain, innermost first, as perf report shows it (at most 6 frames),
+         * from the frame the site is named after (the CUDA runtime's own frames are left out). */
         size_t nf = 0;
         const st_frame *f = st->callsite ? st_callsite_frames(s, st->callsite, &nf) : NULL;
+        const st_frame *named = sy_site_frame(s, st->callsite);
+        size_t from = named != NULL ? (size_t)(named - f) : 0;
         if (st->callsite && nf == 0)
             fprintf(out, "      at %s\n", where);
-        for (size_t k = 0; k < nf && k < 6; k++) {
+        for (size_t k = from; k < nf && k < from + 6; k++) {
             frame_text(s, &f[k], RP_WIDTH - 9, line, sizeof line);
-            fprintf(out, "      %s %s\n", k == 0 ? "at" : "  ", line);
+            fprintf(out, "      %s %s\n", k == from ? "at" : "  ", line);
         }
-        if (nf > 6)
-            fprintf(out, "         (%zu more frames)\n", nf - 6);
+        if (nf > from + 6)
+            fprintf(out, "         (%zu more frames)\n", nf - from - 6);
     }
     if (r->n_sites > top)
         fprintf(out, md ? "\n(%zu more call sites)\n" : "  (%zu more call sites)\n", r->n_sites - top);

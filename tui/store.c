@@ -1033,6 +1033,30 @@ const st_frame *st_callsite_frames(const st_store *s, uint64_t callsite, size_t 
     return s->cs[callsite - 1].frames;
 }
 
+size_t st_callsite_count(const st_store *s) { return s->n_cs; }
+
+void st_frame_set_symbol(st_store *s, uint64_t callsite, size_t index, uint32_t module, uint64_t pc,
+                         const char *func, const char *file, uint32_t line) {
+    if (callsite == 0 || callsite > s->n_cs || index >= s->cs[callsite - 1].n_frames)
+        return;
+    st_frame *f = &s->cs[callsite - 1].frames[index];
+    if (f->kind != TP_FRAME_NATIVE || f->module != module || f->pc != pc)
+        return;
+    f->symbolized = 1;
+    if (func != NULL) {
+        uint32_t id = st_intern(s, func, strlen(func));
+        if (id != 0)
+            f->func = id;
+    }
+    if (file != NULL && line != 0) {
+        uint32_t id = st_intern(s, file, strlen(file));
+        if (id != 0) {
+            f->file = id;
+            f->line = line;
+        }
+    }
+}
+
 /* ---- loading ---- */
 
 typedef enum { SRC_TRACE = 1, SRC_KINETO = 2 } src_kind;

@@ -95,7 +95,8 @@ typedef struct st_device_info {
 } st_device_info;
 
 typedef struct st_frame {
-    uint8_t kind; /* enum tp_frame_kind */
+    uint8_t kind;       /* enum tp_frame_kind */
+    uint8_t symbolized; /* native: looked up on disk (symbols.h), whatever was found */
     uint32_t line;
     uint32_t file, func, module; /* store strings */
     uint64_t pc;
@@ -153,6 +154,13 @@ size_t st_device_count(const st_store *s);
 const st_device_info *st_device_get(const st_store *s, size_t i);
 /* The frames of a store call-site id, innermost first; NULL (n = 0) when unknown. */
 const st_frame *st_callsite_frames(const st_store *s, uint64_t callsite, size_t *n);
+/* Call sites are numbered 1..st_callsite_count(). */
+size_t st_callsite_count(const st_store *s);
+/* What symbols.h found for a native frame: func and file (NULL: unknown; func then keeps what
+ * the tracer named) and line. Ignored unless the frame still has this module and pc (a call site
+ * re-sent in between). Marks the frame symbolized. */
+void st_frame_set_symbol(st_store *s, uint64_t callsite, size_t index, uint32_t module, uint64_t pc,
+                         const char *func, const char *file, uint32_t line);
 
 /* ---- additions (viewer, issue 4) ---- */
 

@@ -12,7 +12,14 @@
 #include <string.h>
 #include <wchar.h>
 
+#include "symbols.h"
 #include "synctop/sanitize.h"
+
+/* The last part of a path. */
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s && s[1] ? s + 1 : path;
+}
 
 /* ---- grid ---- */
 
@@ -294,27 +301,16 @@ static void fmt_bytes(char *out, size_t n, uint64_t b) {
 
 void vw_site_label(const st_store *s, uint64_t callsite, uint32_t name, char *out, size_t n) {
     char raw[512] = "";
-    size_t nf = 0;
-    const st_frame *f = st_callsite_frames(s, callsite, &nf);
-    const st_frame *py = NULL, *nat = NULL;
-    for (size_t i = 0; i < nf; i++) {
-        if (f[i].kind == TP_FRAME_PYTHON && py == NULL)
-            py = &f[i];
-        if (f[i].kind == TP_FRAME_NATIVE && nat == NULL && f[i].func)
-            nat = &f[i];
-    }
-    if (py)
-        snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, py->file), py->line, st_str(s, py->func));
-    else if (nat && nat->file)
-        snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, nat->file), nat->line, st_str(s, nat->func));
-    else if (nat)
-        snprintf(raw, sizeof raw, "%s (%s)", st_str(s, nat->func), st_str(s, nat->module));
+    const st_frame *f = sy_site_frame(s, callsite);
+    int line = f != NULL && (f->kind == TP_FRAME_PYTHON || (f->line != 0 && *st_str(s, f->file)));
+    if (line)
+        snprintf(raw, sizeof raw, "%s:%u %s in %s",
+                 f->kind == TP_FRAME_PYTHON ? st_str(s, f->file) : base_name(st_str(s, f->file)), f->line,
+                 st_str(s, f->func), name ? st_str(s, name) : "?");
+    else if (f != NULL)
+        snprintf(raw, sizeof raw, "%s (%s)", f->func ? st_str(s, f->func) : "??", base_name(st_str(s, f->module)));
     else
         snprintf(raw, sizeof raw, "%s (no call site)", name ? st_str(s, name) : "?");
-    if (py || (nat && nat->file)) {
-        size_t l = strlen(raw);
-        snprintf(raw + l, sizeof raw - l, " in %s", st_str(s, name));
-    }
     sanitized(out, n, raw);
 }
 
@@ -1404,9 +1400,12 @@ static void render_detail(frame_ctx *f) {
             if (fr[i].kind == TP_FRAME_PYTHON)
                 snprintf(raw, sizeof raw, "   #%zu py  %s:%u  %s", i, st_str(s, fr[i].file), fr[i].line,
                          st_str(s, fr[i].func));
+            else if (fr[i].file && fr[i].line)
+                snprintf(raw, sizeof raw, "   #%zu     %s:%u  %s  (%s+0x%" PRIx64 ")", i, st_str(s, fr[i].file),
+                         fr[i].line, st_str(s, fr[i].func), base_name(st_str(s, fr[i].module)), fr[i].pc);
             else
-                snprintf(raw, sizeof raw, "   #%zu     %s  %s+0x%" PRIx64 "%s%s", i, st_str(s, fr[i].func),
-                         st_str(s, fr[i].module), fr[i].pc, fr[i].file ? "  " : "", st_str(s, fr[i].file));
+                snprintf(raw, sizeof raw, "   #%zu     %s  %s+0x%" PRIx64, i, fr[i].func ? st_str(s, fr[i].func) : "??",
+                         st_str(s, fr[i].module), fr[i].pc);
             sanitized(clean, sizeof clean, raw);
             put_str(g, v, 0, y + 1 + (int)i, g->w, clean, fr[i].kind == TP_FRAME_PYTHON ? ROLE_LABEL : ROLE_DEFAULT, 0);
         }

@@ -20,6 +20,7 @@
 #include "synctop/file.h"
 #include "synctop/net.h"
 #include "synctop/sanitize.h"
+#include "symbols.h"
 #include "term.h"
 #include "verb.h"
 #include "view.h"
@@ -42,8 +43,12 @@ struct viewer_anjob {
     int rc;
     tp_err err;
     double took;
+    sy_cache *sym;    /* when set, native call-site frames are looked up too, into fixes */
+    sy_fixes *fixes;
     atomic_int done;
 };
+
+#define VIEWER_SYM_FRAMES 20000 /* frames looked up per analysis, at most */
 
 static double now_s(void);
 
@@ -51,18 +56,23 @@ static void *anjob_main(void *arg) {
     viewer_anjob *j = arg;
     double t = now_s();
     j->rc = an_analyze(j->s, j->has_opts ? &j->opts : NULL, &j->r, &j->err);
+    if (j->sym != NULL)
+        sy_collect(j->sym, j->s, VIEWER_SYM_FRAMES, j->fixes);
     j->took = now_s() - t;
     atomic_store(&j->done, 1);
     return NULL;
 }
 
-viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, tp_err *err) {
+static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, sy_cache *sym, sy_fixes *fixes,
+                                 tp_err *err) {
     viewer_anjob *j = calloc(1, sizeof *j);
     if (j == NULL) {
         tp_err_set(err, TP_ENOMEM, "analysis: out of memory");
         return NULL;
     }
     j->s = s;
+    j->sym = sym;
+    j->fixes = fixes;
     if (opts) {
         j->opts = *opts;
         j->has_opts = 1;
@@ -75,6 +85,10 @@ viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, tp_err 
         return NULL;
     }
     return j;
+}
+
+viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, tp_err *err) {
+    return anjob_start(s, opts, NULL, NULL, err);
 }
 
 int viewer_anjob_done(const viewer_anjob *j) { return atomic_load(&((viewer_anjob *)j)->done); }
@@ -113,6 +127,8 @@ typedef struct viewer {
     an_result an;
     int have_an;
     viewer_anjob *job;
+    sy_cache *sym; /* native call sites, looked up by the analysis thread */
+    sy_fixes sym_fixes;
     size_t job_events;
     double an_took; /* how long the last analysis took: the next waits at least a few times that */
     held_batch *held;
@@ -232,7 +248,9 @@ static void viewer_take_analysis(viewer *w, double t) {
     an_result r;
     tp_err err = {{0}};
     double took = 0;
-    if (viewer_anjob_finish(&w->job, &r, &took, &err) != 0) {
+    int rc = viewer_anjob_finish(&w->job, &r, &took, &err);
+    sy_apply(w->s, &w->sym_fixes);
+    if (rc != 0) {
         snprintf(w->v.message, sizeof w->v.message, "analysis: %s", err.msg);
         w->an_at = t;
         return;
@@ -290,7 +308,9 @@ static int viewer_analyse(viewer *w, double t) {
     tp_err err = {{0}};
     w->job_events = ev;
     w->an_at = t;
-    if ((w->job = viewer_anjob_start(w->s, NULL, &err)) == NULL) {
+    if (w->sym == NULL)
+        w->sym = sy_new();
+    if ((w->job = anjob_start(w->s, NULL, w->sym, &w->sym_fixes, &err)) == NULL) {
         snprintf(w->v.message, sizeof w->v.message, "%s", err.msg);
         return 0;
     }
@@ -525,6 +545,8 @@ static void viewer_free(viewer *w) {
     vw_state_free(&w->v);
     vw_grid_free(&w->g);
     st_store_destroy(&w->s);
+    sy_fixes_free(&w->sym_fixes);
+    sy_free(&w->sym);
     for (size_t i = 0; i < w->n_eps; i++)
         free(w->eps[i]);
 }

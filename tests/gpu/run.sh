@@ -4,6 +4,8 @@
 # of each sample), and writes the recorded traces into samples/traces/.
 #
 # usage: tests/gpu/run.sh [BUILD_DIR]     (default: build-gpu)
+# BUILD_DIR may be the build/ of a folder made by tests/gpu/pack.sh (for a GPU machine without
+# synctop's Debian packages): source its env.sh first.
 # The PyTorch scripts run when `python3 -c "import torch"` works with CUDA, and are checked the same
 # way against their EXPECT-PY lines (the Python file:line of each blocking call, which the tracer
 # reads from CPython 3.10 to 3.13). PYTHON=/path/to/python3 picks the interpreter.
@@ -13,8 +15,13 @@ build=${1:-$root/build-gpu}
 traces=$root/samples/traces
 nvidia-smi -L >/dev/null 2>&1 || { echo "run.sh: no GPU here (nvidia-smi -L failed)" >&2; exit 2; }
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)"
+# A folder made by tests/gpu/pack.sh is used as it is; any other is (re)built here.
+if [ -x "$build/tui/synctop" ] && [ ! -f "$build/CMakeCache.txt" ]; then
+    echo "prebuilt: $build"
+else
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build "$build" -j"$(nproc)"
+fi
 mkdir -p "$traces"
 synctop=$build/tui/synctop
 check=$build/tests/synctop_check_trace

@@ -1,0 +1,64 @@
+#!/bin/sh
+# For a GPU machine that has the CUDA toolkit but neither synctop's Debian packages nor a package
+# registry: builds here (Debian, with nvcc; no GPU needed) what tests/gpu/run.sh and
+# bench/gpu/overhead.sh run, into one folder that can be copied there:
+#   DIR/build/   synctop, the tracer, the trace checker, the samples and the overhead loops, laid
+#                out as in a build folder (pass DIR/build to run.sh and overhead.sh)
+#   DIR/lib/     the shared libraries they need beyond glibc, libstdc++ and libgcc (libzmq and its
+#                own needs, libzstd, libdw, ncurses, yajl, ...)
+#   DIR/env.sh   sourced there: puts on LD_LIBRARY_PATH those of DIR/lib that the machine lacks,
+#                and only those, so the traced programs (PyTorch) keep their own versions of the rest
+#
+# usage: tests/gpu/pack.sh [DIR]        (default: .gpu, which git ignores)
+# then, on the GPU machine, from the source tree:
+#   . .gpu/env.sh && tests/gpu/run.sh .gpu/build && bench/gpu/overhead.sh .gpu/build
+# (for another DIR: SYNCTOP_GPU=DIR . DIR/env.sh)
+set -eu
+root=$(cd "$(dirname "$0")/../.." && pwd)
+dir=${1:-$root/.gpu}
+build=$root/build-gpu
+command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] ||
+    { echo "pack.sh: no nvcc here: the samples cannot be built" >&2; exit 2; }
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDAToolkit_ROOT=/usr/local/cuda \
+    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >/dev/null
+cmake --build "$build" -j"$(nproc)" >/dev/null
+[ -x "$build/samples/sample_item" ] || { echo "pack.sh: the samples were not built" >&2; exit 1; }
+
+rm -rf "$dir"
+mkdir -p "$dir/build/tui" "$dir/build/tracer" "$dir/build/tests" "$dir/build/samples" "$dir/lib"
+cp "$build/tui/synctop" "$dir/build/tui/"
+cp "$build/tracer/libsynctop-tracer.so" "$dir/build/tracer/"
+cp "$build/tests/synctop_check_trace" "$dir/build/tests/"
+for f in "$build"/samples/sample_* "$build"/samples/overhead_*; do
+    [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$dir/build/samples/"
+done
+
+# The libraries each program loads, but not the C and C++ runtimes, which every machine has and
+# which must match its loader. The CUDA driver and runtime come from the GPU machine.
+for bin in "$dir"/build/tui/synctop "$dir"/build/tracer/libsynctop-tracer.so "$dir"/build/tests/synctop_check_trace; do
+    ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
+done | sort -u | while read -r name path; do
+    case $name in
+    libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux* | libstdc++.so.* | \
+        libgcc_s.so.* | libcuda.so.* | libcudart.so.* | libcupti.so.*) ;;
+    *) cp -L "$path" "$dir/lib/$name" ;;
+    esac
+done
+
+cat >"$dir/env.sh" <<'EOF'
+# Sourced on the GPU machine (see tests/gpu/pack.sh): the libraries of lib/ that this machine lacks
+# go on LD_LIBRARY_PATH (through lib/missing/), the others are left to the machine's own versions.
+# The folder: $SYNCTOP_GPU, else .gpu in the current directory.
+_synctop_gpu=$(cd "${SYNCTOP_GPU:-.gpu}" && pwd)
+mkdir -p "$_synctop_gpu/lib/missing"
+for _l in "$_synctop_gpu"/lib/*.so*; do
+    _n=$(basename "$_l")
+    if ! ldconfig -p | grep -q "^[[:space:]]*$_n "; then
+        ln -sf "$_l" "$_synctop_gpu/lib/missing/$_n"
+        echo "env.sh: $_n from .gpu/lib"
+    fi
+done
+export LD_LIBRARY_PATH="$_synctop_gpu/lib/missing${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset _l _n
+EOF
+echo "pack.sh: $(du -sh "$dir" | cut -f1) in $dir ($(ls "$dir/lib" | wc -l) libraries)"

@@ -1,0 +1,79 @@
+/*
+ * Native call-site frames to function, file and line, off the traced program's hot path.
+ *
+ * The tracer publishes a native frame as the module's path and the offset of the call in it
+ * (tracer/callsite.h). Here, in synctop, the module is read from disk with elfutils' libdwfl: the
+ * function from the symbol table (demangled), file and line from the DWARF line table, in the
+ * module itself or in /usr/lib/debug/.build-id. Nothing is fetched over the network (no
+ * debuginfod). Module paths come from untrusted traces: only absolute paths to regular files are
+ * opened, never a device, a FIFO or a directory.
+ *
+ * A module rebuilt since the trace was taken gives the new build's lines: the trace keeps no
+ * build id to compare.
+ */
+#ifndef SYNCTOP_SYMBOLS_H
+#define SYNCTOP_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+typedef struct sy_cache sy_cache;
+
+sy_cache *sy_new(void);
+void sy_free(sy_cache **c);
+
+/* What is known of one address. Strings belong to the cache and live as long as it. */
+typedef struct sy_sym {
+    const char *func; /* NULL when no symbol covers the address */
+    const char *file; /* NULL when no line table covers it */
+    uint32_t line;
+} sy_sym;
+
+/* Looks up module + offset (as the tracer publishes them). Returns 0 when the function or the
+ * line was found, -1 when neither was (missing or unreadable module: remembered, not retried). */
+int sy_lookup(sy_cache *c, const char *module, uint64_t offset, sy_sym *out);
+
+/* Modules that could not be read, and the last reason, for a report's footnote. */
+size_t sy_missing_modules(const sy_cache *c, const char **example);
+
+/* Whether a function is the CUDA runtime's own (a statically linked libcudart puts its frames in
+ * the program): cudaXxx, __cudaXxx, cudart::..., libcudart_static_..., their mangled forms, and
+ * the launch stubs nvcc writes for <<<>>> (__device_stub_...). A call site is named after the
+ * first frame that is not. */
+int sy_is_runtime_function(const char *func);
+
+/* The frame a call site is named after: its innermost Python frame, else its innermost native
+ * frame outside the CUDA runtime, else its innermost frame; NULL when it has none. */
+const st_frame *sy_site_frame(const st_store *s, uint64_t callsite);
+
+/* ---- symbolizing a store's call sites ----
+ * The collecting half only reads the store, so it can run on the analysis thread while the view
+ * draws; the applying half writes it, on the thread that owns the store. */
+
+typedef struct sy_fix {
+    uint64_t callsite;
+    uint32_t index;
+    uint32_t module; /* the frame's module and pc when collected: applied only if unchanged */
+    uint64_t pc;
+    sy_sym sym;
+    int found;
+} sy_fix;
+
+typedef struct sy_fixes {
+    sy_fix *v;
+    size_t n, cap;
+} sy_fixes;
+
+/* Looks up native frames not yet symbolized, at most max_frames of them (0: all). Returns the
+ * number of frames looked at, or -1 out of memory. */
+long sy_collect(sy_cache *c, const st_store *s, size_t max_frames, sy_fixes *out);
+/* Writes the fixes into the store and empties the list. */
+void sy_apply(st_store *s, sy_fixes *f);
+void sy_fixes_free(sy_fixes *f);
+
+/* Both at once, for the verbs that load a whole trace (report, export). */
+void sy_symbolize_store(st_store *s);
+
+#endif

@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         start = i;
     }
     st_store_commit(s);
-    sy_symbolize_store(s); /* hostile module paths and offsets: refused or looked up, never trusted */
+    sy_symbolize_store(s, NULL); /* hostile module paths and offsets: refused or looked up, never trusted */
     an_result r;
     tp_err err;
     int have_an = an_analyze(s, NULL, &r, &err) == 0;

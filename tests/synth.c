@@ -58,6 +58,11 @@ void synth_meta(synth *s, tp_enc *enc) {
     tp_thread t = {.kind = TP_K_THREAD, .device = TP_NO_DEVICE, .tid = 4242,
                    .name = tp_enc_intern_cstr(enc, "python"), .pid = 4242};
     tp_enc_add(enc, &t);
+    tp_module mod = {.kind = TP_K_MODULE, .device = TP_NO_DEVICE,
+                     .path = tp_enc_intern_cstr(enc, "libtorch_cuda.so"), .build_id_len = 20};
+    for (int i = 0; i < 20; i++)
+        mod.build_id[i] = (uint8_t)(0x5a ^ (i * 37));
+    tp_enc_add(enc, &mod);
     for (uint32_t c = 0; c < 2; c++) {
         tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = c + 1, .n_frames = 2};
         tp_enc_add(enc, &cs);

@@ -286,7 +286,7 @@ TEST(synth_stream_round_trips_exactly) {
         ev++;
     }
     ASSERT_EQ(ev, 10000);
-    ASSERT_EQ(meta, 11);
+    ASSERT_EQ(meta, 12); /* process, device, 2 streams, thread, module, 2 x (call site + 2 frames) */
     tp_enc_destroy(&enc);
     tp_dec_free(&d);
     tp_buf_free(&b);
@@ -328,7 +328,7 @@ TEST(unaligned_batch_is_read) {
     size_t n = 0;
     while (tp_dec_next_record(&d))
         n++;
-    ASSERT_EQ(n, 111);
+    ASSERT_EQ(n, 112);
     free(shifted);
     tp_dec_free(&d);
     tp_buf_free(&b);
@@ -346,10 +346,65 @@ TEST(newer_version_refused_by_name) {
     tp_err err = {{0}};
     ASSERT_EQ(tp_dec_open(&d, b.data, b.len, &err), TP_EVERSION);
     ASSERT_STR_CONTAINS(err.msg, "newer");
-    ASSERT_STR_CONTAINS(err.msg, "version 2");
+    char want[64];
+    snprintf(want, sizeof want, "version %d", TP_BATCH_VERSION + 1);
+    ASSERT_STR_CONTAINS(err.msg, want);
     ASSERT_EQ(tp_dec_next_record(&d), NULL);
     tp_dec_free(&d);
     tp_buf_free(&b);
+}
+
+/* Batches of version 1 (before TP_K_MODULE) still decode: old traces stay readable. */
+TEST(older_version_still_read) {
+    tp_buf b = {0};
+    make_synth_batch(&b, 10, 1);
+    tp_batch_hdr h;
+    memcpy(&h, b.data, sizeof h);
+    h.version = 1;
+    memcpy(b.data, &h, sizeof h);
+    tp_batch_seal_header(b.data);
+    tp_dec d = {0};
+    tp_err err = {{0}};
+    ASSERT_OK(tp_dec_open(&d, b.data, b.len, &err));
+    ASSERT_EQ(d.hdr.version, 1);
+    size_t n = 0;
+    while (tp_dec_next_record(&d) != NULL)
+        n++;
+    ASSERT(n >= 10);
+    tp_dec_free(&d);
+    tp_buf_free(&b);
+}
+
+/* A module's build id travels whole; one longer than TP_BUILD_ID_MAX is refused. */
+TEST(module_record_round_trip_and_bounds) {
+    tp_enc *e = tp_enc_new(NULL);
+    tp_module m = {.kind = TP_K_MODULE, .device = TP_NO_DEVICE, .path = tp_enc_intern_cstr(e, "/usr/lib/libx.so"),
+                   .build_id_len = 20};
+    for (int i = 0; i < 20; i++)
+        m.build_id[i] = (uint8_t)(0xa0 + i);
+    ASSERT_OK(tp_enc_add(e, &m));
+    tp_buf b = {0};
+    ASSERT_OK(tp_enc_finish(e, &b));
+    tp_dec d = {0};
+    tp_err err = {{0}};
+    ASSERT_OK(tp_dec_open(&d, b.data, b.len, &err));
+    const tp_record *r = tp_dec_next_record(&d);
+    ASSERT_NOT_NULL(r);
+    ASSERT_EQ(r->head.kind, TP_K_MODULE);
+    ASSERT_EQ(r->module.build_id_len, 20);
+    ASSERT(memcmp(r->module.build_id, m.build_id, 20) == 0);
+    ASSERT_STR_EQ(tp_kind_name(TP_K_MODULE), "module");
+    tp_dec_free(&d);
+
+    m.build_id_len = TP_BUILD_ID_MAX + 1;
+    ASSERT_OK(tp_enc_add(e, &m));
+    ASSERT_OK(tp_enc_finish(e, &b));
+    memset(&d, 0, sizeof d);
+    ASSERT_EQ(tp_dec_open(&d, b.data, b.len, &err), TP_EMALFORMED);
+    ASSERT_STR_CONTAINS(err.msg, "build id of 33 bytes");
+    tp_dec_free(&d);
+    tp_buf_free(&b);
+    tp_enc_destroy(&e);
 }
 
 TEST(every_truncation_refused) {

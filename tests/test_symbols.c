@@ -51,7 +51,7 @@ TEST(symbols_name_the_function_file_and_line_of_a_call) {
     sy_cache *c = sy_new();
     ASSERT_NOT_NULL(c);
     sy_sym sym;
-    ASSERT_EQ(sy_lookup(c, self_path(), off, &sym), 0);
+    ASSERT_EQ(sy_lookup(c, self_path(), NULL, off, &sym), 0);
     ASSERT_NOT_NULL(sym.func);
     ASSERT_STR_EQ(sym.func, "a_caller_of_known_name");
     ASSERT_NOT_NULL(sym.file);
@@ -60,7 +60,7 @@ TEST(symbols_name_the_function_file_and_line_of_a_call) {
     ASSERT_EQ((int)sym.line, line);
     /* again: from the cache, the same strings */
     sy_sym again;
-    ASSERT_EQ(sy_lookup(c, self_path(), off, &again), 0);
+    ASSERT_EQ(sy_lookup(c, self_path(), NULL, off, &again), 0);
     ASSERT(again.func == sym.func && again.file == sym.file && again.line == sym.line);
     ASSERT_EQ(sy_missing_modules(c, NULL), 0);
     sy_free(&c);
@@ -90,18 +90,18 @@ TEST(symbols_refuse_what_is_not_a_module_without_hanging) {
     const char *bad[] = {fifo, text, empty, cut, "/dev/zero", "/dev/null", "/", "/nonexistent/libx.so",
                          "relative/libcuda.so", "", "\x1b[31m/evil"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ASSERT_EQ(sy_lookup(c, bad[i], 0x1234, &sym), -1);
+        ASSERT_EQ(sy_lookup(c, bad[i], NULL, 0x1234, &sym), -1);
         ASSERT(sym.func == NULL && sym.file == NULL && sym.line == 0);
         /* asked again: remembered, still refused */
-        ASSERT_EQ(sy_lookup(c, bad[i], 0x1234, &sym), -1);
+        ASSERT_EQ(sy_lookup(c, bad[i], NULL, 0x1234, &sym), -1);
     }
-    ASSERT_EQ(sy_lookup(c, NULL, 0, &sym), -1);
+    ASSERT_EQ(sy_lookup(c, NULL, NULL, 0, &sym), -1);
     const char *example = NULL;
     ASSERT_EQ(sy_missing_modules(c, &example), sizeof bad / sizeof bad[0] - 1); /* "" is not a module */
     ASSERT_NOT_NULL(example);
     /* offsets outside the module find nothing, and say so */
-    ASSERT_EQ(sy_lookup(c, self_path(), UINT64_MAX - 7, &sym), -1);
-    ASSERT_EQ(sy_lookup(c, self_path(), 1ull << 40, &sym), -1);
+    ASSERT_EQ(sy_lookup(c, self_path(), NULL, UINT64_MAX - 7, &sym), -1);
+    ASSERT_EQ(sy_lookup(c, self_path(), NULL, 1ull << 40, &sym), -1);
     sy_free(&c);
 }
 
@@ -241,7 +241,7 @@ TEST(symbols_name_the_line_of_a_cuda_sample_and_know_its_static_runtime) {
         Dwarf_Addr addr = 0;
         dwfl_lineinfo(lines[i], &addr, NULL, NULL, NULL, NULL);
         sy_sym sym;
-        ASSERT_EQ(sy_lookup(c, SAMPLE_ITEM, addr - start, &sym), 0);
+        ASSERT_EQ(sy_lookup(c, SAMPLE_ITEM, NULL, addr - start, &sym), 0);
         ASSERT_STR_EQ(sym.func, "main");
         ASSERT_STR_CONTAINS(sym.file, "sample_item.cu");
         hits += (int)sym.line == line;
@@ -264,7 +264,7 @@ TEST(symbols_name_the_line_of_a_cuda_sample_and_know_its_static_runtime) {
         if (!is_memcpy && !(is_internal && internal_seen < 50))
             continue;
         sy_sym s;
-        ASSERT_EQ(sy_lookup(c, SAMPLE_ITEM, addr - start, &s), 0);
+        ASSERT_EQ(sy_lookup(c, SAMPLE_ITEM, NULL, addr - start, &s), 0);
         ASSERT_NOT_NULL(s.func);
         ASSERT(sy_is_runtime_function(s.func));
         memcpy_seen += is_memcpy;

@@ -1158,6 +1158,62 @@ TEST(tracer_run_verb_names_source_lines) {
     free(out);
 }
 
+/* Runs a shell command, returns its exit status and its output (stdout and stderr). */
+static int shell(const char *cmd, char **out) {
+    FILE *p = popen(cmd, "r");
+    ASSERT_NOT_NULL(p);
+    *out = calloc(1, 65536);
+    size_t n = fread(*out, 1, 65535, p);
+    (*out)[n] = '\0';
+    int status = pclose(p);
+    ASSERT(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* A trace keeps the build id of each module its frames name: after the program is rebuilt, a report
+ * of the old trace does not name lines from the new file (they would be wrong), and says why. */
+TEST(tracer_call_sites_not_named_from_a_rebuilt_program) {
+    char app[512], trace[512], script[512], cmd[8192];
+    snprintf(app, sizeof app, "%s", task_path("app"));
+    snprintf(trace, sizeof trace, "%s", task_path("app.trace"));
+    snprintf(script, sizeof script, "%s", task_path("app-script.txt"));
+    write_text(script, "context_create 1\n"
+                       "x2@0 call domain=rt cbid=131 wait=500000 site=1\n"
+                       "context_destroy 1\n");
+    char *src = read_text(HARNESS_SRC);
+    char named[128];
+    snprintf(named, sizeof named, "tracer_harness.c:%d harness_site_1", tagged_line(src, "@site1"));
+    free(src);
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chmod 755 '%s'", HARNESS_PLAIN, app, app);
+    ASSERT_EQ(shell(cmd, &out), 0);
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "SYNCTOP_STANDIN='%s' SYNCTOP_CUPTI='%s' SYNCTOP_TRACER='%s' '%s' run --no-tui --record '%s' -- "
+             "'%s' '%s' 2>&1",
+             STANDIN_SO, STANDIN_SO, TRACER_SO, task_synctop(), trace, app, script);
+    int rc = shell(cmd, &out);
+    if (rc != 0)
+        fprintf(stderr, "%s", out);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_CONTAINS(out, named); /* the program as it ran: named */
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s' 2>&1", task_synctop(), trace);
+    ASSERT_EQ(shell(cmd, &out), 0);
+    ASSERT_STR_CONTAINS(out, named); /* still the same file: still named */
+    free(out);
+    /* "rebuilt": another program at the same path */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s.new' && mv '%s.new' '%s'", HARNESS, app, app, app);
+    ASSERT_EQ(shell(cmd, &out), 0);
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s' 2>&1", task_synctop(), trace);
+    ASSERT_EQ(shell(cmd, &out), 0);
+    ASSERT(strstr(out, named) == NULL);
+    ASSERT_STR_CONTAINS(out, "changed since the trace was taken (another build id)");
+    ASSERT_STR_CONTAINS(out, "(app+0x");
+    free(out);
+}
+
 TEST(tracer_run_verb_sums_up_waits) {
     char *out = NULL;
     int rc = run_verb("context_create 1\n"

@@ -5,12 +5,15 @@
 #include "callsite.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#define MOD_CACHE 64 /* modules remembered with their verdict (user code or not) */
+#define MOD_CACHE 64      /* modules remembered with their verdict (user code or not) */
+#define MAX_ANNOUNCED 1024 /* modules described with TP_K_MODULE, at most */
 
 /* A Python frame as the flush thread keys it: by the encoder's ids of its strings (so that two
  * descriptors of the same names are one), its line and instruction offset. */
@@ -41,6 +44,8 @@ struct tr_sites {
     mod mods[MOD_CACHE];
     unsigned n_mods, next_mod;
     uintptr_t self_base;
+    uintptr_t announced[MAX_ANNOUNCED]; /* bases of the modules described so far */
+    unsigned n_announced;
     uintptr_t exe_base;    /* the main program's, whose dladdr name is argv[0], maybe relative */
     char exe_path[4096];   /* its absolute path, from /proc/self/exe ("" when unknown) */
 };
@@ -163,18 +168,71 @@ static int grow(tr_sites *s) {
     return 0;
 }
 
+/* The GNU build id of the loaded object whose first segment starts at base, from its PT_NOTE
+ * segments in memory. */
+typedef struct bid_search {
+    uintptr_t base;
+    uint8_t id[TP_BUILD_ID_MAX];
+    unsigned len;
+} bid_search;
+
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    bid_search *b = arg;
+    uintptr_t first = 0;
+    int have_first = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+            first = (uintptr_t)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr) & ~(uintptr_t)4095;
+            have_first = 1;
+            break;
+        }
+    if (!have_first || first != b->base)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)(const void *)p;
+            size_t name = (n->n_namesz + 3) & ~(size_t)3, desc = (n->n_descsz + 3) & ~(size_t)3;
+            const uint8_t *nm = p + sizeof *n;
+            if ((size_t)(end - nm) < name + desc)
+                break;
+            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(nm, "GNU", 4) == 0 &&
+                n->n_descsz > 0 && n->n_descsz <= TP_BUILD_ID_MAX) {
+                memcpy(b->id, nm + name, n->n_descsz);
+                b->len = n->n_descsz;
+                return 1;
+            }
+            p = nm + name + desc;
+        }
+    }
+    return 1;
+}
+
+/* Describes a module with TP_K_MODULE the first time a frame names it. */
+static void announce(tr_sites *s, tp_enc *enc, uintptr_t base, uint32_t path) {
+    for (unsigned i = 0; i < s->n_announced; i++)
+        if (s->announced[i] == base)
+            return;
+    if (s->n_announced == MAX_ANNOUNCED)
+        return;
+    s->announced[s->n_announced++] = base;
+    bid_search b = {.base = base};
+    dl_iterate_phdr(find_build_id, &b);
+    tp_module m = {.kind = TP_K_MODULE, .device = TP_NO_DEVICE, .path = path, .build_id_len = (uint8_t)b.len};
+    memcpy(m.build_id, b.id, b.len);
+    tp_enc_add(enc, &m);
+}
+
 static void describe(tr_sites *s, tp_enc *enc, uint32_t id, const pykey *py, unsigned n_py,
                      const uintptr_t *pcs, unsigned n) {
-    tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = id,
-                      .n_frames = n_py + n};
-    tp_enc_add(enc, &cs);
-    for (unsigned i = 0; i < n_py; i++) {
-        tp_frame f = {.kind = TP_K_FRAME, .flags = TP_FRAME_PYTHON, .index = (uint16_t)i,
-                      .callsite = id, .line = py[i].line, .file = py[i].file, .func = py[i].func,
-                      .pc = py[i].lasti};
-        tp_enc_add(enc, &f);
-    }
-    for (unsigned i = 0; i < n; i++) {
+    /* The native frames first, so that their modules are announced before the call site: its
+     * frames must follow it without anything in between. */
+    tp_frame nat[32];
+    for (unsigned i = 0; i < n && i < 32; i++) {
         /* A return address points after the call; one byte back is inside it, which is the line a
          * symbolizer should name. */
         uintptr_t at = pcs[i] - 1;
@@ -187,12 +245,25 @@ static void describe(tr_sites *s, tp_enc *enc, uint32_t id, const pykey *py, uns
                 f.module = tp_enc_intern_cstr(enc, s->exe_path);
             else if (info.dli_fname != NULL)
                 f.module = tp_enc_intern_cstr(enc, info.dli_fname);
+            if (f.module != 0)
+                announce(s, enc, (uintptr_t)info.dli_fbase, f.module);
             if (info.dli_sname != NULL)
                 f.func = tp_enc_intern_cstr(enc, info.dli_sname);
             f.pc = at - (uintptr_t)info.dli_fbase;
         }
+        nat[i] = f;
+    }
+    tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = id,
+                      .n_frames = n_py + n};
+    tp_enc_add(enc, &cs);
+    for (unsigned i = 0; i < n_py; i++) {
+        tp_frame f = {.kind = TP_K_FRAME, .flags = TP_FRAME_PYTHON, .index = (uint16_t)i,
+                      .callsite = id, .line = py[i].line, .file = py[i].file, .func = py[i].func,
+                      .pc = py[i].lasti};
         tp_enc_add(enc, &f);
     }
+    for (unsigned i = 0; i < n && i < 32; i++)
+        tp_enc_add(enc, &nat[i]);
 }
 
 /* The flush thread's key of captured Python frames; frames whose descriptor is not readable

@@ -556,6 +556,11 @@ static int check_record(const tp_record *r, tp_err *err, uint32_t i) {
     case TP_K_STREAM:
         allowed = TP_F_NULL_STREAM;
         break;
+    case TP_K_MODULE:
+        if (r->module.build_id_len > TP_BUILD_ID_MAX)
+            return tp_err_set(err, TP_EMALFORMED, "record %u: build id of %u bytes (at most %d)", i,
+                              r->module.build_id_len, TP_BUILD_ID_MAX);
+        break;
     case TP_K_FRAME:
         if (f != TP_FRAME_NATIVE && f != TP_FRAME_PYTHON)
             return tp_err_set(err, TP_EMALFORMED, "record %u: frame kind %u out of range", i, f);

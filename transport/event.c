@@ -22,6 +22,7 @@ static_assert(sizeof(tp_stream) == 16, "tp_stream");
 static_assert(sizeof(tp_thread) == 16, "tp_thread");
 static_assert(sizeof(tp_callsite) == 16, "tp_callsite");
 static_assert(sizeof(tp_frame) == 32, "tp_frame");
+static_assert(sizeof(tp_module) == 48 && offsetof(tp_module, build_id) == 16, "tp_module");
 static_assert(offsetof(tp_kernel, start) == 8 && offsetof(tp_memcpy, start) == 8 &&
                   offsetof(tp_memset, start) == 8 && offsetof(tp_sync, start) == 8 &&
                   offsetof(tp_api, start) == 8 && offsetof(tp_nvtx, start) == 8,
@@ -48,6 +49,7 @@ static const struct {
     [TP_K_THREAD] = {"thread", sizeof(tp_thread)},
     [TP_K_CALLSITE] = {"callsite", sizeof(tp_callsite)},
     [TP_K_FRAME] = {"frame", sizeof(tp_frame)},
+    [TP_K_MODULE] = {"module", sizeof(tp_module)},
 };
 
 size_t tp_kind_size(unsigned kind) { return kind < TP_K_MAX_ ? kinds[kind].size : 0; }

@@ -317,7 +317,7 @@ static int cmd_export(int argc, char **argv) {
         }
     }
     st_store_commit(s);
-    sy_symbolize_store(s); /* native call sites to file:line */
+    sy_symbolize_store(s, "export"); /* native call sites to file:line */
     an_result r;
     if (an_analyze(s, NULL, &r, &err) != 0) {
         st_store_destroy(&s);

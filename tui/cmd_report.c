@@ -315,7 +315,7 @@ static int cmd_report(int argc, char **argv) {
         return status;
     }
     st_store_commit(s);
-    sy_symbolize_store(s); /* native call sites to file:line */
+    sy_symbolize_store(s, "report"); /* native call sites to file:line */
     if (st_store_events(s) == 0) {
         st_store_destroy(&s);
         return verb_error("report", "no events to analyse");

@@ -273,7 +273,7 @@ static void print_report(FILE *out, st_store *st, const char *cmd, int status_co
         fprintf(out, "  incomplete: %" PRIu64 " records or batches lost%s\n", drops,
                 ended < n_prods ? "; some processes did not finish their trace" : "");
     st_store_commit(st);
-    sy_symbolize_store(st); /* native call sites to file:line */
+    sy_symbolize_store(st, "run"); /* native call sites to file:line */
     an_result r;
     tp_err err = {{0}};
     if (an_analyze(st, NULL, &r, &err) != 0) {

@@ -54,6 +54,11 @@ typedef struct lane {
     int levels;
 } lane;
 
+typedef struct st_module_id {
+    uint8_t len;
+    uint8_t id[TP_BUILD_ID_MAX];
+} st_module_id;
+
 typedef struct cs_entry {
     uint32_t producer, id;
     uint32_t n_frames;
@@ -104,6 +109,10 @@ struct st_store {
     cs_entry *cs;
     size_t n_cs, cs_cap;
     u64map cs_by_key; /* producer << 32 | id -> store id (index + 1) */
+    /* native modules the producers announced (TP_K_MODULE): build ids */
+    st_module_id *mods;
+    size_t n_mods, mods_cap;
+    u64map mod_by_key; /* producer << 32 | module string -> index + 1 */
     nvtx_pending *pend;
     size_t n_pend, pend_cap;
     /* totals */
@@ -227,6 +236,8 @@ void st_store_destroy(st_store **sp) {
     for (size_t i = 0; i < s->n_cs; i++)
         free(s->cs[i].frames);
     free(s->cs);
+    free(s->mods);
+    u64map_free(&s->mod_by_key);
     free(s->pend);
     free(s->pool);
     free(s->str_off);
@@ -473,6 +484,25 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
                 s->lanes[*li].info.name = name;
         }
         return rc;
+    }
+    case TP_K_MODULE: {
+        uint32_t path = pstr(s, prod, r->module.path);
+        if (path == 0)
+            return 0;
+        uint64_t key = (uint64_t)prod << 32 | path;
+        uint64_t *v = u64map_find(&s->mod_by_key, key);
+        if (v == NULL) {
+            if (s->n_mods >= (1u << 20)) /* a hostile producer's flood: ignored beyond this */
+                return 0;
+            if (TU_GROW(s->mods, s->mods_cap, s->n_mods + 1) || u64map_put(&s->mod_by_key, key, s->n_mods + 1))
+                return TP_ENOMEM;
+            v = u64map_find(&s->mod_by_key, key);
+            s->n_mods++;
+        }
+        st_module_id *m = &s->mods[*v - 1];
+        m->len = r->module.build_id_len;
+        memcpy(m->id, r->module.build_id, sizeof m->id);
+        return 0;
     }
     case TP_K_CALLSITE: {
         uint64_t id = callsite_id(s, prod, r->callsite.id);
@@ -1002,7 +1032,8 @@ uint64_t st_store_dropped(const st_store *s) { return s->dropped; }
 size_t st_store_memory(const st_store *s) {
     size_t m = sizeof *s + s->pool_cap + s->str_cap * 8 + s->len_cap * 4 + s->str_hcap * 4;
     m += u64map_bytes(&s->pstr) + u64map_bytes(&s->prod_by_id) + u64map_bytes(&s->lane_by_key) +
-         u64map_bytes(&s->stream_meta) + u64map_bytes(&s->thread_name) + u64map_bytes(&s->cs_by_key);
+         u64map_bytes(&s->stream_meta) + u64map_bytes(&s->thread_name) + u64map_bytes(&s->cs_by_key) +
+         u64map_bytes(&s->mod_by_key) + s->mods_cap * sizeof *s->mods;
     m += s->prods_cap * sizeof *s->prods + s->pext_cap * sizeof *s->pext + s->devs_cap * sizeof *s->devs;
     m += s->lanes_cap * sizeof *s->lanes + s->order_cap * sizeof *s->order;
     for (size_t i = 0; i < s->n_cs; i++)
@@ -1034,6 +1065,19 @@ const st_frame *st_callsite_frames(const st_store *s, uint64_t callsite, size_t 
 }
 
 size_t st_callsite_count(const st_store *s) { return s->n_cs; }
+
+int st_module_build_id(const st_store *s, uint64_t callsite, uint32_t module, const uint8_t **id, size_t *len) {
+    *id = NULL;
+    *len = 0;
+    if (callsite == 0 || callsite > s->n_cs)
+        return 0;
+    const uint64_t *v = u64map_find(&s->mod_by_key, (uint64_t)s->cs[callsite - 1].producer << 32 | module);
+    if (v == NULL)
+        return 0;
+    *id = s->mods[*v - 1].id;
+    *len = s->mods[*v - 1].len;
+    return 1;
+}
 
 void st_frame_set_symbol(st_store *s, uint64_t callsite, size_t index, uint32_t module, uint64_t pc,
                          const char *func, const char *file, uint32_t line) {

@@ -156,6 +156,10 @@ const st_device_info *st_device_get(const st_store *s, size_t i);
 const st_frame *st_callsite_frames(const st_store *s, uint64_t callsite, size_t *n);
 /* Call sites are numbered 1..st_callsite_count(). */
 size_t st_callsite_count(const st_store *s);
+/* The build id the call site's producer announced for a module (a store string that its frames
+ * name): 1 and the id (len 0: the module had none), or 0 when the producer said nothing of it
+ * (traces from before batch version 2). */
+int st_module_build_id(const st_store *s, uint64_t callsite, uint32_t module, const uint8_t **id, size_t *len);
 /* What symbols.h found for a native frame: func and file (NULL: unknown; func then keeps what
  * the tracer named) and line. Ignored unless the frame still has this module and pc (a call site
  * re-sent in between). Marks the frame symbolized. */

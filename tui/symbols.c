@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "grow.h"
+#include "synctop/sanitize.h"
 #include "u64map.h"
 
 #define SY_MAX_MODULES 512 /* modules opened at most (paths come from untrusted traces) */
@@ -36,6 +37,9 @@ typedef struct sy_mod {
     cu_range *ranges;
     size_t n_ranges, cap_ranges;
     int ranges_built;
+    uint8_t build_id[TP_BUILD_ID_MAX]; /* of the file on disk */
+    int build_id_len;                  /* 0: it has none */
+    int stale_seen;                    /* counted in c->stale */
 } sy_mod;
 
 typedef struct sy_res {
@@ -54,8 +58,8 @@ struct sy_cache {
     u64map res_by_key; /* (module, offset) -> index + 1 */
     char **owned;      /* demangled names */
     size_t n_owned, cap_owned;
-    size_t missing;
-    const char *missing_example;
+    size_t missing, stale;
+    const char *missing_example, *stale_example;
 };
 
 sy_cache *sy_new(void) { return calloc(1, sizeof(sy_cache)); }
@@ -85,6 +89,12 @@ size_t sy_missing_modules(const sy_cache *c, const char **example) {
     if (example)
         *example = c->missing_example;
     return c->missing;
+}
+
+size_t sy_stale_modules(const sy_cache *c, const char **example) {
+    if (example)
+        *example = c->stale_example;
+    return c->stale;
 }
 
 /* Separate debug info, from local files only: /usr/lib/debug/.build-id/xx/yyyy.debug. The
@@ -159,6 +169,13 @@ static void open_module(sy_cache *c, sy_mod *m) {
     }
     Dwarf_Addr start = 0;
     dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+    const unsigned char *bits;
+    GElf_Addr vaddr;
+    int len = dwfl_module_build_id(mod, &bits, &vaddr);
+    if (len > 0 && len <= TP_BUILD_ID_MAX) {
+        memcpy(m->build_id, bits, (size_t)len);
+        m->build_id_len = len;
+    }
     m->dwfl = d;
     m->mod = mod;
     m->start = start;
@@ -298,13 +315,24 @@ static int resolve(sy_cache *c, sy_mod *m, uint64_t offset, sy_sym *out) {
     return out->func != NULL || out->file != NULL ? 0 : -1;
 }
 
-int sy_lookup(sy_cache *c, const char *module, uint64_t offset, sy_sym *out) {
+int sy_lookup(sy_cache *c, const char *module, const sy_build_id *want, uint64_t offset, sy_sym *out) {
     memset(out, 0, sizeof *out);
     if (module == NULL || *module == '\0')
         return -1;
     long mi = module_index(c, module);
     if (mi < 0)
         return -1;
+    sy_mod *m = &c->mods[mi];
+    /* The file at that path today is not the one that ran: its lines would be wrong. */
+    if (want != NULL && want->len > 0 && m->dwfl != NULL &&
+        ((size_t)m->build_id_len != want->len || memcmp(m->build_id, want->id, want->len) != 0)) {
+        if (!m->stale_seen) {
+            m->stale_seen = 1;
+            c->stale++;
+            c->stale_example = m->path;
+        }
+        return -1;
+    }
     /* Offsets beyond 2^48 are not in any module; they are looked up (and fail) uncached. */
     if (offset >> 48)
         return resolve(c, &c->mods[mi], offset, out);
@@ -364,7 +392,9 @@ long sy_collect(sy_cache *c, const st_store *s, size_t max_frames, sy_fixes *out
             x->index = (uint32_t)i;
             x->module = f[i].module;
             x->pc = f[i].pc;
-            x->found = sy_lookup(c, st_str(s, f[i].module), f[i].pc, &x->sym) == 0;
+            sy_build_id want = {0};
+            int known = st_module_build_id(s, cs, f[i].module, &want.id, &want.len);
+            x->found = sy_lookup(c, st_str(s, f[i].module), known ? &want : NULL, f[i].pc, &x->sym) == 0;
             looked++;
         }
     }
@@ -385,7 +415,7 @@ void sy_fixes_free(sy_fixes *f) {
     memset(f, 0, sizeof *f);
 }
 
-void sy_symbolize_store(st_store *s) {
+void sy_symbolize_store(st_store *s, const char *verb) {
     sy_cache *c = sy_new();
     if (c == NULL)
         return;
@@ -393,5 +423,15 @@ void sy_symbolize_store(st_store *s) {
     if (sy_collect(c, s, 0, &f) >= 0)
         sy_apply(s, &f);
     sy_fixes_free(&f);
+    const char *example = NULL;
+    size_t stale = sy_stale_modules(c, &example);
+    if (verb != NULL && stale > 0) {
+        char path[512];
+        tp_sanitize(path, sizeof path, example, strlen(example), NULL);
+        fprintf(stderr,
+                "synctop %s: %s%s changed since the trace was taken (another build id): its frames are "
+                "shown as module+offset, not named\n",
+                verb, path, stale > 1 ? " and other modules" : "");
+    }
     sy_free(&c);
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "store.h"
+#include "synctop/event.h"
 
 typedef struct sy_cache sy_cache;
 
@@ -31,12 +32,22 @@ typedef struct sy_sym {
     uint32_t line;
 } sy_sym;
 
-/* Looks up module + offset (as the tracer publishes them). Returns 0 when the function or the
- * line was found, -1 when neither was (missing or unreadable module: remembered, not retried). */
-int sy_lookup(sy_cache *c, const char *module, uint64_t offset, sy_sym *out);
+/* The build id a module had where it ran (TP_K_MODULE). */
+typedef struct sy_build_id {
+    const uint8_t *id;
+    size_t len; /* 0: it had none: nothing to compare */
+} sy_build_id;
 
-/* Modules that could not be read, and the last reason, for a report's footnote. */
+/* Looks up module + offset (as the tracer publishes them). With want, a file whose build id is
+ * not that one is not used (it was rebuilt since: its lines would be wrong). Returns 0 when the
+ * function or the line was found, -1 when neither was (missing, unreadable or changed module:
+ * remembered, not retried). */
+int sy_lookup(sy_cache *c, const char *module, const sy_build_id *want, uint64_t offset, sy_sym *out);
+
+/* Modules that could not be read, and one of them. */
 size_t sy_missing_modules(const sy_cache *c, const char **example);
+/* Modules whose file has another build id than the one that ran, and one of them. */
+size_t sy_stale_modules(const sy_cache *c, const char **example);
 
 /* Whether a function is the CUDA runtime's own (a statically linked libcudart puts its frames in
  * the program): cudaXxx, __cudaXxx, cudart::..., libcudart_static_..., their mangled forms, and
@@ -73,7 +84,8 @@ long sy_collect(sy_cache *c, const st_store *s, size_t max_frames, sy_fixes *out
 void sy_apply(st_store *s, sy_fixes *f);
 void sy_fixes_free(sy_fixes *f);
 
-/* Both at once, for the verbs that load a whole trace (report, export). */
-void sy_symbolize_store(st_store *s);
+/* Both at once, for the verbs that load a whole trace (report, export, run). With verb, a module
+ * changed since the trace was taken is named on stderr ("synctop VERB: ..."). */
+void sy_symbolize_store(st_store *s, const char *verb);
 
 #endif

@@ -129,6 +129,7 @@ typedef struct viewer {
     viewer_anjob *job;
     sy_cache *sym; /* native call sites, looked up by the analysis thread */
     sy_fixes sym_fixes;
+    size_t stale_told; /* modules said to have changed since the trace */
     size_t job_events;
     double an_took; /* how long the last analysis took: the next waits at least a few times that */
     held_batch *held;
@@ -250,6 +251,15 @@ static void viewer_take_analysis(viewer *w, double t) {
     double took = 0;
     int rc = viewer_anjob_finish(&w->job, &r, &took, &err);
     sy_apply(w->s, &w->sym_fixes);
+    const char *stale_path = NULL;
+    size_t stale = w->sym ? sy_stale_modules(w->sym, &stale_path) : 0;
+    if (stale > w->stale_told) {
+        w->stale_told = stale;
+        const char *base = strrchr(stale_path, '/');
+        /* sanitized with the rest of the key bar (view.c) */
+        snprintf(w->v.message, sizeof w->v.message, "%s changed since the trace was taken: its frames are not named",
+                 base ? base + 1 : stale_path);
+    }
     if (rc != 0) {
         snprintf(w->v.message, sizeof w->v.message, "analysis: %s", err.msg);
         w->an_at = t;

@@ -42,7 +42,8 @@ enum tp_kind {
     TP_K_THREAD = 19,
     TP_K_CALLSITE = 20,
     TP_K_FRAME = 21,
-    TP_K_MAX_ = 22
+    TP_K_MODULE = 22, /* since batch version 2 */
+    TP_K_MAX_ = 23
 };
 #define TP_KIND_IS_META(k) ((k) >= TP_K_PROCESS)
 
@@ -250,6 +251,19 @@ typedef struct tp_frame {
     uint64_t pc;     /* native: offset in module; python: instruction offset */
 } tp_frame;
 
+/* A native module that frames name (by the same path string), with its GNU build id as loaded in
+ * the process, so that a reader can tell whether the file it finds at that path today is the one
+ * that ran. Sent before the first frame that names the module. */
+#define TP_BUILD_ID_MAX 32
+typedef struct tp_module {
+    uint8_t kind, flags;
+    uint16_t device;          /* TP_NO_DEVICE */
+    uint32_t path;            /* string: as TP_K_FRAME's module */
+    uint8_t build_id_len;     /* 0: the module has no build id; at most TP_BUILD_ID_MAX */
+    uint8_t pad0[7];
+    uint8_t build_id[TP_BUILD_ID_MAX];
+} tp_module;
+
 /* Any record. */
 typedef union tp_record {
     tp_head head;
@@ -267,6 +281,7 @@ typedef union tp_record {
     tp_thread thread;
     tp_callsite callsite;
     tp_frame frame;
+    tp_module module;
 } tp_record;
 
 /* Size in bytes of a record of this kind, 0 for an unknown kind. */

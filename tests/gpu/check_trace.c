@@ -85,8 +85,16 @@ static void resolve(site *s) {
         if (recs[i].head.kind != TP_K_FRAME || f->callsite != s->id || f->flags != TP_FRAME_NATIVE ||
             (best >= 0 && f->index >= best))
             continue;
+        /* the build id the module had where it ran, when the trace says */
+        sy_build_id want = {0};
+        const sy_build_id *w = NULL;
+        for (size_t k = 0; k < n_recs && w == NULL; k++)
+            if (recs[k].head.kind == TP_K_MODULE && recs[k].module.path == f->module) {
+                want = (sy_build_id){recs[k].module.build_id, recs[k].module.build_id_len};
+                w = &want;
+            }
         sy_sym sym;
-        if (sy_lookup(symbols, str(f->module), f->pc, &sym) != 0)
+        if (sy_lookup(symbols, str(f->module), w, f->pc, &sym) != 0)
             sym = (sy_sym){.func = *str(f->func) ? str(f->func) : NULL};
         if (sy_is_runtime_function(sym.func))
             continue;
@@ -214,5 +222,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "check_trace: no EXPECT lines in %s\n", argv[2]);
         return 2;
     }
+    const char *example = NULL;
+    if (sy_stale_modules(symbols, &example) > 0)
+        fprintf(stderr, "check_trace: %s changed since the trace was taken (another build id)\n", example);
     return failed ? 1 : 0;
 }

@@ -1091,6 +1091,18 @@ TEST(tracer_real_cupti_walks_hand_built_records) {
     tp_enc_destroy(&enc);
 }
 
+/* Runs a shell command, returns its exit status and its output (stdout and stderr). */
+static int shell(const char *cmd, char **out) {
+    FILE *p = popen(cmd, "r");
+    ASSERT_NOT_NULL(p);
+    *out = calloc(1, 65536);
+    size_t n = fread(*out, 1, 65535, p);
+    (*out)[n] = '\0';
+    int status = pclose(p);
+    ASSERT(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
 /* `synctop run` injects the tracer (CUDA_INJECTION64_PATH, which the harness honours as the driver
  * would), hears the process, sums up the waits by call site, and exits with the command's status. */
 static int run_verb_with(const char *harness, const char *script, char **out) {
@@ -1101,14 +1113,7 @@ static int run_verb_with(const char *harness, const char *script, char **out) {
              "SYNCTOP_STANDIN='%s' SYNCTOP_CUPTI='%s' SYNCTOP_TRACER='%s' '%s' run --no-tui -- "
              "'%s' '%s' 2>&1",
              STANDIN_SO, STANDIN_SO, TRACER_SO, task_synctop(), harness, script_path);
-    FILE *p = popen(cmd, "r");
-    ASSERT_NOT_NULL(p);
-    *out = calloc(1, 65536);
-    size_t n = fread(*out, 1, 65535, p);
-    (*out)[n] = '\0';
-    int status = pclose(p);
-    ASSERT(WIFEXITED(status));
-    return WEXITSTATUS(status);
+    return shell(cmd, out);
 }
 
 static int run_verb(const char *script, char **out) { return run_verb_with(HARNESS, script, out); }
@@ -1156,18 +1161,6 @@ TEST(tracer_run_verb_names_source_lines) {
     ASSERT(strstr(out, "cudart::") == NULL);
     free(src);
     free(out);
-}
-
-/* Runs a shell command, returns its exit status and its output (stdout and stderr). */
-static int shell(const char *cmd, char **out) {
-    FILE *p = popen(cmd, "r");
-    ASSERT_NOT_NULL(p);
-    *out = calloc(1, 65536);
-    size_t n = fread(*out, 1, 65535, p);
-    (*out)[n] = '\0';
-    int status = pclose(p);
-    ASSERT(WIFEXITED(status));
-    return WEXITSTATUS(status);
 }
 
 /* A trace keeps the build id of each module its frames name: after the program is rebuilt, a report

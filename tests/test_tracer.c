@@ -795,17 +795,17 @@ TEST(tracer_on_demand_collects_only_while_watched) {
              "report\n"
              "wait_flush\n"
              "touch %s\n"
-             "wait_kind %d 1\n" /* the tracer saw the viewer */
+             "wait_kind %d 1\n" /* the tracer saw the viewer (STREAM: the last thing it turns on) */
              "report\n"
              "%s"
              "wait_flush\n"
              "wait_file %s\n"
-             "wait_kind %d 0\n" /* the tracer saw it leave */
+             "wait_kind %d 0\n" /* the tracer saw it leave (STREAM: the last thing it turns off) */
              "report\n"
              "%s"
              "wait_flush\n"
              "context_destroy 1\n",
-             p1, dormant, CUPTI_ACTIVITY_KIND_MEMCPY, p2, active, CUPTI_ACTIVITY_KIND_MEMCPY, p3);
+             p1, dormant, CUPTI_ACTIVITY_KIND_STREAM, p2, active, CUPTI_ACTIVITY_KIND_STREAM, p3);
     pid_t pid = start_harness(script, env);
     wait_for_file(dormant, pid);
 

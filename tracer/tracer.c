@@ -450,13 +450,15 @@ static void set_collecting(int on) {
         atomic_fetch_add(&g.gen, 1);
     else
         atomic_store(&g.collecting, 0);
+    /* The callbacks first and the activity kinds last, in this order, either way: once the last
+     * kind (STREAM) is seen on or off, so is everything else (the on-demand test waits on it). */
+    tr_cb_foreach(set_one, &flag);
     for (size_t i = 0; i < sizeof optional_kinds / sizeof optional_kinds[0]; i++) {
         if (on)
             g.cupti.cuptiActivityEnable(optional_kinds[i]);
         else
             g.cupti.cuptiActivityDisable(optional_kinds[i]);
     }
-    tr_cb_foreach(set_one, &flag);
     if (on)
         atomic_store(&g.collecting, 1);
 }

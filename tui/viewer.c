@@ -250,6 +250,8 @@ static void viewer_take_analysis(viewer *w, double t) {
     tp_err err = {{0}};
     double took = 0;
     int rc = viewer_anjob_finish(&w->job, &r, &took, &err);
+    /* one fix per frame looked up: at the budget, frames are left for another job soon */
+    int more = w->sym_fixes.n >= VIEWER_SYM_FRAMES;
     sy_apply(w->s, &w->sym_fixes);
     const char *stale_path = NULL;
     size_t stale = w->sym ? sy_stale_modules(w->sym, &stale_path) : 0;
@@ -272,7 +274,7 @@ static void viewer_take_analysis(viewer *w, double t) {
     w->v.an = &w->an;
     w->an_at = t;
     w->an_took = took;
-    w->an_events = w->job_events;
+    w->an_events = more ? (size_t)-1 : w->job_events;
     w->sites_an = NULL; /* recompute the sites */
 }
 

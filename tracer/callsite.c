@@ -168,10 +168,10 @@ static int grow(tr_sites *s) {
     return 0;
 }
 
-/* The GNU build id of the loaded object whose first segment starts at base, from its PT_NOTE
- * segments in memory. */
+/* The GNU build id of the loaded object whose first segment's mapping starts at base (dladdr's
+ * dli_fbase), from its PT_NOTE segments in memory. */
 typedef struct bid_search {
-    uintptr_t base;
+    uintptr_t base, page;
     uint8_t id[TP_BUILD_ID_MAX];
     unsigned len;
 } bid_search;
@@ -179,15 +179,15 @@ typedef struct bid_search {
 static int find_build_id(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
     bid_search *b = arg;
-    uintptr_t first = 0;
-    int have_first = 0;
+    /* base lies in the first page of the first loaded segment, whatever the page size */
+    int mine = 0;
     for (int i = 0; i < info->dlpi_phnum; i++)
         if (info->dlpi_phdr[i].p_type == PT_LOAD) {
-            first = (uintptr_t)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr) & ~(uintptr_t)4095;
-            have_first = 1;
+            uintptr_t at = (uintptr_t)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+            mine = b->base <= at && at - b->base < b->page;
             break;
         }
-    if (!have_first || first != b->base)
+    if (!mine)
         return 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -220,7 +220,8 @@ static void announce(tr_sites *s, tp_enc *enc, uintptr_t base, uint32_t path) {
     if (s->n_announced == MAX_ANNOUNCED)
         return;
     s->announced[s->n_announced++] = base;
-    bid_search b = {.base = base};
+    long page = sysconf(_SC_PAGESIZE);
+    bid_search b = {.base = base, .page = page > 0 ? (uintptr_t)page : 4096};
     dl_iterate_phdr(find_build_id, &b);
     tp_module m = {.kind = TP_K_MODULE, .device = TP_NO_DEVICE, .path = path, .build_id_len = (uint8_t)b.len};
     memcpy(m.build_id, b.id, b.len);

@@ -6,7 +6,8 @@
  * may crash, leak or read out of bounds, and no cell may hold a control character.
  *
  * The input is split into batches at every "STB1" magic, so one input can hold several batches
- * (metadata in one, events in the next). `fuzz_store --write-seeds DIR` writes realistic seeds.
+ * (metadata in one, events in the next). `fuzz_store --write-seeds DIR` writes realistic seeds,
+ * among them one whose new lane the live bound empties before its first index.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         tp_enc_finish_flags(enc, TP_BF_END, &two);
         tp_buf_append(&one, two.data, two.len);
         write_seed(dir, "two-batches", &one);
+        /* a stream whose only event, a long kernel, began before everything the bound keeps */
+        uint32_t kname = tp_enc_intern_cstr(enc, "persistent");
+        tp_record rec;
+        for (int k = 0; k <= 600; k++) {
+            memset(&rec, 0, sizeof rec);
+            uint64_t t = 2000000000u + (uint64_t)k * 1000u;
+            rec.kernel = (tp_kernel){.kind = TP_K_KERNEL, .device = 0, .stream = k < 600 ? 7 : 99,
+                                     .start = k < 600 ? t : 1999999000u, .end = k < 600 ? t + 500 : 2100000000u,
+                                     .name = kname, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+            tp_enc_add(enc, &rec);
+        }
+        tp_enc_finish(enc, &two);
+        write_seed(dir, "window-drops-a-new-lane", &two);
         tp_buf_free(&one);
         tp_buf_free(&two);
         tp_enc_destroy(&enc);

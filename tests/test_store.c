@@ -290,6 +290,69 @@ TEST(live_bound_drops_the_oldest_and_counts_them) {
     batches_free(&bs);
 }
 
+/* A stream whose only event is a long kernel that began before everything else the window keeps (a
+ * persistent NCCL kernel seen for the first time): the bound drops it in the same commit that made
+ * its lane, so the lane is never indexed with an event. Its summary is all idle, not a crash. */
+TEST(lane_emptied_by_the_bound_before_its_first_index_reads_as_idle) {
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 31});
+    ASSERT_NOT_NULL(enc);
+    uint32_t kname = tp_enc_intern_cstr(enc, "k");
+    uint64_t t = 1000000000;
+    tp_record rec;
+    for (int i = 0; i < 1200; i++) {
+        memset(&rec, 0, sizeof rec);
+        rec.kernel = (tp_kernel){.kind = TP_K_KERNEL, .device = 0, .stream = 7, .start = t + i * 1000u,
+                                 .end = t + i * 1000u + 500, .name = kname, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+        ASSERT_OK(tp_enc_add(enc, &rec));
+    }
+    memset(&rec, 0, sizeof rec);
+    rec.kernel = (tp_kernel){.kind = TP_K_KERNEL, .device = 0, .stream = 99, .start = t - 1000, .end = t + 5000000,
+                             .name = kname, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+    ASSERT_OK(tp_enc_add(enc, &rec));
+    tp_buf out = {0};
+    ASSERT_OK(tp_enc_finish(enc, &out));
+    st_store *s = st_store_new(&(st_opts){.max_events = 1000});
+    ASSERT_OK(st_store_add_batch(s, out.data, out.len, NULL));
+    st_store_commit(s);
+    ASSERT_LE(st_store_events(s), 1000);
+    ASSERT_UEQ(st_store_events(s) + st_store_dropped(s), 1201);
+    size_t l99 = lane_find(s, ST_LANE_STREAM, 99);
+    ASSERT(l99 != SIZE_MAX);
+    size_t n;
+    st_lane_events(s, l99, &n);
+    ASSERT_EQ(n, 0);
+    uint64_t t0, t1;
+    st_store_span(s, &t0, &t1);
+    ASSERT(t1 > t0);
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        st_bucket b[8];
+        ASSERT_OK(st_lane_summary(s, l, t0, t1, 8, b));
+        if (l != l99)
+            continue;
+        for (int i = 0; i < 8; i++) {
+            for (int c = 0; c < ST_CAT_N; c++)
+                ASSERT_UEQ(b[i].busy[c], 0);
+            ASSERT_EQ(b[i].count, 0);
+            ASSERT_UEQ(b[i].longest, UINT32_MAX);
+        }
+    }
+    /* the next batch on that stream indexes the lane as usual */
+    memset(&rec, 0, sizeof rec);
+    rec.kernel = (tp_kernel){.kind = TP_K_KERNEL, .device = 0, .stream = 99, .start = t1, .end = t1 + 4000,
+                             .name = kname, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+    ASSERT_OK(tp_enc_add(enc, &rec));
+    ASSERT_OK(tp_enc_finish(enc, &out));
+    ASSERT_OK(st_store_add_batch(s, out.data, out.len, NULL));
+    st_store_commit(s);
+    l99 = lane_find(s, ST_LANE_STREAM, 99);
+    st_bucket one;
+    ASSERT_OK(st_lane_summary(s, l99, t1, t1 + 4000, 1, &one));
+    ASSERT_UEQ(one.busy[ST_CAT_KERNEL], 4000);
+    tp_buf_free(&out);
+    tp_enc_destroy(&enc);
+    st_store_destroy(&s);
+}
+
 /* ---- summaries: property test against brute force ---- */
 
 typedef struct rng {

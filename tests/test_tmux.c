@@ -455,6 +455,30 @@ TEST(attach_record_keeps_in_the_file_what_the_window_drops) {
     tp_enc_destroy(&enc);
 }
 
+/* A persistent kernel on a new stream that began before the oldest event the window keeps: its
+ * lane is emptied by the bound before it is ever indexed, and the viewer goes on drawing. */
+TEST(attach_window_survives_a_new_lane_older_than_the_window) {
+    if (!have_tmux()) {
+        fprintf(stderr, "tmux is not installed: skipped\n");
+        return;
+    }
+    char ep[512], args[1024], cmd[2048];
+    snprintf(ep, sizeof ep, "ipc://%s", task_path("nccl.sock"));
+    snprintf(args, sizeof args,
+             "--endpoint %s --events 20000 --rate 20000 --batch 250 --wait-subscribers 1 --persistent-kernel", ep);
+    const char *pub_out = task_path("pub.out");
+    pid_t pub = testpub_start(NULL, args, pub_out);
+    snprintf(cmd, sizeof cmd, "%s attach %s --window-events 1000", task_synctop(), ep);
+    tmux_start(cmd, 120, 40);
+    const char *scr = wait_for("ENDED");
+    ASSERT(strstr(scr, "EXITED") == NULL);
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    waitpid(pub, NULL, 0);
+    ASSERT_STR_CONTAINS(file_value(pub_out, "sent"), "dropped=0");
+}
+
 TEST(attach_tcp_curve_right_key_shows_events_wrong_key_says_so) {
     if (!have_tmux()) {
         fprintf(stderr, "tmux is not installed: skipped\n");

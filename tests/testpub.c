@@ -22,11 +22,14 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: synctop-testpub [--endpoint E] --events N [--batch EVENTS_PER_BATCH]\n"
             "       [--rate EVENTS_PER_SEC] [--seed S] [--wait-subscribers K]\n"
-            "       [--curve-key FILE.key] [--insecure] [--sndhwm BATCHES] [--linger-ms MS]\n\n"
+            "       [--curve-key FILE.key] [--insecure] [--sndhwm BATCHES] [--linger-ms MS]\n"
+            "       [--persistent-kernel]\n\n"
             "Publishes N synthetic events in batches (default 4096 events; the last batch is\n"
             "flagged END) on E (default: this process's ipc endpoint). --rate 0 (default): as\n"
             "fast as possible. --wait-subscribers K: wait up to 10 s for K subscribers first.\n"
             "--linger-ms: how long to wait at exit for queued batches (default 1000).\n"
+            "--persistent-kernel: halfway through, a kernel on a new stream (99) that began\n"
+            "with the first event and runs past the last (a persistent NCCL kernel).\n"
             "The producer id is SEED + 1 (default seed 1).\n");
 }
 
@@ -61,11 +64,12 @@ int main(int argc, char **argv) {
         {"seed", required_argument, NULL, 's'},     {"wait-subscribers", required_argument, NULL, 'w'},
         {"curve-key", required_argument, NULL, 'k'}, {"insecure", no_argument, NULL, 'i'},
         {"sndhwm", required_argument, NULL, 'H'},   {"linger-ms", required_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+        {"persistent-kernel", no_argument, NULL, 'P'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *endpoint = NULL, *key_path = NULL;
     uint64_t events = UINT64_MAX, batch = 4096, rate = 0, seed = 1, wait_subs = 0, hwm = 0,
              linger = 1000;
-    int insecure = 0, c;
+    int insecure = 0, persistent = 0, c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         int bad = 0;
         switch (c) {
@@ -77,6 +81,7 @@ int main(int argc, char **argv) {
         case 'w': bad = parse_u64(optarg, &wait_subs) || wait_subs > 100000; break;
         case 'k': key_path = optarg; break;
         case 'i': insecure = 1; break;
+        case 'P': persistent = 1; break;
         case 'H': bad = parse_u64(optarg, &hwm) || hwm > 100000000; break;
         case 'l': bad = parse_u64(optarg, &linger) || linger > 3600000; break;
         case 'h': usage(stdout); return 0;
@@ -128,7 +133,7 @@ int main(int argc, char **argv) {
     synth sy;
     synth_init(&sy, seed);
     tp_buf buf = {0};
-    uint64_t left = events;
+    uint64_t left = events, first_ts = sy.now;
     double t0 = now_s();
     int status = 0;
     for (;;) {
@@ -138,6 +143,15 @@ int main(int argc, char **argv) {
             tp_enc_keyframe(enc);
         size_t n = left < batch ? (size_t)left : (size_t)batch;
         synth_fill(&sy, enc, n);
+        if (persistent && left > events / 2 && left - n <= events / 2) {
+            tp_record rec;
+            memset(&rec, 0, sizeof rec);
+            rec.kernel = (tp_kernel){.kind = TP_K_KERNEL, .device = 0, .stream = 99, .start = first_ts,
+                                     .end = sy.now + 3600000000000ull, .correlation = 0,
+                                     .name = tp_enc_intern_cstr(enc, "ncclKernel_persistent"),
+                                     .grid = {1, 1, 1}, .block = {1, 1, 1}};
+            tp_enc_add(enc, &rec);
+        }
         left -= n;
         int last = left == 0;
         if (tp_enc_finish_flags(enc, last ? TP_BF_END : 0, &buf) < 0) {

@@ -815,7 +815,8 @@ void st_store_commit(st_store *s) {
         for (size_t i = 0; i < s->n_lanes; i++) {
             lane *l = &s->lanes[i];
             size_t f = from ? from[i] : 0;
-            if (l->indexed != l->info.n_events || f < l->info.n_events)
+            /* a lane the bound emptied before its first index still gets one (an empty one) */
+            if (l->indexed != l->info.n_events || f < l->info.n_events || l->pre == NULL)
                 lane_index(l, f);
         }
         free(from);
@@ -966,6 +967,12 @@ int st_lane_summary(const st_store *s, size_t li, uint64_t t0, uint64_t t1, size
     if (l == NULL || n == 0 || t1 < t0)
         return TP_EINVAL;
     size_t ne = l->indexed;
+    if (ne == 0 || l->pre == NULL) { /* nothing indexed (or no memory for the index): idle */
+        memset(out, 0, n * sizeof *out);
+        for (size_t i = 0; i < n; i++)
+            out[i].longest = UINT32_MAX;
+        return 0;
+    }
     uint64_t w = (t1 - t0) / n;
     active_set a = {0};
     uint64_t fprev[ST_CAT_N], fcur[ST_CAT_N];

@@ -616,57 +616,98 @@ TEST(tracer_concurrent_buffer_callbacks_lose_nothing) {
     model_free(&m);
 }
 
+static void wait_for_file(const char *path, pid_t harness) {
+    for (int i = 0; i < 20000; i++) {
+        if (file_exists(path))
+            return;
+        int status;
+        if (waitpid(harness, &status, WNOHANG) == harness)
+            TASK_FAIL_("harness ended before %s (status %#x): %s", path, status,
+                       read_text(task_path("err.txt")));
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    TASK_FAIL_("%s never appeared", path);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Batches of this live model missing between its first and its last: the gaps it saw. */
+static uint64_t live_missing(const model *m) {
+    if (m->n_seqs == 0)
+        return 0;
+    uint64_t lo = m->seqs[0], hi = m->seqs[0];
+    for (size_t i = 0; i < m->n_seqs; i++) {
+        lo = m->seqs[i] < lo ? m->seqs[i] : lo;
+        hi = m->seqs[i] > hi ? m->seqs[i] : hi;
+    }
+    return hi - lo + 1 - m->n_seqs;
+}
+
+/* A subscriber that reads nothing while 100 big batches go out loses most of them; once it reads
+ * again it reports its gaps, the tracer publishes them as its drop count, and the count equals what
+ * the subscriber is missing. */
 TEST(tracer_stalled_subscriber_drops_are_counted) {
-    char listen[512], record[512];
+    char listen[512], record[512], script[2048];
     snprintf(listen, sizeof listen, "SYNCTOP_LISTEN=ipc://%s", task_path("pub.sock"));
     snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
     const char *env[] = {listen, record, "SYNCTOP_START_WAIT_MS=20000", "SYNCTOP_SNDHWM=1",
                          "SYNCTOP_LINGER_MS=30000", NULL};
     tp_sub *sub = connect_sub(listen + strlen("SYNCTOP_LISTEN="), 1);
-    /* 100 batches of ~170 KB that nobody reads while they are sent. */
-    pid_t pid = start_harness("context_create 1\n"
-                              "repeat 100\n"
-                              "x1000@1000 kernel name=k start=1000 end=1500 corr=1\n"
-                              "flush\n"
-                              "wait_flush\n"
-                              "end\n"
-                              "context_destroy 1\n",
-                              env);
-    /* Stall until the tracer has finished (its trace file is closed), then read. */
-    for (int i = 0; i < 6000; i++) {
-        tp_err err;
-        tp_freader *r = tp_freader_open(task_path("trace.trace"), &err);
-        int done = r != NULL && tp_freader_complete(r);
-        tp_freader_close(&r);
-        if (done)
-            break;
-        struct timespec ts = {0, 10000000};
-        nanosleep(&ts, NULL);
-    }
+    /* 100 batches of ~170 KB that nobody reads while they are sent; then the program waits until
+     * the test has seen the drop count. */
+    snprintf(script, sizeof script,
+             "context_create 1\n"
+             "repeat 100\n"
+             "x1000@1000 kernel name=k start=1000 end=1500 corr=1\n"
+             "flush\n"
+             "wait_flush\n"
+             "end\n"
+             "touch %s\n"
+             "wait_file %s\n"
+             "context_destroy 1\n",
+             task_path("sent"), task_path("counted"));
+    pid_t pid = start_harness(script, env);
+    wait_for_file(task_path("sent"), pid);
     model live;
     model_init(&live);
+    double deadline = now_s() + 30;
+    uint64_t published = 0;
+    for (;;) {
+        tp_sub_msg msg;
+        tp_err err = {{0}};
+        int rc = tp_sub_recv(sub, &msg, 100, &err);
+        if (rc < 0)
+            TASK_FAIL_("tp_sub_recv: %s", err.msg);
+        if (rc == 1) {
+            model_add_batch(&live, msg.data, msg.len);
+            published = last_drops(&live, TP_DROP_PUBLISHER, 1, NULL);
+        }
+        if (published > 0 && published == live_missing(&live))
+            break;
+        if (now_s() > deadline)
+            TASK_FAIL_("after 30 s the tracer publishes %" PRIu64 " dropped batches; the subscriber misses %" PRIu64,
+                       published, live_missing(&live));
+    }
+    write_text(task_path("counted"), "");
     drain_sub(sub, &live, 3000);
+    ASSERT_EQ(live.ended, 1);
     ASSERT_EQ(wait_harness(pid), 0);
     model file;
     model_init(&file);
     model_from_file(&file, task_path("trace.trace"));
     ASSERT_EQ(count_kind(&file, TP_K_KERNEL), 100 * 1000);
-    uint64_t seq = 0;
-    uint64_t dropped = last_drops(&file, TP_DROP_PUBLISHER, 1, &seq);
+    /* the file (which lost nothing) carries the same final count */
+    uint64_t dropped = last_drops(&file, TP_DROP_PUBLISHER, 1, NULL);
     ASSERT_GT(dropped, 0);
-    /* Exactly the batches before the one that reported the count are missing live, counting from
-     * the first one sent after the subscriber joined (the tracer waited for it, so that one
-     * reached it: a keyframe). */
-    ASSERT_GT(live.n_seqs, 0);
-    uint64_t first = live.seqs[0];
-    uint64_t missing = 0;
-    for (uint64_t s = first; s < seq; s++) {
-        int got = 0;
-        for (size_t i = 0; i < live.n_seqs && !got; i++)
-            got = live.seqs[i] == s;
-        missing += !got;
-    }
-    ASSERT_UEQ(missing, dropped);
+    ASSERT_UEQ(dropped, live_missing(&live));
+    tp_sub_stats ss;
+    tp_sub_stats_get(sub, &ss);
+    ASSERT_UEQ(ss.missed, dropped);
     ASSERT_LT(count_kind(&live, TP_K_KERNEL), 100 * 1000);
     model_free(&live);
     model_free(&file);
@@ -737,20 +778,6 @@ TEST(tracer_exit_without_context_destroy_loses_nothing) {
 }
 
 /* ---- on demand ---- */
-
-static void wait_for_file(const char *path, pid_t harness) {
-    for (int i = 0; i < 20000; i++) {
-        if (file_exists(path))
-            return;
-        int status;
-        if (waitpid(harness, &status, WNOHANG) == harness)
-            TASK_FAIL_("harness ended before %s (status %#x): %s", path, status,
-                       read_text(task_path("err.txt")));
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
-    TASK_FAIL_("%s never appeared", path);
-}
 
 static void count_watched(void *arg, CUpti_CallbackDomain dom, uint32_t cbid,
                           enum tr_cb_class cls) {

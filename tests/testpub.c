@@ -137,9 +137,9 @@ int main(int argc, char **argv) {
     double t0 = now_s();
     int status = 0;
     for (;;) {
-        int joined = 0;
-        tp_pub_poll(pub, &joined);
-        if (joined)
+        int keyframe = 0;
+        tp_pub_poll(pub, &keyframe);
+        if (keyframe)
             tp_enc_keyframe(enc);
         size_t n = left < batch ? (size_t)left : (size_t)batch;
         synth_fill(&sy, enc, n);
@@ -159,26 +159,17 @@ int main(int argc, char **argv) {
             status = 1;
             break;
         }
-        int rc = tp_pub_send(pub, buf.data, buf.len);
-        tp_enc_delivered(enc, rc == 0);
+        /* The END batch should reach everyone: it waits up to the linger time for room. */
+        int rc = last ? tp_pub_send_wait(pub, buf.data, buf.len, (int)linger) : tp_pub_send(pub, buf.data, buf.len);
+        /* A subscriber too slow for it lost it; the others have it (and a keyframe follows). */
+        tp_enc_delivered(enc, rc == 0 || rc == TP_EAGAIN);
         if (rc != 0 && rc != TP_EAGAIN) {
             fprintf(stderr, "synctop-testpub: send failed: %s\n", tp_strerror(rc));
             status = 1;
             break;
         }
-        if (last) {
-            /* The END batch must arrive. Each retry is a new batch (next sequence number), so
-             * the dropped count stays equal to the subscribers' sequence gaps. */
-            double deadline = now_s() + (double)linger / 1000.0;
-            while (rc == TP_EAGAIN && now_s() < deadline) {
-                sleep_s(0.001);
-                if (tp_enc_finish_flags(enc, TP_BF_END, &buf) < 0)
-                    break;
-                rc = tp_pub_send(pub, buf.data, buf.len);
-                tp_enc_delivered(enc, rc == 0);
-            }
+        if (last)
             break;
-        }
         if (rate > 0)
             sleep_s(t0 + (double)(events - left) / (double)rate - now_s());
     }

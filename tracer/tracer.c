@@ -467,20 +467,31 @@ static void set_collecting(int on) {
 
 static void add(const void *rec) { tp_enc_add(g.enc, rec); }
 
-static void ship(uint32_t flags) {
+/* Finishes the batch, writes it to the trace file and sends it. A subscriber too slow to take it
+ * loses it (and reports that, so the publisher counts it and asks for a keyframe); the others have
+ * it, so its strings count as delivered. The last batch (TP_BF_END) closes the file first, then
+ * waits up to wait_ms for every subscriber to have room. */
+static void ship_wait(uint32_t flags, int wait_ms) {
     if (tp_enc_finish_flags(g.enc, flags, &g.batch) != 0) {
         tp_enc_delivered(g.enc, 0);
         return;
     }
-    int delivered = 1;
-    if (g.pub != NULL && tp_pub_send(g.pub, g.batch.data, g.batch.len) != 0)
-        delivered = 0;
     if (g.fw != NULL) {
         tp_err err;
         tp_fwriter_append(g.fw, g.batch.data, g.batch.len, &err);
+        if (flags & TP_BF_END)
+            tp_fwriter_close(&g.fw, &err);
+    }
+    int delivered = 1;
+    if (g.pub != NULL) {
+        int rc = wait_ms > 0 ? tp_pub_send_wait(g.pub, g.batch.data, g.batch.len, wait_ms)
+                             : tp_pub_send(g.pub, g.batch.data, g.batch.len);
+        delivered = rc == 0 || rc == TP_EAGAIN;
     }
     tp_enc_delivered(g.enc, delivered);
 }
+
+static void ship(uint32_t flags) { ship_wait(flags, 0); }
 
 static void maybe_ship(void) {
     if (tp_enc_pending_bytes(g.enc) >= SHIP_BYTES)
@@ -625,10 +636,11 @@ static void pump(int cupti_ok) {
     int go_dormant = 0;
     int live = atomic_load(&g.live_contexts) > 0;
     if (g.pub != NULL) {
-        int joined = 0;
-        int subs = tp_pub_poll(g.pub, &joined);
-        if (joined) {
-            /* A newcomer needs the metadata, and a beacon to put our clock on its own. */
+        int keyframe = 0;
+        int subs = tp_pub_poll(g.pub, &keyframe);
+        if (keyframe) {
+            /* A newcomer, or a subscriber that lost a batch, needs the metadata, and a beacon to
+             * put our clock on its own. */
             tp_enc_keyframe(g.enc);
             if (cupti_ok)
                 add_clock();
@@ -725,13 +737,17 @@ static void *flush_main(void *arg) {
         if (stop)
             break;
     }
-    ship(TP_BF_END);
-    if (g.fw != NULL) {
+    /* The end batch tells every subscriber that this producer is done: it waits (within the
+     * linger time) for a slow subscriber's queue to have room, and closing waits the rest. */
+    uint64_t end_t0 = clock_ns(CLOCK_MONOTONIC);
+    ship_wait(TP_BF_END, (int)g.cfg.linger_ms);
+    uint64_t spent_ms = (clock_ns(CLOCK_MONOTONIC) - end_t0) / 1000000u;
+    if (g.fw != NULL) { /* the end batch could not be built: close the file all the same */
         tp_err err;
         tp_fwriter_close(&g.fw, &err);
     }
     if (g.pub != NULL) {
-        tp_pub_set_linger(g.pub, (int)g.cfg.linger_ms);
+        tp_pub_set_linger(g.pub, spent_ms < g.cfg.linger_ms ? (int)(g.cfg.linger_ms - spent_ms) : 0);
         tp_pub_destroy(&g.pub);
     }
     pthread_mutex_lock(&g.wake_mu);

@@ -1,14 +1,21 @@
 /*
- * The publisher (net.h): an XPUB socket that never blocks its caller. XPUB_NODROP turns "a
- * subscriber's queue is full" into an immediate EAGAIN, which is counted, so the drop count is
- * exact; XPUB_VERBOSER passes every subscribe and unsubscribe up, so the publisher knows when a
- * viewer arrives (its caller then sends a keyframe) and how many are connected.
+ * The publisher (net.h): an XPUB socket that never blocks its caller and where only a slow
+ * subscriber loses. Each batch is first offered with XPUB_NODROP set, which libzmq refuses (EAGAIN)
+ * when a subscriber's queue is at its high-water mark; the batch then goes out lossy, which libzmq
+ * delivers to every queue with room and drops for the full ones (a full queue then stays out of
+ * the delivery set, silently, until its subscriber has read enough). So healthy subscribers get
+ * every batch, and only the subscriber knows exactly what it lost: it sees the gap in the sequence
+ * numbers and reports it (net_loss.h). The publisher adds the reports up as its drop count and
+ * answers them with a keyframe (at most one a second), since the lost batches may have carried
+ * strings and metadata. XPUB_VERBOSER passes every subscribe and unsubscribe up, so the publisher
+ * also knows when a viewer arrives (its caller then sends a keyframe) and how many are connected.
  *
  * It owns its ZeroMQ context (non-blocking termination, linger 0 unless asked) and, for ipc, the
  * socket file it bound, which it removes on destroy. It refuses to expose traces beyond this
  * machine unencrypted unless told to.
  */
 #include "synctop/net.h"
+#include "net_loss.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -16,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -29,8 +37,19 @@ struct tp_pub {
     ino_t ipc_ino;
     int linger_ms;
     int subscribers;
+    int lost_since_keyframe; /* a subscriber reported a loss since the last keyframe asked for */
+    uint64_t last_loss_keyframe_ns;
+    uint64_t producer; /* of the last batch sent: loss reports about others are not ours */
     uint64_t sent, dropped, bytes;
 };
+
+#define LOSS_KEYFRAME_EVERY_NS 1000000000ull
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static int zmq_fail(tp_err *err, const char *what, const char *endpoint) {
     int e = zmq_errno();
@@ -197,25 +216,71 @@ void tp_pub_set_linger(tp_pub *pub, int linger_ms) {
     pub->linger_ms = linger_ms > 0 ? linger_ms : 0;
 }
 
-int tp_pub_send(tp_pub *pub, const void *batch, size_t len) {
+/* One zmq_send, retried on EINTR: 0, EAGAIN or another errno. */
+static int send_once(tp_pub *pub, const void *batch, size_t len) {
     for (;;) {
-        if (zmq_send(pub->sock, batch, len, ZMQ_DONTWAIT) >= 0) {
+        if (zmq_send(pub->sock, batch, len, ZMQ_DONTWAIT) >= 0)
+            return 0;
+        int e = zmq_errno();
+        if (e != EINTR)
+            return e;
+    }
+}
+
+/* Sends to the queues with room; the full ones drop it (their subscribers report the loss). */
+static int send_lossy(tp_pub *pub, const void *batch, size_t len) {
+    if (set_int(pub->sock, ZMQ_XPUB_NODROP, 0) != 0)
+        return TP_EZMQ;
+    int e = send_once(pub, batch, len);
+    set_int(pub->sock, ZMQ_XPUB_NODROP, 1);
+    if (e != 0)
+        return TP_EZMQ;
+    pub->sent++;
+    pub->bytes += len;
+    return TP_EAGAIN;
+}
+
+static void note_producer(tp_pub *pub, const void *batch, size_t len) {
+    tp_batch_hdr h;
+    if (len >= TP_BATCH_HDR_SIZE) {
+        memcpy(&h, batch, sizeof h);
+        pub->producer = h.producer;
+    }
+}
+
+int tp_pub_send(tp_pub *pub, const void *batch, size_t len) {
+    note_producer(pub, batch, len);
+    int e = send_once(pub, batch, len);
+    if (e == 0) {
+        pub->sent++;
+        pub->bytes += len;
+        return 0;
+    }
+    if (e != EAGAIN)
+        return TP_EZMQ;
+    return send_lossy(pub, batch, len);
+}
+
+int tp_pub_send_wait(tp_pub *pub, const void *batch, size_t len, int timeout_ms) {
+    note_producer(pub, batch, len);
+    uint64_t deadline = mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+    for (;;) {
+        int e = send_once(pub, batch, len);
+        if (e == 0) {
             pub->sent++;
             pub->bytes += len;
             return 0;
         }
-        int e = zmq_errno();
-        if (e == EINTR)
-            continue;
-        if (e == EAGAIN) {
-            pub->dropped++;
-            return TP_EAGAIN;
-        }
-        return TP_EZMQ;
+        if (e != EAGAIN)
+            return TP_EZMQ;
+        if (mono_ns() >= deadline)
+            return send_lossy(pub, batch, len);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
     }
 }
 
-int tp_pub_poll(tp_pub *pub, int *joined) {
+int tp_pub_poll(tp_pub *pub, int *keyframe) {
     int j = 0;
     uint8_t note[64];
     for (;;) {
@@ -224,6 +289,16 @@ int tp_pub_poll(tp_pub *pub, int *joined) {
             if (zmq_errno() == EINTR)
                 continue;
             break;
+        }
+        uint64_t producer, lost;
+        if (n == 1 + NET_LOSS_LEN && note[0] == 1 && net_loss_decode(note + 1, NET_LOSS_LEN, &producer, &lost)) {
+            /* A report is untrusted: it can add no more than was ever sent. */
+            if (producer == pub->producer && lost > 0) {
+                uint64_t room = pub->sent - pub->dropped;
+                pub->dropped += lost < room ? lost : room;
+                pub->lost_since_keyframe = 1;
+            }
+            continue;
         }
         /* synctop subscribers subscribe to everything (""): a notice is one byte, 1 on
          * subscribe and 0 on unsubscribe (which libzmq also sends when a subscriber leaves). */
@@ -236,8 +311,16 @@ int tp_pub_poll(tp_pub *pub, int *joined) {
             pub->subscribers--;
         }
     }
-    if (joined != NULL)
-        *joined = j;
+    if (pub->lost_since_keyframe) {
+        uint64_t now = mono_ns();
+        if (pub->last_loss_keyframe_ns == 0 || now - pub->last_loss_keyframe_ns >= LOSS_KEYFRAME_EVERY_NS) {
+            pub->lost_since_keyframe = 0;
+            pub->last_loss_keyframe_ns = now;
+            j = 1;
+        }
+    }
+    if (keyframe != NULL)
+        *keyframe = j;
     return pub->subscribers;
 }
 

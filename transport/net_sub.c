@@ -2,9 +2,11 @@
  * The subscriber (net.h): one SUB socket connected to any number of publishers, which ZeroMQ
  * reconnects by itself when a publisher restarts. Every message is checked as a batch header
  * before the caller sees it, and each producer's sequence numbers are followed so that the batches
- * it lost on the way (a publisher dropping for a slow subscriber) are counted, per producer.
+ * it lost on the way (a publisher dropping for a slow subscriber) are counted, per producer, and
+ * reported back to the publishers (net_loss.h).
  */
 #include "synctop/net.h"
+#include "net_loss.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -240,6 +242,12 @@ int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, tp_err *err) {
         m->new_producer = 1;
     }
     p->s.last_seq = h.seq;
+    if (m->missed > 0) {
+        uint8_t topic[NET_LOSS_LEN];
+        net_loss_encode(topic, h.producer, m->missed);
+        if (zmq_setsockopt(sub->sock, ZMQ_SUBSCRIBE, topic, sizeof topic) == 0)
+            zmq_setsockopt(sub->sock, ZMQ_UNSUBSCRIBE, topic, sizeof topic);
+    }
     p->s.missed += m->missed;
     sub->stats.missed += m->missed;
     return 1;

@@ -83,7 +83,7 @@ enum tp_sync_type {
 enum tp_drop_source {
     TP_DROP_CUPTI = 1,     /* CUPTI's own dropped-records counter */
     TP_DROP_TRACER = 2,    /* the tracer's bounded queues were full */
-    TP_DROP_PUBLISHER = 3, /* batches a slow subscriber could not take */
+    TP_DROP_PUBLISHER = 3, /* batches slow subscribers lost, as they reported them */
     TP_DROP_MAX_ = 4
 };
 

@@ -12,10 +12,12 @@
  * throwaway keys of their own); it does not choose among subscribers: whoever has the server's
  * public key and can reach the port can subscribe.
  *
- * The publisher is an XPUB socket with XPUB_NODROP: when a subscriber's queue is at its high-water
- * mark the send fails at once instead of blocking or dropping silently, so the publisher counts
- * every batch it dropped (exactly) and publishes the count. Subscription notices tell it when a new
- * viewer arrives (the next batch is then a keyframe) and how many are connected.
+ * The publisher is an XPUB socket that never blocks: a batch reaches every subscriber whose queue
+ * has room, and only a subscriber whose queue is at its high-water mark loses it. That subscriber
+ * sees the gap in the sequence numbers, counts it, and reports it to the publisher, which adds the
+ * reports up into the drop count it publishes and answers with a keyframe (the lost batches may
+ * have carried strings and metadata). Subscription notices tell the publisher when a new viewer
+ * arrives (the next batch is then a keyframe) and how many are connected.
  */
 #ifndef SYNCTOP_NET_H
 #define SYNCTOP_NET_H
@@ -99,16 +101,26 @@ const char *tp_pub_endpoint(const tp_pub *pub);
 void tp_pub_set_linger(tp_pub *pub, int linger_ms);
 
 /* Sends one batch without ever blocking. Returns 0 when queued for every subscriber (or when there
- * are none), TP_EAGAIN when a subscriber was too slow and the batch was dropped (counted), or
- * TP_EZMQ when the socket failed. */
+ * are none); TP_EAGAIN when a subscriber's queue was full: the batch was queued for the others and
+ * lost for that one, which will report it (the caller goes on as if it was delivered); TP_EZMQ when
+ * the socket failed. A queue found full stays out of delivery until its subscriber catches up, and
+ * the sends meanwhile return 0: the subscriber's report is what counts the loss. */
 int tp_pub_send(tp_pub *pub, const void *batch, size_t len);
 
-/* Reads pending subscription notices without blocking. Returns the number of subscribers now
- * connected; *joined (may be NULL) is set to 1 when at least one arrived since the last call. */
-int tp_pub_poll(tp_pub *pub, int *joined);
+/* The same for a batch that should reach everyone (the last one): waits up to timeout_ms for every
+ * subscriber's queue to have room, then sends it as tp_pub_send does. */
+int tp_pub_send_wait(tp_pub *pub, const void *batch, size_t len, int timeout_ms);
+
+/* Reads pending subscription notices and loss reports without blocking. Returns the number of
+ * subscribers now connected; *keyframe (may be NULL) is set to 1 when the next batch should be a
+ * keyframe: a subscriber arrived since the last call, or one reported a loss (asked for at most
+ * once a second). */
+int tp_pub_poll(tp_pub *pub, int *keyframe);
 
 typedef struct tp_pub_stats {
-    uint64_t sent, dropped, bytes;
+    uint64_t sent;    /* batches handed to the socket */
+    uint64_t dropped; /* batches the subscribers reported lost, summed over them */
+    uint64_t bytes;
     int subscribers;
 } tp_pub_stats;
 void tp_pub_stats_get(const tp_pub *pub, tp_pub_stats *out);
@@ -140,7 +152,8 @@ typedef struct tp_sub_msg {
 /* Waits up to timeout_ms (-1: forever, 0: poll) for a batch. Returns 1 with msg filled, 0 on
  * timeout (or when a signal interrupted the wait), or a negative code; a message that is not a
  * valid batch header is counted in stats, skipped, and reported as TP_EMALFORMED with a message
- * (the caller may go on receiving). Batches flagged TP_BF_SYNTHETIC never count as gaps. */
+ * (the caller may go on receiving). Batches flagged TP_BF_SYNTHETIC never count as gaps. A gap is
+ * reported to the publishers, which answer with a keyframe. */
 int tp_sub_recv(tp_sub *sub, tp_sub_msg *msg, int timeout_ms, tp_err *err);
 
 /* The socket to put in a zmq_poll set (ZMQ_POLLIN) beside the caller's other inputs. */

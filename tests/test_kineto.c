@@ -655,7 +655,7 @@ TEST(sync_rows_copies_and_memsets_are_mapped) {
     ASSERT_EQ(d->device, 3);
     ASSERT_EQ(d->sm_count, 132);
     ASSERT_EQ(d->cc_major, 9);
-    /* streams 7 and 24 of device 3, and the device-wide pseudo-stream: its priority says the trace
+    /* streams 7 and 24 of device 3, and the device-wide pseudo-stream: its flags say the trace
      * wrote 4294967295 (HTA reads that as a GPU stream, -1 as host rows) */
     ASSERT_EQ(count_kind(&g, TP_K_STREAM), 3);
     const tp_stream *wide = NULL;
@@ -664,7 +664,8 @@ TEST(sync_rows_copies_and_memsets_are_mapped) {
             wide = &find_kind(&g, TP_K_STREAM, i)->stream;
     ASSERT_NOT_NULL(wide);
     ASSERT_EQ(wide->device, 3);
-    ASSERT_EQ(wide->priority, KINETO_WIDE_U32);
+    ASSERT_EQ(wide->flags, TP_F_SYNC_ID_U32);
+    ASSERT_EQ(wide->priority, 0);
     ASSERT_EQ(count_kind(&g, TP_K_THREAD), 0);
     got_free(&g);
 }

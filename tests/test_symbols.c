@@ -107,19 +107,19 @@ TEST(symbols_refuse_what_is_not_a_module_without_hanging) {
 
 TEST(symbols_know_the_cuda_runtime_frames) {
     /* the names a statically linked libcudart 13 leaves in a program (nm of a sample) */
-    ASSERT(sy_is_runtime_function("cudaMemcpy"));
-    ASSERT(sy_is_runtime_function("cudaStreamSynchronize_ptsz"));
-    ASSERT(sy_is_runtime_function("__cudaPushCallConfiguration"));
-    ASSERT(sy_is_runtime_function("libcudart_static_fff5db4de8afb04f893374d0840e43d8d209e8"));
-    ASSERT(sy_is_runtime_function("cudart::cudaApiStreamSynchronize(CUstream_st*)"));
-    ASSERT(sy_is_runtime_function("_ZN6cudart24cudaApiStreamSynchronizeEP11CUstream_st"));
-    ASSERT(sy_is_runtime_function("__device_stub__Z4spinxPf(long long, float*)"));
-    ASSERT(!sy_is_runtime_function("main"));
-    ASSERT(!sy_is_runtime_function("cuda"));
-    ASSERT(!sy_is_runtime_function("cudaish_helper"));
-    ASSERT(!sy_is_runtime_function("train_step(float*, int)"));
-    ASSERT(!sy_is_runtime_function(NULL));
-    ASSERT(!sy_is_runtime_function(""));
+    ASSERT(st_is_runtime_function("cudaMemcpy"));
+    ASSERT(st_is_runtime_function("cudaStreamSynchronize_ptsz"));
+    ASSERT(st_is_runtime_function("__cudaPushCallConfiguration"));
+    ASSERT(st_is_runtime_function("libcudart_static_fff5db4de8afb04f893374d0840e43d8d209e8"));
+    ASSERT(st_is_runtime_function("cudart::cudaApiStreamSynchronize(CUstream_st*)"));
+    ASSERT(st_is_runtime_function("_ZN6cudart24cudaApiStreamSynchronizeEP11CUstream_st"));
+    ASSERT(st_is_runtime_function("__device_stub__Z4spinxPf(long long, float*)"));
+    ASSERT(!st_is_runtime_function("main"));
+    ASSERT(!st_is_runtime_function("cuda"));
+    ASSERT(!st_is_runtime_function("cudaish_helper"));
+    ASSERT(!st_is_runtime_function("train_step(float*, int)"));
+    ASSERT(!st_is_runtime_function(NULL));
+    ASSERT(!st_is_runtime_function(""));
 }
 
 /* A store whose call site has native frames published by "the tracer": a frame in this program
@@ -151,7 +151,7 @@ TEST(symbols_fill_a_store_and_name_the_site_after_the_program_frame) {
     ASSERT_OK(st_store_add_batch(s, b.data, b.len, &err));
     ASSERT_EQ(st_callsite_count(s), 1);
     /* before: the tracer named nothing in the program */
-    const st_frame *named = sy_site_frame(s, 1);
+    const st_frame *named = st_site_frame(s, 1);
     ASSERT_NOT_NULL(named);
     ASSERT_EQ(named->symbolized, 0);
     ASSERT_EQ(named->line, 0);
@@ -176,7 +176,7 @@ TEST(symbols_fill_a_store_and_name_the_site_after_the_program_frame) {
     ASSERT_STR_EQ(st_str(s, fr[0].func), "cudaStreamSynchronize");
     ASSERT_EQ(fr[2].line, 0);
     ASSERT_STR_EQ(st_str(s, fr[2].func), "");
-    named = sy_site_frame(s, 1);
+    named = st_site_frame(s, 1);
     ASSERT(named == &fr[1]);
     ASSERT_STR_EQ(st_str(s, named->func), "a_caller_of_known_name");
     ASSERT_EQ((int)named->line, line);
@@ -245,7 +245,7 @@ TEST(symbols_name_the_line_of_a_cuda_sample_and_know_its_static_runtime) {
         ASSERT_STR_EQ(sym.func, "main");
         ASSERT_STR_CONTAINS(sym.file, "sample_item.cu");
         hits += (int)sym.line == line;
-        ASSERT(!sy_is_runtime_function(sym.func));
+        ASSERT(!st_is_runtime_function(sym.func));
     }
     ASSERT(hits > 0);
     free(lines);
@@ -266,7 +266,7 @@ TEST(symbols_name_the_line_of_a_cuda_sample_and_know_its_static_runtime) {
         sy_sym s;
         ASSERT_EQ(sy_lookup(c, SAMPLE_ITEM, NULL, addr - start, &s), 0);
         ASSERT_NOT_NULL(s.func);
-        ASSERT(sy_is_runtime_function(s.func));
+        ASSERT(st_is_runtime_function(s.func));
         memcpy_seen += is_memcpy;
         internal_seen += is_internal;
     }

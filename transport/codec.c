@@ -554,7 +554,7 @@ static int check_record(const tp_record *r, tp_err *err, uint32_t i) {
             return tp_err_set(err, TP_EMALFORMED, "record %u: drop source %u out of range", i, r->drops.source);
         break;
     case TP_K_STREAM:
-        allowed = TP_F_NULL_STREAM;
+        allowed = TP_F_NULL_STREAM | TP_F_SYNC_ID_NEG | TP_F_SYNC_ID_U32;
         break;
     case TP_K_MODULE:
         if (r->module.build_id_len > TP_BUILD_ID_MAX)

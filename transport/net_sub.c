@@ -139,7 +139,29 @@ int tp_sub_connect(tp_sub *sub, const char *endpoint, tp_err *err) {
     return 0;
 }
 
-void *tp_sub_socket(tp_sub *sub) { return sub->sock; }
+int tp_sub_wait(tp_sub *sub, int fd, int timeout_ms, tp_err *err) {
+    zmq_pollitem_t items[2];
+    int n = 0, fd_at = -1, sub_at = -1;
+    if (fd >= 0) {
+        items[n] = (zmq_pollitem_t){.socket = NULL, .fd = fd, .events = ZMQ_POLLIN};
+        fd_at = n++;
+    }
+    if (sub != NULL) {
+        items[n] = (zmq_pollitem_t){.socket = sub->sock, .events = ZMQ_POLLIN};
+        sub_at = n++;
+    }
+    if (zmq_poll(n ? items : NULL, n, timeout_ms) < 0) {
+        if (zmq_errno() == EINTR)
+            return 0;
+        return zmq_fail(err, "cannot wait for batches and input");
+    }
+    int ready = 0;
+    if (sub_at >= 0 && (items[sub_at].revents & ZMQ_POLLIN))
+        ready |= TP_WAIT_BATCH;
+    if (fd_at >= 0 && (items[fd_at].revents & ZMQ_POLLIN))
+        ready |= TP_WAIT_FD;
+    return ready;
+}
 
 static size_t slot_of(uint64_t producer) {
     return (size_t)((producer * 0x9E3779B97F4A7C15ull) >> 51) & (SLOTS - 1);

@@ -2,9 +2,11 @@
  * Terminal-safe text (sanitize.h). Names in traces come from other people's programs and files:
  * a kernel name with an escape sequence must not be able to rewrite the user's terminal.
  */
-#include <stdint.h>
-
 #include "synctop/sanitize.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 /* Length of the valid UTF-8 sequence at s (at most len bytes) and its code point, or 0. */
 static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp) {
@@ -70,4 +72,41 @@ size_t tp_sanitize(char *dst, size_t dst_size, const char *src, size_t len, size
     if (consumed)
         *consumed = in;
     return out;
+}
+
+void tp_print_sanitized(FILE *out, const char *s, size_t len) {
+    char buf[1024];
+    if (len == (size_t)-1)
+        len = strlen(s);
+    while (len > 0) {
+        size_t used = 0;
+        size_t n = tp_sanitize(buf, sizeof buf, s, len, &used);
+        fwrite(buf, 1, n, out);
+        if (used == 0)
+            break;
+        s += used;
+        len -= used;
+    }
+}
+
+void tp_print_json_string(FILE *out, const char *s, size_t len) {
+    char buf[512];
+    if (s == NULL)
+        s = "", len = 0;
+    if (len == (size_t)-1)
+        len = strlen(s);
+    fputc('"', out);
+    while (len > 0) {
+        size_t used = 0, n = tp_sanitize(buf, sizeof buf, s, len, &used);
+        for (size_t i = 0; i < n; i++) {
+            if (buf[i] == '"' || buf[i] == '\\')
+                fputc('\\', out);
+            fputc(buf[i], out);
+        }
+        if (used == 0)
+            break;
+        s += used;
+        len -= used;
+    }
+    fputc('"', out);
 }

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "synctop/sanitize.h"
 #include "analysis.h"
-#include "kineto.h"
 #include "report.h"
 #include "symbols.h"
 #include "store.h"
@@ -40,7 +40,7 @@ static void export_usage(FILE *out) {
 }
 
 /* Untrusted names as JSON strings: sanitized, then escaped. */
-static void jstr(FILE *out, const char *s) { verb_print_json_string(out, s, (size_t)-1); }
+static void jstr(FILE *out, const char *s) { tp_print_json_string(out, s, (size_t)-1); }
 
 /* Microseconds with exact nanoseconds. */
 static void jus(FILE *out, uint64_t ns) {
@@ -95,9 +95,9 @@ static void progress(exp_ctx *x) {
 /* The pid of a GPU in the output: the device number for the first producer (Kineto's convention,
  * which the importer reads back), offset per further producer. */
 /* The stream number of device-wide syncs: -1, or 4294967295 when the imported trace wrote that
- * (kineto.h), so that a re-import (and HTA) reads them as the original did. */
+ * (TP_F_SYNC_ID_U32), so that a re-import (and HTA) reads them as the original did. */
 static int64_t wide_tid(const st_lane_info *li) {
-    return (li->priority & KINETO_WIDE_U32) ? (int64_t)TP_NO_ID : -1;
+    return (li->stream_flags & TP_F_SYNC_ID_U32) ? (int64_t)TP_NO_ID : -1;
 }
 
 static int64_t gpu_pid(uint32_t producer, uint16_t device) {
@@ -261,7 +261,7 @@ static int export_chrome(FILE *out, const st_store *s, const an_result *r, int f
 static void export_warn(void *ctx, const char *msg) {
     (void)ctx;
     fputs("synctop export: warning: ", stderr);
-    verb_print_sanitized(stderr, msg, (size_t)-1);
+    tp_print_sanitized(stderr, msg, (size_t)-1);
     fputc('\n', stderr);
 }
 
@@ -283,7 +283,7 @@ static int cmd_export(int argc, char **argv) {
             flows = 0;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "synctop export: unexpected argument '");
-            verb_print_sanitized(stderr, a, (size_t)-1);
+            tp_print_sanitized(stderr, a, (size_t)-1);
             fprintf(stderr, "'\n");
             export_usage(stderr);
             return EXIT_USAGE;
@@ -297,7 +297,7 @@ static int cmd_export(int argc, char **argv) {
     }
     if (strcmp(format, "chrome") != 0) {
         fprintf(stderr, "synctop export: unknown format '");
-        verb_print_sanitized(stderr, format, (size_t)-1);
+        tp_print_sanitized(stderr, format, (size_t)-1);
         fprintf(stderr, "' (chrome)\n");
         return EXIT_USAGE;
     }
@@ -310,7 +310,7 @@ static int cmd_export(int argc, char **argv) {
     for (int i = 0; i < n_sources; i++) {
         if (st_store_load(s, sources[i], export_warn, NULL, &err) != 0) {
             fprintf(stderr, "synctop export: ");
-            verb_print_sanitized(stderr, err.msg, (size_t)-1);
+            tp_print_sanitized(stderr, err.msg, (size_t)-1);
             fputc('\n', stderr);
             st_store_destroy(&s);
             return 1;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "synctop/sanitize.h"
 #include "kineto.h"
 #include "synctop/file.h"
 #include "verb.h"
@@ -36,7 +37,7 @@ static void import_usage(FILE *out) {
 
 static void print_err(const char *msg) {
     fprintf(stderr, "synctop import: ");
-    verb_print_sanitized(stderr, msg, (size_t)-1);
+    tp_print_sanitized(stderr, msg, (size_t)-1);
     fputc('\n', stderr);
 }
 
@@ -75,7 +76,7 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total) {
     bar[30] = '\0';
     fprintf(stderr, "\rimporting %d/%d [%s] %3d%% %6.1f MB ", p->index, p->count, bar, pct,
             (double)done / 1e6);
-    verb_print_sanitized(stderr, p->name, (size_t)-1);
+    tp_print_sanitized(stderr, p->name, (size_t)-1);
     fprintf(stderr, "\033[K");
     fflush(stderr);
 }
@@ -157,7 +158,7 @@ static void print_summary(const totals *t, int n_inputs, const char *out, uint64
     if (t->world > 0)
         printf(" of %d", t->world);
     printf(") into ");
-    verb_print_sanitized(stdout, out, (size_t)-1);
+    tp_print_sanitized(stdout, out, (size_t)-1);
     printf(": %" PRIu64 " kernel%s, %" PRIu64 " memcpy, %" PRIu64 " memset, %" PRIu64 " sync, %" PRIu64
            " api call%s (%" PRIu64 " blocking, %s), %" PRIu64 " annotation%s; %" PRIu64 " device%s, %" PRIu64
            " stream%s, %" PRIu64 " thread%s; span %s; %s JSON -> %s\n",
@@ -169,12 +170,12 @@ static void print_summary(const totals *t, int n_inputs, const char *out, uint64
 
 static void print_skipped(const char *path, const kineto_stats *st) {
     fprintf(stderr, "  ");
-    verb_print_sanitized(stderr, path, (size_t)-1);
+    tp_print_sanitized(stderr, path, (size_t)-1);
     fprintf(stderr, ": %" PRIu64 " entries, %" PRIu64 " metadata rows, %" PRIu64 " skipped", st->entries,
             st->meta_rows, st->skipped);
     for (size_t i = 0; i < st->n_skip; i++) {
         fprintf(stderr, "%s", i ? ", " : " (");
-        verb_print_sanitized(stderr, st->skip[i].cat, (size_t)-1);
+        tp_print_sanitized(stderr, st->skip[i].cat, (size_t)-1);
         fprintf(stderr, " %" PRIu64, st->skip[i].count);
     }
     if (st->skip_other)
@@ -227,7 +228,7 @@ static int cmd_import(int argc, char **argv) {
             max_events = v;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "synctop import: unknown option '");
-            verb_print_sanitized(stderr, a, (size_t)-1);
+            tp_print_sanitized(stderr, a, (size_t)-1);
             fprintf(stderr, "'\n");
             import_usage(stderr);
             free(inputs);
@@ -252,7 +253,7 @@ static int cmd_import(int argc, char **argv) {
     struct stat sb;
     if (!force && stat(out, &sb) == 0) {
         fprintf(stderr, "synctop import: ");
-        verb_print_sanitized(stderr, out, (size_t)-1);
+        tp_print_sanitized(stderr, out, (size_t)-1);
         fprintf(stderr, " exists (use --force to replace it)\n");
         free(inputs);
         return 1;
@@ -304,20 +305,20 @@ static int cmd_import(int argc, char **argv) {
         add_rank(&t, st);
         if (st->invalid) {
             fprintf(stderr, "synctop import: warning: ");
-            verb_print_sanitized(stderr, inputs[i], (size_t)-1);
+            tp_print_sanitized(stderr, inputs[i], (size_t)-1);
             fprintf(stderr, ": skipped %" PRIu64 " unusable entr%s; the first: ", st->invalid,
                     st->invalid == 1 ? "y" : "ies");
-            verb_print_sanitized(stderr, st->first_invalid, (size_t)-1);
+            tp_print_sanitized(stderr, st->first_invalid, (size_t)-1);
             fputc('\n', stderr);
         }
         if (st->events == 0) {
             fprintf(stderr, "synctop import: warning: ");
-            verb_print_sanitized(stderr, inputs[i], (size_t)-1);
+            tp_print_sanitized(stderr, inputs[i], (size_t)-1);
             fprintf(stderr, ": no kernels, copies, CUDA calls or annotations in it\n");
         }
         if (st->strings_refused) {
             fprintf(stderr, "synctop import: warning: ");
-            verb_print_sanitized(stderr, inputs[i], (size_t)-1);
+            tp_print_sanitized(stderr, inputs[i], (size_t)-1);
             fprintf(stderr, ": %" PRIu64 " names over the %u MiB bound on names were left out\n",
                     st->strings_refused, KINETO_MAX_STRING_BYTES >> 20);
         }

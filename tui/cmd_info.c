@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "synctop/sanitize.h"
 #include "synctop/file.h"
 #include "traceinfo.h"
 #include "verb.h"
@@ -36,7 +37,7 @@ static void put_name(FILE *out, const ti_producer *p, uint32_t id) {
     else if (s == NULL)
         fprintf(out, "(string %" PRIu32 " unknown)", id);
     else
-        verb_print_sanitized(out, s, len);
+        tp_print_sanitized(out, s, len);
 }
 
 static void put_ns(FILE *out, uint64_t ns) {
@@ -169,7 +170,7 @@ static void text_producer(FILE *out, const ti_producer *p) {
 
 static void print_text(FILE *out, const char *path, const traceinfo *ti) {
     fputs("file: ", out);
-    verb_print_sanitized(out, path, (size_t)-1);
+    tp_print_sanitized(out, path, (size_t)-1);
     fputs("\ncreated: ", out);
     put_time(out, ti->created_ns);
     fprintf(out, "\nclosed cleanly: %s (%s)\n", ti->complete ? "yes" : "no",
@@ -220,7 +221,7 @@ static void print_text(FILE *out, const char *path, const traceinfo *ti) {
         fprintf(out, "problems: %zu\n", ti->n_probs);
         for (size_t i = 0; i < ti->n_probs; i++) {
             fprintf(out, "  offset %" PRIu64 " (%" PRIu64 " bytes): ", ti->probs[i].offset, ti->probs[i].length);
-            verb_print_sanitized(out, ti->probs[i].what, (size_t)-1);
+            tp_print_sanitized(out, ti->probs[i].what, (size_t)-1);
             fputc('\n', out);
         }
     }
@@ -234,7 +235,7 @@ static void json_name(FILE *out, const ti_producer *p, uint32_t id) {
     if (s == NULL)
         fputs("null", out);
     else
-        verb_print_json_string(out, s, len);
+        tp_print_json_string(out, s, len);
 }
 
 static void json_producer(FILE *out, const ti_producer *p) {
@@ -298,7 +299,7 @@ static void json_producer(FILE *out, const ti_producer *p) {
 
 static void print_json(FILE *out, const char *path, const traceinfo *ti) {
     fputs("{\"file\": ", out);
-    verb_print_json_string(out, path, strlen(path));
+    tp_print_json_string(out, path, strlen(path));
     fprintf(out, ", \"created_ns\": %" PRIu64 ", \"complete\": %s, \"indexed\": %s, \"size\": %" PRIu64
                  ", \"batches\": %" PRIu64 ", \"keyframes\": %" PRIu64 ", \"index_blocks\": %zu, \"raw_bytes\": %" PRIu64
                  ", \"stored_bytes\": %" PRIu64 ", \"events\": %" PRIu64,
@@ -321,7 +322,7 @@ static void print_json(FILE *out, const char *path, const traceinfo *ti) {
     for (size_t i = 0; i < ti->n_probs; i++) {
         fprintf(out, "%s{\"offset\": %" PRIu64 ", \"length\": %" PRIu64 ", \"what\": ", i ? ", " : "",
                 ti->probs[i].offset, ti->probs[i].length);
-        verb_print_json_string(out, ti->probs[i].what, strlen(ti->probs[i].what));
+        tp_print_json_string(out, ti->probs[i].what, strlen(ti->probs[i].what));
         fputc('}', out);
     }
     fputs("]}\n", out);
@@ -339,7 +340,7 @@ static int cmd_info(int argc, char **argv) {
             json = 1;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             fputs("synctop info: unknown option '", stderr);
-            verb_print_sanitized(stderr, argv[i], (size_t)-1);
+            tp_print_sanitized(stderr, argv[i], (size_t)-1);
             fputs("'\n", stderr);
             info_usage(stderr);
             return EXIT_USAGE;
@@ -359,7 +360,7 @@ static int cmd_info(int argc, char **argv) {
     tp_err err = {{0}};
     if (traceinfo_load(&ti, path, &err) != 0) {
         fputs("synctop info: ", stderr);
-        verb_print_sanitized(stderr, err.msg, (size_t)-1);
+        tp_print_sanitized(stderr, err.msg, (size_t)-1);
         fputc('\n', stderr);
         return 1;
     }

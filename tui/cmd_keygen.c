@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "synctop/sanitize.h"
 #include "synctop/net.h"
 #include "verb.h"
 
@@ -36,7 +37,7 @@ static int cmd_keygen(int argc, char **argv) {
             continue;
         }
         fprintf(stderr, "synctop keygen: unexpected argument '");
-        verb_print_sanitized(stderr, argv[i], (size_t)-1);
+        tp_print_sanitized(stderr, argv[i], (size_t)-1);
         fprintf(stderr, "'\n");
         keygen_usage(stderr);
         return EXIT_USAGE;
@@ -46,7 +47,7 @@ static int cmd_keygen(int argc, char **argv) {
     if (tp_keypair_new(&kp, &err) < 0 || tp_keypair_save(&kp, base, &err) < 0) {
         memset(&kp, 0, sizeof kp);
         fprintf(stderr, "synctop keygen: ");
-        verb_print_sanitized(stderr, err.msg, (size_t)-1);
+        tp_print_sanitized(stderr, err.msg, (size_t)-1);
         fputc('\n', stderr);
         return 1;
     }

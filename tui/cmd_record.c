@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "synctop/sanitize.h"
 #include "synctop/file.h"
 #include "synctop/net.h"
 #include "verb.h"
@@ -49,7 +50,7 @@ static double now_s(void) {
 
 static void complain(const char *what, const tp_err *err) {
     fprintf(stderr, "synctop record: %s: ", what);
-    verb_print_sanitized(stderr, err->msg, (size_t)-1);
+    tp_print_sanitized(stderr, err->msg, (size_t)-1);
     fputc('\n', stderr);
 }
 
@@ -122,7 +123,7 @@ static int cmd_record(int argc, char **argv) {
             server_key = argv[++i];
         } else if (a[0] == '-' && a[1] != '\0') {
             fputs("synctop record: unknown option or missing value: '", stderr);
-            verb_print_sanitized(stderr, a, (size_t)-1);
+            tp_print_sanitized(stderr, a, (size_t)-1);
             fputs("'\n", stderr);
             record_usage(stderr);
             return EXIT_USAGE;
@@ -170,7 +171,7 @@ static int cmd_record(int argc, char **argv) {
     tp_fwriter *w = tp_fwriter_open(out_path, force ? TP_FW_OVERWRITE : 0, &err);
     if (w == NULL) {
         fputs("synctop record: ", stderr);
-        verb_print_sanitized(stderr, err.msg, (size_t)-1);
+        tp_print_sanitized(stderr, err.msg, (size_t)-1);
         fputs(strstr(err.msg, "already exists") ? " (use --force to replace it)\n" : "\n", stderr);
         tp_sub_destroy(&sub);
         return 1;
@@ -275,7 +276,7 @@ static int cmd_record(int argc, char **argv) {
         status = 1;
     }
     fputs("synctop record: wrote ", stderr);
-    verb_print_sanitized(stderr, out_path, (size_t)-1);
+    tp_print_sanitized(stderr, out_path, (size_t)-1);
     fputs(": ", stderr);
     put_counts(stderr, &ws, &ss, &rc);
     fprintf(stderr, "; %zu producers; stopped: %s\n", rc.n_prods, status ? "error" : why);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "synctop/sanitize.h"
 #include "analysis.h"
 #include "hta.h"
 #include "report.h"
@@ -89,7 +90,7 @@ static void report_usage(FILE *out) {
 static void report_warn(void *ctx, const char *msg) {
     (void)ctx;
     fputs("synctop report: warning: ", stderr);
-    verb_print_sanitized(stderr, msg, (size_t)-1);
+    tp_print_sanitized(stderr, msg, (size_t)-1);
     fputc('\n', stderr);
 }
 
@@ -239,7 +240,7 @@ static int cmd_report(int argc, char **argv) {
             ro.format = rp_format_parse(val);
             if (ro.format < 0) {
                 fprintf(stderr, "synctop report: unknown format '");
-                verb_print_sanitized(stderr, val, (size_t)-1);
+                tp_print_sanitized(stderr, val, (size_t)-1);
                 fprintf(stderr, "' (text, json, markdown)\n");
                 return EXIT_USAGE;
             }
@@ -255,7 +256,7 @@ static int cmd_report(int argc, char **argv) {
                 return verb_error("report", "too many --fail-if"), EXIT_USAGE;
             if (rp_check_parse(val, &checks[n_checks], &err) != 0) {
                 fprintf(stderr, "synctop report: --fail-if ");
-                verb_print_sanitized(stderr, err.msg, (size_t)-1);
+                tp_print_sanitized(stderr, err.msg, (size_t)-1);
                 fputc('\n', stderr);
                 return EXIT_USAGE;
             }
@@ -278,7 +279,7 @@ static int cmd_report(int argc, char **argv) {
             i++;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "synctop report: unexpected argument '");
-            verb_print_sanitized(stderr, a, (size_t)-1);
+            tp_print_sanitized(stderr, a, (size_t)-1);
             fprintf(stderr, "'\n");
             report_usage(stderr);
             return EXIT_USAGE;
@@ -303,7 +304,7 @@ static int cmd_report(int argc, char **argv) {
         }
         if (st_store_load(s, sources[i], report_warn, NULL, &err) != 0) {
             fprintf(stderr, "synctop report: ");
-            verb_print_sanitized(stderr, err.msg, (size_t)-1);
+            tp_print_sanitized(stderr, err.msg, (size_t)-1);
             fputc('\n', stderr);
             status = 1;
         }
@@ -355,7 +356,7 @@ static int cmd_report(int argc, char **argv) {
         char msg[512];
         int crossed = rp_check_eval(&checks[i], s, &r, msg, sizeof msg);
         fprintf(stderr, "synctop report: %s ", crossed ? "FAIL" : "ok  ");
-        verb_print_sanitized(stderr, msg, (size_t)-1);
+        tp_print_sanitized(stderr, msg, (size_t)-1);
         fputc('\n', stderr);
         if (crossed && status == 0)
             status = 1;

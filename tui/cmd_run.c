@@ -29,6 +29,7 @@
 
 #include <fcntl.h>
 
+#include "synctop/sanitize.h"
 #include "analysis.h"
 #include "report.h"
 #include "symbols.h"
@@ -324,7 +325,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
             break; /* the command, without "--" */
         else {
             fprintf(stderr, "synctop run: unexpected argument '");
-            verb_print_sanitized(stderr, argv[i], (size_t)-1);
+            tp_print_sanitized(stderr, argv[i], (size_t)-1);
             fprintf(stderr, "'\n");
             run_usage(stderr);
             return EXIT_USAGE;

@@ -17,7 +17,7 @@
  * Where HTA reads something the store does not keep, what is done (none of the five sample traces
  * reaches the cases marked "differs"; tests/hta_expected.py follows HTA, not this file):
  *   - device-wide cuda_sync rows: HTA reads stream -1 as host rows and 4294967295 as a GPU stream of
- *     its own. The importer notes the spelling in the pseudo-stream's priority (kineto.h), so the
+ *     its own. The importer notes the spelling in the pseudo-stream's record flags (TP_F_SYNC_ID_*), so the
  *     reading follows the trace; hta_opts.wide_sync overrides it (and decides for live traces,
  *     where no spelling exists: host rows). A trace using both spellings is read as 4294967295.
  *   - the rank: distributedInfo.rank, else 0 as HTA (the store says -1: unknown).
@@ -43,7 +43,6 @@
 #include "hta.h"
 #include "grow.h"
 
-#include "kineto.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,13 +191,13 @@ static int64_t union_time(hrow *r, size_t n, int compute_only, int64_t *first, i
 
 /* HTA's stream number of a lane. Device-wide syncs are -1 (host rows, left out of the breakdown)
  * or 4294967295 (a GPU stream of their own) as the trace spelled them: the importer notes the
- * spelling in the lane's priority (kineto.h); a trace that used both is read as 4294967295, since
+ * spelling in the lane's stream flags (TP_F_SYNC_ID_*); a trace that used both is read as 4294967295, since
  * the store holds them in one lane. */
 static int64_t stream_of(const st_lane_info *li, const hta_opts *o) {
     if (li->id != TP_NO_ID)
         return (int64_t)li->id;
     int as_stream = o->wide_sync == HTA_WIDE_STREAM ||
-                    (o->wide_sync == HTA_WIDE_AUTO && (li->priority & KINETO_WIDE_U32) != 0);
+                    (o->wide_sync == HTA_WIDE_AUTO && (li->stream_flags & TP_F_SYNC_ID_U32) != 0);
     return as_stream ? (int64_t)TP_NO_ID : -1;
 }
 

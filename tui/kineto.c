@@ -556,7 +556,7 @@ typedef struct kimp {
     kmap tnames;  /* pid << 32 | tid -> offset << 16 | len in tnames_text */
     kbuf tnames_text;
     uint8_t dev_used[(TP_NO_DEVICE + 1) / 8];
-    uint8_t wide[TP_NO_DEVICE]; /* per device: KINETO_WIDE_* spellings of its device-wide syncs */
+    uint8_t wide[TP_NO_DEVICE]; /* per device: TP_F_SYNC_ID_* spellings of its device-wide syncs */
 } kimp;
 
 static int kbuf_set(kbuf *b, const void *s, size_t len, size_t keep) {
@@ -925,7 +925,7 @@ static int event_gpu(kimp *k) {
     if (why)
         return invalid(k, why);
     if (stream == TP_NO_ID && e->cat == CAT_SYNC) /* which spelling: HTA reads them differently */
-        k->wide[dev] |= ((e->have & H_STREAM) ? e->stream : e->tid) == -1 ? KINETO_WIDE_NEG : KINETO_WIDE_U32;
+        k->wide[dev] |= ((e->have & H_STREAM) ? e->stream : e->tid) == -1 ? TP_F_SYNC_ID_NEG : TP_F_SYNC_ID_U32;
     tp_record *r = rec_new(k);
     if (r == NULL)
         return 0;
@@ -1742,7 +1742,7 @@ static int emit_all(kimp *k, kineto_emit_fn emit, void *ctx) {
         r.stream.kind = TP_K_STREAM;
         r.stream.device = (uint16_t)d;
         r.stream.stream = TP_NO_ID;
-        r.stream.priority = k->wide[d];
+        r.stream.flags = k->wide[d];
         if ((rc = out_add(&o, &r, 1)) != 0)
             goto out;
     }

@@ -11,10 +11,9 @@
  *   - GPU work: kernel, gpu_memcpy, gpu_memset (legacy Kernel, Memcpy, Memset), and cuda_sync rows
  *     as TP_K_SYNC (stream -1 or 4294967295: device-wide, TP_NO_ID). Holistic Trace Analysis reads
  *     the two spellings differently (-1 as host rows, 4294967295 as a GPU stream), so a device with
- *     device-wide syncs gets a TP_K_STREAM record for stream TP_NO_ID whose priority (meaningless
- *     for a pseudo-stream) holds the spellings seen, KINETO_WIDE_NEG | KINETO_WIDE_U32: the store
- *     keeps it as that lane's st_lane_info.priority, and a trace file carries it with no change
- *     to the record layouts;
+ *     device-wide syncs gets a TP_K_STREAM record for stream TP_NO_ID whose flags hold the
+ *     spellings seen, TP_F_SYNC_ID_NEG | TP_F_SYNC_ID_U32: the store keeps them as that lane's
+ *     st_lane_info.stream_flags;
  *   - host calls: cuda_runtime, cuda_driver (legacy Runtime, Driver) as TP_K_API, with
  *     TP_F_BLOCKING for calls that wait for the device as far as the trace tells (see kineto.c),
  *     TP_F_LAUNCH for launches and TP_F_DRIVER for driver calls; the device is that of the GPU
@@ -51,10 +50,6 @@
 #define KINETO_MAX_STRING_BYTES (32u << 20) /* bound on interned names */
 #define KINETO_SKIP_SLOTS       32          /* categories counted by name, the rest as "other" */
 #define KINETO_CAT_MAX          32          /* bytes of a category name kept (cut) */
-
-/* Spellings of device-wide cuda_sync rows, in the priority of the TP_NO_ID stream record. */
-#define KINETO_WIDE_NEG 1 /* "stream": -1 (newer Kineto) */
-#define KINETO_WIDE_U32 2 /* "stream": 4294967295 (older Kineto) */
 
 /* Receives one encoded batch (header + raw payload). Returns 0, or a negative TP_E* code (with a
  * message in err) to stop the import, which then returns that code. */

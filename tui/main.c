@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "synctop/sanitize.h"
 #include "verb.h"
 
 static int by_rank(const void *a, const void *b) {
@@ -47,7 +48,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], verbs[i]->name) == 0)
             return verbs[i]->fn(argc - 1, argv + 1);
     fprintf(stderr, "synctop: unknown verb '");
-    verb_print_sanitized(stderr, argv[1], (size_t)-1);
+    tp_print_sanitized(stderr, argv[1], (size_t)-1);
     fprintf(stderr, "'\n");
     usage(stderr);
     return EXIT_USAGE;

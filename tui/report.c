@@ -7,7 +7,6 @@
  * This module owns no state; the output stream belongs to the caller.
  */
 #include "report.h"
-#include "symbols.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -15,7 +14,7 @@
 #include <string.h>
 
 #include "synctop/sanitize.h"
-#include "verb.h"
+
 
 #define RP_TOP_DEFAULT 15
 #define RP_NAME_MAX 4096
@@ -48,7 +47,7 @@ static const char *safe(const char *s, char *buf, size_t len) {
 
 char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf, size_t len) {
     char raw[1024] = "";
-    const st_frame *f = sy_site_frame(s, callsite);
+    const st_frame *f = st_site_frame(s, callsite);
     if (f != NULL && f->kind == TP_FRAME_PYTHON)
         snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, f->file), f->line, st_str(s, f->func));
     else if (f != NULL && f->line != 0 && *st_str(s, f->file))
@@ -68,7 +67,7 @@ char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf
 /* ------------------------------------------------------------------------------------------ */
 
 /* Untrusted names as JSON strings: sanitized, then escaped. */
-static void json_str(FILE *out, const char *s) { verb_print_json_string(out, s, (size_t)-1); }
+static void json_str(FILE *out, const char *s) { tp_print_json_string(out, s, (size_t)-1); }
 
 static void json_frames(FILE *out, const st_store *s, uint64_t callsite) {
     size_t n = 0;
@@ -367,7 +366,7 @@ static void frame_text(const st_store *s, const st_frame *f, int width, char *bu
 /* A call site in at most width columns, as rp_site_text picks its frame, shortened as frame_text
  * does; made unbreakable for wrap(). "" when no call site was taken. */
 static char *site_fit(const st_store *s, uint64_t callsite, int width, char *buf, size_t len) {
-    const st_frame *pick = sy_site_frame(s, callsite);
+    const st_frame *pick = st_site_frame(s, callsite);
     rp_site_text(s, callsite, 0, buf, len);
     if (pick != NULL && (int)strlen(buf) > width)
         frame_text(s, pick, width, buf, len);
@@ -539,7 +538,7 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
          * from the frame the site is named after (the CUDA runtime's own frames are left out). */
         size_t nf = 0;
         const st_frame *f = st->callsite ? st_callsite_frames(s, st->callsite, &nf) : NULL;
-        const st_frame *named = sy_site_frame(s, st->callsite);
+        const st_frame *named = st_site_frame(s, st->callsite);
         size_t from = named != NULL ? (size_t)(named - f) : 0;
         if (st->callsite && nf == 0)
             fprintf(out, "      at %s\n", where);

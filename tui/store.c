@@ -103,7 +103,7 @@ struct st_store {
     size_t order_cap;
     int order_dirty;
     /* metadata waiting for lanes */
-    u64map stream_meta; /* (prod, device, stream) -> flags<<32 | (uint32_t)priority */
+    u64map stream_meta; /* (prod, device, stream) -> record flags<<32 | (uint32_t)priority */
     u64map thread_name; /* (prod, tid) -> store string */
     /* call sites */
     cs_entry *cs;
@@ -300,7 +300,8 @@ static lane *lane_get(st_store *s, uint32_t prod, st_lane_kind kind, uint16_t de
     if (kind == ST_LANE_STREAM) {
         uint64_t *m = u64map_find(&s->stream_meta, stream_key(prod, device, id));
         if (m) {
-            l->info.null_stream = (int)(*m >> 32) & 1;
+            l->info.stream_flags = (unsigned)(*m >> 32) & 0xff;
+            l->info.null_stream = (l->info.stream_flags & TP_F_NULL_STREAM) != 0;
             l->info.priority = (int)(int32_t)(uint32_t)*m;
         }
     } else if (device == TP_NO_DEVICE) {
@@ -465,11 +466,12 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
         return 0;
     }
     case TP_K_STREAM: {
-        uint64_t v = (uint64_t)(r->head.flags & TP_F_NULL_STREAM ? 1 : 0) << 32 | (uint32_t)r->stream.priority;
+        uint64_t v = (uint64_t)r->head.flags << 32 | (uint32_t)r->stream.priority;
         int rc = u64map_put(&s->stream_meta, stream_key(prod, r->head.device, r->stream.stream), v);
         uint64_t *li = u64map_find(&s->lane_by_key, lane_key(prod, ST_LANE_STREAM, r->head.device, r->stream.stream));
         if (li) {
             s->lanes[*li].info.null_stream = (r->head.flags & TP_F_NULL_STREAM) != 0;
+            s->lanes[*li].info.stream_flags = r->head.flags;
             s->lanes[*li].info.priority = r->stream.priority;
             s->order_dirty = 1;
         }
@@ -1106,6 +1108,32 @@ void st_frame_set_symbol(st_store *s, uint64_t callsite, size_t index, uint32_t 
             f->line = line;
         }
     }
+}
+
+/* ---- naming call sites ---- */
+
+int st_is_runtime_function(const char *f) {
+    if (f == NULL)
+        return 0;
+    if (strncmp(f, "cudart::", 8) == 0 || strncmp(f, "_ZN6cudart", 10) == 0 ||
+        strncmp(f, "__cuda", 6) == 0 || strncmp(f, "libcudart_static_", 17) == 0 ||
+        strncmp(f, "__device_stub_", 14) == 0) /* nvcc's launch stubs: <<<>>> calls them */
+        return 1;
+    /* the runtime API itself: cudaStreamSynchronize, cudaMemcpy, ... (and their _ptsz forms) */
+    return strncmp(f, "cuda", 4) == 0 && f[4] >= 'A' && f[4] <= 'Z';
+}
+
+const st_frame *st_site_frame(const st_store *s, uint64_t callsite) {
+    size_t n = 0;
+    const st_frame *f = callsite ? st_callsite_frames(s, callsite, &n) : NULL;
+    const st_frame *nat = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (f[i].kind == TP_FRAME_PYTHON)
+            return &f[i];
+        if (f[i].kind == TP_FRAME_NATIVE && nat == NULL && !st_is_runtime_function(st_str(s, f[i].func)))
+            nat = &f[i];
+    }
+    return nat != NULL ? nat : n > 0 ? &f[0] : NULL;
 }
 
 /* ---- loading ---- */

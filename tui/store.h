@@ -72,6 +72,7 @@ typedef struct st_lane_info {
     uint32_t name;     /* store string: thread name, "" for streams */
     int priority;      /* streams */
     int null_stream;   /* streams: the context's default stream */
+    unsigned stream_flags; /* streams: TP_F_* of the stream's record */
     size_t n_events;
 } st_lane_info;
 
@@ -186,5 +187,15 @@ int st_loader_step(st_loader *ld, double budget_s, tp_err *err);
 double st_loader_progress(const st_loader *ld); /* 0..1 */
 void st_loader_span(const st_loader *ld, uint64_t *t0, uint64_t *t1);
 void st_loader_close(st_loader **ld);
+
+/* Whether a function is the CUDA runtime's own (a statically linked libcudart puts its frames in
+ * the program): cudaXxx, __cudaXxx, cudart::..., libcudart_static_..., their mangled forms, and
+ * the launch stubs nvcc writes for <<<>>> (__device_stub_...). A call site is named after the
+ * first frame that is not. */
+int st_is_runtime_function(const char *func);
+
+/* The frame a call site is named after: its innermost Python frame, else its innermost native
+ * frame outside the CUDA runtime, else its innermost frame; NULL when it has none. */
+const st_frame *st_site_frame(const st_store *s, uint64_t callsite);
 
 #endif

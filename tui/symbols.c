@@ -349,30 +349,6 @@ int sy_lookup(sy_cache *c, const char *module, const sy_build_id *want, uint64_t
     return rc;
 }
 
-int sy_is_runtime_function(const char *f) {
-    if (f == NULL)
-        return 0;
-    if (strncmp(f, "cudart::", 8) == 0 || strncmp(f, "_ZN6cudart", 10) == 0 ||
-        strncmp(f, "__cuda", 6) == 0 || strncmp(f, "libcudart_static_", 17) == 0 ||
-        strncmp(f, "__device_stub_", 14) == 0) /* nvcc's launch stubs: <<<>>> calls them */
-        return 1;
-    /* the runtime API itself: cudaStreamSynchronize, cudaMemcpy, ... (and their _ptsz forms) */
-    return strncmp(f, "cuda", 4) == 0 && f[4] >= 'A' && f[4] <= 'Z';
-}
-
-const st_frame *sy_site_frame(const st_store *s, uint64_t callsite) {
-    size_t n = 0;
-    const st_frame *f = callsite ? st_callsite_frames(s, callsite, &n) : NULL;
-    const st_frame *nat = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (f[i].kind == TP_FRAME_PYTHON)
-            return &f[i];
-        if (f[i].kind == TP_FRAME_NATIVE && nat == NULL && !sy_is_runtime_function(st_str(s, f[i].func)))
-            nat = &f[i];
-    }
-    return nat != NULL ? nat : n > 0 ? &f[0] : NULL;
-}
-
 long sy_collect(sy_cache *c, const st_store *s, size_t max_frames, sy_fixes *out) {
     long looked = 0;
     size_t n_cs = st_callsite_count(s);

@@ -49,16 +49,6 @@ size_t sy_missing_modules(const sy_cache *c, const char **example);
 /* Modules whose file has another build id than the one that ran, and one of them. */
 size_t sy_stale_modules(const sy_cache *c, const char **example);
 
-/* Whether a function is the CUDA runtime's own (a statically linked libcudart puts its frames in
- * the program): cudaXxx, __cudaXxx, cudart::..., libcudart_static_..., their mangled forms, and
- * the launch stubs nvcc writes for <<<>>> (__device_stub_...). A call site is named after the
- * first frame that is not. */
-int sy_is_runtime_function(const char *func);
-
-/* The frame a call site is named after: its innermost Python frame, else its innermost native
- * frame outside the CUDA runtime, else its innermost frame; NULL when it has none. */
-const st_frame *sy_site_frame(const st_store *s, uint64_t callsite);
-
 /* ---- symbolizing a store's call sites ----
  * The collecting half only reads the store, so it can run on the analysis thread while the view
  * draws; the applying half writes it, on the thread that owns the store. */

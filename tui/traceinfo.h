@@ -3,7 +3,7 @@
  * streams, threads), when, how much of what, what was lost and what is damaged. `synctop info`
  * prints it; it holds no terminal code so tests can check it directly.
  *
- * Names in it come from the file and are untrusted: print them through verb_print_sanitized.
+ * Names in it come from the file and are untrusted: print them through tp_print_sanitized.
  */
 #ifndef SYNCTOP_TRACEINFO_H
 #define SYNCTOP_TRACEINFO_H
@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "synctop/sanitize.h"
 #include "synctop/codec.h"
 #include "synctop/error.h"
 #include "synctop/event.h"

@@ -34,10 +34,4 @@ enum { EXIT_USAGE = 2 };
 /* Prints "synctop VERB: message" on stderr; returns 1 so verbs can `return die(...)`. */
 int verb_error(const char *verb_name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Writes s to out with every control character, invalid UTF-8 byte and escape replaced, so that
- * names from traces (untrusted) never reach a terminal raw. len may be (size_t)-1 for a C string. */
-void verb_print_sanitized(FILE *out, const char *s, size_t len);
-/* The same as a JSON string: sanitized, then quoted and escaped. len may be (size_t)-1. */
-void verb_print_json_string(FILE *out, const char *s, size_t len);
-
 #endif

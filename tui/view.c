@@ -12,7 +12,6 @@
 #include <string.h>
 #include <wchar.h>
 
-#include "symbols.h"
 #include "synctop/sanitize.h"
 
 /* The last part of a path. */
@@ -301,7 +300,7 @@ static void fmt_bytes(char *out, size_t n, uint64_t b) {
 
 void vw_site_label(const st_store *s, uint64_t callsite, uint32_t name, char *out, size_t n) {
     char raw[512] = "";
-    const st_frame *f = sy_site_frame(s, callsite);
+    const st_frame *f = st_site_frame(s, callsite);
     int line = f != NULL && (f->kind == TP_FRAME_PYTHON || (f->line != 0 && *st_str(s, f->file)));
     if (line)
         snprintf(raw, sizeof raw, "%s:%u %s in %s",

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zmq.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "store.h"
@@ -22,7 +22,7 @@
 #include "synctop/sanitize.h"
 #include "symbols.h"
 #include "term.h"
-#include "verb.h"
+
 #include "view.h"
 
 #define VIEWER_MAX_ENDPOINTS 256
@@ -447,14 +447,9 @@ static int viewer_loop(viewer *w) {
             timeout_ms = next_frame > t ? (int)((next_frame - t) * 1000) + 1 : 0;
         else
             timeout_ms = w->v.mode == VW_LIVE ? 250 : 500;
-        zmq_pollitem_t items[2] = {{NULL, 0, ZMQ_POLLIN, 0}, {NULL, 0, ZMQ_POLLIN, 0}};
-        int n_items = 1;
-        if (w->sub) {
-            items[1].socket = tp_sub_socket(w->sub);
-            n_items = 2;
-        }
-        if (zmq_poll(items, n_items, timeout_ms) < 0 && zmq_errno() != EINTR) {
-            snprintf(w->err, sizeof w->err, "zmq_poll: %s", zmq_strerror(zmq_errno()));
+        tp_err werr = {{0}};
+        if (tp_sub_wait(w->sub, STDIN_FILENO, timeout_ms, &werr) < 0) {
+            snprintf(w->err, sizeof w->err, "%s", werr.msg);
             return 1;
         }
         /* input first: a key is never kept waiting behind a flood of batches */
@@ -594,7 +589,7 @@ static int viewer_finish(viewer *w, int rc) {
     }
     if (rc != 0 && msg[0]) {
         fprintf(stderr, "synctop %s: ", vname);
-        verb_print_sanitized(stderr, msg, (size_t)-1);
+        tp_print_sanitized(stderr, msg, (size_t)-1);
         fputc('\n', stderr);
     }
     return rc;

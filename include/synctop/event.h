@@ -54,7 +54,10 @@ enum {
     TP_F_DRIVER = 1 << 1,     /* api: driver API (else runtime API) */
     TP_F_LAUNCH = 1 << 2,     /* api: the call launches work (kernel, graph) */
     TP_F_GRAPH = 1 << 0,      /* kernel: launched as part of a CUDA graph */
-    TP_F_NULL_STREAM = 1 << 0 /* stream: the context's default (NULL) stream */
+    TP_F_NULL_STREAM = 1 << 0, /* stream: the context's default (NULL) stream */
+    /* stream TP_NO_ID (device-wide syncs of an imported trace): how the source spelled its id */
+    TP_F_SYNC_ID_NEG = 1 << 1, /* as -1 (newer Kineto) */
+    TP_F_SYNC_ID_U32 = 1 << 2  /* as 4294967295 (older Kineto) */
 };
 
 /* NVTX record shapes (kept in flags). */
@@ -215,7 +218,7 @@ typedef struct tp_device {
 } tp_device;
 
 typedef struct tp_stream {
-    uint8_t kind, flags; /* TP_F_NULL_STREAM */
+    uint8_t kind, flags; /* TP_F_NULL_STREAM, TP_F_SYNC_ID_* */
     uint16_t device;
     uint32_t stream;
     uint32_t context;

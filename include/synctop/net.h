@@ -156,8 +156,11 @@ typedef struct tp_sub_msg {
  * reported to the publishers, which answer with a keyframe. */
 int tp_sub_recv(tp_sub *sub, tp_sub_msg *msg, int timeout_ms, tp_err *err);
 
-/* The socket to put in a zmq_poll set (ZMQ_POLLIN) beside the caller's other inputs. */
-void *tp_sub_socket(tp_sub *sub);
+/* Waits up to timeout_ms (-1: no limit) until a batch may be received from sub (may be NULL) or fd
+ * (may be -1) is readable. Returns TP_WAIT_BATCH | TP_WAIT_FD for what is ready, 0 on timeout or
+ * a signal, or a negative code. */
+enum { TP_WAIT_BATCH = 1, TP_WAIT_FD = 2 };
+int tp_sub_wait(tp_sub *sub, int fd, int timeout_ms, tp_err *err);
 
 typedef struct tp_sub_producer {
     uint64_t producer;

@@ -96,7 +96,7 @@ static void resolve(site *s) {
         sy_sym sym;
         if (sy_lookup(symbols, str(f->module), w, f->pc, &sym) != 0)
             sym = (sy_sym){.func = *str(f->func) ? str(f->func) : NULL};
-        if (sy_is_runtime_function(sym.func))
+        if (st_is_runtime_function(sym.func))
             continue;
         best = f->index;
         s->file = sym.file;

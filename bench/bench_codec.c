@@ -1,5 +1,5 @@
 /*
- * Encode and decode cost per event on the realistic synthetic mix (tests/synth.h), in batches of
+ * Encode and decode cost per event on the realistic synthetic mix (samples/synth/synth.h), in batches of
  * 4096 events: encode = tp_enc_add for each event + tp_enc_finish (layout, CRC); decode =
  * tp_dec_open (CRC + validation of every record) + iterating every record. Also the cost of
  * compressing a batch for a trace file and of opening a compressed one.

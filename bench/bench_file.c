@@ -1,5 +1,5 @@
 /*
- * Trace-file figures on the realistic synthetic mix (tests/synth.h): bytes per event raw and in the
+ * Trace-file figures on the realistic synthetic mix (samples/synth/synth.h): bytes per event raw and in the
  * file at several zstd levels and batch sizes, write speed (check + compress + index + write, close
  * and its fsync included) and read speed (open + read + decompress + decode every record).
  *
@@ -146,7 +146,7 @@ int main(int argc, char **argv) {
     static const size_t pers[] = {256, 4096};
     static const int levels[] = {-3, 1, 3, 6, 9};
     int status = 0;
-    printf("bench_file: %" PRIu64 " synthetic events (tests/synth.h mix), file %s\n", events, path);
+    printf("bench_file: %" PRIu64 " synthetic events (samples/synth/synth.h mix), file %s\n", events, path);
     printf("%6s %6s %10s %11s %12s %12s\n", "batch", "level", "raw B/ev", "file B/ev", "write ev/s", "read ev/s");
     for (size_t p = 0; p < sizeof pers / sizeof pers[0] && status == 0; p++) {
         batches b;

@@ -1,6 +1,6 @@
 /*
  * End-to-end throughput of the ZeroMQ transport: a publisher process generates the realistic
- * synthetic mix (tests/synth.h), encodes it and publishes it (tp_pub_send, never blocking); a
+ * synthetic mix (samples/synth/synth.h), encodes it and publishes it (tp_pub_send, never blocking); a
  * subscriber process receives every batch (tp_sub_recv), opens it (tp_dec_open: checksums and
  * validation of every record), loads its strings and walks every record. The clock runs from the
  * publisher's first batch to the subscriber's END batch (CLOCK_MONOTONIC, one machine).

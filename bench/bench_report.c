@@ -1,5 +1,5 @@
 /*
- * Report time on a large trace: a synthetic training-loop store (tests/synth.h: launches and
+ * Report time on a large trace: a synthetic training-loop store (samples/synth/synth.h: launches and
  * kernels, per-step copies, a blocking cudaStreamSynchronize per step, memsets, NVTX steps) of N
  * events (default 10 million), then the analysis (an_analyze), the text report and the HTA
  * breakdowns, each timed. Prints events/s for each.

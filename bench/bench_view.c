@@ -18,9 +18,10 @@
 
 #include "analysis.h"
 #include "store.h"
+#include "load.h"
 #include "synctop/file.h"
 #include "synth.h"
-#include "view.h"
+#include "screen.h"
 #include "viewer.h"
 
 static double now_s(void) {
@@ -136,7 +137,7 @@ int main(int argc, char **argv) {
         for (int i = 1; i < argc && n_sizes < 8; i++)
             sizes[n_sizes++] = (size_t)atol(argv[i]);
     }
-    printf("bench_view: frame 200x60, synthetic trace (tests/synth.h)\n");
+    printf("bench_view: frame 200x60, synthetic trace (samples/synth/synth.h)\n");
     for (int k = 0; k < n_sizes; k++) {
         size_t n = sizes[k] * 1000000;
         st_store *s = st_store_new(NULL);
@@ -192,26 +193,26 @@ int main(int argc, char **argv) {
     tp_fwriter_close(&w, &err);
     double a = now_s();
     st_store *s = st_store_new(NULL);
-    st_loader *ld = st_loader_open(s, path, NULL, NULL, &err);
+    ingest_loader *ld = ingest_open(s, path, NULL, NULL, &err);
     if (ld == NULL) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    st_loader_step(ld, 0.015, &err);
+    ingest_step(ld, 0.015, &err);
     st_store_commit(s);
     vw_state v;
     vw_state_init(&v, VW_REPLAY, s);
     uint64_t t0, t1;
-    st_loader_span(ld, &t0, &t1);
+    ingest_span(ld, &t0, &t1);
     v.origin = v.t0 = v.now = t0;
     v.end = t1;
     v.t1 = t1;
-    v.load_progress = st_loader_progress(ld);
+    v.load_progress = ingest_progress(ld);
     vw_grid g = {.w = 200, .h = 60};
     vw_render(s, &v, &g);
     double first = now_s() - a;
     size_t first_events = st_store_events(s);
-    while (st_loader_step(ld, 0.015, &err) == 0)
+    while (ingest_step(ld, 0.015, &err) == 0)
         st_store_commit(s);
     st_store_commit(s);
     double all = now_s() - a;
@@ -219,7 +220,7 @@ int main(int argc, char **argv) {
            n / 1000000, first, first_events, all);
     vw_state_free(&v);
     vw_grid_free(&g);
-    st_loader_close(&ld);
+    ingest_close(&ld);
     st_store_destroy(&s);
     unlink(path);
     return 0;

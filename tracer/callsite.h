@@ -7,7 +7,7 @@
  * the module's absolute path (the main program's from /proc/self/exe, since dladdr gives argv[0]),
  * exported symbol if any, and the address as an offset into the module, pointing into the call
  * instruction (return address - 1), ready for `addr2line -e MODULE OFFSET`. Function, file and
- * line from the module's symbol table and debug info are left to synctop (tui/symbols.h), off the
+ * line from the module's symbol table and debug info are left to synctop (ingest/symbols.c), off the
  * traced program.
  *
  * When the host is CPython, the calling thread's Python frames (pyframes.h: a descriptor of file and

@@ -7,7 +7,7 @@
 #ifndef SYNCTOP_TERM_H
 #define SYNCTOP_TERM_H
 
-#include "view.h"
+#include "screen.h"
 
 typedef struct term term;
 

@@ -17,13 +17,14 @@
 
 #include "analysis.h"
 #include "store.h"
+#include "load.h"
 #include "synctop/file.h"
 #include "synctop/net.h"
 #include "synctop/sanitize.h"
 #include "symbols.h"
 #include "term.h"
 
-#include "view.h"
+#include "screen.h"
 
 #define VIEWER_MAX_ENDPOINTS 256
 #define VIEWER_LIVE_WINDOW_NS 5000000000ull /* what a live view shows at first */
@@ -122,7 +123,7 @@ typedef struct viewer {
     vw_grid g;
     term *t;
     tp_sub *sub;
-    st_loader *ld;
+    ingest_loader *ld;
     int loading;
     an_result an;
     int have_an;
@@ -212,7 +213,7 @@ static void viewer_place(viewer *w) {
     st_store_span(w->s, &t0, &t1);
     if (w->ld) {
         uint64_t a, b;
-        st_loader_span(w->ld, &a, &b);
+        ingest_span(w->ld, &a, &b);
         if (b > t1)
             t1 = b;
         if (a && (t0 == 0 || a < t0))
@@ -258,7 +259,7 @@ static void viewer_take_analysis(viewer *w, double t) {
     if (stale > w->stale_told) {
         w->stale_told = stale;
         const char *base = strrchr(stale_path, '/');
-        /* sanitized with the rest of the key bar (view.c) */
+        /* sanitized with the rest of the key bar (screen.c) */
         snprintf(w->v.message, sizeof w->v.message, "%s changed since the trace was taken: its frames are not named",
                  base ? base + 1 : stale_path);
     }
@@ -354,7 +355,7 @@ static int viewer_frame(viewer *w, double t) {
         again = 1;
     }
     if (w->ld)
-        w->v.load_progress = w->loading ? st_loader_progress(w->ld) : 1.0;
+        w->v.load_progress = w->loading ? ingest_progress(w->ld) : 1.0;
     int cols, rows;
     term_size(w->t, &cols, &rows);
     w->g.w = cols;
@@ -515,7 +516,7 @@ static int viewer_loop(viewer *w) {
         }
         if (w->loading && w->job == NULL) {
             tp_err err = {{0}};
-            int r = st_loader_step(w->ld, 0.015, &err);
+            int r = ingest_step(w->ld, 0.015, &err);
             if (r != 0) {
                 w->loading = 0;
                 if (r < 0)
@@ -546,7 +547,7 @@ static void viewer_free(viewer *w) {
     free(w->held);
     term_close(&w->t);
     tp_sub_destroy(&w->sub);
-    st_loader_close(&w->ld);
+    ingest_close(&w->ld);
     if (w->have_an)
         an_result_free(&w->an);
     vw_state_free(&w->v);
@@ -633,7 +634,7 @@ int viewer_run_replay(const char *path, const viewer_opts *o) {
     w.o = o;
     w.s = st_store_new(NULL);
     tp_err err = {{0}};
-    if (w.s == NULL || (w.ld = st_loader_open(w.s, path, viewer_warn, &w, &err)) == NULL) {
+    if (w.s == NULL || (w.ld = ingest_open(w.s, path, viewer_warn, &w, &err)) == NULL) {
         snprintf(w.err, sizeof w.err, "%s", err.msg[0] ? err.msg : "out of memory");
         return viewer_finish(&w, 1);
     }
@@ -641,9 +642,9 @@ int viewer_run_replay(const char *path, const viewer_opts *o) {
     w.loading = 1;
     /* a Kineto JSON is imported whole before the terminal starts (it has no index to seek) */
     uint64_t a, b;
-    st_loader_span(w.ld, &a, &b);
+    ingest_span(w.ld, &a, &b);
     if (b == 0) {
-        int r = st_loader_step(w.ld, 0, &err);
+        int r = ingest_step(w.ld, 0, &err);
         if (r < 0) {
             snprintf(w.err, sizeof w.err, "%s", err.msg);
             return viewer_finish(&w, 1);

@@ -12,9 +12,9 @@ build=${1:-$root/build-gpu}
 runs=${RUNS:-5}
 python=${PYTHON:-python3}
 nvidia-smi -L >/dev/null 2>&1 || { echo "overhead.sh: no GPU here (nvidia-smi -L failed)" >&2; exit 2; }
-[ -x "$build/tui/synctop" ] || { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+[ -x "$build/synctop" ] || { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null &&
                                  cmake --build "$build" -j"$(nproc)" >/dev/null; }
-synctop=$build/tui/synctop
+synctop=$build/synctop
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"

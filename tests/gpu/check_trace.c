@@ -4,7 +4,7 @@
  * A blocking call counts toward an expectation when its API name matches and its call site is
  * named after that line of that file: the innermost native frame outside the CUDA runtime, looked
  * up in the module on disk (module + offset, as the tracer publishes them) as synctop's viewer and
- * report do (tui/symbols.h). For a Python script, "# EXPECT-PY: N x blocking at @TAG" (the line holding "# @TAG")
+ * report do (ingest/symbols.c). For a Python script, "# EXPECT-PY: N x blocking at @TAG" (the line holding "# @TAG")
  * counts the blocking calls, of any API, whose call site has a Python frame at that line of a file
  * of that name. Prints one line per expectation; exit status 0 when all hold, 1 otherwise, 2 on
  * error.

@@ -25,8 +25,8 @@ cmake --build "$build" -j"$(nproc)" >/dev/null
 [ -x "$build/samples/sample_item" ] || { echo "pack.sh: the samples were not built" >&2; exit 1; }
 
 rm -rf "$dir"
-mkdir -p "$dir/build/tui" "$dir/build/tracer" "$dir/build/tests" "$dir/build/samples" "$dir/lib"
-cp "$build/tui/synctop" "$dir/build/tui/"
+mkdir -p "$dir/build/tracer" "$dir/build/tests" "$dir/build/samples" "$dir/lib"
+cp "$build/synctop" "$dir/build/"
 cp "$build/tracer/libsynctop-tracer.so" "$dir/build/tracer/"
 cp "$build/tests/synctop_check_trace" "$dir/build/tests/"
 for f in "$build"/samples/sample_* "$build"/samples/overhead_*; do
@@ -35,7 +35,7 @@ done
 
 # The libraries each program loads, but not the C and C++ runtimes, which every machine has and
 # which must match its loader. The CUDA driver and runtime come from the GPU machine.
-for bin in "$dir"/build/tui/synctop "$dir"/build/tracer/libsynctop-tracer.so "$dir"/build/tests/synctop_check_trace; do
+for bin in "$dir"/build/synctop "$dir"/build/tracer/libsynctop-tracer.so "$dir"/build/tests/synctop_check_trace; do
     ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
 done | sort -u | while read -r name path; do
     case $name in

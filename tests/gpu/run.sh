@@ -16,14 +16,14 @@ traces=$root/samples/traces
 nvidia-smi -L >/dev/null 2>&1 || { echo "run.sh: no GPU here (nvidia-smi -L failed)" >&2; exit 2; }
 
 # A folder made by tests/gpu/pack.sh is used as it is; any other is (re)built here.
-if [ -x "$build/tui/synctop" ] && [ ! -f "$build/CMakeCache.txt" ]; then
+if [ -x "$build/synctop" ] && [ ! -f "$build/CMakeCache.txt" ]; then
     echo "prebuilt: $build"
 else
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
     cmake --build "$build" -j"$(nproc)"
 fi
 mkdir -p "$traces"
-synctop=$build/tui/synctop
+synctop=$build/synctop
 check=$build/tests/synctop_check_trace
 echo "driver: $(nvidia-smi --query-gpu=driver_version,name --format=csv,noheader | head -1)"
 

@@ -21,6 +21,7 @@
 #include "report.h"
 #include "symbols.h"
 #include "store.h"
+#include "load.h"
 #include "synctop/net.h"
 #include "verb.h"
 
@@ -302,7 +303,7 @@ static int cmd_report(int argc, char **argv) {
             live[n_live++] = sources[i];
             continue;
         }
-        if (st_store_load(s, sources[i], report_warn, NULL, &err) != 0) {
+        if (ingest_file(s, sources[i], report_warn, NULL, &err) != 0) {
             fprintf(stderr, "synctop report: ");
             tp_print_sanitized(stderr, err.msg, (size_t)-1);
             fputc('\n', stderr);

@@ -18,7 +18,7 @@
 #include "symbols.h"
 #include "synctop/codec.h"
 #include "synth.h"
-#include "view.h"
+#include "screen.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -2,7 +2,7 @@
  * `synctop run`: runs a command with the tracer injected, listens to every traced process it
  * starts, and, once the command has ended, sums up where its host threads waited for the GPU.
  *
- * The tracer is found next to this binary (build tree: ../tracer/, install: ../lib/synctop/) or
+ * The tracer is found next to this binary (build tree: tracer/, install: ../lib/synctop/) or
  * named by SYNCTOP_TRACER. Each traced process publishes on its own default endpoint
  * (PID.sock in the private endpoint directory); run finds those of the command's descendants as
  * they appear, so wrappers, launchers and several GPU processes are all heard. The tracer is told
@@ -202,7 +202,7 @@ static int find_tracer(char *out, size_t outlen) {
     if (slash == NULL)
         return -1;
     *slash = '\0';
-    const char *rel[] = {"../tracer/libsynctop-tracer.so", "../lib/synctop/libsynctop-tracer.so",
+    const char *rel[] = {"tracer/libsynctop-tracer.so", "../lib/synctop/libsynctop-tracer.so",
                          "../lib64/synctop/libsynctop-tracer.so", "libsynctop-tracer.so"};
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
         char path[PATH_MAX + 64];

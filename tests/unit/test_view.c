@@ -1,6 +1,6 @@
 /*
- * The view model (tui/view.h), without a terminal: golden screens of fixture traces at 80x24 and
- * 200x60 (characters and colour roles, compared with tests/golden/; SYNCTOP_UPDATE_GOLDEN=1
+ * The view model (tui/screen.h), without a terminal: golden screens of fixture traces at 80x24 and
+ * 200x60 (characters and colour roles, compared with tests/unit/golden/; SYNCTOP_UPDATE_GOLDEN=1
  * rewrites them), the layout over many sizes, glyph and colour fallbacks, sanitized names, and
  * the keys and clicks that move the viewport.
  */
@@ -11,9 +11,10 @@
 
 #include "analysis.h"
 #include "store.h"
+#include "load.h"
 #include "synth.h"
 #include "task.h"
-#include "view.h"
+#include "screen.h"
 
 /* ---- fixtures ---- */
 
@@ -47,7 +48,7 @@ static st_store *kineto_store(const char *name) {
     snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, name);
     st_store *s = st_store_new(NULL);
     tp_err err = {{0}};
-    if (st_store_load(s, path, NULL, NULL, &err) != 0)
+    if (ingest_file(s, path, NULL, NULL, &err) != 0)
         TASK_FAIL_("%s: %s", name, err.msg);
     return s;
 }

@@ -1,5 +1,5 @@
 # Python call sites without a GPU: this script plays a CUDA program for the tracer's tests
-# (tests/test_pyframes.c). It loads the stand-in libcupti and the tracer through ctypes, calls
+# (tests/tracer/test_pyframes.c). It loads the stand-in libcupti and the tracer through ctypes, calls
 # InitializeInjection as the driver would, and makes "blocking CUDA calls" (stand-in host calls)
 # from known lines. ctypes releases the GIL around every foreign call, as PyTorch does around its
 # syncs, so the tracer reads these frames exactly as it would under PyTorch.

@@ -1,5 +1,5 @@
 /*
- * The store (tui/store.h): ingest of synthetic batches, trace files and real Kineto traces; lanes
+ * The store (store/store.h): ingest of synthetic batches, trace files and real Kineto traces; lanes
  * and their order; out-of-order appends; lane summaries against a brute-force computation over
  * random windows (a property test); the live bound; malformed batches.
  */
@@ -8,6 +8,7 @@
 
 #include "kineto.h"
 #include "store.h"
+#include "load.h"
 #include "u64map.h"
 #include "synctop/file.h"
 #include "synth.h"
@@ -510,32 +511,32 @@ TEST(trace_file_loads_whole_and_incrementally) {
     ASSERT_OK(tp_fwriter_close(&w, &err));
 
     st_store *s = st_store_new(NULL);
-    ASSERT_OK(st_store_load(s, path, NULL, NULL, &err));
+    ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
     ASSERT_EQ(st_store_events(s), 600 * 200);
     ASSERT_EQ(st_producer_get(s, 0)->missed, 0);
     assert_lanes_sorted(s);
 
     /* incrementally: the span is known before anything is read, steps make progress */
     st_store *t = st_store_new(NULL);
-    st_loader *ld = st_loader_open(t, path, NULL, NULL, &err);
+    ingest_loader *ld = ingest_open(t, path, NULL, NULL, &err);
     ASSERT_NOT_NULL(ld);
     uint64_t a0, a1, b0, b1;
-    st_loader_span(ld, &a0, &a1);
+    ingest_span(ld, &a0, &a1);
     st_store_span(s, &b0, &b1);
     ASSERT_UEQ(a0, b0);
     ASSERT_UEQ(a1, b1);
     int rc, steps = 0;
     double last = 0;
-    while ((rc = st_loader_step(ld, 1e-6, &err)) == 0) {
+    while ((rc = ingest_step(ld, 1e-6, &err)) == 0) {
         st_store_commit(t);
-        ASSERT(st_loader_progress(ld) > last);
-        last = st_loader_progress(ld);
+        ASSERT(ingest_progress(ld) > last);
+        last = ingest_progress(ld);
         steps++;
     }
     ASSERT_EQ(rc, 1);
     ASSERT_GT(steps, 2);
-    st_loader_close(&ld);
-    st_loader_close(&ld);
+    ingest_close(&ld);
+    ingest_close(&ld);
     st_store_commit(t);
     ASSERT_EQ(st_store_events(t), st_store_events(s));
     st_store_destroy(&s);
@@ -546,14 +547,14 @@ TEST(trace_file_loads_whole_and_incrementally) {
 TEST(missing_or_bad_file_fails_with_a_message) {
     st_store *s = st_store_new(NULL);
     tp_err err = {{0}};
-    ASSERT(st_store_load(s, task_path("nope.trace"), NULL, NULL, &err) < 0);
+    ASSERT(ingest_file(s, task_path("nope.trace"), NULL, NULL, &err) < 0);
     ASSERT(err.msg[0] != '\0');
     const char *bad = task_path("bad.json");
     FILE *f = fopen(bad, "w");
     fputs("{\"traceEvents\": [ {\"ph\": ", f);
     fclose(f);
     memset(&err, 0, sizeof err);
-    ASSERT(st_store_load(s, bad, NULL, NULL, &err) < 0);
+    ASSERT(ingest_file(s, bad, NULL, NULL, &err) < 0);
     ASSERT_STR_CONTAINS(err.msg, "bad.json");
     st_store_destroy(&s);
 }
@@ -578,7 +579,7 @@ TEST(real_kineto_traces_load_with_their_blocking_calls) {
         tp_err err = {{0}};
         ASSERT_OK(kineto_import(path, NULL, count_emit, &nb, &ks, &err));
         st_store *s = st_store_new(NULL);
-        ASSERT_OK(st_store_load(s, path, NULL, NULL, &err));
+        ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
         ASSERT_UEQ(st_store_events(s), ks.events);
         assert_lanes_sorted(s);
         uint64_t t0, t1;
@@ -621,7 +622,7 @@ TEST(alexnet_trace_has_its_documented_shape) {
     snprintf(path, sizeof path, "%s/alexnet_a100_sync_heavy.json.gz", KINETO_TRACE_DIR);
     st_store *s = st_store_new(NULL);
     tp_err err = {{0}};
-    ASSERT_OK(st_store_load(s, path, NULL, NULL, &err));
+    ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
     /* 1 A100, 2 streams; 16 cudaStreamSynchronize and 5 cudaDeviceSynchronize that blocked */
     int streams = 0, ss = 0, ds = 0;
     for (size_t l = 0; l < st_lane_count(s); l++) {

@@ -116,11 +116,6 @@ void st_store_destroy(st_store **s);
  * per producer; events go to their lanes. A malformed batch is refused whole with a message. */
 int st_store_add_batch(st_store *s, const void *batch, size_t len, tp_err *err);
 
-/* Loads a whole source: a synctop trace file, or a Kineto JSON (.json / .json.gz) trace. Damaged
- * batches of a trace file are skipped (warn, if not NULL, is called for each). */
-typedef void (*st_warn_fn)(void *ctx, const char *msg);
-int st_store_load(st_store *s, const char *path, st_warn_fn warn, void *ctx, tp_err *err);
-
 /* Makes every lane sorted and its summary current; call after adding and before reading. Cheap
  * when nothing changed; after appends in time order it only extends what is there. */
 void st_store_commit(st_store *s);
@@ -167,26 +162,12 @@ int st_module_build_id(const st_store *s, uint64_t callsite, uint32_t module, co
 void st_frame_set_symbol(st_store *s, uint64_t callsite, size_t index, uint32_t module, uint64_t pc,
                          const char *func, const char *file, uint32_t line);
 
-/* ---- additions (viewer, issue 4) ---- */
-
 /* The device of an API event (kept in sub | mem << 8), TP_NO_DEVICE for other kinds or unknown. A
  * kernel's value holds its grid size in blocks, its aux the threads per block. */
 uint16_t st_event_device(const st_event *e);
 
 /* Gives back the spare capacity of the lanes (after a whole source was loaded). */
 void st_store_shrink(st_store *s);
-
-/* Incremental loading, for a viewer that must show the first screen before the whole file is read:
- * st_loader_step adds batches in file order for about budget_s seconds (0: until done) and returns
- * 1 when everything was read, 0 when there is more, or a negative TP_E* code. Call st_store_commit
- * after a step before reading. A Kineto JSON is imported whole in its first step. The span of the
- * whole source is known at once for a trace file (from its index; 0, 0 for Kineto). */
-typedef struct st_loader st_loader;
-st_loader *st_loader_open(st_store *s, const char *path, st_warn_fn warn, void *ctx, tp_err *err);
-int st_loader_step(st_loader *ld, double budget_s, tp_err *err);
-double st_loader_progress(const st_loader *ld); /* 0..1 */
-void st_loader_span(const st_loader *ld, uint64_t *t0, uint64_t *t1);
-void st_loader_close(st_loader **ld);
 
 /* Whether a function is the CUDA runtime's own (a statically linked libcudart puts its frames in
  * the program): cudaXxx, __cudaXxx, cudart::..., libcudart_static_..., their mangled forms, and

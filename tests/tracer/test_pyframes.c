@@ -1,4 +1,4 @@
-/* Python call sites end to end, without a GPU: a real CPython runs tests/py/pyframes_sites.py,
+/* Python call sites end to end, without a GPU: a real CPython runs tests/tracer/py/pyframes_sites.py,
  * which loads the stand-in libcupti and the real tracer through ctypes and makes blocking "CUDA
  * calls" from known lines with the GIL released (ctypes releases it, as PyTorch does around its
  * syncs). What the tracer recorded must name, for each call, the script's file, function and line

@@ -152,11 +152,12 @@ TEST(report_check_parser) {
 /* ---- export: Chrome trace JSON, and back through the importer ---- */
 
 #include "store.h"
+#include "load.h"
 
 static st_store *load(const char *path) {
     st_store *s = st_store_new(NULL);
     tp_err err = {{0}};
-    if (st_store_load(s, path, NULL, NULL, &err) != 0)
+    if (ingest_file(s, path, NULL, NULL, &err) != 0)
         TASK_FAIL_("%s", err.msg);
     st_store_commit(s);
     return s;

@@ -1,5 +1,5 @@
 /*
- * `synctop report --hta` numbers (tui/hta.c) against tests/hta_expected.py, an independent
+ * `synctop report --hta` numbers (analysis/hta.c) against tests/unit/hta_expected.py, an independent
  * recomputation of Holistic Trace Analysis' idle-time and temporal breakdowns from the raw JSON
  * (stdlib only). The test runs the script (python3 is in CI) and compares every figure exactly.
  */
@@ -8,6 +8,7 @@
 
 #include "hta.h"
 #include "store.h"
+#include "load.h"
 #include "task.h"
 
 static char *run_script(const char *files) {
@@ -92,7 +93,7 @@ static void check(const char *const *names, size_t n, int wide_sync) {
         size_t len = strlen(files);
         snprintf(files + len, sizeof files - len, " '%s'", path);
         tp_err err = {{0}};
-        if (st_store_load(s, path, NULL, NULL, &err) != 0)
+        if (ingest_file(s, path, NULL, NULL, &err) != 0)
             TASK_FAIL_("%s", err.msg);
     }
     st_store_commit(s);
@@ -137,7 +138,7 @@ static size_t wide_streams(const char *name, int wide_sync) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, name);
     st_store *s = st_store_new(NULL);
-    ASSERT_OK(st_store_load(s, path, NULL, NULL, NULL));
+    ASSERT_OK(ingest_file(s, path, NULL, NULL, NULL));
     st_store_commit(s);
     hta_opts o = {.wide_sync = wide_sync};
     hta_result h;
@@ -208,7 +209,7 @@ TEST(hta_survives_export_and_reimport) {
     const char *paths[2] = {src, out};
     for (int i = 0; i < 2; i++) {
         st_store *s = st_store_new(NULL);
-        ASSERT_OK(st_store_load(s, paths[i], NULL, NULL, NULL));
+        ASSERT_OK(ingest_file(s, paths[i], NULL, NULL, NULL));
         st_store_commit(s);
         ASSERT_OK(hta_analyze(s, NULL, &h[i], NULL));
         st_store_destroy(&s);

@@ -1,9 +1,9 @@
 /*
- * The view model (view.h): layout, rendering into a cell grid, and the keys and clicks that move
+ * The view model (screen.h): layout, rendering into a cell grid, and the keys and clicks that move
  * the viewport. Pure: no terminal, no clock, no I/O. Every name that comes from a trace passes
  * through tp_sanitize before it reaches a cell.
  */
-#include "view.h"
+#include "screen.h"
 
 #include <ctype.h>
 #include <inttypes.h>

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cupti_standin/standin.h"
+#include "standin/standin.h"
 
 #define SITE(n)                                                                              \
     __attribute__((visibility("default"), noinline)) void harness_site_##n(void (*inner)(void *), \

@@ -15,7 +15,7 @@
  *     the union of the COMPUTATION rows (hta/utils/utils.py get_kernel_type).
  *
  * Where HTA reads something the store does not keep, what is done (none of the five sample traces
- * reaches the cases marked "differs"; tests/hta_expected.py follows HTA, not this file):
+ * reaches the cases marked "differs"; tests/unit/hta_expected.py follows HTA, not this file):
  *   - device-wide cuda_sync rows: HTA reads stream -1 as host rows and 4294967295 as a GPU stream of
  *     its own. The importer notes the spelling in the pseudo-stream's record flags (TP_F_SYNC_ID_*), so the
  *     reading follows the trace; hta_opts.wide_sync overrides it (and decides for live traces,
@@ -38,7 +38,7 @@
  *     order pandas leaves; here store order (start, then end: the shorter first). Equal rows
  *     give the same figures either way; hta_expected.py lists the streams where a tie with
  *     different durations makes the order matter.
- * tests/hta_expected.py recomputes the same from the JSON, independently.
+ * tests/unit/hta_expected.py recomputes the same from the JSON, independently.
  */
 #include "hta.h"
 #include "grow.h"

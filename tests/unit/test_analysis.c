@@ -1,5 +1,5 @@
 /*
- * The analysis (tui/analysis.c) on the five real Kineto traces in samples/traces/kineto and on small
+ * The analysis (analysis/analysis.c) on the five real Kineto traces in samples/traces/kineto and on small
  * hand-built timelines whose bubbles and causes are known exactly.
  *
  * Expected figures for the real traces come from the JSON itself, summed with Python:
@@ -12,6 +12,7 @@
 
 #include "analysis.h"
 #include "store.h"
+#include "load.h"
 #include "synctop/codec.h"
 #include "task.h"
 
@@ -21,7 +22,7 @@ static st_store *load_sample(const char *name) {
     st_store *s = st_store_new(NULL);
     ASSERT_NOT_NULL(s);
     tp_err err = {{0}};
-    int rc = st_store_load(s, path, NULL, NULL, &err);
+    int rc = ingest_file(s, path, NULL, NULL, &err);
     if (rc != 0)
         fprintf(stderr, "%s\n", err.msg);
     ASSERT_OK(rc);
@@ -160,8 +161,8 @@ TEST(analysis_sampled_ranks_each_on_its_gpu) {
     char p0[1024], p1[1024];
     snprintf(p0, sizeof p0, "%s/sampled_rank-0.json.gz", KINETO_TRACE_DIR);
     snprintf(p1, sizeof p1, "%s/sampled_rank-1.json.gz", KINETO_TRACE_DIR);
-    ASSERT_OK(st_store_load(s, p0, NULL, NULL, NULL));
-    ASSERT_OK(st_store_load(s, p1, NULL, NULL, NULL));
+    ASSERT_OK(ingest_file(s, p0, NULL, NULL, NULL));
+    ASSERT_OK(ingest_file(s, p1, NULL, NULL, NULL));
     st_store_commit(s);
     an_result r;
     ASSERT_OK(an_analyze(s, NULL, &r, NULL));
@@ -389,7 +390,7 @@ TEST(analysis_low_util_windows_of_sampled_ranks_are_ordered) {
     for (int k = 0; k < 2; k++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/sampled_rank-%d.json.gz", KINETO_TRACE_DIR, k);
-        ASSERT_OK(st_store_load(s, path, NULL, NULL, NULL));
+        ASSERT_OK(ingest_file(s, path, NULL, NULL, NULL));
     }
     st_store_commit(s);
     an_result r;

@@ -1,5 +1,5 @@
 /*
- * Native call sites to function, file and line (tui/symbols.h): lookups in this very program, as
+ * Native call sites to function, file and line (ingest/symbols.c): lookups in this very program, as
  * the tracer publishes its frames (module path + offset of the call), whatever the build (PIE or
  * not, gcc or clang, sanitizers or not); the CUDA runtime's frames; and module paths from hostile
  * traces, which must fail cleanly and never hang.

@@ -80,7 +80,7 @@ static void set_paths(const char *argv0) {
     if (env && *env)
         snprintf(synctop_path, sizeof synctop_path, "%s", env);
     else
-        snprintf(synctop_path, sizeof synctop_path, "%s/../tui/synctop", bindir);
+        snprintf(synctop_path, sizeof synctop_path, "%s/../synctop", bindir);
 }
 
 int main(int argc, char **argv) {

@@ -22,6 +22,7 @@
 #include "report.h"
 #include "symbols.h"
 #include "store.h"
+#include "load.h"
 #include "verb.h"
 
 #define EXPORT_MAX_SOURCES 64
@@ -308,7 +309,7 @@ static int cmd_export(int argc, char **argv) {
         return verb_error("export", "out of memory");
     tp_err err = {{0}};
     for (int i = 0; i < n_sources; i++) {
-        if (st_store_load(s, sources[i], export_warn, NULL, &err) != 0) {
+        if (ingest_file(s, sources[i], export_warn, NULL, &err) != 0) {
             fprintf(stderr, "synctop export: ");
             tp_print_sanitized(stderr, err.msg, (size_t)-1);
             fputc('\n', stderr);

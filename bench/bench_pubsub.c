@@ -25,14 +25,9 @@
 #include <unistd.h>
 
 #include "synctop/codec.h"
+#include "clock.h"
 #include "synctop/net.h"
 #include "synth.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void sleep_s(double s) {
     if (s <= 0)
@@ -90,8 +85,8 @@ static void publisher(const config *c, int ep_fd, int report_fd) {
     snprintf(line, sizeof line, "%s", tp_pub_endpoint(pub));
     if (write(ep_fd, line, sizeof line) != (ssize_t)sizeof line)
         _exit(1);
-    double deadline = now_s() + 10;
-    while (tp_pub_poll(pub, NULL) < 1 && now_s() < deadline)
+    double deadline = cm_now_s() + 10;
+    while (tp_pub_poll(pub, NULL) < 1 && cm_now_s() < deadline)
         sleep_s(0.001);
 
     tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 1});
@@ -109,7 +104,7 @@ static void publisher(const config *c, int ep_fd, int report_fd) {
         }
     }
     uint64_t left = c->events, seq = 0;
-    rep.t_start = now_s();
+    rep.t_start = cm_now_s();
     while (left > 0) {
         size_t n = left < c->batch ? (size_t)left : c->batch;
         left -= n;
@@ -137,7 +132,7 @@ static void publisher(const config *c, int ep_fd, int report_fd) {
             rc = tp_pub_send(pub, b->data, b->len);
         }
         if (c->rate > 0)
-            sleep_s(rep.t_start + (double)(c->events - left) / (double)c->rate - now_s());
+            sleep_s(rep.t_start + (double)(c->events - left) / (double)c->rate - cm_now_s());
     }
     tp_pub_stats st;
     tp_pub_stats_get(pub, &st);
@@ -186,7 +181,7 @@ static int run(const config *c) {
     tp_dec d = {0};
     tp_strtab *strings = tp_strtab_new();
     uint64_t events = 0, batches = 0, bytes = 0, check = 0;
-    double t_end = 0, t_last = now_s();
+    double t_end = 0, t_last = cm_now_s();
     int status = 0;
     for (;;) {
         tp_sub_msg m;
@@ -197,14 +192,14 @@ static int run(const config *c) {
             break;
         }
         if (rc == 0) {
-            if (now_s() - t_last > 30) {
+            if (cm_now_s() - t_last > 30) {
                 fprintf(stderr, "subscriber: nothing for 30 s, giving up\n");
                 status = 1;
                 break;
             }
             continue;
         }
-        t_last = now_s();
+        t_last = cm_now_s();
         if (tp_dec_open(&d, m.data, m.len, &err) != 0) {
             fprintf(stderr, "subscriber: batch %" PRIu64 " does not decode: %s\n", batches,
                     err.msg);
@@ -219,7 +214,7 @@ static int run(const config *c) {
         batches++;
         bytes += m.len;
         if (m.hdr.flags & TP_BF_END) {
-            t_end = now_s();
+            t_end = cm_now_s();
             break;
         }
     }

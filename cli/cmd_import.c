@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "synctop/sanitize.h"
+#include "clock.h"
 #include "kineto.h"
 #include "synctop/file.h"
 #include "verb.h"
@@ -51,17 +52,11 @@ typedef struct progress {
     double t0, last;
 } progress;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void progress_cb(void *ctx, uint64_t done, uint64_t total) {
     progress *p = ctx;
     if (!p->tty)
         return;
-    double t = now_s();
+    double t = cm_now_s();
     if (t - p->t0 < 0.5 || t - p->last < 0.1)
         return;
     p->last = t;
@@ -284,7 +279,7 @@ static int cmd_import(int argc, char **argv) {
     for (int i = 0; rc == 0 && i < n_inputs; i++) {
         pr.name = inputs[i];
         pr.index = i + 1;
-        pr.t0 = pr.last = now_s();
+        pr.t0 = pr.last = cm_now_s();
         rc = kineto_import(inputs[i], &opts, emit_to_file, w, st, &err);
         progress_clear(&pr);
         if (rc)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "synctop/sanitize.h"
+#include "clock.h"
 #include "synctop/file.h"
 #include "synctop/net.h"
 #include "verb.h"
@@ -40,12 +41,6 @@ static void record_usage(FILE *out) {
             "  --force           replace FILE if it exists (otherwise it is never overwritten)\n"
             "  --server-key KEY  the publishers' CURVE public key (a .pub/.key file or the key)\n\n"
             "Inspect the result with `synctop info FILE`.\n");
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void complain(const char *what, const tp_err *err) {
@@ -189,12 +184,12 @@ static int cmd_record(int argc, char **argv) {
     int tty = isatty(STDERR_FILENO);
     recorder rc = {0};
     const char *why = "interrupted";
-    double t0 = now_s(), next_tick = t0 + RECORD_TICK_MS / 1000.0, last_t = t0;
+    double t0 = cm_now_s(), next_tick = t0 + RECORD_TICK_MS / 1000.0, last_t = t0;
     uint64_t last_events = 0;
     while (status == 0) {
         if (record_stop)
             break;
-        double now = now_s();
+        double now = cm_now_s();
         if (duration > 0 && now - t0 >= duration) {
             why = "duration reached";
             break;

@@ -77,3 +77,26 @@ void u64map_free(u64map *m) {
 }
 
 size_t u64map_bytes(const u64map *m) { return m->cap * 16; }
+
+uint64_t *u64map_get_or_add(u64map *m, uint64_t key, uint64_t init, int *added) {
+    uint64_t *v = u64map_find(m, key);
+    if (added != NULL)
+        *added = v == NULL;
+    if (v != NULL)
+        return v;
+    if (u64map_put(m, key, init) != 0)
+        return NULL;
+    return u64map_find(m, key);
+}
+
+size_t u64map_count(const u64map *m) { return m->n + (m->has_zero ? 1 : 0); }
+
+size_t u64map_keys(const u64map *m, uint64_t *out) {
+    size_t n = 0;
+    if (m->has_zero)
+        out[n++] = 0;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->keys[i] != 0)
+            out[n++] = m->keys[i];
+    return n;
+}

@@ -1,6 +1,7 @@
 /*
  * A hash map from 64-bit keys to 64-bit values (open addressing, linear probing), shared by the
- * store (producers, lanes, call sites by key) and the analysis (correlations). Every key value is
+ * store (producers, lanes, call sites by key), the analysis and the Kineto importer (correlations,
+ * streams, threads). Every key value is
  * allowed: keys come from untrusted traces, so none may be a reserved "empty" marker.
  */
 #ifndef SYNCTOP_U64MAP_H
@@ -20,6 +21,12 @@ typedef struct u64map {
 uint64_t *u64map_find(const u64map *m, uint64_t key);
 /* Sets key to val. Returns 0 or TP_ENOMEM (the map is unchanged then). */
 int u64map_put(u64map *m, uint64_t key, uint64_t val);
+/* The value slot of key, added with value init when absent (*added, may be NULL, says whether it
+ * was); NULL when out of memory. Valid until the next put. */
+uint64_t *u64map_get_or_add(u64map *m, uint64_t key, uint64_t init, int *added);
+/* How many keys it holds, and all of them (u64map_count, in no order) written to out. */
+size_t u64map_count(const u64map *m);
+size_t u64map_keys(const u64map *m, uint64_t *out);
 void u64map_free(u64map *m);
 /* Bytes held, for memory accounting. */
 size_t u64map_bytes(const u64map *m);

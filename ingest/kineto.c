@@ -9,6 +9,8 @@
  * This module owns the input source, the parser state and the records until they are emitted.
  */
 #include "kineto.h"
+#include "text.h"
+#include "u64map.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -130,96 +132,6 @@ static int dec_parse(const char *s, size_t n, int scale, int exact, int64_t *out
         *out = (int64_t)v;
     }
     return 0;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* A small hash map, uint64 -> uint64                                                         */
-/* ------------------------------------------------------------------------------------------ */
-
-typedef struct kmap {
-    uint64_t *keys, *vals;
-    uint8_t *used;
-    size_t cap, n;
-} kmap;
-
-static size_t kmap_slot(uint64_t key, size_t cap) {
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    key *= 0xc4ceb9fe1a85ec53ull;
-    key ^= key >> 33;
-    return (size_t)key & (cap - 1);
-}
-
-static int kmap_grow(kmap *m) {
-    size_t cap = m->cap ? m->cap * 2 : 64;
-    uint64_t *keys = malloc(cap * sizeof *keys), *vals = malloc(cap * sizeof *vals);
-    uint8_t *used = calloc(cap, 1);
-    if (keys == NULL || vals == NULL || used == NULL) {
-        free(keys);
-        free(vals);
-        free(used);
-        return TP_ENOMEM;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->used[i])
-            continue;
-        size_t j = kmap_slot(m->keys[i], cap);
-        while (used[j])
-            j = (j + 1) & (cap - 1);
-        used[j] = 1;
-        keys[j] = m->keys[i];
-        vals[j] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    free(m->used);
-    m->keys = keys;
-    m->vals = vals;
-    m->used = used;
-    m->cap = cap;
-    return 0;
-}
-
-/* The value slot of key, added (with value init) when absent; NULL when out of memory. */
-static uint64_t *kmap_put(kmap *m, uint64_t key, uint64_t init, int *added) {
-    if ((m->n + 1) * 2 > m->cap && kmap_grow(m) != 0)
-        return NULL;
-    size_t j = kmap_slot(key, m->cap);
-    while (m->used[j]) {
-        if (m->keys[j] == key) {
-            if (added)
-                *added = 0;
-            return &m->vals[j];
-        }
-        j = (j + 1) & (m->cap - 1);
-    }
-    m->used[j] = 1;
-    m->keys[j] = key;
-    m->vals[j] = init;
-    m->n++;
-    if (added)
-        *added = 1;
-    return &m->vals[j];
-}
-
-static const uint64_t *kmap_get(const kmap *m, uint64_t key) {
-    if (m->n == 0)
-        return NULL;
-    size_t j = kmap_slot(key, m->cap);
-    while (m->used[j]) {
-        if (m->keys[j] == key)
-            return &m->vals[j];
-        j = (j + 1) & (m->cap - 1);
-    }
-    return NULL;
-}
-
-static void kmap_free(kmap *m) {
-    free(m->keys);
-    free(m->vals);
-    free(m->used);
-    memset(m, 0, sizeof *m);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -551,9 +463,9 @@ typedef struct kimp {
     tp_record *rec;
     size_t n_rec, cap_rec;
     uint64_t max_events;
-    kmap streams; /* device << 32 | stream -> context */
-    kmap threads; /* pid << 32 | tid -> 1 */
-    kmap tnames;  /* pid << 32 | tid -> offset << 16 | len in tnames_text */
+    u64map streams; /* device << 32 | stream -> context */
+    u64map threads; /* pid << 32 | tid -> 1 */
+    u64map tnames;  /* pid << 32 | tid -> offset << 16 | len in tnames_text */
     kbuf tnames_text;
     uint8_t dev_used[(TP_NO_DEVICE + 1) / 8];
     uint8_t wide[TP_NO_DEVICE]; /* per device: TP_F_SYNC_ID_* spellings of its device-wide syncs */
@@ -883,7 +795,7 @@ static int note_stream(kimp *k, uint16_t dev, uint32_t stream, uint32_t context)
     k->dev_used[dev / 8] |= (uint8_t)(1u << (dev % 8));
     if (stream == TP_NO_ID)
         return 1;
-    uint64_t *v = kmap_put(&k->streams, (uint64_t)dev << 32 | stream, context, NULL);
+    uint64_t *v = u64map_get_or_add(&k->streams, (uint64_t)dev << 32 | stream, context, NULL);
     return v ? 1 : fail_nomem(k);
 }
 
@@ -892,7 +804,7 @@ static int note_thread(kimp *k, uint32_t pid, uint32_t tid) {
         k->have_pid = 1;
         k->pid = pid;
     }
-    return kmap_put(&k->threads, (uint64_t)pid << 32 | tid, 1, NULL) ? 1 : fail_nomem(k);
+    return u64map_get_or_add(&k->threads, (uint64_t)pid << 32 | tid, 1, NULL) ? 1 : fail_nomem(k);
 }
 
 /* Start and end (relative to baseTimeNanoseconds until the fix-up) of an X event. */
@@ -1048,7 +960,7 @@ static int event_meta(kimp *k) {
     if (e->mname.len > NAME_KEEP)
         e->mname.len = NAME_KEEP;
     uint64_t key = (uint64_t)(uint32_t)(uint64_t)e->pid << 32 | (uint32_t)(uint64_t)e->tid;
-    uint64_t *v = kmap_put(&k->tnames, key, 0, NULL);
+    uint64_t *v = u64map_get_or_add(&k->tnames, key, 0, NULL);
     if (v == NULL || kbuf_append(&k->tnames_text, e->mname.s, e->mname.len) != 0)
         return fail_nomem(k);
     *v = (uint64_t)(k->tnames_text.len - e->mname.len) << 16 | e->mname.len;
@@ -1507,7 +1419,7 @@ static int is_pageable(const tp_memcpy *m) {
 /* Gives host calls their device and flags from the GPU operation with the same correlation id;
  * marks copies and memsets issued by an Async call TP_F_ASYNC. */
 static int resolve_apis(kimp *k) {
-    kmap ops = {0}; /* correlation -> record index; a copy or memset wins over other rows */
+    u64map ops = {0}; /* correlation -> record index; a copy or memset wins over other rows */
     for (size_t i = 0; i < k->n_rec; i++) {
         const tp_kernel *r = &k->rec[i].kernel;
         if (r->kind != TP_K_KERNEL && r->kind != TP_K_MEMCPY && r->kind != TP_K_MEMSET &&
@@ -1516,9 +1428,9 @@ static int resolve_apis(kimp *k) {
         if (r->correlation == 0)
             continue;
         int added;
-        uint64_t *v = kmap_put(&ops, r->correlation, i, &added);
+        uint64_t *v = u64map_get_or_add(&ops, r->correlation, i, &added);
         if (v == NULL) {
-            kmap_free(&ops);
+            u64map_free(&ops);
             return tp_err_set(k->err, TP_ENOMEM, "%s: out of memory", k->name);
         }
         if (!added && (r->kind == TP_K_MEMCPY || r->kind == TP_K_MEMSET)) {
@@ -1535,7 +1447,7 @@ static int resolve_apis(kimp *k) {
         a->pad0 = 0;
         tp_record *op = NULL;
         if (a->correlation) {
-            const uint64_t *v = kmap_get(&ops, a->correlation);
+            const uint64_t *v = u64map_find(&ops, a->correlation);
             if (v)
                 op = &k->rec[*v];
         }
@@ -1570,7 +1482,7 @@ static int resolve_apis(kimp *k) {
             k->st->blocked_ns += a->end - a->start;
         }
     }
-    kmap_free(&ops);
+    u64map_free(&ops);
     return 0;
 }
 
@@ -1633,11 +1545,6 @@ static int out_add(kout *o, const void *rec, int more) {
     return 0;
 }
 
-static const char *base_name(const char *path) {
-    const char *slash = strrchr(path, '/');
-    return slash && slash[1] ? slash + 1 : path;
-}
-
 static int emit_all(kimp *k, kineto_emit_fn emit, void *ctx) {
     kineto_stats *st = k->st;
     fix_times(k);
@@ -1679,7 +1586,7 @@ static int emit_all(kimp *k, kineto_emit_fn emit, void *ctx) {
     tp_process p = {
         .kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = k->pid, .rank = st->rank, .world = st->world};
     p.host = intern(k, k->host.s, k->host.len);
-    p.cmdline = tp_enc_intern_cstr(k->enc, base_name(k->name));
+    p.cmdline = tp_enc_intern_cstr(k->enc, cm_base_name(k->name));
     if ((rc = out_add(&o, &p, 1)) != 0)
         goto out;
     for (unsigned d = 0; d < TP_NO_DEVICE; d++) {
@@ -1700,17 +1607,14 @@ static int emit_all(kimp *k, kineto_emit_fn emit, void *ctx) {
             goto out;
     }
     for (int pass = 0; pass < 2; pass++) {
-        kmap *m = pass == 0 ? &k->streams : &k->threads;
+        u64map *m = pass == 0 ? &k->streams : &k->threads;
         free(keys);
-        keys = malloc((m->n ? m->n : 1) * sizeof *keys);
+        keys = malloc((u64map_count(m) ? u64map_count(m) : 1) * sizeof *keys);
         if (keys == NULL) {
             rc = tp_err_set(k->err, TP_ENOMEM, "%s: out of memory", k->name);
             goto out;
         }
-        size_t n = 0;
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->used[i])
-                keys[n++] = m->keys[i];
+        size_t n = u64map_keys(m, keys);
         qsort(keys, n, sizeof *keys, u64_cmp);
         for (size_t i = 0; i < n; i++) {
             tp_record r;
@@ -1719,13 +1623,13 @@ static int emit_all(kimp *k, kineto_emit_fn emit, void *ctx) {
                 r.stream.kind = TP_K_STREAM;
                 r.stream.device = (uint16_t)(keys[i] >> 32);
                 r.stream.stream = (uint32_t)keys[i];
-                r.stream.context = (uint32_t)*kmap_get(m, keys[i]);
+                r.stream.context = (uint32_t)*u64map_find(m, keys[i]);
             } else {
                 r.thread.kind = TP_K_THREAD;
                 r.thread.device = TP_NO_DEVICE;
                 r.thread.pid = (uint32_t)(keys[i] >> 32);
                 r.thread.tid = (uint32_t)keys[i];
-                const uint64_t *nm = kmap_get(&k->tnames, keys[i]);
+                const uint64_t *nm = u64map_find(&k->tnames, keys[i]);
                 if (nm)
                     r.thread.name = intern(k, k->tnames_text.s + (*nm >> 16), (size_t)(*nm & 0xffff));
             }
@@ -1876,9 +1780,9 @@ static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emi
     free(k->tnames_text.s);
     free(k->devprops);
     free(k->rec);
-    kmap_free(&k->streams);
-    kmap_free(&k->threads);
-    kmap_free(&k->tnames);
+    u64map_free(&k->streams);
+    u64map_free(&k->threads);
+    u64map_free(&k->tnames);
     free(k);
     return rc;
 }

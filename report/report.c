@@ -7,6 +7,7 @@
  * This module owns no state; the output stream belongs to the caller.
  */
 #include "report.h"
+#include "text.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -34,11 +35,6 @@ int rp_format_parse(const char *s) {
     return -1;
 }
 
-static const char *base_name(const char *path) {
-    const char *s = strrchr(path, '/');
-    return s && s[1] ? s + 1 : path;
-}
-
 /* A safe copy of an untrusted string. */
 static const char *safe(const char *s, char *buf, size_t len) {
     tp_sanitize(buf, len, s ? s : "", s ? strlen(s) : 0, NULL);
@@ -51,10 +47,10 @@ char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf
     if (f != NULL && f->kind == TP_FRAME_PYTHON)
         snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, f->file), f->line, st_str(s, f->func));
     else if (f != NULL && f->line != 0 && *st_str(s, f->file))
-        snprintf(raw, sizeof raw, "%s:%u %s", base_name(st_str(s, f->file)), f->line, st_str(s, f->func));
+        snprintf(raw, sizeof raw, "%s:%u %s", cm_base_name(st_str(s, f->file)), f->line, st_str(s, f->func));
     else if (f != NULL)
         snprintf(raw, sizeof raw, "%s (%s+%#" PRIx64 ")", *st_str(s, f->func) ? st_str(s, f->func) : "??",
-                 base_name(st_str(s, f->module)), f->pc);
+                 cm_base_name(st_str(s, f->module)), f->pc);
     else if (callsite)
         snprintf(raw, sizeof raw, "(call site %" PRIu64 ": no frames)", callsite);
     (void)api; /* no call site taken: "" (the caller shows the API) */
@@ -340,7 +336,7 @@ static void frame_text(const st_store *s, const st_frame *f, int width, char *bu
     char fn[512], file[512], mod[256], tail[600];
     safe(st_str(s, f->func), fn, sizeof fn);
     safe(st_str(s, f->file), file, sizeof file);
-    safe(base_name(st_str(s, f->module)), mod, sizeof mod);
+    safe(cm_base_name(st_str(s, f->module)), mod, sizeof mod);
     if (f->kind == TP_FRAME_PYTHON) {
         snprintf(tail, sizeof tail, ":%u %s", f->line, fn);
         int room = width - (int)strlen(tail);
@@ -352,7 +348,7 @@ static void frame_text(const st_store *s, const st_frame *f, int width, char *bu
         return;
     }
     if (f->line != 0 && *file)
-        snprintf(tail, sizeof tail, " (%s:%u)", base_name(file), f->line);
+        snprintf(tail, sizeof tail, " (%s:%u)", cm_base_name(file), f->line);
     else
         snprintf(tail, sizeof tail, " (%s+%#" PRIx64 ")", mod, f->pc);
     const char *name = *fn ? fn : "??";

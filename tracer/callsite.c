@@ -3,6 +3,7 @@
  * shared with the callbacks.
  */
 #include "callsite.h"
+#include "text.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -53,11 +54,6 @@ struct tr_sites {
 /* Libraries between the application and the wait: their frames say nothing about the caller. */
 static const char *const skipped_libs[] = {"libsynctop-tracer", "libcupti", "libcuda.so",
                                            "libcudart.so", "libnvidia-"};
-
-static const char *base_name(const char *path) {
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
 
 tr_sites *tr_sites_new(unsigned keep, uint32_t max_sites) {
     tr_sites *s = calloc(1, sizeof *s);
@@ -110,7 +106,7 @@ static int pc_skipped(tr_sites *s, uintptr_t pc) {
             return s->mods[i].skip;
     int skip = base == s->self_base;
     if (!skip && info.dli_fname != NULL) {
-        const char *name = base_name(info.dli_fname);
+        const char *name = cm_base_name(info.dli_fname);
         for (size_t i = 0; i < sizeof skipped_libs / sizeof skipped_libs[0]; i++)
             if (strncmp(name, skipped_libs[i], strlen(skipped_libs[i])) == 0)
                 skip = 1;

@@ -4,6 +4,7 @@
  * through tp_sanitize before it reaches a cell.
  */
 #include "screen.h"
+#include "text.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -15,11 +16,6 @@
 #include "synctop/sanitize.h"
 
 /* The last part of a path. */
-static const char *base_name(const char *path) {
-    const char *s = strrchr(path, '/');
-    return s && s[1] ? s + 1 : path;
-}
-
 /* ---- grid ---- */
 
 int vw_grid_resize(vw_grid *g, int w, int h) {
@@ -304,10 +300,10 @@ void vw_site_label(const st_store *s, uint64_t callsite, uint32_t name, char *ou
     int line = f != NULL && (f->kind == TP_FRAME_PYTHON || (f->line != 0 && *st_str(s, f->file)));
     if (line)
         snprintf(raw, sizeof raw, "%s:%u %s in %s",
-                 f->kind == TP_FRAME_PYTHON ? st_str(s, f->file) : base_name(st_str(s, f->file)), f->line,
+                 f->kind == TP_FRAME_PYTHON ? st_str(s, f->file) : cm_base_name(st_str(s, f->file)), f->line,
                  st_str(s, f->func), name ? st_str(s, name) : "?");
     else if (f != NULL)
-        snprintf(raw, sizeof raw, "%s (%s)", f->func ? st_str(s, f->func) : "??", base_name(st_str(s, f->module)));
+        snprintf(raw, sizeof raw, "%s (%s)", f->func ? st_str(s, f->func) : "??", cm_base_name(st_str(s, f->module)));
     else
         snprintf(raw, sizeof raw, "%s (no call site)", name ? st_str(s, name) : "?");
     sanitized(out, n, raw);
@@ -1401,7 +1397,7 @@ static void render_detail(frame_ctx *f) {
                          st_str(s, fr[i].func));
             else if (fr[i].file && fr[i].line)
                 snprintf(raw, sizeof raw, "   #%zu     %s:%u  %s  (%s+0x%" PRIx64 ")", i, st_str(s, fr[i].file),
-                         fr[i].line, st_str(s, fr[i].func), base_name(st_str(s, fr[i].module)), fr[i].pc);
+                         fr[i].line, st_str(s, fr[i].func), cm_base_name(st_str(s, fr[i].module)), fr[i].pc);
             else
                 snprintf(raw, sizeof raw, "   #%zu     %s  %s+0x%" PRIx64, i, fr[i].func ? st_str(s, fr[i].func) : "??",
                          st_str(s, fr[i].module), fr[i].pc);

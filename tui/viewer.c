@@ -3,6 +3,7 @@
  * view model decides what a frame shows, term.c draws it.
  */
 #include "viewer.h"
+#include "clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -51,15 +52,14 @@ struct viewer_anjob {
 
 #define VIEWER_SYM_FRAMES 20000 /* frames looked up per analysis, at most */
 
-static double now_s(void);
 
 static void *anjob_main(void *arg) {
     viewer_anjob *j = arg;
-    double t = now_s();
+    double t = cm_now_s();
     j->rc = an_analyze(j->s, j->has_opts ? &j->opts : NULL, &j->r, &j->err);
     if (j->sym != NULL)
         sy_collect(j->sym, j->s, VIEWER_SYM_FRAMES, j->fixes);
-    j->took = now_s() - t;
+    j->took = cm_now_s() - t;
     atomic_store(&j->done, 1);
     return NULL;
 }
@@ -156,12 +156,6 @@ typedef struct viewer {
     double discover_at;
     char err[512];
 } viewer;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void viewer_warn(void *ctx, const char *msg) {
     viewer *w = ctx;
@@ -422,12 +416,12 @@ static void viewer_no_data(viewer *w) {
 
 static int viewer_loop(viewer *w) {
     int fps = w->o->fps > 0 ? w->o->fps : 30;
-    double frame_dt = 1.0 / fps, next_frame = 0, last_tick = now_s();
+    double frame_dt = 1.0 / fps, next_frame = 0, last_tick = cm_now_s();
     int dirty = 1;
     w->rate_at = last_tick;
     w->started_at = last_tick;
     for (;;) {
-        double t = now_s();
+        double t = cm_now_s();
         /* replay: the moving "now" */
         if (w->v.mode == VW_REPLAY && w->started && w->v.now != UINT64_MAX) {
             if (!w->v.paused) {
@@ -471,7 +465,7 @@ static int viewer_loop(viewer *w) {
             }
         }
         if (w->sub) {
-            double until = now_s() + 0.010;
+            double until = cm_now_s() + 0.010;
             tp_sub_msg msg;
             tp_err err = {{0}};
             int r;
@@ -485,13 +479,13 @@ static int viewer_loop(viewer *w) {
                         viewer_add_batch(w, msg.data, msg.len, msg.hdr.n_events);
                     } else if (viewer_hold(w, &msg) != 0) {
                         /* too much held back: wait for the analysis rather than lose batches */
-                        viewer_take_analysis(w, now_s());
+                        viewer_take_analysis(w, cm_now_s());
                         viewer_release_held(w);
                         viewer_add_batch(w, msg.data, msg.len, msg.hdr.n_events);
                     }
                     dirty = 1;
                 }
-                if (now_s() >= until)
+                if (cm_now_s() >= until)
                     break;
             }
             if (w->batches_in == 0 && !w->v.notice[0] && t - w->started_at >= VIEWER_NO_DATA_S) {
@@ -528,7 +522,7 @@ static int viewer_loop(viewer *w) {
         } else if (w->job) {
             dirty = 1; /* poll for its result */
         }
-        t = now_s();
+        t = cm_now_s();
         if (dirty && t >= next_frame) {
             dirty = viewer_frame(w, t);
             next_frame = t + frame_dt;

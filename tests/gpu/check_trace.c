@@ -17,13 +17,9 @@
 #include <string.h>
 
 #include "symbols.h"
+#include "text.h"
 #include "synctop/codec.h"
 #include "synctop/file.h"
-
-static const char *base_name(const char *path) {
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
 
 #define MAX_SITES 4096
 
@@ -204,11 +200,11 @@ int main(int argc, char **argv) {
                 (name[strlen(api)] != '\0' && strncmp(name + strlen(api), "_pt", 3) != 0))
                 continue;
             const site *s = site_of(a->callsite);
-            if (s != NULL && s->file != NULL && (int)s->line == at && strcmp(base_name(s->file), base) == 0)
+            if (s != NULL && s->file != NULL && (int)s->line == at && strcmp(cm_base_name(s->file), base) == 0)
                 got++;
             else if (s != NULL && n_other < 4) /* what the misses were named after */
                 fprintf(stderr, "  %s call site %u named %s:%u %s\n", name, s->id,
-                        s->file ? base_name(s->file) : "?", s->line, s->func ? s->func : "?"),
+                        s->file ? cm_base_name(s->file) : "?", s->line, s->func ? s->func : "?"),
                     n_other++;
         }
         expectations++;

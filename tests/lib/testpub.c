@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "synctop/codec.h"
+#include "clock.h"
 #include "synctop/net.h"
 #include "synth.h"
 
@@ -31,12 +32,6 @@ static void usage(FILE *out) {
             "--persistent-kernel: halfway through, a kernel on a new stream (99) that began\n"
             "with the first event and runs past the last (a persistent NCCL kernel).\n"
             "The producer id is SEED + 1 (default seed 1).\n");
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void sleep_s(double s) {
@@ -115,9 +110,9 @@ int main(int argc, char **argv) {
     fflush(stdout);
 
     if (wait_subs > 0) {
-        double deadline = now_s() + 10.0;
+        double deadline = cm_now_s() + 10.0;
         int n;
-        while ((n = tp_pub_poll(pub, NULL)) < (int)wait_subs && now_s() < deadline)
+        while ((n = tp_pub_poll(pub, NULL)) < (int)wait_subs && cm_now_s() < deadline)
             sleep_s(0.005);
         if (n < (int)wait_subs)
             fprintf(stderr, "synctop-testpub: only %d of %" PRIu64 " subscribers after 10 s\n", n,
@@ -134,7 +129,7 @@ int main(int argc, char **argv) {
     synth_init(&sy, seed);
     tp_buf buf = {0};
     uint64_t left = events, first_ts = sy.now;
-    double t0 = now_s();
+    double t0 = cm_now_s();
     int status = 0;
     for (;;) {
         int keyframe = 0;
@@ -171,7 +166,7 @@ int main(int argc, char **argv) {
         if (last)
             break;
         if (rate > 0)
-            sleep_s(t0 + (double)(events - left) / (double)rate - now_s());
+            sleep_s(t0 + (double)(events - left) / (double)rate - cm_now_s());
     }
     tp_pub_stats st;
     tp_pub_stats_get(pub, &st);

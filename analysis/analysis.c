@@ -20,6 +20,7 @@
  * This module owns nothing but its result.
  */
 #include "analysis.h"
+#include "api.h"
 #include "grow.h"
 #include "u64map.h"
 
@@ -67,47 +68,18 @@ const char *an_rule_title(int rule) {
     return rule > 0 && rule < AN_RULE_N_ ? n[rule] : "?";
 }
 
-static int has_prefix(const char *s, const char *p) {
-    return strncmp(s, p, strlen(p)) == 0;
-}
-
-/* Length of an API name without its version or per-thread suffix (_v3020, _ptsz, _ptds). */
-static size_t api_base_len(const char *s) {
-    size_t n = strlen(s);
-    for (;;) {
-        const char *u = n ? memrchr(s, '_', n) : NULL;
-        if (u == NULL)
-            return n;
-        size_t k = (size_t)(u - s);
-        const char *t = u + 1;
-        size_t tl = n - k - 1;
-        int version = tl >= 2 && t[0] == 'v';
-        for (size_t i = 1; version && i < tl; i++)
-            version = t[i] >= '0' && t[i] <= '9';
-        if (!version && !(tl == 4 && (memcmp(t, "ptsz", 4) == 0 || memcmp(t, "ptds", 4) == 0)))
-            return n;
-        n = k;
-    }
-}
-
 int an_block_kind_of_name(const char *api) {
-    if (api == NULL || *api == '\0')
-        return 0;
-    size_t n = api_base_len(api);
-    int async = n >= 5 && memcmp(api + n - 5, "Async", 5) == 0;
-    if (strstr(api, "Synchronize") != NULL)
-        return AN_BLOCK_SYNC;
-    if (strstr(api, "Query") != NULL)
-        return AN_BLOCK_QUERY;
-    if (has_prefix(api, "cudaMemcpy") || has_prefix(api, "cuMemcpy"))
-        return async ? AN_BLOCK_PAGEABLE : AN_BLOCK_MEMCPY;
-    if (has_prefix(api, "cudaMemset") || has_prefix(api, "cuMemset") || has_prefix(api, "cuMemsetD"))
-        return AN_BLOCK_MEMSET;
-    if (has_prefix(api, "cudaFree") || has_prefix(api, "cuMemFree") || has_prefix(api, "cudaMalloc") ||
-        has_prefix(api, "cuMemAlloc") || has_prefix(api, "cuArrayDestroy") || has_prefix(api, "cuMemHostAlloc") ||
-        has_prefix(api, "cudaHostAlloc") || has_prefix(api, "cuMipmappedArrayDestroy"))
-        return AN_BLOCK_ALLOC;
-    return 0;
+    switch (st_api_class_of(api, (size_t)-1)) {
+    case ST_API_SYNC: return AN_BLOCK_SYNC;
+    case ST_API_QUERY: return AN_BLOCK_QUERY;
+    case ST_API_COPY: return AN_BLOCK_MEMCPY;
+    case ST_API_COPY_ASYNC: return AN_BLOCK_PAGEABLE;
+    case ST_API_SET:
+    case ST_API_SET_ASYNC: return AN_BLOCK_MEMSET;
+    case ST_API_FREE:
+    case ST_API_ALLOC: return AN_BLOCK_ALLOC;
+    default: return 0;
+    }
 }
 
 /* ------------------------------------------------------------------------------------------ */

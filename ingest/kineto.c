@@ -9,6 +9,7 @@
  * This module owns the input source, the parser state and the records until they are emitted.
  */
 #include "kineto.h"
+#include "api.h"
 #include "text.h"
 #include "u64map.h"
 
@@ -582,49 +583,25 @@ static int starts(const char *s, size_t n, const char *lit) {
     return n >= m && memcmp(s, lit, m) == 0;
 }
 
-static int ends(const char *s, size_t n, const char *lit) {
-    size_t m = strlen(lit);
-    return n >= m && memcmp(s + n - m, lit, m) == 0;
-}
-
 static int equals(const char *s, size_t n, const char *lit) {
     return strlen(lit) == n && memcmp(s, lit, n) == 0;
 }
 
 /* The API name without CUPTI's version or per-thread suffix: cuMemcpyHtoD_v2, cudaMemcpy_ptds. */
-static size_t api_base_len(const char *s, size_t n) {
-    for (size_t i = 1; i + 2 < n; i++)
-        if (s[i] == '_' &&
-            ((s[i + 1] == 'v' && s[i + 2] >= '0' && s[i + 2] <= '9') || (s[i + 1] == 'p' && s[i + 2] == 't')))
-            return i;
-    return n;
-}
-
 /* Which calls wait for the device: the explicit synchronizations, the copies and memsets that do
  * (decided with their GPU operation, see resolve_apis), and the frees that synchronize the device.
  * cudaStreamWaitEvent only makes a stream wait; cudaEventQuery/cudaStreamQuery return at once. */
 static int api_class_of(const char *name, size_t len) {
-    size_t n = api_base_len(name, len);
-    static const char *const syncs[] = {
-        "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
-        "cuStreamSynchronize",   "cuCtxSynchronize",      "cuEventSynchronize"};
-    static const char *const frees[] = {
-        "cudaFree",  "cudaFreeHost",  "cudaFreeArray",  "cudaFreeMipmappedArray",
-        "cuMemFree", "cuMemFreeHost", "cuArrayDestroy", "cuMipmappedArrayDestroy"};
-    for (size_t i = 0; i < sizeof syncs / sizeof syncs[0]; i++)
-        if (equals(name, n, syncs[i]))
-            return AC_SYNC;
-    for (size_t i = 0; i < sizeof frees / sizeof frees[0]; i++)
-        if (equals(name, n, frees[i]))
-            return AC_FREE;
-    if (starts(name, n, "cudaMemcpy") || starts(name, n, "cuMemcpy"))
-        return ends(name, n, "Async") ? AC_COPY_ASYNC : AC_COPY;
-    if (starts(name, n, "cudaMemset") || starts(name, n, "cuMemset"))
-        return ends(name, n, "Async") ? AC_SET_ASYNC : AC_SET;
-    if (starts(name, n, "cudaLaunch") || starts(name, n, "cuLaunch") || starts(name, n, "cudaGraphLaunch") ||
-        starts(name, n, "cuGraphLaunch"))
-        return AC_LAUNCH;
-    return AC_OTHER;
+    switch (st_api_class_of(name, len)) {
+    case ST_API_SYNC: return AC_SYNC;
+    case ST_API_COPY: return AC_COPY;
+    case ST_API_COPY_ASYNC: return AC_COPY_ASYNC;
+    case ST_API_SET: return AC_SET;
+    case ST_API_SET_ASYNC: return AC_SET_ASYNC;
+    case ST_API_FREE: return AC_FREE;
+    case ST_API_LAUNCH: return AC_LAUNCH;
+    default: return AC_OTHER;
+    }
 }
 
 static const char *const mem_kind_names[] = {"Unknown", "Pageable", "Pinned",        "Device",

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "kineto.h"
 #include "store.h"
 #include "load.h"
@@ -685,4 +686,26 @@ TEST(u64map_takes_every_key) {
     ASSERT_UEQ(*u64map_find(&m, 0), 7);
     u64map_free(&m);
     ASSERT_NULL(u64map_find(&m, 0));
+}
+
+/* The API classifier the importer and the analysis share: suffixes, exact frees, prefixes. */
+TEST(api_names_are_classified_with_their_suffixes) {
+    ASSERT_EQ(st_api_class_of("cudaStreamSynchronize", (size_t)-1), ST_API_SYNC);
+    ASSERT_EQ(st_api_class_of("cuCtxSynchronize_v2", (size_t)-1), ST_API_SYNC);
+    ASSERT_EQ(st_api_class_of("cudaEventQuery", (size_t)-1), ST_API_QUERY);
+    ASSERT_EQ(st_api_class_of("cudaMemcpy", (size_t)-1), ST_API_COPY);
+    ASSERT_EQ(st_api_class_of("cudaMemcpyAsync_ptsz", (size_t)-1), ST_API_COPY_ASYNC);
+    ASSERT_EQ(st_api_class_of("cuMemcpyDtoHAsync_v2", (size_t)-1), ST_API_COPY_ASYNC);
+    ASSERT_EQ(st_api_class_of("cuMemsetD32_v2", (size_t)-1), ST_API_SET);
+    ASSERT_EQ(st_api_class_of("cudaMemsetAsync", (size_t)-1), ST_API_SET_ASYNC);
+    ASSERT_EQ(st_api_class_of("cudaFree", (size_t)-1), ST_API_FREE);
+    ASSERT_EQ(st_api_class_of("cuMemFree_v2", (size_t)-1), ST_API_FREE);
+    ASSERT_EQ(st_api_class_of("cudaFreeAsync", (size_t)-1), ST_API_ALLOC);
+    ASSERT_EQ(st_api_class_of("cudaMalloc", (size_t)-1), ST_API_ALLOC);
+    ASSERT_EQ(st_api_class_of("cudaLaunchKernel", (size_t)-1), ST_API_LAUNCH);
+    ASSERT_EQ(st_api_class_of("cuGraphLaunch", (size_t)-1), ST_API_LAUNCH);
+    ASSERT_EQ(st_api_class_of("cudaStreamWaitEvent", (size_t)-1), ST_API_OTHER);
+    ASSERT_EQ(st_api_class_of("cudaFreeXYZ_v2", 8), ST_API_FREE); /* only len bytes are read */
+    ASSERT_EQ(st_api_class_of("", (size_t)-1), ST_API_OTHER);
+    ASSERT_EQ(st_api_class_of(NULL, 0), ST_API_OTHER);
 }

@@ -1,0 +1,74 @@
+/*
+ * The CUDA API classifier (api.h).
+ */
+#include "api.h"
+
+#include <string.h>
+
+/* Length of an API name without its version or per-thread suffixes (_v3020, _ptsz, _ptds). */
+static size_t base_len(const char *s, size_t n) {
+    for (;;) {
+        const char *u = n ? memrchr(s, '_', n) : NULL;
+        if (u == NULL)
+            return n;
+        size_t k = (size_t)(u - s);
+        const char *t = u + 1;
+        size_t tl = n - k - 1;
+        int version = tl >= 2 && t[0] == 'v';
+        for (size_t i = 1; version && i < tl; i++)
+            version = t[i] >= '0' && t[i] <= '9';
+        if (!version && !(tl == 4 && (memcmp(t, "ptsz", 4) == 0 || memcmp(t, "ptds", 4) == 0)))
+            return n;
+        n = k;
+    }
+}
+
+static int starts(const char *s, size_t n, const char *lit) {
+    size_t l = strlen(lit);
+    return n >= l && memcmp(s, lit, l) == 0;
+}
+
+static int ends(const char *s, size_t n, const char *lit) {
+    size_t l = strlen(lit);
+    return n >= l && memcmp(s + n - l, lit, l) == 0;
+}
+
+static int contains(const char *s, size_t n, const char *lit) {
+    size_t l = strlen(lit);
+    for (size_t i = 0; i + l <= n; i++)
+        if (memcmp(s + i, lit, l) == 0)
+            return 1;
+    return 0;
+}
+
+st_api_class st_api_class_of(const char *name, size_t len) {
+    if (name == NULL)
+        return ST_API_OTHER;
+    if (len == (size_t)-1)
+        len = strlen(name);
+    size_t n = base_len(name, len);
+    static const char *const frees[] = {
+        "cudaFree",  "cudaFreeHost",  "cudaFreeArray",  "cudaFreeMipmappedArray",
+        "cuMemFree", "cuMemFreeHost", "cuArrayDestroy", "cuMipmappedArrayDestroy"};
+    static const char *const allocs[] = {"cudaFree",       "cuMemFree",     "cudaMalloc",
+                                         "cuMemAlloc",     "cuArrayDestroy", "cuMemHostAlloc",
+                                         "cudaHostAlloc",  "cuMipmappedArrayDestroy"};
+    if (contains(name, n, "Synchronize"))
+        return ST_API_SYNC;
+    if (contains(name, n, "Query"))
+        return ST_API_QUERY;
+    if (starts(name, n, "cudaMemcpy") || starts(name, n, "cuMemcpy"))
+        return ends(name, n, "Async") ? ST_API_COPY_ASYNC : ST_API_COPY;
+    if (starts(name, n, "cudaMemset") || starts(name, n, "cuMemset"))
+        return ends(name, n, "Async") ? ST_API_SET_ASYNC : ST_API_SET;
+    for (size_t i = 0; i < sizeof frees / sizeof frees[0]; i++)
+        if (n == strlen(frees[i]) && memcmp(name, frees[i], n) == 0)
+            return ST_API_FREE;
+    for (size_t i = 0; i < sizeof allocs / sizeof allocs[0]; i++)
+        if (starts(name, n, allocs[i]))
+            return ST_API_ALLOC;
+    if (starts(name, n, "cudaLaunch") || starts(name, n, "cuLaunch") || starts(name, n, "cudaGraphLaunch") ||
+        starts(name, n, "cuGraphLaunch"))
+        return ST_API_LAUNCH;
+    return ST_API_OTHER;
+}

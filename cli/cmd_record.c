@@ -18,6 +18,7 @@
 
 #include "synctop/sanitize.h"
 #include "clock.h"
+#include "live.h"
 #include "synctop/file.h"
 #include "synctop/net.h"
 #include "verb.h"
@@ -49,30 +50,16 @@ static void complain(const char *what, const tp_err *err) {
     fputc('\n', stderr);
 }
 
-/* Producers seen, and whether each has sent its last batch. */
-typedef struct rec_producer {
-    uint64_t id;
-    int ended;
-} rec_producer;
-
+/* What the loop keeps between batches. */
 typedef struct recorder {
-    rec_producer *prods;
-    size_t n_prods, n_ended;
+    tp_fwriter *w;
+    tp_sub *sub;
     uint64_t malformed; /* refused by the writer; tp_sub counts what it refused itself */
     int complaints;
+    double t0, duration, next_tick, last_t;
+    uint64_t last_events;
+    int tty, failed;
 } recorder;
-
-static rec_producer *rec_producer_get(recorder *rc, uint64_t id) {
-    for (size_t i = 0; i < rc->n_prods; i++)
-        if (rc->prods[i].id == id)
-            return &rc->prods[i];
-    rec_producer *p = realloc(rc->prods, (rc->n_prods + 1) * sizeof *p);
-    if (p == NULL)
-        return NULL;
-    rc->prods = p;
-    p[rc->n_prods] = (rec_producer){.id = id};
-    return &p[rc->n_prods++];
-}
 
 /* The progress line (without its leading "\r" and trailing clear) and the final summary. */
 static void put_counts(FILE *out, const tp_fwriter_stats *ws, const tp_sub_stats *ss, const recorder *rc) {
@@ -92,6 +79,58 @@ static int parse_duration(const char *s, double *out) {
     if (errno || end == s || *end != '\0' || !(v > 0) || v > 1e9)
         return -1;
     *out = v;
+    return 0;
+}
+
+/* Each batch goes to the file as it came; a batch the writer refuses is counted and skipped. */
+static int record_batch(void *ctx, const tp_sub_msg *m, tp_err *err) {
+    recorder *rc = ctx;
+    int ar = tp_fwriter_append(rc->w, m->data, m->len, err);
+    if (ar == TP_EMALFORMED) {
+        rc->malformed++;
+        if (rc->complaints++ < RECORD_MAX_COMPLAINTS)
+            complain("ignored a batch", err);
+        return 0;
+    }
+    if (ar < 0)
+        rc->failed = 1;
+    return ar < 0 ? ar : 0;
+}
+
+static void record_malformed(void *ctx, const tp_err *err) {
+    recorder *rc = ctx;
+    if (rc->complaints++ < RECORD_MAX_COMPLAINTS)
+        complain("ignored a message", err);
+}
+
+/* A few times a second: the file is flushed (which bounds what a kill -9 can lose) and, on a
+ * terminal, the progress line redrawn; and the duration is checked. */
+static int record_tick(void *ctx) {
+    recorder *rc = ctx;
+    double now = cm_now_s();
+    if (rc->duration > 0 && now - rc->t0 >= rc->duration)
+        return 1;
+    if (now < rc->next_tick)
+        return 0;
+    tp_err err = {{0}};
+    if (tp_fwriter_flush(rc->w, &err) != 0) {
+        complain("cannot write", &err);
+        rc->failed = 1;
+        return 1;
+    }
+    if (rc->tty) {
+        tp_fwriter_stats ws;
+        tp_sub_stats ss;
+        tp_fwriter_stats_get(rc->w, &ws);
+        tp_sub_stats_get(rc->sub, &ss);
+        fprintf(stderr, "\r%.0f events/s, ", (double)(ws.events - rc->last_events) / (now - rc->last_t));
+        put_counts(stderr, &ws, &ss, rc);
+        fputs("\033[K", stderr);
+        fflush(stderr);
+        rc->last_events = ws.events;
+        rc->last_t = now;
+    }
+    rc->next_tick = now + RECORD_TICK_MS / 1000.0;
     return 0;
 }
 
@@ -181,85 +220,22 @@ static int cmd_record(int argc, char **argv) {
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
-    int tty = isatty(STDERR_FILENO);
-    recorder rc = {0};
-    const char *why = "interrupted";
-    double t0 = cm_now_s(), next_tick = t0 + RECORD_TICK_MS / 1000.0, last_t = t0;
-    uint64_t last_events = 0;
-    while (status == 0) {
-        if (record_stop)
-            break;
-        double now = cm_now_s();
-        if (duration > 0 && now - t0 >= duration) {
-            why = "duration reached";
-            break;
-        }
-        if (now >= next_tick) {
-            /* Flushing a few times a second bounds what a kill -9 can lose. */
-            if (tp_fwriter_flush(w, &err) != 0) {
-                complain("cannot write", &err);
-                status = 1;
-                break;
-            }
-            if (tty) {
-                tp_fwriter_stats ws;
-                tp_sub_stats ss;
-                tp_fwriter_stats_get(w, &ws);
-                tp_sub_stats_get(sub, &ss);
-                fprintf(stderr, "\r%.0f events/s, ", (double)(ws.events - last_events) / (now - last_t));
-                put_counts(stderr, &ws, &ss, &rc);
-                fputs("\033[K", stderr);
-                fflush(stderr);
-                last_events = ws.events;
-                last_t = now;
-            }
-            next_tick = now + RECORD_TICK_MS / 1000.0;
-        }
-        int timeout = (int)((next_tick - now) * 1000.0) + 1;
-        if (duration > 0 && (t0 + duration - now) * 1000.0 < timeout)
-            timeout = (int)((t0 + duration - now) * 1000.0) + 1;
-        tp_sub_msg m;
-        int r = tp_sub_recv(sub, &m, timeout, &err);
-        if (r == 0)
-            continue;
-        if (r == TP_EMALFORMED) {
-            if (rc.complaints++ < RECORD_MAX_COMPLAINTS)
-                complain("ignored a message", &err);
-            continue;
-        }
-        if (r < 0) {
-            complain("cannot receive", &err);
-            status = 1;
-            break;
-        }
-        rec_producer *p = rec_producer_get(&rc, m.hdr.producer);
-        if (p && m.new_producer && p->ended) {
-            p->ended = 0; /* it started over */
-            rc.n_ended--;
-        }
-        int ar = tp_fwriter_append(w, m.data, m.len, &err);
-        if (ar == TP_EMALFORMED) {
-            rc.malformed++;
-            if (rc.complaints++ < RECORD_MAX_COMPLAINTS)
-                complain("ignored a batch", &err);
-        } else if (ar < 0) {
-            complain("cannot write", &err);
-            status = 1;
-            break;
-        }
-        /* The header's checksum held: its END flag counts even if the payload was damaged. */
-        if (p && (m.hdr.flags & TP_BF_END) && !(m.hdr.flags & TP_BF_SYNTHETIC) && !p->ended) {
-            p->ended = 1;
-            rc.n_ended++;
-        }
-        if (rc.n_prods > 0 && rc.n_ended == rc.n_prods) {
-            why = "every producer finished";
-            break;
-        }
+    recorder rc = {.w = w, .sub = sub, .tty = isatty(STDERR_FILENO), .duration = duration};
+    rc.t0 = rc.last_t = cm_now_s();
+    rc.next_tick = rc.t0 + RECORD_TICK_MS / 1000.0;
+    live_opts lo = {.poll_ms = 50, .stop = &record_stop, .on_batch = record_batch, .on_tick = record_tick,
+                    .on_malformed = record_malformed, .ctx = &rc};
+    live_end end = live_follow(sub, &lo, &err);
+    const char *why = end == LIVE_DONE ? "duration reached" : live_end_name(end);
+    if (end == LIVE_FAILED) {
+        complain(rc.failed ? "cannot write" : "cannot receive", &err);
+        status = 1;
+    } else if (rc.failed) {
+        status = 1;
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    if (tty)
+    if (rc.tty)
         fputs("\r\033[K", stderr);
 
     tp_fwriter_stats ws;
@@ -274,9 +250,8 @@ static int cmd_record(int argc, char **argv) {
     tp_print_sanitized(stderr, out_path, (size_t)-1);
     fputs(": ", stderr);
     put_counts(stderr, &ws, &ss, &rc);
-    fprintf(stderr, "; %zu producers; stopped: %s\n", rc.n_prods, status ? "error" : why);
+    fprintf(stderr, "; %zu producers; stopped: %s\n", ss.n_producers, status ? "error" : why);
     tp_sub_destroy(&sub);
-    free(rc.prods);
     return status;
 }
 

@@ -23,6 +23,7 @@
 #include "store.h"
 #include "load.h"
 #include "synctop/net.h"
+#include "live.h"
 #include "verb.h"
 
 #define REPORT_MAX_SOURCES 64
@@ -112,14 +113,11 @@ static int looks_live(const char *spec) {
     return colon != NULL && colon[1] >= '0' && colon[1] <= '9' && strchr(spec, '/') == NULL;
 }
 
-/* Whether every live source is an ipc endpoint on which nobody listens any more: the programs
- * went away without their last batch (killed, crashed). tcp publishers cannot be told apart from
- * a quiet network, so with any tcp source this is never true. */
-static int live_sources_gone(char eps[][512], int n) {
-    for (int i = 0; i < n; i++)
-        if (strncmp(eps[i], "ipc://", 6) != 0 || tp_endpoint_is_live(eps[i]) != 0)
-            return 0;
-    return n > 0;
+/* A batch into the store; a bad one is dropped alone, with a warning. */
+static int report_batch(void *ctx, const tp_sub_msg *m, tp_err *err) {
+    if (st_store_add_batch(ctx, m->data, m->len, err) != 0)
+        report_warn(NULL, err->msg);
+    return 0;
 }
 
 /* Records live sources into the store until every producer has finished (its TP_BF_END batch), the
@@ -148,75 +146,39 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key)
     report_stop = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    int tty = isatty(STDERR_FILENO), status = 0;
-    if (tty)
+    int status = 0;
+    if (isatty(STDERR_FILENO))
         fprintf(stderr, "synctop report: recording until the program ends (Ctrl-C to stop and report)\n");
-    uint64_t ids[256];
-    int ended[256];
-    size_t n_ids = 0, n_ended = 0;
-    uint64_t batches = 0, quiet_ms = 0;
-    const char *why = "interrupted";
-    while (!report_stop) {
-        tp_sub_msg m;
-        int r = tp_sub_recv(sub, &m, 250, &err);
-        if (r == 0) {
-            /* Quiet for a second with every publisher gone: nothing more can come. */
-            quiet_ms += 250;
-            if (batches > 0 && quiet_ms >= 1000 && quiet_ms % 1000 == 0 && live_sources_gone(eps, n)) {
-                why = "the program went away without its last batch";
-                break;
-            }
-            continue;
-        }
-        if (r == TP_EMALFORMED)
-            continue;
-        if (r < 0) {
-            if (report_stop)
-                break;
-            status = verb_error("report", "cannot receive: %s", err.msg);
-            break;
-        }
-        quiet_ms = 0;
-        batches++;
-        if (st_store_add_batch(s, m.data, m.len, &err) != 0)
-            report_warn(NULL, err.msg);
-        size_t k = 0;
-        while (k < n_ids && ids[k] != m.hdr.producer)
-            k++;
-        if (k == n_ids && n_ids < 256) {
-            ids[n_ids] = m.hdr.producer;
-            ended[n_ids++] = 0;
-        }
-        if (k < n_ids && m.new_producer && ended[k]) {
-            ended[k] = 0; /* the same producer started over */
-            n_ended--;
-        }
-        if (k < n_ids && (m.hdr.flags & TP_BF_END) && !(m.hdr.flags & TP_BF_SYNTHETIC) && !ended[k]) {
-            ended[k] = 1;
-            n_ended++;
-        }
-        if (n_ids > 0 && n_ended == n_ids) {
-            why = "every program finished";
-            break;
-        }
-    }
+    const char *ep_list[REPORT_MAX_SOURCES];
+    for (int i = 0; i < n; i++)
+        ep_list[i] = eps[i];
+    live_opts lo = {.stop = &report_stop, .on_batch = report_batch, .ctx = s, .endpoints = ep_list,
+                    .n_endpoints = (size_t)n};
+    live_end end = live_follow(sub, &lo, &err);
+    const char *why = live_end_name(end);
+    if (end == LIVE_ENDED)
+        why = "every program finished";
+    if (end == LIVE_FAILED)
+        status = verb_error("report", "cannot receive: %s", err.msg);
+    tp_sub_stats ss;
+    tp_sub_stats_get(sub, &ss);
     if (report_stop)
         why = report_stop == SIGINT ? "interrupted (SIGINT)" : "interrupted (SIGTERM)";
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    tp_sub_destroy(&sub);
     if (status == 0) {
         uint64_t missed = 0;
         st_store_commit(s);
         for (size_t i = 0; i < st_producer_count(s); i++)
             missed += st_producer_get(s, i)->missed;
         fprintf(stderr, "synctop report: recorded %zu events in %" PRIu64 " batches from %zu producer%s",
-                st_store_events(s), batches, n_ids, n_ids == 1 ? "" : "s");
+                st_store_events(s), ss.received, ss.n_producers, ss.n_producers == 1 ? "" : "s");
         if (missed)
             fprintf(stderr, " (%" PRIu64 " batches lost on the way: counts are low)", missed);
         fprintf(stderr, "; stopped: %s%s\n", why,
-                report_stop && n_ended < n_ids ? ", before every program ended" : "");
+                report_stop && !tp_sub_all_ended(sub) ? ", before every program ended" : "");
     }
+    tp_sub_destroy(&sub);
     return status;
 }
 

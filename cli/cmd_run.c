@@ -36,6 +36,8 @@
 #include "store.h"
 #include "synctop/codec.h"
 #include "synctop/net.h"
+#include "clock.h"
+#include "live.h"
 #include "verb.h"
 #include "viewer.h"
 
@@ -183,6 +185,38 @@ static void live_discover(void *ctx, viewer_add_fn add, void *viewer) {
     const live_discovery *ld = ctx;
     live_add_ctx c = {add, viewer};
     discover(ld->child, live_add, &c);
+}
+
+/* What run follows without its viewer: batches into the store until the command has ended and its
+ * producers have said goodbye (or a quiet second after it ended). */
+typedef struct run_follow {
+    headless *h;
+    st_store *st;
+    pid_t child;
+    int *status;
+    const char *listen_ep;
+    int exited;
+    double quiet_since;
+    uint64_t missed;
+} run_follow;
+
+static int run_batch(void *ctx, const tp_sub_msg *m, tp_err *err) {
+    run_follow *f = ctx;
+    f->missed += m->missed;
+    st_store_add_batch(f->st, m->data, m->len, err); /* a bad batch is dropped alone */
+    f->quiet_since = cm_now_s();
+    return 0;
+}
+
+static int run_tick(void *ctx) {
+    run_follow *f = ctx;
+    if (f->listen_ep[0] == '\0')
+        discover((long)f->child, headless_add, f->h);
+    if (!f->exited && waitpid(f->child, f->status, WNOHANG) == f->child) {
+        f->exited = 1;
+        f->quiet_since = cm_now_s();
+    }
+    return f->exited && (tp_sub_all_ended(f->h->sub) || cm_now_s() - f->quiet_since > 1.0);
 }
 
 /* ---- the environment of the command ---- */
@@ -445,7 +479,7 @@ static int cmd_run(int argc, char **argv) {
         _exit(127);
     }
 
-    int status = 0, exited = 0;
+    int status = 0;
     if (!a.no_tui) {
         live_discovery ld = {.child = (long)child};
         const char *eps[1] = {listen_ep};
@@ -461,30 +495,11 @@ static int cmd_run(int argc, char **argv) {
         }
         fprintf(stderr, "synctop run: the output of %s is in %s\n", a.cmd[0], log_path);
     } else {
-        uint64_t quiet_since = 0, missed = 0;
-        for (;;) {
-            if (listen_ep[0] == '\0')
-                discover((long)child, headless_add, h);
-            tp_sub_msg msg;
-            int r = tp_sub_recv(h->sub, &msg, 50, &err);
-            if (r == 1) {
-                missed += msg.missed;
-                st_store_add_batch(st, msg.data, msg.len, &err); /* a bad batch is dropped alone */
-                quiet_since = now_ms();
-            }
-            if (!exited && waitpid(child, &status, WNOHANG) == child) {
-                exited = 1;
-                quiet_since = now_ms();
-            }
-            if (exited) {
-                size_t n = st_producer_count(st), ended = 0;
-                for (size_t k = 0; k < n; k++)
-                    ended += st_producer_get(st, k)->ended != 0;
-                /* Done when every producer said goodbye, or after a quiet second. */
-                if ((n > 0 && ended == n) || now_ms() - quiet_since > 1000)
-                    break;
-            }
-        }
+        run_follow f = {.h = h, .st = st, .child = child, .status = &status, .listen_ep = listen_ep};
+        live_opts lo = {.poll_ms = 50, .on_batch = run_batch, .on_tick = run_tick, .ctx = &f, .keep_after_end = 1};
+        if (live_follow(h->sub, &lo, &err) == LIVE_FAILED)
+            fprintf(stderr, "synctop run: cannot receive: %s\n", err.msg);
+        uint64_t missed = f.missed;
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         print_report(stdout, st, a.cmd[0], code, (double)(now_ms() - t0) / 1000.0, missed);
     }

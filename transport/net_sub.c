@@ -260,8 +260,12 @@ int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, tp_err *err) {
         m->missed = h.seq - p->s.last_seq - 1;
     } else {
         /* Sequence went back: the same producer id started over (a restarted process with a
-         * fixed id). Its strings and metadata start over too. */
+         * fixed id). Its strings and metadata start over too, and it has not ended. */
         m->new_producer = 1;
+        if (p->s.ended) {
+            p->s.ended = 0;
+            sub->stats.n_ended--;
+        }
     }
     p->s.last_seq = h.seq;
     if (m->missed > 0) {
@@ -272,7 +276,16 @@ int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, tp_err *err) {
     }
     p->s.missed += m->missed;
     sub->stats.missed += m->missed;
+    /* The header's checksum held: its END flag counts even if the payload is damaged. */
+    if ((h.flags & TP_BF_END) && !p->s.ended) {
+        p->s.ended = 1;
+        sub->stats.n_ended++;
+    }
     return 1;
+}
+
+int tp_sub_all_ended(const tp_sub *sub) {
+    return sub->stats.n_producers > 0 && sub->stats.n_ended == sub->stats.n_producers;
 }
 
 void tp_sub_stats_get(const tp_sub *sub, tp_sub_stats *out) { *out = sub->stats; }

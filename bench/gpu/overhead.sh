@@ -3,7 +3,7 @@
 # compute-bound loop and a PyTorch training loop RUNS times each without the tracer, with it (as
 # `synctop run --no-tui` uses it: publishing to a live subscriber and recording a trace file), and
 # for the PyTorch loop under torch.profiler too; prints the median times and the overhead in %.
-# Targets (issue 3): at most 3% on the launch-bound loop, at most 0.5% on the compute-bound one.
+# Targets: at most 3% on the launch-bound loop, at most 0.5% on the compute-bound one.
 #
 # usage: bench/gpu/overhead.sh [BUILD_DIR (default build-gpu)]    RUNS=5 PYTHON=python3
 set -eu

@@ -165,12 +165,15 @@ int tp_sub_wait(tp_sub *sub, int fd, int timeout_ms, tp_err *err);
 typedef struct tp_sub_producer {
     uint64_t producer;
     uint64_t received, missed, bytes, last_seq;
+    int ended; /* its last batch (TP_BF_END) came, and it has not started over since */
 } tp_sub_producer;
 typedef struct tp_sub_stats {
     uint64_t received, missed, malformed, bytes;
-    size_t n_producers;
+    size_t n_producers, n_ended;
 } tp_sub_stats;
 void tp_sub_stats_get(const tp_sub *sub, tp_sub_stats *out);
+/* Whether producers were seen and every one of them has sent its last batch. */
+int tp_sub_all_ended(const tp_sub *sub);
 /* The i-th producer seen so far (i < n_producers, in order of first sight; at most 4096 are
  * followed, later ones are delivered but not counted here); returns 0 or TP_EINVAL. */
 int tp_sub_producer_get(const tp_sub *sub, size_t i, tp_sub_producer *out);

@@ -607,6 +607,7 @@ TEST(pub_counts_subscribers_and_reports_joins) {
 }
 
 /* Sequence gaps, batches a recorder made (ignored), and a producer that starts over. */
+/* The subscriber follows each producer: its gaps, its restarts, and whether it has ended. */
 TEST(sub_counts_gaps_ignores_synthetic_and_sees_restarts) {
     tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = ipc_endpoint("gaps.sock")});
     tp_sub *sub = sub_new(NULL);
@@ -641,17 +642,20 @@ TEST(sub_counts_gaps_ignores_synthetic_and_sees_restarts) {
     SEND_AND_RECV();
     ASSERT_UEQ(m.missed, 0);
     ASSERT(m.hdr.flags & TP_BF_SYNTHETIC);
-    ASSERT_OK(tp_enc_finish(enc, &b)); /* seq 4 */
+    ASSERT_EQ(tp_sub_all_ended(sub), 0);
+    ASSERT_OK(tp_enc_finish_flags(enc, TP_BF_END, &b)); /* seq 4: its last */
     SEND_AND_RECV();
     ASSERT_UEQ(m.hdr.seq, 4);
     ASSERT_UEQ(m.missed, 0);
-    /* The same producer id starting over at seq 0: a new life, not a gap. */
+    ASSERT_EQ(tp_sub_all_ended(sub), 1);
+    /* The same producer id starting over at seq 0: a new life, not a gap, and not ended. */
     tp_enc_destroy(&enc);
     enc = tp_enc_new(&(tp_enc_opts){.producer = 5});
     ASSERT_OK(tp_enc_finish(enc, &b));
     SEND_AND_RECV();
     ASSERT_EQ(m.new_producer, 1);
     ASSERT_UEQ(m.missed, 0);
+    ASSERT_EQ(tp_sub_all_ended(sub), 0);
 #undef SEND_AND_RECV
     tp_sub_stats st;
     tp_sub_stats_get(sub, &st);
@@ -664,6 +668,8 @@ TEST(sub_counts_gaps_ignores_synthetic_and_sees_restarts) {
     ASSERT_UEQ(pr.missed, 2);
     ASSERT_UEQ(pr.received, 5);
     ASSERT_UEQ(pr.last_seq, 0);
+    ASSERT_EQ(pr.ended, 0);
+    ASSERT_EQ(st.n_ended, 0);
     tp_buf_free(&b);
     tp_enc_destroy(&enc);
     tp_sub_destroy(&sub);

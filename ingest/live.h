@@ -1,0 +1,49 @@
+/*
+ * Following live publishers until their programs end: the one loop behind `record`, `report` of a
+ * live source and `run` without its viewer. The viewer has a loop of its own (it also reads the
+ * keyboard) and ends the same way: tp_sub_all_ended.
+ */
+#ifndef SYNCTOP_LIVE_H
+#define SYNCTOP_LIVE_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "synctop/error.h"
+#include "synctop/net.h"
+
+typedef enum live_end {
+    LIVE_ENDED = 1, /* every producer seen sent its last batch */
+    LIVE_STOPPED,   /* *stop was set (a signal) */
+    LIVE_GONE,      /* a quiet second with every ipc publisher gone: killed without its last batch */
+    LIVE_DONE,      /* on_tick said so (a duration, the traced program ended quietly) */
+    LIVE_FAILED     /* receiving failed, or on_batch did: err says why */
+} live_end;
+
+typedef struct live_opts {
+    int poll_ms;                  /* the longest wait for a batch before on_tick (default 250) */
+    volatile sig_atomic_t *stop;  /* may be NULL */
+    /* Each batch; returns 0 to go on, or a negative code (with err set) to stop. */
+    int (*on_batch)(void *ctx, const tp_sub_msg *m, tp_err *err);
+    /* After each wait, with or without a batch; returns 1 to stop (LIVE_DONE). May be NULL. */
+    int (*on_tick)(void *ctx);
+    /* Each message that is not a batch. May be NULL. */
+    void (*on_malformed)(void *ctx, const tp_err *err);
+    void *ctx;
+    int keep_after_end; /* more producers may come: LIVE_ENDED is left to on_tick to decide */
+    /* ipc endpoints watched for LIVE_GONE (none: never); tcp publishers cannot be told apart from
+     * a quiet network, so any tcp source turns LIVE_GONE off. */
+    const char *const *endpoints;
+    size_t n_endpoints;
+} live_opts;
+
+/* Receives until one of the ends above. */
+live_end live_follow(tp_sub *sub, const live_opts *o, tp_err *err);
+
+/* Whether every endpoint is an ipc one on which nobody listens any more. */
+int live_sources_gone(const char *const *endpoints, size_t n);
+
+/* A few words for an end, for "stopped: ..." lines. */
+const char *live_end_name(live_end e);
+
+#endif

@@ -606,8 +606,7 @@ TEST(pub_counts_subscribers_and_reports_joins) {
     tp_pub_destroy(&pub);
 }
 
-/* Sequence gaps, batches a recorder made (ignored), and a producer that starts over. */
-/* The subscriber follows each producer: its gaps, its restarts, and whether it has ended. */
+/* Sequence gaps, batches a recorder made (ignored), a producer that ends and one that starts over. */
 TEST(sub_counts_gaps_ignores_synthetic_and_sees_restarts) {
     tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = ipc_endpoint("gaps.sock")});
     tp_sub *sub = sub_new(NULL);

@@ -396,7 +396,6 @@ enum cat {
 };
 
 /* API classes, decided from the name; they decide the flags once correlations are known. */
-enum api_class { AC_OTHER, AC_SYNC, AC_COPY, AC_COPY_ASYNC, AC_SET, AC_SET_ASYNC, AC_FREE, AC_LAUNCH };
 
 typedef struct kbuf {
     char *s;
@@ -588,22 +587,6 @@ static int equals(const char *s, size_t n, const char *lit) {
 }
 
 /* The API name without CUPTI's version or per-thread suffix: cuMemcpyHtoD_v2, cudaMemcpy_ptds. */
-/* Which calls wait for the device: the explicit synchronizations, the copies and memsets that do
- * (decided with their GPU operation, see resolve_apis), and the frees that synchronize the device.
- * cudaStreamWaitEvent only makes a stream wait; cudaEventQuery/cudaStreamQuery return at once. */
-static int api_class_of(const char *name, size_t len) {
-    switch (st_api_class_of(name, len)) {
-    case ST_API_SYNC: return AC_SYNC;
-    case ST_API_COPY: return AC_COPY;
-    case ST_API_COPY_ASYNC: return AC_COPY_ASYNC;
-    case ST_API_SET: return AC_SET;
-    case ST_API_SET_ASYNC: return AC_SET_ASYNC;
-    case ST_API_FREE: return AC_FREE;
-    case ST_API_LAUNCH: return AC_LAUNCH;
-    default: return AC_OTHER;
-    }
-}
-
 static const char *const mem_kind_names[] = {"Unknown", "Pageable", "Pinned",        "Device",
                                              "Array",   "Managed",  "Device Static", "Managed Static"};
 
@@ -923,7 +906,7 @@ static int event_host(kimp *k) {
         x->correlation = u32_or(e, H_CORR, e->corr, 0);
         x->cbid = u32_or(e, H_CBID, e->cbid, 0);
         x->name = intern(k, e->name.s, e->name.len);
-        x->pad0 = (uint32_t)api_class_of(e->name.s, e->name.len); /* until resolve_apis */
+        x->pad0 = (uint32_t)st_api_class_of(e->name.s, e->name.len); /* until resolve_apis */
     }
     return note_thread(k, pid, tid);
 }
@@ -1431,26 +1414,30 @@ static int resolve_apis(kimp *k) {
         if (op)
             a->device = op->head.device;
         int copy = op && op->head.kind == TP_K_MEMCPY, set = op && op->head.kind == TP_K_MEMSET;
+        /* Which calls wait for the device: the explicit synchronizations, the copies and memsets
+         * that do (decided with their GPU operation), and the frees that synchronize the device.
+         * cudaStreamWaitEvent only makes a stream wait; cudaEventQuery/cudaStreamQuery return at
+         * once (a busy loop of them is seen by the analysis, not here). */
         int blocking = 0;
         switch (cls) {
-        case AC_SYNC:
-        case AC_FREE: blocking = 1; break;
-        case AC_COPY: /* device-to-device copies do not wait for the host */
+        case ST_API_SYNC:
+        case ST_API_FREE: blocking = 1; break;
+        case ST_API_COPY: /* device-to-device copies do not wait for the host */
             blocking = !(copy && op->memcpy.copy_kind == TP_COPY_DTOD);
             break;
-        case AC_COPY_ASYNC: /* pageable memory makes an async copy synchronous */
+        case ST_API_COPY_ASYNC: /* pageable memory makes an async copy synchronous */
             blocking = copy && is_pageable(&op->memcpy);
             if (copy)
                 op->head.flags |= TP_F_ASYNC;
             break;
-        case AC_SET: /* a memset of device memory does not wait; of host memory, or unknown, does */
+        case ST_API_SET: /* a memset of device memory does not wait; of host memory, or unknown, does */
             blocking = !(set && op->memset.mem_kind == TP_MEM_DEVICE);
             break;
-        case AC_SET_ASYNC:
+        case ST_API_SET_ASYNC:
             if (set)
                 op->head.flags |= TP_F_ASYNC;
             break;
-        case AC_LAUNCH: a->flags |= TP_F_LAUNCH; break;
+        case ST_API_LAUNCH: a->flags |= TP_F_LAUNCH; break;
         default: break;
         }
         if (blocking) {

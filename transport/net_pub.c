@@ -15,6 +15,7 @@
  * machine unencrypted unless told to.
  */
 #include "synctop/net.h"
+#include "clock.h"
 #include "net_loss.h"
 
 #include <errno.h>
@@ -38,18 +39,12 @@ struct tp_pub {
     int linger_ms;
     int subscribers;
     int lost_since_keyframe; /* a subscriber reported a loss since the last keyframe asked for */
-    uint64_t last_loss_keyframe_ns;
+    double last_loss_keyframe; /* cm_now_s, 0: never */
     uint64_t producer; /* of the last batch sent: loss reports about others are not ours */
     uint64_t sent, dropped, bytes;
 };
 
-#define LOSS_KEYFRAME_EVERY_NS 1000000000ull
-
-static uint64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#define LOSS_KEYFRAME_EVERY_S 1.0
 
 static int zmq_fail(tp_err *err, const char *what, const char *endpoint) {
     int e = zmq_errno();
@@ -248,22 +243,9 @@ static void note_producer(tp_pub *pub, const void *batch, size_t len) {
     }
 }
 
-int tp_pub_send(tp_pub *pub, const void *batch, size_t len) {
-    note_producer(pub, batch, len);
-    int e = send_once(pub, batch, len);
-    if (e == 0) {
-        pub->sent++;
-        pub->bytes += len;
-        return 0;
-    }
-    if (e != EAGAIN)
-        return TP_EZMQ;
-    return send_lossy(pub, batch, len);
-}
-
 int tp_pub_send_wait(tp_pub *pub, const void *batch, size_t len, int timeout_ms) {
     note_producer(pub, batch, len);
-    uint64_t deadline = mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+    double deadline = cm_now_s() + (timeout_ms > 0 ? timeout_ms : 0) / 1000.0;
     for (;;) {
         int e = send_once(pub, batch, len);
         if (e == 0) {
@@ -273,7 +255,7 @@ int tp_pub_send_wait(tp_pub *pub, const void *batch, size_t len, int timeout_ms)
         }
         if (e != EAGAIN)
             return TP_EZMQ;
-        if (mono_ns() >= deadline)
+        if (cm_now_s() >= deadline)
             return send_lossy(pub, batch, len);
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
@@ -312,10 +294,10 @@ int tp_pub_poll(tp_pub *pub, int *keyframe) {
         }
     }
     if (pub->lost_since_keyframe) {
-        uint64_t now = mono_ns();
-        if (pub->last_loss_keyframe_ns == 0 || now - pub->last_loss_keyframe_ns >= LOSS_KEYFRAME_EVERY_NS) {
+        double now = cm_now_s();
+        if (pub->last_loss_keyframe == 0 || now - pub->last_loss_keyframe >= LOSS_KEYFRAME_EVERY_S) {
             pub->lost_since_keyframe = 0;
-            pub->last_loss_keyframe_ns = now;
+            pub->last_loss_keyframe = now;
             j = 1;
         }
     }
@@ -329,4 +311,8 @@ void tp_pub_stats_get(const tp_pub *pub, tp_pub_stats *out) {
     out->dropped = pub->dropped;
     out->bytes = pub->bytes;
     out->subscribers = pub->subscribers;
+}
+
+int tp_pub_send(tp_pub *pub, const void *batch, size_t len) {
+    return tp_pub_send_wait(pub, batch, len, 0);
 }

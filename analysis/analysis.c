@@ -21,6 +21,7 @@
  */
 #include "analysis.h"
 #include "api.h"
+#include "busy.h"
 #include "grow.h"
 #include "u64map.h"
 
@@ -102,9 +103,6 @@ static int cmap_want(u64map *m, uint64_t key) {
     return u64map_put(m, key, POS_NONE) == 0 ? 0 : -1;
 }
 
-static int is_work(const st_event *e) {
-    return e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET;
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* The analysis                                                                               */
@@ -237,9 +235,9 @@ static void resolve(const st_store *s, u64map *want, st_lane_kind kind) {
             /* Prefer GPU work over a GPU-side sync record with the same correlation. */
             if (*v == POS_NONE) {
                 *v = POS(l, i);
-            } else if (kind == ST_LANE_STREAM && is_work(&ev[i])) {
+            } else if (kind == ST_LANE_STREAM && an_is_gpu_work(&ev[i])) {
                 size_t nn;
-                if (!is_work(&st_lane_events(s, POS_LANE(*v), &nn)[POS_IDX(*v)]))
+                if (!an_is_gpu_work(&st_lane_events(s, POS_LANE(*v), &nn)[POS_IDX(*v)]))
                     *v = POS(l, i);
             }
         }
@@ -288,18 +286,6 @@ static void util_add(util_acc *u, uint64_t a, uint64_t b) {
     }
 }
 
-typedef struct head {
-    size_t lane;
-    const st_event *ev;
-    size_t n, i;
-} head;
-
-static int next_work(head *h) {
-    while (h->i < h->n && !is_work(&h->ev[h->i]))
-        h->i++;
-    return h->i < h->n;
-}
-
 static int add_finding(an_ctx *c, const an_finding *f) {
     an_result *r = c->r;
     if (TU_GROW(r->findings, c->findings_cap, r->n_findings + 1))
@@ -308,12 +294,12 @@ static int add_finding(an_ctx *c, const an_finding *f) {
     return 0;
 }
 
-/* The device pass: union of work, device bubbles, gaps rule, utilisation windows. */
-static int device_pass(an_ctx *c, an_device *d) {
+/* The device's records in range, and the first start and last end of its work; 0 when it has
+ * no work in range. */
+static int device_counts(an_ctx *c, an_device *d) {
     const st_store *s = c->s;
-    an_result *r = c->r;
-    head *hs = NULL;
-    size_t nh = 0, hcap = 0;
+    const an_result *r = c->r;
+    uint64_t first = UINT64_MAX, last = 0;
     for (size_t l = 0; l < st_lane_count(s); l++) {
         const st_lane_info *li = st_lane_get(s, l);
         if (li->kind != ST_LANE_STREAM || li->producer != d->producer || li->device != d->device)
@@ -328,144 +314,114 @@ static int device_pass(an_ctx *c, an_device *d) {
             d->copies += e->kind == TP_K_MEMCPY;
             d->memsets += e->kind == TP_K_MEMSET;
             d->syncs += e->kind == TP_K_SYNC;
-        }
-        if (TU_GROW(hs, hcap, nh + 1)) {
-            free(hs);
-            return -1;
-        }
-        hs[nh++] = (head){l, ev, n, 0};
-    }
-    /* First and last work in range, for the utilisation chunks and the gaps rule. */
-    uint64_t first = UINT64_MAX, last = 0;
-    for (size_t k = 0; k < nh; k++)
-        for (size_t i = 0; i < hs[k].n; i++) {
-            const st_event *e = &hs[k].ev[i];
-            if (!is_work(e) || e->end <= r->t0 || e->start >= r->t1)
+            if (!an_is_gpu_work(e))
                 continue;
             uint64_t a = clip_lo(e->start, r->t0), b = clip_hi(e->end, r->t1);
             first = a < first ? a : first;
             last = b > last ? b : last;
         }
-    if (first == UINT64_MAX) {
-        d->idle_ns = d->span_ns;
-        d->idle_by_cause[0] = d->span_ns;
-        free(hs);
-        return 0;
     }
+    if (first == UINT64_MAX)
+        return 0;
     d->first = first;
     d->last = last;
-    util_acc u = {0};
-    unsigned chunks = c->o.util_chunks;
-    if (last > first) {
-        uint64_t span = last - first;
-        u.len = c->o.low_util_window_ns ? c->o.low_util_window_ns : (span + chunks - 1) / chunks;
-        if (u.len == 0)
-            u.len = 1;
-        u.n = (size_t)((span + u.len - 1) / u.len);
-        u.first = first;
-        u.busy = calloc(u.n, sizeof *u.busy);
-        if (u.busy == NULL) {
-            free(hs);
-            return -1;
-        }
-    }
-    /* k-way merge by start over the device's streams. */
-    uint64_t cur_s = 0, cur_e = 0;
-    int have = 0;
+    return 1;
+}
+
+/* The union of the device's work: its busy time, its bubbles, the gaps rule and the busy time
+ * per utilisation chunk. */
+static int device_merge(an_ctx *c, an_device *d, util_acc *u) {
+    an_result *r = c->r;
+    an_busy m;
+    if (an_busy_init(&m, c->s, d->producer, d->device, r->t0, SIZE_MAX))
+        return -1;
     an_finding gaps = {.rule = AN_RULE_GPU_GAPS, .producer = d->producer, .device = d->device};
     size_t worst_gap_bubble = SIZE_MAX;
-    for (;;) {
-        size_t best = SIZE_MAX;
-        for (size_t k = 0; k < nh; k++) {
-            if (!next_work(&hs[k]))
-                continue;
-            const st_event *e = &hs[k].ev[hs[k].i];
-            if (best == SIZE_MAX || e->start < hs[best].ev[hs[best].i].start)
-                best = k;
-        }
-        if (best == SIZE_MAX)
-            break;
-        size_t idx = hs[best].i++;
-        const st_event *e = &hs[best].ev[idx];
-        if (e->end <= r->t0 || e->start >= r->t1)
+    an_busy_gap g;
+    while (an_busy_step(&m, r->t1, NULL, &g) == AN_BUSY_GAP) {
+        util_add(u, g.busy_s, g.start);
+        uint64_t gap = g.end - g.start;
+        if (gap < c->o.gap_ns)
             continue;
-        uint64_t a = clip_lo(e->start, r->t0), b = clip_hi(e->end, r->t1);
-        if (!have) {
-            cur_s = a;
-            cur_e = b;
-            have = 1;
-            continue;
-        }
-        if (a > cur_e) {
-            d->busy_ns += cur_e - cur_s;
-            util_add(&u, cur_s, cur_e);
-            uint64_t gap = a - cur_e;
-            if (gap >= c->o.gap_ns) {
-                if (add_bubble(c, d->producer, d->device, SIZE_MAX, cur_e, a, hs[best].lane, idx)) {
-                    free(hs);
-                    free(u.busy);
-                    return -1;
-                }
-                if (gap >= c->o.rule_gap_ns) {
-                    gaps.count++;
-                    gaps.total_ns += gap;
-                    if (gap > gaps.max_ns) {
-                        gaps.max_ns = gap;
-                        gaps.start = cur_e;
-                        gaps.end = a;
-                        worst_gap_bubble = r->n_bubbles - 1;
-                    }
-                }
-            }
-            cur_s = a;
-            cur_e = b;
-        } else if (b > cur_e) {
-            cur_e = b;
-        }
-    }
-    if (have) {
-        d->busy_ns += cur_e - cur_s;
-        util_add(&u, cur_s, cur_e);
-    }
-    d->idle_ns = d->span_ns > d->busy_ns ? d->span_ns - d->busy_ns : 0;
-    free(hs);
-    if (gaps.count) {
-        /* The call site comes later, when the worst gap's cause is known: keep its bubble. */
-        gaps.callsite = worst_gap_bubble; /* replaced in finish_findings */
-        if (add_finding(c, &gaps)) {
-            free(u.busy);
+        if (add_bubble(c, d->producer, d->device, SIZE_MAX, g.start, g.end, g.lane, g.index)) {
+            an_busy_free(&m);
             return -1;
         }
+        if (gap >= c->o.rule_gap_ns) {
+            gaps.count++;
+            gaps.total_ns += gap;
+            if (gap > gaps.max_ns) {
+                gaps.max_ns = gap;
+                gaps.start = g.start;
+                gaps.end = g.end;
+                worst_gap_bubble = r->n_bubbles - 1;
+            }
+        }
     }
-    /* Low-utilisation windows: runs of adjacent chunks below the threshold. */
-    for (size_t k = 0; k < u.n;) {
-        uint64_t cs = u.first + (uint64_t)k * u.len;
-        uint64_t ce = k == u.n - 1 ? last : cs + u.len;
-        if (ce <= cs || (double)u.busy[k] >= c->o.low_util_threshold * (double)(ce - cs)) {
+    uint64_t os, oe;
+    if (an_busy_open(&m, r->t1, &os, &oe))
+        util_add(u, os, oe);
+    d->busy_ns = an_busy_total(&m, r->t1);
+    d->idle_ns = d->span_ns > d->busy_ns ? d->span_ns - d->busy_ns : 0;
+    an_busy_free(&m);
+    if (gaps.count == 0)
+        return 0;
+    /* The call site comes later, when the worst gap's cause is known: keep its bubble. */
+    gaps.callsite = worst_gap_bubble; /* replaced in finish_findings */
+    return add_finding(c, &gaps);
+}
+
+static int chunk_low(const an_ctx *c, const util_acc *u, size_t k, uint64_t last, uint64_t *cs, uint64_t *ce) {
+    *cs = u->first + (uint64_t)k * u->len;
+    *ce = k == u->n - 1 ? last : *cs + u->len;
+    return *ce > *cs && (double)u->busy[k] < c->o.low_util_threshold * (double)(*ce - *cs);
+}
+
+/* Low-utilisation windows: runs of adjacent chunks below the threshold, one finding each. */
+static int low_util_findings(an_ctx *c, const an_device *d, const util_acc *u) {
+    uint64_t cs, ce;
+    for (size_t k = 0; k < u->n;) {
+        if (!chunk_low(c, u, k, d->last, &cs, &ce)) {
             k++;
             continue;
         }
         an_finding f = {.rule = AN_RULE_LOW_UTIL, .producer = d->producer, .device = d->device, .start = cs};
         uint64_t busy = 0;
-        while (k < u.n) {
-            cs = u.first + (uint64_t)k * u.len;
-            ce = k == u.n - 1 ? last : cs + u.len;
-            if (ce <= cs || (double)u.busy[k] >= c->o.low_util_threshold * (double)(ce - cs))
-                break;
-            busy += u.busy[k];
+        for (; k < u->n && chunk_low(c, u, k, d->last, &cs, &ce); k++) {
+            busy += u->busy[k];
             f.count++;
             f.end = ce;
-            k++;
         }
         f.total_ns = (f.end - f.start) - busy; /* idle time in the window */
         f.max_ns = busy;                      /* busy time in the window */
-        if (add_finding(c, &f)) {
-            free(u.busy);
+        if (add_finding(c, &f))
             return -1;
-        }
     }
-    free(u.busy);
     return 0;
+}
+
+/* The device pass: union of work, device bubbles, gaps rule, utilisation windows. */
+static int device_pass(an_ctx *c, an_device *d) {
+    if (!device_counts(c, d)) {
+        d->idle_ns = d->span_ns;
+        d->idle_by_cause[0] = d->span_ns;
+        return 0;
+    }
+    util_acc u = {0};
+    unsigned chunks = c->o.util_chunks;
+    if (d->last > d->first) {
+        uint64_t span = d->last - d->first;
+        u.len = c->o.low_util_window_ns ? c->o.low_util_window_ns : (span + chunks - 1) / chunks;
+        if (u.len == 0)
+            u.len = 1;
+        u.n = (size_t)((span + u.len - 1) / u.len);
+        u.first = d->first;
+        if ((u.busy = calloc(u.n, sizeof *u.busy)) == NULL)
+            return -1;
+    }
+    int rc = device_merge(c, d, &u) == 0 && low_util_findings(c, d, &u) == 0 ? 0 : -1;
+    free(u.busy);
+    return rc;
 }
 
 static int stream_pass(an_ctx *c, size_t l) {
@@ -478,7 +434,7 @@ static int stream_pass(an_ctx *c, size_t l) {
     int have = 0;
     for (size_t i = 0; i < n; i++) {
         const st_event *e = &ev[i];
-        if (!is_work(e) || e->end <= r->t0 || e->start >= r->t1)
+        if (!an_is_gpu_work(e) || e->end <= r->t0 || e->start >= r->t1)
             continue;
         uint64_t a = clip_lo(e->start, r->t0), b = clip_hi(e->end, r->t1);
         if (have && a > cur_e && a - cur_e >= c->o.gap_ns &&

@@ -4,6 +4,7 @@
  * through tp_sanitize before it reaches a cell.
  */
 #include "screen.h"
+#include "busy.h"
 #include "text.h"
 
 #include <ctype.h>
@@ -551,19 +552,9 @@ void vw_sites_update(vw_state *v) {
 
 /* ---- the header's GPU figures over a range: a resumable sweep ---- */
 
-/* Per GPU, a k-way merge by start over its stream lanes of the work (kernels, copies, memsets)
- * that starts before b, clipped to [a, b): the union is the busy time, as the analysis counts it.
- * The merge keeps its place, so a replay's "now" moving forward only extends it, and a caller can
- * spread a long sweep over several frames. */
-typedef struct sweep_dev {
-    uint32_t producer;
-    uint16_t device;
-    size_t *lanes, *pos;
-    size_t n_lanes;
-    int have;
-    uint64_t cur_s, cur_e, busy;
-} sweep_dev;
-
+/* Per GPU, the merge of its work (busy.h) that starts before b, from a. The merge keeps its
+ * place, so a replay's "now" moving forward only extends it, and a caller can spread a long sweep
+ * over several frames. */
 struct vw_sweep {
     const st_store *s;
     const an_result *an;
@@ -571,29 +562,21 @@ struct vw_sweep {
     uint64_t dropped;
     size_t n_lanes_store;
     uint64_t a, b; /* swept so far: work starting before b */
-    sweep_dev *devs;
+    an_busy *devs;
     size_t n_devs;
 };
-
-static int is_gpu_work(const st_event *e) {
-    return e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET;
-}
 
 static void sweep_free(vw_sweep **sp) {
     if (*sp == NULL)
         return;
-    for (size_t i = 0; i < (*sp)->n_devs; i++) {
-        free((*sp)->devs[i].lanes);
-        free((*sp)->devs[i].pos);
-    }
+    for (size_t i = 0; i < (*sp)->n_devs; i++)
+        an_busy_free(&(*sp)->devs[i]);
     free((*sp)->devs);
     free(*sp);
     *sp = NULL;
 }
 
-/* A fresh sweep of [a, ...) over the store as it is. Work that started before a and still runs
- * at a is found by looking back a little on each lane (streams run their work one after another,
- * so what overlaps a is among the last few events before it). */
+/* A fresh sweep of [a, ...) over the store as it is. */
 static vw_sweep *sweep_new(const st_store *s, const an_result *an, uint64_t a) {
     vw_sweep *w = calloc(1, sizeof *w);
     if (w == NULL)
@@ -608,44 +591,18 @@ static vw_sweep *sweep_new(const st_store *s, const an_result *an, uint64_t a) {
         const st_lane_info *li = st_lane_get(s, l);
         if (li->kind != ST_LANE_STREAM)
             continue;
-        sweep_dev *d = NULL;
-        for (size_t k = 0; k < w->n_devs; k++)
-            if (w->devs[k].producer == li->producer && w->devs[k].device == li->device)
-                d = &w->devs[k];
-        if (d == NULL) {
-            sweep_dev *nd = realloc(w->devs, (w->n_devs + 1) * sizeof *nd);
-            if (nd == NULL)
-                goto fail;
-            w->devs = nd;
-            d = &w->devs[w->n_devs++];
-            memset(d, 0, sizeof *d);
-            d->producer = li->producer;
-            d->device = li->device;
-        }
-        size_t *nl = realloc(d->lanes, (d->n_lanes + 1) * sizeof *nl), *np;
-        if (nl == NULL)
+        int seen = 0;
+        for (size_t k = 0; k < w->n_devs && !seen; k++)
+            seen = w->devs[k].producer == li->producer && w->devs[k].device == li->device;
+        if (seen)
+            continue;
+        an_busy *nd = realloc(w->devs, (w->n_devs + 1) * sizeof *nd);
+        if (nd == NULL)
             goto fail;
-        d->lanes = nl;
-        np = realloc(d->pos, (d->n_lanes + 1) * sizeof *np);
-        if (np == NULL)
+        w->devs = nd;
+        if (an_busy_init(&w->devs[w->n_devs], s, li->producer, li->device, a, 64))
             goto fail;
-        d->pos = np;
-        size_t n, lb = st_lane_lower_bound(s, l, a);
-        const st_event *ev = st_lane_events(s, l, &n);
-        for (size_t k = 0; k < 64 && k < lb; k++) {
-            const st_event *e = &ev[lb - 1 - k];
-            if (!is_gpu_work(e) || e->end <= a)
-                continue;
-            if (!d->have) {
-                d->have = 1;
-                d->cur_s = a;
-                d->cur_e = e->end;
-            } else if (e->end > d->cur_e) {
-                d->cur_e = e->end;
-            }
-        }
-        d->lanes[d->n_lanes] = l;
-        d->pos[d->n_lanes++] = lb;
+        w->n_devs++;
     }
     return w;
 fail:
@@ -655,46 +612,14 @@ fail:
 
 /* Merges the work that starts before b, at most budget events (0: all); 1 when done. */
 static int sweep_to(vw_sweep *w, uint64_t b, size_t budget) {
-    size_t done = 0;
+    size_t left = budget;
     for (size_t k = 0; k < w->n_devs; k++) {
-        sweep_dev *d = &w->devs[k];
-        for (;;) {
-            size_t best = SIZE_MAX;
-            uint64_t bs = 0;
-            for (size_t j = 0; j < d->n_lanes; j++) {
-                size_t n;
-                const st_event *ev = st_lane_events(w->s, d->lanes[j], &n);
-                while (d->pos[j] < n && !is_gpu_work(&ev[d->pos[j]]) && ev[d->pos[j]].start < b)
-                    d->pos[j]++;
-                if (d->pos[j] >= n || ev[d->pos[j]].start >= b)
-                    continue;
-                if (best == SIZE_MAX || ev[d->pos[j]].start < bs) {
-                    best = j;
-                    bs = ev[d->pos[j]].start;
-                }
-            }
-            if (best == SIZE_MAX)
-                break;
-            if (budget && done >= budget)
-                return 0;
-            size_t n;
-            const st_event *e = &st_lane_events(w->s, d->lanes[best], &n)[d->pos[best]++];
-            done++;
-            uint64_t s0 = e->start < w->a ? w->a : e->start;
-            if (e->end <= s0)
-                continue;
-            if (!d->have) {
-                d->have = 1;
-                d->cur_s = s0;
-                d->cur_e = e->end;
-            } else if (s0 > d->cur_e) {
-                d->busy += d->cur_e - d->cur_s;
-                d->cur_s = s0;
-                d->cur_e = e->end;
-            } else if (e->end > d->cur_e) {
-                d->cur_e = e->end;
-            }
-        }
+        an_busy_gap g;
+        int rc;
+        while ((rc = an_busy_step(&w->devs[k], b, budget ? &left : NULL, &g)) == AN_BUSY_GAP)
+            ;
+        if (rc == AN_BUSY_MORE)
+            return 0;
     }
     w->b = b;
     return 1;
@@ -707,10 +632,8 @@ static int sweep_figures(const vw_sweep *w, uint64_t b, vw_gpu_fig **out, size_t
         return -1;
     uint64_t span = b > w->a ? b - w->a : 0;
     for (size_t k = 0; k < w->n_devs; k++) {
-        const sweep_dev *d = &w->devs[k];
-        uint64_t busy = d->busy;
-        if (d->have && d->cur_s < b)
-            busy += (d->cur_e < b ? d->cur_e : b) - d->cur_s;
+        const an_busy *d = &w->devs[k];
+        uint64_t busy = an_busy_total(d, b);
         f[k] = (vw_gpu_fig){.producer = d->producer, .device = d->device, .span_ns = span, .busy_ns = busy,
                             .idle_ns = span > busy ? span - busy : 0};
     }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "busy.h"
 #include "store.h"
 #include "load.h"
 #include "synctop/codec.h"
@@ -325,6 +326,84 @@ TEST(analysis_bubbles_get_their_causes) {
     ASSERT_EQ(r.n_blocks, 0);
     ASSERT_UEQ(r.devices[0].busy_ns, (10 + 50) * 1000ull);
     an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+/* A kernel on stream 8, [ks, ke) in us. */
+static void tl_kernel8(tl *t, uint64_t ks, uint64_t ke) {
+    tp_kernel k = {.kind = TP_K_KERNEL, .device = 0, .stream = 8, .start = ks * 1000, .end = ke * 1000,
+                   .correlation = t->corr++, .name = tp_enc_intern_cstr(t->enc, "copy_kernel")};
+    ASSERT_OK(tp_enc_add(t->enc, &k));
+}
+
+/* Busy time over [a, b) of a fresh merge, stepped budget events at a time (0: all at once);
+ * the gaps it found go to gaps[] (start, end in us). */
+static uint64_t merged_busy(const st_store *s, uint64_t a, uint64_t b, size_t budget, uint64_t *gaps, size_t *n_gaps) {
+    an_busy m;
+    ASSERT_OK(an_busy_init(&m, s, 0, 0, a * 1000, 64)); /* the store's first producer, GPU 0 */
+    an_busy_gap g;
+    size_t left = budget;
+    *n_gaps = 0;
+    for (;;) {
+        int rc = an_busy_step(&m, b * 1000, budget ? &left : NULL, &g);
+        if (rc == AN_BUSY_DONE)
+            break;
+        if (rc == AN_BUSY_MORE) {
+            left = budget;
+            continue;
+        }
+        gaps[2 * *n_gaps] = g.start / 1000;
+        gaps[2 * *n_gaps + 1] = g.end / 1000;
+        ++*n_gaps;
+    }
+    uint64_t busy = an_busy_total(&m, b * 1000);
+    an_busy_free(&m);
+    return busy;
+}
+
+TEST(busy_merge_is_the_union_over_streams_and_resumes) {
+    tl t;
+    tl_init(&t);
+    tp_stream st8 = {.kind = TP_K_STREAM, .device = 0, .stream = 8};
+    ASSERT_OK(tp_enc_add(t.enc, &st8));
+    tl_kernel(&t, 0, 10, 100);
+    tl_kernel8(&t, 50, 150);
+    tl_kernel(&t, 300, 310, 320);
+    tl_kernel(&t, 590, 600, 650);
+    tl_kernel8(&t, 640, 700);
+    tl_done(&t);
+    /* By hand: [10,150) + [310,320) + [600,700) = 140 + 10 + 100 us, idle at [150,310) and [320,600). */
+    uint64_t gaps[16];
+    size_t ng;
+    for (size_t budget = 0; budget < 4; budget++) {
+        ASSERT_UEQ(merged_busy(t.s, 0, UINT64_MAX / 1000, budget, gaps, &ng), 250000);
+        ASSERT_EQ(ng, 2);
+        ASSERT_UEQ(gaps[0], 150);
+        ASSERT_UEQ(gaps[1], 310);
+        ASSERT_UEQ(gaps[2], 320);
+        ASSERT_UEQ(gaps[3], 600);
+    }
+    /* From 60: the kernels running at 60 count from there: [60,150) + 10 + 100. */
+    ASSERT_UEQ(merged_busy(t.s, 60, UINT64_MAX / 1000, 1, gaps, &ng), 200000);
+    /* Up to 640: the stream-8 kernel starting at 640 is outside; [600,650) is clipped to 640. */
+    ASSERT_UEQ(merged_busy(t.s, 0, 640, 0, gaps, &ng), 190000);
+    /* The analysis counts the same union. */
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_devices, 1);
+    ASSERT_UEQ(r.devices[0].busy_ns, 250000);
+    an_result_free(&r);
+    /* A merge resumed to a later bound ends where a fresh one to that bound does. */
+    an_busy m;
+    ASSERT_OK(an_busy_init(&m, t.s, 0, 0, 0, 64));
+    an_busy_gap g;
+    while (an_busy_step(&m, 315000, NULL, &g) == AN_BUSY_GAP)
+        ;
+    ASSERT_UEQ(an_busy_total(&m, 315000), 145000);
+    while (an_busy_step(&m, 640000, NULL, &g) == AN_BUSY_GAP)
+        ;
+    ASSERT_UEQ(an_busy_total(&m, 640000), 190000);
+    an_busy_free(&m);
     st_store_destroy(&t.s);
 }
 

@@ -1,0 +1,113 @@
+/*
+ * GPU busy time by a k-way merge over a device's stream lanes (busy.h).
+ */
+#include "busy.h"
+
+#include <stdlib.h>
+
+int an_is_gpu_work(const st_event *e) {
+    return e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET;
+}
+
+static void extend(an_busy *m, uint64_t s, uint64_t e) {
+    if (!m->have) {
+        m->have = 1;
+        m->cur_s = s;
+        m->cur_e = e;
+    } else if (e > m->cur_e) {
+        m->cur_e = e;
+    }
+}
+
+int an_busy_init(an_busy *m, const st_store *s, uint32_t producer, uint16_t device, uint64_t a,
+                 size_t lookback) {
+    *m = (an_busy){.s = s, .producer = producer, .device = device, .a = a};
+    size_t n_lanes = 0;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        n_lanes += li->kind == ST_LANE_STREAM && li->producer == producer && li->device == device;
+    }
+    if (n_lanes == 0)
+        return 0;
+    m->lanes = malloc(n_lanes * sizeof *m->lanes);
+    m->pos = malloc(n_lanes * sizeof *m->pos);
+    if (m->lanes == NULL || m->pos == NULL) {
+        an_busy_free(m);
+        return -1;
+    }
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != ST_LANE_STREAM || li->producer != producer || li->device != device)
+            continue;
+        size_t n, lb = st_lane_lower_bound(s, l, a);
+        const st_event *ev = st_lane_events(s, l, &n);
+        for (size_t k = 0; k < lookback && k < lb; k++) {
+            const st_event *e = &ev[lb - 1 - k];
+            if (an_is_gpu_work(e) && e->end > a)
+                extend(m, a, e->end);
+        }
+        m->lanes[m->n_lanes] = l;
+        m->pos[m->n_lanes++] = lb;
+    }
+    return 0;
+}
+
+void an_busy_free(an_busy *m) {
+    free(m->lanes);
+    free(m->pos);
+    m->lanes = m->pos = NULL;
+    m->n_lanes = 0;
+}
+
+int an_busy_step(an_busy *m, uint64_t b, size_t *budget, an_busy_gap *gap) {
+    for (;;) {
+        size_t best = SIZE_MAX;
+        uint64_t bs = 0;
+        for (size_t j = 0; j < m->n_lanes; j++) {
+            size_t n;
+            const st_event *ev = st_lane_events(m->s, m->lanes[j], &n);
+            while (m->pos[j] < n && !an_is_gpu_work(&ev[m->pos[j]]) && ev[m->pos[j]].start < b)
+                m->pos[j]++;
+            if (m->pos[j] >= n || ev[m->pos[j]].start >= b)
+                continue;
+            if (best == SIZE_MAX || ev[m->pos[j]].start < bs) {
+                best = j;
+                bs = ev[m->pos[j]].start;
+            }
+        }
+        if (best == SIZE_MAX)
+            return AN_BUSY_DONE;
+        if (budget != NULL) {
+            if (*budget == 0)
+                return AN_BUSY_MORE;
+            (*budget)--;
+        }
+        size_t n, idx = m->pos[best]++;
+        const st_event *e = &st_lane_events(m->s, m->lanes[best], &n)[idx];
+        uint64_t s0 = e->start < m->a ? m->a : e->start;
+        if (e->end <= s0)
+            continue;
+        if (m->have && s0 > m->cur_e) {
+            *gap = (an_busy_gap){.start = m->cur_e, .end = s0, .busy_s = m->cur_s,
+                                 .lane = m->lanes[best], .index = idx};
+            m->busy_ns += m->cur_e - m->cur_s;
+            m->cur_s = s0;
+            m->cur_e = e->end;
+            return AN_BUSY_GAP;
+        }
+        extend(m, s0, e->end);
+    }
+}
+
+int an_busy_open(const an_busy *m, uint64_t b, uint64_t *start, uint64_t *end) {
+    if (!m->have || m->cur_s >= b)
+        return 0;
+    *start = m->cur_s;
+    *end = m->cur_e < b ? m->cur_e : b;
+    return 1;
+}
+
+uint64_t an_busy_total(const an_busy *m, uint64_t b) {
+    uint64_t s, e;
+    return m->busy_ns + (an_busy_open(m, b, &s, &e) ? e - s : 0);
+}

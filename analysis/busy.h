@@ -1,0 +1,60 @@
+/*
+ * GPU busy time: the union, over one GPU's stream lanes, of its work (kernels, copies, memsets),
+ * by a k-way merge by start time. The analysis walks it to the end to find the device bubbles;
+ * the viewer's header resumes it frame after frame as a replay's "now" moves forward.
+ *
+ * Work is clipped to start no earlier than a; the merge takes the work that starts before the
+ * bound the caller gives, so the union over [a, b) is the closed intervals plus the open one
+ * clipped to b.
+ */
+#ifndef SYNCTOP_BUSY_H
+#define SYNCTOP_BUSY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+/* Kernels, copies and memsets: what keeps a GPU busy. */
+int an_is_gpu_work(const st_event *e);
+
+typedef struct an_busy {
+    const st_store *s;
+    uint32_t producer;
+    uint16_t device;
+    uint64_t a;
+    size_t *lanes, *pos; /* the device's stream lanes, and the next event of each */
+    size_t n_lanes;
+    int have;            /* an interval is open: [cur_s, cur_e) */
+    uint64_t cur_s, cur_e;
+    uint64_t busy_ns;    /* the closed intervals' total */
+} an_busy;
+
+/* A gap the merge found: the device idle over [start, end), ended by the work at (lane, index). */
+typedef struct an_busy_gap {
+    uint64_t start, end;
+    uint64_t busy_s;  /* the busy interval the gap closed: [busy_s, start) */
+    size_t lane, index;
+} an_busy_gap;
+
+enum { AN_BUSY_DONE = 0, AN_BUSY_GAP = 1, AN_BUSY_MORE = 2 };
+
+/* Starts a merge of the device's work from a. Work that began before a and still runs at a is
+ * looked for among the last lookback events before a on each lane (streams run their work one
+ * after another, so a few suffice; SIZE_MAX looks at all). -1 when out of memory. */
+int an_busy_init(an_busy *m, const st_store *s, uint32_t producer, uint16_t device, uint64_t a,
+                 size_t lookback);
+void an_busy_free(an_busy *m);
+
+/* Merges the work that starts before b. Returns AN_BUSY_GAP when it closed a busy interval at a
+ * gap (*gap says where; call again to go on), AN_BUSY_DONE when all work before b is merged, and
+ * AN_BUSY_MORE when *budget (events, decremented; NULL: no limit) ran out first. */
+int an_busy_step(an_busy *m, uint64_t b, size_t *budget, an_busy_gap *gap);
+
+/* The busy time over [a, b) of what has been merged, the open interval clipped to b. */
+uint64_t an_busy_total(const an_busy *m, uint64_t b);
+
+/* The open interval clipped to b; 0 when there is none. */
+int an_busy_open(const an_busy *m, uint64_t b, uint64_t *start, uint64_t *end);
+
+#endif

@@ -1395,21 +1395,16 @@ static void render_keys(const vw_state *v, vw_grid *g, const vw_layout *L) {
         put_str(g, v, x + 2, y, g->w - x - 2, "(search names; enter finds the next, esc cancels)", ROLE_DIM, 0);
         return;
     }
-    static const char *const k_replay[][2] = {{"?", "Help"}, {"Spc", "Play"}, {"+-", "Zoom"}, {"n/N", "Stall"},
-                                              {"/", "Search"}, {"Tab", "Panel"}, {"q", "Quit"}, {"[]", "Speed"},
-                                              {"Ent", "Detail"}, {"g/G", "Start/End"}};
-    static const char *const k_live[][2] = {{"?", "Help"}, {"Spc", "Pause"}, {"+-", "Zoom"}, {"n/N", "Stall"},
-                                            {"/", "Search"}, {"Tab", "Panel"}, {"q", "Quit"}, {"f", "Follow"},
-                                            {"Ent", "Detail"}, {"g/G", "Start/End"}};
-    const char *const(*k)[2] = v->mode == VW_REPLAY ? k_replay : k_live;
+    const char *keys[16], *labels[16];
+    size_t n = vw_bar_items(v->mode == VW_LIVE, keys, labels, 16);
     int x = 0;
     int msg_w = v->message[0] ? (int)strlen(v->message) + 2 : 0;
-    for (int i = 0; i < 10; i++) {
-        int need = (int)strlen(k[i][0]) + (int)strlen(k[i][1]) + 1;
+    for (size_t i = 0; i < n; i++) {
+        int need = (int)strlen(keys[i]) + (int)strlen(labels[i]) + 1;
         if (x + need > g->w - msg_w)
             break;
-        x += put_str(g, v, x, y, 8, k[i][0], ROLE_KEY, VW_A_BOLD);
-        x += put_str(g, v, x, y, 12, k[i][1], ROLE_KEYTEXT, 0);
+        x += put_str(g, v, x, y, 8, keys[i], ROLE_KEY, VW_A_BOLD);
+        x += put_str(g, v, x, y, 12, labels[i], ROLE_KEYTEXT, 0);
         x += put_str(g, v, x, y, 1, " ", ROLE_KEYTEXT, 0);
     }
     if (v->message[0]) {
@@ -1424,27 +1419,15 @@ static void render_keys(const vw_state *v, vw_grid *g, const vw_layout *L) {
 }
 
 static void render_help(const vw_state *v, vw_grid *g) {
-    static const char *const lines[] = {
-        "synctop help",
-        "",
-        "left/right h/l  move the cursor in time; shift or H/L pan half a screen",
-        "up/down    k/j  move between lanes (stall rows in the stalls panel)",
-        "+ / -  wheel    zoom in / out around the cursor;  0  fit the whole trace",
-        "n / N           next / previous host-blocking stall, with its call site",
-        "/               search kernel, API and range names; enter: next match",
-        "enter           expand the detail pane (call-site frames)",
-        "tab             switch between the timeline and the top stalls panel",
-        "space           replay: play / pause;  live: freeze / follow",
-        "[ / ]           replay slower / faster;  g / G  go to start / end",
-        "f               follow the newest events (live)",
-        "w               GPU figures for the window shown / the whole run (to now)",
-        "mouse           click a lane or a stall row; the wheel zooms",
-        "q  F10          quit  (esc or ? closes this help)",
-        "",
-        "GPU rows are the union of their streams; \xc2\xb7 marks GPU idle bubbles.",
-        "Red host spans: calls that blocked their thread until the GPU caught up.",
-    };
-    int n = (int)(sizeof lines / sizeof lines[0]);
+    /* the key table's lines, then what no key says; the title sits in the top border */
+    char lines[40][96];
+    int n = (int)vw_help_lines(lines, 37);
+    if (n > 37)
+        n = 37;
+    snprintf(lines[n++], sizeof lines[0], "%-18s %s", "mouse", "click a lane or a stall row; the wheel zooms");
+    snprintf(lines[n++], sizeof lines[0], "GPU rows: union of streams; %s GPU idle; red host spans: blocked calls",
+             v->ascii ? "." : "\xc2\xb7");
+
     /* Every line fits an 80-column screen: the box is the longest line plus border and margin. */
     int bw = 0, bh = n + 2;
     for (int i = 0; i < n; i++) {
@@ -1473,13 +1456,10 @@ static void render_help(const vw_state *v, vw_grid *g) {
         put_cell(g, x0, y0 + bh - 1, 0x2514, ROLE_HELP, 0);
         put_cell(g, x0 + bw - 1, y0 + bh - 1, 0x2518, ROLE_HELP, 0);
     }
-    for (int i = 0; i < n && i + 1 < bh - 1; i++) {
-        const char *t = lines[i];
-        if (v->ascii && strstr(t, "\xc2\xb7"))
-            t = "GPU rows are the union of their streams; . marks GPU idle bubbles.";
-        put_str(g, v, x0 + 2 + (i == 0 ? (bw - 4 - (int)strlen(t)) / 2 : 0), y0 + 1 + i, bw - 4, t, ROLE_HELP,
-                i == 0 ? VW_A_BOLD : 0);
-    }
+    const char *title = " synctop help ";
+    put_str(g, v, x0 + (bw - (int)strlen(title)) / 2, y0, bw - 4, title, ROLE_HELP, VW_A_BOLD);
+    for (int i = 0; i < n && i + 1 < bh - 1; i++)
+        put_str(g, v, x0 + 2, y0 + 1 + i, bw - 4, lines[i], ROLE_HELP, 0);
 }
 
 void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
@@ -1676,6 +1656,189 @@ static void search_next(vw_state *v, const st_store *s, int cols) {
     snprintf(v->message, sizeof v->message, "found \"%s\"", term);
 }
 
+/* A key while the search term is typed. */
+static void search_key(vw_state *v, const st_store *s, int cols, int key) {
+    size_t n = strlen(v->search);
+    if (key == VW_KEY_ESC) {
+        v->searching = 0;
+    } else if (key == VW_KEY_ENTER || key == '\n' || key == '\r') {
+        v->searching = 0;
+        search_next(v, s, cols);
+    } else if (key == VW_KEY_BACKSPACE || key == 127 || key == 8) {
+        if (n > 0)
+            v->search[n - 1] = '\0';
+    } else if (key >= 0x20 && key < 0x7F && n + 1 < sizeof v->search) {
+        v->search[n] = (char)key;
+        v->search[n + 1] = '\0';
+    }
+}
+
+/* The cursor in time, the lane or stall row under it. */
+static void move_cmd(vw_state *v, const vw_layout *L, vw_cmd c, uint64_t colw) {
+    int stalls = v->focus == VW_FOCUS_STALLS;
+    int stall_page = L->stalls.h > 2 ? L->stalls.h - 2 : 1, lane_page = L->lanes.h > 1 ? L->lanes.h - 1 : 1;
+    switch (c) {
+    case VW_CMD_LEFT:
+        if (v->cursor < v->t0 + colw)
+            pan(v, -(int64_t)colw * 8);
+        else
+            v->cursor -= colw;
+        break;
+    case VW_CMD_RIGHT:
+        if (v->cursor + colw >= v->t1)
+            pan(v, (int64_t)colw * 8);
+        else
+            v->cursor += colw;
+        break;
+    case VW_CMD_PAN_LEFT:
+        pan(v, -(int64_t)(v->t1 - v->t0) / 2);
+        break;
+    case VW_CMD_PAN_RIGHT:
+        pan(v, (int64_t)(v->t1 - v->t0) / 2);
+        break;
+    case VW_CMD_UP:
+    case VW_CMD_DOWN: {
+        int d = c == VW_CMD_UP ? -1 : 1;
+        if (stalls)
+            v->stall_sel += d;
+        else
+            v->cursor_row += d;
+        break;
+    }
+    case VW_CMD_PAGE_UP:
+    case VW_CMD_PAGE_DOWN: {
+        int d = c == VW_CMD_PAGE_UP ? -1 : 1;
+        if (stalls)
+            v->stall_sel += d * stall_page;
+        else
+            v->cursor_row += d * lane_page;
+        break;
+    }
+    case VW_CMD_HOME:
+        v->cursor = v->t0;
+        break;
+    case VW_CMD_END:
+        v->cursor = v->t1 - 1;
+        break;
+    default:
+        break;
+    }
+}
+
+/* The window: zoom, fit, and what the header's figures cover. */
+static void window_cmd(vw_state *v, vw_cmd c, int cols) {
+    switch (c) {
+    case VW_CMD_ZOOM_IN:
+        zoom(v, v->cursor, 0.5, (uint64_t)cols);
+        if (v->mode == VW_REPLAY)
+            v->follow = 0;
+        break;
+    case VW_CMD_ZOOM_OUT:
+        zoom(v, v->cursor, 2.0, (uint64_t)cols);
+        break;
+    case VW_CMD_FIT:
+        v->t0 = v->origin;
+        v->t1 = v->end > v->origin ? v->end : v->origin + 1000000;
+        break;
+    case VW_CMD_SCOPE:
+        v->scope_window = !v->scope_window;
+        snprintf(v->message, sizeof v->message, "GPU figures: %s",
+                 v->scope_window ? "what the window shows" : v->mode == VW_REPLAY ? "the trace up to now" : "the whole run");
+        break;
+    default:
+        break;
+    }
+}
+
+/* Time: play and pause, speed, start and end, following the newest events. */
+static void time_cmd(vw_state *v, vw_cmd c) {
+    uint64_t width = v->t1 - v->t0;
+    switch (c) {
+    case VW_CMD_PLAY:
+        if (v->mode == VW_REPLAY && v->paused && v->now == UINT64_MAX)
+            v->now = v->origin; /* everything is shown: play from the start */
+        v->paused = !v->paused;
+        break;
+    case VW_CMD_SLOWER:
+    case VW_CMD_FASTER:
+        if (c == VW_CMD_SLOWER && v->speed > 1.0 / 64)
+            v->speed /= 2;
+        else if (c == VW_CMD_FASTER && v->speed < 1024)
+            v->speed *= 2;
+        snprintf(v->message, sizeof v->message, "speed %gx", v->speed);
+        break;
+    case VW_CMD_START:
+        if (v->mode == VW_REPLAY && v->now != UINT64_MAX)
+            v->now = v->origin; /* playing: start again; showing it all: only move there */
+        v->t0 = v->origin;
+        v->t1 = v->origin + width;
+        v->cursor = v->t0;
+        if (v->mode == VW_LIVE)
+            v->follow = 0;
+        break;
+    case VW_CMD_FINISH:
+        if (v->mode == VW_REPLAY)
+            v->now = UINT64_MAX;
+        v->t0 = v->end > width ? v->end - width + width / 50 : v->origin;
+        if (v->t0 < v->origin)
+            v->t0 = v->origin;
+        v->t1 = v->t0 + (width ? width : 1);
+        v->cursor = v->end > v->t0 ? v->end - 1 : v->t0;
+        v->follow = 1;
+        break;
+    case VW_CMD_FOLLOW:
+        v->follow = !v->follow;
+        snprintf(v->message, sizeof v->message, "follow %s", v->follow ? "on" : "off");
+        break;
+    default:
+        break;
+    }
+}
+
+/* Stalls, search, the detail pane and the panels. */
+static void stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
+    int stalls = v->focus == VW_FOCUS_STALLS;
+    const vw_site *sel = stalls && v->n_sites ? &v->sites[v->stall_sel] : NULL;
+    switch (c) {
+    case VW_CMD_NEXT_STALL:
+    case VW_CMD_PREV_STALL: {
+        int next = c == VW_CMD_NEXT_STALL;
+        const an_block *b = block_at_site_next(v, sel, v->cursor, next ? 1 : -1);
+        if (b == NULL) {
+            snprintf(v->message, sizeof v->message, "%s", next ? "no later stall" : "no earlier stall");
+        } else {
+            go_block(v, s, b, cols);
+            v->focus = VW_FOCUS_STALLS;
+        }
+        break;
+    }
+    case VW_CMD_SEARCH:
+        v->searching = 1;
+        v->search[0] = '\0';
+        break;
+    case VW_CMD_ENTER:
+        if (sel != NULL) {
+            const an_block *b = block_at_site_next(v, sel, v->cursor, 1);
+            if (b == NULL)
+                b = block_at_site_next(v, sel, 0, 1);
+            if (b)
+                go_block(v, s, b, cols);
+        } else {
+            v->detail = !v->detail;
+        }
+        break;
+    case VW_CMD_PANEL:
+        v->focus = stalls ? VW_FOCUS_TIMELINE : VW_FOCUS_STALLS;
+        break;
+    case VW_CMD_BACK:
+        v->detail = 0;
+        v->focus = VW_FOCUS_TIMELINE;
+        break;
+    default:
+        break;
+    }
+}
+
 int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
     vw_layout L;
     vw_layout_compute(w, h, gpu_count(s), v->detail, &L);
@@ -1684,186 +1847,30 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
     if (colw == 0)
         colw = 1;
     if (v->searching) {
-        size_t n = strlen(v->search);
-        if (key == VW_KEY_ESC) {
-            v->searching = 0;
-        } else if (key == VW_KEY_ENTER || key == '\n' || key == '\r') {
-            v->searching = 0;
-            search_next(v, s, cols);
-        } else if (key == VW_KEY_BACKSPACE || key == 127 || key == 8) {
-            if (n > 0)
-                v->search[n - 1] = '\0';
-        } else if (key >= 0x20 && key < 0x7F && n + 1 < sizeof v->search) {
-            v->search[n] = (char)key;
-            v->search[n + 1] = '\0';
-        }
+        search_key(v, s, cols, key);
         return VW_ACT_REDRAW;
     }
+    vw_cmd c = vw_cmd_of_key(key);
     if (v->help) {
-        if (key == 'q' || key == VW_KEY_ESC || key == '?' || key == VW_KEY_F1 || key == 'h' || key == VW_KEY_ENTER)
+        if (c == VW_CMD_HELP || c == VW_CMD_QUIT || c == VW_CMD_BACK || c == VW_CMD_ENTER)
             v->help = 0;
         return VW_ACT_REDRAW;
     }
-    v->message[0] = '\0';
-    int stalls = v->focus == VW_FOCUS_STALLS;
-    switch (key) {
-    case 'q':
-    case VW_KEY_F10:
-        return VW_ACT_QUIT;
-    case '?':
-    case VW_KEY_F1:
-        v->help = 1;
-        break;
-    case VW_KEY_ESC:
-        v->detail = 0;
-        v->focus = VW_FOCUS_TIMELINE;
-        break;
-    case VW_KEY_TAB:
-        v->focus = stalls ? VW_FOCUS_TIMELINE : VW_FOCUS_STALLS;
-        break;
-    case VW_KEY_LEFT:
-    case 'h':
-        if (v->cursor < v->t0 + colw)
-            pan(v, -(int64_t)colw * 8);
-        else
-            v->cursor -= colw;
-        break;
-    case VW_KEY_RIGHT:
-    case 'l':
-        if (v->cursor + colw >= v->t1)
-            pan(v, (int64_t)colw * 8);
-        else
-            v->cursor += colw;
-        break;
-    case VW_KEY_SLEFT:
-    case 'H':
-        pan(v, -(int64_t)(v->t1 - v->t0) / 2);
-        break;
-    case VW_KEY_SRIGHT:
-    case 'L':
-        pan(v, (int64_t)(v->t1 - v->t0) / 2);
-        break;
-    case VW_KEY_UP:
-    case 'k':
-        if (stalls)
-            v->stall_sel--;
-        else
-            v->cursor_row--;
-        break;
-    case VW_KEY_DOWN:
-    case 'j':
-        if (stalls)
-            v->stall_sel++;
-        else
-            v->cursor_row++;
-        break;
-    case VW_KEY_PGUP:
-        if (stalls)
-            v->stall_sel -= L.stalls.h > 2 ? L.stalls.h - 2 : 1;
-        else
-            v->cursor_row -= L.lanes.h > 1 ? L.lanes.h - 1 : 1;
-        break;
-    case VW_KEY_PGDN:
-        if (stalls)
-            v->stall_sel += L.stalls.h > 2 ? L.stalls.h - 2 : 1;
-        else
-            v->cursor_row += L.lanes.h > 1 ? L.lanes.h - 1 : 1;
-        break;
-    case VW_KEY_HOME:
-        v->cursor = v->t0;
-        break;
-    case VW_KEY_END:
-        v->cursor = v->t1 - 1;
-        break;
-    case '+':
-    case '=':
-        zoom(v, v->cursor, 0.5, (uint64_t)cols);
-        if (v->mode == VW_REPLAY)
-            v->follow = 0;
-        break;
-    case '-':
-    case '_':
-        zoom(v, v->cursor, 2.0, (uint64_t)cols);
-        break;
-    case '0':
-        v->t0 = v->origin;
-        v->t1 = v->end > v->origin ? v->end : v->origin + 1000000;
-        break;
-    case 'w':
-        v->scope_window = !v->scope_window;
-        snprintf(v->message, sizeof v->message, "GPU figures: %s",
-                 v->scope_window ? "what the window shows" : v->mode == VW_REPLAY ? "the trace up to now" : "the whole run");
-        break;
-    case 'f':
-        v->follow = !v->follow;
-        snprintf(v->message, sizeof v->message, "follow %s", v->follow ? "on" : "off");
-        break;
-    case ' ':
-        if (v->mode == VW_REPLAY && v->paused && v->now == UINT64_MAX)
-            v->now = v->origin; /* everything is shown: play from the start */
-        v->paused = !v->paused;
-        break;
-    case '[':
-        if (v->speed > 1.0 / 64)
-            v->speed /= 2;
-        snprintf(v->message, sizeof v->message, "speed %gx", v->speed);
-        break;
-    case ']':
-        if (v->speed < 1024)
-            v->speed *= 2;
-        snprintf(v->message, sizeof v->message, "speed %gx", v->speed);
-        break;
-    case 'g':
-        if (v->mode == VW_REPLAY && v->now != UINT64_MAX)
-            v->now = v->origin; /* playing: start again; showing it all: only move there */
-        v->t1 = v->origin + (v->t1 - v->t0);
-        v->t0 = v->origin;
-        v->cursor = v->t0;
-        if (v->mode == VW_LIVE)
-            v->follow = 0;
-        break;
-    case 'G':
-        if (v->mode == VW_REPLAY)
-            v->now = UINT64_MAX;
-        v->t0 = v->end > (v->t1 - v->t0) ? v->end - (v->t1 - v->t0) + (v->t1 - v->t0) / 50 : v->origin;
-        if (v->t0 < v->origin)
-            v->t0 = v->origin;
-        v->t1 = v->t0 + (v->t1 - v->t0 ? v->t1 - v->t0 : 1);
-        v->cursor = v->end > v->t0 ? v->end - 1 : v->t0;
-        v->follow = 1;
-        break;
-    case 'n':
-    case 'N': {
-        const an_block *b = block_at_site_next(v, stalls && v->n_sites ? &v->sites[v->stall_sel] : NULL, v->cursor,
-                                               key == 'n' ? 1 : -1);
-        if (b == NULL) {
-            snprintf(v->message, sizeof v->message, "%s", key == 'n' ? "no later stall" : "no earlier stall");
-        } else {
-            go_block(v, s, b, cols);
-            v->focus = VW_FOCUS_STALLS;
-        }
-        break;
-    }
-    case '/':
-        v->searching = 1;
-        v->search[0] = '\0';
-        break;
-    case VW_KEY_ENTER:
-    case '\n':
-    case '\r':
-        if (stalls && v->n_sites) {
-            const an_block *b = block_at_site_next(v, &v->sites[v->stall_sel], v->cursor, 1);
-            if (b == NULL)
-                b = block_at_site_next(v, &v->sites[v->stall_sel], 0, 1);
-            if (b)
-                go_block(v, s, b, cols);
-        } else {
-            v->detail = !v->detail;
-        }
-        break;
-    default:
+    if (c == VW_CMD_NONE)
         return VW_ACT_NONE;
-    }
+    if (c == VW_CMD_QUIT)
+        return VW_ACT_QUIT;
+    v->message[0] = '\0';
+    if (c == VW_CMD_HELP)
+        v->help = 1;
+    else if (c >= VW_CMD_LEFT && c <= VW_CMD_END)
+        move_cmd(v, &L, c, colw);
+    else if (c >= VW_CMD_ZOOM_IN && c <= VW_CMD_SCOPE)
+        window_cmd(v, c, cols);
+    else if (c >= VW_CMD_NEXT_STALL && c <= VW_CMD_BACK)
+        stall_cmd(v, s, c, cols);
+    else
+        time_cmd(v, c);
     vw_state_settle(v, s, w, h);
     return VW_ACT_REDRAW;
 }

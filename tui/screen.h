@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "analysis.h"
+#include "keys.h"
 #include "store.h"
 
 #define VW_MIN_W 80
@@ -200,11 +201,6 @@ void vw_render(const st_store *s, vw_state *v, vw_grid *g);
 
 /* ---- input ---- */
 
-enum {
-    VW_KEY_UP = 0x110000, VW_KEY_DOWN, VW_KEY_LEFT, VW_KEY_RIGHT, VW_KEY_PGUP, VW_KEY_PGDN,
-    VW_KEY_HOME, VW_KEY_END, VW_KEY_ENTER, VW_KEY_TAB, VW_KEY_ESC, VW_KEY_BACKSPACE,
-    VW_KEY_SLEFT, VW_KEY_SRIGHT, VW_KEY_F1, VW_KEY_F10
-};
 enum { VW_MOUSE_CLICK = 1, VW_MOUSE_WHEEL_UP = 2, VW_MOUSE_WHEEL_DOWN = 3 };
 enum { VW_ACT_NONE = 0, VW_ACT_REDRAW = 1, VW_ACT_QUIT = 2 };
 

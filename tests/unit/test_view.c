@@ -980,3 +980,72 @@ TEST(wide_characters_in_names_take_two_cells) {
             ASSERT(i % 80 > 0 && vw_char_width(f.g.cells[i - 1].ch) == 2);
     fixture_close(&f);
 }
+
+/* ---- the key table ---- */
+
+TEST(key_table_drives_handler_bar_and_help) {
+    /* every key the help names runs a command, and the named keys are the ones bound */
+    ASSERT_EQ(vw_cmd_of_key('q'), VW_CMD_QUIT);
+    ASSERT_EQ(vw_cmd_of_key(VW_KEY_F10), VW_CMD_QUIT);
+    ASSERT_EQ(vw_cmd_of_key('n'), VW_CMD_NEXT_STALL);
+    ASSERT_EQ(vw_cmd_of_key('\r'), VW_CMD_ENTER);
+    ASSERT_EQ(vw_cmd_of_key('x'), VW_CMD_NONE);
+    char lines[40][96];
+    size_t n = vw_help_lines(lines, 40);
+    ASSERT_GT(n, 10);
+    int seen_left = 0, seen_quit = 0;
+    for (size_t i = 0; i < n; i++) {
+        seen_left |= strncmp(lines[i], "left/right h/l ", 15) == 0;
+        seen_quit |= strncmp(lines[i], "q F10 ", 6) == 0 && strstr(lines[i], "quit") != NULL;
+        /* each line's first key names a key that runs a command */
+        char first[32];
+        size_t fl = 1; /* up to the first space or the "/" between two keys ("/" alone is a key) */
+        while (fl < sizeof first - 1 && lines[i][fl] && lines[i][fl] != ' ' && lines[i][fl] != '/')
+            fl++;
+        memcpy(first, lines[i], fl);
+        first[fl] = '\0';
+        int bound = 0;
+        for (int k = 0x21; k < 0x7F && !bound; k++)
+            bound = vw_key_name(k) && strcmp(vw_key_name(k), first) == 0 && vw_cmd_of_key(k) != VW_CMD_NONE;
+        for (int k = VW_KEY_UP; k <= VW_KEY_F10 && !bound; k++)
+            bound = vw_key_name(k) && strcmp(vw_key_name(k), first) == 0 && vw_cmd_of_key(k) != VW_CMD_NONE;
+        bound |= strcmp(first, "space") == 0 && vw_cmd_of_key(' ') == VW_CMD_PLAY;
+        if (!bound)
+            TASK_FAIL_("help line \"%s\" names no bound key", lines[i]);
+    }
+    ASSERT(seen_left);
+    ASSERT(seen_quit);
+    /* the bar differs by mode where the table says so */
+    const char *k[16], *l[16];
+    size_t nr = vw_bar_items(0, k, l, 16), nl = vw_bar_items(1, k, l, 16);
+    ASSERT_EQ(nr, 10);
+    ASSERT_EQ(nl, 10);
+    ASSERT_STR_EQ(k[7], "f");
+    ASSERT_STR_EQ(l[7], "Follow");
+    ASSERT_STR_EQ(l[1], "Pause");
+
+    fixture f;
+    fixture_open(&f, synth_store(8, 3000));
+    render(&f, 80, 24);
+    /* the whole help fits an 80x24 screen, down to its last line */
+    key(&f, '?');
+    render(&f, 80, 24);
+    ASSERT(screen_has(&f.g, "synctop help"));
+    ASSERT(screen_has(&f.g, "red host spans"));
+    ASSERT(screen_has(&f.g, "mouse"));
+    key(&f, 'q'); /* q closes the help, not the viewer */
+    ASSERT_EQ(f.v.help, 0);
+    /* G and g keep the zoom: the window's width is what it was */
+    key(&f, '+');
+    key(&f, '+');
+    key(&f, '+');
+    uint64_t width = f.v.t1 - f.v.t0;
+    key(&f, 'G');
+    ASSERT_UEQ(f.v.t1 - f.v.t0, width);
+    ASSERT(f.v.t1 >= f.v.end);
+    ASSERT_UEQ(f.v.cursor, f.v.end - 1);
+    key(&f, 'g');
+    ASSERT_UEQ(f.v.t1 - f.v.t0, width);
+    ASSERT_UEQ(f.v.t0, f.v.origin);
+    fixture_close(&f);
+}

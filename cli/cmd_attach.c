@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "synctop/net.h"
+#include "args.h"
 #include "verb.h"
 #include "viewer.h"
 
@@ -35,34 +36,36 @@ static int cmd_attach(int argc, char **argv) {
     char key[TP_KEY_Z85_LEN + 1];
     viewer_opts o = {.verb = "attach"};
     tp_err err = {{0}};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            attach_usage(stdout);
+    enum { O_KEY = 1, O_WINDOW, O_RECORD, O_FORCE, O_ASCII, O_MONO };
+    static const arg_opt opts[] = {
+        {O_KEY, "--server-key", NULL, 1}, {O_WINDOW, "--window-events", NULL, 1}, {O_RECORD, "--record", NULL, 1},
+        {O_FORCE, "--force", NULL, 0},    {O_ASCII, "--ascii", NULL, 0},          {O_MONO, "--mono", NULL, 0},
+    };
+    args p;
+    ARGS_INIT(&p, "attach", attach_usage, opts, argc, argv);
+    uint64_t window;
+    const char *a;
+    for (int id; (id = args_next(&p, &a)) != ARGS_END;) {
+        if (id == ARGS_HELP) {
             return 0;
-        } else if (strcmp(a, "--server-key") == 0 && i + 1 < argc) {
-            if (tp_public_key_resolve(argv[++i], key, &err) != 0)
+        } else if (id == ARGS_BAD) {
+            return EXIT_USAGE;
+        } else if (id == O_KEY) {
+            if (tp_public_key_resolve(a, key, &err) != 0)
                 return verb_error("attach", "--server-key: %s", err.msg);
             o.server_key = key;
-        } else if (strcmp(a, "--window-events") == 0 && i + 1 < argc) {
-            char *end;
-            unsigned long long v = strtoull(argv[++i], &end, 10);
-            if (*end != '\0' || v < 1000 || v > (1ull << 32)) {
-                fputs("synctop attach: --window-events wants a number from 1000 to 4294967296\n", stderr);
+        } else if (id == O_WINDOW) {
+            if (args_u64(&p, "--window-events", a, 1000, 1ull << 32, &window))
                 return EXIT_USAGE;
-            }
-            o.window_events = (size_t)v;
-        } else if (strcmp(a, "--record") == 0 && i + 1 < argc) {
-            o.record = argv[++i];
-        } else if (strcmp(a, "--force") == 0) {
+            o.window_events = (size_t)window;
+        } else if (id == O_RECORD) {
+            o.record = a;
+        } else if (id == O_FORCE) {
             o.record_overwrite = 1;
-        } else if (strcmp(a, "--ascii") == 0) {
+        } else if (id == O_ASCII) {
             o.ascii = 1;
-        } else if (strcmp(a, "--mono") == 0) {
+        } else if (id == O_MONO) {
             o.mono = 1;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            attach_usage(stderr);
-            return EXIT_USAGE;
         } else {
             if (n == ATTACH_MAX)
                 return verb_error("attach", "at most %d endpoints", ATTACH_MAX);

@@ -23,6 +23,7 @@
 #include "symbols.h"
 #include "store.h"
 #include "load.h"
+#include "args.h"
 #include "verb.h"
 
 #define EXPORT_MAX_SOURCES 64
@@ -269,39 +270,37 @@ static void export_warn(void *ctx, const char *msg) {
 static int cmd_export(int argc, char **argv) {
     const char *sources[EXPORT_MAX_SOURCES], *out_path = NULL, *format = "chrome";
     int n_sources = 0, force = 0, flows = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            export_usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--format") == 0 && val) {
-            format = argv[++i];
-        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && val) {
-            out_path = argv[++i];
-        } else if (strcmp(a, "--force") == 0) {
-            force = 1;
-        } else if (strcmp(a, "--no-flows") == 0) {
-            flows = 0;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "synctop export: unexpected argument '");
-            tp_print_sanitized(stderr, a, (size_t)-1);
-            fprintf(stderr, "'\n");
-            export_usage(stderr);
-            return EXIT_USAGE;
-        } else if (n_sources < EXPORT_MAX_SOURCES) {
+    enum { O_FORMAT = 1, O_OUT, O_FORCE, O_NO_FLOWS };
+    static const arg_opt opts[] = {
+        {O_FORMAT, "--format", NULL, 1},
+        {O_OUT, "--output", "-o", 1},
+        {O_FORCE, "--force", NULL, 0},
+        {O_NO_FLOWS, "--no-flows", NULL, 0},
+    };
+    args p;
+    ARGS_INIT(&p, "export", export_usage, opts, argc, argv);
+    const char *a;
+    for (int id; (id = args_next(&p, &a)) != ARGS_END;) {
+        switch (id) {
+        case ARGS_HELP: return 0;
+        case ARGS_BAD: return EXIT_USAGE;
+        case O_FORMAT: format = a; break;
+        case O_OUT: out_path = a; break;
+        case O_FORCE: force = 1; break;
+        case O_NO_FLOWS: flows = 0; break;
+        default:
+            if (n_sources == EXPORT_MAX_SOURCES)
+                return args_bad(&p, "at most %d sources", EXPORT_MAX_SOURCES);
             sources[n_sources++] = a;
+            break;
         }
     }
-    if (n_sources == 0 || out_path == NULL) {
-        export_usage(stderr);
-        return EXIT_USAGE;
-    }
-    if (strcmp(format, "chrome") != 0) {
-        fprintf(stderr, "synctop export: unknown format '");
-        tp_print_sanitized(stderr, format, (size_t)-1);
-        fprintf(stderr, "' (chrome)\n");
-        return EXIT_USAGE;
-    }
+    if (n_sources == 0)
+        return args_bad(&p, "no source given");
+    if (out_path == NULL)
+        return args_bad(&p, "no -o FILE given");
+    if (strcmp(format, "chrome") != 0)
+        return args_bad(&p, "unknown format '%s' (chrome)", format);
     if (strcmp(out_path, "-") != 0 && !force && access(out_path, F_OK) == 0)
         return verb_error("export", "%s already exists (use --force to replace it)", out_path);
     st_store *s = st_store_new(NULL);

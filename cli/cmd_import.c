@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "kineto.h"
 #include "synctop/file.h"
+#include "args.h"
 #include "verb.h"
 
 static void import_usage(FILE *out) {
@@ -197,47 +198,38 @@ static int cmd_import(int argc, char **argv) {
     int n_inputs = 0;
     if (inputs == NULL)
         return verb_error("import", "out of memory");
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            import_usage(stdout);
-            free(inputs);
-            return 0;
-        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) {
-            out = argv[++i];
-        } else if (strcmp(a, "-f") == 0 || strcmp(a, "--force") == 0) {
-            force = 1;
-        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            quiet = 1;
-        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-            verbose = 1;
-        } else if (strcmp(a, "--max-events") == 0 && i + 1 < argc) {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(argv[++i], &end, 10);
-            if (errno || *end || v == 0) {
-                free(inputs);
-                verb_error("import", "--max-events wants a positive number");
-                return EXIT_USAGE;
-            }
-            max_events = v;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "synctop import: unknown option '");
-            tp_print_sanitized(stderr, a, (size_t)-1);
-            fprintf(stderr, "'\n");
-            import_usage(stderr);
-            free(inputs);
-            return EXIT_USAGE;
-        } else {
-            inputs[n_inputs++] = a;
+    enum { O_OUT = 1, O_FORCE, O_QUIET, O_VERBOSE, O_MAX_EVENTS };
+    static const arg_opt import_opts[] = {
+        {O_OUT, "--output", "-o", 1},   {O_FORCE, "--force", "-f", 0},
+        {O_QUIET, "--quiet", "-q", 0},  {O_VERBOSE, "--verbose", "-v", 0},
+        {O_MAX_EVENTS, "--max-events", NULL, 1},
+    };
+    args p;
+    ARGS_INIT(&p, "import", import_usage, import_opts, argc, argv);
+    const char *a;
+    int status = -1;
+    for (int id; status < 0 && (id = args_next(&p, &a)) != ARGS_END;) {
+        switch (id) {
+        case ARGS_HELP: status = 0; break;
+        case ARGS_BAD: status = EXIT_USAGE; break;
+        case O_OUT: out = a; break;
+        case O_FORCE: force = 1; break;
+        case O_QUIET: quiet = 1; break;
+        case O_VERBOSE: verbose = 1; break;
+        case O_MAX_EVENTS:
+            if (args_u64(&p, "--max-events", a, 1, UINT64_MAX, &max_events))
+                status = EXIT_USAGE;
+            break;
+        default: inputs[n_inputs++] = a; break;
         }
     }
-    if (n_inputs == 0 || out == NULL) {
-        fprintf(stderr, "synctop import: %s\n",
-                n_inputs == 0 ? "no input trace given" : "no output file given (-o FILE)");
-        import_usage(stderr);
+    if (status < 0 && n_inputs == 0)
+        status = args_bad(&p, "no input trace given");
+    else if (status < 0 && out == NULL)
+        status = args_bad(&p, "no output file given (-o FILE)");
+    if (status >= 0) {
         free(inputs);
-        return EXIT_USAGE;
+        return status;
     }
     for (int i = 0; i < n_inputs; i++) {
         if (same_file(inputs[i], out)) {

@@ -11,6 +11,7 @@
 #include "synctop/sanitize.h"
 #include "synctop/file.h"
 #include "traceinfo.h"
+#include "args.h"
 #include "verb.h"
 
 static const char *const drop_source_names[TP_DROP_MAX_] = {"?", "cupti", "tracer", "publisher"};
@@ -329,33 +330,25 @@ static void print_json(FILE *out, const char *path, const traceinfo *ti) {
 }
 
 static int cmd_info(int argc, char **argv) {
-    const char *path = NULL;
+    static const arg_opt opts[] = {{1, "--json", NULL, 0}};
+    const char *path = NULL, *val;
     int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            info_usage(stdout);
+    args p;
+    ARGS_INIT(&p, "info", info_usage, opts, argc, argv);
+    for (int id; (id = args_next(&p, &val)) != ARGS_END;) {
+        if (id == ARGS_HELP)
             return 0;
-        }
-        if (strcmp(argv[i], "--json") == 0) {
+        if (id == ARGS_BAD)
+            return EXIT_USAGE;
+        if (id == 1)
             json = 1;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fputs("synctop info: unknown option '", stderr);
-            tp_print_sanitized(stderr, argv[i], (size_t)-1);
-            fputs("'\n", stderr);
-            info_usage(stderr);
-            return EXIT_USAGE;
-        } else if (path == NULL) {
-            path = argv[i];
-        } else {
-            fputs("synctop info: one file at a time\n", stderr);
-            info_usage(stderr);
-            return EXIT_USAGE;
-        }
+        else if (path != NULL)
+            return args_bad(&p, "one file at a time");
+        else
+            path = val;
     }
-    if (path == NULL) {
-        info_usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (path == NULL)
+        return args_bad(&p, "no trace file given");
     traceinfo ti;
     tp_err err = {{0}};
     if (traceinfo_load(&ti, path, &err) != 0) {

@@ -7,6 +7,7 @@
 
 #include "synctop/sanitize.h"
 #include "synctop/net.h"
+#include "args.h"
 #include "verb.h"
 
 static void keygen_usage(FILE *out) {
@@ -26,21 +27,18 @@ static void keygen_usage(FILE *out) {
 }
 
 static int cmd_keygen(int argc, char **argv) {
-    const char *base = "./synctop-server";
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            keygen_usage(stdout);
+    static const arg_opt opts[] = {{1, "--output", "-o", 1}};
+    const char *base = "./synctop-server", *val;
+    args p;
+    ARGS_INIT(&p, "keygen", keygen_usage, opts, argc, argv);
+    for (int id; (id = args_next(&p, &val)) != ARGS_END;) {
+        if (id == ARGS_HELP)
             return 0;
-        }
-        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) && i + 1 < argc) {
-            base = argv[++i];
-            continue;
-        }
-        fprintf(stderr, "synctop keygen: unexpected argument '");
-        tp_print_sanitized(stderr, argv[i], (size_t)-1);
-        fprintf(stderr, "'\n");
-        keygen_usage(stderr);
-        return EXIT_USAGE;
+        if (id == ARGS_BAD)
+            return EXIT_USAGE;
+        if (id != 1)
+            return args_bad(&p, "unexpected argument '%s'", val);
+        base = val;
     }
     tp_keypair kp;
     tp_err err = {{0}};

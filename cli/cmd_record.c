@@ -21,6 +21,7 @@
 #include "live.h"
 #include "synctop/file.h"
 #include "synctop/net.h"
+#include "args.h"
 #include "verb.h"
 
 #define RECORD_MAX_ENDPOINTS 64
@@ -70,16 +71,6 @@ static void put_counts(FILE *out, const tp_fwriter_stats *ws, const tp_sub_stats
         fprintf(out, " (+ %" PRIu64 " batches)", ws->dropped_batches);
     if (ss->malformed + rc->malformed)
         fprintf(out, ", %" PRIu64 " malformed messages ignored", ss->malformed + rc->malformed);
-}
-
-static int parse_duration(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end != '\0' || !(v > 0) || v > 1e9)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 /* Each batch goes to the file as it came; a batch the writer refuses is counted and skipped. */
@@ -139,40 +130,38 @@ static int cmd_record(int argc, char **argv) {
     const char *specs[RECORD_MAX_ENDPOINTS];
     int n_specs = 0, force = 0;
     double duration = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            record_usage(stdout);
-            return 0;
-        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) {
-            out_path = argv[++i];
-        } else if (strcmp(a, "--duration") == 0 && i + 1 < argc) {
-            if (parse_duration(argv[++i], &duration) != 0) {
-                fputs("synctop record: --duration wants a positive number of seconds\n", stderr);
+    enum { O_OUT = 1, O_DURATION, O_FORCE, O_KEY };
+    static const arg_opt opts[] = {
+        {O_OUT, "--output", "-o", 1},
+        {O_DURATION, "--duration", NULL, 1},
+        {O_FORCE, "--force", NULL, 0},
+        {O_KEY, "--server-key", NULL, 1},
+    };
+    args p;
+    ARGS_INIT(&p, "record", record_usage, opts, argc, argv);
+    const char *a;
+    for (int id; (id = args_next(&p, &a)) != ARGS_END;) {
+        switch (id) {
+        case ARGS_HELP: return 0;
+        case ARGS_BAD: return EXIT_USAGE;
+        case O_OUT: out_path = a; break;
+        case O_DURATION:
+            if (args_double(&p, "--duration", a, 1e-3, 1e9, &duration))
                 return EXIT_USAGE;
-            }
-        } else if (strcmp(a, "--force") == 0) {
-            force = 1;
-        } else if (strcmp(a, "--server-key") == 0 && i + 1 < argc) {
-            server_key = argv[++i];
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fputs("synctop record: unknown option or missing value: '", stderr);
-            tp_print_sanitized(stderr, a, (size_t)-1);
-            fputs("'\n", stderr);
-            record_usage(stderr);
-            return EXIT_USAGE;
-        } else if (n_specs == RECORD_MAX_ENDPOINTS) {
-            fprintf(stderr, "synctop record: at most %d endpoints\n", RECORD_MAX_ENDPOINTS);
-            return EXIT_USAGE;
-        } else {
+            break;
+        case O_FORCE: force = 1; break;
+        case O_KEY: server_key = a; break;
+        default:
+            if (n_specs == RECORD_MAX_ENDPOINTS)
+                return args_bad(&p, "at most %d endpoints", RECORD_MAX_ENDPOINTS);
             specs[n_specs++] = a;
+            break;
         }
     }
-    if (n_specs == 0 || out_path == NULL) {
-        fputs(n_specs == 0 ? "synctop record: no endpoint given\n" : "synctop record: no -o FILE given\n", stderr);
-        record_usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (n_specs == 0)
+        return args_bad(&p, "no endpoint given");
+    if (out_path == NULL)
+        return args_bad(&p, "no -o FILE given");
 
     tp_err err = {{0}};
     char endpoints[RECORD_MAX_ENDPOINTS][512];

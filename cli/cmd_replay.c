@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "verb.h"
 #include "viewer.h"
 
@@ -21,33 +22,34 @@ static void replay_usage(FILE *out) {
                  "w GPU figures for the window shown, q quit.\n");
 }
 
+enum { O_PLAY = 1, O_ASCII, O_MONO };
+static const arg_opt replay_opts[] = {
+    {O_PLAY, "--play", NULL, 0},
+    {O_ASCII, "--ascii", NULL, 0},
+    {O_MONO, "--mono", NULL, 0},
+};
+
 static int cmd_replay(int argc, char **argv) {
-    const char *path = NULL;
+    const char *path = NULL, *val;
     viewer_opts o = {.verb = "replay"};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            replay_usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--ascii") == 0) {
-            o.ascii = 1;
-        } else if (strcmp(argv[i], "--mono") == 0) {
-            o.mono = 1;
-        } else if (strcmp(argv[i], "--play") == 0) {
-            o.play = 1;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            replay_usage(stderr);
-            return EXIT_USAGE;
-        } else if (path == NULL) {
-            path = argv[i];
-        } else {
-            replay_usage(stderr);
-            return EXIT_USAGE;
+    args p;
+    ARGS_INIT(&p, "replay", replay_usage, replay_opts, argc, argv);
+    for (int id; (id = args_next(&p, &val)) != ARGS_END;) {
+        switch (id) {
+        case ARGS_HELP: return 0;
+        case ARGS_BAD: return EXIT_USAGE;
+        case O_PLAY: o.play = 1; break;
+        case O_ASCII: o.ascii = 1; break;
+        case O_MONO: o.mono = 1; break;
+        case ARGS_OPERAND:
+            if (path != NULL)
+                return args_bad(&p, "one file at a time ('%s' and '%s')", path, val);
+            path = val;
+            break;
         }
     }
-    if (path == NULL) {
-        replay_usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (path == NULL)
+        return args_bad(&p, "no trace file given");
     return viewer_run_replay(path, &o);
 }
 

@@ -24,6 +24,7 @@
 #include "load.h"
 #include "synctop/net.h"
 #include "live.h"
+#include "args.h"
 #include "verb.h"
 
 #define REPORT_MAX_SOURCES 64
@@ -193,67 +194,68 @@ static int cmd_report(int argc, char **argv) {
     int hta = 0;
     const char *out_path = NULL, *server_key = NULL;
     tp_err err = {{0}};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            report_usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--format") == 0 && val) {
-            ro.format = rp_format_parse(val);
-            if (ro.format < 0) {
-                fprintf(stderr, "synctop report: unknown format '");
-                tp_print_sanitized(stderr, val, (size_t)-1);
-                fprintf(stderr, "' (text, json, markdown)\n");
-                return EXIT_USAGE;
-            }
-            i++;
-        } else if (strcmp(a, "--hta") == 0) {
-            hta = 1;
-        } else if (strcmp(a, "--hta-wide-sync-as-stream") == 0) {
-            ho.wide_sync = HTA_WIDE_STREAM;
-        } else if (strcmp(a, "--hta-wide-sync-as-host") == 0) {
-            ho.wide_sync = HTA_WIDE_HOST;
-        } else if (strcmp(a, "--fail-if") == 0 && val) {
+    enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY };
+    static const arg_opt opts[] = {
+        {O_FORMAT, "--format", NULL, 1},
+        {O_HTA, "--hta", NULL, 0},
+        {O_WIDE_STREAM, "--hta-wide-sync-as-stream", NULL, 0},
+        {O_WIDE_HOST, "--hta-wide-sync-as-host", NULL, 0},
+        {O_FAIL_IF, "--fail-if", NULL, 1},
+        {O_TOP, "--top", NULL, 1},
+        {O_GAP_US, "--gap-us", NULL, 1},
+        {O_GPU_GAP_MS, "--gpu-gap-ms", NULL, 1},
+        {O_OUT, "--output", "-o", 1},
+        {O_KEY, "--server-key", NULL, 1},
+    };
+    args p;
+    ARGS_INIT(&p, "report", report_usage, opts, argc, argv);
+    const char *val;
+    uint64_t top;
+    double ms;
+    for (int id; (id = args_next(&p, &val)) != ARGS_END;) {
+        switch (id) {
+        case ARGS_HELP: return 0;
+        case ARGS_BAD: return EXIT_USAGE;
+        case O_FORMAT:
+            if ((ro.format = rp_format_parse(val)) < 0)
+                return args_bad(&p, "unknown format '%s' (text, json, markdown)", val);
+            break;
+        case O_HTA: hta = 1; break;
+        case O_WIDE_STREAM: ho.wide_sync = HTA_WIDE_STREAM; break;
+        case O_WIDE_HOST: ho.wide_sync = HTA_WIDE_HOST; break;
+        case O_FAIL_IF:
             if (n_checks == REPORT_MAX_CHECKS)
-                return verb_error("report", "too many --fail-if"), EXIT_USAGE;
-            if (rp_check_parse(val, &checks[n_checks], &err) != 0) {
-                fprintf(stderr, "synctop report: --fail-if ");
-                tp_print_sanitized(stderr, err.msg, (size_t)-1);
-                fputc('\n', stderr);
-                return EXIT_USAGE;
-            }
+                return args_bad(&p, "at most %d --fail-if", REPORT_MAX_CHECKS);
+            if (rp_check_parse(val, &checks[n_checks], &err) != 0)
+                return args_bad(&p, "--fail-if %s", err.msg);
             n_checks++;
-            i++;
-        } else if (strcmp(a, "--top") == 0 && val) {
-            ro.top = (size_t)strtoul(val, NULL, 10);
-            i++;
-        } else if (strcmp(a, "--gap-us") == 0 && val) {
-            ao.gap_ns = (uint64_t)(strtod(val, NULL) * 1e3);
-            i++;
-        } else if (strcmp(a, "--gpu-gap-ms") == 0 && val) {
-            ao.rule_gap_ns = (uint64_t)(strtod(val, NULL) * 1e6);
-            i++;
-        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && val) {
-            out_path = val;
-            i++;
-        } else if (strcmp(a, "--server-key") == 0 && val) {
-            server_key = val;
-            i++;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "synctop report: unexpected argument '");
-            tp_print_sanitized(stderr, a, (size_t)-1);
-            fprintf(stderr, "'\n");
-            report_usage(stderr);
-            return EXIT_USAGE;
-        } else if (n_sources < REPORT_MAX_SOURCES) {
-            sources[n_sources++] = argv[i];
+            break;
+        case O_TOP:
+            if (args_u64(&p, "--top", val, 0, 1000000, &top))
+                return EXIT_USAGE;
+            ro.top = (size_t)top;
+            break;
+        case O_GAP_US:
+            if (args_double(&p, "--gap-us", val, 0, 1e12, &ms))
+                return EXIT_USAGE;
+            ao.gap_ns = (uint64_t)(ms * 1e3);
+            break;
+        case O_GPU_GAP_MS:
+            if (args_double(&p, "--gpu-gap-ms", val, 0, 1e9, &ms))
+                return EXIT_USAGE;
+            ao.rule_gap_ns = (uint64_t)(ms * 1e6);
+            break;
+        case O_OUT: out_path = val; break;
+        case O_KEY: server_key = val; break;
+        default:
+            if (n_sources == REPORT_MAX_SOURCES)
+                return args_bad(&p, "at most %d sources", REPORT_MAX_SOURCES);
+            sources[n_sources++] = (char *)val;
+            break;
         }
     }
-    if (n_sources == 0) {
-        report_usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (n_sources == 0)
+        return args_bad(&p, "no source given (a trace file, a Kineto JSON or a live endpoint)");
 
     st_store *s = st_store_new(NULL);
     if (s == NULL)

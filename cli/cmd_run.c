@@ -38,6 +38,7 @@
 #include "synctop/net.h"
 #include "clock.h"
 #include "live.h"
+#include "args.h"
 #include "verb.h"
 #include "viewer.h"
 
@@ -328,49 +329,34 @@ typedef struct run_args {
     char **cmd;
 } run_args;
 
+/* The options, up to the command (after "--", or the first operand); 0 or EXIT_USAGE when the
+ * verb is done, -1 to go on. */
 static int parse_args(int argc, char **argv, run_args *a) {
-    int i = 1;
-    for (; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            run_usage(stdout);
-            return 0;
-        }
-        if (strcmp(argv[i], "--") == 0) {
-            i++;
-            break;
-        }
-        if (strcmp(argv[i], "--record") == 0 && i + 1 < argc)
-            a->record = argv[++i];
-        else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc)
-            a->listen = argv[++i];
-        else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc)
-            a->log = argv[++i];
-        else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc)
-            a->key = argv[++i];
-        else if (strcmp(argv[i], "--insecure") == 0)
-            a->insecure = 1;
-        else if (strcmp(argv[i], "--no-tui") == 0)
-            a->no_tui = 1;
-        else if (strcmp(argv[i], "--ascii") == 0)
-            a->ascii = 1;
-        else if (strcmp(argv[i], "--mono") == 0)
-            a->mono = 1;
-        else if (argv[i][0] != '-')
-            break; /* the command, without "--" */
-        else {
-            fprintf(stderr, "synctop run: unexpected argument '");
-            tp_print_sanitized(stderr, argv[i], (size_t)-1);
-            fprintf(stderr, "'\n");
-            run_usage(stderr);
-            return EXIT_USAGE;
+    enum { O_RECORD = 1, O_LISTEN, O_LOG, O_KEY, O_INSECURE, O_NO_TUI, O_ASCII, O_MONO };
+    static const arg_opt opts[] = {
+        {O_RECORD, "--record", NULL, 1},     {O_LISTEN, "--listen", NULL, 1}, {O_LOG, "--log", NULL, 1},
+        {O_KEY, "--key", NULL, 1},           {O_INSECURE, "--insecure", NULL, 0},
+        {O_NO_TUI, "--no-tui", NULL, 0},     {O_ASCII, "--ascii", NULL, 0},   {O_MONO, "--mono", NULL, 0},
+    };
+    args p;
+    ARGS_INIT(&p, "run", run_usage, opts, argc, argv);
+    const char *val;
+    for (int id; (id = args_next(&p, &val)) != ARGS_END;) {
+        switch (id) {
+        case ARGS_HELP: return 0;
+        case ARGS_BAD: return EXIT_USAGE;
+        case O_RECORD: a->record = val; break;
+        case O_LISTEN: a->listen = val; break;
+        case O_LOG: a->log = val; break;
+        case O_KEY: a->key = val; break;
+        case O_INSECURE: a->insecure = 1; break;
+        case O_NO_TUI: a->no_tui = 1; break;
+        case O_ASCII: a->ascii = 1; break;
+        case O_MONO: a->mono = 1; break;
+        default: a->cmd = args_from_operand(&p); return -1;
         }
     }
-    if (i >= argc) {
-        run_usage(stderr);
-        return EXIT_USAGE;
-    }
-    a->cmd = argv + i;
-    return -1; /* go on */
+    return args_bad(&p, "no command given (synctop run [OPTIONS] -- COMMAND [ARGS...])");
 }
 
 /* The live view's log file for the command's output: private, never an existing file. */

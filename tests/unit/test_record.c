@@ -560,6 +560,54 @@ static void write_synth_file(const char *path, uint64_t seed, size_t batches, si
     tp_enc_destroy(&enc);
 }
 
+/* Every verb parses its arguments the same way: --name VALUE or --name=VALUE, a reason on a
+ * usage error (status 2), and untrusted text sanitized in the message. */
+TEST(verbs_share_one_argument_parser) {
+    static const struct {
+        const char *args[8];
+        const char *says;
+    } cases[] = {
+        {{"replay", "a.trace", "b.trace"}, "synctop replay: one file at a time"},
+        {{"replay"}, "synctop replay: no trace file given"},
+        {{"info", "--json=yes", "x"}, "synctop info: --json takes no value"},
+        {{"record", "1234", "-o"}, "synctop record: --output needs a value"},
+        {{"record", "1234", "-o", "x", "--duration", "soon"}, "--duration wants a number"},
+        {{"report", "x.trace", "--top", "ten"}, "synctop report: --top wants a whole number"},
+        {{"report", "x.trace", "--format=yaml"}, "synctop report: unknown format 'yaml'"},
+        {{"report", "--gap-us", "-5", "x.trace"}, "--gap-us wants a number from 0"},
+        {{"attach", "--window-events", "10"}, "--window-events wants a whole number from 1000"},
+        {{"import", "--max-events", "0", "x.json", "-o", "y"}, "--max-events wants a whole number"},
+        {{"export", "x.trace"}, "synctop export: no -o FILE given"},
+        {{"keygen", "--frobnicate"}, "synctop keygen: unknown option '--frobnicate'"},
+        {{"run", "--no-tui"}, "synctop run: no command given"},
+        {{"info", "--\x1b]0;pwned\x07"}, "synctop info: unknown option '--"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *err = NULL;
+        ASSERT_EQ(run_synctop(cases[i].args, NULL, &err), 2);
+        if (strstr(err, cases[i].says) == NULL)
+            TASK_FAIL_("synctop %s: stderr lacks \"%s\":\n%s", cases[i].args[0], cases[i].says, err);
+        ASSERT_STR_CONTAINS(err, "usage: synctop ");
+        ASSERT_NULL(strchr(err, '\x1b'));
+        ASSERT_NULL(strchr(err, '\x07'));
+        free(err);
+    }
+    /* --name=VALUE is --name VALUE: the format given that way is used */
+    KEEP_PATH(f, "args.trace");
+    write_synth_file(f, 3, 2, 50, NULL);
+    char *out = NULL;
+    const char *json[] = {"report", f, "--format=json", "--top=1", NULL};
+    ASSERT_EQ(run_synctop(json, &out, NULL), 0);
+    ASSERT_EQ(out[0], '{');
+    free(out);
+    /* operands that start with '-' come after "--" */
+    char *err = NULL;
+    const char *dash[] = {"info", "--", "-not-an-option", NULL};
+    ASSERT_EQ(run_synctop(dash, NULL, &err), 1);
+    ASSERT_STR_CONTAINS(err, "-not-an-option");
+    free(err);
+}
+
 TEST(info_counts_and_json) {
     KEEP_PATH(file, "info.trace");
     expect x;

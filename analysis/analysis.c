@@ -613,7 +613,7 @@ static int finding_cmp(const void *a, const void *b) {
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int an_analyze(const st_store *s, const an_opts *opts, an_result *out, tp_err *err) {
+int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *err) {
     memset(out, 0, sizeof *out);
     an_ctx c = {.s = s, .r = out};
     if (opts)
@@ -633,7 +633,7 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, tp_err *e
         t1 = c.o.t1;
     }
     if (t1 < t0)
-        return tp_err_set(err, TP_EINVAL, "analysis: the range ends before it starts");
+        return err_set(err, ERR_INVAL, "analysis: the range ends before it starts");
     out->t0 = t0;
     out->t1 = t1;
 
@@ -746,7 +746,7 @@ done:
     free(c.prefix_end);
     if (rc != 0) {
         an_result_free(out);
-        return tp_err_set(err, TP_ENOMEM, "analysis: out of memory");
+        return err_set(err, ERR_NOMEM, "analysis: out of memory");
     }
     return 0;
 }

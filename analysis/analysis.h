@@ -141,7 +141,7 @@ const char *an_rule_nsys(int rule);
 int an_block_kind_of_name(const char *api);
 
 /* Analyses a committed store. opts may be NULL. */
-int an_analyze(const st_store *s, const an_opts *opts, an_result *out, tp_err *err);
+int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *err);
 void an_result_free(an_result *r);
 
 #endif

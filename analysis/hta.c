@@ -358,7 +358,7 @@ done:
     return rc;
 }
 
-int hta_analyze(const st_store *s, const hta_opts *opts, hta_result *out, tp_err *err) {
+int hta_analyze(const st_store *s, const hta_opts *opts, hta_result *out, err_msg *err) {
     memset(out, 0, sizeof *out);
     hta_opts o = {0};
     if (opts)
@@ -383,7 +383,7 @@ int hta_analyze(const st_store *s, const hta_opts *opts, hta_result *out, tp_err
                 continue;
             if (TU_GROW(names, cap, n_names + 1)) {
                 free(names);
-                return tp_err_set(err, TP_ENOMEM, "hta: out of memory");
+                return err_set(err, ERR_NOMEM, "hta: out of memory");
             }
             names[n_names++] = ev[i].name;
         }
@@ -393,7 +393,7 @@ int hta_analyze(const st_store *s, const hta_opts *opts, hta_result *out, tp_err
     for (size_t p = 0; p < st_producer_count(s); p++)
         if (analyze_producer(s, (uint32_t)p, n_names, &o, out, &streams_cap, &ranks_cap)) {
             hta_result_free(out);
-            return tp_err_set(err, TP_ENOMEM, "hta: out of memory");
+            return err_set(err, ERR_NOMEM, "hta: out of memory");
         }
     return 0;
 }

@@ -58,7 +58,7 @@ typedef struct hta_result {
     size_t n_streams;
 } hta_result;
 
-int hta_analyze(const st_store *s, const hta_opts *opts, hta_result *out, tp_err *err);
+int hta_analyze(const st_store *s, const hta_opts *opts, hta_result *out, err_msg *err);
 void hta_result_free(hta_result *r);
 
 #endif

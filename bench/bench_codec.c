@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
     double t_enc = 0, t_dec = 0, t_z = 0, t_zdec = 0;
     size_t bytes = 0, zbytes = 0, events_done = 0;
     tp_dec d = {0}, dz = {0};
-    tp_err err;
+    err_msg err;
     uint64_t check = 0;
     for (size_t b = 0; b < n_batches; b++) {
         for (size_t i = 0; i < BATCH; i++)

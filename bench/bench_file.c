@@ -68,7 +68,7 @@ static void free_batches(batches *b) {
 }
 
 static int write_file(const char *path, const batches *b, int level, double *secs, uint64_t *bytes) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     double t0 = now_s();
     tp_fwriter_opts o = {.flags = TP_FW_OVERWRITE, .zstd_level = level};
     tp_fwriter *w = tp_fwriter_open_opts(path, &o, &err);
@@ -99,7 +99,7 @@ static int write_file(const char *path, const batches *b, int level, double *sec
 /* Reads everything back; returns the events decoded (and a checksum of their starts, so the
  * decoding cannot be skipped). */
 static int read_file(const char *path, double *secs, uint64_t *events, uint64_t *sum) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     double t0 = now_s();
     tp_freader *r = tp_freader_open(path, &err);
     if (r == NULL) {

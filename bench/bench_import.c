@@ -207,7 +207,7 @@ typedef struct sink {
     uint64_t bytes, batches;
 } sink;
 
-static int to_sink(void *ctx, const void *batch, size_t len, tp_err *err) {
+static int to_sink(void *ctx, const void *batch, size_t len, err_msg *err) {
     (void)batch;
     (void)err;
     sink *s = ctx;
@@ -216,7 +216,7 @@ static int to_sink(void *ctx, const void *batch, size_t len, tp_err *err) {
     return 0;
 }
 
-static int to_file(void *ctx, const void *batch, size_t len, tp_err *err) {
+static int to_file(void *ctx, const void *batch, size_t len, err_msg *err) {
     return tp_fwriter_append(ctx, batch, len, err);
 }
 
@@ -232,7 +232,7 @@ int main(int argc, char **argv) {
            (double)json.len / 1e6, (double)span_us / 1e6, now_s() - t0);
 
     kineto_stats st;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     double best = 1e30;
     sink sk = {0};
     for (int run = 0; run < 3; run++) {

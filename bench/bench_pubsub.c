@@ -65,7 +65,7 @@ static void set_seq(tp_buf *b, uint64_t seq, uint32_t flags) {
 
 static void publisher(const config *c, int ep_fd, int report_fd) {
     pub_report rep = {0};
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     size_t est_batch_bytes = c->batch * 56 + 4096;
     size_t hwm = (256u << 20) / est_batch_bytes;
     char ep[64];
@@ -122,7 +122,7 @@ static void publisher(const config *c, int ep_fd, int report_fd) {
         if (!c->pregen)
             tp_enc_delivered(enc, rc == 0);
         seq++;
-        while (flags && rc == TP_EAGAIN) { /* the END batch must arrive: a new batch each try */
+        while (flags && rc == ERR_AGAIN) { /* the END batch must arrive: a new batch each try */
             sleep_s(0.001);
             if (c->pregen) {
                 set_seq(b, seq++, TP_BF_END);
@@ -170,7 +170,7 @@ static int run(const config *c) {
         waitpid(pid, NULL, 0);
         return 1;
     }
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_sub *sub = tp_sub_new(&(tp_sub_opts){.rcvhwm = 1000}, &err);
     if (sub == NULL || tp_sub_connect(sub, ep, &err) != 0) {
         fprintf(stderr, "subscriber: %s\n", err.msg);

@@ -149,7 +149,7 @@ int main(void) {
         return 1;
     char ep[256];
     snprintf(ep, sizeof ep, "ipc://%s/bench.sock", dir);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_pub_opts po = {.endpoint = ep};
     tp_pub *pub = tp_pub_new(&po, &err);
     if (pub == NULL) {

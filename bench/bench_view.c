@@ -41,7 +41,7 @@ static void feed(st_store *s, tp_fwriter *w, size_t n) {
     synth_init(&sy, 42);
     tp_enc *enc = tp_enc_new(NULL);
     tp_buf out = {0};
-    tp_err err;
+    err_msg err;
     for (size_t done = 0; done < n; done += 4096) {
         synth_fill(&sy, enc, n - done < 4096 ? n - done : 4096);
         tp_enc_finish(enc, &out);
@@ -78,7 +78,7 @@ static void live_latency(size_t n) {
     st_store *s = st_store_new(&so);
     feed(s, NULL, n);
     st_store_commit(s);
-    tp_err err;
+    err_msg err;
     an_result an;
     double a = now_s();
     if (an_analyze(s, NULL, &an, &err) != 0)
@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
         st_store_shrink(s);
         double ingest = now_s() - a;
         an_result an;
-        tp_err err;
+        err_msg err;
         a = now_s();
         if (an_analyze(s, NULL, &an, &err) != 0) {
             fprintf(stderr, "analysis: %s\n", err.msg);
@@ -183,7 +183,7 @@ int main(int argc, char **argv) {
     if (fd < 0)
         return 1;
     close(fd);
-    tp_err err;
+    err_msg err;
     tp_fwriter *w = tp_fwriter_open(path, TP_FW_OVERWRITE, &err);
     if (w == NULL) {
         fprintf(stderr, "%s\n", err.msg);

@@ -18,14 +18,10 @@ void args_init(args *p, const char *verb_name, void (*usage)(FILE *), const arg_
 }
 
 int args_bad(const args *p, const char *fmt, ...) {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    verb_vline(p->verb, "", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "synctop %s: ", p->verb);
-    tp_print_sanitized(stderr, msg, (size_t)-1);
-    fputc('\n', stderr);
     if (p->usage) {
         fputc('\n', stderr);
         p->usage(stderr);

@@ -35,7 +35,7 @@ static int cmd_attach(int argc, char **argv) {
     size_t n = 0;
     char key[TP_KEY_Z85_LEN + 1];
     viewer_opts o = {.verb = "attach"};
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     enum { O_KEY = 1, O_WINDOW, O_RECORD, O_FORCE, O_ASCII, O_MONO };
     static const arg_opt opts[] = {
         {O_KEY, "--server-key", NULL, 1}, {O_WINDOW, "--window-events", NULL, 1}, {O_RECORD, "--record", NULL, 1},
@@ -72,7 +72,7 @@ static int cmd_attach(int argc, char **argv) {
             if (tp_endpoint_resolve(a, eps[n], sizeof eps[n], &err) != 0)
                 return verb_error("attach", "%s", err.msg);
             if (strncmp(eps[n], "ipc://", 6) == 0 && tp_endpoint_is_live(eps[n]) == 0)
-                fprintf(stderr, "synctop attach: nobody publishes on %s yet; waiting for it\n", eps[n]);
+                verb_say("attach", "nobody publishes on %s yet; waiting for it", eps[n]);
             list[n] = eps[n];
             n++;
         }
@@ -83,7 +83,9 @@ static int cmd_attach(int argc, char **argv) {
             return verb_error("attach", "%s", err.msg);
         o.scan_endpoint_dir = 1;
     }
-    return viewer_run_live(list, n, &o);
+    viewer_result res;
+    int rc = viewer_run_live(list, n, &o, &res);
+    return verb_viewer_done("attach", rc, &res, o.record);
 }
 
 SYNCTOP_VERB(attach, .name = "attach", .fn = cmd_attach, .synopsis = "attach [PID|ENDPOINT...]",

@@ -260,13 +260,6 @@ static int export_chrome(FILE *out, const st_store *s, const an_result *r, int f
     return ferror(out) ? -1 : 0;
 }
 
-static void export_warn(void *ctx, const char *msg) {
-    (void)ctx;
-    fputs("synctop export: warning: ", stderr);
-    tp_print_sanitized(stderr, msg, (size_t)-1);
-    fputc('\n', stderr);
-}
-
 static int cmd_export(int argc, char **argv) {
     const char *sources[EXPORT_MAX_SOURCES], *out_path = NULL, *format = "chrome";
     int n_sources = 0, force = 0, flows = 1;
@@ -306,18 +299,16 @@ static int cmd_export(int argc, char **argv) {
     st_store *s = st_store_new(NULL);
     if (s == NULL)
         return verb_error("export", "out of memory");
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     for (int i = 0; i < n_sources; i++) {
-        if (ingest_file(s, sources[i], export_warn, NULL, &err) != 0) {
-            fprintf(stderr, "synctop export: ");
-            tp_print_sanitized(stderr, err.msg, (size_t)-1);
-            fputc('\n', stderr);
+        if (ingest_file(s, sources[i], verb_warn_cb, "export", &err) != 0) {
+            verb_error("export", "%s", err.msg);
             st_store_destroy(&s);
             return 1;
         }
     }
     st_store_commit(s);
-    sy_symbolize_store(s, "export"); /* native call sites to file:line */
+    verb_symbolize("export", s); /* native call sites to file:line */
     an_result r;
     if (an_analyze(s, NULL, &r, &err) != 0) {
         st_store_destroy(&s);

@@ -37,12 +37,6 @@ static void import_usage(FILE *out) {
             KINETO_MAX_EVENTS);
 }
 
-static void print_err(const char *msg) {
-    fprintf(stderr, "synctop import: ");
-    tp_print_sanitized(stderr, msg, (size_t)-1);
-    fputc('\n', stderr);
-}
-
 /* ---- progress bar (only on a terminal, only once an import has run for a moment) ---- */
 
 typedef struct progress {
@@ -181,7 +175,7 @@ static void print_skipped(const char *path, const kineto_stats *st) {
 
 /* ---- the verb ---- */
 
-static int emit_to_file(void *ctx, const void *batch, size_t len, tp_err *err) {
+static int emit_to_file(void *ctx, const void *batch, size_t len, err_msg *err) {
     return tp_fwriter_append(ctx, batch, len, err);
 }
 
@@ -239,9 +233,7 @@ static int cmd_import(int argc, char **argv) {
     }
     struct stat sb;
     if (!force && stat(out, &sb) == 0) {
-        fprintf(stderr, "synctop import: ");
-        tp_print_sanitized(stderr, out, (size_t)-1);
-        fprintf(stderr, " exists (use --force to replace it)\n");
+        verb_error("import", "%s exists (use --force to replace it)", out);
         free(inputs);
         return 1;
     }
@@ -253,10 +245,10 @@ static int cmd_import(int argc, char **argv) {
         return verb_error("import", "out of memory");
     }
     snprintf(tmp, tmp_len, "%s.partial-%ld", out, (long)getpid());
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open(tmp, TP_FW_OVERWRITE, &err);
     if (w == NULL) {
-        print_err(err.msg);
+        verb_error("import", "%s", err.msg);
         free(tmp);
         free(inputs);
         return 1;
@@ -267,7 +259,7 @@ static int cmd_import(int argc, char **argv) {
     totals t;
     memset(&t, 0, sizeof t);
     kineto_stats *st = calloc(1, sizeof *st);
-    int rc = st ? 0 : TP_ENOMEM;
+    int rc = st ? 0 : ERR_NOMEM;
     for (int i = 0; rc == 0 && i < n_inputs; i++) {
         pr.name = inputs[i];
         pr.index = i + 1;
@@ -291,31 +283,23 @@ static int cmd_import(int argc, char **argv) {
         }
         add_rank(&t, st);
         if (st->invalid) {
-            fprintf(stderr, "synctop import: warning: ");
-            tp_print_sanitized(stderr, inputs[i], (size_t)-1);
-            fprintf(stderr, ": skipped %" PRIu64 " unusable entr%s; the first: ", st->invalid,
-                    st->invalid == 1 ? "y" : "ies");
-            tp_print_sanitized(stderr, st->first_invalid, (size_t)-1);
-            fputc('\n', stderr);
+            verb_warn("import", "%s: skipped %" PRIu64 " unusable entr%s; the first: %s", inputs[i], st->invalid,
+                      st->invalid == 1 ? "y" : "ies", st->first_invalid);
         }
         if (st->events == 0) {
-            fprintf(stderr, "synctop import: warning: ");
-            tp_print_sanitized(stderr, inputs[i], (size_t)-1);
-            fprintf(stderr, ": no kernels, copies, CUDA calls or annotations in it\n");
+            verb_warn("import", "%s: no kernels, copies, CUDA calls or annotations in it", inputs[i]);
         }
         if (st->strings_refused) {
-            fprintf(stderr, "synctop import: warning: ");
-            tp_print_sanitized(stderr, inputs[i], (size_t)-1);
-            fprintf(stderr, ": %" PRIu64 " names over the %u MiB bound on names were left out\n",
-                    st->strings_refused, KINETO_MAX_STRING_BYTES >> 20);
+            verb_warn("import", "%s: %" PRIu64 " names over the %u MiB bound on names were left out", inputs[i],
+                      st->strings_refused, KINETO_MAX_STRING_BYTES >> 20);
         }
         if (verbose)
             print_skipped(inputs[i], st);
     }
-    if (rc == TP_ENOMEM && st == NULL)
-        tp_err_set(&err, rc, "out of memory");
+    if (rc == ERR_NOMEM && st == NULL)
+        err_set(&err, rc, "out of memory");
     free(st);
-    tp_err cerr = {{0}};
+    err_msg cerr = {{0}};
     int crc = tp_fwriter_close(&w, &cerr);
     if (rc == 0 && crc != 0) {
         rc = crc;
@@ -327,12 +311,12 @@ static int cmd_import(int argc, char **argv) {
             file_bytes = (uint64_t)sb.st_size;
         if (rename(tmp, out) != 0) {
             int e = errno;
-            rc = tp_err_set(&err, TP_EIO, "cannot rename %s to %s: %s", tmp, out, strerror(e));
+            rc = err_set(&err, ERR_IO, "cannot rename %s to %s: %s", tmp, out, strerror(e));
         }
     }
     if (rc != 0) {
         unlink(tmp);
-        print_err(err.msg);
+        verb_error("import", "%s", err.msg);
         free(tmp);
         free(inputs);
         return 1;

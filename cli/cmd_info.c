@@ -350,12 +350,9 @@ static int cmd_info(int argc, char **argv) {
     if (path == NULL)
         return args_bad(&p, "no trace file given");
     traceinfo ti;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (traceinfo_load(&ti, path, &err) != 0) {
-        fputs("synctop info: ", stderr);
-        tp_print_sanitized(stderr, err.msg, (size_t)-1);
-        fputc('\n', stderr);
-        return 1;
+        return verb_error("info", "%s", err.msg);
     }
     if (json)
         print_json(stdout, path, &ti);

@@ -41,13 +41,10 @@ static int cmd_keygen(int argc, char **argv) {
         base = val;
     }
     tp_keypair kp;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (tp_keypair_new(&kp, &err) < 0 || tp_keypair_save(&kp, base, &err) < 0) {
         memset(&kp, 0, sizeof kp);
-        fprintf(stderr, "synctop keygen: ");
-        tp_print_sanitized(stderr, err.msg, (size_t)-1);
-        fputc('\n', stderr);
-        return 1;
+        return verb_error("keygen", "%s", err.msg);
     }
     printf("public key: %s\n", kp.public_key);
     printf("wrote %s.key (public and secret key, mode 0600): for the publisher; keep it private\n",

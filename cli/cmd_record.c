@@ -45,12 +45,6 @@ static void record_usage(FILE *out) {
             "Inspect the result with `synctop info FILE`.\n");
 }
 
-static void complain(const char *what, const tp_err *err) {
-    fprintf(stderr, "synctop record: %s: ", what);
-    tp_print_sanitized(stderr, err->msg, (size_t)-1);
-    fputc('\n', stderr);
-}
-
 /* What the loop keeps between batches. */
 typedef struct recorder {
     tp_fwriter *w;
@@ -74,13 +68,13 @@ static void put_counts(FILE *out, const tp_fwriter_stats *ws, const tp_sub_stats
 }
 
 /* Each batch goes to the file as it came; a batch the writer refuses is counted and skipped. */
-static int record_batch(void *ctx, const tp_sub_msg *m, tp_err *err) {
+static int record_batch(void *ctx, const tp_sub_msg *m, err_msg *err) {
     recorder *rc = ctx;
     int ar = tp_fwriter_append(rc->w, m->data, m->len, err);
-    if (ar == TP_EMALFORMED) {
+    if (ar == ERR_MALFORMED) {
         rc->malformed++;
         if (rc->complaints++ < RECORD_MAX_COMPLAINTS)
-            complain("ignored a batch", err);
+            verb_warn("record", "ignored a batch: %s", err->msg);
         return 0;
     }
     if (ar < 0)
@@ -88,10 +82,10 @@ static int record_batch(void *ctx, const tp_sub_msg *m, tp_err *err) {
     return ar < 0 ? ar : 0;
 }
 
-static void record_malformed(void *ctx, const tp_err *err) {
+static void record_malformed(void *ctx, const err_msg *err) {
     recorder *rc = ctx;
     if (rc->complaints++ < RECORD_MAX_COMPLAINTS)
-        complain("ignored a message", err);
+        verb_warn("record", "ignored a message: %s", err->msg);
 }
 
 /* A few times a second: the file is flushed (which bounds what a kill -9 can lose) and, on a
@@ -103,9 +97,9 @@ static int record_tick(void *ctx) {
         return 1;
     if (now < rc->next_tick)
         return 0;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (tp_fwriter_flush(rc->w, &err) != 0) {
-        complain("cannot write", &err);
+        verb_error("record", "cannot write: %s", err.msg);
         rc->failed = 1;
         return 1;
     }
@@ -163,17 +157,17 @@ static int cmd_record(int argc, char **argv) {
     if (out_path == NULL)
         return args_bad(&p, "no -o FILE given");
 
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     char endpoints[RECORD_MAX_ENDPOINTS][512];
     for (int i = 0; i < n_specs; i++) {
         if (tp_endpoint_resolve(specs[i], endpoints[i], sizeof endpoints[i], &err) < 0) {
-            complain("bad endpoint", &err);
+            verb_error("record", "bad endpoint: %s", err.msg);
             return EXIT_USAGE;
         }
     }
     char key[TP_KEY_Z85_LEN + 1];
     if (server_key != NULL && tp_public_key_resolve(server_key, key, &err) < 0) {
-        complain("bad --server-key", &err);
+        verb_error("record", "bad --server-key: %s", err.msg);
         return 1;
     }
 
@@ -181,21 +175,19 @@ static int cmd_record(int argc, char **argv) {
     tp_sub_opts so = {.server_key = server_key ? key : NULL};
     tp_sub *sub = tp_sub_new(&so, &err);
     if (sub == NULL) {
-        complain("cannot subscribe", &err);
+        verb_error("record", "cannot subscribe: %s", err.msg);
         return 1;
     }
     for (int i = 0; i < n_specs; i++) {
         if (tp_sub_connect(sub, endpoints[i], &err) < 0) {
-            complain("cannot connect", &err);
+            verb_error("record", "cannot connect: %s", err.msg);
             tp_sub_destroy(&sub);
             return 1;
         }
     }
     tp_fwriter *w = tp_fwriter_open(out_path, force ? TP_FW_OVERWRITE : 0, &err);
     if (w == NULL) {
-        fputs("synctop record: ", stderr);
-        tp_print_sanitized(stderr, err.msg, (size_t)-1);
-        fputs(strstr(err.msg, "already exists") ? " (use --force to replace it)\n" : "\n", stderr);
+        verb_error("record", "%s%s", err.msg, strstr(err.msg, "already exists") ? " (use --force to replace it)" : "");
         tp_sub_destroy(&sub);
         return 1;
     }
@@ -217,7 +209,7 @@ static int cmd_record(int argc, char **argv) {
     live_end end = live_follow(sub, &lo, &err);
     const char *why = end == LIVE_DONE ? "duration reached" : live_end_name(end);
     if (end == LIVE_FAILED) {
-        complain(rc.failed ? "cannot write" : "cannot receive", &err);
+        verb_error("record", "%s: %s", rc.failed ? "cannot write" : "cannot receive", err.msg);
         status = 1;
     } else if (rc.failed) {
         status = 1;
@@ -232,7 +224,7 @@ static int cmd_record(int argc, char **argv) {
     tp_fwriter_stats_get(w, &ws);
     tp_sub_stats_get(sub, &ss);
     if (tp_fwriter_close(&w, &err) != 0) {
-        complain("cannot finish the file", &err);
+        verb_error("record", "cannot finish the file: %s", err.msg);
         status = 1;
     }
     fputs("synctop record: wrote ", stderr);

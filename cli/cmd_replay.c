@@ -50,7 +50,9 @@ static int cmd_replay(int argc, char **argv) {
     }
     if (path == NULL)
         return args_bad(&p, "no trace file given");
-    return viewer_run_replay(path, &o);
+    viewer_result res;
+    int rc = viewer_run_replay(path, &o, &res);
+    return verb_viewer_done("replay", rc, &res, NULL);
 }
 
 SYNCTOP_VERB(replay, .name = "replay", .fn = cmd_replay, .synopsis = "replay FILE",

@@ -90,13 +90,6 @@ static void report_usage(FILE *out) {
             "2 on bad usage.\n");
 }
 
-static void report_warn(void *ctx, const char *msg) {
-    (void)ctx;
-    fputs("synctop report: warning: ", stderr);
-    tp_print_sanitized(stderr, msg, (size_t)-1);
-    fputc('\n', stderr);
-}
-
 static int is_file_source(const char *spec) {
     struct stat st;
     return strcmp(spec, "-") == 0 || stat(spec, &st) == 0;
@@ -115,9 +108,9 @@ static int looks_live(const char *spec) {
 }
 
 /* A batch into the store; a bad one is dropped alone, with a warning. */
-static int report_batch(void *ctx, const tp_sub_msg *m, tp_err *err) {
+static int report_batch(void *ctx, const tp_sub_msg *m, err_msg *err) {
     if (st_store_add_batch(ctx, m->data, m->len, err) != 0)
-        report_warn(NULL, err->msg);
+        verb_warn("report", "%s", err->msg);
     return 0;
 }
 
@@ -125,7 +118,7 @@ static int report_batch(void *ctx, const tp_sub_msg *m, tp_err *err) {
  * ipc publishers went away, or SIGINT/SIGTERM; then says on stderr what was recorded and why it
  * stopped, so that a report cut short is never mistaken for a whole run. */
 static int record_live(st_store *s, char **specs, int n, const char *server_key) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     char key[TP_KEY_Z85_LEN + 1];
     if (server_key != NULL && tp_public_key_resolve(server_key, key, &err) < 0)
         return verb_error("report", "bad --server-key: %s", err.msg);
@@ -149,7 +142,7 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key)
     sigaction(SIGTERM, &sa, &old_term);
     int status = 0;
     if (isatty(STDERR_FILENO))
-        fprintf(stderr, "synctop report: recording until the program ends (Ctrl-C to stop and report)\n");
+        verb_say("report", "recording until the program ends (Ctrl-C to stop and report)");
     const char *ep_list[REPORT_MAX_SOURCES];
     for (int i = 0; i < n; i++)
         ep_list[i] = eps[i];
@@ -193,7 +186,7 @@ static int cmd_report(int argc, char **argv) {
     hta_opts ho = {0};
     int hta = 0;
     const char *out_path = NULL, *server_key = NULL;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY };
     static const arg_opt opts[] = {
         {O_FORMAT, "--format", NULL, 1},
@@ -267,10 +260,8 @@ static int cmd_report(int argc, char **argv) {
             live[n_live++] = sources[i];
             continue;
         }
-        if (ingest_file(s, sources[i], report_warn, NULL, &err) != 0) {
-            fprintf(stderr, "synctop report: ");
-            tp_print_sanitized(stderr, err.msg, (size_t)-1);
-            fputc('\n', stderr);
+        if (ingest_file(s, sources[i], verb_warn_cb, "report", &err) != 0) {
+            verb_error("report", "%s", err.msg);
             status = 1;
         }
     }
@@ -281,7 +272,7 @@ static int cmd_report(int argc, char **argv) {
         return status;
     }
     st_store_commit(s);
-    sy_symbolize_store(s, "report"); /* native call sites to file:line */
+    verb_symbolize("report", s); /* native call sites to file:line */
     if (st_store_events(s) == 0) {
         st_store_destroy(&s);
         return verb_error("report", "no events to analyse");
@@ -320,9 +311,7 @@ static int cmd_report(int argc, char **argv) {
     for (int i = 0; i < n_checks; i++) {
         char msg[512];
         int crossed = rp_check_eval(&checks[i], s, &r, msg, sizeof msg);
-        fprintf(stderr, "synctop report: %s ", crossed ? "FAIL" : "ok  ");
-        tp_print_sanitized(stderr, msg, (size_t)-1);
-        fputc('\n', stderr);
+        verb_say("report", "%s %s", crossed ? "FAIL" : "ok  ", msg);
         if (crossed && status == 0)
             status = 1;
     }

@@ -131,7 +131,7 @@ static int endpoint_known(const endpoints *e, const char *ep) {
 static void connect_new(tp_sub *sub, endpoints *known, const char *ep) {
     if (known->n == RUN_MAX_ENDPOINTS || endpoint_known(known, ep))
         return;
-    tp_err err;
+    err_msg err;
     if (tp_sub_connect(sub, ep, &err) == 0)
         snprintf(known->list[known->n++], TP_ENDPOINT_MAX, "%s", ep);
 }
@@ -139,7 +139,7 @@ static void connect_new(tp_sub *sub, endpoints *known, const char *ep) {
 /* Calls add for the default endpoints of the child and of its descendants that have one. */
 static void discover(long child, void (*add)(void *ctx, const char *ep), void *ctx) {
     char dir[PATH_MAX];
-    tp_err err;
+    err_msg err;
     if (tp_endpoint_dir(dir, sizeof dir, &err) < 0)
         return;
     DIR *d = opendir(dir);
@@ -201,7 +201,7 @@ typedef struct run_follow {
     uint64_t missed;
 } run_follow;
 
-static int run_batch(void *ctx, const tp_sub_msg *m, tp_err *err) {
+static int run_batch(void *ctx, const tp_sub_msg *m, err_msg *err) {
     run_follow *f = ctx;
     f->missed += m->missed;
     st_store_add_batch(f->st, m->data, m->len, err); /* a bad batch is dropped alone */
@@ -309,9 +309,9 @@ static void print_report(FILE *out, st_store *st, const char *cmd, int status_co
         fprintf(out, "  incomplete: %" PRIu64 " records or batches lost%s\n", drops,
                 ended < n_prods ? "; some processes did not finish their trace" : "");
     st_store_commit(st);
-    sy_symbolize_store(st, "run"); /* native call sites to file:line */
+    verb_symbolize("run", st); /* native call sites to file:line */
     an_result r;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (an_analyze(st, NULL, &r, &err) != 0) {
         fprintf(out, "  analysis failed: %s\n", err.msg);
         return;
@@ -365,7 +365,7 @@ static int open_log(const char *path, char *out, size_t outlen) {
         snprintf(out, outlen, "%s", path);
     } else {
         char dir[PATH_MAX];
-        tp_err err;
+        err_msg err;
         if (tp_endpoint_dir(dir, sizeof dir, &err) < 0)
             return -1;
         snprintf(out, outlen, "%s/synctop-run-%ld.log", dir, (long)getpid());
@@ -386,7 +386,7 @@ static int cmd_run(int argc, char **argv) {
         return verb_error("run", "cannot find libsynctop-tracer.so next to synctop (set "
                                  "SYNCTOP_TRACER=/path/to/libsynctop-tracer.so)");
     char listen_ep[TP_ENDPOINT_MAX] = "";
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (a.listen != NULL && tp_endpoint_resolve(a.listen, listen_ep, sizeof listen_ep, &err) < 0)
         return verb_error("run", "--listen %s: %s", a.listen, err.msg);
     /* With CURVE, our own subscriber must know the publisher's public key: the key file has it. */
@@ -471,7 +471,8 @@ static int cmd_run(int argc, char **argv) {
         const char *eps[1] = {listen_ep};
         viewer_opts vo = {.ascii = a.ascii, .mono = a.mono, .verb = "run", .discover = live_discover,
                           .discover_ctx = &ld, .server_key = server_key};
-        viewer_run_live(eps, listen_ep[0] ? 1 : 0, &vo); /* it prints its own errors */
+        viewer_result vres;
+        verb_viewer_done("run", viewer_run_live(eps, listen_ep[0] ? 1 : 0, &vo, &vres), &vres, vo.record);
         if (waitpid(child, &status, WNOHANG) != child) {
             fprintf(stderr, "synctop run: the view is closed; waiting for %s (pid %ld) to end "
                             "(Ctrl-C interrupts it)\n", a.cmd[0], (long)child);
@@ -484,7 +485,7 @@ static int cmd_run(int argc, char **argv) {
         run_follow f = {.h = h, .st = st, .child = child, .status = &status, .listen_ep = listen_ep};
         live_opts lo = {.poll_ms = 50, .on_batch = run_batch, .on_tick = run_tick, .ctx = &f, .keep_after_end = 1};
         if (live_follow(h->sub, &lo, &err) == LIVE_FAILED)
-            fprintf(stderr, "synctop run: cannot receive: %s\n", err.msg);
+            verb_error("run", "cannot receive: %s", err.msg);
         uint64_t missed = f.missed;
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         print_report(stdout, st, a.cmd[0], code, (double)(now_ms() - t0) / 1000.0, missed);

@@ -1,12 +1,17 @@
 /*
- * The verbs' registry and the helpers every verb shares (verb.h): error lines and printing
- * untrusted names safely.
+ * The verbs' registry and the helpers every verb shares (verb.h): how a verb speaks on stderr
+ * (untrusted names sanitized), symbolizing a loaded store, and the end of a viewer session.
  */
 #include <stdarg.h>
 #include <string.h>
 
+#include <inttypes.h>
+
+#include "store.h"
+#include "symbols.h"
 #include "synctop/sanitize.h"
 #include "verb.h"
+#include "viewer.h"
 
 #define VERB_MAX 32
 
@@ -18,14 +23,57 @@ void verb_register(const verb *v) {
         verbs[n_verbs++] = v;
 }
 
+void verb_vline(const char *verb_name, const char *prefix, const char *fmt, va_list ap) {
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fprintf(stderr, "synctop %s: %s", verb_name, prefix);
+    tp_print_sanitized(stderr, msg, (size_t)-1);
+    fputc('\n', stderr);
+}
+
 int verb_error(const char *verb_name, const char *fmt, ...) {
     va_list ap;
-    fprintf(stderr, "synctop %s: ", verb_name);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    verb_vline(verb_name, "", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return 1;
+}
+
+void verb_warn(const char *verb_name, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    verb_vline(verb_name, "warning: ", fmt, ap);
+    va_end(ap);
+}
+
+void verb_say(const char *verb_name, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    verb_vline(verb_name, "", fmt, ap);
+    va_end(ap);
+}
+
+void verb_warn_cb(void *ctx, const char *msg) {
+    verb_warn(ctx, "%s", msg);
+}
+
+void verb_symbolize(const char *verb_name, st_store *s) {
+    char changed[512];
+    size_t n = sy_symbolize_store(s, changed, sizeof changed);
+    if (n > 0)
+        verb_warn(verb_name, "%s%s changed since the trace was taken (another build id): its frames are shown as "
+                  "module+offset, not named", changed, n > 1 ? " and other modules" : "");
+}
+
+int verb_viewer_done(const char *verb_name, int rc, const viewer_result *r, const char *record_path) {
+    if (r->record_failed)
+        verb_error(verb_name, "the recording is incomplete: %s", r->record_err.msg);
+    else if (r->recorded)
+        verb_say(verb_name, "recorded %" PRIu64 " batches (%" PRIu64 " events) to %s", r->rec_batches, r->rec_events,
+                 record_path);
+    if (rc != 0 && r->err.msg[0])
+        verb_error(verb_name, "%s", r->err.msg);
+    return rc;
 }
 
 int verb_list(const verb ***out) {

@@ -6,6 +6,7 @@
 #ifndef SYNCTOP_VERB_H
 #define SYNCTOP_VERB_H
 
+#include <stdarg.h>
 #include <stdio.h>
 
 typedef int (*verb_fn)(int argc, char **argv); /* argv[0] is the verb; returns the exit status */
@@ -31,7 +32,26 @@ int verb_list(const verb ***out);
 /* Exit statuses of the verbs: 0 success, 1 the job failed or a check did not hold, 2 usage. */
 enum { EXIT_USAGE = 2 };
 
-/* Prints "synctop VERB: message" on stderr; returns 1 so verbs can `return die(...)`. */
+/* How a verb speaks on stderr: one line, "synctop VERB: message", the message sanitized (it often
+ * carries names from traces or peers). verb_error returns 1, the status of a failed job, so a verb
+ * can `return verb_error(...)`; verb_warn says "warning: " first; verb_say is for progress and
+ * results. Errors from the layers below arrive as an err_msg, printed with "%s". */
 int verb_error(const char *verb_name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void verb_warn(const char *verb_name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void verb_say(const char *verb_name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* verb_warn as an importer's warning callback: ctx is the verb's name. */
+void verb_warn_cb(void *ctx, const char *msg);
+/* Symbolizes a whole store's native frames, warning when a module changed since the trace was
+ * taken (its frames stay module+offset). */
+struct st_store;
+void verb_symbolize(const char *verb_name, struct st_store *s);
+
+/* Says how a viewer session ended (its error, what it recorded) and returns its status. */
+struct viewer_result;
+int verb_viewer_done(const char *verb_name, int rc, const struct viewer_result *r, const char *record_path);
+
+/* The line itself, from a va_list (args.c's usage errors). */
+void verb_vline(const char *verb_name, const char *prefix, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 #endif

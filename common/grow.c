@@ -12,12 +12,12 @@ int tu_grow(void **p, size_t *cap, size_t need, size_t elem) {
     size_t c = *cap ? *cap : 16;
     while (c < need) {
         if (c > SIZE_MAX / 2 / elem)
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         c += c / 2 + 16;
     }
     void *q = realloc(*p, c * elem);
     if (q == NULL)
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     *p = q;
     *cap = c;
     return 0;

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 /* Makes room for need elements of elem bytes in *p (capacity *cap). Grows by half plus 16, which
- * keeps the slack of large arrays (the store's lanes) bounded. Returns 0 or TP_ENOMEM, leaving *p
+ * keeps the slack of large arrays (the store's lanes) bounded. Returns 0 or ERR_NOMEM, leaving *p
  * as it was on failure. */
 int tu_grow(void **p, size_t *cap, size_t need, size_t elem);
 #define TU_GROW(arr, cap, need) tu_grow((void **)&(arr), &(cap), (need), sizeof *(arr))

@@ -33,7 +33,7 @@ static int u64map_grow(u64map *m) {
     if (k == NULL || v == NULL) {
         free(k);
         free(v);
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     }
     for (size_t i = 0; i < m->cap; i++) {
         if (m->keys[i] == 0)
@@ -59,7 +59,7 @@ int u64map_put(u64map *m, uint64_t key, uint64_t val) {
         return 0;
     }
     if ((m->n + 1) * 2 > m->cap && u64map_grow(m) != 0)
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     size_t i = mix64(key) & (m->cap - 1);
     while (m->keys[i] != 0 && m->keys[i] != key)
         i = (i + 1) & (m->cap - 1);

@@ -19,7 +19,7 @@ typedef struct u64map {
 
 /* The value slot of key, or NULL when absent. Valid until the next put. */
 uint64_t *u64map_find(const u64map *m, uint64_t key);
-/* Sets key to val. Returns 0 or TP_ENOMEM (the map is unchanged then). */
+/* Sets key to val. Returns 0 or ERR_NOMEM (the map is unchanged then). */
 int u64map_put(u64map *m, uint64_t key, uint64_t val);
 /* The value slot of key, added with value init when absent (*added, may be NULL, says whether it
  * was); NULL when out of memory. Valid until the next put. */

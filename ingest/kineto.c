@@ -154,7 +154,7 @@ typedef struct ksrc {
     uint64_t total;      /* input size, 0 when unknown */
 } ksrc;
 
-static int src_fill(ksrc *s, tp_err *err) {
+static int src_fill(ksrc *s, err_msg *err) {
     if (s->fd < 0 || s->in_eof || s->in_pos < s->in_len)
         return 0;
     ssize_t n;
@@ -162,7 +162,7 @@ static int src_fill(ksrc *s, tp_err *err) {
         n = read(s->fd, s->in, CHUNK);
     while (n < 0 && errno == EINTR);
     if (n < 0)
-        return tp_err_set(err, TP_EIO, "%s: read: %s", s->name, strerror(errno));
+        return err_set(err, ERR_IO, "%s: read: %s", s->name, strerror(errno));
     s->in_pos = 0;
     s->in_len = (size_t)n;
     s->read_bytes += (uint64_t)n;
@@ -172,7 +172,7 @@ static int src_fill(ksrc *s, tp_err *err) {
 }
 
 /* Takes up to max input bytes: *p, *n (0 at the end of the input). */
-static int src_take(ksrc *s, size_t max, const uint8_t **p, size_t *n, tp_err *err) {
+static int src_take(ksrc *s, size_t max, const uint8_t **p, size_t *n, err_msg *err) {
     if (s->fd < 0) {
         size_t k = s->mem_len - s->mem_pos;
         if (k > max)
@@ -196,7 +196,7 @@ static int src_take(ksrc *s, size_t max, const uint8_t **p, size_t *n, tp_err *e
 }
 
 /* Decides plain or gzip from the first bytes. */
-static int src_start(ksrc *s, tp_err *err) {
+static int src_start(ksrc *s, err_msg *err) {
     const uint8_t *head;
     size_t avail;
     if (s->fd < 0) {
@@ -213,7 +213,7 @@ static int src_start(ksrc *s, tp_err *err) {
                 n = read(s->fd, s->in + s->in_len, CHUNK - s->in_len);
             while (n < 0 && errno == EINTR);
             if (n < 0)
-                return tp_err_set(err, TP_EIO, "%s: read: %s", s->name, strerror(errno));
+                return err_set(err, ERR_IO, "%s: read: %s", s->name, strerror(errno));
             if (n == 0)
                 s->in_eof = 1;
             s->in_len += (size_t)n;
@@ -223,21 +223,21 @@ static int src_start(ksrc *s, tp_err *err) {
         avail = s->in_len;
     }
     if (avail == 0)
-        return tp_err_set(err, TP_EMALFORMED, "%s: empty file", s->name);
+        return err_set(err, ERR_MALFORMED, "%s: empty file", s->name);
     s->gz = avail >= 2 && head[0] == 0x1f && head[1] == 0x8b;
     if (s->gz) {
         if (inflateInit2(&s->zs, 16 + MAX_WBITS) != Z_OK)
-            return tp_err_set(err, TP_ENOMEM, "%s: cannot start gzip decoding", s->name);
+            return err_set(err, ERR_NOMEM, "%s: cannot start gzip decoding", s->name);
         s->z_init = 1;
         s->out = malloc(CHUNK);
         if (s->out == NULL)
-            return tp_err_set(err, TP_ENOMEM, "%s: out of memory", s->name);
+            return err_set(err, ERR_NOMEM, "%s: out of memory", s->name);
     }
     return 0;
 }
 
 /* Next piece of JSON text: returns 1 with *p, *n; 0 at the end; a negative code on error. */
-static int src_next(ksrc *s, const uint8_t **p, size_t *n, tp_err *err) {
+static int src_next(ksrc *s, const uint8_t **p, size_t *n, err_msg *err) {
     if (!s->gz) {
         int rc = src_take(s, CHUNK, p, n, err);
         if (rc)
@@ -258,7 +258,7 @@ static int src_next(ksrc *s, const uint8_t **p, size_t *n, tp_err *err) {
                     break;
                 if (s->zs.avail_out < CHUNK)
                     break; /* hand out what there is; the next call reports the cut */
-                return tp_err_set(err, TP_ETRUNCATED,
+                return err_set(err, ERR_TRUNCATED,
                                   "%s: gzip data cut short: the compressed stream ends after %llu "
                                   "bytes without its end marker",
                                   s->name, (unsigned long long)s->read_bytes);
@@ -279,7 +279,7 @@ static int src_next(ksrc *s, const uint8_t **p, size_t *n, tp_err *err) {
                 break;
             }
             if (inflateReset(&s->zs) != Z_OK)
-                return tp_err_set(err, TP_EMALFORMED, "%s: bad gzip member", s->name);
+                return err_set(err, ERR_MALFORMED, "%s: bad gzip member", s->name);
             s->z_end = 0;
         }
         int zr = inflate(&s->zs, Z_NO_FLUSH);
@@ -290,8 +290,8 @@ static int src_next(ksrc *s, const uint8_t **p, size_t *n, tp_err *err) {
         } else if (zr != Z_OK) {
             uint64_t at = s->read_bytes - s->zs.avail_in;
             if (zr == Z_MEM_ERROR)
-                return tp_err_set(err, TP_ENOMEM, "%s: out of memory while inflating", s->name);
-            return tp_err_set(err, TP_EMALFORMED, "%s: corrupt gzip data near compressed byte %llu: %s",
+                return err_set(err, ERR_NOMEM, "%s: out of memory while inflating", s->name);
+            return err_set(err, ERR_MALFORMED, "%s: corrupt gzip data near compressed byte %llu: %s",
                               s->name, (unsigned long long)at, s->zs.msg ? s->zs.msg : "bad data");
         }
     }
@@ -429,7 +429,7 @@ typedef struct kimp {
     const char *name; /* for messages */
     const kineto_opts *opts;
     kineto_stats *st;
-    tp_err *err;
+    err_msg *err;
     int fail; /* first error code, its message in err */
     yajl_handle h;
     tp_enc *enc;
@@ -480,7 +480,7 @@ static int kbuf_set(kbuf *b, const void *s, size_t len, size_t keep) {
             cap *= 2;
         char *p = realloc(b->s, cap);
         if (p == NULL)
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         b->s = p;
         b->cap = cap;
     }
@@ -497,7 +497,7 @@ static int kbuf_append(kbuf *b, const void *s, size_t len) {
             cap *= 2;
         char *p = realloc(b->s, cap);
         if (p == NULL)
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         b->s = p;
         b->cap = cap;
     }
@@ -529,14 +529,14 @@ static int fail_here(kimp *k, int code, const char *what) {
     size_t off = k->h && k->chunk ? yajl_get_bytes_consumed(k->h) : 0;
     uint64_t line, col;
     pos_at(k, off, &line, &col);
-    k->fail = tp_err_set(k->err, code, "%s: line %llu, column %llu (byte %llu): %s", k->name,
+    k->fail = err_set(k->err, code, "%s: line %llu, column %llu (byte %llu): %s", k->name,
                          (unsigned long long)line, (unsigned long long)col,
                          (unsigned long long)(k->chunk_off + off), what);
     return 0;
 }
 
 static int fail_nomem(kimp *k) {
-    return fail_here(k, TP_ENOMEM, "out of memory");
+    return fail_here(k, ERR_NOMEM, "out of memory");
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -694,7 +694,7 @@ static tp_record *rec_new(kimp *k) {
             char what[128];
             snprintf(what, sizeof what, "more than %llu events: over the import limit",
                      (unsigned long long)k->max_events);
-            fail_here(k, TP_ELIMIT, what);
+            fail_here(k, ERR_LIMIT, what);
             return NULL;
         }
         size_t cap = k->cap_rec ? k->cap_rec * 2 : 4096;
@@ -1057,7 +1057,7 @@ static int key_of(int ctx, const char *s, size_t len) {
 
 static int push(kimp *k, int ctx) {
     if (k->sp + 1 >= (int)sizeof k->stack)
-        return fail_here(k, TP_EMALFORMED, "nesting too deep");
+        return fail_here(k, ERR_MALFORMED, "nesting too deep");
     k->stack[++k->sp] = (uint8_t)ctx;
     k->key = K_NONE;
     return 1;
@@ -1065,7 +1065,7 @@ static int push(kimp *k, int ctx) {
 
 static int enter_skip(kimp *k) {
     if (++k->skip > MAX_SKIP_DEPTH)
-        return fail_here(k, TP_ELIMIT, "JSON nested more than 1000 levels deep");
+        return fail_here(k, ERR_LIMIT, "JSON nested more than 1000 levels deep");
     return 1;
 }
 
@@ -1177,7 +1177,7 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
     int64_t v = 0;
     int ok;
     switch (k->stack[k->sp]) {
-    case C_ROOT: return fail_here(k, TP_EMALFORMED, "not a Kineto trace: the JSON text is not an object");
+    case C_ROOT: return fail_here(k, ERR_MALFORMED, "not a Kineto trace: the JSON text is not an object");
     case C_EVENTS:
         k->st->entries++;
         count_skip(k, "(not an object)", strlen("(not an object)"));
@@ -1391,7 +1391,7 @@ static int resolve_apis(kimp *k) {
         uint64_t *v = u64map_get_or_add(&ops, r->correlation, i, &added);
         if (v == NULL) {
             u64map_free(&ops);
-            return tp_err_set(k->err, TP_ENOMEM, "%s: out of memory", k->name);
+            return err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
         }
         if (!added && (r->kind == TP_K_MEMCPY || r->kind == TP_K_MEMSET)) {
             unsigned old = k->rec[*v].head.kind;
@@ -1484,10 +1484,10 @@ static int out_flush(kout *o, uint32_t flags) {
     }
     int rc = tp_enc_finish_flags(k->enc, flags, &o->buf);
     if (rc)
-        return tp_err_set(k->err, rc, "%s: cannot encode a batch: %s", k->name, tp_strerror(rc));
+        return err_set(k->err, rc, "%s: cannot encode a batch: %s", k->name, err_str(rc));
     rc = o->emit(o->ctx, o->buf.data, o->buf.len, k->err);
     if (rc)
-        return rc < 0 ? rc : TP_EIO;
+        return rc < 0 ? rc : ERR_IO;
     tp_enc_delivered(k->enc, 1);
     k->st->batches++;
     k->st->batch_bytes += o->buf.len;
@@ -1498,8 +1498,8 @@ static int out_add(kout *o, const void *rec, int more) {
     kimp *k = o->k;
     int rc = tp_enc_add(k->enc, rec);
     if (rc)
-        return tp_err_set(k->err, rc, "%s: too many metadata records (threads, streams): %s", k->name,
-                          tp_strerror(rc));
+        return err_set(k->err, rc, "%s: too many metadata records (threads, streams): %s", k->name,
+                          err_str(rc));
     unsigned kind = ((const tp_head *)rec)->kind;
     k->st->records[kind]++;
     if (!TP_KIND_IS_META(kind))
@@ -1523,7 +1523,7 @@ static int emit_all(kimp *k, kineto_emit_fn emit, void *ctx) {
     kout o = {.k = k, .emit = emit, .ctx = ctx, .first = 1};
     o.batch_records = k->opts && k->opts->batch_records ? k->opts->batch_records : KINETO_BATCH_RECORDS;
     if (ord == NULL) {
-        rc = tp_err_set(k->err, TP_ENOMEM, "%s: out of memory", k->name);
+        rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
         goto out;
     }
     for (size_t i = 0; i < k->n_rec; i++) {
@@ -1575,7 +1575,7 @@ static int emit_all(kimp *k, kineto_emit_fn emit, void *ctx) {
         free(keys);
         keys = malloc((u64map_count(m) ? u64map_count(m) : 1) * sizeof *keys);
         if (keys == NULL) {
-            rc = tp_err_set(k->err, TP_ENOMEM, "%s: out of memory", k->name);
+            rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
             goto out;
         }
         size_t n = u64map_keys(m, keys);
@@ -1641,7 +1641,7 @@ static int parse_all(kimp *k, ksrc *s) {
     k->st->gzip = s->gz;
     k->h = yajl_alloc(&callbacks, NULL, k);
     if (k->h == NULL)
-        return tp_err_set(k->err, TP_ENOMEM, "%s: out of memory", k->name);
+        return err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
     yajl_config(k->h, yajl_dont_validate_strings, 1); /* names are stored as they are */
     const kineto_opts *o = k->opts;
     for (;;) {
@@ -1668,7 +1668,7 @@ static int parse_all(kimp *k, ksrc *s) {
                 off--; /* yajl has consumed the offending byte: point at it */
             uint64_t line, col;
             pos_at(k, off, &line, &col);
-            return tp_err_set(k->err, TP_EMALFORMED, "%s: line %llu, column %llu (byte %llu): %s", k->name,
+            return err_set(k->err, ERR_MALFORMED, "%s: line %llu, column %llu (byte %llu): %s", k->name,
                               (unsigned long long)line, (unsigned long long)col,
                               (unsigned long long)(k->chunk_off + off), what);
         }
@@ -1691,28 +1691,28 @@ static int parse_all(kimp *k, ksrc *s) {
     if (ys != yajl_status_ok) {
         if (k->fail)
             return k->fail;
-        return tp_err_set(k->err, TP_ETRUNCATED,
+        return err_set(k->err, ERR_TRUNCATED,
                           "%s: JSON text cut short: it ends at line %llu (byte %llu) inside a value", k->name,
                           (unsigned long long)k->lines + 1, (unsigned long long)k->chunk_off);
     }
     if (!k->saw_events)
-        return tp_err_set(k->err, TP_EMALFORMED, "%s: not a Kineto trace: %s", k->name,
+        return err_set(k->err, ERR_MALFORMED, "%s: not a Kineto trace: %s", k->name,
                           k->events_not_array ? "traceEvents is not an array" : "no traceEvents array");
     return 0;
 }
 
 static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emit_fn emit, void *ctx,
-                  kineto_stats *st_out, tp_err *err) {
+                  kineto_stats *st_out, err_msg *err) {
     kineto_stats st_local;
     kineto_stats *st = st_out ? st_out : &st_local;
     memset(st, 0, sizeof *st);
     st->rank = st->world = -1;
-    tp_err err_local;
+    err_msg err_local;
     if (err == NULL)
         err = &err_local;
     kimp *k = calloc(1, sizeof *k);
     if (k == NULL)
-        return tp_err_set(err, TP_ENOMEM, "%s: out of memory", name);
+        return err_set(err, ERR_NOMEM, "%s: out of memory", name);
     k->name = name;
     k->opts = opts;
     k->st = st;
@@ -1722,13 +1722,13 @@ static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emi
     if (kbuf_set(&k->ev.name, "", 0, 0) != 0 || kbuf_set(&k->ev.mname, "", 0, 0) != 0) {
         free(k->ev.name.s);
         free(k);
-        return tp_err_set(err, TP_ENOMEM, "%s: out of memory", name);
+        return err_set(err, ERR_NOMEM, "%s: out of memory", name);
     }
     k->enc = tp_enc_new(
         &(tp_enc_opts){.producer = opts ? opts->producer : 0, .max_string_bytes = KINETO_MAX_STRING_BYTES});
     int rc;
     if (k->enc == NULL)
-        rc = tp_err_set(err, TP_ENOMEM, "%s: out of memory", name);
+        rc = err_set(err, ERR_NOMEM, "%s: out of memory", name);
     else
         rc = parse_all(k, s);
     if (rc == 0 && k->fail)
@@ -1752,11 +1752,11 @@ static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emi
 }
 
 int kineto_import_mem(const void *data, size_t len, const char *name, const kineto_opts *opts,
-                      kineto_emit_fn emit, void *ctx, kineto_stats *st, tp_err *err) {
+                      kineto_emit_fn emit, void *ctx, kineto_stats *st, err_msg *err) {
     if (name == NULL)
         name = "(memory)";
     if (emit == NULL || (data == NULL && len > 0))
-        return tp_err_set(err, TP_EINVAL, "%s: invalid argument", name);
+        return err_set(err, ERR_INVAL, "%s: invalid argument", name);
     ksrc s = {.name = name, .fd = -1, .mem = data, .mem_len = len, .total = len};
     int rc = import(&s, name, opts, emit, ctx, st, err);
     src_close(&s);
@@ -1764,18 +1764,18 @@ int kineto_import_mem(const void *data, size_t len, const char *name, const kine
 }
 
 int kineto_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, void *ctx, kineto_stats *st,
-                  tp_err *err) {
+                  err_msg *err) {
     if (path == NULL || emit == NULL)
-        return tp_err_set(err, TP_EINVAL, "kineto import: invalid argument");
+        return err_set(err, ERR_INVAL, "kineto import: invalid argument");
     int is_stdin = strcmp(path, "-") == 0;
     const char *name = is_stdin ? "(stdin)" : path;
     int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        return tp_err_set(err,
-                          e == ENOENT   ? TP_ENOENT
-                          : e == EACCES ? TP_EPERM
-                                        : TP_EIO,
+        return err_set(err,
+                          e == ENOENT   ? ERR_NOENT
+                          : e == EACCES ? ERR_PERM
+                                        : ERR_IO,
                           "%s: %s", path, strerror(e));
     }
     ksrc s = {.name = name, .fd = fd};
@@ -1783,14 +1783,14 @@ int kineto_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit
     int rc = 0;
     if (fstat(fd, &sb) == 0) {
         if (S_ISDIR(sb.st_mode))
-            rc = tp_err_set(err, TP_EINVAL, "%s: is a directory", path);
+            rc = err_set(err, ERR_INVAL, "%s: is a directory", path);
         else if (S_ISREG(sb.st_mode))
             s.total = (uint64_t)sb.st_size;
     }
     if (rc == 0) {
         s.in = malloc(CHUNK);
         if (s.in == NULL)
-            rc = tp_err_set(err, TP_ENOMEM, "%s: out of memory", name);
+            rc = err_set(err, ERR_NOMEM, "%s: out of memory", name);
         else
             rc = import(&s, name, opts, emit, ctx, st, err);
     }

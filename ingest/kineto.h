@@ -51,16 +51,16 @@
 #define KINETO_SKIP_SLOTS       32          /* categories counted by name, the rest as "other" */
 #define KINETO_CAT_MAX          32          /* bytes of a category name kept (cut) */
 
-/* Receives one encoded batch (header + raw payload). Returns 0, or a negative TP_E* code (with a
+/* Receives one encoded batch (header + raw payload). Returns 0, or a negative ERR_* code (with a
  * message in err) to stop the import, which then returns that code. */
-typedef int (*kineto_emit_fn)(void *ctx, const void *batch, size_t len, tp_err *err);
+typedef int (*kineto_emit_fn)(void *ctx, const void *batch, size_t len, err_msg *err);
 /* Reading progress: done of total input bytes (compressed bytes for .gz; total 0 when unknown). */
 typedef void (*kineto_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 typedef struct kineto_opts {
     uint64_t producer;    /* producer id of the batches; 0: a random one */
     size_t batch_records; /* records per batch; 0: KINETO_BATCH_RECORDS */
-    uint64_t max_events;  /* 0: KINETO_MAX_EVENTS; more fails with TP_ELIMIT */
+    uint64_t max_events;  /* 0: KINETO_MAX_EVENTS; more fails with ERR_LIMIT */
     kineto_progress_fn progress;
     void *progress_ctx;
 } kineto_opts;
@@ -94,12 +94,12 @@ typedef struct kineto_stats {
 } kineto_stats;
 
 /* Imports the trace at path ("-" reads standard input). opts and st may be NULL. Returns 0 or a
- * negative TP_E* code with a message in err that names the file. */
+ * negative ERR_* code with a message in err that names the file. */
 int kineto_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, void *ctx, kineto_stats *st,
-                  tp_err *err);
+                  err_msg *err);
 
 /* The same from memory (plain JSON or gzip); name is used in messages and as the command line. */
 int kineto_import_mem(const void *data, size_t len, const char *name, const kineto_opts *opts,
-                      kineto_emit_fn emit, void *ctx, kineto_stats *st, tp_err *err);
+                      kineto_emit_fn emit, void *ctx, kineto_stats *st, err_msg *err);
 
 #endif

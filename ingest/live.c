@@ -24,7 +24,7 @@ const char *live_end_name(live_end e) {
     }
 }
 
-live_end live_follow(tp_sub *sub, const live_opts *o, tp_err *err) {
+live_end live_follow(tp_sub *sub, const live_opts *o, err_msg *err) {
     int poll_ms = o->poll_ms > 0 ? o->poll_ms : 250;
     double quiet_since = cm_now_s(), gone_checked = 0;
     uint64_t batches = 0;
@@ -33,7 +33,7 @@ live_end live_follow(tp_sub *sub, const live_opts *o, tp_err *err) {
             return LIVE_STOPPED;
         tp_sub_msg m;
         int r = tp_sub_recv(sub, &m, poll_ms, err);
-        if (r == TP_EMALFORMED) {
+        if (r == ERR_MALFORMED) {
             if (o->on_malformed != NULL)
                 o->on_malformed(o->ctx, err);
         } else if (r < 0) {

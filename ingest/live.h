@@ -24,11 +24,11 @@ typedef struct live_opts {
     int poll_ms;                  /* the longest wait for a batch before on_tick (default 250) */
     volatile sig_atomic_t *stop;  /* may be NULL */
     /* Each batch; returns 0 to go on, or a negative code (with err set) to stop. */
-    int (*on_batch)(void *ctx, const tp_sub_msg *m, tp_err *err);
+    int (*on_batch)(void *ctx, const tp_sub_msg *m, err_msg *err);
     /* After each wait, with or without a batch; returns 1 to stop (LIVE_DONE). May be NULL. */
     int (*on_tick)(void *ctx);
     /* Each message that is not a batch. May be NULL. */
-    void (*on_malformed)(void *ctx, const tp_err *err);
+    void (*on_malformed)(void *ctx, const err_msg *err);
     void *ctx;
     int keep_after_end; /* more producers may come: LIVE_ENDED is left to on_tick to decide */
     /* ipc endpoints watched for LIVE_GONE (none: never); tcp publishers cannot be told apart from
@@ -38,7 +38,7 @@ typedef struct live_opts {
 } live_opts;
 
 /* Receives until one of the ends above. */
-live_end live_follow(tp_sub *sub, const live_opts *o, tp_err *err);
+live_end live_follow(tp_sub *sub, const live_opts *o, err_msg *err);
 
 /* Whether every endpoint is an ipc one on which nobody listens any more. */
 int live_sources_gone(const char *const *endpoints, size_t n);

@@ -48,16 +48,16 @@ static void warn2(ingest_loader *ld, const char *a, const char *what, const char
     ld->warn(ld->ctx, msg);
 }
 
-ingest_loader *ingest_open(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, tp_err *err) {
+ingest_loader *ingest_open(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, err_msg *err) {
     int t = is_trace_file(path);
     if (t < 0) {
-        tp_err_set(err, TP_EIO, "cannot open %s", path);
+        err_set(err, ERR_IO, "cannot open %s", path);
         return NULL;
     }
     ingest_loader *ld = calloc(1, sizeof *ld);
     if (ld == NULL || (ld->path = strdup(path)) == NULL) {
         free(ld);
-        tp_err_set(err, TP_ENOMEM, "out of memory");
+        err_set(err, ERR_NOMEM, "out of memory");
         return NULL;
     }
     ld->s = s;
@@ -92,11 +92,11 @@ ingest_loader *ingest_open(st_store *s, const char *path, ingest_warn_fn warn, v
     return ld;
 }
 
-static int kineto_emit(void *ctx, const void *batch, size_t len, tp_err *err) {
+static int kineto_emit(void *ctx, const void *batch, size_t len, err_msg *err) {
     return st_store_add_batch(ctx, batch, len, err);
 }
 
-int ingest_step(ingest_loader *ld, double budget_s, tp_err *err) {
+int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
     if (ld->next >= ld->count)
         return 1;
     if (ld->kind == SRC_KINETO) {
@@ -109,7 +109,7 @@ int ingest_step(ingest_loader *ld, double budget_s, tp_err *err) {
     double start = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
     while (ld->next < ld->count) {
         size_t i = ld->next++;
-        tp_err why;
+        err_msg why;
         if (tp_freader_read(ld->r, i, &ld->buf, &why) != 0 || st_store_add_batch(ld->s, ld->buf.data, ld->buf.len, &why) != 0) {
             if (why.msg[0] == '\0')
                 snprintf(why.msg, sizeof why.msg, "unreadable batch");
@@ -145,10 +145,10 @@ void ingest_close(ingest_loader **ldp) {
     *ldp = NULL;
 }
 
-int ingest_file(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, tp_err *err) {
+int ingest_file(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, err_msg *err) {
     ingest_loader *ld = ingest_open(s, path, warn, ctx, err);
     if (ld == NULL)
-        return TP_EIO;
+        return ERR_IO;
     int rc;
     while ((rc = ingest_step(ld, 0, err)) == 0)
         ;

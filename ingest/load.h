@@ -13,16 +13,16 @@ typedef void (*ingest_warn_fn)(void *ctx, const char *msg);
 
 /* Loads a whole source, then commits and shrinks the store. Damaged batches of a trace file are
  * skipped (warn, if not NULL, is called for each). */
-int ingest_file(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, tp_err *err);
+int ingest_file(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, err_msg *err);
 
 /* Incremental loading, for a viewer that must show the first screen before the whole file is read:
  * ingest_step adds batches in file order for about budget_s seconds (0: until done) and returns 1
- * when everything was read, 0 when there is more, or a negative TP_E* code. Call st_store_commit
+ * when everything was read, 0 when there is more, or a negative ERR_* code. Call st_store_commit
  * after a step before reading. A Kineto JSON is imported whole in its first step. The span of the
  * whole source is known at once for a trace file (from its index; 0, 0 for Kineto). */
 typedef struct ingest_loader ingest_loader;
-ingest_loader *ingest_open(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, tp_err *err);
-int ingest_step(ingest_loader *ld, double budget_s, tp_err *err);
+ingest_loader *ingest_open(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, err_msg *err);
+int ingest_step(ingest_loader *ld, double budget_s, err_msg *err);
 double ingest_progress(const ingest_loader *ld); /* 0..1 */
 void ingest_span(const ingest_loader *ld, uint64_t *t0, uint64_t *t1);
 void ingest_close(ingest_loader **ld);

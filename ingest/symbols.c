@@ -391,23 +391,20 @@ void sy_fixes_free(sy_fixes *f) {
     memset(f, 0, sizeof *f);
 }
 
-void sy_symbolize_store(st_store *s, const char *verb) {
+size_t sy_symbolize_store(st_store *s, char *changed, size_t cap) {
     sy_cache *c = sy_new();
     if (c == NULL)
-        return;
+        return 0;
     sy_fixes f = {0};
     if (sy_collect(c, s, 0, &f) >= 0)
         sy_apply(s, &f);
     sy_fixes_free(&f);
     const char *example = NULL;
     size_t stale = sy_stale_modules(c, &example);
-    if (verb != NULL && stale > 0) {
-        char path[512];
-        tp_sanitize(path, sizeof path, example, strlen(example), NULL);
-        fprintf(stderr,
-                "synctop %s: %s%s changed since the trace was taken (another build id): its frames are "
-                "shown as module+offset, not named\n",
-                verb, path, stale > 1 ? " and other modules" : "");
-    }
+    if (changed != NULL && cap > 0)
+        changed[0] = '\0';
+    if (changed != NULL && cap > 0 && stale > 0)
+        tp_sanitize(changed, cap, example, strlen(example), NULL);
     sy_free(&c);
+    return stale;
 }

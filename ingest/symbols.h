@@ -74,8 +74,9 @@ long sy_collect(sy_cache *c, const st_store *s, size_t max_frames, sy_fixes *out
 void sy_apply(st_store *s, sy_fixes *f);
 void sy_fixes_free(sy_fixes *f);
 
-/* Both at once, for the verbs that load a whole trace (report, export, run). With verb, a module
- * changed since the trace was taken is named on stderr ("synctop VERB: ..."). */
-void sy_symbolize_store(st_store *s, const char *verb);
+/* Both at once, for the verbs that load a whole trace (report, export, run). Returns how many
+ * modules changed since the trace was taken (another build id: their frames stay module+offset);
+ * the first one's path, sanitized, goes to changed (cap bytes; may be NULL). */
+size_t sy_symbolize_store(st_store *s, char *changed, size_t cap);
 
 #endif

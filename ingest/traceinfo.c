@@ -49,7 +49,7 @@ static int ti_meta_add(ti_producer *p, const tp_record *r) {
         size_t cap = p->cap_meta ? p->cap_meta * 2 : 16;
         tp_record *m = realloc(p->meta, cap * sizeof *m);
         if (m == NULL)
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         p->meta = m;
         p->cap_meta = cap;
     }
@@ -81,7 +81,7 @@ static int ti_meta_settle(ti_producer *p) {
     if (k == NULL || out == NULL) {
         free(k);
         free(out);
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     }
     for (size_t i = 0; i < p->n_meta; i++) {
         tp_fmeta_key(&p->meta[i], &k[i].k1, &k[i].k2);
@@ -130,7 +130,7 @@ static ti_producer *ti_count(traceinfo *ti, const tp_findex_entry *e) {
 static int ti_batch(traceinfo *ti, const tp_findex_entry *e, tp_dec *d) {
     ti_producer *p = ti_count(ti, e);
     if (p == NULL)
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     int synthetic = (e->flags & TP_BF_SYNTHETIC) != 0;
     ti->raw_bytes += TP_BATCH_HDR_SIZE + (uint64_t)d->hdr.raw_size;
     int rc = tp_dec_load_strings(d, p->strings);
@@ -170,11 +170,11 @@ static int cmp_problem(const void *a, const void *b) {
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-int traceinfo_load(traceinfo *ti, const char *path, tp_err *err) {
+int traceinfo_load(traceinfo *ti, const char *path, err_msg *err) {
     memset(ti, 0, sizeof *ti);
     tp_freader *r = tp_freader_open(path, err);
     if (r == NULL)
-        return TP_EINVAL;
+        return ERR_INVAL;
     ti->file_bytes = tp_freader_size(r);
     ti->created_ns = tp_freader_created(r);
     ti->complete = tp_freader_complete(r);
@@ -186,7 +186,7 @@ int traceinfo_load(traceinfo *ti, const char *path, tp_err *err) {
     size_t n = tp_freader_count(r);
     for (size_t i = 0; i < n && rc == 0; i++) {
         const tp_findex_entry *e = tp_freader_entry(r, i);
-        tp_err why;
+        err_msg why;
         if (tp_freader_read(r, i, &buf, &why) != 0) {
             ti->unreadable++; /* the reader lists it among its problems */
         } else if (tp_dec_open(&d, buf.data, buf.len, &why) != 0) {
@@ -199,7 +199,7 @@ int traceinfo_load(traceinfo *ti, const char *path, tp_err *err) {
             continue;
         }
         if (ti_count(ti, e) == NULL)
-            rc = TP_ENOMEM;
+            rc = ERR_NOMEM;
     }
     for (size_t i = 0; i < ti->n_prods && rc == 0; i++)
         rc = ti_meta_settle(&ti->prods[i]);
@@ -222,7 +222,7 @@ int traceinfo_load(traceinfo *ti, const char *path, tp_err *err) {
     tp_freader_close(&r);
     if (rc) {
         traceinfo_free(ti);
-        return tp_err_set(err, rc, "%s: %s while reading it", path, tp_strerror(rc));
+        return err_set(err, rc, "%s: %s while reading it", path, err_str(rc));
     }
     return 0;
 }

@@ -50,9 +50,9 @@ typedef struct traceinfo {
     uint64_t unreadable; /* batches that could not be read or decoded */
 } traceinfo;
 
-/* Reads the whole file. Returns 0, or a negative TP_E* code when the file cannot be read at all
+/* Reads the whole file. Returns 0, or a negative ERR_* code when the file cannot be read at all
  * (err says why); damage inside the file is listed in probs, not an error. */
-int traceinfo_load(traceinfo *ti, const char *path, tp_err *err);
+int traceinfo_load(traceinfo *ti, const char *path, err_msg *err);
 void traceinfo_free(traceinfo *ti);
 
 /* The string id of a producer, or NULL when the file never said. */

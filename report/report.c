@@ -665,7 +665,7 @@ int rp_write(FILE *out, const st_store *s, const an_result *r, const rp_opts *o)
 enum { M_BLOCKED = 1, M_IDLE, M_STALLS, M_BUBBLES, M_FINDINGS, M_RULE, M_SITE, M_API };
 enum { OP_GT = 1, OP_GE, OP_LT, OP_LE, OP_EQ };
 
-int rp_check_parse(const char *text, rp_check *c, tp_err *err) {
+int rp_check_parse(const char *text, rp_check *c, err_msg *err) {
     memset(c, 0, sizeof *c);
     snprintf(c->text, sizeof c->text, "%s", text);
     /* The operator is the last run of <>= in the text: site:TEXT may hold anything before it. */
@@ -676,7 +676,7 @@ int rp_check_parse(const char *text, rp_check *c, tp_err *err) {
     if (op != NULL && op > text && strchr("<>=", op[-1]) != NULL)
         op--;
     if (op == NULL)
-        return tp_err_set(err, TP_EINVAL, "'%s': no comparison (use METRIC>VALUE, e.g. blocked>5%%)", text);
+        return err_set(err, ERR_INVAL, "'%s': no comparison (use METRIC>VALUE, e.g. blocked>5%%)", text);
     size_t mlen = (size_t)(op - text);
     const char *v = op;
     if (v[0] == '>' && v[1] == '=') {
@@ -695,17 +695,17 @@ int rp_check_parse(const char *text, rp_check *c, tp_err *err) {
         c->op = OP_LT;
         v += 1;
     } else {
-        return tp_err_set(err, TP_EINVAL, "'%s': unknown comparison", text);
+        return err_set(err, ERR_INVAL, "'%s': unknown comparison", text);
     }
     char metric[192];
     if (mlen == 0 || mlen >= sizeof metric)
-        return tp_err_set(err, TP_EINVAL, "'%s': no metric", text);
+        return err_set(err, ERR_INVAL, "'%s': no metric", text);
     memcpy(metric, text, mlen);
     metric[mlen] = '\0';
     char *end;
     double val = strtod(v, &end);
     if (end == v)
-        return tp_err_set(err, TP_EINVAL, "'%s': '%s' is not a number", text, v);
+        return err_set(err, ERR_INVAL, "'%s': '%s' is not a number", text, v);
     if (strcmp(end, "%") == 0) {
         c->unit = 1;
     } else if (*end) {
@@ -717,7 +717,7 @@ int rp_check_parse(const char *text, rp_check *c, tp_err *err) {
         while (k < 4 && strcmp(end, units[k].u) != 0)
             k++;
         if (k == 4)
-            return tp_err_set(err, TP_EINVAL, "'%s': unknown unit '%s' (%%, ns, us, ms, s)", text, end);
+            return err_set(err, ERR_INVAL, "'%s': unknown unit '%s' (%%, ns, us, ms, s)", text, end);
         c->unit = 2;
         val *= units[k].f;
     }
@@ -743,7 +743,7 @@ int rp_check_parse(const char *text, rp_check *c, tp_err *err) {
                 snprintf(c->arg, sizeof c->arg, "%d", r);
             }
         if (c->metric == 0)
-            return tp_err_set(err, TP_EINVAL,
+            return err_set(err, ERR_INVAL,
                               "'%s': unknown metric '%s' (blocked, idle, stalls, bubbles, findings, a rule such as "
                               "sync-api, site:TEXT, api:NAME)", text, metric);
     }
@@ -751,11 +751,11 @@ int rp_check_parse(const char *text, rp_check *c, tp_err *err) {
         snprintf(c->arg, sizeof c->arg, "%s", strchr(metric, ':') + 1);
     int times = c->metric == M_BLOCKED || c->metric == M_IDLE || c->metric == M_SITE || c->metric == M_API;
     if (c->unit == 2 && !times)
-        return tp_err_set(err, TP_EINVAL, "'%s': %s is a count, not a time", text, metric);
+        return err_set(err, ERR_INVAL, "'%s': %s is a count, not a time", text, metric);
     if (c->unit == 1 && !(c->metric == M_BLOCKED || c->metric == M_IDLE || c->metric == M_SITE || c->metric == M_API))
-        return tp_err_set(err, TP_EINVAL, "'%s': %s is a count, not a share", text, metric);
+        return err_set(err, ERR_INVAL, "'%s': %s is a count, not a share", text, metric);
     if (c->unit == 0 && times && c->value != 0)
-        return tp_err_set(err, TP_EINVAL, "'%s': give %s a unit (%% or ns/us/ms/s)", text, metric);
+        return err_set(err, ERR_INVAL, "'%s': give %s a unit (%% or ns/us/ms/s)", text, metric);
     return 0;
 }
 

@@ -55,7 +55,7 @@ typedef struct rp_check {
     int unit;         /* 0 count, 1 percent, 2 time (ns) */
 } rp_check;
 
-int rp_check_parse(const char *text, rp_check *out, tp_err *err);
+int rp_check_parse(const char *text, rp_check *out, err_msg *err);
 /* Evaluates; returns 1 when the threshold is crossed (the check fails), 0 otherwise, and writes
  * a line saying what was measured into msg. */
 int rp_check_eval(const rp_check *c, const st_store *s, const an_result *r, char *msg, size_t len);

@@ -127,7 +127,7 @@ static uint32_t str_hash_of(const char *s, size_t len) {
 static int str_rehash(st_store *s, size_t cap) {
     uint32_t *h = malloc(cap * sizeof *h);
     if (h == NULL)
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     memset(h, 0, cap * sizeof *h);
     for (size_t id = 1; id < s->n_str; id++) {
         size_t i = str_hash_of(s->pool + s->str_off[id], s->str_len[id]) & (cap - 1);
@@ -333,7 +333,7 @@ static uint32_t pstr(st_store *s, uint32_t prod, uint32_t id) {
 
 static int lane_push(st_store *s, lane *l, const st_event *e) {
     if (TU_GROW(l->ev, l->cap, l->info.n_events + 1))
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     size_t n = l->info.n_events;
     l->ev[n] = *e;
     if (l->sorted == n && (n == 0 || l->ev[n - 1].start < e->start ||
@@ -430,7 +430,7 @@ static int add_event(st_store *s, uint32_t prod, const tp_record *r) {
         return 0; /* clock beacons */
     }
     if (l == NULL)
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     return lane_push(s, l, &e);
 }
 
@@ -452,7 +452,7 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
                 d = &s->devs[i];
         if (d == NULL) {
             if (s->n_devs >= 4096 || TU_GROW(s->devs, s->devs_cap, s->n_devs + 1))
-                return s->n_devs >= 4096 ? 0 : TP_ENOMEM;
+                return s->n_devs >= 4096 ? 0 : ERR_NOMEM;
             d = &s->devs[s->n_devs++];
         }
         *d = (st_device_info){.producer = prod, .device = r->head.device,
@@ -493,7 +493,7 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
             if (s->n_mods >= (1u << 20)) /* a hostile producer's flood: ignored beyond this */
                 return 0;
             if (TU_GROW(s->mods, s->mods_cap, s->n_mods + 1) || u64map_put(&s->mod_by_key, key, s->n_mods + 1))
-                return TP_ENOMEM;
+                return ERR_NOMEM;
             v = u64map_find(&s->mod_by_key, key);
             s->n_mods++;
         }
@@ -505,12 +505,12 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
     case TP_K_CALLSITE: {
         uint64_t id = callsite_id(s, prod, r->callsite.id);
         if (id == 0)
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         cs_entry *c = &s->cs[id - 1];
         uint32_t n = r->callsite.n_frames < ST_MAX_FRAMES ? r->callsite.n_frames : ST_MAX_FRAMES;
         st_frame *f = calloc(n ? n : 1, sizeof *f);
         if (f == NULL)
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         free(c->frames);
         c->frames = f;
         c->n_frames = n;
@@ -535,7 +535,7 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
     }
 }
 
-int st_store_add_batch(st_store *s, const void *batch, size_t len, tp_err *err) {
+int st_store_add_batch(st_store *s, const void *batch, size_t len, err_msg *err) {
     tp_dec d;
     memset(&d, 0, sizeof d);
     int rc = tp_dec_open(&d, batch, len, err);
@@ -550,7 +550,7 @@ int st_store_add_batch(st_store *s, const void *batch, size_t len, tp_err *err) 
     long pi = producer_index(s, d.hdr.producer);
     if (pi < 0) {
         tp_dec_free(&d);
-        return tp_err_set(err, TP_ENOMEM, "store: out of memory (producers)");
+        return err_set(err, ERR_NOMEM, "store: out of memory (producers)");
     }
     uint32_t prod = (uint32_t)pi;
     st_producer_info *p = &s->prods[prod];
@@ -571,7 +571,7 @@ int st_store_add_batch(st_store *s, const void *batch, size_t len, tp_err *err) 
     while (tp_dec_next_string(&d, &id, &str, &slen)) {
         uint32_t sid = st_intern(s, str, slen);
         if ((sid == 0 && slen > 0) || u64map_put(&s->pstr, (uint64_t)prod << 32 | id, sid) != 0) {
-            rc = tp_err_set(err, TP_ENOMEM, "store: out of memory (strings)");
+            rc = err_set(err, ERR_NOMEM, "store: out of memory (strings)");
             break;
         }
     }
@@ -583,7 +583,7 @@ int st_store_add_batch(st_store *s, const void *batch, size_t len, tp_err *err) 
         else if (!synthetic)
             rc = add_event(s, prod, r);
         if (rc != 0)
-            tp_err_set(err, rc, "store: out of memory");
+            err_set(err, rc, "store: out of memory");
     }
     tp_dec_free(&d);
     return rc;
@@ -705,7 +705,7 @@ static int lane_index(lane *l, size_t from) {
     /* prefix sums */
     size_t nb = (n + ST_PB - 1) / ST_PB;
     if (tu_grow((void **)&l->pre, &l->pre_cap, (nb + 1) * ST_CAT_N, sizeof *l->pre))
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     size_t b0 = from / ST_PB;
     if (b0 == 0)
         memset(l->pre, 0, ST_CAT_N * sizeof *l->pre);
@@ -722,11 +722,11 @@ static int lane_index(lane *l, size_t from) {
     while (lv < ST_LEVELS) {
         size_t groups = (cnt + ST_FAN - 1) / ST_FAN;
         if (tu_grow((void **)&l->maxend[lv], &l->lvl_cap[lv], groups ? groups : 1, sizeof(uint64_t)))
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         size_t lc = l->lvl_cap[lv];
         void *q = realloc(l->longest[lv], lc * sizeof(uint32_t));
         if (q == NULL)
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         l->longest[lv] = q;
         for (size_t g = lf / ST_FAN; g < groups; g++) {
             size_t c0 = g * ST_FAN, c1 = c0 + ST_FAN < cnt ? c0 + ST_FAN : cnt;
@@ -963,7 +963,7 @@ static void busy_before(const lane *l, uint64_t t, size_t lb, const active_set *
 int st_lane_summary(const st_store *s, size_t li, uint64_t t0, uint64_t t1, size_t n, st_bucket *out) {
     const lane *l = lane_at(s, li);
     if (l == NULL || n == 0 || t1 < t0)
-        return TP_EINVAL;
+        return ERR_INVAL;
     size_t ne = l->indexed;
     if (ne == 0 || l->pre == NULL) { /* nothing indexed (or no memory for the index): idle */
         memset(out, 0, n * sizeof *out);

@@ -114,7 +114,7 @@ void st_store_destroy(st_store **s);
 
 /* Adds one batch (as on the wire or in a file, compressed or not). Strings and metadata are kept
  * per producer; events go to their lanes. A malformed batch is refused whole with a message. */
-int st_store_add_batch(st_store *s, const void *batch, size_t len, tp_err *err);
+int st_store_add_batch(st_store *s, const void *batch, size_t len, err_msg *err);
 
 /* Makes every lane sorted and its summary current; call after adding and before reading. Cheap
  * when nothing changed; after appends in time order it only extends what is there. */

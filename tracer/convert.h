@@ -27,7 +27,7 @@ tr_conv *tr_conv_new(tp_enc *enc);
 void tr_conv_destroy(tr_conv **c);
 
 /* Converts one activity record and adds it to the encoder. Returns 1 when a record was added, 0
- * when skipped, or a negative TP_E* code from the encoder. */
+ * when skipped, or a negative ERR_* code from the encoder. */
 int tr_conv_activity(tr_conv *c, const CUpti_Activity *a);
 
 /* The device of a context, from CONTEXT records; TP_NO_DEVICE when unknown. */

@@ -477,7 +477,7 @@ static void ship_wait(uint32_t flags, int wait_ms) {
         return;
     }
     if (g.fw != NULL) {
-        tp_err err;
+        err_msg err;
         tp_fwriter_append(g.fw, g.batch.data, g.batch.len, &err);
         if (flags & TP_BF_END)
             tp_fwriter_close(&g.fw, &err);
@@ -486,7 +486,7 @@ static void ship_wait(uint32_t flags, int wait_ms) {
     if (g.pub != NULL) {
         int rc = wait_ms > 0 ? tp_pub_send_wait(g.pub, g.batch.data, g.batch.len, wait_ms)
                              : tp_pub_send(g.pub, g.batch.data, g.batch.len);
-        delivered = rc == 0 || rc == TP_EAGAIN;
+        delivered = rc == 0 || rc == ERR_AGAIN;
     }
     tp_enc_delivered(g.enc, delivered);
 }
@@ -699,7 +699,7 @@ static void pump(int cupti_ok) {
     if (g.fw != NULL) {
         /* Into the file each round, not only when the writer's buffer fills: a program that
          * crashes or calls _exit loses one round at most. */
-        tp_err err;
+        err_msg err;
         tp_fwriter_flush(g.fw, &err);
     }
 }
@@ -743,7 +743,7 @@ static void *flush_main(void *arg) {
     ship_wait(TP_BF_END, (int)g.cfg.linger_ms);
     uint64_t spent_ms = (clock_ns(CLOCK_MONOTONIC) - end_t0) / 1000000u;
     if (g.fw != NULL) { /* the end batch could not be built: close the file all the same */
-        tp_err err;
+        err_msg err;
         tp_fwriter_close(&g.fw, &err);
     }
     if (g.pub != NULL) {
@@ -880,7 +880,7 @@ static int start(void) {
         release_all();
         return -1;
     }
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (strcmp(g.cfg.endpoint, "none") != 0) {
         tp_keypair keys;
         if (g.cfg.curve_key[0] != '\0' && tp_keypair_load(&keys, g.cfg.curve_key, &err) != 0) {

@@ -31,16 +31,16 @@ int tp_buf_reserve(tp_buf *b, size_t extra) {
         return 0;
     size_t need = b->len + extra;
     if (need < b->len)
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < need) {
         if (cap > SIZE_MAX / 2)
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         cap *= 2;
     }
     uint8_t *p = realloc(b->data, cap);
     if (p == NULL)
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     b->data = p;
     b->cap = cap;
     return 0;
@@ -72,38 +72,38 @@ void tp_batch_seal_header(void *buf) {
     memcpy(p + HDR_CRC_SPAN, &crc, sizeof crc);
 }
 
-int tp_batch_check_header(const void *buf, size_t len, tp_batch_hdr *out, tp_err *err) {
+int tp_batch_check_header(const void *buf, size_t len, tp_batch_hdr *out, err_msg *err) {
     tp_batch_hdr h = {0};
     if (len < TP_BATCH_HDR_SIZE)
-        return tp_err_set(err, TP_ETRUNCATED, "batch of %zu bytes is shorter than its %d-byte header",
+        return err_set(err, ERR_TRUNCATED, "batch of %zu bytes is shorter than its %d-byte header",
                           len, TP_BATCH_HDR_SIZE);
     memcpy(&h, buf, sizeof h);
     if (h.magic != TP_BATCH_MAGIC)
-        return tp_err_set(err, TP_EMALFORMED, "not a synctop batch (bad magic 0x%08x)", h.magic);
+        return err_set(err, ERR_MALFORMED, "not a synctop batch (bad magic 0x%08x)", h.magic);
     if (h.version > TP_BATCH_VERSION)
-        return tp_err_set(err, TP_EVERSION,
+        return err_set(err, ERR_VERSION,
                           "batch format version %u is newer than this synctop understands (%u): "
                           "upgrade synctop",
                           h.version, TP_BATCH_VERSION);
     if (h.version == 0 || h.hdr_size != TP_BATCH_HDR_SIZE)
-        return tp_err_set(err, TP_EMALFORMED, "bad batch header (version %u, header size %u)",
+        return err_set(err, ERR_MALFORMED, "bad batch header (version %u, header size %u)",
                           h.version, h.hdr_size);
     uint32_t crc = tp_crc32(0, buf, HDR_CRC_SPAN);
     if (crc != h.hdr_crc)
-        return tp_err_set(err, TP_ECHECKSUM, "batch header checksum mismatch");
+        return err_set(err, ERR_CHECKSUM, "batch header checksum mismatch");
     if (h.flags & ~(uint32_t)TP_BF_KNOWN_)
-        return tp_err_set(err, TP_EMALFORMED, "batch has unknown flags 0x%x", h.flags);
+        return err_set(err, ERR_MALFORMED, "batch has unknown flags 0x%x", h.flags);
     if (h.stored_size > TP_BATCH_MAX_PAYLOAD || h.raw_size > TP_BATCH_MAX_PAYLOAD)
-        return tp_err_set(err, TP_EMALFORMED, "batch payload too large (%u stored, %u raw)",
+        return err_set(err, ERR_MALFORMED, "batch payload too large (%u stored, %u raw)",
                           h.stored_size, h.raw_size);
     if (!(h.flags & TP_BF_ZSTD) && h.raw_size != h.stored_size)
-        return tp_err_set(err, TP_EMALFORMED, "uncompressed batch with raw size %u != stored %u",
+        return err_set(err, ERR_MALFORMED, "uncompressed batch with raw size %u != stored %u",
                           h.raw_size, h.stored_size);
     if (h.n_events > h.n_records || h.n_records > h.raw_size / 8 || h.n_strings > h.raw_size / 8)
-        return tp_err_set(err, TP_EMALFORMED, "batch counts do not fit its size (%u strings, %u records, "
+        return err_set(err, ERR_MALFORMED, "batch counts do not fit its size (%u strings, %u records, "
                           "%u events in %u bytes)", h.n_strings, h.n_records, h.n_events, h.raw_size);
     if (h.t_min > h.t_max)
-        return tp_err_set(err, TP_EMALFORMED, "batch time span is reversed");
+        return err_set(err, ERR_MALFORMED, "batch time span is reversed");
     if (out)
         *out = h;
     return 0;
@@ -210,7 +210,7 @@ static int grow_slots(tp_enc *e) {
     uint32_t n = e->n_slots * 2;
     str_slot *s = calloc(n, sizeof *s);
     if (s == NULL)
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     for (uint32_t i = 0; i < e->n_slots; i++) {
         if (e->slots[i].id == 0)
             continue;
@@ -275,10 +275,10 @@ int tp_enc_add(tp_enc *e, const void *record) {
     const tp_head *h = record;
     size_t size = tp_kind_size(h->kind);
     if (size == 0)
-        return TP_EINVAL;
+        return ERR_INVAL;
     if (TP_KIND_IS_META(h->kind)) {
         if (e->n_meta >= e->max_meta_records)
-            return TP_ELIMIT;
+            return ERR_LIMIT;
         int rc = tp_buf_append(&e->meta, record, size);
         if (rc)
             return rc;
@@ -287,7 +287,7 @@ int tp_enc_add(tp_enc *e, const void *record) {
         return 0;
     }
     if (e->events.cap - e->events.len < size && tp_buf_reserve(&e->events, size) != 0)
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     memcpy(e->events.data + e->events.len, record, size);
     e->events.len += size;
     /* A span that ends before it starts (a clock step, a producer bug) is clamped to an instant:
@@ -329,7 +329,7 @@ int tp_enc_finish(tp_enc *e, tp_buf *out) { return tp_enc_finish_flags(e, 0, out
 
 int tp_enc_finish_flags(tp_enc *e, uint32_t flags, tp_buf *out) {
     if (flags & ~(uint32_t)(TP_BF_END | TP_BF_SYNTHETIC))
-        return TP_EINVAL;
+        return ERR_INVAL;
     uint32_t s0 = e->keyframe ? 1 : e->str_unsent;
     size_t m0 = e->keyframe ? 0 : e->meta_unsent;
     size_t m0_n = e->keyframe ? 0 : e->meta_unsent_n;
@@ -340,7 +340,7 @@ int tp_enc_finish_flags(tp_enc *e, uint32_t flags, tp_buf *out) {
     size_t payload = pad8(str_bytes) + (e->meta.len - m0) + e->events.len;
     size_t n_records = (e->n_meta - m0_n) + e->n_events;
     if (payload > TP_BATCH_MAX_PAYLOAD)
-        return TP_ELIMIT;
+        return ERR_LIMIT;
     out->len = 0;
     int rc = tp_buf_reserve(out, TP_BATCH_HDR_SIZE + payload);
     if (rc)
@@ -406,13 +406,13 @@ void tp_enc_stats_get(const tp_enc *e, tp_enc_stats *out) { *out = e->stats; }
 
 /* ---- compression ---- */
 
-int tp_batch_compress(const void *batch, size_t len, int level, tp_buf *out, tp_err *err) {
+int tp_batch_compress(const void *batch, size_t len, int level, tp_buf *out, err_msg *err) {
     tp_batch_hdr h = {0};
     int rc = tp_batch_check_header(batch, len, &h, err);
     if (rc)
         return rc;
     if (len < tp_batch_size(&h))
-        return tp_err_set(err, TP_ETRUNCATED, "batch cut short (%zu of %zu bytes)", len, tp_batch_size(&h));
+        return err_set(err, ERR_TRUNCATED, "batch cut short (%zu of %zu bytes)", len, tp_batch_size(&h));
     const uint8_t *payload = (const uint8_t *)batch + TP_BATCH_HDR_SIZE;
     out->len = 0;
     if ((h.flags & TP_BF_ZSTD) || h.stored_size < 64)
@@ -423,7 +423,7 @@ int tp_batch_compress(const void *batch, size_t len, int level, tp_buf *out, tp_
         return rc;
     size_t n = ZSTD_compress(out->data + TP_BATCH_HDR_SIZE, bound, payload, h.stored_size, level);
     if (ZSTD_isError(n))
-        return tp_err_set(err, TP_EIO, "zstd: %s", ZSTD_getErrorName(n));
+        return err_set(err, ERR_IO, "zstd: %s", ZSTD_getErrorName(n));
     if (n >= h.stored_size) {
         out->len = 0;
         return tp_buf_append(out, batch, tp_batch_size(&h));
@@ -466,12 +466,12 @@ void tp_strtab_destroy(tp_strtab **tp) {
 
 int tp_strtab_set(tp_strtab *t, uint32_t id, const char *s, uint32_t len) {
     if (id == 0 || id >= STRING_ID_MAX || len > TP_STRING_MAX)
-        return TP_EINVAL;
+        return ERR_INVAL;
     strtab_ent **page = &t->pages[id / STRTAB_PAGE];
     if (*page == NULL) {
         *page = malloc(STRTAB_PAGE * sizeof **page);
         if (*page == NULL)
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         for (uint32_t i = 0; i < STRTAB_PAGE; i++)
             (*page)[i].len = UINT32_MAX;
     }
@@ -480,7 +480,7 @@ int tp_strtab_set(tp_strtab *t, uint32_t id, const char *s, uint32_t len) {
     if (ent->len == len && memcmp(t->arena.data + ent->off, s, len) == 0)
         return 0;
     if (t->arena.len + len + 1 > UINT32_MAX)
-        return TP_ELIMIT;
+        return ERR_LIMIT;
     int rc = tp_buf_reserve(&t->arena, (size_t)len + 1);
     if (rc)
         return rc;
@@ -517,7 +517,7 @@ void tp_dec_free(tp_dec *d) {
 }
 
 /* Checks one record's fields beyond its size. */
-static int check_record(const tp_record *r, tp_err *err, uint32_t i) {
+static int check_record(const tp_record *r, err_msg *err, uint32_t i) {
     unsigned k = r->head.kind, f = r->head.flags;
     unsigned allowed = 0;
     switch (k) {
@@ -528,53 +528,53 @@ static int check_record(const tp_record *r, tp_err *err, uint32_t i) {
         allowed = TP_F_ASYNC;
         if (r->memcpy.copy_kind >= TP_COPY_MAX_ || r->memcpy.src_kind >= TP_MEM_MAX_ ||
             r->memcpy.dst_kind >= TP_MEM_MAX_)
-            return tp_err_set(err, TP_EMALFORMED, "record %u: memcpy kinds out of range (%u, %u, %u)",
+            return err_set(err, ERR_MALFORMED, "record %u: memcpy kinds out of range (%u, %u, %u)",
                               i, r->memcpy.copy_kind, r->memcpy.src_kind, r->memcpy.dst_kind);
         break;
     case TP_K_MEMSET:
         allowed = TP_F_ASYNC;
         if (r->memset.mem_kind >= TP_MEM_MAX_)
-            return tp_err_set(err, TP_EMALFORMED, "record %u: memset memory kind %u out of range", i,
+            return err_set(err, ERR_MALFORMED, "record %u: memset memory kind %u out of range", i,
                               r->memset.mem_kind);
         break;
     case TP_K_SYNC:
         if (r->sync.sync_type >= TP_SYNC_MAX_)
-            return tp_err_set(err, TP_EMALFORMED, "record %u: sync type %u out of range", i, r->sync.sync_type);
+            return err_set(err, ERR_MALFORMED, "record %u: sync type %u out of range", i, r->sync.sync_type);
         break;
     case TP_K_API:
         allowed = TP_F_BLOCKING | TP_F_DRIVER | TP_F_LAUNCH;
         break;
     case TP_K_NVTX:
         if (f < TP_NVTX_INSTANT || f > TP_NVTX_END)
-            return tp_err_set(err, TP_EMALFORMED, "record %u: nvtx shape %u out of range", i, f);
+            return err_set(err, ERR_MALFORMED, "record %u: nvtx shape %u out of range", i, f);
         allowed = f;
         break;
     case TP_K_DROPS:
         if (r->drops.source == 0 || r->drops.source >= TP_DROP_MAX_)
-            return tp_err_set(err, TP_EMALFORMED, "record %u: drop source %u out of range", i, r->drops.source);
+            return err_set(err, ERR_MALFORMED, "record %u: drop source %u out of range", i, r->drops.source);
         break;
     case TP_K_STREAM:
         allowed = TP_F_NULL_STREAM | TP_F_SYNC_ID_NEG | TP_F_SYNC_ID_U32;
         break;
     case TP_K_MODULE:
         if (r->module.build_id_len > TP_BUILD_ID_MAX)
-            return tp_err_set(err, TP_EMALFORMED, "record %u: build id of %u bytes (at most %d)", i,
+            return err_set(err, ERR_MALFORMED, "record %u: build id of %u bytes (at most %d)", i,
                               r->module.build_id_len, TP_BUILD_ID_MAX);
         break;
     case TP_K_FRAME:
         if (f != TP_FRAME_NATIVE && f != TP_FRAME_PYTHON)
-            return tp_err_set(err, TP_EMALFORMED, "record %u: frame kind %u out of range", i, f);
+            return err_set(err, ERR_MALFORMED, "record %u: frame kind %u out of range", i, f);
         allowed = f;
         break;
     default:
         break;
     }
     if (f & ~allowed)
-        return tp_err_set(err, TP_EMALFORMED, "record %u (%s): unknown flags 0x%x", i, tp_kind_name(k), f);
+        return err_set(err, ERR_MALFORMED, "record %u (%s): unknown flags 0x%x", i, tp_kind_name(k), f);
     return 0;
 }
 
-int tp_dec_open(tp_dec *d, const void *batch, size_t len, tp_err *err) {
+int tp_dec_open(tp_dec *d, const void *batch, size_t len, err_msg *err) {
     tp_batch_hdr h = {0};
     int rc = tp_batch_check_header(batch, len, &h, err);
     if (rc)
@@ -586,25 +586,25 @@ int tp_dec_open(tp_dec *d, const void *batch, size_t len, tp_err *err) {
     d->hdr = h;
     d->hdr.n_strings = d->hdr.n_records = d->hdr.n_events = 0; /* nothing to iterate until valid */
     if (len < tp_batch_size(&h))
-        return tp_err_set(err, TP_ETRUNCATED, "batch cut short: %zu of %zu bytes", len, tp_batch_size(&h));
+        return err_set(err, ERR_TRUNCATED, "batch cut short: %zu of %zu bytes", len, tp_batch_size(&h));
     const uint8_t *stored = (const uint8_t *)batch + TP_BATCH_HDR_SIZE;
     if (tp_crc32(0, stored, h.stored_size) != h.payload_crc)
-        return tp_err_set(err, TP_ECHECKSUM, "batch payload checksum mismatch (producer %016llx, seq %llu)",
+        return err_set(err, ERR_CHECKSUM, "batch payload checksum mismatch (producer %016llx, seq %llu)",
                           (unsigned long long)h.producer, (unsigned long long)h.seq);
     const uint8_t *p = stored;
     if (h.flags & TP_BF_ZSTD) {
         unsigned long long want = ZSTD_getFrameContentSize(stored, h.stored_size);
         if (want != h.raw_size)
-            return tp_err_set(err, TP_EMALFORMED, "compressed payload does not hold the %u bytes its header says",
+            return err_set(err, ERR_MALFORMED, "compressed payload does not hold the %u bytes its header says",
                               h.raw_size);
         d->scratch.len = 0;
         if ((rc = tp_buf_reserve(&d->scratch, h.raw_size ? h.raw_size : 1)) != 0)
             return rc;
         if (d->zctx == NULL && (d->zctx = ZSTD_createDCtx()) == NULL)
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         size_t n = ZSTD_decompressDCtx(d->zctx, d->scratch.data, h.raw_size, stored, h.stored_size);
         if (ZSTD_isError(n) || n != h.raw_size)
-            return tp_err_set(err, TP_EMALFORMED, "compressed payload is damaged: %s",
+            return err_set(err, ERR_MALFORMED, "compressed payload is damaged: %s",
                               ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size");
         p = d->scratch.data;
     } else if (((uintptr_t)stored & 7) != 0 && h.raw_size) {
@@ -626,18 +626,18 @@ int tp_dec_open(tp_dec *d, const void *batch, size_t len, tp_err *err) {
     for (uint32_t i = 0; i < h.n_strings; i++) {
         uint32_t id, slen;
         if (plen - off < 8)
-            return tp_err_set(err, TP_EMALFORMED, "string %u runs past the payload", i);
+            return err_set(err, ERR_MALFORMED, "string %u runs past the payload", i);
         memcpy(&id, p + off, 4);
         memcpy(&slen, p + off + 4, 4);
         if (id == 0 || id >= STRING_ID_MAX)
-            return tp_err_set(err, TP_EMALFORMED, "string %u has an invalid id %u", i, id);
+            return err_set(err, ERR_MALFORMED, "string %u has an invalid id %u", i, id);
         if (slen > TP_STRING_MAX || slen > plen - off - 8)
-            return tp_err_set(err, TP_EMALFORMED, "string %u (id %u) length %u runs past the payload", i, id, slen);
+            return err_set(err, ERR_MALFORMED, "string %u (id %u) length %u runs past the payload", i, id, slen);
         off += 8 + (size_t)slen;
     }
     size_t rec_start = pad8(off);
     if (rec_start > plen)
-        return tp_err_set(err, TP_EMALFORMED, "string section runs past the payload");
+        return err_set(err, ERR_MALFORMED, "string section runs past the payload");
 
     /* records */
     off = rec_start;
@@ -645,13 +645,13 @@ int tp_dec_open(tp_dec *d, const void *batch, size_t len, tp_err *err) {
     uint64_t t_lo = UINT64_MAX, t_hi = 0;
     for (uint32_t i = 0; i < h.n_records; i++) {
         if (plen - off < sizeof(tp_head))
-            return tp_err_set(err, TP_EMALFORMED, "record %u runs past the payload", i);
+            return err_set(err, ERR_MALFORMED, "record %u runs past the payload", i);
         unsigned kind = p[off];
         size_t size = tp_kind_size(kind);
         if (size == 0)
-            return tp_err_set(err, TP_EMALFORMED, "record %u has unknown kind %u", i, kind);
+            return err_set(err, ERR_MALFORMED, "record %u has unknown kind %u", i, kind);
         if (plen - off < size)
-            return tp_err_set(err, TP_EMALFORMED, "record %u (%s) runs past the payload", i, tp_kind_name(kind));
+            return err_set(err, ERR_MALFORMED, "record %u (%s) runs past the payload", i, tp_kind_name(kind));
         const tp_record *r = (const tp_record *)(const void *)(p + off);
         if ((rc = check_record(r, err, i)) != 0)
             return rc;
@@ -659,7 +659,7 @@ int tp_dec_open(tp_dec *d, const void *batch, size_t len, tp_err *err) {
             uint64_t s, e;
             tp_record_span(r, &s, &e);
             if (e < s)
-                return tp_err_set(err, TP_EMALFORMED, "record %u (%s) ends before it starts", i, tp_kind_name(kind));
+                return err_set(err, ERR_MALFORMED, "record %u (%s) ends before it starts", i, tp_kind_name(kind));
             if (s < t_lo)
                 t_lo = s;
             if (e > t_hi)
@@ -669,11 +669,11 @@ int tp_dec_open(tp_dec *d, const void *batch, size_t len, tp_err *err) {
         off += size;
     }
     if (off != plen)
-        return tp_err_set(err, TP_EMALFORMED, "%zu bytes after the last record", plen - off);
+        return err_set(err, ERR_MALFORMED, "%zu bytes after the last record", plen - off);
     if (n_events != h.n_events)
-        return tp_err_set(err, TP_EMALFORMED, "batch says %u events, holds %u", h.n_events, n_events);
+        return err_set(err, ERR_MALFORMED, "batch says %u events, holds %u", h.n_events, n_events);
     if (n_events && (t_lo < h.t_min || t_hi > h.t_max))
-        return tp_err_set(err, TP_EMALFORMED, "events fall outside the batch's time span");
+        return err_set(err, ERR_MALFORMED, "events fall outside the batch's time span");
     d->payload = p;
     d->payload_len = plen;
     d->rec_off = rec_start;

@@ -89,7 +89,7 @@ static int add_entry(tp_freader *r, const tp_findex_entry *e) {
         size_t cap = r->cap ? r->cap * 2 : 256;
         tp_findex_entry *p = realloc(r->ents, cap * sizeof *p);
         if (p == NULL)
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         r->ents = p;
         r->cap = cap;
     }
@@ -105,30 +105,30 @@ static tp_findex_entry entry_of(const tp_batch_hdr *h, uint64_t off) {
 
 /* ---- file header ---- */
 
-static int fr_header(tp_freader *r, tp_err *err) {
+static int fr_header(tp_freader *r, err_msg *err) {
     uint8_t b[TP_FILE_HDR_SIZE];
     ssize_t n = pread_full(r->fd, b, sizeof b, 0);
     if (n < 0)
-        return tp_err_set(err, TP_EIO, "%s: cannot read: %s", r->path, strerror(errno));
+        return err_set(err, ERR_IO, "%s: cannot read: %s", r->path, strerror(errno));
     if (n == 0)
-        return tp_err_set(err, TP_ETRUNCATED, "%s: empty file: not a synctop trace file (or one cut short "
+        return err_set(err, ERR_TRUNCATED, "%s: empty file: not a synctop trace file (or one cut short "
                           "before its header)", r->path);
     size_t cmp = (size_t)n < 16 ? (size_t)n : 16;
     if (memcmp(b, TP_FILE_MAGIC, cmp) != 0)
-        return tp_err_set(err, TP_EMALFORMED, "%s: not a synctop trace file", r->path);
+        return err_set(err, ERR_MALFORMED, "%s: not a synctop trace file", r->path);
     if ((size_t)n < sizeof b)
-        return tp_err_set(err, TP_ETRUNCATED, "%s: trace file header cut short (%zd of %d bytes)", r->path, n,
+        return err_set(err, ERR_TRUNCATED, "%s: trace file header cut short (%zd of %d bytes)", r->path, n,
                           TP_FILE_HDR_SIZE);
     tp__fhdr h;
     memcpy(&h, b, sizeof h);
     /* The version before the checksum: a newer format may cover other bytes. */
     if (h.version > TP_FILE_VERSION)
-        return tp_err_set(err, TP_EVERSION,
+        return err_set(err, ERR_VERSION,
                           "%s: trace file version %u is newer than this synctop understands (version %d): "
                           "use a newer synctop",
                           r->path, h.version, TP_FILE_VERSION);
     if (h.version == 0 || h.hdr_size != TP_FILE_HDR_SIZE)
-        return tp_err_set(err, TP_EMALFORMED, "%s: damaged trace file header (version %u, header size %u)",
+        return err_set(err, ERR_MALFORMED, "%s: damaged trace file header (version %u, header size %u)",
                           r->path, h.version, h.hdr_size);
     if (tp_crc32(0, b, TP__FHDR_CRC_SPAN) != h.hdr_crc)
         add_problem(r, 0, TP_FILE_HDR_SIZE, "file header checksum mismatch (its creation time may be wrong)");
@@ -142,19 +142,19 @@ typedef struct fr_block {
     uint64_t off, size;
 } fr_block;
 
-/* Loads the index chain that ends at f; returns 0, or TP_E* with the offset and reason in *at/why. */
-static int fr_chain(tp_freader *r, const tp__ffooter *f, uint64_t footer_off, uint64_t *at, tp_err *why) {
+/* Loads the index chain that ends at f; returns 0, or ERR_* with the offset and reason in *at/why. */
+static int fr_chain(tp_freader *r, const tp__ffooter *f, uint64_t footer_off, uint64_t *at, err_msg *why) {
     const uint64_t most = footer_off / TP_BATCH_HDR_SIZE; /* every batch takes at least a header */
     *at = footer_off;
     if (f->n_entries > most || f->n_index_blocks == 0 || f->n_index_blocks > most)
-        return tp_err_set(why, TP_EMALFORMED, "footer lists %llu batches and %u index blocks, more than the "
+        return err_set(why, ERR_MALFORMED, "footer lists %llu batches and %u index blocks, more than the "
                           "file can hold", (unsigned long long)f->n_entries, f->n_index_blocks);
     size_t n = (size_t)f->n_entries, pos = n;
     tp_findex_entry *ents = malloc((n ? n : 1) * sizeof *ents);
     fr_block *blocks = malloc(f->n_index_blocks * sizeof *blocks);
     int rc = 0;
     if (ents == NULL || blocks == NULL) {
-        rc = tp_err_set(why, TP_ENOMEM, "out of memory for the index");
+        rc = err_set(why, ERR_NOMEM, "out of memory for the index");
         goto out;
     }
     uint64_t off = f->index_offset, limit = footer_off;
@@ -162,44 +162,44 @@ static int fr_chain(tp_freader *r, const tp__ffooter *f, uint64_t footer_off, ui
     while (off != 0) {
         *at = off;
         if (count == f->n_index_blocks) {
-            rc = tp_err_set(why, TP_EMALFORMED, "more index blocks than the footer says");
+            rc = err_set(why, ERR_MALFORMED, "more index blocks than the footer says");
             goto out;
         }
         if (off < TP_FILE_HDR_SIZE || off >= limit || limit - off < TP_BATCH_HDR_SIZE) {
-            rc = tp_err_set(why, TP_EMALFORMED, "index block offset out of range");
+            rc = err_set(why, ERR_MALFORMED, "index block offset out of range");
             goto out;
         }
         uint8_t hb[TP_BATCH_HDR_SIZE];
         tp_batch_hdr h;
         if (pread_full(r->fd, hb, sizeof hb, off) != (ssize_t)sizeof hb) {
-            rc = tp_err_set(why, TP_EIO, "cannot read the index block");
+            rc = err_set(why, ERR_IO, "cannot read the index block");
             goto out;
         }
         if ((rc = tp_batch_check_header(hb, sizeof hb, &h, why)) != 0)
             goto out;
         uint64_t size = tp_batch_size(&h);
         if (!(h.flags & TP_BF_INDEX) || size > limit - off) {
-            rc = tp_err_set(why, TP_EMALFORMED, "not an index block");
+            rc = err_set(why, ERR_MALFORMED, "not an index block");
             goto out;
         }
         r->buf.len = 0;
         if ((rc = tp_buf_reserve(&r->buf, size)) != 0 ||
             pread_full(r->fd, r->buf.data, size, off) != (ssize_t)size) {
-            rc = tp_err_set(why, rc ? rc : TP_EIO, "cannot read the index block");
+            rc = err_set(why, rc ? rc : ERR_IO, "cannot read the index block");
             goto out;
         }
         if ((rc = tp_dec_open(&r->dec, r->buf.data, size, why)) != 0)
             goto out;
         tp__fidx_head ih;
         if (r->dec.payload_len < sizeof ih) {
-            rc = tp_err_set(why, TP_EMALFORMED, "index block too short");
+            rc = err_set(why, ERR_MALFORMED, "index block too short");
             goto out;
         }
         memcpy(&ih, r->dec.payload, sizeof ih);
         if (ih.entry_size != sizeof(tp_findex_entry) || ih.n_entries > pos ||
             r->dec.payload_len != sizeof ih + (size_t)ih.n_entries * sizeof(tp_findex_entry) ||
             ih.first != pos - ih.n_entries || ih.prev >= off) {
-            rc = tp_err_set(why, TP_EMALFORMED, "index block does not fit the chain");
+            rc = err_set(why, ERR_MALFORMED, "index block does not fit the chain");
             goto out;
         }
         pos -= ih.n_entries;
@@ -211,7 +211,7 @@ static int fr_chain(tp_freader *r, const tp__ffooter *f, uint64_t footer_off, ui
         off = ih.prev;
     }
     if (count != f->n_index_blocks || pos != 0) {
-        rc = tp_err_set(why, TP_EMALFORMED, "the chain holds %u index blocks and %zu batches fewer than the "
+        rc = err_set(why, ERR_MALFORMED, "the chain holds %u index blocks and %zu batches fewer than the "
                         "footer says", f->n_index_blocks - count, pos);
         goto out;
     }
@@ -225,20 +225,20 @@ static int fr_chain(tp_freader *r, const tp__ffooter *f, uint64_t footer_off, ui
                 e->size > TP_BATCH_HDR_SIZE + (uint64_t)TP_BATCH_MAX_PAYLOAD || (e->flags & TP_BF_INDEX) ||
                 (e->flags & ~(uint32_t)TP_BF_KNOWN_) || e->t_min > e->t_max) {
                 *at = e->offset;
-                rc = tp_err_set(why, TP_EMALFORMED, "index entry %zu does not match the file's layout", ei);
+                rc = err_set(why, ERR_MALFORMED, "index entry %zu does not match the file's layout", ei);
                 goto out;
             }
             cur += e->size;
         }
         if (blocks[b].off != cur) {
             *at = blocks[b].off;
-            rc = tp_err_set(why, TP_EMALFORMED, "index entries do not match the file's layout");
+            rc = err_set(why, ERR_MALFORMED, "index entries do not match the file's layout");
             goto out;
         }
         cur += blocks[b].size;
     }
     if (ei != n || cur != footer_off) {
-        rc = tp_err_set(why, TP_EMALFORMED, "index entries do not match the file's layout");
+        rc = err_set(why, ERR_MALFORMED, "index entries do not match the file's layout");
         goto out;
     }
     free(r->ents);
@@ -270,7 +270,7 @@ static int fr_footer(tp_freader *r, int use_chain, uint64_t *end) {
     if (!use_chain)
         return 0;
     uint64_t at;
-    tp_err why;
+    err_msg why;
     if (fr_chain(r, &f, footer_off, &at, &why) != 0) {
         add_problem(r, at, 0, "index damaged (%.80s): the file was scanned instead", why.msg);
         return 0;
@@ -309,7 +309,7 @@ static uint64_t fr_resync(tp_freader *r, uint64_t from, uint64_t end) {
     return end;
 }
 
-static int fr_scan(tp_freader *r, uint64_t off, uint64_t end, tp_err *err) {
+static int fr_scan(tp_freader *r, uint64_t off, uint64_t end, err_msg *err) {
     uint8_t hb[TP_BATCH_HDR_SIZE];
     while (off < end) {
         uint64_t avail = end - off;
@@ -319,10 +319,10 @@ static int fr_scan(tp_freader *r, uint64_t off, uint64_t end, tp_err *err) {
             break;
         }
         if (pread_full(r->fd, hb, sizeof hb, off) != (ssize_t)sizeof hb)
-            return tp_err_set(err, TP_EIO, "%s: cannot read at offset %llu: %s", r->path,
+            return err_set(err, ERR_IO, "%s: cannot read at offset %llu: %s", r->path,
                               (unsigned long long)off, strerror(errno));
         tp_batch_hdr h;
-        tp_err why;
+        err_msg why;
         if (tp_batch_check_header(hb, sizeof hb, &h, &why) == 0) {
             uint64_t size = tp_batch_size(&h);
             if (size > avail) {
@@ -336,7 +336,7 @@ static int fr_scan(tp_freader *r, uint64_t off, uint64_t end, tp_err *err) {
             } else {
                 tp_findex_entry e = entry_of(&h, off);
                 if (add_entry(r, &e) != 0)
-                    return tp_err_set(err, TP_ENOMEM, "%s: out of memory for the index", r->path);
+                    return err_set(err, ERR_NOMEM, "%s: out of memory for the index", r->path);
             }
             off += size;
             continue;
@@ -357,7 +357,7 @@ static int fr_build_seek(tp_freader *r) {
     r->kf = malloc(n * sizeof *r->kf);
     r->bad = calloc(n, 1);
     if (r->tmax_pm == NULL || r->kf == NULL || r->bad == NULL)
-        return TP_ENOMEM;
+        return ERR_NOMEM;
     tp__fmap last_kf = {0}; /* producer -> keyframe index + 1 */
     uint64_t pm = 0;
     int rc = 0;
@@ -369,7 +369,7 @@ static int fr_build_seek(tp_freader *r) {
         int found;
         uint32_t *v = tp__fmap_put(&last_kf, e->producer, 0, &found);
         if (v == NULL) {
-            rc = TP_ENOMEM;
+            rc = ERR_NOMEM;
             break;
         }
         if (e->flags & TP_BF_KEYFRAME)
@@ -382,19 +382,19 @@ static int fr_build_seek(tp_freader *r) {
 
 /* ---- public ---- */
 
-tp_freader *tp_freader_open(const char *path, tp_err *err) { return tp_freader_open_flags(path, 0, err); }
+tp_freader *tp_freader_open(const char *path, err_msg *err) { return tp_freader_open_flags(path, 0, err); }
 
-tp_freader *tp_freader_open_flags(const char *path, int flags, tp_err *err) {
+tp_freader *tp_freader_open_flags(const char *path, int flags, err_msg *err) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        tp_err_set(err, e == ENOENT ? TP_ENOENT : e == EACCES ? TP_EPERM : TP_EIO, "%s: cannot open: %s", path,
+        err_set(err, e == ENOENT ? ERR_NOENT : e == EACCES ? ERR_PERM : ERR_IO, "%s: cannot open: %s", path,
                    strerror(e));
         return NULL;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        tp_err_set(err, TP_EINVAL, "%s: not a regular file", path);
+        err_set(err, ERR_INVAL, "%s: not a regular file", path);
         close(fd);
         return NULL;
     }
@@ -402,7 +402,7 @@ tp_freader *tp_freader_open_flags(const char *path, int flags, tp_err *err) {
     if (r == NULL || (r->path = strdup(path)) == NULL) {
         free(r);
         close(fd);
-        tp_err_set(err, TP_ENOMEM, "%s: out of memory", path);
+        err_set(err, ERR_NOMEM, "%s: out of memory", path);
         return NULL;
     }
     r->fd = fd;
@@ -414,7 +414,7 @@ tp_freader *tp_freader_open_flags(const char *path, int flags, tp_err *err) {
             rc = fr_scan(r, TP_FILE_HDR_SIZE, end, err);
     }
     if (rc == 0 && fr_build_seek(r) != 0)
-        rc = tp_err_set(err, TP_ENOMEM, "%s: out of memory for the index", path);
+        rc = err_set(err, ERR_NOMEM, "%s: out of memory for the index", path);
     if (rc) {
         tp_freader_close(&r);
         return NULL;
@@ -454,36 +454,36 @@ const tp_fproblem *tp_freader_problem(const tp_freader *r, size_t i) {
     return i < r->n_probs ? &r->probs[i] : NULL;
 }
 
-int tp_freader_read(tp_freader *r, size_t i, tp_buf *out, tp_err *err) {
+int tp_freader_read(tp_freader *r, size_t i, tp_buf *out, err_msg *err) {
     if (i >= r->n)
-        return tp_err_set(err, TP_EINVAL, "%s: no batch %zu (the file holds %zu)", r->path, i, r->n);
+        return err_set(err, ERR_INVAL, "%s: no batch %zu (the file holds %zu)", r->path, i, r->n);
     const tp_findex_entry *e = &r->ents[i];
     out->len = 0;
     int rc = tp_buf_reserve(out, e->size);
     if (rc)
-        return tp_err_set(err, rc, "%s: out of memory for a batch of %u bytes", r->path, e->size);
+        return err_set(err, rc, "%s: out of memory for a batch of %u bytes", r->path, e->size);
     ssize_t got = pread_full(r->fd, out->data, e->size, e->offset);
     if (got < 0)
-        return tp_err_set(err, TP_EIO, "%s: cannot read at offset %llu: %s", r->path,
+        return err_set(err, ERR_IO, "%s: cannot read at offset %llu: %s", r->path,
                           (unsigned long long)e->offset, strerror(errno));
-    tp_err why;
+    err_msg why;
     tp_batch_hdr h;
     if ((size_t)got < e->size) {
-        rc = tp_err_set(&why, TP_ETRUNCATED, "cut short (%zd of %u bytes): the file shrank", got, e->size);
+        rc = err_set(&why, ERR_TRUNCATED, "cut short (%zd of %u bytes): the file shrank", got, e->size);
     } else if ((rc = tp_batch_check_header(out->data, (size_t)got, &h, &why)) != 0) {
         /* why says what */
     } else if (h.producer != e->producer || h.seq != e->seq || tp_batch_size(&h) != e->size ||
                h.flags != e->flags || h.n_events != e->n_events || h.t_min != e->t_min || h.t_max != e->t_max) {
-        rc = tp_err_set(&why, TP_EMALFORMED, "header does not match the index");
+        rc = err_set(&why, ERR_MALFORMED, "header does not match the index");
     } else if (tp_crc32(0, out->data + TP_BATCH_HDR_SIZE, h.stored_size) != h.payload_crc) {
-        rc = tp_err_set(&why, TP_ECHECKSUM, "payload checksum mismatch");
+        rc = err_set(&why, ERR_CHECKSUM, "payload checksum mismatch");
     }
     if (rc) {
         if (!r->bad[i]) {
             r->bad[i] = 1;
             add_problem(r, e->offset, e->size, "damaged batch: %.120s", why.msg);
         }
-        return tp_err_set(err, rc, "%s: batch at offset %llu: %s", r->path, (unsigned long long)e->offset,
+        return err_set(err, rc, "%s: batch at offset %llu: %s", r->path, (unsigned long long)e->offset,
                           why.msg);
     }
     out->len = e->size;

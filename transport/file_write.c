@@ -64,7 +64,7 @@ struct tp_fwriter {
     tp_buf buf;   /* bytes not yet written to fd */
     uint64_t off; /* logical end of the file, buffered bytes included */
     int failed;   /* sticky first error */
-    tp_err failed_err;
+    err_msg failed_err;
     /* index */
     tp_findex_entry *pending;
     size_t n_pending, cap_pending;
@@ -86,15 +86,15 @@ struct tp_fwriter {
 static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 
 /* Records the first I/O error (errno e while doing `action`); every later call returns it. */
-static int fw_fail(tp_fwriter *w, tp_err *err, const char *action, int e) {
-    w->failed = TP_EIO;
-    tp_err_set(&w->failed_err, TP_EIO, "%s: %s at offset %llu: %s", w->path, action,
+static int fw_fail(tp_fwriter *w, err_msg *err, const char *action, int e) {
+    w->failed = ERR_IO;
+    err_set(&w->failed_err, ERR_IO, "%s: %s at offset %llu: %s", w->path, action,
                (unsigned long long)w->off, strerror(e));
-    return tp_err_set(err, TP_EIO, "%s", w->failed_err.msg);
+    return err_set(err, ERR_IO, "%s", w->failed_err.msg);
 }
 
-static int fw_sticky(const tp_fwriter *w, tp_err *err) {
-    return tp_err_set(err, w->failed, "%s", w->failed_err.msg);
+static int fw_sticky(const tp_fwriter *w, err_msg *err) {
+    return err_set(err, w->failed, "%s", w->failed_err.msg);
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n) {
@@ -111,7 +111,7 @@ static int write_all(int fd, const uint8_t *p, size_t n) {
     return 0;
 }
 
-static int fw_drain(tp_fwriter *w, tp_err *err) {
+static int fw_drain(tp_fwriter *w, err_msg *err) {
     if (w->failed)
         return fw_sticky(w, err);
     if (w->buf.len && write_all(w->fd, w->buf.data, w->buf.len) != 0)
@@ -120,7 +120,7 @@ static int fw_drain(tp_fwriter *w, tp_err *err) {
     return 0;
 }
 
-static int fw_write(tp_fwriter *w, const void *data, size_t n, tp_err *err) {
+static int fw_write(tp_fwriter *w, const void *data, size_t n, err_msg *err) {
     if (w->failed)
         return fw_sticky(w, err);
     if (w->buf.len + n > w->buf_cap) {
@@ -141,7 +141,7 @@ static int fw_write(tp_fwriter *w, const void *data, size_t n, tp_err *err) {
 
 /* ---- index ---- */
 
-static int fw_index_block(tp_fwriter *w, tp_err *err) {
+static int fw_index_block(tp_fwriter *w, err_msg *err) {
     tp__fidx_head ih = {.prev = w->last_index_off, .n_entries = (uint32_t)w->n_pending,
                         .entry_size = sizeof(tp_findex_entry), .first = w->n_indexed};
     size_t payload = sizeof ih + w->n_pending * sizeof(tp_findex_entry);
@@ -162,7 +162,7 @@ static int fw_index_block(tp_fwriter *w, tp_err *err) {
     w->kbuf.len = 0;
     int rc = tp_buf_reserve(&w->kbuf, TP_BATCH_HDR_SIZE + payload);
     if (rc)
-        return tp_err_set(err, rc, "%s: out of memory for an index block", w->path);
+        return err_set(err, rc, "%s: out of memory for an index block", w->path);
     uint8_t *p = w->kbuf.data;
     memcpy(p + TP_BATCH_HDR_SIZE, &ih, sizeof ih);
     if (w->n_pending)
@@ -185,7 +185,7 @@ static int fw_index_block(tp_fwriter *w, tp_err *err) {
 }
 
 /* Compresses (unless it already is) and writes one checked batch, and lists it in the index. */
-static int fw_put_batch(tp_fwriter *w, const uint8_t *batch, size_t len, tp_err *err) {
+static int fw_put_batch(tp_fwriter *w, const uint8_t *batch, size_t len, err_msg *err) {
     tp_batch_hdr h;
     memcpy(&h, batch, sizeof h);
     if (!(h.flags & TP_BF_ZSTD)) {
@@ -200,7 +200,7 @@ static int fw_put_batch(tp_fwriter *w, const uint8_t *batch, size_t len, tp_err 
         size_t cap = w->cap_pending ? w->cap_pending * 2 : 64;
         tp_findex_entry *p = realloc(w->pending, cap * sizeof *p);
         if (p == NULL)
-            return tp_err_set(err, TP_ENOMEM, "%s: out of memory for the index", w->path);
+            return err_set(err, ERR_NOMEM, "%s: out of memory for the index", w->path);
         w->pending = p;
         w->cap_pending = cap;
     }
@@ -410,7 +410,7 @@ static int cmp_meta(const void *a, const void *b) {
 }
 
 /* Writes a synthetic keyframe for p: all its strings and metadata, no events. */
-static int fw_keyframe(tp_fwriter *w, fw_producer *p, tp_err *err) {
+static int fw_keyframe(tp_fwriter *w, fw_producer *p, err_msg *err) {
     size_t str_bytes = 0, meta_bytes = 0;
     for (size_t i = 0; i < p->n_strs; i++)
         str_bytes += 8 + (size_t)p->strs[i].len;
@@ -419,11 +419,11 @@ static int fw_keyframe(tp_fwriter *w, fw_producer *p, tp_err *err) {
     size_t payload = pad8(str_bytes) + meta_bytes;
     fw_string *strs = malloc((p->n_strs ? p->n_strs : 1) * sizeof *strs);
     const fw_meta **meta = malloc((p->n_meta ? p->n_meta : 1) * sizeof *meta);
-    int rc = (strs && meta) ? tp_buf_reserve(&w->kbuf, TP_BATCH_HDR_SIZE + payload) : TP_ENOMEM;
+    int rc = (strs && meta) ? tp_buf_reserve(&w->kbuf, TP_BATCH_HDR_SIZE + payload) : ERR_NOMEM;
     if (rc) {
         free(strs);
         free(meta);
-        return tp_err_set(err, rc, "%s: out of memory for a keyframe", w->path);
+        return err_set(err, rc, "%s: out of memory for a keyframe", w->path);
     }
     memcpy(strs, p->strs, p->n_strs * sizeof *strs);
     qsort(strs, p->n_strs, sizeof *strs, cmp_string);
@@ -490,33 +490,33 @@ static void sync_parent_dir(const char *path) {
 
 /* ---- public ---- */
 
-tp_fwriter *tp_fwriter_open(const char *path, int flags, tp_err *err) {
+tp_fwriter *tp_fwriter_open(const char *path, int flags, err_msg *err) {
     tp_fwriter_opts o = {.flags = flags};
     return tp_fwriter_open_opts(path, &o, err);
 }
 
-tp_fwriter *tp_fwriter_open_opts(const char *path, const tp_fwriter_opts *opts, tp_err *err) {
+tp_fwriter *tp_fwriter_open_opts(const char *path, const tp_fwriter_opts *opts, err_msg *err) {
     tp_fwriter_opts o = opts ? *opts : (tp_fwriter_opts){0};
     if (path == NULL || *path == '\0') {
-        tp_err_set(err, TP_EINVAL, "no trace file name given");
+        err_set(err, ERR_INVAL, "no trace file name given");
         return NULL;
     }
     int oflags = O_WRONLY | O_CREAT | O_CLOEXEC | ((o.flags & TP_FW_OVERWRITE) ? O_TRUNC : O_EXCL);
     int fd = open(path, oflags, 0644);
     if (fd < 0) {
         int e = errno;
-        int code = e == EEXIST ? TP_EEXIST : e == EACCES || e == EPERM ? TP_EPERM : e == ENOENT ? TP_ENOENT : TP_EIO;
+        int code = e == EEXIST ? ERR_EXIST : e == EACCES || e == EPERM ? ERR_PERM : e == ENOENT ? ERR_NOENT : ERR_IO;
         if (e == EEXIST)
-            tp_err_set(err, code, "%s already exists; not overwriting it", path);
+            err_set(err, code, "%s already exists; not overwriting it", path);
         else
-            tp_err_set(err, code, "%s: cannot create: %s", path, strerror(e));
+            err_set(err, code, "%s: cannot create: %s", path, strerror(e));
         return NULL;
     }
     tp_fwriter *w = calloc(1, sizeof *w);
     if (w == NULL || (w->path = strdup(path)) == NULL) {
         free(w);
         close(fd);
-        tp_err_set(err, TP_ENOMEM, "%s: out of memory", path);
+        err_set(err, ERR_NOMEM, "%s: out of memory", path);
         return NULL;
     }
     w->fd = fd;
@@ -536,7 +536,7 @@ tp_fwriter *tp_fwriter_open_opts(const char *path, const tp_fwriter_opts *opts, 
     fh.hdr_crc = tp_crc32(0, &fh, TP__FHDR_CRC_SPAN);
     int rc = tp_buf_reserve(&w->buf, w->buf_cap);
     if (rc) {
-        tp_err_set(err, rc, "%s: out of memory for the write buffer", path);
+        err_set(err, rc, "%s: out of memory for the write buffer", path);
     } else if ((rc = fw_write(w, &fh, sizeof fh, err)) == 0) {
         rc = fw_drain(w, err); /* a file that exists is at least recognisable */
     }
@@ -550,22 +550,22 @@ tp_fwriter *tp_fwriter_open_opts(const char *path, const tp_fwriter_opts *opts, 
     return w;
 }
 
-int tp_fwriter_append(tp_fwriter *w, const void *batch, size_t len, tp_err *err) {
+int tp_fwriter_append(tp_fwriter *w, const void *batch, size_t len, err_msg *err) {
     if (w->failed)
         return fw_sticky(w, err);
-    tp_err derr;
+    err_msg derr;
     int rc = tp_dec_open(&w->dec, batch, len, &derr);
     if (rc == 0 && len != tp_batch_size(&w->dec.hdr)) {
-        rc = TP_EMALFORMED;
-        tp_err_set(&derr, rc, "%zu bytes after the batch", len - tp_batch_size(&w->dec.hdr));
+        rc = ERR_MALFORMED;
+        err_set(&derr, rc, "%zu bytes after the batch", len - tp_batch_size(&w->dec.hdr));
     }
     if (rc == 0 && (w->dec.hdr.flags & TP_BF_INDEX)) {
-        rc = TP_EMALFORMED;
-        tp_err_set(&derr, rc, "an index block (only the file writer makes those)");
+        rc = ERR_MALFORMED;
+        err_set(&derr, rc, "an index block (only the file writer makes those)");
     }
     if (rc) {
         w->stats.refused++;
-        return tp_err_set(err, rc == TP_ENOMEM ? rc : TP_EMALFORMED, "%s: batch refused: %s", w->path, derr.msg);
+        return err_set(err, rc == ERR_NOMEM ? rc : ERR_MALFORMED, "%s: batch refused: %s", w->path, derr.msg);
     }
     tp_batch_hdr h = w->dec.hdr;
     fw_producer *p = fw_producer_get(w, h.producer);
@@ -596,9 +596,9 @@ int tp_fwriter_append(tp_fwriter *w, const void *batch, size_t len, tp_err *err)
     return 0;
 }
 
-int tp_fwriter_flush(tp_fwriter *w, tp_err *err) { return fw_drain(w, err); }
+int tp_fwriter_flush(tp_fwriter *w, err_msg *err) { return fw_drain(w, err); }
 
-int tp_fwriter_close(tp_fwriter **wp, tp_err *err) {
+int tp_fwriter_close(tp_fwriter **wp, err_msg *err) {
     tp_fwriter *w = wp ? *wp : NULL;
     if (w == NULL)
         return 0;
@@ -617,7 +617,7 @@ int tp_fwriter_close(tp_fwriter **wp, tp_err *err) {
     if (rc == 0 && fsync(w->fd) != 0)
         rc = fw_fail(w, err, "fsync failed", errno);
     if (close(w->fd) != 0 && rc == 0)
-        rc = tp_err_set(err, TP_EIO, "%s: close: %s", w->path, strerror(errno));
+        rc = err_set(err, ERR_IO, "%s: close: %s", w->path, strerror(errno));
     if (rc == 0)
         sync_parent_dir(w->path);
     for (size_t i = 0; i < w->n_prods; i++) {

@@ -27,16 +27,16 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* snprintf into out, failing with TP_ELIMIT instead of truncating. */
-static int put(char *out, size_t outlen, tp_err *err, const char *fmt, ...)
+/* snprintf into out, failing with ERR_LIMIT instead of truncating. */
+static int put(char *out, size_t outlen, err_msg *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static int put(char *out, size_t outlen, tp_err *err, const char *fmt, ...) {
+static int put(char *out, size_t outlen, err_msg *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(out, outlen, fmt, ap);
     va_end(ap);
     if (n < 0 || (size_t)n >= outlen)
-        return tp_err_set(err, TP_ELIMIT, "endpoint too long (%d bytes, room for %zu)", n,
+        return err_set(err, ERR_LIMIT, "endpoint too long (%d bytes, room for %zu)", n,
                           outlen > 0 ? outlen - 1 : 0);
     return 0;
 }
@@ -52,44 +52,44 @@ static int xdg_usable(const char *xdg) {
 }
 
 /* Creates path 0700 if missing; refuses anything an attacker could have prepared. */
-static int private_dir(const char *path, tp_err *err) {
+static int private_dir(const char *path, err_msg *err) {
     int created = 0;
     if (mkdir(path, 0700) == 0)
         created = 1;
     else if (errno != EEXIST)
-        return tp_err_set(err, TP_EIO, "cannot create the socket directory %s: %s", path,
+        return err_set(err, ERR_IO, "cannot create the socket directory %s: %s", path,
                           strerror(errno));
     struct stat st;
     if (lstat(path, &st) != 0)
-        return tp_err_set(err, TP_EIO, "cannot inspect the socket directory %s: %s", path,
+        return err_set(err, ERR_IO, "cannot inspect the socket directory %s: %s", path,
                           strerror(errno));
     if (S_ISLNK(st.st_mode))
-        return tp_err_set(err, TP_ESECURITY,
+        return err_set(err, ERR_SECURITY,
                           "the socket directory %s is a symbolic link; refusing to use it "
                           "(someone could redirect synctop's sockets): remove it",
                           path);
     if (!S_ISDIR(st.st_mode))
-        return tp_err_set(err, TP_ESECURITY, "the socket directory %s is not a directory: remove it",
+        return err_set(err, ERR_SECURITY, "the socket directory %s is not a directory: remove it",
                           path);
     if (st.st_uid != geteuid())
-        return tp_err_set(err, TP_ESECURITY,
+        return err_set(err, ERR_SECURITY,
                           "the socket directory %s belongs to uid %u, not to you (uid %u); "
                           "refusing to use it: remove it",
                           path, (unsigned)st.st_uid, (unsigned)geteuid());
     if (created && (st.st_mode & 07777) != 0700) {
         /* The umask decided the mode of what we just made; make it exactly private. */
         if (chmod(path, 0700) != 0 || lstat(path, &st) != 0)
-            return tp_err_set(err, TP_EIO, "cannot make %s private: %s", path, strerror(errno));
+            return err_set(err, ERR_IO, "cannot make %s private: %s", path, strerror(errno));
     }
     if (st.st_mode & 077)
-        return tp_err_set(err, TP_ESECURITY,
+        return err_set(err, ERR_SECURITY,
                           "the socket directory %s is accessible by group or others (mode %03o); "
                           "refusing to use it: run `chmod 700 %s` or remove it",
                           path, (unsigned)(st.st_mode & 0777), path);
     return 0;
 }
 
-int tp_endpoint_dir(char *out, size_t outlen, tp_err *err) {
+int tp_endpoint_dir(char *out, size_t outlen, err_msg *err) {
     char path[PATH_MAX];
     const char *xdg = getenv("XDG_RUNTIME_DIR");
     int n;
@@ -98,16 +98,16 @@ int tp_endpoint_dir(char *out, size_t outlen, tp_err *err) {
     else
         n = snprintf(path, sizeof path, "/tmp/synctop-%u", (unsigned)geteuid());
     if (n < 0 || (size_t)n >= sizeof path)
-        return tp_err_set(err, TP_ELIMIT, "XDG_RUNTIME_DIR is too long");
+        return err_set(err, ERR_LIMIT, "XDG_RUNTIME_DIR is too long");
     int rc = private_dir(path, err);
     if (rc < 0)
         return rc;
     return put(out, outlen, err, "%s", path);
 }
 
-int tp_endpoint_for_pid(long pid, char *out, size_t outlen, tp_err *err) {
+int tp_endpoint_for_pid(long pid, char *out, size_t outlen, err_msg *err) {
     if (pid <= 0)
-        return tp_err_set(err, TP_EINVAL, "invalid pid %ld", pid);
+        return err_set(err, ERR_INVAL, "invalid pid %ld", pid);
     char dir[PATH_MAX];
     int rc = tp_endpoint_dir(dir, sizeof dir, err);
     if (rc < 0)
@@ -116,7 +116,7 @@ int tp_endpoint_for_pid(long pid, char *out, size_t outlen, tp_err *err) {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/%ld.sock", dir, pid);
     if (strlen(path) >= sizeof sa.sun_path)
-        return tp_err_set(err, TP_ELIMIT,
+        return err_set(err, ERR_LIMIT,
                           "socket path %s is longer than a unix socket allows (%zu bytes): "
                           "set XDG_RUNTIME_DIR to a shorter directory",
                           path, sizeof sa.sun_path - 1);
@@ -126,32 +126,32 @@ int tp_endpoint_for_pid(long pid, char *out, size_t outlen, tp_err *err) {
 /* Splits "tcp://HOST:PORT" into host (brackets removed) and checks the port. */
 static int tcp_host(const char *endpoint, char *host, size_t hostlen) {
     if (strncmp(endpoint, "tcp://", 6) != 0)
-        return TP_EINVAL;
+        return ERR_INVAL;
     const char *rest = endpoint + 6;
     if (strchr(rest, ';') != NULL) /* a source address: only for connecting */
-        return TP_EINVAL;
+        return ERR_INVAL;
     const char *colon, *h = rest, *hend;
     if (rest[0] == '[') {
         hend = strchr(rest, ']');
         if (hend == NULL || hend[1] != ':')
-            return TP_EINVAL;
+            return ERR_INVAL;
         h = rest + 1;
         colon = hend + 1;
     } else {
         colon = strrchr(rest, ':');
         if (colon == NULL)
-            return TP_EINVAL;
+            return ERR_INVAL;
         hend = colon;
     }
     const char *port = colon + 1;
     if (strcmp(port, "*") != 0) {
         size_t n = strlen(port);
         if (n == 0 || n > 5 || strspn(port, "0123456789") != n || atol(port) > 65535)
-            return TP_EINVAL;
+            return ERR_INVAL;
     }
     size_t hl = (size_t)(hend - h);
     if (hl == 0 || hl >= hostlen)
-        return TP_EINVAL;
+        return ERR_INVAL;
     memcpy(host, h, hl);
     host[hl] = '\0';
     return 0;
@@ -160,7 +160,7 @@ static int tcp_host(const char *endpoint, char *host, size_t hostlen) {
 int tp_endpoint_is_loopback(const char *endpoint) {
     char host[256];
     if (endpoint == NULL || tcp_host(endpoint, host, sizeof host) < 0)
-        return TP_EINVAL;
+        return ERR_INVAL;
     if (strcasecmp(host, "localhost") == 0)
         return 1;
     struct in_addr a4;
@@ -175,23 +175,23 @@ int tp_endpoint_is_loopback(const char *endpoint) {
     return 0; /* "*", a host or interface name: not known to stay on this machine */
 }
 
-static int check_tcp(const char *endpoint, const char *spec, tp_err *err) {
+static int check_tcp(const char *endpoint, const char *spec, err_msg *err) {
     if (tp_endpoint_is_loopback(endpoint) < 0)
-        return tp_err_set(err, TP_EINVAL, "cannot understand tcp endpoint '%s': expected HOST:PORT",
+        return err_set(err, ERR_INVAL, "cannot understand tcp endpoint '%s': expected HOST:PORT",
                           spec);
     return 0;
 }
 
-int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, tp_err *err) {
+int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, err_msg *err) {
     if (spec == NULL || spec[0] == '\0')
-        return tp_err_set(err, TP_EINVAL, "empty endpoint");
+        return err_set(err, ERR_INVAL, "empty endpoint");
     size_t n = strlen(spec);
     int rc;
     if (strspn(spec, "0123456789") == n) {
         errno = 0;
         long pid = strtol(spec, NULL, 10);
         if (errno != 0 || pid <= 0)
-            return tp_err_set(err, TP_EINVAL, "invalid pid '%s'", spec);
+            return err_set(err, ERR_INVAL, "invalid pid '%s'", spec);
         return tp_endpoint_for_pid(pid, out, outlen, err);
     }
     if (strncmp(spec, "tcp://:", 7) == 0)
@@ -207,7 +207,7 @@ int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, tp_err *err)
     else if (strchr(spec, ':') != NULL)
         rc = put(out, outlen, err, "tcp://%s", spec);
     else
-        return tp_err_set(err, TP_EINVAL,
+        return err_set(err, ERR_INVAL,
                           "cannot understand endpoint '%s': expected PID, HOST:PORT, :PORT, "
                           "tcp://HOST:PORT or ipc://PATH",
                           spec);
@@ -220,13 +220,13 @@ int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, tp_err *err)
 static int unix_listening(const char *path) {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (path[0] == '\0' || strlen(path) >= sizeof sa.sun_path)
-        return TP_EINVAL;
+        return ERR_INVAL;
     memcpy(sa.sun_path, path, strlen(path));
     if (path[0] == '@') /* abstract namespace, as libzmq spells it */
         sa.sun_path[0] = '\0';
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
-        return TP_EIO;
+        return ERR_IO;
     socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
     int rc = connect(fd, (struct sockaddr *)&sa, len);
     int e = errno;
@@ -235,23 +235,23 @@ static int unix_listening(const char *path) {
         return 1; /* a full backlog still means a live listener */
     if (e == ECONNREFUSED || e == ENOENT)
         return 0;
-    return e == EACCES || e == EPERM ? TP_EPERM : TP_EIO;
+    return e == EACCES || e == EPERM ? ERR_PERM : ERR_IO;
 }
 
 int tp_endpoint_is_live(const char *endpoint) {
     if (endpoint == NULL || strncmp(endpoint, "ipc://", 6) != 0)
-        return TP_EINVAL;
+        return ERR_INVAL;
     return unix_listening(endpoint + 6);
 }
 
-int tp_endpoint_remove_stale(tp_err *err) {
+int tp_endpoint_remove_stale(err_msg *err) {
     char dir[PATH_MAX];
     int rc = tp_endpoint_dir(dir, sizeof dir, err);
     if (rc < 0)
         return rc;
     DIR *d = opendir(dir);
     if (d == NULL)
-        return tp_err_set(err, TP_EIO, "cannot list %s: %s", dir, strerror(errno));
+        return err_set(err, ERR_IO, "cannot list %s: %s", dir, strerror(errno));
     int removed = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {

@@ -26,46 +26,46 @@ static int z85_key_ok(const char *s) {
     return strlen(s) == TP_KEY_Z85_LEN && zmq_z85_decode(bin, s) != NULL;
 }
 
-int tp_curve_available(tp_err *err) {
+int tp_curve_available(err_msg *err) {
     if (!zmq_has("curve"))
-        return tp_err_set(err, TP_EUNSUPPORTED,
+        return err_set(err, ERR_UNSUPPORTED,
                           "this libzmq (%d.%d.%d) was built without CURVE encryption "
                           "(zmq_has(\"curve\") is false): install a libzmq built with libsodium",
                           ZMQ_VERSION_MAJOR, ZMQ_VERSION_MINOR, ZMQ_VERSION_PATCH);
     return 0;
 }
 
-int tp_keypair_new(tp_keypair *kp, tp_err *err) {
+int tp_keypair_new(tp_keypair *kp, err_msg *err) {
     memset(kp, 0, sizeof *kp);
     int rc = tp_curve_available(err);
     if (rc < 0)
         return rc;
     if (zmq_curve_keypair(kp->public_key, kp->secret_key) != 0)
-        return tp_err_set(err, TP_EZMQ, "cannot generate a CURVE key pair: %s",
+        return err_set(err, ERR_ZMQ, "cannot generate a CURVE key pair: %s",
                           zmq_strerror(zmq_errno()));
     return 0;
 }
 
-int tp_keypair_check(const tp_keypair *kp, tp_err *err) {
+int tp_keypair_check(const tp_keypair *kp, err_msg *err) {
     if (memchr(kp->public_key, '\0', sizeof kp->public_key) == NULL ||
         !z85_key_ok(kp->public_key))
-        return tp_err_set(err, TP_EINVAL, "the public key is not %d characters of Z85",
+        return err_set(err, ERR_INVAL, "the public key is not %d characters of Z85",
                           TP_KEY_Z85_LEN);
     if (kp->secret_key[0] == '\0')
         return 0;
     if (memchr(kp->secret_key, '\0', sizeof kp->secret_key) == NULL ||
         !z85_key_ok(kp->secret_key))
-        return tp_err_set(err, TP_EINVAL, "the secret key is not %d characters of Z85",
+        return err_set(err, ERR_INVAL, "the secret key is not %d characters of Z85",
                           TP_KEY_Z85_LEN);
     int rc = tp_curve_available(err);
     if (rc < 0)
         return rc;
     char derived[TP_KEY_Z85_LEN + 1];
     if (zmq_curve_public(derived, kp->secret_key) != 0)
-        return tp_err_set(err, TP_EZMQ, "cannot derive the public key: %s",
+        return err_set(err, ERR_ZMQ, "cannot derive the public key: %s",
                           zmq_strerror(zmq_errno()));
     if (strcmp(derived, kp->public_key) != 0)
-        return tp_err_set(err, TP_EINVAL, "the public key does not belong to the secret key");
+        return err_set(err, ERR_INVAL, "the public key does not belong to the secret key");
     return 0;
 }
 
@@ -83,44 +83,44 @@ static int write_all(int fd, const char *s, size_t len) {
 }
 
 /* Creates path (never replacing anything) with exactly this mode and content. */
-static int write_new_file(const char *path, mode_t mode, const char *text, tp_err *err) {
+static int write_new_file(const char *path, mode_t mode, const char *text, err_msg *err) {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0) {
         if (errno == EEXIST)
-            return tp_err_set(err, TP_EEXIST,
+            return err_set(err, ERR_EXIST,
                               "%s already exists; refusing to overwrite a key file "
                               "(choose another name with -o, or remove it first)",
                               path);
-        return tp_err_set(err, errno == EACCES ? TP_EPERM : TP_EIO, "cannot create %s: %s", path,
+        return err_set(err, errno == EACCES ? ERR_PERM : ERR_IO, "cannot create %s: %s", path,
                           strerror(errno));
     }
     int rc = 0;
     /* fchmod: the umask must not decide who can read a key. */
     if (fchmod(fd, mode) != 0 || write_all(fd, text, strlen(text)) != 0 || fsync(fd) != 0)
-        rc = tp_err_set(err, TP_EIO, "cannot write %s: %s", path, strerror(errno));
+        rc = err_set(err, ERR_IO, "cannot write %s: %s", path, strerror(errno));
     if (close(fd) != 0 && rc == 0)
-        rc = tp_err_set(err, TP_EIO, "cannot write %s: %s", path, strerror(errno));
+        rc = err_set(err, ERR_IO, "cannot write %s: %s", path, strerror(errno));
     if (rc < 0)
         unlink(path);
     return rc;
 }
 
-int tp_keypair_save(const tp_keypair *kp, const char *base, tp_err *err) {
+int tp_keypair_save(const tp_keypair *kp, const char *base, err_msg *err) {
     if (base == NULL || base[0] == '\0')
-        return tp_err_set(err, TP_EINVAL, "no file name given for the keys");
+        return err_set(err, ERR_INVAL, "no file name given for the keys");
     int rc = tp_keypair_check(kp, err);
     if (rc < 0)
         return rc;
     if (kp->secret_key[0] == '\0')
-        return tp_err_set(err, TP_EINVAL, "no secret key to save");
+        return err_set(err, ERR_INVAL, "no secret key to save");
     char key_path[PATH_MAX], pub_path[PATH_MAX];
     if (snprintf(key_path, sizeof key_path, "%s.key", base) >= (int)sizeof key_path ||
         snprintf(pub_path, sizeof pub_path, "%s.pub", base) >= (int)sizeof pub_path)
-        return tp_err_set(err, TP_ELIMIT, "file name too long");
+        return err_set(err, ERR_LIMIT, "file name too long");
     struct stat st;
     /* Check both first so that a refusal leaves nothing half-written behind. */
     if (lstat(key_path, &st) == 0 || lstat(pub_path, &st) == 0)
-        return tp_err_set(err, TP_EEXIST,
+        return err_set(err, ERR_EXIST,
                           "%s already exists; refusing to overwrite a key file "
                           "(choose another name with -o, or remove it first)",
                           lstat(key_path, &st) == 0 ? key_path : pub_path);
@@ -155,7 +155,7 @@ static char *trim(char *s) {
 }
 
 /* Parses the text of a key file into kp. Messages name the file and line, never a key. */
-static int parse_keys(char *text, tp_keypair *kp, const char *path, tp_err *err) {
+static int parse_keys(char *text, tp_keypair *kp, const char *path, err_msg *err) {
     int line_no = 0;
     char *save = NULL;
     for (char *line = text; line != NULL; line = save) {
@@ -168,7 +168,7 @@ static int parse_keys(char *text, tp_keypair *kp, const char *path, tp_err *err)
             continue;
         char *eq = strchr(s, '=');
         if (eq == NULL)
-            return tp_err_set(err, TP_EMALFORMED,
+            return err_set(err, ERR_MALFORMED,
                               "%s line %d: expected 'public-key = ...' or 'secret-key = ...'",
                               path, line_no);
         *eq = '\0';
@@ -179,14 +179,14 @@ static int parse_keys(char *text, tp_keypair *kp, const char *path, tp_err *err)
         else if (strcmp(name, "secret-key") == 0)
             dst = kp->secret_key;
         else
-            return tp_err_set(err, TP_EMALFORMED,
+            return err_set(err, ERR_MALFORMED,
                               "%s line %d: unknown field (expected public-key or secret-key)",
                               path, line_no);
         if (dst[0] != '\0')
-            return tp_err_set(err, TP_EMALFORMED, "%s line %d: %s given twice", path, line_no,
+            return err_set(err, ERR_MALFORMED, "%s line %d: %s given twice", path, line_no,
                               name);
         if (!z85_key_ok(value))
-            return tp_err_set(err, TP_EMALFORMED,
+            return err_set(err, ERR_MALFORMED,
                               "%s line %d: the %s is not a valid key (expected %d Z85 "
                               "characters, found %zu characters%s)",
                               path, line_no, name, TP_KEY_Z85_LEN, strlen(value),
@@ -194,38 +194,38 @@ static int parse_keys(char *text, tp_keypair *kp, const char *path, tp_err *err)
         memcpy(dst, value, TP_KEY_Z85_LEN + 1);
     }
     if (kp->public_key[0] == '\0')
-        return tp_err_set(err, TP_EMALFORMED, "%s: no public-key line (is it a synctop key file?)",
+        return err_set(err, ERR_MALFORMED, "%s: no public-key line (is it a synctop key file?)",
                           path);
     return 0;
 }
 
-int tp_keypair_load(tp_keypair *kp, const char *path, tp_err *err) {
+int tp_keypair_load(tp_keypair *kp, const char *path, err_msg *err) {
     memset(kp, 0, sizeof *kp);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return tp_err_set(err, errno == ENOENT ? TP_ENOENT : errno == EACCES ? TP_EPERM : TP_EIO,
+        return err_set(err, errno == ENOENT ? ERR_NOENT : errno == EACCES ? ERR_PERM : ERR_IO,
                           "cannot open key file %s: %s", path, strerror(errno));
     char text[KEY_FILE_MAX + 1];
     size_t len = 0;
     struct stat st;
     int rc = 0;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        rc = tp_err_set(err, TP_EINVAL, "%s is not a regular file", path);
+        rc = err_set(err, ERR_INVAL, "%s is not a regular file", path);
     while (rc == 0 && len <= KEY_FILE_MAX) {
         ssize_t n = read(fd, text + len, sizeof text - len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            rc = tp_err_set(err, TP_EIO, "cannot read %s: %s", path, strerror(errno));
+            rc = err_set(err, ERR_IO, "cannot read %s: %s", path, strerror(errno));
         if (n <= 0)
             break;
         len += (size_t)n;
     }
     close(fd);
     if (rc == 0 && len > KEY_FILE_MAX)
-        rc = tp_err_set(err, TP_EMALFORMED, "%s is too large to be a key file", path);
+        rc = err_set(err, ERR_MALFORMED, "%s is too large to be a key file", path);
     if (rc == 0 && memchr(text, '\0', len) != NULL)
-        rc = tp_err_set(err, TP_EMALFORMED, "%s is not a text file", path);
+        rc = err_set(err, ERR_MALFORMED, "%s is not a text file", path);
     if (rc == 0) {
         text[len] = '\0';
         rc = parse_keys(text, kp, path, err);
@@ -233,12 +233,12 @@ int tp_keypair_load(tp_keypair *kp, const char *path, tp_err *err) {
     memset(text, 0, sizeof text);
     if (rc == 0 && kp->secret_key[0] != '\0') {
         if (st.st_mode & 077)
-            rc = tp_err_set(err, TP_ESECURITY,
+            rc = err_set(err, ERR_SECURITY,
                             "%s holds a secret key but others can read it (mode %03o); "
                             "run `chmod 600 %s`",
                             path, (unsigned)(st.st_mode & 0777), path);
-        else if ((rc = tp_keypair_check(kp, err)) < 0 && rc != TP_EUNSUPPORTED)
-            rc = tp_err_set(err, TP_EMALFORMED,
+        else if ((rc = tp_keypair_check(kp, err)) < 0 && rc != ERR_UNSUPPORTED)
+            rc = err_set(err, ERR_MALFORMED,
                             "%s: the public key does not match the secret key (damaged file?)",
                             path);
     }
@@ -247,9 +247,9 @@ int tp_keypair_load(tp_keypair *kp, const char *path, tp_err *err) {
     return rc;
 }
 
-int tp_public_key_resolve(const char *spec, char out[TP_KEY_Z85_LEN + 1], tp_err *err) {
+int tp_public_key_resolve(const char *spec, char out[TP_KEY_Z85_LEN + 1], err_msg *err) {
     if (spec == NULL || spec[0] == '\0')
-        return tp_err_set(err, TP_EINVAL, "empty key");
+        return err_set(err, ERR_INVAL, "empty key");
     struct stat st;
     /* Z85 can contain '/' and '.', so a file of that name wins over an inline key. */
     if (stat(spec, &st) == 0) {
@@ -266,8 +266,8 @@ int tp_public_key_resolve(const char *spec, char out[TP_KEY_Z85_LEN + 1], tp_err
         return 0;
     }
     if (strlen(spec) == TP_KEY_Z85_LEN)
-        return tp_err_set(err, TP_EINVAL, "'%s' is not a valid Z85 key", spec);
-    return tp_err_set(err, TP_ENOENT,
+        return err_set(err, ERR_INVAL, "'%s' is not a valid Z85 key", spec);
+    return err_set(err, ERR_NOENT,
                       "no key file %s, and it is not a %d-character Z85 key either", spec,
                       TP_KEY_Z85_LEN);
 }

@@ -46,9 +46,9 @@ struct tp_pub {
 
 #define LOSS_KEYFRAME_EVERY_S 1.0
 
-static int zmq_fail(tp_err *err, const char *what, const char *endpoint) {
+static int zmq_fail(err_msg *err, const char *what, const char *endpoint) {
     int e = zmq_errno();
-    return tp_err_set(err, TP_EZMQ, "%s %s: %s", what, endpoint, zmq_strerror(e));
+    return err_set(err, ERR_ZMQ, "%s %s: %s", what, endpoint, zmq_strerror(e));
 }
 
 static int set_int(void *sock, int option, int value) {
@@ -56,7 +56,7 @@ static int set_int(void *sock, int option, int value) {
 }
 
 /* Which endpoint to bind, and whether binding it is allowed. */
-static int choose_endpoint(const tp_pub_opts *o, char *ep, int *is_default, tp_err *err) {
+static int choose_endpoint(const tp_pub_opts *o, char *ep, int *is_default, err_msg *err) {
     int rc;
     *is_default = o->endpoint == NULL;
     if (*is_default)
@@ -69,7 +69,7 @@ static int choose_endpoint(const tp_pub_opts *o, char *ep, int *is_default, tp_e
         if ((rc = tp_curve_available(err)) < 0)
             return rc;
         if (o->curve->secret_key[0] == '\0')
-            return tp_err_set(err, TP_EINVAL,
+            return err_set(err, ERR_INVAL,
                               "publishing with CURVE needs the server's secret key (the .key "
                               "file), not only its public key");
         if ((rc = tp_keypair_check(o->curve, err)) < 0)
@@ -78,9 +78,9 @@ static int choose_endpoint(const tp_pub_opts *o, char *ep, int *is_default, tp_e
     if (strncmp(ep, "tcp://", 6) == 0) {
         int lo = tp_endpoint_is_loopback(ep);
         if (lo < 0)
-            return tp_err_set(err, TP_EINVAL, "cannot understand tcp endpoint %s", ep);
+            return err_set(err, ERR_INVAL, "cannot understand tcp endpoint %s", ep);
         if (lo == 0 && o->curve == NULL && !o->insecure)
-            return tp_err_set(err, TP_ESECURITY,
+            return err_set(err, ERR_SECURITY,
                               "refusing to publish on %s without encryption: anyone who can "
                               "reach it could read the trace. Create keys with `synctop keygen` "
                               "and publish with them, or pass --insecure to publish in the clear",
@@ -88,18 +88,18 @@ static int choose_endpoint(const tp_pub_opts *o, char *ep, int *is_default, tp_e
     } else if (strncmp(ep, "ipc://", 6) == 0) {
         struct sockaddr_un sa;
         if (strlen(ep + 6) >= sizeof sa.sun_path)
-            return tp_err_set(err, TP_ELIMIT, "socket path %s is longer than %zu bytes", ep + 6,
+            return err_set(err, ERR_LIMIT, "socket path %s is longer than %zu bytes", ep + 6,
                               sizeof sa.sun_path - 1);
         /* libzmq unlinks an existing file before binding: do not steal a live publisher's. */
         if (tp_endpoint_is_live(ep) == 1)
-            return tp_err_set(err, TP_EEXIST, "another publisher is already listening on %s", ep);
+            return err_set(err, ERR_EXIST, "another publisher is already listening on %s", ep);
         if (*is_default)
             tp_endpoint_remove_stale(NULL);
     }
     return 0;
 }
 
-static int configure(tp_pub *p, const tp_pub_opts *o, tp_err *err) {
+static int configure(tp_pub *p, const tp_pub_opts *o, err_msg *err) {
     void *s = p->sock;
     int hwm = o->sndhwm > 0 ? o->sndhwm : 1000;
     if (set_int(s, ZMQ_LINGER, 0) != 0 || set_int(s, ZMQ_SNDHWM, hwm) != 0 ||
@@ -116,10 +116,10 @@ static int configure(tp_pub *p, const tp_pub_opts *o, tp_err *err) {
     return 0;
 }
 
-static int bind_endpoint(tp_pub *p, tp_err *err) {
+static int bind_endpoint(tp_pub *p, err_msg *err) {
     if (zmq_bind(p->sock, p->endpoint) != 0) {
         if (zmq_errno() == EADDRINUSE)
-            return tp_err_set(err, TP_EEXIST, "cannot bind %s: address already in use",
+            return err_set(err, ERR_EXIST, "cannot bind %s: address already in use",
                               p->endpoint);
         return zmq_fail(err, "cannot bind", p->endpoint);
     }
@@ -134,28 +134,28 @@ static int bind_endpoint(tp_pub *p, tp_err *err) {
         /* Remember which file is ours (to remove it, and only it), then let only our user
          * connect, wherever the file is. */
         if (lstat(path, &st) != 0)
-            return tp_err_set(err, TP_EIO, "cannot find socket file %s: %s", path, strerror(errno));
+            return err_set(err, ERR_IO, "cannot find socket file %s: %s", path, strerror(errno));
         snprintf(p->ipc_path, sizeof p->ipc_path, "%s", path);
         p->ipc_dev = st.st_dev;
         p->ipc_ino = st.st_ino;
         if (chmod(path, 0600) != 0)
-            return tp_err_set(err, TP_EIO, "cannot make socket file %s private: %s", path,
+            return err_set(err, ERR_IO, "cannot make socket file %s private: %s", path,
                               strerror(errno));
     }
     return 0;
 }
 
-tp_pub *tp_pub_new(const tp_pub_opts *opts, tp_err *err) {
+tp_pub *tp_pub_new(const tp_pub_opts *opts, err_msg *err) {
     tp_pub_opts o = {0};
     if (opts != NULL)
         o = *opts;
     if (o.sndhwm < 0) {
-        tp_err_set(err, TP_EINVAL, "negative high-water mark %d", o.sndhwm);
+        err_set(err, ERR_INVAL, "negative high-water mark %d", o.sndhwm);
         return NULL;
     }
     tp_pub *p = calloc(1, sizeof *p);
     if (p == NULL) {
-        tp_err_set(err, TP_ENOMEM, "out of memory");
+        err_set(err, ERR_NOMEM, "out of memory");
         return NULL;
     }
     p->owner = getpid();
@@ -225,14 +225,14 @@ static int send_once(tp_pub *pub, const void *batch, size_t len) {
 /* Sends to the queues with room; the full ones drop it (their subscribers report the loss). */
 static int send_lossy(tp_pub *pub, const void *batch, size_t len) {
     if (set_int(pub->sock, ZMQ_XPUB_NODROP, 0) != 0)
-        return TP_EZMQ;
+        return ERR_ZMQ;
     int e = send_once(pub, batch, len);
     set_int(pub->sock, ZMQ_XPUB_NODROP, 1);
     if (e != 0)
-        return TP_EZMQ;
+        return ERR_ZMQ;
     pub->sent++;
     pub->bytes += len;
-    return TP_EAGAIN;
+    return ERR_AGAIN;
 }
 
 static void note_producer(tp_pub *pub, const void *batch, size_t len) {
@@ -254,7 +254,7 @@ int tp_pub_send_wait(tp_pub *pub, const void *batch, size_t len, int timeout_ms)
             return 0;
         }
         if (e != EAGAIN)
-            return TP_EZMQ;
+            return ERR_ZMQ;
         if (cm_now_s() >= deadline)
             return send_lossy(pub, batch, len);
         struct timespec ts = {0, 1000000};

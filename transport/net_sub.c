@@ -33,16 +33,16 @@ struct tp_sub {
     uint32_t slot[SLOTS]; /* producer index + 1, 0 when empty */
 };
 
-static int zmq_fail(tp_err *err, const char *what) {
+static int zmq_fail(err_msg *err, const char *what) {
     int e = zmq_errno();
-    return tp_err_set(err, TP_EZMQ, "%s: %s", what, zmq_strerror(e));
+    return err_set(err, ERR_ZMQ, "%s: %s", what, zmq_strerror(e));
 }
 
 static int set_int(void *sock, int option, int value) {
     return zmq_setsockopt(sock, option, &value, sizeof value);
 }
 
-static int configure(tp_sub *s, const tp_sub_opts *o, tp_err *err) {
+static int configure(tp_sub *s, const tp_sub_opts *o, err_msg *err) {
     void *k = s->sock;
     int hwm = o->rcvhwm > 0 ? o->rcvhwm : 10000;
     int64_t max_msg = (int64_t)TP_BATCH_HDR_SIZE + TP_BATCH_MAX_PAYLOAD;
@@ -54,7 +54,7 @@ static int configure(tp_sub *s, const tp_sub_opts *o, tp_err *err) {
         tp_keypair server;
         memset(&server, 0, sizeof server);
         if (strlen(o->server_key) != TP_KEY_Z85_LEN)
-            return tp_err_set(err, TP_EINVAL, "the server key is not %d characters of Z85",
+            return err_set(err, ERR_INVAL, "the server key is not %d characters of Z85",
                               TP_KEY_Z85_LEN);
         memcpy(server.public_key, o->server_key, TP_KEY_Z85_LEN);
         int rc = tp_keypair_check(&server, err);
@@ -77,13 +77,13 @@ static int configure(tp_sub *s, const tp_sub_opts *o, tp_err *err) {
     return 0;
 }
 
-tp_sub *tp_sub_new(const tp_sub_opts *opts, tp_err *err) {
+tp_sub *tp_sub_new(const tp_sub_opts *opts, err_msg *err) {
     tp_sub_opts o = {0};
     if (opts != NULL)
         o = *opts;
     tp_sub *s = calloc(1, sizeof *s);
     if (s == NULL) {
-        tp_err_set(err, TP_ENOMEM, "out of memory");
+        err_set(err, ERR_NOMEM, "out of memory");
         return NULL;
     }
     s->owner = getpid();
@@ -125,7 +125,7 @@ void tp_sub_destroy(tp_sub **sp) {
     *sp = NULL;
 }
 
-int tp_sub_connect(tp_sub *sub, const char *endpoint, tp_err *err) {
+int tp_sub_connect(tp_sub *sub, const char *endpoint, err_msg *err) {
     char ep[TP_ENDPOINT_MAX];
     int rc = tp_endpoint_resolve(endpoint, ep, sizeof ep, err);
     if (rc < 0)
@@ -134,12 +134,12 @@ int tp_sub_connect(tp_sub *sub, const char *endpoint, tp_err *err) {
         return zmq_fail(err, "cannot enable IPv6");
     if (zmq_connect(sub->sock, ep) != 0) {
         int e = zmq_errno();
-        return tp_err_set(err, TP_EZMQ, "cannot connect to %s: %s", ep, zmq_strerror(e));
+        return err_set(err, ERR_ZMQ, "cannot connect to %s: %s", ep, zmq_strerror(e));
     }
     return 0;
 }
 
-int tp_sub_wait(tp_sub *sub, int fd, int timeout_ms, tp_err *err) {
+int tp_sub_wait(tp_sub *sub, int fd, int timeout_ms, err_msg *err) {
     zmq_pollitem_t items[2];
     int n = 0, fd_at = -1, sub_at = -1;
     if (fd >= 0) {
@@ -195,13 +195,13 @@ static struct producer *producer_find(tp_sub *s, uint64_t id, int *is_new) {
     return &s->producers[n];
 }
 
-static int malformed(tp_sub *s, tp_err *err, const char *why) {
+static int malformed(tp_sub *s, err_msg *err, const char *why) {
     s->stats.malformed++;
-    return tp_err_set(err, TP_EMALFORMED, "received a message that is not a synctop batch: %s",
+    return err_set(err, ERR_MALFORMED, "received a message that is not a synctop batch: %s",
                       why);
 }
 
-int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, tp_err *err) {
+int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, err_msg *err) {
     /* Try first: when batches are flowing, one call instead of a poll and a receive. */
     while (zmq_msg_recv(&sub->msg, sub->sock, ZMQ_DONTWAIT) < 0) {
         int e = zmq_errno();
@@ -225,7 +225,7 @@ int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, tp_err *err) {
     const uint8_t *data = zmq_msg_data(&sub->msg);
     size_t len = zmq_msg_size(&sub->msg);
     tp_batch_hdr h;
-    tp_err why;
+    err_msg why;
     char text[sizeof why.msg + 64];
     if (len < TP_BATCH_HDR_SIZE) {
         snprintf(text, sizeof text, "%zu bytes, shorter than a batch header", len);
@@ -292,7 +292,7 @@ void tp_sub_stats_get(const tp_sub *sub, tp_sub_stats *out) { *out = sub->stats;
 
 int tp_sub_producer_get(const tp_sub *sub, size_t i, tp_sub_producer *out) {
     if (i >= sub->stats.n_producers)
-        return TP_EINVAL;
+        return ERR_INVAL;
     *out = sub->producers[i].s;
     return 0;
 }

@@ -28,7 +28,7 @@ int vw_grid_resize(vw_grid *g, int w, int h) {
     if (need > g->cap || g->cells == NULL) {
         vw_cell *c = realloc(g->cells, need * sizeof *c);
         if (c == NULL)
-            return TP_ENOMEM;
+            return ERR_NOMEM;
         g->cells = c;
         g->cap = need;
     }

@@ -43,7 +43,7 @@ struct viewer_anjob {
     int has_opts;
     an_result r;
     int rc;
-    tp_err err;
+    err_msg err;
     double took;
     sy_cache *sym;    /* when set, native call-site frames are looked up too, into fixes */
     sy_fixes *fixes;
@@ -65,10 +65,10 @@ static void *anjob_main(void *arg) {
 }
 
 static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, sy_cache *sym, sy_fixes *fixes,
-                                 tp_err *err) {
+                                 err_msg *err) {
     viewer_anjob *j = calloc(1, sizeof *j);
     if (j == NULL) {
-        tp_err_set(err, TP_ENOMEM, "analysis: out of memory");
+        err_set(err, ERR_NOMEM, "analysis: out of memory");
         return NULL;
     }
     j->s = s;
@@ -81,20 +81,20 @@ static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, sy_cach
     atomic_init(&j->done, 0);
     int e = pthread_create(&j->th, NULL, anjob_main, j);
     if (e != 0) {
-        tp_err_set(err, TP_EIO, "analysis: cannot start a thread: %s", strerror(e));
+        err_set(err, ERR_IO, "analysis: cannot start a thread: %s", strerror(e));
         free(j);
         return NULL;
     }
     return j;
 }
 
-viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, tp_err *err) {
+viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, err_msg *err) {
     return anjob_start(s, opts, NULL, NULL, err);
 }
 
 int viewer_anjob_done(const viewer_anjob *j) { return atomic_load(&((viewer_anjob *)j)->done); }
 
-int viewer_anjob_finish(viewer_anjob **jp, an_result *out, double *took_s, tp_err *err) {
+int viewer_anjob_finish(viewer_anjob **jp, an_result *out, double *took_s, err_msg *err) {
     viewer_anjob *j = *jp;
     pthread_join(j->th, NULL);
     int rc = j->rc;
@@ -168,7 +168,7 @@ static int viewer_connect(viewer *w, const char *ep) {
             return 0;
     if (w->n_eps >= VIEWER_MAX_ENDPOINTS)
         return 0;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (tp_sub_connect(w->sub, ep, &err) != 0) {
         snprintf(w->err, sizeof w->err, "%s: %s", ep, err.msg);
         return -1;
@@ -182,7 +182,7 @@ static void viewer_add(void *vw, const char *ep) { viewer_connect(vw, ep); }
 /* Attaches to the traced processes of this user that appeared since the last look. */
 static void viewer_scan(viewer *w) {
     char dir[TP_ENDPOINT_MAX];
-    tp_err err;
+    err_msg err;
     if (tp_endpoint_dir(dir, sizeof dir, &err) != 0)
         return;
     DIR *d = opendir(dir);
@@ -242,7 +242,7 @@ static void viewer_place(viewer *w) {
 
 static void viewer_take_analysis(viewer *w, double t) {
     an_result r;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     double took = 0;
     int rc = viewer_anjob_finish(&w->job, &r, &took, &err);
     /* one fix per frame looked up: at the budget, frames are left for another job soon */
@@ -274,7 +274,7 @@ static void viewer_take_analysis(viewer *w, double t) {
 }
 
 static int viewer_add_batch(viewer *w, const void *data, size_t len, uint32_t n_events) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (st_store_add_batch(w->s, data, len, &err) != 0)
         return -1;
     w->rate_events += n_events;
@@ -312,7 +312,7 @@ static int viewer_analyse(viewer *w, double t) {
         due = t - w->an_at >= every && ev != w->an_events;
     if (!due)
         return 0;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     w->job_events = ev;
     w->an_at = t;
     if (w->sym == NULL)
@@ -363,9 +363,9 @@ static int viewer_frame(viewer *w, double t) {
 static void viewer_record(viewer *w, const tp_sub_msg *msg) {
     if (w->rec == NULL)
         return;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     int rc = tp_fwriter_append(w->rec, msg->data, msg->len, &err);
-    if (rc == TP_EMALFORMED)
+    if (rc == ERR_MALFORMED)
         return; /* refused whole, as the store refuses it: nothing to keep */
     if (rc != 0) {
         snprintf(w->v.message, sizeof w->v.message, "recording stopped: %s", err.msg);
@@ -442,7 +442,7 @@ static int viewer_loop(viewer *w) {
             timeout_ms = next_frame > t ? (int)((next_frame - t) * 1000) + 1 : 0;
         else
             timeout_ms = w->v.mode == VW_LIVE ? 250 : 500;
-        tp_err werr = {{0}};
+        err_msg werr = {{0}};
         if (tp_sub_wait(w->sub, STDIN_FILENO, timeout_ms, &werr) < 0) {
             snprintf(w->err, sizeof w->err, "%s", werr.msg);
             return 1;
@@ -467,7 +467,7 @@ static int viewer_loop(viewer *w) {
         if (w->sub) {
             double until = cm_now_s() + 0.010;
             tp_sub_msg msg;
-            tp_err err = {{0}};
+            err_msg err = {{0}};
             int r;
             while ((r = tp_sub_recv(w->sub, &msg, 0, &err)) != 0) {
                 if (r > 0) {
@@ -509,7 +509,7 @@ static int viewer_loop(viewer *w) {
             }
         }
         if (w->loading && w->job == NULL) {
-            tp_err err = {{0}};
+            err_msg err = {{0}};
             int r = ingest_step(w->ld, 0.015, &err);
             if (r != 0) {
                 w->loading = 0;
@@ -563,53 +563,41 @@ static int viewer_start_term(viewer *w) {
     return 0;
 }
 
-static int viewer_finish(viewer *w, int rc) {
-    const char *vname = w->o->verb ? w->o->verb : "viewer";
-    char msg[sizeof w->err];
-    snprintf(msg, sizeof msg, "%s", w->err);
-    int recorded = w->rec != NULL;
-    tp_err rerr = {{0}};
-    int rrc = recorded ? tp_fwriter_close(&w->rec, &rerr) : 0;
-    uint64_t rb = w->rec_batches, re = w->rec_events;
-    const char *rpath = w->o->record;
+static int viewer_finish(viewer *w, int rc, viewer_result *res) {
+    memset(res, 0, sizeof *res);
+    if (rc != 0)
+        snprintf(res->err.msg, sizeof res->err.msg, "%s", w->err);
+    res->recorded = w->rec != NULL;
+    res->rec_batches = w->rec_batches;
+    res->rec_events = w->rec_events;
+    if (res->recorded && tp_fwriter_close(&w->rec, &res->record_err) != 0) {
+        res->record_failed = 1;
+        rc = 1;
+    }
     viewer_free(w);
-    if (recorded) {
-        if (rrc != 0) {
-            fprintf(stderr, "synctop %s: the recording is incomplete: %s\n", vname, rerr.msg);
-            rc = 1;
-        } else {
-            fprintf(stderr, "synctop %s: recorded %" PRIu64 " batches (%" PRIu64 " events) to %s\n", vname, rb, re,
-                    rpath);
-        }
-    }
-    if (rc != 0 && msg[0]) {
-        fprintf(stderr, "synctop %s: ", vname);
-        tp_print_sanitized(stderr, msg, (size_t)-1);
-        fputc('\n', stderr);
-    }
     return rc;
 }
 
-int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o) {
+int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o, viewer_result *res) {
     viewer w;
     memset(&w, 0, sizeof w);
     w.o = o;
     st_opts so = {.max_events = o->window_events ? o->window_events : VIEWER_DEFAULT_WINDOW_EVENTS};
     w.s = st_store_new(&so);
     tp_sub_opts sopts = {.server_key = o->server_key};
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (w.s == NULL || (w.sub = tp_sub_new(&sopts, &err)) == NULL) {
         snprintf(w.err, sizeof w.err, "%s", err.msg[0] ? err.msg : "out of memory");
-        return viewer_finish(&w, 1);
+        return viewer_finish(&w, 1, res);
     }
     for (size_t i = 0; i < n; i++)
         if (viewer_connect(&w, endpoints[i]) != 0)
-            return viewer_finish(&w, 1);
+            return viewer_finish(&w, 1, res);
     if (o->record) {
         w.rec = tp_fwriter_open(o->record, o->record_overwrite ? TP_FW_OVERWRITE : 0, &err);
         if (w.rec == NULL) {
             snprintf(w.err, sizeof w.err, "--record %s: %s", o->record, err.msg);
-            return viewer_finish(&w, 1);
+            return viewer_finish(&w, 1, res);
         }
     }
     if (o->scan_endpoint_dir)
@@ -617,20 +605,20 @@ int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o
     vw_state_init(&w.v, VW_LIVE, w.s);
     w.v.recording = w.rec != NULL;
     if (viewer_start_term(&w) != 0)
-        return viewer_finish(&w, 1);
+        return viewer_finish(&w, 1, res);
     int rc = viewer_loop(&w);
-    return viewer_finish(&w, rc);
+    return viewer_finish(&w, rc, res);
 }
 
-int viewer_run_replay(const char *path, const viewer_opts *o) {
+int viewer_run_replay(const char *path, const viewer_opts *o, viewer_result *res) {
     viewer w;
     memset(&w, 0, sizeof w);
     w.o = o;
     w.s = st_store_new(NULL);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (w.s == NULL || (w.ld = ingest_open(w.s, path, viewer_warn, &w, &err)) == NULL) {
         snprintf(w.err, sizeof w.err, "%s", err.msg[0] ? err.msg : "out of memory");
-        return viewer_finish(&w, 1);
+        return viewer_finish(&w, 1, res);
     }
     vw_state_init(&w.v, VW_REPLAY, w.s);
     w.loading = 1;
@@ -641,13 +629,13 @@ int viewer_run_replay(const char *path, const viewer_opts *o) {
         int r = ingest_step(w.ld, 0, &err);
         if (r < 0) {
             snprintf(w.err, sizeof w.err, "%s", err.msg);
-            return viewer_finish(&w, 1);
+            return viewer_finish(&w, 1, res);
         }
         w.loading = 0;
         st_store_commit(w.s);
     }
     if (viewer_start_term(&w) != 0)
-        return viewer_finish(&w, 1);
+        return viewer_finish(&w, 1, res);
     int rc = viewer_loop(&w);
-    return viewer_finish(&w, rc);
+    return viewer_finish(&w, rc, res);
 }

@@ -1,7 +1,7 @@
 /*
  * The interactive viewer's main loop: a source (live subscribers or a file), the store, the
  * analysis, the view model and the terminal, tied together. One thread: the loop waits on the
- * subscriber socket and stdin together (zmq_poll), takes in what arrived, and redraws at most
+ * subscriber socket and stdin together (tp_sub_wait), takes in what arrived, and redraws at most
  * opts.fps times a second. Resizes arrive as KEY_RESIZE (ncurses' own SIGWINCH handling) and are
  * redrawn at once.
  *
@@ -11,7 +11,8 @@
  *                                        `synctop attach` and `synctop run`.
  *   viewer_run_replay(path, opts)        a trace file (loaded incrementally: the first screen
  *                                        comes before the file is read) or a Kineto JSON.
- * Both return 0, or 1 with a message on stderr (after the terminal is restored).
+ * Both return 0, or 1 with the reason in the result; the viewer itself prints nothing outside the
+ * terminal, so the verb says what happened once the terminal is restored.
  *
  * Live sessions keep a bounded window of events (opts.window_events); with opts.record every batch
  * received also goes to a trace file, so what falls out of the window is not lost. The analysis
@@ -22,6 +23,7 @@
 #define SYNCTOP_VIEWER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "analysis.h"
 #include "store.h"
@@ -48,17 +50,26 @@ typedef struct viewer_opts {
     int record_overwrite;     /* replace that file when it exists */
 } viewer_opts;
 
-int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o);
-int viewer_run_replay(const char *path, const viewer_opts *o);
+/* What a viewer session ended with. */
+typedef struct viewer_result {
+    err_msg err;          /* why it failed, when it returns 1 */
+    int recorded;         /* opts.record was written ... */
+    int record_failed;    /* ... but is incomplete: record_err says why */
+    err_msg record_err;
+    uint64_t rec_batches, rec_events;
+} viewer_result;
+
+int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o, viewer_result *res);
+int viewer_run_replay(const char *path, const viewer_opts *o, viewer_result *res);
 
 /* The analysis on a thread of its own, so that keys and frames never wait for it: while a job runs
  * the store must not change (the loop holds incoming batches back), but it may be read (frames).
  * Exposed for bench_view, which measures the frame and key latency while a job runs. */
 typedef struct viewer_anjob viewer_anjob;
-viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, tp_err *err);
+viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, err_msg *err);
 int viewer_anjob_done(const viewer_anjob *j); /* 1 when finished (viewer_anjob_finish won't wait) */
 /* Waits for the job, hands its result over (free it with an_result_free) and frees the job.
  * Returns an_analyze's status; took_s (may be NULL) gets the analysis' own time. */
-int viewer_anjob_finish(viewer_anjob **j, an_result *out, double *took_s, tp_err *err);
+int viewer_anjob_finish(viewer_anjob **j, an_result *out, double *took_s, err_msg *err);
 
 #endif

@@ -63,9 +63,9 @@ typedef struct tp_batch_hdr {
 } tp_batch_hdr;
 
 /* Checks a batch header at buf (len bytes available, at least TP_BATCH_HDR_SIZE): magic, version,
- * sizes and header checksum. Does not look at the payload. Returns 0, TP_ETRUNCATED, TP_EVERSION
- * or TP_EMALFORMED/TP_ECHECKSUM with a message. */
-int tp_batch_check_header(const void *buf, size_t len, tp_batch_hdr *out, tp_err *err);
+ * sizes and header checksum. Does not look at the payload. Returns 0, ERR_TRUNCATED, ERR_VERSION
+ * or ERR_MALFORMED/ERR_CHECKSUM with a message. */
+int tp_batch_check_header(const void *buf, size_t len, tp_batch_hdr *out, err_msg *err);
 
 /* Total size of the batch whose checked header is h. */
 static inline size_t tp_batch_size(const tp_batch_hdr *h) {
@@ -109,7 +109,7 @@ uint32_t tp_enc_intern(tp_enc *enc, const char *s, size_t len);
 uint32_t tp_enc_intern_cstr(tp_enc *enc, const char *s);
 
 /* Adds a record to the batch being built (its kind decides its size). Metadata records are also
- * kept in the encoder's log for keyframes. Returns 0, TP_EINVAL for an unknown kind, or TP_ELIMIT
+ * kept in the encoder's log for keyframes. Returns 0, ERR_INVAL for an unknown kind, or ERR_LIMIT
  * when the metadata log is full. */
 int tp_enc_add(tp_enc *enc, const void *record);
 
@@ -139,7 +139,7 @@ void tp_enc_stats_get(const tp_enc *enc, tp_enc_stats *out);
 
 /* Makes a compressed copy of a raw batch into out (header rewritten: TP_BF_ZSTD, sizes, checksums).
  * A batch that would not shrink is copied as is. level: zstd level (1 is fast). */
-int tp_batch_compress(const void *batch, size_t len, int level, tp_buf *out, tp_err *err);
+int tp_batch_compress(const void *batch, size_t len, int level, tp_buf *out, err_msg *err);
 
 /* ---- decoder ---- */
 
@@ -169,9 +169,9 @@ void tp_dec_free(tp_dec *d);
 /* Opens a whole batch (header + stored payload, exactly len bytes or more: the rest is ignored):
  * checks header and payload checksums, inflates a compressed payload, and validates every string
  * and record (sizes, kinds, flags, enum values, start <= end), so that the iterators below cannot
- * fail. Index blocks (TP_BF_INDEX) open with no records. Returns 0 or a negative TP_E* code with a
+ * fail. Index blocks (TP_BF_INDEX) open with no records. Returns 0 or a negative ERR_* code with a
  * message in err. */
-int tp_dec_open(tp_dec *d, const void *batch, size_t len, tp_err *err);
+int tp_dec_open(tp_dec *d, const void *batch, size_t len, err_msg *err);
 
 /* Next string of the open batch: returns 1 and fills id/s/len, or 0 at the end. */
 int tp_dec_next_string(tp_dec *d, uint32_t *id, const char **s, uint32_t *len);

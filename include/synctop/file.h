@@ -59,7 +59,7 @@ typedef struct tp_fwriter tp_fwriter;
 enum { TP_FW_OVERWRITE = 1 << 0 };
 
 /* Creates a trace file. Refuses to replace an existing file unless TP_FW_OVERWRITE. */
-tp_fwriter *tp_fwriter_open(const char *path, int flags, tp_err *err);
+tp_fwriter *tp_fwriter_open(const char *path, int flags, err_msg *err);
 
 /* The same with every knob; a zero field takes its default. Tests use small intervals. */
 typedef struct tp_fwriter_opts {
@@ -69,14 +69,14 @@ typedef struct tp_fwriter_opts {
     uint64_t keyframe_bytes; /* 0: TP_FILE_KEYFRAME_BYTES */
     size_t buffer_bytes;     /* 0: TP_FILE_BUFFER_BYTES */
 } tp_fwriter_opts;
-tp_fwriter *tp_fwriter_open_opts(const char *path, const tp_fwriter_opts *opts, tp_err *err);
+tp_fwriter *tp_fwriter_open_opts(const char *path, const tp_fwriter_opts *opts, err_msg *err);
 /* Appends one batch as received from the wire or an encoder (raw or already compressed). The batch
- * is checked first: a malformed one is refused (TP_EMALFORMED) and nothing is written. */
-int tp_fwriter_append(tp_fwriter *w, const void *batch, size_t len, tp_err *err);
+ * is checked first: a malformed one is refused (ERR_MALFORMED) and nothing is written. */
+int tp_fwriter_append(tp_fwriter *w, const void *batch, size_t len, err_msg *err);
 /* Writes what is buffered to the file (the writer buffers at most a few MiB). */
-int tp_fwriter_flush(tp_fwriter *w, tp_err *err);
+int tp_fwriter_flush(tp_fwriter *w, err_msg *err);
 /* Flushes, writes the final index and footer, closes. Returns the first error met, if any. */
-int tp_fwriter_close(tp_fwriter **w, tp_err *err);
+int tp_fwriter_close(tp_fwriter **w, err_msg *err);
 
 typedef struct tp_fwriter_stats {
     uint64_t batches, events, raw_bytes, file_bytes;
@@ -115,9 +115,9 @@ typedef struct tp_fproblem {
 
 /* Opens a trace file: checks the header, loads the index (footer chain, else a header scan).
  * Damaged regions found on the way are recorded (tp_freader_problems), not fatal. */
-tp_freader *tp_freader_open(const char *path, tp_err *err);
+tp_freader *tp_freader_open(const char *path, err_msg *err);
 enum { TP_FR_SCAN = 1 << 0 }; /* ignore the footer: index by hopping from header to header */
-tp_freader *tp_freader_open_flags(const char *path, int flags, tp_err *err);
+tp_freader *tp_freader_open_flags(const char *path, int flags, err_msg *err);
 void tp_freader_close(tp_freader **r);
 
 /* 1 when the index came from the footer chain, 0 when the file was scanned. */
@@ -134,8 +134,8 @@ size_t tp_freader_problem_count(const tp_freader *r);
 const tp_fproblem *tp_freader_problem(const tp_freader *r, size_t i);
 
 /* Reads batch i into out (header + stored payload, as written) and checks it. A batch damaged
- * since the index was made is reported (TP_ECHECKSUM/TP_EMALFORMED) and added to the problems. */
-int tp_freader_read(tp_freader *r, size_t i, tp_buf *out, tp_err *err);
+ * since the index was made is reported (ERR_CHECKSUM/ERR_MALFORMED) and added to the problems. */
+int tp_freader_read(tp_freader *r, size_t i, tp_buf *out, err_msg *err);
 
 /* First batch i holding events whose t_max >= t (tp_freader_count when none; O(log n)), and the
  * keyframe k <= i of the same

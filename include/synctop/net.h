@@ -37,25 +37,25 @@ extern "C" {
 
 /* ---- endpoints ---- */
 
-/* The private directory for ipc endpoints, created 0700 if missing. Refuses (TP_ESECURITY) a
+/* The private directory for ipc endpoints, created 0700 if missing. Refuses (ERR_SECURITY) a
  * directory owned by another user or open to group/others. */
-int tp_endpoint_dir(char *out, size_t outlen, tp_err *err);
+int tp_endpoint_dir(char *out, size_t outlen, err_msg *err);
 /* "ipc://DIR/PID.sock" for that pid. */
-int tp_endpoint_for_pid(long pid, char *out, size_t outlen, tp_err *err);
+int tp_endpoint_for_pid(long pid, char *out, size_t outlen, err_msg *err);
 /* Is this tcp:// endpoint's host a loopback address (127.0.0.0/8, ::1, localhost)? 1, 0, or a
- * negative TP_E* code for an endpoint that is not tcp:// or cannot be parsed. */
+ * negative ERR_* code for an endpoint that is not tcp:// or cannot be parsed. */
 int tp_endpoint_is_loopback(const char *endpoint);
 /* Normalises what a user typed: "PID" -> ipc endpoint of that pid, "host:port" -> tcp://host:port,
  * "tcp://:port" and ":port" -> tcp://127.0.0.1:port, "/path" or "./path" -> ipc://path; other
  * scheme://... are copied. A tcp endpoint must have a host and a port (digits or "*"). */
-int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, tp_err *err);
+int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, err_msg *err);
 /* Is a process listening on this ipc:// endpoint? 1 yes, 0 no (no socket file, or a file left by a
- * process that died), or a negative TP_E* code (not ipc://, permission denied). */
+ * process that died), or a negative ERR_* code (not ipc://, permission denied). */
 int tp_endpoint_is_live(const char *endpoint);
 /* Removes the PID.sock files in tp_endpoint_dir() whose process is gone and on which nobody
- * listens. Returns how many it removed, or a negative TP_E* code. tp_pub_new does this when it
+ * listens. Returns how many it removed, or a negative ERR_* code. tp_pub_new does this when it
  * binds the default endpoint. */
-int tp_endpoint_remove_stale(tp_err *err);
+int tp_endpoint_remove_stale(err_msg *err);
 
 /* ---- CURVE keys ---- */
 
@@ -64,18 +64,18 @@ typedef struct tp_keypair {
     char secret_key[TP_KEY_Z85_LEN + 1];
 } tp_keypair;
 
-/* 0 when this libzmq has CURVE (zmq_has("curve")), else TP_EUNSUPPORTED with a message. */
-int tp_curve_available(tp_err *err);
-int tp_keypair_new(tp_keypair *kp, tp_err *err);
+/* 0 when this libzmq has CURVE (zmq_has("curve")), else ERR_UNSUPPORTED with a message. */
+int tp_curve_available(err_msg *err);
+int tp_keypair_new(tp_keypair *kp, err_msg *err);
 /* Checks that public_key is 40 characters of valid Z85 and, when secret_key is not empty, that it
  * is valid too and that the public key derives from it. */
-int tp_keypair_check(const tp_keypair *kp, tp_err *err);
+int tp_keypair_check(const tp_keypair *kp, err_msg *err);
 /* Writes BASE.key (both keys, mode 0600) and BASE.pub (public key only). Refuses to overwrite. */
-int tp_keypair_save(const tp_keypair *kp, const char *base, tp_err *err);
+int tp_keypair_save(const tp_keypair *kp, const char *base, err_msg *err);
 /* Reads a .key file (both keys) or a .pub file (public key only; secret_key left empty). */
-int tp_keypair_load(tp_keypair *kp, const char *path, tp_err *err);
+int tp_keypair_load(tp_keypair *kp, const char *path, err_msg *err);
 /* Accepts a path to a .pub/.key file or a 40-character Z85 key given inline. */
-int tp_public_key_resolve(const char *spec, char out[TP_KEY_Z85_LEN + 1], tp_err *err);
+int tp_public_key_resolve(const char *spec, char out[TP_KEY_Z85_LEN + 1], err_msg *err);
 
 /* ---- publisher ---- */
 
@@ -88,7 +88,7 @@ typedef struct tp_pub_opts {
     int insecure;                /* allow a non-loopback tcp endpoint without CURVE */
 } tp_pub_opts;
 
-tp_pub *tp_pub_new(const tp_pub_opts *opts, tp_err *err);
+tp_pub *tp_pub_new(const tp_pub_opts *opts, err_msg *err);
 /* Closes the socket and removes the ipc socket file this publisher created. In a child process
  * forked after tp_pub_new it only frees memory: the socket and its file stay the parent's (and a
  * ZeroMQ context cannot be used across fork). The same holds for tp_sub_destroy. */
@@ -101,8 +101,8 @@ const char *tp_pub_endpoint(const tp_pub *pub);
 void tp_pub_set_linger(tp_pub *pub, int linger_ms);
 
 /* Sends one batch without ever blocking. Returns 0 when queued for every subscriber (or when there
- * are none); TP_EAGAIN when a subscriber's queue was full: the batch was queued for the others and
- * lost for that one, which will report it (the caller goes on as if it was delivered); TP_EZMQ when
+ * are none); ERR_AGAIN when a subscriber's queue was full: the batch was queued for the others and
+ * lost for that one, which will report it (the caller goes on as if it was delivered); ERR_ZMQ when
  * the socket failed. A queue found full stays out of delivery until its subscriber catches up, and
  * the sends meanwhile return 0: the subscriber's report is what counts the loss. */
 int tp_pub_send(tp_pub *pub, const void *batch, size_t len);
@@ -134,10 +134,10 @@ typedef struct tp_sub_opts {
     int rcvhwm;             /* 0: 10000 batches */
 } tp_sub_opts;
 
-tp_sub *tp_sub_new(const tp_sub_opts *opts, tp_err *err);
+tp_sub *tp_sub_new(const tp_sub_opts *opts, err_msg *err);
 void tp_sub_destroy(tp_sub **sub);
 /* Connects to one more endpoint; ZeroMQ reconnects by itself when the publisher restarts. */
-int tp_sub_connect(tp_sub *sub, const char *endpoint, tp_err *err);
+int tp_sub_connect(tp_sub *sub, const char *endpoint, err_msg *err);
 
 /* One received batch. data/len stay valid until the next tp_sub_recv or tp_sub_destroy. */
 typedef struct tp_sub_msg {
@@ -151,16 +151,16 @@ typedef struct tp_sub_msg {
 
 /* Waits up to timeout_ms (-1: forever, 0: poll) for a batch. Returns 1 with msg filled, 0 on
  * timeout (or when a signal interrupted the wait), or a negative code; a message that is not a
- * valid batch header is counted in stats, skipped, and reported as TP_EMALFORMED with a message
+ * valid batch header is counted in stats, skipped, and reported as ERR_MALFORMED with a message
  * (the caller may go on receiving). Batches flagged TP_BF_SYNTHETIC never count as gaps. A gap is
  * reported to the publishers, which answer with a keyframe. */
-int tp_sub_recv(tp_sub *sub, tp_sub_msg *msg, int timeout_ms, tp_err *err);
+int tp_sub_recv(tp_sub *sub, tp_sub_msg *msg, int timeout_ms, err_msg *err);
 
 /* Waits up to timeout_ms (-1: no limit) until a batch may be received from sub (may be NULL) or fd
  * (may be -1) is readable. Returns TP_WAIT_BATCH | TP_WAIT_FD for what is ready, 0 on timeout or
  * a signal, or a negative code. */
 enum { TP_WAIT_BATCH = 1, TP_WAIT_FD = 2 };
-int tp_sub_wait(tp_sub *sub, int fd, int timeout_ms, tp_err *err);
+int tp_sub_wait(tp_sub *sub, int fd, int timeout_ms, err_msg *err);
 
 typedef struct tp_sub_producer {
     uint64_t producer;
@@ -175,7 +175,7 @@ void tp_sub_stats_get(const tp_sub *sub, tp_sub_stats *out);
 /* Whether producers were seen and every one of them has sent its last batch. */
 int tp_sub_all_ended(const tp_sub *sub);
 /* The i-th producer seen so far (i < n_producers, in order of first sight; at most 4096 are
- * followed, later ones are delivered but not counted here); returns 0 or TP_EINVAL. */
+ * followed, later ones are delivered but not counted here); returns 0 or ERR_INVAL. */
 int tp_sub_producer_get(const tp_sub *sub, size_t i, tp_sub_producer *out);
 
 #ifdef __cplusplus

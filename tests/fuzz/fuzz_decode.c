@@ -54,7 +54,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 static void decode(const uint8_t *data, size_t size) {
     tp_dec d = {0};
-    tp_err err;
+    err_msg err;
     if (tp_dec_open(&d, data, size, &err) == 0) {
         tp_strtab *t = tp_strtab_new();
         uint32_t id, len, n = 0;

@@ -67,7 +67,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 static void exercise(int flags) {
-    tp_err err;
+    err_msg err;
     tp_freader *r = tp_freader_open_flags(memfd_path, flags, &err);
     if (r == NULL)
         return;

@@ -108,11 +108,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
-static int check_batch(void *ctx, const void *batch, size_t len, tp_err *err) {
+static int check_batch(void *ctx, const void *batch, size_t len, err_msg *err) {
     (void)ctx;
     (void)err;
     tp_dec d = {0};
-    tp_err derr;
+    err_msg derr;
     if (tp_dec_open(&d, batch, len, &derr) != 0) {
         fprintf(stderr, "emitted batch does not decode: %s\n", derr.msg);
         abort();
@@ -131,7 +131,7 @@ static int check_batch(void *ctx, const void *batch, size_t len, tp_err *err) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     kineto_opts opts = {.producer = 1, .batch_records = 64, .max_events = 100000};
     kineto_stats st;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     int rc = kineto_import_mem(data, size, "fuzz.json", &opts, check_batch, NULL, &st, &err);
     if (rc != 0 && strstr(err.msg, "fuzz.json") == NULL) {
         fprintf(stderr, "error without the input's name: %s\n", err.msg);

@@ -104,14 +104,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (i < size && !(i + 4 <= size && memcmp(copy + i, "STB1", 4) == 0))
             continue;
         reseal(copy + start, i - start);
-        tp_err err;
+        err_msg err;
         st_store_add_batch(s, copy + start, i - start, &err);
         start = i;
     }
     st_store_commit(s);
-    sy_symbolize_store(s, NULL); /* hostile module paths and offsets: refused or looked up, never trusted */
+    sy_symbolize_store(s, NULL, 0); /* hostile module paths and offsets: refused or looked up, never trusted */
     an_result r;
-    tp_err err;
+    err_msg err;
     int have_an = an_analyze(s, NULL, &r, &err) == 0;
     vw_state v;
     vw_state_init(&v, VW_REPLAY, s);

@@ -42,7 +42,7 @@ static const char *str(uint32_t id) {
 }
 
 static int load(const char *path) {
-    tp_err err;
+    err_msg err;
     tp_freader *r = tp_freader_open(path, &err);
     if (r == NULL) {
         fprintf(stderr, "check_trace: %s: %s\n", path, err.msg);

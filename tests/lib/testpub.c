@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
         return 2;
     }
 
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_keypair kp;
     if (key_path != NULL && tp_keypair_load(&kp, key_path, &err) < 0) {
         fprintf(stderr, "synctop-testpub: %s\n", err.msg);
@@ -157,9 +157,9 @@ int main(int argc, char **argv) {
         /* The END batch should reach everyone: it waits up to the linger time for room. */
         int rc = last ? tp_pub_send_wait(pub, buf.data, buf.len, (int)linger) : tp_pub_send(pub, buf.data, buf.len);
         /* A subscriber too slow for it lost it; the others have it (and a keyframe follows). */
-        tp_enc_delivered(enc, rc == 0 || rc == TP_EAGAIN);
-        if (rc != 0 && rc != TP_EAGAIN) {
-            fprintf(stderr, "synctop-testpub: send failed: %s\n", tp_strerror(rc));
+        tp_enc_delivered(enc, rc == 0 || rc == ERR_AGAIN);
+        if (rc != 0 && rc != ERR_AGAIN) {
+            fprintf(stderr, "synctop-testpub: send failed: %s\n", err_str(rc));
             status = 1;
             break;
         }

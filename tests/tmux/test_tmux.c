@@ -131,7 +131,7 @@ static size_t utf8_len(const char *s) {
 
 static const char *synth_trace(size_t events) {
     const char *path = task_path("synth.trace");
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open(path, TP_FW_OVERWRITE, &err);
     ASSERT_NOT_NULL(w);
     synth sy;
@@ -427,7 +427,7 @@ TEST(attach_record_keeps_in_the_file_what_the_window_drops) {
     waitpid(pub, NULL, 0);
     ASSERT_STR_CONTAINS(file_value(pub_out, "sent"), "dropped=0");
     /* every event sent is in the file, the ones that left the window included */
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_freader *r = tp_freader_open(trace, &err);
     if (r == NULL)
         TASK_FAIL_("%s: %s", trace, err.msg);

@@ -33,7 +33,7 @@ static const char *str(const model *m, uint32_t id) {
 static void model_load(model *m, const char *path) {
     memset(m, 0, sizeof *m);
     m->strings = tp_strtab_new();
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_freader *r = tp_freader_open(path, &err);
     if (r == NULL)
         TASK_FAIL_("cannot open %s: %s", path, err.msg);

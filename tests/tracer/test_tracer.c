@@ -56,7 +56,7 @@ static void model_free(model *m) {
 static void model_add_batch(model *m, const void *batch, size_t len) {
     tp_dec d;
     memset(&d, 0, sizeof d);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     int rc = tp_dec_open(&d, batch, len, &err);
     if (rc != 0)
         TASK_FAIL_("batch does not decode: %s", err.msg);
@@ -99,7 +99,7 @@ static size_t count_kind(const model *m, unsigned kind) {
 }
 
 static void model_from_file(model *m, const char *path) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_freader *r = tp_freader_open(path, &err);
     if (r == NULL)
         TASK_FAIL_("cannot open %s: %s", path, err.msg);
@@ -180,7 +180,7 @@ static int run_harness(const char *script, const char *const *env) {
 }
 
 static tp_sub *connect_sub(const char *endpoint, int rcvhwm) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_sub_opts o = {.server_key = NULL, .rcvhwm = rcvhwm};
     tp_sub *s = tp_sub_new(&o, &err);
     if (s == NULL)
@@ -194,7 +194,7 @@ static tp_sub *connect_sub(const char *endpoint, int rcvhwm) {
 static void drain_sub(tp_sub *s, model *m, int quiet_ms) {
     while (!m->ended) {
         tp_sub_msg msg;
-        tp_err err = {{0}};
+        err_msg err = {{0}};
         int rc = tp_sub_recv(s, &msg, quiet_ms, &err);
         if (rc == 0)
             break;
@@ -679,7 +679,7 @@ TEST(tracer_stalled_subscriber_drops_are_counted) {
     uint64_t published = 0;
     for (;;) {
         tp_sub_msg msg;
-        tp_err err = {{0}};
+        err_msg err = {{0}};
         int rc = tp_sub_recv(sub, &msg, 100, &err);
         if (rc < 0)
             TASK_FAIL_("tp_sub_recv: %s", err.msg);
@@ -730,7 +730,7 @@ TEST(tracer_fork_flushes_first) {
               0);
     char *out = read_text(task_path("out.txt"));
     ASSERT(strstr(out, "harness: program done") == NULL); /* it did leave with _exit */
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_freader *r = tp_freader_open(task_path("trace.trace"), &err);
     if (r == NULL)
         TASK_FAIL_("cannot open the trace: %s", err.msg);
@@ -842,7 +842,7 @@ TEST(tracer_on_demand_collects_only_while_watched) {
     model_init(&live);
     for (int i = 0; i < 2000; i++) {
         tp_sub_msg msg;
-        tp_err err = {{0}};
+        err_msg err = {{0}};
         int rc = tp_sub_recv(sub, &msg, 10, &err);
         if (rc < 0)
             TASK_FAIL_("tp_sub_recv: %s", err.msg);
@@ -1318,7 +1318,7 @@ TEST(tracer_publishes_over_tcp_with_curve) {
     /* The publisher's keys, as `synctop keygen` writes them; a viewer with the public key gets the
      * whole program, one with another key gets nothing. */
     tp_keypair server, other;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(tp_keypair_new(&server, &err));
     ASSERT_OK(tp_keypair_new(&other, &err));
     char base[512];
@@ -1380,7 +1380,7 @@ TEST(tracer_refuses_to_publish_beyond_this_machine_in_the_clear) {
     free(err);
 
     tp_keypair kp;
-    tp_err e = {{0}};
+    err_msg e = {{0}};
     ASSERT_OK(tp_keypair_new(&kp, &e));
     char base[512], key[600];
     snprintf(base, sizeof base, "%s", task_path("pubonly"));

@@ -22,7 +22,7 @@ static st_store *load_sample(const char *name) {
     snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, name);
     st_store *s = st_store_new(NULL);
     ASSERT_NOT_NULL(s);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     int rc = ingest_file(s, path, NULL, NULL, &err);
     if (rc != 0)
         fprintf(stderr, "%s\n", err.msg);
@@ -240,7 +240,7 @@ static void tl_sync(tl *t, uint64_t a, uint64_t b, uint32_t site) {
 static void tl_done(tl *t) {
     tp_buf out = {0};
     ASSERT_OK(tp_enc_finish_flags(t->enc, TP_BF_END, &out));
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     int rc = st_store_add_batch(t->s, out.data, out.len, &err);
     if (rc)
         fprintf(stderr, "%s\n", err.msg);
@@ -505,7 +505,7 @@ TEST(analysis_nested_blocking_calls_count_once) {
     tl_sync(&t, 500, 520, 0);
     tl_done(&t);
     an_result r;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(an_analyze(t.s, NULL, &r, &err));
     ASSERT_EQ(r.n_blocks, 4);
     ASSERT_UEQ(r.blocked_ns, 320000);

@@ -56,7 +56,7 @@ static size_t every_kind(tp_record *out, uint32_t name) {
 }
 
 static int open_ok(tp_dec *d, const tp_buf *b) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     int rc = tp_dec_open(d, b->data, b->len, &err);
     if (rc)
         fprintf(stderr, "decode: %s\n", err.msg);
@@ -130,7 +130,7 @@ TEST(unknown_kind_refused_by_encoder) {
     tp_head h = {.kind = 99};
     uint8_t raw[64] = {0};
     memcpy(raw, &h, sizeof h);
-    ASSERT_EQ(tp_enc_add(enc, raw), TP_EINVAL);
+    ASSERT_EQ(tp_enc_add(enc, raw), ERR_INVAL);
     ASSERT_EQ(tp_enc_pending(enc), 0);
     tp_enc_destroy(&enc);
 }
@@ -227,7 +227,7 @@ TEST(metadata_log_is_bounded) {
     tp_thread t = {.kind = TP_K_THREAD, .tid = 1};
     for (int i = 0; i < 3; i++)
         ASSERT_OK(tp_enc_add(enc, &t));
-    ASSERT_EQ(tp_enc_add(enc, &t), TP_ELIMIT);
+    ASSERT_EQ(tp_enc_add(enc, &t), ERR_LIMIT);
     ASSERT_EQ(tp_enc_intern_cstr(enc, "0123456789"), 1);
     ASSERT_EQ(tp_enc_intern_cstr(enc, "x"), 0);
     tp_enc_stats st;
@@ -247,7 +247,7 @@ TEST(end_flag_and_sequence) {
     ASSERT_OK(open_ok(&d, &out));
     ASSERT_UEQ(d.hdr.seq, 3);
     ASSERT(d.hdr.flags & TP_BF_END);
-    ASSERT_EQ(tp_enc_finish_flags(enc, TP_BF_INDEX, &out), TP_EINVAL);
+    ASSERT_EQ(tp_enc_finish_flags(enc, TP_BF_INDEX, &out), ERR_INVAL);
     tp_dec_free(&d);
     tp_buf_free(&out);
     tp_enc_destroy(&enc);
@@ -295,7 +295,7 @@ TEST(synth_stream_round_trips_exactly) {
 TEST(compressed_batch_decodes_the_same) {
     tp_buf raw = {0}, z = {0};
     make_synth_batch(&raw, 5000, 3);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(tp_batch_compress(raw.data, raw.len, 1, &z, &err));
     ASSERT_LT(z.len, raw.len / 3);
     tp_dec a = {0}, b = {0};
@@ -323,7 +323,7 @@ TEST(unaligned_batch_is_read) {
     uint8_t *shifted = malloc(b.len + 1);
     memcpy(shifted + 1, b.data, b.len);
     tp_dec d = {0};
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(tp_dec_open(&d, shifted + 1, b.len, &err));
     size_t n = 0;
     while (tp_dec_next_record(&d))
@@ -343,8 +343,8 @@ TEST(newer_version_refused_by_name) {
     memcpy(b.data, &h, sizeof h);
     tp_batch_seal_header(b.data);
     tp_dec d = {0};
-    tp_err err = {{0}};
-    ASSERT_EQ(tp_dec_open(&d, b.data, b.len, &err), TP_EVERSION);
+    err_msg err = {{0}};
+    ASSERT_EQ(tp_dec_open(&d, b.data, b.len, &err), ERR_VERSION);
     ASSERT_STR_CONTAINS(err.msg, "newer");
     char want[64];
     snprintf(want, sizeof want, "version %d", TP_BATCH_VERSION + 1);
@@ -364,7 +364,7 @@ TEST(older_version_still_read) {
     memcpy(b.data, &h, sizeof h);
     tp_batch_seal_header(b.data);
     tp_dec d = {0};
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(tp_dec_open(&d, b.data, b.len, &err));
     ASSERT_EQ(d.hdr.version, 1);
     size_t n = 0;
@@ -386,7 +386,7 @@ TEST(module_record_round_trip_and_bounds) {
     tp_buf b = {0};
     ASSERT_OK(tp_enc_finish(e, &b));
     tp_dec d = {0};
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(tp_dec_open(&d, b.data, b.len, &err));
     const tp_record *r = tp_dec_next_record(&d);
     ASSERT_NOT_NULL(r);
@@ -400,7 +400,7 @@ TEST(module_record_round_trip_and_bounds) {
     ASSERT_OK(tp_enc_add(e, &m));
     ASSERT_OK(tp_enc_finish(e, &b));
     memset(&d, 0, sizeof d);
-    ASSERT_EQ(tp_dec_open(&d, b.data, b.len, &err), TP_EMALFORMED);
+    ASSERT_EQ(tp_dec_open(&d, b.data, b.len, &err), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(err.msg, "build id of 33 bytes");
     tp_dec_free(&d);
     tp_buf_free(&b);
@@ -411,10 +411,10 @@ TEST(every_truncation_refused) {
     tp_buf b = {0};
     make_synth_batch(&b, 60, 2);
     tp_dec d = {0};
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     for (size_t cut = 0; cut < b.len; cut++) {
         int rc = tp_dec_open(&d, b.data, cut, &err);
-        ASSERT(rc == TP_ETRUNCATED);
+        ASSERT(rc == ERR_TRUNCATED);
         ASSERT_NULL(tp_dec_next_record(&d));
     }
     ASSERT_OK(tp_dec_open(&d, b.data, b.len, &err));
@@ -427,7 +427,7 @@ TEST(every_bit_flip_refused) {
     tp_buf b = {0};
     make_synth_batch(&b, 30, 4);
     tp_dec d = {0};
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     for (size_t i = 0; i < b.len * 8; i++) {
         b.data[i / 8] ^= (uint8_t)(1u << (i % 8));
         int rc = tp_dec_open(&d, b.data, b.len, &err);
@@ -448,7 +448,7 @@ static void reseal(tp_buf *b) {
     tp_batch_seal_header(b->data);
 }
 
-static int open_edited(tp_record *recs, size_t n, void (*edit)(tp_buf *), tp_err *err) {
+static int open_edited(tp_record *recs, size_t n, void (*edit)(tp_buf *), err_msg *err) {
     tp_enc *enc = tp_enc_new(NULL);
     for (size_t i = 0; i < n; i++)
         ASSERT_OK(tp_enc_add(enc, &recs[i]));
@@ -484,16 +484,16 @@ TEST(invalid_fields_refused_with_reason) {
     tp_record r;
     memset(&r, 0, sizeof r);
     memcpy(&r, &m, sizeof m);
-    tp_err err = {{0}};
-    ASSERT_EQ(open_edited(&r, 1, edit_kind, &err), TP_EMALFORMED);
+    err_msg err = {{0}};
+    ASSERT_EQ(open_edited(&r, 1, edit_kind, &err), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(err.msg, "unknown kind 15");
-    ASSERT_EQ(open_edited(&r, 1, edit_copy_kind, &err), TP_EMALFORMED);
+    ASSERT_EQ(open_edited(&r, 1, edit_copy_kind, &err), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(err.msg, "out of range");
-    ASSERT_EQ(open_edited(&r, 1, edit_flags, &err), TP_EMALFORMED);
+    ASSERT_EQ(open_edited(&r, 1, edit_flags, &err), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(err.msg, "unknown flags");
-    ASSERT_EQ(open_edited(&r, 1, edit_reverse, &err), TP_EMALFORMED);
+    ASSERT_EQ(open_edited(&r, 1, edit_reverse, &err), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(err.msg, "ends before it starts");
-    ASSERT_EQ(open_edited(&r, 1, edit_count, &err), TP_EMALFORMED);
+    ASSERT_EQ(open_edited(&r, 1, edit_count, &err), ERR_MALFORMED);
 }
 
 TEST(garbage_is_not_a_batch) {
@@ -501,11 +501,11 @@ TEST(garbage_is_not_a_batch) {
     for (size_t i = 0; i < sizeof junk; i++)
         junk[i] = (uint8_t)(i * 37 + 11);
     tp_dec d = {0};
-    tp_err err = {{0}};
-    ASSERT_EQ(tp_dec_open(&d, junk, sizeof junk, &err), TP_EMALFORMED);
+    err_msg err = {{0}};
+    ASSERT_EQ(tp_dec_open(&d, junk, sizeof junk, &err), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(err.msg, "not a synctop batch");
-    ASSERT_EQ(tp_dec_open(&d, junk, 3, &err), TP_ETRUNCATED);
-    ASSERT_EQ(tp_dec_open(&d, NULL, 0, &err), TP_ETRUNCATED);
+    ASSERT_EQ(tp_dec_open(&d, junk, 3, &err), ERR_TRUNCATED);
+    ASSERT_EQ(tp_dec_open(&d, NULL, 0, &err), ERR_TRUNCATED);
     tp_dec_free(&d);
 }
 
@@ -513,8 +513,8 @@ TEST(strtab_keeps_strings_and_refuses_bad_ids) {
     tp_strtab *t = tp_strtab_new();
     ASSERT_OK(tp_strtab_set(t, 1, "a", 1));
     ASSERT_OK(tp_strtab_set(t, (1u << 24) - 1, "last", 4));
-    ASSERT_EQ(tp_strtab_set(t, 0, "zero", 4), TP_EINVAL);
-    ASSERT_EQ(tp_strtab_set(t, 1u << 24, "over", 4), TP_EINVAL);
+    ASSERT_EQ(tp_strtab_set(t, 0, "zero", 4), ERR_INVAL);
+    ASSERT_EQ(tp_strtab_set(t, 1u << 24, "over", 4), ERR_INVAL);
     ASSERT_OK(tp_strtab_set(t, 1, "a", 1));
     ASSERT_EQ(tp_strtab_count(t), 2);
     ASSERT_OK(tp_strtab_set(t, 1, "bb", 2)); /* a producer may reuse an id after a restart */
@@ -544,9 +544,9 @@ TEST(sanitize_removes_terminal_controls) {
 }
 
 TEST(strerror_names_every_code) {
-    ASSERT_STR_EQ(tp_strerror(0), "success");
-    ASSERT_STR_EQ(tp_strerror(TP_EVERSION), "format version newer than this synctop understands");
-    ASSERT_STR_EQ(tp_strerror(-999), "unknown error");
-    for (int c = -1; c >= TP_ESECURITY; c--)
-        ASSERT(strcmp(tp_strerror(c), "unknown error") != 0);
+    ASSERT_STR_EQ(err_str(0), "success");
+    ASSERT_STR_EQ(err_str(ERR_VERSION), "format version newer than this synctop understands");
+    ASSERT_STR_EQ(err_str(-999), "unknown error");
+    for (int c = -1; c >= ERR_SECURITY; c--)
+        ASSERT(strcmp(err_str(c), "unknown error") != 0);
 }

@@ -51,7 +51,7 @@ static void gen_free(gen *g) {
 
 static void write_file(const char *path, uint64_t seed, size_t n_batches, size_t per, const tp_fwriter_opts *o,
                        tp_fwriter_stats *stats) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open_opts(path, o, &err);
     if (w == NULL)
         TASK_FAIL_("tp_fwriter_open_opts: %s", err.msg);
@@ -95,7 +95,7 @@ static void spit(const char *path, const void *data, size_t len) {
 }
 
 static tp_freader *open_ok(const char *path, int flags) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_freader *r = tp_freader_open_flags(path, flags, &err);
     if (r == NULL)
         TASK_FAIL_("tp_freader_open: %s", err.msg);
@@ -149,7 +149,7 @@ static const char *name_or_null(const tp_strtab *t, uint32_t id) { return id ? t
 /* Reads every batch of r and checks it against the regenerated stream: headers, payloads, every
  * record, and every name resolved to the same text. Returns the producer batches seen. */
 static size_t check_against_stream(tp_freader *r, uint64_t seed, size_t per) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     gen g;
     gen_init(&g, seed, per);
     tp_dec df = {0}, dg = {0};
@@ -245,7 +245,7 @@ TEST(roundtrip_exact_content) {
 
 TEST(empty_trace_opens_complete) {
     const char *path = task_path("empty.trace");
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open(path, 0, &err);
     ASSERT_NOT_NULL(w);
     ASSERT_OK(tp_fwriter_close(&w, &err));
@@ -259,13 +259,13 @@ TEST(empty_trace_opens_complete) {
     ASSERT_EQ(tp_freader_seek(r, 12345, &k), 0);
     ASSERT_EQ(k, 0);
     tp_buf buf = {0};
-    ASSERT_EQ(tp_freader_read(r, 0, &buf, &err), TP_EINVAL);
+    ASSERT_EQ(tp_freader_read(r, 0, &buf, &err), ERR_INVAL);
     tp_freader_close(&r);
 }
 
 TEST(flush_makes_batches_readable_before_close) {
     const char *path = task_path("flush.trace");
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open(path, 0, &err);
     ASSERT_NOT_NULL(w);
     gen g;
@@ -291,7 +291,7 @@ TEST(flush_makes_batches_readable_before_close) {
 static void check_cut(const char *path, size_t cut, const uint8_t *orig, size_t orig_len,
                       const tp_findex_entry *ents, size_t n_ents, const uint64_t *ends, size_t n_ends,
                       tp_buf *buf) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_freader *r = tp_freader_open(path, &err);
     if (cut < TP_FILE_HDR_SIZE) {
         if (r != NULL)
@@ -400,7 +400,7 @@ TEST(cut_at_random_offsets_of_large_file) {
 
 TEST(header_cut_short_is_refused_clearly) {
     const char *path = task_path("hdr.trace");
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     char head[40] = TP_FILE_MAGIC; /* 16 bytes of magic, then zeros */
     spit(path, head, sizeof head);
     ASSERT_NULL(tp_freader_open(path, &err));
@@ -450,7 +450,7 @@ static void check_damaged(const damaged *d, int flags, const size_t *bad, size_t
     ASSERT_EQ(tp_freader_indexed(r), !(flags & TP_FR_SCAN));
     ASSERT_EQ(tp_freader_count(r), d->n - n_gone);
     tp_buf buf = {0};
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     size_t j = 0, failed = 0;
     for (size_t i = 0; i < d->n; i++) {
         int is_gone = 0, is_bad = 0;
@@ -466,7 +466,7 @@ static void check_damaged(const damaged *d, int flags, const size_t *bad, size_t
         int rc = tp_freader_read(r, j, &buf, &err);
         if (is_bad) {
             ASSERT_NE(rc, 0);
-            ASSERT(rc == TP_ECHECKSUM || rc == TP_EMALFORMED);
+            ASSERT(rc == ERR_CHECKSUM || rc == ERR_MALFORMED);
             char where[64];
             snprintf(where, sizeof where, "offset %llu", (unsigned long long)d->ents[i].offset);
             ASSERT_STR_CONTAINS(err.msg, where);
@@ -602,7 +602,7 @@ TEST(garbage_between_batches_is_skipped) {
     ASSERT_UEQ(tp_freader_problem(r, 0)->offset, e3.offset);
     ASSERT_UEQ(tp_freader_problem(r, 0)->length, sizeof junk);
     tp_buf buf = {0};
-    tp_err err;
+    err_msg err;
     for (size_t i = 0; i < 6; i++)
         ASSERT_OK(tp_freader_read(r, i, &buf, &err));
     tp_buf_free(&buf);
@@ -682,7 +682,7 @@ TEST(index_that_lies_about_the_layout_is_not_trusted) {
     ASSERT_STR_CONTAINS(tp_freader_problem(r, 0)->what, "index damaged");
     ASSERT_EQ(tp_freader_count(r), n);
     tp_buf buf = {0};
-    tp_err err;
+    err_msg err;
     for (size_t i = 0; i < n; i++) {
         ASSERT(entry_eq(tp_freader_entry(r, i), &ents[i]));
         ASSERT_OK(tp_freader_read(r, i, &buf, &err));
@@ -709,7 +709,7 @@ TEST(seek_by_time_and_decode_from_keyframe) {
             t1 = tp_freader_entry(r, i)->t_max;
     tp_buf buf = {0};
     tp_dec d = {0};
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     size_t from_keyframe = 0;
     for (int s = -1; s <= 61; s++) {
         uint64_t t = s < 0 ? 0 : s == 61 ? t1 + 1 : t0 + (t1 - t0) / 60 * (uint64_t)s;
@@ -799,14 +799,14 @@ static void append_custom(tp_fwriter *w, tp_enc *enc, int step, tp_buf *buf) {
     ASSERT_OK(tp_enc_add(enc, &dr));
     ASSERT_OK(tp_enc_finish(enc, buf));
     tp_enc_delivered(enc, 1);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (tp_fwriter_append(w, buf->data, buf->len, &err) != 0)
         TASK_FAIL_("append: %s", err.msg);
 }
 
 TEST(keyframes_per_producer_carry_latest_metadata) {
     const char *path = task_path("multi.trace");
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter_opts o = {.keyframe_bytes = 4096, .index_every = 16};
     tp_fwriter *w = tp_fwriter_open_opts(path, &o, &err);
     ASSERT_NOT_NULL(w);
@@ -891,7 +891,7 @@ TEST(newer_version_is_refused_with_both_versions) {
     uint32_t crc = tp_crc32(0, b, 60);
     memcpy(b + 60, &crc, 4);
     spit(path, b, len);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_NULL(tp_freader_open(path, &err));
     ASSERT_EQ(tp_freader_open(path, &err), NULL);
     char want[80];
@@ -928,7 +928,7 @@ TEST(garbage_is_not_a_trace_file) {
     for (size_t i = 0; i < sizeof junk; i++)
         junk[i] = (char)(i * 131 + 7);
     spit(path, junk, sizeof junk);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_NULL(tp_freader_open(path, &err));
     ASSERT_STR_CONTAINS(err.msg, "not a synctop trace file");
     spit(path, "hello\n", 6);
@@ -943,7 +943,7 @@ TEST(garbage_is_not_a_trace_file) {
 TEST(writer_refuses_to_overwrite) {
     const char *path = task_path("exists.trace");
     spit(path, "keep me", 7);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open(path, 0, &err);
     ASSERT_NULL(w);
     ASSERT_STR_CONTAINS(err.msg, path);
@@ -963,7 +963,7 @@ TEST(writer_refuses_to_overwrite) {
 
 TEST(writer_refuses_malformed_batches) {
     const char *path = task_path("refuse.trace");
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open(path, 0, &err);
     ASSERT_NOT_NULL(w);
     gen g;
@@ -974,18 +974,18 @@ TEST(writer_refuses_malformed_batches) {
     uint8_t *bad = malloc(b->len + 8);
     memcpy(bad, b->data, b->len);
     bad[b->len - 1] ^= 1; /* payload checksum */
-    ASSERT_EQ(tp_fwriter_append(w, bad, b->len, &err), TP_EMALFORMED);
+    ASSERT_EQ(tp_fwriter_append(w, bad, b->len, &err), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(err.msg, "checksum");
-    ASSERT_EQ(tp_fwriter_append(w, "garbage!", 8, &err), TP_EMALFORMED);
+    ASSERT_EQ(tp_fwriter_append(w, "garbage!", 8, &err), ERR_MALFORMED);
     memcpy(bad, b->data, b->len);
-    ASSERT_EQ(tp_fwriter_append(w, bad, b->len + 8, &err), TP_EMALFORMED); /* bytes after it */
-    ASSERT_EQ(tp_fwriter_append(w, bad, b->len - 1, &err), TP_EMALFORMED); /* cut short */
+    ASSERT_EQ(tp_fwriter_append(w, bad, b->len + 8, &err), ERR_MALFORMED); /* bytes after it */
+    ASSERT_EQ(tp_fwriter_append(w, bad, b->len - 1, &err), ERR_MALFORMED); /* cut short */
     tp_batch_hdr h;
     memcpy(&h, bad, sizeof h);
     h.flags |= TP_BF_INDEX;
     memcpy(bad, &h, sizeof h);
     tp_batch_seal_header(bad);
-    ASSERT_EQ(tp_fwriter_append(w, bad, b->len, &err), TP_EMALFORMED);
+    ASSERT_EQ(tp_fwriter_append(w, bad, b->len, &err), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(err.msg, "index block");
     ASSERT_OK(tp_fwriter_append(w, b->data, b->len, &err));
     tp_fwriter_stats st;
@@ -1004,7 +1004,7 @@ TEST(writer_refuses_malformed_batches) {
 
 TEST(already_compressed_batches_are_stored_as_they_are) {
     const char *path = task_path("pre.trace");
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open(path, 0, &err);
     ASSERT_NOT_NULL(w);
     gen g;
@@ -1029,7 +1029,7 @@ TEST(writer_memory_is_bounded_per_producer) {
     /* A producer whose strings pass the writer's bound: it is no longer tracked (no keyframes
      * that would lack names), and everything it sent is still written. */
     const char *path = task_path("big.trace");
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter_opts o = {.keyframe_bytes = 1 << 20};
     tp_fwriter *w = tp_fwriter_open_opts(path, &o, &err);
     ASSERT_NOT_NULL(w);

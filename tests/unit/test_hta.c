@@ -92,7 +92,7 @@ static void check(const char *const *names, size_t n, int wide_sync) {
         snprintf(path, sizeof path, "%s/%s", names[i][0] == '/' ? "" : KINETO_TRACE_DIR, names[i]);
         size_t len = strlen(files);
         snprintf(files + len, sizeof files - len, " '%s'", path);
-        tp_err err = {{0}};
+        err_msg err = {{0}};
         if (ingest_file(s, path, NULL, NULL, &err) != 0)
             TASK_FAIL_("%s", err.msg);
     }

@@ -157,12 +157,12 @@ typedef struct got {
     int fail_with; /* emit returns this (tests of the error path) */
 } got;
 
-static int collect(void *ctx, const void *batch, size_t len, tp_err *err) {
+static int collect(void *ctx, const void *batch, size_t len, err_msg *err) {
     got *g = ctx;
     if (g->fail_with)
-        return tp_err_set(err, g->fail_with, "refused by the test");
+        return err_set(err, g->fail_with, "refused by the test");
     tp_dec d = {0};
-    tp_err derr;
+    err_msg derr;
     if (tp_dec_open(&d, batch, len, &derr) != 0)
         TASK_FAIL_("emitted batch %zu does not decode: %s", g->batches, derr.msg);
     if (g->batches == 0)
@@ -237,7 +237,7 @@ static const char *trace_path(const char *file) {
 }
 
 static void import_trace(const char *file, got *g, kineto_stats *st) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     kineto_opts opts = {.producer = 77};
     int rc = kineto_import(trace_path(file), &opts, collect, g, st, &err);
     if (rc != 0)
@@ -247,13 +247,13 @@ static void import_trace(const char *file, got *g, kineto_stats *st) {
     ASSERT(!g->saw_end_early);
 }
 
-static int import_text(const char *json, got *g, kineto_stats *st, tp_err *err) {
+static int import_text(const char *json, got *g, kineto_stats *st, err_msg *err) {
     kineto_opts opts = {.producer = 78};
     return kineto_import_mem(json, strlen(json), "synthetic.json", &opts, collect, g, st, err);
 }
 
 static void import_text_ok(const char *json, got *g, kineto_stats *st) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     int rc = import_text(json, g, st, &err);
     if (rc != 0)
         TASK_FAIL_("import failed: %s", err.msg);
@@ -500,7 +500,7 @@ TEST(import_is_deterministic_and_gzip_transparent) {
     got_init(&a);
     got_init(&b);
     kineto_stats st;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     kineto_opts opts = {.producer = 77, .batch_records = 500};
     ASSERT_OK(kineto_import(trace_path("sampled_rank-1.json.gz"), &opts, collect, &a, &st, &err));
     ASSERT(st.gzip);
@@ -793,7 +793,7 @@ TEST(unusable_entries_are_counted_not_fatal) {
 static void expect_error(const char *json, size_t len, int code, const char *needle) {
     got g;
     got_init(&g);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     kineto_opts opts = {0};
     int rc = kineto_import_mem(json, len, "bad.json", &opts, collect, &g, NULL, &err);
     if (rc != code)
@@ -807,18 +807,18 @@ static void expect_error(const char *json, size_t len, int code, const char *nee
 #define EXPECT_ERROR(lit, code, needle) expect_error(lit, strlen(lit), code, needle)
 
 TEST(malformed_json_says_where) {
-    EXPECT_ERROR("{\"traceEvents\": [\n{\"ph\": \"X\",, \"cat\": \"kernel\"}]}", TP_EMALFORMED,
+    EXPECT_ERROR("{\"traceEvents\": [\n{\"ph\": \"X\",, \"cat\": \"kernel\"}]}", ERR_MALFORMED,
                  "line 2, column 12");
-    EXPECT_ERROR("{\"traceEvents\": [\n\n  {\"ts\": 1x}]}", TP_EMALFORMED, "line 3");
-    EXPECT_ERROR("{\"traceEvents\": []} trailing", TP_EMALFORMED, "invalid JSON");
-    EXPECT_ERROR("42", TP_EMALFORMED, "not an object");
-    EXPECT_ERROR("{\"schemaVersion\": 1}", TP_EMALFORMED, "no traceEvents");
-    EXPECT_ERROR("{\"traceEvents\": {\"a\": 1}}", TP_EMALFORMED, "traceEvents is not an array");
-    EXPECT_ERROR("{\"traceEvents\": 5}", TP_EMALFORMED, "traceEvents is not an array");
-    EXPECT_ERROR("", TP_EMALFORMED, "empty");
-    EXPECT_ERROR("\x1f\x8b", TP_ETRUNCATED, "gzip");
-    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\"", TP_ETRUNCATED, "cut short");
-    EXPECT_ERROR("   \n  ", TP_ETRUNCATED, "cut short");
+    EXPECT_ERROR("{\"traceEvents\": [\n\n  {\"ts\": 1x}]}", ERR_MALFORMED, "line 3");
+    EXPECT_ERROR("{\"traceEvents\": []} trailing", ERR_MALFORMED, "invalid JSON");
+    EXPECT_ERROR("42", ERR_MALFORMED, "not an object");
+    EXPECT_ERROR("{\"schemaVersion\": 1}", ERR_MALFORMED, "no traceEvents");
+    EXPECT_ERROR("{\"traceEvents\": {\"a\": 1}}", ERR_MALFORMED, "traceEvents is not an array");
+    EXPECT_ERROR("{\"traceEvents\": 5}", ERR_MALFORMED, "traceEvents is not an array");
+    EXPECT_ERROR("", ERR_MALFORMED, "empty");
+    EXPECT_ERROR("\x1f\x8b", ERR_TRUNCATED, "gzip");
+    EXPECT_ERROR("{\"traceEvents\": [{\"ph\": \"X\"", ERR_TRUNCATED, "cut short");
+    EXPECT_ERROR("   \n  ", ERR_TRUNCATED, "cut short");
 }
 
 TEST(deep_nesting_is_refused) {
@@ -831,7 +831,7 @@ TEST(deep_nesting_is_refused) {
     for (size_t i = 0; i < depth; i++)
         s[n++] = ']';
     n += (size_t)sprintf(s + n, "}}]}");
-    expect_error(s, n, TP_ELIMIT, "nested more than 1000");
+    expect_error(s, n, ERR_LIMIT, "nested more than 1000");
     free(s);
 }
 
@@ -865,9 +865,9 @@ TEST(cut_json_says_where_it_ends) {
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         got g;
         got_init(&g);
-        tp_err err = {{0}};
+        err_msg err = {{0}};
         int rc = kineto_import_mem(text.data, cuts[i], "alexnet.json", NULL, collect, &g, NULL, &err);
-        ASSERT_EQ(rc, TP_ETRUNCATED);
+        ASSERT_EQ(rc, ERR_TRUNCATED);
         ASSERT_STR_CONTAINS(err.msg, "alexnet.json: JSON text cut short");
         char where[64];
         snprintf(where, sizeof where, "(byte %zu)", cuts[i]);
@@ -884,9 +884,9 @@ TEST(cut_or_corrupt_gzip_is_reported) {
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         got g;
         got_init(&g);
-        tp_err err = {{0}};
+        err_msg err = {{0}};
         int rc = kineto_import_mem(gz.data, cuts[i], "alexnet.json.gz", NULL, collect, &g, NULL, &err);
-        ASSERT_EQ(rc, TP_ETRUNCATED);
+        ASSERT_EQ(rc, ERR_TRUNCATED);
         ASSERT_STR_CONTAINS(err.msg, "alexnet.json.gz: gzip data cut short");
         got_free(&g);
     }
@@ -898,7 +898,7 @@ TEST(cut_or_corrupt_gzip_is_reported) {
         bad.data[spots[i]] ^= 0x55;
         got g;
         got_init(&g);
-        tp_err err = {{0}};
+        err_msg err = {{0}};
         int rc = kineto_import_mem(bad.data, bad.len, "alexnet.json.gz", NULL, collect, &g, NULL, &err);
         ASSERT_LT(rc, 0);
         ASSERT_STR_CONTAINS(err.msg, "alexnet.json.gz");
@@ -914,19 +914,19 @@ TEST(cut_or_corrupt_gzip_is_reported) {
 TEST(event_limit_and_emit_errors_stop_the_import) {
     got g;
     got_init(&g);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     kineto_opts opts = {.max_events = 100};
     int rc = kineto_import(trace_path("sampled_rank-0.json.gz"), &opts, collect, &g, NULL, &err);
-    ASSERT_EQ(rc, TP_ELIMIT);
+    ASSERT_EQ(rc, ERR_LIMIT);
     ASSERT_STR_CONTAINS(err.msg, "more than 100 events");
     ASSERT_STR_CONTAINS(err.msg, "sampled_rank-0.json.gz: line ");
     ASSERT_EQ(g.batches, 0);
-    g.fail_with = TP_EIO;
+    g.fail_with = ERR_IO;
     rc = kineto_import(trace_path("sampled_rank-0.json.gz"), NULL, collect, &g, NULL, &err);
-    ASSERT_EQ(rc, TP_EIO);
+    ASSERT_EQ(rc, ERR_IO);
     ASSERT_STR_CONTAINS(err.msg, "refused by the test");
     rc = kineto_import("/nonexistent/trace.json", NULL, collect, &g, NULL, &err);
-    ASSERT_EQ(rc, TP_ENOENT);
+    ASSERT_EQ(rc, ERR_NOENT);
     ASSERT_STR_CONTAINS(err.msg, "/nonexistent/trace.json");
     got_free(&g);
 }
@@ -968,7 +968,7 @@ TEST(cmd_import_writes_a_trace_file) {
     tp_buf_free(&err);
 
     /* the file reads back: two producers, every event */
-    tp_err e = {{0}};
+    err_msg e = {{0}};
     tp_freader *r = tp_freader_open(dst, &e);
     if (r == NULL)
         TASK_FAIL_("cannot open the imported file: %s", e.msg);

@@ -157,7 +157,7 @@ static void expect_free(expect *x) {
 
 /* Decodes one received batch and compares every event with the regenerated stream. */
 static void expect_batch(expect *x, const tp_sub_msg *m) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_UEQ(m->hdr.producer, x->producer);
     if (tp_dec_open(&x->dec, m->data, m->len, &err) != 0)
         TASK_FAIL_("received batch does not decode: %s", err.msg);
@@ -197,10 +197,10 @@ static void receive_all(tp_sub *sub, expect *xs, size_t nx) {
     size_t ended = 0;
     while (ended < nx) {
         tp_sub_msg m;
-        tp_err err = {{0}};
+        err_msg err = {{0}};
         int rc = tp_sub_recv(sub, &m, 500, &err);
         if (rc < 0)
-            TASK_FAIL_("tp_sub_recv: %s (%s)", tp_strerror(rc), err.msg);
+            TASK_FAIL_("tp_sub_recv: %s (%s)", err_str(rc), err.msg);
         if (rc == 0) {
             if (now_s() > deadline)
                 TASK_FAIL_("only %zu of %zu producers finished within 60 s", ended, nx);
@@ -219,7 +219,7 @@ static void receive_all(tp_sub *sub, expect *xs, size_t nx) {
 }
 
 static tp_sub *sub_new(const char *server_key) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_sub *sub = tp_sub_new(&(tp_sub_opts){.server_key = server_key}, &err);
     if (sub == NULL)
         TASK_FAIL_("tp_sub_new: %s", err.msg);
@@ -227,13 +227,13 @@ static tp_sub *sub_new(const char *server_key) {
 }
 
 static void sub_connect(tp_sub *sub, const char *endpoint) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (tp_sub_connect(sub, endpoint, &err) != 0)
         TASK_FAIL_("tp_sub_connect %s: %s", endpoint, err.msg);
 }
 
 static tp_pub *pub_new(const tp_pub_opts *o) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_pub *pub = tp_pub_new(o, &err);
     if (pub == NULL)
         TASK_FAIL_("tp_pub_new: %s", err.msg);
@@ -293,7 +293,7 @@ static void exact_delivery(const char *endpoint) {
     ASSERT_UEQ(pr.producer, 8);
     ASSERT_UEQ(pr.received, p.sent);
     ASSERT_UEQ(pr.last_seq, p.sent - 1);
-    ASSERT_EQ(tp_sub_producer_get(sub, 1, &pr), TP_EINVAL);
+    ASSERT_EQ(tp_sub_producer_get(sub, 1, &pr), ERR_INVAL);
     expect_free(&x);
     tp_sub_destroy(&sub);
     tp_sub_destroy(&sub); /* twice is harmless */
@@ -377,7 +377,7 @@ static int wait_reported(tp_pub *pub, uint64_t want) {
  * publisher: dropped == sent - received. */
 TEST(stalled_subscriber_never_blocks_and_drops_are_exact) {
     tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = ipc_endpoint("stall.sock"), .sndhwm = 4});
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_sub *sub = tp_sub_new(&(tp_sub_opts){.rcvhwm = 4}, &err);
     ASSERT_NOT_NULL(sub);
     sub_connect(sub, tp_pub_endpoint(pub));
@@ -394,8 +394,8 @@ TEST(stalled_subscriber_never_blocks_and_drops_are_exact) {
         synth_fill(&sy, enc, 1024);
         ASSERT_OK(tp_enc_finish(enc, &b));
         int rc = tp_pub_send(pub, b.data, b.len);
-        ASSERT(rc == 0 || rc == TP_EAGAIN);
-        full += rc == TP_EAGAIN;
+        ASSERT(rc == 0 || rc == ERR_AGAIN);
+        full += rc == ERR_AGAIN;
         tp_enc_delivered(enc, 1);
     }
     double took = now_s() - t0;
@@ -452,7 +452,7 @@ typedef struct reader {
 
 static void *reader_main(void *arg) {
     reader *r = arg;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     while (!atomic_load(&r->ended) && !atomic_load(&r->stop)) {
         tp_sub_msg m;
         if (tp_sub_recv(r->sub, &m, 50, &err) != 1)
@@ -470,7 +470,7 @@ static void *reader_main(void *arg) {
  * count; and it is sent a keyframe once it can take one again. */
 TEST(stalled_subscriber_does_not_starve_a_healthy_one) {
     tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = ipc_endpoint("two.sock"), .sndhwm = 4});
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_sub *stalled = tp_sub_new(&(tp_sub_opts){.rcvhwm = 4}, &err);
     ASSERT_NOT_NULL(stalled);
     reader h = {.sub = sub_new(NULL)};
@@ -491,7 +491,7 @@ TEST(stalled_subscriber_does_not_starve_a_healthy_one) {
         synth_fill(&sy, enc, 256);
         ASSERT_OK(tp_enc_finish_flags(enc, i + 1 == N ? TP_BF_END : 0, &b));
         int rc = tp_pub_send(pub, b.data, b.len);
-        ASSERT(rc == 0 || rc == TP_EAGAIN);
+        ASSERT(rc == 0 || rc == ERR_AGAIN);
         tp_enc_delivered(enc, 1);
         /* the healthy subscriber keeps up: its queue never fills */
         double deadline = now_s() + 20;
@@ -612,7 +612,7 @@ TEST(sub_counts_gaps_ignores_synthetic_and_sees_restarts) {
     tp_sub *sub = sub_new(NULL);
     sub_connect(sub, tp_pub_endpoint(pub));
     wait_subscribers(pub, 1);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 5});
     tp_buf b = {0};
     tp_sub_msg m;
@@ -722,12 +722,12 @@ TEST(malformed_messages_counted_and_skipped) {
 
     tp_sub_msg m;
     for (int i = 0; i < 4; i++) {
-        tp_err err = {{0}};
-        ASSERT_EQ(tp_sub_recv(sub, &m, 10000, &err), TP_EMALFORMED);
+        err_msg err = {{0}};
+        ASSERT_EQ(tp_sub_recv(sub, &m, 10000, &err), ERR_MALFORMED);
         ASSERT_STR_CONTAINS(err.msg, "not a synctop batch");
         fprintf(stderr, "  %s\n", err.msg);
     }
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_EQ(tp_sub_recv(sub, &m, 10000, &err), 1);
     ASSERT_EQ(m.len, b.len - 1);
     ASSERT_UEQ(m.hdr.producer, 9);
@@ -763,7 +763,7 @@ TEST(sub_tracks_a_bounded_number_of_producers) {
     int news = 0;
     for (int i = 0; i < N; i++) {
         tp_sub_msg m;
-        tp_err err = {{0}};
+        err_msg err = {{0}};
         ASSERT_EQ(tp_sub_recv(sub, &m, 10000, &err), 1);
         news += m.new_producer;
     }
@@ -817,7 +817,7 @@ TEST(reconnects_after_publisher_restart_on_same_port) {
 /* ---- CURVE ---- */
 
 static void make_keys(const char *base, tp_keypair *kp) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (tp_keypair_new(kp, &err) != 0)
         TASK_FAIL_("tp_keypair_new: %s", err.msg);
     ASSERT_OK(tp_keypair_save(kp, task_path(base), &err));
@@ -828,7 +828,7 @@ TEST(curve_subscriber_with_the_right_key_receives) {
     make_keys("srv", &kp);
     char key[PATH_MAX], server_key[TP_KEY_Z85_LEN + 1];
     snprintf(key, sizeof key, "%s", task_path("srv.key"));
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(tp_public_key_resolve(task_path("srv.pub"), server_key, &err));
     ASSERT_STR_EQ(server_key, kp.public_key);
     tp_sub *sub = sub_new(server_key);
@@ -849,7 +849,7 @@ TEST(curve_subscriber_with_the_right_key_receives) {
 
 TEST(curve_wrong_key_and_plain_subscribers_receive_nothing) {
     tp_keypair kp, other;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     make_keys("srv", &kp);
     ASSERT_OK(tp_keypair_new(&other, &err));
     tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = "tcp://127.0.0.1:*", .curve = &kp});
@@ -896,7 +896,7 @@ TEST(curve_wrong_key_and_plain_subscribers_receive_nothing) {
 }
 
 TEST(curve_refuses_bad_keys) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     /* A subscriber given something that is not a key. */
     ASSERT_NULL(tp_sub_new(&(tp_sub_opts){.server_key = "not a key"}, &err));
     ASSERT_STR_CONTAINS(err.msg, "Z85");
@@ -939,12 +939,12 @@ TEST(nonloopback_bind_needs_keys_or_insecure) {
     static const char *const refused[] = {"tcp://0.0.0.0:*", "tcp://*:*", "tcp://10.1.2.3:5555",
                                           "tcp://[::]:*", "tcp://example.com:5555", "eth0:5555"};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
-        tp_err err = {{0}};
+        err_msg err = {{0}};
         ASSERT_NULL(tp_pub_new(&(tp_pub_opts){.endpoint = refused[i]}, &err));
         ASSERT_STR_CONTAINS(err.msg, "synctop keygen");
         ASSERT_STR_CONTAINS(err.msg, "--insecure");
     }
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_pub *pub = tp_pub_new(&(tp_pub_opts){.endpoint = "tcp://0.0.0.0:*"}, &err);
     ASSERT_NULL(pub);
     fprintf(stderr, "  refusal: %s\n", err.msg);
@@ -984,7 +984,7 @@ TEST(nonloopback_bind_needs_keys_or_insecure) {
 
 TEST(endpoint_resolve_forms) {
     char out[TP_ENDPOINT_MAX];
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(tp_endpoint_resolve(":5555", out, sizeof out, &err));
     ASSERT_STR_EQ(out, "tcp://127.0.0.1:5555");
     ASSERT_OK(tp_endpoint_resolve("tcp://:5555", out, sizeof out, &err));
@@ -1013,10 +1013,10 @@ TEST(endpoint_resolve_forms) {
                                       "justaword", "0", "tcp://a;b:5", "[::1:5"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = tp_endpoint_resolve(bad[i], out, sizeof out, &err);
-        if (rc != TP_EINVAL)
+        if (rc != ERR_INVAL)
             TASK_FAIL_("'%s' resolved (%d) to %s", bad[i], rc, out);
     }
-    ASSERT_EQ(tp_endpoint_resolve(":5555", out, 10, &err), TP_ELIMIT);
+    ASSERT_EQ(tp_endpoint_resolve(":5555", out, 10, &err), ERR_LIMIT);
 }
 
 TEST(endpoint_loopback_detection) {
@@ -1043,7 +1043,7 @@ TEST(endpoint_dir_is_created_private) {
     const char *xdg = use_private_runtime_dir();
     umask(022);
     char dir[PATH_MAX], want[PATH_MAX + 16];
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(tp_endpoint_dir(dir, sizeof dir, &err));
     snprintf(want, sizeof want, "%s/synctop", xdg);
     ASSERT_STR_EQ(dir, want);
@@ -1067,13 +1067,13 @@ TEST(endpoint_dir_is_created_private) {
 TEST(endpoint_dir_refuses_unsafe_directories) {
     const char *xdg = use_private_runtime_dir();
     char dir[PATH_MAX], path[PATH_MAX + 16];
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     snprintf(path, sizeof path, "%s/synctop", xdg);
     static const mode_t open_modes[] = {0750, 0705, 0770, 0777, 0701};
     ASSERT_OK(mkdir(path, 0700));
     for (size_t i = 0; i < sizeof open_modes / sizeof open_modes[0]; i++) {
         ASSERT_OK(chmod(path, open_modes[i]));
-        ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), TP_ESECURITY);
+        ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), ERR_SECURITY);
         ASSERT_STR_CONTAINS(err.msg, "chmod 700");
     }
     fprintf(stderr, "  %s\n", err.msg);
@@ -1087,7 +1087,7 @@ TEST(endpoint_dir_refuses_unsafe_directories) {
     ASSERT_OK(rmdir(path));
     ASSERT_OK(mkdir(task_path("elsewhere"), 0700));
     ASSERT_OK(symlink(task_path("elsewhere"), path));
-    ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), TP_ESECURITY);
+    ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), ERR_SECURITY);
     ASSERT_STR_CONTAINS(err.msg, "symbolic link");
     ASSERT_OK(unlink(path));
 
@@ -1095,7 +1095,7 @@ TEST(endpoint_dir_refuses_unsafe_directories) {
     int fd = open(path, O_CREAT | O_WRONLY, 0600);
     ASSERT(fd >= 0);
     close(fd);
-    ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), TP_ESECURITY);
+    ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), ERR_SECURITY);
     ASSERT_OK(unlink(path));
 
     /* Owned by someone else: only root can arrange that here. */
@@ -1105,7 +1105,7 @@ TEST(endpoint_dir_refuses_unsafe_directories) {
     }
     ASSERT_OK(mkdir(path, 0700));
     ASSERT_OK(chown(path, 65534, 65534));
-    ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), TP_ESECURITY);
+    ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), ERR_SECURITY);
     ASSERT_STR_CONTAINS(err.msg, "belongs to uid 65534");
     ASSERT_OK(rmdir(path));
 }
@@ -1122,7 +1122,7 @@ TEST(default_endpoint_is_pid_socket_removed_on_destroy) {
     ASSERT_EQ(st.st_mode & 0777, 0600);
     ASSERT_EQ(tp_endpoint_is_live(want), 1);
     /* A second publisher in this process may not steal the endpoint. */
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_NULL(tp_pub_new(NULL, &err));
     ASSERT_STR_CONTAINS(err.msg, "already listening");
     /* `synctop attach PID` finds it. */
@@ -1169,7 +1169,7 @@ TEST(destroy_in_forked_child_leaves_parent_publishing) {
     ASSERT_OK(tp_enc_finish(enc, &b));
     ASSERT_OK(tp_pub_send(pub, b.data, b.len));
     tp_sub_msg m;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_EQ(tp_sub_recv(sub, &m, 10000, &err), 1);
     tp_buf_free(&b);
     tp_enc_destroy(&enc);
@@ -1249,7 +1249,7 @@ TEST(stale_socket_of_killed_publisher_does_not_block_binding) {
     tp_sub_destroy(&sub);
     close(lfd);
     ASSERT(lstat(mine, &st) != 0);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_EQ(tp_endpoint_remove_stale(&err), 1); /* the listener is gone now */
     ASSERT(lstat(listened, &st) != 0);
 }
@@ -1259,7 +1259,7 @@ TEST(stale_socket_of_killed_publisher_does_not_block_binding) {
 TEST(keypair_save_modes_no_overwrite_and_round_trip) {
     umask(0);
     tp_keypair kp, back;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     make_keys("k", &kp);
     struct stat st;
     ASSERT_OK(stat(task_path("k.key"), &st));
@@ -1277,12 +1277,12 @@ TEST(keypair_save_modes_no_overwrite_and_round_trip) {
     /* Never overwritten, not even one of the two. */
     tp_keypair kp2;
     ASSERT_OK(tp_keypair_new(&kp2, &err));
-    ASSERT_EQ(tp_keypair_save(&kp2, task_path("k"), &err), TP_EEXIST);
+    ASSERT_EQ(tp_keypair_save(&kp2, task_path("k"), &err), ERR_EXIST);
     ASSERT_STR_CONTAINS(err.msg, "refusing to overwrite");
     ASSERT_OK(tp_keypair_load(&back, task_path("k.key"), &err));
     ASSERT_STR_EQ(back.secret_key, kp.secret_key);
     ASSERT_OK(unlink(task_path("k.key")));
-    ASSERT_EQ(tp_keypair_save(&kp2, task_path("k"), &err), TP_EEXIST); /* k.pub is there */
+    ASSERT_EQ(tp_keypair_save(&kp2, task_path("k"), &err), ERR_EXIST); /* k.pub is there */
     ASSERT(stat(task_path("k.key"), &st) != 0);
 
     /* Public key resolution: file or inline. */
@@ -1291,9 +1291,9 @@ TEST(keypair_save_modes_no_overwrite_and_round_trip) {
     ASSERT_STR_EQ(pk, kp.public_key);
     ASSERT_OK(tp_public_key_resolve(kp2.public_key, pk, &err));
     ASSERT_STR_EQ(pk, kp2.public_key);
-    ASSERT_EQ(tp_public_key_resolve(task_path("nope.pub"), pk, &err), TP_ENOENT);
+    ASSERT_EQ(tp_public_key_resolve(task_path("nope.pub"), pk, &err), ERR_NOENT);
     ASSERT_EQ(tp_public_key_resolve("0123456789012345678901234567890123456789~", pk, &err),
-              TP_ENOENT);
+              ERR_NOENT);
 }
 
 static void write_text(const char *path, const char *text, mode_t mode) {
@@ -1307,7 +1307,7 @@ static void write_text(const char *path, const char *text, mode_t mode) {
 
 TEST(corrupted_key_files_give_clear_errors) {
     tp_keypair kp, other, back;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(tp_keypair_new(&kp, &err));
     ASSERT_OK(tp_keypair_new(&other, &err));
     const char *path = task_path("bad.key");
@@ -1317,9 +1317,9 @@ TEST(corrupted_key_files_give_clear_errors) {
         int code;
     } cases[] = {
         {kp.public_key, kp.secret_key, NULL, 0},
-        {"~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~", kp.secret_key, "line 2: the public-key is not a valid key", TP_EMALFORMED},
-        {kp.public_key, "short", "line 3: the secret-key is not a valid key", TP_EMALFORMED},
-        {other.public_key, kp.secret_key, "does not match the secret key", TP_EMALFORMED},
+        {"~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~", kp.secret_key, "line 2: the public-key is not a valid key", ERR_MALFORMED},
+        {kp.public_key, "short", "line 3: the secret-key is not a valid key", ERR_MALFORMED},
+        {other.public_key, kp.secret_key, "does not match the secret key", ERR_MALFORMED},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(text, sizeof text, "# test\npublic-key = %s\nsecret-key = %s\n", cases[i].pub,
@@ -1338,28 +1338,28 @@ TEST(corrupted_key_files_give_clear_errors) {
     snprintf(text, sizeof text, "public-key = %s\nsecret-key = %s\n", kp.public_key, kp.secret_key);
     text[13 + 40 + 1 + 13 + 5] ^= 0x01;
     write_text(path, text, 0600);
-    ASSERT_EQ(tp_keypair_load(&back, path, &err), TP_EMALFORMED);
+    ASSERT_EQ(tp_keypair_load(&back, path, &err), ERR_MALFORMED);
     fprintf(stderr, "  %s\n", err.msg);
     /* Not a key file at all, a duplicate field, an unknown field, empty. */
     write_text(path, "hello world\n", 0600);
-    ASSERT_EQ(tp_keypair_load(&back, path, &err), TP_EMALFORMED);
+    ASSERT_EQ(tp_keypair_load(&back, path, &err), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(err.msg, "line 1");
     snprintf(text, sizeof text, "public-key = %s\npublic-key = %s\n", kp.public_key, kp.public_key);
     write_text(path, text, 0600);
-    ASSERT_EQ(tp_keypair_load(&back, path, &err), TP_EMALFORMED);
+    ASSERT_EQ(tp_keypair_load(&back, path, &err), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(err.msg, "twice");
     write_text(path, "colour = blue\n", 0600);
-    ASSERT_EQ(tp_keypair_load(&back, path, &err), TP_EMALFORMED);
+    ASSERT_EQ(tp_keypair_load(&back, path, &err), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(err.msg, "unknown field");
     write_text(path, "", 0600);
-    ASSERT_EQ(tp_keypair_load(&back, path, &err), TP_EMALFORMED);
+    ASSERT_EQ(tp_keypair_load(&back, path, &err), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(err.msg, "no public-key");
     /* A secret key others can read is refused, like ssh does. */
     snprintf(text, sizeof text, "public-key = %s\nsecret-key = %s\n", kp.public_key, kp.secret_key);
     write_text(path, text, 0640);
-    ASSERT_EQ(tp_keypair_load(&back, path, &err), TP_ESECURITY);
+    ASSERT_EQ(tp_keypair_load(&back, path, &err), ERR_SECURITY);
     ASSERT_STR_CONTAINS(err.msg, "chmod 600");
-    ASSERT_EQ(tp_keypair_load(&back, task_path("absent.key"), &err), TP_ENOENT);
+    ASSERT_EQ(tp_keypair_load(&back, task_path("absent.key"), &err), ERR_NOENT);
 }
 
 TEST(keygen_verb_writes_keys_and_refuses_to_overwrite) {
@@ -1368,7 +1368,7 @@ TEST(keygen_verb_writes_keys_and_refuses_to_overwrite) {
     const char *argv[] = {task_synctop(), "keygen", "-o", base, NULL};
     ASSERT_EQ(run_capture(argv, out, sizeof out), 0);
     fprintf(stderr, "%s", out);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_keypair kp;
     char path[PATH_MAX + 8];
     snprintf(path, sizeof path, "%s.key", base);

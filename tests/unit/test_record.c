@@ -169,7 +169,7 @@ typedef struct readback {
 /* Reads a recorded file and checks that its events are exactly the stream's, in order, with the
  * same names; the producer's batches must come in sequence with no gap. */
 static readback check_recorded(const char *path, uint64_t seed, expect *x) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_freader *r = tp_freader_open(path, &err);
     if (r == NULL)
         TASK_FAIL_("open %s: %s", path, err.msg);
@@ -299,7 +299,7 @@ TEST(record_killed_mid_stream_leaves_a_readable_file) {
     kill(pub, SIGTERM);
     wait_exit(pub, 10);
 
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_freader *r = tp_freader_open(file, &err);
     if (r == NULL)
         TASK_FAIL_("%s", err.msg);
@@ -344,7 +344,7 @@ TEST(record_stops_cleanly_on_sigterm) {
     char *err = slurp_text(task_path("rec.err"));
     ASSERT_STR_CONTAINS(err, "stopped: interrupted");
     free(err);
-    tp_err e = {{0}};
+    err_msg e = {{0}};
     tp_freader *r = tp_freader_open(file, &e);
     ASSERT_NOT_NULL(r);
     ASSERT(tp_freader_complete(r)); /* index and footer written on the way out */
@@ -396,7 +396,7 @@ TEST(record_two_publishers_until_both_end) {
 TEST(record_ignores_malformed_messages) {
     const char *ep = endpoint("bad.sock");
     KEEP_PATH(file, "bad.trace");
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_pub *pub = tp_pub_new(&(tp_pub_opts){.endpoint = ep}, &err);
     if (pub == NULL)
         TASK_FAIL_("%s", err.msg);
@@ -504,7 +504,7 @@ TEST(record_refuses_an_existing_file_without_force) {
     ASSERT_EQ(run_synctop(forced, NULL, &err), 0);
     ASSERT_STR_CONTAINS(err, "stopped: duration reached");
     free(err);
-    tp_err e = {{0}};
+    err_msg e = {{0}};
     tp_freader *r = tp_freader_open(file, &e);
     ASSERT_NOT_NULL(r);
     ASSERT(tp_freader_complete(r));
@@ -536,7 +536,7 @@ TEST(record_usage_errors) {
 /* ---- info ---- */
 
 static void write_synth_file(const char *path, uint64_t seed, size_t batches, size_t per, expect *x) {
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open(path, 0, &err);
     ASSERT_NOT_NULL(w);
     synth s;
@@ -679,7 +679,7 @@ TEST(info_lists_damage_and_exits_0) {
     KEEP_PATH(file, "damaged.trace");
     expect x;
     write_synth_file(file, 15, 20, 300, &x);
-    tp_err e = {{0}};
+    err_msg e = {{0}};
     tp_freader *r = tp_freader_open(file, &e);
     ASSERT_NOT_NULL(r);
     tp_findex_entry bad = *tp_freader_entry(r, 7);
@@ -704,7 +704,7 @@ TEST(info_lists_damage_and_exits_0) {
 
 TEST(info_prints_untrusted_names_safely) {
     KEEP_PATH(file, "evil.trace");
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open(file, 0, &err);
     ASSERT_NOT_NULL(w);
     tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 0xE71});

@@ -135,7 +135,7 @@ TEST(report_damaged_inputs_fail_clearly) {
 
 TEST(report_check_parser) {
     rp_check c;
-    tp_err err;
+    err_msg err;
     ASSERT_OK(rp_check_parse("blocked>5%", &c, &err));
     ASSERT_EQ(c.unit, 1);
     ASSERT(c.value == 5.0);
@@ -156,7 +156,7 @@ TEST(report_check_parser) {
 
 static st_store *load(const char *path) {
     st_store *s = st_store_new(NULL);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (ingest_file(s, path, NULL, NULL, &err) != 0)
         TASK_FAIL_("%s", err.msg);
     st_store_commit(s);

@@ -60,7 +60,7 @@ static batches synth_batches(uint64_t seed, size_t n_batches, size_t per_batch) 
 
 static void add_all(st_store *s, const batches *bs) {
     for (size_t i = 0; i < bs->n; i++) {
-        tp_err err = {{0}};
+        err_msg err = {{0}};
         int rc = st_store_add_batch(s, bs->b[i].data, bs->b[i].len, &err);
         if (rc != 0)
             TASK_FAIL_("batch %zu refused: %s", i, err.msg);
@@ -223,7 +223,7 @@ TEST(malformed_batch_is_refused_and_nothing_is_lost) {
     size_t before = st_store_events(s);
     /* a flipped payload byte: the checksum refuses it */
     bs.b[1].data[TP_BATCH_HDR_SIZE + 40] ^= 0x5a;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT(st_store_add_batch(s, bs.b[1].data, bs.b[1].len, &err) < 0);
     ASSERT(err.msg[0] != '\0');
     /* cut short */
@@ -504,7 +504,7 @@ TEST(trace_file_loads_whole_and_incrementally) {
     batches bs = synth_batches(7, 600, 200);
     const char *path = task_path("synth.trace");
     tp_fwriter_opts wo = {.index_every = 16};
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open_opts(path, &wo, &err);
     ASSERT_NOT_NULL(w);
     for (size_t i = 0; i < bs.n; i++)
@@ -547,7 +547,7 @@ TEST(trace_file_loads_whole_and_incrementally) {
 
 TEST(missing_or_bad_file_fails_with_a_message) {
     st_store *s = st_store_new(NULL);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT(ingest_file(s, task_path("nope.trace"), NULL, NULL, &err) < 0);
     ASSERT(err.msg[0] != '\0');
     const char *bad = task_path("bad.json");
@@ -560,7 +560,7 @@ TEST(missing_or_bad_file_fails_with_a_message) {
     st_store_destroy(&s);
 }
 
-static int count_emit(void *ctx, const void *batch, size_t len, tp_err *err) {
+static int count_emit(void *ctx, const void *batch, size_t len, err_msg *err) {
     (void)batch;
     (void)len;
     (void)err;
@@ -577,7 +577,7 @@ TEST(real_kineto_traces_load_with_their_blocking_calls) {
         snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, names[k]);
         kineto_stats ks;
         int nb = 0;
-        tp_err err = {{0}};
+        err_msg err = {{0}};
         ASSERT_OK(kineto_import(path, NULL, count_emit, &nb, &ks, &err));
         st_store *s = st_store_new(NULL);
         ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
@@ -622,7 +622,7 @@ TEST(alexnet_trace_has_its_documented_shape) {
     char path[1024];
     snprintf(path, sizeof path, "%s/alexnet_a100_sync_heavy.json.gz", KINETO_TRACE_DIR);
     st_store *s = st_store_new(NULL);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
     /* 1 A100, 2 streams; 16 cudaStreamSynchronize and 5 cudaDeviceSynchronize that blocked */
     int streams = 0, ss = 0, ds = 0;

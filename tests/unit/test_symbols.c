@@ -145,7 +145,7 @@ TEST(symbols_fill_a_store_and_name_the_site_after_the_program_frame) {
     tp_enc_add(enc, &f1);
     tp_enc_add(enc, &f2);
     tp_buf b = {0};
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(tp_enc_finish(enc, &b));
     st_store *s = st_store_new(NULL);
     ASSERT_OK(st_store_add_batch(s, b.data, b.len, &err));

@@ -22,7 +22,7 @@ static void add_enc(st_store *s, tp_enc *enc) {
     tp_buf out = {0};
     ASSERT_OK(tp_enc_finish(enc, &out));
     tp_enc_delivered(enc, 1);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (st_store_add_batch(s, out.data, out.len, &err) != 0)
         TASK_FAIL_("batch refused: %s", err.msg);
     tp_buf_free(&out);
@@ -47,7 +47,7 @@ static st_store *kineto_store(const char *name) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, name);
     st_store *s = st_store_new(NULL);
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     if (ingest_file(s, path, NULL, NULL, &err) != 0)
         TASK_FAIL_("%s: %s", name, err.msg);
     return s;
@@ -63,7 +63,7 @@ typedef struct fixture {
 static void fixture_open(fixture *f, st_store *s) {
     memset(f, 0, sizeof *f);
     f->s = s;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(an_analyze(s, NULL, &f->an, &err));
     vw_state_init(&f->v, VW_REPLAY, s);
     f->v.an = &f->an;
@@ -809,7 +809,7 @@ static const vw_gpu_fig *fig0(const vw_state *v) {
 static void expect_figs_match_analysis(fixture *f, uint64_t a, uint64_t b) {
     an_opts o = {.t0 = a, .t1 = b};
     an_result r;
-    tp_err err = {{0}};
+    err_msg err = {{0}};
     ASSERT_OK(an_analyze(f->s, &o, &r, &err));
     ASSERT_GE(r.n_devices, 1);
     const vw_gpu_fig *g = fig0(&f->v);

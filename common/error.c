@@ -1,24 +1,24 @@
-/* Error codes and messages shared by every module (error.h). */
+/* The error convention shared by every module (synctop/error.h): code descriptions and messages. */
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "synctop/error.h"
 
-const char *tp_strerror(int err) {
+const char *err_str(int err) {
     switch (err) {
     case 0:
         return "success";
-#define TP_ERRNO_CASE_(name, val, msg) \
-    case TP_E##name:                   \
+#define ERR_CODE_CASE_(name, val, msg) \
+    case ERR_##name:                   \
         return msg;
-        TP_ERRNO_MAP(TP_ERRNO_CASE_)
-#undef TP_ERRNO_CASE_
+        ERR_CODES(ERR_CODE_CASE_)
+#undef ERR_CODE_CASE_
     default:
         return "unknown error";
     }
 }
 
-int tp_err_set(tp_err *err, int code, const char *fmt, ...) {
+int err_set(err_msg *err, int code, const char *fmt, ...) {
     if (err != NULL) {
         va_list ap;
         va_start(ap, fmt);

@@ -1,0 +1,230 @@
+/*
+ * The timeline as Chrome trace JSON (chrome.h), which Perfetto (ui.perfetto.dev) and
+ * chrome://tracing open. The rows follow Kineto's conventions (pid = GPU, tid = stream for GPU
+ * work; pid/tid of the process and thread for host calls; categories kernel, gpu_memcpy,
+ * gpu_memset, cuda_sync, cuda_runtime, cuda_driver, user_annotation), so that the Kineto importer
+ * reads the same timeline back. Host calls that blocked carry "blocking": true and their call site
+ * in args, and get a second slice of category "blocking" (named "blocked: API") that Perfetto nests
+ * under the call; flow arrows (ac2g) go from each launch to its GPU work. Process and thread names
+ * come as metadata rows.
+ */
+#include "chrome.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "report.h"
+#include "synctop/sanitize.h"
+
+/* Untrusted names as JSON strings: sanitized, then escaped. */
+static void jstr(FILE *out, const char *s) { tp_print_json_string(out, s, (size_t)-1); }
+
+/* Microseconds with exact nanoseconds. */
+static void jus(FILE *out, uint64_t ns) {
+    fprintf(out, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+}
+
+static const char *copy_kind_text(unsigned k) {
+    static const char *const n[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+    return k < TP_COPY_MAX_ ? n[k] : "Unknown";
+}
+
+static const char *mem_text(unsigned k) {
+    static const char *const n[] = {"Unknown", "Pageable", "Pinned", "Device", "Array", "Managed", "Device Static", "Managed Static"};
+    return k < TP_MEM_MAX_ ? n[k] : "Unknown";
+}
+
+static const char *sync_text(unsigned t) {
+    switch (t) {
+    case TP_SYNC_EVENT: return "Event Sync";
+    case TP_SYNC_STREAM_WAIT_EVENT: return "Stream Wait Event";
+    case TP_SYNC_STREAM: return "Stream Sync";
+    case TP_SYNC_CONTEXT: return "Context Sync";
+    default: return "Unknown Sync";
+    }
+}
+
+typedef struct exp_ctx {
+    FILE *out;
+    int first;
+    uint64_t done, total, next_tick;
+    rp_progress_fn progress;
+    void *progress_ctx;
+} exp_ctx;
+
+static void row_begin(exp_ctx *x) {
+    fputs(x->first ? "\n" : ",\n", x->out);
+    x->first = 0;
+}
+
+/* Tells the caller about every hundredth of the events written. */
+static void progress(exp_ctx *x) {
+    if (x->progress == NULL || ++x->done < x->next_tick)
+        return;
+    x->next_tick = x->done + x->total / 100 + 1;
+    x->progress(x->progress_ctx, x->done, x->total);
+}
+
+/* The pid of a GPU in the output: the device number for the first producer (Kineto's convention,
+ * which the importer reads back), offset per further producer. */
+/* The stream number of device-wide syncs: -1, or 4294967295 when the imported trace wrote that
+ * (TP_F_SYNC_ID_U32), so that a re-import (and HTA) reads them as the original did. */
+static int64_t wide_tid(const st_lane_info *li) {
+    return (li->stream_flags & TP_F_SYNC_ID_U32) ? (int64_t)TP_NO_ID : -1;
+}
+
+static int64_t gpu_pid(uint32_t producer, uint16_t device) {
+    return (int64_t)producer * 1000 + (device == TP_NO_DEVICE ? 999 : device);
+}
+
+int rp_write_chrome(FILE *out, const st_store *s, int flows, rp_progress_fn progress_cb, void *ctx) {
+    exp_ctx x = {.out = out, .first = 1, .progress = progress_cb, .progress_ctx = ctx};
+    x.total = st_store_events(s);
+    fputs("{\"displayTimeUnit\":\"ns\",\"schemaVersion\":1", out);
+    /* One rank per producer is all a Kineto file can say; the first producer's. */
+    if (st_producer_count(s) > 0 && st_producer_get(s, 0)->rank >= 0)
+        fprintf(out, ",\"distributedInfo\":{\"rank\":%d,\"world_size\":%d}", st_producer_get(s, 0)->rank,
+                st_producer_get(s, 0)->world);
+    fputs(",\"deviceProperties\":[", out);
+    for (size_t i = 0; i < st_device_count(s); i++) {
+        const st_device_info *d = st_device_get(s, i);
+        fprintf(out, "%s{\"id\":%u,\"name\":", i ? "," : "", d->device);
+        jstr(out, st_str(s, d->name));
+        fprintf(out, ",\"computeMajor\":%u,\"computeMinor\":%u,\"totalGlobalMem\":%" PRIu64 ",\"numSms\":%u}",
+                d->cc_major, d->cc_minor, d->memory_bytes, d->sm_count);
+    }
+    fputs("],\"traceEvents\":[", out);
+    /* Names: processes, GPUs, threads, streams. */
+    for (size_t p = 0; p < st_producer_count(s); p++) {
+        const st_producer_info *pi = st_producer_get(s, p);
+        row_begin(&x);
+        fprintf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":", pi->pid);
+        jstr(out, *st_str(s, pi->cmdline) ? st_str(s, pi->cmdline) : "host");
+        fputs("}}", out);
+    }
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        const st_producer_info *pi = st_producer_get(s, li->producer);
+        char name[256];
+        if (li->kind == ST_LANE_STREAM) {
+            row_begin(&x);
+            fprintf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"name\":\"GPU %u\"}}",
+                    gpu_pid(li->producer, li->device), li->device);
+            row_begin(&x);
+            if (li->id == TP_NO_ID)
+                snprintf(name, sizeof name, "device-wide syncs");
+            else
+                snprintf(name, sizeof name, "stream %u%s", li->id, li->null_stream ? " (default)" : "");
+            fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":\"%s\"}}",
+                    gpu_pid(li->producer, li->device), li->id == TP_NO_ID ? wide_tid(li) : (int64_t)li->id, name);
+        } else if (li->kind == ST_LANE_THREAD && *st_str(s, li->name)) {
+            row_begin(&x);
+            fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", pi->pid, li->id);
+            jstr(out, st_str(s, li->name));
+            fputs("}}", out);
+        }
+    }
+    /* The events; blocking calls carry their call site. */
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        const st_producer_info *pi = st_producer_get(s, li->producer);
+        size_t n;
+        const st_event *ev = st_lane_events(s, l, &n);
+        int64_t pid = li->kind == ST_LANE_STREAM || (li->kind == ST_LANE_NVTX && li->device != TP_NO_DEVICE)
+                          ? gpu_pid(li->producer, li->device)
+                          : (int64_t)pi->pid;
+        int64_t tid = li->id == TP_NO_ID ? wide_tid(li) : (int64_t)li->id;
+        for (size_t i = 0; i < n; i++) {
+            const st_event *e = &ev[i];
+            progress(&x);
+            row_begin(&x);
+            fprintf(out, "{\"ph\":\"X\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", pid, tid);
+            jus(out, e->start);
+            fputs(",\"dur\":", out);
+            jus(out, e->end - e->start);
+            char nm[160];
+            switch (e->kind) {
+            case TP_K_KERNEL:
+                fputs(",\"cat\":\"kernel\",\"name\":", out);
+                jstr(out, st_str(s, e->name));
+                fprintf(out, ",\"args\":{\"device\":%u,\"stream\":%" PRId64 ",\"correlation\":%u,\"threads per block\":%u}}",
+                        li->device, tid, e->corr, e->aux);
+                break;
+            case TP_K_MEMCPY:
+                snprintf(nm, sizeof nm, "Memcpy %s (%s -> %s)", copy_kind_text(e->sub), mem_text(e->mem >> 4),
+                         mem_text(e->mem & 15));
+                fprintf(out, ",\"cat\":\"gpu_memcpy\",\"name\":\"%s\",\"args\":{\"device\":%u,\"stream\":%" PRId64
+                             ",\"correlation\":%u,\"bytes\":%" PRIu64 "}}",
+                        nm, li->device, tid, e->corr, e->value);
+                break;
+            case TP_K_MEMSET:
+                fprintf(out, ",\"cat\":\"gpu_memset\",\"name\":\"Memset (%s)\",\"args\":{\"device\":%u,\"stream\":%" PRId64
+                             ",\"correlation\":%u,\"bytes\":%" PRIu64 "}}",
+                        mem_text(e->sub), li->device, tid, e->corr, e->value);
+                break;
+            case TP_K_SYNC:
+                fprintf(out, ",\"cat\":\"cuda_sync\",\"name\":\"%s\",\"args\":{\"device\":%u,\"stream\":%" PRId64
+                             ",\"correlation\":%u,\"cuda_sync_kind\":\"%s\"",
+                        sync_text(e->sub), li->device, tid, e->corr, sync_text(e->sub));
+                if (e->aux != TP_NO_ID)
+                    fprintf(out, ",\"wait_on_cuda_event_id\":%u", e->aux);
+                fputs("}}", out);
+                break;
+            case TP_K_API: {
+                fprintf(out, ",\"cat\":\"%s\",\"name\":", e->flags & TP_F_DRIVER ? "cuda_driver" : "cuda_runtime");
+                jstr(out, st_str(s, e->name));
+                fprintf(out, ",\"args\":{\"correlation\":%u,\"cbid\":%u", e->corr, e->aux);
+                char where[512] = "";
+                if (e->flags & TP_F_BLOCKING) {
+                    if (*rp_site_text(s, e->value, e->name, where, sizeof where) == '\0')
+                        snprintf(where, sizeof where, "(not taken)");
+                    fputs(",\"blocking\":true,\"call site\":", out);
+                    jstr(out, where);
+                }
+                fputs("}}", out);
+                if (e->flags & TP_F_BLOCKING) {
+                    row_begin(&x);
+                    fprintf(out, "{\"ph\":\"X\",\"cat\":\"blocking\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", pid, tid);
+                    jus(out, e->start);
+                    fputs(",\"dur\":", out);
+                    jus(out, e->end - e->start);
+                    snprintf(nm, sizeof nm, "blocked: %s", st_str(s, e->name));
+                    fputs(",\"name\":", out);
+                    jstr(out, nm);
+                    fprintf(out, ",\"args\":{\"kind\":\"%s\",\"call site\":",
+                            an_block_kind_name(an_block_kind_of_name(st_str(s, e->name)) ? an_block_kind_of_name(st_str(s, e->name))
+                                                                                         : AN_BLOCK_OTHER));
+                    jstr(out, where);
+                    fputs("}}", out);
+                }
+                if (flows && e->corr && (e->flags & TP_F_LAUNCH)) {
+                    row_begin(&x);
+                    fprintf(out, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%u,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
+                            e->corr, pid, tid);
+                    jus(out, e->start);
+                    fputs("}", out);
+                }
+                break;
+            }
+            case TP_K_NVTX:
+                fprintf(out, ",\"cat\":\"%s\",\"name\":", li->device != TP_NO_DEVICE ? "gpu_user_annotation" : "user_annotation");
+                jstr(out, st_str(s, e->name));
+                fputs(",\"args\":{}}", out);
+                break;
+            default:
+                fputs(",\"cat\":\"other\",\"name\":\"?\"}", out);
+                break;
+            }
+            if (flows && e->corr && (e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET)) {
+                row_begin(&x);
+                fprintf(out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%u,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
+                        e->corr, pid, tid);
+                jus(out, e->start);
+                fputs("}", out);
+            }
+        }
+    }
+    fputs("\n]}\n", out);
+    return ferror(out) ? -1 : 0;
+}

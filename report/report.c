@@ -460,21 +460,11 @@ static void write_low_util(FILE *out, const st_store *s, const an_result *r, con
     }
 }
 
-static void write_text(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, int md) {
+/* The text or Markdown report's sections. */
+
+static void text_totals(FILE *out, const st_store *s, const an_result *r, int md) {
     uint64_t wall = r->t1 - r->t0;
-    char src[512], where[512], cell[600], label[200], api[256], line[2048], rk[48];
-    safe(o->source ? o->source : "", src, sizeof src);
-    if (md)
-        fprintf(out, "# synctop report: %s\n\n", md_cell(src, cell, sizeof cell));
-    else {
-        snprintf(line, sizeof line, "synctop report: %s", src);
-        wrap(out, 0, 2, line);
-    }
-    if (o->hta_only) {
-        if (o->hta)
-            write_hta_text(out, o->hta, md);
-        return;
-    }
+    char line[2048];
     uint64_t kernels = 0, copies = 0, memsets = 0, syncs = 0;
     for (size_t i = 0; i < r->n_devices; i++) {
         kernels += r->devices[i].kernels;
@@ -499,8 +489,11 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
         fprintf(out, "\n**%s**\n", line);
     else
         wrap(out, 0, 2, line);
+}
 
-    /* Top stalls by call site: the numbers and the API on one line, where it was called below. */
+/* Top stalls by call site: the numbers and the API on one line, where it was called below. */
+static void text_sites(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, int md) {
+    char where[512], cell[600], label[200], api[256], line[2048], rk[48];
     size_t top = o->top ? o->top : RP_TOP_DEFAULT;
     int any_untaken = 0, multi = st_producer_count(s) > 1;
     if (md)
@@ -550,8 +543,11 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
     if (any_untaken && !md)
         wrap(out, 2, 3, "(no \"at\" line: no call site was taken for those calls, as in imported PyTorch "
                         "profiler traces; they are grouped by API)");
+}
 
-    /* GPU utilisation: a label too wide for its column gets a line of its own. */
+/* GPU utilisation: a label too wide for its column gets a line of its own. */
+static void text_devices(FILE *out, const st_store *s, const an_result *r, int md) {
+    char cell[600], label[200];
     if (md)
         fprintf(out, "\n## GPU utilisation\n\n| GPU | busy ms | idle ms | util %% | idle: blocked | launch | host | unattributed | host blocked ms | kernels | copies |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     else if (r->n_devices)
@@ -574,25 +570,33 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
         fprintf(out, " %11.3f %11.3f %6.1f %16.3f\n", ms(d->busy_ns), ms(d->idle_ns), 100.0 * share(d->busy_ns, d->span_ns),
                 ms(d->blocked_ns));
     }
-    if (!md && r->n_devices) {
-        fprintf(out, "\nGPU idle time by cause (ms)\n  %-29s %11s %11s %11s %12s\n", "GPU", "blocked", "launch", "host",
-                "unattributed");
-        for (size_t i = 0; i < r->n_devices; i++) {
-            const an_device *d = &r->devices[i];
-            device_label(s, r, d->producer, d->device, label, sizeof label);
-            if (strlen(label) > 29)
-                fprintf(out, "  %s\n  %-29s", label, "");
-            else
-                fprintf(out, "  %-29s", label);
-            fprintf(out, " %11.3f %11.3f %11.3f %12.3f\n", ms(d->idle_by_cause[AN_CAUSE_BLOCK]),
-                    ms(d->idle_by_cause[AN_CAUSE_LAUNCH]), ms(d->idle_by_cause[AN_CAUSE_HOST]), ms(d->idle_by_cause[0]));
-        }
-        wrap(out, 2, 2, "blocked: the host was waiting in a CUDA call; launch: work was queued but had not "
-                        "started; host: the host submitted nothing in time; unattributed: gaps shorter than "
-                        "the threshold, and before the first and after the last GPU operation.");
-    }
+}
 
-    /* Findings, grouped by rule. */
+/* GPU idle time by cause (in the text report; Markdown has it in the utilisation table). */
+static void text_idle_causes(FILE *out, const st_store *s, const an_result *r) {
+    char label[200];
+    if (r->n_devices == 0)
+        return;
+    fprintf(out, "\nGPU idle time by cause (ms)\n  %-29s %11s %11s %11s %12s\n", "GPU", "blocked", "launch", "host",
+            "unattributed");
+    for (size_t i = 0; i < r->n_devices; i++) {
+        const an_device *d = &r->devices[i];
+        device_label(s, r, d->producer, d->device, label, sizeof label);
+        if (strlen(label) > 29)
+            fprintf(out, "  %s\n  %-29s", label, "");
+        else
+            fprintf(out, "  %-29s", label);
+        fprintf(out, " %11.3f %11.3f %11.3f %12.3f\n", ms(d->idle_by_cause[AN_CAUSE_BLOCK]),
+                ms(d->idle_by_cause[AN_CAUSE_LAUNCH]), ms(d->idle_by_cause[AN_CAUSE_HOST]), ms(d->idle_by_cause[0]));
+    }
+    wrap(out, 2, 2, "blocked: the host was waiting in a CUDA call; launch: work was queued but had not "
+                    "started; host: the host submitted nothing in time; unattributed: gaps shorter than "
+                    "the threshold, and before the first and after the last GPU operation.");
+}
+
+/* Findings, grouped by rule. */
+static void text_findings(FILE *out, const st_store *s, const an_result *r, int md) {
+    char where[512], cell[600], label[200], api[256], line[2048], rk[48];
     fprintf(out, md ? "\n## Findings (Nsight Systems expert rules)\n" : "\nFindings (the checks of Nsight Systems' expert rules)\n");
     if (r->n_findings == 0)
         fprintf(out, md ? "\nNone.\n" : "  none\n");
@@ -643,6 +647,25 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
             wrap(out, 4, 6, line);
     }
     free(low);
+}
+
+static void write_text(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, int md) {
+    char src[512], cell[600], line[2048];
+    safe(o->source ? o->source : "", src, sizeof src);
+    if (md)
+        fprintf(out, "# synctop report: %s\n\n", md_cell(src, cell, sizeof cell));
+    else {
+        snprintf(line, sizeof line, "synctop report: %s", src);
+        wrap(out, 0, 2, line);
+    }
+    if (!o->hta_only) {
+        text_totals(out, s, r, md);
+        text_sites(out, s, r, o, md);
+        text_devices(out, s, r, md);
+        if (!md)
+            text_idle_causes(out, s, r);
+        text_findings(out, s, r, md);
+    }
     if (o->hta)
         write_hta_text(out, o->hta, md);
 }

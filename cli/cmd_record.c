@@ -1,7 +1,8 @@
 /*
  * `synctop record ENDPOINT... -o FILE`: subscribes to one or more publishers and appends what they
  * send to a trace file until Ctrl-C/SIGTERM, until every producer seen has sent its last batch
- * (TP_BF_END), or until --duration passes. The file is flushed a few times a second, so a recorder
+ * (TP_BF_END), until every ipc publisher went away without it (a program killed outright), or
+ * until --duration passes. The file is flushed a few times a second, so a recorder
  * killed outright leaves a file that loses at most what it received in the last moments.
  *
  * On a terminal a progress line is refreshed about four times a second; otherwise only the final
@@ -119,11 +120,15 @@ static int record_tick(void *ctx) {
     return 0;
 }
 
-static int cmd_record(int argc, char **argv) {
-    const char *out_path = NULL, *server_key = NULL;
+typedef struct record_args {
+    const char *out_path, *server_key;
     const char *specs[RECORD_MAX_ENDPOINTS];
-    int n_specs = 0, force = 0;
-    double duration = 0;
+    int n_specs, force;
+    double duration;
+} record_args;
+
+/* The command line; -1 to go on, else the verb's status. */
+static int record_parse(int argc, char **argv, record_args *ra) {
     enum { O_OUT = 1, O_DURATION, O_FORCE, O_KEY };
     static const arg_opt opts[] = {
         {O_OUT, "--output", "-o", 1},
@@ -138,61 +143,57 @@ static int cmd_record(int argc, char **argv) {
         switch (id) {
         case ARGS_HELP: return 0;
         case ARGS_BAD: return EXIT_USAGE;
-        case O_OUT: out_path = a; break;
+        case O_OUT: ra->out_path = a; break;
         case O_DURATION:
-            if (args_double(&p, "--duration", a, 1e-3, 1e9, &duration))
+            if (args_double(&p, "--duration", a, 1e-3, 1e9, &ra->duration))
                 return EXIT_USAGE;
             break;
-        case O_FORCE: force = 1; break;
-        case O_KEY: server_key = a; break;
+        case O_FORCE: ra->force = 1; break;
+        case O_KEY: ra->server_key = a; break;
         default:
-            if (n_specs == RECORD_MAX_ENDPOINTS)
+            if (ra->n_specs == RECORD_MAX_ENDPOINTS)
                 return args_bad(&p, "at most %d endpoints", RECORD_MAX_ENDPOINTS);
-            specs[n_specs++] = a;
+            ra->specs[ra->n_specs++] = a;
             break;
         }
     }
-    if (n_specs == 0)
+    if (ra->n_specs == 0)
         return args_bad(&p, "no endpoint given");
-    if (out_path == NULL)
+    if (ra->out_path == NULL)
         return args_bad(&p, "no -o FILE given");
+    return -1;
+}
 
+/* Subscribes to every endpoint, then creates the file: a bad endpoint or key leaves no file
+ * behind. 0, or the verb's status with the reason said. */
+static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **sub, tp_fwriter **w) {
     err_msg err = {{0}};
-    char endpoints[RECORD_MAX_ENDPOINTS][512];
-    for (int i = 0; i < n_specs; i++) {
-        if (tp_endpoint_resolve(specs[i], endpoints[i], sizeof endpoints[i], &err) < 0) {
-            verb_error("record", "bad endpoint: %s", err.msg);
-            return EXIT_USAGE;
-        }
-    }
+    for (int i = 0; i < ra->n_specs; i++)
+        if (tp_endpoint_resolve(ra->specs[i], endpoints[i], sizeof endpoints[i], &err) < 0)
+            return verb_error("record", "bad endpoint: %s", err.msg), EXIT_USAGE;
     char key[TP_KEY_Z85_LEN + 1];
-    if (server_key != NULL && tp_public_key_resolve(server_key, key, &err) < 0) {
-        verb_error("record", "bad --server-key: %s", err.msg);
-        return 1;
-    }
-
-    /* Subscribe first: a bad endpoint or key leaves no file behind. */
-    tp_sub_opts so = {.server_key = server_key ? key : NULL};
-    tp_sub *sub = tp_sub_new(&so, &err);
-    if (sub == NULL) {
-        verb_error("record", "cannot subscribe: %s", err.msg);
-        return 1;
-    }
-    for (int i = 0; i < n_specs; i++) {
-        if (tp_sub_connect(sub, endpoints[i], &err) < 0) {
-            verb_error("record", "cannot connect: %s", err.msg);
-            tp_sub_destroy(&sub);
-            return 1;
+    if (ra->server_key != NULL && tp_public_key_resolve(ra->server_key, key, &err) < 0)
+        return verb_error("record", "bad --server-key: %s", err.msg);
+    tp_sub_opts so = {.server_key = ra->server_key ? key : NULL};
+    if ((*sub = tp_sub_new(&so, &err)) == NULL)
+        return verb_error("record", "cannot subscribe: %s", err.msg);
+    for (int i = 0; i < ra->n_specs; i++) {
+        if (tp_sub_connect(*sub, endpoints[i], &err) < 0) {
+            tp_sub_destroy(sub);
+            return verb_error("record", "cannot connect: %s", err.msg);
         }
     }
-    tp_fwriter *w = tp_fwriter_open(out_path, force ? TP_FW_OVERWRITE : 0, &err);
-    if (w == NULL) {
-        verb_error("record", "%s%s", err.msg, strstr(err.msg, "already exists") ? " (use --force to replace it)" : "");
-        tp_sub_destroy(&sub);
-        return 1;
+    if ((*w = tp_fwriter_open(ra->out_path, ra->force ? TP_FW_OVERWRITE : 0, &err)) == NULL) {
+        tp_sub_destroy(sub);
+        return verb_error("record", "%s%s", err.msg,
+                          strstr(err.msg, "already exists") ? " (use --force to replace it)" : "");
     }
-    int status = 0;
+    return 0;
+}
 
+/* Receives until every producer has ended, the ipc publishers went away, the duration passed or
+ * a signal came; returns why, in a few words, and sets *status on an error. */
+static const char *record_follow(recorder *rc, const char *const *endpoints, size_t n, int *status) {
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = record_on_signal;
@@ -200,35 +201,53 @@ static int cmd_record(int argc, char **argv) {
     record_stop = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-
-    recorder rc = {.w = w, .sub = sub, .tty = isatty(STDERR_FILENO), .duration = duration};
-    rc.t0 = rc.last_t = cm_now_s();
-    rc.next_tick = rc.t0 + RECORD_TICK_MS / 1000.0;
     live_opts lo = {.poll_ms = 50, .stop = &record_stop, .on_batch = record_batch, .on_tick = record_tick,
-                    .on_malformed = record_malformed, .ctx = &rc};
-    live_end end = live_follow(sub, &lo, &err);
-    const char *why = end == LIVE_DONE ? "duration reached" : live_end_name(end);
+                    .on_malformed = record_malformed, .ctx = rc, .endpoints = endpoints, .n_endpoints = n};
+    err_msg err = {{0}};
+    live_end end = live_follow(rc->sub, &lo, &err);
     if (end == LIVE_FAILED) {
-        verb_error("record", "%s: %s", rc.failed ? "cannot write" : "cannot receive", err.msg);
-        status = 1;
-    } else if (rc.failed) {
-        status = 1;
+        verb_error("record", "%s: %s", rc->failed ? "cannot write" : "cannot receive", err.msg);
+        *status = 1;
+    } else if (rc->failed) {
+        *status = 1;
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    if (rc.tty)
+    if (rc->tty)
         fputs("\r\033[K", stderr);
+    return end == LIVE_DONE ? "duration reached" : live_end_name(end);
+}
+
+static int cmd_record(int argc, char **argv) {
+    record_args ra = {0};
+    int status = record_parse(argc, argv, &ra);
+    if (status >= 0)
+        return status;
+    char endpoints[RECORD_MAX_ENDPOINTS][512];
+    tp_sub *sub = NULL;
+    tp_fwriter *w = NULL;
+    if ((status = record_open(&ra, endpoints, &sub, &w)) != 0)
+        return status;
+    const char *eps[RECORD_MAX_ENDPOINTS];
+    for (int i = 0; i < ra.n_specs; i++)
+        eps[i] = endpoints[i];
+
+    recorder rc = {.w = w, .sub = sub, .tty = isatty(STDERR_FILENO), .duration = ra.duration};
+    rc.t0 = rc.last_t = cm_now_s();
+    rc.next_tick = rc.t0 + RECORD_TICK_MS / 1000.0;
+    const char *why = record_follow(&rc, eps, (size_t)ra.n_specs, &status);
 
     tp_fwriter_stats ws;
     tp_sub_stats ss;
     tp_fwriter_stats_get(w, &ws);
     tp_sub_stats_get(sub, &ss);
+    err_msg err = {{0}};
     if (tp_fwriter_close(&w, &err) != 0) {
         verb_error("record", "cannot finish the file: %s", err.msg);
         status = 1;
     }
     fputs("synctop record: wrote ", stderr);
-    tp_print_sanitized(stderr, out_path, (size_t)-1);
+    tp_print_sanitized(stderr, ra.out_path, (size_t)-1);
     fputs(": ", stderr);
     put_counts(stderr, &ws, &ss, &rc);
     fprintf(stderr, "; %zu producers; stopped: %s\n", ss.n_producers, status ? "error" : why);

@@ -325,6 +325,37 @@ TEST(record_killed_mid_stream_leaves_a_readable_file) {
     expect_free(&x);
 }
 
+/* A program killed outright never sends its last batch: the recorder sees its ipc socket go and
+ * stops by itself, with what it received. */
+TEST(record_stops_when_the_publisher_went_away) {
+    const char *ep = endpoint("gone.sock");
+    KEEP_PATH(file, "gone.trace");
+    const char *pub_argv[] = {testpub_path(), "--endpoint", ep, "--events", "100000000", "--batch", "500",
+                              "--rate", "50000", "--seed", "11", "--wait-subscribers", "1", NULL};
+    pid_t pub = spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
+    const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
+    pid_t rec = spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    struct stat sb = {0};
+    for (int i = 0; i < 6000 && (stat(file, &sb) != 0 || sb.st_size < 50000); i++)
+        sleep_ms(10);
+    ASSERT_GE(sb.st_size, 50000);
+    ASSERT_OK(kill(pub, SIGKILL));
+    ASSERT_EQ(wait_exit(pub, 10), 128 + SIGKILL);
+    int st = wait_exit(rec, 30);
+    if (st == -1)
+        TASK_FAIL_("synctop record did not stop after its publisher was killed");
+    char *rec_err = slurp_text(task_path("rec.err"));
+    ASSERT_EQ(st, 0);
+    ASSERT_STR_CONTAINS(rec_err, "stopped: the program went away without its last batch");
+    free(rec_err);
+    expect x;
+    expect_init(&x, 11);
+    readback rb = check_recorded(file, 11, &x);
+    ASSERT_GT(rb.events, 1000);
+    ASSERT(!rb.ended);
+    expect_free(&x);
+}
+
 TEST(record_stops_cleanly_on_sigterm) {
     const char *ep = endpoint("term.sock");
     KEEP_PATH(file, "term.trace");

@@ -967,92 +967,85 @@ static void event_reset(kev *e) {
 /* yajl callbacks                                                                             */
 /* ------------------------------------------------------------------------------------------ */
 
-#define KEY_IS(lit) (len == sizeof(lit) - 1 && memcmp(s, lit, sizeof(lit) - 1) == 0)
+/* The schema: each key the importer reads, where it may appear, and for the plain numbers where
+ * their value goes. key_of finds a key here; scalar stores the plain numbers from the table and
+ * handles the rest (strings, the timestamps' error bits, the top level) by key. */
+enum field_kind {
+    F_OTHER,  /* scalar() handles it by key */
+    F_EV_INT, /* an integer into the event (at off), setting bit in kev.have */
+    F_DP_INT  /* an integer into the device properties (at off) */
+};
+
+typedef struct kfield {
+    uint8_t ctx;  /* enum ctx */
+    uint8_t kind; /* enum field_kind */
+    uint8_t len;  /* strlen(key) */
+    const char *key;
+    size_t off;
+    uint32_t bit;
+} kfield;
+
+#define KF(c, k, kind_, off_, bit_) {(c), (kind_), sizeof(k) - 1, (k), (off_), (bit_)}
+#define EV_INT(c, k, field, bit_) KF(c, k, F_EV_INT, offsetof(kev, field), (bit_))
+#define DP_INT(k, field) KF(C_DEVPROP, k, F_DP_INT, offsetof(kdevprop, field), 0)
+#define OTHER(c, k) KF(c, k, F_OTHER, 0, 0)
+
+static const kfield k_fields[] = {
+    [K_NONE] = OTHER(C_ROOT, ""),
+    [K_TRACE_EVENTS] = OTHER(C_TOP, "traceEvents"),
+    [K_DEVPROPS] = OTHER(C_TOP, "deviceProperties"),
+    [K_DIST] = OTHER(C_TOP, "distributedInfo"),
+    [K_BASE_TIME] = OTHER(C_TOP, "baseTimeNanoseconds"),
+    [K_HOSTNAME] = OTHER(C_TOP, "hostname"),
+    [K_RANK] = OTHER(C_DIST, "rank"),
+    [K_WORLD] = OTHER(C_DIST, "world_size"),
+    [K_P_ID] = DP_INT("id", id),
+    [K_P_NAME] = OTHER(C_DEVPROP, "name"),
+    [K_P_MAJOR] = DP_INT("computeMajor", major),
+    [K_P_MINOR] = DP_INT("computeMinor", minor),
+    [K_P_MEM] = DP_INT("totalGlobalMem", mem),
+    [K_P_SMS] = DP_INT("numSms", sms),
+    [K_PH] = OTHER(C_EVENT, "ph"),
+    [K_CAT] = OTHER(C_EVENT, "cat"),
+    [K_NAME] = OTHER(C_EVENT, "name"),
+    [K_PID] = EV_INT(C_EVENT, "pid", pid, H_PID),
+    [K_TID] = EV_INT(C_EVENT, "tid", tid, H_TID),
+    [K_TS] = OTHER(C_EVENT, "ts"),
+    [K_DUR] = OTHER(C_EVENT, "dur"),
+    [K_ARGS] = OTHER(C_EVENT, "args"),
+    [K_A_DEVICE] = EV_INT(C_ARGS, "device", device, H_DEVICE),
+    [K_A_STREAM] = EV_INT(C_ARGS, "stream", stream, H_STREAM),
+    [K_A_CORR] = EV_INT(C_ARGS, "correlation", corr, H_CORR),
+    [K_A_CBID] = EV_INT(C_ARGS, "cbid", cbid, H_CBID),
+    [K_A_BYTES] = EV_INT(C_ARGS, "bytes", bytes, H_BYTES),
+    [K_A_CONTEXT] = EV_INT(C_ARGS, "context", context, H_CONTEXT),
+    [K_A_GRID] = OTHER(C_ARGS, "grid"),
+    [K_A_BLOCK] = OTHER(C_ARGS, "block"),
+    [K_A_SYNC_KIND] = OTHER(C_ARGS, "cuda_sync_kind"),
+    [K_A_EVENT] = EV_INT(C_ARGS, "wait_on_cuda_event_id", event, H_EVENT),
+    [K_A_NAME] = OTHER(C_ARGS, "name"),
+    [K_A_FROM_DEV] = EV_INT(C_ARGS, "fromDevice", from_dev, H_FROM_DEV),
+    [K_A_TO_DEV] = EV_INT(C_ARGS, "toDevice", to_dev, H_TO_DEV),
+    [K_A_GRAPH] = EV_INT(C_ARGS, "graph id", graph, H_GRAPH),
+};
+
+/* The keys of each context are consecutive in enum key: [first, last]. */
+static const struct {
+    uint8_t first, last;
+} k_ctx_keys[] = {
+    [C_TOP] = {K_TRACE_EVENTS, K_HOSTNAME}, [C_DIST] = {K_RANK, K_WORLD},  [C_DEVPROP] = {K_P_ID, K_P_SMS},
+    [C_EVENT] = {K_PH, K_ARGS},             [C_ARGS] = {K_A_DEVICE, K_A_GRAPH},
+};
 
 static int key_of(int ctx, const char *s, size_t len) {
-    switch (ctx) {
-    case C_EVENT:
-        if (KEY_IS("ph"))
-            return K_PH;
-        if (KEY_IS("cat"))
-            return K_CAT;
-        if (KEY_IS("name"))
-            return K_NAME;
-        if (KEY_IS("pid"))
-            return K_PID;
-        if (KEY_IS("tid"))
-            return K_TID;
-        if (KEY_IS("ts"))
-            return K_TS;
-        if (KEY_IS("dur"))
-            return K_DUR;
-        if (KEY_IS("args"))
-            return K_ARGS;
+    if (ctx < 0 || (size_t)ctx >= sizeof k_ctx_keys / sizeof k_ctx_keys[0] || k_ctx_keys[ctx].first == K_NONE)
         return K_NONE;
-    case C_ARGS:
-        if (KEY_IS("device"))
-            return K_A_DEVICE;
-        if (KEY_IS("stream"))
-            return K_A_STREAM;
-        if (KEY_IS("correlation"))
-            return K_A_CORR;
-        if (KEY_IS("cbid"))
-            return K_A_CBID;
-        if (KEY_IS("bytes"))
-            return K_A_BYTES;
-        if (KEY_IS("context"))
-            return K_A_CONTEXT;
-        if (KEY_IS("grid"))
-            return K_A_GRID;
-        if (KEY_IS("block"))
-            return K_A_BLOCK;
-        if (KEY_IS("cuda_sync_kind"))
-            return K_A_SYNC_KIND;
-        if (KEY_IS("wait_on_cuda_event_id"))
-            return K_A_EVENT;
-        if (KEY_IS("name"))
-            return K_A_NAME;
-        if (KEY_IS("fromDevice"))
-            return K_A_FROM_DEV;
-        if (KEY_IS("toDevice"))
-            return K_A_TO_DEV;
-        if (KEY_IS("graph id"))
-            return K_A_GRAPH;
-        return K_NONE;
-    case C_TOP:
-        if (KEY_IS("traceEvents"))
-            return K_TRACE_EVENTS;
-        if (KEY_IS("deviceProperties"))
-            return K_DEVPROPS;
-        if (KEY_IS("distributedInfo"))
-            return K_DIST;
-        if (KEY_IS("baseTimeNanoseconds"))
-            return K_BASE_TIME;
-        if (KEY_IS("hostname"))
-            return K_HOSTNAME;
-        return K_NONE;
-    case C_DIST:
-        if (KEY_IS("rank"))
-            return K_RANK;
-        if (KEY_IS("world_size"))
-            return K_WORLD;
-        return K_NONE;
-    case C_DEVPROP:
-        if (KEY_IS("id"))
-            return K_P_ID;
-        if (KEY_IS("name"))
-            return K_P_NAME;
-        if (KEY_IS("computeMajor"))
-            return K_P_MAJOR;
-        if (KEY_IS("computeMinor"))
-            return K_P_MINOR;
-        if (KEY_IS("totalGlobalMem"))
-            return K_P_MEM;
-        if (KEY_IS("numSms"))
-            return K_P_SMS;
-        return K_NONE;
-    default: return K_NONE;
+    for (int i = k_ctx_keys[ctx].first; i <= k_ctx_keys[ctx].last; i++) {
+        const kfield *f = &k_fields[i];
+        if (f->len == len && f->key[0] == s[0] && memcmp(f->key, s, len) == 0)
+            return i;
     }
+    return K_NONE;
 }
 
 static int push(kimp *k, int ctx) {
@@ -1176,6 +1169,19 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
     kev *e = &k->ev;
     int64_t v = 0;
     int ok;
+    const kfield *f = &k_fields[k->key];
+    if (f->ctx != k->stack[k->sp]) /* a value in an array after such a key: not that key's */
+        f = &k_fields[K_NONE];
+    if (f->kind == F_EV_INT) {
+        if (num && dec_parse(num, num_len, 0, 1, (int64_t *)(void *)((char *)e + f->off)) == 0)
+            e->have |= f->bit;
+        return 1;
+    }
+    if (f->kind == F_DP_INT) {
+        if (num && dec_parse(num, num_len, 0, 1, &v) == 0)
+            *(int64_t *)(void *)((char *)&k->dp + f->off) = v;
+        return 1;
+    }
     switch (k->stack[k->sp]) {
     case C_ROOT: return fail_here(k, ERR_MALFORMED, "not a Kineto trace: the JSON text is not an object");
     case C_EVENTS:
@@ -1201,81 +1207,21 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
             if (str && kbuf_set(&e->name, str, str_len, TP_STRING_MAX) != 0)
                 return fail_nomem(k);
             return 1;
-        case K_PID:
-            if (num && dec_parse(num, num_len, 0, 1, &e->pid) == 0)
-                e->have |= H_PID;
-            return 1;
-        case K_TID:
-            if (num && dec_parse(num, num_len, 0, 1, &e->tid) == 0)
-                e->have |= H_TID;
-            return 1;
         case K_TS: e->have |= num && dec_parse(num, num_len, 3, 0, &e->ts) == 0 ? H_TS : H_TS_BAD; return 1;
         case K_DUR:
             e->have |= num && dec_parse(num, num_len, 3, 0, &e->dur) == 0 ? H_DUR : H_DUR_BAD;
             return 1;
         default: return 1;
         }
-    case C_ARGS: {
-        int64_t *dst = NULL;
-        uint32_t bit = 0;
-        switch (k->key) {
-        case K_A_DEVICE:
-            dst = &e->device;
-            bit = H_DEVICE;
-            break;
-        case K_A_STREAM:
-            dst = &e->stream;
-            bit = H_STREAM;
-            break;
-        case K_A_CORR:
-            dst = &e->corr;
-            bit = H_CORR;
-            break;
-        case K_A_CBID:
-            dst = &e->cbid;
-            bit = H_CBID;
-            break;
-        case K_A_BYTES:
-            dst = &e->bytes;
-            bit = H_BYTES;
-            break;
-        case K_A_CONTEXT:
-            dst = &e->context;
-            bit = H_CONTEXT;
-            break;
-        case K_A_EVENT:
-            dst = &e->event;
-            bit = H_EVENT;
-            break;
-        case K_A_FROM_DEV:
-            dst = &e->from_dev;
-            bit = H_FROM_DEV;
-            break;
-        case K_A_TO_DEV:
-            dst = &e->to_dev;
-            bit = H_TO_DEV;
-            break;
-        case K_A_GRAPH:
-            dst = &e->graph;
-            bit = H_GRAPH;
-            break;
-        case K_A_SYNC_KIND:
-            if (str)
-                e->sync_kind = sync_type_of(str, str_len);
-            return 1;
-        case K_A_NAME:
-            if (str) {
-                if (kbuf_set(&e->mname, str, str_len, NAME_KEEP) != 0)
-                    return fail_nomem(k);
-                e->have |= H_MNAME;
-            }
-            return 1;
-        default: return 1;
+    case C_ARGS:
+        if (k->key == K_A_SYNC_KIND && str) {
+            e->sync_kind = sync_type_of(str, str_len);
+        } else if (k->key == K_A_NAME && str) {
+            if (kbuf_set(&e->mname, str, str_len, NAME_KEEP) != 0)
+                return fail_nomem(k);
+            e->have |= H_MNAME;
         }
-        if (num && dec_parse(num, num_len, 0, 1, dst) == 0)
-            e->have |= bit;
         return 1;
-    }
     case C_DIMS: {
         ok = num && dec_parse(num, num_len, 0, 1, &v) == 0 && v >= 0 && v <= (int64_t)UINT32_MAX;
         uint32_t *dims = e->dims == K_A_GRID ? e->grid : e->block;
@@ -1307,25 +1253,12 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
             }
         }
         return 1;
-    case C_DEVPROP: {
-        kdevprop *d = &k->dp;
+    case C_DEVPROP:
         if (k->key == K_P_NAME && str) {
-            d->name_len = str_len < NAME_KEEP ? str_len : NAME_KEEP;
-            memcpy(d->name, str, d->name_len);
-            return 1;
-        }
-        if (!num || dec_parse(num, num_len, 0, 1, &v) != 0)
-            return 1;
-        switch (k->key) {
-        case K_P_ID: d->id = v; break;
-        case K_P_MAJOR: d->major = v; break;
-        case K_P_MINOR: d->minor = v; break;
-        case K_P_MEM: d->mem = v; break;
-        case K_P_SMS: d->sms = v; break;
-        default: break;
+            k->dp.name_len = str_len < NAME_KEEP ? str_len : NAME_KEEP;
+            memcpy(k->dp.name, str, k->dp.name_len);
         }
         return 1;
-    }
     default: return 1;
     }
 }

@@ -9,27 +9,15 @@
 
 #include "synctop/codec.h"
 #include "synctop/sanitize.h"
+#include "seeds.h"
 #include "synth.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static void write_seed(const char *dir, const char *name, const tp_buf *b) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (f == NULL || fwrite(b->data, 1, b->len, f) != b->len) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(1);
-    }
-    fclose(f);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    for (int i = 1; i + 1 < *argc; i++) {
-        if (strcmp((*argv)[i], "--write-seeds") != 0)
-            continue;
-        const char *dir = (*argv)[i + 1];
+    const char *dir = fuzz_seed_dir(*argc, *argv);
+    if (dir != NULL) {
         tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 42});
         synth s;
         synth_init(&s, 42);
@@ -37,13 +25,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         synth_fill(&s, enc, 60);
         tp_enc_finish(enc, &b);
         tp_enc_delivered(enc, 1);
-        write_seed(dir, "raw", &b);
+        fuzz_write_seed(dir, "raw", b.data, b.len);
         tp_batch_compress(b.data, b.len, 1, &z, NULL);
-        write_seed(dir, "zstd", &z);
+        fuzz_write_seed(dir, "zstd", z.data, z.len);
         synth_fill(&s, enc, 5);
         tp_enc_keyframe(enc);
         tp_enc_finish_flags(enc, TP_BF_END, &b);
-        write_seed(dir, "keyframe", &b);
+        fuzz_write_seed(dir, "keyframe", b.data, b.len);
         tp_buf_free(&b);
         tp_buf_free(&z);
         tp_enc_destroy(&enc);

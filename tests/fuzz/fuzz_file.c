@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "synctop/file.h"
+#include "seeds.h"
 #include "synth.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -47,10 +48,8 @@ static int memfd = -1;
 static char memfd_path[64];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    for (int i = 1; i + 1 < *argc; i++) {
-        if (strcmp((*argv)[i], "--write-seeds") != 0)
-            continue;
-        const char *dir = (*argv)[i + 1];
+    const char *dir = fuzz_seed_dir(*argc, *argv);
+    if (dir != NULL) {
         write_seed(dir, "small.trace", 8, 6, 0);
         write_seed(dir, "one.trace", 1, 3, 0);
         write_seed(dir, "cut.trace", 8, 6, 1);

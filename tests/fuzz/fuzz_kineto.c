@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "kineto.h"
+#include "seeds.h"
 #include "synctop/codec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -53,17 +54,6 @@ static const char *const seeds[] = {
      "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7}}]"),
 };
 
-static void write_seed(const char *dir, const char *name, const void *data, size_t len) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (f == NULL || fwrite(data, 1, len, f) != len) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(1);
-    }
-    fclose(f);
-}
-
 static void write_trace_seeds(const char *dir) {
 #ifdef KINETO_TRACE_DIR
     char path[4096];
@@ -77,14 +67,14 @@ static void write_trace_seeds(const char *dir) {
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
         tp_buf_append(&gz, chunk, n);
     fclose(f);
-    write_seed(dir, "real.json.gz", gz.data, gz.len);
+    fuzz_write_seed(dir, "real.json.gz", gz.data, gz.len);
     gzFile z = gzopen(path, "rb");
     int m;
     while (z && (m = gzread(z, chunk, sizeof chunk)) > 0)
         tp_buf_append(&text, chunk, (size_t)m);
     if (z)
         gzclose(z);
-    write_seed(dir, "real.json", text.data, text.len);
+    fuzz_write_seed(dir, "real.json", text.data, text.len);
     tp_buf_free(&gz);
     tp_buf_free(&text);
 #else
@@ -93,14 +83,12 @@ static void write_trace_seeds(const char *dir) {
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    for (int i = 1; i + 1 < *argc; i++) {
-        if (strcmp((*argv)[i], "--write-seeds") != 0)
-            continue;
-        const char *dir = (*argv)[i + 1];
+    const char *dir = fuzz_seed_dir(*argc, *argv);
+    if (dir != NULL) {
         for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
             char name[32];
             snprintf(name, sizeof name, "seed%zu.json", s);
-            write_seed(dir, name, seeds[s], strlen(seeds[s]));
+            fuzz_write_seed(dir, name, seeds[s], strlen(seeds[s]));
         }
         write_trace_seeds(dir);
         exit(0);

@@ -17,28 +17,16 @@
 #include "store.h"
 #include "symbols.h"
 #include "synctop/codec.h"
+#include "seeds.h"
 #include "synth.h"
 #include "screen.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static void write_seed(const char *dir, const char *name, const tp_buf *b) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (f == NULL || fwrite(b->data, 1, b->len, f) != b->len) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(1);
-    }
-    fclose(f);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    for (int i = 1; i + 1 < *argc; i++) {
-        if (strcmp((*argv)[i], "--write-seeds") != 0)
-            continue;
-        const char *dir = (*argv)[i + 1];
+    const char *dir = fuzz_seed_dir(*argc, *argv);
+    if (dir != NULL) {
         tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 7});
         synth s;
         synth_init(&s, 7);
@@ -46,11 +34,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         synth_fill(&s, enc, 120); /* metadata and two steps */
         tp_enc_finish(enc, &one);
         tp_enc_delivered(enc, 1);
-        write_seed(dir, "one-batch", &one);
+        fuzz_write_seed(dir, "one-batch", one.data, one.len);
         synth_fill(&s, enc, 60);
         tp_enc_finish_flags(enc, TP_BF_END, &two);
         tp_buf_append(&one, two.data, two.len);
-        write_seed(dir, "two-batches", &one);
+        fuzz_write_seed(dir, "two-batches", one.data, one.len);
         /* a stream whose only event, a long kernel, began before everything the bound keeps */
         uint32_t kname = tp_enc_intern_cstr(enc, "persistent");
         tp_record rec;
@@ -63,7 +51,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
             tp_enc_add(enc, &rec);
         }
         tp_enc_finish(enc, &two);
-        write_seed(dir, "window-drops-a-new-lane", &two);
+        fuzz_write_seed(dir, "window-drops-a-new-lane", two.data, two.len);
         tp_buf_free(&one);
         tp_buf_free(&two);
         tp_enc_destroy(&enc);

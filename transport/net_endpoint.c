@@ -199,7 +199,7 @@ int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, err_msg *err
     else if (strncmp(spec, "tcp://", 6) == 0)
         rc = put(out, outlen, err, "%s", spec);
     else if (strstr(spec, "://") != NULL)
-        return put(out, outlen, err, "%s", spec); /* ipc://, inproc://: libzmq checks them */
+        return put(out, outlen, err, "%s", spec); /* the publisher allows only tcp and ipc files */
     else if (spec[0] == '/' || strncmp(spec, "./", 2) == 0)
         return put(out, outlen, err, "ipc://%s", spec);
     else if (spec[0] == ':')

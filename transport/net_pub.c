@@ -85,7 +85,7 @@ static int choose_endpoint(const tp_pub_opts *o, char *ep, int *is_default, err_
                               "reach it could read the trace. Create keys with `synctop keygen` "
                               "and publish with them, or pass --insecure to publish in the clear",
                               ep);
-    } else if (strncmp(ep, "ipc://", 6) == 0) {
+    } else if (strncmp(ep, "ipc://", 6) == 0 && ep[6] != '@') {
         struct sockaddr_un sa;
         if (strlen(ep + 6) >= sizeof sa.sun_path)
             return err_set(err, ERR_LIMIT, "socket path %s is longer than %zu bytes", ep + 6,
@@ -95,6 +95,15 @@ static int choose_endpoint(const tp_pub_opts *o, char *ep, int *is_default, err_
             return err_set(err, ERR_EXIST, "another publisher is already listening on %s", ep);
         if (*is_default)
             tp_endpoint_remove_stale(NULL);
+    } else if (strncmp(ep, "ipc://@", 7) == 0) {
+        return err_set(err, ERR_SECURITY,
+                       "refusing to publish on %s: an abstract socket has no file permissions, so "
+                       "every local user could read the trace; give a file path (ipc:///PATH)",
+                       ep);
+    } else {
+        /* pgm, epgm, norm, tipc, vmci, inproc...: none has the loopback and key checks above */
+        return err_set(err, ERR_SECURITY, "refusing to publish on %s: only tcp:// and ipc:///PATH are allowed",
+                       ep);
     }
     return 0;
 }
@@ -129,7 +138,7 @@ static int bind_endpoint(tp_pub *p, err_msg *err) {
         len <= sizeof last)
         memcpy(p->endpoint, last, len);
     const char *path = p->endpoint + 6;
-    if (strncmp(p->endpoint, "ipc://", 6) == 0 && path[0] != '@') {
+    if (strncmp(p->endpoint, "ipc://", 6) == 0) {
         struct stat st;
         /* Remember which file is ours (to remove it, and only it), then let only our user
          * connect, wherever the file is. */

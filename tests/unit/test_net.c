@@ -980,6 +980,28 @@ TEST(nonloopback_bind_needs_keys_or_insecure) {
     tp_pub_destroy(&pub);
 }
 
+/* Only tcp (under the rules above) and ipc with a file path: the other transports libzmq knows
+ * have none of those checks, and an abstract ipc socket has no permissions at all. */
+TEST(publisher_allows_only_tcp_and_ipc_files) {
+    static const char *const refused[] = {"ipc://@synctop-test", "pgm://eth0;239.192.1.1:5555",
+                                          "epgm://eth0;239.192.1.1:5555", "norm://1,127.0.0.1:5555",
+                                          "tipc://{5560,0,0}", "inproc://synctop", "vmci://1:5555"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        err_msg err = {{0}};
+        tp_pub *pub = tp_pub_new(&(tp_pub_opts){.endpoint = refused[i]}, &err);
+        if (pub != NULL)
+            TASK_FAIL_("published on %s", refused[i]);
+        ASSERT_STR_CONTAINS(err.msg, "refusing to publish");
+    }
+    char ep[PATH_MAX];
+    snprintf(ep, sizeof ep, "ipc://%s/allowed.sock", task_tmpdir());
+    tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = ep});
+    struct stat st;
+    ASSERT_OK(stat(ep + 6, &st));
+    ASSERT_EQ(st.st_mode & 0777, 0600);
+    tp_pub_destroy(&pub);
+}
+
 /* ---- endpoints ---- */
 
 TEST(endpoint_resolve_forms) {

@@ -79,7 +79,7 @@ static int cmd_attach(int argc, char **argv) {
     }
     if (n == 0) {
         char dir[TP_ENDPOINT_MAX];
-        if (tp_endpoint_dir(dir, sizeof dir, &err) != 0)
+        if (tp_endpoint_dir(dir, sizeof dir, &err) < 0)
             return verb_error("attach", "%s", err.msg);
         o.scan_endpoint_dir = 1;
     }

@@ -893,9 +893,18 @@ static int start(void) {
                           .insecure = g.cfg.insecure};
         g.pub = tp_pub_new(&po, &err);
         explicit_bzero(&keys, sizeof keys); /* the secret key lives on in the socket only */
-        if (g.pub == NULL) {
+        if (g.pub == NULL && g.cfg.record[0] == '\0') {
             notice("not tracing: cannot publish: %s", err.msg);
             goto unsubscribe;
+        }
+        if (g.pub == NULL) {
+            /* the recording needs no socket */
+            notice("not publishing (%s); recording to %s only", err.msg, g.cfg.record);
+        } else if (po.endpoint == NULL) {
+            char dir[TP_ENDPOINT_MAX];
+            err_msg refused = {{0}};
+            if (tp_endpoint_dir(dir, sizeof dir, &refused) == 1)
+                notice("%s; publishing on %s instead", refused.msg, tp_pub_endpoint(g.pub));
         }
     }
     if (g.cfg.record[0] != '\0') {

@@ -89,17 +89,60 @@ static int private_dir(const char *path, err_msg *err) {
     return 0;
 }
 
+/* mkdir -p of the directories above path that are missing, private (0700) when it makes them. */
+static void make_parents(const char *path) {
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *slash = strchr(p + 1, '/'); slash != NULL; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        mkdir(p, 0700);
+        *slash = '/';
+    }
+}
+
+/* Where sockets go when the shared temporary directory's one was spoiled by someone else:
+ * $HOME/.cache/synctop/HOST (per host: a home directory may be shared between machines). */
+static int home_dir(char *path, size_t len) {
+    const char *home = getenv("HOME");
+    char host[256] = "localhost";
+    struct stat st;
+    if (home == NULL || home[0] != '/' || stat(home, &st) != 0 || st.st_uid != geteuid())
+        return -1;
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = '\0';
+    for (char *c = host; *c; c++)
+        if (*c == '/')
+            *c = '_';
+    int n = snprintf(path, len, "%s/.cache/synctop/%s", home, host);
+    if (n < 0 || (size_t)n >= len)
+        return -1;
+    make_parents(path);
+    return 0;
+}
+
 int tp_endpoint_dir(char *out, size_t outlen, err_msg *err) {
     char path[PATH_MAX];
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    const char *xdg = getenv("XDG_RUNTIME_DIR"), *tmp = getenv("TMPDIR");
     int n;
     if (xdg_usable(xdg))
         n = snprintf(path, sizeof path, "%s/synctop", xdg);
     else
-        n = snprintf(path, sizeof path, "/tmp/synctop-%u", (unsigned)geteuid());
+        n = snprintf(path, sizeof path, "%s/synctop-%u", tmp != NULL && tmp[0] == '/' ? tmp : "/tmp",
+                     (unsigned)geteuid());
     if (n < 0 || (size_t)n >= sizeof path)
-        return err_set(err, ERR_LIMIT, "XDG_RUNTIME_DIR is too long");
+        return err_set(err, ERR_LIMIT, "%s is too long", xdg_usable(xdg) ? "XDG_RUNTIME_DIR" : "TMPDIR");
     int rc = private_dir(path, err);
+    if (rc == ERR_SECURITY && !xdg_usable(xdg)) {
+        /* Another user can spoil a shared temporary directory's entry: step aside to our own. */
+        char home[PATH_MAX];
+        err_msg why;
+        if (home_dir(home, sizeof home) == 0 && private_dir(home, &why) == 0) {
+            if ((rc = put(out, outlen, err, "%s", home)) < 0)
+                return rc;
+            return 1;
+        }
+        return rc;
+    }
     if (rc < 0)
         return rc;
     return put(out, outlen, err, "%s", path);

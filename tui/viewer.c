@@ -183,7 +183,7 @@ static void viewer_add(void *vw, const char *ep) { viewer_connect(vw, ep); }
 static void viewer_scan(viewer *w) {
     char dir[TP_ENDPOINT_MAX];
     err_msg err;
-    if (tp_endpoint_dir(dir, sizeof dir, &err) != 0)
+    if (tp_endpoint_dir(dir, sizeof dir, &err) < 0)
         return;
     DIR *d = opendir(dir);
     if (d == NULL)

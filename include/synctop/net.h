@@ -37,8 +37,11 @@ extern "C" {
 
 /* ---- endpoints ---- */
 
-/* The private directory for ipc endpoints, created 0700 if missing. Refuses (ERR_SECURITY) a
- * directory owned by another user or open to group/others. */
+/* The private directory for ipc endpoints, created 0700 if missing: $XDG_RUNTIME_DIR/synctop, or
+ * without it $TMPDIR/synctop-UID (/tmp by default). Refuses (ERR_SECURITY) a directory owned by
+ * another user, open to group/others or a symbolic link. When the temporary directory's one is
+ * refused so (another user can create it first), it falls back to $HOME/.cache/synctop/HOST and
+ * returns 1, with the reason the first was refused in err; else 0. */
 int tp_endpoint_dir(char *out, size_t outlen, err_msg *err);
 /* "ipc://DIR/PID.sock" for that pid. */
 int tp_endpoint_for_pid(long pid, char *out, size_t outlen, err_msg *err);

@@ -522,6 +522,56 @@ TEST(tracer_publishes_and_records_a_program) {
     free(err);
 }
 
+/* A recording needs no socket: when publishing is refused, the tracer still records, and says so
+ * in one line. */
+TEST(tracer_records_when_it_cannot_publish) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=ipc://@synctop-abstract", NULL};
+    ASSERT_EQ(run_harness("context_create 1\ncall domain=rt cbid=131 wait=500000 site=1\n"
+                          "kernel name=k start=2000000000 end=2000002000 dev=0 ctx=1 stream=13 corr=9\n"
+                          "context_destroy 1\n",
+                          env),
+              0);
+    char *err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(err, "synctop: not publishing (refusing to publish on ipc://@synctop-abstract");
+    ASSERT_STR_CONTAINS(err, "recording to ");
+    ASSERT_EQ(strchr(err, '\n') - err + 1, (int64_t)strlen(err));
+    model m;
+    model_init(&m);
+    model_from_file(&m, task_path("trace.trace"));
+    ASSERT(m.ended);
+    ASSERT_EQ(count_kind(&m, TP_K_API), 1);
+    ASSERT_EQ(count_kind(&m, TP_K_KERNEL), 1);
+    model_free(&m);
+    free(err);
+}
+
+/* Another user who creates $TMPDIR/synctop-UID first (open to all) cannot switch tracing off: the
+ * tracer publishes in $HOME/.cache/synctop/HOST instead, and says where. */
+TEST(tracer_steps_aside_from_a_spoiled_socket_directory) {
+    char tmp[600], home[600], spoiled[700];
+    snprintf(tmp, sizeof tmp, "%s", task_path("tmp"));
+    snprintf(home, sizeof home, "%s", task_path("home"));
+    ASSERT_OK(mkdir(tmp, 0700));
+    ASSERT_OK(mkdir(home, 0700));
+    snprintf(spoiled, sizeof spoiled, "%s/synctop-%u", tmp, (unsigned)geteuid());
+    ASSERT_OK(mkdir(spoiled, 0777));
+    ASSERT_OK(chmod(spoiled, 0777));
+    char tmpdir[700], homevar[700];
+    snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", tmp);
+    snprintf(homevar, sizeof homevar, "HOME=%s", home);
+    const char *env[] = {tmpdir, homevar, "XDG_RUNTIME_DIR=", "SYNCTOP_LISTEN=", NULL};
+    ASSERT_EQ(run_harness("context_create 1\ncall domain=rt cbid=131 wait=500000 site=1\ncontext_destroy 1\n", env), 0);
+    char *err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(err, "accessible by group or others");
+    char where[800];
+    snprintf(where, sizeof where, "publishing on ipc://%s/.cache/synctop/", home);
+    ASSERT_STR_CONTAINS(err, where);
+    ASSERT_NULL(strstr(err, "not tracing"));
+    free(err);
+}
+
 TEST(tracer_subscribe_failure_steps_aside) {
     char record[512];
     snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));

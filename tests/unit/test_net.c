@@ -1132,6 +1132,45 @@ TEST(endpoint_dir_refuses_unsafe_directories) {
     ASSERT_OK(rmdir(path));
 }
 
+/* The shared temporary directory's entry, spoiled by someone else, is stepped around the same way
+ * by every process of the user: the publisher and whoever attaches agree on the fallback. */
+TEST(endpoint_dir_falls_back_to_home_when_tmp_is_spoiled) {
+    char tmp[PATH_MAX], home[PATH_MAX], spoiled[PATH_MAX + 32], dir[PATH_MAX], again[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", task_path("tmp"));
+    snprintf(home, sizeof home, "%s", task_path("home"));
+    ASSERT_OK(mkdir(tmp, 0700));
+    ASSERT_OK(mkdir(home, 0700));
+    ASSERT_OK(setenv("XDG_RUNTIME_DIR", "", 1));
+    ASSERT_OK(setenv("TMPDIR", tmp, 1));
+    ASSERT_OK(setenv("HOME", home, 1));
+    err_msg err = {{0}};
+    snprintf(spoiled, sizeof spoiled, "%s/synctop-%u", tmp, (unsigned)geteuid());
+    ASSERT_OK(tp_endpoint_dir(dir, sizeof dir, &err)); /* unspoiled: the temporary directory */
+    ASSERT_STR_EQ(dir, spoiled);
+    ASSERT_OK(chmod(spoiled, 0777));
+    ASSERT_EQ(tp_endpoint_dir(dir, sizeof dir, &err), 1);
+    ASSERT_STR_CONTAINS(err.msg, "accessible by group or others");
+    char want[PATH_MAX + 32];
+    snprintf(want, sizeof want, "%s/.cache/synctop/", home);
+    ASSERT(strncmp(dir, want, strlen(want)) == 0);
+    struct stat st;
+    ASSERT_OK(lstat(dir, &st));
+    ASSERT_EQ(st.st_mode & 07777, 0700);
+    ASSERT_EQ(tp_endpoint_dir(again, sizeof again, &err), 1);
+    ASSERT_STR_EQ(again, dir);
+    /* a symbolic link in its place is stepped around too */
+    ASSERT_OK(rmdir(spoiled));
+    ASSERT_OK(symlink(home, spoiled));
+    ASSERT_EQ(tp_endpoint_dir(again, sizeof again, &err), 1);
+    ASSERT_STR_EQ(again, dir);
+    /* the default endpoint is there */
+    tp_pub *pub = pub_new(NULL);
+    char ep[PATH_MAX + 64];
+    snprintf(ep, sizeof ep, "ipc://%s/%ld.sock", dir, (long)getpid());
+    ASSERT_STR_EQ(tp_pub_endpoint(pub), ep);
+    tp_pub_destroy(&pub);
+}
+
 TEST(default_endpoint_is_pid_socket_removed_on_destroy) {
     const char *xdg = use_private_runtime_dir();
     tp_pub *pub = pub_new(NULL);

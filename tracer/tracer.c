@@ -118,6 +118,7 @@ static struct {
     tr_sites *sites;
     tp_pub *pub;
     tp_fwriter *fw;
+    int fw_failed;            /* the recording stopped (a full disk): said once */
     tp_buf batch;
     uint64_t last_clock;
     uint64_t sent_drops[TP_DROP_MAX_][2];
@@ -467,6 +468,16 @@ static void set_collecting(int on) {
 
 static void add(const void *rec) { tp_enc_add(g.enc, rec); }
 
+/* The trace file could not take a batch (a full disk, a file size limit): the file keeps what it
+ * has (readers see it was not closed cleanly), tracing goes on for the live subscribers, and the
+ * program's stderr gets one line. */
+static void recording_failed(const err_msg *err) {
+    g.fw_failed = 1;
+    if (!g.cfg.quiet)
+        fprintf(stderr, "synctop: recording to %s stopped: %s; the file keeps what came before\n", g.cfg.record,
+                err->msg);
+}
+
 /* Finishes the batch, writes it to the trace file and sends it. A subscriber too slow to take it
  * loses it (and reports that, so the publisher counts it and asks for a keyframe); the others have
  * it, so its strings count as delivered. The last batch (TP_BF_END) closes the file first, then
@@ -478,9 +489,10 @@ static void ship_wait(uint32_t flags, int wait_ms) {
     }
     if (g.fw != NULL) {
         err_msg err;
-        tp_fwriter_append(g.fw, g.batch.data, g.batch.len, &err);
-        if (flags & TP_BF_END)
-            tp_fwriter_close(&g.fw, &err);
+        if (!g.fw_failed && tp_fwriter_append(g.fw, g.batch.data, g.batch.len, &err) != 0)
+            recording_failed(&err);
+        if ((flags & TP_BF_END) && tp_fwriter_close(&g.fw, &err) != 0 && !g.fw_failed)
+            recording_failed(&err);
     }
     int delivered = 1;
     if (g.pub != NULL) {
@@ -696,11 +708,12 @@ static void pump(int cupti_ok) {
     }
     if (tp_enc_pending(g.enc) > 0)
         ship(0);
-    if (g.fw != NULL) {
+    if (g.fw != NULL && !g.fw_failed) {
         /* Into the file each round, not only when the writer's buffer fills: a program that
          * crashes or calls _exit loses one round at most. */
         err_msg err;
-        tp_fwriter_flush(g.fw, &err);
+        if (tp_fwriter_flush(g.fw, &err) != 0)
+            recording_failed(&err);
     }
 }
 

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -141,6 +142,8 @@ static int file_exists(const char *path) {
 
 /* Starts the harness on a script with extra environment ("NAME=value", NULL-terminated); its
  * stdout and stderr go to out.txt and err.txt in the test's directory. */
+static rlim_t harness_fsize = RLIM_INFINITY; /* RLIMIT_FSIZE of the next harness: a full disk */
+
 static pid_t start_harness(const char *script, const char *const *env) {
     const char *script_path = task_path("script.txt");
     write_text(script_path, script);
@@ -156,6 +159,10 @@ static pid_t start_harness(const char *script, const char *const *env) {
         setenv("SYNCTOP_FLUSH_MS", "5", 1);
         for (size_t i = 0; env != NULL && env[i] != NULL; i++)
             putenv((char *)env[i]);
+        if (harness_fsize != RLIM_INFINITY) {
+            signal(SIGXFSZ, SIG_IGN); /* writes past the limit fail with EFBIG, as on a full disk */
+            setrlimit(RLIMIT_FSIZE, &(struct rlimit){harness_fsize, harness_fsize});
+        }
         int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fo, 1);
@@ -569,6 +576,47 @@ TEST(tracer_steps_aside_from_a_spoiled_socket_directory) {
     snprintf(where, sizeof where, "publishing on ipc://%s/.cache/synctop/", home);
     ASSERT_STR_CONTAINS(err, where);
     ASSERT_NULL(strstr(err, "not tracing"));
+    free(err);
+}
+
+/* A recording that stops (here a file size limit, as a full disk would) is said once on stderr;
+ * the program and the live subscribers go on, and the file keeps what was written, marked as not
+ * closed cleanly. */
+TEST(tracer_says_once_when_the_recording_stops) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
+    char script[4096];
+    snprintf(script, sizeof script,
+             "context_create 1\n"
+             "x400@1000 call domain=rt cbid=%d wait=1000 ctx=1 corr=1 site=1\n"
+             "flush\nwait_flush\n"
+             "x40000@1000 kernel name=k start=2000000000 end=2000000500 dev=0 ctx=1 stream=13 corr=2\n"
+             "flush\nwait_flush\n"
+             "x40000@1000 kernel name=k start=3000000000 end=3000000500 dev=0 ctx=1 stream=13 corr=3\n"
+             "context_destroy 1\n",
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020);
+    harness_fsize = 100000;
+    int rc = run_harness(script, env);
+    harness_fsize = RLIM_INFINITY;
+    ASSERT_EQ(rc, 0);
+    char *out = read_text(task_path("out.txt"));
+    char *err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(out, "harness: program done");
+    ASSERT_STR_CONTAINS(err, "synctop: recording to ");
+    ASSERT_STR_CONTAINS(err, "stopped: ");
+    ASSERT_EQ(strchr(err, '\n') - err + 1, (int64_t)strlen(err)); /* one line */
+    struct stat st;
+    ASSERT_OK(stat(task_path("trace.trace"), &st));
+    ASSERT_LE(st.st_size, 100000);
+    err_msg e = {{0}};
+    tp_freader *r = tp_freader_open(task_path("trace.trace"), &e);
+    if (r == NULL)
+        TASK_FAIL_("%s", e.msg);
+    ASSERT(!tp_freader_complete(r));
+    ASSERT_GT(tp_freader_count(r), 0);
+    tp_freader_close(&r);
+    free(out);
     free(err);
 }
 

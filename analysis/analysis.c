@@ -32,6 +32,7 @@
 #define AN_DEF_RULE_GAP_NS 500000000ull   /* 500 ms */
 #define AN_DEF_CHUNKS      30u
 #define AN_DEF_UTIL        0.5
+#define AN_MAX_UTIL_CHUNKS (1u << 20)     /* utilisation windows per device, at most */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Names                                                                                      */
@@ -411,10 +412,13 @@ static int device_pass(an_ctx *c, an_device *d) {
     unsigned chunks = c->o.util_chunks;
     if (d->last > d->first) {
         uint64_t span = d->last - d->first;
-        u.len = c->o.low_util_window_ns ? c->o.low_util_window_ns : (span + chunks - 1) / chunks;
+        /* ceilings without overflow: a hostile trace may span 2^64 ns */
+        u.len = c->o.low_util_window_ns ? c->o.low_util_window_ns : span / chunks + (span % chunks != 0);
         if (u.len == 0)
             u.len = 1;
-        u.n = (size_t)((span + u.len - 1) / u.len);
+        if (span / u.len >= AN_MAX_UTIL_CHUNKS) /* a window too small for the span: widen it */
+            u.len = span / (AN_MAX_UTIL_CHUNKS - 1) + 1;
+        u.n = (size_t)(span / u.len + (span % u.len != 0));
         u.first = d->first;
         if ((u.busy = calloc(u.n, sizeof *u.busy)) == NULL)
             return -1;

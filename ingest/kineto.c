@@ -1696,39 +1696,55 @@ int kineto_import_mem(const void *data, size_t len, const char *name, const kine
     return rc;
 }
 
-int kineto_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, void *ctx, kineto_stats *st,
-                  err_msg *err) {
-    if (path == NULL || emit == NULL)
+int kineto_import_fd(int fd, const void *prefix, size_t prefix_len, const char *name, const kineto_opts *opts,
+                     kineto_emit_fn emit, void *ctx, kineto_stats *st, err_msg *err) {
+    if (fd < 0 || emit == NULL || prefix_len > CHUNK || (prefix == NULL && prefix_len > 0))
         return err_set(err, ERR_INVAL, "kineto import: invalid argument");
-    int is_stdin = strcmp(path, "-") == 0;
-    const char *name = is_stdin ? "(stdin)" : path;
-    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        return err_set(err,
-                          e == ENOENT   ? ERR_NOENT
-                          : e == EACCES ? ERR_PERM
-                                        : ERR_IO,
-                          "%s: %s", path, strerror(e));
-    }
     ksrc s = {.name = name, .fd = fd};
     struct stat sb;
     int rc = 0;
     if (fstat(fd, &sb) == 0) {
         if (S_ISDIR(sb.st_mode))
-            rc = err_set(err, ERR_INVAL, "%s: is a directory", path);
+            rc = err_set(err, ERR_INVAL, "%s: is a directory", name);
         else if (S_ISREG(sb.st_mode))
             s.total = (uint64_t)sb.st_size;
     }
     if (rc == 0) {
         s.in = malloc(CHUNK);
-        if (s.in == NULL)
+        if (s.in == NULL) {
             rc = err_set(err, ERR_NOMEM, "%s: out of memory", name);
-        else
+        } else {
+            if (prefix_len > 0)
+                memcpy(s.in, prefix, prefix_len);
+            s.in_len = prefix_len;
+            s.read_bytes = prefix_len;
             rc = import(&s, name, opts, emit, ctx, st, err);
+        }
     }
     src_close(&s);
-    if (!is_stdin)
-        close(fd);
+    return rc;
+}
+
+int kineto_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, void *ctx, kineto_stats *st,
+                  err_msg *err) {
+    if (path == NULL || emit == NULL)
+        return err_set(err, ERR_INVAL, "kineto import: invalid argument");
+    if (strcmp(path, "-") == 0)
+        return kineto_import_fd(STDIN_FILENO, NULL, 0, "(stdin)", opts, emit, ctx, st, err);
+    /* not blocking in open(): a FIFO nobody writes to then reads as empty */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        return err_set(err,
+                       e == ENOENT   ? ERR_NOENT
+                       : e == EACCES ? ERR_PERM
+                                     : ERR_IO,
+                       "%s: %s", path, strerror(e));
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    int rc = kineto_import_fd(fd, NULL, 0, path, opts, emit, ctx, st, err);
+    close(fd);
     return rc;
 }

@@ -5,11 +5,13 @@
  */
 #include "load.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kineto.h"
@@ -22,6 +24,9 @@ struct ingest_loader {
     src_kind kind;
     char *path;
     tp_freader *r;
+    int fd;               /* a Kineto JSON from a pipe: its descriptor, and the bytes read to sniff */
+    uint8_t head[16];
+    size_t n_head;
     size_t next, count;
     tp_buf buf;
     ingest_warn_fn warn;
@@ -30,14 +35,50 @@ struct ingest_loader {
     size_t damaged;
 };
 
-static int is_trace_file(const char *path) {
-    char magic[16];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* Opens the input and tells its kind from its first bytes. A regular file is opened again by path
+ * by its reader (0 returned, *fd closed); a pipe or a FIFO cannot be, so its descriptor and the
+ * bytes already read stay with the loader for the Kineto importer. Never blocks in open(): a FIFO
+ * nobody writes to reads as empty. */
+static int sniff(ingest_loader *ld, const char *path, err_msg *err) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, magic, sizeof magic);
-    close(fd);
-    return n == (ssize_t)sizeof magic && memcmp(magic, TP_FILE_MAGIC, sizeof magic) == 0;
+        return err_set(err, errno == ENOENT ? ERR_NOENT : errno == EACCES ? ERR_PERM : ERR_IO, "%s: cannot open: %s",
+                       path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+        close(fd);
+        return err_set(err, ERR_INVAL, "%s: is a directory", path);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    size_t n = 0;
+    while (n < sizeof ld->head) {
+        ssize_t r = read(fd, ld->head + n, sizeof ld->head - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    int trace = n == sizeof ld->head && memcmp(ld->head, TP_FILE_MAGIC, sizeof ld->head) == 0;
+    ld->kind = trace ? SRC_TRACE : SRC_KINETO;
+    if (S_ISREG(st.st_mode)) {
+        close(fd);
+        return 0;
+    }
+    if (n == 0) {
+        close(fd);
+        return err_set(err, ERR_MALFORMED, "%s: empty (a pipe or FIFO that nobody writes to?)", path);
+    }
+    if (trace) {
+        close(fd);
+        return err_set(err, ERR_UNSUPPORTED,
+                       "%s: a synctop trace file is read by offsets: give it as a regular file, not a pipe", path);
+    }
+    ld->fd = fd;
+    ld->n_head = n;
+    return 0;
 }
 
 static void warn2(ingest_loader *ld, const char *a, const char *what, const char *b) {
@@ -49,21 +90,21 @@ static void warn2(ingest_loader *ld, const char *a, const char *what, const char
 }
 
 ingest_loader *ingest_open(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, err_msg *err) {
-    int t = is_trace_file(path);
-    if (t < 0) {
-        err_set(err, ERR_IO, "cannot open %s", path);
-        return NULL;
-    }
     ingest_loader *ld = calloc(1, sizeof *ld);
     if (ld == NULL || (ld->path = strdup(path)) == NULL) {
         free(ld);
         err_set(err, ERR_NOMEM, "out of memory");
         return NULL;
     }
+    ld->fd = -1;
     ld->s = s;
     ld->warn = warn;
     ld->ctx = ctx;
-    ld->kind = t ? SRC_TRACE : SRC_KINETO;
+    if (sniff(ld, path, err) != 0) {
+        free(ld->path);
+        free(ld);
+        return NULL;
+    }
     if (ld->kind == SRC_TRACE) {
         ld->r = tp_freader_open(path, err);
         if (ld->r == NULL) {
@@ -101,7 +142,8 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
         return 1;
     if (ld->kind == SRC_KINETO) {
         ld->next = 1;
-        int rc = kineto_import(ld->path, NULL, kineto_emit, ld->s, NULL, err);
+        int rc = ld->fd >= 0 ? kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, NULL, kineto_emit, ld->s, NULL, err)
+                             : kineto_import(ld->path, NULL, kineto_emit, ld->s, NULL, err);
         return rc ? rc : 1;
     }
     struct timespec ts;
@@ -139,6 +181,8 @@ void ingest_close(ingest_loader **ldp) {
         return;
     ingest_loader *ld = *ldp;
     tp_freader_close(&ld->r);
+    if (ld->fd >= 0)
+        close(ld->fd);
     tp_buf_free(&ld->buf);
     free(ld->path);
     free(ld);

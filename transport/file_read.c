@@ -385,7 +385,7 @@ static int fr_build_seek(tp_freader *r) {
 tp_freader *tp_freader_open(const char *path, err_msg *err) { return tp_freader_open_flags(path, 0, err); }
 
 tp_freader *tp_freader_open_flags(const char *path, int flags, err_msg *err) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block us here */
     if (fd < 0) {
         int e = errno;
         err_set(err, e == ENOENT ? ERR_NOENT : e == EACCES ? ERR_PERM : ERR_IO, "%s: cannot open: %s", path,
@@ -394,7 +394,7 @@ tp_freader *tp_freader_open_flags(const char *path, int flags, err_msg *err) {
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        err_set(err, ERR_INVAL, "%s: not a regular file", path);
+        err_set(err, ERR_INVAL, "%s: not a regular file (a trace file is read by offsets)", path);
         close(fd);
         return NULL;
     }

@@ -407,6 +407,36 @@ TEST(busy_merge_is_the_union_over_streams_and_resumes) {
     st_store_destroy(&t.s);
 }
 
+/* A trace whose events span nearly 2^64 ns (a hostile or broken clock) is analysed, not refused
+ * as "out of memory": the utilisation windows are computed without overflow. */
+TEST(analysis_survives_a_span_of_2_to_the_64) {
+    tl t;
+    tl_init(&t);
+    tp_kernel k1 = {.kind = TP_K_KERNEL, .device = 0, .stream = 7, .start = 1000, .end = 2000, .correlation = 900,
+                    .name = tp_enc_intern_cstr(t.enc, "early")};
+    tp_kernel k2 = {.kind = TP_K_KERNEL, .device = 0, .stream = 7, .start = UINT64_MAX - 5000, .end = UINT64_MAX - 10,
+                    .correlation = 901, .name = tp_enc_intern_cstr(t.enc, "late")};
+    ASSERT_OK(tp_enc_add(t.enc, &k1));
+    ASSERT_OK(tp_enc_add(t.enc, &k2));
+    tl_done(&t);
+    an_result r;
+    err_msg err = {{0}};
+    int rc = an_analyze(t.s, NULL, &r, &err);
+    if (rc != 0)
+        TASK_FAIL_("an_analyze: %s", err.msg);
+    ASSERT_EQ(r.n_devices, 1);
+    ASSERT_UEQ(r.devices[0].busy_ns, 1000 + 4990);
+    /* one low-utilisation window: the 30 chunks of the span, all nearly idle, merged */
+    ASSERT_UEQ(rule_count(&r, AN_RULE_LOW_UTIL), 30);
+    an_result_free(&r);
+    /* a window far too small for that span is widened, not allocated */
+    an_opts o = {.low_util_window_ns = 1000};
+    ASSERT_OK(an_analyze(t.s, &o, &r, &err));
+    ASSERT_UEQ(r.devices[0].busy_ns, 5990);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
 TEST(analysis_empty_store) {
     st_store *s = st_store_new(NULL);
     st_store_commit(s);

@@ -947,6 +947,66 @@ static int run_synctop(const char *args, tp_buf *out, tp_buf *err) {
     return WEXITSTATUS(st);
 }
 
+/* Pipes and FIFOs: a Kineto JSON arriving through a pipe reads the same as from its file (the
+ * bytes read to tell its format are not lost); a FIFO nobody writes to, or a trace file through a
+ * pipe, gets a clear error at once instead of a hang. */
+TEST(cmd_report_reads_pipes_and_refuses_what_it_cannot) {
+    char args[8192], src[2048];
+    snprintf(src, sizeof src, "%s", trace_path("alexnet_a100_sync_heavy.json.gz"));
+    tp_buf out, err, from_file, ferr;
+    snprintf(args, sizeof args, "report '%s' --format json", src);
+    ASSERT_EQ(run_synctop(args, &from_file, &ferr), 0);
+    /* the same JSON, gunzipped through a pipe: the same report, but for the source's name */
+    const char *o = task_path("pipe.json"), *e = task_path("pipe.err");
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "gzip -dc '%s' | '%s' report /dev/stdin --format json >'%s' 2>'%s'", src, task_synctop(), o, e);
+    int st = system(cmd);
+    ASSERT(WIFEXITED(st));
+    tp_buf piped = read_file(o);
+    ASSERT_OK(tp_buf_append(&piped, "", 1));
+    if (WEXITSTATUS(st) != 0)
+        TASK_FAIL_("report from a pipe failed: %s", (char *)read_file(e).data);
+    const char *a = strstr((char *)from_file.data, "\"blocked_ns\""), *b = strstr((char *)piped.data, "\"blocked_ns\"");
+    ASSERT_NOT_NULL(a);
+    ASSERT_NOT_NULL(b);
+    ASSERT_STR_EQ(a, b); /* everything after the source's name is the same */
+    tp_buf_free(&piped);
+    tp_buf_free(&from_file);
+    tp_buf_free(&ferr);
+
+    const char *fifo = task_path("fifo");
+    ASSERT_OK(mkfifo(fifo, 0600));
+    snprintf(args, sizeof args, "report '%s'", fifo);
+    ASSERT_EQ(run_synctop(args, &out, &err), 1);
+    ASSERT_STR_CONTAINS((char *)err.data, "nobody writes to");
+    tp_buf_free(&out);
+    tp_buf_free(&err);
+    snprintf(args, sizeof args, "info '%s'", fifo);
+    ASSERT_EQ(run_synctop(args, &out, &err), 1);
+    ASSERT_STR_CONTAINS((char *)err.data, "not a regular file");
+    tp_buf_free(&out);
+    tp_buf_free(&err);
+    snprintf(args, sizeof args, "import '%s' -o '%s'", fifo, task_path("fifo.trace"));
+    ASSERT_EQ(run_synctop(args, &out, &err), 1);
+    ASSERT_STR_CONTAINS((char *)err.data, "empty");
+    tp_buf_free(&out);
+    tp_buf_free(&err);
+    /* a synctop trace file through a pipe: refused with the reason */
+    const char *trace = task_path("a.trace");
+    snprintf(args, sizeof args, "import '%s' -o '%s' -q", src, trace);
+    ASSERT_EQ(run_synctop(args, &out, &err), 0);
+    tp_buf_free(&out);
+    tp_buf_free(&err);
+    snprintf(cmd, sizeof cmd, "cat '%s' | '%s' report /dev/stdin >'%s' 2>'%s'", trace, task_synctop(), o, e);
+    st = system(cmd);
+    ASSERT(WIFEXITED(st));
+    ASSERT_EQ(WEXITSTATUS(st), 1);
+    tp_buf msg = read_file(e);
+    ASSERT_OK(tp_buf_append(&msg, "", 1));
+    ASSERT_STR_CONTAINS((char *)msg.data, "read by offsets");
+    tp_buf_free(&msg);
+}
+
 TEST(cmd_import_writes_a_trace_file) {
     char args[4096];
     const char *dst = task_path("ranks.synctop");

@@ -200,6 +200,8 @@ static void print_text(FILE *out, const char *path, const traceinfo *ti) {
     fprintf(out, "producers: %zu\n", ti->n_prods);
     for (size_t i = 0; i < ti->n_prods; i++)
         text_producer(out, &ti->prods[i]);
+    if (ti->batches_beyond)
+        fprintf(out, "  (and %" PRIu64 " batches of further producers, not itemized)\n", ti->batches_beyond);
     if (!has_drops(ti)) {
         fputs("drops: none\n", out);
     } else {
@@ -313,7 +315,8 @@ static void print_json(FILE *out, const char *path, const traceinfo *ti) {
     for (unsigned k = 0; k < TP_K_MAX_; k++)
         if (ti->per_kind[k])
             fprintf(out, "%s\"%s\": %" PRIu64, n++ ? ", " : "", tp_kind_name(k), ti->per_kind[k]);
-    fputs("}, \"producers\": [", out);
+    fprintf(out, "}, \"batches_of_producers_not_itemized\": %" PRIu64, ti->batches_beyond);
+    fputs(", \"producers\": [", out);
     for (size_t i = 0; i < ti->n_prods; i++) {
         if (i)
             fputs(", ", out);

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "synctop/file.h"
 
 #define TI_MAX_PROBLEMS 10000
+#define TI_MAX_PRODUCERS 65536
 
 static void ti_problem_add(traceinfo *ti, uint64_t off, uint64_t len, const char *what) {
     if (ti->n_probs >= TI_MAX_PROBLEMS)
@@ -26,27 +28,35 @@ static void ti_problem_add(traceinfo *ti, uint64_t off, uint64_t len, const char
     snprintf(p->what, sizeof p->what, "%s", what);
 }
 
-static ti_producer *ti_producer_get(traceinfo *ti, uint64_t id) {
-    /* Files hold a few producers; a hostile one with many only makes this slower. */
-    for (size_t i = 0; i < ti->n_prods; i++)
-        if (ti->prods[i].id == id)
-            return &ti->prods[i];
-    ti_producer *p = realloc(ti->prods, (ti->n_prods + 1) * sizeof *p);
-    if (p == NULL)
+/* A file holds a few producers; a hostile one with many costs a map entry and a producer record
+ * each (string tables grow with their ids), up to TI_MAX_PRODUCERS. NULL past that, or out of memory
+ * (*nomem set). */
+static ti_producer *ti_producer_get(traceinfo *ti, uint64_t id, int *nomem) {
+    *nomem = 0;
+    uint64_t *slot = u64map_find(&ti->prod_index, id);
+    if (slot != NULL)
+        return &ti->prods[*slot - 1];
+    if (ti->n_prods >= TI_MAX_PRODUCERS)
         return NULL;
-    ti->prods = p;
-    p += ti->n_prods;
+    if (TU_GROW(ti->prods, ti->cap_prods, ti->n_prods + 1) ||
+        u64map_put(&ti->prod_index, id, ti->n_prods + 1) != 0) {
+        *nomem = 1;
+        return NULL;
+    }
+    ti_producer *p = &ti->prods[ti->n_prods];
     memset(p, 0, sizeof *p);
     p->id = id;
-    if ((p->strings = tp_strtab_new()) == NULL)
+    if ((p->strings = tp_strtab_new()) == NULL) {
+        *nomem = 1;
         return NULL;
+    }
     ti->n_prods++;
     return p;
 }
 
 static int ti_meta_add(ti_producer *p, const tp_record *r) {
     if (p->n_meta == p->cap_meta) {
-        size_t cap = p->cap_meta ? p->cap_meta * 2 : 16;
+        size_t cap = p->cap_meta ? p->cap_meta * 2 : 4;
         tp_record *m = realloc(p->meta, cap * sizeof *m);
         if (m == NULL)
             return ERR_NOMEM;
@@ -101,10 +111,13 @@ static int ti_meta_settle(ti_producer *p) {
 
 /* Counts a batch from its index entry: a damaged batch is in the file, so its sequence number
  * is no gap (the damage is listed among the problems instead). */
-static ti_producer *ti_count(traceinfo *ti, const tp_findex_entry *e) {
-    ti_producer *p = ti_producer_get(ti, e->producer);
-    if (p == NULL)
+static ti_producer *ti_count(traceinfo *ti, const tp_findex_entry *e, int *nomem) {
+    ti_producer *p = ti_producer_get(ti, e->producer, nomem);
+    if (p == NULL) {
+        if (!*nomem)
+            ti->batches_beyond++;
         return NULL;
+    }
     ti->stored_bytes += e->size;
     if (e->flags & TP_BF_SYNTHETIC) {
         ti->keyframes++;
@@ -128,9 +141,10 @@ static ti_producer *ti_count(traceinfo *ti, const tp_findex_entry *e) {
 }
 
 static int ti_batch(traceinfo *ti, const tp_findex_entry *e, tp_dec *d) {
-    ti_producer *p = ti_count(ti, e);
+    int nomem;
+    ti_producer *p = ti_count(ti, e, &nomem);
     if (p == NULL)
-        return ERR_NOMEM;
+        return nomem ? ERR_NOMEM : 0;
     int synthetic = (e->flags & TP_BF_SYNTHETIC) != 0;
     ti->raw_bytes += TP_BATCH_HDR_SIZE + (uint64_t)d->hdr.raw_size;
     int rc = tp_dec_load_strings(d, p->strings);
@@ -198,7 +212,8 @@ int traceinfo_load(traceinfo *ti, const char *path, err_msg *err) {
             rc = ti_batch(ti, e, &d);
             continue;
         }
-        if (ti_count(ti, e) == NULL)
+        int nomem;
+        if (ti_count(ti, e, &nomem) == NULL && nomem)
             rc = ERR_NOMEM;
     }
     for (size_t i = 0; i < ti->n_prods && rc == 0; i++)
@@ -233,6 +248,7 @@ void traceinfo_free(traceinfo *ti) {
         free(ti->prods[i].meta);
     }
     free(ti->prods);
+    u64map_free(&ti->prod_index);
     free(ti->probs);
     memset(ti, 0, sizeof *ti);
 }

@@ -14,6 +14,7 @@
 #include "synctop/sanitize.h"
 #include "synctop/codec.h"
 #include "synctop/error.h"
+#include "u64map.h"
 #include "synctop/event.h"
 
 typedef struct ti_producer {
@@ -44,7 +45,9 @@ typedef struct traceinfo {
     uint64_t events, per_kind[TP_K_MAX_];
     uint64_t t_first, t_last; /* of the events, on the producers' trace clocks */
     ti_producer *prods;
-    size_t n_prods;
+    size_t n_prods, cap_prods;
+    u64map prod_index; /* producer id -> index in prods + 1 */
+    uint64_t batches_beyond; /* batches of producers past TI_MAX_PRODUCERS: counted, not itemized */
     ti_problem *probs;
     size_t n_probs;
     uint64_t unreadable; /* batches that could not be read or decoded */

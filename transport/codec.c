@@ -446,8 +446,9 @@ typedef struct strtab_ent {
 } strtab_ent;
 
 struct tp_strtab {
-    strtab_ent *pages[STRING_ID_MAX / STRTAB_PAGE];
-    tp_buf arena; /* each string NUL-terminated */
+    strtab_ent **pages; /* grown to the highest page used: a table costs what its ids need */
+    size_t n_pages;
+    tp_buf arena;       /* each string NUL-terminated */
     size_t count;
 };
 
@@ -457,8 +458,9 @@ void tp_strtab_destroy(tp_strtab **tp) {
     tp_strtab *t = tp ? *tp : NULL;
     if (t == NULL)
         return;
-    for (size_t i = 0; i < STRING_ID_MAX / STRTAB_PAGE; i++)
+    for (size_t i = 0; i < t->n_pages; i++)
         free(t->pages[i]);
+    free(t->pages);
     tp_buf_free(&t->arena);
     free(t);
     *tp = NULL;
@@ -467,7 +469,19 @@ void tp_strtab_destroy(tp_strtab **tp) {
 int tp_strtab_set(tp_strtab *t, uint32_t id, const char *s, uint32_t len) {
     if (id == 0 || id >= STRING_ID_MAX || len > TP_STRING_MAX)
         return ERR_INVAL;
-    strtab_ent **page = &t->pages[id / STRTAB_PAGE];
+    size_t pg = id / STRTAB_PAGE;
+    if (pg >= t->n_pages) {
+        size_t n = t->n_pages ? t->n_pages : 1;
+        while (n <= pg)
+            n *= 2;
+        strtab_ent **np = realloc(t->pages, n * sizeof *np);
+        if (np == NULL)
+            return ERR_NOMEM;
+        memset(np + t->n_pages, 0, (n - t->n_pages) * sizeof *np);
+        t->pages = np;
+        t->n_pages = n;
+    }
+    strtab_ent **page = &t->pages[pg];
     if (*page == NULL) {
         *page = malloc(STRTAB_PAGE * sizeof **page);
         if (*page == NULL)
@@ -495,7 +509,7 @@ int tp_strtab_set(tp_strtab *t, uint32_t id, const char *s, uint32_t len) {
 }
 
 const char *tp_strtab_get(const tp_strtab *t, uint32_t id, uint32_t *len) {
-    if (id == 0 || id >= STRING_ID_MAX || t->pages[id / STRTAB_PAGE] == NULL)
+    if (id == 0 || id / STRTAB_PAGE >= t->n_pages || t->pages[id / STRTAB_PAGE] == NULL)
         return NULL;
     const strtab_ent *ent = &t->pages[id / STRTAB_PAGE][id % STRTAB_PAGE];
     if (ent->len == UINT32_MAX)

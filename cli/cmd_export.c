@@ -20,7 +20,8 @@
 #define EXPORT_MAX_SOURCES 64
 
 static void export_usage(FILE *out) {
-    fprintf(out, "usage: synctop export SOURCE... --format chrome -o OUT.json [--force] [--no-flows]\n\n"
+    fprintf(out, "usage: synctop export SOURCE... --format chrome -o OUT.json [--force] [--no-flows]\n"
+                 "                      [--max-events N]\n\n"
                  "Writes the timeline as Chrome trace JSON for Perfetto (ui.perfetto.dev) or\n"
                  "chrome://tracing: one process per GPU and per host process, one thread per stream\n"
                  "and host thread, blocking calls marked (category \"blocking\", call site in args),\n"
@@ -29,7 +30,9 @@ static void export_usage(FILE *out) {
                  "  --format F   chrome (the only one for now)\n"
                  "  -o FILE      output file (\"-\": standard output)\n"
                  "  --force      replace FILE if it exists\n"
-                 "  --no-flows   leave out the launch-to-kernel arrows\n");
+                 "  --no-flows   leave out the launch-to-kernel arrows\n"
+                 "  --max-events N  read a trace file of up to N events even when that is more\n"
+                 "               than its size makes plausible (4 per byte)\n");
 }
 
 /* The progress bar on a terminal. */
@@ -49,12 +52,14 @@ static void export_progress(void *ctx, uint64_t done, uint64_t total) {
 static int cmd_export(int argc, char **argv) {
     const char *sources[EXPORT_MAX_SOURCES], *out_path = NULL, *format = "chrome";
     int n_sources = 0, force = 0, flows = 1;
-    enum { O_FORMAT = 1, O_OUT, O_FORCE, O_NO_FLOWS };
+    uint64_t max_events = 0;
+    enum { O_FORMAT = 1, O_OUT, O_FORCE, O_NO_FLOWS, O_MAX_EVENTS };
     static const arg_opt opts[] = {
         {O_FORMAT, "--format", NULL, 1},
         {O_OUT, "--output", "-o", 1},
         {O_FORCE, "--force", NULL, 0},
         {O_NO_FLOWS, "--no-flows", NULL, 0},
+        {O_MAX_EVENTS, "--max-events", NULL, 1},
     };
     args p;
     ARGS_INIT(&p, "export", export_usage, opts, argc, argv);
@@ -67,6 +72,10 @@ static int cmd_export(int argc, char **argv) {
         case O_OUT: out_path = a; break;
         case O_FORCE: force = 1; break;
         case O_NO_FLOWS: flows = 0; break;
+        case O_MAX_EVENTS:
+            if (args_u64(&p, "--max-events", a, 1, UINT64_MAX, &max_events))
+                return EXIT_USAGE;
+            break;
         default:
             if (n_sources == EXPORT_MAX_SOURCES)
                 return args_bad(&p, "at most %d sources", EXPORT_MAX_SOURCES);
@@ -87,7 +96,7 @@ static int cmd_export(int argc, char **argv) {
         return verb_error("export", "out of memory");
     err_msg err = {{0}};
     for (int i = 0; i < n_sources; i++) {
-        if (ingest_file(s, sources[i], verb_warn_cb, "export", &err) != 0) {
+        if (ingest_file_max(s, sources[i], max_events, verb_warn_cb, "export", &err) != 0) {
             verb_error("export", "%s", err.msg);
             st_store_destroy(&s);
             return 1;

@@ -3,6 +3,7 @@
  * paused; space (or --play) plays it back from its start, revealing the events up to a moving
  * "now" ([ and ] change the speed, g and G jump to the start and the end).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,22 +12,25 @@
 #include "viewer.h"
 
 static void replay_usage(FILE *out) {
-    fprintf(out, "usage: synctop replay FILE [--play] [--ascii] [--mono]\n\n"
+    fprintf(out, "usage: synctop replay FILE [--play] [--max-events N] [--ascii] [--mono]\n\n"
                  "Shows a trace in the interactive timeline: all of it, paused; space plays it\n"
                  "back from its start as it happened.\n\n"
                  "  FILE      a synctop trace file, or a PyTorch profiler (Kineto) .json / .json.gz\n"
                  "  --play    start playing at once\n"
+                 "  --max-events N  read a trace file of up to N events even when that is more\n"
+                 "            than its size makes plausible (4 per byte)\n"
                  "  --ascii   ASCII glyphs only (also when the locale is not UTF-8)\n"
                  "  --mono    no colours (also when NO_COLOR is set)\n\n"
                  "Keys: ? help, space play/pause, [ ] speed, g G start/end, +/- zoom, n/N stalls,\n"
                  "w GPU figures for the window shown, q quit.\n");
 }
 
-enum { O_PLAY = 1, O_ASCII, O_MONO };
+enum { O_PLAY = 1, O_ASCII, O_MONO, O_MAX_EVENTS };
 static const arg_opt replay_opts[] = {
     {O_PLAY, "--play", NULL, 0},
     {O_ASCII, "--ascii", NULL, 0},
     {O_MONO, "--mono", NULL, 0},
+    {O_MAX_EVENTS, "--max-events", NULL, 1},
 };
 
 static int cmd_replay(int argc, char **argv) {
@@ -41,6 +45,10 @@ static int cmd_replay(int argc, char **argv) {
         case O_PLAY: o.play = 1; break;
         case O_ASCII: o.ascii = 1; break;
         case O_MONO: o.mono = 1; break;
+        case O_MAX_EVENTS:
+            if (args_u64(&p, "--max-events", val, 1, UINT64_MAX, &o.max_events))
+                return EXIT_USAGE;
+            break;
         case ARGS_OPERAND:
             if (path != NULL)
                 return args_bad(&p, "one file at a time ('%s' and '%s')", path, val);

@@ -37,7 +37,7 @@ static void report_usage(FILE *out) {
     fprintf(out,
             "usage: synctop report SOURCE... [--format text|json|markdown] [--hta]\n"
             "                      [--fail-if EXPR]... [--top N] [--gap-us N] [-o FILE]\n"
-            "                      [--server-key KEY]\n"
+            "                      [--server-key KEY] [--max-events N]\n"
             "\n"
             "Analyses where the host waited for the GPU and what it cost: the top stalls by\n"
             "call site (with their Python and native frames), GPU utilisation and idle time\n"
@@ -68,6 +68,8 @@ static void report_usage(FILE *out) {
             "  --gpu-gap-ms N     the gpu_gaps rule's threshold (default 500)\n"
             "  -o FILE            write the report to FILE instead of standard output\n"
             "  --server-key KEY   the publishers' CURVE public key, for a live source\n"
+            "  --max-events N     read a trace file of up to N events even when that is\n"
+            "                     more than its size makes plausible (4 per byte)\n"
             "\n"
             "--fail-if metrics: blocked (host time blocked in CUDA calls; %% of wall time or\n"
             "a time such as 2s), idle (GPU idle of the idlest GPU; %% or a time), stalls\n"
@@ -187,7 +189,8 @@ static int cmd_report(int argc, char **argv) {
     int hta = 0;
     const char *out_path = NULL, *server_key = NULL;
     err_msg err = {{0}};
-    enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY };
+    enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY,
+           O_MAX_EVENTS };
     static const arg_opt opts[] = {
         {O_FORMAT, "--format", NULL, 1},
         {O_HTA, "--hta", NULL, 0},
@@ -199,11 +202,12 @@ static int cmd_report(int argc, char **argv) {
         {O_GPU_GAP_MS, "--gpu-gap-ms", NULL, 1},
         {O_OUT, "--output", "-o", 1},
         {O_KEY, "--server-key", NULL, 1},
+        {O_MAX_EVENTS, "--max-events", NULL, 1},
     };
     args p;
     ARGS_INIT(&p, "report", report_usage, opts, argc, argv);
     const char *val;
-    uint64_t top;
+    uint64_t top, max_events = 0;
     double ms;
     for (int id; (id = args_next(&p, &val)) != ARGS_END;) {
         switch (id) {
@@ -240,6 +244,10 @@ static int cmd_report(int argc, char **argv) {
             break;
         case O_OUT: out_path = val; break;
         case O_KEY: server_key = val; break;
+        case O_MAX_EVENTS:
+            if (args_u64(&p, "--max-events", val, 1, UINT64_MAX, &max_events))
+                return EXIT_USAGE;
+            break;
         default:
             if (n_sources == REPORT_MAX_SOURCES)
                 return args_bad(&p, "at most %d sources", REPORT_MAX_SOURCES);
@@ -260,7 +268,7 @@ static int cmd_report(int argc, char **argv) {
             live[n_live++] = sources[i];
             continue;
         }
-        if (ingest_file(s, sources[i], verb_warn_cb, "report", &err) != 0) {
+        if (ingest_file_max(s, sources[i], max_events, verb_warn_cb, "report", &err) != 0) {
             verb_error("report", "%s", err.msg);
             status = 1;
         }

@@ -17,6 +17,9 @@
 #include "kineto.h"
 #include "synctop/file.h"
 
+#define INGEST_EVENTS_PER_BYTE 4u        /* real traces: about one event per 11 bytes */
+#define INGEST_EVENTS_FLOOR (1ull << 20)
+
 typedef enum { SRC_TRACE = 1, SRC_KINETO = 2 } src_kind;
 
 struct ingest_loader {
@@ -24,6 +27,9 @@ struct ingest_loader {
     src_kind kind;
     char *path;
     tp_freader *r;
+    uint64_t max_events;  /* events this trace file may add (ingest_max_events) */
+    uint64_t max_events_flag; /* the caller's bound, 0: from the file's size */
+    uint64_t events;      /* events it added so far */
     int fd;               /* a Kineto JSON from a pipe: its descriptor, and the bytes read to sniff */
     uint8_t head[16];
     size_t n_head;
@@ -89,7 +95,31 @@ static void warn2(ingest_loader *ld, const char *a, const char *what, const char
     ld->warn(ld->ctx, msg);
 }
 
+uint64_t ingest_max_events(uint64_t file_bytes, uint64_t max_events) {
+    if (max_events)
+        return max_events;
+    return file_bytes > (UINT64_MAX - INGEST_EVENTS_FLOOR) / INGEST_EVENTS_PER_BYTE
+               ? UINT64_MAX
+               : file_bytes * INGEST_EVENTS_PER_BYTE + INGEST_EVENTS_FLOOR;
+}
+
+static int over_budget(const ingest_loader *ld, uint64_t events, uint64_t max_events, err_msg *err) {
+    if (max_events)
+        return err_set(err, ERR_LIMIT, "%s: holds more than --max-events %llu events", ld->path,
+                       (unsigned long long)max_events);
+    return err_set(err, ERR_LIMIT,
+                   "%s: %llu events in %llu bytes is more than a trace file can hold (%u per byte at most): "
+                   "it looks made to exhaust memory; --max-events N reads up to N events anyway",
+                   ld->path, (unsigned long long)events, (unsigned long long)tp_freader_size(ld->r),
+                   INGEST_EVENTS_PER_BYTE);
+}
+
 ingest_loader *ingest_open(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, err_msg *err) {
+    return ingest_open_max(s, path, 0, warn, ctx, err);
+}
+
+ingest_loader *ingest_open_max(st_store *s, const char *path, uint64_t max_events, ingest_warn_fn warn, void *ctx,
+                               err_msg *err) {
     ingest_loader *ld = calloc(1, sizeof *ld);
     if (ld == NULL || (ld->path = strdup(path)) == NULL) {
         free(ld);
@@ -113,6 +143,18 @@ ingest_loader *ingest_open(st_store *s, const char *path, ingest_warn_fn warn, v
             return NULL;
         }
         ld->count = tp_freader_count(ld->r);
+        ld->max_events = ingest_max_events(tp_freader_size(ld->r), max_events);
+        ld->max_events_flag = max_events;
+        uint64_t declared = 0;
+        for (size_t i = 0; i < ld->count; i++)
+            declared += tp_freader_entry(ld->r, i)->n_events;
+        if (declared > ld->max_events) {
+            over_budget(ld, declared, max_events, err);
+            tp_freader_close(&ld->r);
+            free(ld->path);
+            free(ld);
+            return NULL;
+        }
         ld->t0 = UINT64_MAX;
         for (size_t i = 0; i < ld->count; i++) {
             const tp_findex_entry *e = tp_freader_entry(ld->r, i);
@@ -152,12 +194,19 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
     while (ld->next < ld->count) {
         size_t i = ld->next++;
         err_msg why;
+        if (ld->events + tp_freader_entry(ld->r, i)->n_events > ld->max_events)
+            return over_budget(ld, ld->events + tp_freader_entry(ld->r, i)->n_events, ld->max_events_flag, err);
+        size_t before = st_store_events(ld->s);
         if (tp_freader_read(ld->r, i, &ld->buf, &why) != 0 || st_store_add_batch(ld->s, ld->buf.data, ld->buf.len, &why) != 0) {
             if (why.msg[0] == '\0')
                 snprintf(why.msg, sizeof why.msg, "unreadable batch");
             ld->damaged++;
             warn2(ld, ld->path, "skipped a damaged batch: ", why.msg);
         }
+        size_t after = st_store_events(ld->s);
+        ld->events += after > before ? after - before : 0;
+        if (ld->events > ld->max_events) /* more than its index said */
+            return over_budget(ld, ld->events, ld->max_events_flag, err);
         if ((i & 15) == 15 && budget_s > 0) {
             clock_gettime(CLOCK_MONOTONIC, &ts);
             if ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 - start >= budget_s)
@@ -190,7 +239,11 @@ void ingest_close(ingest_loader **ldp) {
 }
 
 int ingest_file(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, err_msg *err) {
-    ingest_loader *ld = ingest_open(s, path, warn, ctx, err);
+    return ingest_file_max(s, path, 0, warn, ctx, err);
+}
+
+int ingest_file_max(st_store *s, const char *path, uint64_t max_events, ingest_warn_fn warn, void *ctx, err_msg *err) {
+    ingest_loader *ld = ingest_open_max(s, path, max_events, warn, ctx, err);
     if (ld == NULL)
         return ERR_IO;
     int rc;

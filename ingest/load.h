@@ -5,6 +5,8 @@
 #ifndef SYNCTOP_LOAD_H
 #define SYNCTOP_LOAD_H
 
+#include <stdint.h>
+
 #include "store.h"
 #include "synctop/error.h"
 
@@ -15,6 +17,13 @@ typedef void (*ingest_warn_fn)(void *ctx, const char *msg);
  * skipped (warn, if not NULL, is called for each). */
 int ingest_file(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, err_msg *err);
 
+/* What a trace file may hold: a file whose events outnumber what its size allows (4 per byte, and
+ * a million more; real traces have about one per 11 bytes) was made to exhaust memory, and is
+ * refused with ERR_LIMIT before it is read. max_events, when not 0, is the caller's bound instead
+ * (--max-events). The _max variants take it; the others use the file's size. */
+uint64_t ingest_max_events(uint64_t file_bytes, uint64_t max_events);
+int ingest_file_max(st_store *s, const char *path, uint64_t max_events, ingest_warn_fn warn, void *ctx, err_msg *err);
+
 /* Incremental loading, for a viewer that must show the first screen before the whole file is read:
  * ingest_step adds batches in file order for about budget_s seconds (0: until done) and returns 1
  * when everything was read, 0 when there is more, or a negative ERR_* code. Call st_store_commit
@@ -22,6 +31,8 @@ int ingest_file(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, e
  * whole source is known at once for a trace file (from its index; 0, 0 for Kineto). */
 typedef struct ingest_loader ingest_loader;
 ingest_loader *ingest_open(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, err_msg *err);
+ingest_loader *ingest_open_max(st_store *s, const char *path, uint64_t max_events, ingest_warn_fn warn, void *ctx,
+                               err_msg *err);
 int ingest_step(ingest_loader *ld, double budget_s, err_msg *err);
 double ingest_progress(const ingest_loader *ld); /* 0..1 */
 void ingest_span(const ingest_loader *ld, uint64_t *t0, uint64_t *t1);

@@ -616,7 +616,7 @@ int viewer_run_replay(const char *path, const viewer_opts *o, viewer_result *res
     w.o = o;
     w.s = st_store_new(NULL);
     err_msg err = {{0}};
-    if (w.s == NULL || (w.ld = ingest_open(w.s, path, viewer_warn, &w, &err)) == NULL) {
+    if (w.s == NULL || (w.ld = ingest_open_max(w.s, path, o->max_events, viewer_warn, &w, &err)) == NULL) {
         snprintf(w.err, sizeof w.err, "%s", err.msg[0] ? err.msg : "out of memory");
         return viewer_finish(&w, 1, res);
     }

@@ -48,6 +48,7 @@ typedef struct viewer_opts {
     const char *record;       /* live: also write every batch received to this new trace file, so
                                  what leaves the window is kept (NULL: none) */
     int record_overwrite;     /* replace that file when it exists */
+    uint64_t max_events;      /* replay: events a trace file may hold (0: bounded by its size) */
 } viewer_opts;
 
 /* What a viewer session ended with. */

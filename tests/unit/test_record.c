@@ -622,6 +622,54 @@ TEST(info_bounds_what_many_producers_cost) {
     ASSERT_LT(ru.ru_maxrss, 1024 * 1024); /* KiB, with sanitizers; 100000 x 32 KiB was 3 GiB */
 }
 
+/* A file made to exhaust memory: each small batch inflates to many valid events (here 4 x 500000
+ * identical kernels in a few KB). report, export and replay refuse it before reading, with the
+ * reason and the flag that reads it anyway. */
+TEST(a_compression_bomb_is_refused_before_it_is_read) {
+    KEEP_PATH(f, "bomb.trace");
+    err_msg err = {{0}};
+    tp_fwriter *w = tp_fwriter_open(f, 0, &err);
+    ASSERT_NOT_NULL(w);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 3});
+    tp_buf b = {0};
+    tp_kernel k = {.kind = TP_K_KERNEL, .device = 0, .stream = 7, .start = 1000, .end = 2000, .correlation = 1};
+    for (int batch = 0; batch < 4; batch++) {
+        for (int i = 0; i < 500000; i++)
+            ASSERT_OK(tp_enc_add(enc, &k));
+        ASSERT_OK(tp_enc_finish_flags(enc, batch == 3 ? TP_BF_END : 0, &b));
+        tp_enc_delivered(enc, 1);
+        ASSERT_OK(tp_fwriter_append(w, b.data, b.len, &err));
+    }
+    ASSERT_OK(tp_fwriter_close(&w, &err));
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+    struct stat st;
+    ASSERT_OK(stat(f, &st));
+    fprintf(stderr, "  2000000 events in %lld bytes\n", (long long)st.st_size);
+    ASSERT_LT(st.st_size, 250000); /* 4 per byte + 2^20 < 2000000: the bound applies */
+    char *out = NULL, *errs = NULL;
+    const char *report[] = {"report", f, NULL};
+    ASSERT_EQ(run_synctop(report, &out, &errs), 1);
+    ASSERT_STR_CONTAINS(errs, "2000000 events in");
+    ASSERT_STR_CONTAINS(errs, "--max-events N");
+    free(out);
+    free(errs);
+    const char *exp[] = {"export", f, "-o", task_path("bomb.json"), NULL};
+    ASSERT_EQ(run_synctop(exp, NULL, &errs), 1);
+    ASSERT_STR_CONTAINS(errs, "looks made to exhaust memory");
+    free(errs);
+    /* asked for, it is read */
+    const char *anyway[] = {"report", f, "--max-events", "2000000", "--format", "json", NULL};
+    ASSERT_EQ(run_synctop(anyway, &out, &errs), 0);
+    ASSERT_STR_CONTAINS(out, "\"kernels\":2000000");
+    free(out);
+    free(errs);
+    const char *fewer[] = {"report", f, "--max-events", "1999999", NULL};
+    ASSERT_EQ(run_synctop(fewer, NULL, &errs), 1);
+    ASSERT_STR_CONTAINS(errs, "holds more than --max-events 1999999 events");
+    free(errs);
+}
+
 /* Every verb parses its arguments the same way: --name VALUE or --name=VALUE, a reason on a
  * usage error (status 2), and untrusted text sanitized in the message. */
 TEST(verbs_share_one_argument_parser) {

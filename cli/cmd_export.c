@@ -5,6 +5,7 @@
  * Long exports show a progress bar on a terminal (stderr) and are quiet otherwise.
  */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,15 +106,28 @@ static int cmd_export(int argc, char **argv) {
     st_store_commit(s);
     verb_symbolize("export", s); /* native call sites to file:line */
     int tty = isatty(STDERR_FILENO);
-    FILE *out = strcmp(out_path, "-") == 0 ? stdout : fopen(out_path, "w");
+    /* Written under a temporary name and renamed into place: a failed export (a full disk) leaves
+     * no truncated JSON behind, and --force replaces the old file only with a whole new one. */
+    int to_stdout = strcmp(out_path, "-") == 0;
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.partial-%ld", out_path, (long)getpid());
+    FILE *out = to_stdout ? stdout : fopen(tmp, "wx");
     int status = 0;
-    if (out == NULL)
+    if (out == NULL) {
         status = verb_error("export", "cannot write %s: %s", out_path, strerror(errno));
-    else if (rp_write_chrome(out, s, flows, tty ? export_progress : NULL, NULL) != 0 ||
-             (out != stdout && fclose(out) != 0))
-        status = verb_error("export", "cannot write %s", out_path);
-    if (tty && out != NULL)
-        fputs("\r\033[K", stderr);
+    } else {
+        int wrc = rp_write_chrome(out, s, flows, tty ? export_progress : NULL, NULL);
+        if ((to_stdout ? fflush(out) : fclose(out)) != 0)
+            wrc = -1;
+        if (wrc != 0)
+            status = verb_error("export", "cannot write %s: %s", out_path, strerror(errno));
+        else if (!to_stdout && rename(tmp, out_path) != 0)
+            status = verb_error("export", "cannot rename %s to %s: %s", tmp, out_path, strerror(errno));
+        if (status != 0 && !to_stdout)
+            unlink(tmp);
+        if (tty)
+            fputs("\r\033[K", stderr);
+    }
     st_store_destroy(&s);
     return status;
 }

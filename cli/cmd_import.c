@@ -248,6 +248,7 @@ static int cmd_import(int argc, char **argv) {
     err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open(tmp, TP_FW_OVERWRITE, &err);
     if (w == NULL) {
+        unlink(tmp); /* it may have been made before the header could not be written */
         verb_error("import", "%s", err.msg);
         free(tmp);
         free(inputs);

@@ -88,7 +88,7 @@ static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 /* Records the first I/O error (errno e while doing `action`); every later call returns it. */
 static int fw_fail(tp_fwriter *w, err_msg *err, const char *action, int e) {
     w->failed = ERR_IO;
-    err_set(&w->failed_err, ERR_IO, "%s: %s at offset %llu: %s", w->path, action,
+    err_set(&w->failed_err, ERR_IO, "%s: %s offset %llu: %s", w->path, action,
                (unsigned long long)w->off, strerror(e));
     return err_set(err, ERR_IO, "%s", w->failed_err.msg);
 }
@@ -115,7 +115,7 @@ static int fw_drain(tp_fwriter *w, err_msg *err) {
     if (w->failed)
         return fw_sticky(w, err);
     if (w->buf.len && write_all(w->fd, w->buf.data, w->buf.len) != 0)
-        return fw_fail(w, err, "write failed before", errno);
+        return fw_fail(w, err, "cannot write up to", errno);
     w->buf.len = 0;
     return 0;
 }
@@ -130,7 +130,7 @@ static int fw_write(tp_fwriter *w, const void *data, size_t n, err_msg *err) {
     }
     if (n >= w->buf_cap) {
         if (write_all(w->fd, data, n) != 0)
-            return fw_fail(w, err, "write failed", errno);
+            return fw_fail(w, err, "cannot write at", errno);
     } else {
         memcpy(w->buf.data + w->buf.len, data, n);
         w->buf.len += n;
@@ -615,7 +615,7 @@ int tp_fwriter_close(tp_fwriter **wp, err_msg *err) {
     if (rc == 0)
         rc = fw_drain(w, err);
     if (rc == 0 && fsync(w->fd) != 0)
-        rc = fw_fail(w, err, "fsync failed", errno);
+        rc = fw_fail(w, err, "cannot sync to disk at", errno);
     if (close(w->fd) != 0 && rc == 0)
         rc = err_set(err, ERR_IO, "%s: close: %s", w->path, strerror(errno));
     if (rc == 0)

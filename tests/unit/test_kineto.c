@@ -4,6 +4,7 @@
  * exact decimals), and hostile inputs must fail with a message that says where. Every batch the
  * importer emits is decoded here with the real decoder, so what is counted is what a reader gets.
  */
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1005,6 +1006,53 @@ TEST(cmd_report_reads_pipes_and_refuses_what_it_cannot) {
     ASSERT_OK(tp_buf_append(&msg, "", 1));
     ASSERT_STR_CONTAINS((char *)msg.data, "read by offsets");
     tp_buf_free(&msg);
+}
+
+/* A full disk (a file size limit here) leaves neither a partial trace file from import nor a
+ * truncated JSON from export, and an existing output stays as it was. */
+TEST(cmd_import_and_export_leave_nothing_behind_on_a_full_disk) {
+    char src[2048], cmd[16384];
+    snprintf(src, sizeof src, "%s", trace_path("alexnet_a100_sync_heavy.json.gz"));
+    char dir[2048];
+    snprintf(dir, sizeof dir, "%s", task_path("out"));
+    ASSERT_OK(mkdir(dir, 0700));
+    static const char *const verbs[] = {"import", "export"};
+    static const int blocks[] = {0, 1, 4};
+    /* an existing output that --force would replace: it must survive a failed export */
+    char keep[4096];
+    snprintf(keep, sizeof keep, "%s/x.json", dir);
+    FILE *f = fopen(keep, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("old", f);
+    fclose(f);
+    for (size_t v = 0; v < 2; v++)
+        for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+            char args[8192];
+            if (v == 0)
+                snprintf(args, sizeof args, "import '%s' -o '%s/x.trace'", src, dir);
+            else
+                snprintf(args, sizeof args, "export '%s' -o '%s/x.json' --force", src, dir);
+            /* stderr to a pipe (cat), not a file: the size limit would stop it too */
+            snprintf(cmd, sizeof cmd, "sh -c \"trap '' XFSZ; ulimit -f %d; exec '%s' %s\" 2>&1 | cat >'%s'", blocks[b],
+                     task_synctop(), args, task_path("msg.txt"));
+            int st = system(cmd);
+            ASSERT(WIFEXITED(st));
+            tp_buf msg = read_file(task_path("msg.txt"));
+            ASSERT_OK(tp_buf_append(&msg, "", 1));
+            if (strstr((char *)msg.data, "File too large") == NULL)
+                TASK_FAIL_("%s with ulimit -f %d: %s", verbs[v], blocks[b], (char *)msg.data);
+            tp_buf_free(&msg);
+            DIR *d = opendir(dir);
+            ASSERT_NOT_NULL(d);
+            struct dirent *de;
+            while ((de = readdir(d)) != NULL)
+                if (strstr(de->d_name, "partial") != NULL || strcmp(de->d_name, "x.trace") == 0)
+                    TASK_FAIL_("%s with ulimit -f %d left %s", verbs[v], blocks[b], de->d_name);
+            closedir(d);
+            tp_buf old = read_file(keep);
+            ASSERT_EQ(old.len, 3);
+            tp_buf_free(&old);
+        }
 }
 
 TEST(cmd_import_writes_a_trace_file) {

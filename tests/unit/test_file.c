@@ -635,10 +635,11 @@ TEST(footer_index_equals_scan_index) {
     tp_freader_close(&b);
 }
 
-TEST(index_that_lies_about_the_layout_is_not_trusted) {
-    /* An index block whose checksums hold but whose entry points one byte off: the reader must see
-     * that batches and blocks no longer tile the file, and scan instead. */
-    const char *path = task_path("lie.trace");
+/* Rewrites the first entry of a file's last index block with lie(), checksums resealed, so that
+ * only the entry's contents are wrong; then the reader must see it, scan instead, and read every
+ * batch as the honest index listed it. */
+static void index_lie_is_not_trusted(const char *name, void (*lie)(tp_findex_entry *)) {
+    const char *path = task_path(name);
     tp_fwriter_opts o = {.index_every = 5};
     write_file(path, 53, 12, 100, &o, NULL);
     size_t len;
@@ -661,7 +662,7 @@ TEST(index_that_lies_about_the_layout_is_not_trusted) {
     memcpy(payload, d.payload, plen);
     tp_findex_entry e;
     memcpy(&e, payload + 24, sizeof e); /* the block's first entry */
-    e.offset += 1;
+    lie(&e);
     memcpy(payload + 24, &e, sizeof e);
     tp_batch_hdr h = d.hdr;
     h.flags &= ~(uint32_t)TP_BF_ZSTD;
@@ -687,12 +688,30 @@ TEST(index_that_lies_about_the_layout_is_not_trusted) {
         ASSERT(entry_eq(tp_freader_entry(r, i), &ents[i]));
         ASSERT_OK(tp_freader_read(r, i, &buf, &err));
     }
+    ASSERT_EQ(tp_freader_problem_count(r), 1); /* no batch was dropped */
     tp_buf_free(&buf);
     tp_freader_close(&r);
     tp_dec_free(&d);
     free(out);
     free(ents);
     free(b);
+}
+
+static void lie_offset(tp_findex_entry *e) { e->offset += 1; }
+static void lie_producer(tp_findex_entry *e) { e->producer ^= 0x5a5a; }
+static void lie_time(tp_findex_entry *e) { e->t_max += 1000000000ull; }
+
+/* An index block whose checksums hold but whose entry points one byte off: batches and blocks no
+ * longer tile the file. */
+TEST(index_that_lies_about_the_layout_is_not_trusted) {
+    index_lie_is_not_trusted("lie.trace", lie_offset);
+}
+
+/* The layout holds but an entry names another producer, or another time span, than its batch's
+ * own header: the headers are the truth. */
+TEST(index_that_lies_about_a_batch_is_not_trusted) {
+    index_lie_is_not_trusted("lie-producer.trace", lie_producer);
+    index_lie_is_not_trusted("lie-time.trace", lie_time);
 }
 
 /* ---- seeking ---- */

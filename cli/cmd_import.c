@@ -290,6 +290,9 @@ static int cmd_import(int argc, char **argv) {
         if (st->events == 0) {
             verb_warn("import", "%s: no kernels, copies, CUDA calls or annotations in it", inputs[i]);
         }
+        if (st->strings_cut)
+            verb_warn("import", "%s: %" PRIu64 " string%s over 1 MiB cut there", inputs[i], st->strings_cut,
+                      st->strings_cut == 1 ? "" : "s");
         if (st->strings_refused) {
             verb_warn("import", "%s: %" PRIu64 " names over the %u MiB bound on names were left out", inputs[i],
                       st->strings_refused, KINETO_MAX_STRING_BYTES >> 20);

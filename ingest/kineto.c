@@ -23,11 +23,15 @@
 #include <unistd.h>
 
 #include <yajl/yajl_parse.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <zlib.h>
 
 #include "synctop/codec.h"
 
 #define CHUNK          (256u << 10) /* bytes of JSON text per parse call */
+#define KINETO_MAX_TOKEN (1u << 20) /* strings are cut here (see kclip) */
 #define MAX_SKIP_DEPTH 1000         /* nesting inside values the importer ignores */
 #define MAX_DEVPROPS   256          /* deviceProperties entries kept */
 #define NAME_KEEP      1024         /* bytes of a thread or device name kept */
@@ -425,6 +429,141 @@ typedef struct kdevprop {
     int64_t major, minor, mem, sms;
 } kdevprop;
 
+/* A string longer than KINETO_MAX_TOKEN bytes is cut there before yajl sees it (yajl re-reads
+ * a token that spans chunks from its start at every chunk: time quadratic in its length). The cut
+ * falls between two characters, never inside an escape, and the closing quote is kept, so the JSON
+ * stays valid. Names are cut far shorter anyway (NAME_KEEP, TP_STRING_MAX). */
+typedef struct kclip {
+    int in_str;   /* inside a string (key or value), after its opening quote */
+    int skipping; /* past the bound: dropped until the closing quote */
+    int esc, hex; /* at the start of the next piece: after a backslash; \u hex digits left */
+    uint64_t len; /* bytes of the current string before the next piece */
+    uint64_t cuts; /* strings cut */
+} kclip;
+
+/* The first '"' or backslash in p[i, n), or n: sixteen bytes at a time where SSE2 is, eight
+ * elsewhere. */
+static size_t next_special(const uint8_t *p, size_t i, size_t n) {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    while (i + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+        i += 16;
+    }
+#else
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    while (i + 8 <= n) {
+        uint64_t v, q, b;
+        memcpy(&v, p + i, 8);
+        q = v ^ (ones * '"');
+        b = v ^ (ones * '\\');
+        /* the lowest flagged byte of each is exact: a false flag only ever sits above a true one */
+        uint64_t z = (((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
+        if (z)
+            return i + (size_t)(__builtin_ctzll(z) >> 3);
+        i += 8;
+    }
+#endif
+    while (i < n && p[i] != '"' && p[i] != '\\')
+        i++;
+    return i;
+}
+
+/* One byte of a string's content, escapes followed exactly; 1 at its closing quote. */
+static int clip_byte(kclip *c, uint8_t ch) {
+    if (c->hex)
+        c->hex--;
+    else if (c->esc)
+        c->esc = 0, c->hex = ch == 'u' ? 4 : 0;
+    else if (ch == '"')
+        return 1;
+    else if (ch == '\\')
+        c->esc = 1;
+    return 0;
+}
+
+/* A string found longer than the bound: from seg (escape state esc/hex, len bytes before it) to the
+ * first place past the bound between two characters, which is where it is cut. */
+static size_t clip_cut(kclip *c, const uint8_t *p, size_t n, size_t seg, int esc, int hex, uint64_t len,
+                       size_t *keep) {
+    c->esc = esc;
+    c->hex = hex;
+    size_t i = seg;
+    while (i < n && (len < KINETO_MAX_TOKEN || c->esc || c->hex)) {
+        clip_byte(c, p[i++]);
+        len++;
+    }
+    c->in_str = 1;
+    c->skipping = 1;
+    c->esc = c->hex = 0;
+    c->cuts++;
+    *keep = i;
+    return i;
+}
+
+/* Takes p[0, n) from where the last call left off: returns how many bytes it consumed, of which
+ * the first *keep go on to the parser and the rest are dropped (a long string's tail). Quotes and
+ * backslashes are found eight bytes at a time; only a long string is followed byte by byte. */
+static size_t clip_next(kclip *c, const uint8_t *p, size_t n, size_t *keep) {
+    if (c->skipping) {
+        size_t i = 0;
+        while (i < n && !clip_byte(c, p[i]))
+            i++;
+        if (i < n) { /* the closing quote: the parser gets it next */
+            c->skipping = 0;
+            c->len = 0;
+            c->esc = c->hex = 0;
+        }
+        *keep = 0;
+        return i;
+    }
+    int in_str = c->in_str, esc0 = c->esc, hex0 = c->hex;
+    uint64_t len0 = c->len;
+    size_t i = in_str && esc0 ? 1 : 0, seg = 0, last_esc = SIZE_MAX;
+    while (i < n) {
+        size_t j = next_special(p, i, n);
+        if (j == n)
+            break;
+        if (p[j] == '"') {
+            if (in_str) {
+                uint64_t before = seg == 0 ? len0 : 0;
+                if (before + (j - seg) > KINETO_MAX_TOKEN)
+                    return clip_cut(c, p, n, seg, seg == 0 ? esc0 : 0, seg == 0 ? hex0 : 0, before, keep);
+                in_str = 0;
+            } else {
+                in_str = 1;
+                seg = j + 1;
+                last_esc = SIZE_MAX;
+            }
+            i = j + 1;
+        } else if (in_str) {
+            last_esc = j; /* the byte after it is content, whatever it is */
+            i = j + 2;
+        } else {
+            i = j + 1;
+        }
+    }
+    c->in_str = in_str;
+    c->esc = c->hex = 0;
+    if (in_str) {
+        uint64_t before = seg == 0 ? len0 : 0;
+        if (before + (n - seg) > KINETO_MAX_TOKEN)
+            return clip_cut(c, p, n, seg, seg == 0 ? esc0 : 0, seg == 0 ? hex0 : 0, before, keep);
+        c->len = before + (n - seg);
+        if (last_esc == n - 1)
+            c->esc = 1;
+        else if (last_esc != SIZE_MAX && p[last_esc + 1] == 'u' && last_esc + 6 > n)
+            c->hex = (int)(last_esc + 6 - n);
+        else if (last_esc == SIZE_MAX && seg == 0 && hex0 > (int)n - (esc0 ? 1 : 0))
+            c->hex = hex0 - (int)n; /* a piece shorter than the \u escape it is in */
+    }
+    *keep = n;
+    return n;
+}
+
 typedef struct kimp {
     const char *name; /* for messages */
     const kineto_opts *opts;
@@ -439,6 +578,9 @@ typedef struct kimp {
     uint64_t chunk_off; /* offset of chunk in the JSON text */
     uint64_t lines;     /* newlines before chunk */
     uint64_t col_base;  /* bytes since the last newline at chunk start */
+
+    /* long strings cut before the parser sees them (clip_next) */
+    kclip clip;
 
     /* parser */
     uint8_t stack[8];
@@ -1567,6 +1709,40 @@ out:
 /* The import                                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 
+/* Gives the parser one piece of JSON text. */
+static int feed(kimp *k, const uint8_t *p, size_t n) {
+    k->chunk = p;
+    yajl_status ys = yajl_parse(k->h, p, n);
+    if (ys != yajl_status_ok) {
+        if (k->fail)
+            return k->fail;
+        unsigned char *msg = yajl_get_error(k->h, 0, NULL, 0);
+        char what[256];
+        snprintf(what, sizeof what, "invalid JSON: %s", msg ? (const char *)msg : "parse error");
+        what[strcspn(what, "\n")] = '\0';
+        if (msg)
+            yajl_free_error(k->h, msg);
+        size_t off = yajl_get_bytes_consumed(k->h);
+        if (off > 0)
+            off--; /* yajl has consumed the offending byte: point at it */
+        uint64_t line, col;
+        pos_at(k, off, &line, &col);
+        return err_set(k->err, ERR_MALFORMED, "%s: line %llu, column %llu (byte %llu): %s", k->name,
+                       (unsigned long long)line, (unsigned long long)col, (unsigned long long)(k->chunk_off + off),
+                       what);
+    }
+    uint64_t nl = 0;
+    const uint8_t *q = p, *end = p + n, *last = NULL;
+    while ((q = memchr(q, '\n', (size_t)(end - q))) != NULL) {
+        nl++;
+        last = q++;
+    }
+    k->lines += nl;
+    k->col_base = last ? (uint64_t)(end - last - 1) : k->col_base + n;
+    k->chunk_off += n;
+    return 0;
+}
+
 static int parse_all(kimp *k, ksrc *s) {
     int rc = src_start(s, k->err);
     if (rc)
@@ -1585,39 +1761,18 @@ static int parse_all(kimp *k, ksrc *s) {
             return rc;
         if (rc == 0)
             break;
-        k->chunk = p;
-        yajl_status ys = yajl_parse(k->h, p, n);
-        if (ys != yajl_status_ok) {
-            if (k->fail)
-                return k->fail;
-            unsigned char *msg = yajl_get_error(k->h, 0, NULL, 0);
-            char what[256];
-            snprintf(what, sizeof what, "invalid JSON: %s", msg ? (const char *)msg : "parse error");
-            what[strcspn(what, "\n")] = '\0';
-            if (msg)
-                yajl_free_error(k->h, msg);
-            size_t off = yajl_get_bytes_consumed(k->h);
-            if (off > 0)
-                off--; /* yajl has consumed the offending byte: point at it */
-            uint64_t line, col;
-            pos_at(k, off, &line, &col);
-            return err_set(k->err, ERR_MALFORMED, "%s: line %llu, column %llu (byte %llu): %s", k->name,
-                              (unsigned long long)line, (unsigned long long)col,
-                              (unsigned long long)(k->chunk_off + off), what);
+        for (size_t off = 0; off < n;) {
+            size_t keep, used = clip_next(&k->clip, p + off, n - off, &keep);
+            if (keep > 0 && (rc = feed(k, p + off, keep)) != 0)
+                return rc;
+            k->chunk_off += used - keep; /* a long string's dropped tail */
+            off += used;
         }
-        uint64_t nl = 0;
-        const uint8_t *q = p, *end = p + n, *last = NULL;
-        while ((q = memchr(q, '\n', (size_t)(end - q))) != NULL) {
-            nl++;
-            last = q++;
-        }
-        k->lines += nl;
-        k->col_base = last ? (uint64_t)(end - last - 1) : k->col_base + n;
-        k->chunk_off += n;
         if (o && o->progress)
             o->progress(o->progress_ctx, src_done(s), s->total);
     }
     k->st->input_bytes = s->read_bytes;
+    k->st->strings_cut = k->clip.cuts;
     k->st->json_bytes = k->chunk_off;
     k->chunk = NULL;
     yajl_status ys = yajl_complete_parse(k->h);

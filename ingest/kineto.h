@@ -91,6 +91,7 @@ typedef struct kineto_stats {
     uint64_t invalid;         /* entries of imported categories with unusable fields */
     char first_invalid[192];  /* which and why, for a warning */
     uint64_t strings_refused; /* names dropped by the string bound */
+    uint64_t strings_cut;     /* strings over 1 MiB, cut there before parsing */
 } kineto_stats;
 
 /* Imports the trace at path ("-" reads standard input). opts and st may be NULL. Returns 0 or a

@@ -282,6 +282,68 @@ static const tp_api *find_api(const got *g, const char *name, size_t nth) {
     return NULL;
 }
 
+/* A JSON text with one kernel whose name is long_len bytes: 'a's, with an escape placed so that it
+ * straddles the point where long strings are cut (1 MiB); an unknown key of the same length too. */
+static char *long_string_trace(size_t long_len, const char *esc, size_t esc_at) {
+    size_t cap = 2 * long_len + 4096;
+    char *j = malloc(cap), *p = j;
+    ASSERT_NOT_NULL(j);
+    p += sprintf(p, "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"");
+    for (size_t i = 0; i < long_len;) {
+        if (i == esc_at) {
+            p += sprintf(p, "%s", esc);
+            i += strlen(esc);
+        } else {
+            *p++ = 'a';
+            i++;
+        }
+    }
+    p += sprintf(p, "\", \"");
+    memset(p, 'k', long_len);
+    p += long_len;
+    p += sprintf(p, "\": 1, \"pid\": 0, \"tid\": 7, \"ts\": 10, \"dur\": 5, \"args\": {\"device\": 0, "
+                    "\"stream\": 7, \"correlation\": 3}}]}");
+    ASSERT_LT((size_t)(p - j), cap);
+    return j;
+}
+
+/* A string many chunks long is cut at 1 MiB before the parser sees it (the parser would re-read
+ * it from its start at every chunk: minutes for a few hundred MiB), between two characters, so the
+ * text stays valid whatever escape straddles the cut. */
+TEST(long_strings_are_cut_before_the_parser) {
+    static const char *const escs[] = {"\\u0041", "\\\"", "\\\\", "\\n"};
+    for (size_t e = 0; e < sizeof escs / sizeof escs[0]; e++)
+        for (size_t at = (1u << 20) - 7; at <= (1u << 20) + 1; at++) {
+            char *json = long_string_trace((3u << 20) / 2, escs[e], at);
+            got g;
+            got_init(&g);
+            kineto_stats st;
+            import_text_ok(json, &g, &st);
+            ASSERT_EQ(count_kind(&g, TP_K_KERNEL), 1);
+            const char *name = str_of(&g, find_kind(&g, TP_K_KERNEL, 0)->kernel.name);
+            ASSERT(strncmp(name, "aaaaaaaa", 8) == 0);
+            ASSERT_UEQ(st.json_bytes, strlen(json));
+            ASSERT_UEQ(st.strings_cut, 2); /* the name and the key */
+            got_free(&g);
+            free(json);
+        }
+    /* 64 MiB: the parser sees 1 MiB of it */
+    char *json = long_string_trace(64u << 20, "x", 0);
+    got g;
+    got_init(&g);
+    kineto_stats st;
+    import_text_ok(json, &g, &st);
+    ASSERT_EQ(count_kind(&g, TP_K_KERNEL), 1);
+    ASSERT_UEQ(st.strings_cut, 2);
+    got_free(&g);
+    free(json);
+    /* a real trace has nothing to cut */
+    got_init(&g);
+    import_trace("alexnet_a100_sync_heavy.json.gz", &g, &st);
+    ASSERT_UEQ(st.strings_cut, 0);
+    got_free(&g);
+}
+
 /* ---- the real traces against the script's figures ---- */
 
 static void check_against_expected(const char *file) {

@@ -191,6 +191,11 @@ static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **s
     return 0;
 }
 
+static void record_refused(void *ctx, const char *endpoint) {
+    (void)ctx;
+    verb_refused_cb("record", endpoint);
+}
+
 /* Receives until every producer has ended, the ipc publishers went away, the duration passed or
  * a signal came; returns why, in a few words, and sets *status on an error. */
 static const char *record_follow(recorder *rc, const char *const *endpoints, size_t n, int *status) {
@@ -202,7 +207,8 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     live_opts lo = {.poll_ms = 50, .stop = &record_stop, .on_batch = record_batch, .on_tick = record_tick,
-                    .on_malformed = record_malformed, .ctx = rc, .endpoints = endpoints, .n_endpoints = n};
+                    .on_malformed = record_malformed, .ctx = rc, .endpoints = endpoints, .n_endpoints = n,
+                    .on_refused = record_refused};
     err_msg err = {{0}};
     live_end end = live_follow(rc->sub, &lo, &err);
     if (end == LIVE_FAILED) {

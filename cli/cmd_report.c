@@ -109,6 +109,11 @@ static int looks_live(const char *spec) {
     return colon != NULL && colon[1] >= '0' && colon[1] <= '9' && strchr(spec, '/') == NULL;
 }
 
+static void report_refused(void *ctx, const char *endpoint) {
+    (void)ctx;
+    verb_refused_cb("report", endpoint);
+}
+
 /* A batch into the store; a bad one is dropped alone, with a warning. */
 static int report_batch(void *ctx, const tp_sub_msg *m, err_msg *err) {
     if (st_store_add_batch(ctx, m->data, m->len, err) != 0)
@@ -149,7 +154,7 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key)
     for (int i = 0; i < n; i++)
         ep_list[i] = eps[i];
     live_opts lo = {.stop = &report_stop, .on_batch = report_batch, .ctx = s, .endpoints = ep_list,
-                    .n_endpoints = (size_t)n};
+                    .n_endpoints = (size_t)n, .on_refused = report_refused};
     live_end end = live_follow(sub, &lo, &err);
     const char *why = live_end_name(end);
     if (end == LIVE_ENDED)

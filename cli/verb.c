@@ -57,6 +57,11 @@ void verb_warn_cb(void *ctx, const char *msg) {
     verb_warn(ctx, "%s", msg);
 }
 
+void verb_refused_cb(void *ctx, const char *endpoint) {
+    verb_warn(ctx, "%s refused the encrypted handshake: is --server-key that publisher's public key, and does it "
+                   "publish with keys? (still trying)", endpoint);
+}
+
 void verb_symbolize(const char *verb_name, st_store *s) {
     char changed[512];
     size_t n = sy_symbolize_store(s, changed, sizeof changed);

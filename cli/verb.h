@@ -41,6 +41,8 @@ void verb_warn(const char *verb_name, const char *fmt, ...) __attribute__((forma
 void verb_say(const char *verb_name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* verb_warn as an importer's warning callback: ctx is the verb's name. */
 void verb_warn_cb(void *ctx, const char *msg);
+/* The warning for a publisher that refused the handshake (live_opts.on_refused); ctx: the verb. */
+void verb_refused_cb(void *ctx, const char *endpoint);
 /* Symbolizes a whole store's native frames, warning when a module changed since the trace was
  * taken (its frames stay module+offset). */
 struct st_store;

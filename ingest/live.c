@@ -28,6 +28,7 @@ live_end live_follow(tp_sub *sub, const live_opts *o, err_msg *err) {
     int poll_ms = o->poll_ms > 0 ? o->poll_ms : 250;
     double quiet_since = cm_now_s(), gone_checked = 0;
     uint64_t batches = 0;
+    int said_refused = 0;
     for (;;) {
         if (o->stop != NULL && *o->stop)
             return LIVE_STOPPED;
@@ -47,6 +48,10 @@ live_end live_follow(tp_sub *sub, const live_opts *o, err_msg *err) {
                 return LIVE_FAILED;
             if (!o->keep_after_end && tp_sub_all_ended(sub))
                 return LIVE_ENDED;
+        }
+        if (!said_refused && batches == 0 && o->on_refused != NULL && tp_sub_handshake_failed(sub) != NULL) {
+            said_refused = 1;
+            o->on_refused(o->ctx, tp_sub_handshake_failed(sub));
         }
         if (o->on_tick != NULL && o->on_tick(o->ctx))
             return LIVE_DONE;

@@ -29,6 +29,9 @@ typedef struct live_opts {
     int (*on_tick)(void *ctx);
     /* Each message that is not a batch. May be NULL. */
     void (*on_malformed)(void *ctx, const err_msg *err);
+    /* Once, when a publisher refused the handshake (a wrong server key, or keys on one side only)
+     * and nothing has been received yet. May be NULL. */
+    void (*on_refused)(void *ctx, const char *endpoint);
     void *ctx;
     int keep_after_end; /* more producers may come: LIVE_ENDED is left to on_tick to decide */
     /* ipc endpoints watched for LIVE_GONE (none: never); tcp publishers cannot be told apart from

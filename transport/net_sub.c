@@ -9,6 +9,7 @@
 #include "net_loss.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,6 +28,8 @@ struct tp_sub {
     void *ctx;
     void *sock;
     zmq_msg_t msg; /* the last batch returned, owned until the next receive */
+    void *mon;     /* the socket's handshake events (NULL: not watched) */
+    char handshake_ep[TP_ENDPOINT_MAX]; /* where the last handshake failed */
     tp_sub_stats stats;
     struct producer *producers; /* in order of first sight */
     size_t cap;
@@ -77,6 +80,54 @@ static int configure(tp_sub *s, const tp_sub_opts *o, err_msg *err) {
     return 0;
 }
 
+/* Watches the socket's handshakes: a publisher whose CURVE key is not the one given (or that
+ * does not encrypt) refuses ours, and without this the subscriber would only hear nothing. Not
+ * fatal when it cannot be set up. */
+static void watch_handshakes(tp_sub *s) {
+    char addr[64];
+    snprintf(addr, sizeof addr, "inproc://synctop-sub-%p", (void *)s);
+    if (zmq_socket_monitor(s->sock, addr,
+                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0)
+        return;
+    s->mon = zmq_socket(s->ctx, ZMQ_PAIR);
+    if (s->mon != NULL && zmq_connect(s->mon, addr) != 0) {
+        zmq_close(s->mon);
+        s->mon = NULL;
+    }
+}
+
+/* Counts the handshake events that came (never waits). */
+static void read_handshakes(tp_sub *s) {
+    while (s->mon != NULL) {
+        zmq_msg_t ev, ep;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, s->mon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return;
+        }
+        uint16_t event = 0;
+        if (zmq_msg_size(&ev) >= 6)
+            memcpy(&event, zmq_msg_data(&ev), sizeof event);
+        zmq_msg_close(&ev);
+        zmq_msg_init(&ep);
+        if (zmq_msg_recv(&ep, s->mon, ZMQ_DONTWAIT) >= 0 && event != ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+            size_t n = zmq_msg_size(&ep) < sizeof s->handshake_ep - 1 ? zmq_msg_size(&ep) : sizeof s->handshake_ep - 1;
+            memcpy(s->handshake_ep, zmq_msg_data(&ep), n);
+            s->handshake_ep[n] = '\0';
+        }
+        zmq_msg_close(&ep);
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+            s->stats.handshakes++;
+        else if (event != 0)
+            s->stats.handshake_failures++;
+    }
+}
+
+const char *tp_sub_handshake_failed(const tp_sub *sub) {
+    return sub->stats.handshake_failures ? sub->handshake_ep : NULL;
+}
+
 tp_sub *tp_sub_new(const tp_sub_opts *opts, err_msg *err) {
     tp_sub_opts o = {0};
     if (opts != NULL)
@@ -101,6 +152,7 @@ tp_sub *tp_sub_new(const tp_sub_opts *opts, err_msg *err) {
     }
     if (configure(s, &o, err) < 0)
         goto fail;
+    watch_handshakes(s);
     return s;
 fail:
     tp_sub_destroy(&s);
@@ -115,6 +167,10 @@ void tp_sub_destroy(tp_sub **sp) {
      * wait for them forever, so a child only frees memory. */
     if (s->owner == getpid()) {
         zmq_msg_close(&s->msg);
+        if (s->mon != NULL) {
+            zmq_socket_monitor(s->sock, NULL, 0);
+            zmq_close(s->mon);
+        }
         if (s->sock != NULL)
             zmq_close(s->sock);
         while (s->ctx != NULL && zmq_ctx_term(s->ctx) != 0 && zmq_errno() == EINTR)
@@ -140,6 +196,8 @@ int tp_sub_connect(tp_sub *sub, const char *endpoint, err_msg *err) {
 }
 
 int tp_sub_wait(tp_sub *sub, int fd, int timeout_ms, err_msg *err) {
+    if (sub != NULL)
+        read_handshakes(sub);
     zmq_pollitem_t items[2];
     int n = 0, fd_at = -1, sub_at = -1;
     if (fd >= 0) {
@@ -202,6 +260,7 @@ static int malformed(tp_sub *s, err_msg *err, const char *why) {
 }
 
 int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, err_msg *err) {
+    read_handshakes(sub);
     /* Try first: when batches are flowing, one call instead of a poll and a receive. */
     while (zmq_msg_recv(&sub->msg, sub->sock, ZMQ_DONTWAIT) < 0) {
         int e = zmq_errno();

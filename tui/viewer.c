@@ -118,6 +118,7 @@ typedef struct held_batch {
 
 typedef struct viewer {
     const viewer_opts *o;
+    int said_refused; /* a refused handshake was shown */
     st_store *s;
     vw_state v;
     vw_grid g;
@@ -446,6 +447,14 @@ static int viewer_loop(viewer *w) {
         if (tp_sub_wait(w->sub, STDIN_FILENO, timeout_ms, &werr) < 0) {
             snprintf(w->err, sizeof w->err, "%s", werr.msg);
             return 1;
+        }
+        tp_sub_stats ss;
+        if (w->sub != NULL && !w->said_refused && (tp_sub_stats_get(w->sub, &ss), ss.received == 0) &&
+            tp_sub_handshake_failed(w->sub) != NULL) {
+            w->said_refused = 1;
+            snprintf(w->v.message, sizeof w->v.message, "%.120s refused the handshake: wrong --server-key?",
+                     tp_sub_handshake_failed(w->sub));
+            dirty = 1;
         }
         /* input first: a key is never kept waiting behind a flood of batches */
         int key = 0, kind = 0, mx = 0, my = 0, ev;

@@ -173,8 +173,14 @@ typedef struct tp_sub_producer {
 typedef struct tp_sub_stats {
     uint64_t received, missed, malformed, bytes;
     size_t n_producers, n_ended;
+    uint64_t handshakes;         /* connections a publisher accepted */
+    uint64_t handshake_failures; /* connections refused in the handshake: a wrong --server-key,
+                                    or keys on one side only */
 } tp_sub_stats;
 void tp_sub_stats_get(const tp_sub *sub, tp_sub_stats *out);
+/* The endpoint of the last refused handshake, or NULL when none was refused (counted as of the
+ * last tp_sub_recv or tp_sub_wait). */
+const char *tp_sub_handshake_failed(const tp_sub *sub);
 /* Whether producers were seen and every one of them has sent its last batch. */
 int tp_sub_all_ended(const tp_sub *sub);
 /* The i-th producer seen so far (i < n_producers, in order of first sight; at most 4096 are

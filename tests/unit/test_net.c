@@ -916,6 +916,46 @@ TEST(curve_refuses_bad_keys) {
     ASSERT_STR_CONTAINS(err.msg, "does not belong");
 }
 
+/* A subscriber with the wrong server key hears nothing, but it knows why: the publisher refused
+ * its handshake. With the right key the handshake is counted as accepted. */
+TEST(wrong_server_key_is_seen_as_a_refused_handshake) {
+    err_msg err = {{0}};
+    tp_keypair kp, other;
+    ASSERT_OK(tp_keypair_new(&kp, &err));
+    ASSERT_OK(tp_keypair_new(&other, &err));
+    tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = "tcp://127.0.0.1:*", .curve = &kp});
+    char ep[TP_ENDPOINT_MAX];
+    snprintf(ep, sizeof ep, "%s", tp_pub_endpoint(pub));
+    char wrong[TP_KEY_Z85_LEN + 1], right[TP_KEY_Z85_LEN + 1];
+    memcpy(wrong, other.public_key, TP_KEY_Z85_LEN);
+    wrong[TP_KEY_Z85_LEN] = '\0';
+    memcpy(right, kp.public_key, TP_KEY_Z85_LEN);
+    right[TP_KEY_Z85_LEN] = '\0';
+    tp_sub *bad = sub_new(wrong), *good = sub_new(right);
+    sub_connect(bad, ep);
+    sub_connect(good, ep);
+    tp_sub_stats sb = {0}, sg = {0};
+    for (int i = 0; i < 100 && (sb.handshake_failures == 0 || sg.handshakes == 0); i++) {
+        tp_sub_msg m;
+        int keyframe;
+        tp_pub_poll(pub, &keyframe);
+        tp_sub_recv(bad, &m, 20, &err);
+        tp_sub_recv(good, &m, 20, &err);
+        tp_sub_stats_get(bad, &sb);
+        tp_sub_stats_get(good, &sg);
+    }
+    ASSERT_GT(sb.handshake_failures, 0);
+    ASSERT_EQ(sb.handshakes, 0);
+    ASSERT_NOT_NULL(tp_sub_handshake_failed(bad));
+    ASSERT_STR_EQ(tp_sub_handshake_failed(bad), ep);
+    ASSERT_GT(sg.handshakes, 0);
+    ASSERT_EQ(sg.handshake_failures, 0);
+    ASSERT_NULL(tp_sub_handshake_failed(good));
+    tp_sub_destroy(&bad);
+    tp_sub_destroy(&good);
+    tp_pub_destroy(&pub);
+}
+
 /* ---- binding beyond loopback ---- */
 
 /* A non-loopback IPv4 address of this machine, if it has one. */

@@ -7,8 +7,12 @@
  * every batch, and only the subscriber knows exactly what it lost: it sees the gap in the sequence
  * numbers and reports it (net_loss.h). The publisher adds the reports up as its drop count and
  * answers them with a keyframe (at most one a second), since the lost batches may have carried
- * strings and metadata. XPUB_VERBOSER passes every subscribe and unsubscribe up, so the publisher
- * also knows when a viewer arrives (its caller then sends a keyframe) and how many are connected.
+ * strings and metadata. XPUB_VERBOSE passes every subscribe up, so the publisher knows when a
+ * viewer arrives (its caller then sends a keyframe); an unsubscribe comes up only when libzmq, which
+ * follows subscriptions per connection, sees the last subscriber of everything go. So no peer can
+ * unsubscribe the others (and switch on-demand tracing off for them), and one that subscribes again
+ * and again counts once, for as long as it stays. How many are connected comes from the socket's
+ * connection events.
  *
  * It owns its ZeroMQ context (non-blocking termination, linger 0 unless asked) and, for ipc, the
  * socket file it bound, which it removes on destroy. It refuses to expose traces beyond this
@@ -37,7 +41,9 @@ struct tp_pub {
     dev_t ipc_dev;
     ino_t ipc_ino;
     int linger_ms;
-    int subscribers;
+    int subscribed;  /* someone subscribes to everything (""), as libzmq tracks it */
+    void *mon;       /* the socket's connection events, to count the connections */
+    int64_t handshakes, failures, disconnects;
     int lost_since_keyframe; /* a subscriber reported a loss since the last keyframe asked for */
     double last_loss_keyframe; /* cm_now_s, 0: never */
     uint64_t producer; /* of the last batch sent: loss reports about others are not ours */
@@ -112,7 +118,7 @@ static int configure(tp_pub *p, const tp_pub_opts *o, err_msg *err) {
     void *s = p->sock;
     int hwm = o->sndhwm > 0 ? o->sndhwm : 1000;
     if (set_int(s, ZMQ_LINGER, 0) != 0 || set_int(s, ZMQ_SNDHWM, hwm) != 0 ||
-        set_int(s, ZMQ_XPUB_NODROP, 1) != 0 || set_int(s, ZMQ_XPUB_VERBOSER, 1) != 0 ||
+        set_int(s, ZMQ_XPUB_NODROP, 1) != 0 || set_int(s, ZMQ_XPUB_VERBOSE, 1) != 0 ||
         /* Only subscriptions come in: bound what an unauthenticated peer can make us hold. */
         zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &(int64_t){4096}, sizeof(int64_t)) != 0)
         return zmq_fail(err, "cannot configure the publisher for", p->endpoint);
@@ -154,6 +160,58 @@ static int bind_endpoint(tp_pub *p, err_msg *err) {
     return 0;
 }
 
+/* The connections are counted from the socket's own events: a connection counts once its
+ * handshake succeeded and until it goes. Every connection that goes without having succeeded
+ * first reports a failed handshake, so the live ones are successes + failures - disconnections.
+ * Not fatal when it cannot be set up: a subscribed publisher then reports one. */
+static void watch_connections(tp_pub *p) {
+    char addr[64];
+    snprintf(addr, sizeof addr, "inproc://synctop-pub-%p", (void *)p);
+    if (zmq_socket_monitor(p->sock, addr,
+                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                               ZMQ_EVENT_DISCONNECTED) != 0)
+        return;
+    p->mon = zmq_socket(p->ctx, ZMQ_PAIR);
+    if (p->mon != NULL && zmq_connect(p->mon, addr) != 0) {
+        zmq_close(p->mon);
+        p->mon = NULL;
+    }
+}
+
+/* Takes the connection events that came. */
+static void read_connections(tp_pub *p) {
+    while (p->mon != NULL) {
+        zmq_msg_t ev, ep;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, p->mon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            break;
+        }
+        uint16_t event = 0;
+        if (zmq_msg_size(&ev) >= 6)
+            memcpy(&event, zmq_msg_data(&ev), sizeof event);
+        zmq_msg_close(&ev);
+        zmq_msg_init(&ep);
+        zmq_msg_recv(&ep, p->mon, ZMQ_DONTWAIT); /* the address: not needed */
+        zmq_msg_close(&ep);
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+            p->handshakes++;
+        else if (event == ZMQ_EVENT_DISCONNECTED)
+            p->disconnects++;
+        else if (event != 0)
+            p->failures++;
+    }
+}
+
+/* 0 when nobody subscribes; else the connections, at least one. */
+static int live_subscribers(const tp_pub *p) {
+    if (!p->subscribed)
+        return 0;
+    int64_t n = p->handshakes + p->failures - p->disconnects;
+    return n < 1 ? 1 : n > INT32_MAX ? INT32_MAX : (int)n;
+}
+
 tp_pub *tp_pub_new(const tp_pub_opts *opts, err_msg *err) {
     tp_pub_opts o = {0};
     if (opts != NULL)
@@ -184,6 +242,7 @@ tp_pub *tp_pub_new(const tp_pub_opts *opts, err_msg *err) {
     }
     if (configure(p, &o, err) < 0 || bind_endpoint(p, err) < 0)
         goto fail;
+    watch_connections(p);
     return p;
 fail:
     tp_pub_destroy(&p);
@@ -198,6 +257,10 @@ void tp_pub_destroy(tp_pub **pp) {
      * file belong to the parent: terminating the context here would wait forever and removing
      * the file would cut the parent off, so a child only frees memory. */
     if (p->owner == getpid()) {
+        if (p->mon != NULL) {
+            zmq_socket_monitor(p->sock, NULL, 0);
+            zmq_close(p->mon);
+        }
         if (p->sock != NULL) {
             set_int(p->sock, ZMQ_LINGER, p->linger_ms);
             zmq_close(p->sock);
@@ -273,6 +336,7 @@ int tp_pub_send_wait(tp_pub *pub, const void *batch, size_t len, int timeout_ms)
 
 int tp_pub_poll(tp_pub *pub, int *keyframe) {
     int j = 0;
+    read_connections(pub);
     uint8_t note[64];
     for (;;) {
         int n = zmq_recv(pub->sock, note, sizeof note, ZMQ_DONTWAIT);
@@ -291,15 +355,15 @@ int tp_pub_poll(tp_pub *pub, int *keyframe) {
             }
             continue;
         }
-        /* synctop subscribers subscribe to everything (""): a notice is one byte, 1 on
-         * subscribe and 0 on unsubscribe (which libzmq also sends when a subscriber leaves). */
+        /* synctop subscribers subscribe to everything (""): a notice is one byte, 1 on each
+         * subscribe (a new viewer: keyframe) and 0 once nobody subscribes any more. */
         if (n != 1)
             continue;
         if (note[0] == 1) {
-            pub->subscribers++;
+            pub->subscribed = 1;
             j = 1;
-        } else if (note[0] == 0 && pub->subscribers > 0) {
-            pub->subscribers--;
+        } else if (note[0] == 0) {
+            pub->subscribed = 0;
         }
     }
     if (pub->lost_since_keyframe) {
@@ -312,14 +376,14 @@ int tp_pub_poll(tp_pub *pub, int *keyframe) {
     }
     if (keyframe != NULL)
         *keyframe = j;
-    return pub->subscribers;
+    return live_subscribers(pub);
 }
 
 void tp_pub_stats_get(const tp_pub *pub, tp_pub_stats *out) {
     out->sent = pub->sent;
     out->dropped = pub->dropped;
     out->bytes = pub->bytes;
-    out->subscribers = pub->subscribers;
+    out->subscribers = live_subscribers(pub);
 }
 
 int tp_pub_send(tp_pub *pub, const void *batch, size_t len) {

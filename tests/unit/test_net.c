@@ -956,6 +956,48 @@ TEST(wrong_server_key_is_seen_as_a_refused_handshake) {
     tp_pub_destroy(&pub);
 }
 
+/* Another peer cannot switch on-demand tracing off for the others by sending unsubscribe notices,
+ * nor keep it on after it left by sending many subscribe notices: libzmq follows subscriptions per
+ * connection, and the publisher counts connections. */
+TEST(a_peer_cannot_unsubscribe_the_others) {
+    tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = "tcp://127.0.0.1:*"});
+    char ep[TP_ENDPOINT_MAX];
+    snprintf(ep, sizeof ep, "%s", tp_pub_endpoint(pub));
+    ASSERT_EQ(tp_pub_poll(pub, NULL), 0);
+    tp_sub *good = sub_new(NULL);
+    sub_connect(good, ep);
+    wait_subscribers(pub, 1);
+    /* a raw peer: subscribes a hundred times, unsubscribes a hundred times */
+    void *ctx = zmq_ctx_new();
+    void *x = zmq_socket(ctx, ZMQ_XSUB);
+    ASSERT_NOT_NULL(x);
+    ASSERT_OK(zmq_connect(x, ep));
+    for (int i = 0; i < 100; i++)
+        ASSERT_EQ(zmq_send(x, "\x01", 1, 0), 1);
+    wait_subscribers(pub, 2); /* the raw peer, connected and subscribed, counts once */
+    for (int i = 0; i < 300; i++)
+        ASSERT_EQ(zmq_send(x, "\x00", 1, 0), 1);
+    double until = now_s() + 0.5;
+    while (now_s() < until) {
+        ASSERT_GE(tp_pub_poll(pub, NULL), 1); /* the good subscriber is still there */
+        sleep_ms(5);
+    }
+    /* the raw peer goes: one subscriber left, whatever it sent */
+    zmq_close(x);
+    zmq_ctx_term(ctx);
+    until = now_s() + 10;
+    while (tp_pub_poll(pub, NULL) != 1 && now_s() < until)
+        sleep_ms(5);
+    ASSERT_EQ(tp_pub_poll(pub, NULL), 1);
+    /* and when the last one goes, nobody */
+    tp_sub_destroy(&good);
+    until = now_s() + 10;
+    while (tp_pub_poll(pub, NULL) != 0 && now_s() < until)
+        sleep_ms(5);
+    ASSERT_EQ(tp_pub_poll(pub, NULL), 0);
+    tp_pub_destroy(&pub);
+}
+
 /* ---- binding beyond loopback ---- */
 
 /* A non-loopback IPv4 address of this machine, if it has one. */

@@ -119,6 +119,10 @@ static int configure(tp_pub *p, const tp_pub_opts *o, err_msg *err) {
     int hwm = o->sndhwm > 0 ? o->sndhwm : 1000;
     if (set_int(s, ZMQ_LINGER, 0) != 0 || set_int(s, ZMQ_SNDHWM, hwm) != 0 ||
         set_int(s, ZMQ_XPUB_NODROP, 1) != 0 || set_int(s, ZMQ_XPUB_VERBOSE, 1) != 0 ||
+        /* A connection that has not finished its handshake within 2 s (a legitimate peer takes
+         * milliseconds) is dropped, so raw connections cannot pile up and take the traced
+         * program's file descriptors: holding N of them takes N new connections every 2 s. */
+        set_int(s, ZMQ_HANDSHAKE_IVL, 2000) != 0 || set_int(s, ZMQ_BACKLOG, 32) != 0 ||
         /* Only subscriptions come in: bound what an unauthenticated peer can make us hold. */
         zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &(int64_t){4096}, sizeof(int64_t)) != 0)
         return zmq_fail(err, "cannot configure the publisher for", p->endpoint);

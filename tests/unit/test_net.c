@@ -22,6 +22,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <zmq.h>
 
 #include "synctop/codec.h"
@@ -995,6 +997,47 @@ TEST(a_peer_cannot_unsubscribe_the_others) {
     while (tp_pub_poll(pub, NULL) != 0 && now_s() < until)
         sleep_ms(5);
     ASSERT_EQ(tp_pub_poll(pub, NULL), 0);
+    tp_pub_destroy(&pub);
+}
+
+/* Raw connections that never start the ZeroMQ handshake are dropped after 2 s, so a local user
+ * cannot pile them up and exhaust the traced program's file descriptors; a real subscriber is
+ * served meanwhile. */
+TEST(connections_without_a_handshake_are_reaped) {
+    tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = "tcp://127.0.0.1:*"});
+    const char *ep = tp_pub_endpoint(pub);
+    int port = atoi(strrchr(ep, ':') + 1);
+    enum { RAW = 200 };
+    int fds[RAW];
+    for (int i = 0; i < RAW; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ASSERT_GE(fds[i], 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ASSERT_OK(connect(fds[i], (struct sockaddr *)&sa, sizeof sa));
+    }
+    tp_sub *good = sub_new(NULL);
+    sub_connect(good, ep);
+    wait_subscribers(pub, 1);
+    /* within a few seconds the publisher has closed every raw connection: each reads EOF */
+    int closed = 0;
+    double until = now_s() + 15;
+    while (closed < RAW && now_s() < until) {
+        tp_pub_poll(pub, NULL);
+        closed = 0;
+        for (int i = 0; i < RAW; i++) {
+            char b[64];
+            ssize_t n = recv(fds[i], b, sizeof b, MSG_DONTWAIT);
+            closed += n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+        }
+        sleep_ms(50);
+    }
+    fprintf(stderr, "  %d of %d raw connections closed by the publisher\n", closed, RAW);
+    ASSERT_EQ(closed, RAW);
+    ASSERT_EQ(tp_pub_poll(pub, NULL), 1);
+    for (int i = 0; i < RAW; i++)
+        close(fds[i]);
+    tp_sub_destroy(&good);
     tp_pub_destroy(&pub);
 }
 

@@ -136,26 +136,23 @@ static void connect_new(tp_sub *sub, endpoints *known, const char *ep) {
         snprintf(known->list[known->n++], TP_ENDPOINT_MAX, "%s", ep);
 }
 
+typedef struct descendants {
+    long child;
+    void (*add)(void *ctx, const char *ep);
+    void *ctx;
+} descendants;
+
+static void add_if_descendant(void *ctx, long pid, const char *ep) {
+    descendants *d = ctx;
+    if (descends_from(pid, d->child))
+        d->add(d->ctx, ep);
+}
+
 /* Calls add for the default endpoints of the child and of its descendants that have one. */
 static void discover(long child, void (*add)(void *ctx, const char *ep), void *ctx) {
-    char dir[PATH_MAX];
+    descendants d = {child, add, ctx};
     err_msg err;
-    if (tp_endpoint_dir(dir, sizeof dir, &err) < 0)
-        return;
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        char *end;
-        long pid = strtol(e->d_name, &end, 10);
-        if (end == e->d_name || strcmp(end, ".sock") != 0 || !descends_from(pid, child))
-            continue;
-        char ep[TP_ENDPOINT_MAX];
-        if (tp_endpoint_for_pid(pid, ep, sizeof ep, &err) == 0)
-            add(ctx, ep);
-    }
-    closedir(d);
+    tp_endpoint_each(add_if_descendant, &d, &err);
 }
 
 typedef struct headless {

@@ -287,7 +287,7 @@ int tp_endpoint_is_live(const char *endpoint) {
     return unix_listening(endpoint + 6);
 }
 
-int tp_endpoint_remove_stale(err_msg *err) {
+int tp_endpoint_each(void (*each)(void *ctx, long pid, const char *endpoint), void *ctx, err_msg *err) {
     char dir[PATH_MAX];
     int rc = tp_endpoint_dir(dir, sizeof dir, err);
     if (rc < 0)
@@ -295,28 +295,41 @@ int tp_endpoint_remove_stale(err_msg *err) {
     DIR *d = opendir(dir);
     if (d == NULL)
         return err_set(err, ERR_IO, "cannot list %s: %s", dir, strerror(errno));
-    int removed = 0;
+    int n = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         const char *name = de->d_name;
         size_t digits = strspn(name, "0123456789");
         if (digits == 0 || digits > 9 || strcmp(name + digits, ".sock") != 0)
             continue;
-        long pid = strtol(name, NULL, 10);
-        /* EPERM: the pid exists (someone else's now, perhaps); leave the file alone. */
-        if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue;
-        char path[PATH_MAX + 16];
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%.15s", dir, name); /* at most 9 digits + ".sock" */
-        if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
-            continue;
-        /* The pid may belong to another pid namespace sharing this directory: ask the socket. */
-        if (unix_listening(path) != 0)
-            continue;
-        if (unlink(path) == 0)
-            removed++;
+        char ep[PATH_MAX + 32];
+        snprintf(ep, sizeof ep, "ipc://%s/%.15s", dir, name); /* at most 9 digits + ".sock" */
+        each(ctx, strtol(name, NULL, 10), ep);
+        n++;
     }
     closedir(d);
-    return removed;
+    return n;
+}
+
+/* Removes one endpoint's socket file when its process is gone and nobody listens on it. */
+static void remove_if_stale(void *ctx, long pid, const char *endpoint) {
+    int *removed = ctx;
+    const char *path = endpoint + 6;
+    struct stat st;
+    /* EPERM: the pid exists (someone else's now, perhaps); leave the file alone. */
+    if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+        return;
+    if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+        return;
+    /* The pid may belong to another pid namespace sharing this directory: ask the socket. */
+    if (unix_listening(path) != 0)
+        return;
+    if (unlink(path) == 0)
+        (*removed)++;
+}
+
+int tp_endpoint_remove_stale(err_msg *err) {
+    int removed = 0;
+    int rc = tp_endpoint_each(remove_if_stale, &removed, err);
+    return rc < 0 ? rc : removed;
 }

@@ -180,26 +180,16 @@ static int viewer_connect(viewer *w, const char *ep) {
 
 static void viewer_add(void *vw, const char *ep) { viewer_connect(vw, ep); }
 
+static void viewer_found(void *vw, long pid, const char *ep) {
+    (void)pid;
+    if (tp_endpoint_is_live(ep) == 1)
+        viewer_connect(vw, ep);
+}
+
 /* Attaches to the traced processes of this user that appeared since the last look. */
 static void viewer_scan(viewer *w) {
-    char dir[TP_ENDPOINT_MAX];
     err_msg err;
-    if (tp_endpoint_dir(dir, sizeof dir, &err) < 0)
-        return;
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        size_t n = strlen(de->d_name);
-        if (n < 6 || strcmp(de->d_name + n - 5, ".sock") != 0)
-            continue;
-        char ep[TP_ENDPOINT_MAX + 300];
-        snprintf(ep, sizeof ep, "ipc://%s/%s", dir, de->d_name);
-        if (tp_endpoint_is_live(ep) == 1)
-            viewer_connect(w, ep);
-    }
-    closedir(d);
+    tp_endpoint_each(viewer_found, w, &err);
 }
 
 /* The window over real data, once there is some. */

@@ -55,6 +55,9 @@ int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, err_msg *err
 /* Is a process listening on this ipc:// endpoint? 1 yes, 0 no (no socket file, or a file left by a
  * process that died), or a negative ERR_* code (not ipc://, permission denied). */
 int tp_endpoint_is_live(const char *endpoint);
+/* Calls each for every PID.sock endpoint in tp_endpoint_dir() (live or not); returns how many, or
+ * a negative ERR_* code when the directory cannot be listed. */
+int tp_endpoint_each(void (*each)(void *ctx, long pid, const char *endpoint), void *ctx, err_msg *err);
 /* Removes the PID.sock files in tp_endpoint_dir() whose process is gone and on which nobody
  * listens. Returns how many it removed, or a negative ERR_* code. tp_pub_new does this when it
  * binds the default endpoint. */

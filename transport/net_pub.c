@@ -21,6 +21,7 @@
 #include "synctop/net.h"
 #include "clock.h"
 #include "net_loss.h"
+#include "net_monitor.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -169,36 +170,16 @@ static int bind_endpoint(tp_pub *p, err_msg *err) {
  * first reports a failed handshake, so the live ones are successes + failures - disconnections.
  * Not fatal when it cannot be set up: a subscribed publisher then reports one. */
 static void watch_connections(tp_pub *p) {
-    char addr[64];
-    snprintf(addr, sizeof addr, "inproc://synctop-pub-%p", (void *)p);
-    if (zmq_socket_monitor(p->sock, addr,
-                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                               ZMQ_EVENT_DISCONNECTED) != 0)
-        return;
-    p->mon = zmq_socket(p->ctx, ZMQ_PAIR);
-    if (p->mon != NULL && zmq_connect(p->mon, addr) != 0) {
-        zmq_close(p->mon);
-        p->mon = NULL;
-    }
+    p->mon = net_monitor_open(p->ctx, p->sock,
+                              ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                  ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                                  ZMQ_EVENT_DISCONNECTED);
 }
 
 /* Takes the connection events that came. */
 static void read_connections(tp_pub *p) {
-    while (p->mon != NULL) {
-        zmq_msg_t ev, ep;
-        zmq_msg_init(&ev);
-        if (zmq_msg_recv(&ev, p->mon, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&ev);
-            break;
-        }
-        uint16_t event = 0;
-        if (zmq_msg_size(&ev) >= 6)
-            memcpy(&event, zmq_msg_data(&ev), sizeof event);
-        zmq_msg_close(&ev);
-        zmq_msg_init(&ep);
-        zmq_msg_recv(&ep, p->mon, ZMQ_DONTWAIT); /* the address: not needed */
-        zmq_msg_close(&ep);
+    uint16_t event;
+    while (net_monitor_next(p->mon, &event, NULL, 0)) {
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
             p->handshakes++;
         else if (event == ZMQ_EVENT_DISCONNECTED)
@@ -261,10 +242,7 @@ void tp_pub_destroy(tp_pub **pp) {
      * file belong to the parent: terminating the context here would wait forever and removing
      * the file would cut the parent off, so a child only frees memory. */
     if (p->owner == getpid()) {
-        if (p->mon != NULL) {
-            zmq_socket_monitor(p->sock, NULL, 0);
-            zmq_close(p->mon);
-        }
+        net_monitor_close(p->mon, p->sock);
         if (p->sock != NULL) {
             set_int(p->sock, ZMQ_LINGER, p->linger_ms);
             zmq_close(p->sock);

@@ -7,6 +7,7 @@
  */
 #include "synctop/net.h"
 #include "net_loss.h"
+#include "net_monitor.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -84,43 +85,22 @@ static int configure(tp_sub *s, const tp_sub_opts *o, err_msg *err) {
  * does not encrypt) refuses ours, and without this the subscriber would only hear nothing. Not
  * fatal when it cannot be set up. */
 static void watch_handshakes(tp_sub *s) {
-    char addr[64];
-    snprintf(addr, sizeof addr, "inproc://synctop-sub-%p", (void *)s);
-    if (zmq_socket_monitor(s->sock, addr,
-                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0)
-        return;
-    s->mon = zmq_socket(s->ctx, ZMQ_PAIR);
-    if (s->mon != NULL && zmq_connect(s->mon, addr) != 0) {
-        zmq_close(s->mon);
-        s->mon = NULL;
-    }
+    s->mon = net_monitor_open(s->ctx, s->sock,
+                              ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                  ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
 }
 
 /* Counts the handshake events that came (never waits). */
 static void read_handshakes(tp_sub *s) {
-    while (s->mon != NULL) {
-        zmq_msg_t ev, ep;
-        zmq_msg_init(&ev);
-        if (zmq_msg_recv(&ev, s->mon, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&ev);
-            return;
-        }
-        uint16_t event = 0;
-        if (zmq_msg_size(&ev) >= 6)
-            memcpy(&event, zmq_msg_data(&ev), sizeof event);
-        zmq_msg_close(&ev);
-        zmq_msg_init(&ep);
-        if (zmq_msg_recv(&ep, s->mon, ZMQ_DONTWAIT) >= 0 && event != ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-            size_t n = zmq_msg_size(&ep) < sizeof s->handshake_ep - 1 ? zmq_msg_size(&ep) : sizeof s->handshake_ep - 1;
-            memcpy(s->handshake_ep, zmq_msg_data(&ep), n);
-            s->handshake_ep[n] = '\0';
-        }
-        zmq_msg_close(&ep);
-        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+    uint16_t event;
+    char ep[TP_ENDPOINT_MAX];
+    while (net_monitor_next(s->mon, &event, ep, sizeof ep)) {
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             s->stats.handshakes++;
-        else if (event != 0)
+        } else if (event != 0) {
             s->stats.handshake_failures++;
+            snprintf(s->handshake_ep, sizeof s->handshake_ep, "%s", ep);
+        }
     }
 }
 
@@ -167,10 +147,7 @@ void tp_sub_destroy(tp_sub **sp) {
      * wait for them forever, so a child only frees memory. */
     if (s->owner == getpid()) {
         zmq_msg_close(&s->msg);
-        if (s->mon != NULL) {
-            zmq_socket_monitor(s->sock, NULL, 0);
-            zmq_close(s->mon);
-        }
+        net_monitor_close(s->mon, s->sock);
         if (s->sock != NULL)
             zmq_close(s->sock);
         while (s->ctx != NULL && zmq_ctx_term(s->ctx) != 0 && zmq_errno() == EINTR)

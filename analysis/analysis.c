@@ -617,79 +617,81 @@ static int finding_cmp(const void *a, const void *b) {
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *err) {
-    memset(out, 0, sizeof *out);
-    an_ctx c = {.s = s, .r = out};
-    if (opts)
-        c.o = *opts;
-    if (c.o.gap_ns == 0)
-        c.o.gap_ns = AN_DEF_GAP_NS;
-    if (c.o.rule_gap_ns == 0)
-        c.o.rule_gap_ns = AN_DEF_RULE_GAP_NS;
-    if (c.o.util_chunks == 0)
-        c.o.util_chunks = AN_DEF_CHUNKS;
-    if (!(c.o.low_util_threshold > 0))
-        c.o.low_util_threshold = AN_DEF_UTIL;
-    uint64_t t0, t1;
-    st_store_span(s, &t0, &t1);
-    if (c.o.t0 || c.o.t1) {
-        t0 = c.o.t0;
-        t1 = c.o.t1;
-    }
-    if (t1 < t0)
-        return err_set(err, ERR_INVAL, "analysis: the range ends before it starts");
-    out->t0 = t0;
-    out->t1 = t1;
+/* The options with their defaults filled in. */
+static an_opts opts_with_defaults(const an_opts *opts) {
+    an_opts o = opts ? *opts : (an_opts){0};
+    if (o.gap_ns == 0)
+        o.gap_ns = AN_DEF_GAP_NS;
+    if (o.rule_gap_ns == 0)
+        o.rule_gap_ns = AN_DEF_RULE_GAP_NS;
+    if (o.util_chunks == 0)
+        o.util_chunks = AN_DEF_CHUNKS;
+    if (!(o.low_util_threshold > 0))
+        o.low_util_threshold = AN_DEF_UTIL;
+    return o;
+}
 
-    u64map want_gpu = {0}, want_api = {0};
-    int rc = -1;
+/* The blocking spans, each on the device its wait was for, and their running maximum end. */
+static int blocks_phase(an_ctx *c, u64map *want_gpu) {
+    const st_store *s = c->s;
+    an_result *out = c->r;
     /* Devices: every (producer, device) with a stream lane, and those the store describes. */
     for (size_t l = 0; l < st_lane_count(s); l++) {
         const st_lane_info *li = st_lane_get(s, l);
-        if (li->kind == ST_LANE_STREAM && device_get(&c, li->producer, li->device) == NULL)
-            goto done;
+        if (li->kind == ST_LANE_STREAM && device_get(c, li->producer, li->device) == NULL)
+            return -1;
     }
-    if (collect_blocks(&c, &want_gpu))
-        goto done;
-    resolve(s, &want_gpu, ST_LANE_STREAM);
+    if (collect_blocks(c, want_gpu))
+        return -1;
+    resolve(s, want_gpu, ST_LANE_STREAM);
     for (size_t i = 0; i < out->n_blocks; i++) {
         an_block *b = &out->blocks[i];
         size_t nn;
         const st_event *e = &st_lane_events(s, b->lane, &nn)[b->index];
-        const uint64_t *v = e->corr ? u64map_find(&want_gpu, ckey(b->producer, e->corr)) : NULL;
+        const uint64_t *v = e->corr ? u64map_find(want_gpu, ckey(b->producer, e->corr)) : NULL;
         if (v != NULL && *v != POS_NONE)
             b->device = st_lane_get(s, POS_LANE(*v))->device;
         if (b->device == TP_NO_DEVICE)
             b->device = only_device(out, b->producer);
     }
-    c.prefix_end = malloc((out->n_blocks + 1) * sizeof *c.prefix_end);
-    if (c.prefix_end == NULL)
-        goto done;
+    c->prefix_end = malloc((out->n_blocks + 1) * sizeof *c->prefix_end);
+    if (c->prefix_end == NULL)
+        return -1;
     for (size_t i = 0; i < out->n_blocks; i++)
-        c.prefix_end[i] = i && c.prefix_end[i - 1] > out->blocks[i].end ? c.prefix_end[i - 1] : out->blocks[i].end;
+        c->prefix_end[i] = i && c->prefix_end[i - 1] > out->blocks[i].end ? c->prefix_end[i - 1] : out->blocks[i].end;
+    return 0;
+}
 
+/* The bubbles (device ones first: *n_device_bubbles of them) and their causes. */
+static int bubbles_phase(an_ctx *c, u64map *want_api, size_t *n_device_bubbles) {
+    const st_store *s = c->s;
+    an_result *out = c->r;
     size_t n_dev = out->n_devices;
     for (size_t i = 0; i < n_dev; i++)
-        if (device_pass(&c, &out->devices[i]))
-            goto done;
-    size_t n_device_bubbles = out->n_bubbles;
+        if (device_pass(c, &out->devices[i]))
+            return -1;
+    *n_device_bubbles = out->n_bubbles;
     for (size_t l = 0; l < st_lane_count(s); l++)
-        if (st_lane_get(s, l)->kind == ST_LANE_STREAM && stream_pass(&c, l))
-            goto done;
+        if (st_lane_get(s, l)->kind == ST_LANE_STREAM && stream_pass(c, l))
+            return -1;
     for (size_t k = 0; k < out->n_bubbles; k++) {
         size_t nn;
-        const st_event *next = &st_lane_events(s, c.pend[k].next_lane, &nn)[c.pend[k].next_idx];
-        if (next->corr && cmap_want(&want_api, ckey(out->bubbles[k].producer, next->corr)))
-            goto done;
+        const st_event *next = &st_lane_events(s, c->pend[k].next_lane, &nn)[c->pend[k].next_idx];
+        if (next->corr && cmap_want(want_api, ckey(out->bubbles[k].producer, next->corr)))
+            return -1;
     }
-    resolve(s, &want_api, ST_LANE_THREAD);
-    attribute(&c, &want_api);
+    resolve(s, want_api, ST_LANE_THREAD);
+    attribute(c, want_api);
+    return 0;
+}
 
-    /* Device bubbles carry the cost: per block, per device, per cause. */
+/* What the device bubbles cost: per block, per device and cause; host time blocked per device. */
+static void costs_phase(an_ctx *c, size_t n_device_bubbles) {
+    an_result *out = c->r;
     for (size_t k = 0; k < n_device_bubbles; k++) {
         const an_bubble *b = &out->bubbles[k];
         uint64_t d = b->end - b->start;
-        an_device *dv = device_get(&c, b->producer, b->device);
+        an_device *dv = device_get(c, b->producer, b->device);
         if (dv)
             dv->idle_by_cause[b->cause] += d;
         if (b->cause == AN_CAUSE_BLOCK)
@@ -706,21 +708,23 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *
             if (out->devices[k].producer == b->producer && out->devices[k].device == b->device)
                 out->devices[k].blocked_ns += b->own_ns;
     }
-    /* The gaps findings kept their worst bubble in callsite: now its cause is known. */
+}
+
+/* The findings' call sites, now that the bubbles' causes are known: the gaps rule names the wait
+ * behind its worst gap, a low-utilisation window the call site that cost the most idle in it. */
+static void findings_sites(an_ctx *c, size_t n_device_bubbles) {
+    an_result *out = c->r;
     for (size_t i = 0; i < out->n_findings; i++) {
         an_finding *f = &out->findings[i];
         if (f->rule != AN_RULE_GPU_GAPS)
             continue;
-        size_t k = (size_t)f->callsite;
+        size_t k = (size_t)f->callsite; /* the worst gap's bubble, kept there by device_merge */
         f->callsite = 0;
         if (k < out->n_bubbles && out->bubbles[k].cause == AN_CAUSE_BLOCK) {
             f->callsite = out->blocks[out->bubbles[k].block].callsite;
             f->name = out->blocks[out->bubbles[k].block].name;
         }
     }
-    if (build_sites(&c) || call_findings(&c))
-        goto done;
-    /* Low-utilisation windows name the call site that cost the most GPU idle inside them. */
     for (size_t i = 0; i < out->n_findings; i++) {
         an_finding *f = &out->findings[i];
         if (f->rule != AN_RULE_LOW_UTIL)
@@ -739,11 +743,34 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *
             }
         }
     }
-    /* Bubbles in time order: remap nothing, blocks are referenced by index and stay put. */
-    tu_sort(out->bubbles, out->n_bubbles, sizeof *out->bubbles, bubble_by_start);
-    tu_sort(out->findings, out->n_findings, sizeof *out->findings, finding_cmp);
-    rc = 0;
-done:
+}
+
+int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *err) {
+    memset(out, 0, sizeof *out);
+    an_ctx c = {.s = s, .r = out, .o = opts_with_defaults(opts)};
+    uint64_t t0, t1;
+    st_store_span(s, &t0, &t1);
+    if (c.o.t0 || c.o.t1) {
+        t0 = c.o.t0;
+        t1 = c.o.t1;
+    }
+    if (t1 < t0)
+        return err_set(err, ERR_INVAL, "analysis: the range ends before it starts");
+    out->t0 = t0;
+    out->t1 = t1;
+    u64map want_gpu = {0}, want_api = {0};
+    size_t n_device_bubbles = 0;
+    int rc = blocks_phase(&c, &want_gpu) || bubbles_phase(&c, &want_api, &n_device_bubbles) ? -1 : 0;
+    if (rc == 0) {
+        costs_phase(&c, n_device_bubbles);
+        rc = build_sites(&c) || call_findings(&c) ? -1 : 0;
+    }
+    if (rc == 0) {
+        findings_sites(&c, n_device_bubbles);
+        /* Bubbles in time order: remap nothing, blocks are referenced by index and stay put. */
+        tu_sort(out->bubbles, out->n_bubbles, sizeof *out->bubbles, bubble_by_start);
+        tu_sort(out->findings, out->n_findings, sizeof *out->findings, finding_cmp);
+    }
     u64map_free(&want_gpu);
     u64map_free(&want_api);
     free(c.pend);

@@ -2,7 +2,8 @@
  * libFuzzer target for the trace-file reader: the input is a whole file. Nothing may crash, leak or
  * read out of bounds; whatever opens must index, read, decode and seek without surprises, from its
  * footer chain and by a scan. `fuzz_file --write-seeds DIR` writes small valid files (index blocks,
- * keyframes, a footer; and one cut short) to start from.
+ * keyframes, a footer; and one cut short) to start from, and hostile ones: an index that lies about
+ * a batch with every checksum right, and batches that inflate to many events.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "synctop/file.h"
+#include "lie.h"
 #include "seeds.h"
 #include "synth.h"
 
@@ -44,6 +46,55 @@ static void write_seed(const char *dir, const char *name, size_t batches, size_t
     tp_enc_destroy(&enc);
 }
 
+static void lie_producer(tp_findex_entry *e) { e->producer ^= 0x5a5a; }
+
+/* A file whose index entry names another producer than its batch: every checksum holds. */
+static void write_lying_index_seed(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/honest.tmp", dir);
+    static uint8_t file[1 << 20];
+    uint8_t *out = NULL;
+    size_t out_len = 0;
+    /* the last index block must list a batch: some batch counts end on an empty one */
+    for (size_t batches = 7; batches < 12 && out == NULL; batches++) {
+        write_seed(dir, "honest.tmp", batches, 6, 0);
+        FILE *f = fopen(path, "rb");
+        size_t len = f ? fread(file, 1, sizeof file, f) : 0;
+        if (f)
+            fclose(f);
+        out = trace_with_lying_index(file, len, lie_producer, &out_len);
+    }
+    unlink(path);
+    if (out == NULL) {
+        fprintf(stderr, "cannot make the lying-index seed\n");
+        exit(1);
+    }
+    fuzz_write_seed(dir, "lying-index.trace", out, out_len);
+    free(out);
+}
+
+/* A small file whose batches inflate to many events: two of 20000 identical kernels. */
+static void write_bomb_seed(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bomb.trace", dir);
+    tp_fwriter *w = tp_fwriter_open(path, TP_FW_OVERWRITE, NULL);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 5});
+    if (w == NULL || enc == NULL)
+        exit(1);
+    tp_kernel k = {.kind = TP_K_KERNEL, .device = 0, .stream = 7, .start = 1000, .end = 2000, .correlation = 1};
+    tp_buf b = {0};
+    for (int batch = 0; batch < 2; batch++) {
+        for (int i = 0; i < 20000; i++)
+            tp_enc_add(enc, &k);
+        tp_enc_finish_flags(enc, batch ? TP_BF_END : 0, &b);
+        tp_enc_delivered(enc, 1);
+        tp_fwriter_append(w, b.data, b.len, NULL);
+    }
+    tp_fwriter_close(&w, NULL);
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+}
+
 static int memfd = -1;
 static char memfd_path[64];
 
@@ -54,6 +105,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         write_seed(dir, "one.trace", 1, 3, 0);
         write_seed(dir, "cut.trace", 8, 6, 1);
         write_seed(dir, "empty.trace", 0, 0, 0);
+        write_lying_index_seed(dir);
+        write_bomb_seed(dir);
         exit(0);
     }
     memfd = memfd_create("fuzz_file", MFD_CLOEXEC);

@@ -6,7 +6,10 @@ endif()
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/corpus)
 execute_process(COMMAND ${FUZZER} --write-seeds ${WORK}/corpus RESULT_VARIABLE seed_rc
-                OUTPUT_QUIET ERROR_QUIET)
+                OUTPUT_QUIET ERROR_VARIABLE seed_err)
+if(NOT seed_rc EQUAL 0)
+  message(FATAL_ERROR "${FUZZER} --write-seeds failed (exit ${seed_rc}):\n${seed_err}")
+endif()
 execute_process(COMMAND ${FUZZER} -max_total_time=${FUZZ_SECONDS} -timeout=10 -rss_limit_mb=2048
                         -artifact_prefix=${WORK}/ -print_final_stats=1 ${WORK}/corpus
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)

@@ -12,6 +12,7 @@
 
 #include "synctop/file.h"
 #include "synth.h"
+#include "lie.h"
 #include "task.h"
 
 #define PRODUCER(seed) (0x5EED000000000000ull | (seed))
@@ -650,31 +651,9 @@ static void index_lie_is_not_trusted(const char *name, void (*lie)(tp_findex_ent
     for (size_t i = 0; i < n; i++)
         ents[i] = *tp_freader_entry(r, i);
     tp_freader_close(&r);
-    uint64_t block;
-    memcpy(&block, b + len - 32 + 8, 8); /* the footer's index offset */
-    tp_dec d = {0};
-    ASSERT_OK(tp_dec_open(&d, b + block, len - 32 - block, NULL));
-    ASSERT(d.hdr.flags & TP_BF_INDEX);
-    size_t plen = d.payload_len;
-    uint8_t *out = malloc(block + TP_BATCH_HDR_SIZE + plen + 32);
-    memcpy(out, b, block);
-    uint8_t *payload = out + block + TP_BATCH_HDR_SIZE;
-    memcpy(payload, d.payload, plen);
-    tp_findex_entry e;
-    memcpy(&e, payload + 24, sizeof e); /* the block's first entry */
-    lie(&e);
-    memcpy(payload + 24, &e, sizeof e);
-    tp_batch_hdr h = d.hdr;
-    h.flags &= ~(uint32_t)TP_BF_ZSTD;
-    h.stored_size = h.raw_size = (uint32_t)plen;
-    h.payload_crc = tp_crc32(0, payload, plen);
-    memcpy(out + block, &h, sizeof h);
-    tp_batch_seal_header(out + block);
-    uint8_t *footer = payload + plen;
-    memcpy(footer, b + len - 32, 32);
-    uint32_t crc = tp_crc32(0, footer, 28);
-    memcpy(footer + 28, &crc, 4);
-    size_t out_len = block + TP_BATCH_HDR_SIZE + plen + 32;
+    size_t out_len;
+    uint8_t *out = trace_with_lying_index(b, len, lie, &out_len);
+    ASSERT_NOT_NULL(out);
     spit(path, out, out_len);
     r = open_ok(path, 0);
     ASSERT(tp_freader_complete(r));
@@ -691,7 +670,6 @@ static void index_lie_is_not_trusted(const char *name, void (*lie)(tp_findex_ent
     ASSERT_EQ(tp_freader_problem_count(r), 1); /* no batch was dropped */
     tp_buf_free(&buf);
     tp_freader_close(&r);
-    tp_dec_free(&d);
     free(out);
     free(ents);
     free(b);

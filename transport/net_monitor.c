@@ -19,7 +19,7 @@ void *net_monitor_open(void *ctx, void *sock, int events) {
     return mon;
 }
 
-int net_monitor_next(void *mon, uint16_t *event, char *ep, size_t eplen) {
+int net_monitor_next(void *mon, uint16_t *event, uint32_t *value, char *ep, size_t eplen) {
     if (mon == NULL)
         return 0;
     zmq_msg_t ev, addr;
@@ -29,10 +29,13 @@ int net_monitor_next(void *mon, uint16_t *event, char *ep, size_t eplen) {
         return 0;
     }
     *event = 0;
+    *value = 0;
     if (ep != NULL && eplen > 0)
         ep[0] = '\0';
-    if (zmq_msg_size(&ev) >= 6)
+    if (zmq_msg_size(&ev) >= 6) {
         memcpy(event, zmq_msg_data(&ev), sizeof *event);
+        memcpy(value, (const uint8_t *)zmq_msg_data(&ev) + 2, sizeof *value);
+    }
     zmq_msg_close(&ev);
     zmq_msg_init(&addr);
     if (zmq_msg_recv(&addr, mon, ZMQ_DONTWAIT) >= 0 && ep != NULL && eplen > 0) {

@@ -27,6 +27,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
@@ -44,7 +47,8 @@ struct tp_pub {
     int linger_ms;
     int subscribed;  /* someone subscribes to everything (""), as libzmq tracks it */
     void *mon;       /* the socket's connection events, to count the connections */
-    int64_t handshakes, failures, disconnects;
+    int64_t accepted, handshakes, failures, disconnects;
+    int tcp_port;    /* the port it listens on, 0 when not tcp */
     int lost_since_keyframe; /* a subscriber reported a loss since the last keyframe asked for */
     double last_loss_keyframe; /* cm_now_s, 0: never */
     uint64_t producer; /* of the last batch sent: loss reports about others are not ours */
@@ -52,6 +56,7 @@ struct tp_pub {
 };
 
 #define LOSS_KEYFRAME_EVERY_S 1.0
+#define PUB_MAX_CONNECTIONS 64 /* open tcp connections, handshake done or not */
 
 static int zmq_fail(err_msg *err, const char *what, const char *endpoint) {
     int e = zmq_errno();
@@ -170,22 +175,46 @@ static int bind_endpoint(tp_pub *p, err_msg *err) {
  * first reports a failed handshake, so the live ones are successes + failures - disconnections.
  * Not fatal when it cannot be set up: a subscribed publisher then reports one. */
 static void watch_connections(tp_pub *p) {
+    const char *colon = strncmp(p->endpoint, "tcp://", 6) == 0 ? strrchr(p->endpoint, ':') : NULL;
+    p->tcp_port = colon ? atoi(colon + 1) : 0;
     p->mon = net_monitor_open(p->ctx, p->sock,
-                              ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                                  ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                                  ZMQ_EVENT_DISCONNECTED);
+                              ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+                                  ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                  ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_DISCONNECTED);
+}
+
+/* A tcp connection past PUB_MAX_CONNECTIONS is shut down (libzmq then closes it as it would any
+ * connection whose peer left): raw connections cannot take the traced program's file descriptors.
+ * The descriptor is libzmq's, and may have been closed and reused by the program since the event
+ * was sent: it is touched only when it still is a connected socket on our own port. */
+static void shed(const tp_pub *p, int fd) {
+    struct sockaddr_storage me, peer;
+    socklen_t ml = sizeof me, pl = sizeof peer;
+    if (p->tcp_port <= 0 || getsockname(fd, (struct sockaddr *)&me, &ml) != 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &pl) != 0)
+        return;
+    int port = me.ss_family == AF_INET    ? ntohs(((struct sockaddr_in *)&me)->sin_port)
+               : me.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&me)->sin6_port)
+                                          : -1;
+    if (port == p->tcp_port)
+        shutdown(fd, SHUT_RDWR);
 }
 
 /* Takes the connection events that came. */
 static void read_connections(tp_pub *p) {
     uint16_t event;
-    while (net_monitor_next(p->mon, &event, NULL, 0)) {
-        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+    uint32_t value;
+    while (net_monitor_next(p->mon, &event, &value, NULL, 0)) {
+        if (event == ZMQ_EVENT_ACCEPTED) {
+            if (++p->accepted - p->disconnects > PUB_MAX_CONNECTIONS)
+                shed(p, (int)value);
+        } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             p->handshakes++;
-        else if (event == ZMQ_EVENT_DISCONNECTED)
+        } else if (event == ZMQ_EVENT_DISCONNECTED) {
             p->disconnects++;
-        else if (event != 0)
+        } else if (event != 0) {
             p->failures++;
+        }
     }
 }
 

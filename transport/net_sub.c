@@ -93,8 +93,9 @@ static void watch_handshakes(tp_sub *s) {
 /* Counts the handshake events that came (never waits). */
 static void read_handshakes(tp_sub *s) {
     uint16_t event;
+    uint32_t value;
     char ep[TP_ENDPOINT_MAX];
-    while (net_monitor_next(s->mon, &event, ep, sizeof ep)) {
+    while (net_monitor_next(s->mon, &event, &value, ep, sizeof ep)) {
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             s->stats.handshakes++;
         } else if (event != 0) {

@@ -1041,6 +1041,41 @@ TEST(connections_without_a_handshake_are_reaped) {
     tp_pub_destroy(&pub);
 }
 
+/* Past 64 open tcp connections, new ones are shut down at once (well before the 2 s handshake
+ * limit): the publisher, and so the traced program, never holds more than about that many. */
+TEST(tcp_connections_past_the_cap_are_shut) {
+    tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = "tcp://127.0.0.1:*"});
+    int port = atoi(strrchr(tp_pub_endpoint(pub), ':') + 1);
+    enum { RAW = 200 };
+    int fds[RAW];
+    for (int i = 0; i < RAW; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ASSERT_GE(fds[i], 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ASSERT_OK(connect(fds[i], (struct sockaddr *)&sa, sizeof sa));
+        tp_pub_poll(pub, NULL); /* as the tracer's flush thread does, often */
+    }
+    int closed = 0;
+    double until = now_s() + 1.0; /* within the handshake limit: only the cap can have closed them */
+    while (now_s() < until) {
+        tp_pub_poll(pub, NULL);
+        sleep_ms(20);
+    }
+    for (int i = 0; i < RAW; i++) {
+        char b[256];
+        ssize_t n;
+        while ((n = recv(fds[i], b, sizeof b, MSG_DONTWAIT)) > 0) /* the publisher's greeting first */
+            ;
+        closed += n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    }
+    fprintf(stderr, "  %d of %d raw connections shut by the cap\n", closed, RAW);
+    ASSERT_GE(closed, RAW - 64);
+    for (int i = 0; i < RAW; i++)
+        close(fds[i]);
+    tp_pub_destroy(&pub);
+}
+
 /* ---- binding beyond loopback ---- */
 
 /* A non-loopback IPv4 address of this machine, if it has one. */

@@ -73,6 +73,10 @@ typedef struct prod_ext {
     uint64_t last_seq;
 } prod_ext;
 
+#define ST_LIVE_NAME_BYTES (128u << 20) /* names a live store keeps, in bytes */
+#define ST_LIVE_NAMES (4u << 20)        /* and in (producer, name) entries */
+#define REFUSED_NAME "(name past the live view's bound)"
+
 struct st_store {
     st_opts opts;
     /* strings */
@@ -114,6 +118,8 @@ struct st_store {
     /* totals */
     size_t events;
     uint64_t dropped;
+    uint64_t strings_refused; /* names past the live bound on names, shown as REFUSED_NAME */
+    uint32_t refused_id;
     int dirty;
 };
 
@@ -177,6 +183,24 @@ uint32_t st_intern(st_store *s, const char *str, size_t len) {
     s->str_hash[i] = id;
     return id;
 }
+
+/* A live store bounds its names as it bounds its events: a publisher that sends ever new names
+ * (hostile, or a program that names every kernel launch differently) would otherwise grow it
+ * without end. Past the bound, new names read as REFUSED_NAME and are counted. */
+static int names_full(st_store *s, uint64_t key, uint32_t len) {
+    if (s->opts.max_events == 0 || u64map_find(&s->pstr, key) != NULL)
+        return 0;
+    return s->pool_len + len > ST_LIVE_NAME_BYTES || u64map_count(&s->pstr) >= ST_LIVE_NAMES;
+}
+
+static uint32_t refused_name(st_store *s) {
+    s->strings_refused++;
+    if (s->refused_id == 0)
+        s->refused_id = st_intern(s, REFUSED_NAME, sizeof REFUSED_NAME - 1);
+    return s->refused_id;
+}
+
+uint64_t st_store_names_refused(const st_store *s) { return s->strings_refused; }
 
 const char *st_str(const st_store *s, uint32_t id) {
     if (id == 0 || id >= s->n_str)
@@ -569,7 +593,7 @@ int st_store_add_batch(st_store *s, const void *batch, size_t len, err_msg *err)
     uint32_t id, slen;
     const char *str;
     while (tp_dec_next_string(&d, &id, &str, &slen)) {
-        uint32_t sid = st_intern(s, str, slen);
+        uint32_t sid = names_full(s, (uint64_t)prod << 32 | id, slen) ? refused_name(s) : st_intern(s, str, slen);
         if ((sid == 0 && slen > 0) || u64map_put(&s->pstr, (uint64_t)prod << 32 | id, sid) != 0) {
             rc = err_set(err, ERR_NOMEM, "store: out of memory (strings)");
             break;

@@ -138,6 +138,8 @@ int st_lane_summary(const st_store *s, size_t lane, uint64_t t0, uint64_t t1, si
 void st_store_span(const st_store *s, uint64_t *t0, uint64_t *t1);
 size_t st_store_events(const st_store *s);  /* events held */
 uint64_t st_store_dropped(const st_store *s); /* events dropped by max_events */
+/* Names a bounded (live) store refused: past 128 MiB or 4M names, new ones read as a placeholder. */
+uint64_t st_store_names_refused(const st_store *s);
 size_t st_store_memory(const st_store *s);  /* bytes held, for the benchmark */
 
 /* A store string (NUL-terminated, untrusted); "" for 0 or unknown ids. */

@@ -119,6 +119,7 @@ typedef struct held_batch {
 typedef struct viewer {
     const viewer_opts *o;
     int said_refused; /* a refused handshake was shown */
+    int said_names;   /* names past the live bound were shown */
     st_store *s;
     vw_state v;
     vw_grid g;
@@ -437,6 +438,11 @@ static int viewer_loop(viewer *w) {
         if (tp_sub_wait(w->sub, STDIN_FILENO, timeout_ms, &werr) < 0) {
             snprintf(w->err, sizeof w->err, "%s", werr.msg);
             return 1;
+        }
+        if (!w->said_names && st_store_names_refused(w->s) > 0) {
+            w->said_names = 1;
+            snprintf(w->v.message, sizeof w->v.message, "names past 128 MiB are shown as placeholders");
+            dirty = 1;
         }
         tp_sub_stats ss;
         if (w->sub != NULL && !w->said_refused && (tp_sub_stats_get(w->sub, &ss), ss.received == 0) &&

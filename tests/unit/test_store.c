@@ -355,6 +355,54 @@ TEST(lane_emptied_by_the_bound_before_its_first_index_reads_as_idle) {
     st_store_destroy(&s);
 }
 
+/* A live (bounded) store bounds its names too: a publisher sending ever new 60 KB names fills
+ * 128 MiB at most; later new names read as a placeholder and are counted. A replay store keeps
+ * them all. */
+TEST(live_store_bounds_its_names) {
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 9, .max_string_bytes = 1u << 30});
+    ASSERT_NOT_NULL(enc);
+    st_store *live = st_store_new(&(st_opts){.max_events = 100000}), *replay = st_store_new(NULL);
+    char *name = malloc(60000 + 1);
+    ASSERT_NOT_NULL(name);
+    tp_buf out = {0};
+    for (int b = 0; b < 30; b++) {
+        for (int i = 0; i < 100; i++) {
+            memset(name, 'a' + (b + i) % 26, 60000);
+            snprintf(name, 32, "kernel-%d-%d-", b, i);
+            name[strlen(name)] = 'x';
+            name[60000] = '\0';
+            tp_kernel k = {.kind = TP_K_KERNEL, .device = 0, .stream = 7, .start = 1000 + (uint64_t)(b * 100 + i),
+                           .end = 1001 + (uint64_t)(b * 100 + i), .name = tp_enc_intern_cstr(enc, name)};
+            ASSERT_OK(tp_enc_add(enc, &k));
+        }
+        ASSERT_OK(tp_enc_finish(enc, &out));
+        tp_enc_delivered(enc, 1);
+        ASSERT_OK(st_store_add_batch(live, out.data, out.len, NULL));
+        ASSERT_OK(st_store_add_batch(replay, out.data, out.len, NULL));
+    }
+    st_store_commit(live);
+    st_store_commit(replay);
+    /* 3000 names of 60 KB: 180 MB sent; the live store refused what passed 128 MiB */
+    uint64_t kept = 3000 - st_store_names_refused(live);
+    ASSERT_GT(st_store_names_refused(live), 0);
+    ASSERT_LE(kept * 60001, 128ull << 20);
+    ASSERT_GE(kept * 60001, (128ull << 20) - 2 * 60001);
+    ASSERT_UEQ(st_store_names_refused(replay), 0);
+    /* the last kernel's name reads as the placeholder live, as itself in the replay */
+    size_t l = lane_find(live, ST_LANE_STREAM, 7), n;
+    const st_event *ev = st_lane_events(live, l, &n);
+    ASSERT_GT(n, 0);
+    ASSERT_STR_CONTAINS(st_str(live, ev[n - 1].name), "bound");
+    l = lane_find(replay, ST_LANE_STREAM, 7);
+    ev = st_lane_events(replay, l, &n);
+    ASSERT(strncmp(st_str(replay, ev[n - 1].name), "kernel-29-99-", 13) == 0);
+    free(name);
+    tp_buf_free(&out);
+    tp_enc_destroy(&enc);
+    st_store_destroy(&live);
+    st_store_destroy(&replay);
+}
+
 /* ---- summaries: property test against brute force ---- */
 
 typedef struct rng {

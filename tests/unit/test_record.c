@@ -702,6 +702,21 @@ TEST(verbs_share_one_argument_parser) {
         ASSERT_NULL(strchr(err, '\x07'));
         free(err);
     }
+    /* a name with control characters, echoed back in an error, reaches the terminal sanitized */
+    char evil[PATH_MAX];
+    snprintf(evil, sizeof evil, "%s", task_path("a\x1b]0;x\x07\x1b[2Jb.json"));
+    FILE *ef = fopen(evil, "w");
+    ASSERT_NOT_NULL(ef);
+    fclose(ef);
+    KEEP_PATH(src, "evil-src.trace");
+    write_synth_file(src, 4, 1, 10, NULL);
+    char *err2 = NULL;
+    const char *exists[] = {"export", src, "-o", evil, NULL};
+    ASSERT_EQ(run_synctop(exists, NULL, &err2), 1);
+    ASSERT_STR_CONTAINS(err2, "already exists");
+    ASSERT_NULL(strchr(err2, '\x1b'));
+    ASSERT_NULL(strchr(err2, '\x07'));
+    free(err2);
     /* --name=VALUE is --name VALUE: the format given that way is used */
     KEEP_PATH(f, "args.trace");
     write_synth_file(f, 3, 2, 50, NULL);

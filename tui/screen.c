@@ -720,6 +720,7 @@ void vw_state_init(vw_state *v, vw_mode mode, const st_store *s) {
     v->follow = 1;
     v->speed = 1.0;
     v->load_progress = 1.0;
+    v->worst_pos = -1;
 }
 
 void vw_state_free(vw_state *v) {
@@ -1163,7 +1164,7 @@ static void render_lanes(frame_ctx *f) {
         put_str(g, v, L->timeline.x + 2, L->lanes.y + (f->n_rows == 0 ? 2 : 0), cols - 4, m, ROLE_WARN, VW_A_BOLD);
     }
     /* the selected stall's spans */
-    if (v->focus == VW_FOCUS_STALLS && v->n_sites > 0 && v->an && v->stall_sel >= 0) {
+    if ((v->focus == VW_FOCUS_STALLS || v->show_site) && v->n_sites > 0 && v->an && v->stall_sel >= 0) {
         const vw_site *site = &v->sites[v->stall_sel];
         for (size_t k = 0; k < v->an->n_blocks; k++) {
             const an_block *b = &v->an->blocks[k];
@@ -1700,7 +1701,7 @@ static void move_cmd(vw_state *v, const vw_layout *L, vw_cmd c, uint64_t colw) {
     case VW_CMD_DOWN: {
         int d = c == VW_CMD_UP ? -1 : 1;
         if (stalls)
-            v->stall_sel += d;
+            v->stall_sel += d, v->worst_pos = -1;
         else
             v->cursor_row += d;
         break;
@@ -1709,7 +1710,7 @@ static void move_cmd(vw_state *v, const vw_layout *L, vw_cmd c, uint64_t colw) {
     case VW_CMD_PAGE_DOWN: {
         int d = c == VW_CMD_PAGE_UP ? -1 : 1;
         if (stalls)
-            v->stall_sel += d * stall_page;
+            v->stall_sel += d * stall_page, v->worst_pos = -1;
         else
             v->cursor_row += d * lane_page;
         break;
@@ -1795,43 +1796,83 @@ static void time_cmd(vw_state *v, vw_cmd c) {
     }
 }
 
+static int by_duration_desc(const void *a, const void *b) {
+    const an_block *x = *(const an_block *const *)a, *y = *(const an_block *const *)b;
+    uint64_t dx = x->end - x->start, dy = y->end - y->start;
+    if (dx != dy)
+        return dx > dy ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The selected call site's stalls, worst first: the next (dir 1) or previous one, with "i/N". */
+static void worst_cmd(vw_state *v, const st_store *s, int dir, int cols) {
+    if (v->n_sites == 0 || v->an == NULL) {
+        snprintf(v->message, sizeof v->message, "no stalls so far");
+        return;
+    }
+    const vw_site *site = &v->sites[v->stall_sel];
+    const an_block **list = malloc((v->an->n_blocks ? v->an->n_blocks : 1) * sizeof *list);
+    if (list == NULL)
+        return;
+    size_t n = 0;
+    for (size_t k = 0; k < v->an->n_blocks; k++)
+        if (v->an->blocks[k].end <= v->now && block_matches_site(&v->an->blocks[k], site))
+            list[n++] = &v->an->blocks[k];
+    if (n == 0) {
+        free(list);
+        return;
+    }
+    qsort(list, n, sizeof *list, by_duration_desc);
+    if (v->worst_pos < 0 || v->worst_pos >= (int)n) /* the first i: the worst; I: the shortest */
+        v->worst_pos = dir > 0 ? 0 : (int)n - 1;
+    else
+        v->worst_pos = (int)(((long)v->worst_pos + dir + (long)n) % (long)n);
+    int sel = v->stall_sel;
+    go_block(v, s, list[v->worst_pos], cols);
+    v->stall_sel = sel; /* the same site, even when another matches the block too */
+    v->show_site = 1;
+    char d[32], label[200];
+    vw_fmt_dur(d, sizeof d, list[v->worst_pos]->end - list[v->worst_pos]->start, v->ascii);
+    vw_site_label(s, list[v->worst_pos]->callsite, list[v->worst_pos]->name, label, sizeof label);
+    snprintf(v->message, sizeof v->message, "stall %d/%zu by length: %s at %.100s", v->worst_pos + 1, n, d, label);
+    free(list);
+}
+
 /* Stalls, search, the detail pane and the panels. */
 static void stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
     int stalls = v->focus == VW_FOCUS_STALLS;
-    const vw_site *sel = stalls && v->n_sites ? &v->sites[v->stall_sel] : NULL;
     switch (c) {
     case VW_CMD_NEXT_STALL:
     case VW_CMD_PREV_STALL: {
         int next = c == VW_CMD_NEXT_STALL;
-        const an_block *b = block_at_site_next(v, sel, v->cursor, next ? 1 : -1);
+        const an_block *b = block_at_site_next(v, NULL, v->cursor, next ? 1 : -1);
         if (b == NULL) {
             snprintf(v->message, sizeof v->message, "%s", next ? "no later stall" : "no earlier stall");
         } else {
             go_block(v, s, b, cols);
-            v->focus = VW_FOCUS_STALLS;
+            v->show_site = 1;
+            v->worst_pos = -1; /* i starts again from the worst */
         }
         break;
     }
+    case VW_CMD_WORST_NEXT:
+    case VW_CMD_WORST_PREV:
+        worst_cmd(v, s, c == VW_CMD_WORST_NEXT ? 1 : -1, cols);
+        break;
     case VW_CMD_SEARCH:
         v->searching = 1;
         v->search[0] = '\0';
         break;
     case VW_CMD_ENTER:
-        if (sel != NULL) {
-            const an_block *b = block_at_site_next(v, sel, v->cursor, 1);
-            if (b == NULL)
-                b = block_at_site_next(v, sel, 0, 1);
-            if (b)
-                go_block(v, s, b, cols);
-        } else {
-            v->detail = !v->detail;
-        }
+        v->detail = !v->detail;
         break;
     case VW_CMD_PANEL:
         v->focus = stalls ? VW_FOCUS_TIMELINE : VW_FOCUS_STALLS;
         break;
     case VW_CMD_BACK:
         v->detail = 0;
+        v->show_site = 0;
+        v->worst_pos = -1;
         v->focus = VW_FOCUS_TIMELINE;
         break;
     default:
@@ -1904,6 +1945,7 @@ int vw_mouse(vw_state *v, const st_store *s, int w, int h, int kind, int x, int 
         int k = v->stall_scroll + (y - L.stalls.y - 1);
         if (k < (int)v->n_sites) {
             v->stall_sel = k;
+            v->worst_pos = -1;
             v->focus = VW_FOCUS_STALLS;
         }
     } else if (y == L.stalls.y && L.stalls.h) {

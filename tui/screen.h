@@ -158,6 +158,8 @@ typedef struct vw_state {
     double speed;       /* replay speed */
     vw_focus focus;
     int stall_sel, stall_scroll;
+    int show_site;      /* the selected call site's spans are marked (after n, N, i; esc clears) */
+    int worst_pos;      /* i/I: which of the selected site's stalls, worst first */
     int help, detail;   /* overlays: help screen, detail pane expanded */
     char search[64];    /* last search term */
     int searching;      /* typing a search term */

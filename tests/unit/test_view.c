@@ -436,7 +436,7 @@ TEST(next_stall_selects_its_call_site_and_highlights_its_spans) {
     ASSERT_UEQ(f.v.cursor, f.an.blocks[0].start);
     key(&f, 'n');
     ASSERT_UEQ(f.v.cursor, f.an.blocks[1].start);
-    ASSERT_EQ(f.v.focus, VW_FOCUS_STALLS);
+    ASSERT_EQ(f.v.focus, VW_FOCUS_TIMELINE); /* n never moves the focus */
     const vw_site *site = &f.v.sites[f.v.stall_sel];
     ASSERT_UEQ(site->callsite, f.an.blocks[1].callsite);
     render(&f, 120, 40);
@@ -444,10 +444,45 @@ TEST(next_stall_selects_its_call_site_and_highlights_its_spans) {
         in_lanes += f.g.cells[i].role == ROLE_SELECTION;
     ASSERT_GT(in_lanes, 0); /* and now its spans on the host lane */
     ASSERT(screen_has(&f.g, "stall "));
+    /* n and N walk every stall in time order, whatever the call site and the focus */
     key(&f, 'n');
-    ASSERT_UEQ(f.v.cursor, f.an.blocks[3].start); /* in the stalls panel: the next one at that site */
+    ASSERT_UEQ(f.v.cursor, f.an.blocks[2].start);
+    key(&f, VW_KEY_TAB);
+    ASSERT_EQ(f.v.focus, VW_FOCUS_STALLS);
+    key(&f, 'n');
+    ASSERT_UEQ(f.v.cursor, f.an.blocks[3].start);
+    key(&f, 'N');
     key(&f, 'N');
     ASSERT_UEQ(f.v.cursor, f.an.blocks[1].start);
+    /* i walks the selected site's stalls, worst first, and says where it is: "1/N" */
+    size_t n_site = 0;
+    uint64_t worst = 0, worst_start = 0;
+    site = &f.v.sites[f.v.stall_sel];
+    for (size_t i = 0; i < f.an.n_blocks; i++) {
+        const an_block *b = &f.an.blocks[i];
+        if (b->producer != site->producer || b->callsite != site->callsite ||
+            (site->callsite == 0 && b->name != site->name))
+            continue;
+        n_site++;
+        if (b->end - b->start > worst) {
+            worst = b->end - b->start;
+            worst_start = b->start;
+        }
+    }
+    ASSERT_GT(n_site, 1);
+    key(&f, 'i');
+    ASSERT_UEQ(f.v.cursor, worst_start);
+    char want[64];
+    snprintf(want, sizeof want, "stall 1/%zu by length", n_site);
+    ASSERT_STR_CONTAINS(f.v.message, want);
+    key(&f, 'i');
+    snprintf(want, sizeof want, "stall 2/%zu by length", n_site);
+    ASSERT_STR_CONTAINS(f.v.message, want);
+    key(&f, 'I');
+    ASSERT_UEQ(f.v.cursor, worst_start);
+    key(&f, 'I'); /* back past the worst: the shortest, wrapping */
+    snprintf(want, sizeof want, "stall %zu/%zu by length", n_site, n_site);
+    ASSERT_STR_CONTAINS(f.v.message, want);
     /* tab back to the timeline: the detail line names the blocking call and its call site */
     key(&f, VW_KEY_TAB);
     render(&f, 120, 40);

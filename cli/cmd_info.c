@@ -10,6 +10,7 @@
 
 #include "synctop/sanitize.h"
 #include "synctop/file.h"
+#include "load.h"
 #include "traceinfo.h"
 #include "args.h"
 #include "verb.h"
@@ -355,6 +356,10 @@ static int cmd_info(int argc, char **argv) {
     traceinfo ti;
     err_msg err = {{0}};
     if (traceinfo_load(&ti, path, &err) != 0) {
+        if (ingest_is_kineto(path))
+            return verb_error("info", "%s is a PyTorch profiler (Kineto) JSON, not a synctop trace file: `synctop report` "
+                              "and `synctop replay` read it as it is; `synctop import %s -o FILE.trace` converts it",
+                              path, path);
         return verb_error("info", "%s", err.msg);
     }
     if (json)

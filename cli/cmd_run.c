@@ -297,6 +297,10 @@ static void print_report(FILE *out, st_store *st, const char *cmd, int status_co
     }
     fprintf(out, "\nsynctop run: command exited with status %d after %.2f s; %zu traced process%s\n",
             status_code, seconds, n_prods, n_prods == 1 ? "" : "es");
+    if (n_prods == 0 && status_code == 127) {
+        fprintf(out, "  the command could not be run (see the reason above)\n");
+        return;
+    }
     if (n_prods == 0) {
         fprintf(out, "  no tracer reported: not a CUDA program, CUDA never initialised, or the "
                      "tracer stepped aside (see its one-line notice above)\n");

@@ -41,6 +41,30 @@ struct ingest_loader {
     size_t damaged;
 };
 
+/* A JSON text (after a UTF-8 byte order mark and white space: an object or an array) or gzip. */
+static int looks_like_json(const uint8_t *p, size_t n) {
+    size_t i = 0;
+    if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b)
+        return 1;
+    if (n >= 3 && p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf)
+        i = 3;
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
+        i++;
+    return i == n || p[i] == '{' || p[i] == '[';
+}
+
+int ingest_is_kineto(const char *path) {
+    uint8_t head[16];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head, sizeof head) : -1;
+    close(fd);
+    return n > 0 && memcmp(head, TP_FILE_MAGIC, (size_t)n < sizeof head ? (size_t)n : sizeof head) != 0 &&
+           looks_like_json(head, (size_t)n);
+}
+
 /* Opens the input and tells its kind from its first bytes. A regular file is opened again by path
  * by its reader (0 returned, *fd closed); a pipe or a FIFO cannot be, so its descriptor and the
  * bytes already read stay with the loader for the Kineto importer. Never blocks in open(): a FIFO
@@ -69,6 +93,11 @@ static int sniff(ingest_loader *ld, const char *path, err_msg *err) {
     }
     int trace = n == sizeof ld->head && memcmp(ld->head, TP_FILE_MAGIC, sizeof ld->head) == 0;
     ld->kind = trace ? SRC_TRACE : SRC_KINETO;
+    if (!trace && n > 0 && !looks_like_json(ld->head, n)) {
+        close(fd);
+        return err_set(err, ERR_UNSUPPORTED,
+                       "%s: neither a synctop trace file nor a PyTorch profiler (Kineto) JSON, plain or gzip", path);
+    }
     if (S_ISREG(st.st_mode)) {
         close(fd);
         return 0;

@@ -13,6 +13,9 @@
 /* Called with a message for each damaged batch skipped. */
 typedef void (*ingest_warn_fn)(void *ctx, const char *msg);
 
+/* Whether a regular file starts as a Kineto JSON does (plain or gzip), not as a trace file. */
+int ingest_is_kineto(const char *path);
+
 /* Loads a whole source, then commits and shrinks the store. Damaged batches of a trace file are
  * skipped (warn, if not NULL, is called for each). */
 int ingest_file(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, err_msg *err);

@@ -1117,6 +1117,30 @@ TEST(cmd_import_and_export_leave_nothing_behind_on_a_full_disk) {
         }
 }
 
+/* What a file is, said plainly: random bytes are neither format (not "invalid JSON"), and info on
+ * a profiler JSON says what reads it instead. */
+TEST(cmd_names_what_a_file_is) {
+    const char *bin = task_path("random.bin");
+    FILE *f = fopen(bin, "wb");
+    ASSERT_NOT_NULL(f);
+    for (int i = 0; i < 1000; i++)
+        fputc((i * 7919 + 13) & 0xff, f);
+    fclose(f);
+    char args[4096];
+    tp_buf out, err;
+    snprintf(args, sizeof args, "report '%s'", bin);
+    ASSERT_EQ(run_synctop(args, &out, &err), 1);
+    ASSERT_STR_CONTAINS((char *)err.data, "neither a synctop trace file nor a PyTorch profiler (Kineto) JSON");
+    tp_buf_free(&out);
+    tp_buf_free(&err);
+    snprintf(args, sizeof args, "info '%s'", trace_path("alexnet_a100_sync_heavy.json.gz"));
+    ASSERT_EQ(run_synctop(args, &out, &err), 1);
+    ASSERT_STR_CONTAINS((char *)err.data, "is a PyTorch profiler (Kineto) JSON, not a synctop trace file");
+    ASSERT_STR_CONTAINS((char *)err.data, "synctop import");
+    tp_buf_free(&out);
+    tp_buf_free(&err);
+}
+
 TEST(cmd_import_writes_a_trace_file) {
     char args[4096];
     const char *dst = task_path("ranks.synctop");

@@ -12,10 +12,11 @@
 #include "viewer.h"
 
 static void replay_usage(FILE *out) {
-    fprintf(out, "usage: synctop replay FILE [--play] [--max-events N] [--ascii] [--mono]\n\n"
+    fprintf(out, "usage: synctop replay FILE... [--play] [--max-events N] [--ascii] [--mono]\n\n"
                  "Shows a trace in the interactive timeline: all of it, paused; space plays it\n"
                  "back from its start as it happened.\n\n"
-                 "  FILE      a synctop trace file, or a PyTorch profiler (Kineto) .json / .json.gz\n"
+                 "  FILE      a synctop trace file, or a PyTorch profiler (Kineto) .json / .json.gz;\n"
+                 "            several (one per rank, say) share one timeline\n"
                  "  --play    start playing at once\n"
                  "  --max-events N  read a trace file of up to N events even when that is more\n"
                  "            than its size makes plausible (4 per byte)\n"
@@ -33,8 +34,11 @@ static const arg_opt replay_opts[] = {
     {O_MAX_EVENTS, "--max-events", NULL, 1},
 };
 
+#define REPLAY_MAX_FILES 64
+
 static int cmd_replay(int argc, char **argv) {
-    const char *path = NULL, *val;
+    const char *paths[REPLAY_MAX_FILES], *val;
+    size_t n_paths = 0;
     viewer_opts o = {.verb = "replay"};
     args p;
     ARGS_INIT(&p, "replay", replay_usage, replay_opts, argc, argv);
@@ -50,18 +54,18 @@ static int cmd_replay(int argc, char **argv) {
                 return EXIT_USAGE;
             break;
         case ARGS_OPERAND:
-            if (path != NULL)
-                return args_bad(&p, "one file at a time ('%s' and '%s')", path, val);
-            path = val;
+            if (n_paths == REPLAY_MAX_FILES)
+                return args_bad(&p, "at most %d files", REPLAY_MAX_FILES);
+            paths[n_paths++] = val;
             break;
         }
     }
-    if (path == NULL)
+    if (n_paths == 0)
         return args_bad(&p, "no trace file given");
     viewer_result res;
-    int rc = viewer_run_replay(path, &o, &res);
+    int rc = viewer_run_replay(paths, n_paths, &o, &res);
     return verb_viewer_done("replay", rc, &res, NULL);
 }
 
-SYNCTOP_VERB(replay, .name = "replay", .fn = cmd_replay, .synopsis = "replay FILE",
+SYNCTOP_VERB(replay, .name = "replay", .fn = cmd_replay, .synopsis = "replay FILE...",
              .summary = "show a trace file or Kineto JSON in the interactive timeline", .rank = 35)

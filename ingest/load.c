@@ -23,6 +23,8 @@
 typedef enum { SRC_TRACE = 1, SRC_KINETO = 2 } src_kind;
 
 struct ingest_loader {
+    ingest_loader **parts; /* several sources, loaded one after another (ingest_open_many) */
+    size_t n_parts, cur;
     st_store *s;
     src_kind kind;
     char *path;
@@ -208,7 +210,40 @@ static int kineto_emit(void *ctx, const void *batch, size_t len, err_msg *err) {
     return st_store_add_batch(ctx, batch, len, err);
 }
 
+ingest_loader *ingest_open_many(st_store *s, const char *const *paths, size_t n, uint64_t max_events,
+                                ingest_warn_fn warn, void *ctx, err_msg *err) {
+    if (n == 1)
+        return ingest_open_max(s, paths[0], max_events, warn, ctx, err);
+    ingest_loader *ld = calloc(1, sizeof *ld);
+    if (ld == NULL || (ld->parts = calloc(n ? n : 1, sizeof *ld->parts)) == NULL) {
+        free(ld);
+        err_set(err, ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    ld->fd = -1;
+    ld->s = s;
+    for (size_t i = 0; i < n; i++) {
+        if ((ld->parts[i] = ingest_open_max(s, paths[i], max_events, warn, ctx, err)) == NULL) {
+            ingest_close(&ld);
+            return NULL;
+        }
+        ld->n_parts++;
+    }
+    return ld;
+}
+
 int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
+    if (ld->parts != NULL) {
+        while (ld->cur < ld->n_parts) {
+            int r = ingest_step(ld->parts[ld->cur], budget_s, err);
+            if (r <= 0)
+                return r;
+            ld->cur++;
+            if (budget_s > 0)
+                return ld->cur >= ld->n_parts;
+        }
+        return 1;
+    }
     if (ld->next >= ld->count)
         return 1;
     if (ld->kind == SRC_KINETO) {
@@ -246,10 +281,27 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
 }
 
 double ingest_progress(const ingest_loader *ld) {
+    if (ld->parts != NULL)
+        return ld->cur >= ld->n_parts ? 1.0
+                                      : ((double)ld->cur + ingest_progress(ld->parts[ld->cur])) / (double)ld->n_parts;
     return ld->count ? (double)ld->next / (double)ld->count : 1.0;
 }
 
 void ingest_span(const ingest_loader *ld, uint64_t *t0, uint64_t *t1) {
+    if (ld->parts != NULL) { /* the union of the spans known (a Kineto JSON's is not, before it is read) */
+        *t0 = *t1 = 0;
+        for (size_t i = 0; i < ld->n_parts; i++) {
+            uint64_t a, b;
+            ingest_span(ld->parts[i], &a, &b);
+            if (b == 0)
+                continue;
+            if (*t1 == 0 || a < *t0)
+                *t0 = a;
+            if (b > *t1)
+                *t1 = b;
+        }
+        return;
+    }
     *t0 = ld->t0;
     *t1 = ld->t1;
 }
@@ -258,6 +310,9 @@ void ingest_close(ingest_loader **ldp) {
     if (ldp == NULL || *ldp == NULL)
         return;
     ingest_loader *ld = *ldp;
+    for (size_t i = 0; i < ld->n_parts; i++)
+        ingest_close(&ld->parts[i]);
+    free(ld->parts);
     tp_freader_close(&ld->r);
     if (ld->fd >= 0)
         close(ld->fd);

@@ -36,6 +36,10 @@ typedef struct ingest_loader ingest_loader;
 ingest_loader *ingest_open(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, err_msg *err);
 ingest_loader *ingest_open_max(st_store *s, const char *path, uint64_t max_events, ingest_warn_fn warn, void *ctx,
                                err_msg *err);
+/* Several sources into one store, one after another (one per rank, say): one loader for them all,
+ * whose span is the union of theirs. */
+ingest_loader *ingest_open_many(st_store *s, const char *const *paths, size_t n, uint64_t max_events,
+                                ingest_warn_fn warn, void *ctx, err_msg *err);
 int ingest_step(ingest_loader *ld, double budget_s, err_msg *err);
 double ingest_progress(const ingest_loader *ld); /* 0..1 */
 void ingest_span(const ingest_loader *ld, uint64_t *t0, uint64_t *t1);

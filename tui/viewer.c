@@ -615,19 +615,20 @@ int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o
     return viewer_finish(&w, rc, res);
 }
 
-int viewer_run_replay(const char *path, const viewer_opts *o, viewer_result *res) {
+int viewer_run_replay(const char *const *paths, size_t n_paths, const viewer_opts *o, viewer_result *res) {
     viewer w;
     memset(&w, 0, sizeof w);
     w.o = o;
     w.s = st_store_new(NULL);
     err_msg err = {{0}};
-    if (w.s == NULL || (w.ld = ingest_open_max(w.s, path, o->max_events, viewer_warn, &w, &err)) == NULL) {
+    if (w.s == NULL || (w.ld = ingest_open_many(w.s, paths, n_paths, o->max_events, viewer_warn, &w, &err)) == NULL) {
         snprintf(w.err, sizeof w.err, "%s", err.msg[0] ? err.msg : "out of memory");
         return viewer_finish(&w, 1, res);
     }
     vw_state_init(&w.v, VW_REPLAY, w.s);
     w.loading = 1;
-    /* a Kineto JSON is imported whole before the terminal starts (it has no index to seek) */
+    /* a Kineto JSON is imported whole before the terminal starts (it has no index to seek); so are
+     * several sources that are all Kineto JSON */
     uint64_t a, b;
     ingest_span(w.ld, &a, &b);
     if (b == 0) {

@@ -9,8 +9,9 @@
  *   viewer_run_live(endpoints, n, opts)  subscribe to n endpoints (already resolved: ipc://...,
  *                                        tcp://...) and show what they publish until q. For
  *                                        `synctop attach` and `synctop run`.
- *   viewer_run_replay(path, opts)        a trace file (loaded incrementally: the first screen
- *                                        comes before the file is read) or a Kineto JSON.
+ *   viewer_run_replay(paths, n, opts)    trace files (loaded incrementally: the first screen
+ *                                        comes before they are read) or Kineto JSON, one or several
+ *                                        (one per rank) on one timeline.
  * Both return 0, or 1 with the reason in the result; the viewer itself prints nothing outside the
  * terminal, so the verb says what happened once the terminal is restored.
  *
@@ -61,7 +62,7 @@ typedef struct viewer_result {
 } viewer_result;
 
 int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o, viewer_result *res);
-int viewer_run_replay(const char *path, const viewer_opts *o, viewer_result *res);
+int viewer_run_replay(const char *const *paths, size_t n_paths, const viewer_opts *o, viewer_result *res);
 
 /* The analysis on a thread of its own, so that keys and frames never wait for it: while a job runs
  * the store must not change (the loop holds incoming batches back), but it may be read (frames).

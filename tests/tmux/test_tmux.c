@@ -150,6 +150,24 @@ static const char *synth_trace(size_t events) {
     return path;
 }
 
+/* Several profiler traces, one per rank, on one timeline: replay takes what report takes. */
+TEST(replay_in_tmux_takes_several_ranks) {
+    if (!have_tmux()) {
+        fprintf(stderr, "tmux is not installed: skipped\n");
+        return;
+    }
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s replay %s/sampled_rank-0.json.gz %s/sampled_rank-1.json.gz", task_synctop(),
+             KINETO_TRACE_DIR, KINETO_TRACE_DIR);
+    tmux_start(cmd, 120, 40);
+    const char *scr = wait_for("REPLAY");
+    ASSERT_STR_CONTAINS(scr, "rank 0/128 (+1 more)");
+    ASSERT_STR_CONTAINS(scr, "1:GPU"); /* the second rank's GPU has its own lanes */
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+}
+
 TEST(replay_in_tmux_zoom_stall_help_resize_quit) {
     if (!have_tmux()) {
         fprintf(stderr, "tmux is not installed: skipped\n");

@@ -677,7 +677,7 @@ TEST(verbs_share_one_argument_parser) {
         const char *args[8];
         const char *says;
     } cases[] = {
-        {{"replay", "a.trace", "b.trace"}, "synctop replay: one file at a time"},
+        {{"replay", "a.trace", "--play=yes"}, "synctop replay: --play takes no value"},
         {{"replay"}, "synctop replay: no trace file given"},
         {{"info", "--json=yes", "x"}, "synctop info: --json takes no value"},
         {{"record", "1234", "-o"}, "synctop record: --output needs a value"},

@@ -755,6 +755,12 @@ void vw_state_settle(vw_state *v, const st_store *s, int w, int h) {
             v->t0 = v->origin;
         v->t1 = v->t0 + width;
     } else {
+        /* the window stays on the trace: not before its start, not far past its end */
+        uint64_t right = v->end + width / 50;
+        if (v->t0 + width > right && right > v->origin + width)
+            v->t0 = right - width;
+        if (v->t0 < v->origin)
+            v->t0 = v->origin;
         v->t1 = v->t0 + width;
     }
     if (v->cursor < v->t0)

@@ -1084,3 +1084,23 @@ TEST(key_table_drives_handler_bar_and_help) {
     ASSERT_UEQ(f.v.t0, f.v.origin);
     fixture_close(&f);
 }
+
+/* The window stays on the trace: a jump to an early stall does not show half a screen before its
+ * start, and panning right stops near its end. */
+TEST(the_window_stays_on_the_trace) {
+    fixture f;
+    fixture_open(&f, synth_store(8, 3000));
+    render(&f, 80, 24);
+    key(&f, 'n');
+    ASSERT_GE(f.v.t0, f.v.origin);
+    for (int i = 0; i < 50; i++)
+        key(&f, 'L');
+    uint64_t width = f.v.t1 - f.v.t0;
+    ASSERT_LE(f.v.t1, f.v.end + width / 50 + 1);
+    ASSERT_GE(f.v.cursor, f.v.t0);
+    ASSERT_LT(f.v.cursor, f.v.t1);
+    for (int i = 0; i < 50; i++)
+        key(&f, 'H');
+    ASSERT_UEQ(f.v.t0, f.v.origin);
+    fixture_close(&f);
+}

@@ -34,7 +34,7 @@ static const binding k_bindings[] = {
     {VW_CMD_PREV_STALL, {'N'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_WORST_NEXT, {'i'}, 0, "the selected call site's stalls, worst first (\"2/75\")", 0, NULL, NULL, NULL},
     {VW_CMD_WORST_PREV, {'I'}, 1, NULL, 0, NULL, NULL, NULL},
-    {VW_CMD_SEARCH, {'/'}, 0, "search kernel, API and range names; enter: next match", 5, "/", "Search", "Search"},
+    {VW_CMD_SEARCH, {'/'}, 0, "search names; / enter: the next match again, wrapping", 5, "/", "Search", "Search"},
     {VW_CMD_ENTER, {VW_KEY_ENTER, '\n', '\r'}, 0, "the detail pane: the call site's frames", 9, "Ent", "Detail", "Detail"},
     {VW_CMD_PANEL, {VW_KEY_TAB}, 0, "switch between the timeline and the top stalls panel", 6, "Tab", "Panel", "Panel"},
     {VW_CMD_BACK, {VW_KEY_ESC}, 0, "close the detail pane, unmark the call site", 0, NULL, NULL, NULL},

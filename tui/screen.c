@@ -1399,7 +1399,7 @@ static void render_keys(const vw_state *v, vw_grid *g, const vw_layout *L) {
         snprintf(b, sizeof b, "/%s", v->search);
         int x = put_str(g, v, 0, y, g->w - 1, b, ROLE_DEFAULT, VW_A_BOLD);
         put_cell(g, x, y, '_', ROLE_CURSOR, VW_A_REVERSE);
-        put_str(g, v, x + 2, y, g->w - x - 2, "(search names; enter finds the next, esc cancels)", ROLE_DIM, 0);
+        put_str(g, v, x + 2, y, g->w - x - 2, "(search names; enter finds the next, enter alone the last again, esc cancels)", ROLE_DIM, 0);
         return;
     }
     const char *keys[16], *labels[16];
@@ -1614,53 +1614,80 @@ static int name_matches(const char *name, const char *term) {
     return 0;
 }
 
-static void search_next(vw_state *v, const st_store *s, int cols) {
-    if (v->search[0] == '\0')
-        return;
-    /* names are few and events many: decide each name once */
-    enum { CACHE = 4096 };
-    uint32_t *ids = calloc(CACHE, sizeof *ids);
-    uint8_t *res = calloc(CACHE, 1);
-    if (ids == NULL || res == NULL) {
-        free(ids);
-        free(res);
-        return;
+/* Whether the event's name matches the term, each name decided once (names are few, events many). */
+typedef struct name_cache {
+    uint32_t ids[4096];
+    uint8_t res[4096];
+} name_cache;
+
+static int event_matches(name_cache *c, const st_store *s, const st_event *e, const char *term) {
+    uint32_t id = e->name, slot = id % 4096;
+    if (id == 0)
+        return 0;
+    if (c->ids[slot] != id) {
+        c->ids[slot] = id;
+        c->res[slot] = (uint8_t)name_matches(st_str(s, id), term);
     }
-    uint64_t best_t = UINT64_MAX, best_end = 0;
-    size_t best_lane = 0;
+    return c->res[slot];
+}
+
+/* The first match starting after t (up to now): its start, end and lane; 0 when there is none. */
+static int first_match_after(name_cache *c, const vw_state *v, const st_store *s, uint64_t t, uint64_t *start,
+                             uint64_t *end, size_t *lane) {
+    uint64_t best_t = UINT64_MAX;
     for (size_t l = 0; l < st_lane_count(s); l++) {
         size_t n;
         const st_event *e = st_lane_events(s, l, &n);
-        for (size_t i = st_lane_lower_bound(s, l, v->cursor + 1); i < n && e[i].start < best_t; i++) {
-            if (e[i].start > v->now)
-                break;
-            uint32_t id = e[i].name, slot = id % CACHE;
-            if (id == 0)
-                continue;
-            if (ids[slot] != id) {
-                ids[slot] = id;
-                res[slot] = (uint8_t)name_matches(st_str(s, id), v->search);
-            }
-            if (res[slot]) {
+        size_t i = t == UINT64_MAX ? n : st_lane_lower_bound(s, l, t + 1);
+        for (; i < n && e[i].start < best_t && e[i].start <= v->now; i++)
+            if (event_matches(c, s, &e[i], v->search)) {
                 best_t = e[i].start;
-                best_end = e[i].end;
-                best_lane = l;
+                *end = e[i].end;
+                *lane = l;
                 break;
             }
-        }
     }
-    free(ids);
-    free(res);
+    *start = best_t;
+    return best_t != UINT64_MAX;
+}
+
+/* The next match after the cursor, wrapping to the start as less does, and which of all the
+ * matches it is ("3 of 41"). */
+static void search_next(vw_state *v, const st_store *s, int cols) {
+    if (v->search[0] == '\0')
+        return;
+    name_cache *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return;
     char term[80];
     sanitized(term, sizeof term, v->search);
-    if (best_t == UINT64_MAX) {
-        snprintf(v->message, sizeof v->message, "no \"%s\" after the cursor", term);
-        return;
+    uint64_t start, end;
+    size_t lane = 0;
+    int wrapped = 0;
+    if (!first_match_after(c, v, s, v->cursor, &start, &end, &lane)) {
+        wrapped = 1;
+        if (v->origin == 0 || !first_match_after(c, v, s, v->origin - 1, &start, &end, &lane)) {
+            snprintf(v->message, sizeof v->message, "no \"%s\"", term);
+            free(c);
+            return;
+        }
     }
-    v->cursor = best_t;
-    v->cursor_row = row_of_lane(s, best_lane);
-    reveal(v, best_t, best_end, cols);
-    snprintf(v->message, sizeof v->message, "found \"%s\"", term);
+    uint64_t total = 0, before = 0;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        size_t n;
+        const st_event *e = st_lane_events(s, l, &n);
+        for (size_t i = 0; i < n && e[i].start <= v->now; i++)
+            if (event_matches(c, s, &e[i], v->search)) {
+                total++;
+                before += e[i].start < start;
+            }
+    }
+    free(c);
+    v->cursor = start;
+    v->cursor_row = row_of_lane(s, lane);
+    reveal(v, start, end, cols);
+    snprintf(v->message, sizeof v->message, "found \"%s\": %" PRIu64 " of %" PRIu64 "%s", term, before + 1, total,
+             wrapped ? " (wrapped to the start)" : "");
 }
 
 /* A key while the search term is typed. */
@@ -1670,6 +1697,10 @@ static void search_key(vw_state *v, const st_store *s, int cols, int key) {
         v->searching = 0;
     } else if (key == VW_KEY_ENTER || key == '\n' || key == '\r') {
         v->searching = 0;
+        if (v->search[0] == '\0') /* "/" then enter: the last search again, as in less */
+            snprintf(v->search, sizeof v->search, "%s", v->search_last);
+        else
+            snprintf(v->search_last, sizeof v->search_last, "%s", v->search);
         search_next(v, s, cols);
     } else if (key == VW_KEY_BACKSPACE || key == 127 || key == 8) {
         if (n > 0)

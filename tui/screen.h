@@ -161,7 +161,8 @@ typedef struct vw_state {
     int show_site;      /* the selected call site's spans are marked (after n, N, i; esc clears) */
     int worst_pos;      /* i/I: which of the selected site's stalls, worst first */
     int help, detail;   /* overlays: help screen, detail pane expanded */
-    char search[64];    /* last search term */
+    char search[64];    /* the search term being typed, or the last one */
+    char search_last[64]; /* the last term searched for: "/" and enter repeat it */
     int searching;      /* typing a search term */
     char message[160];  /* one-line status, shown in the key bar */
     double load_progress; /* < 1 while a file is still loading */

@@ -1104,3 +1104,39 @@ TEST(the_window_stays_on_the_trace) {
     ASSERT_UEQ(f.v.t0, f.v.origin);
     fixture_close(&f);
 }
+
+/* Search as in less: "/" and enter alone repeats the last term; the match is counted ("2 of N")
+ * and the search wraps to the start with a notice. */
+TEST(search_repeats_counts_and_wraps) {
+    fixture f;
+    fixture_open(&f, synth_store(14, 3000));
+    render(&f, 120, 40);
+    /* the matches, counted independently: events named like "sgemm", case-insensitive */
+    uint64_t total = 0;
+    for (size_t l = 0; l < st_lane_count(f.s); l++) {
+        size_t n;
+        const st_event *e = st_lane_events(f.s, l, &n);
+        for (size_t i = 0; i < n; i++)
+            total += e[i].name && strcasestr(st_str(f.s, e[i].name), "sgemm") != NULL;
+    }
+    ASSERT_GT(total, 2);
+    key(&f, '/');
+    for (const char *p = "sgemm"; *p; p++)
+        key(&f, *p);
+    key(&f, VW_KEY_ENTER);
+    char want[96];
+    snprintf(want, sizeof want, "of %" PRIu64, total);
+    ASSERT_STR_CONTAINS(f.v.message, want);
+    uint64_t first = f.v.cursor;
+    key(&f, '/');
+    key(&f, VW_KEY_ENTER); /* the same term again: the next match */
+    ASSERT_STR_CONTAINS(f.v.message, "sgemm");
+    ASSERT(f.v.cursor > first);
+    /* from the last match, the next one wraps to the start */
+    key(&f, '/');
+    f.v.cursor = f.v.end; /* past every match (while the prompt is open nothing moves it) */
+    key(&f, VW_KEY_ENTER);
+    ASSERT_STR_CONTAINS(f.v.message, "wrapped to the start");
+    ASSERT_STR_CONTAINS(f.v.message, "1 of");
+    fixture_close(&f);
+}

@@ -402,12 +402,24 @@ static void row_label(const st_store *s, const vw_row *r, int multi_producer, ch
             else
                 snprintf(raw, sizeof raw, " stream %u%s", li->id, li->null_stream ? "*" : "");
         } else if (li->kind == ST_LANE_THREAD) {
+            /* the tid once: profiler traces name threads "thread 783658 (python3)" */
             const char *nm = st_str(s, li->name);
-            snprintf(raw, sizeof raw, "%sT%u%s%s", pfx, li->id, *nm ? " " : "", nm);
+            char tid[24];
+            int tl = snprintf(tid, sizeof tid, "thread %u", li->id);
+            size_t nl = strlen(nm);
+            if (strncmp(nm, tid, (size_t)tl) == 0) {
+                nm += tl;
+                while (*nm == ' ' || *nm == '(')
+                    nm++;
+                nl = strlen(nm);
+                if (nl > 0 && nm[nl - 1] == ')')
+                    nl--;
+            }
+            snprintf(raw, sizeof raw, "%sT%u%s%.*s", pfx, li->id, nl ? " " : "", (int)nl, nm);
         } else if (li->device != TP_NO_DEVICE) {
-            snprintf(raw, sizeof raw, " annot s%u", li->id);
+            snprintf(raw, sizeof raw, " ranges s%u", li->id);
         } else {
-            snprintf(raw, sizeof raw, " nvtx");
+            snprintf(raw, sizeof raw, " ranges"); /* NVTX ranges, profiler annotations */
         }
     }
     sanitized(out, n, raw);

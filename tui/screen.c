@@ -858,7 +858,9 @@ static void render_title(const st_store *s, const vw_state *v, vw_grid *g, const
     uint64_t shown = v->now < v->end ? v->now : v->end;
     vw_fmt_dur(d1, sizeof d1, shown > v->origin ? shown - v->origin : 0, v->ascii);
     vw_fmt_dur(d2, sizeof d2, v->end > v->origin ? v->end - v->origin : 0, v->ascii);
-    if (v->mode == VW_REPLAY) {
+    if (v->mode == VW_REPLAY && st_store_events(s) == 0 && v->load_progress >= 1.0) {
+        snprintf(right, sizeof right, " REPLAY  no events ");
+    } else if (v->mode == VW_REPLAY) {
         char sp[16];
         snprintf(sp, sizeof sp, v->speed >= 1 ? "%.0fx" : "%.2gx", v->speed);
         snprintf(right, sizeof right, " REPLAY %s %s  %s / %s ",
@@ -1444,8 +1446,8 @@ static void render_help(const vw_state *v, vw_grid *g) {
     if (n > 37)
         n = 37;
     snprintf(lines[n++], sizeof lines[0], "%-18s %s", "mouse", "click a lane or a stall row; the wheel zooms");
-    snprintf(lines[n++], sizeof lines[0], "GPU rows: union of streams; %s GPU idle; red host spans: blocked calls",
-             v->ascii ? "." : "\xc2\xb7");
+    snprintf(lines[n++], sizeof lines[0], "GPU rows: union of streams; %s GPU idle; %s host spans: blocked calls",
+             v->ascii ? "." : "\xc2\xb7", v->mono ? "reversed" : "red");
 
     /* Every line fits an 80-column screen: the box is the longest line plus border and margin. */
     int bw = 0, bh = n + 2;

@@ -1140,3 +1140,21 @@ TEST(search_repeats_counts_and_wraps) {
     ASSERT_STR_CONTAINS(f.v.message, "1 of");
     fixture_close(&f);
 }
+
+/* An empty trace says so instead of "REPLAY ▶"; in monochrome the help does not speak of red. */
+TEST(empty_trace_and_monochrome_help_say_what_is_shown) {
+    fixture f;
+    st_store *s = st_store_new(NULL);
+    st_store_commit(s);
+    fixture_open(&f, s);
+    render(&f, 80, 24);
+    ASSERT(screen_has(&f.g, "no events"));
+    fixture_close(&f);
+    fixture_open(&f, synth_store(8, 3000));
+    f.v.mono = 1;
+    key(&f, '?');
+    render(&f, 80, 24);
+    ASSERT(screen_has(&f.g, "reversed host spans"));
+    ASSERT(!screen_has(&f.g, "red host spans"));
+    fixture_close(&f);
+}

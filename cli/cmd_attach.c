@@ -4,6 +4,8 @@
  * endpoint directory, skipping those left by dead processes) and to those that start later.
  * With --record FILE everything received is also written to a trace file.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +71,10 @@ static int cmd_attach(int argc, char **argv) {
         } else {
             if (n == ATTACH_MAX)
                 return verb_error("attach", "at most %d endpoints", ATTACH_MAX);
+            /* a pid: the process must exist (a traced one that has not published yet is waited for) */
+            if (strspn(a, "0123456789") == strlen(a) && kill((pid_t)strtol(a, NULL, 10), 0) != 0 && errno == ESRCH)
+                return verb_error("attach", "no process %s (synctop attach with no argument finds the traced "
+                                            "processes of this user)", a);
             if (tp_endpoint_resolve(a, eps[n], sizeof eps[n], &err) != 0)
                 return verb_error("attach", "%s", err.msg);
             if (strncmp(eps[n], "ipc://", 6) == 0 && tp_endpoint_is_live(eps[n]) == 0)

@@ -717,6 +717,11 @@ TEST(verbs_share_one_argument_parser) {
     ASSERT_NULL(strchr(err2, '\x1b'));
     ASSERT_NULL(strchr(err2, '\x07'));
     free(err2);
+    /* attach to a pid that does not exist: said at once */
+    const char *nopid[] = {"attach", "999999999", NULL};
+    ASSERT_EQ(run_synctop(nopid, NULL, &err2), 1);
+    ASSERT_STR_CONTAINS(err2, "no process 999999999");
+    free(err2);
     /* --name=VALUE is --name VALUE: the format given that way is used */
     KEEP_PATH(f, "args.trace");
     write_synth_file(f, 3, 2, 50, NULL);

@@ -497,8 +497,7 @@ static int block_matches_site(const an_block *b, const vw_site *site) {
 
 /* ---- sites ---- */
 
-static int site_cmp(const void *a, const void *b) {
-    const vw_site *x = a, *y = b;
+static int site_tie(const vw_site *x, const vw_site *y) {
     if (x->total_ns != y->total_ns)
         return x->total_ns > y->total_ns ? -1 : 1;
     if (x->producer != y->producer)
@@ -506,6 +505,26 @@ static int site_cmp(const void *a, const void *b) {
     if (x->callsite != y->callsite)
         return x->callsite < y->callsite ? -1 : 1;
     return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/* Largest first by the panel's column, then as site_tie. */
+#define SITE_CMP(fn, field)                                         \
+    static int fn(const void *a, const void *b) {                   \
+        const vw_site *x = a, *y = b;                               \
+        if (x->field != y->field)                                   \
+            return x->field > y->field ? -1 : 1;                    \
+        return site_tie(x, y);                                      \
+    }
+SITE_CMP(site_by_total, total_ns)
+SITE_CMP(site_by_max, max_ns)
+SITE_CMP(site_by_count, count)
+SITE_CMP(site_by_idle, gpu_idle_ns)
+
+static void sites_sort(vw_state *v) {
+    static int (*const cmp[VW_SORT_N_])(const void *, const void *) = {site_by_total, site_by_max, site_by_count,
+                                                                        site_by_idle};
+    if (v->n_sites)
+        qsort(v->sites, v->n_sites, sizeof *v->sites, cmp[v->stall_sort < VW_SORT_N_ ? v->stall_sort : 0]);
 }
 
 void vw_sites_update(vw_state *v) {
@@ -553,11 +572,11 @@ void vw_sites_update(vw_state *v) {
         uint64_t d = b->end - b->start;
         st->count++;
         st->total_ns += d;
+        st->gpu_idle_ns += b->gpu_idle_ns;
         if (d > st->max_ns)
             st->max_ns = d;
     }
-    if (v->n_sites)
-        qsort(v->sites, v->n_sites, sizeof *v->sites, site_cmp);
+    sites_sort(v);
     if (v->stall_sel >= (int)v->n_sites)
         v->stall_sel = v->n_sites ? (int)v->n_sites - 1 : 0;
 }
@@ -1363,10 +1382,23 @@ static void render_stalls(frame_ctx *f) {
     int y = L->stalls.y;
     int focus = v->focus == VW_FOCUS_STALLS;
     fill(g, 0, y, g->w, ROLE_PANEL, 0);
+    /* the columns, right-aligned over the rows' figures; the one sorted by carries a mark */
     char head[256];
-    snprintf(head, sizeof head, "%-11s%6s %9s %9s %6s %-8s %s", focus ? " TOP STALLS" : " top stalls", "COUNT",
-             "TOTAL", "MAX", "%WALL", "KIND", "CALL SITE");
+    int hn = snprintf(head, sizeof head, "%s", focus ? " TOP STALLS" : " top stalls");
+    static const struct { const char *label; int width, sort; } cols[] = {
+        {"COUNT", 6, VW_SORT_COUNT}, {" TOTAL", 10, VW_SORT_TOTAL}, {" MAX", 10, VW_SORT_MAX},
+        {" %WALL", 7, -1},           {" GPU IDLE", 10, VW_SORT_IDLE},
+    };
+    int wide = g->w >= 140; /* else the call site keeps the room GPU idle would take */
+    for (size_t c = 0; c < sizeof cols / sizeof cols[0] - (wide ? 0 : 1); c++) {
+        int marked = cols[c].sort == (int)v->stall_sort;
+        int pad = cols[c].width - (int)strlen(cols[c].label) - marked;
+        hn += snprintf(head + hn, sizeof head - (size_t)hn, "%*s%s%s", pad > 0 ? pad : 0, "", cols[c].label,
+                       marked ? (v->ascii ? "v" : "\xe2\x96\xbc") : "");
+    }
+    snprintf(head + hn, sizeof head - (size_t)hn, " %-8s %s", "KIND", "CALL SITE");
     put_str(g, v, 0, y, g->w, head, ROLE_PANEL, focus ? VW_A_BOLD : 0);
+    int multi = st_producer_count(s) > 1;
     uint64_t shown = v->now < v->end ? v->now : v->end;
     uint64_t wall = shown > v->origin ? shown - v->origin : 1;
     if (v->n_sites == 0) {
@@ -1379,28 +1411,40 @@ static void render_stalls(frame_ctx *f) {
         if (k >= (int)v->n_sites)
             break;
         const vw_site *site = &v->sites[k];
-        char tot[32], mx[32], lab[512], row[768];
+        char tot[32], mx[32], idle[32], lab[512], row[768], who[24] = "";
         vw_fmt_dur(tot, sizeof tot, site->total_ns, v->ascii);
         vw_fmt_dur(mx, sizeof mx, site->max_ns, v->ascii);
+        vw_fmt_dur(idle, sizeof idle, site->gpu_idle_ns, v->ascii);
         vw_site_label(s, site->callsite, site->name, lab, sizeof lab);
+        if (multi) { /* which process: its rank, else its pid */
+            const st_producer_info *pi = st_producer_get(s, site->producer);
+            if (pi != NULL && pi->rank >= 0)
+                snprintf(who, sizeof who, "r%d ", pi->rank);
+            else if (pi != NULL)
+                snprintf(who, sizeof who, "p%u ", pi->pid);
+        }
         int sel = k == v->stall_sel;
         /* durations may carry a two-byte micro sign: pad by columns, not bytes */
-        char tp[40], mp[40];
+        char tp[40], mp[40], ip[40];
         int tl = (int)strlen(tot) - (strstr(tot, "\xc2\xb5") ? 1 : 0), ml = (int)strlen(mx) - (strstr(mx, "\xc2\xb5") ? 1 : 0);
+        int il = (int)strlen(idle) - (strstr(idle, "\xc2\xb5") ? 1 : 0);
         snprintf(tp, sizeof tp, "%*s%s", 9 - tl > 0 ? 9 - tl : 0, "", tot);
         snprintf(mp, sizeof mp, "%*s%s", 9 - ml > 0 ? 9 - ml : 0, "", mx);
+        snprintf(ip, sizeof ip, "%*s%s", 9 - il > 0 ? 9 - il : 0, "", idle);
         static const char *const kinds[] = {"?", "sync", "memcpy", "pageable", "memset", "alloc", "query", "other"};
         const char *kn = site->kind > 0 && site->kind < 8 ? kinds[site->kind] : "?";
-        snprintf(row, sizeof row, "%4d %12" PRIu64 " %s %s %5.1f%% %-8s %s", k + 1, site->count, tp, mp,
-                 100.0 * (double)site->total_ns / (double)wall, kn, lab);
+        snprintf(row, sizeof row, "%4d %12" PRIu64 " %s %s %5.1f%%%s%s %-8s %s%s", k + 1, site->count, tp, mp,
+                 100.0 * (double)site->total_ns / (double)wall, wide ? " " : "", wide ? ip : "", kn, who, lab);
         int role = sel ? ROLE_SELECTION : ROLE_DEFAULT;
         int attr = sel && focus ? VW_A_BOLD : 0;
         if (sel)
             fill(g, 0, y + 1 + i, g->w, role, attr);
         put_str(g, v, 0, y + 1 + i, g->w, row, role, attr);
-        if (!sel) {
-            /* the total in red: it is what the panel is sorted by */
-            put_str(g, v, 18, y + 1 + i, 9, tp, ROLE_BLOCKED, VW_A_BOLD);
+        if (!sel && v->stall_sort != VW_SORT_COUNT && (wide || v->stall_sort != VW_SORT_IDLE)) {
+            /* the column the panel is sorted by, in red */
+            int at = v->stall_sort == VW_SORT_TOTAL ? 18 : v->stall_sort == VW_SORT_MAX ? 28 : 45;
+            const char *txt = v->stall_sort == VW_SORT_TOTAL ? tp : v->stall_sort == VW_SORT_MAX ? mp : ip;
+            put_str(g, v, at, y + 1 + i, 9, txt, ROLE_BLOCKED, VW_A_BOLD);
         }
     }
 }
@@ -1910,6 +1954,20 @@ static void stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
     case VW_CMD_WORST_PREV:
         worst_cmd(v, s, c == VW_CMD_WORST_NEXT ? 1 : -1, cols);
         break;
+    case VW_CMD_SORT_NEXT:
+    case VW_CMD_SORT_PREV: {
+        static const char *const names[VW_SORT_N_] = {"total time blocked", "longest stall", "count",
+                                                      "GPU idle caused"};
+        vw_site keep = v->n_sites ? v->sites[v->stall_sel] : (vw_site){0};
+        v->stall_sort = (vw_sort)(((int)v->stall_sort + (c == VW_CMD_SORT_NEXT ? 1 : VW_SORT_N_ - 1)) % VW_SORT_N_);
+        sites_sort(v);
+        for (size_t i = 0; i < v->n_sites; i++) /* the selection stays on its call site */
+            if (v->sites[i].producer == keep.producer && v->sites[i].callsite == keep.callsite &&
+                v->sites[i].name == keep.name)
+                v->stall_sel = (int)i;
+        snprintf(v->message, sizeof v->message, "stalls by %s", names[v->stall_sort]);
+        break;
+    }
     case VW_CMD_SEARCH:
         v->searching = 1;
         v->search[0] = '\0';

@@ -132,7 +132,11 @@ typedef struct vw_site {
     uint32_t name;
     int kind; /* an_block_kind */
     uint64_t count, total_ns, max_ns;
+    uint64_t gpu_idle_ns; /* GPU idle its stalls caused */
 } vw_site;
+
+/* What the stalls panel is sorted by (< and > change it, as in htop). */
+typedef enum vw_sort { VW_SORT_TOTAL, VW_SORT_MAX, VW_SORT_COUNT, VW_SORT_IDLE, VW_SORT_N_ } vw_sort;
 
 /* The header's figures for one GPU over a range of time. */
 typedef struct vw_gpu_fig {
@@ -159,6 +163,7 @@ typedef struct vw_state {
     vw_focus focus;
     int stall_sel, stall_scroll;
     int show_site;      /* the selected call site's spans are marked (after n, N, i; esc clears) */
+    vw_sort stall_sort; /* the stalls panel's order */
     int worst_pos;      /* i/I: which of the selected site's stalls, worst first */
     int help, detail;   /* overlays: help screen, detail pane expanded */
     char search[64];    /* the search term being typed, or the last one */

@@ -1158,3 +1158,44 @@ TEST(empty_trace_and_monochrome_help_say_what_is_shown) {
     ASSERT(!screen_has(&f.g, "red host spans"));
     fixture_close(&f);
 }
+
+/* The stalls panel sorts by total, longest, count or GPU idle caused (> and <, as in htop), marks
+ * the column, and keeps the selection on its call site. */
+TEST(stalls_panel_sorts_by_column) {
+    fixture f;
+    fixture_open(&f, kineto_store("alexnet_a100_sync_heavy.json.gz"));
+    render(&f, 200, 60);
+    ASSERT_GT(f.v.n_sites, 2);
+    for (size_t i = 1; i < f.v.n_sites; i++)
+        ASSERT(f.v.sites[i - 1].total_ns >= f.v.sites[i].total_ns);
+    ASSERT(screen_has(&f.g, "TOTAL\xe2\x96\xbc"));
+    f.v.stall_sel = 2;
+    vw_site chosen = f.v.sites[2];
+    key(&f, '>');
+    ASSERT_STR_CONTAINS(f.v.message, "longest");
+    for (size_t i = 1; i < f.v.n_sites; i++)
+        ASSERT(f.v.sites[i - 1].max_ns >= f.v.sites[i].max_ns);
+    ASSERT_UEQ(f.v.sites[f.v.stall_sel].callsite, chosen.callsite);
+    ASSERT_EQ(f.v.sites[f.v.stall_sel].name, chosen.name);
+    key(&f, '>');
+    for (size_t i = 1; i < f.v.n_sites; i++)
+        ASSERT(f.v.sites[i - 1].count >= f.v.sites[i].count);
+    key(&f, '>');
+    for (size_t i = 1; i < f.v.n_sites; i++)
+        ASSERT(f.v.sites[i - 1].gpu_idle_ns >= f.v.sites[i].gpu_idle_ns);
+    render(&f, 200, 60);
+    ASSERT(screen_has(&f.g, "GPU IDLE\xe2\x96\xbc"));
+    /* the GPU idle a site caused is the sum of its stalls' (the analysis' own figure) */
+    uint64_t sum = 0;
+    const vw_site *top = &f.v.sites[0];
+    for (size_t i = 0; i < f.an.n_blocks; i++)
+        if (f.an.blocks[i].producer == top->producer && f.an.blocks[i].callsite == top->callsite &&
+            (top->callsite || f.an.blocks[i].name == top->name))
+            sum += f.an.blocks[i].gpu_idle_ns;
+    ASSERT_UEQ(top->gpu_idle_ns, sum);
+    key(&f, '<');
+    key(&f, '<');
+    key(&f, '<');
+    ASSERT_EQ(f.v.stall_sort, VW_SORT_TOTAL);
+    fixture_close(&f);
+}

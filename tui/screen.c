@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,6 +314,7 @@ void vw_site_label(const st_store *s, uint64_t callsite, uint32_t name, char *ou
 /* ---- layout ---- */
 
 static int clampi(int x, int lo, int hi) { return x < lo ? lo : x > hi ? hi : x; }
+static int mini(int a, int b) { return a < b ? a : b; }
 
 void vw_layout_compute(int w, int h, int gpu_rows, int detail_expanded, vw_layout *L) {
     memset(L, 0, sizeof *L);
@@ -346,6 +348,28 @@ void vw_layout_compute(int w, int h, int gpu_rows, int detail_expanded, vw_layou
     L->timeline = (vw_rect){L->label_w + 1, L->lanes.y, w - L->label_w - 1, lanes};
 }
 
+void vw_layout_fit(vw_layout *L, int lane_rows, int site_rows) {
+    if (L->too_small)
+        return;
+    int lanes = L->lanes.h, detail = L->detail.h, stalls = L->stalls.h;
+    int want = 1 + (site_rows > 1 ? site_rows : 1); /* the header, then a row per site (or the "none" line) */
+    if (stalls > want) { /* the panel shrinks to its rows, the lanes get them */
+        lanes += stalls - want;
+        stalls = want;
+    }
+    int need = lane_rows > VW_MIN_LANES ? lane_rows : VW_MIN_LANES;
+    if (lanes > need) { /* rows the lanes would leave empty: more stall rows, then the detail pane */
+        int spare = lanes - need, more = stalls > 0 && want > stalls ? mini(want - stalls, spare) : 0;
+        stalls += more;
+        detail += spare - more;
+        lanes = need;
+    }
+    L->lanes.h = lanes;
+    L->timeline.h = lanes;
+    L->detail = (vw_rect){0, L->lanes.y + lanes, L->detail.w, detail};
+    L->stalls = (vw_rect){0, L->detail.y + detail, L->stalls.w, stalls};
+}
+
 /* ---- rows: the GPU summary rows and the lanes, in display order ---- */
 
 enum { ROW_DEVICE = 1, ROW_LANE = 2 };
@@ -356,35 +380,41 @@ typedef struct vw_row {
     uint16_t device;
 } vw_row;
 
-static vw_row *rows_build(const st_store *s, size_t *n_out) {
-    size_t nl = st_lane_count(s), n = 0;
-    vw_row *r = malloc((2 * nl + 1) * sizeof *r);
-    if (r == NULL) {
-        *n_out = 0;
-        return NULL;
-    }
+/* The rows in display order: a device row before each device's lanes, then the lanes. Writes
+ * them to r when r is not NULL; returns how many, and the device rows among them in *devices. */
+static size_t rows_walk(const st_store *s, vw_row *r, size_t *devices) {
+    size_t nl = st_lane_count(s), n = 0, d = 0;
     uint32_t last_p = UINT32_MAX;
     uint16_t last_d = TP_NO_DEVICE;
     for (size_t l = 0; l < nl; l++) {
         const st_lane_info *li = st_lane_get(s, l);
-        if (li->device != TP_NO_DEVICE && (li->producer != last_p || li->device != last_d))
-            r[n++] = (vw_row){ROW_DEVICE, SIZE_MAX, li->producer, li->device};
+        if (li->device != TP_NO_DEVICE && (li->producer != last_p || li->device != last_d)) {
+            if (r)
+                r[n] = (vw_row){ROW_DEVICE, SIZE_MAX, li->producer, li->device};
+            n++;
+            d++;
+        }
         last_p = li->producer;
         last_d = li->device;
-        r[n++] = (vw_row){ROW_LANE, l, li->producer, li->device};
+        if (r)
+            r[n] = (vw_row){ROW_LANE, l, li->producer, li->device};
+        n++;
     }
-    *n_out = n;
+    if (devices)
+        *devices = d;
+    return n;
+}
+
+static vw_row *rows_build(const st_store *s, size_t *n_out) {
+    vw_row *r = malloc((2 * st_lane_count(s) + 1) * sizeof *r);
+    *n_out = r ? rows_walk(s, r, NULL) : 0;
     return r;
 }
 
-static int gpu_count(const st_store *s) {
-    size_t n;
-    vw_row *r = rows_build(s, &n);
-    int g = 0;
-    for (size_t i = 0; i < n; i++)
-        g += r[i].type == ROW_DEVICE;
-    free(r);
-    return g;
+void vw_layout_for(const vw_state *v, const st_store *s, int w, int h, vw_layout *L) {
+    size_t devices, rows = rows_walk(s, NULL, &devices);
+    vw_layout_compute(w, h, devices > INT_MAX ? INT_MAX : (int)devices, v->detail, L);
+    vw_layout_fit(L, rows > INT_MAX ? INT_MAX : (int)rows, v->n_sites > INT_MAX ? INT_MAX : (int)v->n_sites);
 }
 
 static void row_label(const st_store *s, const vw_row *r, int multi_producer, char *out, size_t n) {
@@ -767,7 +797,7 @@ void vw_state_free(vw_state *v) {
 
 void vw_state_settle(vw_state *v, const st_store *s, int w, int h) {
     vw_layout L;
-    vw_layout_compute(w, h, gpu_count(s), v->detail, &L);
+    vw_layout_for(v, s, w, h, &L);
     uint64_t cols = L.too_small ? 1 : (uint64_t)L.timeline.w;
     uint64_t width = v->t1 > v->t0 ? v->t1 - v->t0 : 1;
     if (width < cols)
@@ -1290,12 +1320,35 @@ static const st_event *event_at_cursor(const frame_ctx *f, size_t *lane_out) {
     return NULL;
 }
 
+/* What the lanes' glyphs and colours mean, on one row. */
+static void render_legend(frame_ctx *f, int y) {
+    const vw_state *v = f->v;
+    vw_grid *g = f->g;
+    static const struct { int cat; const char *what; } items[] = {
+        {ST_CAT_KERNEL, "kernel"}, {ST_CAT_MEMCPY, "copy"}, {ST_CAT_MEMSET, "memset"}, {ST_CAT_SYNC, "sync"},
+        {ST_CAT_API, "call"}, {ST_CAT_BLOCKED, "blocked"}, {ST_CAT_NVTX, "range"},
+    };
+    int x = put_str(g, v, 0, y, g->w, " ", ROLE_DIM, 0);
+    for (size_t i = 0; i < sizeof items / sizeof items[0] + 1 && x + 2 < g->w; i++) {
+        int last = i == sizeof items / sizeof items[0];
+        put_cell(g, x, y, last ? (v->ascii ? '.' : 0x00B7) : cell_glyph(v, items[i].cat, 1.0),
+                 last ? ROLE_BUBBLE : cat_role(items[i].cat), last ? VW_A_BOLD : 0);
+        x += 2 + put_str(g, v, x + 2, y, g->w - x - 2, last ? "GPU idle" : items[i].what, ROLE_DIM, 0);
+        x += put_str(g, v, x, y, g->w - x, "  ", ROLE_DIM, 0);
+    }
+}
+
 static void render_detail(frame_ctx *f) {
     const st_store *s = f->s;
     const vw_state *v = f->v;
     vw_grid *g = f->g;
     const vw_layout *L = f->L;
     int y = L->detail.y;
+    int rows = L->detail.h;
+    if (rows >= 4) { /* room to spare: the legend on the pane's last row */
+        render_legend(f, y + rows - 1);
+        rows--;
+    }
     size_t lane = 0;
     const st_event *e = event_at_cursor(f, &lane);
     char buf[1024], nm[512], d[32], st[32];
@@ -1349,11 +1402,11 @@ static void render_detail(frame_ctx *f) {
         x2 += put_str(g, v, x2, y, 4, v->ascii ? "  @ " : "  \xe2\x86\x90 ", ROLE_DIM, 0);
         put_str(g, v, x2, y, g->w - x2, site, ROLE_LABEL, VW_A_BOLD);
     }
-    /* expanded: every frame of the call site */
-    if (L->detail.h > 2 && e->kind == TP_K_API && e->value) {
+    /* with room (expanded, or rows the lanes leave): every frame of the call site */
+    if (rows > 2 && e->kind == TP_K_API && e->value) {
         size_t nf;
         const st_frame *fr = st_callsite_frames(s, e->value, &nf);
-        for (size_t i = 0; i < nf && (int)i + 2 < L->detail.h; i++) {
+        for (size_t i = 0; i < nf && (int)i + 2 < rows; i++) {
             char raw[512], clean[512];
             if (fr[i].kind == TP_FRAME_PYTHON)
                 snprintf(raw, sizeof raw, "   #%zu py  %s:%u  %s", i, st_str(s, fr[i].file), fr[i].line,
@@ -1367,7 +1420,7 @@ static void render_detail(frame_ctx *f) {
             sanitized(clean, sizeof clean, raw);
             put_str(g, v, 0, y + 1 + (int)i, g->w, clean, fr[i].kind == TP_FRAME_PYTHON ? ROLE_LABEL : ROLE_DEFAULT, 0);
         }
-    } else if (L->detail.h > 2) {
+    } else if (v->detail && rows > 2) {
         put_str(g, v, 1, y + 1, g->w - 2, "(no call site for this event; enter closes the detail pane)", ROLE_DIM, 0);
     }
 }
@@ -1531,7 +1584,7 @@ void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
     if (vw_grid_resize(g, g->w, g->h) != 0)
         return;
     vw_layout L;
-    vw_layout_compute(g->w, g->h, gpu_count(s), v->detail, &L);
+    vw_layout_for(v, s, g->w, g->h, &L);
     if (L.too_small) {
         char m[96];
         snprintf(m, sizeof m, "terminal too small: %dx%d, synctop needs %dx%d", g->w, g->h, VW_MIN_W, VW_MIN_H);
@@ -1991,7 +2044,7 @@ static void stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
 
 int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
     vw_layout L;
-    vw_layout_compute(w, h, gpu_count(s), v->detail, &L);
+    vw_layout_for(v, s, w, h, &L);
     int cols = L.too_small ? 80 : L.timeline.w;
     uint64_t colw = (v->t1 - v->t0) / (uint64_t)cols;
     if (colw == 0)
@@ -2027,7 +2080,7 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
 
 int vw_mouse(vw_state *v, const st_store *s, int w, int h, int kind, int x, int y) {
     vw_layout L;
-    vw_layout_compute(w, h, gpu_count(s), v->detail, &L);
+    vw_layout_for(v, s, w, h, &L);
     if (L.too_small)
         return VW_ACT_NONE;
     if (v->help) {

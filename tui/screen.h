@@ -28,6 +28,7 @@
 
 #define VW_MIN_W 80
 #define VW_MIN_H 24
+#define VW_MIN_LANES 4 /* lane rows a layout keeps, whatever the content */
 
 /* Colour roles: what a cell means; term.c's scheme table gives each a colour pair and a
  * monochrome attribute. */
@@ -117,8 +118,14 @@ typedef struct vw_layout {
     vw_rect timeline; /* the lanes' time columns */
 } vw_layout;
 
-/* gpu_rows: how many GPU rows the header wants (clamped). */
-void vw_layout_compute(int w, int h, int gpu_rows, int help, vw_layout *out);
+/* gpu_rows: how many GPU rows the header wants (clamped). The stalls panel gets its usual
+ * height (none when the detail pane is expanded). */
+void vw_layout_compute(int w, int h, int gpu_rows, int detail_expanded, vw_layout *out);
+/* Fits a computed layout to its content: the stalls panel shrinks to its rows and gives the rest
+ * to the lanes; rows the lanes would leave empty go to more stall rows, then to the detail pane
+ * (which shows the frames of the event under the cursor and a legend there). The lanes keep at
+ * least VW_MIN_LANES rows. */
+void vw_layout_fit(vw_layout *L, int lane_rows, int site_rows);
 
 /* ---- the model's state: everything a frame depends on besides the store ---- */
 
@@ -188,6 +195,9 @@ typedef struct vw_state {
     int figs_ready;
     vw_sweep *sweep;
 } vw_state;
+
+/* The layout of a frame of this state and store (vw_layout_compute, then vw_layout_fit). */
+void vw_layout_for(const vw_state *v, const st_store *s, int w, int h, vw_layout *L);
 
 /* Starts a state over a committed store: whole span visible, cursor at its start. */
 void vw_state_init(vw_state *v, vw_mode mode, const st_store *s);

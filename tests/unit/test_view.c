@@ -267,6 +267,66 @@ TEST(layout_panels_fit_and_never_overlap_at_any_size) {
     ASSERT(L.too_small);
 }
 
+/* The stalls panel holds its rows and no more; the lanes get what it does not need, and rows the
+ * lanes leave empty go to more stall rows, then to the detail pane. */
+TEST(layout_fits_the_stalls_panel_and_the_lanes_to_their_content) {
+    static const int lane_rows[] = {0, 3, 8, 40, 400}, sites[] = {0, 1, 5, 30, 1000};
+    int checked = 0;
+    for (int w = 80; w <= 200; w += 60)
+        for (int h = 24; h <= 70; h += 23)
+            for (int det = 0; det <= 1; det++)
+                for (size_t a = 0; a < 5; a++)
+                    for (size_t b = 0; b < 5; b++) {
+                        vw_layout C, L;
+                        vw_layout_compute(w, h, 1, det, &C);
+                        L = C;
+                        vw_layout_fit(&L, lane_rows[a], sites[b]);
+                        const vw_rect *r[] = {&L.title, &L.gpus, &L.ruler, &L.lanes, &L.detail, &L.stalls, &L.keys};
+                        int total = 0;
+                        for (int i = 0; i < 7; i++) {
+                            ASSERT(rect_in(r[i], w, h));
+                            total += r[i]->h;
+                            for (int j = i + 1; j < 7; j++)
+                                ASSERT(!overlap(r[i], r[j]));
+                        }
+                        ASSERT_EQ(total, h);
+                        ASSERT_EQ(L.lanes.y, C.lanes.y);
+                        ASSERT_EQ(L.timeline.h, L.lanes.h);
+                        ASSERT_GE(L.lanes.h, VW_MIN_LANES);
+                        ASSERT_GE(L.detail.h, C.detail.h);
+                        int want = 1 + (sites[b] > 1 ? sites[b] : 1);
+                        if (det) {
+                            ASSERT_EQ(L.stalls.h, 0);
+                        } else {
+                            /* never more stall rows than sites, never fewer than the usual panel holds */
+                            ASSERT(L.stalls.h <= want);
+                            ASSERT(L.stalls.h >= (want < C.stalls.h ? want : C.stalls.h));
+                        }
+                        /* the lanes show every row they have, up to what the usual layout gave them
+                         * plus the stall rows not needed */
+                        int room = C.lanes.h + (det ? 0 : C.stalls.h - (want < C.stalls.h ? want : C.stalls.h));
+                        int need = lane_rows[a] > VW_MIN_LANES ? lane_rows[a] : VW_MIN_LANES;
+                        ASSERT_EQ(L.lanes.h, need < room ? need : room);
+                        checked++;
+                    }
+    ASSERT_GT(checked, 300);
+    /* by hand: 200x60, one GPU, 8 lane rows, one call site (the AlexNet trace's shape at issue) */
+    vw_layout L;
+    vw_layout_compute(200, 60, 1, 0, &L);
+    ASSERT_EQ(L.stalls.h, 15);
+    vw_layout_fit(&L, 8, 1);
+    ASSERT_EQ(L.stalls.h, 2);
+    ASSERT_EQ(L.lanes.h, 8);
+    ASSERT_EQ(L.detail.h, 60 - 1 - 1 - 1 - 8 - 2 - 1);
+    /* 80x24, 20 lane rows, 2 sites: the panel's 6 rows become 3, the lanes get 3 more */
+    vw_layout_compute(80, 24, 1, 0, &L);
+    int lanes0 = L.lanes.h;
+    ASSERT_EQ(L.stalls.h, 6);
+    vw_layout_fit(&L, 20, 2);
+    ASSERT_EQ(L.stalls.h, 3);
+    ASSERT_EQ(L.lanes.h, lanes0 + 3);
+}
+
 TEST(rendered_screens_keep_header_and_keys_at_every_size) {
     fixture f;
     fixture_open(&f, synth_store(2, 4000));
@@ -426,7 +486,7 @@ TEST(next_stall_selects_its_call_site_and_highlights_its_spans) {
     fixture_open(&f, synth_store(7, 3000));
     render(&f, 120, 40);
     vw_layout L;
-    vw_layout_compute(120, 40, 1, 0, &L);
+    vw_layout_for(&f.v, f.s, 120, 40, &L);
     int in_lanes = 0;
     for (int i = L.lanes.y * 120; i < (L.lanes.y + L.lanes.h) * 120; i++)
         in_lanes += f.g.cells[i].role == ROLE_SELECTION;
@@ -530,7 +590,7 @@ TEST(replay_now_hides_what_has_not_happened_yet) {
     size_t half_sites_count = f.v.n_sites ? (size_t)f.v.sites[0].count : 0;
     render(&f, 120, 40);
     vw_layout L;
-    vw_layout_compute(120, 40, 1, 0, &L);
+    vw_layout_for(&f.v, f.s, 120, 40, &L);
     /* the right part of every lane is empty */
     for (int y = L.lanes.y; y < L.lanes.y + 4; y++)
         for (int x = L.timeline.x + L.timeline.w * 3 / 4; x < L.timeline.x + L.timeline.w - 2; x++)
@@ -546,7 +606,7 @@ TEST(clicks_select_a_lane_time_or_a_stall_row) {
     fixture_open(&f, synth_store(10, 3000));
     render(&f, 120, 40);
     vw_layout L;
-    vw_layout_compute(120, 40, 1, 0, &L);
+    vw_layout_for(&f.v, f.s, 120, 40, &L);
     vw_mouse(&f.v, f.s, 120, 40, VW_MOUSE_CLICK, L.timeline.x + 50, L.lanes.y + 2);
     ASSERT_EQ(f.v.cursor_row, 2);
     ASSERT_EQ(f.v.focus, VW_FOCUS_TIMELINE);
@@ -637,7 +697,7 @@ TEST(mono_screens_tell_every_kind_apart_without_colour) {
             f.v.ascii = ascii;
             vw_layout L;
             render(&f, 200, 60);
-            vw_layout_compute(200, 60, 1, 0, &L);
+            vw_layout_for(&f.v, f.s, 200, 60, &L);
             assert_mono_distinct(&f.g, &L);
             /* zoomed in on a stall, with its call site selected: selection and cursor too */
             key(&f, 'n');
@@ -691,7 +751,7 @@ TEST(cursor_mark_never_cuts_a_ruler_label) {
         fixture_open(&f, traces[t] ? kineto_store(traces[t]) : synth_store(13, 3000));
         render(&f, 120, 40);
         vw_layout L;
-        vw_layout_compute(120, 40, 1, 0, &L);
+        vw_layout_for(&f.v, f.s, 120, 40, &L);
         /* every label there is: with the cursor at the left edge and at the right edge */
         label all[64], got[64];
         int n_all = 0;
@@ -739,7 +799,7 @@ TEST(ruler_labels_deep_in_a_long_trace_tell_ticks_apart) {
     f.v.follow = 0;
     render(&f, 120, 40);
     vw_layout L;
-    vw_layout_compute(120, 40, 1, 0, &L);
+    vw_layout_for(&f.v, f.s, 120, 40, &L);
     label got[64];
     int n = ruler_labels(&f.g, &L, got, 64);
     ASSERT_GE(n, 3);
@@ -753,7 +813,7 @@ TEST(ruler_labels_deep_in_a_long_trace_tell_ticks_apart) {
 
 static uint64_t colw_of(const fixture *f, int w, int h) {
     vw_layout L;
-    vw_layout_compute(w, h, 1, f->v.detail, &L);
+    vw_layout_for(&f->v, f->s, w, h, &L);
     return (f->v.t1 - f->v.t0) / (uint64_t)L.timeline.w;
 }
 
@@ -928,7 +988,7 @@ TEST(stream_bubbles_are_drawn_on_their_own_lanes) {
     f.v.cursor_row = 0;
     render(&f, 200, 60);
     vw_layout L;
-    vw_layout_compute(200, 60, 1, 0, &L);
+    vw_layout_for(&f.v, f.s, 200, 60, &L);
     char want[32];
     snprintf(want, sizeof want, " stream %u", st_lane_get(f.s, sb->lane)->id);
     int y = -1;

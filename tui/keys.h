@@ -24,6 +24,8 @@ typedef enum vw_cmd {
     VW_CMD_HOME, VW_CMD_END,             /* cursor to the window's start / end */
     VW_CMD_ZOOM_IN, VW_CMD_ZOOM_OUT, VW_CMD_FIT,
     VW_CMD_SCOPE,                        /* the header's GPU figures: window or whole run */
+    VW_CMD_FIT_SEL,                      /* fit the window to the event under the cursor */
+    VW_CMD_MARK,                         /* mark the event under the cursor: its span and duration */
     VW_CMD_NEXT_STALL, VW_CMD_PREV_STALL, /* every stall in time order, whatever the focus */
     VW_CMD_WORST_NEXT, VW_CMD_WORST_PREV, /* the selected call site's stalls, worst first */
     VW_CMD_SORT_NEXT, VW_CMD_SORT_PREV,  /* the stalls panel's column: total, max, count, GPU idle */

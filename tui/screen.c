@@ -1101,6 +1101,11 @@ static void render_ruler(const vw_state *v, vw_grid *g, const vw_layout *L) {
     /* The cursor's mark goes on the ruler; a label it would cut in two is left out (its tick
      * stays), so every label shown reads whole. */
     int cur = v->cursor >= v->t0 && v->cursor < v->t1 ? col_of(v, L, v->cursor) : -1;
+    int m0 = -1, m1 = -1; /* the marked span's columns */
+    if (v->marked && v->mark1 > v->t0 && v->mark0 < v->t1) {
+        m0 = v->mark0 > v->t0 ? col_of(v, L, v->mark0) : 0;
+        m1 = v->mark1 < v->t1 ? col_of(v, L, v->mark1 - 1) : cols - 1;
+    }
     for (uint64_t t = first; v->origin + t < v->t1; t += step) {
         int c = col_of(v, L, v->origin + t);
         if (c <= last_end)
@@ -1109,10 +1114,25 @@ static void render_ruler(const vw_state *v, vw_grid *g, const vw_layout *L) {
         fmt_tick(d, sizeof d, t, step, v->ascii);
         put_cell(g, L->timeline.x + c, y, v->ascii ? '|' : 0x2534, ROLE_RULER, 0);
         int n = (int)strlen(d) - (!v->ascii && strstr(d, "\xc2\xb5") ? 1 : 0);
-        if (c + 1 + n < cols && !(cur > c && cur <= c + n)) {
+        if (c + 1 + n < cols && !(cur > c && cur <= c + n) && !(m0 >= 0 && m0 <= c + n + 1 && m1 >= c)) {
             put_str(g, v, L->timeline.x + c + 1, y, n, d, ROLE_RULER, 0);
             last_end = c + n + 1;
         }
+    }
+    if (m0 >= 0) {
+        /* the marked span: a band on the ruler with its duration, inside when it fits */
+        int c0 = m0, c1 = m1;
+        for (int c = c0; c <= c1; c++)
+            put_cell(g, L->timeline.x + c, y, v->ascii ? '=' : 0x2550, ROLE_SELECTION, 0);
+        put_cell(g, L->timeline.x + c0, y, v->ascii ? '[' : 0x255E, ROLE_SELECTION, VW_A_BOLD);
+        put_cell(g, L->timeline.x + c1, y, v->ascii ? ']' : 0x2561, ROLE_SELECTION, VW_A_BOLD);
+        char d[40];
+        vw_fmt_dur(lab, sizeof lab, v->mark1 - v->mark0, v->ascii);
+        snprintf(d, sizeof d, " %s ", lab);
+        int n = (int)strlen(d) - (!v->ascii && strstr(d, "\xc2\xb5") ? 1 : 0);
+        int at = c1 - c0 + 1 >= n + 2 ? c0 + (c1 - c0 + 1 - n) / 2 : c1 + 1 + n <= cols ? c1 + 1 : c0 - n;
+        if (at >= 0)
+            put_str(g, v, L->timeline.x + at, y, n, d, ROLE_SELECTION, VW_A_BOLD);
     }
     if (cur >= 0)
         put_cell(g, L->timeline.x + cur, y, v->ascii ? 'v' : 0x25BC, ROLE_CURSOR, VW_A_BOLD);
@@ -1320,6 +1340,79 @@ static const st_event *event_at_cursor(const frame_ctx *f, size_t *lane_out) {
     return NULL;
 }
 
+/* The other end of a launch (Perfetto's flow arrow): for a GPU operation, the CUDA call that
+ * launched it (same producer and correlation id, started before it); for a call, the GPU
+ * operation it launched. Looks at the nearest FLOW_SCAN events of each lane on the right side. */
+#define FLOW_SCAN 4096
+static const st_event *flow_peer(const st_store *s, size_t lane, const st_event *e, size_t *peer_lane) {
+    const st_lane_info *li = st_lane_get(s, lane);
+    if (e->corr == 0 || e->kind == TP_K_SYNC || (li->kind != ST_LANE_STREAM && li->kind != ST_LANE_THREAD))
+        return NULL; /* a synchronization record is a wait, not something launched */
+    int want = li->kind == ST_LANE_STREAM ? ST_LANE_THREAD : ST_LANE_STREAM;
+    const st_event *best = NULL;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *o = st_lane_get(s, l);
+        if ((int)o->kind != want || o->producer != li->producer)
+            continue;
+        size_t n;
+        const st_event *ev = st_lane_events(s, l, &n);
+        if (want == ST_LANE_THREAD) { /* the latest call with this id that started before it */
+            size_t hi = st_lane_lower_bound(s, l, e->start + 1);
+            for (size_t k = 0; k < FLOW_SCAN && k < hi; k++) {
+                const st_event *x = &ev[hi - 1 - k];
+                if (x->corr == e->corr && x->kind == TP_K_API) {
+                    if (best == NULL || x->start > best->start) {
+                        best = x;
+                        *peer_lane = l;
+                    }
+                    break;
+                }
+            }
+        } else { /* the first GPU operation with this id that started after it */
+            for (size_t k = st_lane_lower_bound(s, l, e->start), m = 0; k < n && m < FLOW_SCAN; k++, m++) {
+                const st_event *x = &ev[k];
+                if (x->corr == e->corr && x->kind != TP_K_API && x->kind != TP_K_SYNC) {
+                    if (best == NULL || x->start < best->start) {
+                        best = x;
+                        *peer_lane = l;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    return best;
+}
+
+/* One line on the launch behind a GPU operation, or the operation behind a call. */
+static void flow_text(const frame_ctx *f, size_t lane, const st_event *e, char *out, size_t n) {
+    const st_store *s = f->s;
+    out[0] = '\0';
+    size_t pl = 0;
+    const st_event *p = flow_peer(s, lane, e, &pl);
+    if (p == NULL)
+        return;
+    const st_lane_info *pi = st_lane_get(s, pl);
+    char nm[160], d[32];
+    sanitized(nm, sizeof nm, st_str(s, p->name));
+    if (p->kind == TP_K_API) {
+        vw_fmt_dur(d, sizeof d, e->start > p->start ? e->start - p->start : 0, f->v->ascii);
+        snprintf(out, n, " %s launched by %s on thread %u; %s from the call to the start", f->v->ascii ? "<-" : "\xe2\x86\x90",
+                 nm, pi->id, d);
+    } else {
+        vw_fmt_dur(d, sizeof d, p->start > e->start ? p->start - e->start : 0, f->v->ascii);
+        char what[200];
+        if (p->kind == TP_K_MEMCPY)
+            snprintf(what, sizeof what, "copy %s", tp_copy_kind_name(p->sub));
+        else if (p->kind == TP_K_KERNEL && nm[0])
+            snprintf(what, sizeof what, "kernel %s", nm);
+        else
+            snprintf(what, sizeof what, "%s", tp_kind_name(p->kind));
+        snprintf(out, n, " %s %s on GPU%u stream %u starts %s after the call", f->v->ascii ? "->" : "\xe2\x86\x92",
+                 what, pi->device, pi->id, d);
+    }
+}
+
 /* What the lanes' glyphs and colours mean, on one row. */
 static void render_legend(frame_ctx *f, int y) {
     const vw_state *v = f->v;
@@ -1402,7 +1495,17 @@ static void render_detail(frame_ctx *f) {
         x2 += put_str(g, v, x2, y, 4, v->ascii ? "  @ " : "  \xe2\x86\x90 ", ROLE_DIM, 0);
         put_str(g, v, x2, y, g->w - x2, site, ROLE_LABEL, VW_A_BOLD);
     }
-    /* with room (expanded, or rows the lanes leave): every frame of the call site */
+    /* with room: the launch's other end, then (expanded, or rows the lanes leave) every frame of
+     * the call site */
+    if (rows > 2) {
+        char flow[320];
+        flow_text(f, lane, e, flow, sizeof flow);
+        if (flow[0]) {
+            put_str(g, v, 0, y + 1, g->w, flow, ROLE_LABEL, 0);
+            y++;
+            rows--;
+        }
+    }
     if (rows > 2 && e->kind == TP_K_API && e->value) {
         size_t nf;
         const st_frame *fr = st_callsite_frames(s, e->value, &nf);
@@ -1555,8 +1658,8 @@ static void render_help(const vw_state *v, vw_grid *g) {
     }
     if (bw > g->w - 2)
         bw = g->w - 2;
-    if (bh > g->h - 2)
-        bh = g->h - 2;
+    if (bh > g->h) /* an overlay: on a small screen it may cover the title and the key bar */
+        bh = g->h;
     int x0 = (g->w - bw) / 2, y0 = (g->h - bh) / 2;
     for (int y = 0; y < bh; y++)
         fill(g, x0, y0 + y, bw, ROLE_HELP, 0);
@@ -2032,6 +2135,7 @@ static void stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
         v->focus = stalls ? VW_FOCUS_TIMELINE : VW_FOCUS_STALLS;
         break;
     case VW_CMD_BACK:
+        v->marked = 0;
         v->detail = 0;
         v->show_site = 0;
         v->worst_pos = -1;
@@ -2040,6 +2144,49 @@ static void stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
     default:
         break;
     }
+}
+
+/* The event under the cursor, as the detail pane names it; NULL when none. */
+static const st_event *cursor_event(vw_state *v, const st_store *s, const vw_layout *L, size_t *lane) {
+    frame_ctx f = {.s = s, .v = v, .L = L};
+    f.rows = rows_build(s, &f.n_rows);
+    const st_event *e = f.rows ? event_at_cursor(&f, lane) : NULL;
+    free(f.rows);
+    return e;
+}
+
+/* f and m: the event under the cursor fills the window, or is marked. */
+static void select_cmd(vw_state *v, const st_store *s, const vw_layout *L, vw_cmd c) {
+    size_t lane = 0;
+    const st_event *e = L->too_small ? NULL : cursor_event(v, s, L, &lane);
+    if (c == VW_CMD_MARK && v->marked && (e == NULL || (e->start == v->mark0 && e->end == v->mark1))) {
+        v->marked = 0;
+        snprintf(v->message, sizeof v->message, "mark removed");
+        return;
+    }
+    if (e == NULL) {
+        snprintf(v->message, sizeof v->message, "no event under the cursor");
+        return;
+    }
+    uint64_t d = e->end > e->start ? e->end - e->start : 1;
+    if (c == VW_CMD_FIT_SEL) {
+        /* the event in the middle eight tenths of the window */
+        uint64_t w = d + d / 4 > (uint64_t)L->timeline.w ? d + d / 4 : (uint64_t)L->timeline.w;
+        v->t0 = e->start > (w - d) / 2 ? e->start - (w - d) / 2 : 0;
+        if (v->t0 < v->origin && v->origin <= e->start)
+            v->t0 = v->origin;
+        v->t1 = v->t0 + w;
+        v->cursor = e->start;
+        v->follow = 0;
+        return;
+    }
+    v->marked = 1;
+    v->mark0 = e->start;
+    v->mark1 = e->start + d;
+    char dur[32], nm[96];
+    vw_fmt_dur(dur, sizeof dur, d, v->ascii);
+    sanitized(nm, sizeof nm, st_str(s, e->name));
+    snprintf(v->message, sizeof v->message, "marked %s: %s", nm[0] ? nm : tp_kind_name(e->kind), dur);
 }
 
 int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
@@ -2070,6 +2217,8 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         move_cmd(v, &L, c, colw);
     else if (c >= VW_CMD_ZOOM_IN && c <= VW_CMD_SCOPE)
         window_cmd(v, c, cols);
+    else if (c == VW_CMD_FIT_SEL || c == VW_CMD_MARK)
+        select_cmd(v, s, &L, c);
     else if (c >= VW_CMD_NEXT_STALL && c <= VW_CMD_BACK)
         stall_cmd(v, s, c, cols);
     else

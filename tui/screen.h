@@ -173,6 +173,8 @@ typedef struct vw_state {
     vw_sort stall_sort; /* the stalls panel's order */
     int worst_pos;      /* i/I: which of the selected site's stalls, worst first */
     int help, detail;   /* overlays: help screen, detail pane expanded */
+    int marked;         /* m: a span is marked on the ruler */
+    uint64_t mark0, mark1;
     char search[64];    /* the search term being typed, or the last one */
     char search_last[64]; /* the last term searched for: "/" and enter repeat it */
     int searching;      /* typing a search term */
@@ -186,7 +188,7 @@ typedef struct vw_state {
     int recording;       /* live: every batch also goes to a trace file (the title says REC) */
     char notice[160];    /* live: why nothing shows (no data from an endpoint), in the lanes area */
     /* GPU figures in the header: the whole run so far (replay: up to now), or with scope_window
-     * what the window shows (key w). figs holds them for [figs_a, figs_b) once vw_figs_update has
+     * what the window shows (key v). figs holds them for [figs_a, figs_b) once vw_figs_update has
      * finished a sweep; until then the header uses an's whole-trace figures when they apply. */
     int scope_window;
     vw_gpu_fig *figs;

@@ -208,6 +208,21 @@ TEST(replay_in_tmux_zoom_stall_help_resize_quit) {
     /* the selected call site's stalls, worst first, counted */
     keys("i");
     wait_for("stall 1/");
+    /* m marks the stall's span, f fits the window to it: the ruler carries its duration */
+    keys("m");
+    scr = wait_for("marked cudaStreamSynchronize: 251.0");
+    keys("f");
+    t0 = now_s();
+    for (;;) {
+        char ruler[512];
+        scr = capture();
+        if (line_with(scr, "\xe2\x86\x94", ruler, sizeof ruler) && strstr(ruler, " 251.0\xc2\xb5s ") &&
+            strstr(ruler, "\xe2\x95\x90\xe2\x95\x90\xe2\x95\x90\xe2\x95\x90"))
+            break;
+        if (now_s() - t0 > WAIT_S)
+            TASK_FAIL_("f and m did not show the marked stall on the ruler:\n%s", scr);
+        usleep(50000);
+    }
     /* help */
     keys("?");
     wait_for("synctop help");

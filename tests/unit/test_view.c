@@ -945,7 +945,7 @@ TEST(gpu_figures_follow_replay_now_and_the_window) {
     ASSERT_GT(fig0(&f.v)->blocked_ns, blocked_40);
     /* w: what the window shows, wherever it is */
     f.v.now = UINT64_MAX;
-    key(&f, 'w');
+    key(&f, 'v');
     ASSERT_EQ(f.v.scope_window, 1);
     for (int i = 1; i <= 3; i++) {
         f.v.t0 = f.v.origin + span * (uint64_t)i / 5;
@@ -956,7 +956,7 @@ TEST(gpu_figures_follow_replay_now_and_the_window) {
         render(&f, 160, 40);
         ASSERT_STR_CONTAINS(row_text(&f.g, 1), "in view");
     }
-    key(&f, 'w');
+    key(&f, 'v');
     render(&f, 160, 40);
     ASSERT_STR_EQ(row_text(&f.g, 1), whole);
     fixture_close(&f);
@@ -1115,7 +1115,7 @@ TEST(key_table_drives_handler_bar_and_help) {
     size_t nr = vw_bar_items(0, k, l, 16), nl = vw_bar_items(1, k, l, 16);
     ASSERT_EQ(nr, 10);
     ASSERT_EQ(nl, 10);
-    ASSERT_STR_EQ(k[7], "f");
+    ASSERT_STR_EQ(k[7], "F");
     ASSERT_STR_EQ(l[7], "Follow");
     ASSERT_STR_EQ(l[1], "Pause");
 
@@ -1257,5 +1257,117 @@ TEST(stalls_panel_sorts_by_column) {
     key(&f, '<');
     key(&f, '<');
     ASSERT_EQ(f.v.stall_sort, VW_SORT_TOTAL);
+    fixture_close(&f);
+}
+
+/* The display row of a lane, by the rule store.h states for lanes: a GPU's summary row comes before
+ * the first lane of each (producer, device). */
+static int display_row(const st_store *s, size_t lane) {
+    int row = 0;
+    uint32_t last_p = UINT32_MAX;
+    uint16_t last_d = TP_NO_DEVICE;
+    for (size_t l = 0; l <= lane; l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->device != TP_NO_DEVICE && (li->producer != last_p || li->device != last_d))
+            row++;
+        last_p = li->producer;
+        last_d = li->device;
+        row += l < lane;
+    }
+    return row;
+}
+
+/* Perfetto's keys: w/s zoom, a/d pan, f fits the event under the cursor, m marks its span; the
+ * detail pane names the other end of a launch with the delay between the call and the start. */
+TEST(perfetto_keys_zoom_pan_fit_mark_and_the_launch_of_a_kernel) {
+    fixture f;
+    fixture_open(&f, kineto_store("alexnet_a100_sync_heavy.json.gz"));
+    render(&f, 200, 60);
+    /* the longest kernel, and its launch found by a scan of every host call of its process */
+    const st_event *k = NULL, *launch = NULL;
+    size_t kl = 0, ll = 0;
+    for (size_t l = 0; l < st_lane_count(f.s); l++) {
+        size_t n;
+        const st_event *e = st_lane_events(f.s, l, &n);
+        for (size_t i = 0; i < n; i++)
+            if (st_lane_get(f.s, l)->kind == ST_LANE_STREAM && e[i].kind == TP_K_KERNEL && e[i].corr &&
+                (k == NULL || e[i].end - e[i].start > k->end - k->start)) {
+                k = &e[i];
+                kl = l;
+            }
+    }
+    ASSERT_NOT_NULL(k);
+    for (size_t l = 0; l < st_lane_count(f.s); l++) {
+        size_t n;
+        const st_event *e = st_lane_events(f.s, l, &n);
+        if (st_lane_get(f.s, l)->kind != ST_LANE_THREAD || st_lane_get(f.s, l)->producer != st_lane_get(f.s, kl)->producer)
+            continue;
+        for (size_t i = 0; i < n; i++)
+            if (e[i].corr == k->corr && e[i].start <= k->start) {
+                launch = &e[i];
+                ll = l;
+            }
+    }
+    ASSERT_NOT_NULL(launch);
+
+    /* w and s halve and double the window around the cursor; a and d pan and come back */
+    f.v.cursor = k->start;
+    f.v.cursor_row = display_row(f.s, kl);
+    key(&f, 'w');
+    key(&f, 'w');
+    uint64_t w0 = f.v.t1 - f.v.t0, t0 = f.v.t0;
+    key(&f, 'w');
+    ASSERT(f.v.t1 - f.v.t0 >= w0 / 2 - 1 && f.v.t1 - f.v.t0 <= w0 / 2 + 1);
+    key(&f, 's');
+    ASSERT(f.v.t1 - f.v.t0 >= w0 - 2 && f.v.t1 - f.v.t0 <= w0 + 2);
+    w0 = (f.v.end - f.v.origin) / 8; /* in the middle of the trace: panning is not stopped at an end */
+    t0 = f.v.origin + (f.v.end - f.v.origin) / 2;
+    f.v.t0 = t0;
+    f.v.t1 = t0 + w0;
+    key(&f, 'd');
+    ASSERT(f.v.t0 > t0);
+    key(&f, 'a');
+    ASSERT_UEQ(f.v.t0, t0);
+
+    /* f: the kernel fills most of the window */
+    f.v.cursor = k->start;
+    key(&f, 'f');
+    uint64_t d = k->end - k->start;
+    ASSERT(f.v.t0 <= k->start && f.v.t1 >= k->end);
+    ASSERT(d * 5 / 4 + 1 >= f.v.t1 - f.v.t0);
+    render(&f, 200, 60);
+    /* the detail names the launch and the time from the call to the kernel's start */
+    char nm[128], dly[32], want[256];
+    snprintf(nm, sizeof nm, "%s", st_str(f.s, launch->name));
+    vw_fmt_dur(dly, sizeof dly, k->start - launch->start, 0);
+    snprintf(want, sizeof want, "launched by %s on thread %u; %s from the call to the start", nm,
+             st_lane_get(f.s, ll)->id, dly);
+    ASSERT(screen_has(&f.g, want));
+
+    /* m marks the kernel: its duration, on the ruler and in the message; m again unmarks */
+    key(&f, 'm');
+    ASSERT(f.v.marked);
+    ASSERT_UEQ(f.v.mark0, k->start);
+    ASSERT_UEQ(f.v.mark1, k->end);
+    char dur[32];
+    vw_fmt_dur(dur, sizeof dur, d, 0);
+    ASSERT_STR_CONTAINS(f.v.message, dur);
+    render(&f, 200, 60);
+    vw_layout L;
+    vw_layout_for(&f.v, f.s, 200, 60, &L);
+    ASSERT_STR_CONTAINS(row_text(&f.g, L.ruler.y), dur);
+    key(&f, 'm');
+    ASSERT(!f.v.marked);
+
+    /* on the call: the kernel it launched, and how long after the call it started */
+    f.v.cursor_row = display_row(f.s, ll);
+    f.v.cursor = launch->start;
+    key(&f, 'f');
+    render(&f, 200, 60);
+    snprintf(nm, sizeof nm, "%s", st_str(f.s, k->name));
+    snprintf(want, sizeof want, "kernel %.40s", nm);
+    ASSERT(screen_has(&f.g, want));
+    snprintf(want, sizeof want, "starts %s after the call", dly);
+    ASSERT(screen_has(&f.g, want));
     fixture_close(&f);
 }

@@ -1151,6 +1151,48 @@ typedef struct frame_ctx {
     uint8_t *bubble_col;
 } frame_ctx;
 
+/* Names inside the bars wide enough to hold them (kernels, copies, calls, ranges), as Perfetto and
+ * Nsight Systems write them: for each column, the longest event touching it (the lane's summary
+ * says which), written over its inner cells in reverse video when its name fits. */
+static void label_bars(frame_ctx *f, int y, size_t lane, const st_bucket *b) {
+    const vw_state *v = f->v;
+    vw_grid *g = f->g;
+    const vw_layout *L = f->L;
+    int cols = L->timeline.w, done = -1;
+    size_t n;
+    const st_event *ev = st_lane_events(f->s, lane, &n);
+    for (int c = 0; c < cols; c++) {
+        if (c <= done || b[c].longest == UINT32_MAX || b[c].longest >= n)
+            continue;
+        const st_event *e = &ev[b[c].longest];
+        if (e->start > v->now || e->end <= e->start)
+            continue;
+        int c0 = e->start > v->t0 ? col_of(v, L, e->start) : 0;
+        int c1 = e->end < v->t1 ? col_of(v, L, e->end - 1) : cols - 1;
+        char raw[256], nm[256];
+        if (e->kind == TP_K_MEMCPY)
+            snprintf(raw, sizeof raw, "%s", tp_copy_kind_name(e->sub));
+        else if (e->kind == TP_K_MEMSET)
+            snprintf(raw, sizeof raw, "memset");
+        else { /* a kernel's signature reads from its name: "void " before it says nothing */
+            const char *name = st_str(f->s, e->name);
+            snprintf(raw, sizeof raw, "%s", strncmp(name, "void ", 5) == 0 ? name + 5 : name);
+        }
+        sanitized(nm, sizeof nm, raw);
+        /* inside the bar, a cell of margin each side; cut with an ellipsis past its width */
+        int room = c1 - c0 - 1;
+        if (nm[0] == '\0' || room < 8)
+            continue;
+        int x0 = L->timeline.x + c0 + 1, role = g->cells[y * g->w + x0].role;
+        if (role == ROLE_DEFAULT || role == ROLE_BUBBLE || role == ROLE_DIM)
+            continue;
+        for (int x = x0; x < x0 + room; x++)
+            put_cell(g, x, y, ' ', role, VW_A_REVERSE);
+        put_str(g, v, x0, y, room, nm, role, VW_A_REVERSE);
+        done = c1;
+    }
+}
+
 static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_row, int multi) {
     const vw_state *v = f->v;
     vw_grid *g = f->g;
@@ -1228,6 +1270,8 @@ static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_
             role = ROLE_BUBBLE;
         put_cell(g, x, y, cell_glyph(v, cat, frac), role, 0);
     }
+    if (r->type == ROW_LANE)
+        label_bars(f, y, r->lane, b);
 }
 
 static void render_lanes(frame_ctx *f) {

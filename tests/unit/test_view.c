@@ -1336,6 +1336,23 @@ TEST(perfetto_keys_zoom_pan_fit_mark_and_the_launch_of_a_kernel) {
     ASSERT(f.v.t0 <= k->start && f.v.t1 >= k->end);
     ASSERT(d * 5 / 4 + 1 >= f.v.t1 - f.v.t0);
     render(&f, 200, 60);
+    /* the kernel's bar now spans most of the lane: its name is written inside it, reversed */
+    {
+        vw_layout LL;
+        vw_layout_for(&f.v, f.s, 200, 60, &LL);
+        const char *kn = st_str(f.s, k->name);
+        if (strncmp(kn, "void ", 5) == 0)
+            kn += 5;
+        char head[24];
+        snprintf(head, sizeof head, "%.20s", kn);
+        int y = LL.lanes.y + display_row(f.s, kl) - f.v.row_scroll;
+        const char *at = strstr(row_text(&f.g, y), head);
+        ASSERT_NOT_NULL(at);
+        int x = 0; /* its column: the row's text up to it, counted in code points */
+        for (const char *p = row_text(&f.g, y); p < at; p++)
+            x += ((unsigned char)*p & 0xC0) != 0x80;
+        ASSERT(f.g.cells[y * f.g.w + x].attr & VW_A_REVERSE);
+    }
     /* the detail names the launch and the time from the call to the kernel's start */
     char nm[128], dly[32], want[256];
     snprintf(nm, sizeof nm, "%s", st_str(f.s, launch->name));

@@ -237,6 +237,17 @@ static void fill(vw_grid *g, int x, int y, int w, int role, int attr) {
 /* A name from a trace, made safe for a terminal. */
 static void sanitized(char *out, size_t n, const char *s) { tp_sanitize(out, n, s, strlen(s), NULL); }
 
+/* How rows name their process when several are shown: "r3" (its rank), else "p4242" (its pid). */
+static void producer_tag(const st_store *s, uint32_t producer, char *out, size_t n) {
+    const st_producer_info *pi = st_producer_get(s, producer);
+    if (pi != NULL && pi->rank >= 0)
+        snprintf(out, n, "r%d", pi->rank);
+    else if (pi != NULL)
+        snprintf(out, n, "p%u", pi->pid);
+    else
+        snprintf(out, n, "#%u", producer);
+}
+
 /* ---- text helpers ---- */
 
 void vw_fmt_dur(char *out, size_t n, uint64_t ns, int ascii) {
@@ -419,9 +430,11 @@ void vw_layout_for(const vw_state *v, const st_store *s, int w, int h, vw_layout
 
 static void row_label(const st_store *s, const vw_row *r, int multi_producer, char *out, size_t n) {
     char raw[256];
-    char pfx[16] = "";
-    if (multi_producer)
-        snprintf(pfx, sizeof pfx, "%u:", r->producer);
+    char pfx[24] = "";
+    if (multi_producer) {
+        producer_tag(s, r->producer, pfx, sizeof pfx - 1);
+        strcat(pfx, ":");
+    }
     if (r->type == ROW_DEVICE) {
         snprintf(raw, sizeof raw, "%sGPU%u", pfx, r->device);
     } else {
@@ -1007,9 +1020,13 @@ static void render_gpus(const st_store *s, const vw_state *v, vw_grid *g, const 
                 }
             }
         }
-        char lab[32];
-        snprintf(lab, sizeof lab, " GPU%u ", rows[i].device);
-        int x = put_str(g, v, 0, y, 8, lab, ROLE_DEVICE, VW_A_BOLD);
+        char lab[48], tag[24] = "";
+        if (st_producer_count(s) > 1) { /* which process's GPU: two ranks both have a GPU0 */
+            producer_tag(s, rows[i].producer, tag, sizeof tag - 1);
+            strcat(tag, ":");
+        }
+        snprintf(lab, sizeof lab, " %sGPU%u ", tag, rows[i].device);
+        int x = put_str(g, v, 0, y, 16, lab, ROLE_DEVICE, VW_A_BOLD);
         double busy = dv && dv->span_ns ? (double)dv->busy_ns / (double)dv->span_ns : 0;
         put_cell(g, x++, y, '[', ROLE_DIM, 0);
         int inner = meter - 2;
@@ -1057,9 +1074,11 @@ static void render_gpus(const st_store *s, const vw_state *v, vw_grid *g, const 
                     put_str(g, v, x + 2, y, g->w - 16 - x - 2, nm, ROLE_DIM, 0);
             }
         }
-        if (shown == L->gpus.h && total > shown) {
-            snprintf(buf, sizeof buf, "+%d more GPUs", total - shown);
-            put_str(g, v, g->w - 15, y, 14, buf, ROLE_DIM, 0);
+        if (shown == L->gpus.h && total > shown) { /* at the right end, after what the row holds */
+            int n = snprintf(buf, sizeof buf, "  (+%d more)", total - shown);
+            int at = g->w - n - 1;
+            fill(g, at, y, g->w - at, ROLE_DEFAULT, 0);
+            put_str(g, v, at, y, n, buf, ROLE_DIM, 0);
         }
     }
     if (total == 0)
@@ -1616,12 +1635,9 @@ static void render_stalls(frame_ctx *f) {
         vw_fmt_dur(mx, sizeof mx, site->max_ns, v->ascii);
         vw_fmt_dur(idle, sizeof idle, site->gpu_idle_ns, v->ascii);
         vw_site_label(s, site->callsite, site->name, lab, sizeof lab);
-        if (multi) { /* which process: its rank, else its pid */
-            const st_producer_info *pi = st_producer_get(s, site->producer);
-            if (pi != NULL && pi->rank >= 0)
-                snprintf(who, sizeof who, "r%d ", pi->rank);
-            else if (pi != NULL)
-                snprintf(who, sizeof who, "p%u ", pi->pid);
+        if (multi) { /* which process */
+            producer_tag(s, site->producer, who, sizeof who - 1);
+            strcat(who, " ");
         }
         int sel = k == v->stall_sel;
         /* durations may carry a two-byte micro sign: pad by columns, not bytes */

@@ -162,7 +162,7 @@ TEST(replay_in_tmux_takes_several_ranks) {
     tmux_start(cmd, 120, 40);
     const char *scr = wait_for("REPLAY");
     ASSERT_STR_CONTAINS(scr, "rank 0/128 (+1 more)");
-    ASSERT_STR_CONTAINS(scr, "1:GPU"); /* the second rank's GPU has its own lanes */
+    ASSERT_STR_CONTAINS(scr, "r1:GPU1"); /* the second rank's GPU has its own lanes, named by its rank */
     keys("q");
     scr = wait_for("EXITED");
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");

@@ -1388,3 +1388,34 @@ TEST(perfetto_keys_zoom_pan_fit_mark_and_the_launch_of_a_kernel) {
     ASSERT(screen_has(&f.g, want));
     fixture_close(&f);
 }
+
+/* Two ranks each with a GPU: the header, the lanes and the stalls panel say which rank each is,
+ * and at 80 columns the count of GPUs not shown does not cover the figures. */
+TEST(ranks_are_told_apart_in_header_lanes_and_stalls) {
+    st_store *s = st_store_new(NULL);
+    err_msg err = {{0}};
+    char path[1024];
+    for (int r = 0; r < 2; r++) {
+        snprintf(path, sizeof path, "%s/sampled_rank-%d.json.gz", KINETO_TRACE_DIR, r);
+        ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
+    }
+    ASSERT_EQ(st_producer_count(s), 2);
+    fixture f;
+    fixture_open(&f, s);
+    render(&f, 80, 24);
+    vw_layout L;
+    vw_layout_for(&f.v, f.s, 80, 24, &L);
+    ASSERT_EQ(L.gpus.h, 1);
+    char *hdr = row_text(&f.g, L.gpus.y);
+    ASSERT_STR_CONTAINS(hdr, "r0:GPU0");
+    ASSERT_STR_CONTAINS(hdr, "host blocked");
+    ASSERT_STR_CONTAINS(hdr, "(+1 more)");
+    ASSERT(strstr(hdr, "host blocked") < strstr(hdr, "(+1 more)"));
+    ASSERT(screen_has(&f.g, "r1:GPU1"));
+    ASSERT(screen_has(&f.g, " r0 cudaMemcpyAsync"));
+    ASSERT(screen_has(&f.g, " r1 cudaMemcpyAsync"));
+    render(&f, 200, 60);
+    ASSERT(screen_has(&f.g, " r0:GPU0 ["));
+    ASSERT(screen_has(&f.g, " r1:GPU1 ["));
+    fixture_close(&f);
+}

@@ -383,7 +383,7 @@ void vw_layout_fit(vw_layout *L, int lane_rows, int site_rows) {
 
 /* ---- rows: the GPU summary rows and the lanes, in display order ---- */
 
-enum { ROW_DEVICE = 1, ROW_LANE = 2 };
+enum { ROW_DEVICE = 1, ROW_LANE = 2, ROW_PROCESS = 3 };
 typedef struct vw_row {
     int type;
     size_t lane; /* ROW_LANE */
@@ -391,22 +391,68 @@ typedef struct vw_row {
     uint16_t device;
 } vw_row;
 
-/* The rows in display order: a device row before each device's lanes, then the lanes. Writes
- * them to r when r is not NULL; returns how many, and the device rows among them in *devices. */
-static size_t rows_walk(const st_store *s, vw_row *r, size_t *devices) {
+/* Folds: a process (all its rows but its own), a GPU (its streams; its row stays, the union of
+ * them), a thread (its ranges lane). */
+enum { FOLD_PROCESS = 1, FOLD_DEVICE = 2, FOLD_THREAD = 3 };
+static uint64_t fold_key(int kind, uint32_t producer, uint32_t id) {
+    return ((uint64_t)kind << 56) | ((uint64_t)producer << 24) | (id & 0xFFFFFFu);
+}
+
+static int folded(const vw_state *v, uint64_t key) {
+    for (size_t i = 0; v && i < v->n_folds; i++)
+        if (v->folds[i] == key)
+            return 1;
+    return 0;
+}
+
+/* Folds key, or unfolds it when it is folded; returns whether it is folded now. */
+static int fold_toggle(vw_state *v, uint64_t key) {
+    for (size_t i = 0; i < v->n_folds; i++)
+        if (v->folds[i] == key) {
+            v->folds[i] = v->folds[--v->n_folds];
+            return 0;
+        }
+    uint64_t *nf = realloc(v->folds, (v->n_folds + 1) * sizeof *nf);
+    if (nf == NULL)
+        return 0;
+    v->folds = nf;
+    v->folds[v->n_folds++] = key;
+    return 1;
+}
+
+/* The rows in display order: with several processes a row per process first; a device row before
+ * each device's lanes, then the lanes. With v, folded groups and (hide_idle) lanes with nothing in
+ * the window are left out; without, every row is there. Writes them to r when r is not NULL;
+ * returns how many, and the devices (folded or not) in *devices. */
+static size_t rows_walk(const st_store *s, const vw_state *v, vw_row *r, size_t *devices) {
     size_t nl = st_lane_count(s), n = 0, d = 0;
+    int multi = st_producer_count(s) > 1;
     uint32_t last_p = UINT32_MAX;
     uint16_t last_d = TP_NO_DEVICE;
     for (size_t l = 0; l < nl; l++) {
         const st_lane_info *li = st_lane_get(s, l);
-        if (li->device != TP_NO_DEVICE && (li->producer != last_p || li->device != last_d)) {
+        if (multi && li->producer != last_p) {
             if (r)
-                r[n] = (vw_row){ROW_DEVICE, SIZE_MAX, li->producer, li->device};
+                r[n] = (vw_row){ROW_PROCESS, SIZE_MAX, li->producer, TP_NO_DEVICE};
             n++;
+        }
+        int pfold = folded(v, fold_key(FOLD_PROCESS, li->producer, 0));
+        if (li->device != TP_NO_DEVICE && (li->producer != last_p || li->device != last_d)) {
+            if (r && !pfold)
+                r[n] = (vw_row){ROW_DEVICE, SIZE_MAX, li->producer, li->device};
+            n += !pfold;
             d++;
         }
         last_p = li->producer;
         last_d = li->device;
+        if (pfold || (li->kind == ST_LANE_STREAM && folded(v, fold_key(FOLD_DEVICE, li->producer, li->device))) ||
+            (li->kind == ST_LANE_NVTX && folded(v, fold_key(FOLD_THREAD, li->producer, li->id))))
+            continue;
+        if (v && v->hide_idle) {
+            st_bucket b;
+            if (st_lane_summary(s, l, v->t0, v->t1 > v->t0 ? v->t1 : v->t0 + 1, 1, &b) == 0 && b.count == 0)
+                continue;
+        }
         if (r)
             r[n] = (vw_row){ROW_LANE, l, li->producer, li->device};
         n++;
@@ -416,14 +462,14 @@ static size_t rows_walk(const st_store *s, vw_row *r, size_t *devices) {
     return n;
 }
 
-static vw_row *rows_build(const st_store *s, size_t *n_out) {
-    vw_row *r = malloc((2 * st_lane_count(s) + 1) * sizeof *r);
-    *n_out = r ? rows_walk(s, r, NULL) : 0;
+static vw_row *rows_build(const st_store *s, const vw_state *v, size_t *n_out) {
+    vw_row *r = malloc((3 * st_lane_count(s) + 1) * sizeof *r);
+    *n_out = r ? rows_walk(s, v, r, NULL) : 0;
     return r;
 }
 
 void vw_layout_for(const vw_state *v, const st_store *s, int w, int h, vw_layout *L) {
-    size_t devices, rows = rows_walk(s, NULL, &devices);
+    size_t devices, rows = rows_walk(s, v, NULL, &devices);
     vw_layout_compute(w, h, devices > INT_MAX ? INT_MAX : (int)devices, v->detail, L);
     vw_layout_fit(L, rows > INT_MAX ? INT_MAX : (int)rows, v->n_sites > INT_MAX ? INT_MAX : (int)v->n_sites);
 }
@@ -435,7 +481,10 @@ static void row_label(const st_store *s, const vw_row *r, int multi_producer, ch
         producer_tag(s, r->producer, pfx, sizeof pfx - 1);
         strcat(pfx, ":");
     }
-    if (r->type == ROW_DEVICE) {
+    if (r->type == ROW_PROCESS) {
+        producer_tag(s, r->producer, pfx, sizeof pfx);
+        snprintf(raw, sizeof raw, "%s", pfx);
+    } else if (r->type == ROW_DEVICE) {
         snprintf(raw, sizeof raw, "%sGPU%u", pfx, r->device);
     } else {
         const st_lane_info *li = st_lane_get(s, r->lane);
@@ -798,6 +847,9 @@ void vw_state_init(vw_state *v, vw_mode mode, const st_store *s) {
 }
 
 void vw_state_free(vw_state *v) {
+    free(v->folds);
+    v->folds = NULL;
+    v->n_folds = 0;
     free(v->sites);
     v->sites = NULL;
     v->n_sites = 0;
@@ -842,7 +894,7 @@ void vw_state_settle(vw_state *v, const st_store *s, int w, int h) {
     if (v->cursor >= v->t1)
         v->cursor = v->t1 - 1;
     size_t nr;
-    vw_row *r = rows_build(s, &nr);
+    vw_row *r = rows_build(s, v, &nr);
     free(r);
     if (v->cursor_row >= (int)nr)
         v->cursor_row = nr ? (int)nr - 1 : 0;
@@ -993,7 +1045,7 @@ static void render_title(const st_store *s, const vw_state *v, vw_grid *g, const
 static void render_gpus(const st_store *s, const vw_state *v, vw_grid *g, const vw_layout *L) {
     /* devices with streams, in row order */
     size_t nr;
-    vw_row *rows = rows_build(s, &nr);
+    vw_row *rows = rows_build(s, NULL, &nr);
     int shown = 0, total = 0;
     for (size_t i = 0; i < nr; i++)
         total += rows[i].type == ROW_DEVICE;
@@ -1212,18 +1264,49 @@ static void label_bars(frame_ctx *f, int y, size_t lane, const st_bucket *b) {
     }
 }
 
+/* Whether a row heads a folded group: a process, a GPU's streams, a thread's ranges. */
+static int row_folded(const vw_state *v, const st_store *s, const vw_row *r) {
+    if (r->type == ROW_PROCESS)
+        return folded(v, fold_key(FOLD_PROCESS, r->producer, 0));
+    if (r->type == ROW_DEVICE)
+        return folded(v, fold_key(FOLD_DEVICE, r->producer, r->device));
+    const st_lane_info *li = st_lane_get(s, r->lane);
+    return li->kind == ST_LANE_THREAD && folded(v, fold_key(FOLD_THREAD, li->producer, li->id));
+}
+
 static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_row, int multi) {
     const vw_state *v = f->v;
     vw_grid *g = f->g;
     const vw_layout *L = f->L;
     int cols = L->timeline.w;
-    char lab[128];
+    char lab[128], shown[160];
     row_label(f->s, r, multi, lab, sizeof lab);
-    int lrole = r->type == ROW_DEVICE ? ROLE_DEVICE : ROLE_LANE;
-    int lattr = (r->type == ROW_DEVICE ? VW_A_BOLD : 0) | (is_cursor_row && v->focus == VW_FOCUS_TIMELINE ? VW_A_REVERSE : 0);
+    /* a folded group says so before its name; an open process says so too (it is a tree) */
+    int fold = row_folded(v, f->s, r);
+    const char *mark = fold ? (v->ascii ? ">" : "\xe2\x96\xb8") : r->type == ROW_PROCESS ? (v->ascii ? "v" : "\xe2\x96\xbe") : "";
+    snprintf(shown, sizeof shown, "%s%s", mark, lab);
+    int lrole = r->type == ROW_LANE ? ROLE_LANE : ROLE_DEVICE;
+    int lattr = (r->type != ROW_LANE ? VW_A_BOLD : 0) | (is_cursor_row && v->focus == VW_FOCUS_TIMELINE ? VW_A_REVERSE : 0);
     fill(g, 0, y, L->label_w, lrole, lattr);
-    put_str(g, v, 0, y, L->label_w, lab, lrole, lattr);
+    put_str(g, v, 0, y, L->label_w, shown, lrole, lattr);
     put_cell(g, L->label_w, y, v->ascii ? '|' : 0x2502, ROLE_DIM, 0);
+    if (r->type == ROW_PROCESS) { /* the process: where and what it runs */
+        const st_producer_info *pi = st_producer_get(f->s, r->producer);
+        char what[512], clean[512];
+        fill(g, L->timeline.x, y, L->timeline.w, ROLE_DEFAULT, 0);
+        if (pi != NULL) {
+            int n = snprintf(what, sizeof what, " pid %u", pi->pid);
+            if (pi->rank >= 0)
+                n += snprintf(what + n, sizeof what - (size_t)n, "  rank %d/%d", pi->rank, pi->world);
+            if (pi->host)
+                n += snprintf(what + n, sizeof what - (size_t)n, "  on %.100s", st_str(f->s, pi->host));
+            if (pi->cmdline)
+                snprintf(what + n, sizeof what - (size_t)n, "  %.300s", st_str(f->s, pi->cmdline));
+            sanitized(clean, sizeof clean, what);
+            put_str(g, v, L->timeline.x, y, L->timeline.w, clean, ROLE_DIM, 0);
+        }
+        return;
+    }
     uint64_t w = (v->t1 - v->t0) / (uint64_t)cols;
     if (w == 0)
         w = 1;
@@ -1307,6 +1390,13 @@ static void render_lanes(frame_ctx *f) {
         memset(f->bubble_col, 0, (size_t)cols);
         render_lane_row(f, L->lanes.y + i, &f->rows[ri], ri == v->cursor_row, multi);
     }
+    /* the process the top row belongs to stays named while its rows scroll under it */
+    if (multi && v->row_scroll > 0 && v->row_scroll < (int)f->n_rows && f->rows[v->row_scroll].type != ROW_PROCESS)
+        for (int ri = v->row_scroll - 1; ri >= 0; ri--)
+            if (f->rows[ri].type == ROW_PROCESS) {
+                render_lane_row(f, L->lanes.y, &f->rows[ri], 0, multi);
+                break;
+            }
     if (f->n_rows == 0)
         put_str(g, v, L->timeline.x + 2, L->lanes.y + 1, cols - 4,
                 v->mode == VW_LIVE ? "waiting for events..." : "no events", ROLE_DIM, 0);
@@ -1757,7 +1847,7 @@ void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
     }
     vw_state_settle(v, s, g->w, g->h);
     frame_ctx f = {.s = s, .v = v, .g = g, .L = &L};
-    f.rows = rows_build(s, &f.n_rows);
+    f.rows = rows_build(s, v, &f.n_rows);
     f.buf = calloc((size_t)L.timeline.w, sizeof *f.buf);
     f.dev = calloc((size_t)L.timeline.w, sizeof *f.dev);
     f.bubble_col = calloc((size_t)L.timeline.w, 1);
@@ -1836,11 +1926,19 @@ static void reveal(vw_state *v, uint64_t a, uint64_t b, int cols) {
     v->follow = 0;
 }
 
-static int row_of_lane(const st_store *s, size_t lane) {
+/* The row of a lane, unfolding what hides it (a jump lands on it); the first row when even so
+ * it is not shown (an idle lane while idle lanes are hidden). */
+static int row_of_lane(vw_state *v, const st_store *s, size_t lane) {
+    const st_lane_info *li = st_lane_get(s, lane);
+    uint64_t keys[] = {fold_key(FOLD_PROCESS, li->producer, 0), fold_key(FOLD_DEVICE, li->producer, li->device),
+                       fold_key(FOLD_THREAD, li->producer, li->id)};
+    for (size_t k = 0; k < 3; k++)
+        if ((k != 1 || li->kind == ST_LANE_STREAM) && (k != 2 || li->kind == ST_LANE_NVTX) && folded(v, keys[k]))
+            fold_toggle(v, keys[k]);
     size_t n;
-    vw_row *r = rows_build(s, &n);
+    vw_row *r = rows_build(s, v, &n);
     int out = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; r && i < n; i++)
         if (r[i].type == ROW_LANE && r[i].lane == lane)
             out = (int)i;
     free(r);
@@ -1863,8 +1961,8 @@ static const an_block *block_at_site_next(const vw_state *v, const vw_site *site
 
 static void go_block(vw_state *v, const st_store *s, const an_block *b, int cols) {
     v->cursor = b->start;
-    v->cursor_row = row_of_lane(s, b->lane);
     reveal(v, b->start, b->end, cols);
+    v->cursor_row = row_of_lane(v, s, b->lane);
     for (size_t i = 0; i < v->n_sites; i++)
         if (block_matches_site(b, &v->sites[i]))
             v->stall_sel = (int)i;
@@ -1958,8 +2056,8 @@ static void search_next(vw_state *v, const st_store *s, int cols) {
     }
     free(c);
     v->cursor = start;
-    v->cursor_row = row_of_lane(s, lane);
     reveal(v, start, end, cols);
+    v->cursor_row = row_of_lane(v, s, lane);
     snprintf(v->message, sizeof v->message, "found \"%s\": %" PRIu64 " of %" PRIu64 "%s", term, before + 1, total,
              wrapped ? " (wrapped to the start)" : "");
 }
@@ -2209,7 +2307,7 @@ static void stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
 /* The event under the cursor, as the detail pane names it; NULL when none. */
 static const st_event *cursor_event(vw_state *v, const st_store *s, const vw_layout *L, size_t *lane) {
     frame_ctx f = {.s = s, .v = v, .L = L};
-    f.rows = rows_build(s, &f.n_rows);
+    f.rows = rows_build(s, v, &f.n_rows);
     const st_event *e = f.rows ? event_at_cursor(&f, lane) : NULL;
     free(f.rows);
     return e;
@@ -2249,6 +2347,62 @@ static void select_cmd(vw_state *v, const st_store *s, const vw_layout *L, vw_cm
     snprintf(v->message, sizeof v->message, "marked %s: %s", nm[0] ? nm : tp_kind_name(e->kind), dur);
 }
 
+/* c, C and e: fold the group under the cursor, unfold them all, hide the idle lanes. The cursor
+ * stays on the group's own row. */
+static void fold_cmd(vw_state *v, const st_store *s, vw_cmd c) {
+    if (c == VW_CMD_UNFOLD_ALL) {
+        snprintf(v->message, sizeof v->message, "%s", v->n_folds ? "every group unfolded" : "nothing is folded");
+        v->n_folds = 0;
+        return;
+    }
+    if (c == VW_CMD_HIDE_IDLE) {
+        v->hide_idle = !v->hide_idle;
+        snprintf(v->message, sizeof v->message, "%s", v->hide_idle ? "lanes with nothing in the window are hidden (e shows them)"
+                                                                 : "every lane is shown");
+        return;
+    }
+    size_t n;
+    vw_row *rows = rows_build(s, v, &n);
+    if (rows == NULL || v->cursor_row < 0 || v->cursor_row >= (int)n) {
+        free(rows);
+        return;
+    }
+    vw_row r = rows[v->cursor_row];
+    free(rows);
+    uint64_t key;
+    vw_row head = r; /* the row that names the group */
+    if (r.type == ROW_PROCESS) {
+        key = fold_key(FOLD_PROCESS, r.producer, 0);
+    } else if (r.type == ROW_DEVICE) {
+        key = fold_key(FOLD_DEVICE, r.producer, r.device);
+    } else {
+        const st_lane_info *li = st_lane_get(s, r.lane);
+        if (li->kind == ST_LANE_STREAM) {
+            key = fold_key(FOLD_DEVICE, li->producer, li->device);
+            head = (vw_row){ROW_DEVICE, SIZE_MAX, li->producer, li->device};
+        } else if (li->device == TP_NO_DEVICE) { /* a thread and its ranges */
+            key = fold_key(FOLD_THREAD, li->producer, li->id);
+            if (li->kind == ST_LANE_NVTX)
+                for (size_t l = 0; l < st_lane_count(s); l++) {
+                    const st_lane_info *t = st_lane_get(s, l);
+                    if (t->kind == ST_LANE_THREAD && t->producer == li->producer && t->id == li->id)
+                        head = (vw_row){ROW_LANE, l, t->producer, t->device};
+                }
+        } else {
+            snprintf(v->message, sizeof v->message, "nothing to fold here");
+            return;
+        }
+    }
+    int now = fold_toggle(v, key);
+    snprintf(v->message, sizeof v->message, "%s (c again: %s)", now ? "folded" : "unfolded", now ? "unfold" : "fold");
+    rows = rows_build(s, v, &n);
+    for (size_t i = 0; rows && i < n; i++)
+        if (rows[i].type == head.type && rows[i].producer == head.producer &&
+            (head.type != ROW_DEVICE || rows[i].device == head.device) && (head.type != ROW_LANE || rows[i].lane == head.lane))
+            v->cursor_row = (int)i;
+    free(rows);
+}
+
 int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
     vw_layout L;
     vw_layout_for(v, s, w, h, &L);
@@ -2279,6 +2433,8 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         window_cmd(v, c, cols);
     else if (c == VW_CMD_FIT_SEL || c == VW_CMD_MARK)
         select_cmd(v, s, &L, c);
+    else if (c >= VW_CMD_FOLD && c <= VW_CMD_HIDE_IDLE)
+        fold_cmd(v, s, c);
     else if (c >= VW_CMD_NEXT_STALL && c <= VW_CMD_BACK)
         stall_cmd(v, s, c, cols);
     else

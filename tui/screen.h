@@ -174,6 +174,9 @@ typedef struct vw_state {
     int worst_pos;      /* i/I: which of the selected site's stalls, worst first */
     int help, detail;   /* overlays: help screen, detail pane expanded */
     int marked;         /* m: a span is marked on the ruler */
+    uint64_t *folds;    /* c: folded groups (a process, a GPU's streams, a thread's ranges) */
+    size_t n_folds;
+    int hide_idle;      /* e: lanes with nothing in the window are left out */
     uint64_t mark0, mark1;
     char search[64];    /* the search term being typed, or the last one */
     char search_last[64]; /* the last term searched for: "/" and enter repeat it */

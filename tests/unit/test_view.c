@@ -1419,3 +1419,151 @@ TEST(ranks_are_told_apart_in_header_lanes_and_stalls) {
     ASSERT(screen_has(&f.g, " r1:GPU1 ["));
     fixture_close(&f);
 }
+
+/* Lanes as a tree (Nsight Systems'): a row per process when there are several, whose name stays at
+ * the top while its rows scroll; c folds the process, GPU or thread under the cursor, C unfolds all,
+ * e hides the lanes with nothing in the window; a jump to a stall unfolds what hides it. */
+TEST(lanes_fold_by_process_gpu_and_thread_and_idle_lanes_hide) {
+    st_store *s = st_store_new(NULL);
+    err_msg err = {{0}};
+    char path[1024];
+    for (int r = 0; r < 2; r++) {
+        snprintf(path, sizeof path, "%s/sampled_rank-%d.json.gz", KINETO_TRACE_DIR, r);
+        ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
+    }
+    /* what the store holds, counted here: lanes and devices per producer */
+    size_t lanes[2] = {0, 0}, streams0 = 0;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        ASSERT(li->producer < 2);
+        lanes[li->producer]++;
+        streams0 += li->producer == 0 && li->kind == ST_LANE_STREAM;
+    }
+    fixture f;
+    fixture_open(&f, s);
+    render(&f, 200, 60);
+    vw_layout L;
+    vw_layout_for(&f.v, f.s, 200, 60, &L);
+    /* rows: process r0, its GPU row, its lanes, process r1, its GPU row, its lanes */
+    size_t all = 2 + 2 + lanes[0] + lanes[1];
+    ASSERT_STR_CONTAINS(row_text(&f.g, L.lanes.y), "\xe2\x96\xbe" "r0");
+    ASSERT_STR_CONTAINS(row_text(&f.g, L.lanes.y), "rank 0/128");
+    ASSERT_STR_CONTAINS(row_text(&f.g, L.lanes.y + 2 + (int)lanes[0]), "\xe2\x96\xbe" "r1");
+    ASSERT_EQ(L.lanes.h, (int)all);
+
+    /* c on r0's first stream folds r0's GPU: its streams go, its row stays, the cursor is on it */
+    f.v.cursor_row = 2;
+    key(&f, 'c');
+    ASSERT_STR_CONTAINS(f.v.message, "folded");
+    ASSERT_EQ(f.v.cursor_row, 1);
+    render(&f, 200, 60);
+    vw_layout_for(&f.v, f.s, 200, 60, &L);
+    ASSERT_EQ(L.lanes.h, (int)(all - streams0));
+    ASSERT_STR_CONTAINS(row_text(&f.g, L.lanes.y + 1), "\xe2\x96\xb8" "r0:GPU0");
+    /* c on the process row folds all of r0 into its one row */
+    f.v.cursor_row = 0;
+    key(&f, 'c');
+    render(&f, 200, 60);
+    vw_layout_for(&f.v, f.s, 200, 60, &L);
+    ASSERT_EQ(L.lanes.h, (int)(2 + 1 + lanes[1]));
+    ASSERT_STR_CONTAINS(row_text(&f.g, L.lanes.y), "\xe2\x96\xb8" "r0");
+    ASSERT_STR_CONTAINS(row_text(&f.g, L.lanes.y + 1), "r1");
+    /* the header still shows both GPUs: folding hides lanes, not figures */
+    ASSERT(screen_has(&f.g, " r0:GPU0 ["));
+    /* C unfolds everything */
+    key(&f, 'C');
+    render(&f, 200, 60);
+    vw_layout_for(&f.v, f.s, 200, 60, &L);
+    ASSERT_EQ(L.lanes.h, (int)all);
+    /* a thread's ranges fold under it */
+    int trow = -1;
+    for (int y = L.lanes.y; y < L.lanes.y + L.lanes.h && trow < 0; y++)
+        if (strstr(row_text(&f.g, y), "r0:T4037"))
+            trow = y - L.lanes.y;
+    ASSERT(trow > 0);
+    f.v.cursor_row = trow + 1; /* its ranges */
+    key(&f, 'c');
+    ASSERT_EQ(f.v.cursor_row, trow);
+    render(&f, 200, 60);
+    vw_layout_for(&f.v, f.s, 200, 60, &L);
+    ASSERT_EQ(L.lanes.h, (int)all - 1);
+    key(&f, 'C');
+
+    /* e: zoomed into a short window, the lanes with no event there go; each one left has one */
+    f.v.t0 = f.v.origin + (f.v.end - f.v.origin) / 2;
+    f.v.t1 = f.v.t0 + 20000; /* 20 us */
+    key(&f, 'e');
+    ASSERT(f.v.hide_idle);
+    render(&f, 200, 60);
+    vw_layout_for(&f.v, f.s, 200, 60, &L);
+    size_t busy = 0;
+    for (size_t l = 0; l < st_lane_count(f.s); l++) {
+        size_t n;
+        const st_event *e = st_lane_events(f.s, l, &n);
+        for (size_t i = 0; i < n; i++)
+            if (e[i].start < f.v.t1 && (e[i].end > f.v.t0 || (e[i].end == e[i].start && e[i].start >= f.v.t0))) {
+                busy++;
+                break;
+            }
+    }
+    ASSERT(busy < lanes[0] + lanes[1]);
+    ASSERT_EQ(L.lanes.h, (int)(4 + busy) > VW_MIN_LANES ? (int)(4 + busy) : VW_MIN_LANES);
+    key(&f, 'e');
+    ASSERT(!f.v.hide_idle);
+
+    /* folded, then a jump to r0's stall: the fold opens to show it */
+    f.v.cursor_row = 0;
+    key(&f, 'c');
+    key(&f, 'g');
+    key(&f, 'n');
+    ASSERT_EQ(f.v.n_folds, 0);
+    render(&f, 200, 60);
+    ASSERT(screen_has(&f.g, "BLOCKING call"));
+
+    fixture_close(&f);
+
+    /* four processes at 80x24, scrolled to the last row: the top lane row names the process the
+     * rows under it belong to, even when its own row has scrolled away */
+    s = st_store_new(NULL);
+    static const char *const files[] = {"sampled_rank-0.json.gz", "sampled_rank-1.json.gz",
+                                        "alexnet_a100_sync_heavy.json.gz", "event_sync_multi_stream.json.gz"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, files[i]);
+        ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
+    }
+    size_t np = st_producer_count(s);
+    ASSERT_EQ(np, 4);
+    /* each process's rows: its own, a row per GPU, its lanes (lanes come grouped by process) */
+    int first[8] = {0}, total = 0;
+    uint32_t lastp = UINT32_MAX;
+    uint16_t lastd = TP_NO_DEVICE;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->producer != lastp)
+            first[li->producer] = total++;
+        if (li->device != TP_NO_DEVICE && (li->producer != lastp || li->device != lastd))
+            total++;
+        lastp = li->producer;
+        lastd = li->device;
+        total++;
+    }
+    fixture_open(&f, s);
+    render(&f, 80, 24);
+    f.v.cursor_row = total - 1;
+    render(&f, 80, 24);
+    vw_layout_for(&f.v, f.s, 80, 24, &L);
+    ASSERT_EQ(f.v.row_scroll, total - L.lanes.h);
+    uint32_t owner = 0;
+    for (uint32_t p = 0; p < np; p++)
+        if (first[p] <= f.v.row_scroll)
+            owner = p;
+    ASSERT(first[owner] < f.v.row_scroll); /* its own row is above the window */
+    const st_producer_info *pi = st_producer_get(f.s, owner);
+    char want[32];
+    if (pi->rank >= 0)
+        snprintf(want, sizeof want, "\xe2\x96\xbe" "r%d", pi->rank);
+    else
+        snprintf(want, sizeof want, "\xe2\x96\xbe" "p%u", pi->pid);
+    ASSERT_STR_CONTAINS(row_text(&f.g, L.lanes.y), want);
+    fixture_close(&f);
+}

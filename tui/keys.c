@@ -51,7 +51,8 @@ static const binding k_bindings[] = {
     {VW_CMD_FASTER, {']'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_START, {'g'}, 0, "go to the start / the end", 10, "g/G", "Start/End", "Start/End"},
     {VW_CMD_FINISH, {'G'}, 1, NULL, 0, NULL, NULL, NULL},
-    {VW_CMD_SCOPE, {'v'}, 0, "GPU figures for the window shown / the whole run", 0, NULL, NULL, NULL},
+    {VW_CMD_SCOPE, {'v'}, 0, "GPU figures: the window / the run; idle breakdown pane", 0, NULL, NULL, NULL},
+    {VW_CMD_BREAKDOWN, {'b'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_HELP, {'?', VW_KEY_F1}, 0, "this help (esc closes it)", 1, "?", "Help", "Help"},
     {VW_CMD_QUIT, {'q', VW_KEY_F10}, 0, "quit", 7, "q", "Quit", "Quit"},
 };

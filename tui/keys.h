@@ -24,6 +24,7 @@ typedef enum vw_cmd {
     VW_CMD_HOME, VW_CMD_END,             /* cursor to the window's start / end */
     VW_CMD_ZOOM_IN, VW_CMD_ZOOM_OUT, VW_CMD_FIT,
     VW_CMD_SCOPE,                        /* the header's GPU figures: window or whole run */
+    VW_CMD_BREAKDOWN,                    /* the idle breakdown pane / the stalls panel */
     VW_CMD_FIT_SEL,                      /* fit the window to the event under the cursor */
     VW_CMD_MARK,                         /* mark the event under the cursor: its span and duration */
     VW_CMD_FOLD, VW_CMD_UNFOLD_ALL,      /* fold the group under the cursor; unfold every group */

@@ -5,6 +5,7 @@
  */
 #include "screen.h"
 #include "busy.h"
+#include "hta.h"
 #include "text.h"
 
 #include <ctype.h>
@@ -468,10 +469,18 @@ static vw_row *rows_build(const st_store *s, const vw_state *v, size_t *n_out) {
     return r;
 }
 
+/* The breakdown pane's rows under its header: a row per GPU; then, when HTA's breakdown is
+ * there, its header and a row per stream, else a line saying why it is not. */
+static size_t breakdown_rows(const vw_state *v) {
+    size_t n = v->an ? v->an->n_devices : 0;
+    return n + 1 + (v->hta ? v->hta->n_streams : 0);
+}
+
 void vw_layout_for(const vw_state *v, const st_store *s, int w, int h, vw_layout *L) {
     size_t devices, rows = rows_walk(s, v, NULL, &devices);
     vw_layout_compute(w, h, devices > INT_MAX ? INT_MAX : (int)devices, v->detail, L);
-    vw_layout_fit(L, rows > INT_MAX ? INT_MAX : (int)rows, v->n_sites > INT_MAX ? INT_MAX : (int)v->n_sites);
+    size_t panel = v->breakdown ? breakdown_rows(v) : v->n_sites;
+    vw_layout_fit(L, rows > INT_MAX ? INT_MAX : (int)rows, panel > INT_MAX ? INT_MAX : (int)panel);
 }
 
 static void row_label(const st_store *s, const vw_row *r, int multi_producer, char *out, size_t n) {
@@ -778,7 +787,7 @@ static int sweep_figures(const vw_sweep *w, uint64_t b, vw_gpu_fig **out, size_t
 
 void vw_figs_range(const vw_state *v, uint64_t *a, uint64_t *b) {
     uint64_t shown = v->now < v->end ? v->now : v->end;
-    if (v->scope_window) {
+    if (v->scope_window || v->breakdown) {
         *a = v->t0 > v->origin ? v->t0 : v->origin;
         *b = v->t1 < shown ? v->t1 : shown;
         if (*b < *a)
@@ -847,6 +856,11 @@ void vw_state_init(vw_state *v, vw_mode mode, const st_store *s) {
 }
 
 void vw_state_free(vw_state *v) {
+    if (v->hta) {
+        hta_result_free(v->hta);
+        free(v->hta);
+        v->hta = NULL;
+    }
     free(v->folds);
     v->folds = NULL;
     v->n_folds = 0;
@@ -1110,7 +1124,7 @@ static void render_gpus(const st_store *s, const vw_state *v, vw_grid *g, const 
             x += put_str(g, v, x, y, 8, buf, ROLE_VALUE, 0);
             x += put_str(g, v, x, y, 16, "  host blocked ", ROLE_LABEL, 0);
             x += put_str(g, v, x, y, 12, d, dv->blocked_ns ? ROLE_BLOCKED : ROLE_VALUE, VW_A_BOLD);
-            if (v->scope_window)
+            if (v->scope_window || v->breakdown)
                 x += put_str(g, v, x, y, 10, "  in view", ROLE_LABEL, VW_A_BOLD);
         } else {
             x += put_str(g, v, x + 1, y, 20, v->an && (fa == fb || v->figs_ready) ? "no GPU work" : "analysing...",
@@ -1681,6 +1695,114 @@ static void render_detail(frame_ctx *f) {
     }
 }
 
+/* Bubbles of a device by cause over [a, b): out[cause] += their overlap. */
+static void bubbles_by_cause(const an_result *an, uint64_t maxlen, uint32_t p, uint16_t d, uint64_t a, uint64_t b,
+                             uint64_t gap, uint64_t out[AN_CAUSE_N_]) {
+    uint64_t from = a > maxlen ? a - maxlen : 0;
+    size_t lo = 0, hi = an->n_bubbles;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (an->bubbles[m].start < from)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    for (size_t i = lo; i < an->n_bubbles && an->bubbles[i].start < b; i++) {
+        const an_bubble *x = &an->bubbles[i];
+        if (x->lane != SIZE_MAX || x->producer != p || x->device != d || x->end - x->start < gap ||
+            x->cause <= 0 || x->cause >= AN_CAUSE_N_)
+            continue;
+        uint64_t s0 = x->start > a ? x->start : a, s1 = x->end < b ? x->end : b;
+        if (s1 > s0)
+            out[x->cause] += s1 - s0;
+    }
+}
+
+/* The idle breakdown pane: per GPU, for the window shown, busy and idle and the idle by cause
+ * (blocked in a call, launch latency, host busy elsewhere, the rest: edges and short gaps); then
+ * HTA's idle breakdown of the whole trace per stream (host_wait, kernel_wait, other). */
+static void render_breakdown(frame_ctx *f) {
+    const st_store *s = f->s;
+    const vw_state *v = f->v;
+    vw_grid *g = f->g;
+    const vw_layout *L = f->L;
+    int y = L->stalls.y, end = L->stalls.y + L->stalls.h;
+    fill(g, 0, y, g->w, ROLE_PANEL, 0);
+    char line[512];
+    snprintf(line, sizeof line, " %-14s %7s %7s %13s %9s %14s %8s   (b: the stalls)", "GPU IDLE, VIEW", "BUSY", "IDLE",
+             "BLOCKED CALL", "LAUNCH", "HOST ELSEWHERE", "REST");
+    put_str(g, v, 0, y++, g->w, line, ROLE_PANEL, VW_A_BOLD);
+    uint64_t a, b;
+    vw_figs_range(v, &a, &b);
+    int multi = st_producer_count(s) > 1;
+    for (size_t i = 0; v->an && i < v->an->n_devices && y < end; i++, y++) {
+        const an_device *dv = &v->an->devices[i];
+        char tag[24] = "", name[48];
+        if (multi) {
+            producer_tag(s, dv->producer, tag, sizeof tag - 1);
+            strcat(tag, ":");
+        }
+        snprintf(name, sizeof name, "%sGPU%u", tag, dv->device);
+        const vw_gpu_fig *fig = NULL;
+        for (size_t k = 0; v->figs_ready && k < v->n_figs; k++)
+            if (v->figs[k].producer == dv->producer && v->figs[k].device == dv->device)
+                fig = &v->figs[k];
+        if (fig == NULL || fig->span_ns == 0) {
+            snprintf(line, sizeof line, " %-14s %s", name, "analysing...");
+            put_str(g, v, 0, y, g->w, line, ROLE_DIM, 0);
+            continue;
+        }
+        uint64_t cause[AN_CAUSE_N_] = {0}, caused = 0;
+        bubbles_by_cause(v->an, f->bmax, dv->producer, dv->device, a, b, v->gap_ns, cause);
+        for (int c = 1; c < AN_CAUSE_N_; c++)
+            caused += cause[c];
+        uint64_t rest = fig->idle_ns > caused ? fig->idle_ns - caused : 0;
+        double span = (double)fig->span_ns;
+        snprintf(line, sizeof line, " %-14s %6.1f%% %6.1f%% %12.1f%% %8.1f%% %13.1f%% %7.1f%%", name,
+                 100.0 * (double)fig->busy_ns / span, 100.0 * (double)fig->idle_ns / span,
+                 100.0 * (double)cause[AN_CAUSE_BLOCK] / span, 100.0 * (double)cause[AN_CAUSE_LAUNCH] / span,
+                 100.0 * (double)cause[AN_CAUSE_HOST] / span, 100.0 * (double)rest / span);
+        put_str(g, v, 0, y, g->w, line, ROLE_DEFAULT, 0);
+        if (cause[AN_CAUSE_BLOCK]) { /* the share the stalls cost, in red: what this tool is about */
+            char red[32];
+            snprintf(red, sizeof red, " %12.1f%%", 100.0 * (double)cause[AN_CAUSE_BLOCK] / span);
+            put_str(g, v, 31, y, 14, red, ROLE_BLOCKED, VW_A_BOLD);
+        }
+    }
+    if (y >= end)
+        return;
+    if (v->hta == NULL) {
+        put_str(g, v, 1, y, g->w - 2, v->hta_note[0] ? v->hta_note : "HTA's breakdown: replay only", ROLE_DIM, 0);
+        return;
+    }
+    snprintf(line, sizeof line, " %-14s %14s %14s %14s %10s", "HTA, WHOLE RUN", "HOST_WAIT", "KERNEL_WAIT", "OTHER", "OPS");
+    fill(g, 0, y, g->w, ROLE_PANEL, 0);
+    put_str(g, v, 0, y++, g->w, line, ROLE_PANEL, 0);
+    for (size_t i = 0; i < v->hta->n_streams && y < end; i++, y++) {
+        const hta_stream *hs = &v->hta->streams[i];
+        char name[48], cell[HTA_IDLE_N_][32];
+        snprintf(name, sizeof name, "r%d stream %lld", hs->rank, (long long)hs->stream);
+        for (int c = 0; c < HTA_IDLE_N_; c++) {
+            if (!hs->present[c]) {
+                snprintf(cell[c], sizeof cell[c], "-");
+                continue;
+            }
+            char d[32];
+            uint64_t mag = hs->idle_ns[c] < 0 ? (uint64_t)-hs->idle_ns[c] : (uint64_t)hs->idle_ns[c];
+            vw_fmt_dur(d, sizeof d, mag, v->ascii);
+            snprintf(cell[c], sizeof cell[c], "%s%s", hs->idle_ns[c] < 0 ? "-" : "", d);
+        }
+        /* durations may carry a two-byte micro sign: pad by columns */
+        int n = snprintf(line, sizeof line, " %-14s", name);
+        for (int c = 0; c < HTA_IDLE_N_; c++) {
+            int len = (int)strlen(cell[c]) - (strstr(cell[c], "\xc2\xb5") ? 1 : 0);
+            n += snprintf(line + n, sizeof line - (size_t)n, " %*s%s", 14 - len > 0 ? 14 - len : 0, "", cell[c]);
+        }
+        snprintf(line + n, sizeof line - (size_t)n, " %10" PRIu64, hs->ops);
+        put_str(g, v, 0, y, g->w, line, ROLE_DEFAULT, 0);
+    }
+}
+
 static void render_stalls(frame_ctx *f) {
     const st_store *s = f->s;
     const vw_state *v = f->v;
@@ -1688,6 +1810,10 @@ static void render_stalls(frame_ctx *f) {
     const vw_layout *L = f->L;
     if (L->stalls.h == 0)
         return;
+    if (v->breakdown) {
+        render_breakdown(f);
+        return;
+    }
     int y = L->stalls.y;
     int focus = v->focus == VW_FOCUS_STALLS;
     fill(g, 0, y, g->w, ROLE_PANEL, 0);
@@ -2150,6 +2276,10 @@ static void window_cmd(vw_state *v, vw_cmd c, int cols) {
         v->t0 = v->origin;
         v->t1 = v->end > v->origin ? v->end : v->origin + 1000000;
         break;
+    case VW_CMD_BREAKDOWN:
+        v->breakdown = !v->breakdown;
+        snprintf(v->message, sizeof v->message, "%s", v->breakdown ? "GPU idle for the window shown, by cause" : "top stalls");
+        break;
     case VW_CMD_SCOPE:
         v->scope_window = !v->scope_window;
         snprintf(v->message, sizeof v->message, "GPU figures: %s",
@@ -2403,6 +2533,28 @@ static void fold_cmd(vw_state *v, const st_store *s, vw_cmd c) {
     free(rows);
 }
 
+/* HTA's breakdown of a replayed trace, once it is loaded: made once, kept. */
+static void hta_make(vw_state *v, const st_store *s) {
+    if (v->hta != NULL)
+        return;
+    if (v->mode != VW_REPLAY) {
+        snprintf(v->hta_note, sizeof v->hta_note, "HTA's breakdown: on a recorded run (synctop report --hta)");
+        return;
+    }
+    if (v->load_progress < 1.0) {
+        snprintf(v->hta_note, sizeof v->hta_note, "HTA's breakdown: once the file is loaded (b twice)");
+        return;
+    }
+    hta_result *h = calloc(1, sizeof *h);
+    err_msg err = {{0}};
+    if (h == NULL || hta_analyze(s, NULL, h, &err) != 0) {
+        snprintf(v->hta_note, sizeof v->hta_note, "HTA's breakdown: %.70s", h ? err.msg : "out of memory");
+        free(h);
+        return;
+    }
+    v->hta = h;
+}
+
 int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
     vw_layout L;
     vw_layout_for(v, s, w, h, &L);
@@ -2429,8 +2581,11 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         v->help = 1;
     else if (c >= VW_CMD_LEFT && c <= VW_CMD_END)
         move_cmd(v, &L, c, colw);
-    else if (c >= VW_CMD_ZOOM_IN && c <= VW_CMD_SCOPE)
+    else if (c >= VW_CMD_ZOOM_IN && c <= VW_CMD_BREAKDOWN) {
         window_cmd(v, c, cols);
+        if (c == VW_CMD_BREAKDOWN && v->breakdown)
+            hta_make(v, s);
+    }
     else if (c == VW_CMD_FIT_SEL || c == VW_CMD_MARK)
         select_cmd(v, s, &L, c);
     else if (c >= VW_CMD_FOLD && c <= VW_CMD_HIDE_IDLE)
@@ -2468,7 +2623,7 @@ int vw_mouse(vw_state *v, const st_store *s, int w, int h, int kind, int x, int 
         if (in_tl)
             v->cursor = at;
         v->focus = VW_FOCUS_TIMELINE;
-    } else if (y > L.stalls.y && y < L.stalls.y + L.stalls.h) {
+    } else if (!v->breakdown && y > L.stalls.y && y < L.stalls.y + L.stalls.h) {
         int k = v->stall_scroll + (y - L.stalls.y - 1);
         if (k < (int)v->n_sites) {
             v->stall_sel = k;

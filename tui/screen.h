@@ -177,6 +177,9 @@ typedef struct vw_state {
     uint64_t *folds;    /* c: folded groups (a process, a GPU's streams, a thread's ranges) */
     size_t n_folds;
     int hide_idle;      /* e: lanes with nothing in the window are left out */
+    int breakdown;      /* b: the idle breakdown pane in place of the stalls panel */
+    struct hta_result *hta; /* HTA's breakdown of the whole trace (replay), made when first shown */
+    char hta_note[96];  /* why there is none */
     uint64_t mark0, mark1;
     char search[64];    /* the search term being typed, or the last one */
     char search_last[64]; /* the last term searched for: "/" and enter repeat it */

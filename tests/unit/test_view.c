@@ -15,6 +15,7 @@
 #include "synth.h"
 #include "task.h"
 #include "screen.h"
+#include "hta.h"
 
 /* ---- fixtures ---- */
 
@@ -1565,5 +1566,53 @@ TEST(lanes_fold_by_process_gpu_and_thread_and_idle_lanes_hide) {
     else
         snprintf(want, sizeof want, "\xe2\x96\xbe" "p%u", pi->pid);
     ASSERT_STR_CONTAINS(row_text(&f.g, L.lanes.y), want);
+    fixture_close(&f);
+}
+
+/* b: the idle breakdown pane. Over the whole trace its shares are the analysis' own per-device
+ * figures (busy, and idle by cause from its bubbles); HTA's rows are hta_analyze's per stream. */
+TEST(breakdown_pane_shows_idle_by_cause_and_hta_per_stream) {
+    fixture f;
+    fixture_open(&f, kineto_store("alexnet_a100_sync_heavy.json.gz"));
+    render(&f, 200, 60);
+    key(&f, '0');
+    key(&f, 'b');
+    ASSERT(f.v.breakdown);
+    while (vw_figs_update(&f.v, f.s, 1000) == 0)
+        ;
+    render(&f, 200, 60);
+    ASSERT_EQ(f.an.n_devices, 1);
+    const an_device *dv = &f.an.devices[0];
+    double span = (double)dv->span_ns;
+    uint64_t caused = dv->idle_by_cause[AN_CAUSE_BLOCK] + dv->idle_by_cause[AN_CAUSE_LAUNCH] + dv->idle_by_cause[AN_CAUSE_HOST];
+    char want[256];
+    snprintf(want, sizeof want, " GPU0           %6.1f%% %6.1f%% %12.1f%% %8.1f%% %13.1f%% %7.1f%%", 100.0 * (double)dv->busy_ns / span,
+             100.0 * (double)dv->idle_ns / span, 100.0 * (double)dv->idle_by_cause[AN_CAUSE_BLOCK] / span,
+             100.0 * (double)dv->idle_by_cause[AN_CAUSE_LAUNCH] / span, 100.0 * (double)dv->idle_by_cause[AN_CAUSE_HOST] / span,
+             100.0 * (double)(dv->idle_ns - caused) / span);
+    if (!screen_has(&f.g, want)) {
+        char *t = vw_grid_text(&f.g);
+        TASK_FAIL_("want \"%s\" in\n%s", want, t);
+    }
+    ASSERT(!screen_has(&f.g, "top stalls"));
+    /* HTA's rows: one per stream it found, with its ops */
+    hta_result h;
+    err_msg err = {{0}};
+    ASSERT_OK(hta_analyze(f.s, NULL, &h, &err));
+    ASSERT_GT(h.n_streams, 0);
+    ASSERT_NOT_NULL(f.v.hta);
+    ASSERT_EQ(f.v.hta->n_streams, h.n_streams);
+    for (size_t i = 0; i < h.n_streams; i++) {
+        char row[64];
+        snprintf(row, sizeof row, " r%d stream %lld ", h.streams[i].rank, (long long)h.streams[i].stream);
+        ASSERT(screen_has(&f.g, row));
+        snprintf(row, sizeof row, " %10" PRIu64, h.streams[i].ops);
+        ASSERT(screen_has(&f.g, row));
+    }
+    hta_result_free(&h);
+    /* b again: the stalls */
+    key(&f, 'b');
+    render(&f, 200, 60);
+    ASSERT(screen_has(&f.g, "top stalls"));
     fixture_close(&f);
 }

@@ -163,6 +163,19 @@ TEST(replay_in_tmux_takes_several_ranks) {
     const char *scr = wait_for("REPLAY");
     ASSERT_STR_CONTAINS(scr, "rank 0/128 (+1 more)");
     ASSERT_STR_CONTAINS(scr, "r1:GPU1"); /* the second rank's GPU has its own lanes, named by its rank */
+    /* the cursor starts on rank 0's row: c folds it into that row, C opens it again */
+    keys("c");
+    scr = wait_for("\xe2\x96\xb8r0 ");
+    if (strstr(scr, "r0:GPU0    ") != NULL && strstr(scr, "stream 203") != NULL &&
+        strstr(strstr(scr, "\xe2\x96\xb8r0 "), "r0:T4037") != NULL)
+        TASK_FAIL_("rank 0's lanes are still shown after c:\n%s", scr);
+    keys("C");
+    wait_for("r0:T4037");
+    /* b: the idle breakdown for the window, with HTA's per stream */
+    keys("b");
+    scr = wait_for("HTA, WHOLE RUN");
+    ASSERT_STR_CONTAINS(scr, "GPU IDLE, VIEW");
+    ASSERT_STR_CONTAINS(scr, "r1:GPU1");
     keys("q");
     scr = wait_for("EXITED");
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");

@@ -217,6 +217,50 @@ TEST(golden_event_sync_multi_stream) {
 }
 TEST(golden_sampled_rank0) { golden_fixture(kineto_store("sampled_rank-0.json.gz"), "sampled_rank0"); }
 
+static st_store *two_ranks_store(void) {
+    st_store *s = st_store_new(NULL);
+    err_msg err = {{0}};
+    char path[1024];
+    for (int r = 0; r < 2; r++) {
+        snprintf(path, sizeof path, "%s/sampled_rank-%d.json.gz", KINETO_TRACE_DIR, r);
+        if (ingest_file(s, path, NULL, NULL, &err) != 0)
+            TASK_FAIL_("%s: %s", path, err.msg);
+    }
+    return s;
+}
+
+/* The viewer's states beyond the first screen, on two ranks: the process tree with rank 0 folded,
+ * the idle breakdown pane, and a stall marked (m) and fitted (f) after n. */
+static void golden_states(const char *name, int mono) {
+    static const int sizes[2][2] = {{80, 24}, {200, 60}};
+    static const struct { const char *suffix, *keys; } states[] = {{"folded", "c"}, {"breakdown", "b"}, {"marked", "nmf"}};
+    st_store *s = two_ranks_store();
+    for (int i = 0; i < 2; i++)
+        for (size_t k = 0; k < sizeof states / sizeof states[0]; k++) {
+            fixture f;
+            fixture_open(&f, s);
+            f.v.mono = mono;
+            render(&f, sizes[i][0], sizes[i][1]);
+            for (const char *c = states[k].keys; *c; c++)
+                key(&f, *c);
+            while (vw_figs_update(&f.v, f.s, 1000) == 0)
+                ;
+            render(&f, sizes[i][0], sizes[i][1]);
+            assert_cells_safe(&f.g, 0);
+            char full[128];
+            snprintf(full, sizeof full, "%s-%s", name, states[k].suffix);
+            golden_mode(&f.g, full, mono);
+            f.s = NULL;
+            vw_state_free(&f.v);
+            vw_grid_free(&f.g);
+            an_result_free(&f.an);
+        }
+    st_store_destroy(&s);
+}
+
+TEST(golden_ranks_states) { golden_states("ranks", 0); }
+TEST(golden_ranks_states_mono) { golden_states("ranks-mono", 1); }
+
 /* ---- layout ---- */
 
 static int rect_in(const vw_rect *r, int w, int h) {

@@ -22,8 +22,9 @@ static void replay_usage(FILE *out) {
                  "            than its size makes plausible (4 per byte)\n"
                  "  --ascii   ASCII glyphs only (also when the locale is not UTF-8)\n"
                  "  --mono    no colours (also when NO_COLOR is set)\n\n"
-                 "Keys: ? help, space play/pause, [ ] speed, g G start/end, +/- zoom, n/N stalls,\n"
-                 "w GPU figures for the window shown, q quit.\n");
+                 "Keys: ? help, space play/pause, [ ] speed, g G start/end, +/- (w/s) zoom,\n"
+                 "n/N stalls, i/I a site's stalls worst first, f fit, m mark, c fold, b idle\n"
+                 "breakdown, / search, q quit.\n");
 }
 
 enum { O_PLAY = 1, O_ASCII, O_MONO, O_MAX_EVENTS };

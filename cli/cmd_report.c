@@ -36,6 +36,7 @@ static void report_on_signal(int sig) { report_stop = sig; }
 static void report_usage(FILE *out) {
     fprintf(out,
             "usage: synctop report SOURCE... [--format text|json|markdown] [--hta]\n"
+            "                      [--steps] [--step NAME]\n"
             "                      [--fail-if EXPR]... [--top N] [--gap-us N] [-o FILE]\n"
             "                      [--server-key KEY] [--max-events N]\n"
             "\n"
@@ -54,6 +55,12 @@ static void report_usage(FILE *out) {
             "                     kernel_wait, other per stream) and temporal breakdown,\n"
             "                     computed to HTA's definitions (times in us), instead of\n"
             "                     the report\n"
+            "  --steps            the loop's steps: found by the profiler's ProfilerStep#N\n"
+            "                     ranges, else --step's range, else the most regular\n"
+            "                     repeated blocking call; per step wall, GPU busy and\n"
+            "                     blocked time, the slow ones (above median + 3 MAD) and\n"
+            "                     what blocked in them, and stalls that come every Nth step\n"
+            "  --step NAME        steps are the NVTX or profiler ranges named NAME\n"
             "  --hta-wide-sync-as-stream, --hta-wide-sync-as-host\n"
             "                     read device-wide cuda_sync rows as HTA reads stream\n"
             "                     4294967295 (a GPU stream) or -1 (host rows), whatever the\n"
@@ -191,14 +198,18 @@ static int cmd_report(int argc, char **argv) {
     rp_opts ro = {.format = RP_TEXT};
     an_opts ao = {0};
     hta_opts ho = {0};
-    int hta = 0;
+    int hta = 0, steps = 0;
+    const char *step_name = NULL;
+    an_steps sp = {0};
     const char *out_path = NULL, *server_key = NULL;
     err_msg err = {{0}};
     enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY,
-           O_MAX_EVENTS };
+           O_MAX_EVENTS, O_STEPS, O_STEP };
     static const arg_opt opts[] = {
         {O_FORMAT, "--format", NULL, 1},
         {O_HTA, "--hta", NULL, 0},
+        {O_STEPS, "--steps", NULL, 0},
+        {O_STEP, "--step", NULL, 1},
         {O_WIDE_STREAM, "--hta-wide-sync-as-stream", NULL, 0},
         {O_WIDE_HOST, "--hta-wide-sync-as-host", NULL, 0},
         {O_FAIL_IF, "--fail-if", NULL, 1},
@@ -223,6 +234,11 @@ static int cmd_report(int argc, char **argv) {
                 return args_bad(&p, "unknown format '%s' (text, json, markdown)", val);
             break;
         case O_HTA: hta = 1; break;
+        case O_STEPS: steps = 1; break;
+        case O_STEP:
+            steps = 1;
+            step_name = val;
+            break;
         case O_WIDE_STREAM: ho.wide_sync = HTA_WIDE_STREAM; break;
         case O_WIDE_HOST: ho.wide_sync = HTA_WIDE_HOST; break;
         case O_FAIL_IF:
@@ -296,6 +312,18 @@ static int cmd_report(int argc, char **argv) {
         st_store_destroy(&s);
         return verb_error("report", "%s", err.msg);
     }
+    if (steps) {
+        if (an_steps_find(s, &r, step_name, &sp, &err) != 0) {
+            an_result_free(&r);
+            st_store_destroy(&s);
+            return verb_error("report", "%s", err.msg);
+        }
+        if (step_name != NULL && sp.source != AN_STEPS_RANGE && sp.source != AN_STEPS_PROFILER)
+            verb_warn("report", "no range named \"%s\" marks three steps or more; %s", step_name,
+                      sp.source == AN_STEPS_HEARTBEAT ? "steps follow the most regular blocking call instead"
+                                                     : "no steps found");
+        ro.steps = &sp;
+    }
     hta_result h = {0};
     if (hta) {
         if (hta_analyze(s, &ho, &h, &err) != 0) {
@@ -329,6 +357,7 @@ static int cmd_report(int argc, char **argv) {
             status = 1;
     }
     hta_result_free(&h);
+    an_steps_free(&sp);
     an_result_free(&r);
     st_store_destroy(&s);
     return status;

@@ -123,6 +123,43 @@ static void json_hta(FILE *out, const hta_result *h) {
     fprintf(out, "]}");
 }
 
+static void json_steps(FILE *out, const st_store *s, const an_result *r, const an_steps *st) {
+    char where[512];
+    fprintf(out, ",\"steps\":{\"source\":\"%s\",\"by\":", st->source ? an_step_source_name(st->source) : "none");
+    json_str(out, st->what);
+    fprintf(out, ",\"median_ns\":%" PRIu64 ",\"steps\":[", st->median_ns);
+    for (size_t i = 0; i < st->n_steps; i++) {
+        const an_step *x = &st->steps[i];
+        fprintf(out,
+                "%s{\"producer\":%u,\"rank\":%d,\"number\":%" PRId64 ",\"start\":%" PRIu64 ",\"end\":%" PRIu64
+                ",\"wall_ns\":%" PRIu64 ",\"gpu_busy_ns\":%" PRIu64 ",\"blocked_ns\":%" PRIu64 ",\"stalls\":%u,\"outlier\":%s",
+                i ? "," : "", x->producer, rank_of(s, x->producer), x->number, x->start, x->end, x->end - x->start,
+                x->gpu_busy_ns, x->blocked_ns, x->stalls, x->outlier ? "true" : "false");
+        if (x->top_site != SIZE_MAX) {
+            const an_site *site = &r->sites[x->top_site];
+            fprintf(out, ",\"top_site\":{\"blocked_ns\":%" PRIu64 ",\"api\":", x->top_site_ns);
+            json_str(out, st_str(s, site->name));
+            fprintf(out, ",\"where\":");
+            json_str(out, rp_site_text(s, site->callsite, site->name, where, sizeof where));
+            fputc('}', out);
+        }
+        fputc('}', out);
+    }
+    fprintf(out, "],\"periodic\":[");
+    for (size_t i = 0; i < st->n_periodic; i++) {
+        const an_periodic *p = &st->periodic[i];
+        const an_site *site = &r->sites[p->site];
+        fprintf(out, "%s{\"producer\":%u,\"rank\":%d,\"period\":%u,\"first_step\":%" PRId64 ",\"hits\":%u,\"extra_ns\":%" PRIu64 ",\"api\":",
+                i ? "," : "", p->producer, rank_of(s, p->producer), p->period, st->steps[p->first].number, p->hits,
+                p->extra_ns);
+        json_str(out, st_str(s, site->name));
+        fprintf(out, ",\"where\":");
+        json_str(out, rp_site_text(s, site->callsite, site->name, where, sizeof where));
+        fputc('}', out);
+    }
+    fprintf(out, "]}");
+}
+
 static void write_json(FILE *out, const st_store *s, const an_result *r, const rp_opts *o) {
     uint64_t wall = r->t1 - r->t0;
     fprintf(out, "{\"source\":");
@@ -182,6 +219,8 @@ static void write_json(FILE *out, const st_store *s, const an_result *r, const r
         }
         fputc(']', out);
     }
+    if (o->steps)
+        json_steps(out, s, r, o->steps);
     if (o->hta)
         json_hta(out, o->hta);
     fprintf(out, "}\n");
@@ -649,6 +688,75 @@ static void text_findings(FILE *out, const st_store *s, const an_result *r, int 
     free(low);
 }
 
+/* Steps: how they were found, the slowest and the outliers with the site that blocked longest in
+ * each, and the stalls that come every Nth step. */
+static void text_steps(FILE *out, const st_store *s, const an_result *r, const an_steps *st, int md) {
+    char where[512], line[2048], rk[48];
+    fprintf(out, md ? "\n## Steps\n\n" : "\nSteps\n");
+    if (st->source == AN_STEPS_NONE) {
+        wrap(out, md ? 0 : 2, md ? 0 : 2,
+             "no steps found: no ProfilerStep ranges, no range named with --step, and no blocking call that "
+             "repeats regularly enough to mark a loop");
+        return;
+    }
+    size_t slow = 0;
+    for (size_t i = 0; i < st->n_steps; i++)
+        slow += st->steps[i].outlier;
+    snprintf(line, sizeof line, "%zu steps by %s%s%s%s, median %.3f ms; %zu slow (above median + 3 MAD)", st->n_steps,
+             an_step_source_name(st->source), st->what[0] ? " (" : "", st->what, st->what[0] ? ")" : "",
+             ms(st->median_ns), slow);
+    wrap(out, md ? 0 : 2, md ? 0 : 4, line);
+    if (md)
+        fprintf(out, "\n| step | wall ms | GPU busy ms | blocked ms | stalls | slow | blocked longest at |\n|---:|---:|---:|---:|---:|---|---|\n");
+    else
+        fprintf(out, "  %8s %10s %11s %10s %6s  %s\n", "step", "wall ms", "GPU busy ms", "blocked ms", "stalls",
+                "blocked longest at");
+    /* every step when there are few, else the outliers and the slowest */
+    size_t shown = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < st->n_steps; i++) {
+            const an_step *x = &st->steps[i];
+            int want = st->n_steps <= 20 ? pass == 0 : pass == 0 ? x->outlier : 0;
+            if (!want || shown >= 40)
+                continue;
+            shown++;
+            where[0] = '\0';
+            if (x->top_site != SIZE_MAX) { /* the call site, else the API */
+                const an_site *site = &r->sites[x->top_site];
+                if (!*rp_site_text(s, site->callsite, site->name, where, sizeof where))
+                    safe(st_str(s, site->name), where, sizeof where);
+            }
+            if (md) {
+                char cell[600];
+                fprintf(out, "| %" PRId64 "%s | %.3f | %.3f | %.3f | %u | %s | %s |\n", x->number,
+                        who(s, x->producer, rk, sizeof rk), ms(x->end - x->start), ms(x->gpu_busy_ns),
+                        ms(x->blocked_ns), x->stalls, x->outlier ? "**slow**" : "", where[0] ? md_cell(where, cell, sizeof cell) : "-");
+            } else {
+                fprintf(out, "  %8" PRId64 " %10.3f %11.3f %10.3f %6u  %s%s%s\n", x->number, ms(x->end - x->start),
+                        ms(x->gpu_busy_ns), ms(x->blocked_ns), x->stalls, x->outlier ? "SLOW " : "", where,
+                        who(s, x->producer, rk, sizeof rk));
+            }
+        }
+    if (shown < st->n_steps)
+        fprintf(out, md ? "\n(%zu more steps, none slow)\n" : "  (%zu more steps, none slow)\n", st->n_steps - shown);
+    for (size_t i = 0; i < st->n_periodic; i++) {
+        const an_periodic *p = &st->periodic[i];
+        const an_site *site = &r->sites[p->site];
+        rp_site_text(s, site->callsite, site->name, where, sizeof where);
+        char api[256];
+        safe(st_str(s, site->name), api, sizeof api);
+        snprintf(line, sizeof line,
+                 "every %u%s step (%u times from step %" PRId64 "): %s%s%s, +%.3f ms a time, %.3f ms a step on average%s",
+                 p->period, p->period == 2 ? "nd" : p->period == 3 ? "rd" : "th", p->hits, st->steps[p->first].number,
+                 api, where[0] ? " at " : "", where, ms(p->extra_ns), ms(p->extra_ns) / p->period,
+                 who(s, p->producer, rk, sizeof rk));
+        if (md)
+            fprintf(out, "\n- %s\n", line);
+        else
+            wrap(out, 2, 4, line);
+    }
+}
+
 static void write_text(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, int md) {
     char src[512], cell[600], line[2048];
     safe(o->source ? o->source : "", src, sizeof src);
@@ -661,6 +769,8 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
     if (!o->hta_only) {
         text_totals(out, s, r, md);
         text_sites(out, s, r, o, md);
+        if (o->steps)
+            text_steps(out, s, r, o->steps, md);
         text_devices(out, s, r, md);
         if (!md)
             text_idle_causes(out, s, r);

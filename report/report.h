@@ -13,6 +13,7 @@
 
 #include "analysis.h"
 #include "hta.h"
+#include "steps.h"
 #include "store.h"
 
 typedef enum rp_format { RP_TEXT = 0, RP_JSON = 1, RP_MARKDOWN = 2 } rp_format;
@@ -25,6 +26,7 @@ typedef struct rp_opts {
     size_t top;          /* call sites listed; 0: 15 */
     const hta_result *hta; /* HTA breakdowns to print, NULL: none */
     int hta_only;        /* print only the HTA part (report --hta) */
+    const an_steps *steps; /* the steps, their outliers and periodic stalls; NULL: not asked */
 } rp_opts;
 
 /* Writes the report. Returns 0, or -1 when out could not be written. */

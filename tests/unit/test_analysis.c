@@ -12,6 +12,7 @@
 
 #include "analysis.h"
 #include "busy.h"
+#include "steps.h"
 #include "store.h"
 #include "load.h"
 #include "synctop/codec.h"
@@ -555,6 +556,151 @@ TEST(analysis_nested_blocking_calls_count_once) {
     ASSERT_NOT_NULL(site);
     ASSERT_UEQ(site->count, 3);
     ASSERT_UEQ(site->total_ns, 420000);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+/* ---- steps ---- */
+
+static void tl_block(tl *t, uint64_t a, uint64_t b, const char *api, uint32_t site) {
+    tp_api x = {.kind = TP_K_API, .flags = TP_F_BLOCKING, .device = 0, .tid = 100, .start = a * 1000,
+                .end = b * 1000, .correlation = t->corr++, .callsite = site, .name = tp_enc_intern_cstr(t->enc, api)};
+    ASSERT_OK(tp_enc_add(t->enc, &x));
+}
+
+static void tl_range(tl *t, uint64_t a, uint64_t b, const char *name, uint64_t id) {
+    tp_nvtx n = {.kind = TP_K_NVTX, .flags = TP_NVTX_RANGE, .device = TP_NO_DEVICE, .tid = 100, .start = a * 1000,
+                 .end = b * 1000, .id = id, .name = tp_enc_intern_cstr(t->enc, name)};
+    ASSERT_OK(tp_enc_add(t->enc, &n));
+}
+
+/* Thirty steps of 10 ms (a kernel, then a sync at call site 5 waiting for it); every 5th step a
+ * 30 ms blocking cudaMemcpy more (40 ms); step 17 a 50 ms cudaFree more (60 ms). named: the
+ * ranges' name, or NULL for ProfilerStep#100.. */
+static st_store *loop_store(const char *named) {
+    tl t;
+    tl_init(&t);
+    uint64_t at = 1000;
+    for (int i = 0; i < 30; i++) {
+        uint64_t len = i % 5 == 4 ? 40000 : i == 17 ? 60000 : 10000;
+        char nm[32];
+        snprintf(nm, sizeof nm, "ProfilerStep#%d", 100 + i);
+        tl_range(&t, at, at + len, named ? named : nm, (uint64_t)i + 1);
+        tl_kernel(&t, at + 10, at + 20, at + 8000);
+        tl_sync(&t, at + 30, at + 8010, 5);
+        if (i % 5 == 4)
+            tl_block(&t, at + 8100, at + 38100, "cudaMemcpy", 0);
+        if (i == 17)
+            tl_block(&t, at + 8100, at + 58100, "cudaFree", 0);
+        at += len;
+    }
+    tl_done(&t);
+    return t.s;
+}
+
+/* The figures below are the construction's own: walls of 10, 40 and 60 ms, 7.98 ms of kernel and of
+ * sync per step, the copy's 30 ms every 5th step. */
+static void check_loop_steps(const st_store *s, const an_result *r, const an_steps *st, int64_t first_number) {
+    ASSERT_EQ(st->n_steps, 30);
+    ASSERT_UEQ(st->median_ns, 10000000);
+    int slow = 0;
+    for (size_t i = 0; i < 30; i++) {
+        const an_step *x = &st->steps[i];
+        uint64_t wall = i % 5 == 4 ? 40000000 : i == 17 ? 60000000 : 10000000;
+        ASSERT_EQ(x->number, first_number + (int64_t)i);
+        ASSERT_UEQ(x->end - x->start, wall);
+        ASSERT_UEQ(x->gpu_busy_ns, 7980000);
+        ASSERT_UEQ(x->blocked_ns, 7980000 + (i % 5 == 4 ? 30000000 : i == 17 ? 50000000 : 0));
+        ASSERT_EQ(x->stalls, 1 + (i % 5 == 4 || i == 17));
+        ASSERT_EQ(x->outlier, i % 5 == 4 || i == 17);
+        slow += x->outlier;
+        /* what blocked longest: the copy or the free in the slow steps, the sync elsewhere */
+        ASSERT(x->top_site < r->n_sites);
+        const char *api = st_str(s, r->sites[x->top_site].name);
+        ASSERT_STR_EQ(api, i % 5 == 4 ? "cudaMemcpy" : i == 17 ? "cudaFree" : "cudaStreamSynchronize");
+    }
+    ASSERT_EQ(slow, 7);
+    /* the copy every 5th step, from step 4, six times, 30 ms more each; nothing else is periodic */
+    ASSERT_EQ(st->n_periodic, 1);
+    const an_periodic *p = &st->periodic[0];
+    ASSERT_STR_EQ(st_str(s, r->sites[p->site].name), "cudaMemcpy");
+    ASSERT_EQ(p->period, 5);
+    ASSERT_EQ(p->first, 4);
+    ASSERT_EQ(p->hits, 6);
+    ASSERT_UEQ(p->extra_ns, 30000000);
+}
+
+TEST(steps_from_profiler_ranges_find_outliers_and_a_periodic_stall) {
+    st_store *s = loop_store(NULL);
+    an_result r;
+    err_msg err = {{0}};
+    ASSERT_OK(an_analyze(s, NULL, &r, &err));
+    an_steps st;
+    ASSERT_OK(an_steps_find(s, &r, NULL, &st, &err));
+    ASSERT_EQ(st.source, AN_STEPS_PROFILER);
+    check_loop_steps(s, &r, &st, 100);
+    an_steps_free(&st);
+    an_result_free(&r);
+    st_store_destroy(&s);
+}
+
+TEST(steps_from_a_named_range) {
+    st_store *s = loop_store("train_step");
+    an_result r;
+    err_msg err = {{0}};
+    ASSERT_OK(an_analyze(s, NULL, &r, &err));
+    an_steps st;
+    /* not asked for by name: the sync every step is the heartbeat (its ends mostly 10 ms apart,
+     * the outlier steps do not spoil that), and a step runs from one sync's end to the next: the
+     * same walls as the ranges' but for the last step, which no sync closes */
+    ASSERT_OK(an_steps_find(s, &r, NULL, &st, &err));
+    ASSERT_EQ(st.source, AN_STEPS_HEARTBEAT);
+    ASSERT_EQ(st.n_steps, 29);
+    for (size_t i = 0; i < 29; i++) {
+        ASSERT_UEQ(st.steps[i].end - st.steps[i].start, i % 5 == 4 ? 40000000 : i == 17 ? 60000000 : 10000000);
+        ASSERT_EQ(st.steps[i].outlier, i % 5 == 4 || i == 17);
+    }
+    ASSERT_EQ(st.n_periodic, 1);
+    ASSERT_EQ(st.periodic[0].period, 5);
+    ASSERT_EQ(st.periodic[0].hits, 5);
+    ASSERT_UEQ(st.periodic[0].extra_ns, 30000000);
+    an_steps_free(&st);
+    ASSERT_OK(an_steps_find(s, &r, "train_step", &st, &err));
+    ASSERT_EQ(st.source, AN_STEPS_RANGE);
+    ASSERT_STR_EQ(st.what, "train_step");
+    check_loop_steps(s, &r, &st, 0);
+    an_steps_free(&st);
+    an_result_free(&r);
+    st_store_destroy(&s);
+}
+
+/* No ranges, a sync at one call site every 10 ms: it is the heartbeat; a step runs from the end of
+ * one sync to the end of the next. */
+TEST(steps_from_a_regular_blocking_call) {
+    tl t;
+    tl_init(&t);
+    for (uint64_t i = 0; i < 12; i++) {
+        uint64_t at = 1000 + i * 10000;
+        tl_kernel(&t, at, at + 10, at + 6000);
+        tl_sync(&t, at + 20, at + 6010, 5);
+    }
+    tl_done(&t);
+    an_result r;
+    err_msg err = {{0}};
+    ASSERT_OK(an_analyze(t.s, NULL, &r, &err));
+    an_steps st;
+    ASSERT_OK(an_steps_find(t.s, &r, NULL, &st, &err));
+    ASSERT_EQ(st.source, AN_STEPS_HEARTBEAT);
+    ASSERT_STR_CONTAINS(st.what, "train.py:42");
+    ASSERT_EQ(st.n_steps, 11);
+    for (size_t i = 0; i < st.n_steps; i++) {
+        ASSERT_UEQ(st.steps[i].start, (1000 + i * 10000 + 6010) * 1000);
+        ASSERT_UEQ(st.steps[i].end - st.steps[i].start, 10000000);
+        ASSERT_UEQ(st.steps[i].gpu_busy_ns, 5990000);
+        ASSERT_EQ(st.steps[i].outlier, 0);
+    }
+    ASSERT_EQ(st.n_periodic, 0);
+    an_steps_free(&st);
     an_result_free(&r);
     st_store_destroy(&t.s);
 }

@@ -596,3 +596,78 @@ TEST(report_fail_if_lines_name_value_threshold_and_unit) {
     ASSERT_EQ(synctop("report --help"), 0);
     ASSERT_STR_CONTAINS(out_buf, "--fail-if 'blocked>5%' --fail-if 'pageable-memcpy>0'");
 }
+
+/* A PyTorch-profiler trace of thirty 10 ms steps (ProfilerStep#0..29), each a kernel and a sync
+ * waiting for it; every 5th step a 30 ms cudaDeviceSynchronize more (as a logging step would). */
+static const char *loop_trace(void) {
+    const char *path = task_path("loop.json");
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("{\"traceEvents\":[\n", f);
+    long long at = 1000;
+    for (int i = 0; i < 30; i++) {
+        long long len = i % 5 == 4 ? 40000 : 10000;
+        fprintf(f,
+                "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":9,\"tid\":9,\"ts\":%lld,\"dur\":%lld},\n"
+                "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":9,\"tid\":9,\"ts\":%lld,\"dur\":2,\"args\":{\"correlation\":%d}},\n"
+                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":%lld,\"dur\":7980,\"args\":{\"device\":0,\"stream\":7,\"correlation\":%d}},\n"
+                "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaStreamSynchronize\",\"pid\":9,\"tid\":9,\"ts\":%lld,\"dur\":7980,\"args\":{\"correlation\":%d}},\n",
+                i, at, len, at + 10, 2 * i + 1, at + 20, 2 * i + 1, at + 30, 2 * i + 2);
+        if (i % 5 == 4)
+            fprintf(f, "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaDeviceSynchronize\",\"pid\":9,\"tid\":9,\"ts\":%lld,\"dur\":30000,\"args\":{\"correlation\":%d}},\n",
+                    at + 8100, 1000 + i);
+        at += len;
+    }
+    fputs("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":9,\"tid\":0,\"args\":{\"name\":\"python\"}}\n]}\n", f);
+    fclose(f);
+    return path;
+}
+
+TEST(report_steps_names_slow_steps_and_what_comes_every_nth) {
+    const char *trace = loop_trace();
+    char args[2048];
+    snprintf(args, sizeof args, "report --steps '%s'", trace);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "30 steps by ProfilerStep ranges (ProfilerStep#N), median 10.000 ms; 6 slow");
+    ASSERT_STR_CONTAINS(out_buf, "every 5th step (6 times from step 4): cudaDeviceSynchronize");
+    ASSERT_STR_CONTAINS(out_buf, "+30.000 ms a\n    time, 6.000 ms a step on average");
+    ASSERT_STR_CONTAINS(out_buf, "        4     40.000       7.980     37.980      2  SLOW cudaDeviceSynchronize\n");
+    fits_80_columns("report --steps");
+    snprintf(args, sizeof args, "report --steps --format json -o '%s' '%s'", task_path("s.json"), trace);
+    ASSERT_EQ(synctop(args), 0);
+    FILE *f = fopen(task_path("s.json"), "r");
+    ASSERT_NOT_NULL(f);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char err[256];
+    yajl_val v = yajl_tree_parse(buf, err, sizeof err);
+    if (v == NULL)
+        TASK_FAIL_("json: %s", err);
+    const char *sp[] = {"steps", "steps", NULL}, *pp[] = {"steps", "periodic", NULL};
+    yajl_val steps = yajl_tree_get(v, sp, yajl_t_array), per = yajl_tree_get(v, pp, yajl_t_array);
+    ASSERT_NOT_NULL(steps);
+    ASSERT_NOT_NULL(per);
+    ASSERT_EQ(steps->u.array.len, 30);
+    for (size_t i = 0; i < 30; i++) {
+        const char *wp[] = {"wall_ns", NULL}, *op[] = {"outlier", NULL}, *np[] = {"number", NULL}, *gp[] = {"gpu_busy_ns", NULL};
+        yajl_val st = steps->u.array.values[i];
+        ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(st, np, yajl_t_number)), (long long)i);
+        ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(st, wp, yajl_t_number)), i % 5 == 4 ? 40000000ll : 10000000ll);
+        ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(st, gp, yajl_t_number)), 7980000ll);
+        ASSERT_EQ(YAJL_IS_TRUE(yajl_tree_get(st, op, yajl_t_any)), i % 5 == 4);
+    }
+    ASSERT_EQ(per->u.array.len, 1);
+    const char *pe[] = {"period", NULL}, *ex[] = {"extra_ns", NULL}, *fs[] = {"first_step", NULL};
+    ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(per->u.array.values[0], pe, yajl_t_number)), 5);
+    ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(per->u.array.values[0], ex, yajl_t_number)), 30000000ll);
+    ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(per->u.array.values[0], fs, yajl_t_number)), 4);
+    yajl_tree_free(v);
+    /* a trace without steps says so */
+    ASSERT_EQ(synctop("report --steps " ALEXNET), 0);
+    ASSERT_STR_CONTAINS(out_buf, "no steps found");
+    /* --step names a range that is not there: said, and the heartbeat or nothing instead */
+    ASSERT_EQ(synctop("report --step train " ALEXNET), 0);
+    ASSERT_STR_CONTAINS(out_buf, "no range named \"train\" marks three steps or more");
+}

@@ -1,0 +1,72 @@
+/*
+ * The steps of a training or serving loop, and what made some of them slow.
+ *
+ * Step boundaries, the first kind found wins:
+ *   1. the profiler's ProfilerStep#N ranges (PyTorch's profiler writes one per step);
+ *   2. a range the user names (an NVTX range, or a profiler annotation), by its exact name;
+ *   3. the most regular repeated blocking call site: its stalls are the loop's heartbeat, and a step
+ *      runs from the end of one of them to the end of the next.
+ * When none gives at least three steps, there are no steps: the caller says so rather than guess.
+ *
+ * Per step: wall time, GPU busy (the union of the process's GPU work, summed over its GPUs), host
+ * time blocked, the stalls and the call site that blocked longest. Outliers are steps longer than
+ * median + 3 x 1.4826 x MAD (a robust three sigma) and at least a tenth above the median, per
+ * process. A periodic stall is a call site that blocks long (above twice its median share of a
+ * step and above 1% of the median step) in steps that come every Nth step, N >= 2, at least three
+ * times in a row; its cost is what those steps take beyond the median of the others.
+ */
+#ifndef SYNCTOP_STEPS_H
+#define SYNCTOP_STEPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis.h"
+#include "store.h"
+#include "synctop/error.h"
+
+typedef enum an_step_source {
+    AN_STEPS_NONE = 0,
+    AN_STEPS_PROFILER = 1,  /* ProfilerStep#N ranges */
+    AN_STEPS_RANGE = 2,     /* the range named by the caller */
+    AN_STEPS_HEARTBEAT = 3, /* a regular blocking call site */
+} an_step_source;
+const char *an_step_source_name(int source); /* "ProfilerStep ranges", "range", "heartbeat" */
+
+typedef struct an_step {
+    uint32_t producer;
+    int64_t number;        /* ProfilerStep#N's N; else the step's ordinal in its process, from 0 */
+    uint64_t start, end;
+    uint64_t gpu_busy_ns;  /* GPU work's union over the step, summed over the process's GPUs */
+    uint64_t blocked_ns;   /* host time blocked in the step (blocks' own time, clipped) */
+    uint32_t stalls;       /* blocking calls that start in the step */
+    size_t top_site;       /* index in an_result.sites that blocked longest in it; SIZE_MAX: none */
+    uint64_t top_site_ns;
+    int outlier;
+} an_step;
+
+typedef struct an_periodic {
+    size_t site;           /* index in an_result.sites */
+    uint32_t producer;
+    uint32_t period;       /* every period-th step */
+    size_t first;          /* index in an_steps.steps of the first step it hit */
+    uint32_t hits;         /* steps it blocked long in */
+    uint64_t extra_ns;     /* those steps' mean wall time minus the median of the others */
+} an_periodic;
+
+typedef struct an_steps {
+    int source;            /* an_step_source */
+    char what[160];        /* the range name, or the heartbeat's call site; sanitized */
+    an_step *steps;        /* by process, then time */
+    size_t n_steps;
+    uint64_t median_ns;    /* of all steps' wall time */
+    an_periodic *periodic;
+    size_t n_periodic;
+} an_steps;
+
+/* Finds the steps in an analysed store; range_name (NULL: none) is the user's step range. Returns
+ * 0 (out->source AN_STEPS_NONE when there are none) or -1 with err set when out of memory. */
+int an_steps_find(const st_store *s, const an_result *r, const char *range_name, an_steps *out, err_msg *err);
+void an_steps_free(an_steps *st);
+
+#endif

@@ -6,6 +6,7 @@
 #include "screen.h"
 #include "busy.h"
 #include "hta.h"
+#include "steps.h"
 #include "text.h"
 
 #include <ctype.h>
@@ -480,7 +481,15 @@ void vw_layout_for(const vw_state *v, const st_store *s, int w, int h, vw_layout
     size_t devices, rows = rows_walk(s, v, NULL, &devices);
     vw_layout_compute(w, h, devices > INT_MAX ? INT_MAX : (int)devices, v->detail, L);
     size_t panel = v->breakdown ? breakdown_rows(v) : v->n_sites;
-    vw_layout_fit(L, rows > INT_MAX ? INT_MAX : (int)rows, panel > INT_MAX ? INT_MAX : (int)panel);
+    int strip = v->steps != NULL && v->steps->n_steps > 0;
+    vw_layout_fit(L, (rows > INT_MAX - 1 ? INT_MAX - 1 : (int)rows) + strip, panel > INT_MAX ? INT_MAX : (int)panel);
+    if (strip && !L->too_small && L->lanes.h > VW_MIN_LANES) { /* the step strip: the lanes' first row */
+        L->steps = (vw_rect){0, L->lanes.y, w, 1};
+        L->lanes.y++;
+        L->lanes.h--;
+        L->timeline.y = L->lanes.y;
+        L->timeline.h = L->lanes.h;
+    }
 }
 
 static void row_label(const st_store *s, const vw_row *r, int multi_producer, char *out, size_t n) {
@@ -1221,6 +1230,44 @@ static void render_ruler(const vw_state *v, vw_grid *g, const vw_layout *L) {
     }
     if (cur >= 0)
         put_cell(g, L->timeline.x + cur, y, v->ascii ? 'v' : 0x25BC, ROLE_CURSOR, VW_A_BOLD);
+}
+
+/* The steps of the process on the cursor's row (else the first with steps): a segment per step
+ * from its start, numbered where there is room; slow steps in red, marked "!". */
+static void render_steps(const st_store *s, const vw_state *v, vw_grid *g, const vw_layout *L, uint32_t producer) {
+    const an_steps *st = v->steps;
+    if (L->steps.h == 0 || st == NULL)
+        return;
+    int y = L->steps.y, cols = L->timeline.w;
+    fill(g, 0, y, g->w, ROLE_DEFAULT, 0);
+    char lab[48];
+    snprintf(lab, sizeof lab, " steps (%s)", st->source == AN_STEPS_HEARTBEAT ? "beat" : st->source == AN_STEPS_RANGE ? "range" : "prof");
+    put_str(g, v, 0, y, L->label_w, lab, ROLE_LABEL, 0);
+    put_cell(g, L->label_w, y, v->ascii ? '|' : 0x2502, ROLE_DIM, 0);
+    int found = 0;
+    for (size_t i = 0; i < st->n_steps; i++)
+        found |= st->steps[i].producer == producer;
+    if (!found && st->n_steps)
+        producer = st->steps[0].producer;
+    int numbered_to = -1;
+    for (size_t i = 0; i < st->n_steps; i++) {
+        const an_step *x = &st->steps[i];
+        if (x->producer != producer || x->end <= v->t0 || x->start >= v->t1 || x->start > v->now)
+            continue;
+        int c0 = x->start > v->t0 ? col_of(v, L, x->start) : 0;
+        int c1 = x->end < v->t1 ? col_of(v, L, x->end - 1) : cols - 1;
+        int role = x->outlier ? ROLE_BLOCKED : ROLE_DIM;
+        for (int c = c0; c <= c1; c++)
+            put_cell(g, L->timeline.x + c, y, x->outlier ? (v->ascii ? '=' : 0x2501) : (v->ascii ? '-' : 0x2500), role, 0);
+        put_cell(g, L->timeline.x + c0, y, v->ascii ? '|' : 0x251C, role, x->outlier ? VW_A_BOLD : 0);
+        char num[32];
+        int n = snprintf(num, sizeof num, "%" PRId64 "%s", x->number, x->outlier ? "!" : "");
+        if (c0 + 1 > numbered_to && c1 - c0 - 1 >= n) {
+            put_str(g, v, L->timeline.x + c0 + 1, y, n, num, role, VW_A_BOLD);
+            numbered_to = c0 + n;
+        }
+    }
+    (void)s;
 }
 
 typedef struct frame_ctx {
@@ -1982,6 +2029,7 @@ void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
         render_title(s, v, g, &L);
         render_gpus(s, v, g, &L);
         render_ruler(v, g, &L);
+        render_steps(s, v, g, &L, v->cursor_row < (int)f.n_rows ? f.rows[v->cursor_row].producer : 0);
         render_lanes(&f);
         render_detail(&f);
         render_stalls(&f);
@@ -2555,6 +2603,36 @@ static void hta_make(vw_state *v, const st_store *s) {
     v->hta = h;
 }
 
+/* { and }: the previous / next slow step after the cursor, fitted in the window. */
+static void slow_step_cmd(vw_state *v, const vw_layout *L, vw_cmd c) {
+    const an_steps *st = v->steps;
+    const an_step *best = NULL;
+    for (size_t i = 0; st && i < st->n_steps; i++) {
+        const an_step *x = &st->steps[i];
+        if (!x->outlier || x->start > v->now)
+            continue;
+        if (c == VW_CMD_NEXT_SLOW && x->start > v->cursor && (best == NULL || x->start < best->start))
+            best = x;
+        if (c == VW_CMD_PREV_SLOW && x->start < v->cursor && (best == NULL || x->start > best->start))
+            best = x;
+    }
+    if (best == NULL) {
+        snprintf(v->message, sizeof v->message, "%s", st == NULL || st->n_steps == 0 ? "no steps found"
+                                                      : c == VW_CMD_NEXT_SLOW ? "no slow step after the cursor"
+                                                                              : "no slow step before the cursor");
+        return;
+    }
+    uint64_t d = best->end - best->start, w = d + d / 4 > (uint64_t)L->timeline.w ? d + d / 4 : (uint64_t)L->timeline.w;
+    v->t0 = best->start > (w - d) / 2 ? best->start - (w - d) / 2 : 0;
+    v->t1 = v->t0 + w;
+    v->cursor = best->start;
+    v->follow = 0;
+    char dw[32], dm[32];
+    vw_fmt_dur(dw, sizeof dw, d, v->ascii);
+    vw_fmt_dur(dm, sizeof dm, st->median_ns, v->ascii);
+    snprintf(v->message, sizeof v->message, "step %" PRId64 ": %s, slow (median %s)", best->number, dw, dm);
+}
+
 int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
     vw_layout L;
     vw_layout_for(v, s, w, h, &L);
@@ -2590,6 +2668,8 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         select_cmd(v, s, &L, c);
     else if (c >= VW_CMD_FOLD && c <= VW_CMD_HIDE_IDLE)
         fold_cmd(v, s, c);
+    else if (c == VW_CMD_NEXT_SLOW || c == VW_CMD_PREV_SLOW)
+        slow_step_cmd(v, &L, c);
     else if (c >= VW_CMD_NEXT_STALL && c <= VW_CMD_BACK)
         stall_cmd(v, s, c, cols);
     else

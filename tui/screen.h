@@ -113,7 +113,7 @@ typedef struct vw_rect {
 
 typedef struct vw_layout {
     int too_small;
-    vw_rect title, gpus, ruler, lanes, detail, stalls, keys;
+    vw_rect title, gpus, ruler, steps, lanes, detail, stalls, keys; /* steps: 0 rows when none */
     int label_w; /* lane labels inside lanes (and the ruler's left margin) */
     vw_rect timeline; /* the lanes' time columns */
 } vw_layout;
@@ -179,6 +179,8 @@ typedef struct vw_state {
     int hide_idle;      /* e: lanes with nothing in the window are left out */
     int breakdown;      /* b: the idle breakdown pane in place of the stalls panel */
     struct hta_result *hta; /* HTA's breakdown of the whole trace (replay), made when first shown */
+    const struct an_steps *steps; /* the loop's steps (may be NULL): the strip under the ruler */
+    size_t step_at;     /* { }: the slow step last gone to */
     char hta_note[96];  /* why there is none */
     uint64_t mark0, mark1;
     char search[64];    /* the search term being typed, or the last one */

@@ -3,6 +3,7 @@
  * view model decides what a frame shows, term.c draws it.
  */
 #include "viewer.h"
+#include "steps.h"
 #include "clock.h"
 
 #include <dirent.h>
@@ -45,6 +46,8 @@ struct viewer_anjob {
     int rc;
     err_msg err;
     double took;
+    an_steps steps;   /* the loop's steps, found after the analysis (viewer jobs only) */
+    int want_steps;
     sy_cache *sym;    /* when set, native call-site frames are looked up too, into fixes */
     sy_fixes *fixes;
     atomic_int done;
@@ -57,6 +60,9 @@ static void *anjob_main(void *arg) {
     viewer_anjob *j = arg;
     double t = cm_now_s();
     j->rc = an_analyze(j->s, j->has_opts ? &j->opts : NULL, &j->r, &j->err);
+    err_msg serr = {{0}};
+    if (j->rc == 0 && j->want_steps && an_steps_find(j->s, &j->r, NULL, &j->steps, &serr) != 0)
+        memset(&j->steps, 0, sizeof j->steps); /* out of memory: no step strip, the rest stands */
     if (j->sym != NULL)
         sy_collect(j->sym, j->s, VIEWER_SYM_FRAMES, j->fixes);
     j->took = cm_now_s() - t;
@@ -64,14 +70,15 @@ static void *anjob_main(void *arg) {
     return NULL;
 }
 
-static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, sy_cache *sym, sy_fixes *fixes,
-                                 err_msg *err) {
+static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, int want_steps, sy_cache *sym,
+                                 sy_fixes *fixes, err_msg *err) {
     viewer_anjob *j = calloc(1, sizeof *j);
     if (j == NULL) {
         err_set(err, ERR_NOMEM, "analysis: out of memory");
         return NULL;
     }
     j->s = s;
+    j->want_steps = want_steps;
     j->sym = sym;
     j->fixes = fixes;
     if (opts) {
@@ -89,15 +96,20 @@ static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, sy_cach
 }
 
 viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, err_msg *err) {
-    return anjob_start(s, opts, NULL, NULL, err);
+    return anjob_start(s, opts, 0, NULL, NULL, err);
 }
 
 int viewer_anjob_done(const viewer_anjob *j) { return atomic_load(&((viewer_anjob *)j)->done); }
 
-int viewer_anjob_finish(viewer_anjob **jp, an_result *out, double *took_s, err_msg *err) {
+/* viewer_anjob_finish, and the steps found with the analysis (when steps is not NULL). */
+static int anjob_finish(viewer_anjob **jp, an_result *out, an_steps *steps, double *took_s, err_msg *err) {
     viewer_anjob *j = *jp;
     pthread_join(j->th, NULL);
     int rc = j->rc;
+    if (steps != NULL)
+        *steps = j->steps;
+    else
+        an_steps_free(&j->steps);
     if (rc == 0)
         *out = j->r;
     else if (err)
@@ -107,6 +119,10 @@ int viewer_anjob_finish(viewer_anjob **jp, an_result *out, double *took_s, err_m
     free(j);
     *jp = NULL;
     return rc;
+}
+
+int viewer_anjob_finish(viewer_anjob **jp, an_result *out, double *took_s, err_msg *err) {
+    return anjob_finish(jp, out, NULL, took_s, err);
 }
 
 /* A batch received while the analysis reads the store: added when it is done. */
@@ -128,6 +144,7 @@ typedef struct viewer {
     ingest_loader *ld;
     int loading;
     an_result an;
+    an_steps steps;
     int have_an;
     viewer_anjob *job;
     sy_cache *sym; /* native call sites, looked up by the analysis thread */
@@ -236,7 +253,8 @@ static void viewer_take_analysis(viewer *w, double t) {
     an_result r;
     err_msg err = {{0}};
     double took = 0;
-    int rc = viewer_anjob_finish(&w->job, &r, &took, &err);
+    an_steps steps;
+    int rc = anjob_finish(&w->job, &r, &steps, &took, &err);
     /* one fix per frame looked up: at the budget, frames are left for another job soon */
     int more = w->sym_fixes.n >= VIEWER_SYM_FRAMES;
     sy_apply(w->s, &w->sym_fixes);
@@ -250,6 +268,7 @@ static void viewer_take_analysis(viewer *w, double t) {
                  base ? base + 1 : stale_path);
     }
     if (rc != 0) {
+        an_steps_free(&steps);
         snprintf(w->v.message, sizeof w->v.message, "analysis: %s", err.msg);
         w->an_at = t;
         return;
@@ -259,6 +278,9 @@ static void viewer_take_analysis(viewer *w, double t) {
     w->an = r;
     w->have_an = 1;
     w->v.an = &w->an;
+    an_steps_free(&w->steps);
+    w->steps = steps;
+    w->v.steps = &w->steps;
     w->an_at = t;
     w->an_took = took;
     w->an_events = more ? (size_t)-1 : w->job_events;
@@ -309,7 +331,7 @@ static int viewer_analyse(viewer *w, double t) {
     w->an_at = t;
     if (w->sym == NULL)
         w->sym = sy_new();
-    if ((w->job = anjob_start(w->s, NULL, w->sym, &w->sym_fixes, &err)) == NULL) {
+    if ((w->job = anjob_start(w->s, NULL, 1, w->sym, &w->sym_fixes, &err)) == NULL) {
         snprintf(w->v.message, sizeof w->v.message, "%s", err.msg);
         return 0;
     }
@@ -549,6 +571,7 @@ static void viewer_free(viewer *w) {
     ingest_close(&w->ld);
     if (w->have_an)
         an_result_free(&w->an);
+    an_steps_free(&w->steps);
     vw_state_free(&w->v);
     vw_grid_free(&w->g);
     st_store_destroy(&w->s);

@@ -8,6 +8,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "report.h"
+#include "loop.h"
 #include "task.h"
 
 static char out_buf[1 << 20];
@@ -597,29 +598,10 @@ TEST(report_fail_if_lines_name_value_threshold_and_unit) {
     ASSERT_STR_CONTAINS(out_buf, "--fail-if 'blocked>5%' --fail-if 'pageable-memcpy>0'");
 }
 
-/* A PyTorch-profiler trace of thirty 10 ms steps (ProfilerStep#0..29), each a kernel and a sync
- * waiting for it; every 5th step a 30 ms cudaDeviceSynchronize more (as a logging step would). */
+/* The known loop (tests/lib/loop.h). */
 static const char *loop_trace(void) {
     const char *path = task_path("loop.json");
-    FILE *f = fopen(path, "w");
-    ASSERT_NOT_NULL(f);
-    fputs("{\"traceEvents\":[\n", f);
-    long long at = 1000;
-    for (int i = 0; i < 30; i++) {
-        long long len = i % 5 == 4 ? 40000 : 10000;
-        fprintf(f,
-                "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\",\"pid\":9,\"tid\":9,\"ts\":%lld,\"dur\":%lld},\n"
-                "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":9,\"tid\":9,\"ts\":%lld,\"dur\":2,\"args\":{\"correlation\":%d}},\n"
-                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":%lld,\"dur\":7980,\"args\":{\"device\":0,\"stream\":7,\"correlation\":%d}},\n"
-                "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaStreamSynchronize\",\"pid\":9,\"tid\":9,\"ts\":%lld,\"dur\":7980,\"args\":{\"correlation\":%d}},\n",
-                i, at, len, at + 10, 2 * i + 1, at + 20, 2 * i + 1, at + 30, 2 * i + 2);
-        if (i % 5 == 4)
-            fprintf(f, "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaDeviceSynchronize\",\"pid\":9,\"tid\":9,\"ts\":%lld,\"dur\":30000,\"args\":{\"correlation\":%d}},\n",
-                    at + 8100, 1000 + i);
-        at += len;
-    }
-    fputs("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":9,\"tid\":0,\"args\":{\"name\":\"python\"}}\n]}\n", f);
-    fclose(f);
+    ASSERT_OK(loop_trace_write(path));
     return path;
 }
 

@@ -16,6 +16,8 @@
 #include "task.h"
 #include "screen.h"
 #include "hta.h"
+#include "loop.h"
+#include "steps.h"
 
 /* ---- fixtures ---- */
 
@@ -1658,5 +1660,56 @@ TEST(breakdown_pane_shows_idle_by_cause_and_hta_per_stream) {
     key(&f, 'b');
     render(&f, 200, 60);
     ASSERT(screen_has(&f.g, "top stalls"));
+    fixture_close(&f);
+}
+
+/* The step strip under the ruler, and } { to the slow steps: on the known loop (tests/lib/loop.h),
+ * steps 4, 9 ... 29 are slow (40 ms against a 10 ms median). */
+TEST(step_strip_numbers_steps_and_braces_go_to_the_slow_ones) {
+    const char *path = task_path("loop.json");
+    ASSERT_OK(loop_trace_write(path));
+    st_store *s = st_store_new(NULL);
+    err_msg err = {{0}};
+    ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
+    fixture f;
+    fixture_open(&f, s);
+    an_steps st;
+    ASSERT_OK(an_steps_find(f.s, &f.an, NULL, &st, &err));
+    ASSERT_EQ(st.n_steps, 30);
+    f.v.steps = &st;
+    render(&f, 200, 60);
+    vw_layout L;
+    vw_layout_for(&f.v, f.s, 200, 60, &L);
+    ASSERT_EQ(L.steps.h, 1);
+    ASSERT_EQ(L.steps.y, L.ruler.y + 1);
+    ASSERT_EQ(L.lanes.y, L.steps.y + 1);
+    char *row = row_text(&f.g, L.steps.y);
+    ASSERT_STR_CONTAINS(row, " steps (prof)");
+    ASSERT_STR_CONTAINS(row, "4!");   /* a slow step, numbered where its 40 ms leave room */
+    ASSERT_STR_CONTAINS(row, "29!");
+    /* } from the start: step 4, fitted; again: step 9; { back to 4 */
+    key(&f, 'g');
+    key(&f, '}');
+    ASSERT_STR_CONTAINS(f.v.message, "step 4: 40.00ms, slow (median 10.00ms)");
+    ASSERT_UEQ(f.v.cursor, st.steps[4].start);
+    ASSERT(f.v.t0 <= st.steps[4].start && f.v.t1 >= st.steps[4].end);
+    key(&f, '}');
+    ASSERT_UEQ(f.v.cursor, st.steps[9].start);
+    key(&f, '{');
+    ASSERT_UEQ(f.v.cursor, st.steps[4].start);
+    /* zoomed on step 4, its segment is red all along and the cells left of it are not */
+    render(&f, 200, 60);
+    int c4 = -1, c5 = -1;
+    for (int x = L.timeline.x; x < 200; x++) {
+        const vw_cell *c = &f.g.cells[L.steps.y * 200 + x];
+        if (c->role == ROLE_BLOCKED && c4 < 0)
+            c4 = x;
+        if (c4 >= 0 && c->role != ROLE_BLOCKED && c5 < 0)
+            c5 = x;
+    }
+    ASSERT(c4 > L.timeline.x);
+    ASSERT(c5 > c4 + 100); /* 40 ms of a 50 ms window */
+    f.v.steps = NULL;
+    an_steps_free(&st);
     fixture_close(&f);
 }

@@ -7,6 +7,7 @@
  * This module owns no state; the output stream belongs to the caller.
  */
 #include "report.h"
+#include "advice.h"
 #include "text.h"
 
 #include <inttypes.h>
@@ -198,7 +199,15 @@ static void write_json(FILE *out, const st_store *s, const an_result *r, const r
             json_str(out, rp_site_text(s, st->callsite, st->name, where, sizeof where));
             fprintf(out, ",\"frames\":");
             json_frames(out, s, st->callsite);
-            fputc('}', out);
+            an_advice adv;
+            an_advise(s, st, &adv);
+            fprintf(out, ",\"advice\":{\"fix\":\"%s\",\"gpu_ns\":%" PRIu64 ",\"cause\":", an_fix_name(adv.fix), adv.gpu_ns);
+            json_str(out, adv.cause);
+            fprintf(out, ",\"change\":");
+            json_str(out, adv.change);
+            fprintf(out, ",\"why\":");
+            json_str(out, adv.why);
+            fputs("}}", out);
         }
         fprintf(out, "],\"findings\":[");
         for (size_t i = 0; i < r->n_findings; i++) {
@@ -688,6 +697,56 @@ static void text_findings(FILE *out, const st_store *s, const an_result *r, int 
     free(low);
 }
 
+static int by_gpu_idle(const void *a, const void *b) {
+    const an_site *x = *(const an_site *const *)a, *y = *(const an_site *const *)b;
+    if (x->gpu_idle_ns != y->gpu_idle_ns)
+        return x->gpu_idle_ns > y->gpu_idle_ns ? -1 : 1;
+    return x->total_ns > y->total_ns ? -1 : x->total_ns < y->total_ns;
+}
+
+/* What to change: the sites whose cause the trace tells, by the GPU time a fix would give back. */
+static void text_advice(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, int md) {
+    size_t top = o->top ? o->top : RP_TOP_DEFAULT, n = 0;
+    const an_site **v = malloc((r->n_sites + 1) * sizeof *v);
+    if (v == NULL)
+        return;
+    for (size_t i = 0; i < r->n_sites; i++)
+        v[n++] = &r->sites[i];
+    qsort(v, n, sizeof *v, by_gpu_idle);
+    char where[512], line[2048], rk[48];
+    int shown = 0;
+    for (size_t i = 0; i < n && (size_t)shown < top; i++) {
+        an_advice a;
+        an_advise(s, v[i], &a);
+        if (a.fix == AN_FIX_NONE)
+            continue;
+        if (shown++ == 0)
+            fprintf(out, md ? "\n## What to change, by the GPU time it gives back\n"
+                            : "\nWhat to change, by the GPU time it gives back\n");
+        rp_site_text(s, v[i]->callsite, v[i]->name, where, sizeof where);
+        size_t wl = strlen(where);
+        if (wl > 56) /* a long path: its end names the file, line and function */
+            memmove(where, memcpy(where + wl - 53, "...", 3), 54);
+        snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (%.3f ms blocked)%s%s%s", shown, ms(a.gpu_ns),
+                 ms(v[i]->total_ns), where[0] ? " at " : "", where, who(s, v[i]->producer, rk, sizeof rk));
+        if (md)
+            fprintf(out, "\n%s  \n", line);
+        else
+            wrap(out, 2, 5, line);
+        snprintf(line, sizeof line, "why: %s: %s", a.cause, a.why);
+        if (md)
+            fprintf(out, "   %s  \n", line);
+        else
+            wrap(out, 5, 7, line);
+        snprintf(line, sizeof line, "change: %s.", a.change);
+        if (md)
+            fprintf(out, "   %s\n", line);
+        else
+            wrap(out, 5, 7, line);
+    }
+    free(v);
+}
+
 /* Steps: how they were found, the slowest and the outliers with the site that blocked longest in
  * each, and the stalls that come every Nth step. */
 static void text_steps(FILE *out, const st_store *s, const an_result *r, const an_steps *st, int md) {
@@ -769,6 +828,7 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
     if (!o->hta_only) {
         text_totals(out, s, r, md);
         text_sites(out, s, r, o, md);
+        text_advice(out, s, r, o, md);
         if (o->steps)
             text_steps(out, s, r, o->steps, md);
         text_devices(out, s, r, md);

@@ -13,6 +13,7 @@
 #include "analysis.h"
 #include "busy.h"
 #include "steps.h"
+#include "advice.h"
 #include "store.h"
 #include "load.h"
 #include "synctop/codec.h"
@@ -701,6 +702,82 @@ TEST(steps_from_a_regular_blocking_call) {
     }
     ASSERT_EQ(st.n_periodic, 0);
     an_steps_free(&st);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+/* ---- advice ---- */
+
+static void tl_site(tl *t, uint32_t id, const char *const *funcs, size_t n) {
+    tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = id, .n_frames = (uint16_t)(n + 1)};
+    ASSERT_OK(tp_enc_add(t->enc, &cs));
+    for (size_t i = 0; i < n; i++) {
+        tp_frame f = {.kind = TP_K_FRAME, .flags = TP_FRAME_NATIVE, .index = (uint16_t)i, .callsite = id,
+                      .func = tp_enc_intern_cstr(t->enc, funcs[i]), .module = tp_enc_intern_cstr(t->enc, "libtorch.so")};
+        ASSERT_OK(tp_enc_add(t->enc, &f));
+    }
+    tp_frame py = {.kind = TP_K_FRAME, .flags = TP_FRAME_PYTHON, .index = (uint16_t)n, .callsite = id, .line = 7,
+                   .file = tp_enc_intern_cstr(t->enc, "model.py"), .func = tp_enc_intern_cstr(t->enc, "forward")};
+    ASSERT_OK(tp_enc_add(t->enc, &py));
+}
+
+/* The site whose call site's second frame is func (the store numbers call sites its own way), or
+ * with no call site, whose API is api. */
+static const an_site *site_at(const an_result *r, const char *func, const st_store *s, const char *api) {
+    for (size_t i = 0; i < r->n_sites; i++) {
+        size_t nf = 0;
+        const st_frame *f = r->sites[i].callsite ? st_callsite_frames(s, r->sites[i].callsite, &nf) : NULL;
+        if (func ? nf > 1 && strcmp(st_str(s, f[1].func), func) == 0
+                 : r->sites[i].callsite == 0 && strcmp(st_str(s, r->sites[i].name), api) == 0)
+            return &r->sites[i];
+    }
+    TASK_FAIL_("no site %s %s", func ? func : "", api ? api : "");
+    return NULL;
+}
+
+/* The cause is told by the outermost op in the frames (what the program asked for), else by the
+ * call; each suggestion carries the GPU idle the analysis gave the site. */
+TEST(advice_names_the_cause_from_the_ops_then_the_call) {
+    tl t;
+    tl_init(&t);
+    static const char *const if_tensor[] = {"cudaStreamSynchronize", "aten::_local_scalar_dense", "aten::item", "aten::is_nonzero"};
+    static const char *const item[] = {"cudaStreamSynchronize", "at::native::_local_scalar_dense_cuda"};
+    static const char *const masked[] = {"cudaMemcpyAsync", "aten::nonzero", "aten::index"};
+    static const char *const cpu[] = {"cudaMemcpyAsync", "aten::copy_", "aten::_to_copy", "aten::to"};
+    tl_site(&t, 11, if_tensor, 4);
+    tl_site(&t, 12, item, 2);
+    tl_site(&t, 13, masked, 3);
+    tl_site(&t, 14, cpu, 4);
+    uint64_t at = 100;
+    for (uint32_t site = 11; site <= 14; site++, at += 1000) {
+        tl_kernel(&t, at, at + 10, at + 400);
+        tl_sync(&t, at + 20, at + 410, site);
+    }
+    tl_block(&t, at, at + 100, "cudaEventSynchronize", 0);
+    tl_block(&t, at + 200, at + 300, "cudaFree", 0);
+    tl_sync(&t, at + 400, at + 500, 5); /* call site 5: a Python line, no op: by the call */
+    tl_done(&t);
+    an_result r;
+    err_msg err = {{0}};
+    ASSERT_OK(an_analyze(t.s, NULL, &r, &err));
+    static const struct { const char *func, *api; int fix; } want[] = {
+        {"aten::_local_scalar_dense", NULL, AN_FIX_IF_TENSOR}, {"at::native::_local_scalar_dense_cuda", NULL, AN_FIX_ITEM},
+        {"aten::nonzero", NULL, AN_FIX_NONZERO}, {"aten::copy_", NULL, AN_FIX_TO_HOST},
+        {NULL, "cudaEventSynchronize", AN_FIX_EVENT_SYNC}, {NULL, "cudaFree", AN_FIX_ALLOC},
+        {"step", NULL, AN_FIX_STREAM_SYNC},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const an_site *st = site_at(&r, want[i].func, t.s, want[i].api);
+        an_advice a;
+        an_advise(t.s, st, &a);
+        if (a.fix != want[i].fix)
+            TASK_FAIL_("site %zu: fix %s, want %s", i, an_fix_name(a.fix), an_fix_name(want[i].fix));
+        ASSERT_UEQ(a.gpu_ns, st->gpu_idle_ns);
+        ASSERT(a.change[0] != '\0' && a.why[0] != '\0');
+    }
+    an_advice a;
+    an_advise(t.s, site_at(&r, "aten::_local_scalar_dense", t.s, NULL), &a);
+    ASSERT_STR_CONTAINS(a.why, "aten::is_nonzero");
     an_result_free(&r);
     st_store_destroy(&t.s);
 }

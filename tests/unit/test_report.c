@@ -42,6 +42,22 @@ TEST(report_text_names_top_stalls_and_rules) {
     ASSERT_STR_CONTAINS(out_buf, "[gpu-gaps / gpu_gaps]");
 }
 
+/* What to change, ranked by the GPU idle each site caused (AlexNet's figures are the analysis',
+ * checked against the trace by test_analysis): cudaFree's first, then the device synchronize. */
+TEST(report_says_what_to_change_by_gpu_time) {
+    ASSERT_EQ(synctop("report " ALEXNET), 0);
+    const char *adv = strstr(out_buf, "What to change, by the GPU time it gives back\n");
+    ASSERT_NOT_NULL(adv);
+    const char *one = strstr(adv, "  1. 10043.754 ms of GPU idle to gain (6553.827 ms blocked)");
+    const char *two = strstr(adv, "  2. 877.011 ms of GPU idle to gain (0.938 ms blocked)");
+    ASSERT_NOT_NULL(one);
+    ASSERT_NOT_NULL(two);
+    ASSERT(one < two);
+    ASSERT_STR_CONTAINS(adv, "why: cudaFree / cudaMalloc in the loop: cudaFree blocked 15 times");
+    ASSERT_STR_CONTAINS(adv, "why: an \"async\" copy through pageable host memory: cudaMemcpyAsync blocked");
+    fits_80_columns("report");
+}
+
 TEST(report_json_parses_and_carries_the_numbers) {
     ASSERT_EQ(synctop("report --format json"), 2); /* no source */
     char args[2048];

@@ -1,0 +1,126 @@
+/*
+ * What to change at a blocking call site (advice.h).
+ */
+#include "advice.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "synctop/sanitize.h"
+
+static const struct {
+    const char *name, *cause, *change;
+} k_fixes[AN_FIX_N_] = {
+    [AN_FIX_NONE] = {"none", "", ""},
+    [AN_FIX_ITEM] = {"item", ".item() / float() / int() of a CUDA tensor",
+                     "Keep the value on the GPU (accumulate it in a tensor) and read it every N steps, or copy it "
+                     "with non_blocking=True into pinned memory and read it after an event"},
+    [AN_FIX_IF_TENSOR] = {"if-tensor", "a Python branch on a CUDA tensor (if tensor:, bool(), assert)",
+                          "Compute the condition on the GPU (torch.where) or check it only every N steps: a branch "
+                          "on a CUDA tensor waits for all the work queued before it"},
+    [AN_FIX_TO_HOST] = {"to-host", ".cpu() / .numpy() / .tolist() of a CUDA tensor",
+                        "Copy with .to('cpu', non_blocking=True) into pinned memory and use it after an event, or "
+                        "only every N steps"},
+    [AN_FIX_NONZERO] = {"data-dependent-shape", "an op whose output size depends on the data (nonzero, masked "
+                                                "indexing, unique)",
+                        "Use a fixed-shape form (torch.where with a mask, a padded index) so the host need not "
+                        "learn the size"},
+    [AN_FIX_DEVICE_SYNC] = {"device-sync", "a device-wide synchronize",
+                            "Take it out of the loop; to time GPU work, record CUDA events and read their elapsed "
+                            "time later"},
+    [AN_FIX_EVENT_SYNC] = {"event-sync", "the host waiting on a CUDA event",
+                           "Let the consuming stream wait instead (stream.wait_event / cudaStreamWaitEvent) and read "
+                           "results later"},
+    [AN_FIX_STREAM_SYNC] = {"stream-sync", "a stream synchronize",
+                            "Synchronize only where the host needs the results, as late as possible, with more work "
+                            "queued first"},
+    [AN_FIX_PAGEABLE] = {"pageable-copy", "an \"async\" copy through pageable host memory",
+                         "Copy from pinned memory, asynchronously (in PyTorch: pin_memory=True in the DataLoader, "
+                         "tensor.pin_memory(), non_blocking=True)"},
+    [AN_FIX_SYNC_COPY] = {"sync-copy", "a synchronous copy",
+                          "Copy asynchronously from pinned memory and wait with an event where the data is needed"},
+    [AN_FIX_ALLOC] = {"alloc", "cudaFree / cudaMalloc in the loop",
+                      "Reuse buffers, and let the caching allocator keep its memory (in PyTorch: no "
+                      "torch.cuda.empty_cache() in the loop)"},
+    [AN_FIX_QUERY] = {"query-polling", "polling a stream or an event from the host",
+                      "Replace the polling loop by one event wait (or a host callback)"},
+    [AN_FIX_MEMSET] = {"sync-memset", "a synchronous memset", "Use cudaMemsetAsync on the work's stream"},
+};
+
+const char *an_fix_name(int fix) { return fix >= 0 && fix < AN_FIX_N_ ? k_fixes[fix].name : "none"; }
+
+/* The op a frame names, PyTorch's own name ("aten::item") or its C++ kernel's
+ * ("at::native::_local_scalar_dense_cuda"). */
+static int names(const char *func, const char *op) { return func != NULL && strstr(func, op) != NULL; }
+
+/* The cause from the ops in the call site's frames (innermost first): the outermost op that tells
+ * one is what the program asked for (aten::is_nonzero around aten::item around
+ * aten::_local_scalar_dense is an `if tensor:`); AN_FIX_NONE when none tells. */
+static int fix_from_frames(const st_store *s, uint64_t callsite, const char **op) {
+    size_t nf;
+    const st_frame *f = callsite ? st_callsite_frames(s, callsite, &nf) : NULL;
+    int found = AN_FIX_NONE;
+    for (size_t i = 0; f != NULL && i < nf; i++) {
+        const char *fn = f[i].func ? st_str(s, f[i].func) : NULL;
+        const char *file = f[i].file ? st_str(s, f[i].file) : "";
+        int fix = AN_FIX_NONE;
+        if (names(fn, "is_nonzero"))
+            fix = AN_FIX_IF_TENSOR;
+        else if (names(fn, "nonzero") || names(fn, "masked_select") || names(fn, "unique") ||
+                 names(fn, "index_put") || names(fn, "_unique"))
+            fix = AN_FIX_NONZERO;
+        else if (names(fn, "_local_scalar_dense") || names(fn, "aten::item"))
+            fix = AN_FIX_ITEM;
+        else if (names(fn, "aten::_to_copy") || names(fn, "aten::to") || names(fn, "aten::copy_") ||
+                 names(fn, "aten::cpu") || names(fn, "tolist") || names(fn, "aten::numpy"))
+            fix = AN_FIX_TO_HOST;
+        else if (f[i].kind == TP_FRAME_PYTHON && fn != NULL && strcmp(fn, "synchronize") == 0 &&
+                 strstr(file, "torch/cuda") != NULL)
+            fix = AN_FIX_DEVICE_SYNC;
+        if (fix != AN_FIX_NONE) {
+            *op = fn;
+            found = fix;
+        }
+    }
+    return found;
+}
+
+void an_advise(const st_store *s, const an_site *site, an_advice *out) {
+    memset(out, 0, sizeof *out);
+    const char *op = NULL, *api = st_str(s, site->name);
+    int fix = fix_from_frames(s, site->callsite, &op);
+    if (fix == AN_FIX_TO_HOST && site->kind == AN_BLOCK_PAGEABLE)
+        fix = AN_FIX_PAGEABLE; /* the copy to the host is the one through pageable memory */
+    if (fix == AN_FIX_NONE) {
+        switch (site->kind) {
+        case AN_BLOCK_PAGEABLE: fix = AN_FIX_PAGEABLE; break;
+        case AN_BLOCK_ALLOC: fix = AN_FIX_ALLOC; break;
+        case AN_BLOCK_QUERY: fix = AN_FIX_QUERY; break;
+        case AN_BLOCK_MEMSET: fix = AN_FIX_MEMSET; break;
+        case AN_BLOCK_MEMCPY: fix = AN_FIX_SYNC_COPY; break;
+        case AN_BLOCK_SYNC:
+            if (strstr(api, "DeviceSynchronize") || strstr(api, "CtxSynchronize"))
+                fix = AN_FIX_DEVICE_SYNC;
+            else if (strstr(api, "EventSynchronize"))
+                fix = AN_FIX_EVENT_SYNC;
+            else if (strstr(api, "StreamSynchronize"))
+                fix = AN_FIX_STREAM_SYNC;
+            break;
+        default: break;
+        }
+    }
+    out->fix = fix;
+    out->cause = k_fixes[fix].cause;
+    out->change = k_fixes[fix].change;
+    out->gpu_ns = site->gpu_idle_ns;
+    if (fix == AN_FIX_NONE)
+        return;
+    char raw[320];
+    if (op != NULL)
+        snprintf(raw, sizeof raw, "%s inside %s blocked %llu time%s", api, op, (unsigned long long)site->count,
+                 site->count == 1 ? "" : "s");
+    else
+        snprintf(raw, sizeof raw, "%s blocked %llu time%s (%s)", api, (unsigned long long)site->count,
+                 site->count == 1 ? "" : "s", an_block_kind_name(site->kind));
+    tp_sanitize(out->why, sizeof out->why, raw, strlen(raw), NULL);
+}

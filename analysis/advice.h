@@ -1,0 +1,46 @@
+/*
+ * What to change at a call site that blocks, and why: the cause named from what the trace holds
+ * (the PyTorch op in the call site's frames, the Python line, the CUDA call and the kind of
+ * block), one suggestion per cause in plain words, and the GPU time it would give back (the GPU
+ * idle the analysis attributed to the site's stalls). Nothing is advised that the trace does not
+ * support: a site whose cause cannot be told gets AN_FIX_NONE.
+ */
+#ifndef SYNCTOP_ADVICE_H
+#define SYNCTOP_ADVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis.h"
+#include "store.h"
+
+typedef enum an_fix {
+    AN_FIX_NONE = 0,
+    AN_FIX_ITEM,         /* .item() / float() / int() of a CUDA tensor */
+    AN_FIX_IF_TENSOR,    /* bool() / `if tensor:` / assert on a CUDA tensor */
+    AN_FIX_TO_HOST,      /* .cpu() / .numpy() / .tolist() / .to("cpu") */
+    AN_FIX_NONZERO,      /* nonzero / masked indexing / unique: data-dependent shapes */
+    AN_FIX_DEVICE_SYNC,  /* torch.cuda.synchronize() / cudaDeviceSynchronize */
+    AN_FIX_EVENT_SYNC,   /* waiting on a CUDA event from the host */
+    AN_FIX_STREAM_SYNC,  /* a stream synchronize with no op behind it */
+    AN_FIX_PAGEABLE,     /* an "async" copy through pageable host memory */
+    AN_FIX_SYNC_COPY,    /* a synchronous copy (cudaMemcpy) */
+    AN_FIX_ALLOC,        /* cudaFree / cudaMalloc in the loop */
+    AN_FIX_QUERY,        /* polling cudaStreamQuery / cudaEventQuery */
+    AN_FIX_MEMSET,       /* a synchronous memset */
+    AN_FIX_N_
+} an_fix;
+
+typedef struct an_advice {
+    int fix;               /* an_fix */
+    const char *cause;     /* short: ".item() on a CUDA tensor" */
+    const char *change;    /* what to do, one sentence */
+    char why[160];         /* the evidence in the trace, one line (sanitized) */
+    uint64_t gpu_ns;       /* GPU time it would give back: the site's attributed GPU idle */
+} an_advice;
+
+/* The advice for one call site of an analysis. */
+void an_advise(const st_store *s, const an_site *site, an_advice *out);
+const char *an_fix_name(int fix); /* "item", "if-tensor", ... for JSON */
+
+#endif

@@ -4,6 +4,7 @@
  * through tp_sanitize before it reaches a cell.
  */
 #include "screen.h"
+#include "advice.h"
 #include "busy.h"
 #include "hta.h"
 #include "steps.h"
@@ -1718,6 +1719,25 @@ static void render_detail(frame_ctx *f) {
             put_str(g, v, 0, y + 1, g->w, flow, ROLE_LABEL, 0);
             y++;
             rows--;
+        }
+    }
+    /* a blocking call: what to change there, as the report says it */
+    if (rows > 2 && e->kind == TP_K_API && (e->flags & TP_F_BLOCKING) && v->an != NULL) {
+        const st_lane_info *tl = st_lane_get(s, lane);
+        for (size_t i = 0; i < v->an->n_sites; i++) {
+            const an_site *site = &v->an->sites[i];
+            if (site->producer != tl->producer || site->callsite != e->value || (!e->value && site->name != e->name))
+                continue;
+            an_advice a;
+            an_advise(s, site, &a);
+            if (a.fix != AN_FIX_NONE) {
+                char fix[512];
+                snprintf(fix, sizeof fix, " %s. Fix: %s.", a.cause, a.change);
+                put_str(g, v, 0, y + 1, g->w, fix, ROLE_WARN, 0);
+                y++;
+                rows--;
+            }
+            break;
         }
     }
     if (rows > 2 && e->kind == TP_K_API && e->value) {

@@ -36,7 +36,7 @@ static void report_on_signal(int sig) { report_stop = sig; }
 static void report_usage(FILE *out) {
     fprintf(out,
             "usage: synctop report SOURCE... [--format text|json|markdown] [--hta]\n"
-            "                      [--steps] [--step NAME]\n"
+            "                      [--steps] [--step NAME] [--baseline OLD]...\n"
             "                      [--fail-if EXPR]... [--top N] [--gap-us N] [-o FILE]\n"
             "                      [--server-key KEY] [--max-events N]\n"
             "\n"
@@ -61,6 +61,10 @@ static void report_usage(FILE *out) {
             "                     blocked time, the slow ones (above median + 3 MAD) and\n"
             "                     what blocked in them, and stalls that come every Nth step\n"
             "  --step NAME        steps are the NVTX or profiler ranges named NAME\n"
+            "  --baseline OLD     compare with an earlier run (a trace file or a profiler\n"
+            "                     trace; repeat for several ranks): call sites that are\n"
+            "                     new, grew, shrank or went, matched by file and function\n"
+            "                     (not line); --fail-if 'new-sites>0', 'blocked>+10%%'\n"
             "  --hta-wide-sync-as-stream, --hta-wide-sync-as-host\n"
             "                     read device-wide cuda_sync rows as HTA reads stream\n"
             "                     4294967295 (a GPU stream) or -1 (host rows), whatever the\n"
@@ -83,10 +87,12 @@ static void report_usage(FILE *out) {
             "(blocking calls), bubbles (GPU idle bubbles), findings, a rule (sync-api,\n"
             "sync-memcpy, pageable-memcpy, sync-memset: its calls; gpu-gaps: its gaps;\n"
             "low-util: its windows), site:TEXT (blocked time at call sites whose description\n"
-            "holds TEXT), api:NAME (blocked time in that API). Operators: > >= < <= ==.\n"
-            "Times take ns, us, ms or s; shares take %%. Each threshold prints one line on\n"
-            "stderr, FAIL or ok, with the measured value and the threshold, both with their\n"
-            "unit.\n"
+            "holds TEXT), api:NAME (blocked time in that API); with --baseline, new-sites\n"
+            "(call sites the baseline did not have). Operators: > >= < <= ==. Times take\n"
+            "ns, us, ms or s; shares take %%; a signed share (+10%%) is the change against\n"
+            "the baseline (blocked, idle, stalls, site:, api:). Each threshold prints one\n"
+            "line on stderr, FAIL or ok, with the measured value and the threshold, both\n"
+            "with their unit.\n"
             "\n"
             "Example, a CI step that fails when a training step starts waiting for the GPU:\n"
             "  python train.py --profile-steps 20     # writes trace.json.gz (torch.profiler)\n"
@@ -199,17 +205,22 @@ static int cmd_report(int argc, char **argv) {
     an_opts ao = {0};
     hta_opts ho = {0};
     int hta = 0, steps = 0;
-    const char *step_name = NULL;
+    const char *step_name = NULL, *base_src[REPORT_MAX_SOURCES];
+    int n_base = 0;
     an_steps sp = {0};
+    st_store *bs = NULL;
+    an_result br = {0};
+    an_diff diff = {0};
     const char *out_path = NULL, *server_key = NULL;
     err_msg err = {{0}};
     enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY,
-           O_MAX_EVENTS, O_STEPS, O_STEP };
+           O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE };
     static const arg_opt opts[] = {
         {O_FORMAT, "--format", NULL, 1},
         {O_HTA, "--hta", NULL, 0},
         {O_STEPS, "--steps", NULL, 0},
         {O_STEP, "--step", NULL, 1},
+        {O_BASELINE, "--baseline", NULL, 1},
         {O_WIDE_STREAM, "--hta-wide-sync-as-stream", NULL, 0},
         {O_WIDE_HOST, "--hta-wide-sync-as-host", NULL, 0},
         {O_FAIL_IF, "--fail-if", NULL, 1},
@@ -235,6 +246,11 @@ static int cmd_report(int argc, char **argv) {
             break;
         case O_HTA: hta = 1; break;
         case O_STEPS: steps = 1; break;
+        case O_BASELINE:
+            if (n_base == REPORT_MAX_SOURCES)
+                return args_bad(&p, "at most %d baseline sources", REPORT_MAX_SOURCES);
+            base_src[n_base++] = val;
+            break;
         case O_STEP:
             steps = 1;
             step_name = val;
@@ -324,6 +340,39 @@ static int cmd_report(int argc, char **argv) {
                                                      : "no steps found");
         ro.steps = &sp;
     }
+    if (n_base > 0) { /* the baseline: files only (a live baseline would have nothing to compare) */
+        bs = st_store_new(NULL);
+        int bad = bs == NULL;
+        for (int i = 0; i < n_base && !bad; i++)
+            if (ingest_file_max(bs, base_src[i], max_events, verb_warn_cb, "report", &err) != 0) {
+                verb_error("report", "baseline %s", err.msg);
+                bad = 1;
+            }
+        if (!bad) {
+            st_store_commit(bs);
+            verb_symbolize("report", bs);
+            if (an_analyze(bs, &ao, &br, &err) != 0 || an_compare(bs, &br, s, &r, &diff, &err) != 0) {
+                verb_error("report", "baseline: %s", err.msg);
+                bad = 1;
+            }
+        }
+        if (bad) {
+            an_result_free(&br);
+            st_store_destroy(&bs);
+            an_steps_free(&sp);
+            an_result_free(&r);
+            st_store_destroy(&s);
+            return 1;
+        }
+        static char base_text[1024];
+        base_text[0] = '\0';
+        for (int i = 0; i < n_base; i++) {
+            size_t n = strlen(base_text);
+            snprintf(base_text + n, sizeof base_text - n, "%s%s", i ? " " : "", base_src[i]);
+        }
+        ro.diff = &diff;
+        ro.baseline = base_text;
+    }
     hta_result h = {0};
     if (hta) {
         if (hta_analyze(s, &ho, &h, &err) != 0) {
@@ -351,12 +400,16 @@ static int cmd_report(int argc, char **argv) {
         status = verb_error("report", "cannot write %s: %s", out_path, strerror(errno));
     for (int i = 0; i < n_checks; i++) {
         char msg[512];
-        int crossed = rp_check_eval(&checks[i], s, &r, msg, sizeof msg);
+        int crossed = rp_check_eval_base(&checks[i], s, &r, bs, bs ? &br : NULL, bs ? &diff : NULL, msg, sizeof msg);
         verb_say("report", "%s %s", crossed ? "FAIL" : "ok  ", msg);
         if (crossed && status == 0)
             status = 1;
     }
     hta_result_free(&h);
+    an_diff_free(&diff);
+    if (bs != NULL)
+        an_result_free(&br);
+    st_store_destroy(&bs);
     an_steps_free(&sp);
     an_result_free(&r);
     st_store_destroy(&s);

@@ -124,6 +124,8 @@ static void json_hta(FILE *out, const hta_result *h) {
     fprintf(out, "]}");
 }
 
+static void json_baseline(FILE *out, const rp_opts *o);
+
 static void json_steps(FILE *out, const st_store *s, const an_result *r, const an_steps *st) {
     char where[512];
     fprintf(out, ",\"steps\":{\"source\":\"%s\",\"by\":", st->source ? an_step_source_name(st->source) : "none");
@@ -230,6 +232,8 @@ static void write_json(FILE *out, const st_store *s, const an_result *r, const r
     }
     if (o->steps)
         json_steps(out, s, r, o->steps);
+    if (o->diff)
+        json_baseline(out, o);
     if (o->hta)
         json_hta(out, o->hta);
     fprintf(out, "}\n");
@@ -697,6 +701,69 @@ static void text_findings(FILE *out, const st_store *s, const an_result *r, int 
     free(low);
 }
 
+static double pct_change(uint64_t old, uint64_t now) {
+    return old ? 100.0 * ((double)now - (double)old) / (double)old : 0;
+}
+
+/* Against the baseline: the totals, then the call sites that are new, grew, shrank or went. */
+static void text_baseline(FILE *out, const rp_opts *o, int md) {
+    const an_diff *d = o->diff;
+    char src[512], line[2048];
+    safe(o->baseline ? o->baseline : "", src, sizeof src);
+    snprintf(line, sizeof line, "%s %s", md ? "\n## Against the baseline" : "\nAgainst the baseline", src);
+    if (md)
+        fprintf(out, "%s\n\n", line);
+    else
+        wrap(out, 0, 2, line + 1);
+    snprintf(line, sizeof line, "host blocked %.3f ms, baseline %.3f ms (%+.1f%%); %" PRIu64 " blocking calls, baseline %" PRIu64
+             "; %zu new call site%s, %zu grew, %zu shrank, %zu gone",
+             ms(d->new_blocked_ns), ms(d->old_blocked_ns), pct_change(d->old_blocked_ns, d->new_blocked_ns), d->new_stalls,
+             d->old_stalls, d->n_new, d->n_new == 1 ? "" : "s", d->n_grew, d->n_shrank, d->n_gone);
+    if (md)
+        fprintf(out, "%s\n\n", line);
+    else
+        wrap(out, 2, 4, line);
+    size_t shown = 0;
+    for (size_t i = 0; i < d->n_sites && shown < 20; i++) {
+        const an_delta *x = &d->sites[i];
+        if (x->kind == AN_DELTA_SAME)
+            continue;
+        shown++;
+        if (x->kind == AN_DELTA_NEW)
+            snprintf(line, sizeof line, "new: %s, %.3f ms blocked in %" PRIu64 " call%s", x->key, ms(x->new_ns), x->new_count,
+                     x->new_count == 1 ? "" : "s");
+        else if (x->kind == AN_DELTA_GONE)
+            snprintf(line, sizeof line, "gone: %s (was %.3f ms)", x->key, ms(x->old_ns));
+        else
+            snprintf(line, sizeof line, "%s: %s, %.3f ms blocked, baseline %.3f ms (%+.1f%%)", an_delta_name(x->kind), x->key,
+                     ms(x->new_ns), ms(x->old_ns), pct_change(x->old_ns, x->new_ns));
+        if (md)
+            fprintf(out, "- %s\n", line);
+        else
+            wrap(out, 2, 4, line);
+    }
+}
+
+static void json_baseline(FILE *out, const rp_opts *o) {
+    const an_diff *d = o->diff;
+    fprintf(out, ",\"baseline\":{\"source\":");
+    json_str(out, o->baseline ? o->baseline : "");
+    fprintf(out,
+            ",\"blocked_ns\":%" PRIu64 ",\"stalls\":%" PRIu64 ",\"span_ns\":%" PRIu64 ",\"new_sites\":%zu,\"grew\":%zu,"
+            "\"shrank\":%zu,\"gone\":%zu,\"sites\":[",
+            d->old_blocked_ns, d->old_stalls, d->old_wall_ns, d->n_new, d->n_grew, d->n_shrank, d->n_gone);
+    for (size_t i = 0; i < d->n_sites; i++) {
+        const an_delta *x = &d->sites[i];
+        fprintf(out, "%s{\"key\":", i ? "," : "");
+        json_str(out, x->key);
+        fprintf(out,
+                ",\"change\":\"%s\",\"blocked_ns\":%" PRIu64 ",\"baseline_blocked_ns\":%" PRIu64 ",\"count\":%" PRIu64
+                ",\"baseline_count\":%" PRIu64 ",\"gpu_idle_ns\":%" PRIu64 ",\"baseline_gpu_idle_ns\":%" PRIu64 "}",
+                an_delta_name(x->kind), x->new_ns, x->old_ns, x->new_count, x->old_count, x->new_idle_ns, x->old_idle_ns);
+    }
+    fprintf(out, "]}");
+}
+
 static int by_gpu_idle(const void *a, const void *b) {
     const an_site *x = *(const an_site *const *)a, *y = *(const an_site *const *)b;
     if (x->gpu_idle_ns != y->gpu_idle_ns)
@@ -829,6 +896,8 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
         text_totals(out, s, r, md);
         text_sites(out, s, r, o, md);
         text_advice(out, s, r, o, md);
+        if (o->diff)
+            text_baseline(out, o, md);
         if (o->steps)
             text_steps(out, s, r, o->steps, md);
         text_devices(out, s, r, md);
@@ -855,7 +924,7 @@ int rp_write(FILE *out, const st_store *s, const an_result *r, const rp_opts *o)
 /* --fail-if                                                                                  */
 /* ------------------------------------------------------------------------------------------ */
 
-enum { M_BLOCKED = 1, M_IDLE, M_STALLS, M_BUBBLES, M_FINDINGS, M_RULE, M_SITE, M_API };
+enum { M_BLOCKED = 1, M_IDLE, M_STALLS, M_BUBBLES, M_FINDINGS, M_RULE, M_SITE, M_API, M_NEW_SITES };
 enum { OP_GT = 1, OP_GE, OP_LT, OP_LE, OP_EQ };
 
 int rp_check_parse(const char *text, rp_check *c, err_msg *err) {
@@ -896,10 +965,15 @@ int rp_check_parse(const char *text, rp_check *c, err_msg *err) {
     memcpy(metric, text, mlen);
     metric[mlen] = '\0';
     char *end;
+    int sign = *v == '+' || *v == '-';
     double val = strtod(v, &end);
     if (end == v)
         return err_set(err, ERR_INVAL, "'%s': '%s' is not a number", text, v);
-    if (strcmp(end, "%") == 0) {
+    if (sign && strcmp(end, "%") != 0)
+        return err_set(err, ERR_INVAL, "'%s': a signed value is a change against the baseline, in %% (e.g. +10%%)", text);
+    if (sign) {
+        c->unit = 3;
+    } else if (strcmp(end, "%") == 0) {
         c->unit = 1;
     } else if (*end) {
         static const struct {
@@ -925,6 +999,8 @@ int rp_check_parse(const char *text, rp_check *c, err_msg *err) {
         c->metric = M_BUBBLES;
     else if (strcmp(metric, "findings") == 0)
         c->metric = M_FINDINGS;
+    else if (strcmp(metric, "new-sites") == 0)
+        c->metric = M_NEW_SITES;
     else if (strncmp(metric, "site:", 5) == 0 && metric[5])
         c->metric = M_SITE;
     else if (strncmp(metric, "api:", 4) == 0 && metric[4])
@@ -937,12 +1013,17 @@ int rp_check_parse(const char *text, rp_check *c, err_msg *err) {
             }
         if (c->metric == 0)
             return err_set(err, ERR_INVAL,
-                              "'%s': unknown metric '%s' (blocked, idle, stalls, bubbles, findings, a rule such as "
-                              "sync-api, site:TEXT, api:NAME)", text, metric);
+                              "'%s': unknown metric '%s' (blocked, idle, stalls, bubbles, findings, new-sites, a "
+                              "rule such as sync-api, site:TEXT, api:NAME)", text, metric);
     }
     if (c->metric == M_SITE || c->metric == M_API)
         snprintf(c->arg, sizeof c->arg, "%s", strchr(metric, ':') + 1);
     int times = c->metric == M_BLOCKED || c->metric == M_IDLE || c->metric == M_SITE || c->metric == M_API;
+    if (c->unit == 3 && !(times || c->metric == M_STALLS))
+        return err_set(err, ERR_INVAL, "'%s': a change against the baseline is for blocked, idle, stalls, site: and api:",
+                       text);
+    if (c->unit == 3)
+        return 0;
     if (c->unit == 2 && !times)
         return err_set(err, ERR_INVAL, "'%s': %s is a count, not a time", text, metric);
     if (c->unit == 1 && !(c->metric == M_BLOCKED || c->metric == M_IDLE || c->metric == M_SITE || c->metric == M_API))
@@ -962,7 +1043,8 @@ static int compare(double a, int op, double b) {
     }
 }
 
-int rp_check_eval(const rp_check *c, const st_store *s, const an_result *r, char *msg, size_t len) {
+/* What a check measures in one run: a time (*ns, of *base for shares) or a count (returned). */
+static double measure(const rp_check *c, const st_store *s, const an_result *r, uint64_t *ns_out, uint64_t *base_out) {
     uint64_t wall = r->t1 - r->t0;
     double measured = 0;
     uint64_t ns = 0, base = wall;
@@ -1009,9 +1091,45 @@ int rp_check_eval(const rp_check *c, const st_store *s, const an_result *r, char
         break;
     default: break;
     }
-    /* Every line names the measured value with its unit, and the threshold with the same unit. */
+    *ns_out = ns;
+    *base_out = base;
+    return measured;
+}
+
+int rp_check_eval(const rp_check *c, const st_store *s, const an_result *r, char *msg, size_t len) {
+    return rp_check_eval_base(c, s, r, NULL, NULL, NULL, msg, len);
+}
+
+int rp_check_eval_base(const rp_check *c, const st_store *s, const an_result *r, const st_store *bs,
+                       const an_result *br, const an_diff *diff, char *msg, size_t len) {
+    uint64_t ns = 0, base = 0;
+    double measured = measure(c, s, r, &ns, &base);
     static const char *const ops[] = {"?", ">", ">=", "<", "<=", "=="};
     const char *op = c->op >= OP_GT && c->op <= OP_EQ ? ops[c->op] : "?";
+    if (c->metric == M_NEW_SITES || c->unit == 3) {
+        if (diff == NULL || bs == NULL || br == NULL) {
+            snprintf(msg, len, "%s: needs a baseline (--baseline OLD)", c->text);
+            return 1;
+        }
+        if (c->metric == M_NEW_SITES) {
+            snprintf(msg, len, "%s: %zu call site%s the baseline did not have", c->text, diff->n_new,
+                     diff->n_new == 1 ? "" : "s");
+            return compare((double)diff->n_new, c->op, c->value);
+        }
+        uint64_t ons = 0, obase = 0;
+        double old = measure(c, bs, br, &ons, &obase);
+        int times = c->metric != M_STALLS;
+        double now_v = times ? (double)ns : measured, old_v = times ? (double)ons : old;
+        double change = old_v > 0 ? 100.0 * (now_v - old_v) / old_v : now_v > 0 ? 1e9 : 0;
+        /* the threshold is the check's own text */
+        if (times)
+            snprintf(msg, len, "%s: %.3f ms, baseline %.3f ms (%+.1f%%)", c->text, ms((uint64_t)now_v),
+                     ms((uint64_t)old_v), change);
+        else
+            snprintf(msg, len, "%s: %.0f, baseline %.0f (%+.1f%%)", c->text, now_v, old_v, change);
+        return compare(change, c->op, c->value);
+    }
+    /* Every line names the measured value with its unit, and the threshold with the same unit. */
     int times = c->metric == M_BLOCKED || c->metric == M_IDLE || c->metric == M_SITE || c->metric == M_API;
     char what[256];
     if (c->metric == M_BLOCKED)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "compare.h"
 #include "hta.h"
 #include "steps.h"
 #include "store.h"
@@ -27,6 +28,8 @@ typedef struct rp_opts {
     const hta_result *hta; /* HTA breakdowns to print, NULL: none */
     int hta_only;        /* print only the HTA part (report --hta) */
     const an_steps *steps; /* the steps, their outliers and periodic stalls; NULL: not asked */
+    const an_diff *diff;   /* against a baseline run; NULL: none */
+    const char *baseline;  /* what the baseline was read from */
 } rp_opts;
 
 /* Writes the report. Returns 0, or -1 when out could not be written. */
@@ -46,20 +49,25 @@ char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf
  * (all findings), a rule id (sync-api, sync-memcpy, pageable-memcpy, sync-memset: their calls;
  * gpu-gaps: its gaps; low-util: its windows), site:TEXT (blocked time at call sites whose
  * description contains TEXT, or whose API does when no call site was taken), api:NAME (blocked
- * time in that API). OP: > >= < <= ==. VALUE: a number, with % for shares, or ns/us/ms/s for
- * times. */
+ * time in that API), new-sites (call sites the baseline did not have; needs a baseline). OP: > >=
+ * < <= ==. VALUE: a number, with % for shares, or ns/us/ms/s for times; with a sign and % ("+10%")
+ * the change against the baseline (blocked, idle, stalls, site:, api:). */
 typedef struct rp_check {
     char text[256];   /* as given, for messages */
     int metric;
     char arg[160];    /* site:/api: argument */
     int op;
     double value;     /* in %, ns or a count */
-    int unit;         /* 0 count, 1 percent, 2 time (ns) */
+    int unit;         /* 0 count, 1 percent, 2 time (ns), 3 change against the baseline (%) */
 } rp_check;
 
 int rp_check_parse(const char *text, rp_check *out, err_msg *err);
 /* Evaluates; returns 1 when the threshold is crossed (the check fails), 0 otherwise, and writes
  * a line saying what was measured into msg. */
 int rp_check_eval(const rp_check *c, const st_store *s, const an_result *r, char *msg, size_t len);
+/* The same, for checks that need the baseline (diff, its store and analysis; NULL when none: such
+ * a check then fails, saying so). */
+int rp_check_eval_base(const rp_check *c, const st_store *s, const an_result *r, const st_store *bs,
+                       const an_result *br, const an_diff *diff, char *msg, size_t len);
 
 #endif

@@ -617,7 +617,7 @@ TEST(report_fail_if_lines_name_value_threshold_and_unit) {
 /* The known loop (tests/lib/loop.h). */
 static const char *loop_trace(void) {
     const char *path = task_path("loop.json");
-    ASSERT_OK(loop_trace_write(path));
+    ASSERT_OK(loop_trace_write(path, NULL));
     return path;
 }
 
@@ -668,4 +668,44 @@ TEST(report_steps_names_slow_steps_and_what_comes_every_nth) {
     /* --step names a range that is not there: said, and the heartbeat or nothing instead */
     ASSERT_EQ(synctop("report --step train " ALEXNET), 0);
     ASSERT_STR_CONTAINS(out_buf, "no range named \"train\" marks three steps or more");
+}
+
+/* Against a baseline: the known loop (tests/lib/loop.h), then runs where the periodic call comes
+ * every 3rd step (the same site grew from 6 x 30 ms to 10 x 30 ms), or is another API (a new site
+ * and a gone one). Blocked totals by construction: 30 x 7.98 ms + 6 x 30 ms = 419.4 ms, and
+ * 239.4 + 300 = 539.4 ms (+28.6%). */
+TEST(report_against_a_baseline_names_new_grown_and_gone_sites) {
+    char old[1024], grew[1024], other[1024], args[4096];
+    snprintf(old, sizeof old, "%s", task_path("old.json"));
+    snprintf(grew, sizeof grew, "%s", task_path("grew.json"));
+    snprintf(other, sizeof other, "%s", task_path("other.json"));
+    ASSERT_OK(loop_trace_write(old, NULL));
+    ASSERT_OK(loop_trace_write(grew, &(loop_opts){.period = 3}));
+    ASSERT_OK(loop_trace_write(other, &(loop_opts){.api = "cudaEventSynchronize"}));
+    snprintf(args, sizeof args, "report --baseline '%s' '%s' --fail-if 'blocked>+10%%' --fail-if 'new-sites>0'", old, grew);
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "host blocked 539.400 ms, baseline 419.400 ms (+28.6%)");
+    ASSERT_STR_CONTAINS(out_buf, "0 new call sites, 1 grew, 0 shrank, 0 gone");
+    ASSERT_STR_CONTAINS(out_buf, "grew: cudaDeviceSynchronize, 300.000 ms blocked, baseline 180.000 ms (+66.7%)");
+    ASSERT_STR_CONTAINS(out_buf, "FAIL blocked>+10%: 539.400 ms, baseline 419.400 ms (+28.6%)\n");
+    ASSERT_STR_CONTAINS(out_buf, "ok   new-sites>0: 0 call sites the baseline did not have");
+    fits_80_columns("report --baseline");
+    snprintf(args, sizeof args, "report --baseline '%s' '%s' --fail-if 'new-sites>0'", old, other);
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "new: cudaEventSynchronize, 180.000 ms blocked in 6 calls");
+    ASSERT_STR_CONTAINS(out_buf, "gone: cudaDeviceSynchronize (was 180.000 ms)");
+    ASSERT_STR_CONTAINS(out_buf, "FAIL new-sites>0: 1 call site the baseline did not have");
+    /* the same run against itself: nothing new, nothing moved, the checks hold */
+    snprintf(args, sizeof args, "report --baseline '%s' '%s' --fail-if 'blocked>+10%%' --fail-if 'new-sites>0' --format json",
+             old, old);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "\"new_sites\":0,\"grew\":0,\"shrank\":0,\"gone\":0");
+    /* a baseline-only check with no baseline: said, and it fails */
+    snprintf(args, sizeof args, "report '%s' --fail-if 'new-sites>0'", old);
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "needs a baseline (--baseline OLD)");
+    /* a signed value is a change, and only in % */
+    snprintf(args, sizeof args, "report '%s' --fail-if 'blocked>+10ms'", old);
+    ASSERT_EQ(synctop(args), 2);
+    ASSERT_STR_CONTAINS(out_buf, "a signed value is a change against the baseline");
 }

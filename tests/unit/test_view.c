@@ -1667,7 +1667,7 @@ TEST(breakdown_pane_shows_idle_by_cause_and_hta_per_stream) {
  * steps 4, 9 ... 29 are slow (40 ms against a 10 ms median). */
 TEST(step_strip_numbers_steps_and_braces_go_to_the_slow_ones) {
     const char *path = task_path("loop.json");
-    ASSERT_OK(loop_trace_write(path));
+    ASSERT_OK(loop_trace_write(path, NULL));
     st_store *s = st_store_new(NULL);
     err_msg err = {{0}};
     ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));

@@ -1,6 +1,6 @@
 /*
- * `synctop import`: turns PyTorch profiler (Kineto) traces into a synctop trace file, one producer
- * per input (a rank each). The file is written under a temporary name and renamed into place once
+ * `synctop import`: turns PyTorch profiler (Kineto) traces and Nsight Systems SQLite exports into a
+ * synctop trace file, one producer per Kineto input (a rank each) and per process of an export. The file is written under a temporary name and renamed into place once
  * every input has been imported, so a failed import leaves no half file and --force never loses the
  * old file to a failure.
  */
@@ -16,16 +16,19 @@
 #include "synctop/sanitize.h"
 #include "clock.h"
 #include "kineto.h"
+#include "load.h"
+#include "nsys.h"
 #include "synctop/file.h"
 #include "args.h"
 #include "verb.h"
 
 static void import_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop import TRACE.json[.gz]... -o FILE [--force] [--quiet] [--verbose]\n\n"
+            "usage: synctop import TRACE.json[.gz]|EXPORT.sqlite... -o FILE [--force] [--quiet] [--verbose]\n\n"
             "Reads traces written by the PyTorch profiler (Kineto's Chrome-trace JSON, plain or\n"
-            "gzip-compressed) and writes them as one synctop trace file, each input as its own\n"
-            "producer (rank). Kernels, copies, memsets, GPU-side syncs, CUDA runtime and driver\n"
+            "gzip-compressed) and Nsight Systems exports (nsys export --type sqlite) and writes them\n"
+            "as one synctop trace file, each input (each process of an export) as its own\n"
+            "producer. Kernels, copies, memsets, GPU-side syncs, CUDA runtime and driver\n"
             "calls (with the ones that block the host marked) and annotations are imported; CPU\n"
             "ops and flow events are counted and skipped.\n\n"
             "  -o, --output FILE  the trace file to write\n"
@@ -265,7 +268,8 @@ static int cmd_import(int argc, char **argv) {
         pr.name = inputs[i];
         pr.index = i + 1;
         pr.t0 = pr.last = cm_now_s();
-        rc = kineto_import(inputs[i], &opts, emit_to_file, w, st, &err);
+        rc = ingest_is_nsys(inputs[i]) ? nsys_import(inputs[i], &opts, emit_to_file, w, st, &err)
+                                       : kineto_import(inputs[i], &opts, emit_to_file, w, st, &err);
         progress_clear(&pr);
         if (rc)
             break;

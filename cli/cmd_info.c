@@ -360,6 +360,11 @@ static int cmd_info(int argc, char **argv) {
             return verb_error("info", "%s is a PyTorch profiler (Kineto) JSON, not a synctop trace file: `synctop report` "
                               "and `synctop replay` read it as it is; `synctop import %s -o FILE.trace` converts it",
                               path, path);
+        if (ingest_is_nsys(path))
+            return verb_error("info", "%s is an SQLite file (an Nsight Systems export?), not a synctop trace file: "
+                              "`synctop report` and `synctop replay` read it as it is; `synctop import %s -o FILE.trace` "
+                              "converts it",
+                              path, path);
         return verb_error("info", "%s", err.msg);
     }
     if (json)

@@ -1447,10 +1447,6 @@ static void fix_times(kimp *k) {
     }
 }
 
-static int is_pageable(const tp_memcpy *m) {
-    return m->src_kind == TP_MEM_PAGEABLE || m->dst_kind == TP_MEM_PAGEABLE;
-}
-
 /* Gives host calls their device and flags from the GPU operation with the same correlation id;
  * marks copies and memsets issued by an Async call TP_F_ASYNC. */
 static int resolve_apis(kimp *k) {
@@ -1488,35 +1484,9 @@ static int resolve_apis(kimp *k) {
         }
         if (op)
             a->device = op->head.device;
-        int copy = op && op->head.kind == TP_K_MEMCPY, set = op && op->head.kind == TP_K_MEMSET;
-        /* Which calls wait for the device: the explicit synchronizations, the copies and memsets
-         * that do (decided with their GPU operation), and the frees that synchronize the device.
-         * cudaStreamWaitEvent only makes a stream wait; cudaEventQuery/cudaStreamQuery return at
-         * once (a busy loop of them is seen by the analysis, not here). */
-        int blocking = 0;
-        switch (cls) {
-        case ST_API_SYNC:
-        case ST_API_FREE: blocking = 1; break;
-        case ST_API_COPY: /* device-to-device copies do not wait for the host */
-            blocking = !(copy && op->memcpy.copy_kind == TP_COPY_DTOD);
-            break;
-        case ST_API_COPY_ASYNC: /* pageable memory makes an async copy synchronous */
-            blocking = copy && is_pageable(&op->memcpy);
-            if (copy)
-                op->head.flags |= TP_F_ASYNC;
-            break;
-        case ST_API_SET: /* a memset of device memory does not wait; of host memory, or unknown, does */
-            blocking = !(set && op->memset.mem_kind == TP_MEM_DEVICE);
-            break;
-        case ST_API_SET_ASYNC:
-            if (set)
-                op->head.flags |= TP_F_ASYNC;
-            break;
-        case ST_API_LAUNCH: a->flags |= TP_F_LAUNCH; break;
-        default: break;
-        }
-        if (blocking) {
-            a->flags |= TP_F_BLOCKING;
+        unsigned flags = st_api_resolve((st_api_class)cls, op);
+        a->flags |= (uint8_t)flags;
+        if (flags & TP_F_BLOCKING) {
             k->st->blocking_calls++;
             k->st->blocked_ns += a->end - a->start;
         }

@@ -1,7 +1,8 @@
 /*
  * Filling a store from a file (load.h): the file's kind is told by its first bytes (a synctop trace
- * file's magic, else a Kineto JSON, plain or gzip), then a trace file is read batch by batch in file
- * order, within a time budget per step, and a Kineto trace is imported whole.
+ * file's magic, an SQLite header for an Nsight Systems export, else a Kineto JSON, plain or gzip),
+ * then a trace file is read batch by batch in file order, within a time budget per step, and a
+ * Kineto trace or an Nsight Systems export is imported whole.
  */
 #include "load.h"
 
@@ -15,12 +16,13 @@
 #include <unistd.h>
 
 #include "kineto.h"
+#include "nsys.h"
 #include "synctop/file.h"
 
 #define INGEST_EVENTS_PER_BYTE 4u        /* real traces: about one event per 11 bytes */
 #define INGEST_EVENTS_FLOOR (1ull << 20)
 
-typedef enum { SRC_TRACE = 1, SRC_KINETO = 2 } src_kind;
+typedef enum { SRC_TRACE = 1, SRC_KINETO = 2, SRC_NSYS = 3 } src_kind;
 
 struct ingest_loader {
     ingest_loader **parts; /* several sources, loaded one after another (ingest_open_many) */
@@ -67,6 +69,17 @@ int ingest_is_kineto(const char *path) {
            looks_like_json(head, (size_t)n);
 }
 
+int ingest_is_nsys(const char *path) {
+    uint8_t head[NSYS_MAGIC_LEN];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head, sizeof head) : -1;
+    close(fd);
+    return n > 0 && nsys_is_sqlite(head, (size_t)n);
+}
+
 /* Opens the input and tells its kind from its first bytes. A regular file is opened again by path
  * by its reader (0 returned, *fd closed); a pipe or a FIFO cannot be, so its descriptor and the
  * bytes already read stay with the loader for the Kineto importer. Never blocks in open(): a FIFO
@@ -94,11 +107,14 @@ static int sniff(ingest_loader *ld, const char *path, err_msg *err) {
         n += (size_t)r;
     }
     int trace = n == sizeof ld->head && memcmp(ld->head, TP_FILE_MAGIC, sizeof ld->head) == 0;
-    ld->kind = trace ? SRC_TRACE : SRC_KINETO;
-    if (!trace && n > 0 && !looks_like_json(ld->head, n)) {
+    int sqlite = nsys_is_sqlite(ld->head, n);
+    ld->kind = trace ? SRC_TRACE : sqlite ? SRC_NSYS : SRC_KINETO;
+    if (!trace && !sqlite && n > 0 && !looks_like_json(ld->head, n)) {
         close(fd);
         return err_set(err, ERR_UNSUPPORTED,
-                       "%s: neither a synctop trace file nor a PyTorch profiler (Kineto) JSON, plain or gzip", path);
+                       "%s: neither a synctop trace file, an Nsight Systems SQLite export nor a PyTorch profiler "
+                       "(Kineto) JSON, plain or gzip",
+                       path);
     }
     if (S_ISREG(st.st_mode)) {
         close(fd);
@@ -108,10 +124,10 @@ static int sniff(ingest_loader *ld, const char *path, err_msg *err) {
         close(fd);
         return err_set(err, ERR_MALFORMED, "%s: empty (a pipe or FIFO that nobody writes to?)", path);
     }
-    if (trace) {
+    if (trace || sqlite) {
         close(fd);
-        return err_set(err, ERR_UNSUPPORTED,
-                       "%s: a synctop trace file is read by offsets: give it as a regular file, not a pipe", path);
+        return err_set(err, ERR_UNSUPPORTED, "%s: %s is read by offsets: give it as a regular file, not a pipe", path,
+                       trace ? "a synctop trace file" : "an SQLite file");
     }
     ld->fd = fd;
     ld->n_head = n;
@@ -246,6 +262,11 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
     }
     if (ld->next >= ld->count)
         return 1;
+    if (ld->kind == SRC_NSYS) {
+        ld->next = 1;
+        int rc = nsys_import(ld->path, NULL, kineto_emit, ld->s, NULL, err);
+        return rc ? rc : 1;
+    }
     if (ld->kind == SRC_KINETO) {
         ld->next = 1;
         int rc = ld->fd >= 0 ? kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, NULL, kineto_emit, ld->s, NULL, err)

@@ -72,3 +72,59 @@ st_api_class st_api_class_of(const char *name, size_t len) {
         return ST_API_LAUNCH;
     return ST_API_OTHER;
 }
+
+size_t st_api_strip_version(const char *name, size_t len) {
+    const char *u = len ? memrchr(name, '_', len) : NULL;
+    if (u == NULL || (size_t)(name + len - u) < 3 || u[1] != 'v')
+        return len;
+    for (const char *t = u + 2; t < name + len; t++)
+        if (*t < '0' || *t > '9')
+            return len;
+    return (size_t)(u - name);
+}
+
+unsigned st_api_sync_type(const char *name, size_t len) {
+    if (name == NULL)
+        return TP_SYNC_UNKNOWN;
+    if (len == (size_t)-1)
+        len = strlen(name);
+    size_t n = base_len(name, len);
+    if (contains(name, n, "StreamWaitEvent"))
+        return TP_SYNC_STREAM_WAIT_EVENT;
+    if (contains(name, n, "EventSynchronize"))
+        return TP_SYNC_EVENT;
+    if (contains(name, n, "StreamSynchronize"))
+        return TP_SYNC_STREAM;
+    if (contains(name, n, "DeviceSynchronize") || contains(name, n, "CtxSynchronize"))
+        return TP_SYNC_CONTEXT;
+    return TP_SYNC_UNKNOWN;
+}
+
+static int is_pageable(const tp_memcpy *m) {
+    return m->src_kind == TP_MEM_PAGEABLE || m->dst_kind == TP_MEM_PAGEABLE;
+}
+
+unsigned st_api_resolve(st_api_class cls, tp_record *op) {
+    int copy = op && op->head.kind == TP_K_MEMCPY, set = op && op->head.kind == TP_K_MEMSET;
+    /* cudaStreamWaitEvent only makes a stream wait; cudaEventQuery/cudaStreamQuery return at once
+     * (a busy loop of them is seen by the analysis, not here). */
+    switch (cls) {
+    case ST_API_SYNC:
+    case ST_API_FREE: return TP_F_BLOCKING;
+    case ST_API_COPY: /* device-to-device copies do not wait for the host */
+        return copy && op->memcpy.copy_kind == TP_COPY_DTOD ? 0 : TP_F_BLOCKING;
+    case ST_API_COPY_ASYNC: /* pageable memory makes an async copy synchronous */
+        if (!copy)
+            return 0;
+        op->head.flags |= TP_F_ASYNC;
+        return is_pageable(&op->memcpy) ? TP_F_BLOCKING : 0;
+    case ST_API_SET: /* a memset of device memory does not wait; of host memory, or unknown, does */
+        return set && op->memset.mem_kind == TP_MEM_DEVICE ? 0 : TP_F_BLOCKING;
+    case ST_API_SET_ASYNC:
+        if (set)
+            op->head.flags |= TP_F_ASYNC;
+        return 0;
+    case ST_API_LAUNCH: return TP_F_LAUNCH;
+    default: return 0;
+    }
+}

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "synctop/event.h"
+
 typedef enum st_api_class {
     ST_API_OTHER,
     ST_API_SYNC,       /* ...Synchronize: waits for a stream, event, context or device */
@@ -22,5 +24,18 @@ typedef enum st_api_class {
 /* The class of the API named name (len bytes; (size_t)-1 for a C string), ignoring a version or
  * per-thread suffix (_v2, _v3020, _ptsz, _ptds). */
 st_api_class st_api_class_of(const char *name, size_t len);
+
+/* Length of name (len bytes) without a trailing version suffix (_v3020): how importers show calls. */
+size_t st_api_strip_version(const char *name, size_t len);
+
+/* What a GPU-side synchronization record waits for (enum tp_sync_type), told by the call that made
+ * it (name, len bytes; (size_t)-1 for a C string): trace formats number sync types inconsistently. */
+unsigned st_api_sync_type(const char *name, size_t len);
+
+/* The flags (TP_F_BLOCKING, TP_F_LAUNCH) of a host call of class cls, given the GPU operation with
+ * the same correlation id (NULL when none): the explicit synchronizations, the copies and memsets
+ * that wait (decided with their GPU operation) and the frees that synchronize the device block. A
+ * copy or memset issued by an Async call gets TP_F_ASYNC. */
+unsigned st_api_resolve(st_api_class cls, tp_record *op);
 
 #endif

@@ -1130,7 +1130,7 @@ TEST(cmd_names_what_a_file_is) {
     tp_buf out, err;
     snprintf(args, sizeof args, "report '%s'", bin);
     ASSERT_EQ(run_synctop(args, &out, &err), 1);
-    ASSERT_STR_CONTAINS((char *)err.data, "neither a synctop trace file nor a PyTorch profiler (Kineto) JSON");
+    ASSERT_STR_CONTAINS((char *)err.data, "neither a synctop trace file, an Nsight Systems SQLite export nor a PyTorch profiler (Kineto) JSON");
     tp_buf_free(&out);
     tp_buf_free(&err);
     snprintf(args, sizeof args, "info '%s'", trace_path("alexnet_a100_sync_heavy.json.gz"));
@@ -1244,7 +1244,7 @@ TEST(cmd_import_fails_cleanly_on_a_cut_file) {
 
     rc = run_synctop("import --help", &out, &err);
     ASSERT_EQ(rc, 0);
-    ASSERT_STR_CONTAINS((char *)out.data, "usage: synctop import TRACE.json[.gz]... -o FILE");
+    ASSERT_STR_CONTAINS((char *)out.data, "usage: synctop import TRACE.json[.gz]|EXPORT.sqlite... -o FILE");
     tp_buf_free(&out);
     tp_buf_free(&err);
     rc = run_synctop("import", &out, &err);

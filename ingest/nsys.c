@@ -1,0 +1,1021 @@
+/*
+ * Nsight Systems SQLite import (nsys.h): every table of interest is read with one SELECT that names
+ * the columns it needs (NULL for those an export lacks), its rows become records in memory with the
+ * pid of their process, then host calls get their device and flags from the GPU operation with the
+ * same correlation id (store/api.h), sync rows their type from their call, and each process is
+ * encoded as its own producer in time order.
+ *
+ * This module owns the database handle, the strings read from it and the records until they are
+ * emitted.
+ */
+#include "nsys.h"
+#include "api.h"
+#include "text.h"
+#include "u64map.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <sqlite3.h>
+
+#include "synctop/codec.h"
+
+#define NSYS_MAX_COLS 16
+#define NSYS_NAME_MAX (1u << 20) /* longer strings are cut here */
+#define NSYS_NO_ID32  4294967295ll
+
+enum { T_KERNEL, T_MEMCPY, T_MEMSET, T_SYNC, T_RUNTIME, T_NVTX, T_STRINGS, T_GPU, T_PROCESSES, T_THREADS, T_N_ };
+static const char *const table_names[T_N_] = {
+    "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "StringIds",
+    "TARGET_INFO_GPU", "PROCESSES", "ThreadNames"};
+
+typedef struct ngpu {
+    int64_t id;
+    uint32_t name; /* local string + 1 */
+    uint32_t sm_count;
+    uint64_t memory;
+    uint8_t major, minor;
+} ngpu;
+
+typedef struct nimp {
+    const char *name;
+    sqlite3 *db;
+    err_msg *err;
+    kineto_stats *st;
+    const kineto_opts *opts;
+    uint64_t max_events;
+    int fail; /* why rec_new failed */
+    int have[T_N_];
+    int any_cupti;
+    /* strings: local index i is pool[off[i], off[i] + len[i]); records name it i + 1 */
+    char *pool;
+    size_t pool_len, pool_cap;
+    size_t *off;
+    uint32_t *len;
+    size_t n_str, cap_str;
+    u64map sids;    /* StringIds id -> local + 1 */
+    u64map rtnames; /* StringIds id -> local + 1 of the name without its version suffix */
+    /* records, and the pid of each */
+    tp_record *rec;
+    uint32_t *rpid;
+    size_t n_rec, cap_rec;
+    u64map apis;   /* pid << 32 | correlation -> index of the call */
+    u64map pnames; /* pid -> local + 1 */
+    u64map tnames; /* pid << 32 | tid -> local + 1 */
+    ngpu *gpus;
+    size_t n_gpus;
+} nimp;
+
+int nsys_is_sqlite(const void *head, size_t n) {
+    return n >= NSYS_MAGIC_LEN && memcmp(head, NSYS_MAGIC, NSYS_MAGIC_LEN) == 0;
+}
+
+static int nomem(nimp *k) {
+    return err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
+}
+
+/* Counts a skipped row; the first one is described for a warning. */
+static void skip_row(nimp *k, int table, const char *why) {
+    if (k->st->invalid++ == 0)
+        snprintf(k->st->first_invalid, sizeof k->st->first_invalid, "a %s row %s", table_names[table], why);
+}
+
+/* ---- strings ---- */
+
+static uint32_t str_add(nimp *k, const char *s, size_t n) {
+    if (n > NSYS_NAME_MAX)
+        n = NSYS_NAME_MAX;
+    if (k->n_str == k->cap_str) {
+        size_t cap = k->cap_str ? k->cap_str * 2 : 1024;
+        size_t *o = realloc(k->off, cap * sizeof *o);
+        if (o == NULL)
+            return 0;
+        k->off = o;
+        uint32_t *l = realloc(k->len, cap * sizeof *l);
+        if (l == NULL)
+            return 0;
+        k->len = l;
+        k->cap_str = cap;
+    }
+    if (k->pool_len + n > k->pool_cap) {
+        size_t cap = k->pool_cap ? k->pool_cap : 1 << 16;
+        while (cap < k->pool_len + n)
+            cap *= 2;
+        char *p = realloc(k->pool, cap);
+        if (p == NULL)
+            return 0;
+        k->pool = p;
+        k->pool_cap = cap;
+    }
+    if (n)
+        memcpy(k->pool + k->pool_len, s, n);
+    k->off[k->n_str] = k->pool_len;
+    k->len[k->n_str] = (uint32_t)n;
+    k->pool_len += n;
+    return (uint32_t)++k->n_str;
+}
+
+static const char *str_of(const nimp *k, uint32_t id, size_t *n) {
+    if (id == 0 || id > k->n_str) {
+        *n = 0;
+        return "";
+    }
+    *n = k->len[id - 1];
+    return k->pool + k->off[id - 1];
+}
+
+/* The local string of a StringIds id, 0 when it dangles. */
+static uint32_t sid(const nimp *k, int64_t id) {
+    const uint64_t *v = u64map_find(&k->sids, (uint64_t)id);
+    return v ? (uint32_t)*v : 0;
+}
+
+/* ---- records ---- */
+
+static tp_record *rec_new(nimp *k, uint32_t pid) {
+    if (k->n_rec == k->cap_rec) {
+        if (k->n_rec >= k->max_events) {
+            k->fail = err_set(k->err, ERR_LIMIT, "%s: more than %llu events: over the import limit", k->name,
+                              (unsigned long long)k->max_events);
+            return NULL;
+        }
+        size_t cap = k->cap_rec ? k->cap_rec * 2 : 4096;
+        if (cap > k->max_events)
+            cap = (size_t)k->max_events;
+        tp_record *r = realloc(k->rec, cap * sizeof *r);
+        if (r == NULL) {
+            k->fail = nomem(k);
+            return NULL;
+        }
+        k->rec = r;
+        uint32_t *p = realloc(k->rpid, cap * sizeof *p);
+        if (p == NULL) {
+            k->fail = nomem(k);
+            return NULL;
+        }
+        k->rpid = p;
+        k->cap_rec = cap;
+    }
+    k->rpid[k->n_rec] = pid;
+    tp_record *r = &k->rec[k->n_rec++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+/* ---- reading a table ---- */
+
+typedef struct nrows {
+    nimp *k;
+    int table;
+    sqlite3_stmt *stmt;
+} nrows;
+
+/* Prepares SELECT cols FROM table, a missing column read as NULL. Returns 1 when rows can be read,
+ * 0 when the table is missing or lacks a required column (the first n_required), else an ERR_* code. */
+static int rows_open(nrows *r, nimp *k, int table, const char *const *cols, int n_cols, int n_required) {
+    r->k = k;
+    r->table = table;
+    r->stmt = NULL;
+    if (!k->have[table])
+        return 0;
+    char sql[1024];
+    snprintf(sql, sizeof sql, "SELECT * FROM \"%s\" LIMIT 0", table_names[table]);
+    sqlite3_stmt *probe;
+    if (sqlite3_prepare_v2(k->db, sql, -1, &probe, NULL) != SQLITE_OK)
+        return err_set(k->err, ERR_MALFORMED, "%s: cannot read table %s: %s", k->name, table_names[table],
+                       sqlite3_errmsg(k->db));
+    int n_have = sqlite3_column_count(probe);
+    size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT ");
+    for (int c = 0; c < n_cols; c++) {
+        int found = 0;
+        for (int i = 0; i < n_have && !found; i++) {
+            const char *nm = sqlite3_column_name(probe, i);
+            found = nm && strcmp(nm, cols[c]) == 0;
+        }
+        if (!found && c < n_required) {
+            sqlite3_finalize(probe);
+            char why[128];
+            snprintf(why, sizeof why, "table without a %s column: not read", cols[c]);
+            if (k->st->invalid == 0)
+                snprintf(k->st->first_invalid, sizeof k->st->first_invalid, "%s: %s", table_names[table], why);
+            k->st->invalid++;
+            return 0;
+        }
+        o += (size_t)snprintf(sql + o, sizeof sql - o, found ? "%s\"%s\"" : "%sNULL", c ? ", " : "", cols[c]);
+    }
+    sqlite3_finalize(probe);
+    snprintf(sql + o, sizeof sql - o, " FROM \"%s\"", table_names[table]);
+    if (sqlite3_prepare_v2(k->db, sql, -1, &r->stmt, NULL) != SQLITE_OK)
+        return err_set(k->err, ERR_MALFORMED, "%s: cannot read table %s: %s", k->name, table_names[table],
+                       sqlite3_errmsg(k->db));
+    return 1;
+}
+
+/* 1: a row; 0: no more; negative: an error (the file is damaged). */
+static int rows_next(nrows *r) {
+    int rc = sqlite3_step(r->stmt);
+    if (rc == SQLITE_ROW)
+        return 1;
+    if (rc == SQLITE_DONE)
+        return 0;
+    return err_set(r->k->err, rc == SQLITE_NOMEM ? ERR_NOMEM : ERR_MALFORMED, "%s: cannot read table %s: %s",
+                   r->k->name, table_names[r->table], sqlite3_errmsg(r->k->db));
+}
+
+static void rows_close(nrows *r) {
+    sqlite3_finalize(r->stmt);
+    r->stmt = NULL;
+}
+
+static int geti(const nrows *r, int c, int64_t *v) {
+    if (sqlite3_column_type(r->stmt, c) != SQLITE_INTEGER)
+        return 0;
+    *v = sqlite3_column_int64(r->stmt, c);
+    return 1;
+}
+
+static int64_t geti_or(const nrows *r, int c, int64_t dflt) {
+    int64_t v;
+    return geti(r, c, &v) ? v : dflt;
+}
+
+static uint32_t u32_or(const nrows *r, int c, uint32_t dflt) {
+    int64_t v;
+    return geti(r, c, &v) && v >= 0 && v <= (int64_t)UINT32_MAX ? (uint32_t)v : dflt;
+}
+
+/* The text of column c (NULL when not text). */
+static const char *gets(const nrows *r, int c, size_t *n) {
+    if (sqlite3_column_type(r->stmt, c) != SQLITE_TEXT)
+        return NULL;
+    const char *s = (const char *)sqlite3_column_text(r->stmt, c);
+    *n = (size_t)sqlite3_column_bytes(r->stmt, c);
+    return s;
+}
+
+/* Columns 0 and 1 are start and end: a positive start and an end not before it. */
+static const char *span_of(const nrows *r, int allow_null_end, uint64_t *t0, uint64_t *t1) {
+    int64_t s, e;
+    if (!geti(r, 0, &s))
+        return "without an integer start";
+    if (s <= 0)
+        return "with a start at or before 0";
+    if (sqlite3_column_type(r->stmt, 1) == SQLITE_NULL && allow_null_end)
+        e = s;
+    else if (!geti(r, 1, &e))
+        return "without an integer end";
+    if (e < s)
+        return "ending before it starts";
+    *t0 = (uint64_t)s;
+    *t1 = (uint64_t)e;
+    return NULL;
+}
+
+/* The pid packed in a globalTid or globalPid. */
+static int pid_of(const nrows *r, int c, uint32_t *pid, uint32_t *tid) {
+    int64_t g;
+    if (!geti(r, c, &g))
+        return 0;
+    *pid = (uint32_t)(((uint64_t)g >> 24) & 0xFFFFFF);
+    if (tid)
+        *tid = (uint32_t)((uint64_t)g & 0xFFFFFF);
+    return 1;
+}
+
+/* ---- the tables ---- */
+
+static int read_strings(nimp *k) {
+    static const char *const cols[] = {"id", "value"};
+    nrows r;
+    int rc = rows_open(&r, k, T_STRINGS, cols, 2, 2);
+    if (rc <= 0)
+        return rc;
+    while ((rc = rows_next(&r)) == 1) {
+        int64_t id;
+        size_t n;
+        const char *s = gets(&r, 1, &n);
+        if (!geti(&r, 0, &id) || s == NULL) {
+            skip_row(k, T_STRINGS, "without an integer id and a text value");
+            continue;
+        }
+        uint32_t l = str_add(k, s, n);
+        if (l == 0 || u64map_put(&k->sids, (uint64_t)id, l) != 0) {
+            rc = nomem(k);
+            break;
+        }
+    }
+    rows_close(&r);
+    return rc;
+}
+
+static int read_meta(nimp *k) {
+    static const char *const gcols[] = {"id", "name", "smCount", "totalMemory", "computeMajor", "computeMinor"};
+    nrows r;
+    int rc = rows_open(&r, k, T_GPU, gcols, 6, 1);
+    if (rc < 0)
+        return rc;
+    while (rc == 1 && (rc = rows_next(&r)) == 1) {
+        int64_t id;
+        if (!geti(&r, 0, &id) || id < 0 || id >= TP_NO_DEVICE) {
+            skip_row(k, T_GPU, "without a usable id");
+            continue;
+        }
+        ngpu *g = realloc(k->gpus, (k->n_gpus + 1) * sizeof *g);
+        if (g == NULL) {
+            rc = nomem(k);
+            break;
+        }
+        k->gpus = g;
+        g = &k->gpus[k->n_gpus++];
+        memset(g, 0, sizeof *g);
+        g->id = id;
+        size_t n;
+        const char *s = gets(&r, 1, &n);
+        g->name = s ? str_add(k, s, n) : 0;
+        g->sm_count = u32_or(&r, 2, 0);
+        int64_t v = geti_or(&r, 3, 0);
+        g->memory = v > 0 ? (uint64_t)v : 0;
+        v = geti_or(&r, 4, 0);
+        g->major = v > 0 && v < 256 ? (uint8_t)v : 0;
+        v = geti_or(&r, 5, 0);
+        g->minor = v > 0 && v < 256 ? (uint8_t)v : 0;
+    }
+    rows_close(&r);
+    if (rc < 0)
+        return rc;
+
+    static const char *const pcols[] = {"pid", "name"};
+    rc = rows_open(&r, k, T_PROCESSES, pcols, 2, 2);
+    if (rc < 0)
+        return rc;
+    while (rc == 1 && (rc = rows_next(&r)) == 1) {
+        int64_t pid;
+        size_t n;
+        const char *s = gets(&r, 1, &n);
+        if (!geti(&r, 0, &pid) || pid < 0 || pid > 0xFFFFFF || s == NULL)
+            continue; /* only names the processes with CUDA rows: not worth a warning */
+        uint32_t l = str_add(k, s, n);
+        if (l == 0 || u64map_put(&k->pnames, (uint64_t)pid, l) != 0) {
+            rc = nomem(k);
+            break;
+        }
+    }
+    rows_close(&r);
+    if (rc < 0)
+        return rc;
+
+    static const char *const tcols[] = {"nameId", "globalTid"};
+    rc = rows_open(&r, k, T_THREADS, tcols, 2, 2);
+    if (rc < 0)
+        return rc;
+    while (rc == 1 && (rc = rows_next(&r)) == 1) {
+        uint32_t pid, tid;
+        int64_t nid;
+        uint32_t l;
+        if (!geti(&r, 0, &nid) || !pid_of(&r, 1, &pid, &tid) || (l = sid(k, nid)) == 0)
+            continue;
+        if (u64map_put(&k->tnames, (uint64_t)pid << 32 | tid, l) != 0) {
+            rc = nomem(k);
+            break;
+        }
+    }
+    rows_close(&r);
+    return rc < 0 ? rc : 0;
+}
+
+static uint8_t copy_kind_of(int64_t v) {
+    if (v >= 0 && v < TP_COPY_MAX_)
+        return (uint8_t)v;
+    switch (v) { /* unified memory copies, as their direction */
+    case 11: return TP_COPY_HTOD;
+    case 12: return TP_COPY_DTOH;
+    case 13: return TP_COPY_DTOD;
+    default: return TP_COPY_UNKNOWN;
+    }
+}
+
+/* Nsight Systems numbers memory kinds from 0 = pageable to 6 = managed static, 7 = unknown
+ * (ENUM_CUDA_MEM_KIND); CUPTI, and the event model, from 0 = unknown. */
+static uint8_t mem_kind_of(int64_t v) {
+    return v >= 0 && v < 7 ? (uint8_t)(v + 1) : TP_MEM_UNKNOWN;
+}
+
+/* Kernels, copies, memsets and syncs: columns 0-6 are start, end, deviceId, contextId, streamId,
+ * correlationId, globalPid; the rest depend on the table. */
+static int read_gpu(nimp *k, int table) {
+    static const char *const kcols[] = {"start",  "end",   "deviceId", "contextId", "streamId",  "correlationId",
+                                        "globalPid", "shortName", "demangledName", "gridX", "gridY", "gridZ",
+                                        "blockX", "blockY", "blockZ"};
+    static const char *const ccols[] = {"start",     "end",   "deviceId", "contextId", "streamId",
+                                        "correlationId", "globalPid", "bytes", "copyKind", "srcKind",
+                                        "dstKind",   "srcDeviceId", "dstDeviceId"};
+    static const char *const mcols[] = {"start",         "end",       "deviceId", "contextId", "streamId",
+                                        "correlationId", "globalPid", "bytes",    "value",     "memKind"};
+    static const char *const scols[] = {"start",         "end",       "deviceId", "contextId", "streamId",
+                                        "correlationId", "globalPid", "eventId"};
+    const char *const *cols = table == T_KERNEL ? kcols : table == T_MEMCPY ? ccols : table == T_MEMSET ? mcols : scols;
+    int n_cols = table == T_KERNEL ? 15 : table == T_MEMCPY ? 13 : table == T_MEMSET ? 10 : 8;
+    nrows r;
+    int rc = rows_open(&r, k, table, cols, n_cols, 7);
+    while (rc == 1 && (rc = rows_next(&r)) == 1) {
+        uint64_t t0, t1;
+        int64_t dev, stream;
+        uint32_t pid;
+        const char *why = span_of(&r, 0, &t0, &t1);
+        if (why == NULL && (!geti(&r, 2, &dev) || dev < 0 || dev >= TP_NO_DEVICE))
+            why = "without a usable deviceId";
+        if (why == NULL && (!geti(&r, 4, &stream) || stream < -1 || stream > NSYS_NO_ID32 ||
+                            (table != T_SYNC && (stream == -1 || stream == NSYS_NO_ID32))))
+            why = "without a usable streamId";
+        if (why == NULL && !pid_of(&r, 6, &pid, NULL))
+            why = "without a globalPid";
+        uint32_t name = 0;
+        if (why == NULL && table == T_KERNEL) {
+            int64_t id;
+            if (geti(&r, 7, &id))
+                name = sid(k, id);
+            if (name == 0 && geti(&r, 8, &id))
+                name = sid(k, id);
+            if (name == 0)
+                why = "whose name is not in StringIds";
+        }
+        if (why) {
+            skip_row(k, table, why);
+            continue;
+        }
+        tp_record *x = rec_new(k, pid);
+        if (x == NULL) {
+            rc = k->fail;
+            break;
+        }
+        x->kernel.device = (uint16_t)dev;
+        x->kernel.stream = stream == -1 ? TP_NO_ID : (uint32_t)stream;
+        x->kernel.start = t0;
+        x->kernel.end = t1;
+        uint32_t corr = u32_or(&r, 5, 0), context = u32_or(&r, 3, 0);
+        switch (table) {
+        case T_KERNEL:
+            x->kernel.kind = TP_K_KERNEL;
+            x->kernel.correlation = corr;
+            x->kernel.context = context;
+            x->kernel.name = name;
+            for (int i = 0; i < 3; i++) {
+                x->kernel.grid[i] = u32_or(&r, 9 + i, 0);
+                x->kernel.block[i] = u32_or(&r, 12 + i, 0);
+            }
+            break;
+        case T_MEMCPY:
+            x->memcpy.kind = TP_K_MEMCPY;
+            x->memcpy.correlation = corr;
+            x->memcpy.context = context;
+            x->memcpy.bytes = (uint64_t)(geti_or(&r, 7, 0) > 0 ? geti_or(&r, 7, 0) : 0);
+            x->memcpy.copy_kind = copy_kind_of(geti_or(&r, 8, 0));
+            x->memcpy.src_kind = mem_kind_of(geti_or(&r, 9, -1));
+            x->memcpy.dst_kind = mem_kind_of(geti_or(&r, 10, -1));
+            x->memcpy.src_device = x->memcpy.dst_device = TP_NO_DEVICE;
+            if (x->memcpy.copy_kind == TP_COPY_PTOP) {
+                int64_t s = geti_or(&r, 11, -1), d = geti_or(&r, 12, -1);
+                x->memcpy.src_device = s >= 0 && s < TP_NO_DEVICE ? (uint16_t)s : TP_NO_DEVICE;
+                x->memcpy.dst_device = d >= 0 && d < TP_NO_DEVICE ? (uint16_t)d : TP_NO_DEVICE;
+            }
+            break;
+        case T_MEMSET:
+            x->memset.kind = TP_K_MEMSET;
+            x->memset.correlation = corr;
+            x->memset.context = context;
+            x->memset.bytes = (uint64_t)(geti_or(&r, 7, 0) > 0 ? geti_or(&r, 7, 0) : 0);
+            x->memset.value = (uint32_t)geti_or(&r, 8, 0);
+            x->memset.mem_kind = mem_kind_of(geti_or(&r, 9, -1));
+            break;
+        default:
+            x->sync.kind = TP_K_SYNC;
+            x->sync.correlation = corr;
+            x->sync.context = context;
+            x->sync.event = u32_or(&r, 7, TP_NO_ID);
+            x->sync.sync_type = TP_SYNC_UNKNOWN; /* from its call, once all are read */
+            break;
+        }
+    }
+    rows_close(&r);
+    return rc < 0 ? rc : 0;
+}
+
+static int read_runtime(nimp *k) {
+    static const char *const cols[] = {"start", "end", "globalTid", "nameId", "correlationId", "returnValue"};
+    nrows r;
+    int rc = rows_open(&r, k, T_RUNTIME, cols, 6, 4);
+    while (rc == 1 && (rc = rows_next(&r)) == 1) {
+        uint64_t t0, t1;
+        uint32_t pid, tid, name = 0;
+        int64_t nid;
+        const char *why = span_of(&r, 0, &t0, &t1);
+        if (why == NULL && !pid_of(&r, 2, &pid, &tid))
+            why = "without a globalTid";
+        if (why == NULL && (!geti(&r, 3, &nid) || sid(k, nid) == 0))
+            why = "whose name is not in StringIds";
+        if (why) {
+            skip_row(k, T_RUNTIME, why);
+            continue;
+        }
+        int added;
+        uint64_t *v = u64map_get_or_add(&k->rtnames, (uint64_t)nid, 0, &added);
+        if (v == NULL) {
+            rc = nomem(k);
+            break;
+        }
+        if (added) {
+            size_t n;
+            const char *s = str_of(k, sid(k, nid), &n);
+            if ((*v = str_add(k, s, st_api_strip_version(s, n))) == 0) {
+                rc = nomem(k);
+                break;
+            }
+        }
+        name = (uint32_t)*v;
+        uint32_t corr = u32_or(&r, 4, 0);
+        if (corr) { /* the same call under a second name: keep the wider of the two */
+            uint64_t *at = u64map_get_or_add(&k->apis, (uint64_t)pid << 32 | corr, k->n_rec, &added);
+            if (at == NULL) {
+                rc = nomem(k);
+                break;
+            }
+            if (!added) {
+                tp_api *a = &k->rec[*at].api;
+                size_t n1, n2;
+                const char *s1 = str_of(k, a->name, &n1), *s2 = str_of(k, name, &n2);
+                if (n1 == n2 && memcmp(s1, s2, n1) == 0 && a->tid == tid) {
+                    if (t1 - t0 > a->end - a->start) {
+                        a->start = t0;
+                        a->end = t1;
+                        a->ret = (int32_t)geti_or(&r, 5, 0);
+                    }
+                    k->st->skipped++;
+                    continue;
+                }
+            }
+        }
+        tp_record *x = rec_new(k, pid);
+        if (x == NULL) {
+            rc = k->fail;
+            break;
+        }
+        size_t n;
+        const char *s = str_of(k, name, &n);
+        tp_api *a = &x->api;
+        a->kind = TP_K_API;
+        a->flags = n >= 2 && memcmp(s, "cu", 2) == 0 && !(n >= 4 && memcmp(s, "cuda", 4) == 0) ? TP_F_DRIVER : 0;
+        a->device = TP_NO_DEVICE;
+        a->tid = tid;
+        a->start = t0;
+        a->end = t1;
+        a->correlation = corr;
+        a->name = name;
+        a->ret = (int32_t)geti_or(&r, 5, 0);
+    }
+    rows_close(&r);
+    return rc < 0 ? rc : 0;
+}
+
+/* NVTX event types (ENUM_NSYS_EVENT_TYPE) that are ranges or marks; the others (domain and
+ * string registrations, thread names, ...) are metadata. */
+static int nvtx_shape(int64_t type, int has_end) {
+    switch (type) {
+    case 34: /* NvtxMark */
+    case 73: return TP_NVTX_INSTANT;
+    case 59: /* NvtxPushPopRange */
+    case 60: /* NvtxStartEndRange */
+    case 70: /* NvtxtPushPopRange */
+    case 71: return has_end ? TP_NVTX_RANGE : 0;
+    default: return 0;
+    }
+}
+
+static int read_nvtx(nimp *k) {
+    static const char *const cols[] = {"start", "end", "globalTid", "eventType", "text", "textId"};
+    nrows r;
+    int rc = rows_open(&r, k, T_NVTX, cols, 6, 4);
+    while (rc == 1 && (rc = rows_next(&r)) == 1) {
+        int64_t type;
+        if (!geti(&r, 3, &type)) {
+            skip_row(k, T_NVTX, "without an integer eventType");
+            continue;
+        }
+        int shape = nvtx_shape(type, sqlite3_column_type(r.stmt, 1) != SQLITE_NULL);
+        if (shape == 0)
+            continue;
+        uint64_t t0, t1;
+        uint32_t pid, tid, name = 0;
+        const char *why = span_of(&r, shape == TP_NVTX_INSTANT, &t0, &t1);
+        if (why == NULL && !pid_of(&r, 2, &pid, &tid))
+            why = "without a globalTid";
+        size_t n;
+        const char *s = gets(&r, 4, &n);
+        int64_t tx;
+        if (why == NULL && s)
+            name = str_add(k, s, n);
+        else if (why == NULL && geti(&r, 5, &tx) && (name = sid(k, tx)) == 0)
+            why = "whose textId is not in StringIds";
+        if (why) {
+            skip_row(k, T_NVTX, why);
+            continue;
+        }
+        tp_record *x = rec_new(k, pid);
+        if (x == NULL) {
+            rc = k->fail;
+            break;
+        }
+        x->nvtx.kind = TP_K_NVTX;
+        x->nvtx.flags = (uint8_t)shape;
+        x->nvtx.device = TP_NO_DEVICE;
+        x->nvtx.tid = tid;
+        x->nvtx.start = t0;
+        x->nvtx.end = shape == TP_NVTX_INSTANT ? t0 : t1;
+        x->nvtx.name = name;
+    }
+    rows_close(&r);
+    return rc < 0 ? rc : 0;
+}
+
+/* Gives host calls their device and flags from the GPU operation with the same correlation id, and
+ * sync rows their type from their call. */
+static int resolve(nimp *k) {
+    u64map ops = {0}; /* pid << 32 | correlation -> record index; a copy or memset wins */
+    for (size_t i = 0; i < k->n_rec; i++) {
+        const tp_kernel *r = &k->rec[i].kernel;
+        if (r->kind == TP_K_API || r->kind == TP_K_NVTX || r->correlation == 0)
+            continue;
+        int added;
+        uint64_t *v = u64map_get_or_add(&ops, (uint64_t)k->rpid[i] << 32 | r->correlation, i, &added);
+        if (v == NULL) {
+            u64map_free(&ops);
+            return nomem(k);
+        }
+        if (!added && (r->kind == TP_K_MEMCPY || r->kind == TP_K_MEMSET)) {
+            unsigned old = k->rec[*v].head.kind;
+            if (old != TP_K_MEMCPY && old != TP_K_MEMSET)
+                *v = i;
+        }
+        if (r->kind == TP_K_SYNC) {
+            const uint64_t *a = u64map_find(&k->apis, (uint64_t)k->rpid[i] << 32 | r->correlation);
+            if (a) {
+                size_t n;
+                const char *s = str_of(k, k->rec[*a].api.name, &n);
+                k->rec[i].sync.sync_type = (uint8_t)st_api_sync_type(s, n);
+            }
+        }
+    }
+    for (size_t i = 0; i < k->n_rec; i++) {
+        tp_api *a = &k->rec[i].api;
+        if (a->kind != TP_K_API)
+            continue;
+        tp_record *op = NULL;
+        if (a->correlation) {
+            const uint64_t *v = u64map_find(&ops, (uint64_t)k->rpid[i] << 32 | a->correlation);
+            if (v)
+                op = &k->rec[*v];
+        }
+        if (op)
+            a->device = op->head.device;
+        size_t n;
+        const char *s = str_of(k, a->name, &n);
+        unsigned flags = st_api_resolve(st_api_class_of(s, n), op);
+        a->flags |= (uint8_t)flags;
+        if (flags & TP_F_BLOCKING) {
+            k->st->blocking_calls++;
+            k->st->blocked_ns += a->end - a->start;
+        }
+    }
+    u64map_free(&ops);
+    return 0;
+}
+
+/* ---- output: one producer per process ---- */
+
+typedef struct norder {
+    uint32_t pid;
+    uint64_t start;
+    size_t index;
+} norder;
+
+static int order_cmp(const void *a, const void *b) {
+    const norder *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct nout {
+    nimp *k;
+    tp_enc *enc;
+    uint32_t *ids; /* local string -> the producer's id, 0 until interned */
+    kineto_emit_fn emit;
+    void *ctx;
+    size_t batch_records;
+    tp_buf buf;
+    int first;
+} nout;
+
+static uint32_t out_str(nout *o, uint32_t local) {
+    if (local == 0 || local > o->k->n_str)
+        return 0;
+    if (o->ids[local - 1] == 0) {
+        size_t n;
+        const char *s = str_of(o->k, local, &n);
+        o->ids[local - 1] = tp_enc_intern(o->enc, s, n);
+    }
+    return o->ids[local - 1];
+}
+
+static int out_flush(nout *o, uint32_t flags) {
+    nimp *k = o->k;
+    if (o->first) {
+        tp_enc_keyframe(o->enc);
+        o->first = 0;
+    }
+    int rc = tp_enc_finish_flags(o->enc, flags, &o->buf);
+    if (rc)
+        return err_set(k->err, rc, "%s: cannot encode a batch: %s", k->name, err_str(rc));
+    rc = o->emit(o->ctx, o->buf.data, o->buf.len, k->err);
+    if (rc)
+        return rc < 0 ? rc : ERR_IO;
+    tp_enc_delivered(o->enc, 1);
+    k->st->batches++;
+    k->st->batch_bytes += o->buf.len;
+    return 0;
+}
+
+static int out_add(nout *o, const void *rec, int more) {
+    nimp *k = o->k;
+    int rc = tp_enc_add(o->enc, rec);
+    if (rc)
+        return err_set(k->err, rc, "%s: too many metadata records (threads, streams): %s", k->name, err_str(rc));
+    unsigned kind = ((const tp_head *)rec)->kind;
+    k->st->records[kind]++;
+    if (!TP_KIND_IS_META(kind))
+        k->st->events++;
+    if (more && tp_enc_pending(o->enc) >= o->batch_records)
+        return out_flush(o, 0);
+    return 0;
+}
+
+/* Emits the process whose events are ord[0, n). */
+static int emit_process(nimp *k, nout *o, const norder *ord, size_t n) {
+    uint32_t pid = ord[0].pid;
+    u64map streams = {0}, threads = {0};
+    uint8_t *dev_used = calloc(TP_NO_DEVICE / 8 + 1, 1);
+    uint64_t *keys = NULL;
+    int rc = dev_used ? 0 : nomem(k);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const tp_record *r = &k->rec[ord[i].index];
+        int ok = 1;
+        if (r->head.kind == TP_K_API || r->head.kind == TP_K_NVTX) {
+            ok = u64map_get_or_add(&threads, r->api.tid, 1, NULL) != NULL;
+        } else {
+            dev_used[r->head.device / 8] |= (uint8_t)(1u << (r->head.device % 8));
+            if (r->kernel.stream != TP_NO_ID)
+                ok = u64map_get_or_add(&streams, (uint64_t)r->head.device << 32 | r->kernel.stream,
+                                       r->head.kind == TP_K_KERNEL ? r->kernel.context : r->memcpy.context,
+                                       NULL) != NULL;
+        }
+        if (!ok)
+            rc = nomem(k);
+    }
+    if (rc)
+        goto out;
+    const uint64_t *pn = u64map_find(&k->pnames, pid);
+    tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = pid, .rank = -1, .world = -1};
+    p.cmdline = pn ? out_str(o, (uint32_t)*pn) : tp_enc_intern_cstr(o->enc, cm_base_name(k->name));
+    if ((rc = out_add(o, &p, 1)) != 0)
+        goto out;
+    for (unsigned d = 0; d < TP_NO_DEVICE; d++) {
+        if (!(dev_used[d / 8] & (1u << (d % 8))))
+            continue;
+        tp_device dv = {.kind = TP_K_DEVICE, .device = (uint16_t)d};
+        for (size_t i = 0; i < k->n_gpus; i++) {
+            const ngpu *g = &k->gpus[i];
+            if (g->id != (int64_t)d)
+                continue;
+            dv.name = out_str(o, g->name);
+            dv.cc_major = g->major;
+            dv.cc_minor = g->minor;
+            dv.sm_count = g->sm_count;
+            dv.memory_bytes = g->memory;
+            break;
+        }
+        if ((rc = out_add(o, &dv, 1)) != 0)
+            goto out;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        u64map *m = pass == 0 ? &streams : &threads;
+        free(keys);
+        keys = malloc((u64map_count(m) ? u64map_count(m) : 1) * sizeof *keys);
+        if (keys == NULL) {
+            rc = nomem(k);
+            goto out;
+        }
+        size_t nk = u64map_keys(m, keys);
+        qsort(keys, nk, sizeof *keys, u64_cmp);
+        for (size_t i = 0; i < nk; i++) {
+            tp_record r;
+            memset(&r, 0, sizeof r);
+            if (pass == 0) {
+                r.stream.kind = TP_K_STREAM;
+                r.stream.device = (uint16_t)(keys[i] >> 32);
+                r.stream.stream = (uint32_t)keys[i];
+                r.stream.context = (uint32_t)*u64map_find(m, keys[i]);
+            } else {
+                r.thread.kind = TP_K_THREAD;
+                r.thread.device = TP_NO_DEVICE;
+                r.thread.pid = pid;
+                r.thread.tid = (uint32_t)keys[i];
+                const uint64_t *tn = u64map_find(&k->tnames, (uint64_t)pid << 32 | keys[i]);
+                r.thread.name = tn ? out_str(o, (uint32_t)*tn) : 0;
+            }
+            if ((rc = out_add(o, &r, 1)) != 0)
+                goto out;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        tp_record r = k->rec[ord[i].index];
+        switch (r.head.kind) {
+        case TP_K_KERNEL: r.kernel.name = out_str(o, r.kernel.name); break;
+        case TP_K_API: r.api.name = out_str(o, r.api.name); break;
+        case TP_K_NVTX: r.nvtx.name = out_str(o, r.nvtx.name); break;
+        default: break;
+        }
+        if (k->st->t_min == 0 && k->st->t_max == 0) {
+            k->st->t_min = r.kernel.start;
+            k->st->t_max = r.kernel.end;
+        }
+        if (r.kernel.start < k->st->t_min)
+            k->st->t_min = r.kernel.start;
+        if (r.kernel.end > k->st->t_max)
+            k->st->t_max = r.kernel.end;
+        if ((rc = out_add(o, &r, i + 1 < n)) != 0)
+            goto out;
+    }
+    rc = out_flush(o, TP_BF_END);
+    if (rc == 0) {
+        tp_enc_stats es;
+        tp_enc_stats_get(o->enc, &es);
+        k->st->strings_refused += es.strings_refused;
+    }
+out:
+    u64map_free(&streams);
+    u64map_free(&threads);
+    free(dev_used);
+    free(keys);
+    return rc;
+}
+
+static int emit_all(nimp *k, kineto_emit_fn emit, void *ctx) {
+    norder *ord = malloc((k->n_rec ? k->n_rec : 1) * sizeof *ord);
+    uint32_t *ids = calloc(k->n_str ? k->n_str : 1, sizeof *ids);
+    if (ord == NULL || ids == NULL) {
+        free(ord);
+        free(ids);
+        return nomem(k);
+    }
+    for (size_t i = 0; i < k->n_rec; i++)
+        ord[i] = (norder){.pid = k->rpid[i], .start = k->rec[i].kernel.start, .index = i};
+    qsort(ord, k->n_rec, sizeof *ord, order_cmp);
+    int rc = 0;
+    uint64_t producer = k->opts ? k->opts->producer : 0;
+    size_t batch = k->opts && k->opts->batch_records ? k->opts->batch_records : KINETO_BATCH_RECORDS;
+    for (size_t i = 0, j; rc == 0 && i < k->n_rec; i = j) {
+        for (j = i + 1; j < k->n_rec && ord[j].pid == ord[i].pid;)
+            j++;
+        if (k->st->pid == 0)
+            k->st->pid = ord[i].pid;
+        memset(ids, 0, k->n_str * sizeof *ids);
+        nout o = {.k = k, .ids = ids, .emit = emit, .ctx = ctx, .batch_records = batch, .first = 1};
+        o.enc = tp_enc_new(&(tp_enc_opts){.producer = producer, .max_string_bytes = KINETO_MAX_STRING_BYTES});
+        if (producer)
+            producer++;
+        rc = o.enc ? emit_process(k, &o, ord + i, j - i) : nomem(k);
+        tp_enc_destroy(&o.enc);
+        tp_buf_free(&o.buf);
+    }
+    free(ord);
+    free(ids);
+    return rc;
+}
+
+/* ---- the import ---- */
+
+/* Which tables the file has; fails when it is not a readable SQLite database or not an export. */
+static int read_schema(nimp *k) {
+    sqlite3_stmt *s;
+    int rc = sqlite3_prepare_v2(k->db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &s, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *nm = (const char *)sqlite3_column_text(s, 0);
+        if (nm == NULL)
+            continue;
+        for (int t = 0; t < T_N_; t++)
+            if (strcmp(nm, table_names[t]) == 0)
+                k->have[t] = 1;
+        if (strncmp(nm, "CUPTI_ACTIVITY_KIND_", 20) == 0)
+            k->any_cupti = 1;
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE) {
+        int code = err_set(k->err, rc == SQLITE_NOMEM ? ERR_NOMEM : ERR_MALFORMED,
+                           "%s: not a readable SQLite database (corrupt or cut short?): %s", k->name,
+                           sqlite3_errmsg(k->db));
+        sqlite3_finalize(s);
+        return code;
+    }
+    sqlite3_finalize(s);
+    if (!k->have[T_STRINGS] && !k->any_cupti)
+        return err_set(k->err, ERR_UNSUPPORTED,
+                       "%s: an SQLite database, but not an Nsight Systems export (no StringIds and no "
+                       "CUPTI_ACTIVITY_KIND_* table)",
+                       k->name);
+    return 0;
+}
+
+static int import_db(nimp *k, kineto_emit_fn emit, void *ctx) {
+    int rc = read_schema(k);
+    if (rc == 0)
+        rc = read_strings(k);
+    if (rc == 0)
+        rc = read_meta(k);
+    static const int gpu_tables[] = {T_KERNEL, T_MEMCPY, T_MEMSET, T_SYNC};
+    for (size_t i = 0; rc == 0 && i < sizeof gpu_tables / sizeof gpu_tables[0]; i++)
+        rc = read_gpu(k, gpu_tables[i]);
+    if (rc == 0)
+        rc = read_runtime(k);
+    if (rc == 0)
+        rc = read_nvtx(k);
+    if (rc == 0)
+        rc = resolve(k);
+    if (rc == 0)
+        rc = emit_all(k, emit, ctx);
+    return rc;
+}
+
+int nsys_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, void *ctx, kineto_stats *st_out,
+                err_msg *err) {
+    kineto_stats st_local;
+    kineto_stats *st = st_out ? st_out : &st_local;
+    memset(st, 0, sizeof *st);
+    st->rank = st->world = -1;
+    err_msg err_local;
+    if (err == NULL)
+        err = &err_local;
+    if (path == NULL || emit == NULL)
+        return err_set(err, ERR_INVAL, "nsys import: invalid argument");
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return err_set(err, ERR_NOENT, "%s: cannot open", path);
+    if (!S_ISREG(sb.st_mode))
+        return err_set(err, ERR_INVAL, "%s: an Nsight Systems export must be a regular file", path);
+    st->input_bytes = (uint64_t)sb.st_size;
+    nimp *k = calloc(1, sizeof *k);
+    if (k == NULL)
+        return err_set(err, ERR_NOMEM, "%s: out of memory", path);
+    k->name = path;
+    k->err = err;
+    k->st = st;
+    k->opts = opts;
+    k->max_events = opts && opts->max_events ? opts->max_events : KINETO_MAX_EVENTS;
+    /* read-only and immutable: no journal, no lock, nothing created next to the file */
+    char *uri = sqlite3_mprintf("file:%s?immutable=1", path);
+    int rc;
+    if (uri == NULL) {
+        rc = err_set(err, ERR_NOMEM, "%s: out of memory", path);
+    } else if (strchr(path, '?') || strchr(path, '#') || strchr(path, '%')) { /* not safe in a URI */
+        rc = sqlite3_open_v2(path, &k->db, SQLITE_OPEN_READONLY, NULL);
+    } else {
+        rc = sqlite3_open_v2(uri, &k->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    }
+    sqlite3_free(uri);
+    if (rc != SQLITE_OK && rc > 0)
+        rc = err_set(err, ERR_IO, "%s: cannot open as SQLite: %s", path, k->db ? sqlite3_errmsg(k->db) : "out of memory");
+    if (rc == 0)
+        rc = import_db(k, emit, ctx);
+    sqlite3_close(k->db);
+    free(k->pool);
+    free(k->off);
+    free(k->len);
+    free(k->rec);
+    free(k->rpid);
+    free(k->gpus);
+    u64map_free(&k->sids);
+    u64map_free(&k->rtnames);
+    u64map_free(&k->apis);
+    u64map_free(&k->pnames);
+    u64map_free(&k->tnames);
+    free(k);
+    return rc;
+}

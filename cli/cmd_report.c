@@ -36,7 +36,7 @@ static void report_on_signal(int sig) { report_stop = sig; }
 static void report_usage(FILE *out) {
     fprintf(out,
             "usage: synctop report SOURCE... [--format text|json|markdown] [--hta]\n"
-            "                      [--steps] [--step NAME] [--baseline OLD]...\n"
+            "                      [--steps] [--step NAME] [--baseline OLD]... [--ranks]\n"
             "                      [--fail-if EXPR]... [--top N] [--gap-us N] [-o FILE]\n"
             "                      [--server-key KEY] [--max-events N]\n"
             "\n"
@@ -61,6 +61,9 @@ static void report_usage(FILE *out) {
             "                     blocked time, the slow ones (above median + 3 MAD) and\n"
             "                     what blocked in them, and stalls that come every Nth step\n"
             "  --step NAME        steps are the NVTX or profiler ranges named NAME\n"
+            "  --ranks            per rank GPU busy, idle and blocked time, and at NCCL\n"
+            "                     collectives the rank that arrived last, what the others\n"
+            "                     waited for it, and what held it back\n"
             "  --baseline OLD     compare with an earlier run (a trace file or a profiler\n"
             "                     trace; repeat for several ranks): call sites that are\n"
             "                     new, grew, shrank or went, matched by file and function\n"
@@ -204,7 +207,8 @@ static int cmd_report(int argc, char **argv) {
     rp_opts ro = {.format = RP_TEXT};
     an_opts ao = {0};
     hta_opts ho = {0};
-    int hta = 0, steps = 0;
+    int hta = 0, steps = 0, ranks = 0;
+    an_ranks rk = {0};
     const char *step_name = NULL, *base_src[REPORT_MAX_SOURCES];
     int n_base = 0;
     an_steps sp = {0};
@@ -214,13 +218,14 @@ static int cmd_report(int argc, char **argv) {
     const char *out_path = NULL, *server_key = NULL;
     err_msg err = {{0}};
     enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY,
-           O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE };
+           O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE, O_RANKS };
     static const arg_opt opts[] = {
         {O_FORMAT, "--format", NULL, 1},
         {O_HTA, "--hta", NULL, 0},
         {O_STEPS, "--steps", NULL, 0},
         {O_STEP, "--step", NULL, 1},
         {O_BASELINE, "--baseline", NULL, 1},
+        {O_RANKS, "--ranks", NULL, 0},
         {O_WIDE_STREAM, "--hta-wide-sync-as-stream", NULL, 0},
         {O_WIDE_HOST, "--hta-wide-sync-as-host", NULL, 0},
         {O_FAIL_IF, "--fail-if", NULL, 1},
@@ -246,6 +251,7 @@ static int cmd_report(int argc, char **argv) {
             break;
         case O_HTA: hta = 1; break;
         case O_STEPS: steps = 1; break;
+        case O_RANKS: ranks = 1; break;
         case O_BASELINE:
             if (n_base == REPORT_MAX_SOURCES)
                 return args_bad(&p, "at most %d baseline sources", REPORT_MAX_SOURCES);
@@ -340,6 +346,15 @@ static int cmd_report(int argc, char **argv) {
                                                      : "no steps found");
         ro.steps = &sp;
     }
+    if (ranks) {
+        if (an_ranks_find(s, &r, &rk, &err) != 0) {
+            an_steps_free(&sp);
+            an_result_free(&r);
+            st_store_destroy(&s);
+            return verb_error("report", "%s", err.msg);
+        }
+        ro.ranks = &rk;
+    }
     if (n_base > 0) { /* the baseline: files only (a live baseline would have nothing to compare) */
         bs = st_store_new(NULL);
         int bad = bs == NULL;
@@ -359,6 +374,7 @@ static int cmd_report(int argc, char **argv) {
         if (bad) {
             an_result_free(&br);
             st_store_destroy(&bs);
+            an_ranks_free(&rk);
             an_steps_free(&sp);
             an_result_free(&r);
             st_store_destroy(&s);
@@ -406,6 +422,7 @@ static int cmd_report(int argc, char **argv) {
             status = 1;
     }
     hta_result_free(&h);
+    an_ranks_free(&rk);
     an_diff_free(&diff);
     if (bs != NULL)
         an_result_free(&br);

@@ -126,6 +126,42 @@ static void json_hta(FILE *out, const hta_result *h) {
 
 static void json_baseline(FILE *out, const rp_opts *o);
 
+static void json_ranks(FILE *out, const st_store *s, const an_result *r, const an_ranks *rk) {
+    fprintf(out, ",\"ranks\":{\"ranks\":[");
+    for (size_t i = 0; i < rk->n_ranks; i++) {
+        const an_rank *x = &rk->ranks[i];
+        fprintf(out,
+                "%s{\"producer\":%u,\"rank\":%d,\"span_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64
+                ",\"blocked_ns\":%" PRIu64 ",\"collectives\":%" PRIu64 ",\"last\":%" PRIu64 ",\"made_wait_ns\":%" PRIu64
+                ",\"waited_ns\":%" PRIu64 "}",
+                i ? "," : "", x->producer, x->rank, x->span_ns, x->busy_ns, x->idle_ns, x->blocked_ns, x->collectives,
+                x->last_count, x->made_wait_ns, x->waited_ns);
+    }
+    fprintf(out, "],\"collectives\":[");
+    for (size_t i = 0; i < rk->n_colls; i++) {
+        const an_collective *c = &rk->colls[i];
+        char where[512];
+        fprintf(out, "%s{\"kernel\":", i ? "," : "");
+        json_str(out, st_str(s, c->name));
+        fprintf(out,
+                ",\"stream\":%u,\"ordinal\":%zu,\"ranks\":%zu,\"first\":%" PRIu64 ",\"last\":%" PRIu64
+                ",\"skew_ns\":%" PRIu64 ",\"straggler\":%u,\"straggler_rank\":%d,\"wait_ns\":%" PRIu64
+                ",\"straggler_gpu_ns\":%" PRIu64,
+                c->stream, c->ordinal, c->n_ranks, c->first, c->last, c->last - c->first, c->straggler,
+                rank_of(s, c->straggler), c->wait_ns, c->gpu_ns);
+        if (c->block != SIZE_MAX) {
+            const an_block *b = &r->blocks[c->block];
+            fprintf(out, ",\"held_by\":{\"api\":");
+            json_str(out, st_str(s, b->name));
+            fprintf(out, ",\"blocked_ns\":%" PRIu64 ",\"where\":", c->block_ns);
+            json_str(out, rp_site_text(s, b->callsite, b->name, where, sizeof where));
+            fputc('}', out);
+        }
+        fputc('}', out);
+    }
+    fprintf(out, "]}");
+}
+
 static void json_steps(FILE *out, const st_store *s, const an_result *r, const an_steps *st) {
     char where[512];
     fprintf(out, ",\"steps\":{\"source\":\"%s\",\"by\":", st->source ? an_step_source_name(st->source) : "none");
@@ -234,6 +270,8 @@ static void write_json(FILE *out, const st_store *s, const an_result *r, const r
         json_steps(out, s, r, o->steps);
     if (o->diff)
         json_baseline(out, o);
+    if (o->ranks)
+        json_ranks(out, s, r, o->ranks);
     if (o->hta)
         json_hta(out, o->hta);
     fprintf(out, "}\n");
@@ -764,6 +802,70 @@ static void json_baseline(FILE *out, const rp_opts *o) {
     fprintf(out, "]}");
 }
 
+static int by_wait(const void *a, const void *b) {
+    const an_collective *x = *(const an_collective *const *)a, *y = *(const an_collective *const *)b;
+    return x->wait_ns > y->wait_ns ? -1 : x->wait_ns < y->wait_ns;
+}
+
+/* Per rank: busy, idle, blocked, and at collectives how often it came last and what the others
+ * waited for it; then the collectives the others waited longest at, with what held the last one. */
+static void text_ranks(FILE *out, const st_store *s, const an_result *r, const an_ranks *rk, int md) {
+    char line[2048], where[512], name[256];
+    fprintf(out, md ? "\n## Ranks\n\n| rank | GPU busy ms | idle ms | blocked ms | collectives | last at | others waited ms | waited ms |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                    : "\nRanks\n  %-6s %11s %9s %10s %6s %5s %11s %9s\n",
+            "rank", "GPU busy ms", "idle ms", "blocked ms", "colls", "last", "made wait", "waited");
+    for (size_t i = 0; i < rk->n_ranks; i++) {
+        const an_rank *x = &rk->ranks[i];
+        char id[24];
+        if (x->rank >= 0)
+            snprintf(id, sizeof id, "%d", x->rank);
+        else
+            snprintf(id, sizeof id, "p%u", st_producer_get(s, x->producer)->pid);
+        fprintf(out, md ? "| %s | %.3f | %.3f | %.3f | %" PRIu64 " | %" PRIu64 " | %.3f | %.3f |\n"
+                        : "  %-6s %11.3f %9.3f %10.3f %6" PRIu64 " %5" PRIu64 " %11.3f %9.3f\n",
+                id, ms(x->busy_ns), ms(x->idle_ns), ms(x->blocked_ns), x->collectives, x->last_count, ms(x->made_wait_ns),
+                ms(x->waited_ns));
+    }
+    if (rk->n_colls == 0) {
+        wrap(out, md ? 0 : 2, md ? 0 : 2, "no collectives (NCCL kernels) seen on two ranks or more");
+        return;
+    }
+    const an_collective **v = malloc(rk->n_colls * sizeof *v);
+    if (v == NULL)
+        return;
+    for (size_t i = 0; i < rk->n_colls; i++)
+        v[i] = &rk->colls[i];
+    qsort(v, rk->n_colls, sizeof *v, by_wait);
+    snprintf(line, sizeof line, "%zu collectives matched; where the others waited longest for the last rank:", rk->n_colls);
+    fprintf(out, "\n");
+    wrap(out, md ? 0 : 2, md ? 0 : 4, line);
+    for (size_t i = 0; i < rk->n_colls && i < 5; i++) {
+        const an_collective *c = v[i];
+        safe(st_str(s, c->name), name, sizeof name);
+        char *paren = strchr(name, '(');
+        if (paren)
+            *paren = '\0'; /* the kernel's signature says nothing here */
+        int n = snprintf(line, sizeof line, "%s#%zu on stream %u: rank %d last, %.3f ms after the first; others waited %.3f ms;",
+                         name, c->ordinal, c->stream, rank_of(s, c->straggler), ms(c->last - c->first), ms(c->wait_ns));
+        if (c->block != SIZE_MAX) {
+            const an_block *b = &r->blocks[c->block];
+            char api[128];
+            safe(st_str(s, b->name), api, sizeof api);
+            rp_site_text(s, b->callsite, b->name, where, sizeof where);
+            snprintf(line + n, sizeof line - (size_t)n, " it was blocked %.3f ms in %s%s%s meanwhile, its GPU busy %.3f ms",
+                     ms(c->block_ns), api, where[0] ? " at " : "", where, ms(c->gpu_ns));
+        } else {
+            snprintf(line + n, sizeof line - (size_t)n, " its host was not blocked meanwhile, its GPU busy %.3f ms",
+                     ms(c->gpu_ns));
+        }
+        if (md)
+            fprintf(out, "- %s\n", line);
+        else
+            wrap(out, 4, 6, line);
+    }
+    free(v);
+}
+
 static int by_gpu_idle(const void *a, const void *b) {
     const an_site *x = *(const an_site *const *)a, *y = *(const an_site *const *)b;
     if (x->gpu_idle_ns != y->gpu_idle_ns)
@@ -898,6 +1000,8 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
         text_advice(out, s, r, o, md);
         if (o->diff)
             text_baseline(out, o, md);
+        if (o->ranks)
+            text_ranks(out, s, r, o->ranks, md);
         if (o->steps)
             text_steps(out, s, r, o->steps, md);
         text_devices(out, s, r, md);

@@ -13,6 +13,7 @@
 
 #include "analysis.h"
 #include "compare.h"
+#include "ranks.h"
 #include "hta.h"
 #include "steps.h"
 #include "store.h"
@@ -30,6 +31,7 @@ typedef struct rp_opts {
     const an_steps *steps; /* the steps, their outliers and periodic stalls; NULL: not asked */
     const an_diff *diff;   /* against a baseline run; NULL: none */
     const char *baseline;  /* what the baseline was read from */
+    const an_ranks *ranks; /* per rank figures and the stragglers at collectives; NULL: not asked */
 } rp_opts;
 
 /* Writes the report. Returns 0, or -1 when out could not be written. */

@@ -1,0 +1,186 @@
+/*
+ * Ranks and their collectives (ranks.h).
+ */
+#include "ranks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "busy.h"
+#include "grow.h"
+
+void an_ranks_free(an_ranks *rk) {
+    free(rk->ranks);
+    free(rk->colls);
+    memset(rk, 0, sizeof *rk);
+}
+
+static int is_nccl(const char *name) {
+    return strncmp(name, "ncclKernel_", 11) == 0 || strncmp(name, "ncclDevKernel_", 14) == 0;
+}
+
+/* One NCCL kernel of one process: its collective's key and its ordinal under that key. */
+typedef struct nccl_k {
+    uint32_t producer, stream, name;
+    size_t ordinal;
+    uint64_t start;
+} nccl_k;
+
+static int k_cmp(const void *a, const void *b) {
+    const nccl_k *x = a, *y = b;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    if (x->name != y->name)
+        return x->name < y->name ? -1 : 1;
+    if (x->ordinal != y->ordinal)
+        return x->ordinal < y->ordinal ? -1 : 1;
+    if (x->producer != y->producer)
+        return x->producer < y->producer ? -1 : 1;
+    return 0;
+}
+
+static int by_start(const void *a, const void *b) {
+    const nccl_k *x = a, *y = b;
+    if (x->producer != y->producer)
+        return x->producer < y->producer ? -1 : 1;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    if (x->name != y->name)
+        return x->name < y->name ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int coll_cmp(const void *a, const void *b) {
+    const an_collective *x = a, *y = b;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* The union of the process's GPU work over [a, b), summed over its GPUs. */
+static uint64_t gpu_work(const st_store *s, const an_result *r, uint32_t producer, uint64_t a, uint64_t b) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < r->n_devices; i++) {
+        if (r->devices[i].producer != producer)
+            continue;
+        an_busy m;
+        if (an_busy_init(&m, s, producer, r->devices[i].device, a, 64))
+            continue;
+        an_busy_gap gap;
+        while (an_busy_step(&m, b, NULL, &gap) == AN_BUSY_GAP)
+            ;
+        sum += an_busy_total(&m, b);
+        an_busy_free(&m);
+    }
+    return sum;
+}
+
+/* The straggler's blocking span that overlaps [a, b) most. */
+static void what_held(const an_result *r, an_collective *c) {
+    c->block = SIZE_MAX;
+    c->block_ns = 0;
+    for (size_t i = 0; i < r->n_blocks && r->blocks[i].start < c->last; i++) {
+        const an_block *b = &r->blocks[i];
+        if (b->producer != c->straggler || b->end <= c->first)
+            continue;
+        uint64_t s0 = b->start > c->first ? b->start : c->first, s1 = b->end < c->last ? b->end : c->last;
+        if (s1 > s0 && s1 - s0 > c->block_ns) {
+            c->block_ns = s1 - s0;
+            c->block = i;
+        }
+    }
+}
+
+int an_ranks_find(const st_store *s, const an_result *r, an_ranks *out, err_msg *err) {
+    memset(out, 0, sizeof *out);
+    size_t np = st_producer_count(s);
+    out->ranks = calloc(np ? np : 1, sizeof *out->ranks);
+    if (out->ranks == NULL)
+        return err_set(err, ERR_NOMEM, "out of memory");
+    out->n_ranks = np;
+    for (uint32_t p = 0; p < np; p++) {
+        an_rank *rk = &out->ranks[p];
+        rk->producer = p;
+        rk->rank = st_producer_get(s, p)->rank;
+        for (size_t i = 0; i < r->n_devices; i++)
+            if (r->devices[i].producer == p) {
+                rk->span_ns += r->devices[i].span_ns;
+                rk->busy_ns += r->devices[i].busy_ns;
+                rk->idle_ns += r->devices[i].idle_ns;
+            }
+        for (size_t i = 0; i < r->n_blocks; i++)
+            if (r->blocks[i].producer == p)
+                rk->blocked_ns += r->blocks[i].own_ns;
+    }
+    /* every NCCL kernel, numbered per (process, stream, name) in time order */
+    nccl_k *k = NULL;
+    size_t nk = 0, cap = 0;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != ST_LANE_STREAM)
+            continue;
+        size_t n;
+        const st_event *e = st_lane_events(s, l, &n);
+        for (size_t i = 0; i < n; i++) {
+            if (e[i].kind != TP_K_KERNEL || e[i].name == 0 || !is_nccl(st_str(s, e[i].name)))
+                continue;
+            if (TU_GROW(k, cap, nk + 1)) {
+                free(k);
+                an_ranks_free(out);
+                return err_set(err, ERR_NOMEM, "out of memory");
+            }
+            k[nk++] = (nccl_k){li->producer, li->id, e[i].name, 0, e[i].start};
+        }
+    }
+    if (nk)
+        qsort(k, nk, sizeof *k, by_start);
+    for (size_t i = 0; i < nk; i++)
+        k[i].ordinal = i && k[i].producer == k[i - 1].producer && k[i].stream == k[i - 1].stream &&
+                               k[i].name == k[i - 1].name
+                           ? k[i - 1].ordinal + 1
+                           : 0;
+    if (nk)
+        qsort(k, nk, sizeof *k, k_cmp);
+    /* a collective: the kernels of one key on two processes or more */
+    size_t ccap = 0;
+    for (size_t a = 0, b; a < nk; a = b) {
+        for (b = a + 1; b < nk && k[b].stream == k[a].stream && k[b].name == k[a].name && k[b].ordinal == k[a].ordinal;
+             b++)
+            ;
+        if (b - a < 2)
+            continue;
+        if (TU_GROW(out->colls, ccap, out->n_colls + 1)) {
+            free(k);
+            an_ranks_free(out);
+            return err_set(err, ERR_NOMEM, "out of memory");
+        }
+        an_collective *c = &out->colls[out->n_colls++];
+        memset(c, 0, sizeof *c);
+        c->name = k[a].name;
+        c->stream = k[a].stream;
+        c->ordinal = k[a].ordinal;
+        c->n_ranks = b - a;
+        c->first = UINT64_MAX;
+        for (size_t i = a; i < b; i++) {
+            if (k[i].start < c->first)
+                c->first = k[i].start;
+            if (k[i].start >= c->last) { /* ties: the later process, for a stable answer */
+                c->last = k[i].start;
+                c->straggler = k[i].producer;
+            }
+        }
+        for (size_t i = a; i < b; i++) {
+            out->ranks[k[i].producer].collectives++;
+            if (k[i].producer != c->straggler) {
+                c->wait_ns += c->last - k[i].start;
+                out->ranks[k[i].producer].waited_ns += c->last - k[i].start;
+            }
+        }
+        out->ranks[c->straggler].last_count++;
+        out->ranks[c->straggler].made_wait_ns += c->wait_ns;
+        what_held(r, c);
+        c->gpu_ns = c->last > c->first ? gpu_work(s, r, c->straggler, c->first, c->last) : 0;
+    }
+    free(k);
+    if (out->n_colls)
+        qsort(out->colls, out->n_colls, sizeof *out->colls, coll_cmp);
+    return 0;
+}

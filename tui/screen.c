@@ -1357,7 +1357,20 @@ static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_
         char what[512], clean[512];
         fill(g, L->timeline.x, y, L->timeline.w, ROLE_DEFAULT, 0);
         if (pi != NULL) {
-            int n = snprintf(what, sizeof what, " pid %u", pi->pid);
+            int n = 0;
+            uint64_t span = 0, busy = 0, blocked = 0;
+            for (size_t i = 0; v->an && i < v->an->n_devices; i++)
+                if (v->an->devices[i].producer == r->producer) {
+                    span += v->an->devices[i].span_ns;
+                    busy += v->an->devices[i].busy_ns;
+                    blocked += v->an->devices[i].blocked_ns;
+                }
+            if (span) { /* at a glance, as the header says it per GPU */
+                char d[32];
+                vw_fmt_dur(d, sizeof d, blocked, v->ascii);
+                n = snprintf(what, sizeof what, " busy %4.1f%%  host blocked %s ", 100.0 * (double)busy / (double)span, d);
+            }
+            n += snprintf(what + n, sizeof what - (size_t)n, " pid %u", pi->pid);
             if (pi->rank >= 0)
                 n += snprintf(what + n, sizeof what - (size_t)n, "  rank %d/%d", pi->rank, pi->world);
             if (pi->host)

@@ -1464,6 +1464,25 @@ TEST(ranks_are_told_apart_in_header_lanes_and_stalls) {
     render(&f, 200, 60);
     ASSERT(screen_has(&f.g, " r0:GPU0 ["));
     ASSERT(screen_has(&f.g, " r1:GPU1 ["));
+    /* each process's row has its figures at a glance: the analysis' busy share of its GPU */
+    for (uint32_t p = 0; p < 2; p++) {
+        char want[48];
+        const an_device *d = NULL;
+        for (size_t i = 0; i < f.an.n_devices; i++)
+            if (f.an.devices[i].producer == p)
+                d = &f.an.devices[i];
+        ASSERT_NOT_NULL(d);
+        char head[16];
+        snprintf(head, sizeof head, "\xe2\x96\xbe" "r%u ", p);
+        snprintf(want, sizeof want, "busy %4.1f%%  host blocked", 100.0 * (double)d->busy_ns / (double)d->span_ns);
+        int found = 0;
+        for (int y = 0; y < 60 && !found; y++) {
+            const char *row = row_text(&f.g, y);
+            found = strncmp(row, head, strlen(head)) == 0 && strstr(row, want) != NULL;
+        }
+        if (!found)
+            TASK_FAIL_("no row of %s with \"%s\"", head, want);
+    }
     fixture_close(&f);
 }
 

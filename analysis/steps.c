@@ -13,6 +13,8 @@
 
 /* Sites tracked per step: the longest-blocking ones (an_result.sites is sorted by total). */
 #define STEP_SITES 256
+/* Beats a heartbeat needs: with fewer, "regular" means little. */
+#define HEARTBEAT_MIN 6
 
 const char *an_step_source_name(int source) {
     switch (source) {
@@ -106,68 +108,134 @@ static int block_is_site(const an_block *b, const an_site *st) {
     return b->producer == st->producer && b->callsite == st->callsite && (b->callsite || b->name == st->name);
 }
 
-/* 3: per process, among its call sites with four or more stalls whose ends come regularly (the
- * median absolute deviation of the times between them under a quarter of their median: outlier
- * steps do not spoil a loop's beat), the one that blocks most often; a step runs from one of its
- * ends to the next. */
+/* Whether times (n >= HEARTBEAT_MIN, sorted here) come regularly: the median absolute deviation
+ * of the gaps between them under a third of their median (gaps of a random process are near two
+ * thirds), so that a few slow steps do not spoil a beat. */
+static int regular(uint64_t *t, size_t n, uint64_t *gaps) {
+    qsort(t, n, sizeof *t, u64_cmp);
+    for (size_t i = 1; i < n; i++)
+        gaps[i - 1] = t[i] - t[i - 1];
+    uint64_t med = median(gaps, n - 1);
+    for (size_t i = 0; i < n - 1; i++)
+        gaps[i] = gaps[i] > med ? gaps[i] - med : med - gaps[i];
+    return med > 0 && median(gaps, n - 1) * 3 < med;
+}
+
+typedef struct named_t {
+    uint32_t name;
+    uint64_t t;
+} named_t;
+
+static int named_cmp(const void *a, const void *b) {
+    const named_t *x = a, *y = b;
+    if (x->name != y->name)
+        return x->name < y->name ? -1 : 1;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* A process's ranges, by name then start. */
+static named_t *ranges_of(const st_store *s, uint32_t p, size_t *n_out) {
+    size_t n = 0, cap = 0;
+    named_t *v = NULL;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != ST_LANE_NVTX || li->producer != p)
+            continue;
+        size_t ne;
+        const st_event *e = st_lane_events(s, l, &ne);
+        for (size_t i = 0; i < ne; i++)
+            if (e[i].kind == TP_K_NVTX && e[i].end > e[i].start && e[i].name) {
+                if (TU_GROW(v, cap, n + 1)) {
+                    free(v);
+                    *n_out = 0;
+                    return NULL;
+                }
+                v[n++] = (named_t){e[i].name, e[i].start};
+            }
+    }
+    if (n)
+        qsort(v, n, sizeof *v, named_cmp);
+    *n_out = n;
+    return v;
+}
+
+/* 3: per process, the beat that comes most often among (a) its call sites with HEARTBEAT_MIN or
+ * more stalls whose ends come regularly and (b) its ranges of one name, as many, whose starts come
+ * regularly (a range marks the loop on purpose: it wins a tie, and among ranges the one that comes
+ * first in the loop). A step runs from one beat to the next. */
 static int steps_from_heartbeat(const st_store *s, const an_result *r, an_steps *out, size_t *cap) {
     size_t np = st_producer_count(s);
-    uint64_t *ends = malloc((r->n_blocks + 1) * sizeof *ends), *gaps = malloc((r->n_blocks + 1) * sizeof *gaps);
-    if (ends == NULL || gaps == NULL) {
-        free(ends);
-        free(gaps);
-        return -1;
-    }
-    for (uint32_t p = 0; p < np; p++) {
-        size_t best = SIZE_MAX;
+    size_t room = r->n_blocks + 1;
+    uint64_t *t = malloc(room * sizeof *t), *gaps = malloc(room * sizeof *gaps);
+    int rc = 0;
+    if (t == NULL || gaps == NULL)
+        rc = -1;
+    for (uint32_t p = 0; p < np && rc == 0; p++) {
+        size_t best = SIZE_MAX, best_n = HEARTBEAT_MIN - 1, nr = 0, rbest = SIZE_MAX, rbest_n = 0;
         for (size_t k = 0; k < r->n_sites && k < STEP_SITES; k++) {
             const an_site *st = &r->sites[k];
-            if (st->producer != p || st->count < 4 || (best != SIZE_MAX && st->count <= r->sites[best].count))
+            if (st->producer != p || st->count <= best_n)
                 continue;
             size_t n = 0;
             for (size_t i = 0; i < r->n_blocks; i++)
                 if (block_is_site(&r->blocks[i], st))
-                    ends[n++] = r->blocks[i].end;
-            if (n < 4)
-                continue;
-            qsort(ends, n, sizeof *ends, u64_cmp);
-            for (size_t i = 1; i < n; i++)
-                gaps[i - 1] = ends[i] - ends[i - 1];
-            uint64_t med = median(gaps, n - 1);
-            for (size_t i = 0; i < n - 1; i++)
-                gaps[i] = gaps[i] > med ? gaps[i] - med : med - gaps[i];
-            if (med > 0 && median(gaps, n - 1) * 4 < med)
+                    t[n++] = r->blocks[i].end;
+            if (n > best_n && regular(t, n, gaps)) {
                 best = k;
-        }
-        if (best == SIZE_MAX)
-            continue;
-        size_t n = 0;
-        for (size_t i = 0; i < r->n_blocks; i++)
-            if (block_is_site(&r->blocks[i], &r->sites[best]))
-                ends[n++] = r->blocks[i].end;
-        qsort(ends, n, sizeof *ends, u64_cmp);
-        for (size_t i = 1; i < n; i++)
-            if (ends[i] > ends[i - 1] && add_step(out, cap, p, (int64_t)(i - 1), ends[i - 1], ends[i])) {
-                free(ends);
-                free(gaps);
-                return -1;
+                best_n = n;
             }
-        if (out->what[0] == '\0') {
+        }
+        named_t *rg = ranges_of(s, p, &nr);
+        for (size_t a = 0, b; a < nr; a = b) {
+            for (b = a + 1; b < nr && rg[b].name == rg[a].name; b++)
+                ;
+            size_t n = b - a;
+            if (n < HEARTBEAT_MIN || n < best_n || n < rbest_n)
+                continue;
+            uint64_t *rt = malloc(n * sizeof *rt), *rgap = malloc(n * sizeof *rgap);
+            if (rt == NULL || rgap == NULL) {
+                free(rt);
+                free(rgap);
+                rc = -1;
+                break;
+            }
+            for (size_t i = 0; i < n; i++)
+                rt[i] = rg[a + i].t;
+            if (regular(rt, n, rgap) &&
+                (n > rbest_n || rbest == SIZE_MAX || rg[a].t < rg[rbest].t))
+                rbest = a, rbest_n = n;
+            free(rt);
+            free(rgap);
+        }
+        char raw[200] = "";
+        if (rc == 0 && rbest != SIZE_MAX && rbest_n >= best_n) { /* a range */
+            for (size_t i = rbest + 1; i < nr && rg[i].name == rg[rbest].name; i++)
+                if (add_step(out, cap, p, (int64_t)(i - rbest - 1), rg[i - 1].t, rg[i].t))
+                    rc = -1;
+            snprintf(raw, sizeof raw, "range %s", st_str(s, rg[rbest].name));
+        } else if (rc == 0 && best != SIZE_MAX) { /* a call site */
+            size_t n = 0;
+            for (size_t i = 0; i < r->n_blocks; i++)
+                if (block_is_site(&r->blocks[i], &r->sites[best]))
+                    t[n++] = r->blocks[i].end;
+            qsort(t, n, sizeof *t, u64_cmp);
+            for (size_t i = 1; i < n && rc == 0; i++)
+                if (t[i] > t[i - 1] && add_step(out, cap, p, (int64_t)(i - 1), t[i - 1], t[i]))
+                    rc = -1;
             const an_site *st = &r->sites[best];
-            char raw[160];
             const st_frame *f = st->callsite ? st_site_frame(s, st->callsite) : NULL;
-            if (f != NULL && f->kind == TP_FRAME_PYTHON)
-                snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, f->file), f->line, st_str(s, f->func));
-            else if (f != NULL && f->file && f->line)
+            if (f != NULL && (f->kind == TP_FRAME_PYTHON || (f->file && f->line)))
                 snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, f->file), f->line, st_str(s, f->func));
             else
                 snprintf(raw, sizeof raw, "%s", st_str(s, st->name));
-            tp_sanitize(out->what, sizeof out->what, raw, strlen(raw), NULL);
         }
+        free(rg);
+        if (out->what[0] == '\0' && raw[0])
+            tp_sanitize(out->what, sizeof out->what, raw, strlen(raw), NULL);
     }
-    free(ends);
+    free(t);
     free(gaps);
-    return 0;
+    return rc;
 }
 
 /* Busy time of the process's GPUs over [a, b), summed over its GPUs. */

@@ -4,8 +4,10 @@
  * Step boundaries, the first kind found wins:
  *   1. the profiler's ProfilerStep#N ranges (PyTorch's profiler writes one per step);
  *   2. a range the user names (an NVTX range, or a profiler annotation), by its exact name;
- *   3. the most regular repeated blocking call site: its stalls are the loop's heartbeat, and a step
- *      runs from the end of one of them to the end of the next.
+ *   3. a heartbeat: a repeated blocking call site whose stalls end at regular times (robustly:
+ *      the gaps between them mostly within a third of their median), or a range of one name whose
+ *      starts do (a data loader's __next__, an optimizer step), the most frequent; a step runs
+ *      from one beat to the next.
  * When none gives at least three steps, there are no steps: the caller says so rather than guess.
  *
  * Per step: wall time, GPU busy (the union of the process's GPU work, summed over its GPUs), host

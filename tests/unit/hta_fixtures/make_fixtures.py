@@ -12,7 +12,9 @@ Usage:
     /work/venv-hta/bin/python tests/unit/hta_fixtures/make_fixtures.py [EXTRA_TRACE_DIR]
 
 Traces are read from samples/traces/kineto; EXTRA_TRACE_DIR (default /work/shared/traces/kineto)
-supplies the cases whose traces are not in samples yet (skipped when absent). Each case is a
+supplies the cases whose traces are not in samples yet (skipped when absent); float_ts_trace.json
+here is a small hand-written trace (ns-precision float ts relative to baseTimeNanoseconds, a GPU row
+with no host call, a sub-microsecond memset, overlapping kernels, a Stream Sync row). Each case is a
 directory of traces for TraceAnalysis (one file per rank), made in a temporary directory.
 
 Fixture layout (times in microseconds, HTA's values as it returns them):
@@ -39,6 +41,7 @@ CASES = {
     "event_sync_multi_stream": (None, ["event_sync_multi_stream.json.gz"]),
     "event_sync_single_stream": (None, ["event_sync_single_stream.json.gz"]),
     "sampled_two_ranks": (None, ["sampled_rank-0.json.gz", "sampled_rank-1.json.gz"]),
+    "float_ts": ("fixtures", ["float_ts_trace.json"]),
     "qwen_h100_with_stack": ("extra", ["qwen_h100_with_stack.json.gz"]),
     "resnet_2080ti_two_threads": ("extra", ["resnet_2080ti_two_threads.json.gz"]),
 }
@@ -98,7 +101,7 @@ def run_case(name, src_dir, files):
 def main(argv):
     extra = argv[1] if len(argv) > 1 else "/work/shared/traces/kineto"
     for name, (where, files) in CASES.items():
-        src = SAMPLES if where is None else extra
+        src = {None: SAMPLES, "fixtures": HERE, "extra": extra}[where]
         if not all(os.path.exists(os.path.join(src, f)) for f in files):
             print(f"{name}: skipped, no {files} in {src}", file=sys.stderr)
             continue

@@ -1,44 +1,49 @@
 /*
- * HTA breakdowns (hta.h), following Holistic Trace Analysis' code step by step:
+ * HTA breakdowns (hta.h), following Holistic Trace Analysis 0.5.0's code step by step:
  *
- *   hta/common/trace_parser.py _parse_trace_dataframe_json: when a trace's ts column is float, every
- *     ts is rounded up and every end (ts + dur, in double precision) down to whole microseconds.
- *   hta/common/trace.py transform_correlation_to_index: a GPU row (stream >= 0) is linked to the host
- *     row (stream -1) with the same correlation; _filter_irrelevant_gpu_kernels: with two or more
- *     distinct ProfilerStep names, only host rows that start before the last ProfilerStep are kept
- *     and GPU rows are inner-joined on correlation with them (one copy per matching host row).
- *   hta/analyzers/breakdown_analysis.py _analyze_idle_time_for_stream: per stream, rows sorted by ts,
- *     idle_interval = ts - (previous ts + dur); host_wait when the launching call started after the
- *     previous row ended, kernel_wait when the interval is below consecutive_kernel_delay (30 us by
- *     trace_analysis.py's default), other otherwise (the first row adds nothing);
- *     get_temporal_breakdown / _get_idle_time_for_kernels: union of every GPU row; compute time is
- *     the union of the COMPUTATION rows (hta/utils/utils.py get_kernel_type).
+ *   hta/common/trace_parser.py round_down_time_stamps: when a trace's ts column is float, every ts
+ *     is rounded up and every end (ts + dur) down to whole microseconds.
+ *   hta/common/trace.py transform_correlation_to_index: a GPU row (stream >= 0) is linked to the
+ *     host row with the same correlation; one with a correlation but no host row to row index 0;
+ *     _filter_irrelevant_gpu_kernels: with two or more distinct ProfilerStep names, only host rows
+ *     that start before the last ProfilerStep are kept and GPU rows are inner-joined on correlation
+ *     with them (one copy per matching host row).
+ *   hta/analyzers/breakdown_analysis.py get_idle_time_breakdown: per stream, the rows of cat kernel,
+ *     gpu_memcpy and gpu_memset (not cuda_sync) sorted by ts, idle_interval = ts - (previous ts +
+ *     dur); host_wait when the launching row started after the previous row ended, kernel_wait when
+ *     the interval is below consecutive_kernel_delay (30 us by trace_analysis.py's default), other
+ *     otherwise (the first row: other, with no interval); show_idle_interval_stats: pandas'
+ *     describe() of the intervals per category. get_temporal_breakdown: union of every row with a
+ *     stream (cuda_sync rows included); compute time is the union of the COMPUTATION rows
+ *     (hta/utils/utils.py get_kernel_type).
  *
- * Where HTA reads something the store does not keep, what is done (none of the five sample traces
- * reaches the cases marked "differs"; tests/unit/hta_expected.py follows HTA, not this file):
+ * Where HTA reads something the store does not keep, what is done (tests/unit/hta_fixtures holds
+ * HTA's own output for each sample trace; none reaches the cases marked "differs"):
  *   - device-wide cuda_sync rows: HTA reads stream -1 as host rows and 4294967295 as a GPU stream of
- *     its own. The importer notes the spelling in the pseudo-stream's record flags (TP_F_SYNC_ID_*), so the
- *     reading follows the trace; hta_opts.wide_sync overrides it (and decides for live traces,
- *     where no spelling exists: host rows). A trace using both spellings is read as 4294967295.
+ *     its own (in the temporal breakdown only: it has no kernel rows). The importer notes the
+ *     spelling in the pseudo-stream's record flags (TP_F_SYNC_ID_*), so the reading follows the
+ *     trace; hta_opts.wide_sync overrides it (and decides for live traces, where no spelling
+ *     exists: host rows). A trace using both spellings is read as 4294967295.
  *   - the rank: distributedInfo.rank, else 0 as HTA (the store says -1: unknown).
  *   - float timestamps: HTA rounds when its ts column is float64, i.e. when any row of the file
  *     has a float ts or none at all, rows synctop does not import (cpu_op) included. Here: when an
  *     imported event's ts has a fraction of a microsecond. Differs for a file whose float ts are
  *     all whole microseconds while some durations are not (HTA rounds the ends down, this does
  *     not); the importer would have to note the JSON number type to tell.
- *   - baseTimeNanoseconds: HTA rounds the relative ts, in double precision; the importer adds the
- *     base, so the rounding here is of the absolute time. The same when the base is a whole
- *     microsecond and the relative ts is exact in a double; differs by at most 1 us per row
- *     otherwise (the store does not keep the base).
- *   - a GPU row without a host call: HTA links it to row index 0 (min(correlation, 0)), the file's
- *     first row, whose ts is then its "launch"; here it has none, so it is never host_wait. The
- *     same unless the file's first row (with a dur and a cat) starts after the previous operation
- *     on that stream ended, which a profiler's first row does not.
+ *   - the rounding itself is on exact nanoseconds (round_row): HTA's doubles of a ts relative to
+ *     baseTimeNanoseconds keep every ns, so the two agree but where the double sum ts + dur falls
+ *     a rounding error short of a whole microsecond (none of Qwen's 12,080 rows). Differs for an
+ *     absolute float ts (no base): doubles there are 0.25 us apart and HTA rounds what the double
+ *     kept; the importer does not say whether a base was added.
+ *   - a GPU row with a correlation but no host call: HTA links it to row index 0, the file's first
+ *     row (with a dur and a cat), whose ts then counts as its launch. The store does not keep the
+ *     file's order; here the first ProfilerStep is taken for that row (profilers write it first:
+ *     Qwen's 509 such kernels, launched before the step began, are host_wait as in HTA), and with
+ *     no ProfilerStep the row has no launch (never host_wait). Differs when the file's first row
+ *     is another one.
  *   - ts ties on one stream: HTA's sort_values is not stable, so its own result depends on the
- *     order pandas leaves; here store order (start, then end: the shorter first). Equal rows
- *     give the same figures either way; hta_expected.py lists the streams where a tie with
- *     different durations makes the order matter.
- * tests/unit/hta_expected.py recomputes the same from the JSON, independently.
+ *     order pandas leaves; here store order (start, then end: the shorter first). Equal rows give
+ *     the same figures either way.
  */
 #include "hta.h"
 #include "grow.h"

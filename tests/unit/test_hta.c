@@ -207,6 +207,30 @@ TEST(hta_float_timestamps_are_rounded_as_hta_does) {
     ASSERT_GT(check("float_ts", f, 1, HTA_WIDE_AUTO), 0);
 }
 
+/* Fixtures whose traces samples/traces/kineto may not hold yet: checked once they are there. For
+ * Qwen, HTA's temporal breakdown stops on its own assertion (non_compute_time >= 0), so only the
+ * idle-time breakdown and its statistics are compared. */
+static void check_if_present(const char *fixture, const char *file) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, file);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "%s: not in samples, %s not compared\n", path, fixture);
+        return;
+    }
+    fclose(f);
+    const char *names[] = {file};
+    ASSERT_GT(check(fixture, names, 1, HTA_WIDE_AUTO), 0);
+}
+
+TEST(hta_qwen_matches_when_in_samples) {
+    check_if_present("qwen_h100_with_stack", "qwen_h100_with_stack.json.gz");
+}
+
+TEST(hta_resnet_matches_when_in_samples) {
+    check_if_present("resnet_2080ti_two_threads", "resnet_2080ti_two_threads.json.gz");
+}
+
 /* A trace's temporal breakdown with its device-wide cuda_sync rows read one way or the other: as
  * stream 4294967295 they are GPU rows of the temporal breakdown (never of the idle-time one). */
 static int64_t kernel_time(const char *name, int wide_sync) {

@@ -41,6 +41,10 @@
  *     Qwen's 509 such kernels, launched before the step began, are host_wait as in HTA), and with
  *     no ProfilerStep the row has no launch (never host_wait). Differs when the file's first row
  *     is another one.
+ *   - negative non_compute_time: rounding gives a sub-microsecond row a negative dur (end < ts),
+ *     and such a row alone in the union subtracts from the busy time, so idle + compute can exceed
+ *     kernel_time. HTA's get_temporal_breakdown then fails its own assertion (Qwen: -17 us); here
+ *     the figures are given as computed.
  *   - ts ties on one stream: HTA's sort_values is not stable, so its own result depends on the
  *     order pandas leaves; here store order (start, then end: the shorter first). Equal rows give
  *     the same figures either way.

@@ -3,7 +3,7 @@
  * tests/unit/hta_fixtures/CASE.json, the dataframes HTA 0.5.0 returned for each case
  * (hta_fixtures/make_fixtures.py). Every figure is compared, within 1 us (HTA rounds its idle
  * times and interval statistics to two decimals): per stream and category the idle time and
- * describe()'s count, mean, std, min, quartiles and max; per rank the temporal breakdown and its
+ * idle_time_ratio and describe()'s count, mean, std, min, quartiles and max; per rank the temporal breakdown and its
  * percentages (within 0.01).
  */
 #include <math.h>
@@ -115,7 +115,17 @@ static size_t check(const char *fixture, const char *const *names, size_t n, int
         snprintf(what, sizeof what, "%s rank %d stream %" PRId64 " %s", fixture, st->rank, st->stream, hta_idle_name(c));
         ASSERT(st->present[c]);
         near(what, (double)st->idle_ns[c] / 1e3, num(row, "idle_time"), 1.0);
-        figures++;
+        /* idle_time_ratio: of the stream's idle time; NaN (null) when that is 0. */
+        int64_t total = 0;
+        for (int k = 0; k < HTA_IDLE_N_; k++)
+            total += st->idle_ns[k];
+        yajl_val ratio = get(row, "idle_time_ratio", yajl_t_any);
+        ASSERT_NOT_NULL(ratio);
+        if (total == 0)
+            ASSERT(YAJL_IS_NULL(ratio));
+        else
+            near(what, (double)st->idle_ns[c] / (double)total, YAJL_GET_DOUBLE(ratio), 0.006);
+        figures += 2;
     }
 
     /* show_idle_interval_stats: describe() per (rank, stream, category). */
@@ -205,6 +215,12 @@ TEST(hta_sampled_ranks_match_with_step_filtering) {
 TEST(hta_float_timestamps_are_rounded_as_hta_does) {
     const char *f[] = {HTA_FIXTURES "/float_ts_trace.json"};
     ASSERT_GT(check("float_ts", f, 1, HTA_WIDE_AUTO), 0);
+}
+
+/* Stream 0 is a GPU stream for HTA (stream >= 0): its kernels are linked to their launches. */
+TEST(hta_stream_zero_is_a_gpu_stream) {
+    const char *f[] = {HTA_FIXTURES "/stream_zero_trace.json"};
+    ASSERT_GT(check("stream_zero", f, 1, HTA_WIDE_AUTO), 0);
 }
 
 /* Fixtures whose traces samples/traces/kineto may not hold yet: checked once they are there. For

@@ -14,7 +14,8 @@ Usage:
 Traces are read from samples/traces/kineto; EXTRA_TRACE_DIR (default /work/shared/traces/kineto)
 supplies the cases whose traces are not in samples yet (skipped when absent); float_ts_trace.json
 here is a small hand-written trace (ns-precision float ts relative to baseTimeNanoseconds, a GPU row
-with no host call, a sub-microsecond memset, overlapping kernels, a Stream Sync row). Each case is a
+with no host call, a sub-microsecond memset, overlapping kernels, a Stream Sync row) and
+stream_zero_trace.json kernels on stream 0 (a GPU stream for HTA: stream >= 0). Each case is a
 directory of traces for TraceAnalysis (one file per rank), made in a temporary directory.
 
 Fixture layout (times in microseconds, HTA's values as it returns them):
@@ -42,6 +43,7 @@ CASES = {
     "event_sync_single_stream": (None, ["event_sync_single_stream.json.gz"]),
     "sampled_two_ranks": (None, ["sampled_rank-0.json.gz", "sampled_rank-1.json.gz"]),
     "float_ts": ("fixtures", ["float_ts_trace.json"]),
+    "stream_zero": ("fixtures", ["stream_zero_trace.json"]),
     "qwen_h100_with_stack": ("extra", ["qwen_h100_with_stack.json.gz"]),
     "resnet_2080ti_two_threads": ("extra", ["resnet_2080ti_two_threads.json.gz"]),
 }

@@ -1,49 +1,59 @@
 /*
- * HTA breakdowns (hta.h), following Holistic Trace Analysis' code step by step:
+ * HTA breakdowns (hta.h), following Holistic Trace Analysis 0.5.0's code step by step:
  *
- *   hta/common/trace_parser.py _parse_trace_dataframe_json: when a trace's ts column is float, every
- *     ts is rounded up and every end (ts + dur, in double precision) down to whole microseconds.
- *   hta/common/trace.py transform_correlation_to_index: a GPU row (stream > 0) is linked to the host
- *     row (stream -1) with the same correlation; _filter_irrelevant_gpu_kernels: with two or more
- *     distinct ProfilerStep names, only host rows that start before the last ProfilerStep are kept
- *     and GPU rows are inner-joined on correlation with them (one copy per matching host row).
- *   hta/analyzers/breakdown_analysis.py _analyze_idle_time_for_stream: per stream, rows sorted by ts,
- *     idle_interval = ts - (previous ts + dur); host_wait when the launching call started after the
- *     previous row ended, kernel_wait when the interval is below consecutive_kernel_delay (30 us by
- *     trace_analysis.py's default), other otherwise (the first row adds nothing);
- *     get_temporal_breakdown / _get_idle_time_for_kernels: union of every GPU row; compute time is
- *     the union of the COMPUTATION rows (hta/utils/utils.py get_kernel_type).
+ *   hta/common/trace_parser.py round_down_time_stamps: when a trace's ts column is float, every ts
+ *     is rounded up and every end (ts + dur) down to whole microseconds.
+ *   hta/common/trace.py transform_correlation_to_index: a GPU row (stream >= 0) is linked to the
+ *     host row with the same correlation; one with a correlation but no host row to row index 0;
+ *     _filter_irrelevant_gpu_kernels: with two or more distinct ProfilerStep names, only host rows
+ *     that start before the last ProfilerStep are kept and GPU rows are inner-joined on correlation
+ *     with them (one copy per matching host row).
+ *   hta/analyzers/breakdown_analysis.py get_idle_time_breakdown: per stream, the rows of cat kernel,
+ *     gpu_memcpy and gpu_memset (not cuda_sync) sorted by ts, idle_interval = ts - (previous ts +
+ *     dur); host_wait when the launching row started after the previous row ended, kernel_wait when
+ *     the interval is below consecutive_kernel_delay (30 us by trace_analysis.py's default), other
+ *     otherwise (the first row: other, with no interval); show_idle_interval_stats: pandas'
+ *     describe() of the intervals per category. get_temporal_breakdown: union of every row with a
+ *     stream (cuda_sync rows included); compute time is the union of the COMPUTATION rows
+ *     (hta/utils/utils.py get_kernel_type).
  *
- * Where HTA reads something the store does not keep, what is done (none of the five sample traces
- * reaches the cases marked "differs"; tests/unit/hta_expected.py follows HTA, not this file):
+ * Where HTA reads something the store does not keep, what is done (tests/unit/hta_fixtures holds
+ * HTA's own output for each sample trace; none reaches the cases marked "differs"):
  *   - device-wide cuda_sync rows: HTA reads stream -1 as host rows and 4294967295 as a GPU stream of
- *     its own. The importer notes the spelling in the pseudo-stream's record flags (TP_F_SYNC_ID_*), so the
- *     reading follows the trace; hta_opts.wide_sync overrides it (and decides for live traces,
- *     where no spelling exists: host rows). A trace using both spellings is read as 4294967295.
+ *     its own (in the temporal breakdown only: it has no kernel rows). The importer notes the
+ *     spelling in the pseudo-stream's record flags (TP_F_SYNC_ID_*), so the reading follows the
+ *     trace; hta_opts.wide_sync overrides it (and decides for live traces, where no spelling
+ *     exists: host rows). A trace using both spellings is read as 4294967295.
  *   - the rank: distributedInfo.rank, else 0 as HTA (the store says -1: unknown).
  *   - float timestamps: HTA rounds when its ts column is float64, i.e. when any row of the file
  *     has a float ts or none at all, rows synctop does not import (cpu_op) included. Here: when an
  *     imported event's ts has a fraction of a microsecond. Differs for a file whose float ts are
  *     all whole microseconds while some durations are not (HTA rounds the ends down, this does
  *     not); the importer would have to note the JSON number type to tell.
- *   - baseTimeNanoseconds: HTA rounds the relative ts, in double precision; the importer adds the
- *     base, so the rounding here is of the absolute time. The same when the base is a whole
- *     microsecond and the relative ts is exact in a double; differs by at most 1 us per row
- *     otherwise (the store does not keep the base).
- *   - a GPU row without a host call: HTA links it to row index 0 (min(correlation, 0)), the file's
- *     first row, whose ts is then its "launch"; here it has none, so it is never host_wait. The
- *     same unless the file's first row (with a dur and a cat) starts after the previous operation
- *     on that stream ended, which a profiler's first row does not.
+ *   - the rounding itself is on exact nanoseconds (round_row): HTA's doubles of a ts relative to
+ *     baseTimeNanoseconds keep every ns, so the two agree but where the double sum ts + dur falls
+ *     a rounding error short of a whole microsecond (none of Qwen's 12,080 rows). Differs for an
+ *     absolute float ts (no base): doubles there are 0.25 us apart and HTA rounds what the double
+ *     kept; the importer does not say whether a base was added.
+ *   - a GPU row with a correlation but no host call: HTA links it to row index 0, the file's first
+ *     row (with a dur and a cat), whose ts then counts as its launch. The store does not keep the
+ *     file's order; here the first ProfilerStep is taken for that row (profilers write it first:
+ *     Qwen's 509 such kernels, launched before the step began, are host_wait as in HTA), and with
+ *     no ProfilerStep the row has no launch (never host_wait). Differs when the file's first row
+ *     is another one.
+ *   - negative non_compute_time: rounding gives a sub-microsecond row a negative dur (end < ts),
+ *     and such a row alone in the union subtracts from the busy time, so idle + compute can exceed
+ *     kernel_time. HTA's get_temporal_breakdown then fails its own assertion (Qwen: -17 us); here
+ *     the figures are given as computed.
  *   - ts ties on one stream: HTA's sort_values is not stable, so its own result depends on the
- *     order pandas leaves; here store order (start, then end: the shorter first). Equal rows
- *     give the same figures either way; hta_expected.py lists the streams where a tie with
- *     different durations makes the order matter.
- * tests/unit/hta_expected.py recomputes the same from the JSON, independently.
+ *     order pandas leaves; here store order (start, then end: the shorter first). Equal rows give
+ *     the same figures either way.
  */
 #include "hta.h"
 #include "grow.h"
 
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +71,7 @@ typedef struct hrow {
     int64_t runtime;     /* ts of the linked host row; INT64_MIN: none */
     uint32_t corr;
     int compute;         /* KernelType COMPUTATION */
+    int kernel;          /* cat kernel, gpu_memcpy or gpu_memset: not cuda_sync */
     size_t seq;          /* order of appearance, for ties */
 } hrow;
 
@@ -70,28 +81,16 @@ typedef struct hcpu {
 } hcpu;
 
 
-/* A microsecond value given in ns as the double Python's float() gives for its decimal text. */
-static double us_double(uint64_t ns) {
-    char buf[48];
-    snprintf(buf, sizeof buf, "%llu.%03llu", (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000));
-    return strtod(buf, NULL);
-}
-
-/* floor and ceil of a double within int64 (the microseconds of any real timestamp), without libm. */
-static int64_t floor_i64(double x) {
-    int64_t i = (int64_t)x; /* truncates toward zero */
-    return (double)i > x ? i - 1 : i;
-}
-static int64_t ceil_i64(double x) {
-    int64_t i = (int64_t)x;
-    return (double)i < x ? i + 1 : i;
-}
-
-/* HTA's rounding of one row: ts = ceil(ts), end = floor(ts + dur), in double precision. */
+/* HTA's rounding of one row: ts = ceil(ts), end = floor(ts + dur), here on exact nanoseconds. HTA
+ * does it on the file's doubles; for a ts relative to baseTimeNanoseconds (what profilers write
+ * with ns precision: below 2^42 us, a double keeps every ns) the two agree except where the double
+ * sum ts + dur falls a rounding error short of a whole microsecond that the exact sum reaches.
+ * For an absolute float ts (about 1.7e15 us, doubles 0.25 us apart) HTA's own result depends on
+ * the double's rounding of the fraction; this takes the fraction as written (the importer does
+ * not say whether a base was added, and the exact figure is the trace's). */
 static void round_row(uint64_t start, uint64_t end, int64_t *ts, int64_t *te) {
-    double t = us_double(start), d = us_double(end - start);
-    *ts = ceil_i64(t) * 1000;
-    *te = floor_i64(t + d) * 1000;
+    *ts = (int64_t)((start + 999) / 1000 * 1000);
+    *te = (int64_t)(end / 1000 * 1000);
 }
 
 /* hta/utils/utils.py get_kernel_type() == COMPUTATION: not ^nccl.*Kernel, not ^Memcpy|^Memset|^dma,
@@ -115,6 +114,44 @@ static int event_is_compute(const st_store *s, const st_event *e) {
         return e->sub == TP_SYNC_STREAM_WAIT_EVENT;
     default: return 0;
     }
+}
+
+static int i64_cmp(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* numpy's linear quantile of sorted values (pandas' describe). */
+static double quantile(const int64_t *v, size_t n, double q) {
+    double h = (double)(n - 1) * q;
+    size_t lo = (size_t)h;
+    if (lo + 1 >= n)
+        return (double)v[n - 1];
+    return (double)v[lo] + (h - (double)lo) * (double)(v[lo + 1] - v[lo]);
+}
+
+/* pandas' describe() of n intervals (sorted here). */
+static void describe(int64_t *v, size_t n, hta_interval_stats *st) {
+    st->count = n;
+    st->mean = st->std = st->min = st->q25 = st->q50 = st->q75 = st->max = NAN;
+    if (n == 0)
+        return;
+    tu_sort(v, n, sizeof *v, i64_cmp);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += (double)v[i];
+    st->mean = sum / (double)n;
+    if (n > 1) {
+        double ss = 0;
+        for (size_t i = 0; i < n; i++)
+            ss += ((double)v[i] - st->mean) * ((double)v[i] - st->mean);
+        st->std = sqrt(ss / (double)(n - 1));
+    }
+    st->min = (double)v[0];
+    st->max = (double)v[n - 1];
+    st->q25 = quantile(v, n, 0.25);
+    st->q50 = quantile(v, n, 0.5);
+    st->q75 = quantile(v, n, 0.75);
 }
 
 static int cpu_cmp(const void *a, const void *b) {
@@ -206,7 +243,8 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
     const st_producer_info *pi = st_producer_get(s, p);
     /* HTA's rank: distributedInfo.rank, 0 when the trace has none (trace_parser.py). */
     int32_t rank = pi->rank >= 0 ? pi->rank : 0;
-    hrow *rows = NULL;
+    hrow *rows = NULL, *kern = NULL;
+    int64_t *iv[HTA_IDLE_N_] = {NULL}; /* one stream's idle intervals by category */
     hcpu *cpu = NULL;
     size_t n_rows = 0, rows_cap = 0, n_cpu = 0, cpu_cap = 0;
     int rc = -1;
@@ -224,6 +262,7 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
 
     /* Host rows with a correlation, and the ProfilerSteps' window. */
     int64_t last_step_start = INT64_MIN, last_step_end = INT64_MIN, min_cpu = INT64_MAX, max_cpu_end = INT64_MIN;
+    int64_t first_step_start = INT64_MAX;
     for (size_t l = 0; l < st_lane_count(s); l++) {
         const st_lane_info *li = st_lane_get(s, l);
         if (li->producer != p)
@@ -244,6 +283,7 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
             if (li->kind == ST_LANE_NVTX) {
                 if (strncmp(st_str(s, e->name), "ProfilerStep", 12) == 0) {
                     last_step_start = ts > last_step_start ? ts : last_step_start;
+                    first_step_start = ts < first_step_start ? ts : first_step_start;
                     last_step_end = te > last_step_end ? te : last_step_end;
                 }
                 continue;
@@ -275,7 +315,8 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
             const st_event *e = &ev[i];
             if (e->kind != TP_K_KERNEL && e->kind != TP_K_MEMCPY && e->kind != TP_K_MEMSET && e->kind != TP_K_SYNC)
                 continue;
-            hrow r = {.stream = stream, .runtime = INT64_MIN, .corr = e->corr, .compute = event_is_compute(s, e)};
+            hrow r = {.stream = stream, .runtime = INT64_MIN, .corr = e->corr, .compute = event_is_compute(s, e),
+                      .kernel = e->kind != TP_K_SYNC};
             r.ts = (int64_t)e->start;
             r.end = (int64_t)e->end;
             if (rounded)
@@ -283,13 +324,15 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
             size_t lo = 0, hi = 0, copies = 1;
             if (e->corr != 0) {
                 cpu_range(cpu, n_cpu, e->corr, &lo, &hi);
-                if (hi > lo && stream > 0)
+                if (hi > lo && stream >= 0)
                     r.runtime = cpu[hi - 1].ts;
+                else if (hi == lo && first_step_start != INT64_MAX)
+                    r.runtime = first_step_start; /* HTA's row 0, taken to be the first ProfilerStep */
             }
             if (filtered) {
-                /* Only host rows with stream -1 link, and GPU rows need stream > 0. */
+                /* GPU rows (stream >= 0) are inner-joined with the kept host rows on correlation. */
                 copies = 0;
-                if (stream > 0)
+                if (stream >= 0)
                     for (size_t k = lo; k < hi; k++)
                         copies += o->include_last_step ? cpu[k].ts <= cut_incl : cpu[k].ts < cut;
                 if (copies && r.runtime != INT64_MIN &&
@@ -304,14 +347,31 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
         }
     }
 
-    /* Idle-time breakdown per stream: rows by (stream, ts), ties in store order. */
+    /* Idle-time breakdown per stream: kernel, memcpy and memset rows (cuda_sync rows are left out,
+     * as get_idle_time_breakdown's kernel_cats do), by (stream, ts), ties in store order. */
     for (size_t i = 0; i < n_rows; i++)
         rows[i].seq = i;
     tu_sort(rows, n_rows, sizeof *rows, row_cmp);
+    if (n_rows > 0) {
+        kern = malloc(n_rows * sizeof *kern);
+        for (int c = 0; c < HTA_IDLE_N_; c++)
+            if ((iv[c] = malloc(n_rows * sizeof *iv[c])) == NULL)
+                goto done;
+        if (kern == NULL)
+            goto done;
+    }
     for (size_t i = 0; i < n_rows;) {
         size_t j = i;
         while (j < n_rows && rows[j].stream == rows[i].stream)
             j++;
+        size_t n_kern = 0;
+        for (size_t k = i; k < j; k++)
+            if (rows[k].kernel)
+                kern[n_kern++] = rows[k];
+        if (n_kern == 0) {
+            i = j;
+            continue;
+        }
         if (TU_GROW(out->streams, *streams_cap, out->n_streams + 1))
             goto done;
         hta_stream *st = &out->streams[out->n_streams++];
@@ -319,9 +379,10 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
         st->producer = p;
         st->rank = rank;
         st->stream = rows[i].stream;
-        st->ops = j - i;
+        st->ops = n_kern;
         st->present[HTA_OTHER] = 1; /* the first row: no interval, category other */
-        const hrow *g = rows + i;
+        const hrow *g = kern;
+        size_t n_iv[HTA_IDLE_N_] = {0};
         for (size_t k = 1; k < st->ops; k++) {
             int64_t prev_end = g[k - 1].end;
             int64_t interval = g[k].ts - prev_end;
@@ -330,7 +391,10 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
                                                                                  : HTA_OTHER;
             st->idle_ns[cat] += interval;
             st->present[cat] = 1;
+            iv[cat][n_iv[cat]++] = interval;
         }
+        for (int c = 0; c < HTA_IDLE_N_; c++)
+            describe(iv[c], n_iv[c], &st->stats[c]);
         i = j;
     }
 
@@ -353,6 +417,9 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
     }
     rc = 0;
 done:
+    for (int c = 0; c < HTA_IDLE_N_; c++)
+        free(iv[c]);
+    free(kern);
     free(rows);
     free(cpu);
     return rc;

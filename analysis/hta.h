@@ -22,6 +22,14 @@ enum hta_wide { HTA_WIDE_AUTO = 0, HTA_WIDE_HOST = 1, HTA_WIDE_STREAM = 2 };
 enum hta_idle { HTA_HOST_WAIT = 0, HTA_KERNEL_WAIT = 1, HTA_OTHER = 2, HTA_IDLE_N_ };
 const char *hta_idle_name(int category); /* "host_wait", "kernel_wait", "other" */
 
+/* HTA's show_idle_interval_stats for one category of one stream: pandas' describe() of the idle
+ * intervals, in ns. count excludes the stream's first row (no interval; it is in "other"); std has
+ * ddof 1; the rest are NaN where pandas gives NaN (no interval, or one for std). */
+typedef struct hta_interval_stats {
+    uint64_t count;
+    double mean, std, min, q25, q50, q75, max;
+} hta_interval_stats;
+
 /* One CUDA stream of one rank: idle time per category (a category is present only when some
  * operation fell into it, as in HTA's grouped result). */
 typedef struct hta_stream {
@@ -31,6 +39,7 @@ typedef struct hta_stream {
     uint64_t ops;                  /* operations HTA considers on it (after step filtering) */
     int64_t idle_ns[HTA_IDLE_N_];  /* may be negative: HTA sums overlaps as negative intervals */
     int present[HTA_IDLE_N_];
+    hta_interval_stats stats[HTA_IDLE_N_];
 } hta_stream;
 
 /* get_temporal_breakdown for one rank. */

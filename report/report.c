@@ -100,6 +100,24 @@ static double share(uint64_t part, uint64_t whole) {
     return whole ? (double)part / (double)whole : 0.0;
 }
 
+/* One figure of describe(), in us as HTA rounds them (two decimals); NaN as null / "-". */
+static void stat_str(char *buf, size_t n, double ns) {
+    if (ns != ns)
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, "%.2f", ns / 1e3);
+}
+
+static const char *const stat_names[] = {"count", "mean", "std", "min", "25%", "50%", "75%", "max"};
+
+/* describe()'s eight figures as strings; "count" first. */
+static void stat_strs(const hta_interval_stats *st, char v[8][32]) {
+    snprintf(v[0], sizeof v[0], "%" PRIu64, st->count);
+    const double x[] = {st->mean, st->std, st->min, st->q25, st->q50, st->q75, st->max};
+    for (int i = 0; i < 7; i++)
+        stat_str(v[i + 1], sizeof v[i + 1], x[i]);
+}
+
 static void json_hta(FILE *out, const hta_result *h) {
     fprintf(out, ",\"hta\":{\"unit\":\"us\",\"ranks\":[");
     for (size_t i = 0; i < h->n_ranks; i++) {
@@ -119,7 +137,19 @@ static void json_hta(FILE *out, const hta_result *h) {
         for (int c = 0; c < HTA_IDLE_N_; c++)
             if (st->present[c])
                 fprintf(out, ",\"%s\":%.3f", hta_idle_name(c), st->idle_ns[c] / 1e3);
-        fputc('}', out);
+        fprintf(out, ",\"interval_stats\":{");
+        for (int c = 0, first = 1; c < HTA_IDLE_N_; c++) {
+            if (!st->present[c])
+                continue;
+            char v[8][32];
+            stat_strs(&st->stats[c], v);
+            fprintf(out, "%s\"%s\":{", first ? "" : ",", hta_idle_name(c));
+            for (int k = 0; k < 8; k++)
+                fprintf(out, "%s\"%s\":%s", k ? "," : "", stat_names[k], strcmp(v[k], "-") ? v[k] : "null");
+            fputc('}', out);
+            first = 0;
+        }
+        fprintf(out, "}}");
     }
     fprintf(out, "]}");
 }
@@ -335,6 +365,28 @@ static void write_hta_text(FILE *out, const hta_result *h, int md) {
             fprintf(out, "| %d | %" PRId64 " | %" PRIu64 " | %s | %s | %s |\n", st->rank, st->stream, st->ops, v[0], v[1], v[2]);
         else
             fprintf(out, "  %5d %10" PRId64 " %7" PRIu64 " %14s %14s %14s\n", st->rank, st->stream, st->ops, v[0], v[1], v[2]);
+    }
+    if (md)
+        fprintf(out, "\n## HTA idle interval statistics (us)\n\n| rank | stream | category | count | mean | std | min | 25%% | "
+                     "50%% | 75%% | max |\n|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    else
+        fprintf(out, "\nHTA idle interval statistics (us; pandas' describe of the intervals, std\nwith ddof 1)\n"
+                     "  %4s %10s %-11s %6s %11s %11s %11s\n  %29s %11s %11s %11s %11s\n",
+                "rank", "stream", "category", "count", "mean", "std", "min", "", "25%", "50%", "75%", "max");
+    for (size_t i = 0; i < h->n_streams; i++) {
+        const hta_stream *st = &h->streams[i];
+        for (int c = 0; c < HTA_IDLE_N_; c++) {
+            if (!st->present[c])
+                continue;
+            char v[8][32];
+            stat_strs(&st->stats[c], v);
+            if (md)
+                fprintf(out, "| %d | %" PRId64 " | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", st->rank, st->stream,
+                        hta_idle_name(c), v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+            else
+                fprintf(out, "  %4d %10" PRId64 " %-11s %6s %11s %11s %11s\n  %29s %11s %11s %11s %11s\n", st->rank,
+                        st->stream, hta_idle_name(c), v[0], v[1], v[2], v[3], "", v[4], v[5], v[6], v[7]);
+        }
     }
     if (md)
         fprintf(out, "\n## HTA temporal breakdown (us)\n\n| rank | idle_time | compute_time | non_compute_time | kernel_time | idle %% | compute %% | non-compute %% |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");

@@ -98,9 +98,16 @@ TEST(report_markdown_has_tables) {
 TEST(report_hta_output) {
     ASSERT_EQ(synctop("report --hta " SINGLE), 0);
     ASSERT_STR_CONTAINS(out_buf, "HTA idle time breakdown");
-    ASSERT_STR_CONTAINS(out_buf, "207.000");
+    ASSERT_STR_CONTAINS(out_buf, "212.000");
+    ASSERT_STR_CONTAINS(out_buf, "HTA idle interval statistics");
+    ASSERT_STR_CONTAINS(out_buf, "     0          7 host_wait        4       53.00       32.27       30.00\n");
     ASSERT_EQ(synctop("report --hta --format json " SINGLE), 0);
-    ASSERT_STR_CONTAINS(out_buf, "\"host_wait\":207.000");
+    ASSERT_STR_CONTAINS(out_buf, "\"host_wait\":212.000");
+    ASSERT_STR_CONTAINS(out_buf, "\"interval_stats\":{\"host_wait\":{\"count\":4,\"mean\":53.00,\"std\":32.27,\"min\":30.00,"
+                                 "\"25%\":33.00,\"50%\":41.00,\"75%\":61.00,\"max\":100.00}");
+    ASSERT_STR_CONTAINS(out_buf, "\"other\":{\"count\":0,\"mean\":null,");
+    ASSERT_EQ(synctop("report --hta --format markdown " SINGLE), 0);
+    ASSERT_STR_CONTAINS(out_buf, "| 0 | 7 | host_wait | 4 | 53.00 | 32.27 | 30.00 | 33.00 | 41.00 | 61.00 | 100.00 |");
 }
 
 TEST(report_fail_if_sets_the_exit_status) {

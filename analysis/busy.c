@@ -3,6 +3,8 @@
  */
 #include "busy.h"
 
+#include "analysis.h"
+
 #include <stdlib.h>
 
 int an_is_gpu_work(const st_event *e) {
@@ -110,4 +112,21 @@ int an_busy_open(const an_busy *m, uint64_t b, uint64_t *start, uint64_t *end) {
 uint64_t an_busy_total(const an_busy *m, uint64_t b) {
     uint64_t s, e;
     return m->busy_ns + (an_busy_open(m, b, &s, &e) ? e - s : 0);
+}
+
+uint64_t an_busy_process(const st_store *s, const an_result *r, uint32_t producer, uint64_t a, uint64_t b) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < r->n_devices; i++) {
+        if (r->devices[i].producer != producer)
+            continue;
+        an_busy m;
+        if (an_busy_init(&m, s, producer, r->devices[i].device, a, 64))
+            continue;
+        an_busy_gap gap;
+        while (an_busy_step(&m, b, NULL, &gap) == AN_BUSY_GAP)
+            ;
+        sum += an_busy_total(&m, b);
+        an_busy_free(&m);
+    }
+    return sum;
 }

@@ -57,4 +57,8 @@ uint64_t an_busy_total(const an_busy *m, uint64_t b);
 /* The open interval clipped to b; 0 when there is none. */
 int an_busy_open(const an_busy *m, uint64_t b, uint64_t *start, uint64_t *end);
 
+struct an_result;
+/* The busy time over [a, b) of each of the process's GPUs (those r lists), summed over them. */
+uint64_t an_busy_process(const st_store *s, const struct an_result *r, uint32_t producer, uint64_t a, uint64_t b);
+
 #endif

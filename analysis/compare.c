@@ -29,6 +29,8 @@ static void site_key(const st_store *s, const an_site *st, char *out, size_t n) 
         base = strrchr(st_str(s, f->file), '/');
         snprintf(raw, sizeof raw, "%s at %s:%s", st_str(s, st->name), base ? base + 1 : st_str(s, f->file),
                  st_str(s, f->func));
+    } else if (f != NULL && f->kind == TP_FRAME_OP) {
+        snprintf(raw, sizeof raw, "%s at %s", st_str(s, st->name), st_str(s, f->func));
     } else if (f != NULL) {
         base = strrchr(st_str(s, f->module), '/');
         snprintf(raw, sizeof raw, "%s at %s (%s)", st_str(s, st->name), st_str(s, f->func),

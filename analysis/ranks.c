@@ -55,23 +55,6 @@ static int coll_cmp(const void *a, const void *b) {
     return x->first < y->first ? -1 : x->first > y->first;
 }
 
-/* The union of the process's GPU work over [a, b), summed over its GPUs. */
-static uint64_t gpu_work(const st_store *s, const an_result *r, uint32_t producer, uint64_t a, uint64_t b) {
-    uint64_t sum = 0;
-    for (size_t i = 0; i < r->n_devices; i++) {
-        if (r->devices[i].producer != producer)
-            continue;
-        an_busy m;
-        if (an_busy_init(&m, s, producer, r->devices[i].device, a, 64))
-            continue;
-        an_busy_gap gap;
-        while (an_busy_step(&m, b, NULL, &gap) == AN_BUSY_GAP)
-            ;
-        sum += an_busy_total(&m, b);
-        an_busy_free(&m);
-    }
-    return sum;
-}
 
 /* The straggler's blocking span that overlaps [a, b) most. */
 static void what_held(const an_result *r, an_collective *c) {
@@ -177,7 +160,7 @@ int an_ranks_find(const st_store *s, const an_result *r, an_ranks *out, err_msg 
         out->ranks[c->straggler].last_count++;
         out->ranks[c->straggler].made_wait_ns += c->wait_ns;
         what_held(r, c);
-        c->gpu_ns = c->last > c->first ? gpu_work(s, r, c->straggler, c->first, c->last) : 0;
+        c->gpu_ns = c->last > c->first ? an_busy_process(s, r, c->straggler, c->first, c->last) : 0;
     }
     free(k);
     if (out->n_colls)

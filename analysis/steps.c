@@ -159,6 +159,17 @@ static named_t *ranges_of(const st_store *s, uint32_t p, size_t *n_out) {
     return v;
 }
 
+
+/* Whether the GPU works between most beats (t sorted): a loop's steps do; calls that come
+ * regularly with nothing on the GPU between them (a teardown freeing buffers one by one) are not
+ * a loop. */
+static int beats_hold_work(const st_store *s, const an_result *r, uint32_t producer, const uint64_t *t, size_t n) {
+    size_t with = 0;
+    for (size_t i = 1; i < n; i++)
+        with += t[i] > t[i - 1] && an_busy_process(s, r, producer, t[i - 1], t[i]) > 0;
+    return 2 * with >= n - 1;
+}
+
 /* 3: per process, the beat that comes most often among (a) its call sites with HEARTBEAT_MIN or
  * more stalls whose ends come regularly and (b) its ranges of one name, as many, whose starts come
  * regularly (a range marks the loop on purpose: it wins a tie, and among ranges the one that comes
@@ -180,7 +191,7 @@ static int steps_from_heartbeat(const st_store *s, const an_result *r, an_steps 
             for (size_t i = 0; i < r->n_blocks; i++)
                 if (block_is_site(&r->blocks[i], st))
                     t[n++] = r->blocks[i].end;
-            if (n > best_n && regular(t, n, gaps)) {
+            if (n > best_n && regular(t, n, gaps) && beats_hold_work(s, r, p, t, n)) {
                 best = k;
                 best_n = n;
             }
@@ -226,6 +237,8 @@ static int steps_from_heartbeat(const st_store *s, const an_result *r, an_steps 
             const st_frame *f = st->callsite ? st_site_frame(s, st->callsite) : NULL;
             if (f != NULL && (f->kind == TP_FRAME_PYTHON || (f->file && f->line)))
                 snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, f->file), f->line, st_str(s, f->func));
+            else if (f != NULL && f->kind == TP_FRAME_OP)
+                snprintf(raw, sizeof raw, "%s in %s", st_str(s, st->name), st_str(s, f->func));
             else
                 snprintf(raw, sizeof raw, "%s", st_str(s, st->name));
         }
@@ -238,24 +251,6 @@ static int steps_from_heartbeat(const st_store *s, const an_result *r, an_steps 
     return rc;
 }
 
-/* Busy time of the process's GPUs over [a, b), summed over its GPUs. */
-static uint64_t gpu_busy(const st_store *s, const an_result *r, uint32_t producer, uint64_t a, uint64_t b) {
-    uint64_t sum = 0;
-    for (size_t i = 0; i < r->n_devices; i++) {
-        if (r->devices[i].producer != producer)
-            continue;
-        an_busy m;
-        if (an_busy_init(&m, s, producer, r->devices[i].device, a, 64))
-            continue;
-        an_busy_gap gap;
-        while (an_busy_step(&m, b, NULL, &gap) == AN_BUSY_GAP)
-            ;
-        sum += an_busy_total(&m, b);
-        an_busy_free(&m);
-    }
-    return sum;
-}
-
 /* Sites' blocked time per step (steps x tracked sites), and the steps' own figures. */
 static int step_figures(const st_store *s, const an_result *r, an_steps *out, uint64_t *per_site, size_t ns) {
     uint64_t maxlen = 0;
@@ -264,7 +259,7 @@ static int step_figures(const st_store *s, const an_result *r, an_steps *out, ui
             maxlen = r->blocks[i].end - r->blocks[i].start;
     for (size_t k = 0; k < out->n_steps; k++) {
         an_step *st = &out->steps[k];
-        st->gpu_busy_ns = gpu_busy(s, r, st->producer, st->start, st->end);
+        st->gpu_busy_ns = an_busy_process(s, r, st->producer, st->start, st->end);
         uint64_t from = st->start > maxlen ? st->start - maxlen : 0;
         size_t lo = 0, hi = r->n_blocks;
         while (lo < hi) {

@@ -396,7 +396,9 @@ enum cat {
     CAT_RUNTIME,
     CAT_DRIVER,
     CAT_ANNOT,
-    CAT_GPU_ANNOT
+    CAT_GPU_ANNOT,
+    CAT_OP,    /* cpu_op: a PyTorch operator on a host thread */
+    CAT_PYFN   /* python_function: a Python frame (traces recorded with_stack=True) */
 };
 
 /* API classes, decided from the name; they decide the flags once correlations are known. */
@@ -564,6 +566,15 @@ static size_t clip_next(kclip *c, const uint8_t *p, size_t n, size_t *keep) {
     return n;
 }
 
+/* An operator or a Python frame on a host thread: the context of the calls inside it. */
+typedef struct kctx {
+    uint64_t start, end;
+    uint32_t tid, name; /* name: the operator's, or the Python frame's whole text */
+    uint32_t file, line, func; /* a Python frame's parts, when its text gives them */
+    uint32_t py;
+    uint64_t seq; /* its place in the file */
+} kctx;
+
 typedef struct kimp {
     const char *name; /* for messages */
     const kineto_opts *opts;
@@ -604,6 +615,8 @@ typedef struct kimp {
     uint32_t gpu_domain;
     tp_record *rec;
     size_t n_rec, cap_rec;
+    kctx *ctx;      /* operators and Python frames: what blocking calls are called from */
+    size_t n_ctx, cap_ctx;
     uint64_t max_events;
     u64map streams; /* device << 32 | stream -> context */
     u64map threads; /* pid << 32 | tid -> 1 */
@@ -716,6 +729,10 @@ static int cat_of(const char *s, size_t n) {
         return CAT_ANNOT;
     if (ieq(s, n, "gpu_user_annotation"))
         return CAT_GPU_ANNOT;
+    if (ieq(s, n, "cpu_op") || ieq(s, n, "operator"))
+        return CAT_OP;
+    if (ieq(s, n, "python_function"))
+        return CAT_PYFN;
     return CAT_OTHER;
 }
 
@@ -1053,6 +1070,58 @@ static int event_host(kimp *k) {
     return note_thread(k, pid, tid);
 }
 
+/* A Python frame's name as the profiler writes it, "path/file.py(123): function" (s[0..n)). */
+static int py_frame_parse(const char *s, size_t n, size_t *file_len, uint32_t *line, size_t *func_at) {
+    size_t close = 0;
+    while (close + 3 <= n && !(s[close] == ')' && s[close + 1] == ':' && s[close + 2] == ' '))
+        close++;
+    if (close + 3 > n)
+        return 0;
+    size_t open = close;
+    while (open > 0 && s[open - 1] != '(')
+        open--;
+    if (open == 0 || open == close)
+        return 0;
+    uint32_t v = 0;
+    for (size_t p = open; p < close; p++) {
+        if (s[p] < '0' || s[p] > '9' || v > 100000000)
+            return 0;
+        v = v * 10 + (uint32_t)(s[p] - '0');
+    }
+    *file_len = open - 1;
+    *line = v;
+    *func_at = close + 3;
+    return 1;
+}
+
+/* An operator or a Python frame: kept (up to the event limit) to name the blocking calls in it. */
+static int event_ctx(kimp *k) {
+    kev *e = &k->ev;
+    uint64_t t0, t1;
+    if (span_of(e, &t0, &t1) != NULL || !(e->have & H_TID) || k->n_ctx >= k->max_events) {
+        count_skip(k, e->cat_text, e->cat_len);
+        return 1;
+    }
+    if (k->n_ctx == k->cap_ctx) {
+        size_t cap = k->cap_ctx ? k->cap_ctx * 2 : 4096;
+        kctx *c = realloc(k->ctx, cap * sizeof *c);
+        if (c == NULL)
+            return fail_nomem(k);
+        k->ctx = c;
+        k->cap_ctx = cap;
+    }
+    kctx *c = &k->ctx[k->n_ctx++];
+    *c = (kctx){t0, t1, (uint32_t)(uint64_t)e->tid, intern(k, e->name.s, e->name.len), 0, 0, 0, e->cat == CAT_PYFN,
+                k->n_ctx - 1};
+    k->st->contexts++;
+    size_t file_len, func_at;
+    if (c->py && py_frame_parse(e->name.s, e->name.len, &file_len, &c->line, &func_at)) {
+        c->file = intern(k, e->name.s, file_len);
+        c->func = intern(k, e->name.s + func_at, e->name.len - func_at);
+    }
+    return 1;
+}
+
 static int event_meta(kimp *k) {
     kev *e = &k->ev;
     k->st->meta_rows++;
@@ -1085,6 +1154,8 @@ static int event_end(kimp *k) {
     case CAT_RUNTIME:
     case CAT_DRIVER:
     case CAT_ANNOT: return event_host(k);
+    case CAT_OP:
+    case CAT_PYFN: return event_ctx(k);
     default: return event_gpu(k);
     }
 }
@@ -1445,6 +1516,14 @@ static void fix_times(kimp *k) {
         r->start = (uint64_t)s;
         r->end = (uint64_t)e;
     }
+    for (size_t i = 0; i < k->n_ctx; i++) { /* operators and Python frames: on the same clock */
+        int64_t s, e;
+        if (__builtin_add_overflow((int64_t)k->ctx[i].start, base, &s) ||
+            __builtin_add_overflow((int64_t)k->ctx[i].end, base, &e) || s < 0)
+            s = e = 0; /* contains no call */
+        k->ctx[i].start = (uint64_t)s;
+        k->ctx[i].end = (uint64_t)e;
+    }
 }
 
 /* Gives host calls their device and flags from the GPU operation with the same correlation id;
@@ -1554,6 +1633,123 @@ static int out_add(kout *o, const void *rec, int more) {
     return 0;
 }
 
+/* ---- call sites from operators and Python frames ---- */
+
+#define KCALLSITE_FRAMES 48  /* innermost frames kept per call site */
+#define KCALLSITE_LOOK   512 /* open rows looked at per call, innermost first */
+
+static int ctx_cmp(const void *a, const void *b) {
+    const kctx *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end) /* the outer one first */
+        return x->end > y->end ? -1 : 1;
+    if (x->py != y->py) /* of one span, the Python frame calls the operator */
+        return x->py ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq; /* else the earlier row holds the later */
+}
+
+typedef struct kcall {
+    uint32_t tid;
+    uint64_t start;
+    size_t index;
+} kcall;
+
+static int call_cmp(const void *a, const void *b) {
+    const kcall *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Emits a call site for each distinct stack of operators and Python frames around a blocking call
+ * (frames innermost first, as the tracer sends them) and sets the calls' call-site ids. One sweep
+ * per thread over its contexts and calls in time order: a stack holds the contexts open at a call. */
+static int kineto_callsites(kimp *k, kout *o) {
+    size_t nb = 0;
+    for (size_t i = 0; i < k->n_rec; i++)
+        nb += k->rec[i].head.kind == TP_K_API && (k->rec[i].api.flags & TP_F_BLOCKING);
+    if (nb == 0 || k->n_ctx == 0)
+        return 0;
+    kcall *calls = malloc(nb * sizeof *calls);
+    size_t *stack = malloc(k->n_ctx * sizeof *stack);
+    u64map ids = {0};
+    int rc = 0;
+    if (calls == NULL || stack == NULL) {
+        rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
+        goto out;
+    }
+    nb = 0;
+    for (size_t i = 0; i < k->n_rec; i++)
+        if (k->rec[i].head.kind == TP_K_API && (k->rec[i].api.flags & TP_F_BLOCKING))
+            calls[nb++] = (kcall){k->rec[i].api.tid, k->rec[i].api.start, i};
+    qsort(calls, nb, sizeof *calls, call_cmp);
+    qsort(k->ctx, k->n_ctx, sizeof *k->ctx, ctx_cmp);
+    size_t j = 0, depth = 0;
+    uint32_t tid = UINT32_MAX;
+    uint32_t next_id = 1;
+    for (size_t c = 0; c < nb && rc == 0; c++) {
+        tp_api *a = &k->rec[calls[c].index].api;
+        if (a->tid != tid) { /* a new thread: its contexts */
+            tid = a->tid;
+            depth = 0;
+            while (j < k->n_ctx && k->ctx[j].tid < tid)
+                j++;
+        }
+        while (j < k->n_ctx && k->ctx[j].tid == tid && k->ctx[j].start <= a->start) {
+            while (depth > 0 && k->ctx[stack[depth - 1]].end < k->ctx[j].start)
+                depth--;
+            stack[depth++] = j++;
+        }
+        while (depth > 0 && k->ctx[stack[depth - 1]].end < a->start)
+            depth--;
+        /* the contexts around the call, innermost first */
+        size_t fr[KCALLSITE_FRAMES], nf = 0;
+        uint64_t h = (1469598103934665603ull ^ a->name) * 1099511628211ull; /* one site per API */
+        /* rows that overlap without nesting can stay on the stack below open ones: look at a
+         * bounded number of them per call */
+        size_t floor = depth > KCALLSITE_LOOK ? depth - KCALLSITE_LOOK : 0;
+        for (size_t d = depth; d > floor && nf < KCALLSITE_FRAMES; d--) {
+            const kctx *x = &k->ctx[stack[d - 1]];
+            if (x->end < a->end)
+                continue;
+            fr[nf++] = stack[d - 1];
+            h = (h ^ ((uint64_t)x->name << 1 | (uint64_t)x->py)) * 1099511628211ull;
+        }
+        if (nf == 0)
+            continue;
+        if (h == 0)
+            h = 1;
+        int added;
+        uint64_t *id = u64map_get_or_add(&ids, h, next_id, &added);
+        if (id == NULL) {
+            rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
+            break;
+        }
+        a->callsite = (uint32_t)*id;
+        k->st->sited_calls++;
+        if (!added)
+            continue;
+        next_id++;
+        tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = a->callsite, .n_frames = (uint32_t)nf};
+        if ((rc = out_add(o, &cs, 1)) != 0)
+            break;
+        for (size_t f = 0; f < nf && rc == 0; f++) {
+            const kctx *x = &k->ctx[fr[f]];
+            tp_frame t = {.kind = TP_K_FRAME, .flags = x->py ? TP_FRAME_PYTHON : TP_FRAME_OP, .index = (uint16_t)f,
+                          .callsite = a->callsite, .func = x->func ? x->func : x->name, .file = x->file, .line = x->line};
+            rc = out_add(o, &t, 1);
+        }
+    }
+out:
+    free(calls);
+    free(stack);
+    u64map_free(&ids);
+    return rc;
+}
+
 static int emit_all(kimp *k, kineto_emit_fn emit, void *ctx) {
     kineto_stats *st = k->st;
     fix_times(k);
@@ -1659,6 +1855,8 @@ static int emit_all(kimp *k, kineto_emit_fn emit, void *ctx) {
         if ((rc = out_add(&o, &r, 1)) != 0)
             goto out;
     }
+    if ((rc = kineto_callsites(k, &o)) != 0)
+        goto out;
     for (size_t i = 0; i < n_ev; i++)
         if ((rc = out_add(&o, &k->rec[ord[i].index], i + 1 < n_ev)) != 0)
             goto out;
@@ -1802,6 +2000,7 @@ static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emi
     free(k->tnames_text.s);
     free(k->devprops);
     free(k->rec);
+    free(k->ctx);
     u64map_free(&k->streams);
     u64map_free(&k->threads);
     u64map_free(&k->tnames);

@@ -20,8 +20,13 @@
  *     operation with the same correlation id, TP_NO_DEVICE when there is none;
  *   - user_annotation rows (ProfilerStep#N included) as TP_NVTX_RANGE on their host thread, and
  *     gpu_user_annotation rows as TP_NVTX_RANGE with device = the GPU, tid = the stream and the
- *     domain "gpu_user_annotation".
- * Everything else (cpu_op, flows, python_function, ...) is counted by category in kineto_stats.
+ *     domain "gpu_user_annotation";
+ *   - call sites: the cpu_op (legacy Operator) and python_function rows of the same thread that hold
+ *     a blocking call in time become its call site (TP_K_CALLSITE + TP_K_FRAME, innermost first:
+ *     TP_FRAME_OP for an operator, TP_FRAME_PYTHON for "file.py(123): function"); calls with the
+ *     same API and frames share one. One sweep per thread over the rows sorted by start, a stack of
+ *     the open ones: no search per call.
+ * Everything else (flows, the profiler's own spans, ...) is counted by category in kineto_stats.
  *
  * Timestamps are parsed from the numbers' text into integer nanoseconds, exactly
  * ("1695835535123456.789" us -> 1695835535123456789 ns; digits beyond ns round half away from zero),
@@ -79,6 +84,8 @@ typedef struct kineto_stats {
     uint64_t records[TP_K_MAX_]; /* records emitted, by kind (metadata included) */
     uint64_t events;             /* event records emitted */
     uint64_t batches, batch_bytes;
+    uint64_t contexts;       /* operator and Python-frame rows kept to name the calls inside them */
+    uint64_t sited_calls;    /* blocking calls given a call site from them */
     uint64_t blocking_calls; /* API records flagged TP_F_BLOCKING */
     uint64_t blocked_ns;     /* their summed durations */
     uint64_t t_min, t_max;   /* span of the events, ns (0, 0 when none) */

@@ -42,10 +42,24 @@ static const char *safe(const char *s, char *buf, size_t len) {
     return buf;
 }
 
+/* The operators of a call site named after one, from its outermost one inward,
+ * "forward > aten::item > aten::_local_scalar_dense". */
+static void op_chain(const st_store *s, uint64_t callsite, char *buf, size_t len) {
+    size_t n = 0, at = 0;
+    const st_frame *f = callsite ? st_callsite_frames(s, callsite, &n) : NULL;
+    buf[0] = '\0';
+    for (size_t i = n; i > 0 && at + 1 < len; i--)
+        if (f[i - 1].kind == TP_FRAME_OP)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? " > " : "", st_str(s, f[i - 1].func));
+}
+
 char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf, size_t len) {
-    char raw[1024] = "";
+    char raw[1024] = "", ops[512] = "";
     const st_frame *f = st_site_frame(s, callsite);
-    if (f != NULL && f->kind == TP_FRAME_PYTHON)
+    const st_frame *op = st_site_op(s, callsite);
+    if (f != NULL && f->kind == TP_FRAME_OP)
+        op_chain(s, callsite, raw, sizeof raw);
+    else if (f != NULL && f->kind == TP_FRAME_PYTHON)
         snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, f->file), f->line, st_str(s, f->func));
     else if (f != NULL && f->line != 0 && *st_str(s, f->file))
         snprintf(raw, sizeof raw, "%s:%u %s", cm_base_name(st_str(s, f->file)), f->line, st_str(s, f->func));
@@ -54,6 +68,11 @@ char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf
                  cm_base_name(st_str(s, f->module)), f->pc);
     else if (callsite)
         snprintf(raw, sizeof raw, "(call site %" PRIu64 ": no frames)", callsite);
+    if (op != NULL && f != op) {
+        snprintf(ops, sizeof ops, " [%s]", st_str(s, op->func));
+        size_t used = strlen(raw);
+        snprintf(raw + used, sizeof raw - used, "%s", ops);
+    }
     (void)api; /* no call site taken: "" (the caller shows the API) */
     safe(raw, buf, len);
     return buf;
@@ -71,7 +90,7 @@ static void json_frames(FILE *out, const st_store *s, uint64_t callsite) {
     const st_frame *f = callsite ? st_callsite_frames(s, callsite, &n) : NULL;
     fputc('[', out);
     for (size_t i = 0; i < n; i++) {
-        fprintf(out, "%s{\"kind\":\"%s\",\"function\":", i ? "," : "", f[i].kind == TP_FRAME_PYTHON ? "python" : "native");
+        fprintf(out, "%s{\"kind\":\"%s\",\"function\":", i ? "," : "", f[i].kind == TP_FRAME_PYTHON ? "python" : f[i].kind == TP_FRAME_OP ? "op" : "native");
         json_str(out, st_str(s, f[i].func));
         fprintf(out, ",\"file\":");
         json_str(out, st_str(s, f[i].file));
@@ -479,6 +498,10 @@ static void frame_text(const st_store *s, const st_frame *f, int width, char *bu
     safe(st_str(s, f->func), fn, sizeof fn);
     safe(st_str(s, f->file), file, sizeof file);
     safe(cm_base_name(st_str(s, f->module)), mod, sizeof mod);
+    if (f->kind == TP_FRAME_PYTHON && (f->line == 0 || *file == '\0')) { /* "<built-in ...>", "nn.Module: ..." */
+        snprintf(buf, len, "%.*s", width > 0 ? width : 0, fn);
+        return;
+    }
     if (f->kind == TP_FRAME_PYTHON) {
         snprintf(tail, sizeof tail, ":%u %s", f->line, fn);
         int room = width - (int)strlen(tail);
@@ -489,7 +512,9 @@ static void frame_text(const st_store *s, const st_frame *f, int width, char *bu
             snprintf(buf, len, "%s%s", file, tail);
         return;
     }
-    if (f->line != 0 && *file)
+    if (f->kind == TP_FRAME_OP)
+        tail[0] = '\0';
+    else if (f->line != 0 && *file)
         snprintf(tail, sizeof tail, " (%s:%u)", cm_base_name(file), f->line);
     else
         snprintf(tail, sizeof tail, " (%s+%#" PRIx64 ")", mod, f->pc);
@@ -502,12 +527,33 @@ static void frame_text(const st_store *s, const st_frame *f, int width, char *bu
 }
 
 /* A call site in at most width columns, as rp_site_text picks its frame, shortened as frame_text
- * does; made unbreakable for wrap(). "" when no call site was taken. */
-static char *site_fit(const st_store *s, uint64_t callsite, int width, char *buf, size_t len) {
+ * does (as_frame: written as frame_text writes it), with the operator that made the call. "" when
+ * no call site was taken. */
+static void site_line(const st_store *s, uint64_t callsite, int width, int as_frame, char *buf, size_t len) {
     const st_frame *pick = st_site_frame(s, callsite);
+    const st_frame *op = st_site_op(s, callsite);
     rp_site_text(s, callsite, 0, buf, len);
-    if (pick != NULL && (int)strlen(buf) > width)
-        frame_text(s, pick, width, buf, len);
+    if (pick == NULL || ((int)strlen(buf) <= width && !(as_frame && pick->kind != TP_FRAME_OP)))
+        return;
+    if (pick->kind == TP_FRAME_OP) { /* the chain, cut at its inner end */
+        if (width > 3 && (size_t)width < len)
+            snprintf(buf + width - 3, len - (size_t)(width - 3), "...");
+        return;
+    }
+    char ops[160] = "", clean[160];
+    if (op != NULL && op != pick)
+        snprintf(ops, sizeof ops, " [%s]", safe(st_str(s, op->func), clean, sizeof clean));
+    int room = width - (int)strlen(ops);
+    frame_text(s, pick, room > 24 ? room : width, buf, len);
+    if (room > 24) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s", ops);
+    }
+}
+
+/* site_line, made unbreakable for wrap(). */
+static char *site_fit(const st_store *s, uint64_t callsite, int width, char *buf, size_t len) {
+    site_line(s, callsite, width, 0, buf, len);
     return unbreakable(buf);
 }
 
@@ -670,12 +716,19 @@ static void text_sites(FILE *out, const st_store *s, const an_result *r, const r
         size_t nf = 0;
         const st_frame *f = st->callsite ? st_callsite_frames(s, st->callsite, &nf) : NULL;
         const st_frame *named = st_site_frame(s, st->callsite);
-        size_t from = named != NULL ? (size_t)(named - f) : 0;
+        size_t at = named != NULL ? (size_t)(named - f) : 0, from = at;
+        if (from > 0 && f[from - 1].kind == TP_FRAME_PYTHON && named->kind == TP_FRAME_PYTHON)
+            from--; /* the library function the program's line called, above it */
         if (st->callsite && nf == 0)
             fprintf(out, "      at %s\n", where);
+        if (named != NULL && named->kind == TP_FRAME_OP) /* only operators: their chain says it all */
+            nf = at + 1;
         for (size_t k = from; k < nf && k < from + 6; k++) {
-            frame_text(s, &f[k], RP_WIDTH - 9, line, sizeof line);
-            fprintf(out, "      %s %s\n", k == from ? "at" : "  ", line);
+            if (k == at) /* with the operator that made the call */
+                site_line(s, st->callsite, RP_WIDTH - 9, 1, line, sizeof line);
+            else
+                frame_text(s, &f[k], RP_WIDTH - 9, line, sizeof line);
+            fprintf(out, "      %s %s\n", k == at ? "at" : "  ", line);
         }
         if (nf > from + 6)
             fprintf(out, "         (%zu more frames)\n", nf - from - 6);
@@ -683,8 +736,8 @@ static void text_sites(FILE *out, const st_store *s, const an_result *r, const r
     if (r->n_sites > top)
         fprintf(out, md ? "\n(%zu more call sites)\n" : "  (%zu more call sites)\n", r->n_sites - top);
     if (any_untaken && !md)
-        wrap(out, 2, 3, "(no \"at\" line: no call site was taken for those calls, as in imported PyTorch "
-                        "profiler traces; they are grouped by API)");
+        wrap(out, 2, 3, "(no \"at\" line: no call site was taken for those calls; in an imported profiler "
+                        "trace, they ran outside any operator or Python frame it recorded. They are grouped by API)");
 }
 
 /* GPU utilisation: a label too wide for its column gets a line of its own. */
@@ -946,7 +999,10 @@ static void text_advice(FILE *out, const st_store *s, const an_result *r, const 
                             : "\nWhat to change, by the GPU time it gives back\n");
         rp_site_text(s, v[i]->callsite, v[i]->name, where, sizeof where);
         size_t wl = strlen(where);
-        if (wl > 56) /* a long path: its end names the file, line and function */
+        const st_frame *named = st_site_frame(s, v[i]->callsite);
+        if (wl > 56 && named != NULL && named->kind == TP_FRAME_OP) /* an op chain: its start is the program's op */
+            memcpy(where + 53, "...", 4);
+        else if (wl > 56) /* a long path: its end names the file, line and function */
             memmove(where, memcpy(where + wl - 53, "...", 3), 54);
         snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (%.3f ms blocked)%s%s%s", shown, ms(a.gpu_ns),
                  ms(v[i]->total_ns), where[0] ? " at " : "", where, who(s, v[i]->producer, rk, sizeof rk));
@@ -1236,11 +1292,12 @@ static double measure(const rp_check *c, const st_store *s, const an_result *r, 
     case M_API:
         for (size_t i = 0; i < r->n_sites; i++) {
             const an_site *st = &r->sites[i];
-            char where[512];
-            /* A site with no call site taken is known by its API. */
-            int hit = c->metric == M_API ? strcmp(st_str(s, st->name), c->arg) == 0
-                      : st->callsite     ? strstr(rp_site_text(s, st->callsite, st->name, where, sizeof where), c->arg) != NULL
-                                         : strstr(st_str(s, st->name), c->arg) != NULL;
+            char where[512], desc[1024];
+            /* A site is described by its API and where it was called: "cudaMemcpyAsync at train.py:40 step". */
+            if (c->metric == M_SITE)
+                snprintf(desc, sizeof desc, "%s at %s", st_str(s, st->name),
+                         st->callsite ? rp_site_text(s, st->callsite, st->name, where, sizeof where) : "");
+            int hit = c->metric == M_API ? strcmp(st_str(s, st->name), c->arg) == 0 : strstr(desc, c->arg) != NULL;
             if (hit)
                 ns += st->total_ns;
         }

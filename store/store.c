@@ -1143,15 +1143,89 @@ int st_is_runtime_function(const char *f) {
     return strncmp(f, "cuda", 4) == 0 && f[4] >= 'A' && f[4] <= 'Z';
 }
 
+/* Standard library modules a profiler names by their bare path ("threading.py", "multiprocessing/spawn.py"). */
+static const char *const k_stdlib[] = {
+    "__future__", "_collections_abc", "_weakrefset", "abc", "argparse", "ast", "asyncio", "base64", "bdb",
+    "bisect", "bz2", "cProfile", "calendar", "code", "codecs", "codeop", "collections", "concurrent",
+    "configparser", "contextlib", "contextvars", "copy", "copyreg", "csv", "ctypes", "dataclasses",
+    "datetime", "decimal", "dis", "distutils", "email", "enum", "fnmatch", "fractions", "functools",
+    "genericpath", "gettext", "glob", "gzip", "hashlib", "heapq", "hmac", "html", "http", "importlib",
+    "inspect", "io", "json", "keyword", "linecache", "locale", "logging", "lzma", "multiprocessing",
+    "numbers", "opcode", "operator", "os", "pathlib", "pdb", "pickle", "pkgutil", "platform", "posixpath",
+    "pprint", "profile", "pstats", "queue", "random", "re", "reprlib", "runpy", "sched", "selectors",
+    "shutil", "signal", "site", "socket", "socketserver", "sre_compile", "sre_parse", "ssl", "stat",
+    "statistics", "string", "struct", "subprocess", "sysconfig", "tarfile", "tempfile", "textwrap",
+    "threading", "timeit", "token", "tokenize", "traceback", "types", "typing", "unittest", "urllib",
+    "uuid", "warnings", "weakref", "xml", "zipfile", "zipimport",
+};
+
+int st_is_library_file(const char *file) {
+    if (file == NULL || *file == '\0' || *file == '<')
+        return 1;
+    if (strncmp(file, "torch/", 6) == 0)
+        return 1;
+    const char *pk = strstr(file, "-packages/");
+    if (pk != NULL) /* site-packages or dist-packages: PyTorch's own files there */
+        return strncmp(pk + 10, "torch/", 6) == 0;
+    if (strstr(file, "/lib/python") != NULL) /* an interpreter's library, outside site-packages */
+        return 1;
+    if (*file == '/')
+        return 0;
+    size_t n = strcspn(file, "/.");
+    for (size_t i = 0; i < sizeof k_stdlib / sizeof *k_stdlib; i++)
+        if (strlen(k_stdlib[i]) == n && strncmp(file, k_stdlib[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+/* Of the operators in f[0..n), the one that made the call: the outermost ATen operator (what the
+ * program called: aten::is_nonzero around aten::item around aten::_local_scalar_dense), else the
+ * outermost operator (a module's "forward", an autograd node); NULL when there is none. */
+static const st_frame *causal_op(const st_store *s, const st_frame *f, size_t n) {
+    const st_frame *aten = NULL, *any = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (f[i].kind == TP_FRAME_OP) {
+            any = &f[i];
+            if (strncmp(st_str(s, f[i].func), "aten::", 6) == 0)
+                aten = &f[i];
+        }
+    return aten != NULL ? aten : any;
+}
+
 const st_frame *st_site_frame(const st_store *s, uint64_t callsite) {
     size_t n = 0;
     const st_frame *f = callsite ? st_callsite_frames(s, callsite, &n) : NULL;
-    const st_frame *nat = NULL;
+    const st_frame *py = NULL, *nat = NULL;
+    size_t ops = 0; /* the frames below the first program frame: the operators there */
     for (size_t i = 0; i < n; i++) {
-        if (f[i].kind == TP_FRAME_PYTHON)
-            return &f[i];
-        if (f[i].kind == TP_FRAME_NATIVE && nat == NULL && !st_is_runtime_function(st_str(s, f[i].func)))
-            nat = &f[i];
+        if (f[i].kind == TP_FRAME_PYTHON) {
+            const char *file = st_str(s, f[i].file);
+            if (f[i].line != 0 && !st_is_library_file(file))
+                return &f[i];
+            if (py == NULL && f[i].line != 0 && *file != '\0' && *file != '<')
+                py = &f[i];
+        } else if (f[i].kind == TP_FRAME_NATIVE) {
+            if (nat == NULL && !st_is_runtime_function(st_str(s, f[i].func)))
+                nat = &f[i];
+        }
+        if (py == NULL && nat == NULL)
+            ops = i + 1;
     }
-    return nat != NULL ? nat : n > 0 ? &f[0] : NULL;
+    if (py != NULL)
+        return py;
+    if (nat != NULL)
+        return nat;
+    const st_frame *op = causal_op(s, f, ops);
+    if (op != NULL)
+        return op;
+    return n > 0 ? &f[0] : NULL;
+}
+
+const st_frame *st_site_op(const st_store *s, uint64_t callsite) {
+    size_t n = 0;
+    const st_frame *f = callsite ? st_callsite_frames(s, callsite, &n) : NULL;
+    const st_frame *named = st_site_frame(s, callsite);
+    if (named != NULL && named->kind == TP_FRAME_OP)
+        return named;
+    return named != NULL ? causal_op(s, f, (size_t)(named - f)) : NULL;
 }

@@ -177,8 +177,22 @@ void st_store_shrink(st_store *s);
  * first frame that is not. */
 int st_is_runtime_function(const char *func);
 
-/* The frame a call site is named after: its innermost Python frame, else its innermost native
- * frame outside the CUDA runtime, else its innermost frame; NULL when it has none. */
+/* Whether a Python file belongs to a library rather than to the program: PyTorch's own files
+ * (torch/..., .../site-packages/torch/...), the standard library (a bare stdlib module name as
+ * the profiler writes it, "threading.py", or a path under lib/pythonX.Y outside site-packages),
+ * and pseudo-files ("<frozen runpy>", "<string>"). */
+int st_is_library_file(const char *file);
+
+/* The frame a call site is named after: its innermost Python frame in the program's own code
+ * (st_is_library_file), else its innermost Python frame with a file, else its innermost native
+ * frame outside the CUDA runtime, else the operator that made the call (st_site_op), else its
+ * innermost frame; NULL when it has none. */
 const st_frame *st_site_frame(const st_store *s, uint64_t callsite);
+
+/* The operator that made the call, among those between the call and the frame the site is named
+ * after: the outermost ATen operator (aten::is_nonzero around aten::item around
+ * aten::_local_scalar_dense), else the outermost operator (a module's "forward"); NULL when there
+ * is none. */
+const st_frame *st_site_op(const st_store *s, uint64_t callsite);
 
 #endif

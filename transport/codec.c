@@ -576,7 +576,7 @@ static int check_record(const tp_record *r, err_msg *err, uint32_t i) {
                               r->module.build_id_len, TP_BUILD_ID_MAX);
         break;
     case TP_K_FRAME:
-        if (f != TP_FRAME_NATIVE && f != TP_FRAME_PYTHON)
+        if (f != TP_FRAME_NATIVE && f != TP_FRAME_PYTHON && f != TP_FRAME_OP)
             return err_set(err, ERR_MALFORMED, "record %u: frame kind %u out of range", i, f);
         allowed = f;
         break;

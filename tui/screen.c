@@ -313,11 +313,17 @@ static void fmt_bytes(char *out, size_t n, uint64_t b) {
 void vw_site_label(const st_store *s, uint64_t callsite, uint32_t name, char *out, size_t n) {
     char raw[512] = "";
     const st_frame *f = st_site_frame(s, callsite);
+    const st_frame *op = st_site_op(s, callsite);
+    char ops[160] = "";
+    if (op != NULL)
+        snprintf(ops, sizeof ops, " [%s]", st_str(s, op->func));
     int line = f != NULL && (f->kind == TP_FRAME_PYTHON || (f->line != 0 && *st_str(s, f->file)));
     if (line)
-        snprintf(raw, sizeof raw, "%s:%u %s in %s",
+        snprintf(raw, sizeof raw, "%s:%u %s%s in %s",
                  f->kind == TP_FRAME_PYTHON ? st_str(s, f->file) : cm_base_name(st_str(s, f->file)), f->line,
-                 st_str(s, f->func), name ? st_str(s, name) : "?");
+                 st_str(s, f->func), op != f ? ops : "", name ? st_str(s, name) : "?");
+    else if (f != NULL && f->kind == TP_FRAME_OP)
+        snprintf(raw, sizeof raw, "%s in %s", st_str(s, f->func), name ? st_str(s, name) : "?");
     else if (f != NULL)
         snprintf(raw, sizeof raw, "%s (%s)", f->func ? st_str(s, f->func) : "??", cm_base_name(st_str(s, f->module)));
     else
@@ -1756,19 +1762,32 @@ static void render_detail(frame_ctx *f) {
     if (rows > 2 && e->kind == TP_K_API && e->value) {
         size_t nf;
         const st_frame *fr = st_callsite_frames(s, e->value, &nf);
-        for (size_t i = 0; i < nf && (int)i + 2 < rows; i++) {
+        const st_frame *named = st_site_frame(s, e->value);
+        /* the frames from the innermost, moved on so that the one the site is named after (marked
+         * '>') is in sight when they do not all fit */
+        size_t room = (size_t)(rows - 2), first = 0, at = named != NULL ? (size_t)(named - fr) : 0;
+        if (at >= room)
+            first = at - room / 2;
+        for (size_t i = first; i < nf && i - first < room; i++) {
             char raw[512], clean[512];
-            if (fr[i].kind == TP_FRAME_PYTHON)
-                snprintf(raw, sizeof raw, "   #%zu py  %s:%u  %s", i, st_str(s, fr[i].file), fr[i].line,
+            const char *mark = &fr[i] == named ? " > " : "   ";
+            if (fr[i].kind == TP_FRAME_PYTHON && fr[i].line == 0)
+                snprintf(raw, sizeof raw, "%s#%zu py  %s", mark, i, st_str(s, fr[i].func));
+            else if (fr[i].kind == TP_FRAME_PYTHON)
+                snprintf(raw, sizeof raw, "%s#%zu py  %s:%u  %s", mark, i, st_str(s, fr[i].file), fr[i].line,
                          st_str(s, fr[i].func));
+            else if (fr[i].kind == TP_FRAME_OP)
+                snprintf(raw, sizeof raw, "%s#%zu op  %s", mark, i, st_str(s, fr[i].func));
             else if (fr[i].file && fr[i].line)
-                snprintf(raw, sizeof raw, "   #%zu     %s:%u  %s  (%s+0x%" PRIx64 ")", i, st_str(s, fr[i].file),
+                snprintf(raw, sizeof raw, "%s#%zu     %s:%u  %s  (%s+0x%" PRIx64 ")", mark, i,
+                         st_str(s, fr[i].file),
                          fr[i].line, st_str(s, fr[i].func), cm_base_name(st_str(s, fr[i].module)), fr[i].pc);
             else
-                snprintf(raw, sizeof raw, "   #%zu     %s  %s+0x%" PRIx64, i, fr[i].func ? st_str(s, fr[i].func) : "??",
+                snprintf(raw, sizeof raw, "%s#%zu     %s  %s+0x%" PRIx64, mark, i, fr[i].func ? st_str(s, fr[i].func) : "??",
                          st_str(s, fr[i].module), fr[i].pc);
             sanitized(clean, sizeof clean, raw);
-            put_str(g, v, 0, y + 1 + (int)i, g->w, clean, fr[i].kind == TP_FRAME_PYTHON ? ROLE_LABEL : ROLE_DEFAULT, 0);
+            put_str(g, v, 0, y + 1 + (int)(i - first), g->w, clean,
+                    fr[i].kind == TP_FRAME_PYTHON ? ROLE_LABEL : ROLE_DEFAULT, 0);
         }
     } else if (v->detail && rows > 2) {
         put_str(g, v, 1, y + 1, g->w - 2, "(no call site for this event; enter closes the detail pane)", ROLE_DIM, 0);

@@ -90,8 +90,10 @@ enum tp_drop_source {
     TP_DROP_MAX_ = 4
 };
 
-/* Frame kinds (kept in flags). */
-enum tp_frame_kind { TP_FRAME_NATIVE = 1, TP_FRAME_PYTHON = 2 };
+/* Frame kinds (kept in flags): a native frame (module + pc, symbolized later), a Python frame
+ * (file, line, function), a framework operator around the call (func: "aten::item"; from imported
+ * profiler traces, no file or module). */
+enum tp_frame_kind { TP_FRAME_NATIVE = 1, TP_FRAME_PYTHON = 2, TP_FRAME_OP = 3 };
 
 #define TP_NO_DEVICE 0xFFFFu
 #define TP_NO_ID 0xFFFFFFFFu

@@ -18,9 +18,10 @@ static const struct {
     [AN_FIX_IF_TENSOR] = {"if-tensor", "a Python branch on a CUDA tensor (if tensor:, bool(), assert)",
                           "Compute the condition on the GPU (torch.where) or check it only every N steps: a branch "
                           "on a CUDA tensor waits for all the work queued before it"},
-    [AN_FIX_TO_HOST] = {"to-host", ".cpu() / .numpy() / .tolist() of a CUDA tensor",
-                        "Copy with .to('cpu', non_blocking=True) into pinned memory and use it after an event, or "
-                        "only every N steps"},
+    [AN_FIX_TO_HOST] = {"to-host", "a copy between host and GPU that waits (.to(device), .cpu(), .numpy(), .tolist())",
+                        "Copy through pinned memory with non_blocking=True (to the GPU: tensor.pin_memory() or "
+                        "pin_memory=True in the DataLoader; to the host: into a pinned buffer read after an event), "
+                        "or only every N steps"},
     [AN_FIX_NONZERO] = {"data-dependent-shape", "an op whose output size depends on the data (nonzero, masked "
                                                 "indexing, unique)",
                         "Use a fixed-shape form (torch.where with a mask, a padded index) so the host need not "

@@ -74,7 +74,8 @@ int an_block_kind_of_name(const char *api) {
     switch (st_api_class_of(api, (size_t)-1)) {
     case ST_API_SYNC: return AN_BLOCK_SYNC;
     case ST_API_QUERY: return AN_BLOCK_QUERY;
-    case ST_API_COPY: return AN_BLOCK_MEMCPY;
+    case ST_API_COPY:
+    case ST_API_COPY_WAIT: return AN_BLOCK_MEMCPY;
     case ST_API_COPY_ASYNC: return AN_BLOCK_PAGEABLE;
     case ST_API_SET:
     case ST_API_SET_ASYNC: return AN_BLOCK_MEMSET;

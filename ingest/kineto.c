@@ -35,6 +35,7 @@
 #define MAX_SKIP_DEPTH 1000         /* nesting inside values the importer ignores */
 #define MAX_DEVPROPS   256          /* deviceProperties entries kept */
 #define NAME_KEEP      1024         /* bytes of a thread or device name kept */
+#define STACK_KEEP     65535        /* bytes of an operator's "Call stack" kept */
 #define NUM_TEXT_MAX   4096         /* longer numbers are not numbers we can use */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -362,7 +363,8 @@ enum key {
     K_A_NAME,
     K_A_FROM_DEV,
     K_A_TO_DEV,
-    K_A_GRAPH /* its args */
+    K_A_GRAPH,
+    K_A_STACK /* its args */
 };
 
 /* Fields an event has (bits of kev.have). */
@@ -383,7 +385,8 @@ enum {
     H_TO_DEV = 1 << 13,
     H_GRAPH = 1 << 14,
     H_TS_BAD = 1 << 15,
-    H_DUR_BAD = 1 << 16
+    H_DUR_BAD = 1 << 16,
+    H_STACK = 1 << 17
 };
 
 enum cat {
@@ -416,6 +419,7 @@ typedef struct kev {
     char cat_text[KINETO_CAT_MAX];
     size_t cat_len;
     kbuf name, mname;
+    kbuf stack; /* args."Call stack" (legacy traces recorded with_stack) */
     int64_t pid, tid, ts, dur;
     int64_t device, stream, corr, cbid, bytes, context, event, from_dev, to_dev, graph;
     int64_t sync_kind;
@@ -572,8 +576,17 @@ typedef struct kctx {
     uint32_t tid, name; /* name: the operator's, or the Python frame's whole text */
     uint32_t file, line, func; /* a Python frame's parts, when its text gives them */
     uint32_t py;
-    uint64_t seq; /* its place in the file */
+    uint32_t stack; /* an operator's Python stack (legacy "Call stack"): index + 1 in kimp.stacks; 0 none */
+    uint64_t seq;   /* its place in the file */
 } kctx;
+
+/* A Python frame of an operator's "Call stack". */
+typedef struct kpyframe {
+    uint32_t file, line, func;
+} kpyframe;
+
+#define KCALLSITE_FRAMES 48  /* innermost frames kept per call site (and per Call stack) */
+#define KCALLSITE_LOOK   512 /* open rows looked at per call, innermost first */
 
 typedef struct kimp {
     const char *name; /* for messages */
@@ -617,6 +630,11 @@ typedef struct kimp {
     size_t n_rec, cap_rec;
     kctx *ctx;      /* operators and Python frames: what blocking calls are called from */
     size_t n_ctx, cap_ctx;
+    kpyframe *pyfr; /* the frames of the distinct Call stacks, innermost first */
+    size_t n_pyfr, cap_pyfr;
+    uint64_t *stacks; /* per distinct Call stack: its first frame in pyfr << 8 | its frame count */
+    size_t n_stacks, cap_stacks;
+    u64map stack_ids; /* hash of a Call stack's text -> index + 1 in stacks */
     uint64_t max_events;
     u64map streams; /* device << 32 | stream -> context */
     u64map threads; /* pid << 32 | tid -> 1 */
@@ -1094,6 +1112,57 @@ static int py_frame_parse(const char *s, size_t n, size_t *file_len, uint32_t *l
     return 1;
 }
 
+/* The index + 1 of the operator's Call stack, "file.py(611): f;file.py(54): <module>" (innermost
+ * first), parsed into frames once per distinct text; 0 when out of memory. */
+static uint32_t call_stack(kimp *k, const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    int added;
+    uint64_t *id = u64map_get_or_add(&k->stack_ids, h ? h : 1, 0, &added);
+    if (id == NULL)
+        return 0;
+    if (!added)
+        return (uint32_t)*id;
+    if (k->n_stacks == k->cap_stacks) {
+        size_t cap = k->cap_stacks ? k->cap_stacks * 2 : 256;
+        uint64_t *st = realloc(k->stacks, cap * sizeof *st);
+        if (st == NULL)
+            return 0;
+        k->stacks = st;
+        k->cap_stacks = cap;
+    }
+    if (k->cap_pyfr - k->n_pyfr < KCALLSITE_FRAMES) {
+        size_t cap = k->cap_pyfr ? k->cap_pyfr * 2 : 2048;
+        kpyframe *f = realloc(k->pyfr, cap * sizeof *f);
+        if (f == NULL)
+            return 0;
+        k->pyfr = f;
+        k->cap_pyfr = cap;
+    }
+    size_t first = k->n_pyfr, nf = 0;
+    for (size_t at = 0; at < n && nf < KCALLSITE_FRAMES;) {
+        size_t len = 0;
+        while (at + len < n && s[at + len] != ';')
+            len++;
+        if (len > 0) {
+            kpyframe *f = &k->pyfr[first + nf++];
+            size_t file_len, func_at;
+            if (py_frame_parse(s + at, len, &file_len, &f->line, &func_at)) {
+                f->file = intern(k, s + at, file_len);
+                f->func = intern(k, s + at + func_at, len - func_at);
+            } else {
+                *f = (kpyframe){0, 0, intern(k, s + at, len)};
+            }
+        }
+        at += len + 1;
+    }
+    k->n_pyfr += nf;
+    k->stacks[k->n_stacks++] = (uint64_t)first << 8 | nf;
+    *id = k->n_stacks;
+    return (uint32_t)*id;
+}
+
 /* An operator or a Python frame: kept (up to the event limit) to name the blocking calls in it. */
 static int event_ctx(kimp *k) {
     kev *e = &k->ev;
@@ -1112,8 +1181,11 @@ static int event_ctx(kimp *k) {
     }
     kctx *c = &k->ctx[k->n_ctx++];
     *c = (kctx){t0, t1, (uint32_t)(uint64_t)e->tid, intern(k, e->name.s, e->name.len), 0, 0, 0, e->cat == CAT_PYFN,
-                k->n_ctx - 1};
+                0, k->n_ctx - 1};
     k->st->contexts++;
+    if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack.len > 0 && k->n_stacks < k->max_events &&
+        (c->stack = call_stack(k, e->stack.s, e->stack.len)) == 0)
+        return fail_nomem(k);
     size_t file_len, func_at;
     if (c->py && py_frame_parse(e->name.s, e->name.len, &file_len, &c->line, &func_at)) {
         c->file = intern(k, e->name.s, file_len);
@@ -1155,6 +1227,11 @@ static int event_end(kimp *k) {
     case CAT_DRIVER:
     case CAT_ANNOT: return event_host(k);
     case CAT_OP:
+        if (k->ev.name.len > 13 && memcmp(k->ev.name.s, "ProfilerStep#", 13) == 0) {
+            k->ev.cat = CAT_ANNOT; /* legacy traces: a step, as newer ones write it */
+            return event_host(k);
+        }
+        return event_ctx(k);
     case CAT_PYFN: return event_ctx(k);
     default: return event_gpu(k);
     }
@@ -1169,6 +1246,7 @@ static void event_reset(kev *e) {
     if (e->name.s)
         e->name.s[0] = '\0';
     e->mname.len = 0;
+    e->stack.len = 0;
     e->sync_kind = 0;
     e->dims = 0;
     e->n_grid = e->n_block = 0;
@@ -1240,6 +1318,7 @@ static const kfield k_fields[] = {
     [K_A_FROM_DEV] = EV_INT(C_ARGS, "fromDevice", from_dev, H_FROM_DEV),
     [K_A_TO_DEV] = EV_INT(C_ARGS, "toDevice", to_dev, H_TO_DEV),
     [K_A_GRAPH] = EV_INT(C_ARGS, "graph id", graph, H_GRAPH),
+    [K_A_STACK] = OTHER(C_ARGS, "Call stack"),
 };
 
 /* The keys of each context are consecutive in enum key: [first, last]. */
@@ -1247,7 +1326,7 @@ static const struct {
     uint8_t first, last;
 } k_ctx_keys[] = {
     [C_TOP] = {K_TRACE_EVENTS, K_HOSTNAME}, [C_DIST] = {K_RANK, K_WORLD},  [C_DEVPROP] = {K_P_ID, K_P_SMS},
-    [C_EVENT] = {K_PH, K_ARGS},             [C_ARGS] = {K_A_DEVICE, K_A_GRAPH},
+    [C_EVENT] = {K_PH, K_ARGS},             [C_ARGS] = {K_A_DEVICE, K_A_STACK},
 };
 
 static int key_of(int ctx, const char *s, size_t len) {
@@ -1376,6 +1455,15 @@ static int cb_end_array(void *ctx) {
 }
 
 /* A scalar at the current place: number text, string, or neither (bool, null). */
+static int digits_only(const char *s, size_t n) {
+    if (n == 0 || n > 20)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
 static int scalar(kimp *k, const char *num, size_t num_len, const char *str, size_t str_len) {
     if (k->skip)
         return 1;
@@ -1387,6 +1475,10 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
         f = &k_fields[K_NONE];
     if (f->kind == F_EV_INT) {
         if (num && dec_parse(num, num_len, 0, 1, (int64_t *)(void *)((char *)e + f->off)) == 0)
+            e->have |= f->bit;
+        /* legacy traces write a host pid or tid as a string of digits ("25738") */
+        else if (str && (k->key == K_PID || k->key == K_TID) && digits_only(str, str_len) &&
+                 dec_parse(str, str_len, 0, 1, (int64_t *)(void *)((char *)e + f->off)) == 0)
             e->have |= f->bit;
         return 1;
     }
@@ -1429,6 +1521,10 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
     case C_ARGS:
         if (k->key == K_A_SYNC_KIND && str) {
             e->sync_kind = sync_type_of(str, str_len);
+        } else if (k->key == K_A_STACK && str) {
+            if (kbuf_set(&e->stack, str, str_len, STACK_KEEP) != 0)
+                return fail_nomem(k);
+            e->have |= H_STACK;
         } else if (k->key == K_A_NAME && str) {
             if (kbuf_set(&e->mname, str, str_len, NAME_KEEP) != 0)
                 return fail_nomem(k);
@@ -1635,8 +1731,6 @@ static int out_add(kout *o, const void *rec, int more) {
 
 /* ---- call sites from operators and Python frames ---- */
 
-#define KCALLSITE_FRAMES 48  /* innermost frames kept per call site */
-#define KCALLSITE_LOOK   512 /* open rows looked at per call, innermost first */
 
 static int ctx_cmp(const void *a, const void *b) {
     const kctx *x = a, *y = b;
@@ -1705,9 +1799,11 @@ static int kineto_callsites(kimp *k, kout *o) {
         }
         while (depth > 0 && k->ctx[stack[depth - 1]].end < a->start)
             depth--;
-        /* the contexts around the call, innermost first */
-        size_t fr[KCALLSITE_FRAMES], nf = 0;
-        uint64_t h = (1469598103934665603ull ^ a->name) * 1099511628211ull; /* one site per API */
+        /* the contexts around the call, innermost first; an operator's Call stack (legacy traces)
+         * holds the Python frames above it and the operators called from the same line */
+        tp_frame fr[KCALLSITE_FRAMES];
+        size_t nf = 0;
+        uint32_t pystack = 0;
         /* rows that overlap without nesting can stay on the stack below open ones: look at a
          * bounded number of them per call */
         size_t floor = depth > KCALLSITE_LOOK ? depth - KCALLSITE_LOOK : 0;
@@ -1715,11 +1811,26 @@ static int kineto_callsites(kimp *k, kout *o) {
             const kctx *x = &k->ctx[stack[d - 1]];
             if (x->end < a->end)
                 continue;
-            fr[nf++] = stack[d - 1];
-            h = (h ^ ((uint64_t)x->name << 1 | (uint64_t)x->py)) * 1099511628211ull;
+            if (pystack != 0 && (x->py || (x->stack != 0 && x->stack != pystack)))
+                break; /* called from elsewhere than the line the Call stack names */
+            fr[nf++] = (tp_frame){.flags = x->py ? TP_FRAME_PYTHON : TP_FRAME_OP, .func = x->func ? x->func : x->name,
+                                  .file = x->file, .line = x->line};
+            if (pystack == 0)
+                pystack = x->stack;
+        }
+        if (pystack != 0) {
+            uint64_t at = k->stacks[pystack - 1];
+            for (size_t f = 0; f < (at & 0xff) && nf < KCALLSITE_FRAMES; f++) {
+                const kpyframe *p = &k->pyfr[(at >> 8) + f];
+                fr[nf++] = (tp_frame){.flags = TP_FRAME_PYTHON, .func = p->func, .file = p->file, .line = p->line};
+            }
         }
         if (nf == 0)
             continue;
+        uint64_t h = (1469598103934665603ull ^ a->name) * 1099511628211ull; /* one site per API and frames */
+        for (size_t f = 0; f < nf; f++)
+            h = (((h ^ fr[f].flags) * 1099511628211ull ^ fr[f].func) * 1099511628211ull ^
+                 ((uint64_t)fr[f].file << 32 | fr[f].line)) * 1099511628211ull;
         if (h == 0)
             h = 1;
         int added;
@@ -1737,10 +1848,10 @@ static int kineto_callsites(kimp *k, kout *o) {
         if ((rc = out_add(o, &cs, 1)) != 0)
             break;
         for (size_t f = 0; f < nf && rc == 0; f++) {
-            const kctx *x = &k->ctx[fr[f]];
-            tp_frame t = {.kind = TP_K_FRAME, .flags = x->py ? TP_FRAME_PYTHON : TP_FRAME_OP, .index = (uint16_t)f,
-                          .callsite = a->callsite, .func = x->func ? x->func : x->name, .file = x->file, .line = x->line};
-            rc = out_add(o, &t, 1);
+            fr[f].kind = TP_K_FRAME;
+            fr[f].index = (uint16_t)f;
+            fr[f].callsite = a->callsite;
+            rc = out_add(o, &fr[f], 1);
         }
     }
 out:
@@ -1996,11 +2107,15 @@ static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emi
     tp_enc_destroy(&k->enc);
     free(k->ev.name.s);
     free(k->ev.mname.s);
+    free(k->ev.stack.s);
     free(k->host.s);
     free(k->tnames_text.s);
     free(k->devprops);
     free(k->rec);
     free(k->ctx);
+    free(k->pyfr);
+    free(k->stacks);
+    u64map_free(&k->stack_ids);
     u64map_free(&k->streams);
     u64map_free(&k->threads);
     u64map_free(&k->tnames);

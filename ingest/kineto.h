@@ -28,6 +28,13 @@
  *     the open ones: no search per call.
  * Everything else (flows, the profiler's own spans, ...) is counted by category in kineto_stats.
  *
+ * Legacy traces (PyTorch 1.8/1.9) are read too: categories Runtime, Driver, Operator, Kernel,
+ * Memcpy, Memset; a host pid or tid written as a string of digits ("25738"); a GPU tid written
+ * "stream 7" (the stream then comes from args.stream); ProfilerStep#N written as an Operator (read
+ * as the step annotation it is); an operator's Python stack in args."Call stack" ("file.py(611): f;
+ * file.py(54): <module>", innermost first), which ends its call site's frames. ROCm traces name
+ * HIP calls (hipMemcpyAsync, hipDeviceSynchronize): store/api.h classifies them as their CUDA twins.
+ *
  * Timestamps are parsed from the numbers' text into integer nanoseconds, exactly
  * ("1695835535123456.789" us -> 1695835535123456789 ns; digits beyond ns round half away from zero),
  * and offset by baseTimeNanoseconds when the file has it (wherever the key is). Because that key, the

@@ -41,22 +41,40 @@ static int contains(const char *s, size_t n, const char *lit) {
     return 0;
 }
 
+/* A HIP runtime name ("hipMemcpyAsync") as its CUDA twin ("cudaMemcpyAsync") in buf (n bytes);
+ * other names as they are. */
+static const char *as_cuda(const char *name, size_t *len, char *buf, size_t n) {
+    if (*len < 4 || *len + 1 >= n || memcmp(name, "hip", 3) != 0 || name[3] < 'A' || name[3] > 'Z')
+        return name;
+    memcpy(buf, "cuda", 4);
+    memcpy(buf + 4, name + 3, *len - 3);
+    *len += 1;
+    return buf;
+}
+
 st_api_class st_api_class_of(const char *name, size_t len) {
     if (name == NULL)
         return ST_API_OTHER;
     if (len == (size_t)-1)
         len = strlen(name);
+    char twin[128];
+    name = as_cuda(name, &len, twin, sizeof twin);
     size_t n = base_len(name, len);
     static const char *const frees[] = {
-        "cudaFree",  "cudaFreeHost",  "cudaFreeArray",  "cudaFreeMipmappedArray",
+        "cudaFree",  "cudaFreeHost",  "cudaFreeArray",  "cudaFreeMipmappedArray", "cudaHostFree",
         "cuMemFree", "cuMemFreeHost", "cuArrayDestroy", "cuMipmappedArrayDestroy"};
     static const char *const allocs[] = {"cudaFree",       "cuMemFree",     "cudaMalloc",
                                          "cuMemAlloc",     "cuArrayDestroy", "cuMemHostAlloc",
-                                         "cudaHostAlloc",  "cuMipmappedArrayDestroy"};
+                                         "cudaHostAlloc",  "cuMipmappedArrayDestroy", "cudaHostMalloc"};
+    static const char *const launches[] = {"cudaLaunch",       "cuLaunch",       "cudaGraphLaunch",
+                                           "cuGraphLaunch",    "cudaExtLaunch",  "cudaModuleLaunch",
+                                           "cudaExtModuleLaunch"};
     if (contains(name, n, "Synchronize"))
         return ST_API_SYNC;
     if (contains(name, n, "Query"))
         return ST_API_QUERY;
+    if (n == strlen("cudaMemcpyWithStream") && memcmp(name, "cudaMemcpyWithStream", n) == 0)
+        return ST_API_COPY_WAIT; /* HIP's: a copy, then a wait for its stream */
     if (starts(name, n, "cudaMemcpy") || starts(name, n, "cuMemcpy"))
         return ends(name, n, "Async") ? ST_API_COPY_ASYNC : ST_API_COPY;
     if (starts(name, n, "cudaMemset") || starts(name, n, "cuMemset"))
@@ -67,9 +85,9 @@ st_api_class st_api_class_of(const char *name, size_t len) {
     for (size_t i = 0; i < sizeof allocs / sizeof allocs[0]; i++)
         if (starts(name, n, allocs[i]))
             return ST_API_ALLOC;
-    if (starts(name, n, "cudaLaunch") || starts(name, n, "cuLaunch") || starts(name, n, "cudaGraphLaunch") ||
-        starts(name, n, "cuGraphLaunch"))
-        return ST_API_LAUNCH;
+    for (size_t i = 0; i < sizeof launches / sizeof launches[0]; i++)
+        if (starts(name, n, launches[i]))
+            return ST_API_LAUNCH;
     return ST_API_OTHER;
 }
 
@@ -111,6 +129,7 @@ unsigned st_api_resolve(st_api_class cls, tp_record *op) {
     switch (cls) {
     case ST_API_SYNC:
     case ST_API_FREE: return TP_F_BLOCKING;
+    case ST_API_COPY_WAIT: return TP_F_BLOCKING;
     case ST_API_COPY: /* device-to-device copies do not wait for the host */
         return copy && op->memcpy.copy_kind == TP_COPY_DTOD ? 0 : TP_F_BLOCKING;
     case ST_API_COPY_ASYNC: /* pageable memory makes an async copy synchronous */

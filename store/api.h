@@ -1,5 +1,7 @@
 /*
  * What a CUDA API call is, from its name: the one classifier the importers and the analysis share.
+ * HIP runtime names (ROCm traces: hipDeviceSynchronize, hipMemcpyAsync, hipHostFree, ...) are
+ * classified as their CUDA twins.
  */
 #ifndef SYNCTOP_API_H
 #define SYNCTOP_API_H
@@ -14,6 +16,7 @@ typedef enum st_api_class {
     ST_API_QUERY,      /* ...Query: returns at once (a busy loop of them waits) */
     ST_API_COPY,       /* cudaMemcpy*, cuMemcpy* */
     ST_API_COPY_ASYNC, /* their ...Async forms */
+    ST_API_COPY_WAIT,  /* a copy that then waits for its stream: hipMemcpyWithStream */
     ST_API_SET,        /* cudaMemset*, cuMemset* */
     ST_API_SET_ASYNC,  /* their ...Async forms */
     ST_API_FREE,       /* the frees that synchronize the device: cudaFree, cuMemFree, ... */
@@ -34,7 +37,8 @@ unsigned st_api_sync_type(const char *name, size_t len);
 
 /* The flags (TP_F_BLOCKING, TP_F_LAUNCH) of a host call of class cls, given the GPU operation with
  * the same correlation id (NULL when none): the explicit synchronizations, the copies and memsets
- * that wait (decided with their GPU operation) and the frees that synchronize the device block. A
+ * that wait (decided with their GPU operation, but a copy that waits for its stream always does)
+ * and the frees that synchronize the device block. A
  * copy or memset issued by an Async call gets TP_F_ASYNC. */
 unsigned st_api_resolve(st_api_class cls, tp_record *op);
 

@@ -1140,7 +1140,8 @@ int st_is_runtime_function(const char *f) {
         strncmp(f, "__device_stub_", 14) == 0) /* nvcc's launch stubs: <<<>>> calls them */
         return 1;
     /* the runtime API itself: cudaStreamSynchronize, cudaMemcpy, ... (and their _ptsz forms) */
-    return strncmp(f, "cuda", 4) == 0 && f[4] >= 'A' && f[4] <= 'Z';
+    return (strncmp(f, "cuda", 4) == 0 && f[4] >= 'A' && f[4] <= 'Z') ||
+           (strncmp(f, "hip", 3) == 0 && f[3] >= 'A' && f[3] <= 'Z'); /* HIP's runtime API */
 }
 
 /* Standard library modules a profiler names by their bare path ("threading.py", "multiprocessing/spawn.py"). */

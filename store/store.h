@@ -172,9 +172,9 @@ uint16_t st_event_device(const st_event *e);
 void st_store_shrink(st_store *s);
 
 /* Whether a function is the CUDA runtime's own (a statically linked libcudart puts its frames in
- * the program): cudaXxx, __cudaXxx, cudart::..., libcudart_static_..., their mangled forms, and
- * the launch stubs nvcc writes for <<<>>> (__device_stub_...). A call site is named after the
- * first frame that is not. */
+ * the program): cudaXxx (and HIP's hipXxx), __cudaXxx, cudart::..., libcudart_static_..., their
+ * mangled forms, and the launch stubs nvcc writes for <<<>>> (__device_stub_...). A call site is
+ * named after the first frame that is not. */
 int st_is_runtime_function(const char *func);
 
 /* Whether a Python file belongs to a library rather than to the program: PyTorch's own files

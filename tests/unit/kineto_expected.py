@@ -18,7 +18,15 @@ Call sites: the cpu_op and python_function rows of the same pid and tid that sta
 blocking call and end at or after its end hold it; innermost first (the later start, then the earlier
 end, an operator inside a Python frame of the same span, then the later row in the file), at most 48.
 A Python frame "path/file.py(123): func" is written "path/file.py:123 func", any other row by its name.
+An operator with args."Call stack" (legacy traces: "file.py(611): f;file.py(54): <module>",
+innermost first) ends the frames: after it come the operators around it with no Call stack or the
+same one (a row with another, or a Python frame, ends them), then that stack's frames.
 Calls with the same API and frames make one site: its count and summed duration.
+
+Legacy traces: a host pid or tid written as a string of digits is that number; an Operator row
+named ProfilerStep#N is a step annotation (as user_annotation), not an operator. ROCm traces: HIP
+runtime names are their CUDA twins (hipMemcpyAsync as cudaMemcpyAsync, hipHostFree as a free), and
+hipMemcpyWithStream, a copy followed by a wait for its stream, always blocks.
 """
 import decimal
 import gzip
@@ -35,6 +43,8 @@ SITE_TRACES = [
     "resnet_2080ti_two_threads.json.gz",
     "sampled_rank-0.json.gz",
     "sampled_rank-1.json.gz",
+    "resnet50_v100_legacy_2021.json.gz",
+    "qwen_mi300_rocm_with_stack.json.gz",
 ]
 SITE_FRAMES = 48
 
@@ -44,6 +54,8 @@ TRACES = [
     "event_sync_single_stream.json.gz",
     "sampled_rank-0.json.gz",
     "sampled_rank-1.json.gz",
+    "resnet50_v100_legacy_2021.json.gz",
+    "qwen_mi300_rocm_with_stack.json.gz",
 ]
 
 GPU = {"kernel": "TP_K_KERNEL", "gpu_memcpy": "TP_K_MEMCPY", "memcpy": "TP_K_MEMCPY",
@@ -52,7 +64,7 @@ HOST = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
 SYNCS = {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
          "cudaThreadSynchronize", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize"}
 FREES = {"cudaFree", "cudaFreeHost", "cudaFreeArray", "cudaFreeMipmappedArray", "cuMemFree",
-         "cuMemFreeHost", "cuArrayDestroy", "cuMipmappedArrayDestroy"}
+         "cuMemFreeHost", "cuArrayDestroy", "cuMipmappedArrayDestroy", "cudaHostFree"}
 NO_STREAM = 0xFFFFFFFF
 
 
@@ -65,8 +77,18 @@ def base_name(name):
     return name[: m.start() + 1] if m else name
 
 
+def is_step(e):
+    """A legacy Operator row that marks a step."""
+    return str(e.get("cat", "")).lower() == "operator" and str(e.get("name", "")).startswith("ProfilerStep#") \
+        and len(e["name"]) > len("ProfilerStep#")
+
+
 def blocks(name, op):
     b = base_name(name)
+    if re.match(r"hip[A-Z]", b):
+        b = "cuda" + b[3:]
+    if b == "cudaMemcpyWithStream":
+        return True
     kind = op["cat"].lower() if op else None
     copy = kind in ("gpu_memcpy", "memcpy")
     if b in SYNCS or b in FREES:
@@ -101,7 +123,7 @@ def figures(path):
         cat = str(e.get("cat", "")).lower()
         if e.get("ph") != "X":
             continue
-        if cat in GPU or cat in HOST or cat in ("user_annotation", "gpu_user_annotation"):
+        if cat in GPU or cat in HOST or cat in ("user_annotation", "gpu_user_annotation") or is_step(e):
             t0 = base + ns(e["ts"])
             t1 = t0 + ns(e.get("dur", 0))
             t_min = t0 if t_min is None else min(t_min, t0)
@@ -128,7 +150,7 @@ def figures(path):
         elif cat in HOST:
             host.append(e)
             threads.add((int(e["pid"]), int(e["tid"])))
-        elif cat == "user_annotation":
+        elif cat == "user_annotation" or is_step(e):
             nvtx += 1
             threads.add((int(e["pid"]), int(e["tid"])))
         elif cat == "gpu_user_annotation":
@@ -180,10 +202,12 @@ def sites(path):
                     ops[corr] = e
         elif cat in HOST:
             host.append(e)
-        elif cat in ("cpu_op", "operator", "python_function"):
+        elif cat in ("cpu_op", "operator", "python_function") and not is_step(e):
             t0 = ns(e["ts"])
             py = cat == "python_function"
-            ctx[(str(e["pid"]), str(e["tid"]))].append((t0, t0 + ns(e.get("dur", 0)), py, seq, frame_text(e["name"], py)))
+            stack = e.get("args", {}).get("Call stack") if not py else None
+            ctx[(str(e["pid"]), str(e["tid"]))].append((t0, t0 + ns(e.get("dur", 0)), py, seq, frame_text(e["name"], py),
+                                                        stack or None))
     out = defaultdict(lambda: [0, 0])
     for e in host:
         if not blocks(e["name"], ops.get(e.get("args", {}).get("correlation"))):
@@ -194,7 +218,16 @@ def sites(path):
         if not around:
             continue
         around.sort(key=lambda c: (-c[0], c[1], c[2], -c[3]))  # innermost first
-        key = (e["name"], " < ".join(c[4] for c in around[:SITE_FRAMES]))
+        frames, pystack = [], None
+        for c in around:
+            if pystack is not None and (c[2] or (c[5] is not None and c[5] != pystack)):
+                break
+            frames.append(c[4])
+            if pystack is None:
+                pystack = c[5]
+        if pystack is not None:
+            frames += [frame_text(p, True) for p in pystack.split(";") if p]
+        key = (e["name"], " < ".join(frames[:SITE_FRAMES]))
         out[key][0] += 1
         out[key][1] += t1 - t0
     return out

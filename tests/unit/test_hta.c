@@ -247,6 +247,17 @@ TEST(hta_resnet_matches_when_in_samples) {
     check_if_present("resnet_2080ti_two_threads", "resnet_2080ti_two_threads.json.gz");
 }
 
+/* PyTorch 1.9's legacy format (cat Operator/Runtime/Kernel/Memcpy/Memset, host tid a string,
+ * GPU tid "stream 7" with args.stream, ProfilerStep#N as an Operator). */
+TEST(hta_resnet50_v100_legacy_matches_when_in_samples) {
+    check_if_present("resnet50_v100_legacy_2021", "resnet50_v100_legacy_2021.json.gz");
+}
+
+/* ROCm: HIP runtime names, kernels on stream 0 of device 2. */
+TEST(hta_qwen_mi300_rocm_matches_when_in_samples) {
+    check_if_present("qwen_mi300_rocm_with_stack", "qwen_mi300_rocm_with_stack.json.gz");
+}
+
 /* A trace's temporal breakdown with its device-wide cuda_sync rows read one way or the other: as
  * stream 4294967295 they are GPU rows of the temporal breakdown (never of the idle-time one). */
 static int64_t kernel_time(const char *name, int wide_sync) {

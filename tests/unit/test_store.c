@@ -757,3 +757,29 @@ TEST(api_names_are_classified_with_their_suffixes) {
     ASSERT_EQ(st_api_class_of("", (size_t)-1), ST_API_OTHER);
     ASSERT_EQ(st_api_class_of(NULL, 0), ST_API_OTHER);
 }
+
+/* HIP's runtime names (ROCm traces) as their CUDA twins; hipMemcpyWithStream copies, then waits. */
+TEST(hip_names_are_classified_as_their_cuda_twins) {
+    ASSERT_EQ(st_api_class_of("hipDeviceSynchronize", (size_t)-1), ST_API_SYNC);
+    ASSERT_EQ(st_api_class_of("hipStreamSynchronize", (size_t)-1), ST_API_SYNC);
+    ASSERT_EQ(st_api_class_of("hipEventQuery", (size_t)-1), ST_API_QUERY);
+    ASSERT_EQ(st_api_class_of("hipMemcpy", (size_t)-1), ST_API_COPY);
+    ASSERT_EQ(st_api_class_of("hipMemcpyDtoH", (size_t)-1), ST_API_COPY);
+    ASSERT_EQ(st_api_class_of("hipMemcpyAsync", (size_t)-1), ST_API_COPY_ASYNC);
+    ASSERT_EQ(st_api_class_of("hipMemcpyWithStream", (size_t)-1), ST_API_COPY_WAIT);
+    ASSERT_EQ(st_api_class_of("hipMemsetAsync", (size_t)-1), ST_API_SET_ASYNC);
+    ASSERT_EQ(st_api_class_of("hipFree", (size_t)-1), ST_API_FREE);
+    ASSERT_EQ(st_api_class_of("hipHostFree", (size_t)-1), ST_API_FREE);
+    ASSERT_EQ(st_api_class_of("hipHostMalloc", (size_t)-1), ST_API_ALLOC);
+    ASSERT_EQ(st_api_class_of("hipLaunchKernel", (size_t)-1), ST_API_LAUNCH);
+    ASSERT_EQ(st_api_class_of("hipExtModuleLaunchKernel", (size_t)-1), ST_API_LAUNCH);
+    ASSERT_EQ(st_api_class_of("hipModuleLaunchKernel", (size_t)-1), ST_API_LAUNCH);
+    ASSERT_EQ(st_api_class_of("hipGetDevicePropertiesR0600", (size_t)-1), ST_API_OTHER);
+    ASSERT_EQ(st_api_class_of("hipster", (size_t)-1), ST_API_OTHER); /* "hip" then lower case: not HIP's */
+    /* a copy that waits blocks whatever its GPU copy (here device to device, as on MI300) */
+    tp_record op = {.memcpy = {.kind = TP_K_MEMCPY, .copy_kind = TP_COPY_DTOD}};
+    ASSERT_EQ(st_api_resolve(ST_API_COPY_WAIT, &op), TP_F_BLOCKING);
+    ASSERT_EQ(st_api_resolve(ST_API_COPY, &op), 0);
+    ASSERT(st_is_runtime_function("hipMemcpyWithStream"));
+    ASSERT(!st_is_runtime_function("hipster"));
+}

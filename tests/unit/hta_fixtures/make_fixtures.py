@@ -46,6 +46,8 @@ CASES = {
     "stream_zero": ("fixtures", ["stream_zero_trace.json"]),
     "qwen_h100_with_stack": ("extra", ["qwen_h100_with_stack.json.gz"]),
     "resnet_2080ti_two_threads": ("extra", ["resnet_2080ti_two_threads.json.gz"]),
+    "resnet50_v100_legacy_2021": (None, ["resnet50_v100_legacy_2021.json.gz"]),
+    "qwen_mi300_rocm_with_stack": (None, ["qwen_mi300_rocm_with_stack.json.gz"]),
 }
 
 

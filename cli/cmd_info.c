@@ -1,16 +1,24 @@
 /*
- * `synctop info FILE`: what a trace file holds (producers, devices, streams, threads, time span,
- * counts per kind, bytes, drops), what is damaged in it, and whether it was closed cleanly. Text by
- * default, JSON with --json. Every name comes from the file and goes out sanitized.
+ * `synctop info FILE...`: what a trace file holds (producers, devices, streams, threads, time span,
+ * counts per kind, bytes, drops), what is damaged in it, and whether it was closed cleanly. A
+ * PyTorch profiler JSON or an Nsight Systems export is described as `import` reads it: converted
+ * into a temporary trace file, then the same summary, with what the import skipped. Text by
+ * default, JSON with --json (one object per file, one per line). Every name comes from the file
+ * and goes out sanitized.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "synctop/sanitize.h"
 #include "synctop/file.h"
+#include "kineto.h"
 #include "load.h"
+#include "nsys.h"
 #include "traceinfo.h"
 #include "args.h"
 #include "verb.h"
@@ -19,14 +27,18 @@ static const char *const drop_source_names[TP_DROP_MAX_] = {"?", "cupti", "trace
 
 static void info_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop info [--json] FILE\n\n"
+            "usage: synctop info [--json] FILE...\n\n"
             "Describes a trace file: its producers (pid, host, command line, rank), devices,\n"
             "streams, threads, time span, events per kind, bytes, drops (batches missed in\n"
             "sequence and records the tracer reported lost), the damaged regions found (by\n"
-            "offset) and whether the file was closed cleanly.\n\n"
-            "  --json   print one JSON object instead of text\n\n"
-            "Exit status: 0 when the file could be read (even with damage, which is listed),\n"
-            "1 when it cannot be read at all, 2 on bad usage.\n");
+            "offset) and whether the file was closed cleanly. A PyTorch profiler (Kineto)\n"
+            "JSON or an Nsight Systems SQLite export is described as `synctop import` reads\n"
+            "it, with what the import skipped and why. Several files are described one after\n"
+            "the other.\n\n"
+            "  --json   print one JSON object per file (one per line) instead of text\n\n"
+            "Exit status: 0 when every file could be read (even with damage, which is listed),\n"
+            "1 when one cannot be read at all (the others are still described), 2 on bad\n"
+            "usage.\n");
 }
 
 /* ---- text ---- */
@@ -170,10 +182,80 @@ static void text_producer(FILE *out, const ti_producer *p) {
     fprintf(out, "\n    call sites: %zu\n", callsites);
 }
 
-static void print_text(FILE *out, const char *path, const traceinfo *ti) {
-    fputs("file: ", out);
-    tp_print_sanitized(out, path, (size_t)-1);
-    fputs("\ncreated: ", out);
+/* A profiler trace or an Nsight Systems export, as the import read it. */
+typedef struct foreign {
+    const char *format;
+    int nsys;
+    kineto_stats st;
+} foreign;
+
+static int emit_to_file(void *ctx, const void *batch, size_t len, err_msg *err) {
+    return tp_fwriter_append(ctx, batch, len, err);
+}
+
+/* Imports path into a temporary trace file and summarizes that. */
+static int load_foreign(const char *path, traceinfo *ti, foreign *f, err_msg *err) {
+    const char *dir = getenv("TMPDIR");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/synctop-info-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return err_set(err, ERR_IO, "cannot make a temporary file in %s: %s", dir && *dir ? dir : "/tmp",
+                       strerror(errno));
+    close(fd);
+    int nsys = f->nsys = ingest_is_nsys(path);
+    f->format = nsys ? "Nsight Systems SQLite export" : "PyTorch profiler (Kineto) JSON";
+    tp_fwriter *w = tp_fwriter_open(tmp, TP_FW_OVERWRITE, err);
+    int rc = w ? 0 : -1;
+    if (rc == 0) {
+        rc = nsys ? nsys_import(path, NULL, emit_to_file, w, &f->st, err)
+                  : kineto_import(path, NULL, emit_to_file, w, &f->st, err);
+        err_msg cerr = {{0}};
+        int crc = tp_fwriter_close(&w, &cerr);
+        if (rc == 0 && crc != 0) {
+            rc = crc;
+            *err = cerr;
+        }
+    }
+    if (rc == 0)
+        rc = traceinfo_load(ti, tmp, err);
+    unlink(tmp);
+    return rc;
+}
+
+/* What the import read and left out. */
+static void text_import(FILE *out, const foreign *f) {
+    const kineto_stats *st = &f->st;
+    fprintf(out, "format: %s%s\n", f->format, st->gzip ? ", gzip-compressed" : "");
+    fprintf(out, "size: %" PRIu64 " bytes", st->input_bytes);
+    if (st->json_bytes && st->json_bytes != st->input_bytes)
+        fprintf(out, " (%" PRIu64 " bytes of JSON)", st->json_bytes);
+    if (f->nsys)
+        fprintf(out, "\nread: %" PRIu64 " rows not imported (a call stored under two names counts once)",
+                st->skipped);
+    else
+        fprintf(out, "\nread: %" PRIu64 " entries, %" PRIu64 " metadata rows, %" PRIu64 " skipped", st->entries,
+                st->meta_rows, st->skipped);
+    for (size_t i = 0; i < st->n_skip; i++) {
+        fprintf(out, "%s", i ? ", " : " (");
+        tp_print_sanitized(out, st->skip[i].cat, (size_t)-1);
+        fprintf(out, " %" PRIu64, st->skip[i].count);
+    }
+    if (st->skip_other)
+        fprintf(out, "%sother %" PRIu64, st->n_skip ? ", " : " (", st->skip_other);
+    fprintf(out, "%s\n", st->n_skip || st->skip_other ? ")" : "");
+    if (st->sited_calls)
+        fprintf(out, "call sites: %" PRIu64 " blocking calls named by the operators and Python frames around them\n",
+                st->sited_calls);
+    if (st->invalid) {
+        fprintf(out, "unusable: %" PRIu64 "; the first: ", st->invalid);
+        tp_print_sanitized(out, st->first_invalid, (size_t)-1);
+        fputc('\n', out);
+    }
+}
+
+static void text_file(FILE *out, const traceinfo *ti) {
+    fputs("created: ", out);
     put_time(out, ti->created_ns);
     fprintf(out, "\nclosed cleanly: %s (%s)\n", ti->complete ? "yes" : "no",
             ti->indexed ? "index read from the footer" : "index rebuilt from the batch headers");
@@ -183,6 +265,9 @@ static void print_text(FILE *out, const char *path, const traceinfo *ti) {
     if (ti->events)
         fprintf(out, "; %.1f file bytes per event", (double)ti->file_bytes / (double)ti->events);
     fputc('\n', out);
+}
+
+static void text_contents(FILE *out, const traceinfo *ti, const foreign *f) {
     if (ti->events) {
         fputs("time: first event ", out);
         put_ns(out, ti->t_first);
@@ -203,6 +288,8 @@ static void print_text(FILE *out, const char *path, const traceinfo *ti) {
         text_producer(out, &ti->prods[i]);
     if (ti->batches_beyond)
         fprintf(out, "  (and %" PRIu64 " batches of further producers, not itemized)\n", ti->batches_beyond);
+    if (f != NULL) /* an imported trace has neither drops nor damage of its own */
+        return;
     if (!has_drops(ti)) {
         fputs("drops: none\n", out);
     } else {
@@ -229,6 +316,17 @@ static void print_text(FILE *out, const char *path, const traceinfo *ti) {
             fputc('\n', out);
         }
     }
+}
+
+static void print_text(FILE *out, const char *path, const traceinfo *ti, const foreign *f) {
+    fputs("file: ", out);
+    tp_print_sanitized(out, path, (size_t)-1);
+    fputc('\n', out);
+    if (f != NULL)
+        text_import(out, f);
+    else
+        text_file(out, ti);
+    text_contents(out, ti, f);
 }
 
 /* ---- JSON ---- */
@@ -301,14 +399,39 @@ static void json_producer(FILE *out, const ti_producer *p) {
     fputs("}}", out);
 }
 
-static void print_json(FILE *out, const char *path, const traceinfo *ti) {
+/* What the import read and left out, as JSON members. */
+static void json_import(FILE *out, const foreign *f) {
+    const kineto_stats *st = &f->st;
+    fputs(", \"format\": ", out);
+    tp_print_json_string(out, f->format, strlen(f->format));
+    fprintf(out, ", \"gzip\": %s, \"size\": %" PRIu64 ", \"json_bytes\": %" PRIu64 ", \"entries\": %" PRIu64
+                 ", \"metadata_rows\": %" PRIu64 ", \"skipped\": %" PRIu64 ", \"skipped_by_category\": {",
+            st->gzip ? "true" : "false", st->input_bytes, st->json_bytes, st->entries, st->meta_rows, st->skipped);
+    for (size_t i = 0; i < st->n_skip; i++) {
+        fputs(i ? ", " : "", out);
+        tp_print_json_string(out, st->skip[i].cat, strlen(st->skip[i].cat));
+        fprintf(out, ": %" PRIu64, st->skip[i].count);
+    }
+    fprintf(out, "}, \"skipped_other\": %" PRIu64 ", \"sited_calls\": %" PRIu64 ", \"unusable\": %" PRIu64,
+            st->skip_other, st->sited_calls, st->invalid);
+    if (st->invalid) {
+        fputs(", \"first_unusable\": ", out);
+        tp_print_json_string(out, st->first_invalid, strlen(st->first_invalid));
+    }
+}
+
+static void print_json(FILE *out, const char *path, const traceinfo *ti, const foreign *f) {
     fputs("{\"file\": ", out);
     tp_print_json_string(out, path, strlen(path));
-    fprintf(out, ", \"created_ns\": %" PRIu64 ", \"complete\": %s, \"indexed\": %s, \"size\": %" PRIu64
-                 ", \"batches\": %" PRIu64 ", \"keyframes\": %" PRIu64 ", \"index_blocks\": %zu, \"raw_bytes\": %" PRIu64
-                 ", \"stored_bytes\": %" PRIu64 ", \"events\": %" PRIu64,
-            ti->created_ns, ti->complete ? "true" : "false", ti->indexed ? "true" : "false", ti->file_bytes,
-            ti->batches, ti->keyframes, ti->index_blocks, ti->raw_bytes, ti->stored_bytes, ti->events);
+    if (f != NULL)
+        json_import(out, f);
+    else
+        fprintf(out, ", \"created_ns\": %" PRIu64 ", \"complete\": %s, \"indexed\": %s, \"size\": %" PRIu64
+                     ", \"batches\": %" PRIu64 ", \"keyframes\": %" PRIu64 ", \"index_blocks\": %zu, \"raw_bytes\": %" PRIu64
+                     ", \"stored_bytes\": %" PRIu64,
+                ti->created_ns, ti->complete ? "true" : "false", ti->indexed ? "true" : "false", ti->file_bytes,
+                ti->batches, ti->keyframes, ti->index_blocks, ti->raw_bytes, ti->stored_bytes);
+    fprintf(out, ", \"events\": %" PRIu64, ti->events);
     if (ti->events)
         fprintf(out, ", \"first_event_ns\": %" PRIu64 ", \"last_event_ns\": %" PRIu64, ti->t_first, ti->t_last);
     fputs(", \"kinds\": {", out);
@@ -333,47 +456,65 @@ static void print_json(FILE *out, const char *path, const traceinfo *ti) {
     fputs("]}\n", out);
 }
 
-static int cmd_info(int argc, char **argv) {
-    static const arg_opt opts[] = {{1, "--json", NULL, 0}};
-    const char *path = NULL, *val;
-    int json = 0;
-    args p;
-    ARGS_INIT(&p, "info", info_usage, opts, argc, argv);
-    for (int id; (id = args_next(&p, &val)) != ARGS_END;) {
-        if (id == ARGS_HELP)
-            return 0;
-        if (id == ARGS_BAD)
-            return EXIT_USAGE;
-        if (id == 1)
-            json = 1;
-        else if (path != NULL)
-            return args_bad(&p, "one file at a time");
-        else
-            path = val;
-    }
-    if (path == NULL)
-        return args_bad(&p, "no trace file given");
+/* Describes one file; 0, or 1 when it cannot be read (said on stderr). */
+static int info_one(const char *path, int json) {
     traceinfo ti;
     err_msg err = {{0}};
-    if (traceinfo_load(&ti, path, &err) != 0) {
-        if (ingest_is_kineto(path))
-            return verb_error("info", "%s is a PyTorch profiler (Kineto) JSON, not a synctop trace file: `synctop report` "
-                              "and `synctop replay` read it as it is; `synctop import %s -o FILE.trace` converts it",
-                              path, path);
-        if (ingest_is_nsys(path))
-            return verb_error("info", "%s is an SQLite file (an Nsight Systems export?), not a synctop trace file: "
-                              "`synctop report` and `synctop replay` read it as it is; `synctop import %s -o FILE.trace` "
-                              "converts it",
-                              path, path);
+    foreign *f = NULL;
+    int rc;
+    if (ingest_is_kineto(path) || ingest_is_nsys(path)) {
+        f = calloc(1, sizeof *f);
+        rc = f ? load_foreign(path, &ti, f, &err) : err_set(&err, ERR_NOMEM, "out of memory");
+    } else {
+        rc = traceinfo_load(&ti, path, &err);
+    }
+    if (rc != 0) {
+        free(f);
         return verb_error("info", "%s", err.msg);
     }
     if (json)
-        print_json(stdout, path, &ti);
+        print_json(stdout, path, &ti, f);
     else
-        print_text(stdout, path, &ti);
+        print_text(stdout, path, &ti, f);
     traceinfo_free(&ti);
-    return fflush(stdout) == 0 ? 0 : 1;
+    free(f);
+    return 0;
 }
 
-SYNCTOP_VERB(info, .name = "info", .fn = cmd_info, .synopsis = "info [--json] FILE",
-             .summary = "describe a trace file: producers, devices, counts, drops, damage", .rank = 30)
+static int cmd_info(int argc, char **argv) {
+    static const arg_opt opts[] = {{1, "--json", NULL, 0}};
+    const char *val;
+    const char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    int json = 0, n = 0;
+    if (paths == NULL)
+        return verb_error("info", "out of memory");
+    args p;
+    ARGS_INIT(&p, "info", info_usage, opts, argc, argv);
+    int status = -1;
+    for (int id; status < 0 && (id = args_next(&p, &val)) != ARGS_END;) {
+        if (id == ARGS_HELP)
+            status = 0;
+        else if (id == ARGS_BAD)
+            status = EXIT_USAGE;
+        else if (id == 1)
+            json = 1;
+        else
+            paths[n++] = val;
+    }
+    if (status < 0 && n == 0)
+        status = args_bad(&p, "no trace file given");
+    int failed = 0;
+    for (int i = 0; status < 0 && i < n; i++) {
+        if (i > 0 && !json)
+            fputc('\n', stdout);
+        failed |= info_one(paths[i], json) != 0;
+    }
+    free(paths);
+    if (status >= 0)
+        return status;
+    return fflush(stdout) == 0 && !failed ? 0 : 1;
+}
+
+SYNCTOP_VERB(info, .name = "info", .fn = cmd_info, .synopsis = "info [--json] FILE...",
+             .summary = "describe trace files (or profiler traces, nsys exports): producers, devices, counts, drops, damage",
+             .rank = 30)

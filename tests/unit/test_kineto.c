@@ -1355,10 +1355,66 @@ TEST(cmd_names_what_a_file_is) {
     ASSERT_STR_CONTAINS((char *)err.data, "neither a synctop trace file, an Nsight Systems SQLite export nor a PyTorch profiler (Kineto) JSON");
     tp_buf_free(&out);
     tp_buf_free(&err);
-    snprintf(args, sizeof args, "info '%s'", trace_path("alexnet_a100_sync_heavy.json.gz"));
+    snprintf(args, sizeof args, "info '%s'", bin);
     ASSERT_EQ(run_synctop(args, &out, &err), 1);
-    ASSERT_STR_CONTAINS((char *)err.data, "is a PyTorch profiler (Kineto) JSON, not a synctop trace file");
-    ASSERT_STR_CONTAINS((char *)err.data, "synctop import");
+    ASSERT_STR_CONTAINS((char *)err.data, bin);
+    tp_buf_free(&out);
+    tp_buf_free(&err);
+}
+
+/* The records of one kind the script counts in a trace (kineto_expected.py --c). */
+static uint64_t expected_of_kind(const char *file, unsigned kind) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+        if (strcmp(expected[i].file, file) != 0)
+            continue;
+        if (kind == TP_K_API)
+            for (size_t a = 0; a < expected[i].n_apis; a++)
+                n += expected[i].apis[a].n;
+        else if (kind == TP_K_NVTX)
+            n = expected[i].nvtx;
+        else
+            for (size_t l = 0; l < expected[i].n_lanes; l++)
+                n += expected[i].lanes[l].kind == kind ? expected[i].lanes[l].n : 0;
+    }
+    return n;
+}
+
+/* info reads what report reads: profiler traces as import would, several files in one call, and
+ * says which one it cannot read while describing the others. */
+TEST(cmd_info_describes_profiler_traces_as_import_reads_them) {
+    static const char *const files[] = {"alexnet_a100_sync_heavy.json.gz", "resnet50_v100_legacy_2021.json.gz"};
+    char args[8192], want[128], path0[4096], path1[4096];
+    tp_buf out, err;
+    snprintf(path0, sizeof path0, "%s", trace_path(files[0]));
+    snprintf(path1, sizeof path1, "%s", trace_path(files[1]));
+    snprintf(args, sizeof args, "info '%s' '%s'", path0, path1);
+    ASSERT_EQ(run_synctop(args, &out, &err), 0);
+    const char *text = (const char *)out.data;
+    for (size_t f = 0; f < 2; f++) {
+        const char *at = strstr(text, f == 0 ? path0 : path1);
+        ASSERT_NOT_NULL(at);
+        const char *end = f == 0 ? strstr(at, path1) : at + strlen(at);
+        ASSERT_NOT_NULL(end);
+        static const unsigned kinds[] = {TP_K_KERNEL, TP_K_MEMCPY, TP_K_API, TP_K_NVTX};
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+            snprintf(want, sizeof want, "\n  %s: %" PRIu64 "\n", tp_kind_name(kinds[k]), expected_of_kind(files[f], kinds[k]));
+            const char *hit = strstr(at, want);
+            if (hit == NULL || hit > end)
+                TASK_FAIL_("%s: no \"%s\" in its section:\n%s", files[f], want, text);
+        }
+        ASSERT(strstr(at, "format: PyTorch profiler (Kineto) JSON, gzip-compressed\n") < end);
+    }
+    ASSERT(strstr(text, "closed cleanly") == NULL); /* no trace file of its own */
+    tp_buf_free(&out);
+    tp_buf_free(&err);
+    /* a missing file: named, status 1, the readable one still described */
+    snprintf(args, sizeof args, "info --json '%s' '%s'", task_path("missing.json"), path0);
+    ASSERT_EQ(run_synctop(args, &out, &err), 1);
+    ASSERT_STR_CONTAINS((char *)err.data, "missing.json");
+    ASSERT_STR_CONTAINS((char *)out.data, "\"format\": \"PyTorch profiler (Kineto) JSON\"");
+    snprintf(want, sizeof want, "\"kernel\": %" PRIu64, expected_of_kind(files[0], TP_K_KERNEL));
+    ASSERT_STR_CONTAINS((char *)out.data, want);
     tp_buf_free(&out);
     tp_buf_free(&err);
 }

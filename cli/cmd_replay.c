@@ -15,16 +15,17 @@ static void replay_usage(FILE *out) {
     fprintf(out, "usage: synctop replay FILE... [--play] [--max-events N] [--ascii] [--mono]\n\n"
                  "Shows a trace in the interactive timeline: all of it, paused; space plays it\n"
                  "back from its start as it happened.\n\n"
-                 "  FILE      a synctop trace file, or a PyTorch profiler (Kineto) .json / .json.gz;\n"
-                 "            several (one per rank, say) share one timeline\n"
+                 "  FILE      a synctop trace file, a PyTorch profiler (Kineto) .json / .json.gz\n"
+                 "            or an Nsight Systems export (.sqlite); several (one per rank, say)\n"
+                 "            share one timeline\n"
                  "  --play    start playing at once\n"
                  "  --max-events N  read a trace file of up to N events even when that is more\n"
                  "            than its size makes plausible (4 per byte)\n"
                  "  --ascii   ASCII glyphs only (also when the locale is not UTF-8)\n"
                  "  --mono    no colours (also when NO_COLOR is set)\n\n"
                  "Keys: ? help, space play/pause, [ ] speed, g G start/end, +/- (w/s) zoom,\n"
-                 "n/N stalls, i/I a site's stalls worst first, f fit, m mark, c fold, b idle\n"
-                 "breakdown, / search, q quit.\n");
+                 "n/N stalls, i/I a site's stalls worst first, > < sort them, t this step only,\n"
+                 "} { slow steps, f fit, m mark, c fold, b idle breakdown, / search, q quit.\n");
 }
 
 enum { O_PLAY = 1, O_ASCII, O_MONO, O_MAX_EVENTS };

@@ -33,6 +33,7 @@ typedef enum vw_cmd {
     VW_CMD_NEXT_STALL, VW_CMD_PREV_STALL, /* every stall in time order, whatever the focus */
     VW_CMD_WORST_NEXT, VW_CMD_WORST_PREV, /* the selected call site's stalls, worst first */
     VW_CMD_SORT_NEXT, VW_CMD_SORT_PREV,  /* the stalls panel's column: total, max, count, GPU idle */
+    VW_CMD_STALL_STEP,                   /* the stalls panel: the whole run / the step at the cursor */
     VW_CMD_SEARCH,
     VW_CMD_ENTER,                        /* detail pane, or the selected stall */
     VW_CMD_PANEL,                        /* timeline <-> stalls panel */

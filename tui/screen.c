@@ -241,9 +241,20 @@ static void fill(vw_grid *g, int x, int y, int w, int role, int attr) {
 static void sanitized(char *out, size_t n, const char *s) { tp_sanitize(out, n, s, strlen(s), NULL); }
 
 /* How rows name their process when several are shown: "r3" (its rank), else "p4242" (its pid). */
+/* Whether another producer has the same rank (two traces without distributedInfo both say 0). */
+static int rank_shared(const st_store *s, uint32_t producer, int rank) {
+    size_t n = st_producer_count(s);
+    for (size_t i = 0; i < n && i < 4096; i++) {
+        const st_producer_info *o = i != producer ? st_producer_get(s, (uint32_t)i) : NULL;
+        if (o != NULL && o->rank == rank)
+            return 1;
+    }
+    return 0;
+}
+
 static void producer_tag(const st_store *s, uint32_t producer, char *out, size_t n) {
     const st_producer_info *pi = st_producer_get(s, producer);
-    if (pi != NULL && pi->rank >= 0)
+    if (pi != NULL && pi->rank >= 0 && !rank_shared(s, producer, pi->rank))
         snprintf(out, n, "r%d", pi->rank);
     else if (pi != NULL)
         snprintf(out, n, "p%u", pi->pid);
@@ -644,16 +655,51 @@ static void sites_sort(vw_state *v) {
         qsort(v->sites, v->n_sites, sizeof *v->sites, cmp[v->stall_sort < VW_SORT_N_ ? v->stall_sort : 0]);
 }
 
+/* With stall_step: per producer, the step at the cursor ([lo, hi); hi 0 when none). */
+static int step_bounds(vw_state *v, uint64_t **lo, uint64_t **hi, size_t *np) {
+    *lo = *hi = NULL;
+    *np = 0;
+    v->stall_step_no = -1;
+    if (!v->stall_step || v->steps == NULL)
+        return 0;
+    for (size_t i = 0; i < v->steps->n_steps; i++)
+        if (v->steps->steps[i].producer + 1 > *np)
+            *np = v->steps->steps[i].producer + 1;
+    *lo = calloc(*np ? *np : 1, sizeof **lo);
+    *hi = calloc(*np ? *np : 1, sizeof **hi);
+    if (*lo == NULL || *hi == NULL)
+        return -1;
+    for (size_t i = 0; i < v->steps->n_steps; i++) {
+        const an_step *x = &v->steps->steps[i];
+        if (x->start <= v->cursor && v->cursor < x->end && (*hi)[x->producer] == 0) {
+            (*lo)[x->producer] = x->start;
+            (*hi)[x->producer] = x->end;
+            if (v->stall_step_no < 0)
+                v->stall_step_no = x->number;
+        }
+    }
+    return 0;
+}
+
 void vw_sites_update(vw_state *v) {
     free(v->sites);
     v->sites = NULL;
     v->n_sites = 0;
-    if (v->an == NULL || v->an->n_blocks == 0)
+    uint64_t *lo, *hi;
+    size_t np;
+    if (step_bounds(v, &lo, &hi, &np) != 0 || v->an == NULL || v->an->n_blocks == 0 ||
+        (v->stall_step && v->stall_step_no < 0)) {
+        free(lo);
+        free(hi);
         return;
+    }
     size_t cap = 0;
     for (size_t i = 0; i < v->an->n_blocks; i++) {
         const an_block *b = &v->an->blocks[i];
         if (b->end > v->now)
+            continue;
+        if (hi != NULL && (b->producer >= np || hi[b->producer] == 0 || b->start < lo[b->producer] ||
+                           b->start >= hi[b->producer]))
             continue;
         vw_site *st = NULL;
         /* sites are few; the blocks are many: a linear probe over the last match first */
@@ -693,6 +739,8 @@ void vw_sites_update(vw_state *v) {
         if (d > st->max_ns)
             st->max_ns = d;
     }
+    free(lo);
+    free(hi);
     sites_sort(v);
     if (v->stall_sel >= (int)v->n_sites)
         v->stall_sel = v->n_sites ? (int)v->n_sites - 1 : 0;
@@ -1902,6 +1950,25 @@ static void render_breakdown(frame_ctx *f) {
     }
 }
 
+/* The cause of a site's stalls in a word or two (advice.h), else the kind of block. */
+static const char *site_cause(const st_store *s, const vw_site *site) {
+    static const char *const words[AN_FIX_N_] = {
+        [AN_FIX_ITEM] = ".item()",      [AN_FIX_IF_TENSOR] = "if tensor", [AN_FIX_TO_HOST] = "copy",
+        [AN_FIX_NONZERO] = "nonzero",   [AN_FIX_DEVICE_SYNC] = "dev sync", [AN_FIX_EVENT_SYNC] = "evt sync",
+        [AN_FIX_STREAM_SYNC] = "str sync", [AN_FIX_PAGEABLE] = "pageable", [AN_FIX_SYNC_COPY] = "sync copy",
+        [AN_FIX_ALLOC] = "alloc",       [AN_FIX_QUERY] = "polling",       [AN_FIX_MEMSET] = "memset",
+    };
+    static const char *const kinds[] = {"?", "sync", "memcpy", "pageable", "memset", "alloc", "query", "other"};
+    an_site as = {.producer = site->producer, .callsite = site->callsite, .name = site->name, .kind = site->kind,
+                  .count = site->count, .total_ns = site->total_ns, .max_ns = site->max_ns,
+                  .gpu_idle_ns = site->gpu_idle_ns};
+    an_advice a;
+    an_advise(s, &as, &a);
+    if (a.fix > AN_FIX_NONE && a.fix < AN_FIX_N_ && words[a.fix] != NULL)
+        return words[a.fix];
+    return site->kind > 0 && site->kind < 8 ? kinds[site->kind] : "?";
+}
+
 static void render_stalls(frame_ctx *f) {
     const st_store *s = f->s;
     const vw_state *v = f->v;
@@ -1930,14 +1997,21 @@ static void render_stalls(frame_ctx *f) {
         hn += snprintf(head + hn, sizeof head - (size_t)hn, "%*s%s%s", pad > 0 ? pad : 0, "", cols[c].label,
                        marked ? (v->ascii ? "v" : "\xe2\x96\xbc") : "");
     }
-    snprintf(head + hn, sizeof head - (size_t)hn, " %-8s %s", "KIND", "CALL SITE");
+    hn += snprintf(head + hn, sizeof head - (size_t)hn, " %-9s %s", "CAUSE", "CALL SITE");
+    if (v->stall_step && v->stall_step_no >= 0) /* t: only the step at the cursor */
+        snprintf(head + hn, sizeof head - (size_t)hn, "  (step %" PRId64 " only; t: all)", v->stall_step_no);
     put_str(g, v, 0, y, g->w, head, ROLE_PANEL, focus ? VW_A_BOLD : 0);
     int multi = st_producer_count(s) > 1;
     uint64_t shown = v->now < v->end ? v->now : v->end;
     uint64_t wall = shown > v->origin ? shown - v->origin : 1;
     if (v->n_sites == 0) {
         put_str(g, v, 2, y + 1, g->w - 4,
-                v->an == NULL ? "analysing..." : "no host-blocking calls so far", ROLE_DIM, 0);
+                v->an == NULL                                    ? "analysing..."
+                : v->stall_step && v->steps == NULL              ? "no steps found (t: all the run)"
+                : v->stall_step && v->stall_step_no < 0          ? "the cursor is in no step (t: all the run)"
+                : v->stall_step                                  ? "no host-blocking calls in this step (t: all the run)"
+                                                                 : "no host-blocking calls so far",
+                ROLE_DIM, 0);
         return;
     }
     for (int i = 0; i + 1 < L->stalls.h; i++) {
@@ -1962,10 +2036,9 @@ static void render_stalls(frame_ctx *f) {
         snprintf(tp, sizeof tp, "%*s%s", 9 - tl > 0 ? 9 - tl : 0, "", tot);
         snprintf(mp, sizeof mp, "%*s%s", 9 - ml > 0 ? 9 - ml : 0, "", mx);
         snprintf(ip, sizeof ip, "%*s%s", 9 - il > 0 ? 9 - il : 0, "", idle);
-        static const char *const kinds[] = {"?", "sync", "memcpy", "pageable", "memset", "alloc", "query", "other"};
-        const char *kn = site->kind > 0 && site->kind < 8 ? kinds[site->kind] : "?";
-        snprintf(row, sizeof row, "%4d %12" PRIu64 " %s %s %5.1f%%%s%s %-8s %s%s", k + 1, site->count, tp, mp,
-                 100.0 * (double)site->total_ns / (double)wall, wide ? " " : "", wide ? ip : "", kn, who, lab);
+        snprintf(row, sizeof row, "%4d %12" PRIu64 " %s %s %5.1f%%%s%s %-9s %s%s", k + 1, site->count, tp, mp,
+                 100.0 * (double)site->total_ns / (double)wall, wide ? " " : "", wide ? ip : "", site_cause(s, site),
+                 who, lab);
         int role = sel ? ROLE_SELECTION : ROLE_DEFAULT;
         int attr = sel && focus ? VW_A_BOLD : 0;
         if (sel)
@@ -2512,6 +2585,18 @@ static void stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
         snprintf(v->message, sizeof v->message, "stalls by %s", names[v->stall_sort]);
         break;
     }
+    case VW_CMD_STALL_STEP:
+        v->stall_step = !v->stall_step;
+        vw_sites_update(v);
+        if (v->stall_step && (v->steps == NULL || v->steps->n_steps == 0))
+            snprintf(v->message, sizeof v->message, "no steps found: the stalls panel stays empty (t: all)");
+        else if (v->stall_step && v->stall_step_no >= 0)
+            snprintf(v->message, sizeof v->message, "stalls of step %" PRId64 " (t: all the run)", v->stall_step_no);
+        else if (v->stall_step)
+            snprintf(v->message, sizeof v->message, "stalls of the step at the cursor: it is in none");
+        else
+            snprintf(v->message, sizeof v->message, "stalls of the whole run");
+        break;
     case VW_CMD_SEARCH:
         v->searching = 1;
         v->search[0] = '\0';

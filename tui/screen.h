@@ -171,6 +171,8 @@ typedef struct vw_state {
     int stall_sel, stall_scroll;
     int show_site;      /* the selected call site's spans are marked (after n, N, i; esc clears) */
     vw_sort stall_sort; /* the stalls panel's order */
+    int stall_step;     /* t: the stalls panel counts only the step at the cursor (of each process) */
+    int64_t stall_step_no; /* that step's number, -1 when the cursor is in none (set by vw_sites_update) */
     int worst_pos;      /* i/I: which of the selected site's stalls, worst first */
     int help, detail;   /* overlays: help screen, detail pane expanded */
     int marked;         /* m: a span is marked on the ruler */
@@ -212,7 +214,8 @@ void vw_layout_for(const vw_state *v, const st_store *s, int w, int h, vw_layout
 /* Starts a state over a committed store: whole span visible, cursor at its start. */
 void vw_state_init(vw_state *v, vw_mode mode, const st_store *s);
 void vw_state_free(vw_state *v);
-/* Recomputes the stall sites from v->an's blocks that end by v->now. */
+/* Recomputes the stall sites from v->an's blocks that end by v->now; with stall_step, only those
+ * that start in the step at the cursor of their process. */
 void vw_sites_update(vw_state *v);
 /* Keeps the window valid after the store grew or the screen changed (clamps, follow). */
 void vw_state_settle(vw_state *v, const st_store *s, int w, int h);

@@ -162,7 +162,7 @@ typedef struct viewer {
     size_t an_events;
     uint64_t an_now;
     double sites_at;
-    uint64_t sites_now;
+    uint64_t sites_now, sites_cursor;
     const an_result *sites_an;
     int started; /* the view's window was placed over real data */
     /* rate */
@@ -354,10 +354,12 @@ static int viewer_frame(viewer *w, double t) {
         again = 1; /* look again soon for its result */
     if (vw_figs_update(&w->v, w->s, VIEWER_FIGS_BUDGET) == 0)
         again = 1;
-    if (w->sites_an != w->v.an || (w->v.now != w->sites_now && t - w->sites_at >= 0.25)) {
+    if (w->sites_an != w->v.an || (w->v.now != w->sites_now && t - w->sites_at >= 0.25) ||
+        (w->v.stall_step && w->v.cursor != w->sites_cursor)) {
         vw_sites_update(&w->v);
         w->sites_an = w->v.an;
         w->sites_now = w->v.now;
+        w->sites_cursor = w->v.cursor;
         w->sites_at = t;
     } else if (w->v.now != w->sites_now) {
         again = 1;

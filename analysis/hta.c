@@ -52,27 +52,27 @@
 #include "hta.h"
 #include "grow.h"
 
-
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define HTA_DEF_DELAY_NS 30000
+#define HTA_NAME_CACHE 1024 /* kernel names whose KernelType is remembered (a power of two) */
+#define HTA_RADIX_BITS 11
+#define HTA_RADIX_MIN 256   /* fewer intervals than this are sorted with qsort */
 
 const char *hta_idle_name(int c) {
     static const char *const n[] = {"host_wait", "kernel_wait", "other"};
     return c >= 0 && c < HTA_IDLE_N_ ? n[c] : "?";
 }
 
+/* One GPU row as HTA sees it, copies times (the inner join with the kept host rows). */
 typedef struct hrow {
     int64_t ts, end;     /* ns, after HTA's rounding */
-    int64_t stream;
     int64_t runtime;     /* ts of the linked host row; INT64_MIN: none */
-    uint32_t corr;
-    int compute;         /* KernelType COMPUTATION */
-    int kernel;          /* cat kernel, gpu_memcpy or gpu_memset: not cuda_sync */
-    size_t seq;          /* order of appearance, for ties */
+    uint32_t copies;
+    uint8_t compute;     /* KernelType COMPUTATION */
+    uint8_t kernel;      /* cat kernel, gpu_memcpy or gpu_memset: not cuda_sync */
 } hrow;
 
 typedef struct hcpu {
@@ -80,6 +80,60 @@ typedef struct hcpu {
     int64_t ts;
 } hcpu;
 
+/* The host rows of one correlation: how many, the latest ts (the row HTA links to) and how many
+ * survive the ProfilerStep filter. */
+typedef struct hlink {
+    int64_t last_ts;
+    uint32_t n, kept;
+} hlink;
+
+/* Correlation -> hlink. Dense (link[corr - base]) when the correlations fill their range well, as
+ * profilers number them; else open addressing on keys (0: empty slot; correlation 0 is never a key). */
+typedef struct hlinks {
+    hlink *link;
+    uint32_t *keys; /* NULL when dense */
+    uint32_t base;
+    size_t size;    /* slots */
+    int bits;       /* hashed: log2(size) */
+} hlinks;
+
+/* A GPU lane being read in time order, with its current row. */
+typedef struct hlane {
+    const st_event *ev;
+    size_t n, i;   /* events; the next one to read */
+    size_t order;  /* among the producer's GPU lanes: rows with equal ts come in lane order */
+    size_t group;  /* its stream: index in the producer's stream groups */
+    hrow row;
+} hlane;
+
+/* One HTA stream number (one or more lanes): the idle-time breakdown as its rows come. */
+typedef struct hgroup {
+    int64_t stream;
+    uint64_t ops;
+    int64_t prev_end;
+    int64_t idle_ns[HTA_IDLE_N_];
+    int present[HTA_IDLE_N_];
+    int64_t *iv[HTA_IDLE_N_]; /* idle intervals by category */
+    size_t n_iv[HTA_IDLE_N_], cap_iv[HTA_IDLE_N_];
+} hgroup;
+
+/* A union of rows taken in ts order, as HTA's merge of overlapping intervals: a row that starts
+ * after the current end opens a new interval (rows with end < ts included). */
+typedef struct hunion {
+    int64_t busy, cs, ce, first;
+    int have;
+} hunion;
+
+/* What reading one producer's GPU rows needs. */
+typedef struct hprod {
+    const st_store *s;
+    const hta_opts *o;
+    int rounded, filtered;
+    int64_t first_step_start, cut, cut_incl;
+    hlinks links;
+    uint32_t name_id[HTA_NAME_CACHE];
+    int8_t name_compute[HTA_NAME_CACHE]; /* -1: slot empty */
+} hprod;
 
 /* HTA's rounding of one row: ts = ceil(ts), end = floor(ts + dur), here on exact nanoseconds. HTA
  * does it on the file's doubles; for a ts relative to baseTimeNanoseconds (what profilers write
@@ -105,9 +159,16 @@ static int name_is_compute(const char *n) {
     return 1;
 }
 
-static int event_is_compute(const st_store *s, const st_event *e) {
+static int event_is_compute(hprod *c, const st_event *e) {
     switch (e->kind) {
-    case TP_K_KERNEL: return name_is_compute(st_str(s, e->name));
+    case TP_K_KERNEL: {
+        size_t slot = (e->name * 2654435761u) & (HTA_NAME_CACHE - 1);
+        if (c->name_compute[slot] < 0 || c->name_id[slot] != e->name) {
+            c->name_id[slot] = e->name;
+            c->name_compute[slot] = (int8_t)name_is_compute(st_str(c->s, e->name));
+        }
+        return c->name_compute[slot];
+    }
     case TP_K_MEMCPY: /* "Memcpy HtoD (...)" */
     case TP_K_MEMSET: return 0; /* "Memset (Device)" */
     case TP_K_SYNC: /* "Stream Sync", "Event Sync", "Context Sync" hold "Sync"; "Stream Wait Event" not */
@@ -121,6 +182,41 @@ static int i64_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Sorts v[n] ascending (tmp holds n): an LSD radix sort of v - min, as many passes of
+ * HTA_RADIX_BITS as max - min needs. */
+static void sort_i64(int64_t *v, size_t n, int64_t *tmp) {
+    if (n < HTA_RADIX_MIN) {
+        tu_sort(v, n, sizeof *v, i64_cmp);
+        return;
+    }
+    int64_t lo = v[0], hi = v[0];
+    for (size_t i = 1; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    uint64_t base = (uint64_t)lo, range = (uint64_t)hi - base;
+    int64_t *src = v, *dst = tmp;
+    for (int shift = 0; shift < 64 && (range >> shift) != 0; shift += HTA_RADIX_BITS) {
+        size_t pos[1u << HTA_RADIX_BITS] = {0};
+        const uint64_t mask = (1u << HTA_RADIX_BITS) - 1;
+        for (size_t i = 0; i < n; i++)
+            pos[((uint64_t)src[i] - base) >> shift & mask]++;
+        size_t at = 0;
+        for (size_t d = 0; d <= mask; d++) {
+            size_t k = pos[d];
+            pos[d] = at;
+            at += k;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[pos[((uint64_t)src[i] - base) >> shift & mask]++] = src[i];
+        int64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof *v);
+}
+
 /* numpy's linear quantile of sorted values (pandas' describe). */
 static double quantile(const int64_t *v, size_t n, double q) {
     double h = (double)(n - 1) * q;
@@ -130,13 +226,13 @@ static double quantile(const int64_t *v, size_t n, double q) {
     return (double)v[lo] + (h - (double)lo) * (double)(v[lo + 1] - v[lo]);
 }
 
-/* pandas' describe() of n intervals (sorted here). */
-static void describe(int64_t *v, size_t n, hta_interval_stats *st) {
+/* pandas' describe() of n intervals (sorted here; tmp holds n). Sums are taken in sorted order. */
+static void describe(int64_t *v, size_t n, int64_t *tmp, hta_interval_stats *st) {
     st->count = n;
     st->mean = st->std = st->min = st->q25 = st->q50 = st->q75 = st->max = NAN;
     if (n == 0)
         return;
-    tu_sort(v, n, sizeof *v, i64_cmp);
+    sort_i64(v, n, tmp);
     double sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += (double)v[i];
@@ -154,76 +250,170 @@ static void describe(int64_t *v, size_t n, hta_interval_stats *st) {
     st->q75 = quantile(v, n, 0.75);
 }
 
-static int cpu_cmp(const void *a, const void *b) {
-    const hcpu *x = a, *y = b;
-    if (x->corr != y->corr)
-        return x->corr < y->corr ? -1 : 1;
-    return x->ts < y->ts ? -1 : x->ts > y->ts;
+static int step_kept(const hprod *c, int64_t ts) {
+    return c->o->include_last_step ? ts <= c->cut_incl : ts < c->cut;
 }
 
-/* Host rows with this correlation: [*lo, *hi) in the sorted array. */
-static void cpu_range(const hcpu *c, size_t n, uint32_t corr, size_t *lo, size_t *hi) {
-    size_t a = 0, b = n;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (c[m].corr < corr)
-            a = m + 1;
-        else
-            b = m;
+static size_t link_slot(const hlinks *t, uint32_t corr) {
+    return (size_t)(((uint64_t)corr * 0x9E3779B97F4A7C15u) >> (64 - t->bits));
+}
+
+/* The host rows of cpu[n], by correlation. Returns 0 or -1 (out of memory). */
+static int links_build(const hprod *c, hlinks *t, const hcpu *cpu, size_t n) {
+    memset(t, 0, sizeof *t);
+    if (n == 0)
+        return 0;
+    uint32_t lo = cpu[0].corr, hi = cpu[0].corr;
+    for (size_t i = 1; i < n; i++) {
+        lo = cpu[i].corr < lo ? cpu[i].corr : lo;
+        hi = cpu[i].corr > hi ? cpu[i].corr : hi;
     }
-    *lo = a;
-    b = n;
-    while (a < b) {
-        size_t m = (a + b) / 2;
-        if (c[m].corr <= corr)
-            a = m + 1;
-        else
-            b = m;
+    size_t span = (size_t)(hi - lo) + 1;
+    if (span <= 2 * n + 4096) {
+        t->base = lo;
+        t->size = span;
+    } else {
+        t->bits = 1;
+        while (((size_t)1 << t->bits) < 2 * n)
+            t->bits++;
+        t->size = (size_t)1 << t->bits;
+        if ((t->keys = calloc(t->size, sizeof *t->keys)) == NULL)
+            return -1;
     }
-    *hi = a;
-}
-
-static int row_cmp(const void *a, const void *b) {
-    const hrow *x = a, *y = b;
-    if (x->stream != y->stream)
-        return x->stream < y->stream ? -1 : 1;
-    if (x->ts != y->ts)
-        return x->ts < y->ts ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static int row_ts_cmp(const void *a, const void *b) {
-    const hrow *x = a, *y = b;
-    if (x->ts != y->ts)
-        return x->ts < y->ts ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Union length, first start and last end of rows (sorted by ts in place); which: all or compute. */
-static int64_t union_time(hrow *r, size_t n, int compute_only, int64_t *first, int64_t *last) {
-    int64_t busy = 0, cs = 0, ce = 0;
-    int have = 0;
+    if ((t->link = calloc(t->size, sizeof *t->link)) == NULL) {
+        free(t->keys);
+        t->keys = NULL;
+        return -1;
+    }
     for (size_t i = 0; i < n; i++) {
-        if (compute_only && !r[i].compute)
-            continue;
-        if (!have || r[i].ts > ce) {
-            if (have)
-                busy += ce - cs;
-            else if (first)
-                *first = r[i].ts;
-            cs = r[i].ts;
-            ce = r[i].end;
-            have = 1;
-        } else if (r[i].end > ce) {
-            ce = r[i].end;
+        size_t k;
+        if (t->keys == NULL) {
+            k = cpu[i].corr - t->base;
+        } else {
+            k = link_slot(t, cpu[i].corr);
+            while (t->keys[k] != 0 && t->keys[k] != cpu[i].corr)
+                k = (k + 1) & (t->size - 1);
+            t->keys[k] = cpu[i].corr;
         }
+        hlink *l = &t->link[k];
+        if (l->n == 0 || cpu[i].ts > l->last_ts)
+            l->last_ts = cpu[i].ts;
+        l->n++;
+        l->kept += step_kept(c, cpu[i].ts);
     }
-    if (have) {
-        busy += ce - cs;
-        if (last)
-            *last = ce;
+    return 0;
+}
+
+static const hlink *links_find(const hlinks *t, uint32_t corr) {
+    if (t->size == 0)
+        return NULL;
+    if (t->keys == NULL) {
+        if (corr < t->base || corr - t->base >= t->size)
+            return NULL;
+        const hlink *l = &t->link[corr - t->base];
+        return l->n ? l : NULL;
     }
-    return busy;
+    for (size_t k = link_slot(t, corr); t->keys[k] != 0; k = (k + 1) & (t->size - 1))
+        if (t->keys[k] == corr)
+            return &t->link[k];
+    return NULL;
+}
+
+static void links_free(hlinks *t) {
+    free(t->link);
+    free(t->keys);
+    memset(t, 0, sizeof *t);
+}
+
+/* Reads the lane's next row HTA keeps (a kernel, memcpy, memset or cuda_sync row with at least
+ * one copy) into ln->row, linked to its host row (the latest with its correlation) and counted
+ * once per kept host row when filtering. Returns 0 at the lane's end. */
+static int lane_next(hprod *c, hlane *ln) {
+    while (ln->i < ln->n) {
+        const st_event *e = &ln->ev[ln->i++];
+        if (e->kind != TP_K_KERNEL && e->kind != TP_K_MEMCPY && e->kind != TP_K_MEMSET && e->kind != TP_K_SYNC)
+            continue;
+        hrow r = {.runtime = INT64_MIN, .copies = 1, .kernel = e->kind != TP_K_SYNC};
+        const hlink *l = e->corr != 0 ? links_find(&c->links, e->corr) : NULL;
+        if (l != NULL)
+            r.runtime = l->last_ts;
+        else if (e->corr != 0 && c->first_step_start != INT64_MAX)
+            r.runtime = c->first_step_start; /* HTA's row 0, taken to be the first ProfilerStep */
+        if (c->filtered) {
+            /* GPU rows are inner-joined with the kept host rows on correlation. */
+            r.copies = l != NULL ? l->kept : 0;
+            if (r.copies == 0)
+                continue;
+            if (r.runtime != INT64_MIN && !step_kept(c, r.runtime))
+                r.runtime = INT64_MIN; /* the linked row itself was filtered out */
+        }
+        r.ts = (int64_t)e->start;
+        r.end = (int64_t)e->end;
+        if (c->rounded)
+            round_row(e->start, e->end, &r.ts, &r.end);
+        r.compute = (uint8_t)event_is_compute(c, e);
+        ln->row = r;
+        return 1;
+    }
+    return 0;
+}
+
+static int lane_before(const hlane *a, const hlane *b) {
+    return a->row.ts != b->row.ts ? a->row.ts < b->row.ts : a->order < b->order;
+}
+
+/* Restores the min-heap h[n] (by ts, then lane order) below position k. */
+static void heap_down(hlane **h, size_t n, size_t k) {
+    for (;;) {
+        size_t m = k, a = 2 * k + 1, b = a + 1;
+        if (a < n && lane_before(h[a], h[m]))
+            m = a;
+        if (b < n && lane_before(h[b], h[m]))
+            m = b;
+        if (m == k)
+            return;
+        hlane *t = h[k];
+        h[k] = h[m];
+        h[m] = t;
+        k = m;
+    }
+}
+
+static void union_add(hunion *u, int64_t ts, int64_t end) {
+    if (!u->have || ts > u->ce) {
+        if (u->have)
+            u->busy += u->ce - u->cs;
+        else
+            u->first = ts;
+        u->cs = ts;
+        u->ce = end;
+        u->have = 1;
+    } else if (end > u->ce) {
+        u->ce = end;
+    }
+}
+
+static int64_t union_busy(const hunion *u) {
+    return u->have ? u->busy + u->ce - u->cs : 0;
+}
+
+/* One kernel, memcpy or memset row of a stream, in ts order: the idle interval since the previous
+ * one's end and its category. Returns 0 or -1 (out of memory). */
+static int group_add(hgroup *g, const hrow *r, int64_t delay_ns) {
+    if (g->ops > 0) {
+        int64_t interval = r->ts - g->prev_end;
+        int cat = r->runtime != INT64_MIN && r->runtime > g->prev_end ? HTA_HOST_WAIT
+                  : interval < delay_ns                                 ? HTA_KERNEL_WAIT
+                                                                        : HTA_OTHER;
+        if (TU_GROW(g->iv[cat], g->cap_iv[cat], g->n_iv[cat] + 1))
+            return -1;
+        g->idle_ns[cat] += interval;
+        g->present[cat] = 1;
+        g->iv[cat][g->n_iv[cat]++] = interval;
+    }
+    g->prev_end = r->end;
+    g->ops++;
+    return 0;
 }
 
 /* HTA's stream number of a lane. Device-wide syncs are -1 (host rows, left out of the breakdown)
@@ -238,190 +428,193 @@ static int64_t stream_of(const st_lane_info *li, const hta_opts *o) {
     return as_stream ? (int64_t)TP_NO_ID : -1;
 }
 
-static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, const hta_opts *o,
-                            hta_result *out, size_t *streams_cap, size_t *ranks_cap) {
-    const st_producer_info *pi = st_producer_get(s, p);
-    /* HTA's rank: distributedInfo.rank, 0 when the trace has none (trace_parser.py). */
-    int32_t rank = pi->rank >= 0 ? pi->rank : 0;
-    hrow *rows = NULL, *kern = NULL;
-    int64_t *iv[HTA_IDLE_N_] = {NULL}; /* one stream's idle intervals by category */
+/* The producer's rows by correlation (host rows) and its ProfilerStep window into c. Returns 0 or
+ * -1 (out of memory). */
+static int read_host(hprod *c, uint32_t p, size_t n_step_names) {
+    const st_store *s = c->s;
     hcpu *cpu = NULL;
-    size_t n_rows = 0, rows_cap = 0, n_cpu = 0, cpu_cap = 0;
-    int rc = -1;
-
-    /* Float timestamps? Any imported event with a fraction of a microsecond. */
-    int rounded = 0;
-    for (size_t l = 0; l < st_lane_count(s) && !rounded; l++) {
-        if (st_lane_get(s, l)->producer != p)
-            continue;
-        size_t n;
-        const st_event *ev = st_lane_events(s, l, &n);
-        for (size_t i = 0; i < n && !rounded; i++)
-            rounded = ev[i].start % 1000 != 0;
-    }
-
-    /* Host rows with a correlation, and the ProfilerSteps' window. */
+    size_t n_cpu = 0, cpu_cap = 0;
     int64_t last_step_start = INT64_MIN, last_step_end = INT64_MIN, min_cpu = INT64_MAX, max_cpu_end = INT64_MIN;
-    int64_t first_step_start = INT64_MAX;
+    c->first_step_start = INT64_MAX;
     for (size_t l = 0; l < st_lane_count(s); l++) {
         const st_lane_info *li = st_lane_get(s, l);
         if (li->producer != p)
             continue;
         int host_rows = li->kind == ST_LANE_THREAD || (li->kind == ST_LANE_NVTX && li->device == TP_NO_DEVICE) ||
-                        (li->kind == ST_LANE_STREAM && stream_of(li, o) == -1);
+                        (li->kind == ST_LANE_STREAM && stream_of(li, c->o) == -1);
         if (!host_rows)
             continue;
         size_t n;
         const st_event *ev = st_lane_events(s, l, &n);
+        if (li->kind != ST_LANE_NVTX && TU_GROW(cpu, cpu_cap, n_cpu + n)) {
+            free(cpu);
+            return -1;
+        }
         for (size_t i = 0; i < n; i++) {
             const st_event *e = &ev[i];
             int64_t ts = (int64_t)e->start, te = (int64_t)e->end;
-            if (rounded)
+            if (c->rounded)
                 round_row(e->start, e->end, &ts, &te);
             min_cpu = ts < min_cpu ? ts : min_cpu;
             max_cpu_end = te > max_cpu_end ? te : max_cpu_end;
             if (li->kind == ST_LANE_NVTX) {
                 if (strncmp(st_str(s, e->name), "ProfilerStep", 12) == 0) {
                     last_step_start = ts > last_step_start ? ts : last_step_start;
-                    first_step_start = ts < first_step_start ? ts : first_step_start;
+                    c->first_step_start = ts < c->first_step_start ? ts : c->first_step_start;
                     last_step_end = te > last_step_end ? te : last_step_end;
                 }
                 continue;
             }
-            if (e->corr == 0)
-                continue;
-            if (TU_GROW(cpu, cpu_cap, n_cpu + 1))
-                goto done;
-            cpu[n_cpu++] = (hcpu){e->corr, ts};
+            if (e->corr != 0)
+                cpu[n_cpu++] = (hcpu){e->corr, ts};
         }
     }
-    tu_sort(cpu, n_cpu, sizeof *cpu, cpu_cmp);
-    int filtered = n_step_names >= 2 && n_cpu > 0;
-    int64_t cut = last_step_start != INT64_MIN ? last_step_start : min_cpu;
-    int64_t cut_incl = last_step_end != INT64_MIN ? last_step_end : max_cpu_end;
+    c->filtered = n_step_names >= 2 && n_cpu > 0;
+    c->cut = last_step_start != INT64_MIN ? last_step_start : min_cpu;
+    c->cut_incl = last_step_end != INT64_MIN ? last_step_end : max_cpu_end;
+    int rc = links_build(c, &c->links, cpu, n_cpu);
+    free(cpu);
+    return rc;
+}
 
-    /* GPU rows, each linked to its host row (the last one with its correlation), and copied once
-     * per kept host row when filtering. */
-    for (size_t l = 0; l < st_lane_count(s); l++) {
-        const st_lane_info *li = st_lane_get(s, l);
-        if (li->producer != p || li->kind != ST_LANE_STREAM)
-            continue;
-        int64_t stream = stream_of(li, o);
-        if (stream == -1)
+static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, const hta_opts *o,
+                            hta_result *out, size_t *streams_cap, size_t *ranks_cap) {
+    const st_producer_info *pi = st_producer_get(s, p);
+    /* HTA's rank: distributedInfo.rank, 0 when the trace has none (trace_parser.py). */
+    int32_t rank = pi->rank >= 0 ? pi->rank : 0;
+    hprod *c = calloc(1, sizeof *c);
+    hlane *lanes = NULL, **heap = NULL;
+    hgroup *groups = NULL;
+    int64_t *tmp = NULL;
+    size_t n_lanes = 0, n_groups = 0;
+    int rc = -1;
+    if (c == NULL)
+        return -1;
+    c->s = s;
+    c->o = o;
+    memset(c->name_compute, -1, sizeof c->name_compute);
+
+    /* Float timestamps? Any imported event with a fraction of a microsecond. */
+    for (size_t l = 0; l < st_lane_count(s) && !c->rounded; l++) {
+        if (st_lane_get(s, l)->producer != p)
             continue;
         size_t n;
         const st_event *ev = st_lane_events(s, l, &n);
-        for (size_t i = 0; i < n; i++) {
-            const st_event *e = &ev[i];
-            if (e->kind != TP_K_KERNEL && e->kind != TP_K_MEMCPY && e->kind != TP_K_MEMSET && e->kind != TP_K_SYNC)
-                continue;
-            hrow r = {.stream = stream, .runtime = INT64_MIN, .corr = e->corr, .compute = event_is_compute(s, e),
-                      .kernel = e->kind != TP_K_SYNC};
-            r.ts = (int64_t)e->start;
-            r.end = (int64_t)e->end;
-            if (rounded)
-                round_row(e->start, e->end, &r.ts, &r.end);
-            size_t lo = 0, hi = 0, copies = 1;
-            if (e->corr != 0) {
-                cpu_range(cpu, n_cpu, e->corr, &lo, &hi);
-                if (hi > lo && stream >= 0)
-                    r.runtime = cpu[hi - 1].ts;
-                else if (hi == lo && first_step_start != INT64_MAX)
-                    r.runtime = first_step_start; /* HTA's row 0, taken to be the first ProfilerStep */
-            }
-            if (filtered) {
-                /* GPU rows (stream >= 0) are inner-joined with the kept host rows on correlation. */
-                copies = 0;
-                if (stream >= 0)
-                    for (size_t k = lo; k < hi; k++)
-                        copies += o->include_last_step ? cpu[k].ts <= cut_incl : cpu[k].ts < cut;
-                if (copies && r.runtime != INT64_MIN &&
-                    !(o->include_last_step ? r.runtime <= cut_incl : r.runtime < cut))
-                    r.runtime = INT64_MIN; /* the linked row itself was filtered out */
-            }
-            for (size_t k = 0; k < copies; k++) {
-                if (TU_GROW(rows, rows_cap, n_rows + 1))
-                    goto done;
-                rows[n_rows++] = r;
-            }
-        }
+        for (size_t i = 0; i < n && !c->rounded; i++)
+            c->rounded = ev[i].start % 1000 != 0;
     }
+    if (read_host(c, p, n_step_names))
+        goto done;
 
-    /* Idle-time breakdown per stream: kernel, memcpy and memset rows (cuda_sync rows are left out,
-     * as get_idle_time_breakdown's kernel_cats do), by (stream, ts), ties in store order. */
-    for (size_t i = 0; i < n_rows; i++)
-        rows[i].seq = i;
-    tu_sort(rows, n_rows, sizeof *rows, row_cmp);
-    if (n_rows > 0) {
-        kern = malloc(n_rows * sizeof *kern);
-        for (int c = 0; c < HTA_IDLE_N_; c++)
-            if ((iv[c] = malloc(n_rows * sizeof *iv[c])) == NULL)
-                goto done;
-        if (kern == NULL)
+    /* The GPU lanes, and their streams by number (lanes of one number are one stream for HTA). */
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->producer == p && li->kind == ST_LANE_STREAM && stream_of(li, o) != -1)
+            n_lanes++;
+    }
+    if (n_lanes > 0) {
+        lanes = calloc(n_lanes, sizeof *lanes);
+        heap = calloc(n_lanes, sizeof *heap);
+        groups = calloc(n_lanes, sizeof *groups);
+        if (lanes == NULL || heap == NULL || groups == NULL)
             goto done;
     }
-    for (size_t i = 0; i < n_rows;) {
-        size_t j = i;
-        while (j < n_rows && rows[j].stream == rows[i].stream)
-            j++;
-        size_t n_kern = 0;
-        for (size_t k = i; k < j; k++)
-            if (rows[k].kernel)
-                kern[n_kern++] = rows[k];
-        if (n_kern == 0) {
-            i = j;
+    n_lanes = 0;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        int64_t stream = li->producer == p && li->kind == ST_LANE_STREAM ? stream_of(li, o) : -1;
+        if (stream == -1)
             continue;
+        size_t g = 0;
+        while (g < n_groups && groups[g].stream < stream)
+            g++;
+        if (g == n_groups || groups[g].stream != stream) {
+            memmove(&groups[g + 1], &groups[g], (n_groups - g) * sizeof *groups);
+            memset(&groups[g], 0, sizeof *groups);
+            groups[g].stream = stream;
+            n_groups++;
+            for (size_t k = 0; k < n_lanes; k++)
+                lanes[k].group += lanes[k].group >= g;
         }
+        hlane *ln = &lanes[n_lanes];
+        ln->ev = st_lane_events(s, l, &ln->n);
+        ln->order = n_lanes++;
+        ln->group = g;
+    }
+
+    /* Every kept GPU row in ts order (ties: lane order, then store order: start, then end), as
+     * HTA's sort by ts: the idle-time breakdown of each stream from its kernel, memcpy and memset
+     * rows (cuda_sync rows are left out, as get_idle_time_breakdown's kernel_cats do), and the
+     * temporal breakdown from the union of all rows and of the compute rows. */
+    size_t n_heap = 0;
+    for (size_t k = 0; k < n_lanes; k++)
+        if (lane_next(c, &lanes[k]))
+            heap[n_heap++] = &lanes[k];
+    for (size_t k = n_heap / 2; k-- > 0;)
+        heap_down(heap, n_heap, k);
+    hunion all = {0}, compute = {0};
+    while (n_heap > 0) {
+        hlane *ln = heap[0];
+        const hrow *r = &ln->row;
+        for (uint32_t k = 0; k < r->copies; k++) {
+            union_add(&all, r->ts, r->end);
+            if (r->compute)
+                union_add(&compute, r->ts, r->end);
+            if (r->kernel && group_add(&groups[ln->group], r, (int64_t)o->delay_ns))
+                goto done;
+        }
+        if (!lane_next(c, ln))
+            heap[0] = heap[--n_heap];
+        heap_down(heap, n_heap, 0);
+    }
+
+    size_t most = 0;
+    for (size_t g = 0; g < n_groups; g++)
+        for (int k = 0; k < HTA_IDLE_N_; k++)
+            most = groups[g].n_iv[k] > most ? groups[g].n_iv[k] : most;
+    if (most > 0 && (tmp = malloc(most * sizeof *tmp)) == NULL)
+        goto done;
+    for (size_t g = 0; g < n_groups; g++) {
+        hgroup *gr = &groups[g];
+        if (gr->ops == 0)
+            continue;
         if (TU_GROW(out->streams, *streams_cap, out->n_streams + 1))
             goto done;
         hta_stream *st = &out->streams[out->n_streams++];
         memset(st, 0, sizeof *st);
         st->producer = p;
         st->rank = rank;
-        st->stream = rows[i].stream;
-        st->ops = n_kern;
+        st->stream = gr->stream;
+        st->ops = gr->ops;
+        memcpy(st->idle_ns, gr->idle_ns, sizeof st->idle_ns);
+        memcpy(st->present, gr->present, sizeof st->present);
         st->present[HTA_OTHER] = 1; /* the first row: no interval, category other */
-        const hrow *g = kern;
-        size_t n_iv[HTA_IDLE_N_] = {0};
-        for (size_t k = 1; k < st->ops; k++) {
-            int64_t prev_end = g[k - 1].end;
-            int64_t interval = g[k].ts - prev_end;
-            int cat = g[k].runtime != INT64_MIN && g[k].runtime > prev_end ? HTA_HOST_WAIT
-                      : interval < (int64_t)o->delay_ns                          ? HTA_KERNEL_WAIT
-                                                                                 : HTA_OTHER;
-            st->idle_ns[cat] += interval;
-            st->present[cat] = 1;
-            iv[cat][n_iv[cat]++] = interval;
-        }
-        for (int c = 0; c < HTA_IDLE_N_; c++)
-            describe(iv[c], n_iv[c], &st->stats[c]);
-        i = j;
+        for (int k = 0; k < HTA_IDLE_N_; k++)
+            describe(gr->iv[k], gr->n_iv[k], tmp, &st->stats[k]);
     }
 
-    /* Temporal breakdown: the union of every GPU row, and of the compute rows. */
-    {
-        hta_rank rk = {.producer = p, .rank = rank, .filtered = filtered, .rounded = rounded};
-        if (n_rows > 0) {
-            tu_sort(rows, n_rows, sizeof *rows, row_ts_cmp);
-            int64_t first = 0, last = 0;
-            int64_t busy = union_time(rows, n_rows, 0, &first, &last);
-            rk.has_gpu = 1;
-            rk.kernel_ns = last - first;
-            rk.idle_ns = rk.kernel_ns - busy;
-            rk.compute_ns = union_time(rows, n_rows, 1, NULL, NULL);
-            rk.non_compute_ns = rk.kernel_ns - rk.compute_ns - rk.idle_ns;
-        }
-        if (TU_GROW(out->ranks, *ranks_cap, out->n_ranks + 1))
-            goto done;
-        out->ranks[out->n_ranks++] = rk;
+    hta_rank rk = {.producer = p, .rank = rank, .filtered = c->filtered, .rounded = c->rounded};
+    if (all.have) {
+        rk.has_gpu = 1;
+        rk.kernel_ns = all.ce - all.first;
+        rk.idle_ns = rk.kernel_ns - union_busy(&all);
+        rk.compute_ns = union_busy(&compute);
+        rk.non_compute_ns = rk.kernel_ns - rk.compute_ns - rk.idle_ns;
     }
+    if (TU_GROW(out->ranks, *ranks_cap, out->n_ranks + 1))
+        goto done;
+    out->ranks[out->n_ranks++] = rk;
     rc = 0;
 done:
-    for (int c = 0; c < HTA_IDLE_N_; c++)
-        free(iv[c]);
-    free(kern);
-    free(rows);
-    free(cpu);
+    for (size_t g = 0; g < n_groups; g++)
+        for (int k = 0; k < HTA_IDLE_N_; k++)
+            free(groups[g].iv[k]);
+    free(tmp);
+    free(groups);
+    free(heap);
+    free(lanes);
+    links_free(&c->links);
+    free(c);
     return rc;
 }
 

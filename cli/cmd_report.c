@@ -330,8 +330,11 @@ static int cmd_report(int argc, char **argv) {
         return verb_error("report", "no events to analyse");
     }
 
-    an_result r;
-    if (an_analyze(s, &ao, &r, &err) != 0) {
+    an_result r = {0};
+    if (hta && !steps && !ranks && n_base == 0 && n_checks == 0) {
+        /* --hta alone prints HTA's breakdowns and the span (JSON t0, t1): no analysis needed. */
+        st_store_span(s, &r.t0, &r.t1);
+    } else if (an_analyze(s, &ao, &r, &err) != 0) {
         st_store_destroy(&s);
         return verb_error("report", "%s", err.msg);
     }

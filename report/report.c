@@ -1068,9 +1068,25 @@ static void text_steps(FILE *out, const st_store *s, const an_result *r, const a
                         who(s, x->producer, rk, sizeof rk), ms(x->end - x->start), ms(x->gpu_busy_ns),
                         ms(x->blocked_ns), x->stalls, x->outlier ? "**slow**" : "", where[0] ? md_cell(where, cell, sizeof cell) : "-");
             } else {
-                fprintf(out, "  %8" PRId64 " %10.3f %11.3f %10.3f %6u  %s%s%s\n", x->number, ms(x->end - x->start),
-                        ms(x->gpu_busy_ns), ms(x->blocked_ns), x->stalls, x->outlier ? "SLOW " : "", where,
-                        who(s, x->producer, rk, sizeof rk));
+                char head[128];
+                int col = snprintf(head, sizeof head, "  %8" PRId64 " %10.3f %11.3f %10.3f %6u  %s", x->number,
+                                   ms(x->end - x->start), ms(x->gpu_busy_ns), ms(x->blocked_ns), x->stalls,
+                                   x->outlier ? "SLOW " : "");
+                who(s, x->producer, rk, sizeof rk);
+                if (col + (int)strlen(where) + (int)strlen(rk) <= RP_WIDTH) {
+                    fprintf(out, "%s%s%s\n", head, where, rk);
+                } else { /* a long call site: on a line of its own, shortened as the sites table does */
+                    while (col > 0 && head[col - 1] == ' ')
+                        head[--col] = '\0';
+                    fprintf(out, "%s%s", head, rk);
+                    const an_site *site = &r->sites[x->top_site];
+                    char fit[600];
+                    if (site->callsite)
+                        site_line(s, site->callsite, RP_WIDTH - 16, 0, fit, sizeof fit);
+                    else
+                        snprintf(fit, sizeof fit, "%s", where);
+                    fprintf(out, "\n%12s at %s\n", "", fit);
+                }
             }
         }
     if (shown < st->n_steps)

@@ -516,6 +516,15 @@ TEST(report_text_fits_80_columns_on_the_real_traces) {
         ASSERT_EQ(synctop("report --help"), 0);
         fits_80_columns("--help");
     }
+    /* Steps whose longest stall has a long call site (an operator chain) keep to 80 columns too. */
+    static const char *const stepped[] = {"resnet_2080ti_two_threads.json.gz", "resnet50_v100_legacy_2021.json.gz",
+                                          "qwen_mi300_rocm_with_stack.json.gz", "qwen_h100_with_stack.json.gz"};
+    for (size_t i = 0; i < sizeof stepped / sizeof stepped[0]; i++) {
+        char args[4096];
+        snprintf(args, sizeof args, "report --steps '%s/%s'", KINETO_TRACE_DIR, stepped[i]);
+        ASSERT_EQ(synctop(args), 0);
+        fits_80_columns(stepped[i]);
+    }
     /* Several ranks: each line says whose it is. */
     ASSERT_EQ(synctop("report " "'" KINETO_TRACE_DIR "/sampled_rank-0.json.gz' '" KINETO_TRACE_DIR
                       "/sampled_rank-1.json.gz'"),

@@ -181,6 +181,49 @@ TEST(replay_in_tmux_takes_several_ranks) {
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
 }
 
+/* A real training loop (30 ResNet steps) and a real inference trace with Python stacks: the keys of
+ * the stalls panel and the steps, typed as a user would. */
+TEST(replay_in_tmux_real_traces_steps_sort_cause_and_frames) {
+    if (!have_tmux()) {
+        fprintf(stderr, "tmux is not installed: skipped\n");
+        return;
+    }
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s replay %s/resnet_2080ti_two_threads.json.gz", task_synctop(), KINETO_TRACE_DIR);
+    tmux_start(cmd, 160, 48);
+    const char *scr = wait_for("REPLAY");
+    /* the causes, as report names them */
+    wait_for("pageable  aten::to in cudaMemcpyAsync");
+    ASSERT_STR_CONTAINS(scr = capture(), "alloc     aten::conv2d in cudaFree");
+    /* > sorts by the longest stall */
+    keys("'>'");
+    wait_for("stalls by longest stall");
+    /* } goes to the first slow step after the cursor; t narrows the panel to it */
+    keys("g '}'");
+    wait_for(", slow (median");
+    keys("t");
+    scr = wait_for(" only; t: all)");
+    keys("t");
+    wait_for("stalls of the whole run");
+    /* search: counted */
+    keys("/ c u d a F r e e Enter");
+    wait_for(" of ");
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    sh("tmux -L %s kill-server", sock);
+    /* the hidden `if tensor:` in transformers, named by its line and op; Enter shows its frames */
+    snprintf(cmd, sizeof cmd, "%s replay %s/qwen_h100_with_stack.json.gz", task_synctop(), KINETO_TRACE_DIR);
+    tmux_start(cmd, 160, 48);
+    wait_for("if tensor transformers/modeling_attn_mask_utils.py:243 _ignore_causal_mask_sdpa [aten::is_nonzero]");
+    keys("Tab j j i Enter");
+    scr = wait_for(" > #3 py  transformers/modeling_attn_mask_utils.py:243");
+    ASSERT_STR_CONTAINS(scr, "#0 op  aten::_local_scalar_dense");
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+}
+
 TEST(replay_in_tmux_zoom_stall_help_resize_quit) {
     if (!have_tmux()) {
         fprintf(stderr, "tmux is not installed: skipped\n");

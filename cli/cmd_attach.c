@@ -20,7 +20,7 @@
 static void attach_usage(FILE *out) {
     fprintf(out,
             "usage: synctop attach [PID|ENDPOINT...] [--server-key KEY] [--window-events N]\n"
-            "                      [--record FILE [--force]] [--ascii] [--mono]\n\n"
+            "                      [--record FILE [--force]] [--step NAME] [--ascii] [--mono]\n\n"
             "Shows running traced processes live in the interactive timeline.\n\n"
             "  PID, ENDPOINT      a traced process's pid, HOST:PORT, tcp://..., ipc://...; none: every\n"
             "                     live traced process of this user, and those that start later\n"
@@ -28,6 +28,8 @@ static void attach_usage(FILE *out) {
             "  --window-events N  events kept in memory; older ones are dropped (default 4194304)\n"
             "  --record FILE      also write everything received to a trace file (nothing is lost\n"
             "                     when the window drops old events); --force replaces FILE\n"
+            "  --step NAME        the loop's steps are the NVTX ranges named NAME (default:\n"
+            "                     ProfilerStep#N, else a regular blocking call, as report finds them)\n"
             "  --ascii, --mono    ASCII glyphs, no colours\n");
 }
 
@@ -38,10 +40,11 @@ static int cmd_attach(int argc, char **argv) {
     char key[TP_KEY_Z85_LEN + 1];
     viewer_opts o = {.verb = "attach"};
     err_msg err = {{0}};
-    enum { O_KEY = 1, O_WINDOW, O_RECORD, O_FORCE, O_ASCII, O_MONO };
+    enum { O_KEY = 1, O_WINDOW, O_RECORD, O_FORCE, O_ASCII, O_MONO, O_STEP };
     static const arg_opt opts[] = {
         {O_KEY, "--server-key", NULL, 1}, {O_WINDOW, "--window-events", NULL, 1}, {O_RECORD, "--record", NULL, 1},
         {O_FORCE, "--force", NULL, 0},    {O_ASCII, "--ascii", NULL, 0},          {O_MONO, "--mono", NULL, 0},
+        {O_STEP, "--step", NULL, 1},
     };
     args p;
     ARGS_INIT(&p, "attach", attach_usage, opts, argc, argv);
@@ -68,6 +71,8 @@ static int cmd_attach(int argc, char **argv) {
             o.ascii = 1;
         } else if (id == O_MONO) {
             o.mono = 1;
+        } else if (id == O_STEP) {
+            o.step_name = a;
         } else {
             if (n == ATTACH_MAX)
                 return verb_error("attach", "at most %d endpoints", ATTACH_MAX);

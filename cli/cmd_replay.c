@@ -12,13 +12,16 @@
 #include "viewer.h"
 
 static void replay_usage(FILE *out) {
-    fprintf(out, "usage: synctop replay FILE... [--play] [--max-events N] [--ascii] [--mono]\n\n"
+    fprintf(out, "usage: synctop replay FILE... [--play] [--step NAME] [--max-events N] [--ascii] [--mono]\n\n"
                  "Shows a trace in the interactive timeline: all of it, paused; space plays it\n"
                  "back from its start as it happened.\n\n"
                  "  FILE      a synctop trace file, a PyTorch profiler (Kineto) .json / .json.gz\n"
                  "            or an Nsight Systems export (.sqlite); several (one per rank, say)\n"
                  "            share one timeline\n"
                  "  --play    start playing at once\n"
+                 "  --step NAME  the loop's steps are the ranges (NVTX or profiler annotations)\n"
+                 "            named NAME (default: ProfilerStep#N, else a regular blocking call,\n"
+                 "            as report --steps finds them)\n"
                  "  --max-events N  read a trace file of up to N events even when that is more\n"
                  "            than its size makes plausible (4 per byte)\n"
                  "  --ascii   ASCII glyphs only (also when the locale is not UTF-8)\n"
@@ -28,9 +31,10 @@ static void replay_usage(FILE *out) {
                  "} { slow steps, f fit, m mark, c fold, b idle breakdown, / search, q quit.\n");
 }
 
-enum { O_PLAY = 1, O_ASCII, O_MONO, O_MAX_EVENTS };
+enum { O_PLAY = 1, O_ASCII, O_MONO, O_MAX_EVENTS, O_STEP };
 static const arg_opt replay_opts[] = {
     {O_PLAY, "--play", NULL, 0},
+    {O_STEP, "--step", NULL, 1},
     {O_ASCII, "--ascii", NULL, 0},
     {O_MONO, "--mono", NULL, 0},
     {O_MAX_EVENTS, "--max-events", NULL, 1},
@@ -51,6 +55,7 @@ static int cmd_replay(int argc, char **argv) {
         case O_PLAY: o.play = 1; break;
         case O_ASCII: o.ascii = 1; break;
         case O_MONO: o.mono = 1; break;
+        case O_STEP: o.step_name = val; break;
         case O_MAX_EVENTS:
             if (args_u64(&p, "--max-events", val, 1, UINT64_MAX, &o.max_events))
                 return EXIT_USAGE;

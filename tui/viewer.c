@@ -48,6 +48,7 @@ struct viewer_anjob {
     double took;
     an_steps steps;   /* the loop's steps, found after the analysis (viewer jobs only) */
     int want_steps;
+    const char *step_name; /* the user's step range, or NULL */
     sy_cache *sym;    /* when set, native call-site frames are looked up too, into fixes */
     sy_fixes *fixes;
     atomic_int done;
@@ -61,7 +62,7 @@ static void *anjob_main(void *arg) {
     double t = cm_now_s();
     j->rc = an_analyze(j->s, j->has_opts ? &j->opts : NULL, &j->r, &j->err);
     err_msg serr = {{0}};
-    if (j->rc == 0 && j->want_steps && an_steps_find(j->s, &j->r, NULL, &j->steps, &serr) != 0)
+    if (j->rc == 0 && j->want_steps && an_steps_find(j->s, &j->r, j->step_name, &j->steps, &serr) != 0)
         memset(&j->steps, 0, sizeof j->steps); /* out of memory: no step strip, the rest stands */
     if (j->sym != NULL)
         sy_collect(j->sym, j->s, VIEWER_SYM_FRAMES, j->fixes);
@@ -70,8 +71,8 @@ static void *anjob_main(void *arg) {
     return NULL;
 }
 
-static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, int want_steps, sy_cache *sym,
-                                 sy_fixes *fixes, err_msg *err) {
+static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, int want_steps, const char *step_name,
+                                 sy_cache *sym, sy_fixes *fixes, err_msg *err) {
     viewer_anjob *j = calloc(1, sizeof *j);
     if (j == NULL) {
         err_set(err, ERR_NOMEM, "analysis: out of memory");
@@ -79,6 +80,7 @@ static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, int wan
     }
     j->s = s;
     j->want_steps = want_steps;
+    j->step_name = step_name;
     j->sym = sym;
     j->fixes = fixes;
     if (opts) {
@@ -96,7 +98,7 @@ static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, int wan
 }
 
 viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, err_msg *err) {
-    return anjob_start(s, opts, 0, NULL, NULL, err);
+    return anjob_start(s, opts, 0, NULL, NULL, NULL, err);
 }
 
 int viewer_anjob_done(const viewer_anjob *j) { return atomic_load(&((viewer_anjob *)j)->done); }
@@ -331,7 +333,7 @@ static int viewer_analyse(viewer *w, double t) {
     w->an_at = t;
     if (w->sym == NULL)
         w->sym = sy_new();
-    if ((w->job = anjob_start(w->s, NULL, 1, w->sym, &w->sym_fixes, &err)) == NULL) {
+    if ((w->job = anjob_start(w->s, NULL, 1, w->o->step_name, w->sym, &w->sym_fixes, &err)) == NULL) {
         snprintf(w->v.message, sizeof w->v.message, "%s", err.msg);
         return 0;
     }

@@ -50,6 +50,7 @@ typedef struct viewer_opts {
                                  what leaves the window is kept (NULL: none) */
     int record_overwrite;     /* replace that file when it exists */
     uint64_t max_events;      /* replay: events a trace file may hold (0: bounded by its size) */
+    const char *step_name;    /* the range that marks the loop's steps (NULL: found as report finds them) */
 } viewer_opts;
 
 /* What a viewer session ended with. */

@@ -208,9 +208,19 @@ TEST(replay_in_tmux_real_traces_steps_sort_cause_and_frames) {
     /* search: counted */
     keys("/ c u d a F r e e Enter");
     wait_for(" of ");
+    /* the steps found by their heartbeat (the DataLoader's __next__) */
+    ASSERT_STR_CONTAINS(capture(), " steps (beat)");
     keys("q");
     scr = wait_for("EXITED");
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    sh("tmux -L %s kill-server", sock);
+    /* --step names the range that marks the steps, as for report */
+    snprintf(cmd, sizeof cmd, "%s replay --step Optimizer.step#SGD.step %s/resnet_2080ti_two_threads.json.gz",
+             task_synctop(), KINETO_TRACE_DIR);
+    tmux_start(cmd, 160, 48);
+    wait_for(" steps (range)");
+    keys("q");
+    wait_for("EXITED rc=0");
     sh("tmux -L %s kill-server", sock);
     /* the hidden `if tensor:` in transformers, named by its line and op; Enter shows its frames */
     snprintf(cmd, sizeof cmd, "%s replay %s/qwen_h100_with_stack.json.gz", task_synctop(), KINETO_TRACE_DIR);

@@ -4,6 +4,8 @@
  * all the way in; memory per stored event; and the time from opening a 10M-event trace file to the
  * first frame, through the same incremental loader `synctop replay` uses.
  *
+ * And a live job of 64 ranks (each its own process and lanes): the worst and mean frame.
+ *
  * And the live viewer's worst latency at 4M events: with the analysis on the loop (as it was) a key
  * waited for a whole an_analyze; with it on its own thread (viewer_anjob), the loop goes on
  * rendering frames and answering keys meanwhile: the worst of those frame+key turns is reported.
@@ -129,6 +131,81 @@ static void live_latency(size_t n) {
     st_store_destroy(&s);
 }
 
+/* A live job of `ranks` processes (each its own producer, rank and pid, its own GPU lanes and host
+ * thread), `per_rank` events each in a bounded live store: the worst and mean frame (200x60, a key
+ * applied each turn) while the analysis runs on its thread, as the viewer's loop does. */
+static void live_ranks(int ranks, size_t per_rank) {
+    st_opts so = {.max_events = (size_t)ranks * per_rank};
+    st_store *s = st_store_new(&so);
+    synth *sy = calloc((size_t)ranks, sizeof *sy);
+    tp_enc **enc = calloc((size_t)ranks, sizeof *enc);
+    tp_buf out = {0};
+    err_msg err;
+    if (sy == NULL || enc == NULL)
+        return;
+    for (int r = 0; r < ranks; r++) {
+        synth_init(&sy[r], (uint64_t)r + 1);
+        enc[r] = tp_enc_new(&(tp_enc_opts){.producer = (uint64_t)r + 1});
+        synth_meta(&sy[r], enc[r]);
+        sy[r].meta_done = 1;
+        tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = 5000 + (uint32_t)r,
+                        .host = tp_enc_intern_cstr(enc[r], "gpu-node"), .rank = r, .world = ranks};
+        tp_enc_add(enc[r], &p);
+    }
+    for (size_t done = 0; done < per_rank; done += 4096)
+        for (int r = 0; r < ranks; r++) {
+            synth_fill(&sy[r], enc[r], per_rank - done < 4096 ? per_rank - done : 4096);
+            tp_enc_finish(enc[r], &out);
+            tp_enc_delivered(enc[r], 1);
+            if (st_store_add_batch(s, out.data, out.len, &err) != 0)
+                fprintf(stderr, "refused: %s\n", err.msg);
+        }
+    st_store_commit(s);
+    an_result an;
+    if (an_analyze(s, NULL, &an, &err) != 0)
+        return;
+    vw_state v;
+    vw_state_init(&v, VW_LIVE, s);
+    v.an = &an;
+    vw_sites_update(&v);
+    vw_grid g = {0};
+    double worst = 0, sum = 0;
+    int frames = 0;
+    for (int round = 0; round < 2; round++) {
+        viewer_anjob *j = viewer_anjob_start(s, NULL, &err);
+        if (j == NULL)
+            return;
+        while (!viewer_anjob_done(j) || frames < 20) {
+            double f0 = now_s();
+            vw_key(&v, s, 200, 60, frames % 3 == 0 ? 'j' : frames % 3 == 1 ? 'l' : 'h');
+            g.w = 200;
+            g.h = 60;
+            vw_render(s, &v, &g);
+            double f1 = now_s();
+            if (f1 - f0 > worst)
+                worst = f1 - f0;
+            sum += f1 - f0;
+            frames++;
+        }
+        an_result r;
+        double took;
+        if (viewer_anjob_finish(&j, &r, &took, &err) == 0)
+            an_result_free(&r);
+    }
+    printf("%d ranks live, %zuk events each (%zu lanes): %d frames+keys while the analysis ran, worst %.2f ms, "
+           "mean %.2f ms\n",
+           ranks, per_rank / 1000, st_lane_count(s), frames, worst * 1e3, frames ? sum / frames * 1e3 : 0);
+    vw_state_free(&v);
+    vw_grid_free(&g);
+    an_result_free(&an);
+    for (int r = 0; r < ranks; r++)
+        tp_enc_destroy(&enc[r]);
+    free(enc);
+    free(sy);
+    tp_buf_free(&out);
+    st_store_destroy(&s);
+}
+
 int main(int argc, char **argv) {
     size_t sizes[8] = {1, 10};
     int n_sizes = 2;
@@ -176,6 +253,7 @@ int main(int argc, char **argv) {
         st_store_destroy(&s);
     }
     live_latency(4u << 20);
+    live_ranks(64, 65536);
     /* time to the first frame of a 10M-event trace file */
     size_t n = sizes[n_sizes - 1] * 1000000;
     char path[] = "/tmp/bench_view_XXXXXX";

@@ -3,10 +3,11 @@
  * the columns it needs (NULL for those an export lacks), its rows become records in memory with the
  * pid of their process, then host calls get their device and flags from the GPU operation with the
  * same correlation id (store/api.h), sync rows their type from their call, and each process is
- * encoded as its own producer in time order.
+ * encoded as its own producer in time order, its call sites (one per distinct backtrace, built from
+ * the CUDA_CALLCHAINS rows sorted by chain and depth) before its events.
  *
- * This module owns the database handle, the strings read from it and the records until they are
- * emitted.
+ * This module owns the database handle, the strings read from it, the call-chain rows and the
+ * records until they are emitted.
  */
 #include "nsys.h"
 #include "api.h"
@@ -26,11 +27,17 @@
 #define NSYS_NAME_MAX (1u << 20) /* longer strings are cut here */
 #define NSYS_NO_ID32  4294967295ll
 
-enum { T_KERNEL, T_MEMCPY, T_MEMSET, T_SYNC, T_RUNTIME, T_NVTX, T_STRINGS, T_GPU, T_PROCESSES, T_THREADS, T_N_ };
+#define NSYS_CHAIN_DEPTH    1024      /* stackDepth rows at or beyond this are skipped */
+#define NSYS_CHAIN_ROWS_MAX (1u << 31) /* call-chain rows kept, whatever max_events says */
+#define NSYS_SITE_FRAMES    64        /* frames kept per call site, the innermost */
+#define NSYS_SITE_RECORDS   (1u << 19) /* call-site and frame records per process (the encoder logs 1M) */
+
+enum { T_KERNEL, T_MEMCPY, T_MEMSET, T_SYNC, T_RUNTIME, T_NVTX, T_STRINGS, T_GPU, T_PROCESSES, T_THREADS, T_CHAINS,
+       T_N_ };
 static const char *const table_names[T_N_] = {
     "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
     "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "StringIds",
-    "TARGET_INFO_GPU", "PROCESSES", "ThreadNames"};
+    "TARGET_INFO_GPU", "PROCESSES", "ThreadNames", "CUDA_CALLCHAINS"};
 
 typedef struct ngpu {
     int64_t id;
@@ -39,6 +46,14 @@ typedef struct ngpu {
     uint64_t memory;
     uint8_t major, minor;
 } ngpu;
+
+/* One CUDA_CALLCHAINS row: frame depth of chain, innermost 0. */
+typedef struct nframe {
+    int64_t chain;
+    uint32_t depth;
+    uint32_t seq;          /* row order: of two rows at one depth, the first read is kept */
+    uint32_t func, module; /* local strings, 0 when the StringIds id dangles */
+} nframe;
 
 typedef struct nimp {
     const char *name;
@@ -67,6 +82,13 @@ typedef struct nimp {
     u64map tnames; /* pid << 32 | tid -> local + 1 */
     ngpu *gpus;
     size_t n_gpus;
+    /* call chains: rows sorted by chain and depth, one per (chain, depth) */
+    nframe *cf;
+    size_t n_cf, cap_cf;
+    u64map chain_at; /* chain id -> index in cf of its innermost row */
+    u64map rchain;   /* index of a call in rec -> its callchainId */
+    u64map named_at; /* index in cf << 32 | call name -> 1 + index of the chain's outermost frame so named, or 0 */
+    uint64_t chain_off; /* callchainId + chain_off is the id of the call's chain: 0 or 1 */
 } nimp;
 
 int nsys_is_sqlite(const void *head, size_t n) {
@@ -504,9 +526,10 @@ static int read_gpu(nimp *k, int table) {
 }
 
 static int read_runtime(nimp *k) {
-    static const char *const cols[] = {"start", "end", "globalTid", "nameId", "correlationId", "returnValue"};
+    static const char *const cols[] = {"start",         "end",         "globalTid",  "nameId",
+                                       "correlationId", "returnValue", "callchainId"};
     nrows r;
-    int rc = rows_open(&r, k, T_RUNTIME, cols, 6, 4);
+    int rc = rows_open(&r, k, T_RUNTIME, cols, 7, 4);
     while (rc == 1 && (rc = rows_next(&r)) == 1) {
         uint64_t t0, t1;
         uint32_t pid, tid, name = 0;
@@ -535,6 +558,11 @@ static int read_runtime(nimp *k) {
             }
         }
         name = (uint32_t)*v;
+        int64_t chain = -1; /* none */
+        if (sqlite3_column_type(r.stmt, 6) != SQLITE_NULL && (!geti(&r, 6, &chain) || chain < 0)) {
+            skip_row(k, T_RUNTIME, "with an unusable callchainId (the call is kept, without a call site)");
+            chain = -1;
+        }
         uint32_t corr = u32_or(&r, 4, 0);
         if (corr) { /* the same call under a second name: keep the wider of the two */
             uint64_t *at = u64map_get_or_add(&k->apis, (uint64_t)pid << 32 | corr, k->n_rec, &added);
@@ -551,6 +579,11 @@ static int read_runtime(nimp *k) {
                         a->start = t0;
                         a->end = t1;
                         a->ret = (int32_t)geti_or(&r, 5, 0);
+                    }
+                    /* the backtrace is stored with one of the two rows */
+                    if (chain >= 0 && u64map_get_or_add(&k->rchain, *at, (uint64_t)chain, NULL) == NULL) {
+                        rc = nomem(k);
+                        break;
                     }
                     k->st->skipped++;
                     continue;
@@ -574,6 +607,10 @@ static int read_runtime(nimp *k) {
         a->correlation = corr;
         a->name = name;
         a->ret = (int32_t)geti_or(&r, 5, 0);
+        if (chain >= 0 && u64map_put(&k->rchain, k->n_rec - 1, (uint64_t)chain) != 0) {
+            rc = nomem(k);
+            break;
+        }
     }
     rows_close(&r);
     return rc < 0 ? rc : 0;
@@ -606,8 +643,8 @@ static int read_nvtx(nimp *k) {
         int shape = nvtx_shape(type, sqlite3_column_type(r.stmt, 1) != SQLITE_NULL);
         if (shape == 0)
             continue;
-        uint64_t t0, t1;
-        uint32_t pid, tid, name = 0;
+        uint64_t t0 = 0, t1 = 0;
+        uint32_t pid = 0, tid = 0, name = 0;
         const char *why = span_of(&r, shape == TP_NVTX_INSTANT, &t0, &t1);
         if (why == NULL && !pid_of(&r, 2, &pid, &tid))
             why = "without a globalTid";
@@ -637,6 +674,164 @@ static int read_nvtx(nimp *k) {
     }
     rows_close(&r);
     return rc < 0 ? rc : 0;
+}
+
+/* ---- call chains (CUDA_CALLCHAINS, from nsys --cudabacktrace) ---- */
+
+static int frame_cmp(const void *a, const void *b) {
+    const nframe *x = a, *y = b;
+    if (x->chain != y->chain)
+        return x->chain < y->chain ? -1 : 1;
+    if (x->depth != y->depth)
+        return x->depth < y->depth ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Reads the frames of the chains, sorted by chain and depth; a chain with a missing depth keeps its
+ * other frames in order. Read only when some call names a chain. */
+static int read_callchains(nimp *k) {
+    static const char *const cols[] = {"id", "stackDepth", "symbol", "module"};
+    if (u64map_count(&k->rchain) == 0)
+        return 0;
+    nrows r;
+    int rc = rows_open(&r, k, T_CHAINS, cols, 4, 4);
+    uint64_t cap = k->max_events < NSYS_CHAIN_ROWS_MAX ? k->max_events : NSYS_CHAIN_ROWS_MAX;
+    while (rc == 1 && (rc = rows_next(&r)) == 1) {
+        int64_t id, depth, sym, mod;
+        const char *why = NULL;
+        if (!geti(&r, 0, &id) || !geti(&r, 1, &depth))
+            why = "without an integer id and stackDepth";
+        else if (depth < 0 || depth >= NSYS_CHAIN_DEPTH)
+            why = "with a stackDepth out of range";
+        else if (!geti(&r, 2, &sym) || !geti(&r, 3, &mod))
+            why = "without integer symbol and module ids";
+        if (why) {
+            skip_row(k, T_CHAINS, why);
+            continue;
+        }
+        if (k->n_cf == k->cap_cf) {
+            if (k->n_cf >= cap) {
+                rc = err_set(k->err, ERR_LIMIT, "%s: more than %llu call-chain frames: over the import limit",
+                             k->name, (unsigned long long)cap);
+                break;
+            }
+            size_t c = k->cap_cf ? k->cap_cf * 2 : 1024;
+            if (c > cap)
+                c = (size_t)cap;
+            nframe *f = realloc(k->cf, c * sizeof *f);
+            if (f == NULL) {
+                rc = nomem(k);
+                break;
+            }
+            k->cf = f;
+            k->cap_cf = c;
+        }
+        k->cf[k->n_cf] = (nframe){.chain = id, .depth = (uint32_t)depth, .seq = (uint32_t)k->n_cf,
+                                  .func = sid(k, sym), .module = sid(k, mod)};
+        k->n_cf++;
+    }
+    rows_close(&r);
+    if (rc < 0)
+        return rc;
+    if (k->n_cf > 1)
+        qsort(k->cf, k->n_cf, sizeof *k->cf, frame_cmp);
+    size_t w = 0;
+    for (size_t i = 0; i < k->n_cf; i++) {
+        if (w > 0 && k->cf[w - 1].chain == k->cf[i].chain && k->cf[w - 1].depth == k->cf[i].depth) {
+            skip_row(k, T_CHAINS, "with the id and stackDepth of an earlier row");
+            continue;
+        }
+        k->cf[w++] = k->cf[i];
+    }
+    k->n_cf = w;
+    for (size_t i = 0; i < w; i++)
+        if ((i == 0 || k->cf[i].chain != k->cf[i - 1].chain) && u64map_put(&k->chain_at, (uint64_t)k->cf[i].chain, i))
+            return nomem(k);
+    return 0;
+}
+
+/* The index in cf of the first row of chain callchain + off (callchain is never negative), NULL
+ * when there is no such chain. */
+static const uint64_t *chain_start(const nimp *k, uint64_t callchain, uint64_t off) {
+    return callchain + off <= (uint64_t)INT64_MAX ? u64map_find(&k->chain_at, callchain + off) : NULL;
+}
+
+/* The index in cf just past the chain whose first row is at start. */
+static size_t chain_end(const nimp *k, size_t start) {
+    size_t e = start;
+    while (e < k->n_cf && k->cf[e].chain == k->cf[start].chain)
+        e++;
+    return e;
+}
+
+static int str_eq(const nimp *k, uint32_t a, uint32_t b) {
+    size_t na, nb;
+    const char *sa = str_of(k, a, &na), *sb = str_of(k, b, &nb);
+    return a == b || (na == nb && memcmp(sa, sb, na) == 0);
+}
+
+/* The index in cf of the outermost frame named name (a call's) in the chain whose first row is at
+ * start; *found says whether there is one. Remembered per chain and name: many calls share a chain. */
+static int chain_named(nimp *k, size_t start, uint32_t name, size_t *at, int *found) {
+    int added;
+    uint64_t *v = u64map_get_or_add(&k->named_at, (uint64_t)start << 32 | name, 0, &added);
+    if (v == NULL)
+        return nomem(k);
+    if (added) {
+        size_t e = chain_end(k, start);
+        for (size_t i = start; i < e; i++)
+            if (str_eq(k, k->cf[i].func, name))
+                *v = i + 1;
+    }
+    *found = *v != 0;
+    *at = *found ? (size_t)*v - 1 : 0;
+    return 0;
+}
+
+/* Whether a module is the tracer's or the driver's, whose frames come before the program's. */
+static int tracer_module(const nimp *k, uint32_t module) {
+    static const char *const prefixes[] = {"libcupti", "libcuda.", "libnvidia", "libToolsInjection"};
+    size_t n;
+    const char *s = str_of(k, module, &n);
+    size_t base = n;
+    while (base > 0 && s[base - 1] != '/')
+        base--;
+    s += base;
+    n -= base;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        size_t m = strlen(prefixes[i]);
+        if (n >= m && memcmp(s, prefixes[i], m) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Decides what callchainId counts from: exports number the chains from 1 and the calls' references
+ * from 0 or 1, so the offset (0 or 1) under which more calls find their own name in their chain wins,
+ * 0 on a tie. Then counts the calls whose chain is missing. */
+static int chains_resolve(nimp *k) {
+    if (u64map_count(&k->rchain) == 0)
+        return 0;
+    uint64_t hits[2] = {0, 0};
+    for (size_t i = 0; i < k->n_rec; i++) {
+        const uint64_t *c = k->rec[i].head.kind == TP_K_API ? u64map_find(&k->rchain, i) : NULL;
+        for (unsigned off = 0; c && off < 2; off++) {
+            const uint64_t *at = chain_start(k, *c, off);
+            size_t named;
+            int found = 0, rc;
+            if (at && (rc = chain_named(k, (size_t)*at, k->rec[i].api.name, &named, &found)) != 0)
+                return rc;
+            hits[off] += (uint64_t)found;
+        }
+    }
+    k->chain_off = hits[1] > hits[0];
+    for (size_t i = 0; i < k->n_rec; i++) {
+        const uint64_t *c = k->rec[i].head.kind == TP_K_API ? u64map_find(&k->rchain, i) : NULL;
+        if (c && chain_start(k, *c, k->chain_off) == NULL)
+            skip_row(k, T_RUNTIME,
+                     "whose callchainId is not in CUDA_CALLCHAINS (the call is kept, without a call site)");
+    }
+    return 0;
 }
 
 /* Gives host calls their device and flags from the GPU operation with the same correlation id, and
@@ -768,6 +963,146 @@ static int out_add(nout *o, const void *rec, int more) {
     return 0;
 }
 
+/* ---- call sites ---- */
+
+typedef struct nsite {
+    size_t from; /* its frames: cf[from, from + n) */
+    uint32_t n;
+} nsite;
+
+/* The frames a call's site keeps of the chain whose first row is at start: from the outermost frame
+ * named as the call on (the tracer's and the driver's frames are inside it), else from the first
+ * frame outside the tracer's and the driver's modules; the innermost NSYS_SITE_FRAMES of them. */
+static int site_frames(nimp *k, size_t start, uint32_t name, size_t *from, uint32_t *n) {
+    size_t named, end = chain_end(k, start);
+    int found;
+    int rc = chain_named(k, start, name, &named, &found);
+    if (rc)
+        return rc;
+    size_t f = start;
+    if (found)
+        f = named;
+    else
+        while (f < end && tracer_module(k, k->cf[f].module))
+            f++;
+    *from = f;
+    *n = (uint32_t)(end - f < NSYS_SITE_FRAMES ? end - f : NSYS_SITE_FRAMES);
+    return 0;
+}
+
+static uint64_t site_hash(const nimp *k, size_t from, uint32_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = from; i < from + n; i++) {
+        for (int part = 0; part < 2; part++) {
+            size_t len;
+            const char *s = str_of(k, part ? k->cf[i].module : k->cf[i].func, &len);
+            h = (h ^ len) * 1099511628211ull;
+            for (size_t j = 0; j < len; j++)
+                h = (h ^ (uint8_t)s[j]) * 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+static int site_eq(const nimp *k, const nsite *a, size_t from, uint32_t n) {
+    if (a->n != n)
+        return 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const nframe *x = &k->cf[a->from + i], *y = &k->cf[from + i];
+        if (!str_eq(k, x->func, y->func) || !str_eq(k, x->module, y->module))
+            return 0;
+    }
+    return 1;
+}
+
+/* Adds a call site and its frames to one batch: the reader attaches frames to the call site
+ * before them in the same batch. */
+static int out_site(nout *o, uint32_t id, const nframe *f, uint32_t n) {
+    size_t pending = tp_enc_pending(o->enc);
+    int rc = 0;
+    if (pending > 0 && pending + 1 + n > o->batch_records)
+        rc = out_flush(o, 0);
+    tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = id, .n_frames = n};
+    if (rc == 0)
+        rc = out_add(o, &cs, 0);
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        tp_frame fr = {.kind = TP_K_FRAME, .flags = TP_FRAME_NATIVE, .index = (uint16_t)i, .callsite = id};
+        fr.func = out_str(o, f[i].func);
+        fr.module = out_str(o, f[i].module);
+        rc = out_add(o, &fr, 0);
+    }
+    if (rc == 0 && tp_enc_pending(o->enc) >= o->batch_records)
+        rc = out_flush(o, 0);
+    return rc;
+}
+
+/* Gives the calls among ord[0, n) that have a backtrace their call site, emitting each distinct one
+ * (by its frames' text) once, with ids from 1. */
+static int emit_sites(nimp *k, nout *o, const norder *ord, size_t n) {
+    if (u64map_count(&k->rchain) == 0)
+        return 0;
+    u64map memo = {0};    /* index in cf << 32 | call name -> call-site id, 0 for none */
+    u64map by_hash = {0}; /* site_hash (probed on) -> index in sites + 1 */
+    nsite *sites = NULL;
+    size_t n_sites = 0, cap = 0, records = 0;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        tp_api *a = &k->rec[ord[i].index].api;
+        const uint64_t *c = a->kind == TP_K_API ? u64map_find(&k->rchain, ord[i].index) : NULL;
+        const uint64_t *at = c ? chain_start(k, *c, k->chain_off) : NULL;
+        if (at == NULL)
+            continue;
+        uint64_t key = *at << 32 | a->name;
+        const uint64_t *known = u64map_find(&memo, key);
+        if (known) {
+            a->callsite = (uint32_t)*known;
+            continue;
+        }
+        size_t from;
+        uint32_t nf, id = 0;
+        if ((rc = site_frames(k, (size_t)*at, a->name, &from, &nf)) != 0)
+            break;
+        uint64_t h = site_hash(k, from, nf);
+        const uint64_t *si = NULL;
+        while (nf > 0 && (si = u64map_find(&by_hash, h)) != NULL && !site_eq(k, &sites[*si - 1], from, nf))
+            h++;
+        if (nf > 0 && si != NULL) {
+            id = (uint32_t)*si;
+        } else if (nf > 0 && records + 1 + nf > NSYS_SITE_RECORDS) {
+            skip_row(k, T_CHAINS, "beyond the bound on call sites per process (its calls keep none)");
+        } else if (nf > 0) {
+            if (n_sites == cap) {
+                size_t c2 = cap ? cap * 2 : 64;
+                nsite *p = realloc(sites, c2 * sizeof *p);
+                if (p == NULL) {
+                    rc = nomem(k);
+                    break;
+                }
+                sites = p;
+                cap = c2;
+            }
+            sites[n_sites++] = (nsite){.from = from, .n = nf};
+            id = (uint32_t)n_sites;
+            records += 1 + nf;
+            if (u64map_put(&by_hash, h, id) != 0) {
+                rc = nomem(k);
+                break;
+            }
+            if ((rc = out_site(o, id, &k->cf[from], nf)) != 0)
+                break;
+        }
+        if (u64map_put(&memo, key, id) != 0) {
+            rc = nomem(k);
+            break;
+        }
+        a->callsite = id;
+    }
+    u64map_free(&memo);
+    u64map_free(&by_hash);
+    free(sites);
+    return rc;
+}
+
 /* Emits the process whose events are ord[0, n). */
 static int emit_process(nimp *k, nout *o, const norder *ord, size_t n) {
     uint32_t pid = ord[0].pid;
@@ -798,6 +1133,10 @@ static int emit_process(nimp *k, nout *o, const norder *ord, size_t n) {
     if ((rc = out_add(o, &p, 1)) != 0)
         goto out;
     for (unsigned d = 0; d < TP_NO_DEVICE; d++) {
+        if (dev_used[d / 8] == 0) { /* none of these eight */
+            d |= 7;
+            continue;
+        }
         if (!(dev_used[d / 8] & (1u << (d % 8))))
             continue;
         tp_device dv = {.kind = TP_K_DEVICE, .device = (uint16_t)d};
@@ -845,6 +1184,8 @@ static int emit_process(nimp *k, nout *o, const norder *ord, size_t n) {
                 goto out;
         }
     }
+    if ((rc = emit_sites(k, o, ord, n)) != 0)
+        goto out;
     for (size_t i = 0; i < n; i++) {
         tp_record r = k->rec[ord[i].index];
         switch (r.head.kind) {
@@ -956,6 +1297,10 @@ static int import_db(nimp *k, kineto_emit_fn emit, void *ctx) {
     if (rc == 0)
         rc = read_runtime(k);
     if (rc == 0)
+        rc = read_callchains(k);
+    if (rc == 0)
+        rc = chains_resolve(k);
+    if (rc == 0)
         rc = read_nvtx(k);
     if (rc == 0)
         rc = resolve(k);
@@ -1011,6 +1356,10 @@ int nsys_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, 
     free(k->rec);
     free(k->rpid);
     free(k->gpus);
+    free(k->cf);
+    u64map_free(&k->chain_at);
+    u64map_free(&k->rchain);
+    u64map_free(&k->named_at);
     u64map_free(&k->sids);
     u64map_free(&k->rtnames);
     u64map_free(&k->apis);

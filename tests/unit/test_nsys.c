@@ -3,7 +3,9 @@
  * counts and summed durations that plain SQL on the same file gives (read here with libsqlite3, not
  * through the importer), an export without its optional tables must still open, damaged rows are
  * skipped and counted, and a corrupt file or a foreign SQLite database fail with a message that
- * names the file. Every batch is decoded with the real decoder.
+ * names the file. Every batch is decoded with the real decoder. CUDA API backtraces
+ * (CUDA_CALLCHAINS) become call sites whose frames are the chain's rows from the call's own frame
+ * out, as SQL over the file gives them, and hostile chain rows are skipped and counted.
  */
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -22,6 +24,35 @@ typedef struct api_sum {
     char name[128];
     uint64_t n, n_blocking, ns;
 } api_sum;
+
+/* Call sites as emitted, and the calls that name one: kept out of `got` (and off the stack) for size. */
+#define MAX_SITES       64
+#define MAX_SITE_FRAMES 16
+#define MAX_SITED       256
+
+typedef struct site_frame {
+    char func[256], module[256];
+    unsigned kind;
+    uint64_t pc;
+    int seen;
+} site_frame;
+
+typedef struct site {
+    uint32_t id, n_frames;
+    site_frame f[MAX_SITE_FRAMES];
+} site;
+
+typedef struct sited_call {
+    uint32_t correlation, callsite;
+    char name[64];
+} sited_call;
+
+static struct {
+    site sites[MAX_SITES];
+    size_t n_sites;
+    sited_call calls[MAX_SITED]; /* the API records with a call site */
+    size_t n_calls;
+} S;
 
 typedef struct got {
     tp_strtab *strs;
@@ -75,6 +106,7 @@ static int collect(void *ctx, const void *batch, size_t len, err_msg *err) {
     }
     ASSERT_OK(tp_dec_load_strings(&d, g->strs));
     const tp_record *r;
+    site *cur = NULL; /* frames follow their call site in the same batch */
     while ((r = tp_dec_next_record(&d)) != NULL) {
         g->kinds[r->head.kind]++;
         char name[128];
@@ -88,8 +120,38 @@ static int collect(void *ctx, const void *batch, size_t len, err_msg *err) {
                 str_copy(g, r->device.name, g->devices[g->n_devices++], sizeof g->devices[0]);
             break;
         case TP_K_SYNC: g->sync_types[r->sync.sync_type < TP_SYNC_MAX_ ? r->sync.sync_type : 0]++; break;
+        case TP_K_CALLSITE:
+            ASSERT_NE(r->callsite.id, 0);
+            for (size_t i = 0; i < S.n_sites; i++)
+                ASSERT_NE(S.sites[i].id, r->callsite.id);
+            ASSERT_LT(S.n_sites, MAX_SITES);
+            ASSERT_LE(r->callsite.n_frames, MAX_SITE_FRAMES);
+            cur = &S.sites[S.n_sites++];
+            cur->id = r->callsite.id;
+            cur->n_frames = r->callsite.n_frames;
+            break;
+        case TP_K_FRAME: {
+            ASSERT_NOT_NULL(cur);
+            ASSERT_UEQ(r->frame.callsite, cur->id);
+            ASSERT_LT(r->frame.index, cur->n_frames);
+            site_frame *f = &cur->f[r->frame.index];
+            ASSERT(!f->seen);
+            f->seen = 1;
+            f->kind = r->head.flags;
+            f->pc = r->frame.pc;
+            str_copy(g, r->frame.func, f->func, sizeof f->func);
+            str_copy(g, r->frame.module, f->module, sizeof f->module);
+            break;
+        }
         case TP_K_API: {
             str_copy(g, r->api.name, name, sizeof name);
+            if (r->api.callsite) {
+                ASSERT_LT(S.n_calls, MAX_SITED);
+                sited_call *c = &S.calls[S.n_calls++];
+                c->correlation = r->api.correlation;
+                c->callsite = r->api.callsite;
+                snprintf(c->name, sizeof c->name, "%s", name);
+            }
             api_sum *a = api_at(g->apis, &g->n_apis, name);
             a->n++;
             a->ns += r->api.end - r->api.start;
@@ -116,6 +178,7 @@ static const char *sample(const char *file) {
 
 static void import_ok(const char *path, got *g, kineto_stats *st) {
     memset(g, 0, sizeof *g);
+    memset(&S, 0, sizeof S);
     err_msg err = {{0}};
     int rc = nsys_import(path, NULL, collect, g, st, &err);
     if (rc != 0)
@@ -342,6 +405,19 @@ TEST(foreign_sqlite_file_fails_clearly) {
     expect_error(path, ERR_UNSUPPORTED, "not an Nsight Systems export");
 }
 
+/* What `synctop report PATH` prints (in a static buffer), checked to exit 0. */
+static const char *report_of(const char *path) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' report '%s' 2>&1", task_synctop(), path);
+    FILE *p = popen(cmd, "r");
+    ASSERT_NOT_NULL(p);
+    static char out[1 << 16];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    ASSERT_OK(pclose(p));
+    return out;
+}
+
 TEST(report_names_the_blocking_calls) {
     static const struct {
         const char *file, *call;
@@ -349,15 +425,208 @@ TEST(report_names_the_blocking_calls) {
                  {"saxpy_mpi_a100_rank0.sqlite", "cudaMemcpy (memcpy)"},
                  {"nvfuser_h200_benchmark.sqlite", "cudaMemcpyAsync"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char cmd[8192];
-        snprintf(cmd, sizeof cmd, "'%s' report '%s' 2>&1", task_synctop(), sample(cases[i].file));
-        FILE *p = popen(cmd, "r");
-        ASSERT_NOT_NULL(p);
-        static char out[1 << 16];
-        size_t n = fread(out, 1, sizeof out - 1, p);
-        out[n] = '\0';
-        ASSERT_OK(pclose(p));
+        const char *out = report_of(sample(cases[i].file));
         ASSERT_STR_CONTAINS(out, "Top stalls");
         ASSERT_STR_CONTAINS(out, cases[i].call);
     }
 }
+
+/* ---- call sites from CUDA API backtraces ---- */
+
+/* The calls with a backtrace, one row each (the other row of a call stored twice has none): the
+ * call's correlation, its name without a _vNNNN suffix, and its callchainId. */
+#define SQL_CALLS                                                                                        \
+    "WITH calls AS (SELECT r.correlationId AS corr, r.callchainId AS cc, CASE WHEN "                     \
+    "length(rtrim(s.value, '0123456789')) < length(s.value) AND rtrim(s.value, '0123456789') GLOB '*_v' " \
+    "THEN substr(s.value, 1, length(rtrim(s.value, '0123456789')) - 2) ELSE s.value END AS name "        \
+    "FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId WHERE r.callchainId IS NOT NULL) "
+
+/* The number of calls whose chain, taken as callchainId + off, has a frame named as the call. */
+static int64_t sql_named_calls(sqlite3 *db, int off) {
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             SQL_CALLS "SELECT count(*) FROM calls c WHERE EXISTS (SELECT 1 FROM CUDA_CALLCHAINS f JOIN StringIds s "
+                       "ON s.id = f.symbol WHERE f.id = c.cc + %d AND s.value = c.name)",
+             off);
+    return sql_int(db, sql);
+}
+
+/* Each call's frames (chain callchainId + 1) from the outermost one named as the call on (every
+ * chain of the sample has such a frame: checked below). */
+#define SQL_TRIMMED_FROM                                                                                  \
+    " FROM calls c JOIN CUDA_CALLCHAINS f ON f.id = c.cc + 1 JOIN StringIds fs ON fs.id = f.symbol "       \
+    "JOIN StringIds fm ON fm.id = f.module WHERE f.stackDepth >= (SELECT max(g.stackDepth) FROM "          \
+    "CUDA_CALLCHAINS g JOIN StringIds gs ON gs.id = g.symbol WHERE g.id = c.cc + 1 AND gs.value = c.name) "
+
+static const sited_call *sited(uint32_t correlation) {
+    for (size_t i = 0; i < S.n_calls; i++)
+        if (S.calls[i].correlation == correlation)
+            return &S.calls[i];
+    return NULL;
+}
+
+static const site *site_of(uint32_t correlation) {
+    const sited_call *c = sited(correlation);
+    if (c == NULL)
+        TASK_FAIL_("the call with correlation %u has no call site", correlation);
+    for (size_t i = 0; i < S.n_sites; i++)
+        if (S.sites[i].id == c->callsite)
+            return &S.sites[i];
+    TASK_FAIL_("call site %u of correlation %u was not emitted", c->callsite, correlation);
+    return NULL;
+}
+
+static void expect_frames(uint32_t correlation, const char *const *funcs, size_t n) {
+    const site *st = site_of(correlation);
+    ASSERT_UEQ(st->n_frames, n);
+    for (size_t i = 0; i < n; i++)
+        ASSERT_STR_EQ(st->f[i].func, funcs[i]);
+}
+
+TEST(saxpy_backtraces_become_call_sites) {
+    const char *path = sample("saxpy_mpi_a100_rank0.sqlite");
+    got g;
+    kineto_stats st;
+    import_ok(path, &g, &st);
+    ASSERT_UEQ(st.invalid, 0);
+    sqlite3 *db = db_open(path, 0);
+    int64_t calls = sql_int(db, SQL_CALLS "SELECT count(*) FROM calls");
+    ASSERT_EQ(calls, 38);
+    ASSERT_EQ(sql_int(db, SQL_CALLS "SELECT count(DISTINCT corr) FROM calls"), calls);
+    ASSERT_UEQ(S.n_calls, calls);
+    /* callchainId counts from 0 here while the chains' ids count from 1 */
+    int64_t named0 = sql_named_calls(db, 0), named1 = sql_named_calls(db, 1);
+    ASSERT_LT(named0, named1);
+    ASSERT_EQ(named1, calls);
+
+    /* every call's frames, row by row */
+    sqlite3_stmt *q;
+    ASSERT_EQ(sqlite3_prepare_v2(db,
+                                 SQL_CALLS "SELECT c.corr, c.name, f.stackDepth, fs.value, fm.value" SQL_TRIMMED_FROM
+                                           "ORDER BY c.corr, f.stackDepth",
+                                 -1, &q, NULL),
+              SQLITE_OK);
+    uint32_t corr = 0;
+    size_t at = 0, rows = 0, checked = 0;
+    const site *cs = NULL;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        uint32_t c = (uint32_t)sqlite3_column_int64(q, 0);
+        if (cs == NULL || c != corr) {
+            if (cs != NULL)
+                ASSERT_UEQ(at, cs->n_frames);
+            corr = c;
+            cs = site_of(c);
+            ASSERT_STR_EQ(sited(c)->name, (const char *)sqlite3_column_text(q, 1));
+            at = 0;
+            checked++;
+        }
+        ASSERT_LT(at, cs->n_frames);
+        const site_frame *f = &cs->f[at++];
+        ASSERT(f->seen);
+        ASSERT_UEQ(f->kind, TP_FRAME_NATIVE);
+        ASSERT_UEQ(f->pc, 0);
+        ASSERT_STR_EQ(f->func, (const char *)sqlite3_column_text(q, 3));
+        ASSERT_STR_EQ(f->module, (const char *)sqlite3_column_text(q, 4));
+        rows++;
+    }
+    ASSERT_NOT_NULL(cs);
+    ASSERT_UEQ(at, cs->n_frames);
+    sqlite3_finalize(q);
+    ASSERT_UEQ(checked, calls);
+    size_t frames = 0;
+    for (size_t i = 0; i < S.n_sites; i++)
+        frames += S.sites[i].n_frames;
+    ASSERT_LT(frames, rows); /* shared */
+
+    /* One call site per distinct stack of (function, module): 4, one each for cudaMalloc,
+     * cudaMemcpy, cudaLaunchKernel and cudaFree, whose chains differ only in return addresses (a
+     * site keeps none: pc 0). */
+    int64_t distinct = sql_int(db, SQL_CALLS "SELECT count(DISTINCT stack) FROM (SELECT group_concat(fs.value || "
+                                             "char(1) || fm.value, char(2)) OVER (PARTITION BY c.corr ORDER BY "
+                                             "f.stackDepth ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
+                                             "FOLLOWING) AS stack" SQL_TRIMMED_FROM ")");
+    ASSERT_UEQ(S.n_sites, distinct);
+    ASSERT_EQ(distinct, 4);
+    /* the copies: the runtime's entry, then the program */
+    uint32_t copy = (uint32_t)sql_int(db, SQL_CALLS "SELECT min(corr) FROM calls WHERE name = 'cudaMemcpy'");
+    static const char *const copy_frames[] = {"cudaMemcpy", "main", "__libc_start_main", "_start"};
+    expect_frames(copy, copy_frames, 4);
+    sqlite3_close(db);
+}
+
+TEST(report_names_main_for_saxpy_call_sites) {
+    const char *out = report_of(sample("saxpy_mpi_a100_rank0.sqlite"));
+    ASSERT_STR_CONTAINS(out, "cudaMemcpy (memcpy)\n      at main (saxpy-mpi-cuda");
+    ASSERT_STR_CONTAINS(out, "cudaFree (alloc)\n      at main (saxpy-mpi-cuda");
+    ASSERT(strstr(out, "libcupti") == NULL && strstr(out, "0x7fd9") == NULL);
+}
+
+/* callchainId of the runtime call with this correlation (on the unmodified sample). */
+static uint32_t corr_of_chain(sqlite3 *db, int chain) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE callchainId = %d", chain);
+    return (uint32_t)sql_int(db, sql);
+}
+
+TEST(hostile_callchains_are_skipped_and_counted) {
+    const char *path = copy_sample("saxpy_mpi_a100_rank0.sqlite", "chains.sqlite");
+    sqlite3 *db = db_open(path, 1);
+    /* the calls whose chains are damaged below (callchainId = chain id - 1) */
+    uint32_t c1 = corr_of_chain(db, 0), c2 = corr_of_chain(db, 1), c5 = corr_of_chain(db, 4),
+             c7 = corr_of_chain(db, 6), c10 = corr_of_chain(db, 9), c11 = corr_of_chain(db, 10),
+             c12 = corr_of_chain(db, 11), c13 = corr_of_chain(db, 12), c14 = corr_of_chain(db, 13);
+    /* the same table without its primary key, to hold repeated (id, stackDepth) and NULLs */
+    sql_exec(db, "CREATE TABLE cc AS SELECT * FROM CUDA_CALLCHAINS; DROP TABLE CUDA_CALLCHAINS; "
+                 "ALTER TABLE cc RENAME TO CUDA_CALLCHAINS;"
+                 /* skipped and counted: 6 rows */
+                 "UPDATE CUDA_CALLCHAINS SET symbol = NULL WHERE id = 1 AND stackDepth = 5;"
+                 "UPDATE CUDA_CALLCHAINS SET module = 'libfoo.so' WHERE id = 2 AND stackDepth = 0;"
+                 "UPDATE CUDA_CALLCHAINS SET stackDepth = -1 WHERE id = 3 AND stackDepth = 7;"
+                 "UPDATE CUDA_CALLCHAINS SET stackDepth = 1000000 WHERE id = 4 AND stackDepth = 6;"
+                 "UPDATE CUDA_CALLCHAINS SET id = 'six' WHERE id = 6 AND stackDepth = 0;"
+                 "UPDATE CUDA_CALLCHAINS SET stackDepth = NULL WHERE id = 8 AND stackDepth = 7;"
+                 /* a second row at (7, 3), read after the first: skipped and counted */
+                 "INSERT INTO CUDA_CALLCHAINS SELECT id, (SELECT symbol FROM CUDA_CALLCHAINS WHERE id = 7 AND "
+                 "stackDepth = 0), module, unresolved, originalIP, stackDepth FROM CUDA_CALLCHAINS WHERE id = 7 "
+                 "AND stackDepth = 3;"
+                 /* kept: a symbol not in StringIds (an empty name), a chain with a gap */
+                 "UPDATE CUDA_CALLCHAINS SET symbol = 999999999 WHERE id = 5 AND stackDepth = 3;"
+                 "DELETE FROM CUDA_CALLCHAINS WHERE id = 10 AND stackDepth = 4;"
+                 /* unusable references: 4 calls keep no call site, counted */
+                 "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET callchainId = 'x' WHERE callchainId = 10;"
+                 "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET callchainId = -3 WHERE callchainId = 11;"
+                 "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET callchainId = 5000 WHERE callchainId = 12;"
+                 "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET callchainId = 9223372036854775807 WHERE callchainId = 13;");
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM CUDA_CALLCHAINS WHERE id = 7 AND stackDepth = 3"), 2);
+    sqlite3_close(db);
+    got g;
+    kineto_stats st;
+    import_ok(path, &g, &st);
+    ASSERT_UEQ(st.invalid, 7 + 4);
+    ASSERT_STR_CONTAINS(st.first_invalid, "callchainId");
+    ASSERT_UEQ(S.n_calls, 38 - 4);
+    ASSERT_NULL(sited(c11));
+    ASSERT_NULL(sited(c12));
+    ASSERT_NULL(sited(c13));
+    ASSERT_NULL(sited(c14));
+    /* chain 1 lost its main frame: the frames around the gap close up */
+    static const char *const f1[] = {"cudaMalloc", "cudaError cudaMalloc<double>(double**, unsigned long)",
+                                     "__libc_start_main", "_start"};
+    expect_frames(c1, f1, 4);
+    /* chain 2 lost a libcupti frame, outside the site: the site of the other allocations */
+    static const char *const f2[] = {"cudaMalloc", "cudaError cudaMalloc<double>(double**, unsigned long)", "main",
+                                     "__libc_start_main", "_start"};
+    expect_frames(c2, f2, 5);
+    /* chain 5's cudaMemcpy frame has no name: the frames outside libcupti and libcuda are kept */
+    static const char *const f5[] = {"", "main", "__libc_start_main", "_start"};
+    expect_frames(c5, f5, 4);
+    ASSERT_STR_CONTAINS(site_of(c5)->f[0].module, "libcudart.so");
+    /* chain 7 as it was: the first of its two rows at depth 3 */
+    static const char *const f7[] = {"cudaMemcpy", "main", "__libc_start_main", "_start"};
+    expect_frames(c7, f7, 4);
+    /* chain 10 without its depth 4 */
+    static const char *const f10[] = {"cudaMalloc", "main", "__libc_start_main", "_start"};
+    expect_frames(c10, f10, 4);
+    ASSERT_UEQ(g.kinds[TP_K_API], 57);
+}
+

@@ -245,8 +245,8 @@ static void text_import(FILE *out, const foreign *f) {
         fprintf(out, "%sother %" PRIu64, st->n_skip ? ", " : " (", st->skip_other);
     fprintf(out, "%s\n", st->n_skip || st->skip_other ? ")" : "");
     if (st->sited_calls)
-        fprintf(out, "call sites: %" PRIu64 " blocking calls named by the operators and Python frames around them\n",
-                st->sited_calls);
+        fprintf(out, "call sites: %" PRIu64 " calls given one, %s\n", st->sited_calls,
+                f->nsys ? "from their CUDA backtraces" : "from the operators and Python frames around them");
     if (st->invalid) {
         fprintf(out, "unusable: %" PRIu64 "; the first: ", st->invalid);
         tp_print_sanitized(out, st->first_invalid, (size_t)-1);

@@ -92,7 +92,8 @@ typedef struct kineto_stats {
     uint64_t events;             /* event records emitted */
     uint64_t batches, batch_bytes;
     uint64_t contexts;       /* operator and Python-frame rows kept to name the calls inside them */
-    uint64_t sited_calls;    /* blocking calls given a call site from them */
+    uint64_t sited_calls;    /* calls given a call site: blocking ones from the operator and Python-frame
+                                rows around them (Kineto), any with a CUDA backtrace (nsys) */
     uint64_t blocking_calls; /* API records flagged TP_F_BLOCKING */
     uint64_t blocked_ns;     /* their summed durations */
     uint64_t t_min, t_max;   /* span of the events, ns (0, 0 when none) */

@@ -1056,6 +1056,7 @@ static int emit_sites(nimp *k, nout *o, const norder *ord, size_t n) {
         const uint64_t *known = u64map_find(&memo, key);
         if (known) {
             a->callsite = (uint32_t)*known;
+            k->st->sited_calls += a->callsite != 0;
             continue;
         }
         size_t from;
@@ -1096,6 +1097,7 @@ static int emit_sites(nimp *k, nout *o, const norder *ord, size_t n) {
             break;
         }
         a->callsite = id;
+        k->st->sited_calls += id != 0;
     }
     u64map_free(&memo);
     u64map_free(&by_hash);

@@ -63,6 +63,9 @@ char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf
         snprintf(raw, sizeof raw, "%s:%u %s", st_str(s, f->file), f->line, st_str(s, f->func));
     else if (f != NULL && f->line != 0 && *st_str(s, f->file))
         snprintf(raw, sizeof raw, "%s:%u %s", cm_base_name(st_str(s, f->file)), f->line, st_str(s, f->func));
+    else if (f != NULL && f->pc == 0) /* an imported frame: a function and its module, no address */
+        snprintf(raw, sizeof raw, "%s (%s)", *st_str(s, f->func) ? st_str(s, f->func) : "??",
+                 cm_base_name(st_str(s, f->module)));
     else if (f != NULL)
         snprintf(raw, sizeof raw, "%s (%s+%#" PRIx64 ")", *st_str(s, f->func) ? st_str(s, f->func) : "??",
                  cm_base_name(st_str(s, f->module)), f->pc);
@@ -516,6 +519,8 @@ static void frame_text(const st_store *s, const st_frame *f, int width, char *bu
         tail[0] = '\0';
     else if (f->line != 0 && *file)
         snprintf(tail, sizeof tail, " (%s:%u)", cm_base_name(file), f->line);
+    else if (f->pc == 0)
+        snprintf(tail, sizeof tail, " (%s)", mod);
     else
         snprintf(tail, sizeof tail, " (%s+%#" PRIx64 ")", mod, f->pc);
     const char *name = *fn ? fn : "??";

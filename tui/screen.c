@@ -1830,6 +1830,9 @@ static void render_detail(frame_ctx *f) {
                 snprintf(raw, sizeof raw, "%s#%zu     %s:%u  %s  (%s+0x%" PRIx64 ")", mark, i,
                          st_str(s, fr[i].file),
                          fr[i].line, st_str(s, fr[i].func), cm_base_name(st_str(s, fr[i].module)), fr[i].pc);
+            else if (fr[i].pc == 0) /* an imported frame: a function and its module, no address */
+                snprintf(raw, sizeof raw, "%s#%zu     %s  %s", mark, i, fr[i].func ? st_str(s, fr[i].func) : "??",
+                         st_str(s, fr[i].module));
             else
                 snprintf(raw, sizeof raw, "%s#%zu     %s  %s+0x%" PRIx64, mark, i, fr[i].func ? st_str(s, fr[i].func) : "??",
                          st_str(s, fr[i].module), fr[i].pc);

@@ -556,8 +556,10 @@ TEST(saxpy_backtraces_become_call_sites) {
 
 TEST(report_names_main_for_saxpy_call_sites) {
     const char *out = report_of(sample("saxpy_mpi_a100_rank0.sqlite"));
-    ASSERT_STR_CONTAINS(out, "cudaMemcpy (memcpy)\n      at main (saxpy-mpi-cuda");
-    ASSERT_STR_CONTAINS(out, "cudaFree (alloc)\n      at main (saxpy-mpi-cuda");
+    /* the export gives functions and modules, no addresses: none is shown */
+    ASSERT_STR_CONTAINS(out, "cudaMemcpy (memcpy)\n      at main (saxpy-mpi-cuda)\n");
+    ASSERT_STR_CONTAINS(out, "cudaFree (alloc)\n      at main (saxpy-mpi-cuda)\n");
+    ASSERT_STR_CONTAINS(out, "__libc_start_main (libc-2.31.so)\n");
     ASSERT(strstr(out, "libcupti") == NULL && strstr(out, "0x7fd9") == NULL);
 }
 

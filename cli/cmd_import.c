@@ -111,7 +111,7 @@ static void fmt_bytes(char *buf, size_t size, uint64_t b) {
 
 typedef struct totals {
     uint64_t rec[TP_K_MAX_];
-    uint64_t blocking, blocked_ns, input_bytes, json_bytes, invalid;
+    uint64_t blocking, blocked_ns, input_bytes, json_bytes, sqlite_bytes, invalid;
     uint64_t t_min, t_max;
     int any_span;
     char ranks[160];
@@ -145,7 +145,8 @@ static void print_summary(const totals *t, int n_inputs, const char *out, uint64
     char span[32], blocked[32], in[32], fb[32];
     fmt_ns(span, sizeof span, t->any_span ? t->t_max - t->t_min : 0);
     fmt_ns(blocked, sizeof blocked, t->blocked_ns);
-    fmt_bytes(in, sizeof in, t->json_bytes);
+    /* what was read: JSON text, plus the exports' SQLite bytes (which have no JSON) */
+    fmt_bytes(in, sizeof in, t->json_bytes + t->sqlite_bytes);
     fmt_bytes(fb, sizeof fb, file_bytes);
     printf("imported %d trace%s (rank%s %s", n_inputs, n_inputs == 1 ? "" : "s", n_inputs == 1 ? "" : "s",
            t->ranks);
@@ -155,11 +156,12 @@ static void print_summary(const totals *t, int n_inputs, const char *out, uint64
     tp_print_sanitized(stdout, out, (size_t)-1);
     printf(": %" PRIu64 " kernel%s, %" PRIu64 " memcpy, %" PRIu64 " memset, %" PRIu64 " sync, %" PRIu64
            " api call%s (%" PRIu64 " blocking, %s), %" PRIu64 " annotation%s; %" PRIu64 " device%s, %" PRIu64
-           " stream%s, %" PRIu64 " thread%s; span %s; %s JSON -> %s\n",
+           " stream%s, %" PRIu64 " thread%s; span %s; %s %s -> %s\n",
            t->rec[TP_K_KERNEL], pl(t->rec[TP_K_KERNEL]), t->rec[TP_K_MEMCPY], t->rec[TP_K_MEMSET],
            t->rec[TP_K_SYNC], t->rec[TP_K_API], pl(t->rec[TP_K_API]), t->blocking, blocked, t->rec[TP_K_NVTX],
            pl(t->rec[TP_K_NVTX]), t->rec[TP_K_DEVICE], pl(t->rec[TP_K_DEVICE]), t->rec[TP_K_STREAM],
-           pl(t->rec[TP_K_STREAM]), t->rec[TP_K_THREAD], pl(t->rec[TP_K_THREAD]), span, in, fb);
+           pl(t->rec[TP_K_STREAM]), t->rec[TP_K_THREAD], pl(t->rec[TP_K_THREAD]), span, in,
+           t->sqlite_bytes == 0 ? "JSON" : t->json_bytes == 0 ? "SQLite" : "JSON and SQLite", fb);
 }
 
 static void print_skipped(const char *path, const kineto_stats *st) {
@@ -280,6 +282,8 @@ static int cmd_import(int argc, char **argv) {
         t.blocked_ns += st->blocked_ns;
         t.input_bytes += st->input_bytes;
         t.json_bytes += st->json_bytes;
+        if (ingest_is_nsys(inputs[i]))
+            t.sqlite_bytes += st->input_bytes;
         if (st->events) {
             if (!t.any_span || st->t_min < t.t_min)
                 t.t_min = st->t_min;

@@ -431,6 +431,26 @@ TEST(report_names_the_blocking_calls) {
     }
 }
 
+/* import says what it read: the export's SQLite bytes (it has no JSON) */
+TEST(import_summary_counts_the_sqlite_bytes) {
+    char cmd[8192];
+    const char *out_path = task_path("saxpy.trace");
+    snprintf(cmd, sizeof cmd, "'%s' import -q -f '%s' -o '%s' 2>&1", task_synctop(), sample("saxpy_mpi_a100_rank0.sqlite"),
+             out_path);
+    FILE *p = popen(cmd, "r");
+    ASSERT_NOT_NULL(p);
+    char out[4096];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    ASSERT_OK(pclose(p));
+    struct stat sb;
+    ASSERT_OK(stat(sample("saxpy_mpi_a100_rank0.sqlite"), &sb));
+    char want[64];
+    snprintf(want, sizeof want, "; %.1f MB SQLite -> ", (double)sb.st_size / 1e6);
+    ASSERT_STR_CONTAINS(out, want);
+    ASSERT(strstr(out, "JSON") == NULL);
+}
+
 /* ---- call sites from CUDA API backtraces ---- */
 
 /* The calls with a backtrace, one row each (the other row of a call stored twice has none): the

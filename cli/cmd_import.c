@@ -340,5 +340,5 @@ static int cmd_import(int argc, char **argv) {
     return 0;
 }
 
-SYNCTOP_VERB(import, .name = "import", .fn = cmd_import, .synopsis = "import TRACE.json[.gz]... -o FILE",
-             .summary = "convert PyTorch profiler (Kineto) traces to a trace file", .rank = 60)
+SYNCTOP_VERB(import, .name = "import", .fn = cmd_import, .synopsis = "import TRACE.json[.gz]|EXPORT.sqlite... -o FILE",
+             .summary = "convert profiler (Kineto) JSON and nsys exports to a trace file", .rank = 60)

@@ -75,4 +75,4 @@ static int cmd_replay(int argc, char **argv) {
 }
 
 SYNCTOP_VERB(replay, .name = "replay", .fn = cmd_replay, .synopsis = "replay FILE...",
-             .summary = "show a trace file or Kineto JSON in the interactive timeline", .rank = 35)
+             .summary = "show trace files, profiler JSON or nsys exports in the interactive timeline", .rank = 35)

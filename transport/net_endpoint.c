@@ -8,6 +8,7 @@
  * is refused rather than repaired.
  */
 #include "synctop/net.h"
+#include "net_bind.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -332,4 +333,47 @@ int tp_endpoint_remove_stale(err_msg *err) {
     int removed = 0;
     int rc = tp_endpoint_each(remove_if_stale, &removed, err);
     return rc < 0 ? rc : removed;
+}
+
+int net_bind_check(const char *ep, const tp_keypair *curve, int insecure, err_msg *err) {
+    int rc;
+    if (curve != NULL) {
+        if ((rc = tp_curve_available(err)) < 0)
+            return rc;
+        if (curve->secret_key[0] == '\0')
+            return err_set(err, ERR_INVAL,
+                              "publishing with CURVE needs the server's secret key (the .key "
+                              "file), not only its public key");
+        if ((rc = tp_keypair_check(curve, err)) < 0)
+            return rc;
+    }
+    if (strncmp(ep, "tcp://", 6) == 0) {
+        int lo = tp_endpoint_is_loopback(ep);
+        if (lo < 0)
+            return err_set(err, ERR_INVAL, "cannot understand tcp endpoint %s", ep);
+        if (lo == 0 && curve == NULL && !insecure)
+            return err_set(err, ERR_SECURITY,
+                              "refusing to publish on %s without encryption: anyone who can "
+                              "reach it could read the trace. Create keys with `synctop keygen` "
+                              "and publish with them, or pass --insecure to publish in the clear",
+                              ep);
+    } else if (strncmp(ep, "ipc://", 6) == 0 && ep[6] != '@') {
+        struct sockaddr_un sa;
+        if (strlen(ep + 6) >= sizeof sa.sun_path)
+            return err_set(err, ERR_LIMIT, "socket path %s is longer than %zu bytes", ep + 6,
+                              sizeof sa.sun_path - 1);
+        /* libzmq unlinks an existing file before binding: do not steal a live publisher's. */
+        if (tp_endpoint_is_live(ep) == 1)
+            return err_set(err, ERR_EXIST, "another publisher is already listening on %s", ep);
+    } else if (strncmp(ep, "ipc://@", 7) == 0) {
+        return err_set(err, ERR_SECURITY,
+                       "refusing to publish on %s: an abstract socket has no file permissions, so "
+                       "every local user could read the trace; give a file path (ipc:///PATH)",
+                       ep);
+    } else {
+        /* pgm, epgm, norm, tipc, vmci, inproc...: none has the loopback and key checks above */
+        return err_set(err, ERR_SECURITY, "refusing to publish on %s: only tcp:// and ipc:///PATH are allowed",
+                       ep);
+    }
+    return 0;
 }

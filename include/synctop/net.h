@@ -190,6 +190,45 @@ int tp_sub_all_ended(const tp_sub *sub);
  * followed, later ones are delivered but not counted here); returns 0 or ERR_INVAL. */
 int tp_sub_producer_get(const tp_sub *sub, size_t i, tp_sub_producer *out);
 
+/* ---- relay ---- */
+
+/* A relay republishes what the publishers it is connected to send (the traced processes of a node,
+ * or other relays) to the subscribers of its own endpoint, through ZeroMQ's proxy: batches go down
+ * unchanged, subscriptions and loss reports go up unchanged, so each process still learns of every
+ * viewer (and answers with a keyframe) and of every batch a viewer lost on the way, through any
+ * number of relays. Its endpoint follows the publisher's rules (loopback tcp, or keys, or insecure;
+ * an ipc file path). */
+typedef struct tp_relay tp_relay;
+
+typedef struct tp_relay_opts {
+    const char *listen;          /* the endpoint subscribers connect to */
+    const tp_keypair *curve;     /* its server keys (secret needed) or NULL */
+    int insecure;                /* allow a non-loopback tcp endpoint without CURVE */
+    const char *upstream_key;    /* the upstream publishers' CURVE public key (Z85), or NULL */
+    int sndhwm;                  /* batches queued per subscriber; 0: 1000 */
+    int rcvhwm;                  /* batches queued from the publishers; 0: 10000 */
+    const char *record;          /* also write every batch that goes through to this trace file */
+    int record_overwrite;        /* replace that file when it exists */
+} tp_relay_opts;
+
+tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err);
+/* Stops and frees the relay; returns 0, or the error that ended its recording (err says it). */
+int tp_relay_destroy(tp_relay **relay, err_msg *err);
+const char *tp_relay_endpoint(const tp_relay *relay);
+/* Connects to one more publisher (or relay); only between runs. */
+int tp_relay_connect(tp_relay *relay, const char *endpoint, err_msg *err);
+/* Forwards for about ms milliseconds (a signal may end it sooner), then returns 0; a negative
+ * ERR_* code when the proxy failed. */
+int tp_relay_run(tp_relay *relay, int ms, err_msg *err);
+
+typedef struct tp_relay_stats {
+    uint64_t batches, bytes; /* batches that went down to the subscribers */
+    uint64_t subscribes;     /* subscriptions that went up (a viewer arriving, on any relay below) */
+    size_t upstreams;        /* publishers and relays connected to */
+    int record_failed;       /* the recording stopped (tp_relay_destroy says why) */
+} tp_relay_stats;
+void tp_relay_stats_get(const tp_relay *relay, tp_relay_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,178 @@
+/*
+ * `synctop relay --listen ENDPOINT`: one endpoint for a whole node. It subscribes to every traced
+ * process of this user on the machine (the ipc sockets in the private endpoint directory, and
+ * those that start later), or to the publishers and relays named, and republishes their batches
+ * on ENDPOINT (tcp with CURVE keys beyond this machine), through ZeroMQ's proxy (transport's
+ * tp_relay). Viewers, recorders and other relays connect to it as to a traced process.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synctop/net.h"
+#include "args.h"
+#include "u64map.h"
+#include "verb.h"
+
+#define RELAY_TICK_MS 1000 /* how often new traced processes are looked for */
+
+static volatile sig_atomic_t relay_stop;
+static void relay_on_signal(int sig) { relay_stop = sig; }
+
+static void relay_usage(FILE *out) {
+    fprintf(out,
+            "usage: synctop relay --listen ENDPOINT [--key FILE.key | --insecure] [--server-key KEY]\n"
+            "                     [--record FILE [--force]] [--quiet] [ENDPOINT...]\n\n"
+            "Republishes the traces of this node on one endpoint: viewers (synctop attach), record\n"
+            "and other relays connect to it as to a traced process. Subscriptions go up to every\n"
+            "process (each answers a new viewer with a keyframe) and so do the losses viewers see.\n\n"
+            "  --listen ENDPOINT  where to publish: tcp://HOST:PORT (port 0: any), HOST:PORT, or\n"
+            "                     ipc:///PATH; beyond loopback it needs --key (or --insecure)\n"
+            "  --key FILE.key     encrypt and authenticate with CURVE (`synctop keygen` keys);\n"
+            "                     viewers then give the .pub file as --server-key\n"
+            "  --insecure         allow a non-loopback --listen address without --key\n"
+            "  --server-key KEY   the CURVE public key of the upstream ENDPOINTs (other relays)\n"
+            "  --record FILE      also write every batch that goes through to a trace file;\n"
+            "                     --force replaces FILE\n"
+            "  --quiet            no line per process found\n"
+            "  ENDPOINT...        relay these publishers or relays (a pid, HOST:PORT, tcp://...,\n"
+            "                     ipc://...); none: every traced process of this user here,\n"
+            "                     including those that start later\n\n"
+            "Runs until interrupted (Ctrl-C, SIGTERM), then says what went through.\n");
+}
+
+typedef struct scan {
+    tp_relay *r;
+    u64map *seen; /* pid -> 1 */
+    int quiet;
+    int added;
+} scan;
+
+/* Connects to a traced process of this user not seen yet. */
+static void scan_one(void *ctx, long pid, const char *endpoint) {
+    scan *sc = ctx;
+    if (u64map_find(sc->seen, (uint64_t)pid) != NULL || tp_endpoint_is_live(endpoint) != 1)
+        return;
+    err_msg err = {{0}};
+    if (tp_relay_connect(sc->r, endpoint, &err) != 0) {
+        verb_warn("relay", "%s", err.msg);
+        return;
+    }
+    int added;
+    if (u64map_get_or_add(sc->seen, (uint64_t)pid, 1, &added) == NULL)
+        return;
+    sc->added++;
+    if (!sc->quiet)
+        verb_say("relay", "+ process %ld (%s)", pid, endpoint);
+}
+
+static int cmd_relay(int argc, char **argv) {
+    enum { O_LISTEN = 1, O_KEY, O_INSECURE, O_SERVER_KEY, O_RECORD, O_FORCE, O_QUIET };
+    static const arg_opt opts[] = {
+        {O_LISTEN, "--listen", NULL, 1}, {O_KEY, "--key", NULL, 1},       {O_INSECURE, "--insecure", NULL, 0},
+        {O_SERVER_KEY, "--server-key", NULL, 1}, {O_RECORD, "--record", NULL, 1}, {O_FORCE, "--force", "-f", 0},
+        {O_QUIET, "--quiet", "-q", 0},
+    };
+    const char *upstream[64], *val, *key_path = NULL;
+    size_t n_up = 0;
+    char server_key[TP_KEY_Z85_LEN + 1];
+    tp_keypair keys;
+    tp_relay_opts o = {0};
+    err_msg err = {{0}};
+    int quiet = 0;
+    args p;
+    ARGS_INIT(&p, "relay", relay_usage, opts, argc, argv);
+    for (int id; (id = args_next(&p, &val)) != ARGS_END;) {
+        switch (id) {
+        case ARGS_HELP: return 0;
+        case ARGS_BAD: return EXIT_USAGE;
+        case O_LISTEN: o.listen = val; break;
+        case O_KEY: key_path = val; break;
+        case O_INSECURE: o.insecure = 1; break;
+        case O_SERVER_KEY:
+            if (tp_public_key_resolve(val, server_key, &err) != 0)
+                return verb_error("relay", "--server-key: %s", err.msg);
+            o.upstream_key = server_key;
+            break;
+        case O_RECORD: o.record = val; break;
+        case O_FORCE: o.record_overwrite = 1; break;
+        case O_QUIET: quiet = 1; break;
+        default:
+            if (n_up == sizeof upstream / sizeof upstream[0])
+                return args_bad(&p, "at most %zu upstream endpoints", n_up);
+            upstream[n_up++] = val;
+            break;
+        }
+    }
+    if (o.listen == NULL)
+        return args_bad(&p, "no --listen endpoint given");
+    if (key_path != NULL) {
+        if (tp_keypair_load(&keys, key_path, &err) != 0)
+            return verb_error("relay", "--key %s: %s", key_path, err.msg);
+        if (keys.secret_key[0] == '\0')
+            return verb_error("relay", "--key %s: this is a public key; listening needs the .key file (both "
+                                       "keys) that `synctop keygen` wrote",
+                              key_path);
+        o.curve = &keys;
+    }
+    tp_relay *r = tp_relay_new(&o, &err);
+    if (key_path != NULL)
+        explicit_bzero(&keys, sizeof keys);
+    if (r == NULL)
+        return verb_error("relay", "%s", err.msg);
+    for (size_t i = 0; i < n_up; i++)
+        if (tp_relay_connect(r, upstream[i], &err) != 0) {
+            tp_relay_destroy(&r, NULL);
+            return verb_error("relay", "%s", err.msg);
+        }
+    verb_say("relay", "listening on %s%s; %s", tp_relay_endpoint(r), key_path ? " (CURVE)" : "",
+             n_up ? "relaying the endpoints given" : "relaying this user's traced processes here");
+
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = relay_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    u64map seen = {0};
+    scan sc = {.r = r, .seen = &seen, .quiet = quiet};
+    int status = 0;
+    while (!relay_stop) {
+        if (n_up == 0 && tp_endpoint_each(scan_one, &sc, &err) < 0) {
+            verb_error("relay", "%s", err.msg);
+            status = 1;
+            break;
+        }
+        if (tp_relay_run(r, RELAY_TICK_MS, &err) != 0) {
+            verb_error("relay", "%s", err.msg);
+            status = 1;
+            break;
+        }
+        tp_relay_stats st;
+        tp_relay_stats_get(r, &st);
+        if (st.record_failed)
+            break; /* said by tp_relay_destroy below */
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    tp_relay_stats st;
+    tp_relay_stats_get(r, &st);
+    u64map_free(&seen);
+    if (tp_relay_destroy(&r, &err) != 0) {
+        verb_error("relay", "recording to %s stopped: %s", o.record, err.msg);
+        status = 1;
+    }
+    verb_say("relay", "%" PRIu64 " batches (%.1f MB) went through from %zu publisher%s; %" PRIu64
+             " subscription%s went up%s%s",
+             st.batches, (double)st.bytes / 1e6, st.upstreams, st.upstreams == 1 ? "" : "s", st.subscribes,
+             st.subscribes == 1 ? "" : "s", o.record && status == 0 ? "; recorded in " : "",
+             o.record && status == 0 ? o.record : "");
+    return status;
+}
+
+SYNCTOP_VERB(relay, .name = "relay", .fn = cmd_relay, .synopsis = "relay --listen ENDPOINT [ENDPOINT...]",
+             .summary = "republish a node's traces on one endpoint for viewers and other relays", .rank = 27)

@@ -1,0 +1,322 @@
+/*
+ * `synctop relay`, run as a user runs it: the real binary between synctop-testpub processes (the
+ * tracer's stand-in on real ZeroMQ sockets) and a real subscriber, alone and behind a second relay
+ * with CURVE. What arrives is checked against what each publisher says it sent and against the
+ * number of events its seed makes; a viewer that arrives late must still be able to decode (its
+ * subscription went up and the publishers answered with a keyframe).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "synctop/net.h"
+#include "task.h"
+
+/* ---- processes ---- */
+
+static pid_t spawn(const char *const argv[], const char *out_path, const char *err_path) {
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fi = open("/dev/null", O_RDONLY);
+        if (fo < 0 || fe < 0 || fi < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0 || dup2(fi, 0) < 0)
+            _exit(126);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* The exit status, or -1 when it was still running after timeout_s (it is killed then). */
+static int wait_exit(pid_t pid, int timeout_s) {
+    for (int waited = 0; waited <= timeout_s * 100; waited++) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        ASSERT_NE(r, -1);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        sleep_ms(10);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static char *slurp(const char *path) {
+    static char buf[1 << 16];
+    buf[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return buf;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Waits until the file holds needle; returns the text from needle on. */
+static const char *wait_text(const char *path, const char *needle, int timeout_s) {
+    for (int i = 0; i < timeout_s * 100; i++) {
+        const char *hit = strstr(slurp(path), needle);
+        if (hit != NULL)
+            return hit;
+        sleep_ms(10);
+    }
+    TASK_FAIL_("waited %d s for \"%s\" in %s, which holds:\n%s", timeout_s, needle, path, slurp(path));
+}
+
+static const char *testpub_path(void) {
+    static char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/synctop-testpub", task_bindir());
+    return p;
+}
+
+/* A relay process; its endpoint, from the line it says when it listens. */
+typedef struct relay_proc {
+    pid_t pid;
+    char err[PATH_MAX];
+    char endpoint[TP_ENDPOINT_MAX];
+} relay_proc;
+
+static void relay_start(relay_proc *r, const char *name, const char *const extra[]) {
+    const char *argv[24] = {task_synctop(), "relay", "--listen", "tcp://127.0.0.1:0"};
+    int n = 4;
+    for (; extra != NULL && extra[n - 4] != NULL; n++)
+        argv[n] = extra[n - 4];
+    argv[n] = NULL;
+    char out[PATH_MAX];
+    snprintf(out, sizeof out, "%s", task_path(name));
+    snprintf(r->err, sizeof r->err, "%s.err", out);
+    r->pid = spawn(argv, out, r->err);
+    const char *at = wait_text(r->err, "listening on tcp://", 20) + strlen("listening on ");
+    size_t len = strcspn(at, " ;\n");
+    ASSERT_LT(len, sizeof r->endpoint);
+    memcpy(r->endpoint, at, len);
+    r->endpoint[len] = '\0';
+}
+
+/* Stops it as a user would (Ctrl-C): it must say what went through and exit 0. */
+static const char *relay_stop(relay_proc *r) {
+    kill(r->pid, SIGINT);
+    ASSERT_EQ(wait_exit(r->pid, 20), 0);
+    return slurp(r->err);
+}
+
+/* A testpub on its default endpoint (this test's private endpoint directory), seed seed. */
+static pid_t testpub_start(int seed, int events, const char *out_name, const char *extra) {
+    char s[16], e[16];
+    snprintf(s, sizeof s, "%d", seed);
+    snprintf(e, sizeof e, "%d", events);
+    const char *argv[] = {testpub_path(), "--events", e, "--seed", s, "--wait-subscribers", "1", extra, NULL};
+    char out[PATH_MAX];
+    snprintf(out, sizeof out, "%s", task_path(out_name));
+    char err[PATH_MAX + 8];
+    snprintf(err, sizeof err, "%s.err", out);
+    return spawn(argv, out, err);
+}
+
+/* ---- what a subscriber receives ---- */
+
+typedef struct got {
+    uint64_t producer[8], batches[8], events[8], keyframes[8];
+    int first_is_keyframe[8];
+    size_t n;
+    uint64_t missed;
+} got;
+
+static size_t got_slot(got *g, uint64_t producer) {
+    for (size_t i = 0; i < g->n; i++)
+        if (g->producer[i] == producer)
+            return i;
+    ASSERT_LT(g->n, 8);
+    g->producer[g->n] = producer;
+    return g->n++;
+}
+
+/* Receives until every producer seen has ended and want producers were seen (or timeout_s). */
+static void receive_all(tp_sub *sub, got *g, size_t want, int timeout_s) {
+    memset(g, 0, sizeof *g);
+    err_msg err = {{0}};
+    tp_dec d;
+    memset(&d, 0, sizeof d);
+    time_t t0 = time(NULL);
+    while (!(g->n >= want && tp_sub_all_ended(sub))) {
+        if (time(NULL) - t0 > timeout_s)
+            TASK_FAIL_("received from %zu of %zu producers in %d s", g->n, want, timeout_s);
+        tp_sub_msg m;
+        int rc = tp_sub_recv(sub, &m, 200, &err);
+        if (rc <= 0)
+            continue;
+        size_t k = got_slot(g, m.hdr.producer);
+        if (g->batches[k] == 0)
+            g->first_is_keyframe[k] = (m.hdr.flags & TP_BF_KEYFRAME) != 0;
+        g->batches[k]++;
+        g->keyframes[k] += (m.hdr.flags & TP_BF_KEYFRAME) != 0;
+        g->missed += m.missed;
+        ASSERT_OK(tp_dec_open(&d, m.data, m.len, &err));
+        const tp_record *r;
+        while ((r = tp_dec_next_record(&d)) != NULL)
+            g->events[k] += !TP_KIND_IS_META(r->head.kind);
+    }
+    tp_dec_free(&d);
+}
+
+/* The "sent=N" a testpub says when it is done. */
+static uint64_t sent_of(const char *out_name) {
+    const char *at = wait_text(task_path(out_name), "sent=", 30);
+    return strtoull(at + 5, NULL, 10);
+}
+
+static void private_endpoints(void) {
+    /* this test's own endpoint directory: the relay finds these publishers and no others */
+    ASSERT_OK(setenv("XDG_RUNTIME_DIR", task_tmpdir(), 1));
+}
+
+/* ---- tests ---- */
+
+/* Two traced processes of the node, one relay, one viewer: every batch of each arrives once. */
+TEST(relay_forwards_every_process_of_the_node) {
+    private_endpoints();
+    relay_proc r;
+    relay_start(&r, "relay", NULL);
+    pid_t p1 = testpub_start(3, 60000, "pub1.out", NULL), p2 = testpub_start(4, 30000, "pub2.out", NULL);
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, r.endpoint, &err));
+    got g;
+    receive_all(sub, &g, 2, 60);
+    ASSERT_EQ(wait_exit(p1, 30), 0);
+    ASSERT_EQ(wait_exit(p2, 30), 0);
+    ASSERT_EQ(g.n, 2);
+    ASSERT_UEQ(g.missed, 0);
+    for (size_t k = 0; k < 2; k++) {
+        /* testpub's producer id is its seed + 1 */
+        int seed = g.producer[k] == 4 ? 3 : 4;
+        ASSERT(g.producer[k] == 4 || g.producer[k] == 5);
+        ASSERT_UEQ(g.events[k], seed == 3 ? 60000 : 30000);
+        ASSERT_UEQ(g.batches[k], sent_of(seed == 3 ? "pub1.out" : "pub2.out"));
+    }
+    tp_sub_destroy(&sub);
+    const char *said = relay_stop(&r);
+    char want[64];
+    snprintf(want, sizeof want, "+ process %ld", (long)p1);
+    ASSERT_STR_CONTAINS(said, want);
+    snprintf(want, sizeof want, "+ process %ld", (long)p2);
+    ASSERT_STR_CONTAINS(said, want);
+    ASSERT_STR_CONTAINS(said, "from 2 publishers");
+}
+
+/* A viewer that arrives while the processes publish gets a keyframe of each first: its
+ * subscription went up through the relay. */
+TEST(a_late_viewer_gets_a_keyframe_through_the_relay) {
+    private_endpoints();
+    relay_proc r;
+    relay_start(&r, "relay", NULL);
+    const char *argv[] = {testpub_path(), "--events", "40000", "--seed", "7", "--wait-subscribers", "1",
+                          "--rate", "20000", "--batch", "500", NULL};
+    char out[PATH_MAX];
+    snprintf(out, sizeof out, "%s", task_path("pub.out"));
+    pid_t p = spawn(argv, out, task_path("pub.err"));
+    err_msg err = {{0}};
+    tp_sub *first = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(first);
+    ASSERT_OK(tp_sub_connect(first, r.endpoint, &err));
+    tp_sub_msg m;
+    int seen = 0;
+    for (int i = 0; i < 100 && seen < 5; i++)
+        seen += tp_sub_recv(first, &m, 100, &err) == 1;
+    ASSERT_GE(seen, 5); /* it is publishing */
+    tp_sub *late = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(late);
+    ASSERT_OK(tp_sub_connect(late, r.endpoint, &err));
+    got g;
+    receive_all(late, &g, 1, 60);
+    ASSERT_EQ(wait_exit(p, 30), 0);
+    ASSERT(g.first_is_keyframe[0]);
+    ASSERT_GT(g.events[0], 0);
+    ASSERT_LT(g.events[0], 40000); /* it came in the middle */
+    tp_sub_destroy(&first);
+    tp_sub_destroy(&late);
+    relay_stop(&r);
+}
+
+/* node relay -> a second relay with CURVE -> viewers: the right key receives it all, a wrong one
+ * is refused in the handshake; the second relay records what went through. */
+TEST(relays_chain_with_curve_and_record) {
+    private_endpoints();
+    err_msg err = {{0}};
+    tp_keypair kp, other;
+    ASSERT_OK(tp_keypair_new(&kp, &err));
+    ASSERT_OK(tp_keypair_new(&other, &err));
+    char base[PATH_MAX], key[PATH_MAX + 8], rec[PATH_MAX];
+    snprintf(base, sizeof base, "%s", task_path("server"));
+    snprintf(key, sizeof key, "%s.key", base);
+    snprintf(rec, sizeof rec, "%s", task_path("relayed.trace"));
+    ASSERT_OK(tp_keypair_save(&kp, base, &err));
+    relay_proc node;
+    relay_start(&node, "node", NULL);
+    relay_proc top;
+    const char *extra[] = {"--key", key, "--record", rec, node.endpoint, NULL};
+    relay_start(&top, "top", extra);
+    ASSERT_STR_CONTAINS(slurp(top.err), "(CURVE)");
+    pid_t p = testpub_start(5, 50000, "pub.out", NULL);
+    tp_sub_opts wrong = {.server_key = other.public_key};
+    tp_sub *bad = tp_sub_new(&wrong, &err);
+    ASSERT_NOT_NULL(bad);
+    ASSERT_OK(tp_sub_connect(bad, top.endpoint, &err));
+    tp_sub_opts right = {.server_key = kp.public_key};
+    tp_sub *sub = tp_sub_new(&right, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, top.endpoint, &err));
+    got g;
+    receive_all(sub, &g, 1, 60);
+    ASSERT_EQ(wait_exit(p, 30), 0);
+    ASSERT_UEQ(g.producer[0], 6);
+    ASSERT_UEQ(g.events[0], 50000);
+    ASSERT_UEQ(g.batches[0], sent_of("pub.out"));
+    ASSERT_UEQ(g.missed, 0);
+    /* the wrong key: refused, nothing received */
+    tp_sub_msg m;
+    for (int i = 0; i < 20 && tp_sub_handshake_failed(bad) == NULL; i++)
+        ASSERT_LE(tp_sub_recv(bad, &m, 100, &err), 0);
+    tp_sub_stats bs;
+    tp_sub_stats_get(bad, &bs);
+    ASSERT_GT(bs.handshake_failures, 0);
+    ASSERT_UEQ(bs.received, 0);
+    tp_sub_destroy(&bad);
+    tp_sub_destroy(&sub);
+    const char *said = relay_stop(&top);
+    ASSERT_STR_CONTAINS(said, "recorded in");
+    relay_stop(&node);
+    /* the recording holds every event */
+    char cmd[PATH_MAX * 2];
+    snprintf(cmd, sizeof cmd, "'%s' info --json '%s' > '%s'", task_synctop(), rec, task_path("info.json"));
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_STR_CONTAINS(slurp(task_path("info.json")), "\"events\": 50000,");
+}
+
+TEST(relay_refuses_what_it_must) {
+    const char *argv[] = {task_synctop(), "relay", "--listen", "tcp://0.0.0.0:0", NULL};
+    pid_t pid = spawn(argv, task_path("a.out"), task_path("a.err"));
+    ASSERT_EQ(wait_exit(pid, 20), 1);
+    ASSERT_STR_CONTAINS(slurp(task_path("a.err")), "refusing to publish on tcp://0.0.0.0:0 without encryption");
+    const char *none[] = {task_synctop(), "relay", NULL};
+    pid = spawn(none, task_path("b.out"), task_path("b.err"));
+    ASSERT_EQ(wait_exit(pid, 20), 2);
+    ASSERT_STR_CONTAINS(slurp(task_path("b.err")), "no --listen endpoint given");
+}

@@ -1,0 +1,334 @@
+/*
+ * The relay (net.h): ZeroMQ's own proxy between an XSUB socket connected to the publishers of a node
+ * and an XPUB socket that viewers (or another relay) subscribe to. Batches flow down unchanged;
+ * subscriptions and loss reports flow up unchanged, so each traced process still hears when a viewer
+ * arrives (XPUB_VERBOSE passes every subscribe up: the process answers with a keyframe) and which
+ * batches a viewer lost on the way (it counts them and answers with a keyframe too), however many
+ * relays lie between them.
+ *
+ * zmq_proxy_steerable runs in the caller's thread for as long as tp_relay_run asks: a timer thread
+ * then sends it TERMINATE on the control socket, and the caller may connect more publishers before
+ * running it again (sockets belong to one thread at a time; the proxy is not running then). Its
+ * capture socket hands a copy of every message to a reader thread, which counts the batches and the
+ * subscriptions that went through and, when asked, writes the batches to a trace file.
+ */
+#include "synctop/net.h"
+#include "synctop/file.h"
+#include "net_bind.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+struct tp_relay {
+    void *ctx;
+    void *front, *back;           /* XSUB to the publishers, XPUB to the subscribers */
+    void *ctl_proxy, *ctl_timer;  /* PAIR: the timer thread's TERMINATE to the proxy */
+    void *cap_proxy, *cap_reader; /* PUSH / PULL: copies of what went through */
+    char endpoint[TP_ENDPOINT_MAX];
+    int bound_ipc; /* the socket file at endpoint is ours: removed on destroy */
+    size_t upstreams;
+    pthread_t timer, reader;
+    int timer_started, reader_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stopping;         /* the threads leave */
+    uint64_t deadline_ns; /* the timer's next TERMINATE; 0: none armed */
+    atomic_int reader_stop;
+    atomic_uint_fast64_t batches, bytes, subscribes, others;
+    tp_fwriter *rec;      /* written by the reader thread only */
+    atomic_int rec_failed;
+    err_msg rec_err;      /* why the recording stopped (read after rec_failed is set) */
+};
+
+static int zmq_fail(err_msg *err, const char *what, const char *endpoint) {
+    int e = zmq_errno();
+    return err_set(err, ERR_ZMQ, "%s %s: %s", what, endpoint, zmq_strerror(e));
+}
+
+static int set_int(void *sock, int option, int value) {
+    return zmq_setsockopt(sock, option, &value, sizeof value);
+}
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Sends TERMINATE to the proxy when its time is up (or at once when the relay stops). */
+static void *timer_main(void *arg) {
+    tp_relay *r = arg;
+    pthread_mutex_lock(&r->mu);
+    while (!r->stopping) {
+        if (r->deadline_ns == 0) {
+            pthread_cond_wait(&r->cv, &r->mu);
+            continue;
+        }
+        uint64_t now = mono_ns();
+        if (now < r->deadline_ns) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            uint64_t wait = r->deadline_ns - now;
+            until.tv_sec += (time_t)(wait / 1000000000ull);
+            until.tv_nsec += (long)(wait % 1000000000ull);
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&r->cv, &r->mu, &until);
+            continue;
+        }
+        r->deadline_ns = 0;
+        pthread_mutex_unlock(&r->mu);
+        while (zmq_send(r->ctl_timer, "TERMINATE", 9, 0) < 0 && zmq_errno() == EINTR)
+            ;
+        pthread_mutex_lock(&r->mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+/* Counts what went through, and records the batches. */
+static void *reader_main(void *arg) {
+    tp_relay *r = arg;
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    while (!atomic_load(&r->reader_stop)) {
+        int n = zmq_msg_recv(&m, r->cap_reader, 0);
+        if (n < 0)
+            continue; /* the receive timeout: look at the stop flag again */
+        const uint8_t *d = zmq_msg_data(&m);
+        size_t len = zmq_msg_size(&m);
+        tp_batch_hdr h;
+        if (len >= TP_BATCH_HDR_SIZE && tp_batch_check_header(d, len, &h, NULL) == 0) {
+            atomic_fetch_add(&r->batches, 1);
+            atomic_fetch_add(&r->bytes, len);
+            if (r->rec != NULL && !atomic_load(&r->rec_failed) && tp_fwriter_append(r->rec, d, len, &r->rec_err) != 0)
+                atomic_store(&r->rec_failed, 1);
+        } else if (len == 1 && d[0] == 1) {
+            atomic_fetch_add(&r->subscribes, 1);
+        } else {
+            atomic_fetch_add(&r->others, 1); /* unsubscribes, loss reports */
+        }
+    }
+    zmq_msg_close(&m);
+    return NULL;
+}
+
+static int configure_front(tp_relay *r, const tp_relay_opts *o, err_msg *err) {
+    void *k = r->front;
+    int64_t max_msg = (int64_t)TP_BATCH_HDR_SIZE + TP_BATCH_MAX_PAYLOAD;
+    if (set_int(k, ZMQ_LINGER, 0) != 0 || set_int(k, ZMQ_RCVHWM, o->rcvhwm > 0 ? o->rcvhwm : 10000) != 0 ||
+        set_int(k, ZMQ_RECONNECT_IVL, 100) != 0 || set_int(k, ZMQ_RECONNECT_IVL_MAX, 1000) != 0 ||
+        zmq_setsockopt(k, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg) != 0)
+        return zmq_fail(err, "cannot configure the relay's subscriber side for", r->endpoint);
+    if (o->upstream_key == NULL)
+        return 0;
+    tp_keypair server, mine;
+    memset(&server, 0, sizeof server);
+    if (strlen(o->upstream_key) != TP_KEY_Z85_LEN)
+        return err_set(err, ERR_INVAL, "the upstream server key is not %d characters of Z85", TP_KEY_Z85_LEN);
+    memcpy(server.public_key, o->upstream_key, TP_KEY_Z85_LEN);
+    int rc = tp_keypair_check(&server, err);
+    if (rc < 0 || (rc = tp_keypair_new(&mine, err)) < 0)
+        return rc;
+    rc = zmq_setsockopt(k, ZMQ_CURVE_SERVERKEY, server.public_key, TP_KEY_Z85_LEN) != 0 ||
+         zmq_setsockopt(k, ZMQ_CURVE_PUBLICKEY, mine.public_key, TP_KEY_Z85_LEN) != 0 ||
+         zmq_setsockopt(k, ZMQ_CURVE_SECRETKEY, mine.secret_key, TP_KEY_Z85_LEN) != 0;
+    memset(&mine, 0, sizeof mine);
+    return rc ? zmq_fail(err, "cannot set up CURVE encryption to the upstream of", r->endpoint) : 0;
+}
+
+static int configure_back(tp_relay *r, const tp_relay_opts *o, err_msg *err) {
+    void *s = r->back;
+    if (set_int(s, ZMQ_LINGER, 0) != 0 || set_int(s, ZMQ_SNDHWM, o->sndhwm > 0 ? o->sndhwm : 1000) != 0 ||
+        set_int(s, ZMQ_XPUB_VERBOSE, 1) != 0 || set_int(s, ZMQ_HANDSHAKE_IVL, 2000) != 0 ||
+        set_int(s, ZMQ_BACKLOG, 32) != 0 ||
+        /* only subscriptions and loss reports come in */
+        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &(int64_t){4096}, sizeof(int64_t)) != 0)
+        return zmq_fail(err, "cannot configure the relay on", r->endpoint);
+    if (strncmp(r->endpoint, "tcp://[", 7) == 0 && set_int(s, ZMQ_IPV6, 1) != 0)
+        return zmq_fail(err, "cannot enable IPv6 for", r->endpoint);
+    if (o->curve != NULL && (set_int(s, ZMQ_CURVE_SERVER, 1) != 0 ||
+                             zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, o->curve->secret_key, TP_KEY_Z85_LEN) != 0))
+        return zmq_fail(err, "cannot set up CURVE encryption for", r->endpoint);
+    if (zmq_bind(s, r->endpoint) != 0)
+        return zmq_errno() == EADDRINUSE ? err_set(err, ERR_EXIST, "cannot bind %s: address already in use", r->endpoint)
+                                         : zmq_fail(err, "cannot bind", r->endpoint);
+    char last[TP_ENDPOINT_MAX];
+    size_t len = sizeof last;
+    if (zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, last, &len) == 0 && len > 1 && len <= sizeof last)
+        memcpy(r->endpoint, last, len);
+    if (strncmp(r->endpoint, "ipc://", 6) == 0) {
+        r->bound_ipc = 1;
+        if (chmod(r->endpoint + 6, 0600) != 0)
+            return err_set(err, ERR_IO, "cannot make socket file %s private: %s", r->endpoint + 6, strerror(errno));
+    }
+    return 0;
+}
+
+/* The control and capture pairs, over inproc endpoints of this relay's own context. */
+static int make_pairs(tp_relay *r, err_msg *err) {
+    char ctl[64], cap[64];
+    snprintf(ctl, sizeof ctl, "inproc://relay-control-%p", (void *)r);
+    snprintf(cap, sizeof cap, "inproc://relay-capture-%p", (void *)r);
+    r->ctl_proxy = zmq_socket(r->ctx, ZMQ_PAIR);
+    r->ctl_timer = zmq_socket(r->ctx, ZMQ_PAIR);
+    r->cap_proxy = zmq_socket(r->ctx, ZMQ_PUSH);
+    r->cap_reader = zmq_socket(r->ctx, ZMQ_PULL);
+    if (r->ctl_proxy == NULL || r->ctl_timer == NULL || r->cap_proxy == NULL || r->cap_reader == NULL ||
+        set_int(r->ctl_proxy, ZMQ_LINGER, 0) != 0 || set_int(r->ctl_timer, ZMQ_LINGER, 0) != 0 ||
+        set_int(r->cap_proxy, ZMQ_LINGER, 0) != 0 || set_int(r->cap_reader, ZMQ_LINGER, 0) != 0 ||
+        /* a slow recording makes the proxy wait (the publishers then drop for the relay, and the
+         * viewers see and report the gap) rather than grow without bound */
+        set_int(r->cap_proxy, ZMQ_SNDHWM, 10000) != 0 || set_int(r->cap_reader, ZMQ_RCVHWM, 10000) != 0 ||
+        set_int(r->cap_reader, ZMQ_RCVTIMEO, 100) != 0 || zmq_bind(r->ctl_proxy, ctl) != 0 ||
+        zmq_connect(r->ctl_timer, ctl) != 0 || zmq_bind(r->cap_reader, cap) != 0 || zmq_connect(r->cap_proxy, cap) != 0)
+        return zmq_fail(err, "cannot set up the relay's control for", r->endpoint);
+    return 0;
+}
+
+tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
+    tp_relay_opts o = {0};
+    if (opts != NULL)
+        o = *opts;
+    if (o.listen == NULL) {
+        err_set(err, ERR_INVAL, "a relay needs an endpoint to listen on");
+        return NULL;
+    }
+    tp_relay *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        err_set(err, ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    if (tp_endpoint_resolve(o.listen, r->endpoint, sizeof r->endpoint, err) < 0 ||
+        net_bind_check(r->endpoint, o.curve, o.insecure, err) < 0)
+        goto fail;
+    if ((r->ctx = zmq_ctx_new()) == NULL) {
+        zmq_fail(err, "cannot create a ZeroMQ context for", r->endpoint);
+        goto fail;
+    }
+    zmq_ctx_set(r->ctx, ZMQ_BLOCKY, 0);
+    r->front = zmq_socket(r->ctx, ZMQ_XSUB);
+    r->back = zmq_socket(r->ctx, ZMQ_XPUB);
+    if (r->front == NULL || r->back == NULL) {
+        zmq_fail(err, "cannot create the relay's sockets for", r->endpoint);
+        goto fail;
+    }
+    if (configure_front(r, &o, err) < 0 || configure_back(r, &o, err) < 0 || make_pairs(r, err) < 0)
+        goto fail;
+    if (o.record != NULL &&
+        (r->rec = tp_fwriter_open(o.record, o.record_overwrite ? TP_FW_OVERWRITE : 0, err)) == NULL)
+        goto fail;
+    if (pthread_create(&r->timer, NULL, timer_main, r) != 0) {
+        err_set(err, ERR_IO, "cannot start the relay's timer thread");
+        goto fail;
+    }
+    r->timer_started = 1;
+    if (pthread_create(&r->reader, NULL, reader_main, r) != 0) {
+        err_set(err, ERR_IO, "cannot start the relay's capture thread");
+        goto fail;
+    }
+    r->reader_started = 1;
+    return r;
+fail:
+    tp_relay_destroy(&r, NULL);
+    return NULL;
+}
+
+const char *tp_relay_endpoint(const tp_relay *r) { return r->endpoint; }
+
+int tp_relay_connect(tp_relay *r, const char *endpoint, err_msg *err) {
+    char ep[TP_ENDPOINT_MAX];
+    int rc = tp_endpoint_resolve(endpoint, ep, sizeof ep, err);
+    if (rc < 0)
+        return rc;
+    if (strcmp(ep, r->endpoint) == 0)
+        return err_set(err, ERR_INVAL, "the relay cannot subscribe to itself (%s)", ep);
+    if (strncmp(ep, "tcp://[", 7) == 0)
+        set_int(r->front, ZMQ_IPV6, 1);
+    if (zmq_connect(r->front, ep) != 0)
+        return zmq_fail(err, "cannot connect the relay to", ep);
+    r->upstreams++;
+    return 0;
+}
+
+int tp_relay_run(tp_relay *r, int ms, err_msg *err) {
+    pthread_mutex_lock(&r->mu);
+    r->deadline_ns = mono_ns() + (uint64_t)(ms > 0 ? ms : 1) * 1000000ull;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    int rc = zmq_proxy_steerable(r->front, r->back, r->cap_proxy, r->ctl_proxy);
+    if (rc != 0 && zmq_errno() != ETERM && zmq_errno() != EINTR)
+        return zmq_fail(err, "the relay stopped on", r->endpoint);
+    if (rc != 0 && zmq_errno() == EINTR) { /* a signal: the timer's TERMINATE is still on its way */
+        pthread_mutex_lock(&r->mu);
+        int armed = r->deadline_ns != 0;
+        r->deadline_ns = 0;
+        pthread_mutex_unlock(&r->mu);
+        char cmd[16];
+        if (!armed) /* it was sent: take it, so that the next run does not stop at once */
+            while (zmq_recv(r->ctl_proxy, cmd, sizeof cmd, 0) < 0 && zmq_errno() == EINTR)
+                ;
+    }
+    return 0;
+}
+
+void tp_relay_stats_get(const tp_relay *r, tp_relay_stats *out) {
+    tp_relay_stats *o = out;
+    memset(o, 0, sizeof *o);
+    o->batches = atomic_load(&((tp_relay *)r)->batches);
+    o->bytes = atomic_load(&((tp_relay *)r)->bytes);
+    o->subscribes = atomic_load(&((tp_relay *)r)->subscribes);
+    o->upstreams = r->upstreams;
+    o->record_failed = atomic_load(&((tp_relay *)r)->rec_failed);
+}
+
+int tp_relay_destroy(tp_relay **rp, err_msg *err) {
+    if (rp == NULL || *rp == NULL)
+        return 0;
+    tp_relay *r = *rp;
+    int rc = 0;
+    if (r->timer_started) {
+        pthread_mutex_lock(&r->mu);
+        r->stopping = 1;
+        pthread_cond_signal(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        pthread_join(r->timer, NULL);
+    }
+    if (r->reader_started) {
+        atomic_store(&r->reader_stop, 1);
+        pthread_join(r->reader, NULL);
+    }
+    if (r->rec != NULL) {
+        if (atomic_load(&r->rec_failed)) {
+            rc = err_set(err, ERR_IO, "%s", r->rec_err.msg);
+            tp_fwriter_close(&r->rec, NULL);
+        } else {
+            rc = tp_fwriter_close(&r->rec, err);
+        }
+    }
+    void *socks[] = {r->front, r->back, r->ctl_proxy, r->ctl_timer, r->cap_proxy, r->cap_reader};
+    for (size_t i = 0; i < sizeof socks / sizeof socks[0]; i++)
+        if (socks[i] != NULL)
+            zmq_close(socks[i]);
+    while (r->ctx != NULL && zmq_ctx_term(r->ctx) != 0 && zmq_errno() == EINTR)
+        ;
+    if (r->bound_ipc)
+        unlink(r->endpoint + 6);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+    *rp = NULL;
+    return rc;
+}

@@ -35,12 +35,15 @@ static void record_on_signal(int sig) { record_stop = sig; }
 
 static void record_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop record ENDPOINT... -o FILE [--duration SEC] [--force] [--server-key KEY]\n\n"
+            "usage: synctop record ENDPOINT... -o FILE [--duration SEC] [--producers N] [--force]\n"
+            "                      [--server-key KEY]\n\n"
             "Records what one or more synctop publishers send into a trace file, until Ctrl-C,\n"
             "until every producer seen has finished, or until --duration passes.\n\n"
             "  ENDPOINT          a PID (its default ipc endpoint), HOST:PORT, tcp://..., ipc://...\n"
             "  -o, --output FILE the trace file to write\n"
             "  --duration SEC    stop after SEC seconds\n"
+            "  --producers N     stop once N producers have finished (a job of N ranks behind\n"
+            "                    relays: the first to finish may come before the last starts)\n"
             "  --force           replace FILE if it exists (otherwise it is never overwritten)\n"
             "  --server-key KEY  the publishers' CURVE public key (a .pub/.key file or the key)\n\n"
             "Inspect the result with `synctop info FILE`.\n");
@@ -55,6 +58,7 @@ typedef struct recorder {
     double t0, duration, next_tick, last_t;
     uint64_t last_events;
     int tty, failed;
+    uint64_t producers; /* --producers: wait for this many to finish (0: every one seen) */
 } recorder;
 
 /* The progress line (without its leading "\r" and trailing clear) and the final summary. */
@@ -96,6 +100,12 @@ static int record_tick(void *ctx) {
     double now = cm_now_s();
     if (rc->duration > 0 && now - rc->t0 >= rc->duration)
         return 1;
+    if (rc->producers > 0) {
+        tp_sub_stats ss;
+        tp_sub_stats_get(rc->sub, &ss);
+        if (ss.n_ended >= rc->producers)
+            return 1;
+    }
     if (now < rc->next_tick)
         return 0;
     err_msg err = {{0}};
@@ -125,14 +135,16 @@ typedef struct record_args {
     const char *specs[RECORD_MAX_ENDPOINTS];
     int n_specs, force;
     double duration;
+    uint64_t producers;
 } record_args;
 
 /* The command line; -1 to go on, else the verb's status. */
 static int record_parse(int argc, char **argv, record_args *ra) {
-    enum { O_OUT = 1, O_DURATION, O_FORCE, O_KEY };
+    enum { O_OUT = 1, O_DURATION, O_FORCE, O_KEY, O_PRODUCERS };
     static const arg_opt opts[] = {
         {O_OUT, "--output", "-o", 1},
         {O_DURATION, "--duration", NULL, 1},
+        {O_PRODUCERS, "--producers", NULL, 1},
         {O_FORCE, "--force", NULL, 0},
         {O_KEY, "--server-key", NULL, 1},
     };
@@ -150,6 +162,10 @@ static int record_parse(int argc, char **argv, record_args *ra) {
             break;
         case O_FORCE: ra->force = 1; break;
         case O_KEY: ra->server_key = a; break;
+        case O_PRODUCERS:
+            if (args_u64(&p, "--producers", a, 1, 1u << 20, &ra->producers))
+                return EXIT_USAGE;
+            break;
         default:
             if (ra->n_specs == RECORD_MAX_ENDPOINTS)
                 return args_bad(&p, "at most %d endpoints", RECORD_MAX_ENDPOINTS);
@@ -208,7 +224,7 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
     sigaction(SIGTERM, &sa, &old_term);
     live_opts lo = {.poll_ms = 50, .stop = &record_stop, .on_batch = record_batch, .on_tick = record_tick,
                     .on_malformed = record_malformed, .ctx = rc, .endpoints = endpoints, .n_endpoints = n,
-                    .on_refused = record_refused};
+                    .on_refused = record_refused, .keep_after_end = rc->producers > 0};
     err_msg err = {{0}};
     live_end end = live_follow(rc->sub, &lo, &err);
     if (end == LIVE_FAILED) {
@@ -221,7 +237,9 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
     sigaction(SIGTERM, &old_term, NULL);
     if (rc->tty)
         fputs("\r\033[K", stderr);
-    return end == LIVE_DONE ? "duration reached" : live_end_name(end);
+    return end != LIVE_DONE ? live_end_name(end) : rc->producers > 0 && (rc->duration <= 0 || cm_now_s() - rc->t0 < rc->duration)
+                                                       ? "the producers asked for finished"
+                                                       : "duration reached";
 }
 
 static int cmd_record(int argc, char **argv) {
@@ -238,7 +256,8 @@ static int cmd_record(int argc, char **argv) {
     for (int i = 0; i < ra.n_specs; i++)
         eps[i] = endpoints[i];
 
-    recorder rc = {.w = w, .sub = sub, .tty = isatty(STDERR_FILENO), .duration = ra.duration};
+    recorder rc = {.w = w, .sub = sub, .tty = isatty(STDERR_FILENO), .duration = ra.duration,
+                   .producers = ra.producers};
     rc.t0 = rc.last_t = cm_now_s();
     rc.next_tick = rc.t0 + RECORD_TICK_MS / 1000.0;
     const char *why = record_follow(&rc, eps, (size_t)ra.n_specs, &status);

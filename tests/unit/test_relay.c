@@ -310,6 +310,32 @@ TEST(relays_chain_with_curve_and_record) {
     ASSERT_STR_CONTAINS(slurp(task_path("info.json")), "\"events\": 50000,");
 }
 
+/* record behind a relay: producers start when the recorder subscribes and may finish one by one,
+ * so --producers N waits for all N. */
+TEST(record_through_a_relay_waits_for_the_producers_asked_for) {
+    private_endpoints();
+    relay_proc r;
+    relay_start(&r, "relay", NULL);
+    pid_t p1 = testpub_start(3, 20000, "pub1.out", NULL);
+    char out[PATH_MAX], rec[PATH_MAX];
+    snprintf(rec, sizeof rec, "%s", task_path("job.trace"));
+    snprintf(out, sizeof out, "%s", task_path("record.out"));
+    const char *argv[] = {task_synctop(), "record", r.endpoint, "--producers", "2", "-o", rec, NULL};
+    pid_t recorder = spawn(argv, out, task_path("record.err"));
+    /* the second rank starts after the first has finished */
+    ASSERT_EQ(wait_exit(p1, 30), 0);
+    sleep_ms(300);
+    pid_t p2 = testpub_start(4, 10000, "pub2.out", NULL);
+    ASSERT_EQ(wait_exit(p2, 30), 0);
+    ASSERT_EQ(wait_exit(recorder, 30), 0);
+    ASSERT_STR_CONTAINS(slurp(task_path("record.err")), "stopped: the producers asked for finished");
+    char cmd[PATH_MAX * 2];
+    snprintf(cmd, sizeof cmd, "'%s' info --json '%s' > '%s'", task_synctop(), rec, task_path("info.json"));
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_STR_CONTAINS(slurp(task_path("info.json")), "\"events\": 30000,");
+    relay_stop(&r);
+}
+
 TEST(relay_refuses_what_it_must) {
     const char *argv[] = {task_synctop(), "relay", "--listen", "tcp://0.0.0.0:0", NULL};
     pid_t pid = spawn(argv, task_path("a.out"), task_path("a.err"));

@@ -19,10 +19,25 @@
 
 /* ---- processes ---- */
 
+/* Every process started, killed when a failed check aborts the test: none is left behind. */
+static pid_t started[32];
+static size_t n_started;
+
+static void on_abort(int sig) {
+    for (size_t i = 0; i < n_started; i++)
+        kill(started[i], SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static pid_t spawn(const char *const argv[], const char *out_path, const char *err_path) {
     fflush(NULL);
+    if (n_started == 0)
+        signal(SIGABRT, on_abort);
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
+    if (pid > 0 && n_started < sizeof started / sizeof started[0])
+        started[n_started++] = pid;
     if (pid == 0) {
         int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -619,8 +619,83 @@ static uint64_t bubble_maxlen(const an_result *an) {
 }
 
 static int block_matches_site(const an_block *b, const vw_site *site) {
+    if (site->members != NULL) {
+        for (size_t i = 0; i < site->n_members; i++) {
+            const vw_site_member *m = &site->members[i];
+            if (b->producer == m->producer && b->callsite == m->callsite && (m->callsite != 0 || b->name == m->name))
+                return 1;
+        }
+        return 0;
+    }
     return b->producer == site->producer && b->callsite == site->callsite &&
            (site->callsite != 0 || b->name == site->name);
+}
+
+static void sites_free(vw_state *v) {
+    for (size_t i = 0; i < v->n_sites; i++)
+        free(v->sites[i].members);
+    free(v->sites);
+    v->sites = NULL;
+    v->n_sites = 0;
+}
+
+/* A job of many processes: the same call (API and frames, as the panel names it) in several of
+ * them becomes one row, their figures summed. */
+#define VW_MERGE_ABOVE 4
+static void sites_merge_processes(vw_state *v) {
+    if (v->store == NULL || st_producer_count(v->store) <= VW_MERGE_ABOVE || v->n_sites < 2)
+        return;
+    size_t n = v->n_sites;
+    char (*keys)[512] = malloc(n * sizeof *keys);
+    size_t *rep = malloc(n * sizeof *rep);
+    if (keys == NULL || rep == NULL) {
+        free(keys);
+        free(rep);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        vw_site_label(v->store, v->sites[i].callsite, v->sites[i].name, keys[i], sizeof keys[i]);
+        rep[i] = i;
+        for (size_t j = 0; j < i; j++) /* sites are few (the panel's rows): a plain search */
+            if (rep[j] == j && v->sites[j].kind == v->sites[i].kind && strcmp(keys[j], keys[i]) == 0) {
+                rep[i] = j;
+                break;
+            }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (rep[i] == i)
+            continue;
+        vw_site *r = &v->sites[rep[i]], *x = &v->sites[i];
+        if (r->members == NULL) {
+            if ((r->members = malloc(sizeof *r->members)) == NULL)
+                continue;
+            r->members[0] = (vw_site_member){r->producer, r->callsite, r->name};
+            r->n_members = 1;
+            r->n_procs = 1;
+        }
+        vw_site_member *m = realloc(r->members, (r->n_members + 1) * sizeof *m);
+        if (m == NULL)
+            continue;
+        r->members = m;
+        int new_proc = 1;
+        for (size_t k = 0; k < r->n_members; k++)
+            new_proc &= m[k].producer != x->producer;
+        m[r->n_members++] = (vw_site_member){x->producer, x->callsite, x->name};
+        r->n_procs += (uint32_t)new_proc;
+        r->count += x->count;
+        r->total_ns += x->total_ns;
+        r->gpu_idle_ns += x->gpu_idle_ns;
+        if (x->max_ns > r->max_ns)
+            r->max_ns = x->max_ns;
+        x->count = 0; /* merged: left out below */
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rep[i] == i)
+            v->sites[k++] = v->sites[i];
+    v->n_sites = k;
+    free(keys);
+    free(rep);
 }
 
 /* ---- sites ---- */
@@ -682,9 +757,7 @@ static int step_bounds(vw_state *v, uint64_t **lo, uint64_t **hi, size_t *np) {
 }
 
 void vw_sites_update(vw_state *v) {
-    free(v->sites);
-    v->sites = NULL;
-    v->n_sites = 0;
+    sites_free(v);
     uint64_t *lo, *hi;
     size_t np;
     if (step_bounds(v, &lo, &hi, &np) != 0 || v->an == NULL || v->an->n_blocks == 0 ||
@@ -741,6 +814,7 @@ void vw_sites_update(vw_state *v) {
     }
     free(lo);
     free(hi);
+    sites_merge_processes(v);
     sites_sort(v);
     if (v->stall_sel >= (int)v->n_sites)
         v->stall_sel = v->n_sites ? (int)v->n_sites - 1 : 0;
@@ -917,6 +991,7 @@ void vw_state_init(vw_state *v, vw_mode mode, const st_store *s) {
     v->speed = 1.0;
     v->load_progress = 1.0;
     v->worst_pos = -1;
+    v->store = s;
 }
 
 void vw_state_free(vw_state *v) {
@@ -928,9 +1003,7 @@ void vw_state_free(vw_state *v) {
     free(v->folds);
     v->folds = NULL;
     v->n_folds = 0;
-    free(v->sites);
-    v->sites = NULL;
-    v->n_sites = 0;
+    sites_free(v);
     free(v->figs);
     v->figs = NULL;
     v->n_figs = 0;
@@ -938,7 +1011,20 @@ void vw_state_free(vw_state *v) {
     sweep_free(&v->sweep);
 }
 
+/* Many processes (ranks): each folded into its own row, busy and blocked at a glance; c opens one. */
+#define VW_FOLD_ABOVE 4
+static void fold_new_processes(vw_state *v, const st_store *s) {
+    size_t np = st_producer_count(s);
+    if (np <= VW_FOLD_ABOVE || v->procs_folded >= np)
+        return;
+    for (size_t p = v->procs_folded; p < np; p++)
+        if (!folded(v, fold_key(FOLD_PROCESS, (uint32_t)p, 0)))
+            fold_toggle(v, fold_key(FOLD_PROCESS, (uint32_t)p, 0));
+    v->procs_folded = np;
+}
+
 void vw_state_settle(vw_state *v, const st_store *s, int w, int h) {
+    fold_new_processes(v, s);
     vw_layout L;
     vw_layout_for(v, s, w, h, &L);
     uint64_t cols = L.too_small ? 1 : (uint64_t)L.timeline.w;
@@ -2027,7 +2113,9 @@ static void render_stalls(frame_ctx *f) {
         vw_fmt_dur(mx, sizeof mx, site->max_ns, v->ascii);
         vw_fmt_dur(idle, sizeof idle, site->gpu_idle_ns, v->ascii);
         vw_site_label(s, site->callsite, site->name, lab, sizeof lab);
-        if (multi) { /* which process */
+        if (site->n_procs > 1) /* the same call in several processes */
+            snprintf(who, sizeof who, "%s%u ", v->ascii ? "x" : "\xc3\x97", site->n_procs);
+        else if (multi) { /* which process */
             producer_tag(s, site->producer, who, sizeof who - 1);
             strcat(who, " ");
         }
@@ -2040,7 +2128,8 @@ static void render_stalls(frame_ctx *f) {
         snprintf(mp, sizeof mp, "%*s%s", 9 - ml > 0 ? 9 - ml : 0, "", mx);
         snprintf(ip, sizeof ip, "%*s%s", 9 - il > 0 ? 9 - il : 0, "", idle);
         snprintf(row, sizeof row, "%4d %12" PRIu64 " %s %s %5.1f%%%s%s %-9s %s%s", k + 1, site->count, tp, mp,
-                 100.0 * (double)site->total_ns / (double)wall, wide ? " " : "", wide ? ip : "", site_cause(s, site),
+                 /* per process, for a row of several */
+                 100.0 * (double)site->total_ns / (double)wall / (site->n_procs > 1 ? site->n_procs : 1), wide ? " " : "", wide ? ip : "", site_cause(s, site),
                  who, lab);
         int role = sel ? ROLE_SELECTION : ROLE_DEFAULT;
         int attr = sel && focus ? VW_A_BOLD : 0;
@@ -2137,6 +2226,7 @@ static void render_help(const vw_state *v, vw_grid *g) {
 void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
     if (vw_grid_resize(g, g->w, g->h) != 0)
         return;
+    fold_new_processes(v, s);
     vw_layout L;
     vw_layout_for(v, s, g->w, g->h, &L);
     if (L.too_small) {

@@ -133,6 +133,13 @@ typedef enum vw_mode { VW_LIVE = 1, VW_REPLAY = 2 } vw_mode;
 typedef enum vw_focus { VW_FOCUS_TIMELINE = 0, VW_FOCUS_STALLS = 1 } vw_focus;
 
 /* A call site's totals over the revealed blocking spans. */
+/* A call site of one process, among those a stalls panel row stands for. */
+typedef struct vw_site_member {
+    uint32_t producer;
+    uint64_t callsite;
+    uint32_t name;
+} vw_site_member;
+
 typedef struct vw_site {
     uint32_t producer;
     uint64_t callsite; /* 0: none; name says the API */
@@ -140,6 +147,11 @@ typedef struct vw_site {
     int kind; /* an_block_kind */
     uint64_t count, total_ns, max_ns;
     uint64_t gpu_idle_ns; /* GPU idle its stalls caused */
+    /* In a job of many processes, the same call (the same API, the same frames) in several of them
+     * is one row: members lists each process's site, n_procs how many processes (NULL, 1: one). */
+    vw_site_member *members;
+    size_t n_members;
+    uint32_t n_procs;
 } vw_site;
 
 /* What the stalls panel is sorted by (< and > change it, as in htop). */
@@ -179,6 +191,8 @@ typedef struct vw_state {
     uint64_t *folds;    /* c: folded groups (a process, a GPU's streams, a thread's ranges) */
     size_t n_folds;
     int hide_idle;      /* e: lanes with nothing in the window are left out */
+    size_t procs_folded; /* processes looked at for folding: a job of more than VW_FOLD_ABOVE opens
+                            with every process folded into its row, and new ones come folded */
     int breakdown;      /* b: the idle breakdown pane in place of the stalls panel */
     struct hta_result *hta; /* HTA's breakdown of the whole trace (replay), made when first shown */
     const struct an_steps *steps; /* the loop's steps (may be NULL): the strip under the ruler */
@@ -192,6 +206,7 @@ typedef struct vw_state {
     double load_progress; /* < 1 while a file is still loading */
     double events_per_s;  /* live */
     const an_result *an; /* may be NULL */
+    const st_store *store; /* the store the state was made for (vw_state_init) */
     vw_site *sites;      /* over blocks ending before now, by total */
     size_t n_sites;
     uint64_t gap_ns;     /* bubbles below this are not drawn (0: all of an's bubbles) */

@@ -207,6 +207,81 @@ static void golden_fixture_mode(st_store *s, const char *name, int mono) {
 
 static void golden_fixture(st_store *s, const char *name) { golden_fixture_mode(s, name, 0); }
 
+/* A job of `ranks` processes, each its own producer, rank, pid and lanes (synth.h's loop, seed = rank). */
+static st_store *ranks_store(int ranks, size_t events) {
+    st_store *s = st_store_new(NULL);
+    for (int r = 0; r < ranks; r++) {
+        synth sy;
+        synth_init(&sy, (uint64_t)r + 1);
+        tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 0x1000 + (uint64_t)r});
+        synth_meta(&sy, enc);
+        sy.meta_done = 1;
+        tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = 7000 + (uint32_t)r,
+                        .host = tp_enc_intern_cstr(enc, r < 8 ? "node1" : "node2"),
+                        .cmdline = tp_enc_intern_cstr(enc, "python train.py"), .rank = r, .world = ranks};
+        ASSERT_OK(tp_enc_add(enc, &p));
+        for (size_t done = 0; done < events; done += 500) {
+            synth_fill(&sy, enc, events - done < 500 ? events - done : 500);
+            add_enc(s, enc);
+        }
+        tp_enc_destroy(&enc);
+    }
+    st_store_commit(s);
+    return s;
+}
+
+/* A 16-rank job on two nodes: each rank's row, and its lanes under it. */
+TEST(golden_ranks16) { golden_fixture(ranks_store(16, 1500), "ranks16"); }
+TEST(golden_ranks16_mono) { golden_fixture_mode(ranks_store(16, 1500), "ranks16-mono", 1); }
+
+/* 16 ranks: each folded into its row, and one stalls row per call for all of them (its count the
+ * sum of the ranks' own, counted here from the analysis' blocks); i walks every rank's stalls. */
+TEST(many_ranks_fold_and_share_a_row_per_call) {
+    fixture f;
+    fixture_open(&f, ranks_store(16, 1500));
+    render(&f, 200, 60);
+    for (int r = 0; r < 16; r++) {
+        char want[32];
+        snprintf(want, sizeof want, "\xe2\x96\xb8r%d ", r); /* folded */
+        ASSERT(screen_has(&f.g, want));
+    }
+    ASSERT(!screen_has(&f.g, "r0:T4242")); /* the lanes stay folded */
+    ASSERT_GT(f.v.n_sites, 0);
+    uint64_t per_site_blocks = 0;
+    int procs[16] = {0};
+    for (size_t i = 0; i < f.an.n_blocks; i++) {
+        const an_block *b = &f.an.blocks[i];
+        char lab[512], top[512];
+        vw_site_label(f.s, b->callsite, b->name, lab, sizeof lab);
+        vw_site_label(f.s, f.v.sites[0].callsite, f.v.sites[0].name, top, sizeof top);
+        if (strcmp(lab, top) == 0) {
+            per_site_blocks++;
+            ASSERT_LT(b->producer, 16);
+            procs[b->producer] = 1;
+        }
+    }
+    int n_procs = 0;
+    for (int r = 0; r < 16; r++)
+        n_procs += procs[r];
+    ASSERT_EQ(n_procs, 16);
+    ASSERT_EQ(f.v.sites[0].n_procs, 16);
+    ASSERT_UEQ(f.v.sites[0].count, per_site_blocks);
+    ASSERT(screen_has(&f.g, "\xc3\x97" "16 train.py:42 train_step"));
+    /* i visits the stalls of every rank */
+    int seen[16] = {0};
+    for (uint64_t k = 0; k < per_site_blocks; k++) {
+        key(&f, 'i');
+        for (size_t i = 0; i < f.an.n_blocks; i++)
+            if (f.an.blocks[i].start == f.v.cursor && f.an.blocks[i].producer < 16)
+                seen[f.an.blocks[i].producer] = 1;
+    }
+    int n_seen = 0;
+    for (int r = 0; r < 16; r++)
+        n_seen += seen[r];
+    ASSERT_EQ(n_seen, 16);
+    fixture_close(&f);
+}
+
 TEST(golden_synth) { golden_fixture(synth_store(1, 3000), "synth"); }
 TEST(golden_synth_mono) { golden_fixture_mode(synth_store(1, 3000), "synth-mono", 1); }
 TEST(golden_alexnet_mono) { golden_fixture_mode(kineto_store("alexnet_a100_sync_heavy.json.gz"), "alexnet-mono", 1); }

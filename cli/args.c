@@ -96,3 +96,36 @@ int args_double(const args *p, const char *opt, const char *val, double min, dou
     *out = v;
     return 0;
 }
+
+int args_file_lines(const args *p, const char *opt, const char *path, const char **out, int max) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        args_bad(p, "%s %s: %s", opt, path, strerror(errno));
+        return -1;
+    }
+    char line[1024];
+    int n = 0, lineno = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        lineno++;
+        char *w = line + strspn(line, " \t");
+        size_t len = strcspn(w, "\r\n");
+        while (len > 0 && (w[len - 1] == ' ' || w[len - 1] == '\t'))
+            len--;
+        w[len] = '\0';
+        if (len == 0 || w[0] == '#')
+            continue;
+        if (n == max) {
+            fclose(f);
+            args_bad(p, "%s %s: more than %d entries (line %d)", opt, path, max, lineno);
+            return -1;
+        }
+        if ((out[n] = strdup(w)) == NULL) {
+            fclose(f);
+            args_bad(p, "%s %s: out of memory", opt, path);
+            return -1;
+        }
+        n++;
+    }
+    fclose(f);
+    return n;
+}

@@ -57,4 +57,9 @@ int args_u64(const args *p, const char *opt, const char *val, uint64_t min, uint
 /* A number in [min, max]: 0, or the usage error reported and EXIT_USAGE. */
 int args_double(const args *p, const char *opt, const char *val, double min, double max, double *out);
 
+/* The words of a file, one per line (blank lines and lines starting with '#' left out, spaces
+ * around a word trimmed): the endpoints of a job, say. Returns how many (at most max, each a
+ * malloc'd string in out), or -1 with the reason said as a usage error for option opt. */
+int args_file_lines(const args *p, const char *opt, const char *path, const char **out, int max);
+
 #endif

@@ -35,12 +35,13 @@ static void record_on_signal(int sig) { record_stop = sig; }
 
 static void record_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop record ENDPOINT... -o FILE [--duration SEC] [--producers N] [--force]\n"
-            "                      [--server-key KEY]\n\n"
+            "usage: synctop record ENDPOINT... -o FILE [--from FILE] [--duration SEC] [--producers N]\n"
+            "                      [--force] [--server-key KEY]\n\n"
             "Records what one or more synctop publishers send into a trace file, until Ctrl-C,\n"
             "until every producer seen has finished, or until --duration passes.\n\n"
             "  ENDPOINT          a PID (its default ipc endpoint), HOST:PORT, tcp://..., ipc://...\n"
             "  -o, --output FILE the trace file to write\n"
+            "  --from FILE       also the endpoints listed in FILE, one per line (# comments)\n"
             "  --duration SEC    stop after SEC seconds\n"
             "  --producers N     stop once N producers have finished (a job of N ranks behind\n"
             "                    relays: the first to finish may come before the last starts)\n"
@@ -136,13 +137,22 @@ typedef struct record_args {
     int n_specs, force;
     double duration;
     uint64_t producers;
+    int from_file[RECORD_MAX_ENDPOINTS]; /* specs[i] was read from a --from file (malloc'd) */
 } record_args;
+
+static void record_args_free(record_args *ra) {
+    for (int i = 0; i < ra->n_specs; i++)
+        if (ra->from_file[i])
+            free((char *)ra->specs[i]);
+    ra->n_specs = 0;
+}
 
 /* The command line; -1 to go on, else the verb's status. */
 static int record_parse(int argc, char **argv, record_args *ra) {
-    enum { O_OUT = 1, O_DURATION, O_FORCE, O_KEY, O_PRODUCERS };
+    enum { O_OUT = 1, O_DURATION, O_FORCE, O_KEY, O_PRODUCERS, O_FROM };
     static const arg_opt opts[] = {
         {O_OUT, "--output", "-o", 1},
+        {O_FROM, "--from", NULL, 1},
         {O_DURATION, "--duration", NULL, 1},
         {O_PRODUCERS, "--producers", NULL, 1},
         {O_FORCE, "--force", NULL, 0},
@@ -166,6 +176,14 @@ static int record_parse(int argc, char **argv, record_args *ra) {
             if (args_u64(&p, "--producers", a, 1, 1u << 20, &ra->producers))
                 return EXIT_USAGE;
             break;
+        case O_FROM: {
+            int k = args_file_lines(&p, "--from", a, ra->specs + ra->n_specs, RECORD_MAX_ENDPOINTS - ra->n_specs);
+            if (k < 0)
+                return EXIT_USAGE;
+            for (int i = 0; i < k; i++)
+                ra->from_file[ra->n_specs++] = 1;
+            break;
+        }
         default:
             if (ra->n_specs == RECORD_MAX_ENDPOINTS)
                 return args_bad(&p, "at most %d endpoints", RECORD_MAX_ENDPOINTS);
@@ -245,22 +263,27 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
 static int cmd_record(int argc, char **argv) {
     record_args ra = {0};
     int status = record_parse(argc, argv, &ra);
-    if (status >= 0)
+    if (status >= 0) {
+        record_args_free(&ra);
         return status;
+    }
     char endpoints[RECORD_MAX_ENDPOINTS][512];
     tp_sub *sub = NULL;
     tp_fwriter *w = NULL;
-    if ((status = record_open(&ra, endpoints, &sub, &w)) != 0)
+    int n_eps = ra.n_specs;
+    status = record_open(&ra, endpoints, &sub, &w);
+    record_args_free(&ra); /* resolved into endpoints */
+    if (status != 0)
         return status;
     const char *eps[RECORD_MAX_ENDPOINTS];
-    for (int i = 0; i < ra.n_specs; i++)
+    for (int i = 0; i < n_eps; i++)
         eps[i] = endpoints[i];
 
     recorder rc = {.w = w, .sub = sub, .tty = isatty(STDERR_FILENO), .duration = ra.duration,
                    .producers = ra.producers};
     rc.t0 = rc.last_t = cm_now_s();
     rc.next_tick = rc.t0 + RECORD_TICK_MS / 1000.0;
-    const char *why = record_follow(&rc, eps, (size_t)ra.n_specs, &status);
+    const char *why = record_follow(&rc, eps, (size_t)n_eps, &status);
 
     tp_fwriter_stats ws;
     tp_sub_stats ss;

@@ -351,6 +351,44 @@ TEST(record_through_a_relay_waits_for_the_producers_asked_for) {
     relay_stop(&r);
 }
 
+/* Two nodes (each its own endpoint directory), a relay each; record takes both from a file that
+ * lists them, as a job's launcher would write it. */
+TEST(record_takes_a_jobs_relays_from_a_file) {
+    char node[2][PATH_MAX];
+    relay_proc r[2];
+    pid_t pub[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(node[i], sizeof node[i], "%s", task_path(i ? "node2" : "node1"));
+        ASSERT_OK(mkdir(node[i], 0700));
+        ASSERT_OK(setenv("XDG_RUNTIME_DIR", node[i], 1));
+        relay_start(&r[i], i ? "relay2" : "relay1", NULL);
+        pub[i] = testpub_start(10 + i, 20000 * (i + 1), i ? "pub2.out" : "pub1.out", NULL);
+    }
+    char list[PATH_MAX], rec[PATH_MAX];
+    snprintf(list, sizeof list, "%s", task_path("relays.txt"));
+    snprintf(rec, sizeof rec, "%s", task_path("job.trace"));
+    FILE *f = fopen(list, "w");
+    ASSERT_NOT_NULL(f);
+    fprintf(f, "# the job's relays\n%s\n\n  %s  \n", r[0].endpoint, r[1].endpoint);
+    fclose(f);
+    const char *argv[] = {task_synctop(), "record", "--from", list, "--producers", "2", "-o", rec, NULL};
+    pid_t recorder = spawn(argv, task_path("record.out"), task_path("record.err"));
+    ASSERT_EQ(wait_exit(recorder, 60), 0);
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(wait_exit(pub[i], 30), 0);
+    char cmd[PATH_MAX * 2];
+    snprintf(cmd, sizeof cmd, "'%s' info --json '%s' > '%s'", task_synctop(), rec, task_path("info.json"));
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_STR_CONTAINS(slurp(task_path("info.json")), "\"events\": 60000,");
+    for (int i = 0; i < 2; i++)
+        relay_stop(&r[i]);
+    /* a missing list is a usage error that names it */
+    const char *bad[] = {task_synctop(), "record", "--from", task_path("nope.txt"), "-o", rec, NULL};
+    pid_t b = spawn(bad, task_path("bad.out"), task_path("bad.err"));
+    ASSERT_EQ(wait_exit(b, 20), 2);
+    ASSERT_STR_CONTAINS(slurp(task_path("bad.err")), "nope.txt: No such file or directory");
+}
+
 TEST(relay_refuses_what_it_must) {
     const char *argv[] = {task_synctop(), "relay", "--listen", "tcp://0.0.0.0:0", NULL};
     pid_t pid = spawn(argv, task_path("a.out"), task_path("a.err"));
@@ -360,4 +398,17 @@ TEST(relay_refuses_what_it_must) {
     pid = spawn(none, task_path("b.out"), task_path("b.err"));
     ASSERT_EQ(wait_exit(pid, 20), 2);
     ASSERT_STR_CONTAINS(slurp(task_path("b.err")), "no --listen endpoint given");
+    /* attach --from: a missing list, and a list with a bad entry, are said before any viewer */
+    const char *nolist[] = {task_synctop(), "attach", "--from", task_path("none.txt"), NULL};
+    pid = spawn(nolist, task_path("c.out"), task_path("c.err"));
+    ASSERT_EQ(wait_exit(pid, 20), 2);
+    ASSERT_STR_CONTAINS(slurp(task_path("c.err")), "none.txt: No such file or directory");
+    FILE *f = fopen(task_path("list.txt"), "w");
+    ASSERT_NOT_NULL(f);
+    fputs("# relays\ntcp://nohost\n", f);
+    fclose(f);
+    const char *badlist[] = {task_synctop(), "attach", "--from", task_path("list.txt"), NULL};
+    pid = spawn(badlist, task_path("d.out"), task_path("d.err"));
+    ASSERT_EQ(wait_exit(pid, 20), 1);
+    ASSERT_STR_CONTAINS(slurp(task_path("d.err")), "tcp://nohost");
 }

@@ -23,8 +23,77 @@ static int is_nccl(const char *name) {
 typedef struct nccl_k {
     uint32_t producer, stream, name;
     size_t ordinal;
-    uint64_t start;
+    uint64_t start, end;
 } nccl_k;
+
+/* A rank's end against its collective's median end. */
+typedef struct end_d {
+    uint32_t producer;
+    int64_t d;
+} end_d;
+
+static int d_cmp(const void *a, const void *b) {
+    const end_d *x = a, *y = b;
+    if (x->producer != y->producer)
+        return x->producer < y->producer ? -1 : 1;
+    return x->d < y->d ? -1 : x->d > y->d;
+}
+
+static int i64_cmp(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of v[0, n) (sorted here), the mean of the middle two when n is even. */
+static int64_t median_i64(int64_t *v, size_t n) {
+    qsort(v, n, sizeof *v, i64_cmp);
+    return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2 + (v[n / 2 - 1] % 2 + v[n / 2] % 2) / 2;
+}
+
+int an_rank_clock_measured(const an_rank *rk) {
+    uint64_t off = rk->clock_offset_ns < 0 ? (uint64_t)-rk->clock_offset_ns : (uint64_t)rk->clock_offset_ns;
+    return rk->clock_n >= 3 && off > rk->clock_spread_ns;
+}
+
+/* Each rank's clock against the job's, from the ends of the collectives (k grouped by key). */
+static int clock_offsets(nccl_k *k, size_t nk, an_ranks *out) {
+    end_d *d = malloc((nk ? nk : 1) * sizeof *d);
+    int64_t *tmp = malloc((nk ? nk : 1) * sizeof *tmp);
+    if (d == NULL || tmp == NULL) {
+        free(d);
+        free(tmp);
+        return -1;
+    }
+    size_t nd = 0;
+    for (size_t a = 0, b; a < nk; a = b) {
+        for (b = a + 1; b < nk && k[b].stream == k[a].stream && k[b].name == k[a].name && k[b].ordinal == k[a].ordinal;
+             b++)
+            ;
+        if (b - a < 2)
+            continue;
+        for (size_t i = a; i < b; i++)
+            tmp[i - a] = (int64_t)k[i].end;
+        int64_t mid = median_i64(tmp, b - a);
+        for (size_t i = a; i < b; i++)
+            d[nd++] = (end_d){k[i].producer, (int64_t)k[i].end - mid};
+    }
+    qsort(d, nd, sizeof *d, d_cmp);
+    for (size_t a = 0, b; a < nd; a = b) {
+        for (b = a + 1; b < nd && d[b].producer == d[a].producer; b++)
+            ;
+        an_rank *rk = &out->ranks[d[a].producer];
+        for (size_t i = a; i < b; i++)
+            tmp[i - a] = d[i].d;
+        rk->clock_offset_ns = median_i64(tmp, b - a);
+        for (size_t i = a; i < b; i++)
+            tmp[i - a] = d[i].d > rk->clock_offset_ns ? d[i].d - rk->clock_offset_ns : rk->clock_offset_ns - d[i].d;
+        rk->clock_spread_ns = (uint64_t)median_i64(tmp, b - a);
+        rk->clock_n = b - a;
+    }
+    free(d);
+    free(tmp);
+    return 0;
+}
 
 static int k_cmp(const void *a, const void *b) {
     const nccl_k *x = a, *y = b;
@@ -110,7 +179,7 @@ int an_ranks_find(const st_store *s, const an_result *r, an_ranks *out, err_msg 
                 an_ranks_free(out);
                 return err_set(err, ERR_NOMEM, "out of memory");
             }
-            k[nk++] = (nccl_k){li->producer, li->id, e[i].name, 0, e[i].start};
+            k[nk++] = (nccl_k){li->producer, li->id, e[i].name, 0, e[i].start, e[i].end};
         }
     }
     if (nk)
@@ -122,6 +191,17 @@ int an_ranks_find(const st_store *s, const an_result *r, an_ranks *out, err_msg 
                            : 0;
     if (nk)
         qsort(k, nk, sizeof *k, k_cmp);
+    if (clock_offsets(k, nk, out) != 0) {
+        free(k);
+        an_ranks_free(out);
+        return err_set(err, ERR_NOMEM, "out of memory");
+    }
+    /* arrivals on the job's clock where a rank's offset was measured (larger than its spread) */
+    for (size_t i = 0; i < nk; i++) {
+        const an_rank *rk = &out->ranks[k[i].producer];
+        if (an_rank_clock_measured(rk))
+            k[i].start = (uint64_t)((int64_t)k[i].start - rk->clock_offset_ns);
+    }
     /* a collective: the kernels of one key on two processes or more */
     size_t ccap = 0;
     for (size_t a = 0, b; a < nk; a = b) {

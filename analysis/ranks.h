@@ -10,7 +10,12 @@
  * straggler, and every other rank waited from its own arrival to the straggler's. What held the
  * straggler back is what its host was blocked in, or else the GPU work that ran on its device,
  * between the first arrival and its own. Times are each process's trace clock: traces of one job
- * recorded on one cluster share it to within NTP; nothing here corrects for skew.
+ * recorded on one cluster share it to within NTP; nothing here corrects for skew, but each
+ * process's clock is measured against the job's: a collective ends at about the same moment on
+ * every rank, so a rank's offset is the median, over its collectives, of its kernel's end minus
+ * the median end of that collective, and the median distance of those from it says how far the
+ * estimate can be trusted. Where a rank's offset is larger than its spread (over three collectives
+ * or more), its arrivals are taken on the job's clock (its start minus its offset).
  */
 #ifndef SYNCTOP_RANKS_H
 #define SYNCTOP_RANKS_H
@@ -30,6 +35,9 @@ typedef struct an_rank {
     uint64_t last_count;       /* collectives it arrived last at */
     uint64_t made_wait_ns;     /* the others' waiting at those, summed */
     uint64_t waited_ns;        /* its own waiting at collectives others arrived last at */
+    int64_t clock_offset_ns;   /* its clock against the job's, from the collectives' ends */
+    uint64_t clock_spread_ns;  /* the median distance of the ends from that offset */
+    uint64_t clock_n;          /* collectives it was measured over (0: not measured) */
 } an_rank;
 
 typedef struct an_collective {
@@ -54,6 +62,8 @@ typedef struct an_ranks {
 } an_ranks;
 
 int an_ranks_find(const st_store *s, const an_result *r, an_ranks *out, err_msg *err);
+/* Whether a rank's clock offset was measured: over three collectives or more, larger than its spread. */
+int an_rank_clock_measured(const an_rank *rk);
 void an_ranks_free(an_ranks *rk);
 
 #endif

@@ -185,9 +185,10 @@ static void json_ranks(FILE *out, const st_store *s, const an_result *r, const a
         fprintf(out,
                 "%s{\"producer\":%u,\"rank\":%d,\"span_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64
                 ",\"blocked_ns\":%" PRIu64 ",\"collectives\":%" PRIu64 ",\"last\":%" PRIu64 ",\"made_wait_ns\":%" PRIu64
-                ",\"waited_ns\":%" PRIu64 "}",
+                ",\"waited_ns\":%" PRIu64 ",\"clock_offset_ns\":%" PRId64 ",\"clock_spread_ns\":%" PRIu64
+                ",\"clock_collectives\":%" PRIu64 "}",
                 i ? "," : "", x->producer, x->rank, x->span_ns, x->busy_ns, x->idle_ns, x->blocked_ns, x->collectives,
-                x->last_count, x->made_wait_ns, x->waited_ns);
+                x->last_count, x->made_wait_ns, x->waited_ns, x->clock_offset_ns, x->clock_spread_ns, x->clock_n);
     }
     fprintf(out, "],\"collectives\":[");
     for (size_t i = 0; i < rk->n_colls; i++) {
@@ -917,6 +918,46 @@ static int by_wait(const void *a, const void *b) {
     return x->wait_ns > y->wait_ns ? -1 : x->wait_ns < y->wait_ns;
 }
 
+/* Each rank's clock against the job's, as the ends of the collectives measure it, and whether
+ * that says anything: an offset within its spread is not a measured one. */
+static void text_clocks(FILE *out, const st_store *s, const an_ranks *rk, int md) {
+    char line[1024];
+    int at = snprintf(line, sizeof line, "Clocks, from the ends of the collectives (each ends at about the same moment "
+                                         "on every rank): ");
+    uint64_t worst = 0;
+    int trusted = 0;
+    for (size_t i = 0; i < rk->n_ranks && at < (int)sizeof line - 64; i++) {
+        const an_rank *x = &rk->ranks[i];
+        if (x->clock_n == 0)
+            continue;
+        char id[24];
+        if (x->rank >= 0)
+            snprintf(id, sizeof id, "rank %d", x->rank);
+        else
+            snprintf(id, sizeof id, "pid %u", st_producer_get(s, x->producer)->pid);
+        at += snprintf(line + at, sizeof line - (size_t)at, "%s%s %+.3f ms (spread %.3f)", i ? "; " : "", id,
+                       (double)x->clock_offset_ns / 1e6, ms(x->clock_spread_ns));
+        uint64_t off = x->clock_offset_ns < 0 ? (uint64_t)-x->clock_offset_ns : (uint64_t)x->clock_offset_ns;
+        if (an_rank_clock_measured(x)) {
+            trusted = 1;
+            if (off > worst)
+                worst = off;
+        }
+    }
+    if (trusted)
+        snprintf(line + at, sizeof line - (size_t)at,
+                 ". Arrivals below are taken on the job's clock, each rank's measured offset (up to %.3f ms) "
+                 "taken off.",
+                 ms(worst));
+    else
+        snprintf(line + at, sizeof line - (size_t)at,
+                 ". No offset is measured (larger than its spread, over three collectives or more): arrivals "
+                 "are on each rank's own clock.");
+    if (md)
+        fprintf(out, "\n");
+    wrap(out, md ? 0 : 2, md ? 0 : 4, line);
+}
+
 /* Per rank: busy, idle, blocked, and at collectives how often it came last and what the others
  * waited for it; then the collectives the others waited longest at, with what held the last one. */
 static void text_ranks(FILE *out, const st_store *s, const an_result *r, const an_ranks *rk, int md) {
@@ -940,6 +981,7 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
         wrap(out, md ? 0 : 2, md ? 0 : 2, "no collectives (NCCL kernels) seen on two ranks or more");
         return;
     }
+    text_clocks(out, s, rk, md);
     const an_collective **v = malloc(rk->n_colls * sizeof *v);
     if (v == NULL)
         return;

@@ -6,6 +6,11 @@ A collective is the k-th kernel of one name on a stream with one id, on every ra
 more); arrival is the kernel's start (ts, microseconds, times 1000 for nanoseconds); the last to
 arrive is the straggler, and each other rank waited from its arrival to the straggler's.
 
+Clocks: a collective ends at about the same moment on every rank. For each collective, each rank's
+kernel end minus the median end of the collective's kernels; a rank's offset is the median of those,
+its spread the median distance of those from the offset (a median of an even count is the mean of
+the middle two, truncated toward zero, in integer nanoseconds).
+
 Usage: ranks_expected.py TRACE.json.gz... (one per rank, in the order given to synctop). Prints C
 initializers: per collective {stream, ordinal, first_ns, last_ns, straggler_rank, wait_ns}, by first
 arrival, and per rank {rank, last_count, made_wait_ns, waited_ns}.
@@ -16,8 +21,24 @@ import json
 import sys
 
 
+def tdiv(a, b):
+    """C's integer division: truncated toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    if n % 2:
+        return v[n // 2]
+    a, b = v[n // 2 - 1], v[n // 2]
+    return tdiv(a, 2) + tdiv(b, 2) + tdiv((a - 2 * tdiv(a, 2)) + (b - 2 * tdiv(b, 2)), 2)
+
+
 def main():
-    kernels = collections.defaultdict(list)  # (stream, name) -> [(rank, ts_ns)]
+    kernels = collections.defaultdict(list)  # (stream, name, k) -> [(rank, ts_ns)]
+    ends = collections.defaultdict(list)     # (stream, name, k) -> [(rank, end_ns)]
     ranks = []
     for path in sys.argv[1:]:
         with gzip.open(path) as f:
@@ -28,10 +49,12 @@ def main():
         for e in d["traceEvents"]:
             if e.get("cat") == "kernel" and e.get("ph") == "X" and (
                     e["name"].startswith("ncclKernel_") or e["name"].startswith("ncclDevKernel_")):
-                mine[(e["args"]["stream"], e["name"])].append(round(e["ts"] * 1000))
-        for key, starts in mine.items():
-            for k, ts in enumerate(sorted(starts)):
+                t0 = round(e["ts"] * 1000)
+                mine[(e["args"]["stream"], e["name"])].append((t0, t0 + round(e["dur"] * 1000)))
+        for key, spans in mine.items():
+            for k, (ts, te) in enumerate(sorted(spans)):
                 kernels[(key[0], key[1], k)].append((rank, ts))
+                ends[(key[0], key[1], k)].append((rank, te))
     colls = []
     per = {r: [0, 0, 0] for r in ranks}
     for (stream, name, k), arr in kernels.items():
@@ -54,9 +77,21 @@ def main():
     for first, stream, k, last, straggler, wait in colls:
         print(f"    {{{stream}, {k}, {first}LL, {last}LL, {straggler}, {wait}LL}},")
     print("};")
-    print("static const struct { int rank; long long last, made_wait, waited; } k_ranks[] = {")
+    d = collections.defaultdict(list)
+    for key, arr in ends.items():
+        if len(arr) < 2:
+            continue
+        mid = median([t for _, t in arr])
+        for r, t in arr:
+            d[r].append(t - mid)
+    clock = {}
     for r in ranks:
-        print(f"    {{{r}, {per[r][0]}, {per[r][1]}LL, {per[r][2]}LL}},")
+        off = median(d[r])
+        clock[r] = (off, median([abs(x - off) for x in d[r]]), len(d[r]))
+    print("static const struct { int rank; long long last, made_wait, waited, clock_offset, clock_spread, clock_n; } "
+          "k_ranks[] = {")
+    for r in ranks:
+        print(f"    {{{r}, {per[r][0]}, {per[r][1]}LL, {per[r][2]}LL, {clock[r][0]}LL, {clock[r][1]}LL, {clock[r][2]}}},")
     print("};")
 
 

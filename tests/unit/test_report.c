@@ -763,9 +763,9 @@ static const struct { unsigned stream; unsigned ordinal; long long first, last; 
     {84, 7, 1682725899146327000LL, 1682725899168655000LL, 1, 22328000LL},
     {203, 1, 1682725899185890000LL, 1682725899187182000LL, 1, 1292000LL},
 };
-static const struct { int rank; long long last, made_wait, waited; } k_ranks[] = {
-    {0, 2, 132166000LL, 381329000LL},
-    {1, 8, 381329000LL, 132166000LL},
+static const struct { int rank; long long last, made_wait, waited, clock_offset, clock_spread, clock_n; } k_ranks[] = {
+    {0, 2, 132166000LL, 381329000LL, -85000LL, 10669250LL, 10},
+    {1, 8, 381329000LL, 132166000LL, 85000LL, 10669250LL, 10},
 };
 
 TEST(report_ranks_names_the_stragglers_at_collectives) {
@@ -803,10 +803,14 @@ TEST(report_ranks_names_the_stragglers_at_collectives) {
     for (size_t i = 0; i < 2; i++) {
         yajl_val x = ranks->u.array.values[i];
         const char *rk[] = {"rank", NULL}, *la[] = {"last", NULL}, *mw[] = {"made_wait_ns", NULL}, *wd[] = {"waited_ns", NULL};
+        const char *co[] = {"clock_offset_ns", NULL}, *cs[] = {"clock_spread_ns", NULL}, *cn[] = {"clock_collectives", NULL};
         ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(x, rk, yajl_t_number)), k_ranks[i].rank);
         ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(x, la, yajl_t_number)), k_ranks[i].last);
         ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(x, mw, yajl_t_number)), k_ranks[i].made_wait);
         ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(x, wd, yajl_t_number)), k_ranks[i].waited);
+        ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(x, co, yajl_t_number)), k_ranks[i].clock_offset);
+        ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(x, cs, yajl_t_number)), k_ranks[i].clock_spread);
+        ASSERT_EQ(YAJL_GET_INTEGER(yajl_tree_get(x, cn, yajl_t_number)), k_ranks[i].clock_n);
     }
     yajl_tree_free(v);
     /* the text: a line per rank, the worst collectives with what held the last rank */
@@ -814,11 +818,52 @@ TEST(report_ranks_names_the_stragglers_at_collectives) {
              KINETO_TRACE_DIR);
     ASSERT_EQ(synctop(args), 0);
     ASSERT_STR_CONTAINS(out_buf, "10 collectives matched");
+    /* the sampled ranks' SendRecv ends scatter by milliseconds: no offset is measured */
+    ASSERT_STR_CONTAINS(out_buf, "rank 0 -0.085 ms (spread 10.669); rank 1 +0.085 ms (spread\n    10.669)");
+    ASSERT_STR_CONTAINS(out_buf, "No offset is measured");
     ASSERT_STR_CONTAINS(out_buf, "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t#3 on stream 84: rank 1 last,\n      164.191 ms");
     fits_80_columns("report --ranks");
     /* one rank: nothing to match */
     ASSERT_EQ(synctop("report --ranks " ALEXNET), 0);
     ASSERT_STR_CONTAINS(out_buf, "no collectives (NCCL kernels) seen on two ranks or more");
+}
+
+/* Three ranks whose all-reduces end at the same moment, rank 1's clock 5 ms ahead: by
+ * construction its offset is +5 ms with no spread, and the others' 0. */
+static void write_rank_trace(const char *path, int rank, long long skew_ns) {
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fprintf(f, "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 3}, \"traceEvents\": [\n", rank);
+    for (int k = 0; k < 6; k++) {
+        long long end = 1700000000000000000LL + (long long)k * 20000000LL + 10000000LL + skew_ns;
+        long long start = end - 4000000LL + rank * 1000000LL; /* arrivals differ; the end is shared */
+        fprintf(f,
+                "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_AllReduce_Sum_f32_RING_LL\", "
+                "\"pid\": 0, \"tid\": 7, \"ts\": %lld.%03lld, \"dur\": %lld.%03lld, \"args\": {\"device\": 0, "
+                "\"stream\": 7, \"correlation\": %d}}\n",
+                k ? "," : "", start / 1000, start % 1000, (end - start) / 1000, (end - start) % 1000, k + 1);
+    }
+    fprintf(f, "]}\n");
+    fclose(f);
+}
+
+TEST(report_ranks_measures_each_clock_from_the_collectives) {
+    char paths[3][1024], args[4096];
+    for (int r = 0; r < 3; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "rank%d.json", r);
+        snprintf(paths[r], sizeof paths[r], "%s", task_path(name));
+        write_rank_trace(paths[r], r, r == 1 ? 5000000LL : 0);
+    }
+    snprintf(args, sizeof args, "report --ranks '%s' '%s' '%s'", paths[0], paths[1], paths[2]);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "rank 0 +0.000 ms (spread 0.000); rank 1 +5.000 ms (spread\n    0.000); rank 2 +0.000 ms");
+    ASSERT_STR_CONTAINS(out_buf, "offset (up to 5.000 ms) taken off");
+    /* on the job's clock rank 2 arrives last (1 ms after rank 1, 2 ms after rank 0), not the
+     * rank whose clock is ahead */
+    ASSERT_STR_CONTAINS(out_buf, "  1           18.000    91.000      0.000      6     0       0.000");
+    ASSERT_STR_CONTAINS(out_buf, "  2           12.000    97.000      0.000      6     6      18.000");
+    fits_80_columns("report --ranks, skewed");
 }
 
 /* --steps on the real ResNet trace (30 iterations, no ProfilerStep ranges): the data loader's

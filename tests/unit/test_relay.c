@@ -351,6 +351,42 @@ TEST(record_through_a_relay_waits_for_the_producers_asked_for) {
     relay_stop(&r);
 }
 
+/* A relay that dies and starts again on the same port is found again by the viewer (ZeroMQ
+ * reconnects), and the processes that start after it are picked up. */
+TEST(a_restarted_relay_and_new_processes_are_picked_up) {
+    private_endpoints();
+    relay_proc r;
+    relay_start(&r, "relay1", NULL);
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, r.endpoint, &err));
+    pid_t p1 = testpub_start(21, 20000, "pub1.out", NULL);
+    got g;
+    receive_all(sub, &g, 1, 60);
+    ASSERT_EQ(wait_exit(p1, 30), 0);
+    ASSERT_UEQ(g.events[0], 20000);
+    /* the relay is killed; a new one binds the same port */
+    kill(r.pid, SIGKILL);
+    ASSERT_EQ(wait_exit(r.pid, 20), 128 + SIGKILL);
+    char listen[TP_ENDPOINT_MAX];
+    snprintf(listen, sizeof listen, "%s", r.endpoint);
+    relay_proc again;
+    const char *argv[] = {task_synctop(), "relay", "--listen", listen, NULL};
+    snprintf(again.err, sizeof again.err, "%s", task_path("relay2.err"));
+    again.pid = spawn(argv, task_path("relay2.out"), again.err);
+    wait_text(again.err, "listening on", 20);
+    /* a process that starts now: the new relay finds it, the old subscriber hears it */
+    pid_t p2 = testpub_start(22, 10000, "pub2.out", NULL);
+    got g2;
+    receive_all(sub, &g2, 1, 60);
+    ASSERT_EQ(wait_exit(p2, 30), 0);
+    ASSERT_UEQ(g2.producer[0], 23);
+    ASSERT_UEQ(g2.events[0], 10000);
+    tp_sub_destroy(&sub);
+    relay_stop(&again);
+}
+
 /* Two nodes (each its own endpoint directory), a relay each; record takes both from a file that
  * lists them, as a job's launcher would write it. */
 TEST(record_takes_a_jobs_relays_from_a_file) {

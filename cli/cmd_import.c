@@ -169,21 +169,11 @@ static void print_skipped(const char *path, const kineto_stats *st) {
     tp_print_sanitized(stderr, path, (size_t)-1);
     fprintf(stderr, ": %" PRIu64 " entries, %" PRIu64 " metadata rows, %" PRIu64 " skipped", st->entries,
             st->meta_rows, st->skipped);
-    for (size_t i = 0; i < st->n_skip; i++) {
-        fprintf(stderr, "%s", i ? ", " : " (");
-        tp_print_sanitized(stderr, st->skip[i].cat, (size_t)-1);
-        fprintf(stderr, " %" PRIu64, st->skip[i].count);
-    }
-    if (st->skip_other)
-        fprintf(stderr, ", other %" PRIu64, st->skip_other);
-    fprintf(stderr, "%s\n", st->n_skip ? ")" : "");
+    verb_put_skipped(stderr, st);
+    fputc('\n', stderr);
 }
 
 /* ---- the verb ---- */
-
-static int emit_to_file(void *ctx, const void *batch, size_t len, err_msg *err) {
-    return tp_fwriter_append(ctx, batch, len, err);
-}
 
 static int same_file(const char *a, const char *b) {
     struct stat sa, sb;
@@ -271,8 +261,8 @@ static int cmd_import(int argc, char **argv) {
         pr.name = inputs[i];
         pr.index = i + 1;
         pr.t0 = pr.last = cm_now_s();
-        rc = ingest_is_nsys(inputs[i]) ? nsys_import(inputs[i], &opts, emit_to_file, w, st, &err)
-                                       : kineto_import(inputs[i], &opts, emit_to_file, w, st, &err);
+        rc = ingest_is_nsys(inputs[i]) ? nsys_import(inputs[i], &opts, verb_emit_to_file, w, st, &err)
+                                       : kineto_import(inputs[i], &opts, verb_emit_to_file, w, st, &err);
         progress_clear(&pr);
         if (rc)
             break;

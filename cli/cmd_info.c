@@ -189,10 +189,6 @@ typedef struct foreign {
     kineto_stats st;
 } foreign;
 
-static int emit_to_file(void *ctx, const void *batch, size_t len, err_msg *err) {
-    return tp_fwriter_append(ctx, batch, len, err);
-}
-
 /* Imports path into a temporary trace file and summarizes that. */
 static int load_foreign(const char *path, traceinfo *ti, foreign *f, err_msg *err) {
     const char *dir = getenv("TMPDIR");
@@ -208,8 +204,8 @@ static int load_foreign(const char *path, traceinfo *ti, foreign *f, err_msg *er
     tp_fwriter *w = tp_fwriter_open(tmp, TP_FW_OVERWRITE, err);
     int rc = w ? 0 : -1;
     if (rc == 0) {
-        rc = nsys ? nsys_import(path, NULL, emit_to_file, w, &f->st, err)
-                  : kineto_import(path, NULL, emit_to_file, w, &f->st, err);
+        rc = nsys ? nsys_import(path, NULL, verb_emit_to_file, w, &f->st, err)
+                  : kineto_import(path, NULL, verb_emit_to_file, w, &f->st, err);
         err_msg cerr = {{0}};
         int crc = tp_fwriter_close(&w, &cerr);
         if (rc == 0 && crc != 0) {
@@ -236,14 +232,8 @@ static void text_import(FILE *out, const foreign *f) {
     else
         fprintf(out, "\nread: %" PRIu64 " entries, %" PRIu64 " metadata rows, %" PRIu64 " skipped", st->entries,
                 st->meta_rows, st->skipped);
-    for (size_t i = 0; i < st->n_skip; i++) {
-        fprintf(out, "%s", i ? ", " : " (");
-        tp_print_sanitized(out, st->skip[i].cat, (size_t)-1);
-        fprintf(out, " %" PRIu64, st->skip[i].count);
-    }
-    if (st->skip_other)
-        fprintf(out, "%sother %" PRIu64, st->n_skip ? ", " : " (", st->skip_other);
-    fprintf(out, "%s\n", st->n_skip || st->skip_other ? ")" : "");
+    verb_put_skipped(out, st);
+    fputc('\n', out);
     if (st->sited_calls)
         fprintf(out, "call sites: %" PRIu64 " calls given one, %s\n", st->sited_calls,
                 f->nsys ? "from their CUDA backtraces" : "from the operators and Python frames around them");

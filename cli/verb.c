@@ -7,7 +7,9 @@
 
 #include <inttypes.h>
 
+#include "kineto.h"
 #include "store.h"
+#include "synctop/file.h"
 #include "symbols.h"
 #include "synctop/sanitize.h"
 #include "verb.h"
@@ -84,4 +86,20 @@ int verb_viewer_done(const char *verb_name, int rc, const viewer_result *r, cons
 int verb_list(const verb ***out) {
     *out = verbs;
     return n_verbs;
+}
+
+void verb_put_skipped(FILE *out, const kineto_stats *st) {
+    for (size_t i = 0; i < st->n_skip; i++) {
+        fputs(i ? ", " : " (", out);
+        tp_print_sanitized(out, st->skip[i].cat, (size_t)-1);
+        fprintf(out, " %" PRIu64, st->skip[i].count);
+    }
+    if (st->skip_other)
+        fprintf(out, "%sother %" PRIu64, st->n_skip ? ", " : " (", st->skip_other);
+    if (st->n_skip || st->skip_other)
+        fputc(')', out);
+}
+
+int verb_emit_to_file(void *ctx, const void *batch, size_t len, err_msg *err) {
+    return tp_fwriter_append(ctx, batch, len, err);
 }

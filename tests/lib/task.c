@@ -5,6 +5,10 @@
 #include "task.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <ftw.h>
 #include <limits.h>
 #include <unistd.h>
@@ -104,4 +108,56 @@ int main(int argc, char **argv) {
     }
     cleanup_tmpdir();
     return 0;
+}
+
+/* ---- processes ---- */
+
+static pid_t spawned[64];
+static size_t n_spawned;
+
+static void kill_spawned(int sig) {
+    for (size_t i = 0; i < n_spawned; i++)
+        kill(spawned[i], SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+pid_t task_spawn(const char *const argv[], const char *out_path, const char *err_path) {
+    fflush(NULL);
+    if (n_spawned == 0)
+        signal(SIGABRT, kill_spawned); /* a failed check aborts */
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fi = open("/dev/null", O_RDONLY);
+        if (fo < 0 || fe < 0 || fi < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0 || dup2(fi, 0) < 0)
+            _exit(126);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    if (n_spawned < sizeof spawned / sizeof spawned[0])
+        spawned[n_spawned++] = pid;
+    return pid;
+}
+
+void task_sleep_ms(int ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+int task_wait_exit(pid_t pid, int timeout_s) {
+    for (int waited = 0; waited <= timeout_s * 100; waited++) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        ASSERT_NE(r, -1);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        task_sleep_ms(10);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
 }

@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,14 @@ const char *task_path(const char *name);
 /* The directory holding the test binaries and the synctop binary's path. */
 const char *task_bindir(void);
 const char *task_synctop(void);
+
+/* Starts argv[0] with stdin from /dev/null and stdout, stderr to the files given. A failed check
+ * kills every process started this way, so none is left behind. */
+pid_t task_spawn(const char *const argv[], const char *out_path, const char *err_path);
+/* Its exit status (128 + the signal when killed by one), or -1 when it still ran after timeout_s
+ * (it is killed then). */
+int task_wait_exit(pid_t pid, int timeout_s);
+void task_sleep_ms(int ms);
 
 #define TEST(name)                                                                   \
     static void test_##name(void);                                                   \

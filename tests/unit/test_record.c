@@ -20,43 +20,6 @@
 
 /* ---- processes ---- */
 
-static pid_t spawn(const char *const argv[], const char *out_path, const char *err_path) {
-    fflush(NULL);
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fi = open("/dev/null", O_RDONLY);
-        if (fo < 0 || fe < 0 || fi < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0 || dup2(fi, 0) < 0)
-            _exit(126);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-/* The exit status, or -1 when it was still running after timeout_s (it is killed then). */
-static int wait_exit(pid_t pid, int timeout_s) {
-    for (int waited = 0; waited <= timeout_s * 100; waited++) {
-        int st;
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        ASSERT_NE(r, -1);
-        if (r == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        sleep_ms(10);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
-}
-
 static char *slurp_text(const char *path) {
     FILE *f = fopen(path, "rb");
     ASSERT_NOT_NULL(f);
@@ -86,8 +49,8 @@ static int run_synctop(const char *const args[], char **out, char **err) {
     }
     argv[n] = NULL;
     const char *o = task_path("synctop.out"), *e = task_path("synctop.err");
-    pid_t pid = spawn(argv, o, e);
-    int st = wait_exit(pid, 60);
+    pid_t pid = task_spawn(argv, o, e);
+    int st = task_wait_exit(pid, 60);
     ASSERT_NE(st, -1);
     char *so = slurp_text(o), *se = slurp_text(e);
     if (out)
@@ -234,11 +197,11 @@ TEST(record_writes_exactly_what_was_published) {
     KEEP_PATH(file, "rec.trace");
     const char *pub_argv[] = {testpub_path(), "--endpoint", ep, "--events", "60000", "--batch", "700",
                               "--seed", "5", "--wait-subscribers", "1", NULL};
-    pid_t pub = spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
+    pid_t pub = task_spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
     const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
-    pid_t rec = spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
-    ASSERT_EQ(wait_exit(pub, 60), 0);
-    int st = wait_exit(rec, 30);
+    pid_t rec = task_spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    ASSERT_EQ(task_wait_exit(pub, 60), 0);
+    int st = task_wait_exit(rec, 30);
     if (st == -1)
         TASK_FAIL_("synctop record did not stop after the producer's END batch");
     char *rec_err = slurp_text(task_path("rec.err"));
@@ -288,17 +251,17 @@ TEST(record_killed_mid_stream_leaves_a_readable_file) {
     KEEP_PATH(file, "killed.trace");
     const char *pub_argv[] = {testpub_path(), "--endpoint", ep, "--events", "100000000", "--batch", "500",
                               "--rate", "100000", "--seed", "9", "--wait-subscribers", "1", NULL};
-    pid_t pub = spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
+    pid_t pub = task_spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
     const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
-    pid_t rec = spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    pid_t rec = task_spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
     struct stat sb = {0};
     for (int i = 0; i < 6000 && (stat(file, &sb) != 0 || sb.st_size < 200000); i++)
-        sleep_ms(10);
+        task_sleep_ms(10);
     ASSERT_GE(sb.st_size, 200000);
     ASSERT_OK(kill(rec, SIGKILL));
-    ASSERT_EQ(wait_exit(rec, 10), 128 + SIGKILL);
+    ASSERT_EQ(task_wait_exit(rec, 10), 128 + SIGKILL);
     kill(pub, SIGTERM);
-    wait_exit(pub, 10);
+    task_wait_exit(pub, 10);
 
     err_msg err = {{0}};
     tp_freader *r = tp_freader_open(file, &err);
@@ -333,16 +296,16 @@ TEST(record_stops_when_the_publisher_went_away) {
     KEEP_PATH(file, "gone.trace");
     const char *pub_argv[] = {testpub_path(), "--endpoint", ep, "--events", "100000000", "--batch", "500",
                               "--rate", "50000", "--seed", "11", "--wait-subscribers", "1", NULL};
-    pid_t pub = spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
+    pid_t pub = task_spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
     const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
-    pid_t rec = spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    pid_t rec = task_spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
     struct stat sb = {0};
     for (int i = 0; i < 6000 && (stat(file, &sb) != 0 || sb.st_size < 50000); i++)
-        sleep_ms(10);
+        task_sleep_ms(10);
     ASSERT_GE(sb.st_size, 50000);
     ASSERT_OK(kill(pub, SIGKILL));
-    ASSERT_EQ(wait_exit(pub, 10), 128 + SIGKILL);
-    int st = wait_exit(rec, 30);
+    ASSERT_EQ(task_wait_exit(pub, 10), 128 + SIGKILL);
+    int st = task_wait_exit(rec, 30);
     if (st == -1)
         TASK_FAIL_("synctop record did not stop after its publisher was killed");
     char *rec_err = slurp_text(task_path("rec.err"));
@@ -362,17 +325,17 @@ TEST(record_stops_cleanly_on_sigterm) {
     KEEP_PATH(file, "term.trace");
     const char *pub_argv[] = {testpub_path(), "--endpoint", ep, "--events", "100000000", "--batch", "500",
                               "--rate", "100000", "--seed", "17", "--wait-subscribers", "1", NULL};
-    pid_t pub = spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
+    pid_t pub = task_spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
     const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
-    pid_t rec = spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    pid_t rec = task_spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
     struct stat sb = {0};
     for (int i = 0; i < 6000 && (stat(file, &sb) != 0 || sb.st_size < 100000); i++)
-        sleep_ms(10);
+        task_sleep_ms(10);
     ASSERT_GE(sb.st_size, 100000);
     ASSERT_OK(kill(rec, SIGTERM));
-    ASSERT_EQ(wait_exit(rec, 20), 0);
+    ASSERT_EQ(task_wait_exit(rec, 20), 0);
     kill(pub, SIGTERM);
-    wait_exit(pub, 10);
+    task_wait_exit(pub, 10);
     char *err = slurp_text(task_path("rec.err"));
     ASSERT_STR_CONTAINS(err, "stopped: interrupted");
     free(err);
@@ -400,13 +363,13 @@ TEST(record_two_publishers_until_both_end) {
                             "--rate", "100000", "--seed", "31", "--wait-subscribers", "1", NULL};
     const char *b_argv[] = {testpub_path(), "--endpoint", ep_b, "--events", "20000", "--batch", "1000",
                             "--rate", "100000", "--seed", "32", "--wait-subscribers", "1", NULL};
-    pid_t a = spawn(a_argv, task_path("a.out"), task_path("a.err"));
-    pid_t b = spawn(b_argv, task_path("b.out"), task_path("b.err"));
+    pid_t a = task_spawn(a_argv, task_path("a.out"), task_path("a.err"));
+    pid_t b = task_spawn(b_argv, task_path("b.out"), task_path("b.err"));
     const char *rec_argv[] = {task_synctop(), "record", ep_a, ep_b, "-o", file, NULL};
-    pid_t rec = spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
-    ASSERT_EQ(wait_exit(a, 60), 0);
-    ASSERT_EQ(wait_exit(b, 60), 0);
-    int st = wait_exit(rec, 30);
+    pid_t rec = task_spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    ASSERT_EQ(task_wait_exit(a, 60), 0);
+    ASSERT_EQ(task_wait_exit(b, 60), 0);
+    int st = task_wait_exit(rec, 30);
     ASSERT_EQ(st, 0);
     char *err = slurp_text(task_path("rec.err"));
     ASSERT_STR_CONTAINS(err, "120000 events");
@@ -434,9 +397,9 @@ TEST(record_ignores_malformed_messages) {
         TASK_FAIL_("%s", err.msg);
     tp_pub_set_linger(pub, 5000);
     const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
-    pid_t rec = spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    pid_t rec = task_spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
     for (int i = 0; i < 1000 && tp_pub_poll(pub, NULL) < 1; i++)
-        sleep_ms(10);
+        task_sleep_ms(10);
     ASSERT_EQ(tp_pub_poll(pub, NULL), 1);
     tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 77});
     synth s;
@@ -456,7 +419,7 @@ TEST(record_ignores_malformed_messages) {
     ASSERT_OK(tp_enc_finish_flags(enc, TP_BF_END, &b));
     tp_enc_delivered(enc, 1);
     ASSERT_OK(tp_pub_send(pub, b.data, b.len)); /* seq 2: the end */
-    int st = wait_exit(rec, 30);
+    int st = task_wait_exit(rec, 30);
     tp_pub_destroy(&pub);
     ASSERT_EQ(st, 0);
     char *text = slurp_text(task_path("rec.err"));
@@ -485,9 +448,9 @@ TEST(record_shows_progress_on_a_terminal) {
     ASSERT_OK(ptsname_r(master, slave, sizeof slave));
     const char *pub_argv[] = {testpub_path(), "--endpoint", ep, "--events", "100000", "--batch", "1000",
                               "--rate", "100000", "--seed", "41", "--wait-subscribers", "1", NULL};
-    pid_t pub = spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
+    pid_t pub = task_spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
     const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
-    pid_t rec = spawn(rec_argv, task_path("rec.out"), slave); /* stderr is the terminal */
+    pid_t rec = task_spawn(rec_argv, task_path("rec.out"), slave); /* stderr is the terminal */
     char *text = calloc(1, 1 << 16);
     size_t len = 0;
     int st = -1;
@@ -508,7 +471,7 @@ TEST(record_shows_progress_on_a_terminal) {
     while (len + 1 < (1 << 16) && (n = read(master, text + len, (1 << 16) - 1 - len)) > 0)
         len += (size_t)n;
     text[len] = '\0';
-    ASSERT_EQ(wait_exit(pub, 30), 0);
+    ASSERT_EQ(task_wait_exit(pub, 30), 0);
     ASSERT_STR_CONTAINS(text, "\r"); /* the line is rewritten in place */
     ASSERT_STR_CONTAINS(text, " events/s, ");
     ASSERT_STR_CONTAINS(text, "stopped: every producer finished");

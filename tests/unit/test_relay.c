@@ -19,58 +19,6 @@
 
 /* ---- processes ---- */
 
-/* Every process started, killed when a failed check aborts the test: none is left behind. */
-static pid_t started[32];
-static size_t n_started;
-
-static void on_abort(int sig) {
-    for (size_t i = 0; i < n_started; i++)
-        kill(started[i], SIGKILL);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static pid_t spawn(const char *const argv[], const char *out_path, const char *err_path) {
-    fflush(NULL);
-    if (n_started == 0)
-        signal(SIGABRT, on_abort);
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid > 0 && n_started < sizeof started / sizeof started[0])
-        started[n_started++] = pid;
-    if (pid == 0) {
-        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fi = open("/dev/null", O_RDONLY);
-        if (fo < 0 || fe < 0 || fi < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0 || dup2(fi, 0) < 0)
-            _exit(126);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-/* The exit status, or -1 when it was still running after timeout_s (it is killed then). */
-static int wait_exit(pid_t pid, int timeout_s) {
-    for (int waited = 0; waited <= timeout_s * 100; waited++) {
-        int st;
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        ASSERT_NE(r, -1);
-        if (r == pid)
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        sleep_ms(10);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
-}
-
 static char *slurp(const char *path) {
     static char buf[1 << 16];
     buf[0] = '\0';
@@ -89,7 +37,7 @@ static const char *wait_text(const char *path, const char *needle, int timeout_s
         const char *hit = strstr(slurp(path), needle);
         if (hit != NULL)
             return hit;
-        sleep_ms(10);
+        task_sleep_ms(10);
     }
     TASK_FAIL_("waited %d s for \"%s\" in %s, which holds:\n%s", timeout_s, needle, path, slurp(path));
 }
@@ -116,7 +64,7 @@ static void relay_start(relay_proc *r, const char *name, const char *const extra
     char out[PATH_MAX];
     snprintf(out, sizeof out, "%s", task_path(name));
     snprintf(r->err, sizeof r->err, "%s.err", out);
-    r->pid = spawn(argv, out, r->err);
+    r->pid = task_spawn(argv, out, r->err);
     const char *at = wait_text(r->err, "listening on tcp://", 20) + strlen("listening on ");
     size_t len = strcspn(at, " ;\n");
     ASSERT_LT(len, sizeof r->endpoint);
@@ -127,7 +75,7 @@ static void relay_start(relay_proc *r, const char *name, const char *const extra
 /* Stops it as a user would (Ctrl-C): it must say what went through and exit 0. */
 static const char *relay_stop(relay_proc *r) {
     kill(r->pid, SIGINT);
-    ASSERT_EQ(wait_exit(r->pid, 20), 0);
+    ASSERT_EQ(task_wait_exit(r->pid, 20), 0);
     return slurp(r->err);
 }
 
@@ -141,7 +89,7 @@ static pid_t testpub_start(int seed, int events, const char *out_name, const cha
     snprintf(out, sizeof out, "%s", task_path(out_name));
     char err[PATH_MAX + 8];
     snprintf(err, sizeof err, "%s.err", out);
-    return spawn(argv, out, err);
+    return task_spawn(argv, out, err);
 }
 
 /* ---- what a subscriber receives ---- */
@@ -215,8 +163,8 @@ TEST(relay_forwards_every_process_of_the_node) {
     ASSERT_OK(tp_sub_connect(sub, r.endpoint, &err));
     got g;
     receive_all(sub, &g, 2, 60);
-    ASSERT_EQ(wait_exit(p1, 30), 0);
-    ASSERT_EQ(wait_exit(p2, 30), 0);
+    ASSERT_EQ(task_wait_exit(p1, 30), 0);
+    ASSERT_EQ(task_wait_exit(p2, 30), 0);
     ASSERT_EQ(g.n, 2);
     ASSERT_UEQ(g.missed, 0);
     for (size_t k = 0; k < 2; k++) {
@@ -246,7 +194,7 @@ TEST(a_late_viewer_gets_a_keyframe_through_the_relay) {
                           "--rate", "20000", "--batch", "500", NULL};
     char out[PATH_MAX];
     snprintf(out, sizeof out, "%s", task_path("pub.out"));
-    pid_t p = spawn(argv, out, task_path("pub.err"));
+    pid_t p = task_spawn(argv, out, task_path("pub.err"));
     err_msg err = {{0}};
     tp_sub *first = tp_sub_new(NULL, &err);
     ASSERT_NOT_NULL(first);
@@ -261,7 +209,7 @@ TEST(a_late_viewer_gets_a_keyframe_through_the_relay) {
     ASSERT_OK(tp_sub_connect(late, r.endpoint, &err));
     got g;
     receive_all(late, &g, 1, 60);
-    ASSERT_EQ(wait_exit(p, 30), 0);
+    ASSERT_EQ(task_wait_exit(p, 30), 0);
     ASSERT(g.first_is_keyframe[0]);
     ASSERT_GT(g.events[0], 0);
     ASSERT_LT(g.events[0], 40000); /* it came in the middle */
@@ -300,7 +248,7 @@ TEST(relays_chain_with_curve_and_record) {
     ASSERT_OK(tp_sub_connect(sub, top.endpoint, &err));
     got g;
     receive_all(sub, &g, 1, 60);
-    ASSERT_EQ(wait_exit(p, 30), 0);
+    ASSERT_EQ(task_wait_exit(p, 30), 0);
     ASSERT_UEQ(g.producer[0], 6);
     ASSERT_UEQ(g.events[0], 50000);
     ASSERT_UEQ(g.batches[0], sent_of("pub.out"));
@@ -336,13 +284,13 @@ TEST(record_through_a_relay_waits_for_the_producers_asked_for) {
     snprintf(rec, sizeof rec, "%s", task_path("job.trace"));
     snprintf(out, sizeof out, "%s", task_path("record.out"));
     const char *argv[] = {task_synctop(), "record", r.endpoint, "--producers", "2", "-o", rec, NULL};
-    pid_t recorder = spawn(argv, out, task_path("record.err"));
+    pid_t recorder = task_spawn(argv, out, task_path("record.err"));
     /* the second rank starts after the first has finished */
-    ASSERT_EQ(wait_exit(p1, 30), 0);
-    sleep_ms(300);
+    ASSERT_EQ(task_wait_exit(p1, 30), 0);
+    task_sleep_ms(300);
     pid_t p2 = testpub_start(4, 10000, "pub2.out", NULL);
-    ASSERT_EQ(wait_exit(p2, 30), 0);
-    ASSERT_EQ(wait_exit(recorder, 30), 0);
+    ASSERT_EQ(task_wait_exit(p2, 30), 0);
+    ASSERT_EQ(task_wait_exit(recorder, 30), 0);
     ASSERT_STR_CONTAINS(slurp(task_path("record.err")), "stopped: the producers asked for finished");
     char cmd[PATH_MAX * 2];
     snprintf(cmd, sizeof cmd, "'%s' info --json '%s' > '%s'", task_synctop(), rec, task_path("info.json"));
@@ -364,23 +312,23 @@ TEST(a_restarted_relay_and_new_processes_are_picked_up) {
     pid_t p1 = testpub_start(21, 20000, "pub1.out", NULL);
     got g;
     receive_all(sub, &g, 1, 60);
-    ASSERT_EQ(wait_exit(p1, 30), 0);
+    ASSERT_EQ(task_wait_exit(p1, 30), 0);
     ASSERT_UEQ(g.events[0], 20000);
     /* the relay is killed; a new one binds the same port */
     kill(r.pid, SIGKILL);
-    ASSERT_EQ(wait_exit(r.pid, 20), 128 + SIGKILL);
+    ASSERT_EQ(task_wait_exit(r.pid, 20), 128 + SIGKILL);
     char listen[TP_ENDPOINT_MAX];
     snprintf(listen, sizeof listen, "%s", r.endpoint);
     relay_proc again;
     const char *argv[] = {task_synctop(), "relay", "--listen", listen, NULL};
     snprintf(again.err, sizeof again.err, "%s", task_path("relay2.err"));
-    again.pid = spawn(argv, task_path("relay2.out"), again.err);
+    again.pid = task_spawn(argv, task_path("relay2.out"), again.err);
     wait_text(again.err, "listening on", 20);
     /* a process that starts now: the new relay finds it, the old subscriber hears it */
     pid_t p2 = testpub_start(22, 10000, "pub2.out", NULL);
     got g2;
     receive_all(sub, &g2, 1, 60);
-    ASSERT_EQ(wait_exit(p2, 30), 0);
+    ASSERT_EQ(task_wait_exit(p2, 30), 0);
     ASSERT_UEQ(g2.producer[0], 23);
     ASSERT_UEQ(g2.events[0], 10000);
     tp_sub_destroy(&sub);
@@ -408,10 +356,10 @@ TEST(record_takes_a_jobs_relays_from_a_file) {
     fprintf(f, "# the job's relays\n%s\n\n  %s  \n", r[0].endpoint, r[1].endpoint);
     fclose(f);
     const char *argv[] = {task_synctop(), "record", "--from", list, "--producers", "2", "-o", rec, NULL};
-    pid_t recorder = spawn(argv, task_path("record.out"), task_path("record.err"));
-    ASSERT_EQ(wait_exit(recorder, 60), 0);
+    pid_t recorder = task_spawn(argv, task_path("record.out"), task_path("record.err"));
+    ASSERT_EQ(task_wait_exit(recorder, 60), 0);
     for (int i = 0; i < 2; i++)
-        ASSERT_EQ(wait_exit(pub[i], 30), 0);
+        ASSERT_EQ(task_wait_exit(pub[i], 30), 0);
     char cmd[PATH_MAX * 2];
     snprintf(cmd, sizeof cmd, "'%s' info --json '%s' > '%s'", task_synctop(), rec, task_path("info.json"));
     ASSERT_EQ(system(cmd), 0);
@@ -420,31 +368,31 @@ TEST(record_takes_a_jobs_relays_from_a_file) {
         relay_stop(&r[i]);
     /* a missing list is a usage error that names it */
     const char *bad[] = {task_synctop(), "record", "--from", task_path("nope.txt"), "-o", rec, NULL};
-    pid_t b = spawn(bad, task_path("bad.out"), task_path("bad.err"));
-    ASSERT_EQ(wait_exit(b, 20), 2);
+    pid_t b = task_spawn(bad, task_path("bad.out"), task_path("bad.err"));
+    ASSERT_EQ(task_wait_exit(b, 20), 2);
     ASSERT_STR_CONTAINS(slurp(task_path("bad.err")), "nope.txt: No such file or directory");
 }
 
 TEST(relay_refuses_what_it_must) {
     const char *argv[] = {task_synctop(), "relay", "--listen", "tcp://0.0.0.0:0", NULL};
-    pid_t pid = spawn(argv, task_path("a.out"), task_path("a.err"));
-    ASSERT_EQ(wait_exit(pid, 20), 1);
+    pid_t pid = task_spawn(argv, task_path("a.out"), task_path("a.err"));
+    ASSERT_EQ(task_wait_exit(pid, 20), 1);
     ASSERT_STR_CONTAINS(slurp(task_path("a.err")), "refusing to publish on tcp://0.0.0.0:0 without encryption");
     const char *none[] = {task_synctop(), "relay", NULL};
-    pid = spawn(none, task_path("b.out"), task_path("b.err"));
-    ASSERT_EQ(wait_exit(pid, 20), 2);
+    pid = task_spawn(none, task_path("b.out"), task_path("b.err"));
+    ASSERT_EQ(task_wait_exit(pid, 20), 2);
     ASSERT_STR_CONTAINS(slurp(task_path("b.err")), "no --listen endpoint given");
     /* attach --from: a missing list, and a list with a bad entry, are said before any viewer */
     const char *nolist[] = {task_synctop(), "attach", "--from", task_path("none.txt"), NULL};
-    pid = spawn(nolist, task_path("c.out"), task_path("c.err"));
-    ASSERT_EQ(wait_exit(pid, 20), 2);
+    pid = task_spawn(nolist, task_path("c.out"), task_path("c.err"));
+    ASSERT_EQ(task_wait_exit(pid, 20), 2);
     ASSERT_STR_CONTAINS(slurp(task_path("c.err")), "none.txt: No such file or directory");
     FILE *f = fopen(task_path("list.txt"), "w");
     ASSERT_NOT_NULL(f);
     fputs("# relays\ntcp://nohost\n", f);
     fclose(f);
     const char *badlist[] = {task_synctop(), "attach", "--from", task_path("list.txt"), NULL};
-    pid = spawn(badlist, task_path("d.out"), task_path("d.err"));
-    ASSERT_EQ(wait_exit(pid, 20), 1);
+    pid = task_spawn(badlist, task_path("d.out"), task_path("d.err"));
+    ASSERT_EQ(task_wait_exit(pid, 20), 1);
     ASSERT_STR_CONTAINS(slurp(task_path("d.err")), "tcp://nohost");
 }

@@ -15,7 +15,6 @@
  * when the command has ended.
  */
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -65,7 +64,7 @@ static void run_usage(FILE *out) {
             "  --ascii, --mono    the live view in ASCII / without colours\n\n"
             "Environment read by the tracer inside CMD (run sets the first three):\n"
             "  CUDA_INJECTION64_PATH       the tracer library (set by run)\n"
-            "  NVTX_INJECTION64_PATH       libcupti, so NVTX ranges are recorded (set by run)\n"
+            "  NVTX_INJECTION64_PATH       the tracer too, so NVTX ranges are recorded (set by run)\n"
             "  SYNCTOP_START_WAIT_MS       wait this long at CUDA init for a viewer (run: 5000)\n"
             "  SYNCTOP_LISTEN              endpoint to publish on (default: ipc, per process;\n"
             "                              \"none\": do not publish)\n"
@@ -76,6 +75,8 @@ static void run_usage(FILE *out) {
             "                              subscribes, dormant again when the last one leaves)\n"
             "  SYNCTOP_BLOCK_THRESHOLD_US  a call waiting this long is a blocking span and its\n"
             "                              call site is taken (default 20)\n"
+            "  SYNCTOP_POLL_GAP_US         a cudaStreamQuery/cudaEventQuery loop is a wait only\n"
+            "                              while its queries come less than this apart (1000)\n"
             "  SYNCTOP_FLUSH_MS            how often CUPTI's buffers are drained (default 100)\n"
             "  SYNCTOP_LINGER_MS           at exit, how long queued batches may take to leave\n"
             "                              (default 1000)\n"
@@ -85,6 +86,7 @@ static void run_usage(FILE *out) {
             "  SYNCTOP_FRAMES              call-site frames kept (12)\n"
             "  SYNCTOP_CUPTI               libcupti to load (default: searched)\n"
             "  SYNCTOP_QUIET               1: not even the one-line notice when tracing fails\n"
+            "  SYNCTOP_VERBOSE             1: also say which libcupti, its version, what was seen\n"
             "  SYNCTOP_DISABLE             1: the tracer does nothing\n"
             "  SYNCTOP_TRACER              (read by run) the tracer library to inject\n");
 }
@@ -245,32 +247,6 @@ static int find_tracer(char *out, size_t outlen) {
     return -1;
 }
 
-/* libcupti's path for NVTX_INJECTION64_PATH, as the tracer would find it. */
-static int find_cupti(char *out, size_t outlen) {
-    const char *env = getenv("SYNCTOP_CUPTI");
-    if (env != NULL && *env != '\0') {
-        snprintf(out, outlen, "%s", env);
-        return 0;
-    }
-    const char *names[] = {"libcupti.so.13", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
-                           "/usr/local/cuda/lib64/libcupti.so.13"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        /* RTLD_NOLOAD would miss it; a lazy load is harmless: CUPTI does nothing until called. */
-        void *h = dlopen(names[i], RTLD_LAZY | RTLD_LOCAL);
-        if (h == NULL)
-            continue;
-        void *sym = dlsym(h, "cuptiGetVersion");
-        Dl_info info;
-        int ok = sym != NULL && dladdr(sym, &info) != 0 && info.dli_fname != NULL;
-        if (ok)
-            snprintf(out, outlen, "%s", info.dli_fname);
-        dlclose(h);
-        if (ok)
-            return 0;
-    }
-    return -1;
-}
-
 static void set_default(const char *name, const char *value) {
     const char *cur = getenv(name);
     if (cur == NULL || *cur == '\0')
@@ -425,9 +401,9 @@ static int cmd_run(int argc, char **argv) {
     }
 
     setenv("CUDA_INJECTION64_PATH", tracer, 1);
-    char cupti[PATH_MAX];
-    if (find_cupti(cupti, sizeof cupti) == 0)
-        set_default("NVTX_INJECTION64_PATH", cupti);
+    /* NVTX goes through the tracer to the CUPTI it traces with (the one the process loads, a
+     * PyTorch wheel's for instance): naming a libcupti here would put a second one in. */
+    set_default("NVTX_INJECTION64_PATH", tracer);
     set_default("SYNCTOP_MODE", "always");
     set_default("SYNCTOP_START_WAIT_MS", "5000");
     if (a.record != NULL)

@@ -685,6 +685,32 @@ static void text_totals(FILE *out, const st_store *s, const an_result *r, int md
         wrap(out, 0, 2, line);
 }
 
+/* What the tracer itself noted in the trace (NVTX instants of its own, named "synctop: ..."):
+ * another CUPTI client that held the activity buffers, for one. At most a few, in time order. */
+static void text_notices(FILE *out, const st_store *s, const an_result *r, int md) {
+    unsigned shown = 0;
+    for (size_t li = 0; li < st_lane_count(s) && shown < 8; li++) {
+        if (st_lane_get(s, li)->kind != ST_LANE_NVTX)
+            continue;
+        size_t n = 0;
+        const st_event *ev = st_lane_events(s, li, &n);
+        for (size_t i = 0; i < n && shown < 8; i++) {
+            const char *name = st_str(s, ev[i].name);
+            if (ev[i].sub != TP_NVTX_INSTANT || name == NULL || strncmp(name, "synctop: ", 9) != 0)
+                continue;
+            char text[600], line[700];
+            safe(name + 9, text, sizeof text);
+            snprintf(line, sizeof line, "note at +%.3f ms: %s",
+                     ms(ev[i].start > r->t0 ? ev[i].start - r->t0 : 0), text);
+            if (md)
+                fprintf(out, "\n> %s\n", line);
+            else
+                wrap(out, 0, 2, line);
+            shown++;
+        }
+    }
+}
+
 /* Top stalls by call site: the numbers and the API on one line, where it was called below. */
 static void text_sites(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, int md) {
     char where[512], cell[600], label[200], api[256], line[2048], rk[48];
@@ -1167,6 +1193,7 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
     }
     if (!o->hta_only) {
         text_totals(out, s, r, md);
+        text_notices(out, s, r, md);
         text_sites(out, s, r, o, md);
         text_advice(out, s, r, o, md);
         if (o->diff)

@@ -375,6 +375,12 @@ static int add_event(st_store *s, uint32_t prod, const tp_record *r) {
     e.kind = r->head.kind;
     e.flags = r->head.flags;
     tp_record_span(r, &e.start, &e.end);
+    /* A time CUPTI could not collect (a forced flush of work still running) is 0: such an event
+     * would reach 55 years back and stretch the trace. Imported traces may start at 0, but none
+     * of their events ends at 0 or lasts a day from it. */
+    if (r->head.kind >= TP_K_KERNEL && r->head.kind <= TP_K_NVTX &&
+        (e.end == 0 || (e.start == 0 && e.end > 86400ull * 1000000000ull)))
+        return 0;
     lane *l = NULL;
     switch (r->head.kind) {
     case TP_K_KERNEL:

@@ -87,6 +87,9 @@
     X(cudaMallocPitch_v3020, MEM)                                    \
     X(cudaMallocArray_v3020, MEM)                                    \
     X(cudaMallocHost_v3020, MEM)                                     \
+    X(cudaHostAlloc_v3020, MEM)                                      \
+    X(cudaHostRegister_v4000, MEM)                                   \
+    X(cudaHostUnregister_v4000, MEM)                                 \
     X(cudaMalloc3D_v3020, MEM)                                       \
     X(cudaMalloc3DArray_v3020, MEM)                                  \
     X(cudaMallocManaged_v6000, MEM)                                  \
@@ -234,6 +237,10 @@
     X(cuMemAllocHost, MEM)                                           \
     X(cuMemAllocHost_v2, MEM)                                        \
     X(cuMemHostAlloc, MEM)                                           \
+    X(cuMemHostAlloc_v2, MEM)                                        \
+    X(cuMemHostRegister, MEM)                                        \
+    X(cuMemHostRegister_v2, MEM)                                     \
+    X(cuMemHostUnregister, MEM)                                      \
     X(cuMemAllocManaged, MEM)                                        \
     X(cuMemFree, MEM)                                                \
     X(cuMemFree_v2, MEM)                                             \

@@ -47,7 +47,7 @@ void tr_config_from_env(tr_config *c, char *bad, size_t badlen) {
     memset(c, 0, sizeof *c);
     bad[0] = '\0';
     c->mode = TR_MODE_ALWAYS;
-    uint32_t threshold_us = 20;
+    uint32_t threshold_us = 20, poll_gap_us = 1000;
     c->flush_ms = 100;
     c->linger_ms = 1000;
     c->buffer_kb = 1024;
@@ -58,6 +58,7 @@ void tr_config_from_env(tr_config *c, char *bad, size_t badlen) {
 
     c->disabled = get_flag("SYNCTOP_DISABLE");
     c->quiet = get_flag("SYNCTOP_QUIET");
+    c->verbose = get_flag("SYNCTOP_VERBOSE") && !c->quiet;
     get_str("SYNCTOP_ENDPOINT", c->endpoint, sizeof c->endpoint, bad, badlen);
     get_str("SYNCTOP_LISTEN", c->endpoint, sizeof c->endpoint, bad, badlen);
     get_str("SYNCTOP_RECORD", c->record, sizeof c->record, bad, badlen);
@@ -75,6 +76,8 @@ void tr_config_from_env(tr_config *c, char *bad, size_t badlen) {
     }
     get_u32("SYNCTOP_BLOCK_THRESHOLD_US", &threshold_us, 0, 60u * 1000 * 1000, bad, badlen);
     c->block_threshold_ns = (uint64_t)threshold_us * 1000u;
+    get_u32("SYNCTOP_POLL_GAP_US", &poll_gap_us, 1, 60u * 1000 * 1000, bad, badlen);
+    c->poll_gap_ns = (uint64_t)poll_gap_us * 1000u;
     get_u32("SYNCTOP_FLUSH_MS", &c->flush_ms, 1, 60000, bad, badlen);
     get_u32("SYNCTOP_START_WAIT_MS", &c->start_wait_ms, 0, 600000, bad, badlen);
     get_u32("SYNCTOP_LINGER_MS", &c->linger_ms, 0, 600000, bad, badlen);

@@ -14,15 +14,24 @@ enum tr_mode { TR_MODE_ALWAYS = 0, TR_MODE_ON_DEMAND = 1 };
 typedef struct tr_config {
     int disabled;               /* SYNCTOP_DISABLE=1: do nothing at all */
     int quiet;                  /* SYNCTOP_QUIET=1: not even the one-line failure notice */
+    int verbose;                /* SYNCTOP_VERBOSE=1: a few more lines on stderr (which libcupti,
+                                   its version, what was detected); never with SYNCTOP_QUIET */
     char endpoint[512];         /* SYNCTOP_LISTEN (or SYNCTOP_ENDPOINT); "" = default ipc endpoint;
                                    "none" = no publisher (record only) */
-    char record[1024];          /* SYNCTOP_RECORD: trace file path, "" = none */
+    char record[1024];          /* SYNCTOP_RECORD: trace file path, "" = none; %p and %r in it
+                                   become the pid and the rank; a process that finds the path
+                                   taken by another one of the same job records beside it
+                                   (record_path.h) */
     char curve_key[1024];       /* SYNCTOP_CURVE_KEY: the publisher's CURVE key file (synctop keygen's
                                    .key), "" = no encryption */
     int insecure;               /* SYNCTOP_INSECURE=1: allow a non-loopback tcp endpoint in the clear */
     char cupti[512];            /* SYNCTOP_CUPTI: libcupti to load, "" = search */
     enum tr_mode mode;          /* SYNCTOP_MODE=always|on-demand */
     uint64_t block_threshold_ns; /* SYNCTOP_BLOCK_THRESHOLD_US (20) */
+    uint64_t poll_gap_ns;       /* SYNCTOP_POLL_GAP_US (1000): a cudaStreamQuery/cudaEventQuery
+                                   loop counts as waiting only while its queries come less than
+                                   this apart; a longer gap (work launched between two queries)
+                                   ends the loop */
     uint32_t flush_ms;          /* SYNCTOP_FLUSH_MS (100) */
     uint32_t start_wait_ms;     /* SYNCTOP_START_WAIT_MS (0): wait this long at start for a viewer */
     uint32_t linger_ms;         /* SYNCTOP_LINGER_MS (1000): at exit, for queued batches to leave */

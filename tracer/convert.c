@@ -28,6 +28,8 @@ struct tr_conv {
     name_slot names[NAME_CACHE];
     ctx_slot ctx[CTX_SLOTS];
     uint32_t api_names[2][API_NAMES]; /* [driver][cbid]: id + 1, 0 = not looked up */
+    uint64_t block_ns;                /* a launch this long blocked its thread (0: never) */
+    uint32_t corr_max;                /* highest correlation id converted */
     tr_conv_stats stats;
 };
 
@@ -78,6 +80,18 @@ static ctx_slot *ctx_find(const tr_conv *c, uint32_t context, int insert) {
     return NULL;
 }
 
+void tr_conv_set_block_threshold(tr_conv *c, uint64_t ns) { c->block_ns = ns; }
+
+uint32_t tr_conv_max_correlation(const tr_conv *c) { return c->corr_max; }
+
+void tr_conv_set_context(tr_conv *c, uint32_t context, uint32_t device) {
+    ctx_slot *s = ctx_find(c, context, 1);
+    if (s != NULL) {
+        s->context = context;
+        s->device = device < TP_NO_DEVICE ? (uint16_t)device : TP_NO_DEVICE;
+    }
+}
+
 uint16_t tr_conv_context_device(const tr_conv *c, uint32_t context) {
     ctx_slot *s = ctx_find(c, context, 0);
     return s ? s->device : TP_NO_DEVICE;
@@ -111,7 +125,22 @@ static int invalid(tr_conv *c) {
     return 0;
 }
 
+/* CUPTI writes 0 for a time it could not collect (a forced flush hands out records of work still
+ * running): such a record would put the event 55 years back. */
+static int uncollected(tr_conv *c) {
+    c->stats.uncollected++;
+    return 0;
+}
+
+static void saw_correlation(tr_conv *c, uint32_t corr) {
+    if (corr > c->corr_max)
+        c->corr_max = corr;
+}
+
 static int conv_kernel(tr_conv *c, const CUpti_ActivityKernel10 *k) {
+    if (k->start == 0 || k->end == 0)
+        return uncollected(c);
+    saw_correlation(c, k->correlationId);
     if (k->end < k->start)
         return invalid(c);
     tp_kernel r = {.kind = TP_K_KERNEL, .flags = k->graphId ? TP_F_GRAPH : 0,
@@ -126,6 +155,9 @@ static int conv_kernel(tr_conv *c, const CUpti_ActivityKernel10 *k) {
 static uint8_t mem_kind(unsigned k) { return k < TP_MEM_MAX_ ? (uint8_t)k : TP_MEM_UNKNOWN; }
 
 static int conv_memcpy(tr_conv *c, const CUpti_ActivityMemcpy6 *m) {
+    if (m->start == 0 || m->end == 0)
+        return uncollected(c);
+    saw_correlation(c, m->correlationId);
     if (m->end < m->start)
         return invalid(c);
     tp_memcpy r = {.kind = TP_K_MEMCPY,
@@ -140,6 +172,9 @@ static int conv_memcpy(tr_conv *c, const CUpti_ActivityMemcpy6 *m) {
 }
 
 static int conv_memset(tr_conv *c, const CUpti_ActivityMemset4 *m) {
+    if (m->start == 0 || m->end == 0)
+        return uncollected(c);
+    saw_correlation(c, m->correlationId);
     if (m->end < m->start)
         return invalid(c);
     tp_memset r = {.kind = TP_K_MEMSET,
@@ -151,8 +186,16 @@ static int conv_memset(tr_conv *c, const CUpti_ActivityMemset4 *m) {
 }
 
 static int conv_sync(tr_conv *c, const CUpti_ActivitySynchronization2 *s) {
+    if (s->start == 0 || s->end == 0)
+        return uncollected(c);
+    saw_correlation(c, s->correlationId);
     if (s->end < s->start)
         return invalid(c);
+    if (s->returnValue == CUDA_ERROR_NOT_READY) {
+        /* A cudaStreamQuery/cudaEventQuery that found work pending synchronized nothing. */
+        c->stats.skipped++;
+        return 0;
+    }
     tp_sync r = {.kind = TP_K_SYNC, .device = tr_conv_context_device(c, s->contextId),
                  .stream = s->streamId, /* CUPTI's "unused" 0xFFFFFFFF is TP_NO_ID */
                  .start = s->start, .end = s->end, .correlation = s->correlationId,
@@ -162,12 +205,19 @@ static int conv_sync(tr_conv *c, const CUpti_ActivitySynchronization2 *s) {
 }
 
 static int conv_api(tr_conv *c, const CUpti_ActivityAPI *a, int driver) {
+    if (a->start == 0 || a->end == 0)
+        return uncollected(c);
+    saw_correlation(c, a->correlationId);
     if (a->end < a->start)
         return invalid(c);
     CUpti_CallbackDomain dom = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
     uint8_t flags = driver ? TP_F_DRIVER : 0;
-    if (tr_cb_class_of(dom, a->cbid) == TR_CB_LAUNCH)
+    if (tr_cb_class_of(dom, a->cbid) == TR_CB_LAUNCH) {
         flags |= TP_F_LAUNCH;
+        /* A launch waits when the launch queue is full (or the module loads): then it blocks. */
+        if (c->block_ns != 0 && a->end - a->start >= c->block_ns)
+            flags |= TP_F_BLOCKING;
+    }
     tp_api r = {.kind = TP_K_API, .flags = flags, .device = TP_NO_DEVICE, .tid = a->threadId,
                 .start = a->start, .end = a->end, .correlation = a->correlationId,
                 .cbid = a->cbid, .name = tr_conv_api_name(c, dom, a->cbid),
@@ -176,6 +226,8 @@ static int conv_api(tr_conv *c, const CUpti_ActivityAPI *a, int driver) {
 }
 
 static int conv_marker(tr_conv *c, const CUpti_ActivityMarker2 *m) {
+    if (m->timestamp == 0)
+        return uncollected(c);
     uint8_t shape;
     if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS)
         shape = TP_NVTX_INSTANT;
@@ -196,11 +248,7 @@ static int conv_marker(tr_conv *c, const CUpti_ActivityMarker2 *m) {
 }
 
 static int conv_context(tr_conv *c, const CUpti_ActivityContext3 *x) {
-    ctx_slot *s = ctx_find(c, x->contextId, 1);
-    if (s != NULL) {
-        s->context = x->contextId;
-        s->device = dev16(x->deviceId);
-    }
+    tr_conv_set_context(c, x->contextId, x->deviceId);
     tp_stream r = {.kind = TP_K_STREAM, .flags = TP_F_NULL_STREAM, .device = dev16(x->deviceId),
                    .stream = x->nullStreamId, .context = x->contextId, .priority = 0};
     return add(c, &r);

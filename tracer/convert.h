@@ -5,7 +5,9 @@
  * (synchronization records carry only the context), and a cache from CUPTI's kernel-name pointers
  * to interned string ids so a kernel name is hashed once, not once per launch. Records that the
  * decoder would refuse (end before start, enum values beyond synctop's) are mended or skipped and
- * counted, never passed on.
+ * counted, never passed on; so are records whose times CUPTI could not collect (0), and the
+ * SYNCHRONIZATION records of queries that found work pending. A launch whose API call lasted the
+ * blocking threshold is flagged blocking (a full launch queue makes the host wait there).
  */
 #ifndef SYNCTOP_TRACER_CONVERT_H
 #define SYNCTOP_TRACER_CONVERT_H
@@ -21,6 +23,7 @@ typedef struct tr_conv_stats {
     uint64_t converted; /* records added to the encoder */
     uint64_t skipped;   /* kinds not converted */
     uint64_t invalid;   /* records refused (end before start...) */
+    uint64_t uncollected; /* records with a start or end CUPTI could not collect (0) */
 } tr_conv_stats;
 
 tr_conv *tr_conv_new(tp_enc *enc);
@@ -30,7 +33,14 @@ void tr_conv_destroy(tr_conv **c);
  * when skipped, or a negative ERR_* code from the encoder. */
 int tr_conv_activity(tr_conv *c, const CUpti_Activity *a);
 
-/* The device of a context, from CONTEXT records; TP_NO_DEVICE when unknown. */
+/* Launch API records this long are flagged TP_F_BLOCKING (0, the default: never). */
+void tr_conv_set_block_threshold(tr_conv *c, uint64_t ns);
+/* Which device a context belongs to, learnt before its CONTEXT record (context creation). */
+void tr_conv_set_context(tr_conv *c, uint32_t context, uint32_t device);
+/* The highest correlation id among the records converted so far. */
+uint32_t tr_conv_max_correlation(const tr_conv *c);
+/* The device of a context, from CONTEXT records or tr_conv_set_context; TP_NO_DEVICE when
+ * unknown. */
 uint16_t tr_conv_context_device(const tr_conv *c, uint32_t context);
 /* The interned name of a runtime/driver API (0 when unknown). */
 uint32_t tr_conv_api_name(tr_conv *c, CUpti_CallbackDomain domain, uint32_t cbid);

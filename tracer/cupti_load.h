@@ -1,10 +1,19 @@
 /*
- * The CUPTI functions the tracer calls, reached through dlopen + dlsym rather than linked.
+ * The CUPTI functions the tracer calls, reached through dlopen + dlsym rather than linked, and the
+ * choice of which libcupti.
  *
  * Linking libcupti would make the driver's dlopen of the tracer fail (and CUDA with it) on a machine
  * whose CUPTI is missing or elsewhere; dlopen lets the tracer start anyway, say why it stepped
  * aside, and lets tests put a stand-in libcupti in its place (SYNCTOP_CUPTI=path). Every function
- * in the table is required: a libcupti that lacks one is refused as a whole.
+ * in the first table is required: a libcupti that lacks one is refused as a whole; those of the
+ * second are used when present (older CUPTIs lack some) and are NULL otherwise.
+ *
+ * Which libcupti: a process must have one CUPTI, or the CUPTI that PyTorch's profiler or NVTX
+ * talks to is not the one that traces. So the tracer takes, in this order: SYNCTOP_CUPTI; a
+ * libcupti.so.13 the process has loaded already (a PyTorch wheel loads its own); the one of the
+ * wheel next to a loaded torch (site-packages/nvidia/cu13/lib, .../cuda_cupti/lib); then the
+ * loader's search path and the CUDA toolkit's usual places. The NVTX injection entry
+ * (tracer.c) forwards to the same library.
  */
 #ifndef SYNCTOP_TRACER_CUPTI_LOAD_H
 #define SYNCTOP_TRACER_CUPTI_LOAD_H
@@ -31,18 +40,42 @@
     X(cuptiActivityGetNextRecord, (uint8_t *, size_t, CUpti_Activity **))                        \
     X(cuptiActivityGetNumDroppedRecords, (CUcontext, uint32_t, size_t *))
 
+/* Used when present. */
+#define TR_CUPTI_OPTIONAL(X)                                                                     \
+    X(cuptiSetThreadIdType, (CUpti_ActivityThreadIdType))                                        \
+    X(cuptiActivityEnableAllSyncRecords, (uint8_t))                                              \
+    X(cuptiGetContextId, (CUcontext, uint32_t *))                                                \
+    X(cuptiGetDeviceId, (CUcontext, uint32_t *))                                                 \
+    X(cuptiActivityGetAttribute, (CUpti_ActivityAttribute, size_t *, void *))                    \
+    X(cuptiActivitySetAttribute, (CUpti_ActivityAttribute, size_t *, void *))
+
+/* How the library was chosen. */
+enum tr_cupti_source {
+    TR_CUPTI_NAMED = 1,  /* SYNCTOP_CUPTI */
+    TR_CUPTI_LOADED,     /* already loaded by the process */
+    TR_CUPTI_WHEEL,      /* the CUDA wheel next to a loaded torch */
+    TR_CUPTI_SEARCHED    /* the loader's path or the CUDA toolkit */
+};
+
 typedef struct tr_cupti {
     void *handle;
     char path[512]; /* the library actually loaded */
+    enum tr_cupti_source source;
+    uint32_t version; /* cuptiGetVersion, 0 when it failed */
 #define TR_CUPTI_FIELD_(name, args) CUptiResult (*name) args;
     TR_CUPTI_FUNCS(TR_CUPTI_FIELD_)
+    TR_CUPTI_OPTIONAL(TR_CUPTI_FIELD_)
 #undef TR_CUPTI_FIELD_
+    /* NVTX's entry point into this CUPTI (NULL when it has none). */
+    int (*nvtx_init)(const void *(*get_export_table)(uint32_t));
 } tr_cupti;
 
-/* Loads libcupti: `path` when not NULL, else the usual names and CUDA install locations. Returns 0,
- * or -1 with a one-line reason in why (which library, which symbol). */
+/* Loads libcupti: `path` when not NULL nor "", else as the file comment says. Returns 0, or -1
+ * with a one-line reason in why (which library, which symbol). */
 int tr_cupti_load(tr_cupti *c, const char *path, char *why, size_t whylen);
 /* The reason for a CUPTI error code, never NULL. */
 const char *tr_cupti_strerror(const tr_cupti *c, CUptiResult r);
+/* "named by SYNCTOP_CUPTI", "loaded by the process", ... */
+const char *tr_cupti_source_name(enum tr_cupti_source s);
 
 #endif

@@ -1,52 +1,76 @@
 /*
  * libsynctop-tracer.so: the library the CUDA driver loads into a program through
- * CUDA_INJECTION64_PATH. It exports InitializeInjection and nothing else.
+ * CUDA_INJECTION64_PATH. It exports InitializeInjection, and InitializeInjectionNvtx2 for
+ * NVTX_INJECTION64_PATH (which `synctop run` points here too): NVTX is handed to the CUPTI the
+ * tracer uses (cupti_load.h), so that a process never has two CUPTIs. Nothing else is exported.
  *
  * Two kinds of threads meet here. Application threads run CUPTI's callbacks: they only read a
  * clock, copy a few words into a lock-free queue (hostq.h) or hand a filled activity buffer over
- * under a mutex held for a few instructions; they never allocate on the hot path (the one
- * exception is a new activity buffer, which CUPTI asks for rarely), never print, never block on
- * the flush thread except at context destruction, where the wait is bounded. One flush thread owns
- * everything else: the encoder, the publisher, the trace file, symbolization. It asks CUPTI for
- * completed buffers every SYNCTOP_FLUSH_MS, converts them (convert.h), drains the host-call
- * queue, and ships batches.
+ * under a mutex held for a few instructions; they never allocate on the hot path (the exceptions:
+ * a new activity buffer, which CUPTI asks for rarely, and a thread's stack bounds, learnt once if
+ * unwinding fails: stackscan.h), never print, never block on the flush thread except at context
+ * destruction, where the wait is bounded. One flush thread owns everything else: the encoder, the
+ * publisher, the trace file, symbolization. It asks CUPTI for completed buffers every
+ * SYNCTOP_FLUSH_MS, converts them (convert.h), drains the host-call queue, and ships batches.
  *
- * Lifecycle. InitializeInjection loads CUPTI (cupti_load.h), subscribes, binds the publisher,
- * opens the trace file, enables activity and callbacks, and starts the flush thread; any failure
- * prints one line (unless SYNCTOP_QUIET) and leaves the program untraced and untouched.
+ * Lifecycle. InitializeInjection loads CUPTI, asks for system thread ids in its records (the
+ * callbacks' gettid, so that launches, NVTX ranges and waits of one thread share a lane), claims
+ * the trace file (record_path.h), subscribes, binds the publisher, enables activity and callbacks,
+ * and starts the flush thread; any failure prints one line (unless SYNCTOP_QUIET) and leaves the
+ * program untraced and untouched. SYNCTOP_VERBOSE=1 adds a few lines: which libcupti and why, its
+ * version, what was detected.
  * Python: when the host is CPython, blocking calls also carry the calling thread's Python frames
  * (pyframes.h), read without the GIL; nothing is said when it is not, or is a version the tracer
  * does not read (call sites are then native only).
+ *
+ * What is enabled. Always: CONCURRENT_KERNEL (early: enabling it late makes CUPTI instrument every
+ * loaded module at once), the cheap metadata kinds (DEVICE, CONTEXT, STREAM), the resource
+ * callbacks (context creation gives the context -> device map before any record needs it). While
+ * collecting: MEMCPY, MEMSET, MARKER, SYNCHRONIZATION (without the records of queries that found
+ * work pending, where CUPTI allows it), the launch APIs' records and the blocking APIs'
+ * callbacks. SYNCTOP_MODE=on-demand collects only while a viewer is subscribed; dormant, it also
+ * turns CONCURRENT_KERNEL off (CUPTI 13.0 Update 1 on: 13.0's could deadlock doing so) and keeps
+ * only the metadata records, so that a viewer arriving later still learns device names.
+ *
+ * Another CUPTI client. torch.profiler (Kineto) registers its own buffer callbacks when it starts,
+ * which takes CUPTI's activity records away from the tracer, and disables the kinds it used when
+ * it stops. The flush thread notices when no buffer has come for a while although the program's
+ * calls went on (their correlation ids advance), and says so in the trace (an NVTX instant in the
+ * "synctop" domain, and a lost batch in CUPTI's drop count); when the other client has collected
+ * its buffers (Kineto then clears CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, which the tracer
+ * set), the tracer registers its callbacks again, re-enables its kinds and says that too. Buffers
+ * CUPTI held for the tracer when the other client took over are written off (not reused: they may
+ * come back, and then they are taken back); buffers that are not the tracer's are never touched.
  *
  * End of data, in the order it happens at a normal exit:
  * - An exit handler (atexit, registered at injection: it runs before CUPTI's destructors, and
  *   usually before the CUDA runtime's own exit handlers) forces CUPTI's buffers out,
  *   incomplete ones included, and waits, bounded, until they are shipped. NVIDIA's CUPTI samples
  *   flush at exit the same way; without it a program that never destroys its context (most
- *   PyTorch programs) would lose what CUPTI held at exit. It leaves the flush thread running.
+ *   PyTorch programs) would lose what CUPTI held at exit. From then on the flush thread calls no
+ *   CUPTI function but walking buffers it owns (CUPTI's destructors may run at any time now).
  * - CUPTI's resource callback for context destruction (cudaDeviceReset, cuCtxDestroy, the runtime
  *   releasing its primary contexts at exit) force-flushes that context's records while it still
  *   exists and waits, bounded, until the flush thread has shipped them.
  * - The final batch (TP_BF_END) is written by a destructor of this library, which cannot run
  *   before the runtime's exit handlers, and is safe by what it does not do: it calls no CUPTI
- *   function that touches CUPTI's state (by then libcupti's own destructors may have run; walking
- *   a buffer we own with cuptiActivityGetNextRecord is pure), it does nothing in a forked child or
- *   when tracing never started, and it waits for the flush thread a bounded time
- *   (SYNCTOP_LINGER_MS + 2 s), leaving it be rather than freeing what it still uses. The flush
- *   thread itself stops calling CUPTI's stateful functions once no context is alive.
+ *   function that touches CUPTI's state, it does nothing in a forked child or when tracing never
+ *   started, and it waits for the flush thread a bounded time (SYNCTOP_LINGER_MS + 2 s), leaving
+ *   it be rather than freeing what it still uses. The flush thread itself stops calling CUPTI's
+ *   stateful functions once no context is alive.
  * What a program loses when it does not exit normally (_exit, os._exit, abort, a fatal signal):
  * at most one flush period (SYNCTOP_FLUSH_MS) of records, since the flush thread ships and writes
  * the trace file through to the kernel every round; such a trace file has no END batch and no
  * footer, and readers recover it by scanning. No signal handler is ever installed.
- * fork: the prepare handler of pthread_atfork flushes like the exit handler, waiting at most
- * FORK_WAIT_MS, so that a parent that forks and leaves with _exit (a daemon's first half) loses
- * nothing; the child handler turns every callback into an immediate return, so a child never
- * calls CUPTI (it has no flush thread, and CUPTI in a forked child can hang). Neither the exit
- * handler nor the destructor does anything in a child.
+ * fork: costs the parent nothing but a wake-up of the flush thread (no CUPTI call, no wait: a
+ * program that forks workers every epoch must not pay a flush each time); a parent that forks and
+ * leaves with _exit loses at most a flush period, as any _exit does. The child handler turns every
+ * callback into an immediate return, so a child never calls CUPTI (it has no flush thread, and
+ * CUPTI in a forked child can hang). Neither the exit handler nor the destructor does anything in
+ * a child.
  */
 #include <cupti.h>
 #include <errno.h>
-#include <execinfo.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -65,6 +89,8 @@
 #include "cupti_load.h"
 #include "hostq.h"
 #include "pyframes.h"
+#include "record_path.h"
+#include "stackscan.h"
 #include "synctop/codec.h"
 #include "synctop/file.h"
 #include "synctop/net.h"
@@ -72,37 +98,69 @@
 #define SHIP_BYTES (1u << 20)        /* a batch is shipped once it holds this much */
 #define CLOCK_EVERY_NS 1000000000ull /* clock beacon period */
 #define DRAIN_WAIT_MS 2000           /* context destruction waits at most this for the flush */
-#define FORK_WAIT_MS 500             /* fork() waits at most this for the flush */
 #define NOT_READY 600                /* cudaErrorNotReady == CUDA_ERROR_NOT_READY */
 #define MAX_THREADS 4096             /* threads described with TP_K_THREAD */
+#define BUF_SLOTS 8192               /* activity buffers known at once (2 x SYNCTOP_MAX_BUFFERS' bound) */
+#define LOST_FACTOR 2                /* buffers live and written off together: at most this many
+                                        times SYNCTOP_MAX_BUFFERS (the tracer's memory bound) */
+#define CTX_MAP 256                  /* contexts learnt from creation callbacks */
+#define CALL_DEPTH 4                 /* nested watched calls followed per thread */
+#define TAKEOVER_ROUNDS 20           /* flush rounds without a buffer... */
+#define TAKEOVER_CALLS 1000          /* ...while the program made this many CUDA calls: taken over */
+#define CUPTI_TOGGLES_KERNELS 130001 /* the first CUPTI that disables CONCURRENT_KERNEL safely */
 
 enum { TR_OFF = 0, TR_ON = 1, TR_STOPPED = 2, TR_FORKED = 3 };
 
-typedef struct done_buf {
+/* An activity buffer the tracer allocated, by state. */
+enum { BUF_NONE = 0, BUF_FREE, BUF_OUT, BUF_DONE, BUF_LOST };
+
+typedef struct buf_slot {
     uint8_t *buf;
+    uint8_t state;
+} buf_slot;
+
+typedef struct done_buf {
+    unsigned slot;
     size_t valid;
 } done_buf;
 
 static struct {
     atomic_int state;      /* TR_* */
     atomic_int collecting; /* callbacks record (0 while dormant, stopped, or in a forked child) */
+    atomic_int exiting;    /* exit handlers have run: the flush thread leaves CUPTI alone */
     atomic_uint gen;       /* bumped at each enable, to reset per-thread state */
     atomic_int live_contexts;
     atomic_int names_stale; /* a module was unloaded: forget cached kernel-name pointers */
     atomic_uint_fast64_t buf_refused;
+    atomic_uint_fast64_t buf_foreign; /* buffers CUPTI completed that were not the tracer's */
+    atomic_uint_fast64_t bufs_in;     /* buffers with records that reached the tracer */
+    atomic_uint corr_cb;              /* highest correlation id of a watched call */
     pid_t pid;
     tr_config cfg;
     tr_cupti cupti;
     CUpti_SubscriberHandle sub;
     tr_hostq *hostq;
+    char record[4096]; /* the trace file actually written */
+    int record_lock;
 
-    /* Activity buffers: pool and completed list, both under pool_mu (held for a few stores). */
+    /* Activity buffers, under pool_mu (held for a few stores, or a scan of the slots). */
     pthread_mutex_t pool_mu;
-    uint8_t **free_bufs;
-    unsigned n_free, n_alloc;
-    done_buf *done;
+    buf_slot bufs[BUF_SLOTS];
+    unsigned n_slots; /* slots ever used */
+    unsigned n_live;  /* buffers free, out or done: at most cfg.max_buffers */
+    unsigned n_lost;  /* written off (BUF_LOST) */
+    done_buf done[BUF_SLOTS];
     unsigned n_done;
+    int pool_gone; /* released at exit: buffers coming back are freed */
     size_t buf_size;
+
+    /* Contexts learnt from creation callbacks, for the flush thread to merge. */
+    struct {
+        uint32_t context, device;
+    } ctx_map[CTX_MAP];
+    atomic_uchar ctx_ready[CTX_MAP];
+    atomic_uint ctx_n;
+    unsigned ctx_merged;
 
     /* Flush thread control, under wake_mu. */
     pthread_mutex_t wake_mu;
@@ -125,12 +183,23 @@ static struct {
     atomic_uint_fast64_t cupti_dropped;
     uint32_t tids[MAX_THREADS];
     unsigned n_tids;
+    int kernels_on;    /* CONCURRENT_KERNEL is enabled */
+    /* Another CUPTI client (the flush thread's view). */
+    uint64_t seen_bufs;
+    uint32_t window_corr;
+    unsigned quiet_rounds;
+    uint64_t quiet_since;
+    int taken;
+    int attr_ok;       /* PER_THREAD_ACTIVITY_BUFFER can be set and read back */
+    uint64_t takeovers;
 } g = {.pool_mu = PTHREAD_MUTEX_INITIALIZER,
        .wake_mu = PTHREAD_MUTEX_INITIALIZER,
        .wake_cv = PTHREAD_COND_INITIALIZER,
-       .done_cv = PTHREAD_COND_INITIALIZER};
+       .done_cv = PTHREAD_COND_INITIALIZER,
+       .record_lock = -1};
 
-/* Per application thread: who we are, and a busy query loop being folded into one event. */
+/* Per application thread: who we are, the watched calls it is inside, and a busy query loop
+ * being folded into one event. */
 typedef struct poll_run {
     int active;
     uint8_t driver;
@@ -141,26 +210,66 @@ typedef struct poll_run {
     tr_pyframe py[TR_PY_FRAMES];
 } poll_run;
 
+typedef struct open_call {
+    uint8_t driver;
+    uint32_t cbid;
+    uint64_t start;
+} open_call;
+
 static __thread struct {
     uint32_t tid;
     unsigned gen;
-    int runtime_depth; /* inside a watched runtime call: its driver calls are not separate waits */
+    /* Watched calls entered while collecting, innermost last. CUPTI's correlationData slot is
+     * not used: its content at a call's entry is not defined, and a call entered before
+     * collecting began has no start to find there. */
+    open_call calls[CALL_DEPTH];
+    int depth;
+    uintptr_t cb_frame; /* the frame of the callback running on this thread (stack scans start there) */
+    int runtime_open; /* runtime calls among them: their driver calls are not separate waits */
     poll_run poll;
 } tls;
 
 /* ---- small helpers ---- */
 
+__attribute__((format(printf, 1, 0))) static void say_v(const char *fmt, va_list ap) {
+    char line[600];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "synctop: %s\n", line);
+}
+
+/* The one line a tracer that steps aside prints. */
 static void notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void notice(const char *fmt, ...) {
     static atomic_flag said = ATOMIC_FLAG_INIT;
     if (g.cfg.quiet || atomic_flag_test_and_set(&said))
         return;
-    char line[600];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    say_v(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "synctop: %s\n", line);
+}
+
+/* A line that is worth one even when tracing works (where the recording went, when not where it
+ * was asked). */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+    if (g.cfg.quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    say_v(fmt, ap);
+    va_end(ap);
+}
+
+/* SYNCTOP_VERBOSE only. */
+static void debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void debug(const char *fmt, ...) {
+    if (!g.cfg.verbose)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    say_v(fmt, ap);
+    va_end(ap);
 }
 
 static uint64_t clock_ns(clockid_t id) {
@@ -181,13 +290,27 @@ static uint64_t cupti_now(void) {
     return t;
 }
 
+static int env_int(const char *name, int32_t *out) {
+    const char *s = getenv(name);
+    if (s == NULL || *s == '\0')
+        return 0;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end != '\0' || v < 0 || v > INT32_MAX)
+        return 0;
+    *out = (int32_t)v;
+    return 1;
+}
+
+static int32_t env_rank(void) {
+    int32_t rank = -1;
+    if (!env_int("RANK", &rank) && !env_int("OMPI_COMM_WORLD_RANK", &rank))
+        env_int("LOCAL_RANK", &rank);
+    return rank;
+}
+
 static unsigned take_frames(uintptr_t *out) {
-    void *pcs[TR_RAW_FRAMES];
-    /* backtrace() was primed at init, so the unwinder is loaded and this does not allocate. */
-    int n = backtrace(pcs, TR_RAW_FRAMES);
-    for (int i = 0; i < n; i++)
-        out[i] = (uintptr_t)pcs[i];
-    return n > 0 ? (unsigned)n : 0;
+    return tr_scan_take(out, TR_RAW_FRAMES, tls.cb_frame);
 }
 
 static void kick(void) {
@@ -199,6 +322,22 @@ static void kick(void) {
 
 /* ---- activity buffers (CUPTI calls these from any thread, concurrently) ---- */
 
+/* The slot of a buffer the tracer allocated, or -1. Under pool_mu. */
+static int slot_of(const uint8_t *buf) {
+    for (unsigned i = 0; i < g.n_slots; i++)
+        if (g.bufs[i].buf == buf && g.bufs[i].state != BUF_NONE)
+            return (int)i;
+    return -1;
+}
+
+/* A slot for a new buffer, or -1. Under pool_mu. */
+static int slot_new(void) {
+    for (unsigned i = 0; i < g.n_slots; i++)
+        if (g.bufs[i].state == BUF_NONE)
+            return (int)i;
+    return g.n_slots < BUF_SLOTS ? (int)g.n_slots++ : -1;
+}
+
 static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
     *buffer = NULL;
     *size = 0;
@@ -206,22 +345,29 @@ static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_r
     if (atomic_load_explicit(&g.state, memory_order_acquire) != TR_ON)
         return;
     uint8_t *b = NULL;
-    int alloc = 0;
+    int fresh = -1;
     pthread_mutex_lock(&g.pool_mu);
-    if (g.n_free > 0)
-        b = g.free_bufs[--g.n_free];
-    else if (g.n_alloc < g.cfg.max_buffers) {
-        g.n_alloc++;
-        alloc = 1;
+    for (unsigned i = 0; i < g.n_slots && b == NULL; i++)
+        if (g.bufs[i].state == BUF_FREE) {
+            g.bufs[i].state = BUF_OUT;
+            b = g.bufs[i].buf;
+        }
+    if (b == NULL && g.n_live < g.cfg.max_buffers &&
+        g.n_live + g.n_lost < LOST_FACTOR * g.cfg.max_buffers && (fresh = slot_new()) >= 0) {
+        g.bufs[fresh] = (buf_slot){NULL, BUF_OUT}; /* reserved; no buffer matches NULL */
+        g.n_live++;
     }
     pthread_mutex_unlock(&g.pool_mu);
-    if (alloc) {
+    if (fresh >= 0) {
         b = aligned_alloc(8, g.buf_size);
-        if (b == NULL) {
-            pthread_mutex_lock(&g.pool_mu);
-            g.n_alloc--;
-            pthread_mutex_unlock(&g.pool_mu);
+        pthread_mutex_lock(&g.pool_mu);
+        if (b != NULL) {
+            g.bufs[fresh].buf = b;
+        } else {
+            g.bufs[fresh].state = BUF_NONE;
+            g.n_live--;
         }
+        pthread_mutex_unlock(&g.pool_mu);
     }
     if (b == NULL) {
         /* CUPTI drops the records it cannot store and counts them; the flush thread reports it. */
@@ -242,21 +388,86 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
     int state = atomic_load_explicit(&g.state, memory_order_acquire);
     if (state == TR_FORKED)
         return; /* the child's copy of the pool is not ours to touch */
-    int orphan = 0;
+    int keep = 0, release = 0;
     pthread_mutex_lock(&g.pool_mu);
-    if (g.done == NULL)
-        orphan = 1; /* the pool is gone (after exit): the buffer is ours to free */
-    else if (valid > 0 && g.n_done < g.cfg.max_buffers)
-        g.done[g.n_done++] = (done_buf){buffer, valid};
-    else if (g.n_free < g.cfg.max_buffers)
-        g.free_bufs[g.n_free++] = buffer;
-    pthread_mutex_unlock(&g.pool_mu);
-    if (orphan) {
-        free(buffer);
+    int i = slot_of(buffer);
+    if (i < 0) {
+        /* Not the tracer's (another CUPTI client's, completed after the tracer registered again):
+         * its owner frees it; its records are lost to the tracer, and counted. */
+        pthread_mutex_unlock(&g.pool_mu);
+        if (valid > 0)
+            atomic_fetch_add_explicit(&g.buf_foreign, 1, memory_order_relaxed);
         return;
     }
-    if (valid > 0 && state == TR_ON)
-        kick();
+    if (g.bufs[i].state == BUF_LOST) {
+        g.n_lost--; /* written off when another client took over; back now */
+        g.n_live++;
+    }
+    if (g.pool_gone) {
+        release = 1;
+    } else if (valid > 0 && g.n_done < BUF_SLOTS) {
+        g.bufs[i].state = BUF_DONE;
+        g.done[g.n_done++] = (done_buf){(unsigned)i, valid};
+        keep = 1;
+    } else if (g.n_live > g.cfg.max_buffers) {
+        release = 1;
+    } else {
+        g.bufs[i].state = BUF_FREE;
+    }
+    if (release) {
+        g.bufs[i] = (buf_slot){NULL, BUF_NONE};
+        g.n_live--;
+    }
+    pthread_mutex_unlock(&g.pool_mu);
+    if (release)
+        free(buffer);
+    if (keep) {
+        atomic_fetch_add_explicit(&g.bufs_in, 1, memory_order_relaxed);
+        if (state == TR_ON)
+            kick();
+    }
+}
+
+/* Another client took CUPTI's buffer callbacks: the buffers CUPTI held for the tracer went to it.
+ * They stay allocated (whoever has them may still write, or free them), no longer count against
+ * SYNCTOP_MAX_BUFFERS but against LOST_FACTOR times it, and are taken back if they ever return. */
+static void write_off_out_buffers(void) {
+    pthread_mutex_lock(&g.pool_mu);
+    for (unsigned i = 0; i < g.n_slots; i++)
+        if (g.bufs[i].state == BUF_OUT && g.bufs[i].buf != NULL) {
+            g.bufs[i].state = BUF_LOST;
+            g.n_live--;
+            g.n_lost++;
+        }
+    pthread_mutex_unlock(&g.pool_mu);
+}
+
+/* ---- contexts learnt at creation ---- */
+
+static void learn_context(const CUpti_ResourceData *rd) {
+    uint32_t id = 0, dev = 0;
+    if (rd == NULL || rd->context == NULL || g.cupti.cuptiGetContextId == NULL ||
+        g.cupti.cuptiGetDeviceId == NULL ||
+        g.cupti.cuptiGetContextId(rd->context, &id) != CUPTI_SUCCESS ||
+        g.cupti.cuptiGetDeviceId(rd->context, &dev) != CUPTI_SUCCESS)
+        return;
+    unsigned i = atomic_fetch_add(&g.ctx_n, 1);
+    if (i >= CTX_MAP)
+        return; /* the CONTEXT records still tell */
+    g.ctx_map[i].context = id;
+    g.ctx_map[i].device = dev;
+    atomic_store_explicit(&g.ctx_ready[i], 1, memory_order_release);
+}
+
+static void merge_contexts(void) {
+    unsigned n = atomic_load(&g.ctx_n);
+    if (n > CTX_MAP)
+        n = CTX_MAP;
+    while (g.ctx_merged < n &&
+           atomic_load_explicit(&g.ctx_ready[g.ctx_merged], memory_order_acquire)) {
+        tr_conv_set_context(g.conv, g.ctx_map[g.ctx_merged].context, g.ctx_map[g.ctx_merged].device);
+        g.ctx_merged++;
+    }
 }
 
 /* ---- host-call callbacks ---- */
@@ -296,8 +507,10 @@ static void push_event(uint8_t driver, uint32_t cbid, uint32_t corr, uint32_t co
     tr_hostq_push(g.hostq, &ev);
 }
 
-/* A busy query loop ends when a query reports ready or the thread calls something else; it is
- * one event spanning the loop, a wait when the loop lasted the threshold. */
+/* A busy query loop is one event spanning the loop, a wait when it lasted the threshold. It ends
+ * when a query reports ready, the thread calls something else that is watched, or the next query
+ * comes more than SYNCTOP_POLL_GAP_US after the last (the thread did other work between them,
+ * launches for instance, which is not waiting). */
 static void end_poll_run(void) {
     poll_run *p = &tls.poll;
     if (!p->active)
@@ -311,7 +524,8 @@ static void end_poll_run(void) {
 static void on_poll_exit(const CUpti_CallbackData *cd, uint8_t driver, uint32_t cbid,
                          uint64_t start, uint64_t end, int32_t ret) {
     poll_run *p = &tls.poll;
-    if (p->active && (p->cbid != cbid || p->driver != driver))
+    if (p->active && (p->cbid != cbid || p->driver != driver ||
+                      start > p->end + g.cfg.poll_gap_ns))
         end_poll_run();
     if (!p->active) {
         if (ret != NOT_READY) {
@@ -335,6 +549,14 @@ static void on_poll_exit(const CUpti_CallbackData *cd, uint8_t driver, uint32_t 
     }
 }
 
+static void saw_call(uint32_t corr) {
+    unsigned cur = atomic_load_explicit(&g.corr_cb, memory_order_relaxed);
+    while (corr > cur && !atomic_compare_exchange_weak_explicit(&g.corr_cb, &cur, corr,
+                                                                memory_order_relaxed,
+                                                                memory_order_relaxed)) {
+    }
+}
+
 static void on_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cd) {
     enum tr_cb_class cls = tr_cb_class_of(dom, cbid);
     if (cls == TR_CB_NONE || cls == TR_CB_LAUNCH)
@@ -342,23 +564,26 @@ static void on_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_
     unsigned gen = atomic_load_explicit(&g.gen, memory_order_relaxed);
     if (tls.gen != gen) {
         tls.gen = gen;
-        tls.runtime_depth = 0;
+        tls.depth = 0;
+        tls.runtime_open = 0;
         tls.poll.active = 0;
     }
     uint8_t driver = dom == CUPTI_CB_DOMAIN_DRIVER_API;
-    if (driver && tls.runtime_depth > 0)
+    if (driver && tls.runtime_open > 0)
         return;
     if (cd->callbackSite == CUPTI_API_ENTER) {
-        if (!driver)
-            tls.runtime_depth++;
-        *cd->correlationData = cupti_now();
+        if (tls.depth < CALL_DEPTH) {
+            tls.calls[tls.depth++] = (open_call){driver, cbid, cupti_now()};
+            tls.runtime_open += !driver;
+        }
         return;
     }
-    if (!driver && tls.runtime_depth > 0)
-        tls.runtime_depth--;
-    uint64_t start = *cd->correlationData;
-    if (start == 0)
-        return; /* entered before we were collecting */
+    saw_call(cd->correlationId);
+    if (tls.depth == 0 || tls.calls[tls.depth - 1].driver != driver ||
+        tls.calls[tls.depth - 1].cbid != cbid)
+        return; /* entered before we were collecting (or deeper than followed) */
+    uint64_t start = tls.calls[--tls.depth].start;
+    tls.runtime_open -= !driver;
     uint64_t end = cupti_now();
     if (end < start)
         end = start;
@@ -382,15 +607,17 @@ static void count_cupti_drops(void) {
         atomic_fetch_add(&g.cupti_dropped, dropped);
 }
 
-static void on_resource(CUpti_CallbackId cbid) {
+static void on_resource(CUpti_CallbackId cbid, const void *data) {
     switch (cbid) {
     case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+        learn_context(data);
         atomic_fetch_add(&g.live_contexts, 1);
         kick();
         break;
     case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
         /* The last chance to get this context's records: flush them out of CUPTI now, on this
-         * thread, and let the flush thread ship them before the process may end. */
+         * thread (CUPTI is alive: it is calling us), and let the flush thread ship them before
+         * the process may end. */
         end_poll_run();
         g.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         count_cupti_drops();
@@ -413,21 +640,28 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain dom, CUpti
     if (state != TR_ON)
         return;
     if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
-        on_resource(cbid);
+        on_resource(cbid, data);
         return;
     }
     if (!atomic_load_explicit(&g.collecting, memory_order_relaxed))
         return;
+    tls.cb_frame = (uintptr_t)__builtin_frame_address(0);
     if (dom == CUPTI_CB_DOMAIN_RUNTIME_API || dom == CUPTI_CB_DOMAIN_DRIVER_API)
         on_api(dom, cbid, data);
 }
 
 /* ---- enabling ---- */
 
-static const CUpti_ActivityKind optional_kinds[] = {
-    CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-    CUPTI_ACTIVITY_KIND_MARKER,  CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT,
-    CUPTI_ACTIVITY_KIND_STREAM,
+/* Cheap and rare: on from the start, whatever the mode. */
+static const CUpti_ActivityKind meta_kinds[] = {
+    CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_STREAM,
+};
+
+/* On while collecting. SYNCHRONIZATION last: once it is seen on or off, so is everything else
+ * (the on-demand test waits on it). */
+static const CUpti_ActivityKind collect_kinds[] = {
+    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MARKER,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
 };
 
 static void set_one(void *arg, CUpti_CallbackDomain dom, uint32_t cbid, enum tr_cb_class cls) {
@@ -442,26 +676,64 @@ static void set_one(void *arg, CUpti_CallbackDomain dom, uint32_t cbid, enum tr_
     }
 }
 
-/* Turns collection on or off, but for CONCURRENT_KERNEL: enabling it late makes CUPTI instrument
- * every loaded module, which has stalled programs for seconds, so it stays on from the start and
- * a dormant tracer throws its kernel records away. */
+/* Dormant, CONCURRENT_KERNEL goes off too, where CUPTI can turn it off safely. */
+static int kernels_follow_collecting(void) {
+    return g.cfg.mode == TR_MODE_ON_DEMAND && g.cupti.version >= CUPTI_TOGGLES_KERNELS;
+}
+
+static void set_kernels(int on) {
+    CUptiResult r = on ? g.cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+                       : g.cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r == CUPTI_SUCCESS)
+        g.kernels_on = on;
+}
+
+/* Turns collection on or off. The callbacks first and the activity kinds last, in this order,
+ * either way. */
 static void set_collecting(int on) {
     uint8_t flag = (uint8_t)on;
     if (on)
         atomic_fetch_add(&g.gen, 1);
     else
         atomic_store(&g.collecting, 0);
-    /* The callbacks first and the activity kinds last, in this order, either way: once the last
-     * kind (STREAM) is seen on or off, so is everything else (the on-demand test waits on it). */
     tr_cb_foreach(set_one, &flag);
-    for (size_t i = 0; i < sizeof optional_kinds / sizeof optional_kinds[0]; i++) {
+    if (kernels_follow_collecting() && on != g.kernels_on)
+        set_kernels(on);
+    for (size_t i = 0; i < sizeof collect_kinds / sizeof collect_kinds[0]; i++) {
         if (on)
-            g.cupti.cuptiActivityEnable(optional_kinds[i]);
+            g.cupti.cuptiActivityEnable(collect_kinds[i]);
         else
-            g.cupti.cuptiActivityDisable(optional_kinds[i]);
+            g.cupti.cuptiActivityDisable(collect_kinds[i]);
     }
     if (on)
         atomic_store(&g.collecting, 1);
+}
+
+/* What is on whatever the mode: buffer callbacks, CONCURRENT_KERNEL, the metadata kinds. At
+ * injection, and again when another client has let go of CUPTI. */
+static CUptiResult enable_activity(void) {
+    if (g.attr_ok) {
+        uint8_t one = 1;
+        size_t sz = sizeof one;
+        g.cupti.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &sz, &one);
+    }
+    CUptiResult r = g.cupti.cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
+    if (r != CUPTI_SUCCESS)
+        return r;
+    /* Queries that found work pending synchronized nothing; CUPTI 13 records them unless told. */
+    if (g.cupti.cuptiActivityEnableAllSyncRecords != NULL)
+        g.cupti.cuptiActivityEnableAllSyncRecords(0);
+    r = g.cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r != CUPTI_SUCCESS)
+        return r;
+    g.kernels_on = 1;
+    for (size_t i = 0; i < sizeof meta_kinds / sizeof meta_kinds[0]; i++)
+        g.cupti.cuptiActivityEnable(meta_kinds[i]);
+    /* Enabled once all the same, as early as possible: CUPTI prepares its kernel tracing then,
+     * rather than when a viewer arrives. */
+    if (kernels_follow_collecting() && !atomic_load(&g.collecting))
+        set_kernels(0);
+    return CUPTI_SUCCESS;
 }
 
 /* ---- flush thread ---- */
@@ -474,8 +746,8 @@ static void add(const void *rec) { tp_enc_add(g.enc, rec); }
 static void recording_failed(const err_msg *err) {
     g.fw_failed = 1;
     if (!g.cfg.quiet)
-        fprintf(stderr, "synctop: recording to %s stopped: %s; the file keeps what came before\n", g.cfg.record,
-                err->msg);
+        fprintf(stderr, "synctop: recording to %s stopped: %s; the file keeps what came before\n",
+                g.record, err->msg);
 }
 
 /* Finishes the batch, writes it to the trace file and sends it. A subscriber too slow to take it
@@ -521,18 +793,6 @@ static void add_clock(void) {
     g.last_clock = mono1;
 }
 
-static int env_int(const char *name, int32_t *out) {
-    const char *s = getenv(name);
-    if (s == NULL || *s == '\0')
-        return 0;
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end != '\0' || v < 0 || v > INT32_MAX)
-        return 0;
-    *out = (int32_t)v;
-    return 1;
-}
-
 static void add_process(void) {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
@@ -550,13 +810,22 @@ static void add_process(void) {
             cmd[i] = ' ';
     tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = (uint32_t)g.pid,
                     .host = tp_enc_intern_cstr(g.enc, host), .cmdline = tp_enc_intern(g.enc, cmd, n),
-                    .rank = -1, .world = -1,
+                    .rank = env_rank(), .world = -1,
                     .start_realtime_ns = clock_ns(CLOCK_REALTIME)};
-    if (!env_int("RANK", &p.rank) && !env_int("OMPI_COMM_WORLD_RANK", &p.rank))
-        env_int("LOCAL_RANK", &p.rank);
     if (!env_int("WORLD_SIZE", &p.world))
         env_int("OMPI_COMM_WORLD_SIZE", &p.world);
     add(&p);
+}
+
+/* A note for whoever reads the trace, at trace time ts: an NVTX instant of the "synctop" domain
+ * on the process's main thread. */
+static void add_notice(uint64_t ts, const char *text) {
+    tp_nvtx r = {.kind = TP_K_NVTX, .flags = TP_NVTX_INSTANT, .device = TP_NO_DEVICE,
+                 .tid = (uint32_t)g.pid, .start = ts, .end = ts,
+                 .name = tp_enc_intern_cstr(g.enc, text),
+                 .domain = tp_enc_intern_cstr(g.enc, "synctop")};
+    if (ts != 0)
+        add(&r);
 }
 
 static void note_thread(uint32_t tid) {
@@ -582,14 +851,22 @@ static void note_thread(uint32_t tid) {
     add(&t);
 }
 
+static int is_meta_kind(CUpti_ActivityKind k) {
+    return k == CUPTI_ACTIVITY_KIND_DEVICE || k == CUPTI_ACTIVITY_KIND_CONTEXT ||
+           k == CUPTI_ACTIVITY_KIND_STREAM;
+}
+
+/* keep == 0 (dormant): only the metadata records are converted. */
 static void convert_buffer(uint8_t *buf, size_t valid, int keep) {
     CUpti_Activity *rec = NULL;
     while (g.cupti.cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
-        if (!keep)
+        if (!keep && !is_meta_kind(rec->kind))
             continue;
         tr_conv_activity(g.conv, rec);
         if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME || rec->kind == CUPTI_ACTIVITY_KIND_DRIVER)
             note_thread(((const CUpti_ActivityAPI *)rec)->threadId);
+        else if (rec->kind == CUPTI_ACTIVITY_KIND_MARKER)
+            note_thread(((const CUpti_ActivityMarker2 *)rec)->objectId.pt.threadId);
         maybe_ship();
     }
 }
@@ -601,16 +878,31 @@ static void drain_buffers(int keep) {
         pthread_mutex_lock(&g.pool_mu);
         while (n < 64 && g.n_done > 0)
             local[n++] = g.done[--g.n_done];
+        uint8_t *bufs[64];
+        for (unsigned i = 0; i < n; i++)
+            bufs[i] = g.bufs[local[i].slot].buf;
         pthread_mutex_unlock(&g.pool_mu);
         if (n == 0)
             return;
         /* The list is a stack; walk in the order CUPTI completed them. */
         for (unsigned i = n; i-- > 0;)
-            convert_buffer(local[i].buf, local[i].valid, keep);
+            convert_buffer(bufs[i], local[i].valid, keep);
+        uint8_t *spare[64];
+        unsigned n_spare = 0;
         pthread_mutex_lock(&g.pool_mu);
-        for (unsigned i = 0; i < n; i++)
-            g.free_bufs[g.n_free++] = local[i].buf;
+        for (unsigned i = 0; i < n; i++) {
+            buf_slot *s = &g.bufs[local[i].slot];
+            if (g.n_live > g.cfg.max_buffers) { /* buffers taken back after a takeover */
+                spare[n_spare++] = s->buf;
+                *s = (buf_slot){NULL, BUF_NONE};
+                g.n_live--;
+            } else {
+                s->state = BUF_FREE;
+            }
+        }
         pthread_mutex_unlock(&g.pool_mu);
+        for (unsigned i = 0; i < n_spare; i++)
+            free(spare[i]);
     }
 }
 
@@ -643,10 +935,75 @@ static void add_drops(int source, uint64_t records, uint64_t batches, uint64_t t
     add(&d);
 }
 
+/* Whether another client has collected its records since the tracer (re)registered: Kineto clears
+ * PER_THREAD_ACTIVITY_BUFFER then, which the tracer sets. */
+static int other_client_left(void) {
+    if (!g.attr_ok)
+        return 0;
+    uint8_t v = 1;
+    size_t sz = sizeof v;
+    return g.cupti.cuptiActivityGetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &sz,
+                                             &v) == CUPTI_SUCCESS &&
+           v == 0;
+}
+
+static void reset_quiet_window(void) {
+    g.seen_bufs = atomic_load(&g.bufs_in);
+    g.window_corr = atomic_load(&g.corr_cb);
+    g.quiet_rounds = 0;
+    g.quiet_since = 0;
+}
+
+/* Another CUPTI client: noticed by the silence (no buffer in TAKEOVER_ROUNDS rounds while the
+ * program made TAKEOVER_CALLS calls), ended when it has collected its records. */
+static void watch_other_client(uint64_t now) {
+    int collecting = atomic_load(&g.collecting);
+    if (other_client_left()) {
+        write_off_out_buffers();
+        CUptiResult r = enable_activity();
+        if (collecting)
+            set_collecting(1);
+        if (!g.taken) {
+            g.takeovers++;
+            add_notice(g.quiet_since ? g.quiet_since : now,
+                       "synctop: another CUPTI client (torch.profiler?) held the activity buffers "
+                       "until the next notice: GPU activity in between is missing");
+        }
+        add_notice(now, r == CUPTI_SUCCESS
+                            ? "synctop: GPU activity recorded again (the other CUPTI client let go)"
+                            : "synctop: could not take CUPTI's activity buffers back");
+        debug("another CUPTI client let go of the activity buffers; %s",
+              r == CUPTI_SUCCESS ? "recording GPU activity again" : tr_cupti_strerror(&g.cupti, r));
+        g.taken = 0;
+        reset_quiet_window();
+        return;
+    }
+    if (g.taken)
+        return;
+    uint64_t in = atomic_load(&g.bufs_in);
+    if (!collecting || in != g.seen_bufs) {
+        reset_quiet_window();
+        return;
+    }
+    if (g.quiet_rounds++ == 0)
+        g.quiet_since = now;
+    uint32_t calls = atomic_load(&g.corr_cb) - g.window_corr;
+    if (in > 0 && g.quiet_rounds >= TAKEOVER_ROUNDS && calls >= TAKEOVER_CALLS) {
+        g.taken = 1;
+        g.takeovers++;
+        add_notice(g.quiet_since,
+                   "synctop: no GPU activity reaches synctop from here although the program goes "
+                   "on: another CUPTI client (torch.profiler?) holds the activity buffers");
+        debug("no activity buffer for %u rounds over %u CUDA calls: another CUPTI client holds "
+              "them", g.quiet_rounds, calls);
+    }
+}
+
 /* One round of the flush thread. cupti_ok: CUPTI's stateful functions may be called. */
 static void pump(int cupti_ok) {
     int go_dormant = 0;
     int live = atomic_load(&g.live_contexts) > 0;
+    merge_contexts();
     if (g.pub != NULL) {
         int keyframe = 0;
         int subs = tp_pub_poll(g.pub, &keyframe);
@@ -662,8 +1019,9 @@ static void pump(int cupti_ok) {
             (g.cfg.mode != TR_MODE_ON_DEMAND || cupti_ok)) {
             if (g.cfg.mode == TR_MODE_ON_DEMAND) {
                 if (subs > 0 && g.subscribers == 0) {
-                    /* Kernel records of the dormant time are still in CUPTI's buffers: out with
-                     * them first, so that the first viewer sees only its own time. */
+                    /* Records of the dormant time are still in CUPTI's buffers: out with them
+                     * first (their metadata kept), so that the first viewer sees only its own
+                     * time. */
                     if (live)
                         g.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
                     drain_buffers(0);
@@ -689,17 +1047,19 @@ static void pump(int cupti_ok) {
     drain_hostq();
     if (go_dormant)
         set_collecting(0);
+    tr_scan_refresh();
 
     uint64_t ts = 0;
     if (cupti_ok) {
         ts = cupti_now();
-        if (live) {
+        if (live)
             count_cupti_drops(); /* not under pool_mu: see count_cupti_drops */
-        }
         if (clock_ns(CLOCK_MONOTONIC) - g.last_clock >= CLOCK_EVERY_NS)
             add_clock();
+        watch_other_client(ts);
     }
-    add_drops(TP_DROP_CUPTI, atomic_load(&g.cupti_dropped), atomic_load(&g.buf_refused), ts);
+    add_drops(TP_DROP_CUPTI, atomic_load(&g.cupti_dropped),
+              atomic_load(&g.buf_refused) + atomic_load(&g.buf_foreign) + g.takeovers, ts);
     add_drops(TP_DROP_TRACER, tr_hostq_dropped(g.hostq), 0, ts);
     if (g.pub != NULL) {
         tp_pub_stats ps;
@@ -738,8 +1098,8 @@ static void *flush_main(void *arg) {
         pthread_mutex_unlock(&g.wake_mu);
 
         /* A drain request comes from a thread inside CUPTI's context-destruction callback, which
-         * already flushed: do not call into CUPTI while it waits. */
-        pump(!stop && want == g.drain_done);
+         * already flushed: do not call into CUPTI while it waits. Nor once exit has begun. */
+        pump(!stop && want == g.drain_done && !atomic_load(&g.exiting));
 
         pthread_mutex_lock(&g.wake_mu);
         if (want != g.drain_done) {
@@ -791,21 +1151,11 @@ static void drain_sync(uint32_t wait_ms) {
     pthread_mutex_unlock(&g.wake_mu);
 }
 
-/* CUPTI's buffers, incomplete ones included, out to the flush thread, and shipped: what fork and
- * exit must not lose. Only in the process that started tracing, while it traces. */
-static void flush_now(uint32_t wait_ms) {
-    if (atomic_load(&g.state) != TR_ON || getpid() != g.pid)
-        return;
-    if (atomic_load(&g.live_contexts) > 0) {
-        g.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-        count_cupti_drops();
-    }
-    drain_sync(wait_ms);
+/* pthread_atfork prepare: a wake-up, so that what is queued leaves soon; nothing that waits. */
+static void before_fork(void) {
+    if (atomic_load(&g.state) == TR_ON && getpid() == g.pid)
+        kick();
 }
-
-/* pthread_atfork prepare: a parent that forks may be about to leave without exiting normally
- * (a daemon's first half calls _exit), and the child will not ship what it inherits. */
-static void before_fork(void) { flush_now(FORK_WAIT_MS); }
 
 /* atexit: runs before the destructors of every library loaded until then (CUPTI's included: it is
  * registered after CUPTI is loaded and subscribed), so CUPTI is still there, and usually before the
@@ -813,8 +1163,17 @@ static void before_fork(void) { flush_now(FORK_WAIT_MS); }
  * starts); when theirs run first they destroy the contexts, whose callbacks have flushed already,
  * and this only waits for the shipping. Either way a program that never destroys its context loses
  * nothing that CUPTI has recorded. NVIDIA's CUPTI samples force a flush at exit the same way. The
- * flush thread keeps running: context destruction may follow. */
-static void at_exit(void) { flush_now(DRAIN_WAIT_MS); }
+ * flush thread keeps running (context destruction may follow), but without calling CUPTI. */
+static void at_exit(void) {
+    if (atomic_load(&g.state) != TR_ON || getpid() != g.pid)
+        return;
+    if (atomic_load(&g.live_contexts) > 0) {
+        g.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        count_cupti_drops();
+    }
+    atomic_store(&g.exiting, 1);
+    drain_sync(DRAIN_WAIT_MS);
+}
 
 static void in_child(void) {
     atomic_store(&g.collecting, 0);
@@ -826,19 +1185,21 @@ static void release_all(void) {
     tr_conv_destroy(&g.conv);
     tp_enc_destroy(&g.enc);
     tp_buf_free(&g.batch);
-    /* The host-call queue stays: an application thread may be inside a callback right now. Buffers
-     * CUPTI still holds come back through buf_completed, which frees them from now on. */
+    /* The host-call queue stays: an application thread may be inside a callback right now.
+     * Buffers CUPTI still holds come back through buf_completed, which frees them from now on. */
+    uint8_t *gone[BUF_SLOTS];
+    unsigned n = 0;
     pthread_mutex_lock(&g.pool_mu);
-    for (unsigned i = 0; g.free_bufs != NULL && i < g.n_free; i++)
-        free(g.free_bufs[i]);
-    for (unsigned i = 0; g.done != NULL && i < g.n_done; i++)
-        free(g.done[i].buf);
-    free(g.free_bufs);
-    free(g.done);
-    g.free_bufs = NULL;
-    g.done = NULL;
-    g.n_free = g.n_done = 0;
+    for (unsigned i = 0; i < g.n_slots; i++)
+        if (g.bufs[i].state == BUF_FREE || g.bufs[i].state == BUF_DONE) {
+            gone[n++] = g.bufs[i].buf;
+            g.bufs[i] = (buf_slot){NULL, BUF_NONE};
+        }
+    g.n_done = 0;
+    g.pool_gone = 1;
     pthread_mutex_unlock(&g.pool_mu);
+    for (unsigned i = 0; i < n; i++)
+        free(gone[i]);
 }
 
 /* Runs at exit (see the top of the file for why a destructor and why it is safe). */
@@ -846,6 +1207,7 @@ __attribute__((destructor)) static void tracer_fini(void) {
     if (atomic_load(&g.state) != TR_ON || getpid() != g.pid)
         return;
     atomic_store(&g.collecting, 0);
+    atomic_store(&g.exiting, 1);
     atomic_store(&g.state, TR_STOPPED);
     pthread_mutex_lock(&g.wake_mu);
     g.stop = 1;
@@ -856,33 +1218,82 @@ __attribute__((destructor)) static void tracer_fini(void) {
     if (pthread_timedjoin_np(g.thread, NULL, &until) != 0)
         return; /* stuck (a stalled disk?): leave it everything it uses */
     release_all();
+    if (g.record_lock >= 0) {
+        close(g.record_lock);
+        g.record_lock = -1;
+    }
+}
+
+/* ---- injection ---- */
+
+/* The configuration and CUPTI, once, for whichever entry point comes first (NVTX may initialize
+ * before CUDA does). 0, or -1 with the reason in why. */
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static int loaded;             /* 0: not tried, 1: loaded, -1: failed */
+static char load_why[600];
+static char bad_env[256];
+
+static void read_config(void) { tr_config_from_env(&g.cfg, bad_env, sizeof bad_env); }
+
+/* Once; a second caller waits until the first has read it all. */
+static void load_config(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, read_config);
+}
+
+static int load_cupti(void) {
+    pthread_mutex_lock(&load_mu);
+    load_config();
+    if (loaded == 0) {
+        loaded = tr_cupti_load(&g.cupti, g.cfg.cupti[0] ? g.cfg.cupti : NULL, load_why,
+                               sizeof load_why) == 0
+                     ? 1
+                     : -1;
+        if (loaded == 1)
+            debug("CUPTI %u from %s (%s)", g.cupti.version, g.cupti.path,
+                  tr_cupti_source_name(g.cupti.source));
+    }
+    int rc = loaded == 1 ? 0 : -1;
+    pthread_mutex_unlock(&load_mu);
+    return rc;
 }
 
 static int start(void) {
-    char why[600];
-    if (tr_cupti_load(&g.cupti, g.cfg.cupti[0] ? g.cfg.cupti : NULL, why, sizeof why) != 0) {
-        notice("not tracing: %s", why);
+    if (load_cupti() != 0) {
+        notice("not tracing: %s", load_why);
         return -1;
     }
-    /* The first backtrace() loads the unwinder (dlopen, malloc): do it now, not in a callback. */
-    void *prime[4];
-    backtrace(prime, 4);
+    /* Records carry the thread ids the callbacks see (gettid), not pthread_self(): one thread,
+     * one lane. Before anything is enabled, as CUPTI requires. */
+    if (g.cupti.cuptiSetThreadIdType == NULL ||
+        g.cupti.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) != CUPTI_SUCCESS)
+        debug("CUPTI keeps its own thread ids: launches and NVTX ranges get lanes of their own");
+    if (g.cupti.cuptiActivitySetAttribute != NULL && g.cupti.cuptiActivityGetAttribute != NULL) {
+        uint8_t one = 1, back = 0;
+        size_t sz = sizeof one;
+        g.attr_ok = g.cupti.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER,
+                                                      &sz, &one) == CUPTI_SUCCESS &&
+                    g.cupti.cuptiActivityGetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER,
+                                                      &sz, &back) == CUPTI_SUCCESS &&
+                    back == 1;
+    }
+    /* Loads the unwinder and learns the modules (dlopen, malloc): now, not in a callback. */
+    tr_scan_refresh();
     /* CPython in this process? (its frames are then part of call sites; silent either way) */
     tr_py_init(NULL, 0);
 
     g.buf_size = (size_t)g.cfg.buffer_kb * 1024u;
-    g.free_bufs = calloc(g.cfg.max_buffers, sizeof *g.free_bufs);
-    g.done = calloc(g.cfg.max_buffers, sizeof *g.done);
     g.hostq = tr_hostq_new(g.cfg.queue_len);
     tp_enc_opts eo = {.producer = 0, .max_string_bytes = 16u << 20, .max_meta_records = 1u << 18};
     g.enc = tp_enc_new(&eo);
     g.conv = g.enc ? tr_conv_new(g.enc) : NULL;
     g.sites = tr_sites_new(g.cfg.frames, 65536);
-    if (!g.free_bufs || !g.done || !g.hostq || !g.enc || !g.conv || !g.sites) {
+    if (!g.hostq || !g.enc || !g.conv || !g.sites) {
         notice("not tracing: out of memory");
         release_all();
         return -1;
     }
+    tr_conv_set_block_threshold(g.conv, g.cfg.block_threshold_ns);
 
     CUptiResult r = g.cupti.cuptiSubscribe(&g.sub, on_callback, NULL);
     if (r != CUPTI_SUCCESS) {
@@ -921,15 +1332,19 @@ static int start(void) {
         }
     }
     if (g.cfg.record[0] != '\0') {
-        g.fw = tp_fwriter_open(g.cfg.record, TP_FW_OVERWRITE, &err);
-        if (g.fw == NULL) {
-            notice("not tracing: cannot record to %s: %s", g.cfg.record, err.msg);
+        if (tr_record_claim(g.cfg.record, env_rank(), g.record, sizeof g.record, &g.record_lock) != 0) {
+            notice("not tracing: cannot record to %s: %s", g.cfg.record, strerror(errno));
             goto unsubscribe;
         }
+        g.fw = tp_fwriter_open(g.record, TP_FW_OVERWRITE, &err);
+        if (g.fw == NULL) {
+            notice("not tracing: cannot record to %s: %s", g.record, err.msg);
+            goto unsubscribe;
+        }
+        if (strcmp(g.record, g.cfg.record) != 0)
+            say("recording to %s (%s is another process's)", g.record, g.cfg.record);
     }
-    r = g.cupti.cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
-    if (r == CUPTI_SUCCESS)
-        r = g.cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    r = enable_activity();
     if (r != CUPTI_SUCCESS) {
         notice("not tracing: CUPTI activity unavailable (%s)", tr_cupti_strerror(&g.cupti, r));
         goto unsubscribe;
@@ -956,6 +1371,8 @@ static int start(void) {
     }
     pthread_setname_np(g.thread, "synctop-flush");
     atexit(at_exit);
+    if (bad_env[0] != '\0')
+        notice("ignoring unreadable %s", bad_env);
 
     if (g.pub != NULL && g.cfg.start_wait_ms > 0) {
         struct timespec until;
@@ -984,11 +1401,20 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     static atomic_flag once = ATOMIC_FLAG_INIT;
     if (atomic_flag_test_and_set(&once))
         return 1;
-    char bad[256];
-    tr_config_from_env(&g.cfg, bad, sizeof bad);
+    load_config();
     if (g.cfg.disabled)
         return 1;
-    if (start() == 0 && bad[0] != '\0')
-        notice("ignoring unreadable %s", bad);
+    start();
     return 1;
+}
+
+/* Called by NVTX at its first use (NVTX_INJECTION64_PATH): NVTX goes to the CUPTI that traces.
+ * Returns CUPTI's answer, 0 (NVTX then stays a no-op) when there is no CUPTI to give it to. */
+typedef const void *(*nvtx_export_table_fn)(uint32_t);
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(nvtx_export_table_fn get_export_table);
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(nvtx_export_table_fn get_export_table) {
+    load_config();
+    if (g.cfg.disabled || load_cupti() != 0 || g.cupti.nvtx_init == NULL)
+        return 0;
+    return g.cupti.nvtx_init(get_export_table);
 }

@@ -5,8 +5,8 @@
 # traces.tar (the recorded samples/traces/*.trace, to commit).
 #
 # usage: tests/gpu/all.sh BUILD_DIR OUTDIR        RUNS=5 for overhead.sh
-# BUILD_DIR is a build folder, or the build/ of a folder made by tests/gpu/pack.sh (then source its
-# env.sh first). Exit status: run.sh's, or overhead.sh's when run.sh passed.
+# BUILD_DIR is the build/ of a folder made by tests/gpu/pack.sh, its env.sh sourced (run.sh says
+# why that is the one way). Exit status: run.sh's, or overhead.sh's when run.sh passed.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$1

@@ -1,13 +1,16 @@
 #!/bin/sh
-# For a GPU machine that has the CUDA toolkit but neither synctop's Debian packages nor a package
-# registry: builds here (Debian, with nvcc; no GPU needed) what tests/gpu/run.sh and
-# bench/gpu/overhead.sh run, into one folder that can be copied there:
+# How tests/gpu/run.sh and bench/gpu/overhead.sh reach a GPU machine, which needs neither synctop's
+# Debian packages nor a package registry: builds here (Debian with synctop's build dependencies and
+# nvcc; no GPU needed) what they run, into one folder that is carried there with the source tree
+# (copied, or named in the device runner's `carry`):
 #   DIR/build/   synctop, the tracer, the trace checker, the samples and the overhead loops, laid
 #                out as in a build folder (pass DIR/build to run.sh and overhead.sh)
 #   DIR/lib/     the shared libraries they need beyond glibc, libstdc++ and libgcc (libzmq and its
 #                own needs, libzstd, libdw, ncurses, yajl, ...)
 #   DIR/env.sh   sourced there: puts on LD_LIBRARY_PATH those of DIR/lib that the machine lacks,
 #                and only those, so the traced programs (PyTorch) keep their own versions of the rest
+#
+#   DIR/build/PACKED  what was packed, and from which commit: run.sh takes only such a folder
 #
 # usage: tests/gpu/pack.sh [DIR]        (default: .gpu, which git ignores)
 # then, on the GPU machine, from the source tree:
@@ -44,6 +47,12 @@ done | sort -u | while read -r name path; do
     *) cp -L "$path" "$dir/lib/$name" ;;
     esac
 done
+
+{
+    echo "packed by tests/gpu/pack.sh on $(uname -n), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet 2>/dev/null || echo ' (with local changes)')"
+    echo "nvcc $( (nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>/dev/null | tail -1)"
+} >"$dir/build/PACKED"
 
 cat >"$dir/env.sh" <<'EOF'
 # Sourced on the GPU machine (see tests/gpu/pack.sh): the libraries of lib/ that this machine lacks

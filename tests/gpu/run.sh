@@ -1,27 +1,39 @@
 #!/bin/sh
-# On a machine with a GPU: builds everything, runs every sample under the tracer (synctop run),
-# checks the stalls each must produce (count, API, call site file:line: the EXPECT lines at the top
-# of each sample), and writes the recorded traces into samples/traces/.
+# On a machine with a GPU: runs every sample under the tracer (synctop run), checks the stalls each
+# must produce (count, API, call site file:line: the EXPECT lines at the top of each sample), and
+# writes the recorded traces into samples/traces/.
 #
-# usage: tests/gpu/run.sh [BUILD_DIR]     (default: build-gpu)
-# BUILD_DIR may be the build/ of a folder made by tests/gpu/pack.sh (for a GPU machine without
-# synctop's Debian packages): source its env.sh first.
+# The one way to run it: a GPU machine need not have synctop's build dependencies, nor reach a
+# package registry, so nothing is built there. On a Debian machine with them (and nvcc; no GPU
+# needed), tests/gpu/pack.sh builds synctop, the tracer, the checker, the samples and the overhead
+# loops into .gpu/; that folder travels to the GPU machine with the source tree (copied, or named in
+# the device runner's `carry`), and there, from the source tree:
+#   . .gpu/env.sh && tests/gpu/run.sh .gpu/build
+# Any other BUILD_DIR is refused, saying so.
+#
+# usage: tests/gpu/run.sh PACK_BUILD_DIR     (default: .gpu/build)
 # The PyTorch scripts run when `python3 -c "import torch"` works with CUDA, and are checked the same
 # way against their EXPECT-PY lines (the Python file:line of each blocking call, which the tracer
 # reads from CPython 3.10 to 3.13). PYTHON=/path/to/python3 picks the interpreter.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${1:-$root/build-gpu}
+build=${1:-$root/.gpu/build}
 traces=$root/samples/traces
+how="on a machine with synctop's build dependencies and nvcc run tests/gpu/pack.sh, bring .gpu/ here with the source tree, then: . .gpu/env.sh && tests/gpu/run.sh .gpu/build"
 nvidia-smi -L >/dev/null 2>&1 || { echo "run.sh: no GPU here (nvidia-smi -L failed)" >&2; exit 2; }
-
-# A folder made by tests/gpu/pack.sh is used as it is; any other is (re)built here.
-if [ -x "$build/synctop" ] && [ ! -f "$build/CMakeCache.txt" ]; then
-    echo "prebuilt: $build"
-else
-    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-    cmake --build "$build" -j"$(nproc)"
+if [ ! -f "$build/PACKED" ]; then
+    echo "run.sh: $build is not a folder made by tests/gpu/pack.sh; $how" >&2
+    exit 2
 fi
+for f in "$build/synctop" "$build/tracer/libsynctop-tracer.so" "$build/tests/synctop_check_trace"; do
+    [ -x "$f" ] || [ -f "$f" ] || { echo "run.sh: $f is missing from the pack; $how" >&2; exit 2; }
+done
+if ldd "$build/synctop" "$build/tracer/libsynctop-tracer.so" | grep -q "not found"; then
+    echo "run.sh: libraries not found ($(ldd "$build/synctop" "$build/tracer/libsynctop-tracer.so" |
+        awk '/not found/ { printf "%s ", $1 }')): source the pack's env.sh first (. .gpu/env.sh)" >&2
+    exit 2
+fi
+echo "pack: $(head -2 "$build/PACKED" | tr '\n' ' ')"
 mkdir -p "$traces"
 synctop=$build/synctop
 check=$build/tests/synctop_check_trace

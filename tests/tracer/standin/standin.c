@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,7 +32,12 @@ typedef struct slot {
     uint8_t *buf;
     size_t size, used;
     int complete; /* a `flush` said its records are complete */
+    int running;  /* it holds the record of work still running: only a forced flush returns it */
 } slot;
+
+#define MAX_CONTEXTS 64
+#define OTHER_BUF 65536 /* the other client's buffers */
+#define MAX_OTHER 256
 
 static struct {
     pthread_mutex_t mu; /* guards the slot table and the enable tables */
@@ -56,7 +62,23 @@ static struct {
     standin_site_fn sites[MAX_SITES];
     int n_sites;
     int child_status;
-} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .child_status = -1};
+    CUpti_ActivityThreadIdType tid_type;
+    uint8_t all_sync;     /* cuptiActivityEnableAllSyncRecords: records of not-ready queries too */
+    uint8_t per_thread;   /* CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER */
+    atomic_int forced;    /* forced flushes */
+    atomic_int torn_down; /* CUPTI's own exit-time teardown has run */
+    int nvtx_ready;       /* NVTX handed itself to this CUPTI (InitializeInjectionNvtx2) */
+    int unwind_off;       /* callbacks run through a frame the unwinder cannot pass */
+    struct {
+        uint32_t id, device;
+    } contexts[MAX_CONTEXTS];
+    int n_contexts;
+    /* The other CUPTI client (a profiler): its buffers and what it received. */
+    uint8_t *other_bufs[MAX_OTHER];
+    int n_other;
+    atomic_int other_records, other_unknown;
+    int other_active;
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .child_status = -1, .all_sync = 1, .per_thread = 1};
 
 __attribute__((constructor)) static void standin_init(void) {
     S.pid = getpid();
@@ -65,8 +87,11 @@ __attribute__((constructor)) static void standin_init(void) {
         pthread_mutex_init(&S.slots[i].mu, NULL);
 }
 
-/* Any CUPTI call in a forked child is written down: the tracer must make none. */
+/* Any CUPTI call in a forked child is written down: the tracer must make none. Any call after
+ * CUPTI's teardown at exit is said on stderr: the real one may crash there. */
 static void note_call(const char *fn) {
+    if (atomic_load(&S.torn_down) && getpid() == S.pid)
+        fprintf(stderr, "standin: %s called after CUPTI's teardown at exit\n", fn);
     if (getpid() == S.pid)
         return;
     const char *path = getenv("SYNCTOP_STANDIN_CHILD_LOG");
@@ -108,8 +133,26 @@ EXPORT CUptiResult cuptiGetTimestamp(uint64_t *ts) {
     return CUPTI_SUCCESS;
 }
 
+/* CUPTI's own teardown at exit (its destructors): registered when it is first used, so it runs
+ * after the exit handlers its clients register later. It takes a while when asked
+ * ($SYNCTOP_STANDIN_TEARDOWN_MS), as a window in which a call from the tracer would show. */
+static void teardown(void) {
+    atomic_store(&S.torn_down, 1);
+    const char *ms = getenv("SYNCTOP_STANDIN_TEARDOWN_MS");
+    long v = ms ? atol(ms) : 0;
+    if (v > 0) {
+        struct timespec ts = {v / 1000, (v % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *ud) {
     NOTE();
+    static int registered;
+    if (!registered && getpid() == S.pid) {
+        registered = 1;
+        atexit(teardown);
+    }
     if (S.fail_subscribe || S.subscribed)
         return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     S.cb = cb;
@@ -197,6 +240,79 @@ EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t e
     return CUPTI_SUCCESS;
 }
 
+EXPORT CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
+    NOTE();
+    if (type != CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT && type != CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    S.tid_type = type;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetThreadIdType(CUpti_ActivityThreadIdType *type) {
+    NOTE();
+    *type = S.tid_type;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityEnableAllSyncRecords(uint8_t enable) {
+    NOTE();
+    S.all_sync = enable != 0;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t *size, void *value) {
+    NOTE();
+    if (attr != CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER)
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    if (size == NULL || value == NULL || *size < 1)
+        return CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT;
+    *(uint8_t *)value = S.per_thread;
+    *size = 1;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t *size, void *value) {
+    NOTE();
+    if (attr != CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER)
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    if (size == NULL || value == NULL || *size < 1)
+        return CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT;
+    S.per_thread = *(const uint8_t *)value != 0;
+    return CUPTI_SUCCESS;
+}
+
+/* Contexts are (CUcontext)(CTX_BASE + index): what context_create made. */
+#define CTX_BASE 0x5e7d0000u
+
+EXPORT CUptiResult cuptiGetContextId(CUcontext ctx, uint32_t *id) {
+    NOTE();
+    uintptr_t i = (uintptr_t)ctx - CTX_BASE;
+    if (i >= (uintptr_t)S.n_contexts)
+        return CUPTI_ERROR_INVALID_CONTEXT;
+    *id = S.contexts[i].id;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetDeviceId(CUcontext ctx, uint32_t *device) {
+    NOTE();
+    uintptr_t i = (uintptr_t)ctx - CTX_BASE;
+    if (i >= (uintptr_t)S.n_contexts)
+        return CUPTI_ERROR_INVALID_CONTEXT;
+    *device = S.contexts[i].device;
+    return CUPTI_SUCCESS;
+}
+
+/* NVTX hands itself over here (the real libcupti exports this too); without it, no MARKER record
+ * is ever made. */
+EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t));
+EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t)) {
+    NOTE();
+    if (get_export_table == NULL)
+        return 0;
+    S.nvtx_ready = 1;
+    return 1;
+}
+
 static size_t record_size(CUpti_ActivityKind kind) {
     switch (kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -250,17 +366,21 @@ static void complete(uint8_t *buf, size_t used) {
 
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
     NOTE();
+    int forced = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
+    if (forced)
+        atomic_fetch_add(&S.forced, 1);
     for (int i = 0; i < MAX_SLOTS; i++) {
         slot *s = &S.slots[i];
         pthread_mutex_lock(&s->mu);
         uint8_t *buf = NULL;
         size_t used = 0;
-        if (s->buf != NULL && s->used > 0 && (s->complete || (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED))) {
+        if (s->buf != NULL && s->used > 0 && ((s->complete && !s->running) || forced)) {
             buf = s->buf;
             used = s->used;
             s->buf = NULL;
             s->used = s->size = 0;
             s->complete = 0;
+            s->running = 0;
         }
         pthread_mutex_unlock(&s->mu);
         complete(buf, used);
@@ -302,7 +422,9 @@ static void release_slot(void) {
     pthread_mutex_unlock(&S.mu);
 }
 
-static void emit(const void *rec, size_t size) {
+/* running: the record is of work still running (its times are 0 until it ends), so the buffer
+ * is incomplete until a forced flush takes it as it is. */
+static void emit_as(const void *rec, size_t size, int running) {
     slot *s = my_slot();
     if (s == NULL) {
         atomic_fetch_add(&S.dropped, 1);
@@ -312,6 +434,7 @@ static void emit(const void *rec, size_t size) {
     if (s->buf != NULL && s->used + size <= s->size) {
         memcpy(s->buf + s->used, rec, size);
         s->used += size;
+        s->running |= running;
         pthread_mutex_unlock(&s->mu);
         return;
     }
@@ -336,7 +459,16 @@ static void emit(const void *rec, size_t size) {
     s->buf = nb;
     s->size = nsize;
     s->used = size;
+    s->running = running;
     pthread_mutex_unlock(&s->mu);
+}
+
+static void emit(const void *rec, size_t size) { emit_as(rec, size, 0); }
+
+/* The thread id CUPTI puts in records: pthread_self() unless told to use the system's. */
+static uint32_t record_tid(void) {
+    return S.tid_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM ? (uint32_t)syscall(SYS_gettid)
+                                                              : (uint32_t)(uintptr_t)pthread_self();
 }
 
 /* ---- script ---- */
@@ -423,7 +555,10 @@ static void do_kernel(const char *l, shift sh) {
     kv_dim3(l, "block", b);
     k.gridX = g[0], k.gridY = g[1], k.gridZ = g[2];
     k.blockX = b[0], k.blockY = b[1], k.blockZ = b[2];
-    emit(&k, sizeof k);
+    int running = kv_u64(l, "running", 0) != 0;
+    if (running)
+        k.start = k.end = 0; /* not collected yet */
+    emit_as(&k, sizeof k, running);
 }
 
 static void do_memcpy(const char *l, shift sh) {
@@ -496,14 +631,14 @@ static void do_api(const char *l, shift sh) {
     a.start = kv_u64(l, "start", 0) + sh.dt;
     a.end = kv_u64(l, "end", 0) + sh.dt;
     a.processId = (uint32_t)getpid();
-    a.threadId = (uint32_t)kv_u64(l, "tid", 1);
+    a.threadId = record_tid();
     a.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
     a.returnValue = (uint32_t)kv_u64(l, "ret", 0);
     emit(&a, sizeof a);
 }
 
 static void do_marker(const char *l, shift sh) {
-    if (!S.kinds[CUPTI_ACTIVITY_KIND_MARKER])
+    if (!S.kinds[CUPTI_ACTIVITY_KIND_MARKER] || !S.nvtx_ready)
         return;
     CUpti_ActivityMarker2 m;
     memset(&m, 0, sizeof m);
@@ -513,7 +648,7 @@ static void do_marker(const char *l, shift sh) {
     m.id = (uint32_t)kv_u64(l, "id", 0);
     m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
     m.objectId.pt.processId = (uint32_t)getpid();
-    m.objectId.pt.threadId = (uint32_t)kv_u64(l, "tid", 1);
+    m.objectId.pt.threadId = record_tid();
     m.name = kv_str(l, "name");
     m.domain = kv_str(l, "domain");
     emit(&m, sizeof m);
@@ -558,21 +693,83 @@ static void do_stream(const char *l) {
     emit(&s, sizeof s);
 }
 
-static void resource(CUpti_CallbackId cbid) {
+static void resource(CUpti_CallbackId cbid, const char *l) {
+    uint32_t id = (uint32_t)strtoul(strchr(l, ' ') ? strchr(l, ' ') + 1 : "1", NULL, 10);
+    int i = 0;
+    while (i < S.n_contexts && S.contexts[i].id != id)
+        i++;
+    if (i == S.n_contexts && i < MAX_CONTEXTS) {
+        S.contexts[i].id = id;
+        S.n_contexts++;
+    }
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED && i < MAX_CONTEXTS)
+        S.contexts[i].device = (uint32_t)kv_u64(l, "device", 0);
     if (S.cb == NULL || !S.domain_on[CUPTI_CB_DOMAIN_RESOURCE])
         return;
     CUpti_ResourceData rd;
     memset(&rd, 0, sizeof rd);
+    rd.context = (CUcontext)(uintptr_t)(CTX_BASE + (unsigned)i);
     S.cb(S.ud, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
 }
 
 /* One host call: ENTER, the wait (virtual), EXIT; with a nested driver call when asked. */
 typedef struct host_call {
     CUpti_CallbackDomain dom;
-    uint32_t cbid, inner, ctx, corr;
+    uint32_t cbid, inner, ctx, corr, stream;
     uint64_t wait;
     int32_t ret;
+    int hold_kind; /* between ENTER and EXIT, wait until this activity kind is enabled (-1: no) */
 } host_call;
+
+/* Calls fn(arg) through a frame without unwind information, as code the unwinder cannot step
+ * through would be: backtrace() from below stops there. */
+#if defined(__x86_64__)
+__attribute__((visibility("hidden"))) void standin_opaque_call(void (*fn)(void *), void *arg);
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".hidden standin_opaque_call\n"
+        ".type standin_opaque_call,@function\n"
+        "standin_opaque_call:\n"
+        "    pushq %rbp\n"
+        "    movq %rsp, %rbp\n"
+        "    subq $64, %rsp\n"
+        "    andq $-16, %rsp\n"
+        "    movq %rdi, %rax\n"
+        "    movq %rsi, %rdi\n"
+        "    callq *%rax\n"
+        "    movq %rbp, %rsp\n"
+        "    popq %rbp\n"
+        "    retq\n"
+        ".size standin_opaque_call, .-standin_opaque_call\n");
+#else
+static void standin_opaque_call(void (*fn)(void *), void *arg) { fn(arg); }
+#endif
+
+typedef struct delivery {
+    CUpti_CallbackDomain dom;
+    uint32_t cbid;
+    const void *data;
+} delivery;
+
+static void deliver(void *p) {
+    const delivery *d = p;
+    S.cb(S.ud, d->dom, d->cbid, d->data);
+}
+
+/* A query's SYNCHRONIZATION record type (1 event, 3 stream), 0 for any other call. */
+static int query_type(CUpti_CallbackDomain dom, uint32_t cbid) {
+    if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
+        return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020 ? 1
+               : cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020 ||
+                       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000
+                   ? 3
+                   : 0;
+    return cbid == CUPTI_DRIVER_TRACE_CBID_cuEventQuery ? 1
+           : cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery ||
+                   cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz
+               ? 3
+               : 0;
+}
 
 static int cb_enabled(CUpti_CallbackDomain dom, uint32_t cbid) {
     pthread_mutex_lock(&S.mu);
@@ -593,19 +790,52 @@ static void site_call(CUpti_CallbackDomain dom, uint32_t cbid, const host_call *
     cd.contextUid = hc->ctx;
     cd.correlationData = corr_data;
     cd.correlationId = hc->corr;
-    S.cb(S.ud, dom, cbid, &cd);
+    delivery d = {dom, cbid, &cd};
+    if (S.unwind_off)
+        standin_opaque_call(deliver, &d);
+    else
+        deliver(&d);
 }
+
+static int kind_is(const char *arg);
 
 static void host_call_run(void *arg) {
     const host_call *hc = arg;
-    uint64_t outer = 0, inner = 0;
+    /* CUPTI does not clear the correlationData slot before ENTER: it holds what it held. */
+    uint64_t outer = 0x5eedf00dull, inner = 0x5eedf00dull;
+    uint64_t t0 = atomic_load(&S.clock);
     site_call(hc->dom, hc->cbid, hc, 0, CUPTI_API_ENTER, &outer);
     if (hc->inner)
         site_call(CUPTI_CB_DOMAIN_DRIVER_API, hc->inner, hc, 0, CUPTI_API_ENTER, &inner);
+    if (hc->hold_kind >= 0) {
+        char want[32];
+        snprintf(want, sizeof want, "%d 1", hc->hold_kind);
+        for (int i = 0; i < 20000 && !kind_is(want); i++) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
     atomic_fetch_add(&S.clock, hc->wait);
     if (hc->inner)
         site_call(CUPTI_CB_DOMAIN_DRIVER_API, hc->inner, hc, hc->ret, CUPTI_API_EXIT, &inner);
     site_call(hc->dom, hc->cbid, hc, hc->ret, CUPTI_API_EXIT, &outer);
+    /* CUPTI 13 records every query as a SYNCHRONIZATION, with what it returned, unless told to
+     * keep only those that found the work done. */
+    int type = query_type(hc->dom, hc->cbid);
+    if (type != 0 && S.kinds[CUPTI_ACTIVITY_KIND_SYNCHRONIZATION] && (S.all_sync || hc->ret == 0)) {
+        CUpti_ActivitySynchronization2 r;
+        memset(&r, 0, sizeof r);
+        r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+        r.type = (CUpti_ActivitySynchronizationType)type;
+        r.start = t0;
+        r.end = atomic_load(&S.clock);
+        r.correlationId = hc->corr;
+        r.contextId = hc->ctx;
+        r.streamId = type == 3 ? hc->stream : 0xFFFFFFFFu;
+        r.cudaEventId = type == 1 ? 1 : 0xFFFFFFFFu;
+        r.returnValue = (uint32_t)hc->ret;
+        emit(&r, sizeof r);
+    }
 }
 
 static void through_site(int site, void (*fn)(void *), void *arg) {
@@ -619,7 +849,8 @@ static void do_call(const char *l, shift sh) {
     host_call hc = {.dom = kv_domain(l), .cbid = (uint32_t)kv_u64(l, "cbid", 0),
                     .inner = (uint32_t)kv_u64(l, "inner", 0), .ctx = (uint32_t)kv_u64(l, "ctx", 1),
                     .corr = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr, .wait = kv_u64(l, "wait", 0),
-                    .ret = (int32_t)kv_i64(l, "ret", 0)};
+                    .ret = (int32_t)kv_i64(l, "ret", 0), .stream = (uint32_t)kv_u64(l, "stream", 7),
+                    .hold_kind = (int)kv_i64(l, "hold_kind", -1)};
     through_site((int)kv_u64(l, "site", 0), host_call_run, &hc);
 }
 
@@ -629,7 +860,8 @@ static void do_poll(const char *l, shift sh) {
         host_call hc = {.dom = kv_domain(l), .cbid = (uint32_t)kv_u64(l, "cbid", 0),
                         .ctx = (uint32_t)kv_u64(l, "ctx", 1),
                         .corr = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr + (uint32_t)i,
-                        .wait = kv_u64(l, "step", 1000), .ret = i + 1 < count ? 600 : 0};
+                        .wait = kv_u64(l, "step", 1000), .ret = i + 1 < count ? 600 : 0,
+                        .stream = (uint32_t)kv_u64(l, "stream", 7), .hold_kind = -1};
         through_site((int)kv_u64(l, "site", 0), host_call_run, &hc);
     }
 }
@@ -658,7 +890,8 @@ static void do_report(void) {
     for (int c = 0; c < 1024; c++)
         apis += S.rt_api[c] + S.drv_api[c];
     pthread_mutex_unlock(&S.mu);
-    printf("standin: report kinds=%s callbacks=%d api_records=%d\n", kinds, callbacks, apis);
+    printf("standin: report kinds=%s callbacks=%d api_records=%d forced=%d all_sync=%d\n", kinds,
+           callbacks, apis, atomic_load(&S.forced), S.all_sync);
     fflush(stdout);
 }
 
@@ -716,7 +949,7 @@ static void do_fork(void) {
         /* The child: a host call, as a program's worker would make, then a normal exit. */
         host_call hc = {.dom = CUPTI_CB_DOMAIN_RUNTIME_API,
                         .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
-                        .ctx = 1, .corr = 999999, .wait = 1000000};
+                        .ctx = 1, .corr = 999999, .wait = 1000000, .hold_kind = -1};
         through_site(1, host_call_run, &hc);
         exit(0);
     }
@@ -733,6 +966,68 @@ static void do_fork_exit(void) {
         _exit(0);
 }
 
+/* ---- another CUPTI client: a profiler, as Kineto (torch.profiler) behaves ---- */
+
+static void CUPTIAPI other_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+    *buffer = NULL;
+    *size = 0;
+    *max_records = 0;
+    pthread_mutex_lock(&S.mu);
+    uint8_t *b = S.n_other < MAX_OTHER ? aligned_alloc(8, OTHER_BUF) : NULL;
+    if (b != NULL) {
+        S.other_bufs[S.n_other++] = b;
+        *buffer = b;
+        *size = OTHER_BUF;
+    }
+    pthread_mutex_unlock(&S.mu);
+}
+
+/* Takes the records of its own buffers; a buffer it did not hand out it leaves alone, as Kineto
+ * does ("bufferCompleted called with unknown buffer"). */
+static void CUPTIAPI other_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                     size_t valid) {
+    (void)ctx;
+    (void)stream;
+    (void)size;
+    pthread_mutex_lock(&S.mu);
+    int i = 0;
+    while (i < S.n_other && S.other_bufs[i] != buffer)
+        i++;
+    if (i == S.n_other) {
+        pthread_mutex_unlock(&S.mu);
+        atomic_fetch_add(&S.other_unknown, 1);
+        return;
+    }
+    S.other_bufs[i] = S.other_bufs[--S.n_other];
+    pthread_mutex_unlock(&S.mu);
+    CUpti_Activity *rec = NULL;
+    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+        atomic_fetch_add(&S.other_records, 1);
+    free(buffer);
+}
+
+static const CUpti_ActivityKind other_kinds[] = {
+    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
+
+/* Its start: its own buffer callbacks (which replace the tracer's), its kinds. */
+static void profiler_start(void) {
+    cuptiActivityRegisterCallbacks(other_requested, other_completed);
+    for (size_t i = 0; i < sizeof other_kinds / sizeof other_kinds[0]; i++)
+        cuptiActivityEnable(other_kinds[i]);
+}
+
+/* Its stop: its kinds off (the tracer's too: kinds are CUPTI-wide), then its records collected with
+ * a forced flush, and the per-thread buffer attribute cleared. */
+static void profiler_stop(void) {
+    for (size_t i = 0; i < sizeof other_kinds / sizeof other_kinds[0]; i++)
+        cuptiActivityDisable(other_kinds[i]);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    uint8_t zero = 0;
+    size_t sz = sizeof zero;
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &sz, &zero);
+}
+
 static int play_line(const char *l, shift sh) {
     if (strncmp(l, "kernel", 6) == 0) do_kernel(l, sh);
     else if (strncmp(l, "memcpy", 6) == 0) do_memcpy(l, sh);
@@ -741,8 +1036,8 @@ static int play_line(const char *l, shift sh) {
     else if (strncmp(l, "api", 3) == 0) do_api(l, sh);
     else if (strncmp(l, "marker", 6) == 0) do_marker(l, sh);
     else if (strncmp(l, "device", 6) == 0) do_device(l);
-    else if (strncmp(l, "context_create", 14) == 0) resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
-    else if (strncmp(l, "context_destroy", 15) == 0) resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+    else if (strncmp(l, "context_create", 14) == 0) resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, l);
+    else if (strncmp(l, "context_destroy", 15) == 0) resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, l);
     else if (strncmp(l, "context", 7) == 0) do_context(l);
     else if (strncmp(l, "stream", 6) == 0) do_stream(l);
     else if (strncmp(l, "call", 4) == 0) do_call(l, sh);
@@ -757,9 +1052,14 @@ static int play_line(const char *l, shift sh) {
             pthread_mutex_unlock(&S.slots[i].mu);
         }
     } else if (strcmp(l, "wait_flush") == 0) wait_flushes(2);
+    else if (strncmp(l, "wait_flush ", 11) == 0) wait_flushes(atoi(l + 11));
     else if (strcmp(l, "fork") == 0) do_fork();
     else if (strcmp(l, "fork_exit") == 0) do_fork_exit();
     else if (strcmp(l, "report") == 0) do_report();
+    else if (strcmp(l, "profiler_start") == 0) profiler_start();
+    else if (strcmp(l, "profiler_stop") == 0) profiler_stop();
+    else if (strcmp(l, "unwind off") == 0) S.unwind_off = 1;
+    else if (strcmp(l, "unwind on") == 0) S.unwind_off = 0;
     else if (strncmp(l, "touch ", 6) == 0) {
         int fd = open(l + 6, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0)
@@ -852,9 +1152,10 @@ EXPORT void standin_set_sites(const standin_site_fn *fns, int n) {
 EXPORT int standin_play(void) {
     /* The main thread's last buffer stays with "CUPTI" until a flush takes it, as in CUPTI. */
     int rc = play_range(0, S.n_lines);
-    printf("standin: rc=%d kernel_kind_enabled=%d concurrent_kernel=%d subscribed=%d child=%d\n", rc,
-           S.kernel_kind_ever, S.kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL], S.subscribed,
-           S.child_status);
+    printf("standin: rc=%d kernel_kind_enabled=%d concurrent_kernel=%d subscribed=%d child=%d "
+           "other_records=%d other_unknown=%d\n",
+           rc, S.kernel_kind_ever, S.kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL], S.subscribed,
+           S.child_status, atomic_load(&S.other_records), atomic_load(&S.other_unknown));
     fflush(stdout);
     for (int i = 0; i < S.n_lines; i++)
         free(S.lines[i]);

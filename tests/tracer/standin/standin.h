@@ -6,37 +6,63 @@
  * virtual wait, EXIT), contexts created and destroyed, dropped records, a failing subscribe, fork.
  *
  * The clock (cuptiGetTimestamp) is virtual: it moves only when the script says, so every duration
- * a test checks is exact. The two entry points below are the test-only interface: the real CUPTI
- * has no such symbols, and the tracer never looks for them.
+ * a test checks is exact. The entry points below are the test-only interface: the real CUPTI has
+ * no such symbols, and the tracer never looks for them.
+ *
+ * What it does as the real CUPTI 13 does, because a tracer must expect it:
+ * - thread ids in records are pthread_self()'s (truncated) unless cuptiSetThreadIdType(SYSTEM) was
+ *   called, then gettid()'s, which the callbacks' threads are;
+ * - a record of work still running (`running=1`) has times 0 and keeps its buffer incomplete: only
+ *   a forced flush hands it out, as it is;
+ * - every cudaStreamQuery/cudaEventQuery (and cuStreamQuery/cuEventQuery) makes a SYNCHRONIZATION
+ *   record with what it returned, unless cuptiActivityEnableAllSyncRecords(0), then only those that
+ *   returned success;
+ * - the correlationData slot is not cleared before API_ENTER;
+ * - context creation passes a CUcontext that cuptiGetContextId/cuptiGetDeviceId answer for;
+ * - markers exist only once NVTX handed itself over (InitializeInjectionNvtx2, exported like the
+ *   real library's);
+ * - buffer callbacks are CUPTI-wide: the last registered gets every buffer completed from then on,
+ *   whoever asked for it; `profiler_start`/`profiler_stop` play torch.profiler (Kineto): its own
+ *   callbacks and kinds, then its kinds off, a forced flush into its callbacks, and
+ *   CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER cleared;
+ * - its own teardown runs as an exit handler registered at the first subscription (so after the
+ *   exit handlers its clients register later); a stateful call after it is said on stderr, and
+ *   $SYNCTOP_STANDIN_TEARDOWN_MS makes it last a while.
  *
  * Script, one directive per line ('#' starts a comment; numbers are decimal; times in ns):
  *   fail subscribe                    cuptiSubscribe returns MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
  *   clock T                           set the virtual clock
  *   advance NS                        move it forward
- *   context_create ID | context_destroy ID    resource callbacks
+ *   context_create ID [device=D] | context_destroy ID    resource callbacks
  *   device id= name= cc_major= cc_minor= sms= mem=
  *   context id= device= nullstream=
  *   stream ctx= id= prio=
- *   kernel name= start= end= dev= ctx= stream= corr= grid=X,Y,Z block=X,Y,Z graph=
+ *   kernel name= start= end= dev= ctx= stream= corr= grid=X,Y,Z block=X,Y,Z graph= running=0|1
  *   memcpy copy= src= dst= bytes= start= end= dev= ctx= stream= corr= async=0|1
  *   memset bytes= value= mem= start= end= dev= ctx= stream= corr= async=0|1
  *   sync type= start= end= ctx= stream= corr= event=
- *   api domain=rt|drv cbid= start= end= tid= corr= ret=
- *   marker flags= ts= id= name= domain= tid=
- *   call domain=rt|drv cbid= wait= ret= ctx= corr= site= inner=CBID (a driver call nested inside)
- *   poll domain=rt|drv cbid= count= step= site= ctx= corr=   count-1 NOT_READY results, then one success
+ *   api domain=rt|drv cbid= start= end= corr= ret=       (on the thread that plays it)
+ *   marker flags= ts= id= name= domain=                     (on the thread that plays it)
+ *   call domain=rt|drv cbid= wait= ret= ctx= corr= site= stream= inner=CBID (a driver call nested
+ *        inside) hold_kind=K (between ENTER and EXIT, wait until activity kind K is enabled)
+ *   poll domain=rt|drv cbid= count= step= site= ctx= corr= stream=   count-1 NOT_READY results,
+ *        then one success
+ *   unwind off | unwind on            callbacks run through a frame without unwind information
+ *                                     (as code backtrace() cannot step through), or not
+ *   profiler_start | profiler_stop    another CUPTI client, as above
  *   drop N                            CUPTI loses N records
  *   flush                             every buffer is complete: the next cuptiActivityFlushAll(0)
  *                                     returns it (a forced flush returns even incomplete ones)
- *   wait_flush                        wait until the tracer has called cuptiActivityFlushAll twice
+ *   wait_flush [N]                    wait until cuptiActivityFlushAll was called N (2) times more
  *   repeat N ... end                  the lines between, N times
  *   threads N ... end                 the lines between, on N threads at once
  *   fork                              fork; the child makes a host call and exits
  *   fork_exit                         fork; parent and child both _exit(0) at once
  *   xN@D LINE                         LINE N times, start/end/ts + i*D and corr + i
  *   report                            print what the tracer has enabled: "standin: report kinds=K,..
- *                                     callbacks=N api_records=M" (activity kinds, API callbacks,
- *                                     RUNTIME/DRIVER records of chosen APIs)
+ *                                     callbacks=N api_records=M forced=F all_sync=A" (activity
+ *                                     kinds, API callbacks, RUNTIME/DRIVER records of chosen APIs,
+ *                                     forced flushes so far, records of pending queries on)
  *   touch PATH | wait_file PATH       create a file | wait until one exists (a test's handshake)
  *   wait_kind KIND 0|1                wait until activity kind KIND is disabled | enabled
  * The wait_* directives give up after 20 s, and the script fails.

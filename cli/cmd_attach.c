@@ -3,15 +3,24 @@
  * argument it attaches to every live traced process of this user (the ipc sockets in the private
  * endpoint directory, skipping those left by dead processes) and to those that start later.
  * With --record FILE everything received is also written to a trace file.
+ *
+ * A PID whose process has no tracer (nothing publishes on its endpoint, the library is not mapped
+ * in it, and its environment does not have the driver load it) gets one, after the user said yes:
+ * inject.h loads libsynctop-tracer.so into it with ptrace, in on-demand mode, so that it goes idle
+ * again when the viewer quits.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "synctop/net.h"
+#include "synctop/sanitize.h"
 #include "args.h"
+#include "inject.h"
 #include "verb.h"
 #include "viewer.h"
 
@@ -21,8 +30,12 @@ static void attach_usage(FILE *out) {
     fprintf(out,
             "usage: synctop attach [PID|ENDPOINT...] [--server-key KEY] [--window-events N]\n"
             "                      [--record FILE [--force]] [--step NAME] [--from FILE] [--ascii]\n"
-            "                      [--mono]\n\n"
-            "Shows running traced processes live in the interactive timeline.\n\n"
+            "                      [--mono] [--yes] [--inject-only] [--no-inject]\n\n"
+            "Shows running traced processes live in the interactive timeline. A PID whose process\n"
+            "has no tracer gets one first: synctop asks, then loads libsynctop-tracer.so into it with\n"
+            "ptrace (x86-64; the process must be yours). Its main thread pauses for about as long as\n"
+            "loading a library takes; the tracer stays loaded, collecting only while a viewer is\n"
+            "connected.\n\n"
             "  PID, ENDPOINT      a traced process's pid, HOST:PORT, tcp://..., ipc://...; none: every\n"
             "                     live traced process of this user, and those that start later\n"
             "  --from FILE        also the endpoints listed in FILE, one per line (# comments):\n"
@@ -33,11 +46,16 @@ static void attach_usage(FILE *out) {
             "                     when the window drops old events); --force replaces FILE\n"
             "  --step NAME        the loop's steps are the NVTX ranges named NAME (default:\n"
             "                     ProfilerStep#N, else a regular blocking call, as report finds them)\n"
-            "  --ascii, --mono    ASCII glyphs, no colours\n");
+            "  --ascii, --mono    ASCII glyphs, no colours\n"
+            "  --yes              load the tracer into a PID without one without asking (needed\n"
+            "                     when standard input is not a terminal)\n"
+            "  --inject-only      load the tracer where needed, then exit without the viewer\n"
+            "  --no-inject        never load the tracer: wait for the process to publish\n");
 }
 
-/* One endpoint the user named: checked, resolved and added; 0, or 1 with the reason said. */
-static int attach_endpoint(const char *a, char (*eps)[TP_ENDPOINT_MAX], const char **list, size_t *n) {
+/* One endpoint the user named: checked, resolved and added (pids[*n]: its pid, or 0 when it was not
+ * given as one); 0, or 1 with the reason said. */
+static int attach_endpoint(const char *a, char (*eps)[TP_ENDPOINT_MAX], const char **list, long *pids, size_t *n) {
     err_msg err = {{0}};
     if (*n == ATTACH_MAX)
         return verb_error("attach", "at most %d endpoints", ATTACH_MAX);
@@ -47,25 +65,103 @@ static int attach_endpoint(const char *a, char (*eps)[TP_ENDPOINT_MAX], const ch
                                     "processes of this user)", a);
     if (tp_endpoint_resolve(a, eps[*n], TP_ENDPOINT_MAX, &err) != 0)
         return verb_error("attach", "%s", err.msg);
-    if (strncmp(eps[*n], "ipc://", 6) == 0 && tp_endpoint_is_live(eps[*n]) == 0)
-        verb_say("attach", "nobody publishes on %s yet; waiting for it", eps[*n]);
+    pids[*n] = strspn(a, "0123456789") == strlen(a) ? strtol(a, NULL, 10) : 0;
     list[*n] = eps[*n];
     (*n)++;
+    return 0;
+}
+
+/* How processes without a tracer are treated, and which got one. */
+typedef struct inject_choice {
+    int yes, only, never;
+    int loaded[ATTACH_MAX]; /* per endpoint: 1 the tracer was loaded now, 2 in on-demand mode */
+} inject_choice;
+
+/* Asks on the terminal whether to load the tracer into pid; 1 yes, 0 no (said why). */
+static int confirm(long pid, const ij_probe_info *p, const char *tracer, int yes) {
+    char what[1024];
+    snprintf(what, sizeof what, "process %ld (%s) has no tracer: load %s into it with ptrace%s", pid,
+             p->cmdline[0] ? p->cmdline : p->name, tracer,
+             p->cuda_loaded ? "" : " (it has not loaded libcuda: not a CUDA program, or not yet)");
+    if (yes) {
+        verb_say("attach", "%s", what);
+        return 1;
+    }
+    if (!isatty(STDIN_FILENO)) {
+        verb_error("attach", "%s? Not without your confirmation: run on a terminal, or pass --yes (or start the "
+                             "program under `synctop run`)", what);
+        return 0;
+    }
+    fprintf(stderr, "synctop attach: ");
+    tp_print_sanitized(stderr, what, (size_t)-1);
+    fprintf(stderr, "? It stays loaded, collecting only while a viewer is connected; the program pauses for a "
+                    "moment. [y/N] ");
+    fflush(stderr);
+    char line[64];
+    if (fgets(line, sizeof line, stdin) == NULL || tolower((unsigned char)line[0]) != 'y') {
+        verb_say("attach", "nothing loaded into process %ld", pid);
+        return 0;
+    }
+    return 1;
+}
+
+/* A pid given on the command line whose endpoint nobody listens on: waited for, or given the
+ * tracer. 0, or 1 with the reason said. */
+static int attach_prepare_pid(long pid, const char *endpoint, inject_choice *c, int *loaded) {
+    ij_probe_info p;
+    err_msg err = {{0}};
+    if (ij_probe(pid, &p, &err) != 0)
+        return verb_error("attach", "%s", err.msg);
+    if (p.tracer_loaded || p.tracer_at_init || c->never) {
+        if (c->only && p.tracer_loaded)
+            verb_say("attach", "process %ld already has the tracer", pid);
+        else if (p.tracer_loaded)
+            verb_say("attach", "process %ld already has the tracer; nothing publishes on %s yet: waiting for it",
+                     pid, endpoint);
+        else if (p.tracer_at_init)
+            verb_say("attach", "process %ld loads the tracer when it initialises CUDA (CUDA_INJECTION64_PATH): "
+                               "waiting for it on %s", pid, endpoint);
+        else
+            verb_say("attach", "nobody publishes on %s yet; waiting for it", endpoint);
+        return 0;
+    }
+    if (!ij_supported())
+        return verb_error("attach", "process %ld has no tracer, and loading one into a running process is "
+                                    "implemented for x86-64 only: start it under `synctop run`", pid);
+    char tracer[4096];
+    if (ij_find_tracer(tracer, sizeof tracer) != 0)
+        return verb_error("attach", "process %ld has no tracer, and there is no libsynctop-tracer.so next to "
+                                    "synctop to load (set SYNCTOP_TRACER=/path/to/libsynctop-tracer.so)", pid);
+    if (!confirm(pid, &p, tracer, c->yes))
+        return 1;
+    ij_opts o = {.mode = "on-demand"};
+    ij_report r;
+    if (ij_inject(pid, tracer, &o, &r, &err) != 0)
+        return verb_error("attach", "%s", err.msg);
+    verb_say("attach", "loaded the tracer into process %ld (its main thread was held %.1f ms); it publishes on "
+                       "%s%s", pid, (double)r.longest_pause_ns / 1e6, r.endpoint,
+             r.mode_set ? ", collecting only while a viewer is connected" : "");
+    if (r.warning[0] != '\0')
+        verb_warn("attach", "%s", r.warning);
+    *loaded = r.mode_set ? 2 : 1;
     return 0;
 }
 
 static int cmd_attach(int argc, char **argv) {
     static char eps[ATTACH_MAX][TP_ENDPOINT_MAX];
     const char *list[ATTACH_MAX];
+    long pids[ATTACH_MAX];
     size_t n = 0;
     char key[TP_KEY_Z85_LEN + 1];
     viewer_opts o = {.verb = "attach"};
     err_msg err = {{0}};
-    enum { O_KEY = 1, O_WINDOW, O_RECORD, O_FORCE, O_ASCII, O_MONO, O_STEP, O_FROM };
+    inject_choice ic = {0};
+    enum { O_KEY = 1, O_WINDOW, O_RECORD, O_FORCE, O_ASCII, O_MONO, O_STEP, O_FROM, O_YES, O_ONLY, O_NEVER };
     static const arg_opt opts[] = {
         {O_KEY, "--server-key", NULL, 1}, {O_WINDOW, "--window-events", NULL, 1}, {O_RECORD, "--record", NULL, 1},
         {O_FORCE, "--force", NULL, 0},    {O_ASCII, "--ascii", NULL, 0},          {O_MONO, "--mono", NULL, 0},
-        {O_STEP, "--step", NULL, 1},     {O_FROM, "--from", NULL, 1},
+        {O_STEP, "--step", NULL, 1},     {O_FROM, "--from", NULL, 1},            {O_YES, "--yes", "-y", 0},
+        {O_ONLY, "--inject-only", NULL, 0}, {O_NEVER, "--no-inject", NULL, 0},
     };
     args p;
     ARGS_INIT(&p, "attach", attach_usage, opts, argc, argv);
@@ -94,6 +190,12 @@ static int cmd_attach(int argc, char **argv) {
             o.mono = 1;
         } else if (id == O_STEP) {
             o.step_name = a;
+        } else if (id == O_YES) {
+            ic.yes = 1;
+        } else if (id == O_ONLY) {
+            ic.only = 1;
+        } else if (id == O_NEVER) {
+            ic.never = 1;
         } else if (id == O_FROM) {
             const char *lines[ATTACH_MAX];
             int k = args_file_lines(&p, "--from", a, lines, ATTACH_MAX);
@@ -101,17 +203,33 @@ static int cmd_attach(int argc, char **argv) {
                 return EXIT_USAGE;
             int bad = 0;
             for (int i = 0; i < k; i++) {
-                bad = bad || attach_endpoint(lines[i], eps, list, &n) != 0;
+                bad = bad || attach_endpoint(lines[i], eps, list, pids, &n) != 0;
                 free((char *)lines[i]); /* resolved into eps */
             }
             if (bad)
                 return 1;
-        } else if (attach_endpoint(a, eps, list, &n) != 0) {
+        } else if (attach_endpoint(a, eps, list, pids, &n) != 0) {
             return 1;
         }
     }
+    if (ic.only && ic.never)
+        return args_bad(&p, "--inject-only and --no-inject exclude each other");
+    if (ic.only && n == 0)
+        return args_bad(&p, "--inject-only needs the PID of the process to load the tracer into");
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(eps[i], "ipc://", 6) != 0 || tp_endpoint_is_live(eps[i]) != 0) {
+            if (ic.only && pids[i] > 0)
+                verb_say("attach", "process %ld already has the tracer", pids[i]);
+            continue;
+        }
+        if (pids[i] == 0)
+            verb_say("attach", "nobody publishes on %s yet; waiting for it", eps[i]);
+        else if (attach_prepare_pid(pids[i], eps[i], &ic, &ic.loaded[i]) != 0)
+            return 1;
+    }
+    if (ic.only)
+        return 0;
     if (n == 0) {
-
         char dir[TP_ENDPOINT_MAX];
         if (tp_endpoint_dir(dir, sizeof dir, &err) < 0)
             return verb_error("attach", "%s", err.msg);
@@ -119,6 +237,12 @@ static int cmd_attach(int argc, char **argv) {
     }
     viewer_result res;
     int rc = viewer_run_live(list, n, &o, &res);
+    for (size_t i = 0; i < n; i++)
+        if (ic.loaded[i] == 2)
+            verb_say("attach", "the tracer stays in process %ld, idle while no viewer is connected (`synctop "
+                               "attach %ld` shows it again)", pids[i], pids[i]);
+        else if (ic.loaded[i] == 1)
+            verb_say("attach", "the tracer stays in process %ld and goes on as its SYNCTOP_MODE says", pids[i]);
     return verb_viewer_done("attach", rc, &res, o.record);
 }
 

@@ -1,0 +1,990 @@
+/*
+ * Loading the tracer into a running process with ptrace (inject.h). Three parts: the session (stop
+ * one thread at a safe point, save everything, call functions in it, put everything back, let it
+ * go), the architecture's registers (x86-64 only for now), and ij_inject, which finds the
+ * functions in the process's own libraries and makes the calls.
+ *
+ * A session is driven from one thread and every wait in it is a poll of waitpid bounded by a
+ * deadline, so a process that never stops, never returns from a call or exits halfway is noticed.
+ */
+#include "inject.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dlfcn.h>
+
+#include "inject_elf.h"
+#include "inject_proc.h"
+
+#define SCRATCH_BYTES 8192 /* the strings and results of the calls, on the thread's stack */
+#define BELOW_SP 256       /* the red zone (128 bytes on x86-64) and a margin */
+#define EXT_MAX (64 * 1024) /* room for the largest XSAVE area (AMX included) */
+
+/* ---- the architecture ---- */
+
+#if defined(__x86_64__)
+#include <sys/user.h>
+
+#define IJ_SUPPORTED 1
+#define IJ_MACHINE EM_X86_64
+typedef struct user_regs_struct ij_regs;
+
+static int regs_get(pid_t tid, ij_regs *r) { return (int)ptrace(PTRACE_GETREGS, tid, NULL, r); }
+static int regs_set(pid_t tid, const ij_regs *r) { return (int)ptrace(PTRACE_SETREGS, tid, NULL, r); }
+static uint64_t regs_pc(const ij_regs *r) { return r->rip; }
+static uint64_t regs_sp(const ij_regs *r) { return r->rsp; }
+static uint64_t regs_ret(const ij_regs *r) { return r->rax; }
+/* The system call the thread was stopped in, or -1. */
+static long regs_syscall(const ij_regs *r) { return (long)r->orig_rax; }
+
+/* fn(args...) with the return address already at sp: at entry the stack is 8 bytes off 16-byte
+ * alignment, as after a call instruction. orig_rax = -1: the kernel must not restart the system
+ * call the thread was stopped in, on our call's behalf (the saved registers restart it at the end). */
+static void regs_call(ij_regs *r, uint64_t fn, const uint64_t *a, uint64_t sp) {
+    r->rdi = a[0];
+    r->rsi = a[1];
+    r->rdx = a[2];
+    r->rcx = a[3];
+    r->r8 = a[4];
+    r->r9 = a[5];
+    r->rax = 0;
+    r->orig_rax = (unsigned long long)-1;
+    r->rip = fn;
+    r->rsp = sp;
+    r->eflags &= ~0x400ull; /* the direction flag, clear at every call */
+}
+
+/* The whole XSAVE state (x87, SSE, AVX, AVX-512...), else the FXSAVE one. */
+static int ext_get(pid_t tid, void *buf, size_t *len) {
+    struct iovec iov = {buf, EXT_MAX};
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) == 0) {
+        *len = iov.iov_len;
+        return 1;
+    }
+    if (ptrace(PTRACE_GETFPREGS, tid, NULL, buf) == 0) {
+        *len = sizeof(struct user_fpregs_struct);
+        return 2;
+    }
+    return -1;
+}
+
+static int ext_set(pid_t tid, int kind, void *buf, size_t len) {
+    if (kind == 1) {
+        struct iovec iov = {buf, len};
+        return (int)ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &iov);
+    }
+    return (int)ptrace(PTRACE_SETFPREGS, tid, NULL, buf);
+}
+#else
+#define IJ_SUPPORTED 0
+#endif
+
+int ij_supported(void) { return IJ_SUPPORTED; }
+
+/* ---- finding the tracer ---- */
+
+int ij_find_tracer(char *out, size_t outlen) {
+    const char *env = getenv("SYNCTOP_TRACER");
+    if (env != NULL && *env != '\0')
+        return realpath(env, out) != NULL && strlen(out) < outlen && access(out, R_OK) == 0 ? 0 : ERR_NOENT;
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return ERR_NOENT;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash == NULL)
+        return ERR_NOENT;
+    *slash = '\0';
+    static const char *const rel[] = {"tracer/libsynctop-tracer.so", "../lib/synctop/libsynctop-tracer.so",
+                                      "../lib64/synctop/libsynctop-tracer.so", "libsynctop-tracer.so"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        char path[PATH_MAX + 64], real[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", self, rel[i]);
+        if (access(path, R_OK) == 0 && realpath(path, real) != NULL && strlen(real) < outlen) {
+            snprintf(out, outlen, "%s", real);
+            return 0;
+        }
+    }
+    return ERR_NOENT;
+}
+
+/* ---- probing ---- */
+
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static int is_tracer_file(const char *path) { return strcmp(base_name(path), "libsynctop-tracer.so") == 0; }
+
+/* Reads a /proc file that holds NUL-separated strings; returns its length. */
+static size_t read_proc(const char *path, char *buf, size_t len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, buf + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    return got;
+}
+
+int ij_probe(long pid, ij_probe_info *p, err_msg *err) {
+    memset(p, 0, sizeof *p);
+    ij_status st;
+    int rc = ij_status_read(pid, &st, err);
+    if (rc != 0)
+        return rc;
+    snprintf(p->name, sizeof p->name, "%s", st.name);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    size_t n = read_proc(path, p->cmdline, sizeof p->cmdline - 1);
+    while (n > 0 && p->cmdline[n - 1] == '\0')
+        n--;
+    for (size_t i = 0; i < n; i++)
+        if (p->cmdline[i] == '\0')
+            p->cmdline[i] = ' ';
+    p->cmdline[n] = '\0';
+    ij_map *maps = NULL;
+    size_t nm = 0;
+    if (ij_maps_read(pid, &maps, &nm, err) == 0) {
+        for (size_t i = 0; i < nm; i++) {
+            p->tracer_loaded |= is_tracer_file(maps[i].path);
+            p->cuda_loaded |= strncmp(base_name(maps[i].path), "libcuda.so", 10) == 0;
+        }
+        free(maps);
+    }
+    /* The environment the program started with (what the driver reads at CUDA init). */
+    const size_t env_max = 1 << 20;
+    char *env = malloc(env_max);
+    if (env == NULL)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+    size_t len = read_proc(path, env, env_max - 1);
+    env[len] = '\0';
+    for (size_t i = 0; i < len; i += strlen(env + i) + 1)
+        if (strncmp(env + i, "CUDA_INJECTION64_PATH=", 22) == 0 && is_tracer_file(env + i + 22))
+            p->tracer_at_init = 1;
+    free(env);
+    return 0;
+}
+
+#if IJ_SUPPORTED
+
+/* ---- a session: one thread, stopped, called into, put back ---- */
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns) {
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+
+typedef struct sess {
+    pid_t tid;
+    const ij_opts *o;
+    ij_report *rep;
+    err_msg *err;
+    int seized, stopped, gone;
+    uint64_t pause_t0; /* when the thread was stopped for the program: 0 while it runs its own code */
+    ij_regs saved;
+    int have_regs;
+    uint8_t *ext;
+    size_t ext_len;
+    int ext_kind;
+    uint64_t lo, top, next; /* the scratch area [lo, top) on its stack, and its first free byte */
+    uint8_t orig[SCRATCH_BYTES + 64];
+    int have_orig;
+    int fault_sig;
+    uint64_t fault_addr;
+    uint64_t errno_at; /* the thread's errno, put back at the end (0: unknown) */
+    int32_t saved_errno;
+} sess;
+
+static void pause_end(sess *s) {
+    if (s->pause_t0 == 0)
+        return;
+    uint64_t d = now_ns() - s->pause_t0;
+    s->pause_t0 = 0;
+    s->rep->total_pause_ns += d;
+    if (d > s->rep->longest_pause_ns)
+        s->rep->longest_pause_ns = d;
+}
+
+static int mem_write(pid_t tid, uint64_t addr, const void *data, size_t len) {
+    struct iovec local = {(void *)data, len}, remote = {(void *)(uintptr_t)addr, len};
+    if (process_vm_writev(tid, &local, 1, &remote, 1, 0) == (ssize_t)len)
+        return 0;
+    /* word by word through ptrace, which also writes where process_vm_writev may not */
+    const uint8_t *p = data;
+    for (size_t off = 0; off < len; off += sizeof(long)) {
+        uint64_t a = addr + off;
+        long word;
+        size_t n = len - off < sizeof word ? len - off : sizeof word;
+        if (n < sizeof word) {
+            errno = 0;
+            word = ptrace(PTRACE_PEEKDATA, tid, (void *)(uintptr_t)a, NULL);
+            if (errno != 0)
+                return -1;
+        }
+        memcpy(&word, p + off, n);
+        if (ptrace(PTRACE_POKEDATA, tid, (void *)(uintptr_t)a, (void *)word) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int mem_read(pid_t tid, uint64_t addr, void *data, size_t len) {
+    struct iovec local = {data, len}, remote = {(void *)(uintptr_t)addr, len};
+    if (process_vm_readv(tid, &local, 1, &remote, 1, 0) == (ssize_t)len)
+        return 0;
+    uint8_t *p = data;
+    for (size_t off = 0; off < len; off += sizeof(long)) {
+        errno = 0;
+        long word = ptrace(PTRACE_PEEKDATA, tid, (void *)(uintptr_t)(addr + off), NULL);
+        if (errno != 0)
+            return -1;
+        memcpy(p + off, &word, len - off < sizeof word ? len - off : sizeof word);
+    }
+    return 0;
+}
+
+/* The thread's state in /proc: 'Z' or 'X' (or gone) once it has exited. */
+static int thread_gone(pid_t tid) {
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 1;
+    buf[n] = '\0';
+    const char *close_paren = strrchr(buf, ')');
+    char state = close_paren != NULL ? close_paren[2] : '?';
+    return state == 'Z' || state == 'X';
+}
+
+/* Every C library of a (where the functions to call were found) is still mapped at the same place
+ * in b: the process did not exec meanwhile. Libraries loaded since do not matter. */
+static int same_libraries(const ij_map *a, size_t na, const ij_map *b, size_t nb) {
+    for (size_t i = 0; i < na; i++) {
+        if (a[i].offset != 0 || !ij_is_system_lib(a[i].path))
+            continue;
+        int found = 0;
+        for (size_t j = 0; j < nb && !found; j++)
+            found = b[j].start == a[i].start && b[j].inode == a[i].inode && b[j].offset == 0 &&
+                    strcmp(a[i].path, b[j].path) == 0;
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+static int gone(sess *s, const char *when) {
+    s->gone = 1;
+    s->stopped = 0;
+    s->pause_t0 = 0;
+    return err_set(s->err, ERR_NOENT, "process %d exited %s", (int)s->tid, when);
+}
+
+enum { STOP_INTERRUPT = 1, STOP_TRAP, STOP_FAULT };
+
+static int cont(sess *s, int sig) {
+    if (ptrace(PTRACE_CONT, s->tid, NULL, (void *)(intptr_t)sig) != 0)
+        return -1;
+    s->stopped = 0;
+    return 0;
+}
+
+/* Waits for the thread to stop: at PTRACE_INTERRUPT's stop (want_trap 0), or, running a call, at
+ * its return to address 0 (want_trap 1) or at a fault inside the call. Any other signal is passed
+ * on to the program as it would have been, and a group stop is let through. 0 with *what, ERR_AGAIN
+ * at the deadline, ERR_NOENT when the process exited. */
+static int wait_stop(sess *s, int want_trap, int timeout_ms, int *what) {
+    uint64_t t0 = now_ns(), deadline = t0 + (uint64_t)timeout_ms * 1000000ull, last_check = t0;
+    for (;;) {
+        int status = 0;
+        pid_t r = waitpid(s->tid, &status, __WALL | WNOHANG);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return gone(s, "during the injection");
+        uint64_t t = now_ns();
+        if (r == 0) {
+            if (t >= deadline)
+                return ERR_AGAIN;
+            if (t - last_check > 10000000ull) {
+                last_check = t;
+                if (thread_gone(s->tid))
+                    return gone(s, "during the injection");
+            }
+            /* SIGCHLD (held by ij_inject) says the thread stopped; the cap covers a SIGCHLD that
+             * another thread of this process took. */
+            uint64_t nap = deadline - t < 1000000 ? deadline - t : 1000000;
+            struct timespec ts = {0, (long)nap};
+            sigset_t chld;
+            sigemptyset(&chld);
+            sigaddset(&chld, SIGCHLD);
+            sigtimedwait(&chld, NULL, &ts);
+            continue;
+        }
+        if (WIFEXITED(status) || WIFSIGNALED(status)) {
+            s->seized = 0;
+            return gone(s, "during the injection");
+        }
+        if (!WIFSTOPPED(status))
+            continue;
+        s->stopped = 1;
+        int sig = WSTOPSIG(status), event = status >> 16;
+        if (event == PTRACE_EVENT_EXIT) {
+            pause_end(s);
+            ptrace(PTRACE_DETACH, s->tid, NULL, NULL);
+            s->seized = 0;
+            return gone(s, "during the injection");
+        }
+        if (event == PTRACE_EVENT_STOP) {
+            if (sig == SIGTRAP && !want_trap) {
+                *what = STOP_INTERRUPT;
+                return 0;
+            }
+            if (cont(s, 0) != 0)
+                return gone(s, "during the injection");
+            continue;
+        }
+        if (want_trap) {
+            siginfo_t si;
+            ij_regs regs;
+            memset(&si, 0, sizeof si);
+            if (ptrace(PTRACE_GETSIGINFO, s->tid, NULL, &si) == 0 && regs_get(s->tid, &regs) == 0) {
+                if (sig == SIGSEGV && regs_pc(&regs) == 0) {
+                    *what = STOP_TRAP;
+                    return 0;
+                }
+                if ((sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE) && si.si_code > 0) {
+                    s->fault_sig = sig;
+                    s->fault_addr = regs_pc(&regs);
+                    *what = STOP_FAULT;
+                    return 0;
+                }
+            }
+        }
+        if (cont(s, sig) != 0)
+            return gone(s, "during the injection");
+    }
+}
+
+/* Stops the thread where it is; with no deadline left, gives up. */
+static int interrupt(sess *s, int timeout_ms) {
+    if (ptrace(PTRACE_INTERRUPT, s->tid, NULL, NULL) != 0)
+        return gone(s, "during the injection");
+    int what = 0;
+    int rc = wait_stop(s, 0, timeout_ms, &what);
+    if (rc == 0)
+        s->pause_t0 = s->pause_t0 ? s->pause_t0 : now_ns();
+    return rc;
+}
+
+/* Puts back the scratch bytes, the registers and the extended state, and lets the thread go. */
+static void sess_end(sess *s) {
+    if (!s->seized || s->gone)
+        return;
+    if (!s->stopped && interrupt(s, 1000) != 0) {
+        if (!s->gone) /* the thread cannot be stopped: leave it be rather than wait for ever */
+            ptrace(PTRACE_DETACH, s->tid, NULL, NULL);
+        s->seized = 0;
+        return;
+    }
+    if (s->errno_at != 0)
+        mem_write(s->tid, s->errno_at, &s->saved_errno, sizeof s->saved_errno);
+    if (s->have_orig)
+        mem_write(s->tid, s->lo, s->orig, (size_t)(s->top - s->lo));
+    if (s->ext_kind > 0)
+        ext_set(s->tid, s->ext_kind, s->ext, s->ext_len);
+    if (s->have_regs)
+        regs_set(s->tid, &s->saved);
+    ptrace(PTRACE_DETACH, s->tid, NULL, NULL);
+    pause_end(s);
+    s->seized = 0;
+    s->stopped = 0;
+}
+
+/* Attaches and stops the thread at a safe point (ij_safe_point, judged on the mappings read while
+ * it is stopped), checks that the libraries are still those of maps (where the functions to call
+ * were found), then saves what a call changes. */
+static int sess_begin(sess *s, const ij_access *acc, const ij_map *maps, size_t nm) {
+    if (ptrace(PTRACE_SEIZE, s->tid, NULL, (void *)(uintptr_t)PTRACE_O_TRACEEXIT) != 0) {
+        if (errno == ESRCH || thread_gone(s->tid))
+            return gone(s, "before it could be traced");
+        if (errno == EPERM) {
+            char why[sizeof s->err->msg];
+            ij_access_explain_eperm(acc, why, sizeof why);
+            return err_set(s->err, ERR_PERM, "%s", why);
+        }
+        return err_set(s->err, ERR_PERM, "cannot trace process %d: %s", (int)s->tid, strerror(errno));
+    }
+    s->seized = 1;
+    uint64_t deadline = now_ns() + (uint64_t)s->o->safe_point_ms * 1000000ull;
+    char why[256] = "";
+    ij_map *now = NULL;
+    size_t nnow = 0;
+    for (unsigned tries = 0;; tries++) {
+        int rc = interrupt(s, s->o->call_ms);
+        if (rc == ERR_AGAIN)
+            return err_set(s->err, ERR_AGAIN, "process %d did not stop within %d ms", (int)s->tid, s->o->call_ms);
+        if (rc != 0)
+            return rc;
+        s->rep->stops++;
+        if (regs_get(s->tid, &s->saved) != 0)
+            return gone(s, "while it was stopped");
+        free(now);
+        now = NULL;
+        if (ij_maps_read(s->tid, &now, &nnow, s->err) != 0)
+            return gone(s, "while it was stopped");
+        if (ij_safe_point(now, nnow, regs_pc(&s->saved), regs_syscall(&s->saved), why, sizeof why))
+            break;
+        pause_end(s);
+        if (cont(s, 0) != 0) {
+            free(now);
+            return gone(s, "while it was stopped");
+        }
+        if (now_ns() >= deadline) {
+            free(now);
+            return err_set(s->err, ERR_AGAIN,
+                           "process %d's main thread was busy inside the C library each time it was stopped "
+                           "(%u times in %d ms; last %s): loading a library then could deadlock it; try again",
+                           (int)s->tid, tries + 1, s->o->safe_point_ms, why);
+        }
+        sleep_ns(1000000ull + (tries % 4) * 500000ull);
+    }
+    int same = same_libraries(maps, nm, now, nnow);
+    free(now);
+    if (!same)
+        return err_set(s->err, ERR_AGAIN,
+                       "process %d changed its program or its C library while synctop looked at it (it ran "
+                       "exec?): try again",
+                       (int)s->tid);
+    s->have_regs = 1;
+    if (s->rep->held_at_ns == 0) {
+        s->rep->held_at_ns = s->pause_t0;
+        s->rep->held_in_syscall = regs_syscall(&s->saved) >= 0 ? regs_syscall(&s->saved) : -1;
+    }
+    s->ext = malloc(EXT_MAX);
+    if (s->ext == NULL)
+        return err_set(s->err, ERR_NOMEM, "out of memory");
+    s->ext_kind = ext_get(s->tid, s->ext, &s->ext_len);
+    if (s->ext_kind < 0)
+        return err_set(s->err, ERR_IO, "cannot read process %d's floating-point registers", (int)s->tid);
+    s->top = (regs_sp(&s->saved) - BELOW_SP) & ~15ull;
+    s->lo = s->top - SCRATCH_BYTES;
+    if (mem_read(s->tid, s->lo, s->orig, SCRATCH_BYTES) != 0)
+        return err_set(s->err, ERR_IO, "cannot read process %d's stack", (int)s->tid);
+    s->have_orig = 1;
+    s->next = s->lo + 16; /* [lo + 8, lo + 16): the return address of every call */
+    if (s->o->hook != NULL)
+        s->o->hook(s->o->hook_ctx, IJ_STEP_STOPPED, (long)s->tid);
+    return 0;
+}
+
+/* Copies data into the scratch area; its address in the process, or 0 when it is full. */
+static uint64_t put(sess *s, const void *data, size_t len) {
+    uint64_t at = (s->next + 15) & ~15ull;
+    if (at + len > s->top || mem_write(s->tid, at, data, len) != 0)
+        return 0;
+    s->next = at + len;
+    return at;
+}
+
+/* Calls fn(a[0..5]) on the stopped thread and waits, bounded, for it to return; its return value in
+ * *ret. On a timeout or a fault the thread is stopped again where it is (sess_end puts it back). */
+static int call(sess *s, const char *name, uint64_t fn, const uint64_t a[6], int timeout_ms, uint64_t *ret) {
+    static const uint64_t zero = 0;
+    uint64_t sp = s->lo + 8;
+    if (mem_write(s->tid, sp, &zero, sizeof zero) != 0)
+        return err_set(s->err, ERR_IO, "cannot write to process %d's stack", (int)s->tid);
+    ij_regs r = s->saved;
+    regs_call(&r, fn, a, sp);
+    if (regs_set(s->tid, &r) != 0 || cont(s, 0) != 0)
+        return gone(s, "during the injection");
+    int what = 0;
+    int rc = wait_stop(s, 1, timeout_ms, &what);
+    if (rc == ERR_AGAIN) {
+        if (interrupt(s, 1000) != 0 && s->gone)
+            return gone(s, "during the injection");
+        return err_set(s->err, ERR_AGAIN,
+                       "%s did not return within %d ms in process %d (a lock held by the interrupted code?); "
+                       "the call was abandoned and the thread put back where it was, but the program may now "
+                       "hang in its next %s",
+                       name, timeout_ms, (int)s->tid, name);
+    }
+    if (rc != 0)
+        return rc;
+    if (what == STOP_FAULT)
+        return err_set(s->err, ERR_IO,
+                       "%s crashed in process %d (signal %d at 0x%llx); the signal was withheld and the thread "
+                       "put back where it was",
+                       name, (int)s->tid, s->fault_sig, (unsigned long long)s->fault_addr);
+    if (regs_get(s->tid, &r) != 0)
+        return gone(s, "during the injection");
+    *ret = regs_ret(&r);
+    return 0;
+}
+
+/* Finds the thread's errno (__errno_location) and keeps its value for sess_end. */
+static int save_errno(sess *s, uint64_t errno_location) {
+    uint64_t a[6] = {0}, at = 0;
+    if (errno_location == 0)
+        return 0;
+    int rc = call(s, "__errno_location", errno_location, a, s->o->call_ms, &at);
+    if (rc == 0 && at != 0 && mem_read(s->tid, at, &s->saved_errno, sizeof s->saved_errno) == 0)
+        s->errno_at = at;
+    return rc;
+}
+
+/* Reads a NUL-terminated string of the process (dlerror's). */
+static void read_string(pid_t tid, uint64_t addr, char *out, size_t len) {
+    out[0] = '\0';
+    for (size_t got = 0; addr != 0 && got + 1 < len;) {
+        size_t chunk = len - 1 - got < 64 ? len - 1 - got : 64;
+        if (mem_read(tid, addr + got, out + got, chunk) != 0)
+            break;
+        out[got + chunk] = '\0';
+        if (memchr(out + got, '\0', chunk) != NULL)
+            return;
+        got += chunk;
+    }
+}
+
+/* ---- the functions to call, in the process's own libraries ---- */
+
+enum { F_DLOPEN, F_DLERROR, F_ERRNO, F_GETENV, F_SETENV, F_UNSETENV, F_SIGMASK, F_CREATE, F_DETACH, F_N };
+static const char *const fn_names[F_N] = {"dlopen",      "dlerror",         "__errno_location",
+                                          "getenv",      "setenv",          "unsetenv",
+                                          "pthread_sigmask", "pthread_create", "pthread_detach"};
+
+/* The load bias of the file of mapping m in the process, from the file's own ELF. */
+static int file_bias(const ij_map *maps, size_t nm, const ij_map *m, const ij_elf *e, uint64_t *bias) {
+    const ij_map *first = ij_maps_file_start(maps, nm, m);
+    uint64_t vaddr;
+    if (first == NULL || ij_elf_load_vaddr(e, 0, (uint64_t)sysconf(_SC_PAGESIZE), &vaddr) != 0)
+        return -1;
+    *bias = first->start - vaddr;
+    return 0;
+}
+
+/* The file a mapping names, as this process reaches it (through the process's root: it may live
+ * in another mount namespace), checked to be the very file mapped (same device and inode). */
+static int mapped_file_path(long pid, const ij_map *m, char *out, size_t len) {
+    snprintf(out, len, "/proc/%ld/root%s", pid, m->path);
+    struct stat st;
+    return stat(out, &st) == 0 && st.st_ino == m->inode && major(st.st_dev) == m->dev_major &&
+                   minor(st.st_dev) == m->dev_minor
+               ? 0
+               : -1;
+}
+
+/* The address of each function in fn_names, 0 where none was found. */
+static int find_functions(long pid, const ij_map *maps, size_t nm, uint64_t addr[F_N], err_msg *err) {
+    memset(addr, 0, F_N * sizeof addr[0]);
+    int libs = 0;
+    for (size_t i = 0; i < nm; i++) {
+        const ij_map *m = &maps[i];
+        if (m->offset != 0 || !ij_is_system_lib(m->path))
+            continue;
+        libs++;
+        char path[PATH_MAX + 64];
+        if (mapped_file_path(pid, m, path, sizeof path) != 0)
+            return err_set(err, ERR_IO,
+                           "%s, mapped in process %ld, is no longer the file on disk (the C library was upgraded "
+                           "since the program started?): its functions cannot be found; restart the program "
+                           "under `synctop run`",
+                           m->path, pid);
+        err_msg e2;
+        ij_elf *e = ij_elf_open(path, &e2);
+        if (e == NULL)
+            return err_set(err, ERR_IO, "%s", e2.msg);
+        uint64_t bias;
+        if (ij_elf_machine(e) != IJ_MACHINE || file_bias(maps, nm, m, e, &bias) != 0) {
+            ij_elf_close(&e);
+            continue;
+        }
+        for (int f = 0; f < F_N; f++) {
+            uint64_t v;
+            if (addr[f] == 0 && ij_elf_symbol(e, fn_names[f], &v) == 0)
+                addr[f] = bias + v;
+        }
+        ij_elf_close(&e);
+    }
+    if (addr[F_DLOPEN] == 0 || addr[F_CREATE] == 0 || addr[F_DETACH] == 0)
+        return err_set(err, libs == 0 ? ERR_AGAIN : ERR_UNSUPPORTED,
+                       libs == 0 ? "process %ld has not loaded its C library yet (it is starting up): try again "
+                                   "in a moment"
+                                 : "process %ld's C library has no dlopen or pthread_create that synctop can find "
+                                   "(an older glibc whose libdl is not loaded?): nothing can be loaded into it",
+                       pid);
+    return 0;
+}
+
+/* ---- the injection ---- */
+
+static int check_target(long pid, const char *tracer, ij_access *acc, char *tracer_name, size_t tn_len, char *user,
+                        size_t user_len, err_msg *err) {
+    int rc = ij_access_gather(pid, acc, tracer_name, tn_len, user, user_len, err);
+    if (rc != 0)
+        return err_set(err, rc, "no process %ld", pid);
+    char why[sizeof err->msg];
+    if ((rc = ij_access_precheck(acc, why, sizeof why)) != 0)
+        return err_set(err, rc, "%s", why);
+    char exe[64];
+    unsigned cls = 0, machine = 0;
+    int dynamic = 0;
+    snprintf(exe, sizeof exe, "/proc/%ld/exe", pid);
+    err_msg e2;
+    if ((rc = ij_elf_ident(exe, &cls, &machine, &dynamic, &e2)) != 0) {
+        if (thread_gone((pid_t)pid))
+            return err_set(err, ERR_NOENT, "process %ld has exited", pid);
+        if (rc == ERR_PERM) /* the kernel's ptrace access check refused: say why */
+            return ij_access_explain_eperm(acc, err->msg, sizeof err->msg);
+        return err_set(err, ERR_IO, "cannot read process %ld's program (%s)", pid, e2.msg);
+    }
+    if (cls != ELFCLASS64 || machine != IJ_MACHINE)
+        return err_set(err, ERR_UNSUPPORTED,
+                       "process %ld is not a 64-bit program of this machine's architecture (ELF class %u, machine "
+                       "%u): synctop injects into x86-64 programs only",
+                       pid, cls, machine);
+    if (!dynamic)
+        return err_set(err, ERR_UNSUPPORTED,
+                       "process %ld is statically linked (its program has no dynamic loader): nothing can be "
+                       "loaded into it",
+                       pid);
+    /* The tracer must be the same file inside the process's filesystem (a container has its own). */
+    char inside[PATH_MAX + 64];
+    struct stat mine, theirs;
+    snprintf(inside, sizeof inside, "/proc/%ld/root%s", pid, tracer);
+    if (stat(tracer, &mine) != 0)
+        return err_set(err, ERR_NOENT, "cannot find the tracer %s: %s", tracer, strerror(errno));
+    if (stat(inside, &theirs) != 0 || mine.st_ino != theirs.st_ino || mine.st_dev != theirs.st_dev)
+        return err_set(err, ERR_UNSUPPORTED,
+                       "process %ld does not see the tracer at %s (it runs in another filesystem, a "
+                       "container?): install synctop inside it, or start the program under `synctop run`",
+                       pid, tracer);
+    return 0;
+}
+
+/* The tracer's file, read before the process is stopped: its inode, the address its first segment
+ * is linked at, and InitializeInjection's offset. */
+typedef struct tracer_layout {
+    uint64_t inode, vaddr0, init;
+} tracer_layout;
+
+static int tracer_layout_read(const char *tracer, tracer_layout *tl, err_msg *err) {
+    struct stat st;
+    if (stat(tracer, &st) != 0)
+        return err_set(err, ERR_NOENT, "cannot find the tracer %s: %s", tracer, strerror(errno));
+    tl->inode = st.st_ino;
+    ij_elf *e = ij_elf_open(tracer, err);
+    if (e == NULL)
+        return ERR_IO;
+    int rc = ij_elf_load_vaddr(e, 0, (uint64_t)sysconf(_SC_PAGESIZE), &tl->vaddr0);
+    if (rc == 0 && ij_elf_machine(e) != IJ_MACHINE)
+        rc = err_set(err, ERR_UNSUPPORTED, "%s is not a library for this machine", tracer);
+    else if (rc == 0 && (rc = ij_elf_symbol(e, "InitializeInjection", &tl->init)) != 0)
+        rc = err_set(err, ERR_IO, "%s has no InitializeInjection: not synctop's tracer", tracer);
+    else if (rc != 0)
+        rc = err_set(err, ERR_IO, "%s: no loadable segment at offset 0", tracer);
+    ij_elf_close(&e);
+    return rc;
+}
+
+/* The calls of the first stop: errno saved, SYNCTOP_MODE set if absent, dlopen, the starting
+ * thread, errno put back. *env_set says whether SYNCTOP_MODE must be taken away afterwards. */
+static int load_and_start(sess *s, long pid, const char *tracer, const tracer_layout *tl, const uint64_t fn[F_N],
+                          int *env_set) {
+    const int ms = s->o->call_ms;
+    uint64_t a[6] = {0}, ret = 0;
+    int rc;
+    if ((rc = save_errno(s, fn[F_ERRNO])) != 0)
+        return rc;
+    if (s->o->mode != NULL && fn[F_GETENV] && fn[F_SETENV] && fn[F_UNSETENV]) {
+        uint64_t name = put(s, "SYNCTOP_MODE", 13), value = put(s, s->o->mode, strlen(s->o->mode) + 1);
+        if (name == 0 || value == 0)
+            return err_set(s->err, ERR_IO, "cannot write to process %ld's stack", pid);
+        a[0] = name;
+        if ((rc = call(s, "getenv", fn[F_GETENV], a, ms, &ret)) != 0)
+            return rc;
+        if (ret == 0) {
+            a[1] = value;
+            a[2] = 0;
+            if ((rc = call(s, "setenv", fn[F_SETENV], a, ms, &ret)) != 0)
+                return rc;
+            *env_set = (int32_t)ret == 0;
+            s->rep->mode_set = *env_set;
+        }
+    }
+    uint64_t path = put(s, tracer, strlen(tracer) + 1);
+    if (path == 0)
+        return err_set(s->err, ERR_IO, "cannot write to process %ld's stack", pid);
+    memset(a, 0, sizeof a);
+    a[0] = path;
+    a[1] = RTLD_NOW | RTLD_LOCAL;
+    uint64_t handle = 0;
+    if ((rc = call(s, "dlopen", fn[F_DLOPEN], a, ms, &handle)) != 0)
+        return rc;
+    if (handle == 0) {
+        char why[400] = "no reason given";
+        uint64_t msg = 0;
+        memset(a, 0, sizeof a);
+        if (fn[F_DLERROR] != 0 && call(s, "dlerror", fn[F_DLERROR], a, ms, &msg) == 0 && msg != 0)
+            read_string(s->tid, msg, why, sizeof why);
+        return err_set(s->err, ERR_IO, "process %ld could not load the tracer: %s", pid, why);
+    }
+    if (s->o->hook != NULL)
+        s->o->hook(s->o->hook_ctx, IJ_STEP_LOADED, pid);
+
+    /* InitializeInjection: where the tracer now lies in the process, plus its offset. */
+    ij_map *maps = NULL;
+    size_t nm = 0;
+    uint64_t init = 0;
+    if ((rc = ij_maps_read(pid, &maps, &nm, s->err)) != 0)
+        return rc;
+    for (size_t i = 0; i < nm && init == 0; i++)
+        if (maps[i].offset == 0 && maps[i].inode == tl->inode && is_tracer_file(maps[i].path))
+            init = maps[i].start - tl->vaddr0 + tl->init;
+    free(maps);
+    if (init == 0)
+        return err_set(s->err, ERR_IO, "the tracer loaded into process %ld is not in its mappings", pid);
+
+    /* A thread of its own, with every signal blocked while it starts (the program's handlers are
+     * not for it): the mask is set on the stopped thread around pthread_create, which passes it on. */
+    uint8_t all[128], none[128];
+    memset(all, 0xff, sizeof all);
+    memset(none, 0, sizeof none);
+    uint64_t set = put(s, all, sizeof all), old = put(s, none, sizeof none), tid_at = put(s, none, 16);
+    if (set == 0 || old == 0 || tid_at == 0)
+        return err_set(s->err, ERR_IO, "cannot write to process %ld's stack", pid);
+    int masked = 0;
+    if (fn[F_SIGMASK] != 0) {
+        uint64_t m[6] = {SIG_SETMASK, set, old, 0, 0, 0};
+        if ((rc = call(s, "pthread_sigmask", fn[F_SIGMASK], m, ms, &ret)) != 0)
+            return rc;
+        masked = (int32_t)ret == 0;
+    }
+    uint64_t c[6] = {tid_at, 0, init, 0, 0, 0}, created = 0;
+    rc = call(s, "pthread_create", fn[F_CREATE], c, ms, &created);
+    if (rc == 0 && masked) {
+        uint64_t m[6] = {SIG_SETMASK, old, 0, 0, 0, 0};
+        rc = call(s, "pthread_sigmask", fn[F_SIGMASK], m, ms, &ret);
+    }
+    if (rc != 0)
+        return rc;
+    if ((int32_t)created != 0)
+        return err_set(s->err, ERR_IO, "process %ld could not start a thread for the tracer (error %d)", pid,
+                       (int)(int32_t)created);
+    uint64_t thread = 0;
+    if (mem_read(s->tid, tid_at, &thread, sizeof thread) != 0)
+        return err_set(s->err, ERR_IO, "cannot read process %ld's stack", pid);
+    uint64_t d[6] = {thread, 0, 0, 0, 0, 0};
+    return call(s, "pthread_detach", fn[F_DETACH], d, ms, &ret);
+}
+
+/* The second stop, once the tracer has read its configuration: SYNCTOP_MODE taken away. */
+static int unset_mode(sess *s, const ij_access *acc, const ij_map *maps, size_t nm, const uint64_t fn[F_N]) {
+    int rc = sess_begin(s, acc, maps, nm);
+    if (rc != 0)
+        return rc;
+    uint64_t a[6] = {0}, ret = 0;
+    if ((rc = save_errno(s, fn[F_ERRNO])) != 0)
+        return rc;
+    a[0] = put(s, "SYNCTOP_MODE", 13);
+    if (a[0] == 0)
+        return err_set(s->err, ERR_IO, "cannot write to the stack");
+    return call(s, "unsetenv", fn[F_UNSETENV], a, s->o->call_ms, &ret);
+}
+
+static int contains(const long *v, size_t n, long x) {
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == x)
+            return 1;
+    return 0;
+}
+
+/* Waits, the program running, until the tracer publishes or the thread that starts it has ended
+ * (it stepped aside), at most start_ms. 1 publishing, 0 not, or ERR_NOENT when the process exited. */
+static int wait_started(long pid, const long *before, size_t nbefore, const ij_opts *o, const char *endpoint,
+                        err_msg *err) {
+    long *after = NULL;
+    size_t nafter = 0;
+    err_msg e2;
+    if (ij_tasks_read(pid, &after, &nafter, &e2) != 0)
+        return err_set(err, ERR_NOENT, "process %ld exited after the tracer was loaded", pid);
+    uint64_t deadline = now_ns() + (uint64_t)o->start_ms * 1000000ull;
+    int rc = 0;
+    for (;;) {
+        if (tp_endpoint_is_live(endpoint) == 1) {
+            rc = 1;
+            break;
+        }
+        if (thread_gone((pid_t)pid)) {
+            rc = err_set(err, ERR_NOENT, "process %ld exited after the tracer was loaded", pid);
+            break;
+        }
+        int starting = 0;
+        for (size_t i = 0; i < nafter && !starting; i++) {
+            char path[64];
+            snprintf(path, sizeof path, "/proc/%ld/task/%ld", pid, after[i]);
+            starting = !contains(before, nbefore, after[i]) && access(path, F_OK) == 0;
+        }
+        if (!starting || now_ns() >= deadline) {
+            rc = tp_endpoint_is_live(endpoint) == 1;
+            if (rc == 0 && thread_gone((pid_t)pid))
+                rc = err_set(err, ERR_NOENT, "process %ld exited after the tracer was loaded", pid);
+            break;
+        }
+        sleep_ns(2000000);
+    }
+    free(after);
+    return rc;
+}
+
+static int inject(long pid, const char *tracer, const ij_opts *o, ij_report *r, err_msg *err) {
+    ij_access acc;
+    char tracer_name[64], user[64]; /* acc points into them */
+    int rc = check_target(pid, tracer, &acc, tracer_name, sizeof tracer_name, user, sizeof user, err);
+    if (rc != 0)
+        return rc;
+    ij_map *maps = NULL;
+    size_t nm = 0;
+    if ((rc = ij_maps_read(pid, &maps, &nm, err)) != 0)
+        return rc;
+    for (size_t i = 0; i < nm; i++)
+        if (is_tracer_file(maps[i].path)) {
+            free(maps);
+            return err_set(err, ERR_EXIST, "process %ld already has the tracer loaded", pid);
+        }
+    uint64_t fn[F_N];
+    tracer_layout tl;
+    if ((rc = find_functions(pid, maps, nm, fn, err)) != 0 || (rc = tracer_layout_read(tracer, &tl, err)) != 0) {
+        free(maps);
+        return rc;
+    }
+    if ((rc = tp_endpoint_for_pid(pid, r->endpoint, sizeof r->endpoint, err)) != 0) {
+        free(maps);
+        return rc;
+    }
+    long *before = NULL;
+    size_t nbefore = 0;
+    if ((rc = ij_tasks_read(pid, &before, &nbefore, err)) != 0) {
+        free(maps);
+        return rc;
+    }
+
+    sess s = {.tid = (pid_t)pid, .o = o, .rep = r, .err = err};
+    int env_set = 0;
+    rc = sess_begin(&s, &acc, maps, nm);
+    if (rc == 0)
+        rc = load_and_start(&s, pid, tracer, &tl, fn, &env_set);
+    if (rc != 0 && env_set && s.stopped) {
+        uint64_t a[6] = {0}, ret;
+        a[0] = put(&s, "SYNCTOP_MODE", 13);
+        if (a[0] != 0)
+            call(&s, "unsetenv", fn[F_UNSETENV], a, o->call_ms, &ret);
+    }
+    sess_end(&s);
+    free(s.ext);
+    if (rc != 0) {
+        free(before);
+        free(maps);
+        return rc;
+    }
+
+    int live = wait_started(pid, before, nbefore, o, r->endpoint, err);
+    free(before);
+    if (live < 0) {
+        free(maps);
+        return live;
+    }
+    if (env_set) {
+        sess s2 = {.tid = (pid_t)pid, .o = o, .rep = r, .err = err};
+        err_msg e2 = {{0}};
+        s2.err = &e2;
+        if (unset_mode(&s2, &acc, maps, nm, fn) != 0)
+            snprintf(r->warning, sizeof r->warning, "SYNCTOP_MODE=%s stays in process %ld's environment (%s)",
+                     o->mode, pid, e2.msg);
+        sess_end(&s2);
+        free(s2.ext);
+    }
+    free(maps);
+    if (!live)
+        return err_set(err, ERR_IO,
+                       "the tracer is loaded in process %ld but does not publish on %s: it stepped aside, and "
+                       "said why in one line on the program's standard error (no libcupti found, another "
+                       "profiler holds CUPTI, SYNCTOP_DISABLE or SYNCTOP_LISTEN set in its environment)",
+                       pid, r->endpoint);
+    return 0;
+}
+
+int ij_inject(long pid, const char *tracer, const ij_opts *opts, ij_report *r, err_msg *err) {
+    ij_opts o = opts ? *opts : (ij_opts){0};
+    o.call_ms = o.call_ms > 0 ? o.call_ms : 5000;
+    o.start_ms = o.start_ms > 0 ? o.start_ms : 30000;
+    o.safe_point_ms = o.safe_point_ms > 0 ? o.safe_point_ms : 2000;
+    memset(r, 0, sizeof *r);
+    if (tracer[0] != '/')
+        return err_set(err, ERR_INVAL, "the tracer's path must be absolute: %s", tracer);
+    /* Signals that would end this process while the program runs an injected call wait; so does
+     * SIGCHLD, which wait_stop waits for. */
+    sigset_t hold, old;
+    sigemptyset(&hold);
+    sigaddset(&hold, SIGINT);
+    sigaddset(&hold, SIGTERM);
+    sigaddset(&hold, SIGHUP);
+    sigaddset(&hold, SIGQUIT);
+    sigaddset(&hold, SIGTSTP);
+    sigaddset(&hold, SIGPIPE);
+    sigaddset(&hold, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &hold, &old);
+    int rc = inject(pid, tracer, &o, r, err);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+#else /* not x86-64 */
+
+int ij_inject(long pid, const char *tracer, const ij_opts *opts, ij_report *r, err_msg *err) {
+    (void)tracer;
+    (void)opts;
+    memset(r, 0, sizeof *r);
+    return err_set(err, ERR_UNSUPPORTED,
+                   "loading the tracer into a running process (%ld) is implemented for x86-64 only: start the "
+                   "program under `synctop run`",
+                   pid);
+}
+
+#endif

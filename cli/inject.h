@@ -1,0 +1,93 @@
+/*
+ * Loading libsynctop-tracer.so into a process that is already running (`synctop attach PID` on a
+ * program started without synctop run), with ptrace, on x86-64 Linux.
+ *
+ * What it does to the process. One thread, the main one, is stopped (PTRACE_SEIZE and
+ * PTRACE_INTERRUPT, no SIGSTOP) at a moment when it holds none of the C library's locks (see
+ * ij_safe_point), its registers (general, and the whole x87/SSE/AVX state) are saved, and it is
+ * made to call, one after the other and each time returning to address 0, whose fault brings it
+ * back to us: __errno_location (errno is put back at the end), getenv and setenv (SYNCTOP_MODE=
+ * on-demand, when the process has no SYNCTOP_MODE: the tracer then collects only while a viewer is
+ * connected), dlopen(tracer, RTLD_NOW | RTLD_LOCAL) (dlerror when it fails), pthread_sigmask and
+ * pthread_create (InitializeInjection, on a thread of its own with every signal blocked, so that
+ * the program's thread is not held while CUPTI starts), pthread_detach. The strings go on its
+ * stack below the red zone, whose bytes are put back, then its registers, and it is let go
+ * (PTRACE_DETACH). Once the tracer publishes, the thread is stopped once more for unsetenv, so the
+ * environment is as it was. The functions are found in the libraries the process has mapped: the
+ * address in /proc/PID/maps plus the symbol's offset in the same file's dynamic symbol table.
+ *
+ * What stays: the tracer library (it cannot be unloaded), its flush thread, ZeroMQ's threads, its
+ * socket (the ipc endpoint of the pid), its exit and fork handlers, and CUPTI subscribed. What may
+ * be seen: a pause of the main thread of about the time dlopen takes; like a debugger's attach, a
+ * blocking epoll_wait, sigtimedwait or semop may return EINTR once.
+ *
+ * Every wait is bounded; on every error after the process was stopped, its registers and memory
+ * are put back and it is let go. Signals that would end this process are held off meanwhile, since
+ * a tracer that dies while the program runs an injected call leaves it to crash.
+ */
+#ifndef SYNCTOP_INJECT_H
+#define SYNCTOP_INJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "synctop/error.h"
+#include "synctop/net.h"
+
+/* What /proc tells about a process before anything is done to it. */
+typedef struct ij_probe_info {
+    char name[64];       /* its comm */
+    char cmdline[256];   /* its command line, spaces between the arguments */
+    int tracer_loaded;   /* libsynctop-tracer.so is mapped in it */
+    int tracer_at_init;  /* its environment names the tracer in CUDA_INJECTION64_PATH: the driver
+                            loads it when the program initialises CUDA */
+    int cuda_loaded;     /* libcuda is mapped in it */
+} ij_probe_info;
+
+int ij_probe(long pid, ij_probe_info *p, err_msg *err);
+
+/* The points at which ij_opts.hook is called, for tests that make the process exit there. */
+typedef enum ij_step {
+    IJ_STEP_STOPPED = 1, /* the thread is stopped at a safe point, nothing called yet */
+    IJ_STEP_LOADED = 2,  /* dlopen returned */
+} ij_step;
+
+typedef struct ij_opts {
+    const char *mode;     /* SYNCTOP_MODE given to the tracer when the process has none; NULL:
+                             none (the tracer's default, always) */
+    int call_ms;          /* how long one call on the stopped thread may take (default 5000) */
+    int start_ms;         /* how long the tracer may take to start publishing (default 30000) */
+    int safe_point_ms;    /* how long to look for a safe point (default 2000) */
+    void (*hook)(void *ctx, ij_step step, long pid);
+    void *hook_ctx;
+} ij_opts;
+
+typedef struct ij_report {
+    char endpoint[TP_ENDPOINT_MAX]; /* where the tracer publishes */
+    uint64_t longest_pause_ns;      /* the longest time the thread was held at once */
+    uint64_t total_pause_ns;
+    unsigned stops;                 /* times the thread was stopped (safe-point tries included) */
+    long held_in_syscall;           /* the system call it was stopped in, -1: none */
+    uint64_t held_at_ns;            /* CLOCK_MONOTONIC when it was stopped for the calls (the
+                                       program can tell its pause by its own clock) */
+    int mode_set;                   /* SYNCTOP_MODE was given to the tracer */
+    char warning[512];              /* something that went wrong after the tracer started */
+} ij_report;
+
+/* Loads the tracer at tracer_path into process pid and waits until it publishes on the pid's
+ * endpoint. 0, or a negative code with the reason and what to do in err: ERR_PERM (another user's
+ * process, ptrace not allowed: err says what allows it), ERR_EXIST (traced by someone else),
+ * ERR_NOENT (no such process, or it exited meanwhile), ERR_UNSUPPORTED (another architecture, a
+ * static program), ERR_AGAIN (no safe point found, a call that did not return), ERR_IO (the
+ * tracer did not load, or loaded but does not publish). Never leaves the process stopped. Call it
+ * from one thread only, the whole time. */
+int ij_inject(long pid, const char *tracer_path, const ij_opts *o, ij_report *r, err_msg *err);
+
+/* The tracer library beside this program (build tree: tracer/, installed: ../lib/synctop/) or
+ * named by SYNCTOP_TRACER, as an absolute path; 0 or ERR_NOENT. */
+int ij_find_tracer(char *out, size_t outlen);
+
+/* Whether this build can inject at all (x86-64 Linux). */
+int ij_supported(void);
+
+#endif

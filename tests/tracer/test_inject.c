@@ -1,0 +1,856 @@
+/* Loading the tracer into a running program (cli/inject.h): the ELF, /proc and safe-point code on
+ * their own, then the real libsynctop-tracer.so injected with ptrace into inject_target, a program
+ * that runs the stand-in libcupti and computes a checksum, checked for what the tracer publishes and
+ * for what the program kept (its result, its exit status, its threads and descriptors), and the
+ * refusals. Where this machine forbids ptrace, the cases that need it say so and pass. */
+#include "task.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject.h"
+#include "inject_elf.h"
+#include "inject_proc.h"
+#include "synctop/codec.h"
+#include "synctop/net.h"
+
+#ifdef SYNCTOP_HAVE_TRACER
+#include <cupti.h>
+#endif
+
+#if defined(__aarch64__)
+#define HOST_MACHINE EM_AARCH64
+#else
+#define HOST_MACHINE EM_X86_64
+#endif
+
+/* ---- helpers ---- */
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return strdup("");
+    char *buf = calloc(1, 1 << 16);
+    size_t n = fread(buf, 1, (1 << 16) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void touch(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT, 0600);
+    ASSERT(fd >= 0);
+    close(fd);
+}
+
+/* Whether this process may ptrace a child of its own; the reason when not. */
+static int ptrace_works(char *why, size_t len) {
+    pid_t c = fork();
+    ASSERT(c >= 0);
+    if (c == 0) {
+        pause();
+        _exit(0);
+    }
+    int ok = ptrace(PTRACE_SEIZE, c, NULL, NULL) == 0;
+    if (!ok)
+        snprintf(why, len, "%s", strerror(errno));
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    return ok;
+}
+
+#define NEED_PTRACE()                                                                    \
+    do {                                                                                 \
+        char why_[256];                                                                  \
+        if (!ptrace_works(why_, sizeof why_)) {                                          \
+            fprintf(stderr, "skipped: ptrace is not permitted here (%s)\n", why_);       \
+            return;                                                                      \
+        }                                                                                \
+    } while (0)
+
+/* The mapping of this process's own C library (the file dlopen is in). */
+static void own_libc(ij_map *out) {
+    ij_map *maps = NULL;
+    size_t n = 0;
+    err_msg err;
+    ASSERT_OK(ij_maps_read((long)getpid(), &maps, &n, &err));
+    int found = 0;
+    for (size_t i = 0; i < n && !found; i++)
+        if (maps[i].offset == 0 && strstr(maps[i].path, "/libc.so") != NULL) {
+            *out = maps[i];
+            found = 1;
+        }
+    free(maps);
+    ASSERT(found);
+}
+
+static void *libc_symbol(const char *name) {
+    void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    ASSERT_NOT_NULL(h);
+    void *p = dlsym(h, name);
+    ASSERT_NOT_NULL(p);
+    dlclose(h);
+    return p;
+}
+
+static uint8_t *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    ASSERT_NOT_NULL(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(*len);
+    ASSERT_EQ(fread(b, 1, *len, f), *len);
+    fclose(f);
+    return b;
+}
+
+/* ---- ELF: where a function lies in a library another process mapped ---- */
+
+TEST(inject_elf_finds_libc_functions_where_they_are_mapped) {
+    ij_map libc;
+    own_libc(&libc);
+    err_msg err;
+    ij_elf *e = ij_elf_open(libc.path, &err);
+    if (e == NULL)
+        TASK_FAIL_("%s", err.msg);
+    ASSERT_EQ(ij_elf_machine(e), HOST_MACHINE);
+    uint64_t vaddr = 1;
+    ASSERT_OK(ij_elf_load_vaddr(e, 0, (uint64_t)sysconf(_SC_PAGESIZE), &vaddr));
+    uint64_t bias = libc.start - vaddr;
+    static const char *const names[] = {"dlopen", "dlerror", "pthread_create", "pthread_detach", "getenv",
+                                        "setenv", "unsetenv", "__errno_location", "pthread_sigmask"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        uint64_t v = 0;
+        if (ij_elf_symbol(e, names[i], &v) != 0)
+            TASK_FAIL_("no %s in %s", names[i], libc.path);
+        ASSERT_UEQ(bias + v, (uintptr_t)libc_symbol(names[i]));
+    }
+    uint64_t v;
+    ASSERT_EQ(ij_elf_symbol(e, "no_such_function_here", &v), ERR_NOENT);
+    ij_elf_close(&e);
+    ij_elf_close(&e); /* twice is fine */
+}
+
+/* A library stripped of its section headers is read as the loader reads it: through PT_DYNAMIC. */
+TEST(inject_elf_reads_a_library_without_section_headers) {
+    ij_map libc;
+    own_libc(&libc);
+    size_t len;
+    uint8_t *b = slurp(libc.path, &len);
+    err_msg err;
+    ij_elf *full = ij_elf_open_mem(b, len, &err);
+    ASSERT_NOT_NULL(full);
+    Elf64_Ehdr eh;
+    memcpy(&eh, b, sizeof eh);
+    eh.e_shoff = 0;
+    eh.e_shnum = 0;
+    memcpy(b, &eh, sizeof eh);
+    ij_elf *bare = ij_elf_open_mem(b, len, &err);
+    if (bare == NULL)
+        TASK_FAIL_("%s", err.msg);
+    uint64_t a = 0, c = 0;
+    ASSERT_OK(ij_elf_symbol(full, "dlopen", &a));
+    ASSERT_OK(ij_elf_symbol(bare, "dlopen", &c));
+    ASSERT_UEQ(a, c);
+    ASSERT_OK(ij_elf_symbol(bare, "pthread_create", &c));
+    ASSERT_OK(ij_elf_symbol(full, "pthread_create", &a));
+    ASSERT_UEQ(a, c);
+    ij_elf_close(&full);
+    ij_elf_close(&bare);
+    free(b);
+}
+
+/* Cut short anywhere, or with any header byte changed, a file gives an answer or an error. */
+TEST(inject_elf_survives_damaged_files) {
+    ij_map libc;
+    own_libc(&libc);
+    size_t len;
+    uint8_t *b = slurp(libc.path, &len);
+    err_msg err;
+    static const size_t cuts[] = {0, 1, 4, 16, 63, 64, 65, 200, 4096, 65536, 1 << 20};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        if (cuts[i] >= len)
+            continue;
+        ij_elf *e = ij_elf_open_mem(b, cuts[i], &err);
+        uint64_t v;
+        if (e != NULL)
+            (void)ij_elf_symbol(e, "dlopen", &v);
+        ij_elf_close(&e);
+    }
+    uint32_t seed = 12345;
+    for (int round = 0; round < 500; round++) {
+        uint8_t *c = malloc(len);
+        memcpy(c, b, len);
+        for (int k = 0; k < 4; k++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t at = (seed >> 8) % 64; /* the ELF header */
+            if (k >= 2) {
+                Elf64_Ehdr eh;
+                memcpy(&eh, c, sizeof eh);
+                at = (size_t)(eh.e_phoff + ((seed >> 4) % (eh.e_phnum * sizeof(Elf64_Phdr) + 1))) % len;
+            }
+            c[at] = (uint8_t)(seed >> 24);
+        }
+        ij_elf *e = ij_elf_open_mem(c, len, &err);
+        uint64_t v;
+        if (e != NULL) {
+            (void)ij_elf_symbol(e, "dlopen", &v);
+            (void)ij_elf_load_vaddr(e, 0, 4096, &v);
+        }
+        ij_elf_close(&e);
+        free(c);
+    }
+    ASSERT_NULL(ij_elf_open_mem("#!/bin/sh\n", 10, &err));
+    ASSERT_STR_CONTAINS(err.msg, "not an ELF file");
+    free(b);
+}
+
+/* ---- /proc: maps, status, and the refusals taken from them ---- */
+
+TEST(inject_parses_maps_and_status) {
+    ij_map m;
+    ASSERT_OK(ij_maps_parse_line("7f01a2c00000-7f01a2c28000 r--p 00000000 fe:01 1835113    "
+                                 "/usr/lib/x86_64-linux-gnu/libc.so.6\n",
+                                 &m));
+    ASSERT_UEQ(m.start, 0x7f01a2c00000ull);
+    ASSERT_UEQ(m.end, 0x7f01a2c28000ull);
+    ASSERT_EQ(m.dev_major, 0xfe);
+    ASSERT_EQ(m.dev_minor, 1);
+    ASSERT_UEQ(m.inode, 1835113);
+    ASSERT_STR_EQ(m.path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+    ASSERT_STR_EQ(m.perms, "r--p");
+    ASSERT_OK(ij_maps_parse_line("7ffd1000-7ffd2000 rw-p 00000000 00:00 0 \n", &m));
+    ASSERT_STR_EQ(m.path, "");
+    ASSERT_OK(ij_maps_parse_line("1000-2000 r-xp 00001000 08:02 77 /opt/my lib/libx.so (deleted)", &m));
+    ASSERT_STR_EQ(m.path, "/opt/my lib/libx.so (deleted)");
+    ASSERT_EQ(ij_maps_parse_line("garbage", &m), ERR_MALFORMED);
+    ASSERT_EQ(ij_maps_parse_line("2000-1000 r-xp 0 08:02 77 /x", &m), ERR_MALFORMED);
+
+    ASSERT(ij_is_system_lib("/lib/x86_64-linux-gnu/libc.so.6"));
+    ASSERT(ij_is_system_lib("/usr/lib/libdl.so.2"));
+    ASSERT(ij_is_system_lib("/lib/ld-musl-x86_64.so.1"));
+    ASSERT(!ij_is_system_lib("/usr/lib/libcuda.so.1"));
+    ASSERT(!ij_is_system_lib("[vdso]"));
+
+    ij_status s;
+    ASSERT_OK(ij_status_parse("Name:\tpython3\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t42\nPid:\t42\n"
+                              "PPid:\t1\nTracerPid:\t0\nUid:\t1000\t1000\t1000\t1000\n"
+                              "Gid:\t100\t100\t100\t100\nThreads:\t7\nCapEff:\t0000000000080000\n",
+                              &s));
+    ASSERT_STR_EQ(s.name, "python3");
+    ASSERT_EQ(s.state, 'S');
+    ASSERT_EQ(s.ppid, 1);
+    ASSERT_EQ(s.uid[1], 1000);
+    ASSERT_EQ(s.gid[2], 100);
+    ASSERT_EQ(s.threads, 7);
+    ASSERT_UEQ((s.cap_eff >> IJ_CAP_SYS_PTRACE) & 1, 1);
+    ASSERT_EQ(ij_status_parse("Name:\tx\nState:\tR\n", &s), ERR_MALFORMED);
+}
+
+static ij_access facts(long uid, long tracer, char state) {
+    ij_access a;
+    memset(&a, 0, sizeof a);
+    a.pid = 4242;
+    snprintf(a.target.name, sizeof a.target.name, "train.py");
+    a.target.state = state;
+    a.target.tracer_pid = tracer;
+    for (int i = 0; i < 4; i++) {
+        a.target.uid[i] = uid;
+        a.target.gid[i] = 100;
+    }
+    a.my_uid = 1000;
+    a.my_gid = 100;
+    a.yama = 1;
+    return a;
+}
+
+TEST(inject_refuses_other_users_traced_stopped_and_exited_processes) {
+    char why[512];
+    ij_access a = facts(1000, 0, 'S');
+    ASSERT_OK(ij_access_precheck(&a, why, sizeof why));
+
+    a = facts(1001, 0, 'S');
+    a.target_user = "alice";
+    ASSERT_EQ(ij_access_precheck(&a, why, sizeof why), ERR_PERM);
+    ASSERT_STR_CONTAINS(why, "runs as alice (uid 1001), not as you (uid 1000)");
+    a = facts(1000, 0, 'S');
+    a.target.uid[1] = 0; /* a setuid-root program the user started */
+    ASSERT_EQ(ij_access_precheck(&a, why, sizeof why), ERR_PERM);
+    ASSERT_STR_CONTAINS(why, "uid 0");
+    a = facts(0, 0, 'S'); /* root is refused another user's process too */
+    a.my_uid = 0;
+    a.target.uid[0] = 1000;
+    ASSERT_EQ(ij_access_precheck(&a, why, sizeof why), ERR_PERM);
+
+    a = facts(1000, 777, 't');
+    a.tracer_name = "gdb";
+    ASSERT_EQ(ij_access_precheck(&a, why, sizeof why), ERR_EXIST);
+    ASSERT_STR_CONTAINS(why, "already traced by process 777 (gdb)");
+    a = facts(1000, 0, 'T');
+    ASSERT_EQ(ij_access_precheck(&a, why, sizeof why), ERR_INVAL);
+    ASSERT_STR_CONTAINS(why, "kill -CONT 4242");
+    a = facts(1000, 0, 'Z');
+    ASSERT_EQ(ij_access_precheck(&a, why, sizeof why), ERR_NOENT);
+}
+
+TEST(inject_says_what_allows_ptrace) {
+    char why[512];
+    ij_access a = facts(1000, 0, 'S');
+    a.yama = 1;
+    ASSERT_EQ(ij_access_explain_eperm(&a, why, sizeof why), ERR_PERM);
+    ASSERT_STR_CONTAINS(why, "ptrace_scope is 1");
+    ASSERT_STR_CONTAINS(why, "sysctl kernel.yama.ptrace_scope=0");
+    ASSERT_STR_CONTAINS(why, "cap_sys_ptrace");
+    a.yama = 2;
+    ij_access_explain_eperm(&a, why, sizeof why);
+    ASSERT_STR_CONTAINS(why, "ptrace_scope is 2");
+    ASSERT_STR_CONTAINS(why, "CAP_SYS_PTRACE");
+    a.yama = 3;
+    ij_access_explain_eperm(&a, why, sizeof why);
+    ASSERT_STR_CONTAINS(why, "ptrace_scope is 3");
+    ASSERT_STR_CONTAINS(why, "synctop run");
+    a.yama = 1;
+    a.descendant = 1; /* Yama allows it: something else refused */
+    ij_access_explain_eperm(&a, why, sizeof why);
+    ASSERT_STR_CONTAINS(why, "undumpable");
+    a.yama = -1;
+    a.descendant = 0;
+    a.target.gid[1] = 5; /* setgid */
+    ij_access_explain_eperm(&a, why, sizeof why);
+    ASSERT_STR_CONTAINS(why, "setgid");
+}
+
+TEST(inject_calls_only_at_safe_points) {
+    ij_map maps[3];
+    ASSERT_OK(ij_maps_parse_line("400000-500000 r-xp 00000000 08:01 10 /usr/bin/python3.11", &maps[0]));
+    ASSERT_OK(ij_maps_parse_line("7f0000000000-7f0000100000 r-xp 00028000 08:01 11 /lib/libc.so.6", &maps[1]));
+    ASSERT_OK(ij_maps_parse_line("7f0000200000-7f0000300000 r-xp 00001000 08:01 12 /lib/ld-linux-x86-64.so.2",
+                                 &maps[2]));
+    char why[128];
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x400100, -1, why, sizeof why), 1);            /* the program's code */
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, -1, why, sizeof why), 0);      /* malloc, say */
+    ASSERT_STR_CONTAINS(why, "libc.so.6");
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000200100, -1, why, sizeof why), 0);      /* the loader */
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_futex, why, sizeof why), 1); /* waiting */
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_clock_nanosleep, why, sizeof why), 1);
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_mmap, why, sizeof why), 0); /* malloc growing */
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7fff00000000, -1, why, sizeof why), 1);      /* JIT code */
+}
+
+/* ---- injection into a running program (needs the tracer: tests/CMakeLists.txt disables these
+ * cases without the CUDA toolkit) ---- */
+
+#ifdef SYNCTOP_HAVE_TRACER
+
+typedef struct target {
+    pid_t pid;
+    char stop[256], out[256], err[256];
+} target;
+
+static void start_target(target *t, const char *binary, const char *mode) {
+    static int n;
+    n++;
+    char name[64];
+    snprintf(name, sizeof name, "stop%d", n);
+    snprintf(t->stop, sizeof t->stop, "%s", task_path(name));
+    snprintf(name, sizeof name, "out%d.txt", n);
+    snprintf(t->out, sizeof t->out, "%s", task_path(name));
+    snprintf(name, sizeof name, "err%d.txt", n);
+    snprintf(t->err, sizeof t->err, "%s", task_path(name));
+    setenv("SYNCTOP_STANDIN", STANDIN_SO, 1);
+    setenv("SYNCTOP_CUPTI", STANDIN_SO, 1);
+    setenv("SYNCTOP_FLUSH_MS", "5", 1);
+    unsetenv("SYNCTOP_MODE");
+    const char *argv[] = {binary, mode, t->stop, NULL};
+    t->pid = task_spawn(argv, t->out, t->err);
+    if (strcmp(mode, "exit") == 0)
+        return;
+    for (int i = 0; i < 1000; i++) {
+        char *o = read_text(t->out);
+        int ready = strstr(o, "ready") != NULL;
+        free(o);
+        if (ready)
+            return;
+        task_sleep_ms(10);
+    }
+    TASK_FAIL_("the target did not start: %s", read_text(t->err));
+}
+
+/* Stops the target and returns its last line (its results). */
+static char *finish_target(target *t) {
+    touch(t->stop);
+    int rc = task_wait_exit(t->pid, 60);
+    char *o = read_text(t->out);
+    if (rc != 0)
+        TASK_FAIL_("the target ended with status %d; stdout: %s; stderr: %s", rc, o, read_text(t->err));
+    return o;
+}
+
+static void parse_result(const char *out, unsigned long long *iterations, char checksum[17], unsigned long long *gap,
+                         char mode[32]) {
+    const char *r = strstr(out, "iterations=");
+    ASSERT_NOT_NULL(r);
+    unsigned long long at = 0;
+    ASSERT_EQ(sscanf(r, "iterations=%llu checksum=%16s longest_gap_us=%llu gap_at=%llu mode=%31s", iterations,
+                     checksum, gap, &at, mode),
+              5);
+}
+
+/* The gap of the program's loop that held the injection, by the program's clock: its pause. */
+static double pause_seen_ms(const char *out, uint64_t held_at) {
+    for (const char *p = strstr(out, "gap "); p != NULL; p = strstr(p + 1, "\ngap ")) {
+        unsigned long long a, b;
+        if (sscanf(p + (*p == '\n'), "gap %llu %llu", &a, &b) == 2 && a <= held_at && held_at <= b)
+            return (double)(b - a) / 1e6;
+    }
+    return 0; /* under 1 ms */
+}
+
+/* The untraced reference: the same number of iterations in a program nobody touched. */
+static void reference_checksum(unsigned long long iterations, char checksum[17]) {
+    char n[32], out[256], err[256];
+    snprintf(n, sizeof n, "%llu", iterations);
+    snprintf(out, sizeof out, "%s", task_path("ref_out.txt"));
+    snprintf(err, sizeof err, "%s", task_path("ref_err.txt"));
+    const char *argv[] = {INJECT_TARGET, "count", n, NULL};
+    ASSERT_EQ(task_wait_exit(task_spawn(argv, out, err), 120), 0);
+    char *o = read_text(out);
+    unsigned long long it, gap;
+    char mode[32];
+    parse_result(o, &it, checksum, &gap, mode);
+    ASSERT_EQ(it, iterations);
+    free(o);
+}
+
+/* The entries of /proc/PID/fd (targets) and /proc/PID/task (thread names). */
+static size_t list_dir(const char *dir, char names[][128], size_t max, int fds) {
+    DIR *d = opendir(dir);
+    ASSERT_NOT_NULL(d);
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL && n < max) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (fds) {
+            ssize_t k = readlink(path, names[n], 127);
+            names[n][k > 0 ? k : 0] = '\0';
+        } else {
+            char comm[600];
+            snprintf(comm, sizeof comm, "%s/comm", path);
+            char *c = read_text(comm);
+            c[strcspn(c, "\n")] = '\0';
+            snprintf(names[n], 128, "%s", c);
+            free(c);
+        }
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static int count_name(char names[][128], size_t n, const char *name) {
+    int k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += strcmp(names[i], name) == 0;
+    return k;
+}
+
+static ij_report inject_ok(long pid) {
+    ij_opts o = {.mode = "on-demand"};
+    ij_report r;
+    err_msg err = {{0}};
+    int rc = ij_inject(pid, TRACER_SO, &o, &r, &err);
+    if (rc != 0)
+        TASK_FAIL_("ij_inject: %s (%s)", err.msg, err_str(rc));
+    return r;
+}
+
+static void assert_running_untraced(long pid) {
+    ij_status st;
+    err_msg err;
+    ASSERT_OK(ij_status_read(pid, &st, &err));
+    ASSERT_EQ(st.tracer_pid, 0);
+    ASSERT(st.state != 'T' && st.state != 't');
+}
+
+/* Receives until an API record of the target's blocking cudaStreamSynchronize arrives. */
+static void expect_events(const char *endpoint, long pid, size_t *apis, size_t *kernels) {
+    err_msg err = {{0}};
+    tp_sub_opts so = {0};
+    tp_sub *sub = tp_sub_new(&so, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, endpoint, &err));
+    int saw_process = 0;
+    *apis = *kernels = 0;
+    for (int i = 0; i < 1000 && (*apis < 3 || !saw_process); i++) {
+        tp_sub_msg msg;
+        int rc = tp_sub_recv(sub, &msg, 20, &err);
+        ASSERT(rc >= 0);
+        if (rc == 0)
+            continue;
+        tp_dec d;
+        memset(&d, 0, sizeof d);
+        if (tp_dec_open(&d, msg.data, msg.len, &err) != 0)
+            continue;
+        const tp_record *rec;
+        while ((rec = tp_dec_next_record(&d)) != NULL) {
+            if (rec->head.kind == TP_K_PROCESS && rec->process.pid == (uint32_t)pid)
+                saw_process = 1;
+            if (rec->head.kind == TP_K_API &&
+                rec->api.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020 &&
+                (rec->api.flags & TP_F_BLOCKING))
+                (*apis)++;
+            if (rec->head.kind == TP_K_KERNEL)
+                (*kernels)++;
+        }
+        tp_dec_free(&d);
+    }
+    tp_sub_destroy(&sub);
+    ASSERT(saw_process);
+    ASSERT_GE(*apis, 3);
+}
+
+TEST(inject_loads_the_tracer_into_a_running_program) {
+    NEED_PTRACE();
+    target t;
+    start_target(&t, INJECT_TARGET, "run");
+    char dir[64];
+    static char fds0[256][128], fds1[256][128], tasks0[64][128], tasks1[64][128];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)t.pid);
+    size_t nfd0 = list_dir(dir, fds0, 256, 1);
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)t.pid);
+    size_t nt0 = list_dir(dir, tasks0, 64, 0);
+    task_sleep_ms(100);
+
+    ij_report r = inject_ok(t.pid);
+    assert_running_untraced(t.pid);
+    ASSERT_EQ(r.mode_set, 1);
+    ASSERT_STR_EQ(r.warning, "");
+    fprintf(stderr, "inject: the main thread was held %.3f ms at the longest (%.3f ms in all, %u stops)\n",
+            r.longest_pause_ns / 1e6, r.total_pause_ns / 1e6, r.stops);
+
+    size_t apis, kernels;
+    expect_events(r.endpoint, t.pid, &apis, &kernels);
+    fprintf(stderr, "inject: %zu blocking calls and %zu kernels received\n", apis, kernels);
+
+    /* What stays in the program: the tracer's threads (its flush thread, ZeroMQ's) and its
+     * descriptors (sockets, ZeroMQ's eventfds and epoll); nothing of the injection itself. */
+    task_sleep_ms(100);
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)t.pid);
+    size_t nfd1 = list_dir(dir, fds1, 256, 1);
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)t.pid);
+    size_t nt1 = list_dir(dir, tasks1, 64, 0);
+    for (size_t i = 0; i < nfd1; i++) {
+        if (count_name(fds0, nfd0, fds1[i]) > 0)
+            continue;
+        if (strncmp(fds1[i], "socket:", 7) != 0 && strncmp(fds1[i], "anon_inode:", 11) != 0)
+            TASK_FAIL_("a new descriptor in the program that is not the tracer's: %s", fds1[i]);
+    }
+    ASSERT_GE(nt1, nt0);
+    int flush = 0;
+    for (size_t i = 0; i < nt1; i++) {
+        if (count_name(tasks1, nt1, tasks1[i]) <= count_name(tasks0, nt0, tasks1[i]))
+            continue;
+        flush += strcmp(tasks1[i], "synctop-flush") == 0;
+        if (strcmp(tasks1[i], "synctop-flush") != 0 && strncmp(tasks1[i], "ZMQbg/", 6) != 0)
+            TASK_FAIL_("a new thread in the program that is not the tracer's: %s", tasks1[i]);
+    }
+    ASSERT_EQ(flush, 1);
+    fprintf(stderr, "inject: the program has %zu more descriptors and %zu more threads, all the tracer's\n",
+            nfd1 - nfd0, nt1 - nt0);
+
+    char *o = finish_target(&t);
+    unsigned long long iterations, gap;
+    char sum[17], ref[17], mode[32];
+    parse_result(o, &iterations, sum, &gap, mode);
+    ASSERT_STR_EQ(mode, "unset"); /* SYNCTOP_MODE was taken away again */
+    reference_checksum(iterations, ref);
+    ASSERT_STR_EQ(sum, ref);
+    fprintf(stderr, "inject: the program ran %llu iterations, checksum %s as untraced; its loop paused %.3f ms "
+                    "for the injection (under 1 ms: 0) by its own clock; its longest gap from any cause: %.3f ms\n",
+            iterations, sum, pause_seen_ms(o, r.held_at_ns), gap / 1e3);
+    free(o);
+}
+
+/* A thread stopped inside a blocking read or sleep gets it back whole: the kernel restarts the
+ * call with its own arguments once the registers are put back, and nothing returns EINTR early. */
+TEST(inject_into_a_thread_blocked_in_a_system_call) {
+    NEED_PTRACE();
+    target t;
+    ij_report r;
+    /* Nearly always it is caught inside one; when not, another program is tried. */
+    for (int tries = 0;; tries++) {
+        start_target(&t, INJECT_TARGET, "block");
+        task_sleep_ms(50);
+        r = inject_ok(t.pid);
+        assert_running_untraced(t.pid);
+        if (r.held_in_syscall == SYS_read || r.held_in_syscall == SYS_clock_nanosleep)
+            break;
+        ASSERT_LT(tries, 5);
+        free(finish_target(&t));
+    }
+    task_sleep_ms(100);
+    char *o = finish_target(&t);
+    unsigned long long reads = 0, wrong = 1, eintr = 1, shorts = 1;
+    const char *line = strstr(o, "reads=");
+    ASSERT_NOT_NULL(line);
+    ASSERT_EQ(sscanf(line, "reads=%llu wrong=%llu eintr=%llu short=%llu", &reads, &wrong, &eintr, &shorts), 4);
+    ASSERT_GT(reads, 10);
+    ASSERT_EQ(wrong, 0);
+    ASSERT_EQ(eintr, 0);
+    ASSERT_EQ(shorts, 0);
+    fprintf(stderr, "inject: stopped in system call %ld; then %llu reads and as many sleeps, none cut short; the "
+                    "thread was held %.3f ms\n",
+            r.held_in_syscall, reads, r.longest_pause_ns / 1e6);
+    free(o);
+}
+
+TEST(inject_reports_why_dlopen_failed_and_leaves_the_program_whole) {
+    NEED_PTRACE();
+    /* A library that needs a symbol nothing defines: dlopen fails in the program, and says why
+     * through dlerror. */
+    target t;
+    start_target(&t, INJECT_TARGET, "run");
+    ij_opts o = {.mode = "on-demand"};
+    ij_report r;
+    err_msg err = {{0}};
+    ASSERT_EQ(ij_inject(t.pid, INJECT_BADLIB, &o, &r, &err), ERR_IO);
+    ASSERT_STR_CONTAINS(err.msg, "could not load the tracer");
+    ASSERT_STR_CONTAINS(err.msg, "synctop_test_nowhere");
+    assert_running_untraced(t.pid);
+    char *out = finish_target(&t);
+    unsigned long long iterations, gap;
+    char sum[17], ref[17], mode[32];
+    parse_result(out, &iterations, sum, &gap, mode);
+    ASSERT_STR_EQ(mode, "unset");
+    reference_checksum(iterations, ref);
+    ASSERT_STR_EQ(sum, ref);
+    free(out);
+}
+
+static void kill_at(void *ctx, ij_step step, long pid) {
+    if (step == *(ij_step *)ctx)
+        kill((pid_t)pid, SIGKILL);
+}
+
+static void expect_exit_during_injection(ij_step at) {
+    target t;
+    start_target(&t, INJECT_TARGET, "run");
+    ij_opts o = {.mode = "on-demand", .hook = kill_at, .hook_ctx = &at};
+    ij_report r;
+    err_msg err = {{0}};
+    uint64_t t0 = (uint64_t)time(NULL);
+    ASSERT_EQ(ij_inject(t.pid, TRACER_SO, &o, &r, &err), ERR_NOENT);
+    ASSERT_STR_CONTAINS(err.msg, "exited");
+    ASSERT_LE((uint64_t)time(NULL) - t0, 10);
+    waitpid(t.pid, NULL, WNOHANG); /* reaped already, or now */
+}
+
+TEST(inject_process_exits_while_stopped) {
+    NEED_PTRACE();
+    expect_exit_during_injection(IJ_STEP_STOPPED);
+}
+
+TEST(inject_process_exits_after_dlopen) {
+    NEED_PTRACE();
+    expect_exit_during_injection(IJ_STEP_LOADED);
+}
+
+TEST(inject_process_that_exits_at_once) {
+    NEED_PTRACE();
+    for (int i = 0; i < 5; i++) {
+        target t;
+        start_target(&t, INJECT_TARGET, "exit");
+        task_sleep_ms(i * 3);
+        ij_report r;
+        err_msg err = {{0}};
+        int rc = ij_inject(t.pid, TRACER_SO, NULL, &r, &err);
+        ASSERT_NE(rc, 0); /* gone before, during, or it exited before the tracer could start */
+        waitpid(t.pid, NULL, 0);
+    }
+}
+
+TEST(inject_refuses_a_traced_process) {
+    NEED_PTRACE();
+    target t;
+    start_target(&t, INJECT_TARGET, "run");
+    ASSERT_OK((int)ptrace(PTRACE_SEIZE, t.pid, NULL, NULL));
+    ij_report r;
+    err_msg err = {{0}};
+    ASSERT_EQ(ij_inject(t.pid, TRACER_SO, NULL, &r, &err), ERR_EXIST);
+    ASSERT_STR_CONTAINS(err.msg, "already traced by process");
+    /* A seized thread is detached from a stop. */
+    ASSERT_OK((int)ptrace(PTRACE_INTERRUPT, t.pid, NULL, NULL));
+    ASSERT_EQ(waitpid(t.pid, NULL, __WALL), t.pid);
+    ASSERT_OK((int)ptrace(PTRACE_DETACH, t.pid, NULL, NULL));
+    free(finish_target(&t));
+}
+
+TEST(inject_refuses_a_static_program) {
+#ifdef INJECT_TARGET_STATIC
+    NEED_PTRACE();
+    target t;
+    start_target(&t, INJECT_TARGET_STATIC, "run");
+    ij_report r;
+    err_msg err = {{0}};
+    ASSERT_EQ(ij_inject(t.pid, TRACER_SO, NULL, &r, &err), ERR_UNSUPPORTED);
+    ASSERT_STR_CONTAINS(err.msg, "statically linked");
+    assert_running_untraced(t.pid);
+    free(finish_target(&t));
+#else
+    fprintf(stderr, "skipped: this toolchain cannot link a static program\n");
+#endif
+}
+
+TEST(inject_refuses_another_users_process) {
+    if (getuid() != 0) {
+        fprintf(stderr, "skipped: only root can start a process of another user here (the decision itself is "
+                        "tested in inject_refuses_other_users_traced_stopped_and_exited_processes)\n");
+        return;
+    }
+    pid_t c = fork();
+    ASSERT(c >= 0);
+    if (c == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(3);
+        for (int i = 0; i < 600; i++)
+            sleep(1);
+        _exit(0);
+    }
+    task_sleep_ms(100);
+    ij_report r;
+    err_msg err = {{0}};
+    ASSERT_EQ(ij_inject(c, TRACER_SO, NULL, &r, &err), ERR_PERM);
+    ASSERT_STR_CONTAINS(err.msg, "not as you");
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+}
+
+/* The kernel's own refusal, as a user without CAP_SYS_PTRACE meets it: a process of the same user
+ * that made itself undumpable. Said with what the kernel checks. */
+TEST(inject_says_why_the_kernel_refused) {
+    NEED_PTRACE();
+    if (getuid() != 0) {
+        fprintf(stderr, "skipped: only root can drop to a user without CAP_SYS_PTRACE here (the messages "
+                        "themselves are tested in inject_says_what_allows_ptrace)\n");
+        return;
+    }
+    int fds[2];
+    ASSERT_OK(pipe(fds));
+    fflush(NULL);
+    pid_t a = fork();
+    ASSERT(a >= 0);
+    if (a == 0) {
+        close(fds[0]);
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(3);
+        pid_t b = fork();
+        if (b == 0) {
+            prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+            for (int i = 0; i < 600; i++)
+                sleep(1);
+            _exit(0);
+        }
+        usleep(100000);
+        ij_report r;
+        err_msg err = {{0}};
+        int rc = ij_inject(b, TRACER_SO, NULL, &r, &err);
+        if (write(fds[1], err.msg, strlen(err.msg)) < 0)
+            rc = 1;
+        kill(b, SIGKILL);
+        waitpid(b, NULL, 0);
+        _exit(rc == ERR_PERM ? 0 : 4);
+    }
+    close(fds[1]);
+    char msg[600] = "";
+    ssize_t n = read(fds[0], msg, sizeof msg - 1);
+    msg[n > 0 ? n : 0] = '\0';
+    close(fds[0]);
+    int st = 0;
+    ASSERT_EQ(waitpid(a, &st, 0), a);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        TASK_FAIL_("expected a refusal, got status %d: %s", st, msg);
+    ASSERT_STR_CONTAINS(msg, "undumpable");
+    fprintf(stderr, "inject: refused with: %s\n", msg);
+}
+
+/* ---- the command ---- */
+
+static int run_synctop(const char *const *args, const char *out, const char *err) {
+    const char *argv[16];
+    size_t n = 0;
+    argv[n++] = task_synctop();
+    for (size_t i = 0; args[i] != NULL && n < 15; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    return task_wait_exit(task_spawn(argv, out, err), 60);
+}
+
+TEST(inject_attach_asks_first_then_loads_the_tracer) {
+    NEED_PTRACE();
+    target t;
+    start_target(&t, INJECT_TARGET, "run");
+    char pid[32];
+    snprintf(pid, sizeof pid, "%d", (int)t.pid);
+    const char *out = task_path("cli_out.txt"), *err = task_path("cli_err.txt");
+
+    /* No terminal to ask on, no --yes: refused, the program untouched. */
+    const char *ask[] = {"attach", pid, "--inject-only", NULL};
+    ASSERT_EQ(run_synctop(ask, out, err), 1);
+    char *e = read_text(err);
+    ASSERT_STR_CONTAINS(e, "--yes");
+    ASSERT_STR_CONTAINS(e, "libsynctop-tracer.so");
+    free(e);
+    ij_probe_info p;
+    err_msg em;
+    ASSERT_OK(ij_probe(t.pid, &p, &em));
+    ASSERT_EQ(p.tracer_loaded, 0);
+
+    const char *yes[] = {"attach", pid, "--yes", "--inject-only", NULL};
+    int rc = run_synctop(yes, out, err);
+    e = read_text(err);
+    if (rc != 0)
+        TASK_FAIL_("synctop attach --yes --inject-only: %d: %s", rc, e);
+    ASSERT_STR_CONTAINS(e, "loaded the tracer into process");
+    free(e);
+    ASSERT_OK(ij_probe(t.pid, &p, &em));
+    ASSERT_EQ(p.tracer_loaded, 1);
+    assert_running_untraced(t.pid);
+
+    /* Once it is there, attach only attaches: nothing is loaded twice. */
+    ASSERT_EQ(run_synctop(ask, out, err), 0);
+    e = read_text(err);
+    ASSERT_STR_CONTAINS(e, "already has the tracer");
+    free(e);
+
+    /* detach says what stays. */
+    const char *detach[] = {"detach", pid, NULL};
+    ASSERT_EQ(run_synctop(detach, out, err), 0);
+    e = read_text(err);
+    ASSERT_STR_CONTAINS(e, "stays loaded");
+    free(e);
+
+    char *o = finish_target(&t);
+    unsigned long long iterations, gap;
+    char sum[17], ref[17], mode[32];
+    parse_result(o, &iterations, sum, &gap, mode);
+    reference_checksum(iterations, ref);
+    ASSERT_STR_EQ(sum, ref);
+    free(o);
+}
+
+#endif /* SYNCTOP_HAVE_TRACER */

@@ -1,15 +1,20 @@
 /*
  * Kineto import speed. Builds a large trace in memory from the two real sampled_rank traces (their
  * traceEvents entries repeated with shifted timestamps and correlation ids, about 220 MB of JSON by
- * default), then times the importer on it as plain JSON and gzip-compressed, and writing a trace
- * file. Prints MB/s of JSON text, events/s, and the trace file's size against the JSON's.
+ * default), then times the importer on it as plain JSON and gzip-compressed (from memory, the
+ * median and the best of several runs), and writing a trace file. Prints MB/s of JSON text,
+ * events/s, the trace file's size against the JSON's, and the peak resident memory of a process
+ * that imports the trace from a file (plain and gzip), per GB of JSON.
  *
  *   bench_import [MB] [TRACE_DIR]
+ *   bench_import --import FILE   (what the memory figures run: imports FILE, prints its peak RSS)
  */
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -220,7 +225,99 @@ static int to_file(void *ctx, const void *batch, size_t len, err_msg *err) {
     return tp_fwriter_append(ctx, batch, len, err);
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Imports the JSON or gzip in data runs times: the median and the best seconds. */
+static void time_import(const tp_buf *data, const char *name, int runs, double *median, double *best,
+                        kineto_stats *st) {
+    double t[16];
+    err_msg err = {{0}};
+    if (runs > 16)
+        runs = 16;
+    for (int run = 0; run < runs; run++) {
+        sink sk = {0};
+        double t0 = now_s();
+        if (kineto_import_mem(data->data, data->len, name, NULL, to_sink, &sk, st, &err) != 0)
+            die(err.msg);
+        t[run] = now_s() - t0;
+    }
+    qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+    *median = t[runs / 2];
+    *best = t[0];
+}
+
+/* The process's peak resident memory in KiB (VmHWM: unlike getrusage's ru_maxrss, it starts again
+ * at exec, rather than at the size of the process that started this one). */
+static uint64_t peak_rss_kib(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %llu kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* bench_import --import FILE: prints "<peak RSS KiB> <RSS KiB before> <JSON bytes> <seconds>". */
+static int import_child(const char *path) {
+    uint64_t before = peak_rss_kib();
+    kineto_stats st;
+    err_msg err = {{0}};
+    sink sk = {0};
+    double t0 = now_s();
+    if (kineto_import(path, NULL, to_sink, &sk, &st, &err) != 0)
+        die(err.msg);
+    printf("%llu %llu %llu %.3f\n", (unsigned long long)peak_rss_kib(), (unsigned long long)before,
+           (unsigned long long)st.json_bytes, now_s() - t0);
+    return 0;
+}
+
+/* Runs bench_import --import path in a process of its own: its peak RSS, measured from its start. */
+static void rss_of_import(const char *self, const char *path, const char *what) {
+    int fd[2];
+    if (pipe(fd) != 0)
+        die("pipe");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&fa, fd[0]);
+    char *args[] = {(char *)self, "--import", (char *)path, NULL};
+    extern char **environ;
+    pid_t pid;
+    if (posix_spawn(&pid, self, &fa, NULL, args, environ) != 0)
+        die("cannot run bench_import --import");
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd[1]);
+    char line[256] = {0};
+    ssize_t n = read(fd[0], line, sizeof line - 1);
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    unsigned long long peak = 0, before = 0, json = 0;
+    double secs = 0;
+    if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+        sscanf(line, "%llu %llu %llu %lf", &peak, &before, &json, &secs) != 4)
+        die("bench_import --import failed");
+    printf("%s: peak RSS %.1f MiB (%.1f MiB before the import) for %.1f MB of JSON: %.0f MiB per GB of JSON "
+           "(%.0f MiB per GB above the start); %.1f MB/s\n",
+           what, peak / 1024.0, before / 1024.0, json / 1e6, peak / 1024.0 / (json / 1e9),
+           (peak - before) / 1024.0 / (json / 1e9), json / 1e6 / secs);
+}
+
+static void write_file(const char *path, const tp_buf *b) {
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(b->data, 1, b->len, f) != b->len || fclose(f) != 0)
+        die("cannot write the input to /tmp");
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--import") == 0)
+        return import_child(argv[2]);
     size_t mb = argc > 1 ? (size_t)atol(argv[1]) : 220;
     const char *dir = argc > 2 ? argv[2] : KINETO_TRACE_DIR;
     if (mb == 0)
@@ -233,36 +330,21 @@ int main(int argc, char **argv) {
 
     kineto_stats st;
     err_msg err = {{0}};
-    double best = 1e30;
-    sink sk = {0};
-    for (int run = 0; run < 3; run++) {
-        sk = (sink){0};
-        t0 = now_s();
-        if (kineto_import_mem(json.data, json.len, "bench.json", NULL, to_sink, &sk, &st, &err) != 0)
-            die(err.msg);
-        double t = now_s() - t0;
-        if (t < best)
-            best = t;
-    }
-    printf("plain JSON:    %7.1f MB/s  %6.2f M events/s  (%.3f s best of 3; %llu events, %llu entries, %llu "
-           "batches, %.1f MB of raw batches)\n",
-           (double)json.len / 1e6 / best, (double)st.events / 1e6 / best, best, (unsigned long long)st.events,
-           (unsigned long long)st.entries, (unsigned long long)sk.batches, (double)sk.bytes / 1e6);
+    double median, best;
+    const int runs = 5;
+    time_import(&json, "bench.json", runs, &median, &best, &st);
+    printf("plain JSON:    %7.1f MB/s  %6.2f M events/s  (median of %d: %.3f s; best %.1f MB/s; %llu events, "
+           "%llu entries)\n",
+           (double)json.len / 1e6 / median, (double)st.events / 1e6 / median, runs, median,
+           (double)json.len / 1e6 / best, (unsigned long long)st.events, (unsigned long long)st.entries);
 
     t0 = now_s();
     tp_buf gz = gzip_buf(&json, 6);
     printf("gzip -6 of the input: %.1f MB (made in %.1f s)\n", (double)gz.len / 1e6, now_s() - t0);
-    best = 1e30;
-    for (int run = 0; run < 2; run++) {
-        t0 = now_s();
-        if (kineto_import_mem(gz.data, gz.len, "bench.json.gz", NULL, to_sink, &sk, &st, &err) != 0)
-            die(err.msg);
-        double t = now_s() - t0;
-        if (t < best)
-            best = t;
-    }
-    printf("gzip JSON:     %7.1f MB/s of JSON text  %6.2f M events/s  (%.3f s best of 2)\n",
-           (double)json.len / 1e6 / best, (double)st.events / 1e6 / best, best);
+    time_import(&gz, "bench.json.gz", runs, &median, &best, &st);
+    printf("gzip JSON:     %7.1f MB/s of JSON text  %6.2f M events/s  (median of %d: %.3f s; best %.1f MB/s)\n",
+           (double)json.len / 1e6 / median, (double)st.events / 1e6 / median, runs, median,
+           (double)json.len / 1e6 / best);
 
     char path[256];
     snprintf(path, sizeof path, "/tmp/bench_import-%ld.synctop", (long)getpid());
@@ -282,7 +364,23 @@ int main(int argc, char **argv) {
            (double)json.len / 1e6 / t, t, (double)sb.st_size / 1e6,
            100.0 * (double)sb.st_size / (double)json.len, 100.0 * (double)sb.st_size / (double)gz.len);
     unlink(path);
+
+    /* memory: a process of its own imports the trace from a file */
+    char jpath[256], gpath[256];
+    snprintf(jpath, sizeof jpath, "/tmp/bench_import-%ld.json", (long)getpid());
+    snprintf(gpath, sizeof gpath, "/tmp/bench_import-%ld.json.gz", (long)getpid());
+    write_file(jpath, &json);
+    write_file(gpath, &gz);
     tp_buf_free(&gz);
     tp_buf_free(&json);
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        die("cannot find /proc/self/exe");
+    self[n] = '\0';
+    rss_of_import(self, jpath, "memory, .json file   ");
+    rss_of_import(self, gpath, "memory, .json.gz file");
+    unlink(jpath);
+    unlink(gpath);
     return 0;
 }

@@ -42,7 +42,9 @@
  * the end of the file, the whole trace is read before anything is emitted: metadata first, then the
  * events in time order (ties in file order), kineto_opts.batch_records records a batch, the first
  * batch a keyframe, the last one TP_BF_END. Memory is bounded: at most max_events event records
- * (64 bytes each) and the encoder's bound on string bytes.
+ * (64 bytes each), the encoder's bound on string bytes and a few MiB of input buffers. Large inputs
+ * use a second thread (to read and inflate the input, to sort the events), ended when the call
+ * returns.
  *
  * The input is untrusted: malformed or cut JSON, a cut or corrupt gzip stream, absurd nesting or
  * sizes fail with a message naming the file and, for JSON, the line, column and byte; events whose

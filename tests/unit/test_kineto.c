@@ -5,6 +5,7 @@
  * importer emits is decoded here with the real decoder, so what is counted is what a reader gets.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,8 @@
 #include "synctop/codec.h"
 #include "synctop/file.h"
 #include "task.h"
+
+#define KCALLSITE_FRAMES_MAX 48 /* the importer keeps at most this many frames per call site */
 
 #ifndef KINETO_TRACE_DIR
 #error "KINETO_TRACE_DIR must name shared/traces/kineto"
@@ -232,8 +235,16 @@ static int collect(void *ctx, const void *batch, size_t len, err_msg *err) {
     g->producer = d.hdr.producer;
     ASSERT_OK(tp_dec_load_strings(&d, g->strs));
     const tp_record *r;
-    uint32_t n_events = 0;
+    uint32_t n_events = 0, frames_due = 0;
     while ((r = tp_dec_next_record(&d)) != NULL) {
+        /* a call site's frames follow it in its own batch (the store reads them together) */
+        if (r->head.kind == TP_K_CALLSITE) {
+            ASSERT_EQ(frames_due, 0);
+            frames_due = r->callsite.n_frames;
+        } else if (r->head.kind == TP_K_FRAME) {
+            ASSERT_GT(frames_due, 0);
+            frames_due--;
+        }
         if (!TP_KIND_IS_META(r->head.kind)) {
             uint64_t a, b;
             tp_record_span(r, &a, &b);
@@ -248,7 +259,8 @@ static int collect(void *ctx, const void *batch, size_t len, err_msg *err) {
         memcpy(&g->rec[g->n++], r, tp_kind_size(r->head.kind));
     }
     ASSERT_EQ(n_events, d.hdr.n_events);
-    ASSERT_LE(d.hdr.n_records, KINETO_BATCH_RECORDS);
+    ASSERT_EQ(frames_due, 0);
+    ASSERT_LE(d.hdr.n_records, KINETO_BATCH_RECORDS + KCALLSITE_FRAMES_MAX + 1);
     ASSERT_OK(tp_buf_append(&g->raw, batch, len));
     tp_dec_free(&d);
     g->batches++;
@@ -669,6 +681,19 @@ TEST(legacy_calls_are_named_by_their_call_stack) {
 TEST(rocm_hidden_if_tensor_is_named) {
     check_sites("qwen_mi300_rocm_with_stack.json.gz");
 }
+/* With batches of a few records, a call site still comes with all its frames in one batch. */
+TEST(call_sites_and_their_frames_share_a_batch) {
+    got g;
+    got_init(&g);
+    kineto_stats st;
+    err_msg err = {{0}};
+    kineto_opts opts = {.producer = 77, .batch_records = 7};
+    ASSERT_OK(kineto_import(trace_path("qwen_h100_with_stack.json.gz"), &opts, collect, &g, &st, &err));
+    ASSERT_UEQ(count_kind(&g, TP_K_CALLSITE), 3); /* its three blocking calls, each a site */
+    ASSERT_GT(count_kind(&g, TP_K_FRAME), 3 * 7); /* every site longer than a batch */
+    got_free(&g);
+}
+
 TEST(sampled_ranks_calls_are_named_inside_forward) {
     check_sites("sampled_rank-0.json.gz");
     check_sites("sampled_rank-1.json.gz");
@@ -1213,6 +1238,255 @@ TEST(event_limit_and_emit_errors_stop_the_import) {
     rc = kineto_import("/nonexistent/trace.json", NULL, collect, &g, NULL, &err);
     ASSERT_EQ(rc, ERR_NOENT);
     ASSERT_STR_CONTAINS(err.msg, "/nonexistent/trace.json");
+    got_free(&g);
+}
+
+/* ---- every way in ---- */
+
+/* gzip of text with zlib (level 6), member by member: one member per piece of text. */
+static tp_buf gzip_members(const void *text, const size_t *cut, size_t n_cut, size_t len) {
+    tp_buf out = {0};
+    size_t from = 0;
+    for (size_t m = 0; m <= n_cut; m++) {
+        size_t to = m < n_cut ? cut[m] : len;
+        z_stream zs;
+        memset(&zs, 0, sizeof zs);
+        ASSERT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+        size_t bound = deflateBound(&zs, to - from);
+        ASSERT_OK(tp_buf_reserve(&out, out.len + bound));
+        zs.next_in = (Bytef *)(uintptr_t)text + from;
+        zs.avail_in = (uInt)(to - from);
+        zs.next_out = out.data + out.len;
+        zs.avail_out = (uInt)bound;
+        ASSERT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+        out.len += zs.total_out;
+        deflateEnd(&zs);
+        from = to;
+    }
+    return out;
+}
+
+static void write_whole(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    ASSERT_NOT_NULL(f);
+    ASSERT_EQ(fwrite(data, 1, len, f), len);
+    ASSERT_OK(fclose(f));
+}
+
+/* Imports data through a pipe written by a child process, after prefix_len of its bytes were
+ * read (as a caller that tells the format does). */
+static int import_piped(const void *data, size_t len, size_t prefix_len, got *g, kineto_stats *st, err_msg *err) {
+    int fd[2];
+    ASSERT_OK(pipe(fd));
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        close(fd[0]);
+        const uint8_t *p = data;
+        for (size_t at = prefix_len; at < len;) {
+            ssize_t n = write(fd[1], p + at, len - at < 65536 ? len - at : 65536);
+            if (n <= 0)
+                _exit(1);
+            at += (size_t)n;
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    kineto_opts opts = {.producer = 79};
+    int rc = kineto_import_fd(fd[0], data, prefix_len, "trace", &opts, collect, g, st, err);
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    return rc;
+}
+
+/* A trace large enough to be read and inflated on a second thread gives the same batches whatever
+ * way it comes in: plain or gzip, from memory, from a file (with or without bytes read before), or
+ * through a pipe (where zlib inflates, as nothing can be read twice). */
+TEST(every_way_in_reads_the_same_large_trace) {
+    tp_buf text = inflate_file(trace_path("resnet_2080ti_two_threads.json.gz"));
+    size_t cut = text.len / 3;
+    tp_buf gz = gzip_members(text.data, &cut, 0, text.len);
+    char dir[2048], plain_path[4096], gz_path[4096];
+    snprintf(dir, sizeof dir, "%s", task_path("plain"));
+    ASSERT_OK(mkdir(dir, 0700));
+    snprintf(plain_path, sizeof plain_path, "%s/trace", dir);
+    write_whole(plain_path, text.data, text.len);
+    snprintf(dir, sizeof dir, "%s", task_path("gz"));
+    ASSERT_OK(mkdir(dir, 0700));
+    snprintf(gz_path, sizeof gz_path, "%s/trace", dir);
+    write_whole(gz_path, gz.data, gz.len);
+
+    kineto_opts opts = {.producer = 79};
+    got ref;
+    got_init(&ref);
+    kineto_stats st;
+    err_msg err = {{0}};
+    ASSERT_OK(kineto_import_mem(text.data, text.len, "trace", &opts, collect, &ref, &st, &err));
+    ASSERT_UEQ(st.json_bytes, text.len);
+    ASSERT_UEQ(st.input_bytes, text.len);
+    for (int way = 0; way < 7; way++) {
+        got g;
+        got_init(&g);
+        int rc = 0;
+        if (way == 0) {
+            rc = kineto_import_mem(gz.data, gz.len, "trace", &opts, collect, &g, &st, &err);
+        } else if (way == 1 || way == 2) {
+            rc = kineto_import(way == 1 ? plain_path : gz_path, &opts, collect, &g, &st, &err);
+        } else if (way == 3 || way == 4) { /* a file, 100 bytes of it read before */
+            const char *path = way == 3 ? plain_path : gz_path;
+            int fd = open(path, O_RDONLY);
+            ASSERT(fd >= 0);
+            char head[100];
+            ASSERT_EQ(read(fd, head, sizeof head), (ssize_t)sizeof head);
+            rc = kineto_import_fd(fd, head, sizeof head, path, &opts, collect, &g, &st, &err);
+            close(fd);
+        } else {
+            rc = way == 5 ? import_piped(text.data, text.len, 2, &g, &st, &err)
+                          : import_piped(gz.data, gz.len, 2, &g, &st, &err);
+        }
+        if (rc != 0)
+            TASK_FAIL_("way %d failed: %s", way, err.msg);
+        ASSERT_UEQ(st.json_bytes, text.len);
+        ASSERT_UEQ(st.input_bytes, way == 0 || way == 2 || way == 4 || way == 6 ? gz.len : text.len);
+        ASSERT_UEQ(g.raw.len, ref.raw.len);
+        ASSERT_MEM_EQ(g.raw.data, ref.raw.data, ref.raw.len);
+        got_free(&g);
+    }
+    got_free(&ref);
+    tp_buf_free(&gz);
+    tp_buf_free(&text);
+}
+
+/* Several gzip members read as one text, as gzip -c a b > c makes them; what follows the last
+ * member is ignored unless it starts like one; damaged headers and data are zlib's errors, for a
+ * large input (inflated on a thread by ISA-L until something is wrong, then by zlib) too. */
+TEST(gzip_members_and_what_follows_read_as_gzip_does) {
+    tp_buf text = inflate_file(trace_path("qwen_h100_with_stack.json.gz"));
+    size_t cuts[] = {1, text.len / 2, text.len - 1};
+    tp_buf one = gzip_members(text.data, cuts, 0, text.len);
+    tp_buf three = gzip_members(text.data, cuts, 3, text.len);
+    kineto_opts opts = {.producer = 80};
+    got ref, g;
+    got_init(&ref);
+    kineto_stats st;
+    err_msg err = {{0}};
+    ASSERT_OK(kineto_import_mem(text.data, text.len, "t", &opts, collect, &ref, &st, &err));
+    static const char *const tails[] = {"", "this is not gzip", "\0\0\0\0"};
+    for (int members = 1; members <= 4; members += 3)
+        for (size_t t = 0; t < sizeof tails / sizeof tails[0]; t++) {
+            tp_buf in = {0};
+            const tp_buf *z = members == 1 ? &one : &three;
+            size_t tail_len = t == 2 ? 4 : strlen(tails[t]);
+            ASSERT_OK(tp_buf_append(&in, z->data, z->len));
+            ASSERT_OK(tp_buf_append(&in, tails[t], tail_len));
+            got_init(&g);
+            if (kineto_import_mem(in.data, in.len, "t", &opts, collect, &g, &st, &err) != 0)
+                TASK_FAIL_("%d members, tail %zu: %s", members, t, err.msg);
+            ASSERT_UEQ(st.input_bytes, in.len);
+            ASSERT_UEQ(g.raw.len, ref.raw.len);
+            ASSERT_MEM_EQ(g.raw.data, ref.raw.data, ref.raw.len);
+            got_free(&g);
+            tp_buf_free(&in);
+        }
+    struct {
+        size_t at; /* a byte changed: 0 none */
+        uint8_t xor;
+        const char *tail, *want;
+    } bad[] = {
+        {0, 0, "\x1fjunk", "incorrect header check"}, /* a member that is not one */
+        {3, 0x20, "", "unknown header flags set"},    /* a reserved header flag */
+        {0, 0, "\x1f\x8b\x08", "gzip data cut short"}, /* a member cut in its header */
+        {1, 0, NULL, "corrupt gzip data near compressed byte"}, /* the data's CRC */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tp_buf in = {0};
+        ASSERT_OK(tp_buf_append(&in, one.data, one.len));
+        if (bad[i].tail)
+            ASSERT_OK(tp_buf_append(&in, bad[i].tail, strlen(bad[i].tail)));
+        else
+            in.data[in.len - 6] ^= 0x5a;
+        if (bad[i].xor)
+            in.data[bad[i].at] ^= bad[i].xor;
+        got_init(&g);
+        int rc = kineto_import_mem(in.data, in.len, "t.json.gz", &opts, collect, &g, &st, &err);
+        ASSERT_LT(rc, 0);
+        ASSERT_STR_CONTAINS(err.msg, "t.json.gz: ");
+        ASSERT_STR_CONTAINS(err.msg, bad[i].want);
+        ASSERT_EQ(g.batches, 0);
+        got_free(&g);
+        tp_buf_free(&in);
+    }
+    got_free(&ref);
+    tp_buf_free(&one);
+    tp_buf_free(&three);
+    tp_buf_free(&text);
+}
+
+/* A number too long to carry from one piece of text to the next is followed without its text:
+ * it is not a usable number, and the text around it reads and fails as it would otherwise. */
+TEST(long_numbers_are_followed_without_their_text) {
+    size_t digits = 200000;
+    char *json = malloc(digits + 512);
+    ASSERT_NOT_NULL(json);
+    char *p = json + sprintf(json, "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", "
+                                   "\"pid\": 0, \"tid\": 7, \"ts\": ");
+    memset(p, '1', digits);
+    p += digits;
+    sprintf(p, ", \"dur\": 1}]}");
+    got g;
+    got_init(&g);
+    kineto_stats st;
+    import_text_ok(json, &g, &st);
+    ASSERT_UEQ(st.json_bytes, strlen(json));
+    ASSERT_UEQ(st.invalid, 1);
+    ASSERT_STR_CONTAINS(st.first_invalid, "kernel with an unusable ts");
+    got_free(&g);
+
+    size_t head = (size_t)sprintf(json, "{\"traceEvents\": [");
+    memset(json + head, '2', digits);
+    json[head + digits] = '\0';
+    char where[64];
+    snprintf(where, sizeof where, "ends at line 1 (byte %zu)", head + digits);
+    EXPECT_ERROR(json, ERR_TRUNCATED, where);
+    strcpy(json + head + digits, ".x]}");
+    snprintf(where, sizeof where, "line 1, column %zu (byte %zu)", head + digits + 1, head + digits);
+    EXPECT_ERROR(json, ERR_MALFORMED, where);
+    EXPECT_ERROR(json, ERR_MALFORMED, "a digit is required after the decimal point");
+    free(json);
+}
+
+/* After a string cut at 1 MiB, a message names the line as before, and counts a column in the
+ * bytes the line has without the string's dropped tail. */
+TEST(errors_after_a_cut_string_name_their_line) {
+    size_t len = 3u << 20;
+    char *json = malloc(len + 128);
+    ASSERT_NOT_NULL(json);
+    size_t head = (size_t)sprintf(json, "{\"traceEvents\": [{\"name\": \"");
+    memset(json + head, 'a', len);
+    strcpy(json + head + len, "\"},\nx]}");
+    EXPECT_ERROR(json, ERR_MALFORMED, "line 2, column 1 (byte");
+    strcpy(json + head + len, "\"} x]}");
+    char where[96];
+    snprintf(where, sizeof where, "line 1, column %zu (byte %zu)", head + (1u << 20) + 4, head + len + 3);
+    EXPECT_ERROR(json, ERR_MALFORMED, where);
+    free(json);
+}
+
+/* What yajl took is taken: \v and \f are blanks, a key may be escaped ("t\u0073" is "ts"), a lone
+ * high surrogate reads as '?' and the byte after it is kept. */
+TEST(blanks_and_escapes_read_as_yajl_read_them) {
+    const char *json = "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"a\\ud800b\", \"pid\": 0, "
+                       "\"tid\": 7, \"t\\u0073\": 5,\v\f\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7}}]}";
+    got g;
+    got_init(&g);
+    kineto_stats st;
+    import_text_ok(json, &g, &st);
+    const tp_record *r = find_kind(&g, TP_K_KERNEL, 0);
+    ASSERT_NOT_NULL(r);
+    ASSERT_STR_EQ(str_of(&g, r->kernel.name), "a?b");
+    ASSERT_UEQ(r->kernel.start, 5000);
+    ASSERT_UEQ(r->kernel.end, 6000);
     got_free(&g);
 }
 

@@ -83,6 +83,17 @@ def is_step(e):
         and len(e["name"]) > len("ProfilerStep#")
 
 
+def note_op(ops, cat, e):
+    """The GPU operation a call's correlation names: a copy or memset wins over a kernel."""
+    corr = e.get("args", {}).get("correlation")
+    if not corr:
+        return
+    moves = ("gpu_memcpy", "memcpy", "gpu_memset", "memset")
+    prev = ops.get(corr)
+    if prev is None or (cat in moves and prev["cat"].lower() not in moves):
+        ops[corr] = e
+
+
 def blocks(name, op):
     b = base_name(name)
     if re.match(r"hip[A-Z]", b):
@@ -141,12 +152,7 @@ def figures(path):
             lanes[(GPU[cat], dev, stream)] += 1
             if cat in ("gpu_memcpy", "memcpy"):
                 copies[e["name"]] += 1
-            corr = args.get("correlation")
-            if corr:
-                prev = ops.get(corr)
-                if prev is None or (cat in ("gpu_memcpy", "memcpy", "gpu_memset", "memset") and
-                                    prev["cat"].lower() not in ("gpu_memcpy", "memcpy", "gpu_memset", "memset")):
-                    ops[corr] = e
+            note_op(ops, cat, e)
         elif cat in HOST:
             host.append(e)
             threads.add((int(e["pid"]), int(e["tid"])))
@@ -194,12 +200,7 @@ def sites(path):
         cat = str(e.get("cat", "")).lower()
         args = e.get("args", {})
         if cat in GPU:
-            corr = args.get("correlation")
-            if corr:
-                prev = ops.get(corr)
-                if prev is None or (cat in ("gpu_memcpy", "memcpy", "gpu_memset", "memset") and
-                                    prev["cat"].lower() not in ("gpu_memcpy", "memcpy", "gpu_memset", "memset")):
-                    ops[corr] = e
+            note_op(ops, cat, e)
         elif cat in HOST:
             host.append(e)
         elif cat in ("cpu_op", "operator", "python_function") and not is_step(e):

@@ -73,6 +73,46 @@ static double median_frame(st_store *s, vw_state *v, vw_grid *g, uint64_t t0, ui
     return t[15];
 }
 
+/* The viewer's loop while an analysis runs on its thread, `rounds` analyses one after the other (at
+ * least min_frames turns): each turn a key (keys, in turn) and a 200x60 frame, and with figs the
+ * header's figures over the window, a budget's worth per turn as the loop does. Returns the turns;
+ * the worst and summed frame times, and the worst figures' time, in seconds. */
+static int frames_while_analysing(st_store *s, vw_state *v, vw_grid *g, int rounds, int min_frames, const char *keys,
+                                  int figs, double *worst, double *sum, double *worst_figs) {
+    err_msg err;
+    int frames = 0;
+    size_t nk = strlen(keys);
+    for (int round = 0; round < rounds; round++) {
+        viewer_anjob *j = viewer_anjob_start(s, NULL, &err);
+        if (j == NULL)
+            return frames;
+        while (!viewer_anjob_done(j) || frames < min_frames) {
+            double f0 = now_s();
+            vw_key(v, s, 200, 60, keys[(size_t)frames % nk]);
+            g->w = 200;
+            g->h = 60;
+            vw_render(s, v, g);
+            double f1 = now_s();
+            if (f1 - f0 > *worst)
+                *worst = f1 - f0;
+            *sum += f1 - f0;
+            if (figs) {
+                v->scope_window = 1;
+                vw_figs_update(v, s, 100000);
+                double f2 = now_s() - f1;
+                if (f2 > *worst_figs)
+                    *worst_figs = f2;
+            }
+            frames++;
+        }
+        an_result r;
+        double took;
+        if (viewer_anjob_finish(&j, &r, &took, &err) == 0)
+            an_result_free(&r);
+    }
+    return frames;
+}
+
 /* At 4M events, a live store: the analysis inline versus on its thread, and the worst frame (with a
  * key applied) while it runs. */
 static void live_latency(size_t n) {
@@ -94,34 +134,7 @@ static void live_latency(size_t n) {
     uint64_t t0, t1;
     st_store_span(s, &t0, &t1);
     double worst = 0, sum = 0, worst_figs = 0;
-    int frames = 0;
-    for (int round = 0; round < 3; round++) {
-        viewer_anjob *j = viewer_anjob_start(s, NULL, &err);
-        if (j == NULL)
-            return;
-        while (!viewer_anjob_done(j)) {
-            double f0 = now_s();
-            vw_key(&v, s, 200, 60, frames % 2 ? 'l' : 'h');
-            g.w = 200;
-            g.h = 60;
-            vw_render(s, &v, &g);
-            double f1 = now_s();
-            /* the header's figures over the window, a budget's worth per turn as the loop does */
-            v.scope_window = 1;
-            vw_figs_update(&v, s, 100000);
-            double f2 = now_s();
-            if (f1 - f0 > worst)
-                worst = f1 - f0;
-            if (f2 - f1 > worst_figs)
-                worst_figs = f2 - f1;
-            sum += f1 - f0;
-            frames++;
-        }
-        an_result r;
-        double took;
-        if (viewer_anjob_finish(&j, &r, &took, &err) == 0)
-            an_result_free(&r);
-    }
+    int frames = frames_while_analysing(s, &v, &g, 3, 0, "hl", 1, &worst, &sum, &worst_figs);
     printf("%zuM events live: analysis %.3f s (inline, a key waited that long); on its thread: %d frames+keys "
            "meanwhile, worst %.2f ms, mean %.2f ms; header figures (window, 100k-event budget) worst %.2f ms\n",
            n / 1000000, inline_s, frames, worst * 1e3, frames ? sum / frames * 1e3 : 0, worst_figs * 1e3);
@@ -169,32 +182,17 @@ static void live_ranks(int ranks, size_t per_rank) {
     v.an = &an;
     vw_sites_update(&v);
     vw_grid g = {0};
-    double worst = 0, sum = 0;
-    int frames = 0;
-    for (int round = 0; round < 2; round++) {
-        viewer_anjob *j = viewer_anjob_start(s, NULL, &err);
-        if (j == NULL)
-            return;
-        while (!viewer_anjob_done(j) || frames < 20) {
-            double f0 = now_s();
-            vw_key(&v, s, 200, 60, frames % 3 == 0 ? 'j' : frames % 3 == 1 ? 'l' : 'h');
-            g.w = 200;
-            g.h = 60;
-            vw_render(s, &v, &g);
-            double f1 = now_s();
-            if (f1 - f0 > worst)
-                worst = f1 - f0;
-            sum += f1 - f0;
-            frames++;
-        }
-        an_result r;
-        double took;
-        if (viewer_anjob_finish(&j, &r, &took, &err) == 0)
-            an_result_free(&r);
+    /* as it opens (every process folded into its row), then with every lane open (C) */
+    for (int open = 0; open < 2; open++) {
+        if (open)
+            vw_key(&v, s, 200, 60, 'C');
+        double worst = 0, sum = 0;
+        int frames = frames_while_analysing(s, &v, &g, 1, 20, "jlh", 0, &worst, &sum, NULL);
+        printf("%d ranks live, %zuk events each, %s: %d frames+keys while the analysis ran, worst %.2f ms, "
+               "mean %.2f ms\n",
+               ranks, per_rank / 1000, open ? "every lane open" : "each rank folded into its row", frames,
+               worst * 1e3, frames ? sum / frames * 1e3 : 0);
     }
-    printf("%d ranks live, %zuk events each (%zu lanes): %d frames+keys while the analysis ran, worst %.2f ms, "
-           "mean %.2f ms\n",
-           ranks, per_rank / 1000, st_lane_count(s), frames, worst * 1e3, frames ? sum / frames * 1e3 : 0);
     vw_state_free(&v);
     vw_grid_free(&g);
     an_result_free(&an);

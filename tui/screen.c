@@ -9,6 +9,7 @@
 #include "hta.h"
 #include "steps.h"
 #include "text.h"
+#include "u64map.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -418,25 +419,42 @@ static uint64_t fold_key(int kind, uint32_t producer, uint32_t id) {
     return ((uint64_t)kind << 56) | ((uint64_t)producer << 24) | (id & 0xFFFFFFu);
 }
 
+/* The folds are kept sorted: every row of every frame asks whether its group is folded, and a job
+ * of many ranks opens with all of them folded. Returns where key is, or would go. */
+static size_t fold_find(const vw_state *v, uint64_t key) {
+    size_t lo = 0, hi = v->n_folds;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (v->folds[m] < key)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
 static int folded(const vw_state *v, uint64_t key) {
-    for (size_t i = 0; v && i < v->n_folds; i++)
-        if (v->folds[i] == key)
-            return 1;
-    return 0;
+    if (v == NULL)
+        return 0;
+    size_t i = fold_find(v, key);
+    return i < v->n_folds && v->folds[i] == key;
 }
 
 /* Folds key, or unfolds it when it is folded; returns whether it is folded now. */
 static int fold_toggle(vw_state *v, uint64_t key) {
-    for (size_t i = 0; i < v->n_folds; i++)
-        if (v->folds[i] == key) {
-            v->folds[i] = v->folds[--v->n_folds];
-            return 0;
-        }
+    size_t i = fold_find(v, key);
+    if (i < v->n_folds && v->folds[i] == key) {
+        memmove(&v->folds[i], &v->folds[i + 1], (v->n_folds - i - 1) * sizeof *v->folds);
+        v->n_folds--;
+        return 0;
+    }
     uint64_t *nf = realloc(v->folds, (v->n_folds + 1) * sizeof *nf);
     if (nf == NULL)
         return 0;
     v->folds = nf;
-    v->folds[v->n_folds++] = key;
+    memmove(&v->folds[i + 1], &v->folds[i], (v->n_folds - i) * sizeof *v->folds);
+    v->folds[i] = key;
+    v->n_folds++;
     return 1;
 }
 
@@ -653,15 +671,26 @@ static void sites_merge_processes(vw_state *v) {
         free(rep);
         return;
     }
+    u64map first = {0}; /* hash of kind and label -> the first site with it + 1 */
     for (size_t i = 0; i < n; i++) {
         vw_site_label(v->store, v->sites[i].callsite, v->sites[i].name, keys[i], sizeof keys[i]);
         rep[i] = i;
-        for (size_t j = 0; j < i; j++) /* sites are few (the panel's rows): a plain search */
-            if (rep[j] == j && v->sites[j].kind == v->sites[i].kind && strcmp(keys[j], keys[i]) == 0) {
+        uint64_t h = 1469598103934665603ull ^ (uint64_t)v->sites[i].kind;
+        for (const char *c = keys[i]; *c; c++)
+            h = (h ^ (uint8_t)*c) * 1099511628211ull;
+        for (;; h++) { /* a collision of two different labels moves on to the next slot */
+            int added;
+            uint64_t *at = u64map_get_or_add(&first, h ? h : 1, i + 1, &added);
+            if (at == NULL || added)
+                break;
+            size_t j = (size_t)*at - 1;
+            if (v->sites[j].kind == v->sites[i].kind && strcmp(keys[j], keys[i]) == 0) {
                 rep[i] = j;
                 break;
             }
+        }
     }
+    u64map_free(&first);
     for (size_t i = 0; i < n; i++) {
         if (rep[i] == i)
             continue;

@@ -49,7 +49,6 @@ typedef struct scan {
     tp_relay *r;
     u64map *seen; /* pid -> 1 */
     int quiet;
-    int added;
 } scan;
 
 /* Connects to a traced process of this user not seen yet. */
@@ -65,7 +64,6 @@ static void scan_one(void *ctx, long pid, const char *endpoint) {
     int added;
     if (u64map_get_or_add(sc->seen, (uint64_t)pid, 1, &added) == NULL)
         return;
-    sc->added++;
     if (!sc->quiet)
         verb_say("relay", "+ process %ld (%s)", pid, endpoint);
 }

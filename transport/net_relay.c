@@ -42,7 +42,7 @@ struct tp_relay {
     int stopping;         /* the threads leave */
     uint64_t deadline_ns; /* the timer's next TERMINATE; 0: none armed */
     atomic_int reader_stop;
-    atomic_uint_fast64_t batches, bytes, subscribes, others;
+    atomic_uint_fast64_t batches, bytes, subscribes;
     tp_fwriter *rec;      /* written by the reader thread only */
     atomic_int rec_failed;
     err_msg rec_err;      /* why the recording stopped (read after rec_failed is set) */
@@ -115,8 +115,6 @@ static void *reader_main(void *arg) {
                 atomic_store(&r->rec_failed, 1);
         } else if (len == 1 && d[0] == 1) {
             atomic_fetch_add(&r->subscribes, 1);
-        } else {
-            atomic_fetch_add(&r->others, 1); /* unsubscribes, loss reports */
         }
     }
     zmq_msg_close(&m);

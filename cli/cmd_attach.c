@@ -4,10 +4,10 @@
  * endpoint directory, skipping those left by dead processes) and to those that start later.
  * With --record FILE everything received is also written to a trace file.
  *
- * A PID whose process has no tracer (nothing publishes on its endpoint, the library is not mapped
- * in it, and its environment does not have the driver load it) gets one, after the user said yes:
- * inject.h loads libsynctop-tracer.so into it with ptrace, in on-demand mode, so that it goes idle
- * again when the viewer quits.
+ * A PID whose process has no tracer (nothing publishes on its endpoint, and its environment does
+ * not have the driver load it) gets one, after the user said yes: inject.h loads
+ * libsynctop-tracer.so into it with ptrace (or starts the one a detach stopped), in on-demand mode,
+ * and stops it again when the viewer quits (unless --keep-tracing).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -30,12 +30,13 @@ static void attach_usage(FILE *out) {
     fprintf(out,
             "usage: synctop attach [PID|ENDPOINT...] [--server-key KEY] [--window-events N]\n"
             "                      [--record FILE [--force]] [--step NAME] [--from FILE] [--ascii]\n"
-            "                      [--mono] [--yes] [--inject-only] [--no-inject]\n\n"
+            "                      [--mono] [--yes] [--inject-only] [--keep-tracing] [--no-inject]\n\n"
             "Shows running traced processes live in the interactive timeline. A PID whose process\n"
             "has no tracer gets one first: synctop asks, then loads libsynctop-tracer.so into it with\n"
-            "ptrace (x86-64; the process must be yours). Its main thread pauses for about as long as\n"
-            "loading a library takes; the tracer stays loaded, collecting only while a viewer is\n"
-            "connected.\n\n"
+            "ptrace (x86-64; the process must be yours) and starts it. Its main thread pauses for about\n"
+            "as long as loading a library takes; the tracer collects only while a viewer is connected,\n"
+            "and when the viewer quits it is stopped again (`synctop detach`): its threads and socket\n"
+            "go, the library stays loaded, idle.\n\n"
             "  PID, ENDPOINT      a traced process's pid, HOST:PORT, tcp://..., ipc://...; none: every\n"
             "                     live traced process of this user, and those that start later\n"
             "  --from FILE        also the endpoints listed in FILE, one per line (# comments):\n"
@@ -49,7 +50,9 @@ static void attach_usage(FILE *out) {
             "  --ascii, --mono    ASCII glyphs, no colours\n"
             "  --yes              load the tracer into a PID without one without asking (needed\n"
             "                     when standard input is not a terminal)\n"
-            "  --inject-only      load the tracer where needed, then exit without the viewer\n"
+            "  --inject-only      load and start the tracer where needed, then exit without the\n"
+            "                     viewer (it keeps tracing until `synctop detach PID`)\n"
+            "  --keep-tracing     leave the tracer started when the viewer quits\n"
             "  --no-inject        never load the tracer: wait for the process to publish\n");
 }
 
@@ -73,16 +76,20 @@ static int attach_endpoint(const char *a, char (*eps)[TP_ENDPOINT_MAX], const ch
 
 /* How processes without a tracer are treated, and which got one. */
 typedef struct inject_choice {
-    int yes, only, never;
-    int loaded[ATTACH_MAX]; /* per endpoint: 1 the tracer was loaded now, 2 in on-demand mode */
+    int yes, only, never, keep;
+    int started[ATTACH_MAX]; /* per endpoint: the tracer was started now (to stop at the end) */
 } inject_choice;
 
 /* Asks on the terminal whether to load the tracer into pid; 1 yes, 0 no (said why). */
 static int confirm(long pid, const ij_probe_info *p, const char *tracer, int yes) {
     char what[1024];
-    snprintf(what, sizeof what, "process %ld (%s) has no tracer: load %s into it with ptrace%s", pid,
-             p->cmdline[0] ? p->cmdline : p->name, tracer,
-             p->cuda_loaded ? "" : " (it has not loaded libcuda: not a CUDA program, or not yet)");
+    if (p->tracer_loaded)
+        snprintf(what, sizeof what, "process %ld (%s) has the tracer, not running: start it with ptrace", pid,
+                 p->cmdline[0] ? p->cmdline : p->name);
+    else
+        snprintf(what, sizeof what, "process %ld (%s) has no tracer: load %s into it with ptrace%s", pid,
+                 p->cmdline[0] ? p->cmdline : p->name, tracer,
+                 p->cuda_loaded ? "" : " (it has not loaded libcuda: not a CUDA program, or not yet)");
     if (yes) {
         verb_say("attach", "%s", what);
         return 1;
@@ -94,8 +101,8 @@ static int confirm(long pid, const ij_probe_info *p, const char *tracer, int yes
     }
     fprintf(stderr, "synctop attach: ");
     tp_print_sanitized(stderr, what, (size_t)-1);
-    fprintf(stderr, "? It stays loaded, collecting only while a viewer is connected; the program pauses for a "
-                    "moment. [y/N] ");
+    fprintf(stderr, "? It collects only while a viewer is connected and is stopped when the viewer quits; the "
+                    "program pauses for a moment. [y/N] ");
     fflush(stderr);
     char line[64];
     if (fgets(line, sizeof line, stdin) == NULL || tolower((unsigned char)line[0]) != 'y') {
@@ -107,18 +114,13 @@ static int confirm(long pid, const ij_probe_info *p, const char *tracer, int yes
 
 /* A pid given on the command line whose endpoint nobody listens on: waited for, or given the
  * tracer. 0, or 1 with the reason said. */
-static int attach_prepare_pid(long pid, const char *endpoint, inject_choice *c, int *loaded) {
+static int attach_prepare_pid(long pid, const char *endpoint, inject_choice *c, int *started) {
     ij_probe_info p;
     err_msg err = {{0}};
     if (ij_probe(pid, &p, &err) != 0)
         return verb_error("attach", "%s", err.msg);
-    if (p.tracer_loaded || p.tracer_at_init || c->never) {
-        if (c->only && p.tracer_loaded)
-            verb_say("attach", "process %ld already has the tracer", pid);
-        else if (p.tracer_loaded)
-            verb_say("attach", "process %ld already has the tracer; nothing publishes on %s yet: waiting for it",
-                     pid, endpoint);
-        else if (p.tracer_at_init)
+    if ((p.tracer_at_init && !p.tracer_loaded) || c->never) {
+        if (p.tracer_at_init && !p.tracer_loaded)
             verb_say("attach", "process %ld loads the tracer when it initialises CUDA (CUDA_INJECTION64_PATH): "
                                "waiting for it on %s", pid, endpoint);
         else
@@ -136,15 +138,44 @@ static int attach_prepare_pid(long pid, const char *endpoint, inject_choice *c, 
         return 1;
     ij_opts o = {.mode = "on-demand"};
     ij_report r;
-    if (ij_inject(pid, tracer, &o, &r, &err) != 0)
+    int rc = ij_inject(pid, tracer, &o, &r, &err);
+    if (rc == ERR_EXIST) { /* it started publishing meanwhile */
+        verb_say("attach", "process %ld already has the tracer", pid);
+        return 0;
+    }
+    if (rc != 0)
         return verb_error("attach", "%s", err.msg);
-    verb_say("attach", "loaded the tracer into process %ld (its main thread was held %.1f ms); it publishes on "
-                       "%s%s", pid, (double)r.longest_pause_ns / 1e6, r.endpoint,
-             r.mode_set ? ", collecting only while a viewer is connected" : "");
-    if (r.warning[0] != '\0')
-        verb_warn("attach", "%s", r.warning);
-    *loaded = r.mode_set ? 2 : 1;
+    verb_say("attach", "%s the tracer in process %ld (its main thread was held %.1f ms); it publishes on %s, "
+                       "collecting only while a viewer is connected",
+             r.loaded ? "loaded and started" : "started", pid, (double)r.longest_pause_ns / 1e6, r.endpoint);
+    *started = 1;
     return 0;
+}
+
+/* Stops the tracers this attach started, now that the viewer has quit. */
+static void stop_started(const inject_choice *c, const long *pids, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (!c->started[i])
+            continue;
+        if (c->keep) {
+            verb_say("attach", "the tracer keeps running in process %ld, idle while no viewer is connected "
+                               "(`synctop attach %ld` shows it again, `synctop detach %ld` stops it)",
+                     pids[i], pids[i], pids[i]);
+            continue;
+        }
+        ij_report r;
+        err_msg err = {{0}};
+        ij_opts o = {0};
+        int rc = ij_detach(pids[i], &o, &r, &err);
+        if (rc == 0)
+            verb_say("attach", "stopped the tracer in process %ld (its main thread was held %.1f ms); the library "
+                               "stays loaded, idle",
+                     pids[i], (double)r.longest_pause_ns / 1e6);
+        else if (rc < 0)
+            verb_warn("attach", "could not stop the tracer in process %ld: %s (it stays, collecting only while a "
+                                "viewer is connected; `synctop detach %ld` tries again)",
+                      pids[i], err.msg, pids[i]);
+    }
 }
 
 static int cmd_attach(int argc, char **argv) {
@@ -156,12 +187,12 @@ static int cmd_attach(int argc, char **argv) {
     viewer_opts o = {.verb = "attach"};
     err_msg err = {{0}};
     inject_choice ic = {0};
-    enum { O_KEY = 1, O_WINDOW, O_RECORD, O_FORCE, O_ASCII, O_MONO, O_STEP, O_FROM, O_YES, O_ONLY, O_NEVER };
+    enum { O_KEY = 1, O_WINDOW, O_RECORD, O_FORCE, O_ASCII, O_MONO, O_STEP, O_FROM, O_YES, O_ONLY, O_NEVER, O_KEEP };
     static const arg_opt opts[] = {
         {O_KEY, "--server-key", NULL, 1}, {O_WINDOW, "--window-events", NULL, 1}, {O_RECORD, "--record", NULL, 1},
         {O_FORCE, "--force", NULL, 0},    {O_ASCII, "--ascii", NULL, 0},          {O_MONO, "--mono", NULL, 0},
         {O_STEP, "--step", NULL, 1},     {O_FROM, "--from", NULL, 1},            {O_YES, "--yes", "-y", 0},
-        {O_ONLY, "--inject-only", NULL, 0}, {O_NEVER, "--no-inject", NULL, 0},
+        {O_ONLY, "--inject-only", NULL, 0}, {O_NEVER, "--no-inject", NULL, 0}, {O_KEEP, "--keep-tracing", NULL, 0},
     };
     args p;
     ARGS_INIT(&p, "attach", attach_usage, opts, argc, argv);
@@ -196,6 +227,8 @@ static int cmd_attach(int argc, char **argv) {
             ic.only = 1;
         } else if (id == O_NEVER) {
             ic.never = 1;
+        } else if (id == O_KEEP) {
+            ic.keep = 1;
         } else if (id == O_FROM) {
             const char *lines[ATTACH_MAX];
             int k = args_file_lines(&p, "--from", a, lines, ATTACH_MAX);
@@ -224,8 +257,10 @@ static int cmd_attach(int argc, char **argv) {
         }
         if (pids[i] == 0)
             verb_say("attach", "nobody publishes on %s yet; waiting for it", eps[i]);
-        else if (attach_prepare_pid(pids[i], eps[i], &ic, &ic.loaded[i]) != 0)
+        else if (attach_prepare_pid(pids[i], eps[i], &ic, &ic.started[i]) != 0) {
+            stop_started(&ic, pids, i);
             return 1;
+        }
     }
     if (ic.only)
         return 0;
@@ -237,12 +272,7 @@ static int cmd_attach(int argc, char **argv) {
     }
     viewer_result res;
     int rc = viewer_run_live(list, n, &o, &res);
-    for (size_t i = 0; i < n; i++)
-        if (ic.loaded[i] == 2)
-            verb_say("attach", "the tracer stays in process %ld, idle while no viewer is connected (`synctop "
-                               "attach %ld` shows it again)", pids[i], pids[i]);
-        else if (ic.loaded[i] == 1)
-            verb_say("attach", "the tracer stays in process %ld and goes on as its SYNCTOP_MODE says", pids[i]);
+    stop_started(&ic, pids, n);
     return verb_viewer_done("attach", rc, &res, o.record);
 }
 

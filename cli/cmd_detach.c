@@ -1,9 +1,7 @@
 /*
- * `synctop detach PID`: what is left of synctop in a process once no viewer watches it. The tracer
- * cannot be taken out of a running process (its threads run its code, and it has no entry point
- * that stops them), so detach says what stays and how it behaves: a tracer that `synctop attach`
- * loaded collects only while a viewer is connected, so when the viewers have quit it is idle; one
- * the program loaded at start traces as its environment says until the program ends.
+ * `synctop detach PID`: stops the tracer in a running process (inject.h): collection off, what is
+ * left shipped to the viewers and the trace file, CUPTI unsubscribed, the tracer's threads and
+ * socket gone. The library stays loaded, idle; `synctop attach PID` starts it again.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,12 +15,13 @@
 static void detach_usage(FILE *out) {
     fprintf(out,
             "usage: synctop detach PID\n\n"
-            "Says what stays of synctop in process PID now that no viewer needs to watch it. A tracer\n"
-            "that `synctop attach` loaded into a running process collects only while a viewer is\n"
-            "connected: once the last viewer has quit it is idle (its threads wake now and then,\n"
-            "and what CUPTI still hands it is dropped). It cannot be unloaded. A tracer the program\n"
-            "loaded at start (`synctop run`, CUDA_INJECTION64_PATH) traces as its SYNCTOP_MODE says\n"
-            "until the program ends.\n");
+            "Stops the tracer in process PID, whether `synctop attach` loaded it or the program started\n"
+            "with it (`synctop run`, CUDA_INJECTION64_PATH): with ptrace (x86-64; the process must be\n"
+            "yours), its main thread is held for a few milliseconds while the tracer is told to stop;\n"
+            "then, within a flush period, the tracer turns CUPTI's collection off, sends what it still\n"
+            "holds to the viewers and its trace file (which it closes), unsubscribes from CUPTI and\n"
+            "ends its threads and socket. The library and CUPTI stay loaded, idle (they cannot be\n"
+            "unloaded safely); `synctop attach PID` starts the tracer again.\n");
 }
 
 static int cmd_detach(int argc, char **argv) {
@@ -45,21 +44,25 @@ static int cmd_detach(int argc, char **argv) {
     err_msg err = {{0}};
     if (ij_probe(pid, &info, &err) != 0)
         return verb_error("detach", "%s", err.msg);
-    char ep[TP_ENDPOINT_MAX];
-    int live = tp_endpoint_for_pid(pid, ep, sizeof ep, &err) == 0 && tp_endpoint_is_live(ep) == 1;
-    if (!info.tracer_loaded && !live) {
-        verb_say("detach", "process %ld has no tracer: nothing to detach", pid);
+    if (!info.tracer_loaded) {
+        verb_say("detach", "process %ld has no tracer%s: nothing to detach", pid,
+                 info.tracer_at_init ? " yet (it loads one when it initialises CUDA)" : "");
         return 0;
     }
-    if (info.tracer_at_init)
-        verb_say("detach", "process %ld loaded the tracer at start (CUDA_INJECTION64_PATH): it stays loaded and "
-                           "traces as its SYNCTOP_MODE says until the program ends", pid);
-    else
-        verb_say("detach", "the tracer stays loaded in process %ld (a running library cannot be unloaded, and "
-                           "this tracer has no entry point to stop it); loaded by `synctop attach`, it collects "
-                           "only while a viewer is connected, and is idle once the last one has quit", pid);
+    ij_opts o = {0};
+    ij_report r;
+    int rc = ij_detach(pid, &o, &r, &err);
+    if (rc == IJ_NOT_TRACING) {
+        verb_say("detach", "the tracer in process %ld is not running: nothing to detach", pid);
+        return 0;
+    }
+    if (rc != 0)
+        return verb_error("detach", "%s", err.msg);
+    verb_say("detach", "stopped the tracer in process %ld (its main thread was held %.1f ms); the library stays "
+                       "loaded, idle (`synctop attach %ld` starts it again)",
+             pid, (double)r.longest_pause_ns / 1e6, pid);
     return 0;
 }
 
 SYNCTOP_VERB(detach, .name = "detach", .fn = cmd_detach, .synopsis = "detach PID",
-             .summary = "say what stays of the tracer in a process no viewer watches", .rank = 26)
+             .summary = "stop the tracer in a running process", .rank = 26)

@@ -584,10 +584,8 @@ static void read_string(pid_t tid, uint64_t addr, char *out, size_t len) {
 
 /* ---- the functions to call, in the process's own libraries ---- */
 
-enum { F_DLOPEN, F_DLERROR, F_ERRNO, F_GETENV, F_SETENV, F_UNSETENV, F_SIGMASK, F_CREATE, F_DETACH, F_N };
-static const char *const fn_names[F_N] = {"dlopen",      "dlerror",         "__errno_location",
-                                          "getenv",      "setenv",          "unsetenv",
-                                          "pthread_sigmask", "pthread_create", "pthread_detach"};
+enum { F_DLOPEN, F_DLERROR, F_ERRNO, F_N };
+static const char *const fn_names[F_N] = {"dlopen", "dlerror", "__errno_location"};
 
 /* The load bias of the file of mapping m in the process, from the file's own ELF. */
 static int file_bias(const ij_map *maps, size_t nm, const ij_map *m, const ij_elf *e, uint64_t *bias) {
@@ -610,8 +608,10 @@ static int mapped_file_path(long pid, const ij_map *m, char *out, size_t len) {
                : -1;
 }
 
-/* The address of each function in fn_names, 0 where none was found. */
-static int find_functions(long pid, const ij_map *maps, size_t nm, uint64_t addr[F_N], err_msg *err) {
+/* The address of each function in fn_names, 0 where none was found; dlopen must be there when
+ * need_dlopen. */
+static int find_functions(long pid, const ij_map *maps, size_t nm, uint64_t addr[F_N], int need_dlopen,
+                          err_msg *err) {
     memset(addr, 0, F_N * sizeof addr[0]);
     int libs = 0;
     for (size_t i = 0; i < nm; i++) {
@@ -642,12 +642,12 @@ static int find_functions(long pid, const ij_map *maps, size_t nm, uint64_t addr
         }
         ij_elf_close(&e);
     }
-    if (addr[F_DLOPEN] == 0 || addr[F_CREATE] == 0 || addr[F_DETACH] == 0)
+    if (need_dlopen && addr[F_DLOPEN] == 0)
         return err_set(err, libs == 0 ? ERR_AGAIN : ERR_UNSUPPORTED,
                        libs == 0 ? "process %ld has not loaded its C library yet (it is starting up): try again "
                                    "in a moment"
-                                 : "process %ld's C library has no dlopen or pthread_create that synctop can find "
-                                   "(an older glibc whose libdl is not loaded?): nothing can be loaded into it",
+                                 : "process %ld's C library has no dlopen that synctop can find (an older glibc "
+                                   "whose libdl is not loaded?): nothing can be loaded into it",
                        pid);
     return 0;
 }
@@ -698,179 +698,174 @@ static int check_target(long pid, const char *tracer, ij_access *acc, char *trac
     return 0;
 }
 
-/* The tracer's file, read before the process is stopped: its inode, the address its first segment
- * is linked at, and InitializeInjection's offset. */
+/* The tracer's entry points as offsets in its file, and the address its first segment is linked
+ * at: read from the file before the process is stopped. */
 typedef struct tracer_layout {
-    uint64_t inode, vaddr0, init;
+    uint64_t vaddr0, start, stop, status;
 } tracer_layout;
 
-static int tracer_layout_read(const char *tracer, tracer_layout *tl, err_msg *err) {
-    struct stat st;
-    if (stat(tracer, &st) != 0)
-        return err_set(err, ERR_NOENT, "cannot find the tracer %s: %s", tracer, strerror(errno));
-    tl->inode = st.st_ino;
-    ij_elf *e = ij_elf_open(tracer, err);
+static int tracer_layout_read(const char *file, const char *shown, tracer_layout *tl, err_msg *err) {
+    ij_elf *e = ij_elf_open(file, err);
     if (e == NULL)
         return ERR_IO;
     int rc = ij_elf_load_vaddr(e, 0, (uint64_t)sysconf(_SC_PAGESIZE), &tl->vaddr0);
-    if (rc == 0 && ij_elf_machine(e) != IJ_MACHINE)
-        rc = err_set(err, ERR_UNSUPPORTED, "%s is not a library for this machine", tracer);
-    else if (rc == 0 && (rc = ij_elf_symbol(e, "InitializeInjection", &tl->init)) != 0)
-        rc = err_set(err, ERR_IO, "%s has no InitializeInjection: not synctop's tracer", tracer);
-    else if (rc != 0)
-        rc = err_set(err, ERR_IO, "%s: no loadable segment at offset 0", tracer);
+    if (rc != 0)
+        rc = err_set(err, ERR_IO, "%s: no loadable segment at offset 0", shown);
+    else if (ij_elf_machine(e) != IJ_MACHINE)
+        rc = err_set(err, ERR_UNSUPPORTED, "%s is not a library for this machine", shown);
+    else if (ij_elf_symbol(e, "synctop_tracer_start", &tl->start) != 0 ||
+             ij_elf_symbol(e, "synctop_tracer_stop", &tl->stop) != 0 ||
+             ij_elf_symbol(e, "synctop_tracer_status", &tl->status) != 0)
+        rc = err_set(err, ERR_UNSUPPORTED,
+                     "%s has no synctop_tracer_start/stop: not synctop's tracer, or an older one that cannot "
+                     "be started or stopped in a running process",
+                     shown);
     ij_elf_close(&e);
     return rc;
 }
 
-/* The calls of the first stop: errno saved, SYNCTOP_MODE set if absent, dlopen, the starting
- * thread, errno put back. *env_set says whether SYNCTOP_MODE must be taken away afterwards. */
-static int load_and_start(sess *s, long pid, const char *tracer, const tracer_layout *tl, const uint64_t fn[F_N],
-                          int *env_set) {
+/* The tracer mapped in the process (its offset-0 mapping), or NULL. */
+static const ij_map *mapped_tracer(const ij_map *maps, size_t nm) {
+    for (size_t i = 0; i < nm; i++)
+        if (maps[i].offset == 0 && is_tracer_file(maps[i].path))
+            return &maps[i];
+    return NULL;
+}
+
+/* The layout of the tracer the process has mapped, read from the very file it mapped. */
+static int mapped_layout(long pid, const ij_map *m, tracer_layout *tl, err_msg *err) {
+    char path[PATH_MAX + 64];
+    if (mapped_file_path(pid, m, path, sizeof path) != 0)
+        return err_set(err, ERR_IO,
+                       "the tracer mapped in process %ld (%s) is no longer the file on disk (synctop was rebuilt "
+                       "or upgraded since it was loaded): it cannot be started or stopped from outside",
+                       pid, m->path);
+    return tracer_layout_read(path, m->path, tl, err);
+}
+
+/* The settings the tracer starts with (synctop/tracer.h): the process's own SYNCTOP_* variables
+ * are for a start at launch, not this one. */
+static void start_settings(const ij_opts *o, char *out, size_t len) {
+    snprintf(out, len,
+             "SYNCTOP_MODE=%s\nSYNCTOP_QUIET=1\nSYNCTOP_VERBOSE=0\nSYNCTOP_LISTEN=\nSYNCTOP_ENDPOINT=\n"
+             "SYNCTOP_RECORD=\nSYNCTOP_CURVE_KEY=\nSYNCTOP_START_WAIT_MS=0\n",
+             o->mode != NULL ? o->mode : "always");
+}
+
+/* The calls of the stop: errno saved, dlopen (when the tracer is not there yet), then
+ * synctop_tracer_start, which returns at once (a thread of the tracer's starts it). */
+static int load_and_start(sess *s, long pid, const char *tracer, const ij_map *mapped, const tracer_layout *tl,
+                          const uint64_t fn[F_N], int *start_ret) {
     const int ms = s->o->call_ms;
     uint64_t a[6] = {0}, ret = 0;
     int rc;
     if ((rc = save_errno(s, fn[F_ERRNO])) != 0)
         return rc;
-    if (s->o->mode != NULL && fn[F_GETENV] && fn[F_SETENV] && fn[F_UNSETENV]) {
-        uint64_t name = put(s, "SYNCTOP_MODE", 13), value = put(s, s->o->mode, strlen(s->o->mode) + 1);
-        if (name == 0 || value == 0)
+    if (mapped == NULL) {
+        uint64_t path = put(s, tracer, strlen(tracer) + 1);
+        if (path == 0)
             return err_set(s->err, ERR_IO, "cannot write to process %ld's stack", pid);
-        a[0] = name;
-        if ((rc = call(s, "getenv", fn[F_GETENV], a, ms, &ret)) != 0)
+        a[0] = path;
+        a[1] = RTLD_NOW | RTLD_LOCAL;
+        uint64_t handle = 0;
+        if ((rc = call(s, "dlopen", fn[F_DLOPEN], a, ms, &handle)) != 0)
             return rc;
-        if (ret == 0) {
-            a[1] = value;
-            a[2] = 0;
-            if ((rc = call(s, "setenv", fn[F_SETENV], a, ms, &ret)) != 0)
-                return rc;
-            *env_set = (int32_t)ret == 0;
-            s->rep->mode_set = *env_set;
+        if (handle == 0) {
+            char why[400] = "no reason given";
+            uint64_t msg = 0;
+            memset(a, 0, sizeof a);
+            if (fn[F_DLERROR] != 0 && call(s, "dlerror", fn[F_DLERROR], a, ms, &msg) == 0 && msg != 0)
+                read_string(s->tid, msg, why, sizeof why);
+            return err_set(s->err, ERR_IO, "process %ld could not load the tracer: %s", pid, why);
         }
+        s->rep->loaded = 1;
+        if (s->o->hook != NULL)
+            s->o->hook(s->o->hook_ctx, IJ_STEP_LOADED, pid);
     }
-    uint64_t path = put(s, tracer, strlen(tracer) + 1);
-    if (path == 0)
-        return err_set(s->err, ERR_IO, "cannot write to process %ld's stack", pid);
-    memset(a, 0, sizeof a);
-    a[0] = path;
-    a[1] = RTLD_NOW | RTLD_LOCAL;
-    uint64_t handle = 0;
-    if ((rc = call(s, "dlopen", fn[F_DLOPEN], a, ms, &handle)) != 0)
-        return rc;
-    if (handle == 0) {
-        char why[400] = "no reason given";
-        uint64_t msg = 0;
-        memset(a, 0, sizeof a);
-        if (fn[F_DLERROR] != 0 && call(s, "dlerror", fn[F_DLERROR], a, ms, &msg) == 0 && msg != 0)
-            read_string(s->tid, msg, why, sizeof why);
-        return err_set(s->err, ERR_IO, "process %ld could not load the tracer: %s", pid, why);
-    }
-    if (s->o->hook != NULL)
-        s->o->hook(s->o->hook_ctx, IJ_STEP_LOADED, pid);
-
-    /* InitializeInjection: where the tracer now lies in the process, plus its offset. */
+    /* Where the tracer now lies in the process. */
     ij_map *maps = NULL;
     size_t nm = 0;
-    uint64_t init = 0;
     if ((rc = ij_maps_read(pid, &maps, &nm, s->err)) != 0)
         return rc;
-    for (size_t i = 0; i < nm && init == 0; i++)
-        if (maps[i].offset == 0 && maps[i].inode == tl->inode && is_tracer_file(maps[i].path))
-            init = maps[i].start - tl->vaddr0 + tl->init;
+    const ij_map *m = mapped_tracer(maps, nm);
+    uint64_t base = m != NULL ? m->start - tl->vaddr0 : 0;
     free(maps);
-    if (init == 0)
+    if (m == NULL)
         return err_set(s->err, ERR_IO, "the tracer loaded into process %ld is not in its mappings", pid);
 
-    /* A thread of its own, with every signal blocked while it starts (the program's handlers are
-     * not for it): the mask is set on the stopped thread around pthread_create, which passes it on. */
-    uint8_t all[128], none[128];
-    memset(all, 0xff, sizeof all);
-    memset(none, 0, sizeof none);
-    uint64_t set = put(s, all, sizeof all), old = put(s, none, sizeof none), tid_at = put(s, none, 16);
-    if (set == 0 || old == 0 || tid_at == 0)
+    char settings[512];
+    start_settings(s->o, settings, sizeof settings);
+    uint64_t at = put(s, settings, strlen(settings) + 1);
+    if (at == 0)
         return err_set(s->err, ERR_IO, "cannot write to process %ld's stack", pid);
-    int masked = 0;
-    if (fn[F_SIGMASK] != 0) {
-        uint64_t m[6] = {SIG_SETMASK, set, old, 0, 0, 0};
-        if ((rc = call(s, "pthread_sigmask", fn[F_SIGMASK], m, ms, &ret)) != 0)
-            return rc;
-        masked = (int32_t)ret == 0;
-    }
-    uint64_t c[6] = {tid_at, 0, init, 0, 0, 0}, created = 0;
-    rc = call(s, "pthread_create", fn[F_CREATE], c, ms, &created);
-    if (rc == 0 && masked) {
-        uint64_t m[6] = {SIG_SETMASK, old, 0, 0, 0, 0};
-        rc = call(s, "pthread_sigmask", fn[F_SIGMASK], m, ms, &ret);
-    }
-    if (rc != 0)
+    memset(a, 0, sizeof a);
+    a[0] = at;
+    if ((rc = call(s, "synctop_tracer_start", base + tl->start, a, ms, &ret)) != 0)
         return rc;
-    if ((int32_t)created != 0)
-        return err_set(s->err, ERR_IO, "process %ld could not start a thread for the tracer (error %d)", pid,
-                       (int)(int32_t)created);
-    uint64_t thread = 0;
-    if (mem_read(s->tid, tid_at, &thread, sizeof thread) != 0)
-        return err_set(s->err, ERR_IO, "cannot read process %ld's stack", pid);
-    uint64_t d[6] = {thread, 0, 0, 0, 0, 0};
-    return call(s, "pthread_detach", fn[F_DETACH], d, ms, &ret);
-}
-
-/* The second stop, once the tracer has read its configuration: SYNCTOP_MODE taken away. */
-static int unset_mode(sess *s, const ij_access *acc, const ij_map *maps, size_t nm, const uint64_t fn[F_N]) {
-    int rc = sess_begin(s, acc, maps, nm);
-    if (rc != 0)
-        return rc;
-    uint64_t a[6] = {0}, ret = 0;
-    if ((rc = save_errno(s, fn[F_ERRNO])) != 0)
-        return rc;
-    a[0] = put(s, "SYNCTOP_MODE", 13);
-    if (a[0] == 0)
-        return err_set(s->err, ERR_IO, "cannot write to the stack");
-    return call(s, "unsetenv", fn[F_UNSETENV], a, s->o->call_ms, &ret);
-}
-
-static int contains(const long *v, size_t n, long x) {
-    for (size_t i = 0; i < n; i++)
-        if (v[i] == x)
-            return 1;
+    *start_ret = (int32_t)ret;
     return 0;
 }
 
-/* Waits, the program running, until the tracer publishes or the thread that starts it has ended
- * (it stepped aside), at most start_ms. 1 publishing, 0 not, or ERR_NOENT when the process exited. */
-static int wait_started(long pid, const long *before, size_t nbefore, const ij_opts *o, const char *endpoint,
-                        err_msg *err) {
-    long *after = NULL;
-    size_t nafter = 0;
-    err_msg e2;
-    if (ij_tasks_read(pid, &after, &nafter, &e2) != 0)
-        return err_set(err, ERR_NOENT, "process %ld exited after the tracer was loaded", pid);
+/* Calls one of the tracer's entry points that take nothing (synctop_tracer_stop,
+ * synctop_tracer_status) in a stop of its own; its return value in *ret. */
+static int call_entry(long pid, const ij_access *acc, const ij_map *maps, size_t nm, const char *name,
+                      uint64_t fn, const ij_opts *o, ij_report *r, err_msg *err, uint64_t *ret, char *text,
+                      size_t text_len) {
+    sess s = {.tid = (pid_t)pid, .o = o, .rep = r, .err = err};
+    uint64_t a[6] = {0};
+    int rc = sess_begin(&s, acc, maps, nm);
+    if (rc == 0)
+        rc = call(&s, name, fn, a, o->call_ms, ret);
+    if (rc == 0 && text != NULL)
+        read_string(s.tid, *ret, text, text_len);
+    sess_end(&s);
+    free(s.ext);
+    return rc;
+}
+
+/* The tracer's threads in the process now (their names begin with "synctop-"). */
+static int tracer_threads(long pid, int *starting) {
+    long *tids = NULL;
+    size_t n = 0;
+    err_msg e;
+    *starting = 0;
+    if (ij_tasks_read(pid, &tids, &n, &e) != 0)
+        return -1;
+    int count = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[96], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/%ld/task/%ld/comm", pid, tids[i]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t got = read(fd, comm, sizeof comm - 1);
+        close(fd);
+        comm[got > 0 ? got : 0] = '\0';
+        if (strncmp(comm, "synctop-", 8) == 0) {
+            count++;
+            *starting += strncmp(comm, "synctop-start", 13) == 0;
+        }
+    }
+    free(tids);
+    return count;
+}
+
+/* Waits, the program running, until the tracer publishes or its starting thread has ended (it
+ * stepped aside), at most start_ms. 1 publishing, 0 not, or ERR_NOENT when the process exited. */
+static int wait_started(long pid, const ij_opts *o, const char *endpoint, err_msg *err) {
     uint64_t deadline = now_ns() + (uint64_t)o->start_ms * 1000000ull;
-    int rc = 0;
-    for (;;) {
-        if (tp_endpoint_is_live(endpoint) == 1) {
-            rc = 1;
-            break;
-        }
-        if (thread_gone((pid_t)pid)) {
-            rc = err_set(err, ERR_NOENT, "process %ld exited after the tracer was loaded", pid);
-            break;
-        }
+    for (int round = 0;; round++) {
+        if (tp_endpoint_is_live(endpoint) == 1)
+            return 1;
+        if (thread_gone((pid_t)pid))
+            return err_set(err, ERR_NOENT, "process %ld exited after the tracer was loaded", pid);
         int starting = 0;
-        for (size_t i = 0; i < nafter && !starting; i++) {
-            char path[64];
-            snprintf(path, sizeof path, "/proc/%ld/task/%ld", pid, after[i]);
-            starting = !contains(before, nbefore, after[i]) && access(path, F_OK) == 0;
-        }
-        if (!starting || now_ns() >= deadline) {
-            rc = tp_endpoint_is_live(endpoint) == 1;
-            if (rc == 0 && thread_gone((pid_t)pid))
-                rc = err_set(err, ERR_NOENT, "process %ld exited after the tracer was loaded", pid);
-            break;
-        }
+        tracer_threads(pid, &starting);
+        /* The starting thread may not be there yet in the first rounds. */
+        if ((starting == 0 && round >= 50) || now_ns() >= deadline)
+            return tp_endpoint_is_live(endpoint) == 1;
         sleep_ns(2000000);
     }
-    free(after);
-    return rc;
 }
 
 static int inject(long pid, const char *tracer, const ij_opts *o, ij_report *r, err_msg *err) {
@@ -883,84 +878,71 @@ static int inject(long pid, const char *tracer, const ij_opts *o, ij_report *r, 
     size_t nm = 0;
     if ((rc = ij_maps_read(pid, &maps, &nm, err)) != 0)
         return rc;
-    for (size_t i = 0; i < nm; i++)
-        if (is_tracer_file(maps[i].path)) {
-            free(maps);
-            return err_set(err, ERR_EXIST, "process %ld already has the tracer loaded", pid);
-        }
-    uint64_t fn[F_N];
-    tracer_layout tl;
-    if ((rc = find_functions(pid, maps, nm, fn, err)) != 0 || (rc = tracer_layout_read(tracer, &tl, err)) != 0) {
-        free(maps);
-        return rc;
-    }
     if ((rc = tp_endpoint_for_pid(pid, r->endpoint, sizeof r->endpoint, err)) != 0) {
         free(maps);
         return rc;
     }
-    long *before = NULL;
-    size_t nbefore = 0;
-    if ((rc = ij_tasks_read(pid, &before, &nbefore, err)) != 0) {
+    const ij_map *mapped = mapped_tracer(maps, nm);
+    if (mapped != NULL && tp_endpoint_is_live(r->endpoint) == 1) {
+        free(maps);
+        return err_set(err, ERR_EXIST, "process %ld already has the tracer loaded, publishing on %s", pid,
+                       r->endpoint);
+    }
+    uint64_t fn[F_N];
+    tracer_layout tl;
+    if ((rc = find_functions(pid, maps, nm, fn, mapped == NULL, err)) != 0 ||
+        (rc = mapped != NULL ? mapped_layout(pid, mapped, &tl, err) : tracer_layout_read(tracer, tracer, &tl, err)) !=
+            0) {
         free(maps);
         return rc;
     }
 
     sess s = {.tid = (pid_t)pid, .o = o, .rep = r, .err = err};
-    int env_set = 0;
+    int start_ret = 0;
     rc = sess_begin(&s, &acc, maps, nm);
     if (rc == 0)
-        rc = load_and_start(&s, pid, tracer, &tl, fn, &env_set);
-    if (rc != 0 && env_set && s.stopped) {
-        uint64_t a[6] = {0}, ret;
-        a[0] = put(&s, "SYNCTOP_MODE", 13);
-        if (a[0] != 0)
-            call(&s, "unsetenv", fn[F_UNSETENV], a, o->call_ms, &ret);
-    }
+        rc = load_and_start(&s, pid, tracer, mapped, &tl, fn, &start_ret);
     sess_end(&s);
     free(s.ext);
+    if (rc == 0 && start_ret < 0)
+        rc = err_set(err, ERR_IO, "the tracer in process %ld could not make a thread to start on", pid);
+    else if (rc == 0 && start_ret == 1 && tp_endpoint_is_live(r->endpoint) != 1)
+        rc = err_set(err, ERR_EXIST,
+                     "process %ld's tracer is running but does not publish on %s: it publishes where its "
+                     "SYNCTOP_LISTEN says (see the program's environment)",
+                     pid, r->endpoint);
     if (rc != 0) {
-        free(before);
         free(maps);
         return rc;
     }
 
-    int live = wait_started(pid, before, nbefore, o, r->endpoint, err);
-    free(before);
-    if (live < 0) {
-        free(maps);
-        return live;
-    }
-    if (env_set) {
-        sess s2 = {.tid = (pid_t)pid, .o = o, .rep = r, .err = err};
+    int live = wait_started(pid, o, r->endpoint, err);
+    if (live == 0) {
+        /* Why: the line the tracer keeps, read in one more short stop. */
+        char why[600] = "";
+        ij_map *now = NULL;
+        size_t nnow = 0;
         err_msg e2 = {{0}};
-        s2.err = &e2;
-        if (unset_mode(&s2, &acc, maps, nm, fn) != 0)
-            snprintf(r->warning, sizeof r->warning, "SYNCTOP_MODE=%s stays in process %ld's environment (%s)",
-                     o->mode, pid, e2.msg);
-        sess_end(&s2);
-        free(s2.ext);
+        uint64_t at = 0;
+        const ij_map *m = ij_maps_read(pid, &now, &nnow, &e2) == 0 ? mapped_tracer(now, nnow) : NULL;
+        if (m != NULL)
+            call_entry(pid, &acc, now, nnow, "synctop_tracer_status", m->start - tl.vaddr0 + tl.status, o, r, &e2,
+                       &at, why, sizeof why);
+        free(now);
+        live = err_set(err, ERR_IO, "the tracer is loaded in process %ld but does not publish on %s: %s", pid,
+                       r->endpoint,
+                       why[0] != '\0' ? why
+                                      : "it stepped aside without saying why (SYNCTOP_DISABLE? a start that "
+                                        "took longer than the time allowed?)");
     }
     free(maps);
-    if (!live)
-        return err_set(err, ERR_IO,
-                       "the tracer is loaded in process %ld but does not publish on %s: it stepped aside, and "
-                       "said why in one line on the program's standard error (no libcupti found, another "
-                       "profiler holds CUPTI, SYNCTOP_DISABLE or SYNCTOP_LISTEN set in its environment)",
-                       pid, r->endpoint);
-    return 0;
+    return live < 0 ? live : 0;
 }
 
-int ij_inject(long pid, const char *tracer, const ij_opts *opts, ij_report *r, err_msg *err) {
-    ij_opts o = opts ? *opts : (ij_opts){0};
-    o.call_ms = o.call_ms > 0 ? o.call_ms : 5000;
-    o.start_ms = o.start_ms > 0 ? o.start_ms : 30000;
-    o.safe_point_ms = o.safe_point_ms > 0 ? o.safe_point_ms : 2000;
-    memset(r, 0, sizeof *r);
-    if (tracer[0] != '/')
-        return err_set(err, ERR_INVAL, "the tracer's path must be absolute: %s", tracer);
-    /* Signals that would end this process while the program runs an injected call wait; so does
-     * SIGCHLD, which wait_stop waits for. */
-    sigset_t hold, old;
+/* Holds off the signals that would end this process while the program runs an injected call
+ * (a tracer that dies then leaves it to crash), and SIGCHLD, which wait_stop waits for. */
+static void hold_signals(sigset_t *old) {
+    sigset_t hold;
     sigemptyset(&hold);
     sigaddset(&hold, SIGINT);
     sigaddset(&hold, SIGTERM);
@@ -969,8 +951,88 @@ int ij_inject(long pid, const char *tracer, const ij_opts *opts, ij_report *r, e
     sigaddset(&hold, SIGTSTP);
     sigaddset(&hold, SIGPIPE);
     sigaddset(&hold, SIGCHLD);
-    pthread_sigmask(SIG_BLOCK, &hold, &old);
+    pthread_sigmask(SIG_BLOCK, &hold, old);
+}
+
+static void opts_defaults(ij_opts *o, const ij_opts *given) {
+    *o = given ? *given : (ij_opts){0};
+    o->call_ms = o->call_ms > 0 ? o->call_ms : 5000;
+    o->start_ms = o->start_ms > 0 ? o->start_ms : 30000;
+    o->safe_point_ms = o->safe_point_ms > 0 ? o->safe_point_ms : 2000;
+}
+
+int ij_inject(long pid, const char *tracer, const ij_opts *opts, ij_report *r, err_msg *err) {
+    ij_opts o;
+    opts_defaults(&o, opts);
+    memset(r, 0, sizeof *r);
+    if (tracer[0] != '/')
+        return err_set(err, ERR_INVAL, "the tracer's path must be absolute: %s", tracer);
+    sigset_t old;
+    hold_signals(&old);
     int rc = inject(pid, tracer, &o, r, err);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+static int detach(long pid, const ij_opts *o, ij_report *r, err_msg *err) {
+    ij_access acc;
+    char tracer_name[64], user[64];
+    int rc = ij_access_gather(pid, &acc, tracer_name, sizeof tracer_name, user, sizeof user, err);
+    if (rc != 0)
+        return err_set(err, rc, "no process %ld", pid);
+    char why[sizeof err->msg];
+    if ((rc = ij_access_precheck(&acc, why, sizeof why)) != 0)
+        return err_set(err, rc, "%s", why);
+    ij_map *maps = NULL;
+    size_t nm = 0;
+    if ((rc = ij_maps_read(pid, &maps, &nm, err)) != 0)
+        return rc;
+    if ((rc = tp_endpoint_for_pid(pid, r->endpoint, sizeof r->endpoint, err)) != 0) {
+        free(maps);
+        return rc;
+    }
+    const ij_map *mapped = mapped_tracer(maps, nm);
+    tracer_layout tl;
+    if (mapped == NULL) {
+        free(maps);
+        return IJ_NOT_TRACING;
+    }
+    if ((rc = mapped_layout(pid, mapped, &tl, err)) != 0) {
+        free(maps);
+        return rc;
+    }
+    uint64_t ret = 0;
+    rc = call_entry(pid, &acc, maps, nm, "synctop_tracer_stop", mapped->start - tl.vaddr0 + tl.stop, o, r, err, &ret,
+                    NULL, 0);
+    free(maps);
+    if (rc != 0)
+        return rc;
+    if ((int32_t)ret != 0)
+        return IJ_NOT_TRACING;
+    /* The flush thread ships the last batch (within SYNCTOP_LINGER_MS) and ends. */
+    uint64_t deadline = now_ns() + (uint64_t)o->start_ms * 1000000ull;
+    for (;;) {
+        int starting = 0;
+        int left = tracer_threads(pid, &starting);
+        if (left < 0 || thread_gone((pid_t)pid))
+            return 0; /* it exited meanwhile: nothing is traced there either */
+        if (left == 0 && tp_endpoint_is_live(r->endpoint) != 1)
+            return 0;
+        if (now_ns() >= deadline)
+            return err_set(err, ERR_AGAIN,
+                           "the tracer in process %ld was asked to stop but its thread is still there after %d ms",
+                           pid, o->start_ms);
+        sleep_ns(5000000);
+    }
+}
+
+int ij_detach(long pid, const ij_opts *opts, ij_report *r, err_msg *err) {
+    ij_opts o;
+    opts_defaults(&o, opts);
+    memset(r, 0, sizeof *r);
+    sigset_t old;
+    hold_signals(&old);
+    int rc = detach(pid, &o, r, err);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
@@ -985,6 +1047,13 @@ int ij_inject(long pid, const char *tracer, const ij_opts *opts, ij_report *r, e
                    "loading the tracer into a running process (%ld) is implemented for x86-64 only: start the "
                    "program under `synctop run`",
                    pid);
+}
+
+int ij_detach(long pid, const ij_opts *opts, ij_report *r, err_msg *err) {
+    (void)opts;
+    memset(r, 0, sizeof *r);
+    return err_set(err, ERR_UNSUPPORTED,
+                   "stopping the tracer in a running process (%ld) is implemented for x86-64 only", pid);
 }
 
 #endif

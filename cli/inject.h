@@ -1,25 +1,31 @@
 /*
- * Loading libsynctop-tracer.so into a process that is already running (`synctop attach PID` on a
- * program started without synctop run), with ptrace, on x86-64 Linux.
+ * Starting and stopping libsynctop-tracer.so in a process that is already running (`synctop attach
+ * PID` on a program started without synctop run, `synctop detach PID`), with ptrace, on x86-64
+ * Linux.
  *
  * What it does to the process. One thread, the main one, is stopped (PTRACE_SEIZE and
  * PTRACE_INTERRUPT, no SIGSTOP) at a moment when it holds none of the C library's locks (see
  * ij_safe_point), its registers (general, and the whole x87/SSE/AVX state) are saved, and it is
  * made to call, one after the other and each time returning to address 0, whose fault brings it
- * back to us: __errno_location (errno is put back at the end), getenv and setenv (SYNCTOP_MODE=
- * on-demand, when the process has no SYNCTOP_MODE: the tracer then collects only while a viewer is
- * connected), dlopen(tracer, RTLD_NOW | RTLD_LOCAL) (dlerror when it fails), pthread_sigmask and
- * pthread_create (InitializeInjection, on a thread of its own with every signal blocked, so that
- * the program's thread is not held while CUPTI starts), pthread_detach. The strings go on its
- * stack below the red zone, whose bytes are put back, then its registers, and it is let go
- * (PTRACE_DETACH). Once the tracer publishes, the thread is stopped once more for unsetenv, so the
- * environment is as it was. The functions are found in the libraries the process has mapped: the
- * address in /proc/PID/maps plus the symbol's offset in the same file's dynamic symbol table.
+ * back to us: __errno_location (errno is put back at the end), dlopen(tracer, RTLD_NOW |
+ * RTLD_LOCAL) when the tracer is not loaded yet (dlerror when it fails), and the tracer's
+ * synctop_tracer_start(settings) (synctop/tracer.h), which makes a thread of the tracer's, with
+ * every signal blocked, to start tracing, and returns at once, so that the program's thread is not
+ * held while CUPTI starts. The settings (on-demand mode: the tracer collects only while a viewer is
+ * connected; the default endpoint; no trace file) go to the tracer, not to the environment. The
+ * strings go on its stack below the red zone, whose bytes are put back, then its registers, and it
+ * is let go (PTRACE_DETACH). Detaching is one such stop that calls synctop_tracer_stop, which only
+ * sets a flag: within a flush period the tracer's thread turns CUPTI's collection off, ships what
+ * is left, unsubscribes, closes its socket, frees its memory and ends. The functions are found in
+ * the libraries the process has mapped: the address in /proc/PID/maps plus the symbol's offset in
+ * the same file's dynamic symbol table.
  *
- * What stays: the tracer library (it cannot be unloaded), its flush thread, ZeroMQ's threads, its
- * socket (the ipc endpoint of the pid), its exit and fork handlers, and CUPTI subscribed. What may
- * be seen: a pause of the main thread of about the time dlopen takes; like a debugger's attach, a
- * blocking epoll_wait, sigtimedwait or semop may return EINTR once.
+ * What stays after a detach: the tracer library and the CUPTI it loaded (neither can be unloaded
+ * safely), its exit and fork handlers (which then do nothing), and, with a CUPTI older than 13.0
+ * Update 1, kernel recording in CUPTI (which cannot turn it off safely; the records are dropped at
+ * once). No thread, socket or descriptor of the tracer's. What may be seen: a pause of the main
+ * thread of about the time dlopen takes at the first attach, a few milliseconds afterwards; like a
+ * debugger's attach, a blocking epoll_wait, sigtimedwait or semop may return EINTR once.
  *
  * Every wait is bounded; on every error after the process was stopped, its registers and memory
  * are put back and it is let go. Signals that would end this process are held off meanwhile, since
@@ -53,8 +59,7 @@ typedef enum ij_step {
 } ij_step;
 
 typedef struct ij_opts {
-    const char *mode;     /* SYNCTOP_MODE given to the tracer when the process has none; NULL:
-                             none (the tracer's default, always) */
+    const char *mode;     /* the tracer's SYNCTOP_MODE, always or on-demand (NULL: always) */
     int call_ms;          /* how long one call on the stopped thread may take (default 5000) */
     int start_ms;         /* how long the tracer may take to start publishing (default 30000) */
     int safe_point_ms;    /* how long to look for a safe point (default 2000) */
@@ -70,18 +75,25 @@ typedef struct ij_report {
     long held_in_syscall;           /* the system call it was stopped in, -1: none */
     uint64_t held_at_ns;            /* CLOCK_MONOTONIC when it was stopped for the calls (the
                                        program can tell its pause by its own clock) */
-    int mode_set;                   /* SYNCTOP_MODE was given to the tracer */
+    int loaded;                     /* the tracer was loaded now (it was not in the process) */
     char warning[512];              /* something that went wrong after the tracer started */
 } ij_report;
 
-/* Loads the tracer at tracer_path into process pid and waits until it publishes on the pid's
- * endpoint. 0, or a negative code with the reason and what to do in err: ERR_PERM (another user's
+/* Loads the tracer at tracer_path into process pid (or takes the one it has, stopped by a detach
+ * or never started), starts it, and waits until it publishes on the pid's endpoint. 0, or a negative code with the reason and what to do in err: ERR_PERM (another user's
  * process, ptrace not allowed: err says what allows it), ERR_EXIST (traced by someone else),
  * ERR_NOENT (no such process, or it exited meanwhile), ERR_UNSUPPORTED (another architecture, a
  * static program), ERR_AGAIN (no safe point found, a call that did not return), ERR_IO (the
  * tracer did not load, or loaded but does not publish). Never leaves the process stopped. Call it
  * from one thread only, the whole time. */
 int ij_inject(long pid, const char *tracer_path, const ij_opts *o, ij_report *r, err_msg *err);
+
+/* Returned by ij_detach when the process has no tracer, or one that does not trace. */
+#define IJ_NOT_TRACING 1
+
+/* Stops the tracer in process pid and waits (o->start_ms at most) until its threads have ended and
+ * its endpoint is gone. 0, IJ_NOT_TRACING, or a negative code as for ij_inject. */
+int ij_detach(long pid, const ij_opts *o, ij_report *r, err_msg *err);
 
 /* The tracer library beside this program (build tree: tracer/, installed: ../lib/synctop/) or
  * named by SYNCTOP_TRACER, as an absolute path; 0 or ERR_NOENT. */

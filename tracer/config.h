@@ -1,6 +1,7 @@
 /*
- * The tracer's configuration, read once from SYNCTOP_* environment variables at injection (the
- * program's command line is not ours to parse). `synctop run --help` documents them; the names
+ * The tracer's configuration: SYNCTOP_* environment variables read at injection (the program's
+ * command line is not ours to parse), or the settings `synctop attach` hands to a tracer it starts
+ * in a running process (synctop/tracer.h), which win over the environment. `synctop run --help` documents them; the names
  * and defaults live here and nowhere else.
  */
 #ifndef SYNCTOP_TRACER_CONFIG_H
@@ -45,8 +46,10 @@ typedef struct tr_config {
                                    host is CPython 3.10-3.13, then up to this many native ones */
 } tr_config;
 
-/* Fills c from the environment; values that do not parse keep their defaults and are named in
- * bad (comma-separated, "" when all parsed). */
-void tr_config_from_env(tr_config *c, char *bad, size_t badlen);
+/* Fills c from settings (NAME=VALUE lines, '\n' between them; NULL: none), else the environment,
+ * else the defaults: a setting given in both is taken from settings, and one given there empty
+ * keeps its default. Values that do not parse keep their defaults and are named in bad
+ * (comma-separated, "" when all parsed). */
+void tr_config_read(tr_config *c, const char *settings, char *bad, size_t badlen);
 
 #endif

@@ -47,7 +47,8 @@
     X(cuptiGetContextId, (CUcontext, uint32_t *))                                                \
     X(cuptiGetDeviceId, (CUcontext, uint32_t *))                                                 \
     X(cuptiActivityGetAttribute, (CUpti_ActivityAttribute, size_t *, void *))                    \
-    X(cuptiActivitySetAttribute, (CUpti_ActivityAttribute, size_t *, void *))
+    X(cuptiActivitySetAttribute, (CUpti_ActivityAttribute, size_t *, void *))                    \
+    X(cuptiActivityEnableAndDump, (CUpti_ActivityKind))
 
 /* How the library was chosen. */
 enum tr_cupti_source {

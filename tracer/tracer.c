@@ -1,8 +1,10 @@
 /*
  * libsynctop-tracer.so: the library the CUDA driver loads into a program through
- * CUDA_INJECTION64_PATH. It exports InitializeInjection, and InitializeInjectionNvtx2 for
- * NVTX_INJECTION64_PATH (which `synctop run` points here too): NVTX is handed to the CUPTI the
- * tracer uses (cupti_load.h), so that a process never has two CUPTIs. Nothing else is exported.
+ * CUDA_INJECTION64_PATH. It exports InitializeInjection, InitializeInjectionNvtx2 for
+ * NVTX_INJECTION64_PATH (which `synctop run` points here too: NVTX is handed to the CUPTI the
+ * tracer uses, cupti_load.h, so that a process never has two CUPTIs), and the start, stop and
+ * status of synctop/tracer.h, which `synctop attach` and `synctop detach` call in a running
+ * process. Nothing else is exported.
  *
  * Two kinds of threads meet here. Application threads run CUPTI's callbacks: they only read a
  * clock, copy a few words into a lock-free queue (hostq.h) or hand a filled activity buffer over
@@ -13,7 +15,13 @@
  * publisher, the trace file, symbolization. It asks CUPTI for completed buffers every
  * SYNCTOP_FLUSH_MS, converts them (convert.h), drains the host-call queue, and ships batches.
  *
- * Lifecycle. InitializeInjection loads CUPTI, asks for system thread ids in its records (the
+ * Lifecycle. A session of tracing starts at InitializeInjection, or later in a running process at
+ * synctop_tracer_start (on a thread of its own; CUPTI is then asked to dump the records of the
+ * contexts and streams that exist, and CUPTI is flushed as if a context were alive, since none was
+ * seen created), and ends at exit, or at synctop_tracer_stop: the flush thread then turns
+ * collection and the activity kinds off, takes CUPTI's records out, ships the last batch,
+ * unsubscribes, frees what the session used and ends, detached; a later start begins a new session
+ * (the host-call queue and what CUPTI was told once stay). Starting: InitializeInjection loads CUPTI, asks for system thread ids in its records (the
  * callbacks' gettid, so that launches, NVTX ranges and waits of one thread share a lane), claims
  * the trace file (record_path.h), subscribes, binds the publisher, enables activity and callbacks,
  * and starts the flush thread; any failure prints one line (unless SYNCTOP_QUIET) and leaves the
@@ -94,6 +102,7 @@
 #include "synctop/codec.h"
 #include "synctop/file.h"
 #include "synctop/net.h"
+#include "synctop/tracer.h"
 
 #define SHIP_BYTES (1u << 20)        /* a batch is shipped once it holds this much */
 #define CLOCK_EVERY_NS 1000000000ull /* clock beacon period */
@@ -109,6 +118,8 @@
 #define TAKEOVER_CALLS 1000          /* ...while the program made this many CUDA calls: taken over */
 #define CUPTI_TOGGLES_KERNELS 130001 /* the first CUPTI that disables CONCURRENT_KERNEL safely */
 
+/* TR_OFF: never started, or stopped by synctop_tracer_stop (it may start again). TR_STOPPED: for
+ * good (exit, or the flush thread could not start). */
 enum { TR_OFF = 0, TR_ON = 1, TR_STOPPED = 2, TR_FORKED = 3 };
 
 /* An activity buffer the tracer allocated, by state. */
@@ -130,6 +141,9 @@ static struct {
     atomic_int exiting;    /* exit handlers have run: the flush thread leaves CUPTI alone */
     atomic_uint gen;       /* bumped at each enable, to reset per-thread state */
     atomic_int live_contexts;
+    atomic_int ctx_unknown; /* started in a running process: contexts may exist that no creation
+                               callback counted, so CUPTI is flushed as if one did */
+    atomic_int stop_req;    /* synctop_tracer_stop asked */
     atomic_int names_stale; /* a module was unloaded: forget cached kernel-name pointers */
     atomic_uint_fast64_t buf_refused;
     atomic_uint_fast64_t buf_foreign; /* buffers CUPTI completed that were not the tracer's */
@@ -167,6 +181,8 @@ static struct {
     pthread_cond_t wake_cv, done_cv;
     pthread_t thread;
     int stop, exited, kicked;
+    int detaching; /* the flush thread is stopping for synctop_tracer_stop, not for exit */
+    int running;   /* a flush thread exists (joinable at exit, or ending by itself when detaching) */
     uint64_t drain_req, drain_done;
     int subscribers;
 
@@ -192,6 +208,7 @@ static struct {
     int taken;
     int attr_ok;       /* PER_THREAD_ACTIVITY_BUFFER can be set and read back */
     uint64_t takeovers;
+    char why[600]; /* the line said when tracing did not start (synctop_tracer_status) */
 } g = {.pool_mu = PTHREAD_MUTEX_INITIALIZER,
        .wake_mu = PTHREAD_MUTEX_INITIALIZER,
        .wake_cv = PTHREAD_COND_INITIALIZER,
@@ -241,12 +258,13 @@ __attribute__((format(printf, 1, 0))) static void say_v(const char *fmt, va_list
 static void notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void notice(const char *fmt, ...) {
     static atomic_flag said = ATOMIC_FLAG_INIT;
-    if (g.cfg.quiet || atomic_flag_test_and_set(&said))
-        return;
     va_list ap;
     va_start(ap, fmt);
-    say_v(fmt, ap);
+    vsnprintf(g.why, sizeof g.why, fmt, ap);
     va_end(ap);
+    if (g.cfg.quiet || atomic_flag_test_and_set(&said))
+        return;
+    fprintf(stderr, "synctop: %s\n", g.why);
 }
 
 /* A line that is worth one even when tracing works (where the recording went, when not where it
@@ -598,6 +616,7 @@ static void on_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_
 }
 
 static void drain_sync(uint32_t wait_ms);
+static void release_all(void);
 
 /* CUPTI resets its counter at each query, so every query adds to ours. Never call this while
  * holding pool_mu: CUPTI may call buf_completed, which takes it. */
@@ -1002,7 +1021,7 @@ static void watch_other_client(uint64_t now) {
 /* One round of the flush thread. cupti_ok: CUPTI's stateful functions may be called. */
 static void pump(int cupti_ok) {
     int go_dormant = 0;
-    int live = atomic_load(&g.live_contexts) > 0;
+    int live = atomic_load(&g.live_contexts) > 0 || atomic_load(&g.ctx_unknown);
     merge_contexts();
     if (g.pub != NULL) {
         int keyframe = 0;
@@ -1077,6 +1096,35 @@ static void pump(int cupti_ok) {
     }
 }
 
+/* The flush thread's last round with CUPTI when synctop_tracer_stop asked: collection and every
+ * activity kind off (CONCURRENT_KERNEL only where CUPTI turns it off safely: 13.0 Update 1 on), the
+ * records CUPTI holds handed over, incomplete ones too, and converted, then no more callbacks.
+ * Once exit has begun CUPTI is left alone, as in every round. */
+static void quit_cupti(void) {
+    int keep = atomic_load(&g.collecting);
+    int cupti_ok = !atomic_load(&g.exiting);
+    if (cupti_ok) {
+        set_collecting(0);
+        if (g.kernels_on && g.cupti.version >= CUPTI_TOGGLES_KERNELS)
+            set_kernels(0);
+        for (size_t i = 0; i < sizeof meta_kinds / sizeof meta_kinds[0]; i++)
+            g.cupti.cuptiActivityDisable(meta_kinds[i]);
+        g.cupti.cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RESOURCE);
+        if (atomic_load(&g.live_contexts) > 0 || atomic_load(&g.ctx_unknown)) {
+            g.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+            count_cupti_drops();
+        }
+    } else {
+        atomic_store(&g.collecting, 0);
+    }
+    drain_buffers(keep);
+    drain_hostq();
+    /* Callbacks already running return at once from now on; CUPTI makes no new ones. */
+    atomic_store(&g.state, TR_OFF);
+    if (cupti_ok)
+        g.cupti.cuptiUnsubscribe(g.sub);
+}
+
 static void *flush_main(void *arg) {
     (void)arg;
     add_process();
@@ -1092,7 +1140,10 @@ static void *flush_main(void *arg) {
         while (!g.stop && !g.kicked && g.drain_req == g.drain_done)
             if (pthread_cond_timedwait(&g.wake_cv, &g.wake_mu, &until) == ETIMEDOUT)
                 break;
-        int stop = g.stop;
+        if (!g.stop && atomic_load(&g.stop_req))
+            g.detaching = 1;
+        int stop = g.stop || g.detaching;
+        int detaching = g.detaching;
         uint64_t want = g.drain_req;
         g.kicked = 0;
         pthread_mutex_unlock(&g.wake_mu);
@@ -1100,6 +1151,8 @@ static void *flush_main(void *arg) {
         /* A drain request comes from a thread inside CUPTI's context-destruction callback, which
          * already flushed: do not call into CUPTI while it waits. Nor once exit has begun. */
         pump(!stop && want == g.drain_done && !atomic_load(&g.exiting));
+        if (detaching)
+            quit_cupti();
 
         pthread_mutex_lock(&g.wake_mu);
         if (want != g.drain_done) {
@@ -1123,8 +1176,19 @@ static void *flush_main(void *arg) {
         tp_pub_set_linger(g.pub, spent_ms < g.cfg.linger_ms ? (int)(g.cfg.linger_ms - spent_ms) : 0);
         tp_pub_destroy(&g.pub);
     }
+    if (g.detaching) {
+        /* Nobody joins this thread: it frees what it used and ends by itself. */
+        release_all();
+        if (g.record_lock >= 0) {
+            close(g.record_lock);
+            g.record_lock = -1;
+        }
+        pthread_detach(pthread_self());
+    }
     pthread_mutex_lock(&g.wake_mu);
     g.exited = 1;
+    if (g.detaching)
+        g.running = 0;
     pthread_cond_broadcast(&g.done_cv);
     pthread_mutex_unlock(&g.wake_mu);
     return NULL;
@@ -1145,7 +1209,7 @@ static void drain_sync(uint32_t wait_ms) {
     pthread_mutex_lock(&g.wake_mu);
     uint64_t want = ++g.drain_req;
     pthread_cond_signal(&g.wake_cv);
-    while (g.drain_done < want && !g.exited)
+    while (g.drain_done < want && !g.exited && !g.detaching)
         if (pthread_cond_timedwait(&g.done_cv, &g.wake_mu, &until) == ETIMEDOUT)
             break;
     pthread_mutex_unlock(&g.wake_mu);
@@ -1167,7 +1231,7 @@ static void before_fork(void) {
 static void at_exit(void) {
     if (atomic_load(&g.state) != TR_ON || getpid() != g.pid)
         return;
-    if (atomic_load(&g.live_contexts) > 0) {
+    if (atomic_load(&g.live_contexts) > 0 || atomic_load(&g.ctx_unknown)) {
         g.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         count_cupti_drops();
     }
@@ -1194,6 +1258,7 @@ static void release_all(void) {
         if (g.bufs[i].state == BUF_FREE || g.bufs[i].state == BUF_DONE) {
             gone[n++] = g.bufs[i].buf;
             g.bufs[i] = (buf_slot){NULL, BUF_NONE};
+            g.n_live--;
         }
     g.n_done = 0;
     g.pool_gone = 1;
@@ -1206,15 +1271,23 @@ static void release_all(void) {
 __attribute__((destructor)) static void tracer_fini(void) {
     if (atomic_load(&g.state) != TR_ON || getpid() != g.pid)
         return;
-    atomic_store(&g.collecting, 0);
     atomic_store(&g.exiting, 1);
-    atomic_store(&g.state, TR_STOPPED);
+    struct timespec until;
+    deadline_in(&until, g.cfg.linger_ms + 2000);
     pthread_mutex_lock(&g.wake_mu);
+    if (g.detaching) {
+        /* Stopping already, for synctop_tracer_stop: it ships and frees by itself. */
+        while (g.running)
+            if (pthread_cond_timedwait(&g.done_cv, &g.wake_mu, &until) == ETIMEDOUT)
+                break;
+        pthread_mutex_unlock(&g.wake_mu);
+        return;
+    }
+    atomic_store(&g.collecting, 0);
+    atomic_store(&g.state, TR_STOPPED);
     g.stop = 1;
     pthread_cond_signal(&g.wake_cv);
     pthread_mutex_unlock(&g.wake_mu);
-    struct timespec until;
-    deadline_in(&until, g.cfg.linger_ms + 2000);
     if (pthread_timedjoin_np(g.thread, NULL, &until) != 0)
         return; /* stuck (a stalled disk?): leave it everything it uses */
     release_all();
@@ -1229,11 +1302,12 @@ __attribute__((destructor)) static void tracer_fini(void) {
 /* The configuration and CUPTI, once, for whichever entry point comes first (NVTX may initialize
  * before CUDA does). 0, or -1 with the reason in why. */
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t life_mu = PTHREAD_MUTEX_INITIALIZER; /* one start at a time */
 static int loaded;             /* 0: not tried, 1: loaded, -1: failed */
 static char load_why[600];
 static char bad_env[256];
 
-static void read_config(void) { tr_config_from_env(&g.cfg, bad_env, sizeof bad_env); }
+static void read_config(void) { tr_config_read(&g.cfg, NULL, bad_env, sizeof bad_env); }
 
 /* Once; a second caller waits until the first has read it all. */
 static void load_config(void) {
@@ -1258,7 +1332,40 @@ static int load_cupti(void) {
     return rc;
 }
 
-static int start(void) {
+/* What a session of tracing starts from: the flush thread's state and the counts it reports. The
+ * host-call queue stays from an earlier session (a callback may still hold it), and so do the
+ * contexts learnt at creation (they are merged into the new converter). */
+static void reset_session(void) {
+    g.stop = g.exited = g.kicked = g.detaching = 0;
+    g.drain_req = g.drain_done = 0;
+    g.subscribers = 0;
+    g.fw_failed = 0;
+    g.last_clock = 0;
+    memset(g.sent_drops, 0, sizeof g.sent_drops);
+    g.n_tids = 0;
+    g.kernels_on = 0;
+    g.seen_bufs = 0;
+    g.window_corr = 0;
+    g.quiet_rounds = 0;
+    g.quiet_since = 0;
+    g.taken = 0;
+    g.takeovers = 0;
+    g.ctx_merged = 0;
+    g.record[0] = '\0';
+    atomic_store(&g.stop_req, 0);
+    atomic_store(&g.buf_refused, 0);
+    atomic_store(&g.buf_foreign, 0);
+    atomic_store(&g.bufs_in, 0);
+    atomic_store(&g.cupti_dropped, 0);
+    pthread_mutex_lock(&g.pool_mu);
+    g.pool_gone = 0;
+    pthread_mutex_unlock(&g.pool_mu);
+}
+
+/* late: the process runs CUDA already (synctop_tracer_start), rather than initialising it. */
+static int start(int late) {
+    reset_session();
+    g.why[0] = '\0';
     if (load_cupti() != 0) {
         notice("not tracing: %s", load_why);
         return -1;
@@ -1283,7 +1390,8 @@ static int start(void) {
     tr_py_init(NULL, 0);
 
     g.buf_size = (size_t)g.cfg.buffer_kb * 1024u;
-    g.hostq = tr_hostq_new(g.cfg.queue_len);
+    if (g.hostq == NULL)
+        g.hostq = tr_hostq_new(g.cfg.queue_len);
     tp_enc_opts eo = {.producer = 0, .max_string_bytes = 16u << 20, .max_meta_records = 1u << 18};
     g.enc = tp_enc_new(&eo);
     g.conv = g.enc ? tr_conv_new(g.enc) : NULL;
@@ -1352,10 +1460,20 @@ static int start(void) {
     g.cupti.cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE);
 
     g.pid = getpid();
+    atomic_store(&g.ctx_unknown, late);
     atomic_store(&g.state, TR_ON);
+    if (late) {
+        /* The records of the contexts and streams that exist already (CUPTI's way for a late
+         * start), now that buffers are given; CUPTI without it tells of new ones only. */
+        for (size_t i = 0; i < sizeof meta_kinds / sizeof meta_kinds[0]; i++)
+            if (g.cupti.cuptiActivityEnableAndDump != NULL)
+                g.cupti.cuptiActivityEnableAndDump(meta_kinds[i]);
+    }
     if (g.cfg.mode == TR_MODE_ALWAYS)
         set_collecting(1);
-    pthread_atfork(before_fork, NULL, in_child);
+    static int handlers; /* once for the life of the process, however often tracing starts */
+    if (!handlers)
+        pthread_atfork(before_fork, NULL, in_child);
 
     /* The flush thread takes no signal meant for the program. */
     sigset_t all, old;
@@ -1369,10 +1487,15 @@ static int start(void) {
         notice("not tracing: cannot start the flush thread");
         return -1; /* CUPTI keeps its subscription; every callback now returns at once */
     }
+    pthread_mutex_lock(&g.wake_mu);
+    g.running = 1;
+    pthread_mutex_unlock(&g.wake_mu);
     pthread_setname_np(g.thread, "synctop-flush");
-    atexit(at_exit);
-    if (bad_env[0] != '\0')
-        notice("ignoring unreadable %s", bad_env);
+    if (!handlers)
+        atexit(at_exit);
+    handlers = 1;
+    if (bad_env[0] != '\0' && !late)
+        say("ignoring unreadable %s", bad_env);
 
     if (g.pub != NULL && g.cfg.start_wait_ms > 0) {
         struct timespec until;
@@ -1401,12 +1524,85 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     static atomic_flag once = ATOMIC_FLAG_INIT;
     if (atomic_flag_test_and_set(&once))
         return 1;
+    pthread_mutex_lock(&life_mu);
     load_config();
-    if (g.cfg.disabled)
-        return 1;
-    start();
+    if (!g.cfg.disabled && atomic_load(&g.state) == TR_OFF)
+        start(0);
+    pthread_mutex_unlock(&life_mu);
     return 1;
 }
+
+/* ---- starting and stopping in a running process (synctop/tracer.h) ---- */
+
+static char start_settings[4096];
+static atomic_int start_pending;
+
+/* The thread synctop_tracer_start makes: waits (bounded) for a session that is stopping to have
+ * ended, then starts one with the settings given. */
+static void *starter_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&life_mu);
+    struct timespec until;
+    deadline_in(&until, 10000);
+    pthread_mutex_lock(&g.wake_mu);
+    while (g.running && (g.detaching || atomic_load(&g.stop_req)))
+        if (pthread_cond_timedwait(&g.done_cv, &g.wake_mu, &until) == ETIMEDOUT)
+            break;
+    int idle = !g.running;
+    pthread_mutex_unlock(&g.wake_mu);
+    int state = atomic_load(&g.state);
+    if (getpid() != g.pid && state != TR_OFF)
+        state = TR_FORKED; /* a forked child of a traced process: never traced */
+    if (state == TR_OFF && idle) {
+        load_config(); /* the environment's, once; then the settings over it */
+        char bad[256];
+        tr_config_read(&g.cfg, start_settings, bad, sizeof bad);
+        if (start(1) == 0 && bad[0] != '\0')
+            debug("ignoring unreadable %s", bad);
+    } else if (state != TR_ON) {
+        snprintf(g.why, sizeof g.why, "not tracing: %s",
+                 state == TR_FORKED ? "this process is a fork of a traced one"
+                 : idle             ? "tracing ended for good in this process (it is exiting?)"
+                                    : "the last session has not ended yet (its flush thread is stuck)");
+    }
+    pthread_mutex_unlock(&life_mu);
+    atomic_store(&start_pending, 0);
+    return NULL;
+}
+
+__attribute__((visibility("default"))) int synctop_tracer_start(const char *settings) {
+    if (atomic_load(&g.state) == TR_ON && !atomic_load(&g.stop_req) && getpid() == g.pid)
+        return 1;
+    if (atomic_exchange(&start_pending, 1))
+        return 2;
+    size_t n = settings ? strnlen(settings, sizeof start_settings - 1) : 0;
+    if (n > 0)
+        memcpy(start_settings, settings, n);
+    start_settings[n] = '\0';
+    /* Every signal blocked in the new thread: the program's handlers are not for it. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, starter_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        atomic_store(&start_pending, 0);
+        return -1;
+    }
+    pthread_setname_np(t, "synctop-start");
+    pthread_detach(t);
+    return 0;
+}
+
+__attribute__((visibility("default"))) int synctop_tracer_stop(void) {
+    if (atomic_load(&g.state) != TR_ON || getpid() != g.pid)
+        return 1;
+    atomic_store(&g.stop_req, 1);
+    return 0;
+}
+
+__attribute__((visibility("default"))) const char *synctop_tracer_status(void) { return g.why; }
 
 /* Called by NVTX at its first use (NVTX_INJECTION64_PATH): NVTX goes to the CUPTI that traces.
  * Returns CUPTI's answer, 0 (NVTX then stays a no-op) when there is no CUPTI to give it to. */

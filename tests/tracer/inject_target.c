@@ -4,7 +4,8 @@
  * injected tracer finds the same file through $SYNCTOP_CUPTI), creates its context before anyone
  * traces it, then loops: a fixed computation in integer and floating-point registers (a register
  * the injection failed to put back changes the checksum), and every 64 iterations a kernel and a
- * blocking cudaStreamSynchronize played through the stand-in, which the tracer sees once it is
+ * blocking cudaStreamSynchronize played through the stand-in (after which the kernel's record is
+ * complete, as CUPTI's is once the stream is synchronized), which the tracer sees once it is
  * there and a viewer is connected. It measures the longest gap between two iterations: the pause
  * the injection cost it.
  *
@@ -21,8 +22,8 @@
  * "iterations=N checksum=X longest_gap_us=G gap_at=I mode=M" (M: SYNCTOP_MODE as the program sees
  * it then, "unset" when absent); exit status 0, 2 on a setup error.
  * Built with INJECT_TARGET_STATIC, it is a statically linked program without the stand-in; built
- * with INJECT_TARGET_BADLIB, a shared library with an InitializeInjection that dlopen refuses (it
- * needs a symbol nothing defines), for the failed-load case.
+ * with INJECT_TARGET_BADLIB, a shared library with the tracer's entry points that dlopen refuses
+ * (they need a symbol nothing defines), for the failed-load case.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -35,8 +36,14 @@
 
 #ifdef INJECT_TARGET_BADLIB
 extern int synctop_test_nowhere(void);
-__attribute__((visibility("default"))) int InitializeInjection(void);
-__attribute__((visibility("default"))) int InitializeInjection(void) { return synctop_test_nowhere(); }
+__attribute__((visibility("default"))) int synctop_tracer_start(const char *settings);
+__attribute__((visibility("default"))) int synctop_tracer_start(const char *settings) {
+    return settings != NULL ? synctop_test_nowhere() : 0;
+}
+__attribute__((visibility("default"))) int synctop_tracer_stop(void);
+__attribute__((visibility("default"))) int synctop_tracer_stop(void) { return synctop_test_nowhere(); }
+__attribute__((visibility("default"))) const char *synctop_tracer_status(void);
+__attribute__((visibility("default"))) const char *synctop_tracer_status(void) { return ""; }
 #else
 
 #ifndef INJECT_TARGET_STATIC
@@ -79,6 +86,7 @@ static void cuda_calls(uint64_t i) {
     snprintf(line, sizeof line, "call domain=rt cbid=%d wait=200000 ctx=1 corr=%" PRIu64,
              CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 2 * i + 2);
     run_line(line);
+    run_line("flush"); /* the stream is synchronized: its kernel's record is complete */
 #else
     (void)i;
 #endif

@@ -71,8 +71,19 @@ static struct {
     int unwind_off;       /* callbacks run through a frame the unwinder cannot pass */
     struct {
         uint32_t id, device;
+        int alive;
     } contexts[MAX_CONTEXTS];
     int n_contexts;
+    /* The metadata records played so far, whatever was enabled then: what
+     * cuptiActivityEnableAndDump hands a client that subscribes late. Devices only when CUPTI was
+     * subscribed as the driver initialised (played them), as the real one says. */
+    CUpti_ActivityDevice5 dev_recs[MAX_CONTEXTS];
+    int dev_seen[MAX_CONTEXTS];
+    int n_dev_recs;
+    CUpti_ActivityContext3 ctx_recs[MAX_CONTEXTS];
+    int n_ctx_recs;
+    CUpti_ActivityStream stream_recs[MAX_CONTEXTS];
+    int n_stream_recs;
     /* The other CUPTI client (a profiler): its buffers and what it received. */
     uint8_t *other_bufs[MAX_OTHER];
     int n_other;
@@ -655,8 +666,6 @@ static void do_marker(const char *l, shift sh) {
 }
 
 static void do_device(const char *l) {
-    if (!S.kinds[CUPTI_ACTIVITY_KIND_DEVICE])
-        return;
     CUpti_ActivityDevice5 d;
     memset(&d, 0, sizeof d);
     d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
@@ -666,31 +675,79 @@ static void do_device(const char *l) {
     d.computeCapabilityMinor = (uint32_t)kv_u64(l, "cc_minor", 0);
     d.numMultiprocessors = (uint32_t)kv_u64(l, "sms", 132);
     d.globalMemorySize = kv_u64(l, "mem", 0);
-    emit(&d, sizeof d);
+    if (S.n_dev_recs < MAX_CONTEXTS) {
+        S.dev_seen[S.n_dev_recs] = S.subscribed;
+        S.dev_recs[S.n_dev_recs++] = d;
+    }
+    if (S.kinds[CUPTI_ACTIVITY_KIND_DEVICE])
+        emit(&d, sizeof d);
 }
 
 static void do_context(const char *l) {
-    if (!S.kinds[CUPTI_ACTIVITY_KIND_CONTEXT])
-        return;
     CUpti_ActivityContext3 c;
     memset(&c, 0, sizeof c);
     c.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
     c.contextId = (uint32_t)kv_u64(l, "id", 1);
     c.deviceId = (uint32_t)kv_u64(l, "device", 0);
     c.nullStreamId = (uint16_t)kv_u64(l, "nullstream", 7);
-    emit(&c, sizeof c);
+    if (S.n_ctx_recs < MAX_CONTEXTS)
+        S.ctx_recs[S.n_ctx_recs++] = c;
+    if (S.kinds[CUPTI_ACTIVITY_KIND_CONTEXT])
+        emit(&c, sizeof c);
 }
 
 static void do_stream(const char *l) {
-    if (!S.kinds[CUPTI_ACTIVITY_KIND_STREAM])
-        return;
     CUpti_ActivityStream s;
     memset(&s, 0, sizeof s);
     s.kind = CUPTI_ACTIVITY_KIND_STREAM;
     s.contextId = (uint32_t)kv_u64(l, "ctx", 1);
     s.streamId = (uint32_t)kv_u64(l, "id", 13);
     s.priority = (uint32_t)kv_i64(l, "prio", 0);
-    emit(&s, sizeof s);
+    if (S.n_stream_recs < MAX_CONTEXTS)
+        S.stream_recs[S.n_stream_recs++] = s;
+    if (S.kinds[CUPTI_ACTIVITY_KIND_STREAM])
+        emit(&s, sizeof s);
+}
+
+/* Whether the context with this id exists now (created and not destroyed). */
+static int context_alive(uint32_t id) {
+    for (int i = 0; i < S.n_contexts; i++)
+        if (S.contexts[i].id == id)
+            return S.contexts[i].alive;
+    return 1; /* described without a creation line: taken as there */
+}
+
+EXPORT CUptiResult cuptiActivityEnableAndDump(CUpti_ActivityKind kind) {
+    CUptiResult r = cuptiActivityEnable(kind);
+    if (r != CUPTI_SUCCESS || S.req == NULL)
+        return r;
+    int n = 0;
+    if (kind == CUPTI_ACTIVITY_KIND_DEVICE) {
+        for (int i = 0; i < S.n_dev_recs; i++)
+            if (S.dev_seen[i]) {
+                emit(&S.dev_recs[i], sizeof S.dev_recs[i]);
+                n++;
+            }
+    } else if (kind == CUPTI_ACTIVITY_KIND_CONTEXT) {
+        for (int i = 0; i < S.n_ctx_recs; i++)
+            if (context_alive(S.ctx_recs[i].contextId)) {
+                emit(&S.ctx_recs[i], sizeof S.ctx_recs[i]);
+                n++;
+            }
+    } else if (kind == CUPTI_ACTIVITY_KIND_STREAM) {
+        for (int i = 0; i < S.n_stream_recs; i++)
+            if (context_alive(S.stream_recs[i].contextId)) {
+                emit(&S.stream_recs[i], sizeof S.stream_recs[i]);
+                n++;
+            }
+    }
+    if (n > 0) { /* records of what exists are complete */
+        slot *sl = my_slot();
+        pthread_mutex_lock(&sl->mu);
+        sl->complete = 1;
+        pthread_mutex_unlock(&sl->mu);
+    }
+    return CUPTI_SUCCESS;
 }
 
 static void resource(CUpti_CallbackId cbid, const char *l) {
@@ -704,6 +761,8 @@ static void resource(CUpti_CallbackId cbid, const char *l) {
     }
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED && i < MAX_CONTEXTS)
         S.contexts[i].device = (uint32_t)kv_u64(l, "device", 0);
+    if (i < MAX_CONTEXTS)
+        S.contexts[i].alive = cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED;
     if (S.cb == NULL || !S.domain_on[CUPTI_CB_DOMAIN_RESOURCE])
         return;
     CUpti_ResourceData rd;

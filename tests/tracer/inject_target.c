@@ -16,6 +16,8 @@
  *                                     millisecond, and a 500 us sleep; prints "reads=N wrong=W
  *                                     eintr=E short=S" (wrong bytes, interrupted calls, sleeps
  *                                     that came back early: all must be 0 whatever was done to it)
+ *        inject_target held STOPFILE  as run, with CUPTI held by another client (a profiler)
+ *                                     that subscribed to it first
  *        inject_target exit           set up, then exit at once
  * Prints "ready" once set up, and at the end a line "gap START END" for every gap of 1 ms or more
  * between two iterations (CLOCK_MONOTONIC ns), then
@@ -92,7 +94,16 @@ static void cuda_calls(uint64_t i) {
 #endif
 }
 
-static int setup(void) {
+#ifndef INJECT_TARGET_STATIC
+static void CUPTIAPI profiler_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
+    (void)ud;
+    (void)dom;
+    (void)cbid;
+    (void)data;
+}
+#endif
+
+static int setup(int held) {
 #ifndef INJECT_TARGET_STATIC
     const char *standin = getenv("SYNCTOP_STANDIN");
     void *s = standin ? dlopen(standin, RTLD_NOW | RTLD_LOCAL) : NULL;
@@ -109,9 +120,22 @@ static int setup(void) {
         fprintf(stderr, "inject_target: no standin_run_line\n");
         return -1;
     }
+    if (held) {
+        union {
+            void *p;
+            CUptiResult (*f)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+        } sub = {.p = dlsym(s, "cuptiSubscribe")};
+        CUpti_SubscriberHandle h;
+        if (sub.f == NULL || sub.f(&h, profiler_callback, NULL) != CUPTI_SUCCESS) {
+            fprintf(stderr, "inject_target: cannot subscribe to the stand-in\n");
+            return -1;
+        }
+    }
     run_line("device id=0 name=FakeH100 cc_major=9 cc_minor=0 sms=132 mem=85899345920");
     run_line("context_create 1");
     run_line("context id=1 device=0 nullstream=7");
+#else
+    (void)held;
 #endif
     return 0;
 }
@@ -167,7 +191,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: inject_target run STOPFILE | count N | exit\n");
         return 2;
     }
-    if (setup() != 0)
+    if (setup(strcmp(argv[1], "held") == 0) != 0)
         return 2;
     printf("ready\n");
     fflush(stdout);

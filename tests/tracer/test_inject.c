@@ -693,6 +693,90 @@ TEST(inject_detach_stops_the_tracer_and_attach_starts_it_again) {
     free(o);
 }
 
+/* A viewer connected when the tracer is stopped gets what it still held and the end of the
+ * producer (the last batch says so), so it knows the process is no longer traced. */
+TEST(inject_detach_ends_the_stream_for_a_connected_viewer) {
+    NEED_PTRACE();
+    target t;
+    start_target(&t, INJECT_TARGET, "run");
+    ij_report r = inject_ok(t.pid);
+    err_msg err = {{0}};
+    tp_sub_opts so = {0};
+    tp_sub *sub = tp_sub_new(&so, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, r.endpoint, &err));
+    int detached = 0, ended = 0;
+    size_t apis_before = 0, apis_after = 0;
+    for (int i = 0; i < 1500 && !ended; i++) {
+        tp_sub_msg msg;
+        int rc = tp_sub_recv(sub, &msg, 20, &err);
+        ASSERT(rc >= 0);
+        if (rc > 0) {
+            tp_dec d;
+            memset(&d, 0, sizeof d);
+            if (tp_dec_open(&d, msg.data, msg.len, &err) != 0)
+                continue;
+            const tp_record *rec;
+            while ((rec = tp_dec_next_record(&d)) != NULL)
+                if (rec->head.kind == TP_K_API && (rec->api.flags & TP_F_BLOCKING))
+                    (detached ? &apis_after : &apis_before)[0]++;
+            ended = (d.hdr.flags & TP_BF_END) != 0;
+            tp_dec_free(&d);
+        }
+        if (!detached && apis_before >= 3) {
+            ij_report dr;
+            ASSERT_OK(ij_detach(t.pid, NULL, &dr, &err));
+            detached = 1;
+        }
+    }
+    tp_sub_destroy(&sub);
+    ASSERT_EQ(detached, 1);
+    ASSERT_EQ(ended, 1);
+    fprintf(stderr, "inject: %zu blocking calls before the detach, %zu in the last batches, then the end\n",
+            apis_before, apis_after);
+    char *o = finish_target(&t);
+    free(o);
+}
+
+/* Another client holds CUPTI (a profiler): the tracer loads, cannot subscribe, and changes
+ * nothing; attach says why, read from the tracer; the program goes on as before, with no thread or
+ * descriptor of the tracer's. */
+TEST(inject_says_when_another_profiler_holds_cupti) {
+    NEED_PTRACE();
+    target t;
+    start_target(&t, INJECT_TARGET, "held");
+    static char fds0[256][128], tasks0[64][128];
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)t.pid);
+    size_t nfd0 = list_dir(dir, fds0, 256, 1);
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)t.pid);
+    size_t nt0 = list_dir(dir, tasks0, 64, 0);
+
+    ij_opts o = {.mode = "on-demand"};
+    ij_report r;
+    err_msg err = {{0}};
+    ASSERT_EQ(ij_inject(t.pid, TRACER_SO, &o, &r, &err), ERR_IO);
+    ASSERT_STR_CONTAINS(err.msg, "another profiler");
+    ASSERT_STR_CONTAINS(err.msg, "does not publish");
+    fprintf(stderr, "inject: refused as it should: %s\n", err.msg);
+    assert_running_untraced(t.pid);
+    assert_same_as(t.pid, fds0, nfd0, tasks0, nt0, "after the refused start");
+    /* Nothing runs: detach has nothing to stop. */
+    ij_report d;
+    ASSERT_EQ(ij_detach(t.pid, NULL, &d, &err), IJ_NOT_TRACING);
+
+    char *out = finish_target(&t);
+    unsigned long long iterations, gap;
+    char sum[17], ref[17], mode[32];
+    parse_result(out, &iterations, sum, &gap, mode);
+    reference_checksum(iterations, ref);
+    ASSERT_STR_EQ(sum, ref);
+    char *e = read_text(t.err);
+    ASSERT_STR_EQ(e, ""); /* nothing said on the program's stderr */
+    free(e);
+    free(out);
+}
+
 /* A thread stopped inside a blocking read or sleep gets it back whole: the kernel restarts the
  * call with its own arguments once the registers are put back, and nothing returns EINTR early. */
 TEST(inject_into_a_thread_blocked_in_a_system_call) {

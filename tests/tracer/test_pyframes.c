@@ -169,8 +169,9 @@ static const char *python(const char *var) {
     return p;
 }
 
-/* Runs the script under `py`, recording to trace.trace; stdout and stderr to out.txt, err.txt. */
-static void run_script(const char *py, const char *scenario) {
+/* Starts the script under `py` (arg: its second argument, or NULL), recording to trace.trace;
+ * stdout and stderr to out.txt, err.txt. */
+static pid_t spawn_script(const char *py, const char *scenario, const char *arg) {
     char trace[4096], out[4096], err[4096];
     snprintf(trace, sizeof trace, "%s", task_path("trace.trace"));
     snprintf(out, sizeof out, "%s", task_path("out.txt"));
@@ -196,12 +197,17 @@ static void run_script(const char *py, const char *scenario) {
         int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fo, 1);
         dup2(fe, 2);
-        execl(py, py, "-S", PY_SCRIPT, scenario, (char *)NULL);
+        execl(py, py, "-S", PY_SCRIPT, scenario, arg, (char *)NULL);
         _exit(127);
     }
+    return pid;
+}
+
+/* Waits for the script to end; it must exit 0 and say nothing on stderr. */
+static void wait_script(pid_t pid, const char *py, const char *scenario) {
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    FILE *f = fopen(err, "r");
+    FILE *f = fopen(task_path("err.txt"), "r");
     char text[8192] = "";
     if (f != NULL) {
         text[fread(text, 1, sizeof text - 1, f)] = '\0';
@@ -210,6 +216,11 @@ static void run_script(const char *py, const char *scenario) {
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         TASK_FAIL_("%s %s failed (status %#x): %s", py, scenario, status, text);
     ASSERT_STR_EQ(text, ""); /* a working tracer says nothing */
+}
+
+/* Runs the script under `py` to its end. */
+static void run_script(const char *py, const char *scenario) {
+    wait_script(spawn_script(py, scenario, NULL), py, scenario);
 }
 
 TEST(pyframes_name_the_calling_lines) {
@@ -279,6 +290,92 @@ TEST(pyframes_name_the_calling_lines) {
         for (size_t j = i + 1; j < 6; j++)
             ASSERT_NE(ids[i], ids[j]);
     ASSERT_EQ(count_kind(&m, TP_K_CALLSITE), 6);
+    model_free(&m);
+}
+
+/* A file's text (at most 8 KiB), for messages. */
+static const char *read_file_text(const char *path) {
+    static char text[8192];
+    text[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f != NULL) {
+        text[fread(text, 1, sizeof text - 1, f)] = '\0';
+        fclose(f);
+    }
+    return text;
+}
+
+/* Runs synctop with args (NULL-terminated), its stderr to err_path; its exit status. */
+static int synctop_cli(const char *const *args, const char *err_path) {
+    const char *argv[16];
+    size_t n = 0;
+    argv[n++] = task_synctop();
+    for (size_t i = 0; args[i] != NULL && n < 15; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    return task_wait_exit(task_spawn(argv, task_path("cli_out.txt"), err_path), 60);
+}
+
+/* A Python program that runs without a tracer, given one by `synctop attach` (ptrace, a sibling
+ * process): the tracer finds the interpreter in the running process, not from its start, and the
+ * calls it sees name the script's lines as they do for a tracer loaded at start. */
+TEST(pyframes_after_a_late_attach) {
+    FILE *yama = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (yama != NULL) {
+        int scope = fgetc(yama);
+        fclose(yama);
+        if (scope != '0') {
+            fprintf(stderr, "skipped: Yama's ptrace_scope lets only a parent trace its children\n");
+            return;
+        }
+    }
+    const char *py = python("SYNCTOP_TEST_PYTHON");
+    char stop[4096], pid_s[32], trace[4096], err[4096];
+    snprintf(stop, sizeof stop, "%s", task_path("stop"));
+    snprintf(trace, sizeof trace, "%s", task_path("late.trace"));
+    snprintf(err, sizeof err, "%s", task_path("cli_err.txt"));
+    pid_t pid = spawn_script(py, "late", stop);
+    snprintf(pid_s, sizeof pid_s, "%d", (int)pid);
+    for (int i = 0;; i++) {
+        FILE *f = fopen(task_path("out.txt"), "r");
+        char line[64] = "";
+        if (f != NULL) {
+            if (fgets(line, sizeof line, f) == NULL)
+                line[0] = '\0';
+            fclose(f);
+        }
+        if (strncmp(line, "ready", 5) == 0)
+            break;
+        if (i == 1000)
+            TASK_FAIL_("the script did not start");
+        task_sleep_ms(10);
+    }
+    const char *attach[] = {"attach", pid_s, "--yes", "--inject-only", NULL};
+    if (synctop_cli(attach, err) != 0)
+        TASK_FAIL_("synctop attach: %s", read_file_text(err));
+    const char *record[] = {"record", pid_s, "-o", trace, "--duration", "1", NULL};
+    if (synctop_cli(record, err) != 0)
+        TASK_FAIL_("synctop record: %s", read_file_text(err));
+    const char *detach[] = {"detach", pid_s, NULL};
+    if (synctop_cli(detach, err) != 0)
+        TASK_FAIL_("synctop detach: %s", read_file_text(err));
+    int fd = open(stop, O_WRONLY | O_CREAT, 0600);
+    ASSERT(fd >= 0);
+    close(fd);
+    wait_script(pid, py, "late");
+
+    model m;
+    model_load(&m, trace);
+    const tp_api *a = NULL;
+    for (size_t i = 0; i < m.n && a == NULL; i++)
+        if (m.recs[i].head.kind == TP_K_API && m.recs[i].api.cbid == 131 && m.recs[i].api.callsite != 0)
+            a = &m.recs[i].api;
+    if (a == NULL)
+        TASK_FAIL_("no blocking call with a call site among %zu records", m.n);
+    ASSERT_EQ(a->flags, TP_F_BLOCKING);
+    ASSERT_GE(python_frames(&m, a->callsite), 3);
+    expect_frame(&m, a->callsite, 0, "late_loop", "late");
+    expect_frame(&m, a->callsite, 1, "late", "late-caller");
     model_free(&m);
 }
 

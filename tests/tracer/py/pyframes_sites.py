@@ -5,17 +5,21 @@
 # syncs, so the tracer reads these frames exactly as it would under PyTorch.
 #
 # The test finds each call's expected file:line:function by the "# @tag" comments below, and the
-# call by its correlation id (corr=). usage: python3 pyframes_sites.py main|threads
+# call by its correlation id (corr=). usage: python3 pyframes_sites.py main|threads|late STOPFILE
+# ("late" loads no tracer: it waits, making calls, for `synctop attach` to load one, until STOPFILE
+# exists.)
 import ctypes
 import os
 import sys
 import threading
+import time
 
 standin = ctypes.CDLL(os.environ["SYNCTOP_STANDIN"])
 standin.standin_run_line.argtypes = [ctypes.c_char_p]
-tracer = ctypes.CDLL(os.environ["SYNCTOP_TRACER"])
-if tracer.InitializeInjection() != 1:
-    sys.exit("InitializeInjection did not return 1")
+if sys.argv[1] != "late":
+    tracer = ctypes.CDLL(os.environ["SYNCTOP_TRACER"])
+    if tracer.InitializeInjection() != 1:
+        sys.exit("InitializeInjection did not return 1")
 
 
 # Called directly, a ctypes function adds no Python frame: the line that calls it is the innermost
@@ -222,5 +226,22 @@ def threads():
     run("context_destroy 1".encode())
 
 
-{"main": main, "threads": threads}[sys.argv[1]]()  # @dispatch
+def late_loop(stop):
+    corr = 1000
+    while not os.path.exists(stop):
+        run(f"call domain=rt cbid=131 wait=200000 corr={corr}".encode())  # @late
+        run("flush".encode())
+        corr += 1
+        time.sleep(0.002)
+
+
+def late():
+    run("device id=0 name=FakeH100 cc_major=9 cc_minor=0 sms=132 mem=85899345920".encode())
+    run("context_create 1".encode())
+    run("context id=1 device=0 nullstream=7".encode())
+    print("ready", flush=True)
+    late_loop(sys.argv[2])  # @late-caller
+
+
+{"main": main, "threads": threads, "late": late}[sys.argv[1]]()  # @dispatch
 print("script: done")

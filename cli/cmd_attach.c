@@ -87,9 +87,8 @@ static int confirm(long pid, const ij_probe_info *p, const char *tracer, int yes
         snprintf(what, sizeof what, "process %ld (%s) has the tracer, not running: start it with ptrace", pid,
                  p->cmdline[0] ? p->cmdline : p->name);
     else
-        snprintf(what, sizeof what, "process %ld (%s) has no tracer: load %s into it with ptrace%s", pid,
-                 p->cmdline[0] ? p->cmdline : p->name, tracer,
-                 p->cuda_loaded ? "" : " (it has not loaded libcuda: not a CUDA program, or not yet)");
+        snprintf(what, sizeof what, "process %ld (%s) has no tracer: load %s into it with ptrace", pid,
+                 p->cmdline[0] ? p->cmdline : p->name, tracer);
     if (yes) {
         verb_say("attach", "%s", what);
         return 1;
@@ -130,6 +129,10 @@ static int attach_prepare_pid(long pid, const char *endpoint, inject_choice *c, 
     if (!ij_supported())
         return verb_error("attach", "process %ld has no tracer, and loading one into a running process is "
                                     "implemented for x86-64 only: start it under `synctop run`", pid);
+    if (!p.cuda_loaded)
+        return verb_error("attach", "process %ld has not loaded libcuda (the CUDA driver): it is not a CUDA program, "
+                                    "or has not started CUDA yet, so there is nothing to trace; try again once it "
+                                    "has (nothing was loaded into it)", pid);
     char tracer[4096];
     if (ij_find_tracer(tracer, sizeof tracer) != 0)
         return verb_error("attach", "process %ld has no tracer, and there is no libsynctop-tracer.so next to "

@@ -78,6 +78,7 @@
  * a child.
  */
 #include <cupti.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -144,6 +145,7 @@ static struct {
     atomic_int ctx_unknown; /* started in a running process: contexts may exist that no creation
                                callback counted, so CUPTI is flushed as if one did */
     atomic_int stop_req;    /* synctop_tracer_stop asked */
+    int name_devices;       /* started late: the driver names the GPUs (the flush thread, once) */
     atomic_int names_stale; /* a module was unloaded: forget cached kernel-name pointers */
     atomic_uint_fast64_t buf_refused;
     atomic_uint_fast64_t buf_foreign; /* buffers CUPTI completed that were not the tracer's */
@@ -1018,11 +1020,64 @@ static void watch_other_client(uint64_t now) {
     }
 }
 
+/* A tracer started in a running process gets no DEVICE records: CUPTI makes them when the driver
+ * initialises, for the clients it has then. The driver the process has loaded names its GPUs
+ * instead, in records of the same shape (the ordinals are CUPTI's device ids). Nothing when the
+ * process has no libcuda. */
+static void name_devices(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h == NULL)
+        return;
+    union {
+        void *p;
+        CUresult (*count)(int *);
+        CUresult (*get)(CUdevice *, int);
+        CUresult (*name)(char *, int, CUdevice);
+        CUresult (*attr)(int *, CUdevice_attribute, CUdevice);
+        CUresult (*mem)(size_t *, CUdevice);
+    } count = {dlsym(h, "cuDeviceGetCount")}, get = {dlsym(h, "cuDeviceGet")},
+      name = {dlsym(h, "cuDeviceGetName")}, attr = {dlsym(h, "cuDeviceGetAttribute")},
+      mem = {dlsym(h, "cuDeviceTotalMem_v2")};
+    int n = 0;
+    if (count.p != NULL && get.p != NULL && name.p != NULL && count.count(&n) == CUDA_SUCCESS) {
+        for (int i = 0; i < n && i < (int)TP_NO_DEVICE; i++) {
+            CUdevice dev;
+            char text[256] = "";
+            if (get.get(&dev, i) != CUDA_SUCCESS || name.name(text, sizeof text, dev) != CUDA_SUCCESS)
+                continue;
+            int major = 0, minor = 0, sms = 0;
+            size_t bytes = 0;
+            if (attr.p != NULL) {
+                attr.attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+                attr.attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+                attr.attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+            }
+            if (mem.p != NULL)
+                mem.mem(&bytes, dev);
+            CUpti_ActivityDevice5 d;
+            memset(&d, 0, sizeof d);
+            d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+            d.id = (uint32_t)i;
+            d.name = text;
+            d.computeCapabilityMajor = (uint32_t)major;
+            d.computeCapabilityMinor = (uint32_t)minor;
+            d.numMultiprocessors = (uint32_t)sms;
+            d.globalMemorySize = bytes;
+            tr_conv_activity(g.conv, (const CUpti_Activity *)&d);
+        }
+    }
+    dlclose(h);
+}
+
 /* One round of the flush thread. cupti_ok: CUPTI's stateful functions may be called. */
 static void pump(int cupti_ok) {
     int go_dormant = 0;
     int live = atomic_load(&g.live_contexts) > 0 || atomic_load(&g.ctx_unknown);
     merge_contexts();
+    if (g.name_devices && cupti_ok) {
+        g.name_devices = 0;
+        name_devices();
+    }
     if (g.pub != NULL) {
         int keyframe = 0;
         int subs = tp_pub_poll(g.pub, &keyframe);
@@ -1351,6 +1406,7 @@ static void reset_session(void) {
     g.taken = 0;
     g.takeovers = 0;
     g.ctx_merged = 0;
+    g.name_devices = 0;
     g.record[0] = '\0';
     atomic_store(&g.stop_req, 0);
     atomic_store(&g.buf_refused, 0);
@@ -1461,6 +1517,7 @@ static int start(int late) {
 
     g.pid = getpid();
     atomic_store(&g.ctx_unknown, late);
+    g.name_devices = late;
     atomic_store(&g.state, TR_ON);
     if (late) {
         /* The records of the contexts and streams that exist already (CUPTI's way for a late

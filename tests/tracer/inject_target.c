@@ -1,8 +1,9 @@
 /*
  * A long-running "CUDA program" for test_inject, into which synctop loads the tracer while it runs.
  * It loads the stand-in libcupti ($SYNCTOP_STANDIN) as a CUDA program has libcupti at hand (the
- * injected tracer finds the same file through $SYNCTOP_CUPTI), creates its context before anyone
- * traces it, then loops: a fixed computation in integer and floating-point registers (a register
+ * injected tracer finds the same file through $SYNCTOP_CUPTI), and the stand-in libcuda.so.1
+ * ($SYNCTOP_STANDIN_DRIVER, when set) as a CUDA program maps the driver, creates its context before
+ * anyone traces it, then loops: a fixed computation in integer and floating-point registers (a register
  * the injection failed to put back changes the checksum), and every 64 iterations a kernel and a
  * blocking cudaStreamSynchronize played through the stand-in (after which the kernel's record is
  * complete, as CUPTI's is once the stream is synchronized), which the tracer sees once it is
@@ -118,6 +119,11 @@ static int setup(int held) {
     run_line = u.f;
     if (run_line == NULL) {
         fprintf(stderr, "inject_target: no standin_run_line\n");
+        return -1;
+    }
+    const char *driver = getenv("SYNCTOP_STANDIN_DRIVER");
+    if (driver != NULL && dlopen(driver, RTLD_NOW | RTLD_LOCAL) == NULL) {
+        fprintf(stderr, "inject_target: cannot load $SYNCTOP_STANDIN_DRIVER: %s\n", dlerror());
         return -1;
     }
     if (held) {

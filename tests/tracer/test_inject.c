@@ -359,6 +359,8 @@ typedef struct target {
     char stop[256], out[256], err[256];
 } target;
 
+static int without_driver; /* the next target maps no libcuda: not a CUDA program */
+
 static void start_target(target *t, const char *binary, const char *mode) {
     static int n;
     n++;
@@ -371,6 +373,10 @@ static void start_target(target *t, const char *binary, const char *mode) {
     snprintf(t->err, sizeof t->err, "%s", task_path(name));
     setenv("SYNCTOP_STANDIN", STANDIN_SO, 1);
     setenv("SYNCTOP_CUPTI", STANDIN_SO, 1);
+    if (without_driver)
+        unsetenv("SYNCTOP_STANDIN_DRIVER");
+    else
+        setenv("SYNCTOP_STANDIN_DRIVER", DRIVER_SO, 1);
     setenv("SYNCTOP_FLUSH_MS", "5", 1);
     unsetenv("SYNCTOP_MODE");
     const char *argv[] = {binary, mode, t->stop, NULL};
@@ -487,16 +493,18 @@ static void assert_running_untraced(long pid) {
     ASSERT(st.state != 'T' && st.state != 't');
 }
 
-/* Receives until an API record of the target's blocking cudaStreamSynchronize arrives. */
+/* Receives until API records of the target's blocking cudaStreamSynchronize and the name of its
+ * GPU (the stand-in driver's) have arrived. */
 static void expect_events(const char *endpoint, long pid, size_t *apis, size_t *kernels) {
     err_msg err = {{0}};
     tp_sub_opts so = {0};
     tp_sub *sub = tp_sub_new(&so, &err);
     ASSERT_NOT_NULL(sub);
     ASSERT_OK(tp_sub_connect(sub, endpoint, &err));
-    int saw_process = 0;
+    int saw_process = 0, saw_device = 0;
+    tp_strtab *strings = tp_strtab_new();
     *apis = *kernels = 0;
-    for (int i = 0; i < 1000 && (*apis < 3 || !saw_process); i++) {
+    for (int i = 0; i < 1000 && (*apis < 3 || !saw_process || !saw_device); i++) {
         tp_sub_msg msg;
         int rc = tp_sub_recv(sub, &msg, 20, &err);
         ASSERT(rc >= 0);
@@ -506,10 +514,17 @@ static void expect_events(const char *endpoint, long pid, size_t *apis, size_t *
         memset(&d, 0, sizeof d);
         if (tp_dec_open(&d, msg.data, msg.len, &err) != 0)
             continue;
+        ASSERT_OK(tp_dec_load_strings(&d, strings));
         const tp_record *rec;
         while ((rec = tp_dec_next_record(&d)) != NULL) {
             if (rec->head.kind == TP_K_PROCESS && rec->process.pid == (uint32_t)pid)
                 saw_process = 1;
+            if (rec->head.kind == TP_K_DEVICE && rec->device.device == 0) {
+                uint32_t len = 0;
+                const char *name = tp_strtab_get(strings, rec->device.name, &len);
+                saw_device = name != NULL && len == 8 && memcmp(name, "FakeH100", 8) == 0 &&
+                             rec->device.sm_count == 132 && rec->device.cc_major == 9;
+            }
             if (rec->head.kind == TP_K_API &&
                 rec->api.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020 &&
                 (rec->api.flags & TP_F_BLOCKING))
@@ -520,8 +535,10 @@ static void expect_events(const char *endpoint, long pid, size_t *apis, size_t *
         tp_dec_free(&d);
     }
     tp_sub_destroy(&sub);
+    tp_strtab_destroy(&strings);
     ASSERT(saw_process);
     ASSERT_GE(*apis, 3);
+    ASSERT(saw_device); /* named by the driver: CUPTI made its device record before the tracer came */
 }
 
 TEST(inject_loads_the_tracer_into_a_running_program) {
@@ -989,6 +1006,31 @@ static int run_synctop(const char *const *args, const char *out, const char *err
         argv[n++] = args[i];
     argv[n] = NULL;
     return task_wait_exit(task_spawn(argv, out, err), 60);
+}
+
+/* A process that has not loaded the CUDA driver has nothing to trace: attach refuses and loads
+ * nothing. */
+TEST(inject_attach_refuses_a_process_without_cuda) {
+    NEED_PTRACE();
+    target t;
+    without_driver = 1;
+    start_target(&t, INJECT_TARGET, "run");
+    without_driver = 0;
+    char pid[32];
+    snprintf(pid, sizeof pid, "%d", (int)t.pid);
+    const char *out = task_path("cli_out.txt"), *err = task_path("cli_err.txt");
+    const char *yes[] = {"attach", pid, "--yes", "--inject-only", NULL};
+    ASSERT_EQ(run_synctop(yes, out, err), 1);
+    char *e = read_text(err);
+    ASSERT_STR_CONTAINS(e, "has not loaded libcuda");
+    free(e);
+    ij_probe_info p;
+    err_msg em;
+    ASSERT_OK(ij_probe(t.pid, &p, &em));
+    ASSERT_EQ(p.tracer_loaded, 0);
+    ASSERT_EQ(p.cuda_loaded, 0);
+    char *o = finish_target(&t);
+    free(o);
 }
 
 TEST(inject_attach_asks_first_then_loads_the_tracer) {

@@ -181,6 +181,7 @@ static pid_t spawn_script(const char *py, const char *scenario, const char *arg)
     ASSERT(pid >= 0);
     if (pid == 0) {
         setenv("SYNCTOP_STANDIN", STANDIN_SO, 1);
+        setenv("SYNCTOP_STANDIN_DRIVER", DRIVER_SO, 1);
         setenv("SYNCTOP_CUPTI", STANDIN_SO, 1);
         setenv("SYNCTOP_TRACER", TRACER_SO, 1);
         setenv("SYNCTOP_RECORD", trace, 1);

@@ -236,6 +236,7 @@ def late_loop(stop):
 
 
 def late():
+    ctypes.CDLL(os.environ["SYNCTOP_STANDIN_DRIVER"])  # a CUDA program maps the driver
     run("device id=0 name=FakeH100 cc_major=9 cc_minor=0 sms=132 mem=85899345920".encode())
     run("context_create 1".encode())
     run("context id=1 device=0 nullstream=7".encode())

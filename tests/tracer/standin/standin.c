@@ -717,6 +717,15 @@ static int context_alive(uint32_t id) {
     return 1; /* described without a creation line: taken as there */
 }
 
+EXPORT int standin_device_count(void) { return S.n_dev_recs; }
+
+EXPORT const CUpti_ActivityDevice5 *standin_device(int i) {
+    for (int k = 0; k < S.n_dev_recs; k++)
+        if ((int)S.dev_recs[k].id == i)
+            return &S.dev_recs[k];
+    return NULL;
+}
+
 EXPORT CUptiResult cuptiActivityEnableAndDump(CUpti_ActivityKind kind) {
     CUptiResult r = cuptiActivityEnable(kind);
     if (r != CUPTI_SUCCESS || S.req == NULL)

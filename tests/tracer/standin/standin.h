@@ -89,4 +89,10 @@ int standin_play(void);
  * when the line is not a directive. */
 int standin_run_line(const char *line);
 
+/* The devices the script described (`device` lines), for the stand-in driver (driver.c): their
+ * number, and the record of ordinal i (NULL when there is none). */
+#include <cupti.h>
+int standin_device_count(void);
+const CUpti_ActivityDevice5 *standin_device(int i);
+
 #endif

@@ -86,9 +86,9 @@
     X(cudaMalloc_v3020, MEM)                                         \
     X(cudaMallocPitch_v3020, MEM)                                    \
     X(cudaMallocArray_v3020, MEM)                                    \
-    X(cudaMallocHost_v3020, MEM)                                     \
-    X(cudaHostAlloc_v3020, MEM)                                      \
-    X(cudaHostRegister_v4000, MEM)                                   \
+    X(cudaMallocHost_v3020, HOSTMEM)                                 \
+    X(cudaHostAlloc_v3020, HOSTMEM)                                  \
+    X(cudaHostRegister_v4000, HOSTMEM)                               \
     X(cudaHostUnregister_v4000, MEM)                                 \
     X(cudaMalloc3D_v3020, MEM)                                       \
     X(cudaMalloc3DArray_v3020, MEM)                                  \
@@ -234,12 +234,12 @@
     X(cuMemAlloc_v2, MEM)                                            \
     X(cuMemAllocPitch, MEM)                                          \
     X(cuMemAllocPitch_v2, MEM)                                       \
-    X(cuMemAllocHost, MEM)                                           \
-    X(cuMemAllocHost_v2, MEM)                                        \
-    X(cuMemHostAlloc, MEM)                                           \
-    X(cuMemHostAlloc_v2, MEM)                                        \
-    X(cuMemHostRegister, MEM)                                        \
-    X(cuMemHostRegister_v2, MEM)                                     \
+    X(cuMemAllocHost, HOSTMEM)                                       \
+    X(cuMemAllocHost_v2, HOSTMEM)                                    \
+    X(cuMemHostAlloc, HOSTMEM)                                       \
+    X(cuMemHostAlloc_v2, HOSTMEM)                                    \
+    X(cuMemHostRegister, HOSTMEM)                                    \
+    X(cuMemHostRegister_v2, HOSTMEM)                                 \
     X(cuMemHostUnregister, MEM)                                      \
     X(cuMemAllocManaged, MEM)                                        \
     X(cuMemFree, MEM)                                                \

@@ -20,8 +20,12 @@ enum tr_cb_class {
     TR_CB_POLL,   /* cudaStreamQuery/cudaEventQuery: a busy loop of them is a wait */
     TR_CB_COPY,   /* copies: blocking when synchronous, or pageable memory in an async copy */
     TR_CB_SET,    /* memsets: may block on host or pageable memory */
-    TR_CB_MEM,    /* allocation, release and host-memory pinning (cudaFree, cudaHostRegister...): may
-                     synchronize the device or take long in the driver */
+    TR_CB_MEM,    /* device allocation and every release (cudaMalloc, cudaFree, cudaFreeHost,
+                     cudaHostUnregister...): may synchronize the device */
+    TR_CB_HOSTMEM, /* host-memory allocation and pinning (cudaMallocHost, cudaHostAlloc,
+                     cudaHostRegister, their driver twins): slow in the driver, but never a wait for
+                     the device; recorded with its duration, never as blocking (PyTorch's first
+                     .item() pins its staging buffer this way, inside the user's line) */
     TR_CB_RESET,  /* device reset / context destroy: synchronizes, then tears down */
     TR_CB_LAUNCH  /* launches: activity API records, no callback */
 };

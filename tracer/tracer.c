@@ -496,10 +496,11 @@ static unsigned take_py(tr_pyframe *out) {
     return tr_py_capture(out, g.cfg.frames < TR_PY_FRAMES ? g.cfg.frames : TR_PY_FRAMES);
 }
 
-/* frames == NULL: take the call site now; else it was taken earlier (a poll run's first call). */
+/* frames == NULL: take the call site now; else it was taken earlier (a poll run's first call).
+ * may_wait: the call can wait for the device, so a long one is blocking. */
 static void push_event(uint8_t driver, uint32_t cbid, uint32_t corr, uint32_t context, int32_t ret,
                        uint64_t start, uint64_t end, uint32_t polls, const uintptr_t *frames,
-                       unsigned n_frames, const tr_pyframe *py, unsigned n_py) {
+                       unsigned n_frames, const tr_pyframe *py, unsigned n_py, int may_wait) {
     tr_hostev ev;
     ev.start = start;
     ev.end = end;
@@ -510,7 +511,7 @@ static void push_event(uint8_t driver, uint32_t cbid, uint32_t corr, uint32_t co
     ev.ret = ret;
     ev.polls = polls;
     ev.driver = driver;
-    ev.blocking = end - start >= g.cfg.block_threshold_ns;
+    ev.blocking = may_wait && end - start >= g.cfg.block_threshold_ns;
     ev.n_frames = 0;
     ev.n_py = 0;
     if (ev.blocking) {
@@ -538,7 +539,7 @@ static void end_poll_run(void) {
     p->active = 0;
     if (p->end - p->start >= g.cfg.block_threshold_ns)
         push_event(p->driver, p->cbid, p->correlation, p->context, NOT_READY, p->start, p->end,
-                   p->polls, p->frames, p->n_frames, p->py, p->n_py);
+                   p->polls, p->frames, p->n_frames, p->py, p->n_py, 1);
 }
 
 static void on_poll_exit(const CUpti_CallbackData *cd, uint8_t driver, uint32_t cbid,
@@ -552,7 +553,7 @@ static void on_poll_exit(const CUpti_CallbackData *cd, uint8_t driver, uint32_t 
             /* A lone query: worth an event only if it waited by itself. */
             if (end - start >= g.cfg.block_threshold_ns)
                 push_event(driver, cbid, cd->correlationId, cd->contextUid, ret, start, end, 1,
-                           NULL, 0, NULL, 0);
+                           NULL, 0, NULL, 0, 1);
             return;
         }
         *p = (poll_run){.active = 1, .driver = driver, .cbid = cbid,
@@ -614,7 +615,7 @@ static void on_api(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_
     }
     end_poll_run();
     push_event(driver, cbid, cd->correlationId, cd->contextUid, ret, start, end, 0, NULL, 0, NULL,
-               0);
+               0, cls != TR_CB_HOSTMEM);
 }
 
 static void drain_sync(uint32_t wait_ms);

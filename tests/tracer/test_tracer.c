@@ -1468,6 +1468,46 @@ TEST(tracer_flags_a_launch_that_waited) {
     model_free(&m);
 }
 
+/* PyTorch's first .item(): the caching host allocator pins a staging buffer (cudaHostAlloc, 0.8 ms
+ * here) before the copy and the wait that .item() is. The pinning is recorded with its duration
+ * but is not a wait for the GPU: the line has one blocking call, as it has at every later step. */
+TEST(tracer_host_allocation_is_not_a_wait) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
+    char script[1024];
+    snprintf(script, sizeof script,
+             "context_create 1\n"
+             "call domain=rt cbid=%d wait=800000 corr=1 site=1\n"
+             "call domain=rt cbid=%d wait=300000 corr=2 site=1\n"
+             "call domain=drv cbid=%d wait=900000 corr=3 site=1\n"
+             "call domain=rt cbid=%d wait=400000 corr=4 site=1\n"
+             "context_destroy 1\n",
+             CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+             CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2, CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020);
+    ASSERT_EQ(run_harness(script, env), 0);
+    model m;
+    model_init(&m);
+    model_from_file(&m, task_path("trace.trace"));
+    const tp_record *pin = find_api(&m, CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020, 1);
+    const tp_record *wait = find_api(&m, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 2);
+    const tp_record *reg = find_api(&m, CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2, 3);
+    const tp_record *freed = find_api(&m, CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, 4);
+    ASSERT_NOT_NULL(pin);
+    ASSERT_NOT_NULL(wait);
+    ASSERT_NOT_NULL(reg);
+    ASSERT_NOT_NULL(freed);
+    ASSERT_EQ(pin->api.end - pin->api.start, 800000);
+    ASSERT_EQ(pin->api.flags & TP_F_BLOCKING, 0);
+    ASSERT_EQ(pin->api.callsite, 0);
+    ASSERT_EQ(reg->api.end - reg->api.start, 900000);
+    ASSERT_EQ(reg->api.flags & TP_F_BLOCKING, 0);
+    ASSERT_EQ(wait->api.flags & TP_F_BLOCKING, TP_F_BLOCKING);
+    ASSERT_NE(wait->api.callsite, 0);
+    ASSERT_EQ(freed->api.flags & TP_F_BLOCKING, TP_F_BLOCKING); /* cudaFreeHost synchronizes */
+    model_free(&m);
+}
+
 /* When backtrace() cannot unwind out of the driver (code without unwind information), the call
  * site is still the program's: found by scanning the stack. */
 TEST(tracer_names_the_call_site_when_unwinding_stops_in_the_driver) {
@@ -1640,14 +1680,21 @@ TEST(tracer_cbid_tables) {
     ASSERT_STR_EQ(name, "cuMemcpyDtoH_v2");
     ASSERT(tr_cb_name(CUPTI_CB_DOMAIN_RUNTIME_API, 215, name, sizeof name) > 0);
     ASSERT_STR_EQ(name, "cudaMemcpy_ptds");
-    /* pinning and host allocations can take long in the driver, and synchronize */
+    /* host allocations and pinning take long in the driver but never wait for the device;
+     * releases may */
     ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000),
-              TR_CB_MEM);
+              TR_CB_HOSTMEM);
     ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020),
-              TR_CB_MEM);
+              TR_CB_HOSTMEM);
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020),
+              TR_CB_HOSTMEM);
     ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2),
-              TR_CB_MEM);
+              TR_CB_HOSTMEM);
     ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc_v2),
+              TR_CB_HOSTMEM);
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020),
+              TR_CB_MEM);
+    ASSERT_EQ(tr_cb_class_of(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaHostUnregister_v4000),
               TR_CB_MEM);
     ASSERT(tr_cb_name(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000, name,
                       sizeof name) > 0);

@@ -316,6 +316,56 @@ TEST(replay_in_tmux_zoom_stall_help_resize_quit) {
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
 }
 
+#ifdef INJECT_TARGET
+/* The names of the threads of process pid that are the tracer's ("synctop-..."): how many. */
+static int tracer_threads(pid_t pid) {
+    return atoi(sh("cat /proc/%d/task/*/comm 2>/dev/null | grep -c '^synctop-'", (int)pid));
+}
+
+/* `synctop attach PID` on a running program without a tracer, in the viewer: it asks nothing with
+ * --yes, loads and starts the tracer, shows the program live, and when the viewer quits stops it
+ * again: no thread of the tracer's is left, the program goes on. */
+TEST(attach_pid_loads_the_tracer_and_quitting_stops_it) {
+    if (!have_tmux()) {
+        fprintf(stderr, "tmux is not installed: skipped\n");
+        return;
+    }
+    char stop[512], out[512], err[512];
+    snprintf(stop, sizeof stop, "%s", task_path("target.stop"));
+    snprintf(out, sizeof out, "%s", task_path("target.out"));
+    snprintf(err, sizeof err, "%s", task_path("target.err"));
+    setenv("SYNCTOP_STANDIN", STANDIN_SO, 1);
+    setenv("SYNCTOP_CUPTI", STANDIN_SO, 1);
+    setenv("SYNCTOP_STANDIN_DRIVER", DRIVER_SO, 1);
+    setenv("SYNCTOP_FLUSH_MS", "5", 1);
+    const char *argv[] = {INJECT_TARGET, "run", stop, NULL};
+    pid_t target = task_spawn(argv, out, err);
+    double t0 = now_s();
+    while (strstr(sh("cat %s 2>/dev/null", out), "ready") == NULL) {
+        if (now_s() - t0 > WAIT_S)
+            TASK_FAIL_("the target did not start: %s", sh("cat %s", err));
+        usleep(20000);
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s attach %d --yes", task_synctop(), (int)target);
+    tmux_start(cmd, 120, 40);
+    const char *scr = wait_for("LIVE");
+    scr = wait_for("inject_target run");
+    scr = wait_for("FakeH100"); /* its GPU, named by the driver: CUPTI's record came before the tracer */
+    ASSERT(tracer_threads(target) >= 1);
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "stopped the tracer in process");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    ASSERT_EQ(tracer_threads(target), 0);
+    int fd = open(stop, O_WRONLY | O_CREAT, 0600);
+    ASSERT(fd >= 0);
+    close(fd);
+    ASSERT_EQ(task_wait_exit(target, 60), 0);
+    ASSERT_STR_CONTAINS(sh("cat %s", out), "iterations=");
+}
+#endif
+
 TEST(attach_in_tmux_shows_a_live_publisher) {
     if (!have_tmux()) {
         fprintf(stderr, "tmux is not installed: skipped\n");

@@ -31,6 +31,7 @@ rm -rf "$dir"
 mkdir -p "$dir/build/tracer" "$dir/build/tests" "$dir/build/samples" "$dir/lib"
 cp "$build/synctop" "$dir/build/"
 cp "$build/tracer/libsynctop-tracer.so" "$dir/build/tracer/"
+cp "$build/tracer/libsynctop-cupti-floor.so" "$dir/build/tracer/"
 cp "$build/tests/synctop_check_trace" "$dir/build/tests/"
 for f in "$build"/samples/sample_* "$build"/samples/overhead_*; do
     [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$dir/build/samples/"

@@ -143,6 +143,7 @@ static int file_exists(const char *path) {
 /* Starts the harness on a script with extra environment ("NAME=value", NULL-terminated); its
  * stdout and stderr go to out.txt and err.txt in the test's directory. */
 static rlim_t harness_fsize = RLIM_INFINITY; /* RLIMIT_FSIZE of the next harness: a full disk */
+static const char *harness_lib = TRACER_SO;  /* the injection the next harness loads */
 
 static pid_t start_harness(const char *script, const char *const *env) {
     const char *script_path = task_path("script.txt");
@@ -168,7 +169,7 @@ static pid_t start_harness(const char *script, const char *const *env) {
         int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fo, 1);
         dup2(fe, 2);
-        execl(HARNESS, HARNESS, TRACER_SO, script_path, (char *)NULL);
+        execl(HARNESS, HARNESS, harness_lib, script_path, (char *)NULL);
         _exit(127);
     }
     return pid;
@@ -1466,6 +1467,46 @@ TEST(tracer_flags_a_launch_that_waited) {
     ASSERT_EQ(quick->api.flags, TP_F_LAUNCH);
     ASSERT_EQ(slow->api.flags, TP_F_LAUNCH | TP_F_BLOCKING);
     model_free(&m);
+}
+
+/* What the stand-in says CUPTI was asked for (kinds, callbacks, API records), from the harness's
+ * report line; the test's directory holds out.txt and err.txt. */
+static void cupti_asked(char *out, size_t len) {
+    char *text = read_text(task_path("err.txt"));
+    const char *r = strstr(text, "standin: report ");
+    if (r == NULL) {
+        free(text);
+        text = read_text(task_path("out.txt"));
+        r = strstr(text, "standin: report ");
+    }
+    if (r == NULL)
+        TASK_FAIL_("no report line from the stand-in");
+    const char *end = strstr(r, " forced=");
+    ASSERT_NOT_NULL(end);
+    snprintf(out, len, "%.*s", (int)(end - r), r);
+    free(text);
+}
+
+/* bench/gpu/overhead.sh measures the tracer against CUPTI's own cost: an injection that asks CUPTI
+ * for the same things and does nothing with them. The same things, here. */
+TEST(tracer_cupti_floor_asks_what_the_tracer_asks) {
+    const char *script = "context_create 1\n"
+                         "device id=0 name=FloorGPU\n"
+                         "x100@1000 kernel name=k start=2000000000 end=2000000500 dev=0 ctx=1 stream=7 corr=1\n"
+                         "call domain=rt cbid=131 wait=50000 corr=5000\n"
+                         "context_destroy 1\n"
+                         "report\n";
+    const char *env[] = {"SYNCTOP_LISTEN=none", NULL};
+    char tracer[512], floor_[512];
+    ASSERT_EQ(run_harness(script, env), 0);
+    cupti_asked(tracer, sizeof tracer);
+    harness_lib = CUPTI_FLOOR_SO;
+    int rc = run_harness(script, env);
+    harness_lib = TRACER_SO;
+    ASSERT_EQ(rc, 0);
+    cupti_asked(floor_, sizeof floor_);
+    ASSERT_STR_CONTAINS(tracer, "callbacks=");
+    ASSERT_STR_EQ(floor_, tracer);
 }
 
 /* PyTorch's first .item(): the caching host allocator pins a staging buffer (cudaHostAlloc, 0.8 ms

@@ -135,19 +135,20 @@ _Static_assert(sizeof(a64_vec_header) == 16, "the kernel's vector register set h
  * (NT_ARM_SYSTEM_CALL, x86-64's orig_rax).
  *
  * System call restart on arm64 differs from x86-64. The kernel's do_signal
- * (arch/arm64/kernel/signal.c) first forgets the system call (syscallno = -1) and, for a call that
- * returned -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND or -ERESTART_RESTARTBLOCK, puts its
- * first argument back in x0 (orig_x0) and the pc back on the svc instruction; only then does it
- * look for a signal, where ptrace stops the thread. So at every stop the session sees, syscallno
- * reads -1 and the registers already say "execute svc again": putting them back at the end
- * restarts the call by executing that svc. CRIU's aarch64 infection code relies on the same and
- * saves only NT_PRSTATUS and NT_PRFPREG, where its x86 code rewinds ax and ip itself. After the
- * stop, do_signal changes the restart to restart_syscall (x8) only when the pc is still on that svc,
- * which it is not once a call was set up: an interrupted -ERESTART_RESTARTBLOCK call (a relative
- * nanosleep or clock_nanosleep, a futex wait with a relative timeout) is therefore started again
- * with its original arguments, waiting its whole timeout again, where x86-64 resumes it through
- * restart_syscall. Calls that keep their remaining time in their arguments (ppoll, pselect6) or
- * take an absolute time lose nothing; epoll_pwait and the like return EINTR, as on x86-64.
+ * (arch/arm64/kernel/signal.c; arch_do_signal_or_restart in later kernels, the same steps) first
+ * forgets the system call (syscallno = -1) and, for a call that returned -ERESTARTSYS,
+ * -ERESTARTNOINTR, -ERESTARTNOHAND or -ERESTART_RESTARTBLOCK, puts its first argument back in x0
+ * (orig_x0) and the pc back on the svc instruction; only then does it look for a signal, where
+ * ptrace stops the thread. So at every stop the session sees, syscallno reads -1 and the registers
+ * already say "execute svc again": putting them back at the end restarts the call by executing that
+ * svc. CRIU's aarch64 infection code relies on the same and saves only NT_PRSTATUS and NT_PRFPREG,
+ * where its x86 code rewinds ax and ip itself. After the stop, do_signal changes the restart to
+ * restart_syscall (x8) only when the pc is still on that svc, which it is not once a call was set
+ * up: an interrupted -ERESTART_RESTARTBLOCK call (a relative nanosleep or clock_nanosleep, a futex
+ * wait with a relative timeout) is therefore started again with its original arguments, waiting its
+ * whole timeout again, where x86-64 resumes it through restart_syscall. Calls that keep their
+ * remaining time in their arguments (ppoll, pselect6) or take an absolute time lose nothing;
+ * epoll_pwait and the like return EINTR, as on x86-64.
  *
  * syscallno is still written -1 before each call and its saved value written back at the end,
  * as orig_rax is, so that no stop of another kind could make the kernel restart a system call on a

@@ -33,10 +33,11 @@ static void attach_usage(FILE *out) {
             "                      [--mono] [--yes] [--inject-only] [--keep-tracing] [--no-inject]\n\n"
             "Shows running traced processes live in the interactive timeline. A PID whose process\n"
             "has no tracer gets one first: synctop asks, then loads libsynctop-tracer.so into it with\n"
-            "ptrace (x86-64; the process must be yours) and starts it. Its main thread pauses for about\n"
-            "as long as loading a library takes; the tracer collects only while a viewer is connected,\n"
-            "and when the viewer quits it is stopped again (`synctop detach`): its threads and socket\n"
-            "go, the library stays loaded, idle.\n\n"
+            "ptrace (x86-64 or aarch64; the process must be yours) and starts it. Its main thread pauses\n"
+            "for about as long as loading a library takes; the tracer collects only while a viewer is\n"
+            "connected, and when the viewer quits it is stopped again (`synctop detach`): its threads\n"
+            "and socket go, the library stays loaded, idle. (aarch64 is built but not yet tried on an\n"
+            "aarch64 machine.)\n\n"
             "  PID, ENDPOINT      a traced process's pid, HOST:PORT, tcp://..., ipc://...; none: every\n"
             "                     live traced process of this user, and those that start later\n"
             "  --from FILE        also the endpoints listed in FILE, one per line (# comments):\n"
@@ -128,7 +129,7 @@ static int attach_prepare_pid(long pid, const char *endpoint, inject_choice *c, 
     }
     if (!ij_supported())
         return verb_error("attach", "process %ld has no tracer, and loading one into a running process is "
-                                    "implemented for x86-64 only: start it under `synctop run`", pid);
+                                    "implemented for x86-64 and aarch64 only: start it under `synctop run`", pid);
     if (!p.cuda_loaded)
         return verb_error("attach", "process %ld has not loaded libcuda (the CUDA driver): it is not a CUDA program, "
                                     "or has not started CUDA yet, so there is nothing to trace; try again once it "

@@ -16,12 +16,13 @@ static void detach_usage(FILE *out) {
     fprintf(out,
             "usage: synctop detach PID\n\n"
             "Stops the tracer in process PID, whether `synctop attach` loaded it or the program started\n"
-            "with it (`synctop run`, CUDA_INJECTION64_PATH): with ptrace (x86-64; the process must be\n"
-            "yours), its main thread is held for a few milliseconds while the tracer is told to stop;\n"
-            "then, within a flush period, the tracer turns CUPTI's collection off, sends what it still\n"
-            "holds to the viewers and its trace file (which it closes), unsubscribes from CUPTI and\n"
-            "ends its threads and socket. The library and CUPTI stay loaded, idle (they cannot be\n"
-            "unloaded safely); `synctop attach PID` starts the tracer again.\n");
+            "with it (`synctop run`, CUDA_INJECTION64_PATH): with ptrace (x86-64 or aarch64, the latter\n"
+            "not yet tried on an aarch64 machine; the process must be yours), its main thread is held\n"
+            "for a few milliseconds while the tracer is told to stop; then, within a flush period, the\n"
+            "tracer turns CUPTI's collection off, sends what it still holds to the viewers and its\n"
+            "trace file (which it closes), unsubscribes from CUPTI and ends its threads and socket. The\n"
+            "library and CUPTI stay loaded, idle (they cannot be unloaded safely); `synctop attach PID`\n"
+            "starts the tracer again.\n");
 }
 
 static int cmd_detach(int argc, char **argv) {

@@ -1,8 +1,9 @@
 /*
  * Loading the tracer into a running process with ptrace (inject.h). Three parts: the session (stop
  * one thread at a safe point, save everything, call functions in it, put everything back, let it
- * go), the architecture's registers (x86-64 only for now), and ij_inject, which finds the
- * functions in the process's own libraries and makes the calls.
+ * go), the architecture's registers (x86-64 and aarch64), and ij_inject, which finds the
+ * functions in the process's own libraries and makes the calls. The aarch64 part has been
+ * cross-compiled (tests/cross/check_arm64.sh) but not yet run on an aarch64 machine.
  *
  * A session is driven from one thread and every wait in it is a poll of waitpid bounded by a
  * deadline, so a process that never stops, never returns from a call or exits halfway is noticed.
@@ -30,8 +31,9 @@
 #include "inject_proc.h"
 
 #define SCRATCH_BYTES 8192 /* the strings and results of the calls, on the thread's stack */
-#define BELOW_SP 256       /* the red zone (128 bytes on x86-64) and a margin */
-#define EXT_MAX (64 * 1024) /* room for the largest XSAVE area (AMX included) */
+#define BELOW_SP 256       /* the red zone (128 bytes on x86-64, none on aarch64) and a margin */
+#define EXT_MAX (64 * 1024) /* room for the largest XSAVE area (AMX included), or for the FPSIMD and
+                               SVE states (2048-bit vectors: under 10 KiB) */
 
 /* ---- the architecture ---- */
 
@@ -87,6 +89,202 @@ static int ext_set(pid_t tid, int kind, void *buf, size_t len) {
         return (int)ptrace(PTRACE_SETREGSET, tid, (void *)NT_X86_XSTATE, &iov);
     }
     return (int)ptrace(PTRACE_SETFPREGS, tid, NULL, buf);
+}
+
+/* Whether the thread's extended state forbids calls now: never on x86-64. */
+static int ext_busy(pid_t tid, char *why, size_t len) {
+    (void)tid;
+    (void)why;
+    (void)len;
+    return 0;
+}
+#elif defined(__aarch64__)
+#include <asm/ptrace.h>
+
+#define IJ_SUPPORTED 1
+#define IJ_MACHINE EM_AARCH64
+
+#ifndef NT_ARM_SYSTEM_CALL
+#define NT_ARM_SYSTEM_CALL 0x404
+#endif
+#ifndef NT_ARM_SVE
+#define NT_ARM_SVE 0x405
+#endif
+#ifndef NT_ARM_SSVE
+#define NT_ARM_SSVE 0x40b
+#endif
+#ifndef NT_ARM_ZA
+#define NT_ARM_ZA 0x40c
+#endif
+#define A64_SVC_0 0xd4000001u     /* svc #0, the system call instruction */
+#define A64_PSTATE_BTYPE 0xc00ull /* PSTATE.BTYPE: the kind of the last indirect branch (BTI) */
+#define A64_VEC_REGS_SVE 1u       /* the header's flags: register data in SVE format (SVE_PT_REGS_SVE) */
+#define EXT_SVE_AT 1024           /* where the SVE state lies in the extended-state buffer, after the FPSIMD */
+
+/* The header of the NT_ARM_SVE, NT_ARM_SSVE and NT_ARM_ZA register sets (struct user_sve_header,
+ * struct user_za_header); those sets are read and written in multiples of 16 bytes. */
+typedef struct a64_vec_header {
+    uint32_t size;     /* the bytes of the set that mean something, this header included */
+    uint32_t max_size;
+    uint16_t vl, max_vl, flags, reserved;
+} a64_vec_header;
+_Static_assert(sizeof(a64_vec_header) == 16, "the kernel's vector register set header is 16 bytes");
+
+/*
+ * The registers of the thread (NT_PRSTATUS) and the kernel's record of the system call it is in
+ * (NT_ARM_SYSTEM_CALL, x86-64's orig_rax).
+ *
+ * System call restart on arm64 differs from x86-64. The kernel's do_signal
+ * (arch/arm64/kernel/signal.c; arch_do_signal_or_restart in later kernels, the same steps) first
+ * forgets the system call (syscallno = -1) and, for a call that returned -ERESTARTSYS,
+ * -ERESTARTNOINTR, -ERESTARTNOHAND or -ERESTART_RESTARTBLOCK, puts its first argument back in x0
+ * (orig_x0) and the pc back on the svc instruction; only then does it look for a signal, where
+ * ptrace stops the thread. So at every stop the session sees, syscallno reads -1 and the registers
+ * already say "execute svc again": putting them back at the end restarts the call by executing that
+ * svc. CRIU's aarch64 infection code relies on the same and saves only NT_PRSTATUS and NT_PRFPREG,
+ * where its x86 code rewinds ax and ip itself. After the stop, do_signal changes the restart to
+ * restart_syscall (x8) only when the pc is still on that svc, which it is not once a call was set
+ * up: an interrupted -ERESTART_RESTARTBLOCK call (a relative nanosleep or clock_nanosleep, a futex
+ * wait with a relative timeout) is therefore started again with its original arguments, waiting its
+ * whole timeout again, where x86-64 resumes it through restart_syscall. Calls that keep their
+ * remaining time in their arguments (ppoll, pselect6) or take an absolute time lose nothing;
+ * epoll_pwait and the like return EINTR, as on x86-64.
+ *
+ * syscallno is still written -1 before each call and its saved value written back at the end,
+ * as orig_rax is, so that no stop of another kind could make the kernel restart a system call on a
+ * call's behalf. Which system call the thread is in (regs_syscall) is read from the code: x8 when
+ * the instruction at the pc (a call to be restarted, or about to be made) or just before it (a call
+ * that returned) is svc #0.
+ */
+typedef struct ij_regs {
+    struct user_pt_regs gp; /* x0-x30, sp, pc, pstate */
+    int syscallno;          /* NT_ARM_SYSTEM_CALL; -1: none */
+    int have_syscallno;     /* the kernel offers NT_ARM_SYSTEM_CALL */
+    long in_syscall;        /* the system call the thread is in or at, -1: none */
+} ij_regs;
+
+/* Whether the instruction at pc or the one before it is svc #0. */
+static int a64_at_svc(pid_t tid, uint64_t pc) {
+    if (pc < 4 || (pc & 3) != 0)
+        return 0;
+    errno = 0;
+    long w = ptrace(PTRACE_PEEKTEXT, tid, (void *)(uintptr_t)(pc - 4), NULL);
+    if (errno == 0) /* little-endian: the instruction at pc - 4 in the low half, at pc in the high */
+        return (uint32_t)(unsigned long)w == A64_SVC_0 || (uint32_t)((unsigned long)w >> 32) == A64_SVC_0;
+    errno = 0; /* pc - 4 lies on a page that is not mapped */
+    w = ptrace(PTRACE_PEEKTEXT, tid, (void *)(uintptr_t)pc, NULL);
+    return errno == 0 && (uint32_t)(unsigned long)w == A64_SVC_0;
+}
+
+static int regs_get(pid_t tid, ij_regs *r) {
+    struct iovec gp = {&r->gp, sizeof r->gp};
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &gp) != 0 || gp.iov_len != sizeof r->gp)
+        return -1;
+    struct iovec nr = {&r->syscallno, sizeof r->syscallno};
+    r->have_syscallno = ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_SYSTEM_CALL, &nr) == 0;
+    if (!r->have_syscallno)
+        r->syscallno = -1;
+    if (r->syscallno >= 0)
+        r->in_syscall = r->syscallno;
+    else
+        r->in_syscall = a64_at_svc(tid, r->gp.pc) ? (long)r->gp.regs[8] : -1;
+    return 0;
+}
+
+static int regs_set(pid_t tid, const ij_regs *r) {
+    struct iovec gp = {(void *)&r->gp, sizeof r->gp};
+    if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_PRSTATUS, &gp) != 0)
+        return -1;
+    if (!r->have_syscallno)
+        return 0;
+    int nr = r->syscallno;
+    struct iovec iov = {&nr, sizeof nr};
+    return (int)ptrace(PTRACE_SETREGSET, tid, (void *)NT_ARM_SYSTEM_CALL, &iov);
+}
+
+static uint64_t regs_pc(const ij_regs *r) { return r->gp.pc; }
+static uint64_t regs_sp(const ij_regs *r) { return r->gp.sp; }
+static uint64_t regs_ret(const ij_regs *r) { return r->gp.regs[0]; }
+static long regs_syscall(const ij_regs *r) { return r->in_syscall; }
+
+/* fn(args...) returning to address 0: the link register x30 is 0, so fn's ret branches to 0 and
+ * the instruction fetch there faults with the pc at 0 (SIGSEGV), as on x86-64. A function signed
+ * with pointer authentication signs and authenticates that 0 against the same sp, which gives 0
+ * back. sp is 16-byte aligned, as the architecture checks at every use. PSTATE.BTYPE is cleared:
+ * the pc is set here, not reached by a branch, so no landing-pad check is due at fn. A thread with
+ * a Guarded Control Stack on (Linux 6.13 and later, when the C library turns it on) is not handled:
+ * fn's ret finds the interrupted code's return address there instead of 0 and faults, which
+ * wait_stop reports as a crash of the call, after which everything is put back. */
+static void regs_call(ij_regs *r, uint64_t fn, const uint64_t *a, uint64_t sp) {
+    for (int i = 0; i < 6; i++)
+        r->gp.regs[i] = a[i];
+    r->gp.regs[30] = 0;
+    r->gp.sp = sp & ~15ull;
+    r->gp.pc = fn;
+    r->gp.pstate &= ~A64_PSTATE_BTYPE;
+    r->syscallno = -1;
+}
+
+/* Whether the thread's SME state forbids calls now. The thread is stopped anywhere, not at a call
+ * boundary where the SME ABI would have it out of streaming mode with ZA off or dormant: in
+ * streaming mode much of the C library's FP/SIMD code would fault, and writing NT_ARM_SVE at the
+ * end would take the thread out of it; a live ZA array (and ZT0) is not saved here, and a call may
+ * turn it off (glibc's clone and setjmp do, from 2.41). The session tries another stop, as for a
+ * thread busy in the C library; nothing of SME is written. */
+static int ext_busy(pid_t tid, char *why, size_t len) {
+    a64_vec_header h;
+    struct iovec iov = {&h, sizeof h};
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_SSVE, &iov) == 0 && iov.iov_len >= sizeof h &&
+        (h.flags & A64_VEC_REGS_SVE) != 0) {
+        snprintf(why, len, "in SME streaming mode");
+        return 1;
+    }
+    iov = (struct iovec){&h, sizeof h};
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_ZA, &iov) == 0 && iov.iov_len >= sizeof h &&
+        h.size > sizeof h) {
+        snprintf(why, len, "with SME's ZA array in use");
+        return 1;
+    }
+    return 0;
+}
+
+/* The FPSIMD state (v0-v31, fpsr, fpcr: NT_PRFPREG) at the start of buf and, where the kernel
+ * offers SVE, the SVE state (NT_ARM_SVE: the Z and P registers and FFR when the thread is in SVE
+ * mode, the FPSIMD ones else) at EXT_SVE_AT. The C library's string functions may use SVE where
+ * the CPU has it, so a call may change the upper parts of the Z registers and put the thread in SVE
+ * mode: writing the saved SVE state back restores both. Kind: 1 FPSIMD, 3 FPSIMD and SVE. */
+static int ext_get(pid_t tid, void *buf, size_t *len) {
+    uint8_t *b = buf;
+    struct iovec fp = {b, sizeof(struct user_fpsimd_state)};
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRFPREG, &fp) != 0 ||
+        fp.iov_len != sizeof(struct user_fpsimd_state))
+        return -1;
+    *len = fp.iov_len;
+    struct iovec sve = {b + EXT_SVE_AT, EXT_MAX - EXT_SVE_AT};
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_SVE, &sve) != 0)
+        return errno == EINVAL || errno == ENODEV ? 1 : -1; /* EINVAL: no SVE in the CPU or the kernel */
+    a64_vec_header h;
+    if (sve.iov_len < sizeof h)
+        return -1;
+    memcpy(&h, b + EXT_SVE_AT, sizeof h);
+    size_t n = ((size_t)h.size + 15) & ~(size_t)15;
+    if (n < sizeof h || n > sve.iov_len)
+        return -1; /* more than the buffer holds (not with the architecture's 2048-bit vectors) */
+    *len = EXT_SVE_AT + n;
+    return 3;
+}
+
+/* The FPSIMD state, then the SVE state, which holds the FPSIMD registers too and sets the mode. */
+static int ext_set(pid_t tid, int kind, void *buf, size_t len) {
+    uint8_t *b = buf;
+    struct iovec fp = {b, sizeof(struct user_fpsimd_state)};
+    int rc = (int)ptrace(PTRACE_SETREGSET, tid, (void *)NT_PRFPREG, &fp);
+    if ((kind & 2) != 0 && len > EXT_SVE_AT) {
+        struct iovec sve = {b + EXT_SVE_AT, len - EXT_SVE_AT};
+        if (ptrace(PTRACE_SETREGSET, tid, (void *)NT_ARM_SVE, &sve) != 0)
+            rc = -1;
+    }
+    return rc;
 }
 #else
 #define IJ_SUPPORTED 0
@@ -468,7 +666,8 @@ static int sess_begin(sess *s, const ij_access *acc, const ij_map *maps, size_t 
         now = NULL;
         if (ij_maps_read(s->tid, &now, &nnow, s->err) != 0)
             return gone(s, "while it was stopped");
-        if (ij_safe_point(now, nnow, regs_pc(&s->saved), regs_syscall(&s->saved), why, sizeof why))
+        if (ij_safe_point(now, nnow, regs_pc(&s->saved), regs_syscall(&s->saved), why, sizeof why) &&
+            !ext_busy(s->tid, why, sizeof why))
             break;
         pause_end(s);
         if (cont(s, 0) != 0) {
@@ -677,7 +876,7 @@ static int check_target(long pid, const char *tracer, ij_access *acc, char *trac
     if (cls != ELFCLASS64 || machine != IJ_MACHINE)
         return err_set(err, ERR_UNSUPPORTED,
                        "process %ld is not a 64-bit program of this machine's architecture (ELF class %u, machine "
-                       "%u): synctop injects into x86-64 programs only",
+                       "%u): synctop injects into 64-bit programs of its own architecture only",
                        pid, cls, machine);
     if (!dynamic)
         return err_set(err, ERR_UNSUPPORTED,
@@ -1037,15 +1236,15 @@ int ij_detach(long pid, const ij_opts *opts, ij_report *r, err_msg *err) {
     return rc;
 }
 
-#else /* not x86-64 */
+#else /* neither x86-64 nor aarch64 */
 
 int ij_inject(long pid, const char *tracer, const ij_opts *opts, ij_report *r, err_msg *err) {
     (void)tracer;
     (void)opts;
     memset(r, 0, sizeof *r);
     return err_set(err, ERR_UNSUPPORTED,
-                   "loading the tracer into a running process (%ld) is implemented for x86-64 only: start the "
-                   "program under `synctop run`",
+                   "loading the tracer into a running process (%ld) is implemented for x86-64 and aarch64 only: "
+                   "start the program under `synctop run`",
                    pid);
 }
 
@@ -1053,7 +1252,8 @@ int ij_detach(long pid, const ij_opts *opts, ij_report *r, err_msg *err) {
     (void)opts;
     memset(r, 0, sizeof *r);
     return err_set(err, ERR_UNSUPPORTED,
-                   "stopping the tracer in a running process (%ld) is implemented for x86-64 only", pid);
+                   "stopping the tracer in a running process (%ld) is implemented for x86-64 and aarch64 only",
+                   pid);
 }
 
 #endif

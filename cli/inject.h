@@ -1,31 +1,34 @@
 /*
  * Starting and stopping libsynctop-tracer.so in a process that is already running (`synctop attach
  * PID` on a program started without synctop run, `synctop detach PID`), with ptrace, on x86-64
- * Linux.
+ * and aarch64 Linux (aarch64 cross-compiled and reviewed, not yet run on an aarch64 machine).
  *
  * What it does to the process. One thread, the main one, is stopped (PTRACE_SEIZE and
  * PTRACE_INTERRUPT, no SIGSTOP) at a moment when it holds none of the C library's locks (see
- * ij_safe_point), its registers (general, and the whole x87/SSE/AVX state) are saved, and it is
- * made to call, one after the other and each time returning to address 0, whose fault brings it
- * back to us: __errno_location (errno is put back at the end), dlopen(tracer, RTLD_NOW |
- * RTLD_LOCAL) when the tracer is not loaded yet (dlerror when it fails), and the tracer's
- * synctop_tracer_start(settings) (synctop/tracer.h), which makes a thread of the tracer's, with
- * every signal blocked, to start tracing, and returns at once, so that the program's thread is not
- * held while CUPTI starts. The settings (on-demand mode: the tracer collects only while a viewer is
- * connected; the default endpoint; no trace file) go to the tracer, not to the environment. The
- * strings go on its stack below the red zone, whose bytes are put back, then its registers, and it
- * is let go (PTRACE_DETACH). Detaching is one such stop that calls synctop_tracer_stop, which only
- * sets a flag: within a flush period the tracer's thread turns CUPTI's collection off, ships what
- * is left, unsubscribes, closes its socket, frees its memory and ends. The functions are found in
- * the libraries the process has mapped: the address in /proc/PID/maps plus the symbol's offset in
- * the same file's dynamic symbol table.
+ * ij_safe_point), its registers (general, and the whole x87/SSE/AVX state on x86-64, the FPSIMD and
+ * SVE state on aarch64) are saved, and it is made to call, one after the other and each time
+ * returning to address 0, whose fault brings it back to us: __errno_location (errno is put back at
+ * the end), dlopen(tracer, RTLD_NOW | RTLD_LOCAL) when the tracer is not loaded yet (dlerror when it
+ * fails), and the tracer's synctop_tracer_start(settings) (synctop/tracer.h), which makes a thread
+ * of the tracer's, with every signal blocked, to start tracing, and returns at once, so that the
+ * program's thread is not held while CUPTI starts. The settings (on-demand mode: the tracer collects
+ * only while a viewer is connected; the default endpoint; no trace file) go to the tracer, not to
+ * the environment. The strings go on its stack below the red zone, whose bytes are put back, then
+ * its registers, and it is let go (PTRACE_DETACH). Detaching is one such stop that calls
+ * synctop_tracer_stop, which only sets a flag: within a flush period the tracer's thread turns
+ * CUPTI's collection off, ships what is left, unsubscribes, closes its socket, frees its memory and
+ * ends. The functions are found in the libraries the process has mapped: the address in
+ * /proc/PID/maps plus the symbol's offset in the same file's dynamic symbol table.
  *
  * What stays after a detach: the tracer library and the CUPTI it loaded (neither can be unloaded
  * safely), its exit and fork handlers (which then do nothing), and, with a CUPTI older than 13.0
  * Update 1, kernel recording in CUPTI (which cannot turn it off safely; the records are dropped at
  * once). No thread, socket or descriptor of the tracer's. What may be seen: a pause of the main
  * thread of about the time dlopen takes at the first attach, a few milliseconds afterwards; like a
- * debugger's attach, a blocking epoll_wait, sigtimedwait or semop may return EINTR once.
+ * debugger's attach, a blocking epoll_wait, sigtimedwait or semop may return EINTR once; on aarch64 a
+ * relative sleep the thread was stopped in (nanosleep, a futex wait with a relative timeout) starts
+ * its whole time again (inject.c says why), and a thread in SME streaming mode or using ZA is not
+ * called into (the stop is tried again, as for one busy in the C library).
  *
  * Every wait is bounded; on every error after the process was stopped, its registers and memory
  * are put back and it is let go. Signals that would end this process are held off meanwhile, since
@@ -99,7 +102,7 @@ int ij_detach(long pid, const ij_opts *o, ij_report *r, err_msg *err);
  * named by SYNCTOP_TRACER, as an absolute path; 0 or ERR_NOENT. */
 int ij_find_tracer(char *out, size_t outlen);
 
-/* Whether this build can inject at all (x86-64 Linux). */
+/* Whether this build can inject at all (x86-64 or aarch64 Linux). */
 int ij_supported(void);
 
 #endif

@@ -300,8 +300,11 @@ int ij_access_gather(long pid, ij_access *a, char *tracer_name, size_t tn_len, c
 
 /* ---- safe points ---- */
 
-/* System calls a thread waits in without holding a lock of the C library or the loader. */
+/* System calls a thread waits in without holding a lock of the C library or the loader; among them
+ * restart_syscall, the kernel's continuation of a sleep or timed wait that a stop (an earlier try
+ * of ours) interrupted. */
 static const long waiting_syscalls[] = {
+    SYS_restart_syscall,
     SYS_read,          SYS_readv,          SYS_ioctl,         SYS_futex,       SYS_clock_nanosleep,
     SYS_pselect6,      SYS_ppoll,          SYS_epoll_pwait,   SYS_recvfrom,    SYS_recvmsg,
     SYS_accept4,       SYS_rt_sigsuspend,  SYS_rt_sigtimedwait, SYS_sched_yield, SYS_waitid,

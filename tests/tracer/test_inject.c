@@ -345,6 +345,8 @@ TEST(inject_calls_only_at_safe_points) {
     ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000200100, -1, why, sizeof why), 0);      /* the loader */
     ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_futex, why, sizeof why), 1); /* waiting */
     ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_clock_nanosleep, why, sizeof why), 1);
+    /* a sleep an earlier stop interrupted, continued by the kernel */
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_restart_syscall, why, sizeof why), 1);
     ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_mmap, why, sizeof why), 0); /* malloc growing */
     ASSERT_EQ(ij_safe_point(maps, 3, 0x7fff00000000, -1, why, sizeof why), 1);      /* JIT code */
 }

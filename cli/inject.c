@@ -1067,6 +1067,16 @@ static int wait_started(long pid, const ij_opts *o, const char *endpoint, err_ms
     }
 }
 
+/* The process's mappings (*maps malloc'd) and, in r, its endpoint; 0 or a negative code. */
+static int target_maps(long pid, ij_map **maps, size_t *nm, ij_report *r, err_msg *err) {
+    int rc = ij_maps_read(pid, maps, nm, err);
+    if (rc == 0 && (rc = tp_endpoint_for_pid(pid, r->endpoint, sizeof r->endpoint, err)) != 0) {
+        free(*maps);
+        *maps = NULL;
+    }
+    return rc;
+}
+
 static int inject(long pid, const char *tracer, const ij_opts *o, ij_report *r, err_msg *err) {
     ij_access acc;
     char tracer_name[64], user[64]; /* acc points into them */
@@ -1075,12 +1085,8 @@ static int inject(long pid, const char *tracer, const ij_opts *o, ij_report *r, 
         return rc;
     ij_map *maps = NULL;
     size_t nm = 0;
-    if ((rc = ij_maps_read(pid, &maps, &nm, err)) != 0)
+    if ((rc = target_maps(pid, &maps, &nm, r, err)) != 0)
         return rc;
-    if ((rc = tp_endpoint_for_pid(pid, r->endpoint, sizeof r->endpoint, err)) != 0) {
-        free(maps);
-        return rc;
-    }
     const ij_map *mapped = mapped_tracer(maps, nm);
     if (mapped != NULL && tp_endpoint_is_live(r->endpoint) == 1) {
         free(maps);
@@ -1184,12 +1190,8 @@ static int detach(long pid, const ij_opts *o, ij_report *r, err_msg *err) {
         return err_set(err, rc, "%s", why);
     ij_map *maps = NULL;
     size_t nm = 0;
-    if ((rc = ij_maps_read(pid, &maps, &nm, err)) != 0)
+    if ((rc = target_maps(pid, &maps, &nm, r, err)) != 0)
         return rc;
-    if ((rc = tp_endpoint_for_pid(pid, r->endpoint, sizeof r->endpoint, err)) != 0) {
-        free(maps);
-        return rc;
-    }
     const ij_map *mapped = mapped_tracer(maps, nm);
     tracer_layout tl;
     if (mapped == NULL) {

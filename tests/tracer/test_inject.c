@@ -442,6 +442,25 @@ static void reference_checksum(unsigned long long iterations, char checksum[17])
     free(o);
 }
 
+/* Stops the target and checks what it computed: the untraced program's checksum for as many
+ * iterations, with SYNCTOP_MODE never set in its environment. Its output (to free) and figures. */
+typedef struct result {
+    char *out;
+    unsigned long long iterations, gap; /* its longest gap between two iterations, us */
+    char sum[17];
+} result;
+
+static result finish_checked(target *t) {
+    result r;
+    char ref[17], mode[32];
+    r.out = finish_target(t);
+    parse_result(r.out, &r.iterations, r.sum, &r.gap, mode);
+    ASSERT_STR_EQ(mode, "unset");
+    reference_checksum(r.iterations, ref);
+    ASSERT_STR_EQ(r.sum, ref);
+    return r;
+}
+
 /* The entries of /proc/PID/fd (targets) and /proc/PID/task (thread names). */
 static size_t list_dir(const char *dir, char names[][128], size_t max, int fds) {
     DIR *d = opendir(dir);
@@ -475,6 +494,20 @@ static int count_name(char names[][128], size_t n, const char *name) {
     for (size_t i = 0; i < n; i++)
         k += strcmp(names[i], name) == 0;
     return k;
+}
+
+/* A process's descriptors (their targets) and threads (their names) at one moment. */
+typedef struct snapshot {
+    char fds[256][128], tasks[64][128];
+    size_t nfd, nt;
+} snapshot;
+
+static void snapshot_take(long pid, snapshot *s) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%ld/fd", pid);
+    s->nfd = list_dir(dir, s->fds, 256, 1);
+    snprintf(dir, sizeof dir, "/proc/%ld/task", pid);
+    s->nt = list_dir(dir, s->tasks, 64, 0);
 }
 
 static ij_report inject_ok(long pid) {
@@ -547,12 +580,8 @@ TEST(inject_loads_the_tracer_into_a_running_program) {
     NEED_PTRACE();
     target t;
     start_target(&t, INJECT_TARGET, "run");
-    char dir[64];
-    static char fds0[256][128], fds1[256][128], tasks0[64][128], tasks1[64][128];
-    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)t.pid);
-    size_t nfd0 = list_dir(dir, fds0, 256, 1);
-    snprintf(dir, sizeof dir, "/proc/%d/task", (int)t.pid);
-    size_t nt0 = list_dir(dir, tasks0, 64, 0);
+    static snapshot before, after;
+    snapshot_take(t.pid, &before);
     task_sleep_ms(100);
 
     ij_report r = inject_ok(t.pid);
@@ -570,61 +599,47 @@ TEST(inject_loads_the_tracer_into_a_running_program) {
     /* What stays in the program: the tracer's threads (its flush thread, ZeroMQ's) and its
      * descriptors (sockets, ZeroMQ's eventfds and epoll); nothing of the injection itself. */
     task_sleep_ms(100);
-    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)t.pid);
-    size_t nfd1 = list_dir(dir, fds1, 256, 1);
-    snprintf(dir, sizeof dir, "/proc/%d/task", (int)t.pid);
-    size_t nt1 = list_dir(dir, tasks1, 64, 0);
-    for (size_t i = 0; i < nfd1; i++) {
-        if (count_name(fds0, nfd0, fds1[i]) > 0)
+    snapshot_take(t.pid, &after);
+    for (size_t i = 0; i < after.nfd; i++) {
+        if (count_name(before.fds, before.nfd, after.fds[i]) > 0)
             continue;
-        if (strncmp(fds1[i], "socket:", 7) != 0 && strncmp(fds1[i], "anon_inode:", 11) != 0)
-            TASK_FAIL_("a new descriptor in the program that is not the tracer's: %s", fds1[i]);
+        if (strncmp(after.fds[i], "socket:", 7) != 0 && strncmp(after.fds[i], "anon_inode:", 11) != 0)
+            TASK_FAIL_("a new descriptor in the program that is not the tracer's: %s", after.fds[i]);
     }
-    ASSERT_GE(nt1, nt0);
+    ASSERT_GE(after.nt, before.nt);
     int flush = 0;
-    for (size_t i = 0; i < nt1; i++) {
-        if (count_name(tasks1, nt1, tasks1[i]) <= count_name(tasks0, nt0, tasks1[i]))
+    for (size_t i = 0; i < after.nt; i++) {
+        const char *name = after.tasks[i];
+        if (count_name(after.tasks, after.nt, name) <= count_name(before.tasks, before.nt, name))
             continue;
-        flush += strcmp(tasks1[i], "synctop-flush") == 0;
-        if (strcmp(tasks1[i], "synctop-flush") != 0 && strcmp(tasks1[i], "synctop-start") != 0 &&
-            strncmp(tasks1[i], "ZMQbg/", 6) != 0)
-            TASK_FAIL_("a new thread in the program that is not the tracer's: %s", tasks1[i]);
+        flush += strcmp(name, "synctop-flush") == 0;
+        if (strcmp(name, "synctop-flush") != 0 && strcmp(name, "synctop-start") != 0 && strncmp(name, "ZMQbg/", 6) != 0)
+            TASK_FAIL_("a new thread in the program that is not the tracer's: %s", name);
     }
     ASSERT_EQ(flush, 1);
     fprintf(stderr, "inject: the program has %zu more descriptors and %zu more threads, all the tracer's\n",
-            nfd1 - nfd0, nt1 - nt0);
+            after.nfd - before.nfd, after.nt - before.nt);
 
-    char *o = finish_target(&t);
-    unsigned long long iterations, gap;
-    char sum[17], ref[17], mode[32];
-    parse_result(o, &iterations, sum, &gap, mode);
-    ASSERT_STR_EQ(mode, "unset"); /* SYNCTOP_MODE was taken away again */
-    reference_checksum(iterations, ref);
-    ASSERT_STR_EQ(sum, ref);
+    result res = finish_checked(&t);
     fprintf(stderr, "inject: the program ran %llu iterations, checksum %s as untraced; its loop paused %.3f ms "
                     "for the injection (under 1 ms: 0) by its own clock; its longest gap from any cause: %.3f ms\n",
-            iterations, sum, pause_seen_ms(o, r.held_at_ns), gap / 1e3);
-    free(o);
+            res.iterations, res.sum, pause_seen_ms(res.out, r.held_at_ns), res.gap / 1e3);
+    free(res.out);
 }
 
 /* Whether the process has the same descriptors and threads as in the snapshot (by what they are:
  * descriptor targets, thread names), with what differs said. */
-static void assert_same_as(long pid, char fds0[][128], size_t nfd0, char tasks0[][128], size_t nt0,
-                           const char *when) {
-    static char fds1[256][128], tasks1[64][128];
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%ld/fd", pid);
-    size_t nfd1 = list_dir(dir, fds1, 256, 1);
-    snprintf(dir, sizeof dir, "/proc/%ld/task", pid);
-    size_t nt1 = list_dir(dir, tasks1, 64, 0);
-    for (size_t i = 0; i < nfd1; i++)
-        if (count_name(fds1, nfd1, fds1[i]) != count_name(fds0, nfd0, fds1[i]))
-            TASK_FAIL_("%s: the program has a descriptor it did not have before: %s", when, fds1[i]);
-    for (size_t i = 0; i < nt1; i++)
-        if (count_name(tasks1, nt1, tasks1[i]) != count_name(tasks0, nt0, tasks1[i]))
-            TASK_FAIL_("%s: the program has a thread it did not have before: %s", when, tasks1[i]);
-    ASSERT_EQ(nfd1, nfd0);
-    ASSERT_EQ(nt1, nt0);
+static void assert_same_as(long pid, snapshot *before, const char *when) {
+    static snapshot now;
+    snapshot_take(pid, &now);
+    for (size_t i = 0; i < now.nfd; i++)
+        if (count_name(now.fds, now.nfd, now.fds[i]) != count_name(before->fds, before->nfd, now.fds[i]))
+            TASK_FAIL_("%s: the program has a descriptor it did not have before: %s", when, now.fds[i]);
+    for (size_t i = 0; i < now.nt; i++)
+        if (count_name(now.tasks, now.nt, now.tasks[i]) != count_name(before->tasks, before->nt, now.tasks[i]))
+            TASK_FAIL_("%s: the program has a thread it did not have before: %s", when, now.tasks[i]);
+    ASSERT_EQ(now.nfd, before->nfd);
+    ASSERT_EQ(now.nt, before->nt);
 }
 
 /* The resident memory of a process, in KiB (VmRSS), 0 when unknown. */
@@ -650,12 +665,8 @@ TEST(inject_detach_stops_the_tracer_and_attach_starts_it_again) {
     unsigned cycles = env != NULL && atoi(env) > 0 ? (unsigned)atoi(env) : 80;
     target t;
     start_target(&t, INJECT_TARGET, "run");
-    static char fds0[256][128], tasks0[64][128];
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)t.pid);
-    size_t nfd0 = list_dir(dir, fds0, 256, 1);
-    snprintf(dir, sizeof dir, "/proc/%d/task", (int)t.pid);
-    size_t nt0 = list_dir(dir, tasks0, 64, 0);
+    static snapshot before;
+    snapshot_take(t.pid, &before);
 
     uint64_t worst_attach = 0, worst_detach = 0, sum_attach = 0, sum_detach = 0;
     unsigned checked = 0;
@@ -681,7 +692,7 @@ TEST(inject_detach_stops_the_tracer_and_attach_starts_it_again) {
         ASSERT(tp_endpoint_is_live(r.endpoint) != 1);
         char when[64];
         snprintf(when, sizeof when, "after detach %u", c + 1);
-        assert_same_as(t.pid, fds0, nfd0, tasks0, nt0, when);
+        assert_same_as(t.pid, &before, when);
         rss_last = rss_kib(t.pid);
         if (c == 0)
             rss_first = rss_last;
@@ -695,21 +706,15 @@ TEST(inject_detach_stops_the_tracer_and_attach_starts_it_again) {
     err_msg err = {{0}};
     ASSERT_EQ(ij_detach(t.pid, NULL, &d, &err), IJ_NOT_TRACING);
 
-    char *o = finish_target(&t);
-    unsigned long long iterations, gap;
-    char sum[17], ref[17], mode[32];
-    parse_result(o, &iterations, sum, &gap, mode);
-    ASSERT_STR_EQ(mode, "unset"); /* the program's environment was never touched */
-    reference_checksum(iterations, ref);
-    ASSERT_STR_EQ(sum, ref);
+    result res = finish_checked(&t);
     fprintf(stderr,
             "inject: %u attach/detach cycles (events checked in %u): main thread held at attach %.3f ms mean, "
             "%.3f ms at most; at detach %.3f ms mean, %.3f ms at most; the program's longest gap %.3f ms; "
             "%llu iterations, checksum as untraced; its resident memory after the first detach %ld KiB, after "
             "the last %ld KiB\n",
             cycles, checked, sum_attach / 1e6 / cycles, worst_attach / 1e6, sum_detach / 1e6 / cycles,
-            worst_detach / 1e6, gap / 1e3, iterations, rss_first, rss_last);
-    free(o);
+            worst_detach / 1e6, res.gap / 1e3, res.iterations, rss_first, rss_last);
+    free(res.out);
 }
 
 /* A viewer connected when the tracer is stopped gets what it still held and the end of the
@@ -764,12 +769,8 @@ TEST(inject_says_when_another_profiler_holds_cupti) {
     NEED_PTRACE();
     target t;
     start_target(&t, INJECT_TARGET, "held");
-    static char fds0[256][128], tasks0[64][128];
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)t.pid);
-    size_t nfd0 = list_dir(dir, fds0, 256, 1);
-    snprintf(dir, sizeof dir, "/proc/%d/task", (int)t.pid);
-    size_t nt0 = list_dir(dir, tasks0, 64, 0);
+    static snapshot before;
+    snapshot_take(t.pid, &before);
 
     ij_opts o = {.mode = "on-demand"};
     ij_report r;
@@ -779,21 +780,16 @@ TEST(inject_says_when_another_profiler_holds_cupti) {
     ASSERT_STR_CONTAINS(err.msg, "does not publish");
     fprintf(stderr, "inject: refused as it should: %s\n", err.msg);
     assert_running_untraced(t.pid);
-    assert_same_as(t.pid, fds0, nfd0, tasks0, nt0, "after the refused start");
+    assert_same_as(t.pid, &before, "after the refused start");
     /* Nothing runs: detach has nothing to stop. */
     ij_report d;
     ASSERT_EQ(ij_detach(t.pid, NULL, &d, &err), IJ_NOT_TRACING);
 
-    char *out = finish_target(&t);
-    unsigned long long iterations, gap;
-    char sum[17], ref[17], mode[32];
-    parse_result(out, &iterations, sum, &gap, mode);
-    reference_checksum(iterations, ref);
-    ASSERT_STR_EQ(sum, ref);
+    result res = finish_checked(&t);
+    free(res.out);
     char *e = read_text(t.err);
     ASSERT_STR_EQ(e, ""); /* nothing said on the program's stderr */
     free(e);
-    free(out);
 }
 
 /* A thread stopped inside a blocking read or sleep gets it back whole: the kernel restarts the
@@ -842,14 +838,7 @@ TEST(inject_reports_why_dlopen_failed_and_leaves_the_program_whole) {
     ASSERT_STR_CONTAINS(err.msg, "could not load the tracer");
     ASSERT_STR_CONTAINS(err.msg, "synctop_test_nowhere");
     assert_running_untraced(t.pid);
-    char *out = finish_target(&t);
-    unsigned long long iterations, gap;
-    char sum[17], ref[17], mode[32];
-    parse_result(out, &iterations, sum, &gap, mode);
-    ASSERT_STR_EQ(mode, "unset");
-    reference_checksum(iterations, ref);
-    ASSERT_STR_EQ(sum, ref);
-    free(out);
+    free(finish_checked(&t).out);
 }
 
 static void kill_at(void *ctx, ij_step step, long pid) {
@@ -1100,14 +1089,7 @@ TEST(inject_attach_asks_first_then_loads_the_tracer) {
     ASSERT_STR_CONTAINS(e, "started the tracer in process");
     free(e);
     ASSERT_EQ(tp_endpoint_is_live(ep), 1);
-
-    char *o = finish_target(&t);
-    unsigned long long iterations, gap;
-    char sum[17], ref[17], mode[32];
-    parse_result(o, &iterations, sum, &gap, mode);
-    reference_checksum(iterations, ref);
-    ASSERT_STR_EQ(sum, ref);
-    free(o);
+    free(finish_checked(&t).out);
 }
 
 #endif /* SYNCTOP_HAVE_TRACER */

@@ -116,6 +116,21 @@ static int pc_skipped(tr_sites *s, uintptr_t pc) {
     return skip;
 }
 
+/* Whether a return address is in a sanitizer's runtime (an instrumented program links it in): its
+ * interceptors and helpers are never the user's line, and a stack scan finds their stale return
+ * addresses among the live ones. */
+static int pc_in_sanitizer(uintptr_t pc) {
+    static const char *const prefixes[] = {"__asan_", "__interceptor_", "___interceptor_", "__sanitizer",
+                                           "__ubsan_", "__lsan_", "__msan_", "__tsan_", "__hwasan_"};
+    Dl_info info;
+    if (dladdr((void *)(pc - 1), &info) == 0 || info.dli_sname == NULL)
+        return 0;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(info.dli_sname, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
 static uintptr_t module_base(uintptr_t pc) {
     Dl_info info;
     return dladdr((void *)pc, &info) != 0 ? (uintptr_t)info.dli_fbase : 0;
@@ -288,12 +303,13 @@ uint32_t tr_sites_intern(tr_sites *s, tp_enc *enc, const tr_pyframe *py, unsigne
     unsigned k = 0;
     unsigned i = 0;
     /* Frames inside backtrace() itself (libc, a sanitizer's interceptor) come before the
-     * tracer's; drop them, then the run of tracer/CUPTI/driver/runtime frames; keep the rest. */
+     * tracer's; drop them, then the run of tracer/CUPTI/driver/runtime frames and of a
+     * sanitizer's runtime; keep the rest. */
     while (i < n && !pc_is_self(s, pcs[i]))
         i++;
     if (i == n)
         i = 0;
-    while (i < n && (pcs[i] == 0 || pc_skipped(s, pcs[i])))
+    while (i < n && (pcs[i] == 0 || pc_skipped(s, pcs[i]) || pc_in_sanitizer(pcs[i])))
         i++;
     /* Below Python frames, the native ones end where the interpreter's begin: the eval loop's
      * return addresses change as it specializes the calling instruction, and say nothing the

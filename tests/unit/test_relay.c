@@ -3,7 +3,9 @@
  * tracer's stand-in on real ZeroMQ sockets) and a real subscriber, alone and behind a second relay
  * with CURVE. What arrives is checked against what each publisher says it sent and against the
  * number of events its seed makes; a viewer that arrives late must still be able to decode (its
- * subscription went up and the publishers answered with a keyframe).
+ * subscription went up and the publishers answered with a keyframe). Clock offsets between hosts
+ * are checked against skews the test gives the relays (SYNCTOP_TEST_CLOCK_SKEW_NS), never against
+ * what synctop said before.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include "synctop/net.h"
 #include "task.h"
@@ -395,4 +398,217 @@ TEST(relay_refuses_what_it_must) {
     pid = task_spawn(badlist, task_path("d.out"), task_path("d.err"));
     ASSERT_EQ(task_wait_exit(pid, 20), 1);
     ASSERT_STR_CONTAINS(slurp(task_path("d.err")), "tcp://nohost");
+}
+
+/* ---- clocks through relays ---- */
+
+/* A relay that plays a host of its own: that name in its clock answers, its clock skewed by
+ * skew_ns. */
+static void relay_start_as(relay_proc *r, const char *name, const char *host, long long skew_ns,
+                           const char *const extra[]) {
+    char skew[32];
+    snprintf(skew, sizeof skew, "%lld", skew_ns);
+    ASSERT_OK(setenv("SYNCTOP_TEST_HOST", host, 1));
+    ASSERT_OK(setenv("SYNCTOP_TEST_CLOCK_SKEW_NS", skew, 1));
+    relay_start(r, name, extra);
+    unsetenv("SYNCTOP_TEST_HOST");
+    unsetenv("SYNCTOP_TEST_CLOCK_SKEW_NS");
+}
+
+/* Receives (batches or nothing) until want relays answered (or timeout_s); returns how many did. */
+static size_t clocks_wait(tp_sub *sub, size_t want, int timeout_s) {
+    err_msg err = {{0}};
+    time_t t0 = time(NULL);
+    while (tp_sub_clock_count(sub) < want && time(NULL) - t0 <= timeout_s) {
+        tp_sub_msg m;
+        tp_sub_recv(sub, &m, 50, &err);
+    }
+    return tp_sub_clock_count(sub);
+}
+
+/* The best answer of the relays of this host (the one of least uncertainty), or fails. */
+static tp_sub_clock clock_of_host(tp_sub *sub, const char *host, uint64_t not_relay) {
+    tp_sub_clock best;
+    memset(&best, 0, sizeof best);
+    int found = 0;
+    for (size_t i = 0; i < tp_sub_clock_count(sub); i++) {
+        tp_sub_clock c;
+        ASSERT_OK(tp_sub_clock_get(sub, i, &c));
+        if (strcmp(c.host, host) == 0 && c.relay != not_relay && (!found || c.uncertainty_ns < best.uncertainty_ns)) {
+            best = c;
+            found = 1;
+        }
+    }
+    if (!found)
+        TASK_FAIL_("no clock answer from host %s", host);
+    return best;
+}
+
+/* The offset measured must hold the skew the relay was given, within the uncertainty stated; and
+ * that uncertainty must be small enough to tell the hosts of the test apart (their skews differ
+ * by seconds). */
+static void assert_offset(const tp_sub_clock *c, long long skew_ns) {
+    long long off = (long long)c->offset_ns, d = off > skew_ns ? off - skew_ns : skew_ns - off;
+    if ((unsigned long long)d > c->uncertainty_ns)
+        TASK_FAIL_("host %s: measured %lld ns ± %llu, but its clock is %lld ns off", c->host, off,
+                   (unsigned long long)c->uncertainty_ns, skew_ns);
+    ASSERT_LT(c->uncertainty_ns, 500000000);
+    ASSERT_GE(c->exchanges, 1);
+}
+
+/* Two nodes, each a relay with its own clock and two processes, under a third relay on a third
+ * clock; the viewer connects to the top one only. Each relay's offset is recovered within the
+ * uncertainty stated, through one relay or two, while batches flow; a node relay that restarts on
+ * a clock stepped meanwhile is measured again. */
+TEST(clock_offsets_of_hosts_are_measured_through_two_relays) {
+    static const long long skew_a = 3000000000LL, skew_b = -2000000000LL, skew_top = 1250000000LL,
+                           skew_a2 = 7000000000LL;
+    char node[2][PATH_MAX];
+    relay_proc nr[2];
+    pid_t pub[4];
+    for (int i = 0; i < 2; i++) {
+        snprintf(node[i], sizeof node[i], "%s", task_path(i ? "node-b" : "node-a"));
+        ASSERT_OK(mkdir(node[i], 0700));
+        ASSERT_OK(setenv("XDG_RUNTIME_DIR", node[i], 1));
+        relay_start_as(&nr[i], i ? "relay-b" : "relay-a", i ? "sim-node-b" : "sim-node-a", i ? skew_b : skew_a, NULL);
+        pub[2 * i] = testpub_start(30 + 2 * i, 200000, i ? "pub-b1.out" : "pub-a1.out", NULL);
+        pub[2 * i + 1] = testpub_start(31 + 2 * i, 200000, i ? "pub-b2.out" : "pub-a2.out", NULL);
+    }
+    relay_proc top;
+    const char *extra[] = {nr[0].endpoint, nr[1].endpoint, NULL};
+    relay_start_as(&top, "relay-top", "sim-top", skew_top, extra);
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, top.endpoint, &err));
+    ASSERT_EQ(clocks_wait(sub, 3, 30), 3);
+    /* a few more exchanges, batches flowing meanwhile */
+    got g;
+    receive_all(sub, &g, 4, 60);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(task_wait_exit(pub[i], 30), 0);
+    ASSERT_EQ(g.n, 4);
+    tp_sub_clock a = clock_of_host(sub, "sim-node-a", 0), b = clock_of_host(sub, "sim-node-b", 0),
+                 t = clock_of_host(sub, "sim-top", 0);
+    assert_offset(&a, skew_a);
+    assert_offset(&b, skew_b);
+    assert_offset(&t, skew_top);
+    ASSERT_EQ(tp_sub_clock_count(sub), 3);
+
+    /* node a's relay dies; one starts on the same port with the host's clock stepped: the top relay
+     * reconnects to it and the viewer measures it anew (a new relay id on that host) */
+    kill(nr[0].pid, SIGKILL);
+    ASSERT_EQ(task_wait_exit(nr[0].pid, 20), 128 + SIGKILL);
+    char ep[TP_ENDPOINT_MAX];
+    snprintf(ep, sizeof ep, "%s", nr[0].endpoint);
+    ASSERT_OK(setenv("XDG_RUNTIME_DIR", node[0], 1));
+    ASSERT_OK(setenv("SYNCTOP_TEST_HOST", "sim-node-a", 1));
+    char skew[32];
+    snprintf(skew, sizeof skew, "%lld", skew_a2);
+    ASSERT_OK(setenv("SYNCTOP_TEST_CLOCK_SKEW_NS", skew, 1));
+    const char *argv[] = {task_synctop(), "relay", "--listen", ep, NULL};
+    relay_proc again;
+    snprintf(again.err, sizeof again.err, "%s", task_path("relay-a2.err"));
+    again.pid = task_spawn(argv, task_path("relay-a2.out"), again.err);
+    unsetenv("SYNCTOP_TEST_HOST");
+    unsetenv("SYNCTOP_TEST_CLOCK_SKEW_NS");
+    wait_text(again.err, "listening on", 20);
+    ASSERT_EQ(clocks_wait(sub, 4, 30), 4);
+    tp_sub_clock a2 = clock_of_host(sub, "sim-node-a", a.relay);
+    ASSERT(a2.relay != a.relay);
+    assert_offset(&a2, skew_a2);
+    /* and a process that starts there now comes through the restarted relay */
+    pid_t p = testpub_start(40, 20000, "pub-a3.out", NULL);
+    got g2;
+    receive_all(sub, &g2, 1, 60);
+    ASSERT_EQ(task_wait_exit(p, 30), 0);
+    ASSERT_UEQ(g2.producer[0], 41);
+    ASSERT_UEQ(g2.events[0], 20000);
+    tp_sub_destroy(&sub);
+    ASSERT_STR_CONTAINS(relay_stop(&top), "clock requests answered");
+    relay_stop(&again);
+    relay_stop(&nr[1]);
+}
+
+/* Clock answers come from whoever is upstream, so they are checked: an answer to a request this
+ * subscriber did not make, one that claims the relay held the request longer than the round trip
+ * took, one with a host name that is not printable, and ones whose lengths disagree are ignored;
+ * a sound one is taken. The "relay" here is a bare XPUB socket that answers by hand. */
+TEST(forged_clock_answers_are_ignored) {
+    err_msg err = {{0}};
+    void *ctx = zmq_ctx_new();
+    void *x = zmq_socket(ctx, ZMQ_XPUB);
+    ASSERT_NOT_NULL(x);
+    int one = 1, zero = 0;
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_XPUB_VERBOSE, &one, sizeof one));
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_LINGER, &zero, sizeof zero));
+    ASSERT_OK(zmq_bind(x, "tcp://127.0.0.1:*"));
+    char ep[TP_ENDPOINT_MAX];
+    size_t eplen = sizeof ep;
+    ASSERT_OK(zmq_getsockopt(x, ZMQ_LAST_ENDPOINT, ep, &eplen));
+    tp_sub *sub = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, ep, &err));
+    /* the subscriber's first clock request, as it arrives upstream: 1, "synctop-clock?", nonce */
+    uint8_t note[64];
+    uint64_t nonce = 0;
+    for (int i = 0; i < 200 && nonce == 0; i++) {
+        tp_sub_msg m;
+        tp_sub_recv(sub, &m, 10, &err);
+        int n = zmq_recv(x, note, sizeof note, ZMQ_DONTWAIT);
+        if (n == 23 && note[0] == 1 && memcmp(note + 1, "synctop-clock?", 14) == 0)
+            for (int k = 0; k < 8; k++)
+                nonce |= (uint64_t)note[15 + k] << (8 * k);
+    }
+    ASSERT_NE(nonce, 0);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t t = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    /* answer: tag, nonce, t1, t2, relay id, host length, host */
+    uint8_t msg[128];
+    size_t len;
+#define ANSWER(NONCE, T1, T2, RELAY, HOST, HLEN)                                                   \
+    do {                                                                                           \
+        uint64_t f_[4] = {(NONCE), (T1), (T2), (RELAY)};                                           \
+        memcpy(msg, "synctop-clock!", 14);                                                         \
+        for (int j_ = 0; j_ < 4; j_++)                                                             \
+            for (int k_ = 0; k_ < 8; k_++)                                                         \
+                msg[14 + 8 * j_ + k_] = (uint8_t)(f_[j_] >> (8 * k_));                             \
+        msg[46] = (uint8_t)(HLEN);                                                                 \
+        memcpy(msg + 47, (HOST), strlen(HOST));                                                    \
+        len = 47 + strlen(HOST);                                                                   \
+        ASSERT_EQ(zmq_send(x, msg, len, 0), (int)len);                                             \
+    } while (0)
+    ANSWER(nonce + 1000, t, t, 1, "wrong-nonce", 11);
+    ANSWER(nonce, t, t + 60000000000ull, 2, "held-a-minute", 13); /* hold > round trip */
+    ANSWER(nonce, t + 5, t, 3, "t2-before-t1", 12);
+    ANSWER(nonce, t, t, 4, "bad\033host", 8);
+    ANSWER(nonce, t, t, 5, "short", 9); /* says 9 bytes of host, carries 5 */
+    ANSWER(nonce, t, t, 6, "", 0);
+    ANSWER(nonce, t + 1000, t + 1000, 7, "sound", 5); /* the clock here, 1 us ahead of ours */
+#undef ANSWER
+    /* every one of them is taken by tp_sub_recv and none is a batch */
+    for (int i = 0; i < 100 && tp_sub_clock_count(sub) == 0; i++) {
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 20, &err), 0);
+    }
+    tp_sub_msg m;
+    for (int i = 0; i < 10; i++)
+        ASSERT_LE(tp_sub_recv(sub, &m, 20, &err), 0);
+    ASSERT_EQ(tp_sub_clock_count(sub), 1);
+    tp_sub_clock c;
+    ASSERT_OK(tp_sub_clock_get(sub, 0, &c));
+    ASSERT_STR_EQ(c.host, "sound");
+    ASSERT_UEQ(c.relay, 7);
+    /* its clock was ours + 1000 ns when it answered, after we asked and before we received */
+    long long d = (long long)c.offset_ns - 1000;
+    ASSERT_LE(d < 0 ? -d : d, (long long)c.uncertainty_ns);
+    ASSERT_NE(tp_sub_clock_get(sub, 1, &c), 0);
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_UEQ(st.malformed, 0);
+    ASSERT_UEQ(st.received, 0);
+    tp_sub_destroy(&sub);
+    zmq_close(x);
+    zmq_ctx_term(ctx);
 }

@@ -18,6 +18,7 @@
 #include <zmq.h>
 
 #include "synctop/net.h"
+#include "synth.h"
 #include "task.h"
 
 /* ---- processes ---- */
@@ -611,4 +612,108 @@ TEST(forged_clock_answers_are_ignored) {
     tp_sub_destroy(&sub);
     zmq_close(x);
     zmq_ctx_term(ctx);
+}
+
+/* The first GPU event of a testpub of this seed on an unskewed clock, from the generator itself. */
+static uint64_t synth_first_gpu_event(uint64_t seed) {
+    synth sy;
+    synth_init(&sy, seed);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = seed + 1});
+    ASSERT_NOT_NULL(enc);
+    synth_meta(&sy, enc);
+    uint64_t first = UINT64_MAX;
+    for (int i = 0; i < 1000; i++) {
+        tp_record r;
+        synth_next(&sy, enc, &r);
+        uint64_t a, b;
+        tp_record_span(&r, &a, &b);
+        if (r.head.kind >= TP_K_KERNEL && r.head.kind <= TP_K_SYNC && a < first)
+            first = a;
+    }
+    tp_enc_destroy(&enc);
+    return first;
+}
+
+/* The number after "key": in text, from at on; fails when there is none. */
+static long long json_num_after(const char *at, const char *key) {
+    const char *k = strstr(at, key);
+    if (k == NULL)
+        TASK_FAIL_("no %s in %.200s", key, at);
+    return strtoll(k + strlen(key), NULL, 10);
+}
+
+/* `report --ranks` of a live job behind relays: four ranks on two hosts whose clocks are seconds
+ * apart (the relays and the processes of a host share its skew); each rank's host clock offset is
+ * stated within the uncertainty stated, and its events are on the reporter's clock within it: a
+ * rank's first GPU event is where the generator put it on an unskewed clock. */
+TEST(report_ranks_puts_the_ranks_of_each_host_on_one_clock) {
+    static const long long skew[2] = {3000000000LL, -2000000000LL};
+    static const char *const host[2] = {"sim-node-a", "sim-node-b"};
+    char node[2][PATH_MAX];
+    relay_proc nr[2];
+    pid_t pub[4];
+    for (int i = 0; i < 2; i++) {
+        snprintf(node[i], sizeof node[i], "%s", task_path(i ? "node-b" : "node-a"));
+        ASSERT_OK(mkdir(node[i], 0700));
+        ASSERT_OK(setenv("XDG_RUNTIME_DIR", node[i], 1));
+        relay_start_as(&nr[i], i ? "relay-b" : "relay-a", host[i], skew[i], NULL);
+        for (int k = 0; k < 2; k++) {
+            int rank = 2 * i + k;
+            char seed[16], rk[16], sk[32], out[32];
+            snprintf(seed, sizeof seed, "%d", 50 + rank);
+            snprintf(rk, sizeof rk, "%d", rank);
+            snprintf(sk, sizeof sk, "%lld", skew[i]);
+            snprintf(out, sizeof out, "pub%d.out", rank);
+            const char *argv[] = {testpub_path(), "--events", "100000", "--seed", seed, "--wait-subscribers", "1",
+                                  "--rate", "100000", "--batch", "2000", "--host", host[i], "--rank", rk,
+                                  "--clock-skew-ns", sk, NULL};
+            char o[PATH_MAX], e[PATH_MAX + 8];
+            snprintf(o, sizeof o, "%s", task_path(out));
+            snprintf(e, sizeof e, "%s.err", o);
+            pub[rank] = task_spawn(argv, o, e);
+        }
+    }
+    relay_proc top;
+    const char *extra[] = {nr[0].endpoint, nr[1].endpoint, NULL};
+    relay_start_as(&top, "relay-top", "sim-top", 1250000000LL, extra);
+    const char *argv[] = {task_synctop(), "report", "--ranks", "--format", "json", top.endpoint, NULL};
+    char json[PATH_MAX];
+    snprintf(json, sizeof json, "%s", task_path("report.json"));
+    pid_t rep = task_spawn(argv, json, task_path("report.err"));
+    ASSERT_EQ(task_wait_exit(rep, 60), 0);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(task_wait_exit(pub[i], 30), 0);
+    const char *text = slurp(json);
+    const char *devices = strstr(text, "\"devices\":["), *ranks = strstr(text, "\"ranks\":{\"ranks\":[");
+    ASSERT_NOT_NULL(devices);
+    ASSERT_NOT_NULL(ranks);
+    for (int rank = 0; rank < 4; rank++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"rank\":%d,\"span_ns\"", rank);
+        const char *r = strstr(ranks, key);
+        ASSERT_NOT_NULL(r);
+        snprintf(key, sizeof key, "\"host\":\"%s\"", host[rank / 2]);
+        const char *h = strstr(r, "\"host\":");
+        ASSERT_NOT_NULL(h);
+        ASSERT(strncmp(h, key, strlen(key)) == 0);
+        long long off = json_num_after(r, "\"host_clock_offset_ns\":"),
+                  unc = json_num_after(r, "\"host_clock_uncertainty_ns\":");
+        ASSERT_GE(unc, 0);
+        ASSERT_LT(unc, 500000000); /* tells the hosts apart */
+        long long d = off - skew[rank / 2];
+        if ((d < 0 ? -d : d) > unc)
+            TASK_FAIL_("rank %d: host clock offset %lld ± %lld, but its host's clock is %lld off", rank, off, unc,
+                       skew[rank / 2]);
+        snprintf(key, sizeof key, "\"rank\":%d,\"device\":0", rank);
+        const char *dv = strstr(devices, key);
+        ASSERT_NOT_NULL(dv);
+        long long first = json_num_after(dv, "\"first\":"), want = (long long)synth_first_gpu_event(50 + rank);
+        d = first - want;
+        if ((d < 0 ? -d : d) > unc)
+            TASK_FAIL_("rank %d: first GPU event at %lld, %lld ns from where it happened (uncertainty %lld)", rank,
+                       first, d, unc);
+    }
+    relay_stop(&top);
+    relay_stop(&nr[0]);
+    relay_stop(&nr[1]);
 }

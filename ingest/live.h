@@ -49,7 +49,7 @@ int live_sources_gone(const char *const *endpoints, size_t n);
 
 /* Gives the store the clock of each host whose relays answered sub (the best answer of the host's
  * relays: the least uncertainty), so that its producers' events go on this process's clock
- * (st_store_set_host_clock). Returns how many hosts were measured. */
+ * (st_store_set_host_clock). Returns how many hosts' events moved. */
 size_t live_clocks_apply(tp_sub *sub, st_store *s);
 
 /* A few words for an end, for "stopped: ..." lines. */

@@ -374,11 +374,11 @@ static uint64_t shifted(uint64_t t, int64_t shift) {
 /* Moves a producer's events (held, and NVTX starts waiting for their end) from the shift they
  * have to a new one. The order within a lane stays as it was unless an event met a bound of the
  * clock; the lanes are indexed again at the next commit. */
-static void producer_shift(st_store *s, uint32_t prod, int64_t to) {
+static int producer_shift(st_store *s, uint32_t prod, int64_t to) {
     int64_t from = s->prods[prod].clock_shift_ns;
     s->prods[prod].clock_shift_ns = to;
     if (to == from)
-        return;
+        return 0;
     for (size_t i = 0; i < s->n_lanes; i++) {
         lane *l = &s->lanes[i];
         if (l->info.producer != prod || l->info.n_events == 0)
@@ -399,18 +399,20 @@ static void producer_shift(st_store *s, uint32_t prod, int64_t to) {
     for (size_t i = 0; i < s->n_pend; i++)
         if (s->pend[i].producer == prod)
             s->pend[i].start = shifted(shifted(s->pend[i].start, -from), to);
+    return 1;
 }
 
-/* Puts a producer on its host's measured clock, when one was given for its host. */
-static void producer_clock(st_store *s, uint32_t prod) {
+/* Puts a producer on its host's measured clock, when one was given for its host; 1 when its events
+ * moved. */
+static int producer_clock(st_store *s, uint32_t prod) {
     st_producer_info *p = &s->prods[prod];
     for (size_t i = 0; i < s->n_clocks; i++)
         if (p->host != 0 && s->clocks[i].host == p->host) {
-            producer_shift(s, prod, s->clocks[i].applied_ns);
             p->clock_aligned = 1;
             p->clock_uncertainty_ns = s->clocks[i].uncertainty_ns;
-            return;
+            return producer_shift(s, prod, s->clocks[i].applied_ns);
         }
+    return 0;
 }
 
 int st_store_set_host_clock(st_store *s, const char *host, int64_t offset_ns, uint64_t uncertainty_ns) {
@@ -441,10 +443,11 @@ int st_store_set_host_clock(st_store *s, const char *host, int64_t offset_ns, ui
             c->uncertainty_ns = off + uncertainty_ns;
         }
     }
+    int moved = 0;
     for (uint32_t p = 0; p < s->n_prods; p++)
         if (s->prods[p].host == id)
-            producer_clock(s, p);
-    return 0;
+            moved |= producer_clock(s, p);
+    return moved;
 }
 
 static int lane_push(st_store *s, lane *l, const st_event *e) {

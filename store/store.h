@@ -157,7 +157,8 @@ uint32_t st_intern(st_store *s, const char *str, size_t len);
  * moves them again only when it says the offset applied is off by more than its own uncertainty;
  * the uncertainty a producer states is then the distance from the offset applied to the one
  * measured plus the measurement's uncertainty, so it is never below what was measured. At most
- * 256 hosts; returns 0, or ERR_LIMIT / ERR_NOMEM. */
+ * 256 hosts; returns 1 when events moved, 0 when none did, or ERR_INVAL (no host), ERR_LIMIT,
+ * ERR_NOMEM. */
 int st_store_set_host_clock(st_store *s, const char *host, int64_t offset_ns, uint64_t uncertainty_ns);
 
 size_t st_producer_count(const st_store *s);

@@ -837,12 +837,12 @@ TEST(host_clocks_put_each_hosts_producers_on_the_reference_clock) {
     add_all(ref, &c);
     st_store_commit(ref);
     /* node-a measured before anything came; node-b after half its batches */
-    ASSERT_OK(st_store_set_host_clock(s, "node-a", 5000000000LL, 100));
+    ASSERT_OK(st_store_set_host_clock(s, "node-a", 5000000000LL, 100)); /* no producer yet: none moved */
     add_all(s, &a);
     batches b1 = {b.b, 3}, b2 = {b.b + 3, 3};
     add_all(s, &b1);
     st_store_commit(s);
-    ASSERT_OK(st_store_set_host_clock(s, "node-b", -2000000000LL, 50));
+    ASSERT_EQ(st_store_set_host_clock(s, "node-b", -2000000000LL, 50), 1);
     add_all(s, &b2);
     add_all(s, &c);
     st_store_commit(s);
@@ -859,14 +859,14 @@ TEST(host_clocks_put_each_hosts_producers_on_the_reference_clock) {
     st_store_span(ref, &r0, &r1);
     ASSERT_UEQ(t0, r0 - 5000000000ull);
     /* a better measurement that disagrees by more than its uncertainty moves them */
-    ASSERT_OK(st_store_set_host_clock(s, "node-a", 5000000060LL, 30));
+    ASSERT_EQ(st_store_set_host_clock(s, "node-a", 5000000060LL, 30), 1);
     st_store_commit(s);
     shift[0] = 5000000060LL;
     assert_shifted(s, ref, shift);
     ASSERT_UEQ(pa->clock_uncertainty_ns, 30);
     /* one within its uncertainty of the applied offset does not; the applied one is then known
      * within the distance between the two plus the new uncertainty */
-    ASSERT_OK(st_store_set_host_clock(s, "node-a", 5000000070LL, 20));
+    ASSERT_EQ(st_store_set_host_clock(s, "node-a", 5000000070LL, 20), 0);
     st_store_commit(s);
     assert_shifted(s, ref, shift);
     ASSERT_UEQ(st_producer_get(s, 0)->clock_uncertainty_ns, 30);

@@ -1019,7 +1019,7 @@ static uint64_t text_host_clocks(FILE *out, const st_store *s, const an_ranks *r
         char host[128];
         safe(st_str(s, p->host), host, sizeof host);
         if (p->clock_aligned)
-            at += snprintf(line + at, sizeof line - (size_t)at, "%s%s %+.3f ms ± %.3f ms (", hosts ? "; " : "",
+            at += snprintf(line + at, sizeof line - (size_t)at, "%s%s %+.3f ms +/- %.3f ms (", hosts ? "; " : "",
                            host[0] ? host : "?", (double)p->clock_shift_ns / 1e6, ms(p->clock_uncertainty_ns));
         else
             at += snprintf(line + at, sizeof line - (size_t)at, "%s%s not measured, on its own clock (", hosts ? "; " : "",
@@ -1112,7 +1112,7 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
         if (clock_unc != 0 && clock_unc != UINT64_MAX && c->last - c->first <= 2 * clock_unc) {
             size_t len = strlen(line);
             snprintf(line + len, sizeof line - len,
-                     " (the lead is within the hosts' clock uncertainty, ±%.3f ms each: which rank came last is "
+                     " (the lead is within the hosts' clock uncertainty, +/-%.3f ms each: which rank came last is "
                      "not certain)",
                      ms(clock_unc));
         }

@@ -717,3 +717,91 @@ TEST(report_ranks_puts_the_ranks_of_each_host_on_one_clock) {
     relay_stop(&nr[0]);
     relay_stop(&nr[1]);
 }
+
+/* A publisher on a fixed tcp endpoint, named to the relay, that stops and starts again (a rank
+ * restarted by its launcher): the relay reconnects by itself and the viewer gets the new run whole. */
+TEST(a_restarted_producer_is_picked_up_again_by_its_relay) {
+    private_endpoints();
+    const char *first[] = {testpub_path(), "--endpoint", "tcp://127.0.0.1:0", "--events", "20000", "--seed", "61",
+                           "--wait-subscribers", "1", NULL};
+    pid_t p1 = task_spawn(first, task_path("pub1.out"), task_path("pub1.err"));
+    const char *at = wait_text(task_path("pub1.out"), "endpoint=", 20) + strlen("endpoint=");
+    char ep[TP_ENDPOINT_MAX];
+    size_t len = strcspn(at, "\n");
+    ASSERT_LT(len, sizeof ep);
+    memcpy(ep, at, len);
+    ep[len] = '\0';
+    relay_proc r;
+    const char *extra[] = {ep, NULL};
+    relay_start(&r, "relay", extra);
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, r.endpoint, &err));
+    got g;
+    receive_all(sub, &g, 1, 60);
+    ASSERT_EQ(task_wait_exit(p1, 30), 0);
+    ASSERT_UEQ(g.producer[0], 62);
+    ASSERT_UEQ(g.events[0], 20000);
+    /* the same endpoint, a new process (a new producer id, as a restarted tracer picks) */
+    const char *again[] = {testpub_path(), "--endpoint", ep, "--events", "30000", "--seed", "62",
+                           "--wait-subscribers", "1", NULL};
+    pid_t p2 = task_spawn(again, task_path("pub2.out"), task_path("pub2.err"));
+    got g2;
+    receive_all(sub, &g2, 1, 60);
+    ASSERT_EQ(task_wait_exit(p2, 30), 0);
+    ASSERT_EQ(g2.n, 1);
+    ASSERT_UEQ(g2.producer[0], 63);
+    ASSERT_UEQ(g2.events[0], 30000);
+    ASSERT_UEQ(g2.batches[0], sent_of("pub2.out"));
+    tp_sub_destroy(&sub);
+    relay_stop(&r);
+}
+
+/* A publisher with CURVE keys, two relays: the one given its public key relays everything, the one
+ * given another key gets nothing through (the handshake fails), so its viewer receives nothing. */
+TEST(a_relay_with_the_wrong_upstream_key_gets_nothing) {
+    private_endpoints();
+    err_msg err = {{0}};
+    tp_keypair kp, other;
+    ASSERT_OK(tp_keypair_new(&kp, &err));
+    ASSERT_OK(tp_keypair_new(&other, &err));
+    char base[PATH_MAX], key[PATH_MAX + 8];
+    snprintf(base, sizeof base, "%s", task_path("pub"));
+    snprintf(key, sizeof key, "%s.key", base);
+    ASSERT_OK(tp_keypair_save(&kp, base, &err));
+    /* two subscribers (the relays) before it starts */
+    const char *argv[] = {testpub_path(), "--endpoint", "tcp://127.0.0.1:0", "--curve-key", key, "--events", "20000",
+                          "--seed", "70", "--wait-subscribers", "1", "--rate", "20000", NULL};
+    pid_t p = task_spawn(argv, task_path("pub.out"), task_path("pub.err"));
+    const char *at = wait_text(task_path("pub.out"), "endpoint=", 20) + strlen("endpoint=");
+    char ep[TP_ENDPOINT_MAX];
+    size_t len = strcspn(at, "\n");
+    ASSERT_LT(len, sizeof ep);
+    memcpy(ep, at, len);
+    ep[len] = '\0';
+    relay_proc good, bad;
+    const char *right[] = {"--server-key", kp.public_key, ep, NULL}, *wrong[] = {"--server-key", other.public_key, ep, NULL};
+    relay_start(&bad, "bad", wrong);
+    relay_start(&good, "good", right);
+    tp_sub *sb = tp_sub_new(NULL, &err), *sg = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(sb);
+    ASSERT_NOT_NULL(sg);
+    ASSERT_OK(tp_sub_connect(sb, bad.endpoint, &err));
+    ASSERT_OK(tp_sub_connect(sg, good.endpoint, &err));
+    got g;
+    receive_all(sg, &g, 1, 60);
+    ASSERT_EQ(task_wait_exit(p, 30), 0);
+    ASSERT_UEQ(g.events[0], 20000);
+    /* the publisher has finished: whatever the bad relay could have passed on has come by now */
+    tp_sub_msg m;
+    for (int i = 0; i < 10; i++)
+        ASSERT_LE(tp_sub_recv(sb, &m, 50, &err), 0);
+    tp_sub_stats st;
+    tp_sub_stats_get(sb, &st);
+    ASSERT_UEQ(st.received, 0);
+    tp_sub_destroy(&sb);
+    tp_sub_destroy(&sg);
+    ASSERT_STR_CONTAINS(relay_stop(&bad), "0 batches");
+    relay_stop(&good);
+}

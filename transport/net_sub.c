@@ -130,9 +130,14 @@ static void clock_take(tp_sub *s, const uint8_t *msg, size_t len, uint64_t t3) {
     }
     snprintf(e->c.host, sizeof e->c.host, "%s", a.host);
     e->c.exchanges++;
-    uint64_t unc = (width + 1) / 2;
-    if (e->c.exchanges == 1 || unc <= clock_aged(e, now)) {
-        e->c.offset_ns = lo + (int64_t)(width / 2);
+    uint64_t unc = (width + 1) / 2, kept = clock_aged(e, now);
+    int64_t mid = lo + (int64_t)(width / 2);
+    /* Both bounds hold unless a clock stepped since the kept one (or a relay of the same id came
+     * back on another clock): bounds that cannot both hold leave only the new one true. */
+    uint64_t apart = mid > e->c.offset_ns ? (uint64_t)mid - (uint64_t)e->c.offset_ns
+                                          : (uint64_t)e->c.offset_ns - (uint64_t)mid;
+    if (e->c.exchanges == 1 || unc <= kept || apart > unc + kept) {
+        e->c.offset_ns = mid;
         e->c.uncertainty_ns = unc;
         e->at_mono = now;
     }

@@ -200,7 +200,8 @@ int tp_sub_producer_get(const tp_sub *sub, size_t i, tp_sub_producer *out);
  *   offset ± uncertainty, offset = ((t1 - t0) + (t2 - t3)) / 2, uncertainty = ((t3 - t0) - (t2 - t1)) / 2
  * whatever the delays on the way, as long as neither clock jumps in between. Of its exchanges
  * with a relay the one of least uncertainty is kept; the uncertainty of a kept exchange grows by
- * 15 ppm of its age (clocks drift), and a later exchange replaces it once it is better. Producers
+ * 15 ppm of its age (clocks drift), and a later exchange replaces it once it is better, or when
+ * the two bounds cannot both hold (a clock was stepped in between: the new one is true). Producers
  * on a relay's host (their process record names the same host) share its clock. */
 typedef struct tp_sub_clock {
     char host[65];           /* the relay's host name */

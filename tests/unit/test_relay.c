@@ -605,6 +605,43 @@ TEST(forged_clock_answers_are_ignored) {
     long long d = (long long)c.offset_ns - 1000;
     ASSERT_LE(d < 0 ? -d : d, (long long)c.uncertainty_ns);
     ASSERT_NE(tp_sub_clock_get(sub, 1, &c), 0);
+    /* that relay's clock is then stepped 5 s ahead: the next answer's bounds cannot hold together
+     * with the kept ones, and only the new ones are true */
+    uint64_t nonce2 = 0;
+    for (int i = 0; i < 200 && nonce2 == 0; i++) {
+        tp_sub_recv(sub, &m, 10, &err);
+        int n = zmq_recv(x, note, sizeof note, ZMQ_DONTWAIT);
+        uint64_t v = 0;
+        if (n == 23 && note[0] == 1 && memcmp(note + 1, "synctop-clock?", 14) == 0) {
+            for (int k = 0; k < 8; k++)
+                v |= (uint64_t)note[15 + k] << (8 * k);
+            if (v != nonce)
+                nonce2 = v;
+        }
+    }
+    ASSERT_NE(nonce2, 0);
+    clock_gettime(CLOCK_REALTIME, &now);
+    t = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec + 5000000000ull;
+    {
+        uint64_t f_[4] = {nonce2, t, t, 7};
+        memcpy(msg, "synctop-clock!", 14);
+        for (int j = 0; j < 4; j++)
+            for (int k = 0; k < 8; k++)
+                msg[14 + 8 * j + k] = (uint8_t)(f_[j] >> (8 * k));
+        msg[46] = 5;
+        memcpy(msg + 47, "sound", 5);
+        ASSERT_EQ(zmq_send(x, msg, 52, 0), 52);
+    }
+    for (int i = 0; i < 100; i++) {
+        tp_sub_recv(sub, &m, 20, &err);
+        ASSERT_OK(tp_sub_clock_get(sub, 0, &c));
+        if (c.exchanges >= 2)
+            break;
+    }
+    ASSERT_UEQ(c.exchanges, 2);
+    d = (long long)c.offset_ns - 5000000000LL;
+    ASSERT_LE(d < 0 ? -d : d, (long long)c.uncertainty_ns);
+    ASSERT_EQ(tp_sub_clock_count(sub), 1);
     tp_sub_stats st;
     tp_sub_stats_get(sub, &st);
     ASSERT_UEQ(st.malformed, 0);

@@ -1009,7 +1009,8 @@ static uint64_t text_host_clocks(FILE *out, const st_store *s, const an_ranks *r
     if (aligned == 0)
         return 0;
     /* one entry per host, naming its ranks */
-    for (size_t i = 0; i < rk->n_ranks && at < (int)sizeof line - 160; i++) {
+    size_t i = 0;
+    for (; i < rk->n_ranks && at < (int)sizeof line - 200; i++) {
         const st_producer_info *p = st_producer_get(s, rk->ranks[i].producer);
         size_t first = 0;
         while (st_producer_get(s, rk->ranks[first].producer)->host != p->host)
@@ -1026,7 +1027,7 @@ static uint64_t text_host_clocks(FILE *out, const st_store *s, const an_ranks *r
                            host[0] ? host : "?");
         hosts++;
         int n = 0;
-        for (size_t j = i; j < rk->n_ranks && at < (int)sizeof line - 64; j++) {
+        for (size_t j = i; j < rk->n_ranks && at < (int)sizeof line - 200; j++) {
             const st_producer_info *q = st_producer_get(s, rk->ranks[j].producer);
             if (q->host != p->host)
                 continue;
@@ -1041,6 +1042,8 @@ static uint64_t text_host_clocks(FILE *out, const st_store *s, const an_ranks *r
         }
         at += snprintf(line + at, sizeof line - (size_t)at, ")");
     }
+    if (i < rk->n_ranks)
+        at += snprintf(line + at, sizeof line - (size_t)at, "; ...");
     if (aligned < rk->n_ranks)
         snprintf(line + at, sizeof line - (size_t)at,
                  ". The ranks of hosts measured are on this machine's clock within that; the others are not aligned "

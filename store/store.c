@@ -68,6 +68,13 @@ typedef struct nvtx_pending {
     uint32_t name;
 } nvtx_pending;
 
+/* A host's measured clock and the offset applied to its producers. */
+typedef struct host_clock {
+    uint32_t host; /* store string */
+    int64_t applied_ns;
+    uint64_t uncertainty_ns;
+} host_clock;
+
 typedef struct prod_ext {
     int seen_seq;
     uint64_t last_seq;
@@ -115,12 +122,7 @@ struct st_store {
     u64map mod_by_key; /* producer << 32 | module string -> index + 1 */
     nvtx_pending *pend;
     size_t n_pend, pend_cap;
-    /* host clocks, and the offset applied to each host's producers */
-    struct host_clock {
-        uint32_t host; /* store string */
-        int64_t applied_ns;
-        uint64_t uncertainty_ns;
-    } *clocks;
+    host_clock *clocks; /* st_store_set_host_clock */
     size_t n_clocks, clocks_cap;
     /* totals */
     size_t events;
@@ -422,7 +424,7 @@ int st_store_set_host_clock(st_store *s, const char *host, int64_t offset_ns, ui
     uint32_t id = st_intern(s, host, len);
     if (id == 0)
         return ERR_NOMEM;
-    struct host_clock *c = NULL;
+    host_clock *c = NULL;
     for (size_t i = 0; i < s->n_clocks && c == NULL; i++)
         if (s->clocks[i].host == id)
             c = &s->clocks[i];
@@ -432,7 +434,7 @@ int st_store_set_host_clock(st_store *s, const char *host, int64_t offset_ns, ui
         if (TU_GROW(s->clocks, s->clocks_cap, s->n_clocks + 1))
             return ERR_NOMEM;
         c = &s->clocks[s->n_clocks++];
-        *c = (struct host_clock){.host = id, .applied_ns = offset_ns, .uncertainty_ns = uncertainty_ns};
+        *c = (host_clock){.host = id, .applied_ns = offset_ns, .uncertainty_ns = uncertainty_ns};
     } else {
         uint64_t off = c->applied_ns > offset_ns ? (uint64_t)c->applied_ns - (uint64_t)offset_ns
                                                  : (uint64_t)offset_ns - (uint64_t)c->applied_ns;

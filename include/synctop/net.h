@@ -221,8 +221,9 @@ int tp_sub_clock_get(const tp_sub *sub, size_t i, tp_sub_clock *out);
  * or other relays) to the subscribers of its own endpoint, through ZeroMQ's proxy: batches go down
  * unchanged, subscriptions and loss reports go up unchanged, so each process still learns of every
  * viewer (and answers with a keyframe) and of every batch a viewer lost on the way, through any
- * number of relays. Its endpoint follows the publisher's rules (loopback tcp, or keys, or insecure;
- * an ipc file path). */
+ * number of relays. It answers the clock requests of the subscribers below it with its host's
+ * clock (see tp_sub_clock). Its endpoint follows the publisher's rules (loopback tcp, or keys, or
+ * insecure; an ipc file path). */
 typedef struct tp_relay tp_relay;
 
 typedef struct tp_relay_opts {

@@ -671,12 +671,56 @@ static uint64_t synth_first_gpu_event(uint64_t seed) {
     return first;
 }
 
+/* How many times needle occurs in text. */
+static int count_of(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(text, needle); p != NULL; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
 /* The number after "key": in text, from at on; fails when there is none. */
 static long long json_num_after(const char *at, const char *key) {
     const char *k = strstr(at, key);
     if (k == NULL)
         TASK_FAIL_("no %s in %.200s", key, at);
     return strtoll(k + strlen(key), NULL, 10);
+}
+
+/* report --ranks --format json of four ranks, ranks 0-1 on host[0] (clock skew[0] ahead), 2-3 on
+ * host[1], rank r published by a testpub of seed seed0 + r: each rank's host clock offset holds its
+ * host's skew within the uncertainty stated, and its first GPU event is where the generator put
+ * it, within that uncertainty. */
+static void check_ranks_json(const char *text, const char *const host[2], const long long skew[2], int seed0) {
+    const char *devices = strstr(text, "\"devices\":["), *ranks = strstr(text, "\"ranks\":{\"ranks\":[");
+    ASSERT_NOT_NULL(devices);
+    ASSERT_NOT_NULL(ranks);
+    for (int rank = 0; rank < 4; rank++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"rank\":%d,\"span_ns\"", rank);
+        const char *r = strstr(ranks, key);
+        ASSERT_NOT_NULL(r);
+        snprintf(key, sizeof key, "\"host\":\"%s\"", host[rank / 2]);
+        const char *h = strstr(r, "\"host\":");
+        ASSERT_NOT_NULL(h);
+        ASSERT(strncmp(h, key, strlen(key)) == 0);
+        long long off = json_num_after(r, "\"host_clock_offset_ns\":"),
+                  unc = json_num_after(r, "\"host_clock_uncertainty_ns\":");
+        ASSERT_GE(unc, 0);
+        ASSERT_LT(unc, 500000000); /* tells the hosts apart */
+        long long d = off - skew[rank / 2];
+        if ((d < 0 ? -d : d) > unc)
+            TASK_FAIL_("rank %d: host clock offset %lld ± %lld, but its host's clock is %lld off", rank, off, unc,
+                       skew[rank / 2]);
+        snprintf(key, sizeof key, "\"rank\":%d,\"device\":0", rank);
+        const char *dv = strstr(devices, key);
+        ASSERT_NOT_NULL(dv);
+        long long first = json_num_after(dv, "\"first\":"), want = (long long)synth_first_gpu_event((uint64_t)(seed0 + rank));
+        d = first - want;
+        if ((d < 0 ? -d : d) > unc)
+            TASK_FAIL_("rank %d: first GPU event at %lld, %lld ns from where it happened (uncertainty %lld)", rank,
+                       first, d, unc);
+    }
 }
 
 /* `report --ranks` of a live job behind relays: four ranks on two hosts whose clocks are seconds
@@ -710,6 +754,13 @@ TEST(report_ranks_puts_the_ranks_of_each_host_on_one_clock) {
             pub[rank] = task_spawn(argv, o, e);
         }
     }
+    /* each node relay has found its two ranks (it looks once a second): the report must not see
+     * three ranks end before the fourth is found */
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2000 && count_of(slurp(nr[i].err), "+ process") < 2; k++)
+            task_sleep_ms(10);
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(count_of(slurp(nr[i].err), "+ process"), 2);
     relay_proc top;
     const char *extra[] = {nr[0].endpoint, nr[1].endpoint, NULL};
     relay_start_as(&top, "relay-top", "sim-top", 1250000000LL, extra);
@@ -720,36 +771,7 @@ TEST(report_ranks_puts_the_ranks_of_each_host_on_one_clock) {
     ASSERT_EQ(task_wait_exit(rep, 60), 0);
     for (int i = 0; i < 4; i++)
         ASSERT_EQ(task_wait_exit(pub[i], 30), 0);
-    const char *text = slurp(json);
-    const char *devices = strstr(text, "\"devices\":["), *ranks = strstr(text, "\"ranks\":{\"ranks\":[");
-    ASSERT_NOT_NULL(devices);
-    ASSERT_NOT_NULL(ranks);
-    for (int rank = 0; rank < 4; rank++) {
-        char key[64];
-        snprintf(key, sizeof key, "\"rank\":%d,\"span_ns\"", rank);
-        const char *r = strstr(ranks, key);
-        ASSERT_NOT_NULL(r);
-        snprintf(key, sizeof key, "\"host\":\"%s\"", host[rank / 2]);
-        const char *h = strstr(r, "\"host\":");
-        ASSERT_NOT_NULL(h);
-        ASSERT(strncmp(h, key, strlen(key)) == 0);
-        long long off = json_num_after(r, "\"host_clock_offset_ns\":"),
-                  unc = json_num_after(r, "\"host_clock_uncertainty_ns\":");
-        ASSERT_GE(unc, 0);
-        ASSERT_LT(unc, 500000000); /* tells the hosts apart */
-        long long d = off - skew[rank / 2];
-        if ((d < 0 ? -d : d) > unc)
-            TASK_FAIL_("rank %d: host clock offset %lld ± %lld, but its host's clock is %lld off", rank, off, unc,
-                       skew[rank / 2]);
-        snprintf(key, sizeof key, "\"rank\":%d,\"device\":0", rank);
-        const char *dv = strstr(devices, key);
-        ASSERT_NOT_NULL(dv);
-        long long first = json_num_after(dv, "\"first\":"), want = (long long)synth_first_gpu_event(50 + rank);
-        d = first - want;
-        if ((d < 0 ? -d : d) > unc)
-            TASK_FAIL_("rank %d: first GPU event at %lld, %lld ns from where it happened (uncertainty %lld)", rank,
-                       first, d, unc);
-    }
+    check_ranks_json(slurp(json), host, skew, 50);
     relay_stop(&top);
     relay_stop(&nr[0]);
     relay_stop(&nr[1]);
@@ -841,4 +863,71 @@ TEST(a_relay_with_the_wrong_upstream_key_gets_nothing) {
     tp_sub_destroy(&sg);
     ASSERT_STR_CONTAINS(relay_stop(&bad), "0 batches");
     relay_stop(&good);
+}
+
+/* Two hosts as two network namespaces joined by a veth pair (unshare -rn: a user namespace of our
+ * own, no privilege needed), each a relay on its own address with CURVE and two ranks, its clock
+ * skewed (CLOCK_REALTIME cannot be put in a namespace: the relays and ranks of a host share the
+ * skew given here); `report --ranks` on host a takes both relays over the link. Skipped where
+ * the machine does not allow the namespaces. */
+TEST(clock_offsets_across_network_namespaces) {
+    if (system("unshare -rn sh -c 'ip link add va type veth peer name vb' >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "unshare -rn or a veth pair is not allowed here: skipped\n");
+        return;
+    }
+    static const long long skew[2] = {3000000000LL, -2000000000LL};
+    static const char *const host[2] = {"ns-node-a", "ns-node-b"};
+    err_msg err = {{0}};
+    tp_keypair kp;
+    ASSERT_OK(tp_keypair_new(&kp, &err));
+    char base[PATH_MAX], script[PATH_MAX];
+    snprintf(base, sizeof base, "%s", task_path("job"));
+    ASSERT_OK(tp_keypair_save(&kp, base, &err));
+    snprintf(script, sizeof script, "%s", task_path("hosts.sh"));
+    FILE *f = fopen(script, "w");
+    ASSERT_NOT_NULL(f);
+    fprintf(f,
+            "set -eu\n"
+            "S='%s'; P='%s'; D='%s'\n"
+            "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n"
+            "ip link set lo up\n"
+            "ip link add va type veth peer name vb\n"
+            "ip addr add 10.77.0.1/24 dev va\n"
+            "ip link set va up\n"
+            "unshare -n sleep 120 &\n" /* host b's namespace, held by this process */
+            "B=$!\n"
+            "while [ \"$(readlink /proc/$B/ns/net)\" = \"$(readlink /proc/self/ns/net)\" ]; do sleep 0.01; done\n"
+            "ip link set vb netns $B\n"
+            "inb() { nsenter -t $B -n -- \"$@\"; }\n"
+            "inb ip link set lo up\n"
+            "inb ip addr add 10.77.0.2/24 dev vb\n"
+            "inb ip link set vb up\n"
+            "mkdir -m 700 $D/a $D/b\n"
+            "XDG_RUNTIME_DIR=$D/a SYNCTOP_TEST_HOST=%s SYNCTOP_TEST_CLOCK_SKEW_NS=%lld \\\n"
+            "    $S relay --listen tcp://10.77.0.1:5555 --key $D/job.key 2>$D/relay-a.err &\n"
+            "XDG_RUNTIME_DIR=$D/b SYNCTOP_TEST_HOST=%s SYNCTOP_TEST_CLOCK_SKEW_NS=%lld \\\n"
+            "    inb $S relay --listen tcp://10.77.0.2:5555 --key $D/job.key 2>$D/relay-b.err &\n"
+            "for r in 0 1 2 3; do\n"
+            "    if [ $r -lt 2 ]; then n=a; h=%s; k=%lld; x=; else n=b; h=%s; k=%lld; x=inb; fi\n"
+            "    XDG_RUNTIME_DIR=$D/$n $x $P --events 100000 --rate 100000 --batch 2000 --wait-subscribers 1 \\\n"
+            "        --seed $((90 + r)) --host $h --rank $r --clock-skew-ns $k >$D/pub$r.out 2>&1 &\n"
+            "done\n"
+            /* both relays have found their node's two ranks (they look once a second) */
+            "for n in a b; do\n"
+            "    i=0; until [ \"$(grep -c '+ process' $D/relay-$n.err)\" = 2 ]; do\n"
+            "        i=$((i + 1)); [ $i -lt 2000 ]; sleep 0.01\n"
+            "    done\n"
+            "done\n"
+            "$S report --ranks --format json --server-key $D/job.pub tcp://10.77.0.1:5555 tcp://10.77.0.2:5555 \\\n"
+            "    >$D/report.json 2>$D/report.err\n",
+            task_synctop(), testpub_path(), task_tmpdir(), host[0], skew[0], host[1], skew[1], host[0], skew[0],
+            host[1], skew[1]);
+    fclose(f);
+    const char *argv[] = {"/usr/bin/unshare", "-rn", "/bin/sh", script, NULL};
+    pid_t p = task_spawn(argv, task_path("hosts.out"), task_path("hosts.err"));
+    int rc = task_wait_exit(p, 90);
+    if (rc != 0)
+        TASK_FAIL_("the two hosts' script ended with %d:\n%s\nreport: %s", rc, slurp(task_path("hosts.err")),
+                   slurp(task_path("report.err")));
+    check_ranks_json(slurp(task_path("report.json")), host, skew, 90);
 }

@@ -31,6 +31,8 @@
 #define CLOCK_DRIFT_PPM 15 /* how fast a kept exchange's uncertainty grows with its age */
 #define CLOCK_MAX_RTT_NS 10000000000ull
 
+_Static_assert(sizeof(((tp_sub_clock *)0)->host) == NET_CLOCK_HOST_MAX + 1, "a host name as answers carry it");
+
 struct clock_ask {
     uint64_t nonce, t0; /* nonce 0: unused */
 };

@@ -69,7 +69,7 @@ static void relay_start(relay_proc *r, const char *name, const char *const extra
     snprintf(out, sizeof out, "%s", task_path(name));
     snprintf(r->err, sizeof r->err, "%s.err", out);
     r->pid = task_spawn(argv, out, r->err);
-    const char *at = wait_text(r->err, "listening on tcp://", 20) + strlen("listening on ");
+    const char *at = wait_text(r->err, "listening on ", 20) + strlen("listening on ");
     size_t len = strcspn(at, " ;\n");
     ASSERT_LT(len, sizeof r->endpoint);
     memcpy(r->endpoint, at, len);
@@ -471,7 +471,13 @@ TEST(clock_offsets_of_hosts_are_measured_through_two_relays) {
         snprintf(node[i], sizeof node[i], "%s", task_path(i ? "node-b" : "node-a"));
         ASSERT_OK(mkdir(node[i], 0700));
         ASSERT_OK(setenv("XDG_RUNTIME_DIR", node[i], 1));
-        relay_start_as(&nr[i], i ? "relay-b" : "relay-a", i ? "sim-node-b" : "sim-node-a", i ? skew_b : skew_a, NULL);
+        /* node a's relay restarts below on the same endpoint: an ipc path of this test's own, which
+         * no other process can take in between as it could a tcp port */
+        char listen[TP_ENDPOINT_MAX];
+        snprintf(listen, sizeof listen, "ipc://%s", task_path("relay-a.sock"));
+        const char *on_ipc[] = {"--listen", listen, NULL};
+        relay_start_as(&nr[i], i ? "relay-b" : "relay-a", i ? "sim-node-b" : "sim-node-a", i ? skew_b : skew_a,
+                       i ? NULL : on_ipc);
         pub[2 * i] = testpub_start(30 + 2 * i, 200000, i ? "pub-b1.out" : "pub-a1.out", NULL);
         pub[2 * i + 1] = testpub_start(31 + 2 * i, 200000, i ? "pub-b2.out" : "pub-a2.out", NULL);
     }
@@ -777,19 +783,18 @@ TEST(report_ranks_puts_the_ranks_of_each_host_on_one_clock) {
     relay_stop(&nr[1]);
 }
 
-/* A publisher on a fixed tcp endpoint, named to the relay, that stops and starts again (a rank
- * restarted by its launcher): the relay reconnects by itself and the viewer gets the new run whole. */
+/* A publisher on a fixed endpoint, named to the relay, that stops and starts again (a rank
+ * restarted by its launcher): the relay reconnects by itself and the viewer gets the new run whole.
+ * The endpoint is an ipc path of this test's own: a tcp port, once free, could be taken by another
+ * process before the restart. */
 TEST(a_restarted_producer_is_picked_up_again_by_its_relay) {
     private_endpoints();
-    const char *first[] = {testpub_path(), "--endpoint", "tcp://127.0.0.1:0", "--events", "20000", "--seed", "61",
+    char ep[TP_ENDPOINT_MAX];
+    snprintf(ep, sizeof ep, "ipc://%s", task_path("rank.sock"));
+    const char *first[] = {testpub_path(), "--endpoint", ep, "--events", "20000", "--seed", "61",
                            "--wait-subscribers", "1", NULL};
     pid_t p1 = task_spawn(first, task_path("pub1.out"), task_path("pub1.err"));
-    const char *at = wait_text(task_path("pub1.out"), "endpoint=", 20) + strlen("endpoint=");
-    char ep[TP_ENDPOINT_MAX];
-    size_t len = strcspn(at, "\n");
-    ASSERT_LT(len, sizeof ep);
-    memcpy(ep, at, len);
-    ep[len] = '\0';
+    wait_text(task_path("pub1.out"), "endpoint=", 20);
     relay_proc r;
     const char *extra[] = {ep, NULL};
     relay_start(&r, "relay", extra);

@@ -3,7 +3,8 @@
 # publishing processes each (synctop-testpub: the tracer's stand-in on real sockets), one
 # `synctop relay` per node, and one `synctop record` taking all the relays, as a viewer would.
 # Prints the events and batches that arrived, the losses counted, the events/s reached end to
-# end, and the recorder's peak RSS.
+# end, the recorder's peak RSS, and the clock offsets it measured through the relays (all on this
+# machine's clock: each should hold 0 within its uncertainty, which is the figure).
 #
 #   bench/relay_scale.sh [NODES [RANKS [EVENTS_PER_RANK]]]   (default 8 8 200000)
 #
@@ -63,3 +64,4 @@ echo "relay_scale: $nodes nodes x $ranks ranks, $events events each, through $no
 echo "  arrived: $got of $total events; $(grep -o 'drops: [^;]*' "$tmp/record.out" | head -n 1)"
 printf '  %.2f s from the first subscription to the last batch: %.2f M events/s; recorder peak RSS %d MiB\n' \
     "$secs" "$(echo "$got / $secs / 1000000" | bc -l)" "$(($(cat "$tmp/rss") / 1024))"
+grep -o 'clocks against.*' "$tmp/record.out" | sed 's/^/  /' || echo "  no relay answered a clock request"

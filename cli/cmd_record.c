@@ -260,6 +260,22 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
                                                        : "duration reached";
 }
 
+/* The hosts' clocks the relays answered with, against this machine's: the file keeps each
+ * process's own clock, so they are said here. */
+static void record_say_clocks(const tp_sub *sub) {
+    size_t n = tp_sub_clock_count(sub);
+    for (size_t i = 0; i < n; i++) {
+        tp_sub_clock c;
+        if (tp_sub_clock_get(sub, i, &c) != 0)
+            continue;
+        fputs(i == 0 ? "synctop record: clocks against this machine's, as the relays answered: " : "; ", stderr);
+        tp_print_sanitized(stderr, c.host, (size_t)-1);
+        fprintf(stderr, " %+.3f ms +/- %.3f ms", (double)c.offset_ns / 1e6, (double)c.uncertainty_ns / 1e6);
+    }
+    if (n > 0)
+        fputs(" (the file keeps each process's own clock)\n", stderr);
+}
+
 static int cmd_record(int argc, char **argv) {
     record_args ra = {0};
     int status = record_parse(argc, argv, &ra);
@@ -299,6 +315,7 @@ static int cmd_record(int argc, char **argv) {
     fputs(": ", stderr);
     put_counts(stderr, &ws, &ss, &rc);
     fprintf(stderr, "; %zu producers; stopped: %s\n", ss.n_producers, status ? "error" : why);
+    record_say_clocks(sub);
     tp_sub_destroy(&sub);
     return status;
 }

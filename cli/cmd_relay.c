@@ -29,7 +29,8 @@ static void relay_usage(FILE *out) {
             "                     [--record FILE [--force]] [--quiet] [ENDPOINT...]\n\n"
             "Republishes the traces of this node on one endpoint: viewers (synctop attach), record\n"
             "and other relays connect to it as to a traced process. Subscriptions go up to every\n"
-            "process (each answers a new viewer with a keyframe) and so do the losses viewers see.\n\n"
+            "process (each answers a new viewer with a keyframe) and so do the losses viewers see;\n"
+            "it answers the viewers' clock requests with this host's clock (offsets between hosts).\n\n"
             "  --listen ENDPOINT  where to publish: tcp://HOST:PORT (port 0: any), HOST:PORT, or\n"
             "                     ipc:///PATH; beyond loopback it needs --key (or --insecure)\n"
             "  --key FILE.key     encrypt and authenticate with CURVE (`synctop keygen` keys);\n"
@@ -117,6 +118,17 @@ static int cmd_relay(int argc, char **argv) {
                               key_path);
         o.curve = &keys;
     }
+    /* For tests only: one machine playing several hosts, each with its own name and clock. */
+    o.host = getenv("SYNCTOP_TEST_HOST");
+    const char *skew = getenv("SYNCTOP_TEST_CLOCK_SKEW_NS");
+    if (skew != NULL) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(skew, &end, 10);
+        if (errno != 0 || end == skew || *end != '\0')
+            return verb_error("relay", "SYNCTOP_TEST_CLOCK_SKEW_NS: not a number of nanoseconds: %s", skew);
+        o.clock_skew_ns = v;
+    }
     tp_relay *r = tp_relay_new(&o, &err);
     if (key_path != NULL)
         explicit_bzero(&keys, sizeof keys);
@@ -165,9 +177,9 @@ static int cmd_relay(int argc, char **argv) {
         status = 1;
     }
     verb_say("relay", "%" PRIu64 " batches (%.1f MB) went through from %zu publisher%s; %" PRIu64
-             " subscription%s went up%s%s",
+             " subscription%s went up; %" PRIu64 " clock requests answered%s%s",
              st.batches, (double)st.bytes / 1e6, st.upstreams, st.upstreams == 1 ? "" : "s", st.subscribes,
-             st.subscribes == 1 ? "" : "s", o.record && status == 0 ? "; recorded in " : "",
+             st.subscribes == 1 ? "" : "s", st.clock_answers, o.record && status == 0 ? "; recorded in " : "",
              o.record && status == 0 ? o.record : "");
     return status;
 }

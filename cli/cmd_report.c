@@ -63,7 +63,10 @@ static void report_usage(FILE *out) {
             "  --step NAME        steps are the NVTX or profiler ranges named NAME\n"
             "  --ranks            per rank GPU busy, idle and blocked time, and at NCCL\n"
             "                     collectives the rank that arrived last, what the others\n"
-            "                     waited for it, and what held it back\n"
+            "                     waited for it, and what held it back; live through\n"
+            "                     relays, each host's clock as its relay answered it\n"
+            "                     (offset and uncertainty) and its ranks put on this\n"
+            "                     machine's clock\n"
             "  --baseline OLD     compare with an earlier run (a trace file or a profiler\n"
             "                     trace; repeat for several ranks): call sites that are\n"
             "                     new, grew, shrank or went, matched by file and function\n"
@@ -173,6 +176,8 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key)
     live_opts lo = {.stop = &report_stop, .on_batch = report_batch, .ctx = s, .endpoints = ep_list,
                     .n_endpoints = (size_t)n, .on_refused = report_refused};
     live_end end = live_follow(sub, &lo, &err);
+    /* the hosts' clocks as the relays answered them: each host's processes on this machine's clock */
+    live_clocks_apply(sub, s);
     const char *why = live_end_name(end);
     if (end == LIVE_ENDED)
         why = "every program finished";

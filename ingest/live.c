@@ -14,6 +14,22 @@ int live_sources_gone(const char *const *eps, size_t n) {
     return n > 0;
 }
 
+size_t live_clocks_apply(tp_sub *sub, st_store *s) {
+    size_t n = tp_sub_clock_count(sub), moved = 0;
+    for (size_t i = 0; i < n; i++) {
+        tp_sub_clock c, o;
+        if (tp_sub_clock_get(sub, i, &c) != 0)
+            continue;
+        int best = 1; /* the host's best answer (the first of equals) */
+        for (size_t j = 0; j < n && best; j++)
+            if (j != i && tp_sub_clock_get(sub, j, &o) == 0 && strcmp(o.host, c.host) == 0)
+                best = o.uncertainty_ns > c.uncertainty_ns || (o.uncertainty_ns == c.uncertainty_ns && j > i);
+        if (best && st_store_set_host_clock(s, c.host, c.offset_ns, c.uncertainty_ns) == 1)
+            moved++;
+    }
+    return moved;
+}
+
 const char *live_end_name(live_end e) {
     switch (e) {
     case LIVE_ENDED: return "every producer finished";

@@ -11,6 +11,7 @@
 
 #include "synctop/error.h"
 #include "synctop/net.h"
+#include "store.h"
 
 typedef enum live_end {
     LIVE_ENDED = 1, /* every producer seen sent its last batch */
@@ -45,6 +46,11 @@ live_end live_follow(tp_sub *sub, const live_opts *o, err_msg *err);
 
 /* Whether every endpoint is an ipc one on which nobody listens any more. */
 int live_sources_gone(const char *const *endpoints, size_t n);
+
+/* Gives the store the clock of each host whose relays answered sub (the best answer of the host's
+ * relays: the least uncertainty), so that its producers' events go on this process's clock
+ * (st_store_set_host_clock). Returns how many hosts' events moved. */
+size_t live_clocks_apply(tp_sub *sub, st_store *s);
 
 /* A few words for an end, for "stopped: ..." lines. */
 const char *live_end_name(live_end e);

@@ -186,9 +186,16 @@ static void json_ranks(FILE *out, const st_store *s, const an_result *r, const a
                 "%s{\"producer\":%u,\"rank\":%d,\"span_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64
                 ",\"blocked_ns\":%" PRIu64 ",\"collectives\":%" PRIu64 ",\"last\":%" PRIu64 ",\"made_wait_ns\":%" PRIu64
                 ",\"waited_ns\":%" PRIu64 ",\"clock_offset_ns\":%" PRId64 ",\"clock_spread_ns\":%" PRIu64
-                ",\"clock_collectives\":%" PRIu64 "}",
+                ",\"clock_collectives\":%" PRIu64 ",\"host\":",
                 i ? "," : "", x->producer, x->rank, x->span_ns, x->busy_ns, x->idle_ns, x->blocked_ns, x->collectives,
                 x->last_count, x->made_wait_ns, x->waited_ns, x->clock_offset_ns, x->clock_spread_ns, x->clock_n);
+        const st_producer_info *p = st_producer_get(s, x->producer);
+        json_str(out, st_str(s, p->host));
+        if (p->clock_aligned)
+            fprintf(out, ",\"host_clock_offset_ns\":%" PRId64 ",\"host_clock_uncertainty_ns\":%" PRIu64 "}",
+                    p->clock_shift_ns, p->clock_uncertainty_ns);
+        else
+            fprintf(out, ",\"host_clock_offset_ns\":null,\"host_clock_uncertainty_ns\":null}");
     }
     fprintf(out, "],\"collectives\":[");
     for (size_t i = 0; i < rk->n_colls; i++) {
@@ -984,6 +991,73 @@ static void text_clocks(FILE *out, const st_store *s, const an_ranks *rk, int md
     wrap(out, md ? 0 : 2, md ? 0 : 4, line);
 }
 
+/* The hosts' clocks measured through relays (st_store_set_host_clock), and the ranks each holds;
+ * returns the largest uncertainty that remains between two ranks' clocks (0 when none was
+ * measured, UINT64_MAX when some ranks were and others were not). */
+static uint64_t text_host_clocks(FILE *out, const st_store *s, const an_ranks *rk, int md) {
+    char line[2048];
+    int at = snprintf(line, sizeof line, "Clocks between hosts, measured through the relays (round trips, NTP-style) "
+                                         "against this machine's: ");
+    uint64_t worst = 0;
+    size_t aligned = 0, hosts = 0;
+    for (size_t i = 0; i < rk->n_ranks; i++) {
+        const st_producer_info *p = st_producer_get(s, rk->ranks[i].producer);
+        aligned += p->clock_aligned != 0;
+        if (p->clock_aligned && p->clock_uncertainty_ns > worst)
+            worst = p->clock_uncertainty_ns;
+    }
+    if (aligned == 0)
+        return 0;
+    /* one entry per host, naming its ranks */
+    size_t i = 0;
+    for (; i < rk->n_ranks && at < (int)sizeof line - 200; i++) {
+        const st_producer_info *p = st_producer_get(s, rk->ranks[i].producer);
+        size_t first = 0;
+        while (st_producer_get(s, rk->ranks[first].producer)->host != p->host)
+            first++;
+        if (first != i)
+            continue; /* its host was named with an earlier rank */
+        char host[128];
+        safe(st_str(s, p->host), host, sizeof host);
+        if (p->clock_aligned)
+            at += snprintf(line + at, sizeof line - (size_t)at, "%s%s %+.3f ms +/- %.3f ms (", hosts ? "; " : "",
+                           host[0] ? host : "?", (double)p->clock_shift_ns / 1e6, ms(p->clock_uncertainty_ns));
+        else
+            at += snprintf(line + at, sizeof line - (size_t)at, "%s%s not measured, on its own clock (", hosts ? "; " : "",
+                           host[0] ? host : "?");
+        hosts++;
+        int n = 0;
+        for (size_t j = i; j < rk->n_ranks && at < (int)sizeof line - 200; j++) {
+            const st_producer_info *q = st_producer_get(s, rk->ranks[j].producer);
+            if (q->host != p->host)
+                continue;
+            if (n++ == 4) {
+                at += snprintf(line + at, sizeof line - (size_t)at, ", ...");
+                break;
+            }
+            if (rk->ranks[j].rank >= 0)
+                at += snprintf(line + at, sizeof line - (size_t)at, "%srank %d", n > 1 ? ", " : "", rk->ranks[j].rank);
+            else
+                at += snprintf(line + at, sizeof line - (size_t)at, "%spid %u", n > 1 ? ", " : "", q->pid);
+        }
+        at += snprintf(line + at, sizeof line - (size_t)at, ")");
+    }
+    if (i < rk->n_ranks)
+        at += snprintf(line + at, sizeof line - (size_t)at, "; ...");
+    if (aligned < rk->n_ranks)
+        snprintf(line + at, sizeof line - (size_t)at,
+                 ". The ranks of hosts measured are on this machine's clock within that; the others are not aligned "
+                 "with them.");
+    else
+        snprintf(line + at, sizeof line - (size_t)at,
+                 ". Every rank's events are on this machine's clock within that: times between ranks of two hosts "
+                 "are known to within both hosts' uncertainties.");
+    if (md)
+        fprintf(out, "\n");
+    wrap(out, md ? 0 : 2, md ? 0 : 4, line);
+    return aligned < rk->n_ranks ? UINT64_MAX : worst;
+}
+
 /* Per rank: busy, idle, blocked, and at collectives how often it came last and what the others
  * waited for it; then the collectives the others waited longest at, with what held the last one. */
 static void text_ranks(FILE *out, const st_store *s, const an_result *r, const an_ranks *rk, int md) {
@@ -1003,6 +1077,7 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
                 id, ms(x->busy_ns), ms(x->idle_ns), ms(x->blocked_ns), x->collectives, x->last_count, ms(x->made_wait_ns),
                 ms(x->waited_ns));
     }
+    uint64_t clock_unc = text_host_clocks(out, s, rk, md);
     if (rk->n_colls == 0) {
         wrap(out, md ? 0 : 2, md ? 0 : 2, "no collectives (NCCL kernels) seen on two ranks or more");
         return;
@@ -1035,6 +1110,14 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
         } else {
             snprintf(line + n, sizeof line - (size_t)n, " its host was not blocked meanwhile, its GPU busy %.3f ms",
                      ms(c->gpu_ns));
+        }
+        /* two ranks' clocks may each be off by clock_unc: a smaller lead is not one that was measured */
+        if (clock_unc != 0 && clock_unc != UINT64_MAX && c->last - c->first <= 2 * clock_unc) {
+            size_t len = strlen(line);
+            snprintf(line + len, sizeof line - len,
+                     " (the lead is within the hosts' clock uncertainty, +/-%.3f ms each: which rank came last is "
+                     "not certain)",
+                     ms(clock_unc));
         }
         if (md)
             fprintf(out, "- %s\n", line);

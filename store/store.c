@@ -68,6 +68,13 @@ typedef struct nvtx_pending {
     uint32_t name;
 } nvtx_pending;
 
+/* A host's measured clock and the offset applied to its producers. */
+typedef struct host_clock {
+    uint32_t host; /* store string */
+    int64_t applied_ns;
+    uint64_t uncertainty_ns;
+} host_clock;
+
 typedef struct prod_ext {
     int seen_seq;
     uint64_t last_seq;
@@ -115,6 +122,8 @@ struct st_store {
     u64map mod_by_key; /* producer << 32 | module string -> index + 1 */
     nvtx_pending *pend;
     size_t n_pend, pend_cap;
+    host_clock *clocks; /* st_store_set_host_clock */
+    size_t n_clocks, clocks_cap;
     /* totals */
     size_t events;
     uint64_t dropped;
@@ -259,6 +268,7 @@ void st_store_destroy(st_store **sp) {
     free(s->mods);
     u64map_free(&s->mod_by_key);
     free(s->pend);
+    free(s->clocks);
     free(s->pool);
     free(s->str_off);
     free(s->str_len);
@@ -355,6 +365,93 @@ static uint32_t pstr(st_store *s, uint32_t prod, uint32_t id) {
 
 /* ---- adding ---- */
 
+/* t with shift taken off, kept within the clock's range. */
+static uint64_t shifted(uint64_t t, int64_t shift) {
+    if (shift >= 0)
+        return t > (uint64_t)shift ? t - (uint64_t)shift : 0;
+    uint64_t up = (uint64_t)0 - (uint64_t)shift;
+    return t < UINT64_MAX - up ? t + up : UINT64_MAX;
+}
+
+/* Moves a producer's events (held, and NVTX starts waiting for their end) from the shift they
+ * have to a new one. The order within a lane stays as it was unless an event met a bound of the
+ * clock; the lanes are indexed again at the next commit. */
+static int producer_shift(st_store *s, uint32_t prod, int64_t to) {
+    int64_t from = s->prods[prod].clock_shift_ns;
+    s->prods[prod].clock_shift_ns = to;
+    if (to == from)
+        return 0;
+    for (size_t i = 0; i < s->n_lanes; i++) {
+        lane *l = &s->lanes[i];
+        if (l->info.producer != prod || l->info.n_events == 0)
+            continue;
+        int clipped = 0;
+        for (size_t k = 0; k < l->info.n_events; k++) {
+            st_event *e = &l->ev[k];
+            uint64_t a = shifted(shifted(e->start, -from), to), b = shifted(shifted(e->end, -from), to);
+            clipped |= a == 0 || b == UINT64_MAX;
+            e->start = a;
+            e->end = b;
+        }
+        if (clipped)
+            l->sorted = 0;
+        l->indexed = 0;
+        s->dirty = 1;
+    }
+    for (size_t i = 0; i < s->n_pend; i++)
+        if (s->pend[i].producer == prod)
+            s->pend[i].start = shifted(shifted(s->pend[i].start, -from), to);
+    return 1;
+}
+
+/* Puts a producer on its host's measured clock, when one was given for its host; 1 when its events
+ * moved. */
+static int producer_clock(st_store *s, uint32_t prod) {
+    st_producer_info *p = &s->prods[prod];
+    for (size_t i = 0; i < s->n_clocks; i++)
+        if (p->host != 0 && s->clocks[i].host == p->host) {
+            p->clock_aligned = 1;
+            p->clock_uncertainty_ns = s->clocks[i].uncertainty_ns;
+            return producer_shift(s, prod, s->clocks[i].applied_ns);
+        }
+    return 0;
+}
+
+int st_store_set_host_clock(st_store *s, const char *host, int64_t offset_ns, uint64_t uncertainty_ns) {
+    size_t len = strlen(host);
+    if (len == 0)
+        return ERR_INVAL;
+    uint32_t id = st_intern(s, host, len);
+    if (id == 0)
+        return ERR_NOMEM;
+    host_clock *c = NULL;
+    for (size_t i = 0; i < s->n_clocks && c == NULL; i++)
+        if (s->clocks[i].host == id)
+            c = &s->clocks[i];
+    if (c == NULL) {
+        if (s->n_clocks == 256)
+            return ERR_LIMIT;
+        if (TU_GROW(s->clocks, s->clocks_cap, s->n_clocks + 1))
+            return ERR_NOMEM;
+        c = &s->clocks[s->n_clocks++];
+        *c = (host_clock){.host = id, .applied_ns = offset_ns, .uncertainty_ns = uncertainty_ns};
+    } else {
+        uint64_t off = c->applied_ns > offset_ns ? (uint64_t)c->applied_ns - (uint64_t)offset_ns
+                                                 : (uint64_t)offset_ns - (uint64_t)c->applied_ns;
+        if (off > uncertainty_ns) {
+            c->applied_ns = offset_ns;
+            c->uncertainty_ns = uncertainty_ns;
+        } else {
+            c->uncertainty_ns = off + uncertainty_ns;
+        }
+    }
+    int moved = 0;
+    for (uint32_t p = 0; p < s->n_prods; p++)
+        if (s->prods[p].host == id)
+            moved |= producer_clock(s, p);
+    return moved;
+}
+
 static int lane_push(st_store *s, lane *l, const st_event *e) {
     if (TU_GROW(l->ev, l->cap, l->info.n_events + 1))
         return ERR_NOMEM;
@@ -381,6 +478,11 @@ static int add_event(st_store *s, uint32_t prod, const tp_record *r) {
     if (r->head.kind >= TP_K_KERNEL && r->head.kind <= TP_K_NVTX &&
         (e.end == 0 || (e.start == 0 && e.end > 86400ull * 1000000000ull)))
         return 0;
+    int64_t shift = s->prods[prod].clock_shift_ns;
+    if (shift != 0) {
+        e.start = shifted(e.start, shift);
+        e.end = shifted(e.end, shift);
+    }
     lane *l = NULL;
     switch (r->head.kind) {
     case TP_K_KERNEL:
@@ -427,7 +529,7 @@ static int add_event(st_store *s, uint32_t prod, const tp_record *r) {
             if (s->n_pend >= ST_MAX_PENDING || TU_GROW(s->pend, s->pend_cap, s->n_pend + 1))
                 return 0; /* an unmatched flood of starts: forget them */
             s->pend[s->n_pend++] = (nvtx_pending){prod, r->nvtx.tid, r->head.device, r->nvtx.id,
-                                                  r->nvtx.start, e.name};
+                                                  e.start, e.name};
             return 0;
         }
         if (r->head.flags == TP_NVTX_END) {
@@ -473,6 +575,7 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
         p->cmdline = pstr(s, prod, r->process.cmdline);
         p->rank = r->process.rank;
         p->world = r->process.world;
+        producer_clock(s, prod);
         return 0;
     }
     case TP_K_DEVICE: {

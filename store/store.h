@@ -84,6 +84,9 @@ typedef struct st_producer_info {
     uint64_t batches, missed; /* batches received, and missed (sequence gaps) */
     uint64_t drop_records[TP_DROP_MAX_], drop_batches[TP_DROP_MAX_]; /* latest TP_K_DROPS */
     int ended; /* its TP_BF_END batch arrived */
+    int clock_aligned;             /* its host's clock was measured (st_store_set_host_clock) */
+    int64_t clock_shift_ns;        /* taken off its events' times: its host's clock minus the reference */
+    uint64_t clock_uncertainty_ns; /* its events are on the reference clock within ± this */
 } st_producer_info;
 
 typedef struct st_device_info {
@@ -145,6 +148,18 @@ size_t st_store_memory(const st_store *s);  /* bytes held, for the benchmark */
 /* A store string (NUL-terminated, untrusted); "" for 0 or unknown ids. */
 const char *st_str(const st_store *s, uint32_t id);
 uint32_t st_intern(st_store *s, const char *str, size_t len);
+
+/* Host clocks. A producer's trace clock is its host's CLOCK_REALTIME; producers of several hosts
+ * share one axis only as well as those clocks agree. This says that host's clock is offset_ns ahead
+ * of the reference (the clock of whoever measured it, through relays: tp_sub_clock) within
+ * ± uncertainty_ns: the events of every producer whose process record names that host, those held
+ * and those to come, are put on the reference clock (offset_ns taken off). A later measurement
+ * moves them again only when it says the offset applied is off by more than its own uncertainty;
+ * the uncertainty a producer states is then the distance from the offset applied to the one
+ * measured plus the measurement's uncertainty, so it is never below what was measured. At most
+ * 256 hosts; returns 1 when events moved, 0 when none did, or ERR_INVAL (no host), ERR_LIMIT,
+ * ERR_NOMEM. */
+int st_store_set_host_clock(st_store *s, const char *host, int64_t offset_ns, uint64_t uncertainty_ns);
 
 size_t st_producer_count(const st_store *s);
 const st_producer_info *st_producer_get(const st_store *s, size_t i);

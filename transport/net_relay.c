@@ -11,10 +11,17 @@
  * running it again (sockets belong to one thread at a time; the proxy is not running then). Its
  * capture socket hands a copy of every message to a reader thread, which counts the batches and the
  * subscriptions that went through and, when asked, writes the batches to a trace file.
+ *
+ * The reader thread also answers the clock requests that subscribers below send up (net_clock.h):
+ * it stamps each with this host's CLOCK_REALTIME and publishes the answer on an inproc PUB socket
+ * that the proxy's XSUB side is connected to, so the answer goes down through the proxy like a
+ * batch, to every subscriber below (the asker knows its own by the nonce). Answers are bounded to
+ * CLOCK_ANSWERS_PER_S, so a peer asking in a loop cannot make the relay flood its viewers.
  */
 #include "synctop/net.h"
 #include "synctop/file.h"
 #include "net_bind.h"
+#include "net_clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -22,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +40,7 @@ struct tp_relay {
     void *front, *back;           /* XSUB to the publishers, XPUB to the subscribers */
     void *ctl_proxy, *ctl_timer;  /* PAIR: the timer thread's TERMINATE to the proxy */
     void *cap_proxy, *cap_reader; /* PUSH / PULL: copies of what went through */
+    void *clk_pub;                /* PUB (reader thread's): clock answers, read by front */
     char endpoint[TP_ENDPOINT_MAX];
     int bound_ipc; /* the socket file at endpoint is ours: removed on destroy */
     size_t upstreams;
@@ -42,7 +51,12 @@ struct tp_relay {
     int stopping;         /* the threads leave */
     uint64_t deadline_ns; /* the timer's next TERMINATE; 0: none armed */
     atomic_int reader_stop;
-    atomic_uint_fast64_t batches, bytes, subscribes;
+    atomic_uint_fast64_t batches, bytes, subscribes, clock_answers;
+    char host[NET_CLOCK_HOST_MAX + 1]; /* named in clock answers */
+    uint64_t id;                       /* this relay's id in clock answers */
+    int64_t clock_skew_ns;             /* added to the clock it answers with (tests) */
+    double answer_tokens;              /* reader thread: answers it may send now */
+    uint64_t answer_refill_ns;         /* when the tokens were last topped up */
     tp_fwriter *rec;      /* written by the reader thread only */
     atomic_int rec_failed;
     err_msg rec_err;      /* why the recording stopped (read after rec_failed is set) */
@@ -96,7 +110,34 @@ static void *timer_main(void *arg) {
     return NULL;
 }
 
-/* Counts what went through, and records the batches. */
+#define CLOCK_ANSWERS_PER_S 200
+
+static uint64_t real_ns(const tp_relay *r) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + (uint64_t)r->clock_skew_ns;
+}
+
+/* Answers a clock request seen at t1 (this relay's clock), unless the rate bound says no. */
+static void clock_answer(tp_relay *r, uint64_t nonce, uint64_t t1) {
+    uint64_t now = mono_ns();
+    r->answer_tokens += (double)(now - r->answer_refill_ns) * 1e-9 * CLOCK_ANSWERS_PER_S;
+    if (r->answer_tokens > CLOCK_ANSWERS_PER_S)
+        r->answer_tokens = CLOCK_ANSWERS_PER_S;
+    r->answer_refill_ns = now;
+    if (r->answer_tokens < 1)
+        return;
+    r->answer_tokens -= 1;
+    net_clock_answer a = {.nonce = nonce, .t1 = t1, .relay = r->id};
+    memcpy(a.host, r->host, sizeof a.host);
+    uint8_t msg[NET_CLOCK_ANSWER_MAX];
+    a.t2 = real_ns(r);
+    size_t len = net_clock_answer_encode(msg, &a);
+    if (zmq_send(r->clk_pub, msg, len, ZMQ_DONTWAIT) == (int)len)
+        atomic_fetch_add(&r->clock_answers, 1);
+}
+
+/* Counts what went through, records the batches, and answers clock requests. */
 static void *reader_main(void *arg) {
     tp_relay *r = arg;
     zmq_msg_t m;
@@ -115,6 +156,10 @@ static void *reader_main(void *arg) {
                 atomic_store(&r->rec_failed, 1);
         } else if (len == 1 && d[0] == 1) {
             atomic_fetch_add(&r->subscribes, 1);
+        } else if (len == 1 + NET_CLOCK_ASK_LEN && d[0] == 1) {
+            uint64_t t1 = real_ns(r), nonce;
+            if (net_clock_ask_decode(d + 1, len - 1, &nonce))
+                clock_answer(r, nonce, t1);
         }
     }
     zmq_msg_close(&m);
@@ -175,9 +220,14 @@ static int configure_back(tp_relay *r, const tp_relay_opts *o, err_msg *err) {
 
 /* The control and capture pairs, over inproc endpoints of this relay's own context. */
 static int make_pairs(tp_relay *r, err_msg *err) {
-    char ctl[64], cap[64];
+    char ctl[64], cap[64], clk[64];
     snprintf(ctl, sizeof ctl, "inproc://relay-control-%p", (void *)r);
     snprintf(cap, sizeof cap, "inproc://relay-capture-%p", (void *)r);
+    snprintf(clk, sizeof clk, "inproc://relay-clock-%p", (void *)r);
+    r->clk_pub = zmq_socket(r->ctx, ZMQ_PUB);
+    if (r->clk_pub == NULL || set_int(r->clk_pub, ZMQ_LINGER, 0) != 0 || set_int(r->clk_pub, ZMQ_SNDHWM, 1000) != 0 ||
+        zmq_bind(r->clk_pub, clk) != 0 || zmq_connect(r->front, clk) != 0)
+        return zmq_fail(err, "cannot set up the relay's clock answers for", r->endpoint);
     r->ctl_proxy = zmq_socket(r->ctx, ZMQ_PAIR);
     r->ctl_timer = zmq_socket(r->ctx, ZMQ_PAIR);
     r->cap_proxy = zmq_socket(r->ctx, ZMQ_PUSH);
@@ -191,6 +241,25 @@ static int make_pairs(tp_relay *r, err_msg *err) {
         set_int(r->cap_reader, ZMQ_RCVTIMEO, 100) != 0 || zmq_bind(r->ctl_proxy, ctl) != 0 ||
         zmq_connect(r->ctl_timer, ctl) != 0 || zmq_bind(r->cap_reader, cap) != 0 || zmq_connect(r->cap_proxy, cap) != 0)
         return zmq_fail(err, "cannot set up the relay's control for", r->endpoint);
+    return 0;
+}
+
+/* The host name and id its clock answers carry. */
+static int set_identity(tp_relay *r, const tp_relay_opts *o, err_msg *err) {
+    char host[256] = "";
+    if (o->host != NULL)
+        snprintf(host, sizeof host, "%s", o->host);
+    else if (gethostname(host, sizeof host - 1) != 0)
+        snprintf(host, sizeof host, "localhost");
+    if (!net_clock_host_ok(host, strlen(host)))
+        return err_set(err, ERR_INVAL, "the relay's host name \"%.64s\" is not 1 to %d printable characters",
+                       host, NET_CLOCK_HOST_MAX);
+    memcpy(r->host, host, strlen(host) + 1);
+    if (getrandom(&r->id, sizeof r->id, 0) != (ssize_t)sizeof r->id)
+        r->id = mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)r;
+    r->clock_skew_ns = o->clock_skew_ns;
+    r->answer_tokens = CLOCK_ANSWERS_PER_S;
+    r->answer_refill_ns = mono_ns();
     return 0;
 }
 
@@ -223,7 +292,8 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
         zmq_fail(err, "cannot create the relay's sockets for", r->endpoint);
         goto fail;
     }
-    if (configure_front(r, &o, err) < 0 || configure_back(r, &o, err) < 0 || make_pairs(r, err) < 0)
+    if (set_identity(r, &o, err) < 0 || configure_front(r, &o, err) < 0 || configure_back(r, &o, err) < 0 ||
+        make_pairs(r, err) < 0)
         goto fail;
     if (o.record != NULL &&
         (r->rec = tp_fwriter_open(o.record, o.record_overwrite ? TP_FW_OVERWRITE : 0, err)) == NULL)
@@ -288,6 +358,7 @@ void tp_relay_stats_get(const tp_relay *r, tp_relay_stats *out) {
     o->batches = atomic_load(&((tp_relay *)r)->batches);
     o->bytes = atomic_load(&((tp_relay *)r)->bytes);
     o->subscribes = atomic_load(&((tp_relay *)r)->subscribes);
+    o->clock_answers = atomic_load(&((tp_relay *)r)->clock_answers);
     o->upstreams = r->upstreams;
     o->record_failed = atomic_load(&((tp_relay *)r)->rec_failed);
 }
@@ -316,7 +387,7 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
             rc = tp_fwriter_close(&r->rec, err);
         }
     }
-    void *socks[] = {r->front, r->back, r->ctl_proxy, r->ctl_timer, r->cap_proxy, r->cap_reader};
+    void *socks[] = {r->front, r->back, r->ctl_proxy, r->ctl_timer, r->cap_proxy, r->cap_reader, r->clk_pub};
     for (size_t i = 0; i < sizeof socks / sizeof socks[0]; i++)
         if (socks[i] != NULL)
             zmq_close(socks[i]);

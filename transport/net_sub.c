@@ -4,8 +4,12 @@
  * before the caller sees it, and each producer's sequence numbers are followed so that the batches
  * it lost on the way (a publisher dropping for a slow subscriber) are counted, per producer, and
  * reported back to the publishers (net_loss.h).
+ *
+ * It also asks the relays above it for their clocks (net_clock.h) and keeps, per relay, the
+ * exchange that bounds the offset best; the answers are taken here and never reach the caller.
  */
 #include "synctop/net.h"
+#include "net_clock.h"
 #include "net_loss.h"
 #include "net_monitor.h"
 
@@ -13,11 +17,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #define MAX_PRODUCERS 4096
 #define SLOTS (2 * MAX_PRODUCERS) /* open addressing, at most half full */
+
+#define CLOCK_PENDING 16   /* requests whose answers are still taken */
+#define CLOCK_RELAYS 256   /* relays followed */
+#define CLOCK_FAST 10      /* requests 100 ms apart after a connection, then one a second */
+#define CLOCK_DRIFT_PPM 15 /* how fast a kept exchange's uncertainty grows with its age */
+#define CLOCK_MAX_RTT_NS 10000000000ull
+
+_Static_assert(sizeof(((tp_sub_clock *)0)->host) == NET_CLOCK_HOST_MAX + 1, "a host name as answers carry it");
+
+struct clock_ask {
+    uint64_t nonce, t0; /* nonce 0: unused */
+};
+
+struct clock_est {
+    tp_sub_clock c;   /* uncertainty_ns as measured, before aging */
+    uint64_t at_mono; /* when it was measured */
+};
 
 struct producer {
     tp_sub_producer s;
@@ -35,7 +58,102 @@ struct tp_sub {
     struct producer *producers; /* in order of first sight */
     size_t cap;
     uint32_t slot[SLOTS]; /* producer index + 1, 0 when empty */
+    uint64_t clock_nonce;    /* the last request's nonce (random start) */
+    int clock_fast;          /* fast requests still to send */
+    uint64_t clock_next;     /* CLOCK_MONOTONIC ns of the next request */
+    struct clock_ask asks[CLOCK_PENDING];
+    struct clock_est *clocks;
+    size_t n_clocks;
 };
+
+static uint64_t clock_of(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Asks the relays above for their clocks when it is time (net_clock.h). */
+static void clock_ask_maybe(tp_sub *s) {
+    uint64_t now = clock_of(CLOCK_MONOTONIC);
+    if (now < s->clock_next)
+        return;
+    s->clock_next = now + (s->clock_fast > 0 ? 100000000ull : 1000000000ull);
+    if (s->clock_fast > 0)
+        s->clock_fast--;
+    if (++s->clock_nonce == 0)
+        s->clock_nonce = 1;
+    uint8_t topic[NET_CLOCK_ASK_LEN];
+    net_clock_ask_encode(topic, s->clock_nonce);
+    struct clock_ask *a = &s->asks[s->clock_nonce % CLOCK_PENDING];
+    a->nonce = s->clock_nonce;
+    a->t0 = clock_of(CLOCK_REALTIME);
+    if (zmq_setsockopt(s->sock, ZMQ_SUBSCRIBE, topic, sizeof topic) == 0)
+        zmq_setsockopt(s->sock, ZMQ_UNSUBSCRIBE, topic, sizeof topic);
+}
+
+/* A kept exchange's uncertainty, aged to now. */
+static uint64_t clock_aged(const struct clock_est *e, uint64_t now) {
+    uint64_t age = now > e->at_mono ? now - e->at_mono : 0;
+    return e->c.uncertainty_ns + age / (1000000 / CLOCK_DRIFT_PPM);
+}
+
+/* Takes a relay's answer received at t3 (our CLOCK_REALTIME). Answers to others' requests, and
+ * answers whose times cannot be (a relay that held the request longer than the round trip took),
+ * are ignored. */
+static void clock_take(tp_sub *s, const uint8_t *msg, size_t len, uint64_t t3) {
+    net_clock_answer a;
+    if (!net_clock_answer_decode(msg, len, &a) || a.nonce == 0)
+        return;
+    const struct clock_ask *q = &s->asks[a.nonce % CLOCK_PENDING];
+    if (q->nonce != a.nonce || t3 < q->t0)
+        return;
+    uint64_t rtt = t3 - q->t0, hold = a.t2 - a.t1;
+    if (rtt > CLOCK_MAX_RTT_NS || hold > rtt)
+        return;
+    /* the relay's clock minus ours lies in [t2 - t3, t1 - t0] */
+    int64_t lo = (int64_t)(a.t2 - t3), hi = (int64_t)(a.t1 - q->t0);
+    const int64_t lim = INT64_C(1) << 62;
+    if (lo < -lim || lo > lim || hi < -lim || hi > lim)
+        return;
+    uint64_t width = rtt - hold, now = clock_of(CLOCK_MONOTONIC);
+    struct clock_est *e = NULL;
+    for (size_t i = 0; i < s->n_clocks && e == NULL; i++)
+        if (s->clocks[i].c.relay == a.relay)
+            e = &s->clocks[i];
+    if (e == NULL) {
+        if (s->n_clocks == CLOCK_RELAYS)
+            return;
+        if (s->clocks == NULL && (s->clocks = calloc(CLOCK_RELAYS, sizeof *s->clocks)) == NULL)
+            return;
+        e = &s->clocks[s->n_clocks++];
+        memset(e, 0, sizeof *e);
+        e->c.relay = a.relay;
+        e->c.uncertainty_ns = UINT64_MAX / 2;
+    }
+    snprintf(e->c.host, sizeof e->c.host, "%s", a.host);
+    e->c.exchanges++;
+    uint64_t unc = (width + 1) / 2, kept = clock_aged(e, now);
+    int64_t mid = lo + (int64_t)(width / 2);
+    /* Both bounds hold unless a clock stepped since the kept one (or a relay of the same id came
+     * back on another clock): bounds that cannot both hold leave only the new one true. */
+    uint64_t apart = mid > e->c.offset_ns ? (uint64_t)mid - (uint64_t)e->c.offset_ns
+                                          : (uint64_t)e->c.offset_ns - (uint64_t)mid;
+    if (e->c.exchanges == 1 || unc <= kept || apart > unc + kept) {
+        e->c.offset_ns = mid;
+        e->c.uncertainty_ns = unc;
+        e->at_mono = now;
+    }
+}
+
+size_t tp_sub_clock_count(const tp_sub *sub) { return sub->n_clocks; }
+
+int tp_sub_clock_get(const tp_sub *sub, size_t i, tp_sub_clock *out) {
+    if (i >= sub->n_clocks)
+        return ERR_INVAL;
+    *out = sub->clocks[i].c;
+    out->uncertainty_ns = clock_aged(&sub->clocks[i], clock_of(CLOCK_MONOTONIC));
+    return 0;
+}
 
 static int zmq_fail(err_msg *err, const char *what) {
     int e = zmq_errno();
@@ -98,6 +216,8 @@ static void read_handshakes(tp_sub *s) {
     while (net_monitor_next(s->mon, &event, &value, ep, sizeof ep)) {
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             s->stats.handshakes++;
+            s->clock_fast = CLOCK_FAST; /* a new or restarted relay above: ask again soon */
+            s->clock_next = 0;
         } else if (event != 0) {
             s->stats.handshake_failures++;
             snprintf(s->handshake_ep, sizeof s->handshake_ep, "%s", ep);
@@ -120,6 +240,8 @@ tp_sub *tp_sub_new(const tp_sub_opts *opts, err_msg *err) {
     }
     s->owner = getpid();
     zmq_msg_init(&s->msg);
+    if (getrandom(&s->clock_nonce, sizeof s->clock_nonce, 0) != (ssize_t)sizeof s->clock_nonce)
+        s->clock_nonce = clock_of(CLOCK_MONOTONIC) ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)s;
     s->ctx = zmq_ctx_new();
     if (s->ctx == NULL) {
         zmq_fail(err, "cannot create a ZeroMQ context");
@@ -155,6 +277,7 @@ void tp_sub_destroy(tp_sub **sp) {
             ;
     }
     free(s->producers);
+    free(s->clocks);
     free(s);
     *sp = NULL;
 }
@@ -170,12 +293,16 @@ int tp_sub_connect(tp_sub *sub, const char *endpoint, err_msg *err) {
         int e = zmq_errno();
         return err_set(err, ERR_ZMQ, "cannot connect to %s: %s", ep, zmq_strerror(e));
     }
+    sub->clock_fast = CLOCK_FAST;
+    sub->clock_next = 0;
     return 0;
 }
 
 int tp_sub_wait(tp_sub *sub, int fd, int timeout_ms, err_msg *err) {
-    if (sub != NULL)
+    if (sub != NULL) {
         read_handshakes(sub);
+        clock_ask_maybe(sub);
+    }
     zmq_pollitem_t items[2];
     int n = 0, fd_at = -1, sub_at = -1;
     if (fd >= 0) {
@@ -239,6 +366,7 @@ static int malformed(tp_sub *s, err_msg *err, const char *why) {
 
 int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, err_msg *err) {
     read_handshakes(sub);
+    clock_ask_maybe(sub);
     /* Try first: when batches are flowing, one call instead of a poll and a receive. */
     while (zmq_msg_recv(&sub->msg, sub->sock, ZMQ_DONTWAIT) < 0) {
         int e = zmq_errno();
@@ -261,6 +389,10 @@ int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, err_msg *err) {
     }
     const uint8_t *data = zmq_msg_data(&sub->msg);
     size_t len = zmq_msg_size(&sub->msg);
+    if (net_clock_is_answer(data, len)) {
+        clock_take(sub, data, len, clock_of(CLOCK_REALTIME));
+        return 0; /* not a batch: the caller asks again */
+    }
     tp_batch_hdr h;
     err_msg why;
     char text[sizeof why.msg + 64];

@@ -1544,6 +1544,10 @@ static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_
                 n += snprintf(what + n, sizeof what - (size_t)n, "  rank %d/%d", pi->rank, pi->world);
             if (pi->host)
                 n += snprintf(what + n, sizeof what - (size_t)n, "  on %.100s", st_str(f->s, pi->host));
+            if (pi->clock_aligned) /* its host's clock, as measured: how well this row lines up with others */
+                n += snprintf(what + n, sizeof what - (size_t)n, " (clock %+.3f ms %s %.3f ms)",
+                              (double)pi->clock_shift_ns / 1e6, v->ascii ? "+-" : "\xc2\xb1",
+                              (double)pi->clock_uncertainty_ns / 1e6);
             if (pi->cmdline)
                 snprintf(what + n, sizeof what - (size_t)n, "  %.300s", st_str(f->s, pi->cmdline));
             sanitized(clean, sizeof clean, what);

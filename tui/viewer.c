@@ -19,6 +19,7 @@
 
 #include "analysis.h"
 #include "store.h"
+#include "live.h"
 #include "load.h"
 #include "synctop/file.h"
 #include "synctop/net.h"
@@ -175,6 +176,7 @@ typedef struct viewer {
     size_t n_eps;
     double scan_at;
     double discover_at;
+    double clocks_at;
     char err[512];
 } viewer;
 
@@ -305,6 +307,13 @@ static void viewer_release_held(viewer *w) {
     }
     w->n_held = 0;
     w->held_bytes = 0;
+}
+
+/* Puts each host's producers on this machine's clock as the relays measured it (never while an
+ * analysis reads the store); when events moved, the analysis is due again. */
+static void viewer_clocks(viewer *w) {
+    if (live_clocks_apply(w->sub, w->s) > 0)
+        w->an_events = (size_t)-1;
 }
 
 /* Starts the analysis when one is due, takes its result when it is done. A live store grows all
@@ -522,6 +531,10 @@ static int viewer_loop(viewer *w) {
             if (w->batches_in == 0 && !w->v.notice[0] && t - w->started_at >= VIEWER_NO_DATA_S) {
                 viewer_no_data(w);
                 dirty = 1;
+            }
+            if (w->job == NULL && t - w->clocks_at >= 0.5) {
+                viewer_clocks(w);
+                w->clocks_at = t;
             }
             if (w->o->scan_endpoint_dir && t - w->scan_at >= 2.0) {
                 viewer_scan(w);

@@ -156,7 +156,8 @@ typedef struct tp_sub_msg {
 } tp_sub_msg;
 
 /* Waits up to timeout_ms (-1: forever, 0: poll) for a batch. Returns 1 with msg filled, 0 on
- * timeout (or when a signal interrupted the wait), or a negative code; a message that is not a
+ * timeout (or when a signal interrupted the wait, or a relay's clock answer came instead of a
+ * batch: it is taken here, see tp_sub_clock_get), or a negative code; a message that is not a
  * valid batch header is counted in stats, skipped, and reported as ERR_MALFORMED with a message
  * (the caller may go on receiving). Batches flagged TP_BF_SYNTHETIC never count as gaps. A gap is
  * reported to the publishers, which answer with a keyframe. */
@@ -190,14 +191,39 @@ int tp_sub_all_ended(const tp_sub *sub);
  * followed, later ones are delivered but not counted here); returns 0 or ERR_INVAL. */
 int tp_sub_producer_get(const tp_sub *sub, size_t i, tp_sub_producer *out);
 
+/* ---- clocks of the hosts above, through relays ---- */
+
+/* A subscriber asks the relays above it for their clocks (at once, every 100 ms ten times, then
+ * every second; from tp_sub_recv and tp_sub_wait) and each relay answers with its host's
+ * CLOCK_REALTIME, NTP-style: t0 asked, t1 and t2 the relay's receipt and answer, t3 received here.
+ * The relay's clock minus this process's CLOCK_REALTIME then lies within
+ *   offset ± uncertainty, offset = ((t1 - t0) + (t2 - t3)) / 2, uncertainty = ((t3 - t0) - (t2 - t1)) / 2
+ * whatever the delays on the way, as long as neither clock jumps in between. Of its exchanges
+ * with a relay the one of least uncertainty is kept; the uncertainty of a kept exchange grows by
+ * 15 ppm of its age (clocks drift), and a later exchange replaces it once it is better, or when
+ * the two bounds cannot both hold (a clock was stepped in between: the new one is true). Producers
+ * on a relay's host (their process record names the same host) share its clock. */
+typedef struct tp_sub_clock {
+    char host[65];           /* the relay's host name */
+    uint64_t relay;          /* the relay's id (several may run on one host) */
+    int64_t offset_ns;       /* its clock minus ours */
+    uint64_t uncertainty_ns; /* the true offset is within offset_ns ± this (aged to now) */
+    uint64_t exchanges;      /* answers used */
+} tp_sub_clock;
+/* How many relays answered so far (at most 256 are followed). */
+size_t tp_sub_clock_count(const tp_sub *sub);
+/* The i-th relay that answered, in order of first answer; 0 or ERR_INVAL. */
+int tp_sub_clock_get(const tp_sub *sub, size_t i, tp_sub_clock *out);
+
 /* ---- relay ---- */
 
 /* A relay republishes what the publishers it is connected to send (the traced processes of a node,
  * or other relays) to the subscribers of its own endpoint, through ZeroMQ's proxy: batches go down
  * unchanged, subscriptions and loss reports go up unchanged, so each process still learns of every
  * viewer (and answers with a keyframe) and of every batch a viewer lost on the way, through any
- * number of relays. Its endpoint follows the publisher's rules (loopback tcp, or keys, or insecure;
- * an ipc file path). */
+ * number of relays. It answers the clock requests of the subscribers below it with its host's
+ * clock (see tp_sub_clock). Its endpoint follows the publisher's rules (loopback tcp, or keys, or
+ * insecure; an ipc file path). */
 typedef struct tp_relay tp_relay;
 
 typedef struct tp_relay_opts {
@@ -209,6 +235,9 @@ typedef struct tp_relay_opts {
     int rcvhwm;                  /* batches queued from the publishers; 0: 10000 */
     const char *record;          /* also write every batch that goes through to this trace file */
     int record_overwrite;        /* replace that file when it exists */
+    const char *host;            /* the name its clock answers carry; NULL: this machine's host name */
+    int64_t clock_skew_ns;       /* for tests only: added to the clock it answers with, so that one
+                                    machine can play hosts whose clocks differ; 0 otherwise */
 } tp_relay_opts;
 
 tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err);
@@ -224,6 +253,7 @@ int tp_relay_run(tp_relay *relay, int ms, err_msg *err);
 typedef struct tp_relay_stats {
     uint64_t batches, bytes; /* batches that went down to the subscribers */
     uint64_t subscribes;     /* subscriptions that went up (a viewer arriving, on any relay below) */
+    uint64_t clock_answers;  /* clock requests it answered */
     size_t upstreams;        /* publishers and relays connected to */
     int record_failed;       /* the recording stopped (tp_relay_destroy says why) */
 } tp_relay_stats;

@@ -42,9 +42,9 @@ void synth_meta(synth *s, tp_enc *enc) {
     for (int i = 0; i < 8; i++)
         s->api_names[i] = tp_enc_intern_cstr(enc, api_names[i]);
     tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = 4242,
-                    .host = tp_enc_intern_cstr(enc, "gpu-node-07"),
+                    .host = tp_enc_intern_cstr(enc, s->host != NULL ? s->host : "gpu-node-07"),
                     .cmdline = tp_enc_intern_cstr(enc, "python train.py --epochs 3"),
-                    .rank = 0, .world = 1, .start_realtime_ns = s->now};
+                    .rank = s->rank, .world = s->rank > 0 ? s->rank + 1 : 1, .start_realtime_ns = s->now};
     tp_enc_add(enc, &p);
     tp_device d = {.kind = TP_K_DEVICE, .device = 0,
                    .name = tp_enc_intern_cstr(enc, "NVIDIA H100 80GB HBM3"), .cc_major = 9,

@@ -23,6 +23,8 @@ typedef struct synth {
     uint32_t callsites[2];
     uint64_t events;   /* events generated */
     int meta_done;
+    const char *host;  /* the process record's host; NULL: "gpu-node-07" (set before synth_meta) */
+    int32_t rank;      /* the process record's rank (0) */
 } synth;
 
 void synth_init(synth *s, uint64_t seed);

@@ -24,13 +24,15 @@ static void usage(FILE *out) {
             "usage: synctop-testpub [--endpoint E] --events N [--batch EVENTS_PER_BATCH]\n"
             "       [--rate EVENTS_PER_SEC] [--seed S] [--wait-subscribers K]\n"
             "       [--curve-key FILE.key] [--insecure] [--sndhwm BATCHES] [--linger-ms MS]\n"
-            "       [--persistent-kernel]\n\n"
+            "       [--persistent-kernel] [--host NAME] [--rank N] [--clock-skew-ns NS]\n\n"
             "Publishes N synthetic events in batches (default 4096 events; the last batch is\n"
             "flagged END) on E (default: this process's ipc endpoint). --rate 0 (default): as\n"
             "fast as possible. --wait-subscribers K: wait up to 10 s for K subscribers first.\n"
             "--linger-ms: how long to wait at exit for queued batches (default 1000).\n"
             "--persistent-kernel: halfway through, a kernel on a new stream (99) that began\n"
             "with the first event and runs past the last (a persistent NCCL kernel).\n"
+            "--host, --rank: what its process record says (default gpu-node-07, rank 0);\n"
+            "--clock-skew-ns: every time it sends is that far off (a host whose clock is).\n"
             "The producer id is SEED + 1 (default seed 1).\n");
 }
 
@@ -60,8 +62,12 @@ int main(int argc, char **argv) {
         {"curve-key", required_argument, NULL, 'k'}, {"insecure", no_argument, NULL, 'i'},
         {"sndhwm", required_argument, NULL, 'H'},   {"linger-ms", required_argument, NULL, 'l'},
         {"persistent-kernel", no_argument, NULL, 'P'}, {"help", no_argument, NULL, 'h'},
+        {"host", required_argument, NULL, 'o'},      {"rank", required_argument, NULL, 'R'},
+        {"clock-skew-ns", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0}};
-    const char *endpoint = NULL, *key_path = NULL;
+    const char *endpoint = NULL, *key_path = NULL, *host = NULL;
+    uint64_t rank = 0;
+    long long skew = 0;
     uint64_t events = UINT64_MAX, batch = 4096, rate = 0, seed = 1, wait_subs = 0, hwm = 0,
              linger = 1000;
     int insecure = 0, persistent = 0, c;
@@ -77,6 +83,15 @@ int main(int argc, char **argv) {
         case 'k': key_path = optarg; break;
         case 'i': insecure = 1; break;
         case 'P': persistent = 1; break;
+        case 'o': host = optarg; break;
+        case 'R': bad = parse_u64(optarg, &rank) || rank > 1000000; break;
+        case 'S': {
+            char *end;
+            errno = 0;
+            skew = strtoll(optarg, &end, 10);
+            bad = errno != 0 || end == optarg || *end != '\0' || skew > 1000000000000000LL || skew < -1000000000000000LL;
+            break;
+        }
         case 'H': bad = parse_u64(optarg, &hwm) || hwm > 100000000; break;
         case 'l': bad = parse_u64(optarg, &linger) || linger > 3600000; break;
         case 'h': usage(stdout); return 0;
@@ -127,6 +142,9 @@ int main(int argc, char **argv) {
     }
     synth sy;
     synth_init(&sy, seed);
+    sy.host = host;
+    sy.rank = (int32_t)rank;
+    sy.now = (uint64_t)((int64_t)sy.now + skew);
     tp_buf buf = {0};
     uint64_t left = events, first_ts = sy.now;
     double t0 = cm_now_s();

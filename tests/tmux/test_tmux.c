@@ -476,6 +476,8 @@ TEST(run_in_tmux_shows_the_program_live) {
 /* ---- live sessions: recording, CURVE, discovery ---- */
 
 static pid_t pub_pid;
+static pid_t others[4]; /* processes task_spawn started: on_abort replaced its handler */
+static size_t n_others;
 
 /* A failed check aborts the test: the publisher must not outlive it. */
 static void testpub_kill(void) {
@@ -486,6 +488,8 @@ static void testpub_kill(void) {
 /* A failed check aborts, which runs no atexit handler: clean up here, then abort as asked. */
 static void on_abort(int sig) {
     testpub_kill();
+    for (size_t i = 0; i < n_others; i++)
+        kill(others[i], SIGKILL);
     tmux_stop();
     signal(sig, SIG_DFL);
     raise(sig);
@@ -701,4 +705,74 @@ TEST(attach_without_argument_finds_a_publisher_on_its_default_endpoint) {
     scr = wait_for("EXITED");
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
     testpub_stop(pub);
+}
+
+/* The viewer behind a relay whose host's clock is 3 s ahead of the viewer's (the relay and the
+ * processes of that host share the skew): each rank's row says the offset measured and its
+ * uncertainty, and the skew given holds within it. */
+TEST(attach_through_a_relay_states_each_hosts_measured_clock) {
+    if (!have_tmux()) {
+        fprintf(stderr, "tmux is not installed: skipped\n");
+        return;
+    }
+    static const double skew_ms = 3000.0;
+    char node[1024];
+    snprintf(node, sizeof node, "%s", task_path("node"));
+    ASSERT_OK(mkdir(node, 0700));
+    ASSERT_OK(setenv("XDG_RUNTIME_DIR", node, 1));
+    ASSERT_OK(setenv("SYNCTOP_TEST_HOST", "sim-node-a", 1));
+    ASSERT_OK(setenv("SYNCTOP_TEST_CLOCK_SKEW_NS", "3000000000", 1));
+    const char *relay[] = {task_synctop(), "relay", "--listen", "tcp://127.0.0.1:0", NULL};
+    pid_t rp = task_spawn(relay, task_path("relay.out"), task_path("relay.err"));
+    others[n_others++] = rp;
+    unsetenv("SYNCTOP_TEST_HOST");
+    unsetenv("SYNCTOP_TEST_CLOCK_SKEW_NS");
+    pid_t pubs[2];
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {TESTPUB, "--events", "400000", "--rate", "20000", "--batch", "200",
+                              "--wait-subscribers", "1", "--seed", i ? "81" : "80", "--host", "sim-node-a",
+                              "--rank", i ? "1" : "0", "--clock-skew-ns", "3000000000", NULL};
+        pubs[i] = task_spawn(argv, task_path(i ? "pub1.out" : "pub0.out"), task_path(i ? "pub1.err" : "pub0.err"));
+        others[n_others++] = pubs[i];
+    }
+    char ep[512] = "";
+    for (int i = 0; i < 2000 && ep[0] == '\0'; i++) {
+        FILE *f = fopen(task_path("relay.err"), "r");
+        char line[1024];
+        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+            const char *at = strstr(line, "listening on ");
+            if (at != NULL)
+                snprintf(ep, sizeof ep, "%.*s", (int)strcspn(at + 13, " ;\n"), at + 13);
+        }
+        if (f != NULL)
+            fclose(f);
+        usleep(10000);
+    }
+    ASSERT(ep[0] != '\0');
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s attach %s", task_synctop(), ep);
+    tmux_start(cmd, 200, 60);
+    const char *scr = wait_for("(clock +");
+    char line[1024];
+    ASSERT_NOT_NULL(line_with(scr, "(clock +", line, sizeof line));
+    ASSERT_STR_CONTAINS(line, "on sim-node-a");
+    const char *at = strstr(line, "(clock +") + strlen("(clock ");
+    char *end;
+    double off = strtod(at, &end), unc;
+    ASSERT(end != at);
+    ASSERT_NOT_NULL(strstr(end, " ms \xc2\xb1 "));
+    unc = strtod(strstr(end, " ms \xc2\xb1 ") + strlen(" ms \xc2\xb1 "), NULL);
+    /* the row prints milliseconds to three places: 0.001 ms of rounding */
+    if (off - skew_ms > unc + 0.001 || skew_ms - off > unc + 0.001)
+        TASK_FAIL_("the row says %.3f ms +- %.3f, but the host's clock is %.3f ms ahead:\n%s", off, unc, skew_ms, scr);
+    ASSERT_LT(unc, 500.0); /* tells a host 3 s off from one on time */
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    for (int i = 0; i < 2; i++) {
+        kill(pubs[i], SIGKILL);
+        task_wait_exit(pubs[i], 20);
+    }
+    kill(rp, SIGINT);
+    ASSERT_EQ(task_wait_exit(rp, 20), 0);
 }

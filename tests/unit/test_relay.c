@@ -3,7 +3,9 @@
  * tracer's stand-in on real ZeroMQ sockets) and a real subscriber, alone and behind a second relay
  * with CURVE. What arrives is checked against what each publisher says it sent and against the
  * number of events its seed makes; a viewer that arrives late must still be able to decode (its
- * subscription went up and the publishers answered with a keyframe).
+ * subscription went up and the publishers answered with a keyframe). Clock offsets between hosts
+ * are checked against skews the test gives the relays (SYNCTOP_TEST_CLOCK_SKEW_NS), never against
+ * what synctop said before.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +15,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include "synctop/net.h"
+#include "synth.h"
 #include "task.h"
 
 /* ---- processes ---- */
@@ -65,7 +69,7 @@ static void relay_start(relay_proc *r, const char *name, const char *const extra
     snprintf(out, sizeof out, "%s", task_path(name));
     snprintf(r->err, sizeof r->err, "%s.err", out);
     r->pid = task_spawn(argv, out, r->err);
-    const char *at = wait_text(r->err, "listening on tcp://", 20) + strlen("listening on ");
+    const char *at = wait_text(r->err, "listening on ", 20) + strlen("listening on ");
     size_t len = strcspn(at, " ;\n");
     ASSERT_LT(len, sizeof r->endpoint);
     memcpy(r->endpoint, at, len);
@@ -395,4 +399,544 @@ TEST(relay_refuses_what_it_must) {
     pid = task_spawn(badlist, task_path("d.out"), task_path("d.err"));
     ASSERT_EQ(task_wait_exit(pid, 20), 1);
     ASSERT_STR_CONTAINS(slurp(task_path("d.err")), "tcp://nohost");
+}
+
+/* ---- clocks through relays ---- */
+
+/* A relay that plays a host of its own: that name in its clock answers, its clock skewed by
+ * skew_ns. */
+static void relay_start_as(relay_proc *r, const char *name, const char *host, long long skew_ns,
+                           const char *const extra[]) {
+    char skew[32];
+    snprintf(skew, sizeof skew, "%lld", skew_ns);
+    ASSERT_OK(setenv("SYNCTOP_TEST_HOST", host, 1));
+    ASSERT_OK(setenv("SYNCTOP_TEST_CLOCK_SKEW_NS", skew, 1));
+    relay_start(r, name, extra);
+    unsetenv("SYNCTOP_TEST_HOST");
+    unsetenv("SYNCTOP_TEST_CLOCK_SKEW_NS");
+}
+
+/* Receives (batches or nothing) until want relays answered (or timeout_s); returns how many did. */
+static size_t clocks_wait(tp_sub *sub, size_t want, int timeout_s) {
+    err_msg err = {{0}};
+    time_t t0 = time(NULL);
+    while (tp_sub_clock_count(sub) < want && time(NULL) - t0 <= timeout_s) {
+        tp_sub_msg m;
+        tp_sub_recv(sub, &m, 50, &err);
+    }
+    return tp_sub_clock_count(sub);
+}
+
+/* The best answer of the relays of this host (the one of least uncertainty), or fails. */
+static tp_sub_clock clock_of_host(tp_sub *sub, const char *host, uint64_t not_relay) {
+    tp_sub_clock best;
+    memset(&best, 0, sizeof best);
+    int found = 0;
+    for (size_t i = 0; i < tp_sub_clock_count(sub); i++) {
+        tp_sub_clock c;
+        ASSERT_OK(tp_sub_clock_get(sub, i, &c));
+        if (strcmp(c.host, host) == 0 && c.relay != not_relay && (!found || c.uncertainty_ns < best.uncertainty_ns)) {
+            best = c;
+            found = 1;
+        }
+    }
+    if (!found)
+        TASK_FAIL_("no clock answer from host %s", host);
+    return best;
+}
+
+/* The offset measured must hold the skew the relay was given, within the uncertainty stated; and
+ * that uncertainty must be small enough to tell the hosts of the test apart (their skews differ
+ * by seconds). */
+static void assert_offset(const tp_sub_clock *c, long long skew_ns) {
+    long long off = (long long)c->offset_ns, d = off > skew_ns ? off - skew_ns : skew_ns - off;
+    if ((unsigned long long)d > c->uncertainty_ns)
+        TASK_FAIL_("host %s: measured %lld ns ± %llu, but its clock is %lld ns off", c->host, off,
+                   (unsigned long long)c->uncertainty_ns, skew_ns);
+    ASSERT_LT(c->uncertainty_ns, 500000000);
+    ASSERT_GE(c->exchanges, 1);
+}
+
+/* Two nodes, each a relay with its own clock and two processes, under a third relay on a third
+ * clock; the viewer connects to the top one only. Each relay's offset is recovered within the
+ * uncertainty stated, through one relay or two, while batches flow; a node relay that restarts on
+ * a clock stepped meanwhile is measured again. */
+TEST(clock_offsets_of_hosts_are_measured_through_two_relays) {
+    static const long long skew_a = 3000000000LL, skew_b = -2000000000LL, skew_top = 1250000000LL,
+                           skew_a2 = 7000000000LL;
+    char node[2][PATH_MAX];
+    relay_proc nr[2];
+    pid_t pub[4];
+    for (int i = 0; i < 2; i++) {
+        snprintf(node[i], sizeof node[i], "%s", task_path(i ? "node-b" : "node-a"));
+        ASSERT_OK(mkdir(node[i], 0700));
+        ASSERT_OK(setenv("XDG_RUNTIME_DIR", node[i], 1));
+        /* node a's relay restarts below on the same endpoint: an ipc path of this test's own, which
+         * no other process can take in between as it could a tcp port */
+        char listen[TP_ENDPOINT_MAX];
+        snprintf(listen, sizeof listen, "ipc://%s", task_path("relay-a.sock"));
+        const char *on_ipc[] = {"--listen", listen, NULL};
+        relay_start_as(&nr[i], i ? "relay-b" : "relay-a", i ? "sim-node-b" : "sim-node-a", i ? skew_b : skew_a,
+                       i ? NULL : on_ipc);
+        pub[2 * i] = testpub_start(30 + 2 * i, 200000, i ? "pub-b1.out" : "pub-a1.out", NULL);
+        pub[2 * i + 1] = testpub_start(31 + 2 * i, 200000, i ? "pub-b2.out" : "pub-a2.out", NULL);
+    }
+    relay_proc top;
+    const char *extra[] = {nr[0].endpoint, nr[1].endpoint, NULL};
+    relay_start_as(&top, "relay-top", "sim-top", skew_top, extra);
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, top.endpoint, &err));
+    ASSERT_EQ(clocks_wait(sub, 3, 30), 3);
+    /* a few more exchanges, batches flowing meanwhile */
+    got g;
+    receive_all(sub, &g, 4, 60);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(task_wait_exit(pub[i], 30), 0);
+    ASSERT_EQ(g.n, 4);
+    tp_sub_clock a = clock_of_host(sub, "sim-node-a", 0), b = clock_of_host(sub, "sim-node-b", 0),
+                 t = clock_of_host(sub, "sim-top", 0);
+    assert_offset(&a, skew_a);
+    assert_offset(&b, skew_b);
+    assert_offset(&t, skew_top);
+    ASSERT_EQ(tp_sub_clock_count(sub), 3);
+
+    /* node a's relay dies; one starts on the same port with the host's clock stepped: the top relay
+     * reconnects to it and the viewer measures it anew (a new relay id on that host) */
+    kill(nr[0].pid, SIGKILL);
+    ASSERT_EQ(task_wait_exit(nr[0].pid, 20), 128 + SIGKILL);
+    char ep[TP_ENDPOINT_MAX];
+    snprintf(ep, sizeof ep, "%s", nr[0].endpoint);
+    ASSERT_OK(setenv("XDG_RUNTIME_DIR", node[0], 1));
+    ASSERT_OK(setenv("SYNCTOP_TEST_HOST", "sim-node-a", 1));
+    char skew[32];
+    snprintf(skew, sizeof skew, "%lld", skew_a2);
+    ASSERT_OK(setenv("SYNCTOP_TEST_CLOCK_SKEW_NS", skew, 1));
+    const char *argv[] = {task_synctop(), "relay", "--listen", ep, NULL};
+    relay_proc again;
+    snprintf(again.err, sizeof again.err, "%s", task_path("relay-a2.err"));
+    again.pid = task_spawn(argv, task_path("relay-a2.out"), again.err);
+    unsetenv("SYNCTOP_TEST_HOST");
+    unsetenv("SYNCTOP_TEST_CLOCK_SKEW_NS");
+    wait_text(again.err, "listening on", 20);
+    ASSERT_EQ(clocks_wait(sub, 4, 30), 4);
+    tp_sub_clock a2 = clock_of_host(sub, "sim-node-a", a.relay);
+    ASSERT(a2.relay != a.relay);
+    assert_offset(&a2, skew_a2);
+    /* and a process that starts there now comes through the restarted relay */
+    pid_t p = testpub_start(40, 20000, "pub-a3.out", NULL);
+    got g2;
+    receive_all(sub, &g2, 1, 60);
+    ASSERT_EQ(task_wait_exit(p, 30), 0);
+    ASSERT_UEQ(g2.producer[0], 41);
+    ASSERT_UEQ(g2.events[0], 20000);
+    tp_sub_destroy(&sub);
+    ASSERT_STR_CONTAINS(relay_stop(&top), "clock requests answered");
+    relay_stop(&again);
+    relay_stop(&nr[1]);
+}
+
+/* Clock answers come from whoever is upstream, so they are checked: an answer to a request this
+ * subscriber did not make, one that claims the relay held the request longer than the round trip
+ * took, one with a host name that is not printable, and ones whose lengths disagree are ignored;
+ * a sound one is taken. The "relay" here is a bare XPUB socket that answers by hand. */
+TEST(forged_clock_answers_are_ignored) {
+    err_msg err = {{0}};
+    void *ctx = zmq_ctx_new();
+    void *x = zmq_socket(ctx, ZMQ_XPUB);
+    ASSERT_NOT_NULL(x);
+    int one = 1, zero = 0;
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_XPUB_VERBOSE, &one, sizeof one));
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_LINGER, &zero, sizeof zero));
+    ASSERT_OK(zmq_bind(x, "tcp://127.0.0.1:*"));
+    char ep[TP_ENDPOINT_MAX];
+    size_t eplen = sizeof ep;
+    ASSERT_OK(zmq_getsockopt(x, ZMQ_LAST_ENDPOINT, ep, &eplen));
+    tp_sub *sub = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, ep, &err));
+    /* the subscriber's first clock request, as it arrives upstream: 1, "synctop-clock?", nonce */
+    uint8_t note[64];
+    uint64_t nonce = 0;
+    for (int i = 0; i < 200 && nonce == 0; i++) {
+        tp_sub_msg m;
+        tp_sub_recv(sub, &m, 10, &err);
+        int n = zmq_recv(x, note, sizeof note, ZMQ_DONTWAIT);
+        if (n == 23 && note[0] == 1 && memcmp(note + 1, "synctop-clock?", 14) == 0)
+            for (int k = 0; k < 8; k++)
+                nonce |= (uint64_t)note[15 + k] << (8 * k);
+    }
+    ASSERT_NE(nonce, 0);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t t = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    /* answer: tag, nonce, t1, t2, relay id, host length, host */
+    uint8_t msg[128];
+    size_t len;
+#define ANSWER(NONCE, T1, T2, RELAY, HOST, HLEN)                                                   \
+    do {                                                                                           \
+        uint64_t f_[4] = {(NONCE), (T1), (T2), (RELAY)};                                           \
+        memcpy(msg, "synctop-clock!", 14);                                                         \
+        for (int j_ = 0; j_ < 4; j_++)                                                             \
+            for (int k_ = 0; k_ < 8; k_++)                                                         \
+                msg[14 + 8 * j_ + k_] = (uint8_t)(f_[j_] >> (8 * k_));                             \
+        msg[46] = (uint8_t)(HLEN);                                                                 \
+        memcpy(msg + 47, (HOST), strlen(HOST));                                                    \
+        len = 47 + strlen(HOST);                                                                   \
+        ASSERT_EQ(zmq_send(x, msg, len, 0), (int)len);                                             \
+    } while (0)
+    ANSWER(nonce + 1000, t, t, 1, "wrong-nonce", 11);
+    ANSWER(nonce, t, t + 60000000000ull, 2, "held-a-minute", 13); /* hold > round trip */
+    ANSWER(nonce, t + 5, t, 3, "t2-before-t1", 12);
+    ANSWER(nonce, t, t, 4, "bad\033host", 8);
+    ANSWER(nonce, t, t, 5, "short", 9); /* says 9 bytes of host, carries 5 */
+    ANSWER(nonce, t, t, 6, "", 0);
+    ANSWER(nonce, t + 1000, t + 1000, 7, "sound", 5); /* the clock here, 1 us ahead of ours */
+#undef ANSWER
+    /* every one of them is taken by tp_sub_recv and none is a batch */
+    for (int i = 0; i < 100 && tp_sub_clock_count(sub) == 0; i++) {
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 20, &err), 0);
+    }
+    tp_sub_msg m;
+    for (int i = 0; i < 10; i++)
+        ASSERT_LE(tp_sub_recv(sub, &m, 20, &err), 0);
+    ASSERT_EQ(tp_sub_clock_count(sub), 1);
+    tp_sub_clock c;
+    ASSERT_OK(tp_sub_clock_get(sub, 0, &c));
+    ASSERT_STR_EQ(c.host, "sound");
+    ASSERT_UEQ(c.relay, 7);
+    /* its clock was ours + 1000 ns when it answered, after we asked and before we received */
+    long long d = (long long)c.offset_ns - 1000;
+    ASSERT_LE(d < 0 ? -d : d, (long long)c.uncertainty_ns);
+    ASSERT_NE(tp_sub_clock_get(sub, 1, &c), 0);
+    /* that relay's clock is then stepped 5 s ahead: the next answer's bounds cannot hold together
+     * with the kept ones, and only the new ones are true */
+    uint64_t nonce2 = 0;
+    for (int i = 0; i < 200 && nonce2 == 0; i++) {
+        tp_sub_recv(sub, &m, 10, &err);
+        int n = zmq_recv(x, note, sizeof note, ZMQ_DONTWAIT);
+        uint64_t v = 0;
+        if (n == 23 && note[0] == 1 && memcmp(note + 1, "synctop-clock?", 14) == 0) {
+            for (int k = 0; k < 8; k++)
+                v |= (uint64_t)note[15 + k] << (8 * k);
+            if (v != nonce)
+                nonce2 = v;
+        }
+    }
+    ASSERT_NE(nonce2, 0);
+    clock_gettime(CLOCK_REALTIME, &now);
+    t = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec + 5000000000ull;
+    {
+        uint64_t f_[4] = {nonce2, t, t, 7};
+        memcpy(msg, "synctop-clock!", 14);
+        for (int j = 0; j < 4; j++)
+            for (int k = 0; k < 8; k++)
+                msg[14 + 8 * j + k] = (uint8_t)(f_[j] >> (8 * k));
+        msg[46] = 5;
+        memcpy(msg + 47, "sound", 5);
+        ASSERT_EQ(zmq_send(x, msg, 52, 0), 52);
+    }
+    for (int i = 0; i < 100; i++) {
+        tp_sub_recv(sub, &m, 20, &err);
+        ASSERT_OK(tp_sub_clock_get(sub, 0, &c));
+        if (c.exchanges >= 2)
+            break;
+    }
+    ASSERT_UEQ(c.exchanges, 2);
+    d = (long long)c.offset_ns - 5000000000LL;
+    ASSERT_LE(d < 0 ? -d : d, (long long)c.uncertainty_ns);
+    ASSERT_EQ(tp_sub_clock_count(sub), 1);
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_UEQ(st.malformed, 0);
+    ASSERT_UEQ(st.received, 0);
+    tp_sub_destroy(&sub);
+    zmq_close(x);
+    zmq_ctx_term(ctx);
+}
+
+/* The first GPU event of a testpub of this seed on an unskewed clock, from the generator itself. */
+static uint64_t synth_first_gpu_event(uint64_t seed) {
+    synth sy;
+    synth_init(&sy, seed);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = seed + 1});
+    ASSERT_NOT_NULL(enc);
+    synth_meta(&sy, enc);
+    uint64_t first = UINT64_MAX;
+    for (int i = 0; i < 1000; i++) {
+        tp_record r;
+        synth_next(&sy, enc, &r);
+        uint64_t a, b;
+        tp_record_span(&r, &a, &b);
+        if (r.head.kind >= TP_K_KERNEL && r.head.kind <= TP_K_SYNC && a < first)
+            first = a;
+    }
+    tp_enc_destroy(&enc);
+    return first;
+}
+
+/* How many times needle occurs in text. */
+static int count_of(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(text, needle); p != NULL; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* The number after "key": in text, from at on; fails when there is none. */
+static long long json_num_after(const char *at, const char *key) {
+    const char *k = strstr(at, key);
+    if (k == NULL)
+        TASK_FAIL_("no %s in %.200s", key, at);
+    return strtoll(k + strlen(key), NULL, 10);
+}
+
+/* report --ranks --format json of four ranks, ranks 0-1 on host[0] (clock skew[0] ahead), 2-3 on
+ * host[1], rank r published by a testpub of seed seed0 + r: each rank's host clock offset holds its
+ * host's skew within the uncertainty stated, and its first GPU event is where the generator put
+ * it, within that uncertainty. */
+static void check_ranks_json(const char *text, const char *const host[2], const long long skew[2], int seed0) {
+    const char *devices = strstr(text, "\"devices\":["), *ranks = strstr(text, "\"ranks\":{\"ranks\":[");
+    ASSERT_NOT_NULL(devices);
+    ASSERT_NOT_NULL(ranks);
+    for (int rank = 0; rank < 4; rank++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"rank\":%d,\"span_ns\"", rank);
+        const char *r = strstr(ranks, key);
+        ASSERT_NOT_NULL(r);
+        snprintf(key, sizeof key, "\"host\":\"%s\"", host[rank / 2]);
+        const char *h = strstr(r, "\"host\":");
+        ASSERT_NOT_NULL(h);
+        ASSERT(strncmp(h, key, strlen(key)) == 0);
+        long long off = json_num_after(r, "\"host_clock_offset_ns\":"),
+                  unc = json_num_after(r, "\"host_clock_uncertainty_ns\":");
+        ASSERT_GE(unc, 0);
+        ASSERT_LT(unc, 500000000); /* tells the hosts apart */
+        long long d = off - skew[rank / 2];
+        if ((d < 0 ? -d : d) > unc)
+            TASK_FAIL_("rank %d: host clock offset %lld ± %lld, but its host's clock is %lld off", rank, off, unc,
+                       skew[rank / 2]);
+        snprintf(key, sizeof key, "\"rank\":%d,\"device\":0", rank);
+        const char *dv = strstr(devices, key);
+        ASSERT_NOT_NULL(dv);
+        long long first = json_num_after(dv, "\"first\":"), want = (long long)synth_first_gpu_event((uint64_t)(seed0 + rank));
+        d = first - want;
+        if ((d < 0 ? -d : d) > unc)
+            TASK_FAIL_("rank %d: first GPU event at %lld, %lld ns from where it happened (uncertainty %lld)", rank,
+                       first, d, unc);
+    }
+}
+
+/* `report --ranks` of a live job behind relays: four ranks on two hosts whose clocks are seconds
+ * apart (the relays and the processes of a host share its skew); each rank's host clock offset is
+ * stated within the uncertainty stated, and its events are on the reporter's clock within it: a
+ * rank's first GPU event is where the generator put it on an unskewed clock. */
+TEST(report_ranks_puts_the_ranks_of_each_host_on_one_clock) {
+    static const long long skew[2] = {3000000000LL, -2000000000LL};
+    static const char *const host[2] = {"sim-node-a", "sim-node-b"};
+    char node[2][PATH_MAX];
+    relay_proc nr[2];
+    pid_t pub[4];
+    for (int i = 0; i < 2; i++) {
+        snprintf(node[i], sizeof node[i], "%s", task_path(i ? "node-b" : "node-a"));
+        ASSERT_OK(mkdir(node[i], 0700));
+        ASSERT_OK(setenv("XDG_RUNTIME_DIR", node[i], 1));
+        relay_start_as(&nr[i], i ? "relay-b" : "relay-a", host[i], skew[i], NULL);
+        for (int k = 0; k < 2; k++) {
+            int rank = 2 * i + k;
+            char seed[16], rk[16], sk[32], out[32];
+            snprintf(seed, sizeof seed, "%d", 50 + rank);
+            snprintf(rk, sizeof rk, "%d", rank);
+            snprintf(sk, sizeof sk, "%lld", skew[i]);
+            snprintf(out, sizeof out, "pub%d.out", rank);
+            const char *argv[] = {testpub_path(), "--events", "100000", "--seed", seed, "--wait-subscribers", "1",
+                                  "--rate", "100000", "--batch", "2000", "--host", host[i], "--rank", rk,
+                                  "--clock-skew-ns", sk, NULL};
+            char o[PATH_MAX], e[PATH_MAX + 8];
+            snprintf(o, sizeof o, "%s", task_path(out));
+            snprintf(e, sizeof e, "%s.err", o);
+            pub[rank] = task_spawn(argv, o, e);
+        }
+    }
+    /* each node relay has found its two ranks (it looks once a second): the report must not see
+     * three ranks end before the fourth is found */
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2000 && count_of(slurp(nr[i].err), "+ process") < 2; k++)
+            task_sleep_ms(10);
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(count_of(slurp(nr[i].err), "+ process"), 2);
+    relay_proc top;
+    const char *extra[] = {nr[0].endpoint, nr[1].endpoint, NULL};
+    relay_start_as(&top, "relay-top", "sim-top", 1250000000LL, extra);
+    const char *argv[] = {task_synctop(), "report", "--ranks", "--format", "json", top.endpoint, NULL};
+    char json[PATH_MAX];
+    snprintf(json, sizeof json, "%s", task_path("report.json"));
+    pid_t rep = task_spawn(argv, json, task_path("report.err"));
+    ASSERT_EQ(task_wait_exit(rep, 60), 0);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(task_wait_exit(pub[i], 30), 0);
+    check_ranks_json(slurp(json), host, skew, 50);
+    relay_stop(&top);
+    relay_stop(&nr[0]);
+    relay_stop(&nr[1]);
+}
+
+/* A publisher on a fixed endpoint, named to the relay, that stops and starts again (a rank
+ * restarted by its launcher): the relay reconnects by itself and the viewer gets the new run whole.
+ * The endpoint is an ipc path of this test's own: a tcp port, once free, could be taken by another
+ * process before the restart. */
+TEST(a_restarted_producer_is_picked_up_again_by_its_relay) {
+    private_endpoints();
+    char ep[TP_ENDPOINT_MAX];
+    snprintf(ep, sizeof ep, "ipc://%s", task_path("rank.sock"));
+    const char *first[] = {testpub_path(), "--endpoint", ep, "--events", "20000", "--seed", "61",
+                           "--wait-subscribers", "1", NULL};
+    pid_t p1 = task_spawn(first, task_path("pub1.out"), task_path("pub1.err"));
+    wait_text(task_path("pub1.out"), "endpoint=", 20);
+    relay_proc r;
+    const char *extra[] = {ep, NULL};
+    relay_start(&r, "relay", extra);
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, r.endpoint, &err));
+    got g;
+    receive_all(sub, &g, 1, 60);
+    ASSERT_EQ(task_wait_exit(p1, 30), 0);
+    ASSERT_UEQ(g.producer[0], 62);
+    ASSERT_UEQ(g.events[0], 20000);
+    /* the same endpoint, a new process (a new producer id, as a restarted tracer picks) */
+    const char *again[] = {testpub_path(), "--endpoint", ep, "--events", "30000", "--seed", "62",
+                           "--wait-subscribers", "1", NULL};
+    pid_t p2 = task_spawn(again, task_path("pub2.out"), task_path("pub2.err"));
+    got g2;
+    receive_all(sub, &g2, 1, 60);
+    ASSERT_EQ(task_wait_exit(p2, 30), 0);
+    ASSERT_EQ(g2.n, 1);
+    ASSERT_UEQ(g2.producer[0], 63);
+    ASSERT_UEQ(g2.events[0], 30000);
+    ASSERT_UEQ(g2.batches[0], sent_of("pub2.out"));
+    tp_sub_destroy(&sub);
+    relay_stop(&r);
+}
+
+/* A publisher with CURVE keys, two relays: the one given its public key relays everything, the one
+ * given another key gets nothing through (the handshake fails), so its viewer receives nothing. */
+TEST(a_relay_with_the_wrong_upstream_key_gets_nothing) {
+    private_endpoints();
+    err_msg err = {{0}};
+    tp_keypair kp, other;
+    ASSERT_OK(tp_keypair_new(&kp, &err));
+    ASSERT_OK(tp_keypair_new(&other, &err));
+    char base[PATH_MAX], key[PATH_MAX + 8];
+    snprintf(base, sizeof base, "%s", task_path("pub"));
+    snprintf(key, sizeof key, "%s.key", base);
+    ASSERT_OK(tp_keypair_save(&kp, base, &err));
+    /* two subscribers (the relays) before it starts */
+    const char *argv[] = {testpub_path(), "--endpoint", "tcp://127.0.0.1:0", "--curve-key", key, "--events", "20000",
+                          "--seed", "70", "--wait-subscribers", "1", "--rate", "20000", NULL};
+    pid_t p = task_spawn(argv, task_path("pub.out"), task_path("pub.err"));
+    const char *at = wait_text(task_path("pub.out"), "endpoint=", 20) + strlen("endpoint=");
+    char ep[TP_ENDPOINT_MAX];
+    size_t len = strcspn(at, "\n");
+    ASSERT_LT(len, sizeof ep);
+    memcpy(ep, at, len);
+    ep[len] = '\0';
+    relay_proc good, bad;
+    const char *right[] = {"--server-key", kp.public_key, ep, NULL}, *wrong[] = {"--server-key", other.public_key, ep, NULL};
+    relay_start(&bad, "bad", wrong);
+    relay_start(&good, "good", right);
+    tp_sub *sb = tp_sub_new(NULL, &err), *sg = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(sb);
+    ASSERT_NOT_NULL(sg);
+    ASSERT_OK(tp_sub_connect(sb, bad.endpoint, &err));
+    ASSERT_OK(tp_sub_connect(sg, good.endpoint, &err));
+    got g;
+    receive_all(sg, &g, 1, 60);
+    ASSERT_EQ(task_wait_exit(p, 30), 0);
+    ASSERT_UEQ(g.events[0], 20000);
+    /* the publisher has finished: whatever the bad relay could have passed on has come by now */
+    tp_sub_msg m;
+    for (int i = 0; i < 10; i++)
+        ASSERT_LE(tp_sub_recv(sb, &m, 50, &err), 0);
+    tp_sub_stats st;
+    tp_sub_stats_get(sb, &st);
+    ASSERT_UEQ(st.received, 0);
+    tp_sub_destroy(&sb);
+    tp_sub_destroy(&sg);
+    ASSERT_STR_CONTAINS(relay_stop(&bad), "0 batches");
+    relay_stop(&good);
+}
+
+/* Two hosts as two network namespaces joined by a veth pair (unshare -rn: a user namespace of our
+ * own, no privilege needed), each a relay on its own address with CURVE and two ranks, its clock
+ * skewed (CLOCK_REALTIME cannot be put in a namespace: the relays and ranks of a host share the
+ * skew given here); `report --ranks` on host a takes both relays over the link. Skipped where
+ * the machine does not allow the namespaces. */
+TEST(clock_offsets_across_network_namespaces) {
+    if (system("unshare -rn sh -c 'ip link add va type veth peer name vb' >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "unshare -rn or a veth pair is not allowed here: skipped\n");
+        return;
+    }
+    static const long long skew[2] = {3000000000LL, -2000000000LL};
+    static const char *const host[2] = {"ns-node-a", "ns-node-b"};
+    err_msg err = {{0}};
+    tp_keypair kp;
+    ASSERT_OK(tp_keypair_new(&kp, &err));
+    char base[PATH_MAX], script[PATH_MAX];
+    snprintf(base, sizeof base, "%s", task_path("job"));
+    ASSERT_OK(tp_keypair_save(&kp, base, &err));
+    snprintf(script, sizeof script, "%s", task_path("hosts.sh"));
+    FILE *f = fopen(script, "w");
+    ASSERT_NOT_NULL(f);
+    fprintf(f,
+            "set -eu\n"
+            "S='%s'; P='%s'; D='%s'\n"
+            "pids=\n" /* everything started here goes when the script ends, however it ends */
+            "trap 'kill $pids 2>/dev/null || true' EXIT\n"
+            "ip link set lo up\n"
+            "ip link add va type veth peer name vb\n"
+            "ip addr add 10.77.0.1/24 dev va\n"
+            "ip link set va up\n"
+            "unshare -n sleep 120 &\n" /* host b's namespace, held by this process */
+            "B=$!; pids=\"$pids $B\"\n"
+            "while [ \"$(readlink /proc/$B/ns/net)\" = \"$(readlink /proc/self/ns/net)\" ]; do sleep 0.01; done\n"
+            "ip link set vb netns $B\n"
+            "inb='nsenter -t '$B' -n --'\n" /* nsenter execs what it runs: $! is that process */
+            "$inb ip link set lo up\n"
+            "$inb ip addr add 10.77.0.2/24 dev vb\n"
+            "$inb ip link set vb up\n"
+            "mkdir -m 700 $D/a $D/b\n"
+            "XDG_RUNTIME_DIR=$D/a SYNCTOP_TEST_HOST=%s SYNCTOP_TEST_CLOCK_SKEW_NS=%lld \\\n"
+            "    $S relay --listen tcp://10.77.0.1:5555 --key $D/job.key 2>$D/relay-a.err &\n"
+            "pids=\"$pids $!\"\n"
+            "XDG_RUNTIME_DIR=$D/b SYNCTOP_TEST_HOST=%s SYNCTOP_TEST_CLOCK_SKEW_NS=%lld \\\n"
+            "    $inb $S relay --listen tcp://10.77.0.2:5555 --key $D/job.key 2>$D/relay-b.err &\n"
+            "pids=\"$pids $!\"\n"
+            "for r in 0 1 2 3; do\n"
+            "    if [ $r -lt 2 ]; then n=a; h=%s; k=%lld; x=; else n=b; h=%s; k=%lld; x=$inb; fi\n"
+            "    XDG_RUNTIME_DIR=$D/$n $x $P --events 100000 --rate 100000 --batch 2000 --wait-subscribers 1 \\\n"
+            "        --seed $((90 + r)) --host $h --rank $r --clock-skew-ns $k >$D/pub$r.out 2>&1 &\n"
+            "    pids=\"$pids $!\"\n"
+            "done\n"
+            /* both relays have found their node's two ranks (they look once a second) */
+            "for n in a b; do\n"
+            "    i=0; until [ \"$(grep -c '+ process' $D/relay-$n.err)\" = 2 ]; do\n"
+            "        i=$((i + 1)); [ $i -lt 2000 ]; sleep 0.01\n"
+            "    done\n"
+            "done\n"
+            "$S report --ranks --format json --server-key $D/job.pub tcp://10.77.0.1:5555 tcp://10.77.0.2:5555 \\\n"
+            "    >$D/report.json 2>$D/report.err\n",
+            task_synctop(), testpub_path(), task_tmpdir(), host[0], skew[0], host[1], skew[1], host[0], skew[0],
+            host[1], skew[1]);
+    fclose(f);
+    const char *argv[] = {"/usr/bin/unshare", "-rn", "/bin/sh", script, NULL};
+    pid_t p = task_spawn(argv, task_path("hosts.out"), task_path("hosts.err"));
+    int rc = task_wait_exit(p, 90);
+    if (rc != 0)
+        TASK_FAIL_("the two hosts' script ended with %d:\n%s\nreport: %s", rc, slurp(task_path("hosts.err")),
+                   slurp(task_path("report.err")));
+    check_ranks_json(slurp(task_path("report.json")), host, skew, 90);
 }

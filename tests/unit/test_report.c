@@ -936,3 +936,105 @@ TEST(report_steps_of_the_real_resnet_loop) {
     }
     yajl_tree_free(v);
 }
+
+/* ---- host clocks measured through relays ---- */
+
+/* One rank on host, whose clock is skew_ns ahead of the reference: a GPU whose NCCL kernels (three
+ * collectives) start at arrive[k] and end at end[k], both on the reference clock. */
+static void add_nccl_rank(st_store *s, int rank, const char *host, int64_t skew_ns, const uint64_t arrive[3],
+                          const uint64_t end[3]) {
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 0x5000 + (uint64_t)rank});
+    ASSERT_NOT_NULL(enc);
+    tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = 9000 + (uint32_t)rank,
+                    .host = tp_enc_intern_cstr(enc, host), .cmdline = tp_enc_intern_cstr(enc, "train.py"),
+                    .rank = rank, .world = 4};
+    ASSERT_OK(tp_enc_add(enc, &p));
+    tp_device d = {.kind = TP_K_DEVICE, .device = 0, .name = tp_enc_intern_cstr(enc, "GPU")};
+    ASSERT_OK(tp_enc_add(enc, &d));
+    tp_stream st = {.kind = TP_K_STREAM, .device = 0, .stream = 13, .context = 1};
+    ASSERT_OK(tp_enc_add(enc, &st));
+    for (int k = 0; k < 3; k++) {
+        tp_kernel kr = {.kind = TP_K_KERNEL, .device = 0, .stream = 13, .start = (uint64_t)((int64_t)arrive[k] + skew_ns),
+                        .end = (uint64_t)((int64_t)end[k] + skew_ns), .correlation = (uint32_t)k + 1,
+                        .name = tp_enc_intern_cstr(enc, "ncclKernel_AllReduce_RING_LL_Sum_float")};
+        ASSERT_OK(tp_enc_add(enc, &kr));
+    }
+    tp_buf b = {0};
+    ASSERT_OK(tp_enc_finish_flags(enc, TP_BF_END, &b));
+    ASSERT_OK(st_store_add_batch(s, b.data, b.len, NULL));
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+}
+
+/* The text report with --ranks, its lines joined (wrapping is not what is checked here). */
+static const char *ranks_text(st_store *s) {
+    st_store_commit(s);
+    an_result r;
+    an_ranks rk;
+    ASSERT_OK(an_analyze(s, NULL, &r, NULL));
+    ASSERT_OK(an_ranks_find(s, &r, &rk, NULL));
+    FILE *out = fopen(task_path("ranks.txt"), "w");
+    ASSERT_NOT_NULL(out);
+    rp_opts o = {.format = RP_TEXT, .source = "test", .ranks = &rk};
+    ASSERT_OK(rp_write(out, s, &r, &o));
+    fclose(out);
+    slurp(task_path("ranks.txt"));
+    fits_80_columns("report --ranks, host clocks");
+    size_t j = 0;
+    for (size_t i = 0; out_buf[i]; i++) {
+        if (out_buf[i] == '\n') {
+            while (out_buf[i + 1] == ' ')
+                i++;
+            out_buf[j++] = ' ';
+        } else {
+            out_buf[j++] = out_buf[i];
+        }
+    }
+    out_buf[j] = '\0';
+    an_ranks_free(&rk);
+    an_result_free(&r);
+    return out_buf;
+}
+
+/* Four ranks on two hosts whose clocks are 2.5 s ahead and 1 ms behind, each measured: the report
+ * names each host's offset and uncertainty with its ranks. Rank 2 arrives last at every collective,
+ * 100 us after the others (each collective ends at one moment on every rank): with the hosts'
+ * clocks known to 0.2 ms that lead is said to be uncertain, known to 0.01 ms it is not; a host not
+ * measured is said to be on its own clock. */
+TEST(report_ranks_states_each_hosts_clock_and_what_it_cannot_tell) {
+    static const uint64_t t0 = 1700000000000000000ull;
+    for (int round = 0; round < 3; round++) {
+        st_store *s = st_store_new(NULL);
+        ASSERT_NOT_NULL(s);
+        for (int rank = 0; rank < 4; rank++) {
+            uint64_t a[3], e[3];
+            for (int k = 0; k < 3; k++) {
+                a[k] = t0 + (uint64_t)k * 10000000ull + (rank == 2 ? 100000u : 0) + (uint64_t)rank * 10u;
+                e[k] = t0 + (uint64_t)k * 10000000ull + 1000000u;
+            }
+            add_nccl_rank(s, rank, rank < 2 ? "node-a" : "node-b", rank < 2 ? 2500000000LL : -1000000LL, a, e);
+        }
+        uint64_t unc = round == 0 ? 200000 : 10000;
+        ASSERT_GE(st_store_set_host_clock(s, "node-a", 2500000000LL, unc), 0);
+        if (round != 2)
+            ASSERT_GE(st_store_set_host_clock(s, "node-b", -1000000LL, unc), 0);
+        const char *text = ranks_text(s);
+        if (round == 2) {
+            ASSERT_STR_CONTAINS(text, "node-a +2500.000 ms +/- 0.010 ms (rank 0, rank 1)");
+            ASSERT_STR_CONTAINS(text, "node-b not measured, on its own clock (rank 2, rank 3)");
+            ASSERT_STR_CONTAINS(text, "the others are not aligned with them");
+        } else {
+            ASSERT_STR_CONTAINS(text, round == 0 ? "node-a +2500.000 ms +/- 0.200 ms (rank 0, rank 1); node-b -1.000 "
+                                                   "ms +/- 0.200 ms (rank 2, rank 3)"
+                                                 : "node-a +2500.000 ms +/- 0.010 ms (rank 0, rank 1); node-b -1.000 "
+                                                   "ms +/- 0.010 ms (rank 2, rank 3)");
+            ASSERT_STR_CONTAINS(text, "Every rank's events are on this machine's clock within that");
+            ASSERT_STR_CONTAINS(text, "rank 2 last, 0.100 ms after the first");
+        }
+        if (round == 0)
+            ASSERT_STR_CONTAINS(text, "which rank came last is not certain");
+        else
+            ASSERT(strstr(text, "not certain") == NULL);
+        st_store_destroy(&s);
+    }
+}

@@ -87,6 +87,27 @@ static size_t lane_find(const st_store *s, st_lane_kind kind, uint32_t id) {
     return SIZE_MAX;
 }
 
+/* n_batches batches of per_batch synthetic events of a process on host. */
+static batches synth_host_batches(uint64_t seed, const char *host, size_t n_batches, size_t per_batch) {
+    batches bs = {0};
+    synth sy;
+    synth_init(&sy, seed);
+    sy.host = host;
+    tp_enc_opts eo = {.producer = 0x1234 + seed};
+    tp_enc *enc = tp_enc_new(&eo);
+    ASSERT_NOT_NULL(enc);
+    tp_buf out = {0};
+    for (size_t i = 0; i < n_batches; i++) {
+        synth_fill(&sy, enc, per_batch);
+        ASSERT_OK(tp_enc_finish(enc, &out));
+        tp_enc_delivered(enc, 1);
+        batches_add(&bs, &out);
+    }
+    tp_buf_free(&out);
+    tp_enc_destroy(&enc);
+    return bs;
+}
+
 /* ---- ingest ---- */
 
 TEST(synth_batches_fill_lanes_in_display_order) {
@@ -782,4 +803,88 @@ TEST(hip_names_are_classified_as_their_cuda_twins) {
     ASSERT_EQ(st_api_resolve(ST_API_COPY, &op), 0);
     ASSERT(st_is_runtime_function("hipMemcpyWithStream"));
     ASSERT(!st_is_runtime_function("hipster"));
+}
+
+/* Each lane of s holds the events of the same lane of ref, moved by shift[its producer]. */
+static void assert_shifted(const st_store *s, const st_store *ref, const int64_t *shift) {
+    ASSERT_EQ(st_lane_count(s), st_lane_count(ref));
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        size_t n, nr;
+        const st_event *e = st_lane_events(s, l, &n), *er = st_lane_events(ref, l, &nr);
+        ASSERT_EQ(n, nr);
+        ASSERT_EQ(st_lane_get(s, l)->producer, st_lane_get(ref, l)->producer);
+        int64_t d = shift[st_lane_get(s, l)->producer];
+        for (size_t i = 0; i < n; i++) {
+            ASSERT_UEQ(e[i].start, (uint64_t)((int64_t)er[i].start - d));
+            ASSERT_UEQ(e[i].end, (uint64_t)((int64_t)er[i].end - d));
+        }
+    }
+}
+
+/* A host's measured clock moves the events of its producers onto the reference clock, whether the
+ * measurement comes before their events or after; a later measurement moves them again only when
+ * it says the offset applied is off by more than its own uncertainty, and the uncertainty stated
+ * never drops below what was measured. Expected times: the same batches in a store without clocks,
+ * moved by the offsets given here. */
+TEST(host_clocks_put_each_hosts_producers_on_the_reference_clock) {
+    batches a = synth_host_batches(1, "node-a", 6, 500), b = synth_host_batches(2, "node-b", 6, 500),
+            c = synth_host_batches(3, "node-c", 2, 500);
+    st_store *ref = st_store_new(NULL), *s = st_store_new(NULL);
+    ASSERT_NOT_NULL(ref);
+    ASSERT_NOT_NULL(s);
+    add_all(ref, &a);
+    add_all(ref, &b);
+    add_all(ref, &c);
+    st_store_commit(ref);
+    /* node-a measured before anything came; node-b after half its batches */
+    ASSERT_OK(st_store_set_host_clock(s, "node-a", 5000000000LL, 100)); /* no producer yet: none moved */
+    add_all(s, &a);
+    batches b1 = {b.b, 3}, b2 = {b.b + 3, 3};
+    add_all(s, &b1);
+    st_store_commit(s);
+    ASSERT_EQ(st_store_set_host_clock(s, "node-b", -2000000000LL, 50), 1);
+    add_all(s, &b2);
+    add_all(s, &c);
+    st_store_commit(s);
+    int64_t shift[3] = {5000000000LL, -2000000000LL, 0};
+    assert_shifted(s, ref, shift);
+    assert_lanes_sorted(s);
+    const st_producer_info *pa = st_producer_get(s, 0), *pb = st_producer_get(s, 1), *pc = st_producer_get(s, 2);
+    ASSERT(pa->clock_aligned && pb->clock_aligned && !pc->clock_aligned);
+    ASSERT_UEQ(pa->clock_uncertainty_ns, 100);
+    ASSERT_UEQ(pb->clock_uncertainty_ns, 50);
+    /* the span follows: node-a's events now come first (5 s earlier) */
+    uint64_t t0, t1, r0, r1;
+    st_store_span(s, &t0, &t1);
+    st_store_span(ref, &r0, &r1);
+    ASSERT_UEQ(t0, r0 - 5000000000ull);
+    /* a better measurement that disagrees by more than its uncertainty moves them */
+    ASSERT_EQ(st_store_set_host_clock(s, "node-a", 5000000060LL, 30), 1);
+    st_store_commit(s);
+    shift[0] = 5000000060LL;
+    assert_shifted(s, ref, shift);
+    ASSERT_UEQ(pa->clock_uncertainty_ns, 30);
+    /* one within its uncertainty of the applied offset does not; the applied one is then known
+     * within the distance between the two plus the new uncertainty */
+    ASSERT_EQ(st_store_set_host_clock(s, "node-a", 5000000070LL, 20), 0);
+    st_store_commit(s);
+    assert_shifted(s, ref, shift);
+    ASSERT_UEQ(st_producer_get(s, 0)->clock_uncertainty_ns, 30);
+    ASSERT_EQ(st_producer_get(s, 0)->clock_shift_ns, 5000000060LL);
+    /* summaries are those of the moved events: a lane's busy time over the whole span */
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        st_bucket bs, br;
+        int64_t d = shift[st_lane_get(s, l)->producer];
+        ASSERT_OK(st_lane_summary(s, l, (uint64_t)((int64_t)r0 - d), (uint64_t)((int64_t)r1 - d) + 1, 1, &bs));
+        ASSERT_OK(st_lane_summary(ref, l, r0, r1 + 1, 1, &br));
+        ASSERT_EQ(bs.count, br.count);
+        for (int k = 0; k < ST_CAT_N; k++)
+            ASSERT_UEQ(bs.busy[k], br.busy[k]);
+    }
+    ASSERT_EQ(st_store_set_host_clock(s, "", 1, 1), ERR_INVAL);
+    st_store_destroy(&s);
+    st_store_destroy(&ref);
+    batches_free(&a);
+    batches_free(&b);
+    batches_free(&c);
 }

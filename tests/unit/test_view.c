@@ -234,6 +234,33 @@ static st_store *ranks_store(int ranks, size_t events) {
 TEST(golden_ranks16) { golden_fixture(ranks_store(16, 1500), "ranks16"); }
 TEST(golden_ranks16_mono) { golden_fixture_mode(ranks_store(16, 1500), "ranks16-mono", 1); }
 
+/* A rank's row says how far its host's clock was measured to be from the viewer's, and within
+ * what; ranks of a host not measured say nothing of it. */
+TEST(rank_rows_state_their_hosts_measured_clock) {
+    st_store *s = ranks_store(16, 500);
+    ASSERT_EQ(st_store_set_host_clock(s, "node2", 1500000000LL, 250000), 1);
+    st_store_commit(s);
+    fixture f;
+    fixture_open(&f, s);
+    render(&f, 200, 60);
+    int measured = 0, plain = 0;
+    for (int y = 0; y < f.g.h; y++) {
+        const char *row = row_text(&f.g, y);
+        if (strstr(row, " on node2 (clock +1500.000 ms \xc2\xb1 0.250 ms)") != NULL)
+            measured++;
+        else if (strstr(row, " on node1") != NULL) {
+            ASSERT(strstr(row, "clock") == NULL);
+            plain++;
+        }
+    }
+    ASSERT_GT(measured, 0);
+    ASSERT_GT(plain, 0);
+    f.v.ascii = 1;
+    render(&f, 200, 60);
+    ASSERT(screen_has(&f.g, " on node2 (clock +1500.000 ms +- 0.250 ms)"));
+    fixture_close(&f);
+}
+
 /* 16 ranks: each folded into its row, and one stalls row per call for all of them (its count the
  * sum of the ranks' own, counted here from the analysis' blocks); i walks every rank's stalls. */
 TEST(many_ranks_fold_and_share_a_row_per_call) {

@@ -31,6 +31,7 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#include <isa-l/crc64.h>
 #include <isa-l/igzip_lib.h>
 #include <zlib.h>
 
@@ -1059,7 +1060,9 @@ typedef struct kev {
     size_t name_len;
     int in_window;
     kbuf name_buf, mname;
-    kbuf stack; /* args."Call stack" (legacy traces recorded with_stack) */
+    kbuf stack;         /* args."Call stack" (legacy traces recorded with_stack), when not yet known */
+    uint64_t stack_key; /* its stack_ids key (a hash of its text) */
+    uint32_t stack_id;  /* its index + 1 in stacks when already known (then stack is empty) */
     int64_t pid, tid, ts, dur;
     int64_t device, stream, corr, cbid, bytes, context, event, from_dev, to_dev, graph;
     int64_t sync_kind;
@@ -1748,14 +1751,18 @@ static int py_frame_parse(const char *s, size_t n, size_t *file_len, uint32_t *l
     return 1;
 }
 
+/* The stack_ids key of a Call stack's text: a CRC-64 (ISA-L's, at several GB/s: the stacks of a legacy
+ * trace are a third of its text), never 0. */
+static uint64_t stack_key(const char *s, size_t n) {
+    uint64_t h = crc64_ecma_refl(0, (const unsigned char *)s, n);
+    return h ? h : 1;
+}
+
 /* The index + 1 of the operator's Call stack, "file.py(611): f;file.py(54): <module>" (innermost
- * first), parsed into frames once per distinct text; 0 when out of memory. */
-static uint32_t call_stack(kimp *k, const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+ * first), parsed into frames once per distinct text (key: stack_key of it); 0 when out of memory. */
+static uint32_t call_stack(kimp *k, const char *s, size_t n, uint64_t key) {
     int added;
-    uint64_t *id = u64map_get_or_add(&k->stack_ids, h ? h : 1, 0, &added);
+    uint64_t *id = u64map_get_or_add(&k->stack_ids, key, 0, &added);
     if (id == NULL)
         return 0;
     if (!added)
@@ -1818,8 +1825,10 @@ static int event_ctx(kimp *k, kev *e) {
     *c = (kctx){t0, t1, (uint32_t)(uint64_t)e->tid, intern(k, e->name_s, e->name_len), 0, 0, 0, e->cat == CAT_PYFN,
                 0, k->n_ctx - 1};
     k->st->contexts++;
-    if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack.len > 0 && k->n_stacks < k->max_events &&
-        (c->stack = call_stack(k, e->stack.s, e->stack.len)) == 0)
+    if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack_id != 0 && k->n_stacks < k->max_events)
+        c->stack = e->stack_id;
+    else if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack.len > 0 && k->n_stacks < k->max_events &&
+             (c->stack = call_stack(k, e->stack.s, e->stack.len, e->stack_key)) == 0)
         return fail_nomem(k);
     size_t file_len, func_at;
     if (c->py && py_frame_parse(e->name_s, e->name_len, &file_len, &c->line, &func_at)) {
@@ -1881,6 +1890,7 @@ static void event_reset(kev *e) {
     e->in_window = 0;
     e->mname.len = 0;
     e->stack.len = 0;
+    e->stack_id = 0;
     e->sync_kind = 0;
     e->dims = 0;
     e->n_grid = e->n_block = 0;
@@ -2197,7 +2207,13 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
         if (k->key == K_A_SYNC_KIND && str) {
             e->sync_kind = sync_type_of(str, str_len);
         } else if (k->key == K_A_STACK && str) {
-            if (kbuf_set(&e->stack, str, str_len, STACK_KEEP) != 0)
+            /* a text seen before is known by its key; only a new one is kept until the entry ends */
+            size_t len = str_len < STACK_KEEP ? str_len : STACK_KEEP;
+            e->stack_key = stack_key(str, len);
+            const uint64_t *id = len > 0 ? u64map_find(&k->stack_ids, e->stack_key) : NULL;
+            e->stack_id = id ? (uint32_t)*id : 0;
+            e->stack.len = 0;
+            if (id == NULL && kbuf_set(&e->stack, str, len, STACK_KEEP) != 0)
                 return fail_nomem(k);
             e->have |= H_STACK;
         } else if (k->key == K_A_NAME && str) {

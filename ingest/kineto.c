@@ -42,9 +42,9 @@
 #define PAD              64           /* bytes after a piece: the scanner's 0 sentinel, whole loads */
 #define SLOT             (HEAD + CHUNK + PAD)
 #define NSLOT            8            /* pieces in flight between the producer's thread and the scanner */
-#define SLOT_WAKE        (NSLOT / 2)  /* a waiting producer goes on once this many slots are free */
+#define SLOT_WAKE        2            /* a waiting producer goes on once this many slots are free */
 #define THREAD_MIN       (64u << 10)  /* compressed inputs from this size are inflated on a thread */
-#define ISAL_IN          (1u << 20)   /* compressed bytes read at a time for ISA-L */
+#define ISAL_IN          CHUNK        /* compressed bytes read at a time for ISA-L (at least CHUNK: head fits) */
 #define KINETO_MAX_TOKEN (1u << 20)   /* strings are cut here (see lex_long) */
 #define LONG_NUMBER      (64u << 10)  /* numbers longer than this are followed without their text */
 #define MAX_SKIP_DEPTH   1000         /* nesting inside values the importer ignores */
@@ -706,8 +706,9 @@ static void q_unlock(ksrc *s) {
         pthread_mutex_unlock(&s->mu);
 }
 
-/* A free slot for the producer; -1 when cancelled. A producer that has to wait waits for several
- * (SLOT_WAKE), so that the two threads do not wake each other for every piece. */
+/* A free slot for the producer; -1 when cancelled. A producer that has to wait waits for SLOT_WAKE,
+ * so that the two threads do not wake each other for every piece, while the scanner still has the
+ * text of most slots to go on with as the producer's thread comes back to run. */
 static int slot_take(ksrc *s) {
     q_lock(s);
     if (s->n_free == 0 && s->threaded) {

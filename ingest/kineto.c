@@ -1103,6 +1103,13 @@ typedef struct kpred {
 } kpred;
 
 /* A name the encoder has interned (see intern). */
+/* A category's spelling met lately, and what it is (see cat_of). */
+#define KCAT_SEEN 4
+typedef struct kcatseen {
+    char text[24];
+    uint8_t len, cat; /* len 0: none yet */
+} kcatseen;
+
 typedef struct kname {
     uint64_t hash;
     uint32_t off, len; /* its text in kimp.names_text */
@@ -1180,6 +1187,9 @@ typedef struct kimp {
     uint32_t gpu_domain;
     kpred pred[C_DIMS + 1 + 16][PRED_POS + 1]; /* per context (args: per category) and place */
     kname *names;   /* string ids by name (see intern) */
+    kcatseen cat_seen[KCAT_SEEN];
+    unsigned cat_next;
+    u64map api_class; /* string id of a host call's name -> its st_api_class */
     size_t n_names, n_names_cap;
     kbuf names_text;
     tp_record *rec;
@@ -1311,11 +1321,38 @@ static const struct {
     {"python_function", 15, CAT_PYFN},
 };
 
-static int cat_of(const char *s, size_t n) {
+/* An event's category: the spellings met last are remembered exactly (a trace uses a few), the
+ * others looked up in k_cats. */
+static int cat_of(kimp *k, const char *s, size_t n) {
+    for (int i = 0; i < KCAT_SEEN; i++)
+        if (k->cat_seen[i].len == n && memcmp(k->cat_seen[i].text, s, n) == 0)
+            return k->cat_seen[i].cat;
+    int cat = CAT_OTHER;
     for (size_t i = 0; i < sizeof k_cats / sizeof k_cats[0]; i++)
-        if (k_cats[i].len == n && ieq(s, n, k_cats[i].name))
-            return k_cats[i].cat;
-    return CAT_OTHER;
+        if (k_cats[i].len == n && ieq(s, n, k_cats[i].name)) {
+            cat = k_cats[i].cat;
+            break;
+        }
+    if (n > 0 && n <= sizeof k->cat_seen[0].text) {
+        kcatseen *c = &k->cat_seen[k->cat_next++ % KCAT_SEEN];
+        memcpy(c->text, s, n);
+        c->len = (uint8_t)n;
+        c->cat = (uint8_t)cat;
+    }
+    return cat;
+}
+
+/* The st_api_class of a host call's name (id: its string id, 0 when it has none), worked out once
+ * per name. */
+static int api_class(kimp *k, uint32_t id, const char *s, size_t n) {
+    int added;
+    uint64_t *v = id ? u64map_get_or_add(&k->api_class, id, 0, &added) : NULL;
+    if (v != NULL && !added)
+        return (int)*v;
+    int cls = (int)st_api_class_of(s, n);
+    if (v != NULL)
+        *v = (uint64_t)cls;
+    return cls;
 }
 
 static int starts(const char *s, size_t n, const char *lit) {
@@ -1723,7 +1760,7 @@ static int event_host(kimp *k, kev *e) {
         x->correlation = u32_or(e, H_CORR, e->corr, 0);
         x->cbid = u32_or(e, H_CBID, e->cbid, 0);
         x->name = intern(k, e->name_s, e->name_len);
-        x->pad0 = (uint32_t)st_api_class_of(e->name_s, e->name_len); /* until resolve_apis */
+        x->pad0 = (uint32_t)api_class(k, x->name, e->name_s, e->name_len); /* until resolve_apis */
     }
     return note_thread(k, pid, tid);
 }
@@ -2180,7 +2217,7 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
             return 1;
         case K_CAT:
             if (str) {
-                e->cat = cat_of(str, str_len);
+                e->cat = cat_of(k, str, str_len);
                 e->cat_len = str_len < KINETO_CAT_MAX ? str_len : KINETO_CAT_MAX - 1;
                 memcpy(e->cat_text, str, e->cat_len);
             }
@@ -4079,6 +4116,7 @@ static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emi
     free(k->pyfr);
     free(k->stacks);
     u64map_free(&k->stack_ids);
+    u64map_free(&k->api_class);
     u64map_free(&k->streams);
     u64map_free(&k->threads);
     u64map_free(&k->tnames);

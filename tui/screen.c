@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <wchar.h>
 
 #include "synctop/sanitize.h"
@@ -2252,7 +2253,23 @@ static void render_help(const vw_state *v, vw_grid *g) {
         put_str(g, v, x0 + 2, y0 + 1 + i, bw - 4, lines[i], ROLE_HELP, 0);
 }
 
+const char *const vw_part_names[VW_PART_N_] = {"layout and rows", "title", "GPU header", "ruler", "steps",
+                                                "lanes", "detail", "stalls", "key bar"};
+
+/* With v->timing: adds the time since *at to part's sum, and starts the next part's clock. */
+static void part_done(vw_state *v, int part, struct timespec *at) {
+    if (v->timing == NULL)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    v->timing[part] += (double)(now.tv_sec - at->tv_sec) + (double)(now.tv_nsec - at->tv_nsec) * 1e-9;
+    *at = now;
+}
+
 void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
+    struct timespec at = {0};
+    if (v->timing)
+        clock_gettime(CLOCK_MONOTONIC, &at);
     if (vw_grid_resize(g, g->w, g->h) != 0)
         return;
     fold_new_processes(v, s);
@@ -2273,16 +2290,25 @@ void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
     f.bubble_col = calloc((size_t)L.timeline.w, 1);
     f.bmax = bubble_maxlen(v->an);
     if (f.buf && f.dev && f.bubble_col) {
+        part_done(v, VW_PART_SETUP, &at);
         render_title(s, v, g, &L);
+        part_done(v, VW_PART_TITLE, &at);
         render_gpus(s, v, g, &L);
+        part_done(v, VW_PART_GPUS, &at);
         render_ruler(v, g, &L);
+        part_done(v, VW_PART_RULER, &at);
         render_steps(s, v, g, &L, v->cursor_row < (int)f.n_rows ? f.rows[v->cursor_row].producer : 0);
+        part_done(v, VW_PART_STEPS, &at);
         render_lanes(&f);
+        part_done(v, VW_PART_LANES, &at);
         render_detail(&f);
+        part_done(v, VW_PART_DETAIL, &at);
         render_stalls(&f);
+        part_done(v, VW_PART_STALLS, &at);
         render_keys(v, g, &L);
         if (v->help)
             render_help(v, g);
+        part_done(v, VW_PART_KEYS, &at);
     }
     free(f.rows);
     free(f.buf);

@@ -849,7 +849,7 @@ static int src_start(ksrc *s, err_msg *err) {
         return err_set(err, ERR_MALFORMED, "%s: empty file", s->name);
     s->gz = avail >= 2 && first[0] == 0x1f && first[1] == 0x8b;
     for (int i = 0; i < NSLOT; i++) {
-        if ((s->slot[i] = calloc(1, SLOT)) == NULL)
+        if ((s->slot[i] = malloc(SLOT)) == NULL)
             return err_set(err, ERR_NOMEM, "%s: out of memory", s->name);
         memset(s->slot[i] + HEAD + CHUNK, 0, PAD);
         s->freel[s->n_free++] = i;

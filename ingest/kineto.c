@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1464,6 +1465,19 @@ static int invalid(kimp *k, const kev *e, const char *why) {
     }
     return 1;
 }
+/* The records and the operators grow to many megabytes: each lives in a mapping of its own, which
+ * grows by moving its pages (mremap), never by copying them, and goes back to the kernel whole. */
+static void *big_resize(void *p, size_t old_bytes, size_t new_bytes) {
+    void *q = p == NULL ? mmap(NULL, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                        : mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE);
+    return q == MAP_FAILED ? NULL : q;
+}
+
+static void big_free(void *p, size_t bytes) {
+    if (p != NULL)
+        munmap(p, bytes);
+}
+
 static tp_record *rec_new(kimp *k) {
     if (k->n_rec == k->cap_rec) {
         if (k->n_rec >= k->max_events) {
@@ -1476,7 +1490,7 @@ static tp_record *rec_new(kimp *k) {
         size_t cap = k->cap_rec ? k->cap_rec * 2 : 4096;
         if (cap > k->max_events)
             cap = (size_t)k->max_events;
-        tp_record *r = realloc(k->rec, cap * sizeof *r);
+        tp_record *r = big_resize(k->rec, k->cap_rec * sizeof *r, cap * sizeof *r);
         if (r == NULL) {
             fail_nomem(k);
             return NULL;
@@ -1853,7 +1867,7 @@ static int event_ctx(kimp *k, kev *e) {
     }
     if (k->n_ctx == k->cap_ctx) {
         size_t cap = k->cap_ctx ? k->cap_ctx * 2 : 4096;
-        kctx *c = realloc(k->ctx, cap * sizeof *c);
+        kctx *c = big_resize(k->ctx, k->cap_ctx * sizeof *c, cap * sizeof *c);
         if (c == NULL)
             return fail_nomem(k);
         k->ctx = c;
@@ -4111,8 +4125,8 @@ static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emi
     free(k->names);
     free(k->names_text.s);
     free(k->devprops);
-    free(k->rec);
-    free(k->ctx);
+    big_free(k->rec, k->cap_rec * sizeof *k->rec);
+    big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
     free(k->pyfr);
     free(k->stacks);
     u64map_free(&k->stack_ids);

@@ -601,13 +601,9 @@ static uint32_t cell_glyph(const vw_state *v, int cat, double frac) {
 
 /* ---- bubbles and blocks in a window ---- */
 
-/* Bubbles overlapping [a, b): their summed overlap. lane SIZE_MAX: the whole-device bubbles of
- * (producer, device); else the stream-level bubbles of that stream lane. */
-static uint64_t bubble_overlap(const an_result *an, uint64_t maxlen, size_t lane, uint32_t p, uint16_t d, uint64_t a,
-                               uint64_t b, uint64_t gap) {
-    if (an == NULL || an->n_bubbles == 0)
-        return 0;
-    /* first bubble with start >= a - maxlen */
+/* The first bubble that may overlap time a or later: the first with start >= a - maxlen (no bubble
+ * is longer). */
+static size_t bubble_from(const an_result *an, uint64_t maxlen, uint64_t a) {
     uint64_t from = a > maxlen ? a - maxlen : 0;
     size_t lo = 0, hi = an->n_bubbles;
     while (lo < hi) {
@@ -617,24 +613,31 @@ static uint64_t bubble_overlap(const an_result *an, uint64_t maxlen, size_t lane
         else
             hi = m;
     }
-    uint64_t sum = 0;
-    for (size_t i = lo; i < an->n_bubbles && an->bubbles[i].start < b; i++) {
+    return lo;
+}
+
+static uint64_t overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b) {
+    uint64_t s0 = s > a ? s : a, s1 = e < b ? e : b;
+    return s1 > s0 ? s1 - s0 : 0;
+}
+
+/* The bubbles' overlap with each column of a lane row, in one pass over the bubbles in the window:
+ * column c is [t0 + c w, t0 + (c + 1) w), the last one [t0 + (cols - 1) w, t1). lane SIZE_MAX: the
+ * whole-device bubbles of (producer, device); else the stream-level bubbles of that stream lane. */
+static void bubble_columns(const an_result *an, size_t lane, uint32_t p, uint16_t d, uint64_t t0, uint64_t t1,
+                           uint64_t w, int cols, uint64_t gap, uint64_t *sum) {
+    memset(sum, 0, (size_t)cols * sizeof *sum);
+    if (an == NULL || an->n_bubbles == 0 || cols <= 0)
+        return;
+    uint64_t last = t0 + (uint64_t)(cols - 1) * w, stop = last > t1 ? last : t1; /* no column reaches stop */
+    for (size_t i = bubble_from(an, an->bubble_max_ns, t0); i < an->n_bubbles && an->bubbles[i].start < stop; i++) {
         const an_bubble *x = &an->bubbles[i];
         if (x->lane != lane || x->end - x->start < gap || (lane == SIZE_MAX && (x->producer != p || x->device != d)))
             continue;
-        uint64_t s0 = x->start > a ? x->start : a, s1 = x->end < b ? x->end : b;
-        if (s1 > s0)
-            sum += s1 - s0;
+        for (uint64_t c = x->start > t0 ? (x->start - t0) / w : 0; c + 1 < (uint64_t)cols && t0 + c * w < x->end; c++)
+            sum[c] += overlap(x->start, x->end, t0 + c * w, t0 + c * w + w);
+        sum[cols - 1] += overlap(x->start, x->end, last, t1);
     }
-    return sum;
-}
-
-static uint64_t bubble_maxlen(const an_result *an) {
-    uint64_t m = 0;
-    for (size_t i = 0; an && i < an->n_bubbles; i++)
-        if (an->bubbles[i].end - an->bubbles[i].start > m)
-            m = an->bubbles[i].end - an->bubbles[i].start;
-    return m;
 }
 
 static int block_matches_site(const an_block *b, const vw_site *site) {
@@ -1451,6 +1454,7 @@ typedef struct frame_ctx {
     uint64_t bmax;
     st_bucket *buf; /* timeline.w buckets */
     st_bucket *dev; /* device sums */
+    uint64_t *bubble_sum; /* per column: bubbles' overlap */
     uint8_t *bubble_col;
 } frame_ctx;
 
@@ -1578,9 +1582,10 @@ static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_
     /* bubble columns: the device's own on its summary row, each stream's on its lane */
     if (r->type == ROW_DEVICE || kind == ST_LANE_STREAM) {
         size_t bl = r->type == ROW_DEVICE ? SIZE_MAX : r->lane;
+        bubble_columns(v->an, bl, r->producer, r->device, v->t0, v->t1, w, cols, v->gap_ns, f->bubble_sum);
         for (int c = 0; c < cols; c++) {
             uint64_t a = v->t0 + (uint64_t)c * w, e = c + 1 == cols ? v->t1 : a + w;
-            f->bubble_col[c] = bubble_overlap(v->an, f->bmax, bl, r->producer, r->device, a, e, v->gap_ns) * 2 >= e - a;
+            f->bubble_col[c] = f->bubble_sum[c] * 2 >= e - a;
         }
     }
     for (int c = 0; c < cols; c++) {
@@ -1964,16 +1969,7 @@ static void render_detail(frame_ctx *f) {
 /* Bubbles of a device by cause over [a, b): out[cause] += their overlap. */
 static void bubbles_by_cause(const an_result *an, uint64_t maxlen, uint32_t p, uint16_t d, uint64_t a, uint64_t b,
                              uint64_t gap, uint64_t out[AN_CAUSE_N_]) {
-    uint64_t from = a > maxlen ? a - maxlen : 0;
-    size_t lo = 0, hi = an->n_bubbles;
-    while (lo < hi) {
-        size_t m = lo + (hi - lo) / 2;
-        if (an->bubbles[m].start < from)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    for (size_t i = lo; i < an->n_bubbles && an->bubbles[i].start < b; i++) {
+    for (size_t i = bubble_from(an, maxlen, a); i < an->n_bubbles && an->bubbles[i].start < b; i++) {
         const an_bubble *x = &an->bubbles[i];
         if (x->lane != SIZE_MAX || x->producer != p || x->device != d || x->end - x->start < gap ||
             x->cause <= 0 || x->cause >= AN_CAUSE_N_)
@@ -2288,8 +2284,9 @@ void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
     f.buf = calloc((size_t)L.timeline.w, sizeof *f.buf);
     f.dev = calloc((size_t)L.timeline.w, sizeof *f.dev);
     f.bubble_col = calloc((size_t)L.timeline.w, 1);
-    f.bmax = bubble_maxlen(v->an);
-    if (f.buf && f.dev && f.bubble_col) {
+    f.bubble_sum = calloc((size_t)L.timeline.w, sizeof *f.bubble_sum);
+    f.bmax = v->an ? v->an->bubble_max_ns : 0;
+    if (f.buf && f.dev && f.bubble_col && f.bubble_sum) {
         part_done(v, VW_PART_SETUP, &at);
         render_title(s, v, g, &L);
         part_done(v, VW_PART_TITLE, &at);
@@ -2314,6 +2311,7 @@ void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
     free(f.buf);
     free(f.dev);
     free(f.bubble_col);
+    free(f.bubble_sum);
 }
 
 /* ---- input ---- */

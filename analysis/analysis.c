@@ -770,6 +770,9 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *
         findings_sites(&c, n_device_bubbles);
         /* Bubbles in time order: remap nothing, blocks are referenced by index and stay put. */
         tu_sort(out->bubbles, out->n_bubbles, sizeof *out->bubbles, bubble_by_start);
+        for (size_t k = 0; k < out->n_bubbles; k++)
+            if (out->bubbles[k].end - out->bubbles[k].start > out->bubble_max_ns)
+                out->bubble_max_ns = out->bubbles[k].end - out->bubbles[k].start;
         tu_sort(out->findings, out->n_findings, sizeof *out->findings, finding_cmp);
     }
     u64map_free(&want_gpu);

@@ -124,6 +124,7 @@ typedef struct an_result {
     size_t n_blocks;
     an_bubble *bubbles; /* sorted by start */
     size_t n_bubbles;
+    uint64_t bubble_max_ns; /* the longest bubble's length */
     an_site *sites;     /* sorted by total_ns, largest first */
     size_t n_sites;
     an_finding *findings; /* by rule: calls and gaps worst first; low-util windows per device in

@@ -4,7 +4,8 @@
  * default), then times the importer on it as plain JSON and gzip-compressed (from memory, the
  * median and the best of several runs), and writing a trace file. Prints MB/s of JSON text,
  * events/s, the trace file's size against the JSON's, and the peak resident memory of a process
- * that imports the trace from a file (plain and gzip), per GB of JSON.
+ * that imports the trace from a file (plain and gzip), per GB of JSON. Then each of the four large
+ * real traces in TRACE_DIR as it is (modern, ROCm and legacy PyTorch 1.9 formats), plain and gzip.
  *
  *   bench_import [MB] [TRACE_DIR]
  *   bench_import --import FILE   (what the memory figures run: imports FILE, prints its peak RSS)
@@ -225,6 +226,19 @@ static int to_file(void *ctx, const void *batch, size_t len, err_msg *err) {
     return tp_fwriter_append(ctx, batch, len, err);
 }
 
+static tp_buf read_whole(const char *path) {
+    tp_buf b = {0};
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        die("cannot open a real trace");
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        append(&b, chunk, n);
+    fclose(f);
+    return b;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -382,5 +396,22 @@ int main(int argc, char **argv) {
     rss_of_import(self, gpath, "memory, .json.gz file");
     unlink(jpath);
     unlink(gpath);
+
+    /* the real traces, each as it is, from memory: the text, and its gzip as shipped */
+    static const char *const real[] = {"qwen_h100_with_stack", "qwen_mi300_rocm_with_stack",
+                                       "resnet_2080ti_two_threads", "resnet50_v100_legacy_2021"};
+    for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
+        char rp[1024];
+        snprintf(rp, sizeof rp, "%s/%s.json.gz", dir, real[i]);
+        tp_buf text = inflate_file(rp), packed = read_whole(rp);
+        double pm, pb, gm, gb;
+        time_import(&text, "real.json", 9, &pm, &pb, &st);
+        time_import(&packed, "real.json.gz", 9, &gm, &gb, &st);
+        printf("%-27s %5.1f MB: plain %6.1f MB/s (best %6.1f), gzip %6.1f MB/s of JSON (best %6.1f); %llu events\n",
+               real[i], (double)text.len / 1e6, (double)text.len / 1e6 / pm, (double)text.len / 1e6 / pb,
+               (double)text.len / 1e6 / gm, (double)text.len / 1e6 / gb, (unsigned long long)st.events);
+        tp_buf_free(&text);
+        tp_buf_free(&packed);
+    }
     return 0;
 }

@@ -1,8 +1,11 @@
 /*
- * The viewer's figures: median time to compute one 200x60 frame (vw_render: summaries of every
- * lane, bubbles, stalls, text) on synthetic traces of 1M and 10M events, zoomed all the way out and
- * all the way in; memory per stored event; and the time from opening a 10M-event trace file to the
- * first frame, through the same incremental loader `synctop replay` uses.
+ * The viewer's figures: the time to compute one 200x60 frame (vw_render: summaries of every lane,
+ * bubbles, stalls, text) on synthetic traces of 1M and 10M events at every zoom from the whole trace
+ * down to one nanosecond per column (the window's width divided by 8 each step): the median at the
+ * middle of the trace, the worst of the medians at 16 places scrolled across it, and where a
+ * frame's time goes (vw_state.timing: the mean per part of the frame); memory per stored event; and
+ * the time from opening a 10M-event trace file to the first frame, through the same incremental
+ * loader `synctop replay` uses.
  *
  * And a live job of 64 ranks (each its own process and lanes): the worst and mean frame.
  *
@@ -12,6 +15,7 @@
  *
  * usage: bench_view [MILLIONS...]   (default: 1 10)
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +61,13 @@ static void feed(st_store *s, tp_fwriter *w, size_t n) {
     tp_enc_destroy(&enc);
 }
 
-static double median_frame(st_store *s, vw_state *v, vw_grid *g, uint64_t t0, uint64_t t1) {
+static double frame_max; /* the slowest frame median_frame_n has timed since it was last cleared */
+
+static double median_frame_n(st_store *s, vw_state *v, vw_grid *g, uint64_t t0, uint64_t t1, int n) {
     double t[31];
-    for (int i = 0; i < 31; i++) {
+    if (n > 31)
+        n = 31;
+    for (int i = 0; i < n; i++) {
         v->t0 = t0;
         v->t1 = t1;
         v->cursor = t0 + (t1 - t0) / 2;
@@ -69,8 +77,73 @@ static double median_frame(st_store *s, vw_state *v, vw_grid *g, uint64_t t0, ui
         vw_render(s, v, g);
         t[i] = now_s() - a;
     }
-    qsort(t, 31, sizeof t[0], cmp_d);
-    return t[15];
+    qsort(t, (size_t)n, sizeof t[0], cmp_d);
+    if (t[n - 1] > frame_max)
+        frame_max = t[n - 1];
+    return t[n / 2];
+}
+
+static double median_frame(st_store *s, vw_state *v, vw_grid *g, uint64_t t0, uint64_t t1) {
+    return median_frame_n(s, v, g, t0, t1, 31);
+}
+
+static void fmt_width(char *out, size_t n, uint64_t ns) {
+    if (ns >= 1000000000)
+        snprintf(out, n, "%.3f s", (double)ns / 1e9);
+    else if (ns >= 1000000)
+        snprintf(out, n, "%.3f ms", (double)ns / 1e6);
+    else if (ns >= 1000)
+        snprintf(out, n, "%.3f us", (double)ns / 1e3);
+    else
+        snprintf(out, n, "%" PRIu64 " ns", ns);
+}
+
+/* Frames at every zoom, from the whole span [t0, t1) down to one nanosecond per column: per width
+ * the median frame at the middle, the worst median over 16 places scrolled from start to end, the
+ * slowest single frame of all those, and the mean time of each part of the frame. Returns the
+ * worst frame median met. */
+static double zoom_sweep(st_store *s, vw_state *v, vw_grid *g, uint64_t t0, uint64_t t1) {
+    double worst_all = 0;
+    printf("  window width    middle   scrolled    slowest  where a frame's time goes (mean ms per part)\n");
+    for (uint64_t w = t1 - t0;; w /= 8) {
+        if (w < 176)
+            w = 176; /* 200 columns less the lane labels: about one nanosecond each */
+        double parts[VW_PART_N_] = {0};
+        frame_max = 0;
+        v->timing = parts;
+        double mid = median_frame(s, v, g, t0 + (t1 - t0 - w) / 2, t0 + (t1 - t0 - w) / 2 + w);
+        v->timing = NULL;
+        double scrolled = 0;
+        for (int k = 0; k < 16; k++) {
+            uint64_t a = t0 + (uint64_t)((double)(t1 - t0 - w) * k / 15.0);
+            double m = median_frame_n(s, v, g, a, a + w, 11);
+            if (m > scrolled)
+                scrolled = m;
+        }
+        if (mid > worst_all)
+            worst_all = mid;
+        if (scrolled > worst_all)
+            worst_all = scrolled;
+        int order[VW_PART_N_];
+        for (int i = 0; i < VW_PART_N_; i++)
+            order[i] = i;
+        for (int i = 0; i < VW_PART_N_; i++) /* the biggest parts first */
+            for (int j = i + 1; j < VW_PART_N_; j++)
+                if (parts[order[j]] > parts[order[i]]) {
+                    int x = order[i];
+                    order[i] = order[j];
+                    order[j] = x;
+                }
+        char wt[32];
+        fmt_width(wt, sizeof wt, w);
+        printf("  %12s  %6.3f ms  %6.3f ms  %6.3f ms ", wt, mid * 1e3, scrolled * 1e3, frame_max * 1e3);
+        for (int i = 0; i < 4; i++)
+            printf(" %s %.3f%s", vw_part_names[order[i]], parts[order[i]] / 31 * 1e3, i < 3 ? "," : "");
+        printf("\n");
+        if (w == 176)
+            break;
+    }
+    return worst_all;
 }
 
 /* The viewer's loop while an analysis runs on its thread, `rounds` analyses one after the other (at
@@ -237,13 +310,14 @@ int main(int argc, char **argv) {
         vw_grid g = {0};
         uint64_t t0, t1;
         st_store_span(s, &t0, &t1);
+        printf("%3zuM events, %.3f s of trace: frame 200x60 by zoom\n", sizes[k], (double)(t1 - t0) / 1e9);
+        double worst = zoom_sweep(s, &v, &g, t0, t1);
         double out = median_frame(s, &v, &g, t0, t1);
         uint64_t mid = t0 + (t1 - t0) / 2;
         double in = median_frame(s, &v, &g, mid, mid + 176); /* one nanosecond per column */
-        double in_us = median_frame(s, &v, &g, mid, mid + 200000); /* a few kernels */
-        printf("%3zuM events: frame zoomed out %.3f ms, all the way in %.3f ms, at 200 us %.3f ms | "
+        printf("%3zuM events: frame zoomed out %.3f ms, all the way in %.3f ms, worst at any zoom or place %.3f ms | "
                "%.1f bytes/event | ingest %.2f s (%.1f M events/s) | analysis %.2f s\n",
-               sizes[k], out * 1e3, in * 1e3, in_us * 1e3, (double)st_store_memory(s) / (double)st_store_events(s),
+               sizes[k], out * 1e3, in * 1e3, worst * 1e3, (double)st_store_memory(s) / (double)st_store_events(s),
                ingest, (double)n / ingest / 1e6, ana);
         vw_state_free(&v);
         vw_grid_free(&g);

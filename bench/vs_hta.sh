@@ -3,7 +3,8 @@
 # in samples/traces/kineto: the same two breakdowns (temporal, and idle time with its interval
 # statistics) from the same gzip'd trace, end to end (process start to exit), the best of N runs
 # of each. Prints per trace the seconds of each, the ratio, and HTA's time without the Python
-# interpreter's and the libraries' start-up (measured inside its process).
+# interpreter's and the libraries' start-up (measured inside its process); and the same for
+# synctop's plain `report` (the whole analysis: stalls, idle time by cause, rules) against HTA.
 #
 #   bench/vs_hta.sh [RUNS]          (default 3)
 #
@@ -45,7 +46,7 @@ EOF
 now() { date +%s.%N; }
 best() { sort -g | head -n 1; }
 
-printf '%-38s %9s %9s %10s %9s %9s\n' trace "JSON MB" "synctop s" "HTA s" "x (e2e)" "x (work)"
+printf '%-38s %9s %9s %10s %9s %9s %10s %9s\n' trace "JSON MB" "--hta s" "HTA s" "x (e2e)" "x (work)" "report s" "x (e2e)"
 for t in qwen_h100_with_stack qwen_mi300_rocm_with_stack resnet_2080ti_two_threads resnet50_v100_legacy_2021; do
     f=samples/traces/kineto/$t.json.gz
     [ -f "$f" ] || continue
@@ -53,6 +54,7 @@ for t in qwen_h100_with_stack qwen_mi300_rocm_with_stack resnet_2080ti_two_threa
     cp "$f" "$tmp/$t/"
     mb=$(zcat "$f" | wc -c | awk '{printf "%.1f", $1 / 1e6}')
     : >"$tmp/s"
+    : >"$tmp/r"
     : >"$tmp/h"
     : >"$tmp/hw"
     i=0
@@ -62,15 +64,20 @@ for t in qwen_h100_with_stack qwen_mi300_rocm_with_stack resnet_2080ti_two_threa
         b=$(now)
         echo "$b - $a" | bc -l >>"$tmp/s"
         a=$(now)
+        "$synctop" report "$f" >/dev/null
+        b=$(now)
+        echo "$b - $a" | bc -l >>"$tmp/r"
+        a=$(now)
         "$py" "$tmp/hta_run.py" "$tmp/$t" >>"$tmp/hw" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
         b=$(now)
         echo "$b - $a" | bc -l >>"$tmp/h"
         i=$((i + 1))
     done
     s=$(best <"$tmp/s")
+    r=$(best <"$tmp/r")
     h=$(best <"$tmp/h")
     hw=$(best <"$tmp/hw")
-    printf '%-38s %9s %9.3f %10.3f %9.1f %9.1f\n' "$t" "$mb" "$s" "$h" "$(echo "$h / $s" | bc -l)" \
-        "$(echo "$hw / $s" | bc -l)"
+    printf '%-38s %9s %9.3f %10.3f %9.1f %9.1f %10.3f %9.1f\n' "$t" "$mb" "$s" "$h" "$(echo "$h / $s" | bc -l)" \
+        "$(echo "$hw / $s" | bc -l)" "$r" "$(echo "$h / $r" | bc -l)"
 done
 echo "(best of $runs runs each; x (work): HTA without the interpreter's and its imports' start-up)"

@@ -135,4 +135,4 @@ static int cmd_export(int argc, char **argv) {
 SYNCTOP_VERB(export, .name = "export", .fn = cmd_export,
              .synopsis = "export SOURCE... --format chrome -o OUT.json",
              .summary = "write the timeline as Chrome trace JSON for Perfetto",
-             .rank = 65)
+             .rank = 65, .batch = 1)

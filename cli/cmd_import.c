@@ -331,4 +331,4 @@ static int cmd_import(int argc, char **argv) {
 }
 
 SYNCTOP_VERB(import, .name = "import", .fn = cmd_import, .synopsis = "import TRACE.json[.gz]|EXPORT.sqlite... -o FILE",
-             .summary = "convert profiler (Kineto) JSON and nsys exports to a trace file", .rank = 60)
+             .summary = "convert profiler (Kineto) JSON and nsys exports to a trace file", .rank = 60, .batch = 1)

@@ -507,4 +507,4 @@ static int cmd_info(int argc, char **argv) {
 
 SYNCTOP_VERB(info, .name = "info", .fn = cmd_info, .synopsis = "info [--json] FILE...",
              .summary = "describe trace files (or profiler traces, nsys exports): producers, devices, counts, drops, damage",
-             .rank = 30)
+             .rank = 30, .batch = 1)

@@ -445,4 +445,4 @@ static int cmd_report(int argc, char **argv) {
 SYNCTOP_VERB(report, .name = "report", .fn = cmd_report,
              .synopsis = "report SOURCE... [--format F] [--hta] [--fail-if EXPR]",
              .summary = "where the host waited for the GPU: top stalls, utilisation, rule checks",
-             .rank = 30)
+             .rank = 30, .batch = 1)

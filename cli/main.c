@@ -1,6 +1,7 @@
 /*
  * synctop: the entry point. Dispatches to the verbs registered by the cmd_*.c files (verb.h).
  */
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +46,17 @@ int main(int argc, char **argv) {
     const verb **verbs = NULL;
     int n_verbs = verb_list(&verbs);
     for (int i = 0; i < n_verbs; i++)
-        if (strcmp(argv[1], verbs[i]->name) == 0)
+        if (strcmp(argv[1], verbs[i]->name) == 0) {
+            if (verbs[i]->batch) {
+                /* A verb that imports a trace allocates and frees many megabytes in turn (the
+                 * text's pieces, records, sort buffers, the store): taken from the heap and kept
+                 * there when freed, they are reused, where the kernel's fresh pages for each
+                 * large block would cost more than the work done in them. */
+                mallopt(M_MMAP_THRESHOLD, 32 << 20);
+                mallopt(M_TRIM_THRESHOLD, 1 << 30);
+            }
             return verbs[i]->fn(argc - 1, argv + 1);
+        }
     fprintf(stderr, "synctop: unknown verb '");
     tp_print_sanitized(stderr, argv[1], (size_t)-1);
     fprintf(stderr, "'\n");

@@ -17,6 +17,7 @@ typedef struct verb {
     const char *synopsis; /* "record ENDPOINT... -o FILE" */
     const char *summary;  /* one line for `synctop --help` */
     int rank;             /* order in the help */
+    int batch;            /* reads its sources, writes its result and exits (see main) */
 } verb;
 
 void verb_register(const verb *v);

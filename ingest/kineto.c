@@ -25,12 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#include <isa-l/crc64.h>
 #include <isa-l/igzip_lib.h>
 #include <zlib.h>
 
@@ -41,9 +43,9 @@
 #define PAD              64           /* bytes after a piece: the scanner's 0 sentinel, whole loads */
 #define SLOT             (HEAD + CHUNK + PAD)
 #define NSLOT            8            /* pieces in flight between the producer's thread and the scanner */
-#define SLOT_WAKE        (NSLOT / 2)  /* a waiting producer goes on once this many slots are free */
+#define SLOT_WAKE        2            /* a waiting producer goes on once this many slots are free */
 #define THREAD_MIN       (64u << 10)  /* compressed inputs from this size are inflated on a thread */
-#define ISAL_IN          (1u << 20)   /* compressed bytes read at a time for ISA-L */
+#define ISAL_IN          CHUNK        /* compressed bytes read at a time for ISA-L (at least CHUNK: head fits) */
 #define KINETO_MAX_TOKEN (1u << 20)   /* strings are cut here (see lex_long) */
 #define LONG_NUMBER      (64u << 10)  /* numbers longer than this are followed without their text */
 #define MAX_SKIP_DEPTH   1000         /* nesting inside values the importer ignores */
@@ -705,8 +707,9 @@ static void q_unlock(ksrc *s) {
         pthread_mutex_unlock(&s->mu);
 }
 
-/* A free slot for the producer; -1 when cancelled. A producer that has to wait waits for several
- * (SLOT_WAKE), so that the two threads do not wake each other for every piece. */
+/* A free slot for the producer; -1 when cancelled. A producer that has to wait waits for SLOT_WAKE,
+ * so that the two threads do not wake each other for every piece, while the scanner still has the
+ * text of most slots to go on with as the producer's thread comes back to run. */
 static int slot_take(ksrc *s) {
     q_lock(s);
     if (s->n_free == 0 && s->threaded) {
@@ -847,7 +850,7 @@ static int src_start(ksrc *s, err_msg *err) {
         return err_set(err, ERR_MALFORMED, "%s: empty file", s->name);
     s->gz = avail >= 2 && first[0] == 0x1f && first[1] == 0x8b;
     for (int i = 0; i < NSLOT; i++) {
-        if ((s->slot[i] = calloc(1, SLOT)) == NULL)
+        if ((s->slot[i] = malloc(SLOT)) == NULL)
             return err_set(err, ERR_NOMEM, "%s: out of memory", s->name);
         memset(s->slot[i] + HEAD + CHUNK, 0, PAD);
         s->freel[s->n_free++] = i;
@@ -1059,7 +1062,9 @@ typedef struct kev {
     size_t name_len;
     int in_window;
     kbuf name_buf, mname;
-    kbuf stack; /* args."Call stack" (legacy traces recorded with_stack) */
+    kbuf stack;         /* args."Call stack" (legacy traces recorded with_stack), when not yet known */
+    uint64_t stack_key; /* its stack_ids key (a hash of its text) */
+    uint32_t stack_id;  /* its index + 1 in stacks when already known (then stack is empty) */
     int64_t pid, tid, ts, dur;
     int64_t device, stream, corr, cbid, bytes, context, event, from_dev, to_dev, graph;
     int64_t sync_kind;
@@ -1099,6 +1104,13 @@ typedef struct kpred {
 } kpred;
 
 /* A name the encoder has interned (see intern). */
+/* A category's spelling met lately, and what it is (see cat_of). */
+#define KCAT_SEEN 4
+typedef struct kcatseen {
+    char text[24];
+    uint8_t len, cat; /* len 0: none yet */
+} kcatseen;
+
 typedef struct kname {
     uint64_t hash;
     uint32_t off, len; /* its text in kimp.names_text */
@@ -1176,6 +1188,9 @@ typedef struct kimp {
     uint32_t gpu_domain;
     kpred pred[C_DIMS + 1 + 16][PRED_POS + 1]; /* per context (args: per category) and place */
     kname *names;   /* string ids by name (see intern) */
+    kcatseen cat_seen[KCAT_SEEN];
+    unsigned cat_next;
+    u64map api_class; /* string id of a host call's name -> its st_api_class */
     size_t n_names, n_names_cap;
     kbuf names_text;
     tp_record *rec;
@@ -1307,11 +1322,38 @@ static const struct {
     {"python_function", 15, CAT_PYFN},
 };
 
-static int cat_of(const char *s, size_t n) {
+/* An event's category: the spellings met last are remembered exactly (a trace uses a few), the
+ * others looked up in k_cats. */
+static int cat_of(kimp *k, const char *s, size_t n) {
+    for (int i = 0; i < KCAT_SEEN; i++)
+        if (k->cat_seen[i].len == n && memcmp(k->cat_seen[i].text, s, n) == 0)
+            return k->cat_seen[i].cat;
+    int cat = CAT_OTHER;
     for (size_t i = 0; i < sizeof k_cats / sizeof k_cats[0]; i++)
-        if (k_cats[i].len == n && ieq(s, n, k_cats[i].name))
-            return k_cats[i].cat;
-    return CAT_OTHER;
+        if (k_cats[i].len == n && ieq(s, n, k_cats[i].name)) {
+            cat = k_cats[i].cat;
+            break;
+        }
+    if (n > 0 && n <= sizeof k->cat_seen[0].text) {
+        kcatseen *c = &k->cat_seen[k->cat_next++ % KCAT_SEEN];
+        memcpy(c->text, s, n);
+        c->len = (uint8_t)n;
+        c->cat = (uint8_t)cat;
+    }
+    return cat;
+}
+
+/* The st_api_class of a host call's name (id: its string id, 0 when it has none), worked out once
+ * per name. */
+static int api_class(kimp *k, uint32_t id, const char *s, size_t n) {
+    int added;
+    uint64_t *v = id ? u64map_get_or_add(&k->api_class, id, 0, &added) : NULL;
+    if (v != NULL && !added)
+        return (int)*v;
+    int cls = (int)st_api_class_of(s, n);
+    if (v != NULL)
+        *v = (uint64_t)cls;
+    return cls;
 }
 
 static int starts(const char *s, size_t n, const char *lit) {
@@ -1423,6 +1465,19 @@ static int invalid(kimp *k, const kev *e, const char *why) {
     }
     return 1;
 }
+/* The records and the operators grow to many megabytes: each lives in a mapping of its own, which
+ * grows by moving its pages (mremap), never by copying them, and goes back to the kernel whole. */
+static void *big_resize(void *p, size_t old_bytes, size_t new_bytes) {
+    void *q = p == NULL ? mmap(NULL, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                        : mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE);
+    return q == MAP_FAILED ? NULL : q;
+}
+
+static void big_free(void *p, size_t bytes) {
+    if (p != NULL)
+        munmap(p, bytes);
+}
+
 static tp_record *rec_new(kimp *k) {
     if (k->n_rec == k->cap_rec) {
         if (k->n_rec >= k->max_events) {
@@ -1435,7 +1490,7 @@ static tp_record *rec_new(kimp *k) {
         size_t cap = k->cap_rec ? k->cap_rec * 2 : 4096;
         if (cap > k->max_events)
             cap = (size_t)k->max_events;
-        tp_record *r = realloc(k->rec, cap * sizeof *r);
+        tp_record *r = big_resize(k->rec, k->cap_rec * sizeof *r, cap * sizeof *r);
         if (r == NULL) {
             fail_nomem(k);
             return NULL;
@@ -1719,7 +1774,7 @@ static int event_host(kimp *k, kev *e) {
         x->correlation = u32_or(e, H_CORR, e->corr, 0);
         x->cbid = u32_or(e, H_CBID, e->cbid, 0);
         x->name = intern(k, e->name_s, e->name_len);
-        x->pad0 = (uint32_t)st_api_class_of(e->name_s, e->name_len); /* until resolve_apis */
+        x->pad0 = (uint32_t)api_class(k, x->name, e->name_s, e->name_len); /* until resolve_apis */
     }
     return note_thread(k, pid, tid);
 }
@@ -1748,14 +1803,18 @@ static int py_frame_parse(const char *s, size_t n, size_t *file_len, uint32_t *l
     return 1;
 }
 
+/* The stack_ids key of a Call stack's text: a CRC-64 (ISA-L's, at several GB/s: the stacks of a legacy
+ * trace are a third of its text), never 0. */
+static uint64_t stack_key(const char *s, size_t n) {
+    uint64_t h = crc64_ecma_refl(0, (const unsigned char *)s, n);
+    return h ? h : 1;
+}
+
 /* The index + 1 of the operator's Call stack, "file.py(611): f;file.py(54): <module>" (innermost
- * first), parsed into frames once per distinct text; 0 when out of memory. */
-static uint32_t call_stack(kimp *k, const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+ * first), parsed into frames once per distinct text (key: stack_key of it); 0 when out of memory. */
+static uint32_t call_stack(kimp *k, const char *s, size_t n, uint64_t key) {
     int added;
-    uint64_t *id = u64map_get_or_add(&k->stack_ids, h ? h : 1, 0, &added);
+    uint64_t *id = u64map_get_or_add(&k->stack_ids, key, 0, &added);
     if (id == NULL)
         return 0;
     if (!added)
@@ -1808,7 +1867,7 @@ static int event_ctx(kimp *k, kev *e) {
     }
     if (k->n_ctx == k->cap_ctx) {
         size_t cap = k->cap_ctx ? k->cap_ctx * 2 : 4096;
-        kctx *c = realloc(k->ctx, cap * sizeof *c);
+        kctx *c = big_resize(k->ctx, k->cap_ctx * sizeof *c, cap * sizeof *c);
         if (c == NULL)
             return fail_nomem(k);
         k->ctx = c;
@@ -1818,8 +1877,10 @@ static int event_ctx(kimp *k, kev *e) {
     *c = (kctx){t0, t1, (uint32_t)(uint64_t)e->tid, intern(k, e->name_s, e->name_len), 0, 0, 0, e->cat == CAT_PYFN,
                 0, k->n_ctx - 1};
     k->st->contexts++;
-    if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack.len > 0 && k->n_stacks < k->max_events &&
-        (c->stack = call_stack(k, e->stack.s, e->stack.len)) == 0)
+    if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack_id != 0 && k->n_stacks < k->max_events)
+        c->stack = e->stack_id;
+    else if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack.len > 0 && k->n_stacks < k->max_events &&
+             (c->stack = call_stack(k, e->stack.s, e->stack.len, e->stack_key)) == 0)
         return fail_nomem(k);
     size_t file_len, func_at;
     if (c->py && py_frame_parse(e->name_s, e->name_len, &file_len, &c->line, &func_at)) {
@@ -1881,6 +1942,7 @@ static void event_reset(kev *e) {
     e->in_window = 0;
     e->mname.len = 0;
     e->stack.len = 0;
+    e->stack_id = 0;
     e->sync_kind = 0;
     e->dims = 0;
     e->n_grid = e->n_block = 0;
@@ -2169,7 +2231,7 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
             return 1;
         case K_CAT:
             if (str) {
-                e->cat = cat_of(str, str_len);
+                e->cat = cat_of(k, str, str_len);
                 e->cat_len = str_len < KINETO_CAT_MAX ? str_len : KINETO_CAT_MAX - 1;
                 memcpy(e->cat_text, str, e->cat_len);
             }
@@ -2197,7 +2259,13 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
         if (k->key == K_A_SYNC_KIND && str) {
             e->sync_kind = sync_type_of(str, str_len);
         } else if (k->key == K_A_STACK && str) {
-            if (kbuf_set(&e->stack, str, str_len, STACK_KEEP) != 0)
+            /* a text seen before is known by its key; only a new one is kept until the entry ends */
+            size_t len = str_len < STACK_KEEP ? str_len : STACK_KEEP;
+            e->stack_key = stack_key(str, len);
+            const uint64_t *id = len > 0 ? u64map_find(&k->stack_ids, e->stack_key) : NULL;
+            e->stack_id = id ? (uint32_t)*id : 0;
+            e->stack.len = 0;
+            if (id == NULL && kbuf_set(&e->stack, str, len, STACK_KEEP) != 0)
                 return fail_nomem(k);
             e->have |= H_STACK;
         } else if (k->key == K_A_NAME && str) {
@@ -2322,13 +2390,31 @@ static void newline(kimp *k, const uint8_t *p) {
     k->drop = 0;
 }
 
+/* The first byte after the spaces at p[1..] (p: a space): a lone one at once, a run of them
+ * (indentation) eight bytes at a time. p may be read 9 bytes past the spaces. */
+static inline const uint8_t *skip_spaces(const uint8_t *p) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (p[1] != ' ')
+        return p + 1;
+    for (p += 2;; p += 8) {
+        uint64_t x = load8(p) ^ 0x2020202020202020ull; /* spaces become 0 */
+        if (x)
+            return p + (__builtin_ctzll(x) >> 3);
+    }
+#else
+    while (*++p == ' ') {
+    }
+    return p;
+#endif
+}
+
 static inline const uint8_t *skip_ws(kimp *k, const uint8_t *p) {
     for (;;) {
         uint8_t c = *p;
         if (c > ' ') {
             return p;
         } else if (c == ' ') {
-            p++;
+            p = skip_spaces(p);
         } else if (c == '\n') {
             newline(k, p);
             p++;
@@ -4057,11 +4143,12 @@ static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emi
     free(k->names);
     free(k->names_text.s);
     free(k->devprops);
-    free(k->rec);
-    free(k->ctx);
+    big_free(k->rec, k->cap_rec * sizeof *k->rec);
+    big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
     free(k->pyfr);
     free(k->stacks);
     u64map_free(&k->stack_ids);
+    u64map_free(&k->api_class);
     u64map_free(&k->streams);
     u64map_free(&k->threads);
     u64map_free(&k->tnames);

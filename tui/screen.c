@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <wchar.h>
 
 #include "synctop/sanitize.h"
@@ -600,13 +601,9 @@ static uint32_t cell_glyph(const vw_state *v, int cat, double frac) {
 
 /* ---- bubbles and blocks in a window ---- */
 
-/* Bubbles overlapping [a, b): their summed overlap. lane SIZE_MAX: the whole-device bubbles of
- * (producer, device); else the stream-level bubbles of that stream lane. */
-static uint64_t bubble_overlap(const an_result *an, uint64_t maxlen, size_t lane, uint32_t p, uint16_t d, uint64_t a,
-                               uint64_t b, uint64_t gap) {
-    if (an == NULL || an->n_bubbles == 0)
-        return 0;
-    /* first bubble with start >= a - maxlen */
+/* The first bubble that may overlap time a or later: the first with start >= a - maxlen (no bubble
+ * is longer). */
+static size_t bubble_from(const an_result *an, uint64_t maxlen, uint64_t a) {
     uint64_t from = a > maxlen ? a - maxlen : 0;
     size_t lo = 0, hi = an->n_bubbles;
     while (lo < hi) {
@@ -616,24 +613,60 @@ static uint64_t bubble_overlap(const an_result *an, uint64_t maxlen, size_t lane
         else
             hi = m;
     }
-    uint64_t sum = 0;
-    for (size_t i = lo; i < an->n_bubbles && an->bubbles[i].start < b; i++) {
-        const an_bubble *x = &an->bubbles[i];
-        if (x->lane != lane || x->end - x->start < gap || (lane == SIZE_MAX && (x->producer != p || x->device != d)))
-            continue;
-        uint64_t s0 = x->start > a ? x->start : a, s1 = x->end < b ? x->end : b;
-        if (s1 > s0)
-            sum += s1 - s0;
-    }
-    return sum;
+    return lo;
 }
 
-static uint64_t bubble_maxlen(const an_result *an) {
-    uint64_t m = 0;
-    for (size_t i = 0; an && i < an->n_bubbles; i++)
-        if (an->bubbles[i].end - an->bubbles[i].start > m)
-            m = an->bubbles[i].end - an->bubbles[i].start;
-    return m;
+static uint64_t overlap(uint64_t s, uint64_t e, uint64_t a, uint64_t b) {
+    uint64_t s0 = s > a ? s : a, s1 = e < b ? e : b;
+    return s1 > s0 ? s1 - s0 : 0;
+}
+
+/* The rows whose bubbles a frame shows, and their bubbles' overlap with each column (see
+ * bubble_columns). */
+typedef struct bubble_rows {
+    int *lane_slot;      /* per stream lane: its row's slot, -1 none */
+    size_t n_lanes;
+    uint64_t *dev_key;   /* device rows: producer << 16 | device, sorted */
+    int *dev_slot;
+    size_t n_dev;
+    uint64_t *sum;       /* per slot, cols of them */
+} bubble_rows;
+
+static int bubble_dev_slot(const bubble_rows *br, uint32_t p, uint16_t d) {
+    uint64_t key = (uint64_t)p << 16 | d;
+    size_t lo = 0, hi = br->n_dev;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (br->dev_key[m] < key)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo < br->n_dev && br->dev_key[lo] == key ? br->dev_slot[lo] : -1;
+}
+
+/* The bubbles' overlap with each column of every row in br, in one pass over the bubbles in the
+ * window: column c is [t0 + c w, t0 + (c + 1) w), the last one [t0 + (cols - 1) w, t1). A device
+ * row takes the whole-device bubbles of its (producer, device), a stream lane its stream's. */
+static void bubble_columns(const an_result *an, bubble_rows *br, uint64_t t0, uint64_t t1, uint64_t w, int cols,
+                           uint64_t gap) {
+    if (an == NULL || an->n_bubbles == 0 || cols <= 0)
+        return;
+    uint64_t last = t0 + (uint64_t)(cols - 1) * w, stop = last > t1 ? last : t1; /* no column reaches stop */
+    for (size_t i = bubble_from(an, an->bubble_max_ns, t0); i < an->n_bubbles && an->bubbles[i].start < stop; i++) {
+        const an_bubble *x = &an->bubbles[i];
+        if (x->end - x->start < gap)
+            continue;
+        int slot = x->lane == SIZE_MAX ? bubble_dev_slot(br, x->producer, x->device)
+                   : x->lane < br->n_lanes ? br->lane_slot[x->lane]
+                                           : -1;
+        if (slot < 0)
+            continue;
+        uint64_t *sum = br->sum + (size_t)slot * (size_t)cols;
+        for (uint64_t c = x->start > t0 ? (x->start - t0) / w : 0; c + 1 < (uint64_t)cols && t0 + c * w < x->end; c++)
+            sum[c] += overlap(x->start, x->end, t0 + c * w, t0 + c * w + w);
+        sum[cols - 1] += overlap(x->start, x->end, last, t1);
+    }
 }
 
 static int block_matches_site(const an_block *b, const vw_site *site) {
@@ -1450,6 +1483,7 @@ typedef struct frame_ctx {
     uint64_t bmax;
     st_bucket *buf; /* timeline.w buckets */
     st_bucket *dev; /* device sums */
+    bubble_rows br; /* the shown rows' bubbles per column */
     uint8_t *bubble_col;
 } frame_ctx;
 
@@ -1579,11 +1613,14 @@ static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_
         kind = st_lane_get(f->s, r->lane)->kind;
     }
     /* bubble columns: the device's own on its summary row, each stream's on its lane */
-    if (r->type == ROW_DEVICE || kind == ST_LANE_STREAM) {
-        size_t bl = r->type == ROW_DEVICE ? SIZE_MAX : r->lane;
+    int slot = r->type == ROW_DEVICE      ? bubble_dev_slot(&f->br, r->producer, r->device)
+               : kind == ST_LANE_STREAM && r->lane < f->br.n_lanes ? f->br.lane_slot[r->lane]
+                                                                   : -1;
+    if (slot >= 0) {
+        const uint64_t *sum = f->br.sum + (size_t)slot * (size_t)cols;
         for (int c = 0; c < cols; c++) {
             uint64_t a = v->t0 + (uint64_t)c * w, e = c + 1 == cols ? v->t1 : a + w;
-            f->bubble_col[c] = bubble_overlap(v->an, f->bmax, bl, r->producer, r->device, a, e, v->gap_ns) * 2 >= e - a;
+            f->bubble_col[c] = sum[c] * 2 >= e - a;
         }
     }
     for (int c = 0; c < cols; c++) {
@@ -1624,6 +1661,55 @@ static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_
         label_bars(f, y, r->lane, b);
 }
 
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sets f->br up for the rows shown (their GPU rows and stream lanes) and sums their bubbles per
+ * column; 0, or -1 when out of memory (then no bubbles are drawn). */
+static int bubble_rows_make(frame_ctx *f) {
+    const vw_state *v = f->v;
+    bubble_rows *br = &f->br;
+    int cols = f->L->timeline.w;
+    size_t shown = 0, n_dev = 0;
+    for (int i = 0; i < f->L->lanes.h && v->row_scroll + i < (int)f->n_rows; i++)
+        shown++;
+    br->n_lanes = st_lane_count(f->s);
+    br->lane_slot = malloc((br->n_lanes ? br->n_lanes : 1) * sizeof *br->lane_slot);
+    br->dev_key = malloc((shown ? shown : 1) * sizeof *br->dev_key);
+    br->dev_slot = malloc((shown ? shown : 1) * sizeof *br->dev_slot);
+    br->sum = calloc((shown ? shown : 1) * (size_t)cols, sizeof *br->sum);
+    if (br->lane_slot == NULL || br->dev_key == NULL || br->dev_slot == NULL || br->sum == NULL)
+        return -1;
+    for (size_t l = 0; l < br->n_lanes; l++)
+        br->lane_slot[l] = -1;
+    for (size_t i = 0; i < shown; i++) {
+        const vw_row *r = &f->rows[(size_t)v->row_scroll + i];
+        if (r->type == ROW_DEVICE)
+            br->dev_key[n_dev++] = ((uint64_t)r->producer << 16 | r->device) << 16 | i; /* slot below the key */
+        else if (r->type == ROW_LANE && r->lane < br->n_lanes && st_lane_get(f->s, r->lane)->kind == ST_LANE_STREAM)
+            br->lane_slot[r->lane] = (int)i;
+    }
+    qsort(br->dev_key, n_dev, sizeof *br->dev_key, u64_cmp);
+    for (size_t k = 0; k < n_dev; k++) {
+        br->dev_slot[k] = (int)(br->dev_key[k] & 0xFFFF);
+        br->dev_key[k] >>= 16;
+    }
+    br->n_dev = n_dev;
+    uint64_t w = (v->t1 - v->t0) / (uint64_t)cols;
+    bubble_columns(v->an, br, v->t0, v->t1, w ? w : 1, cols, v->gap_ns);
+    return 0;
+}
+
+static void bubble_rows_free(bubble_rows *br) {
+    free(br->lane_slot);
+    free(br->dev_key);
+    free(br->dev_slot);
+    free(br->sum);
+    memset(br, 0, sizeof *br);
+}
+
 static void render_lanes(frame_ctx *f) {
     const st_store *s = f->s;
     vw_state *v = f->v;
@@ -1631,6 +1717,8 @@ static void render_lanes(frame_ctx *f) {
     const vw_layout *L = f->L;
     int multi = st_producer_count(s) > 1;
     int cols = L->timeline.w;
+    if (bubble_rows_make(f) != 0)
+        bubble_rows_free(&f->br);
     for (int i = 0; i < L->lanes.h; i++) {
         int ri = v->row_scroll + i;
         if (ri >= (int)f->n_rows)
@@ -1967,16 +2055,7 @@ static void render_detail(frame_ctx *f) {
 /* Bubbles of a device by cause over [a, b): out[cause] += their overlap. */
 static void bubbles_by_cause(const an_result *an, uint64_t maxlen, uint32_t p, uint16_t d, uint64_t a, uint64_t b,
                              uint64_t gap, uint64_t out[AN_CAUSE_N_]) {
-    uint64_t from = a > maxlen ? a - maxlen : 0;
-    size_t lo = 0, hi = an->n_bubbles;
-    while (lo < hi) {
-        size_t m = lo + (hi - lo) / 2;
-        if (an->bubbles[m].start < from)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    for (size_t i = lo; i < an->n_bubbles && an->bubbles[i].start < b; i++) {
+    for (size_t i = bubble_from(an, maxlen, a); i < an->n_bubbles && an->bubbles[i].start < b; i++) {
         const an_bubble *x = &an->bubbles[i];
         if (x->lane != SIZE_MAX || x->producer != p || x->device != d || x->end - x->start < gap ||
             x->cause <= 0 || x->cause >= AN_CAUSE_N_)
@@ -2256,7 +2335,23 @@ static void render_help(const vw_state *v, vw_grid *g) {
         put_str(g, v, x0 + 2, y0 + 1 + i, bw - 4, lines[i], ROLE_HELP, 0);
 }
 
+const char *const vw_part_names[VW_PART_N_] = {"layout and rows", "title", "GPU header", "ruler", "steps",
+                                                "lanes", "detail", "stalls", "key bar"};
+
+/* With v->timing: adds the time since *at to part's sum, and starts the next part's clock. */
+static void part_done(vw_state *v, int part, struct timespec *at) {
+    if (v->timing == NULL)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    v->timing[part] += (double)(now.tv_sec - at->tv_sec) + (double)(now.tv_nsec - at->tv_nsec) * 1e-9;
+    *at = now;
+}
+
 void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
+    struct timespec at = {0};
+    if (v->timing)
+        clock_gettime(CLOCK_MONOTONIC, &at);
     if (vw_grid_resize(g, g->w, g->h) != 0)
         return;
     fold_new_processes(v, s);
@@ -2275,23 +2370,33 @@ void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
     f.buf = calloc((size_t)L.timeline.w, sizeof *f.buf);
     f.dev = calloc((size_t)L.timeline.w, sizeof *f.dev);
     f.bubble_col = calloc((size_t)L.timeline.w, 1);
-    f.bmax = bubble_maxlen(v->an);
+    f.bmax = v->an ? v->an->bubble_max_ns : 0;
     if (f.buf && f.dev && f.bubble_col) {
+        part_done(v, VW_PART_SETUP, &at);
         render_title(s, v, g, &L);
+        part_done(v, VW_PART_TITLE, &at);
         render_gpus(s, v, g, &L);
+        part_done(v, VW_PART_GPUS, &at);
         render_ruler(v, g, &L);
+        part_done(v, VW_PART_RULER, &at);
         render_steps(s, v, g, &L, v->cursor_row < (int)f.n_rows ? f.rows[v->cursor_row].producer : 0);
+        part_done(v, VW_PART_STEPS, &at);
         render_lanes(&f);
+        part_done(v, VW_PART_LANES, &at);
         render_detail(&f);
+        part_done(v, VW_PART_DETAIL, &at);
         render_stalls(&f);
+        part_done(v, VW_PART_STALLS, &at);
         render_keys(v, g, &L);
         if (v->help)
             render_help(v, g);
+        part_done(v, VW_PART_KEYS, &at);
     }
     free(f.rows);
     free(f.buf);
     free(f.dev);
     free(f.bubble_col);
+    bubble_rows_free(&f.br);
 }
 
 /* ---- input ---- */

@@ -166,6 +166,12 @@ typedef struct vw_gpu_fig {
 
 typedef struct vw_sweep vw_sweep;
 
+/* The parts of a frame, in the order vw_render draws them: with vw_state.timing set, it adds the
+ * seconds each took there (benchmarks say where a frame's time goes). */
+enum { VW_PART_SETUP, VW_PART_TITLE, VW_PART_GPUS, VW_PART_RULER, VW_PART_STEPS, VW_PART_LANES,
+       VW_PART_DETAIL, VW_PART_STALLS, VW_PART_KEYS, VW_PART_N_ };
+extern const char *const vw_part_names[VW_PART_N_];
+
 typedef struct vw_state {
     vw_mode mode;
     int ascii, mono;    /* glyphs and colours */
@@ -221,6 +227,7 @@ typedef struct vw_state {
     uint64_t figs_a, figs_b;
     int figs_ready;
     vw_sweep *sweep;
+    double *timing;      /* NULL, or VW_PART_N_ sums of seconds that vw_render adds to */
 } vw_state;
 
 /* The layout of a frame of this state and store (vw_layout_compute, then vw_layout_fit). */

@@ -691,10 +691,21 @@ static void *raw_xpub(void *ctx, const char *ep) {
     return x;
 }
 
+/* Waits for the subscriber's subscription to batches ("B"). */
 static void raw_wait_subscription(void *x) {
-    uint8_t note[8];
-    ASSERT_EQ(zmq_recv(x, note, sizeof note, 0), 1);
+    uint8_t note[32];
+    int n;
+    while ((n = zmq_recv(x, note, sizeof note, 0)) != 2 || note[1] != 'B')
+        ASSERT_GT(n, 0);
     ASSERT_EQ(note[0], 1);
+}
+
+/* Sends one frame under the batch topic of producer. */
+static void raw_send_topic(void *x, uint64_t producer) {
+    uint8_t t[9] = {'B'};
+    for (int k = 0; k < 8; k++)
+        t[1 + k] = (uint8_t)(producer >> (8 * k));
+    ASSERT_EQ(zmq_send(x, t, sizeof t, ZMQ_SNDMORE), (int)sizeof t);
 }
 
 TEST(malformed_messages_counted_and_skipped) {
@@ -714,16 +725,27 @@ TEST(malformed_messages_counted_and_skipped) {
     uint8_t bad[256];
     memcpy(bad, b.data, TP_BATCH_HDR_SIZE);
     bad[20] ^= 1; /* header checksum no longer matches */
+    raw_send_topic(x, 9);
     ASSERT_EQ(zmq_send(x, "hello", 5, 0), 5);
+    raw_send_topic(x, 9);
     ASSERT_EQ(zmq_send(x, bad, TP_BATCH_HDR_SIZE, 0), TP_BATCH_HDR_SIZE);
+    raw_send_topic(x, 9);
     ASSERT_EQ(zmq_send(x, b.data, b.len, ZMQ_SNDMORE), (int)b.len);
     ASSERT_EQ(zmq_send(x, "x", 1, 0), 1);
-    ASSERT_OK(tp_buf_append(&b, "!", 1)); /* one byte more than the batch */
+    uint8_t lone[9] = {'B', 9}; /* a topic frame alone */
+    ASSERT_EQ(zmq_send(x, lone, sizeof lone, 0), (int)sizeof lone);
+    raw_send_topic(x, 9); /* a topic and a body too short for a batch */
+    ASSERT_EQ(zmq_send(x, "B", 1, 0), 1);
+    raw_send_topic(x, 10); /* the batch of producer 9 under producer 10's topic */
     ASSERT_EQ(zmq_send(x, b.data, b.len, 0), (int)b.len);
+    ASSERT_OK(tp_buf_append(&b, "!", 1)); /* one byte more than the batch */
+    raw_send_topic(x, 9);
+    ASSERT_EQ(zmq_send(x, b.data, b.len, 0), (int)b.len);
+    raw_send_topic(x, 9);
     ASSERT_EQ(zmq_send(x, b.data, b.len - 1, 0), (int)b.len - 1);
 
     tp_sub_msg m;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 7; i++) {
         err_msg err = {{0}};
         ASSERT_EQ(tp_sub_recv(sub, &m, 10000, &err), ERR_MALFORMED);
         ASSERT_STR_CONTAINS(err.msg, "not a synctop batch");
@@ -738,7 +760,7 @@ TEST(malformed_messages_counted_and_skipped) {
     tp_dec_free(&d);
     tp_sub_stats st;
     tp_sub_stats_get(sub, &st);
-    ASSERT_UEQ(st.malformed, 4);
+    ASSERT_UEQ(st.malformed, 7);
     ASSERT_UEQ(st.received, 1);
     tp_buf_free(&b);
     tp_enc_destroy(&enc);
@@ -759,6 +781,7 @@ TEST(sub_tracks_a_bounded_number_of_producers) {
     for (uint64_t i = 1; i <= N; i++) {
         tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = i});
         ASSERT_OK(tp_enc_finish(enc, &b));
+        raw_send_topic(x, i);
         ASSERT_EQ(zmq_send(x, b.data, b.len, 0), (int)b.len);
         tp_enc_destroy(&enc);
     }

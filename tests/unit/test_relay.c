@@ -942,3 +942,177 @@ TEST(clock_offsets_across_network_namespaces) {
                    slurp(task_path("report.err")));
     check_ranks_json(slurp(task_path("report.json")), host, skew, 90);
 }
+
+/* ---- summaries ---- */
+
+/* What a testpub producer of this seed sends in `events` events, from the generator itself: per
+ * device the union of its kernels, copies and memsets, per thread the union of its blocking calls
+ * (each merged after sorting by start). */
+typedef struct expect {
+    uint64_t busy_ns, blocked_ns, events;
+} expect;
+
+static int by_start(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1; /* key (device or thread) */
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+static uint64_t merged(uint64_t (*v)[3], size_t n) {
+    qsort(v, n, sizeof *v, by_start);
+    uint64_t total = 0, cs = 0, ce = 0, key = 0;
+    int open = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (open && v[i][0] == key && v[i][1] <= ce) {
+            if (v[i][2] > ce)
+                ce = v[i][2];
+            continue;
+        }
+        if (open)
+            total += ce - cs;
+        key = v[i][0];
+        cs = v[i][1];
+        ce = v[i][2];
+        open = 1;
+    }
+    return open ? total + ce - cs : total;
+}
+
+static expect expect_of(int seed, size_t events) {
+    synth sy;
+    synth_init(&sy, (uint64_t)seed);
+    tp_enc *enc = tp_enc_new(NULL);
+    ASSERT_NOT_NULL(enc);
+    synth_meta(&sy, enc);
+    uint64_t (*gpu)[3] = calloc(events, sizeof *gpu), (*blk)[3] = calloc(events, sizeof *blk);
+    ASSERT(gpu != NULL && blk != NULL);
+    size_t ng = 0, nb = 0;
+    for (size_t i = 0; i < events; i++) {
+        tp_record r;
+        synth_next(&sy, enc, &r);
+        if (r.head.kind == TP_K_KERNEL)
+            memcpy(gpu[ng++], (uint64_t[3]){r.kernel.device, r.kernel.start, r.kernel.end}, sizeof *gpu);
+        else if (r.head.kind == TP_K_MEMCPY)
+            memcpy(gpu[ng++], (uint64_t[3]){r.memcpy.device, r.memcpy.start, r.memcpy.end}, sizeof *gpu);
+        else if (r.head.kind == TP_K_MEMSET)
+            memcpy(gpu[ng++], (uint64_t[3]){r.memset.device, r.memset.start, r.memset.end}, sizeof *gpu);
+        else if (r.head.kind == TP_K_API && (r.api.flags & TP_F_BLOCKING))
+            memcpy(blk[nb++], (uint64_t[3]){r.api.tid, r.api.start, r.api.end}, sizeof *blk);
+    }
+    expect e = {merged(gpu, ng), merged(blk, nb), events};
+    free(gpu);
+    free(blk);
+    tp_enc_destroy(&enc);
+    return e;
+}
+
+/* A testpub playing three producers (seeds 30, 31, 32: ids 31, 32, 33, ranks 5, 6, 7) at a rate
+ * that keeps it publishing for about five seconds. Batches of 540 events are whole steps of the
+ * generator (54 events), so no batch holds work that starts before the previous batch's. */
+static pid_t three_producers(const char *out_name) {
+    const char *argv[] = {testpub_path(), "--producers", "3", "--events", "5400", "--batch", "540", "--seed", "30",
+                          "--rate", "3200", "--host", "node-s", "--rank", "5", "--wait-subscribers", "1", NULL};
+    char err[PATH_MAX + 8];
+    snprintf(err, sizeof err, "%s.err", task_path(out_name));
+    return task_spawn(argv, task_path(out_name), err);
+}
+
+/* A summary-only viewer through a relay gets a summary of every producer and no batch; their
+ * busy and blocked times, events and identities add up to what the generator made. Then it
+ * watches one producer: exactly that producer's batches come, and once it stops watching, none. */
+TEST(summary_only_viewer_gets_every_producer_summarised_and_chosen_batches) {
+    private_endpoints();
+    relay_proc r;
+    relay_start(&r, "relay", (const char *[]){"--summary-ms", "200", NULL});
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, r.endpoint, &err));
+    pid_t p = three_producers("pub.out");
+    /* phase 1: summaries of all three, and nothing else */
+    time_t t0 = time(NULL);
+    while (tp_sub_summary_count(sub) < 3) {
+        ASSERT_LT(time(NULL) - t0, 30);
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 100, &err), 0);
+    }
+    /* phase 2: watch producer 32 until three of its batches came, then stop watching */
+    ASSERT_OK(tp_sub_watch(sub, 32, 1, &err));
+    uint64_t seen = 0, last_seq = 0;
+    while (seen < 3) {
+        ASSERT_LT(time(NULL) - t0, 30);
+        tp_sub_msg m;
+        int rc = tp_sub_recv(sub, &m, 100, &err);
+        ASSERT_GE(rc, 0);
+        if (rc == 1) {
+            ASSERT_UEQ(m.hdr.producer, 32);
+            if (seen > 0)
+                ASSERT_UEQ(m.hdr.seq, last_seq + 1);
+            last_seq = m.hdr.seq;
+            seen++;
+        }
+    }
+    ASSERT_OK(tp_sub_watch(sub, 32, 0, &err));
+    /* what was on its way when it stopped may still come, within a moment */
+    for (int i = 0; i < 5; i++) {
+        tp_sub_msg m;
+        if (tp_sub_recv(sub, &m, 100, &err) == 1)
+            ASSERT_UEQ(m.hdr.producer, 32);
+    }
+    tp_sub_stats before;
+    tp_sub_stats_get(sub, &before);
+    tp_sub_summary s32;
+    for (size_t i = 0; i < tp_sub_summary_count(sub); i++) {
+        ASSERT_OK(tp_sub_summary_get(sub, i, &s32));
+        if (s32.last.producer == 32)
+            break;
+    }
+    uint64_t events_then = s32.events;
+    /* phase 3: the rest of the run in summaries only, until every producer's events are in */
+    const expect want[3] = {expect_of(30, 5400), expect_of(31, 5400), expect_of(32, 5400)};
+    for (;;) {
+        ASSERT_LT(time(NULL) - t0, 60);
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 100, &err), 0);
+        uint64_t total = 0;
+        for (size_t i = 0; i < tp_sub_summary_count(sub); i++) {
+            tp_sub_summary x;
+            ASSERT_OK(tp_sub_summary_get(sub, i, &x));
+            total += x.events;
+        }
+        if (total >= 3 * 5400)
+            break;
+    }
+    ASSERT_EQ(task_wait_exit(p, 30), 0);
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_UEQ(st.received, before.received); /* no batch after it stopped watching */
+    ASSERT_UEQ(st.malformed, 0);
+    ASSERT_EQ(tp_sub_summary_count(sub), 3);
+    for (size_t i = 0; i < 3; i++) {
+        tp_sub_summary x;
+        ASSERT_OK(tp_sub_summary_get(sub, i, &x));
+        ASSERT(x.last.producer >= 31 && x.last.producer <= 33);
+        size_t k = (size_t)(x.last.producer - 31);
+        ASSERT_UEQ(x.events, want[k].events);
+        ASSERT_UEQ(x.busy_ns, want[k].busy_ns);
+        ASSERT_UEQ(x.blocked_ns, want[k].blocked_ns);
+        ASSERT_UEQ(x.missed, 0);
+        ASSERT_UEQ(x.batches, 10);
+        ASSERT_EQ(x.last.rank, 5 + (int)k);
+        ASSERT_UEQ(x.last.pid, 4242);
+        ASSERT_STR_EQ(x.last.host, "node-s");
+        ASSERT_UEQ(x.last.interval_ns, 200000000);
+        ASSERT_GE(x.summaries, 2); /* five seconds of publishing in 200 ms intervals */
+        if (x.last.producer == 32)
+            ASSERT_GT(x.events, events_then); /* it went on sending after the viewer stopped watching */
+    }
+    /* the GPU was busy a good part of the time: the comparison is not between zeros */
+    ASSERT_GT(want[0].busy_ns, 1000000);
+    ASSERT_GT(want[0].blocked_ns, 1000000);
+    tp_sub_destroy(&sub);
+    const char *said = relay_stop(&r);
+    ASSERT_STR_CONTAINS(said, "0 malformed messages dropped");
+    ASSERT(strstr(said, " 0 summaries published") == NULL);
+}

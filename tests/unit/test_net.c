@@ -769,6 +769,88 @@ TEST(malformed_messages_counted_and_skipped) {
     zmq_ctx_term(ctx);
 }
 
+/* Summaries come from whoever is upstream, so each is checked before it counts: one under another
+ * producer's topic, a bad magic, a short one, a newer version, busy time longer than its span on
+ * its one device, a host name that is not printable and one that is not NUL-padded are counted
+ * as malformed and dropped; a sound one is taken whole. */
+TEST(malformed_summaries_counted_and_dropped) {
+    void *ctx = zmq_ctx_new();
+    const char *ep = ipc_endpoint("sums.sock");
+    void *x = raw_xpub(ctx, ep);
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
+    ASSERT_NOT_NULL(sub);
+    sub_connect(sub, ep);
+    uint8_t note[32];
+    int n;
+    while ((n = zmq_recv(x, note, sizeof note, 0)) != 2 || note[1] != 'S')
+        ASSERT_GT(n, 0);
+    tp_summary good = {.producer = 77, .relay = 5, .start_ns = 1700000000000000000ull, .interval_ns = 1000000000,
+                       .t_min = 1000, .t_max = 2000, .busy_ns = 600, .blocked_ns = 300, .events = 12, .batches = 2,
+                       .missed = 1, .drops = 4, .pid = 99, .rank = 3, .world = 8, .devices = 1, .host = "node-a"};
+    uint8_t w[TP_SUMMARY_SIZE + 1];
+    uint8_t t77[9] = {'S', 77}, t78[9] = {'S', 78};
+#define SEND(T, BODY, LEN)                                                                          \
+    do {                                                                                           \
+        ASSERT_EQ(zmq_send(x, (T), 9, ZMQ_SNDMORE), 9);                                            \
+        ASSERT_EQ(zmq_send(x, (BODY), (LEN), 0), (int)(LEN));                                      \
+    } while (0)
+    tp_summary_encode(&good, w);
+    SEND(t78, w, TP_SUMMARY_SIZE); /* another producer's topic */
+    w[0] ^= 1;
+    SEND(t77, w, TP_SUMMARY_SIZE); /* magic */
+    w[0] ^= 1;
+    SEND(t77, w, TP_SUMMARY_SIZE - 1); /* short */
+    w[4] = 2;
+    SEND(t77, w, TP_SUMMARY_SIZE); /* version 2 */
+    w[4] = 1;
+    tp_summary bad = good;
+    bad.busy_ns = 1001;
+    tp_summary_encode(&bad, w);
+    SEND(t77, w, TP_SUMMARY_SIZE); /* busy beyond the span */
+    tp_summary_encode(&good, w);
+    w[8 + 96 + 16 + 2] = 0x07;
+    SEND(t77, w, TP_SUMMARY_SIZE); /* host: a control byte */
+    tp_summary_encode(&good, w);
+    w[8 + 96 + 16 + 40] = 'x';
+    SEND(t77, w, TP_SUMMARY_SIZE); /* host: not NUL-padded */
+    tp_summary_encode(&good, w);
+    SEND(t77, w, TP_SUMMARY_SIZE);
+#undef SEND
+    tp_sub_stats st = {0};
+    for (int i = 0; i < 200 && st.summaries + st.malformed < 8; i++) {
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 50, &err), 0);
+        tp_sub_stats_get(sub, &st);
+    }
+    ASSERT_UEQ(st.malformed, 7);
+    ASSERT_UEQ(st.summaries, 1);
+    ASSERT_UEQ(st.received, 0);
+    ASSERT_EQ(tp_sub_summary_count(sub), 1);
+    tp_sub_summary got;
+    ASSERT_OK(tp_sub_summary_get(sub, 0, &got));
+    ASSERT_NE(tp_sub_summary_get(sub, 1, &got), 0);
+    ASSERT_OK(tp_sub_summary_get(sub, 0, &got));
+    const uint64_t a[12] = {got.last.producer, got.last.relay, got.last.start_ns, got.last.interval_ns,
+                            got.last.t_min, got.last.t_max, got.last.busy_ns, got.last.blocked_ns,
+                            got.last.events, got.last.batches, got.last.missed, got.last.drops};
+    const uint64_t b[12] = {77, 5, 1700000000000000000ull, 1000000000, 1000, 2000, 600, 300, 12, 2, 1, 4};
+    for (int i = 0; i < 12; i++)
+        ASSERT_UEQ(a[i], b[i]);
+    ASSERT_UEQ(got.last.pid, 99);
+    ASSERT_EQ(got.last.rank, 3);
+    ASSERT_EQ(got.last.world, 8);
+    ASSERT_UEQ(got.last.devices, 1);
+    ASSERT_STR_EQ(got.last.host, "node-a");
+    ASSERT_UEQ(got.summaries, 1);
+    ASSERT_UEQ(got.busy_ns, 600);
+    ASSERT_UEQ(got.span_ns, 1000);
+    ASSERT_UEQ(got.missed, 1);
+    tp_sub_destroy(&sub);
+    zmq_close(x);
+    zmq_ctx_term(ctx);
+}
+
 TEST(sub_tracks_a_bounded_number_of_producers) {
     void *ctx = zmq_ctx_new();
     const char *ep = ipc_endpoint("many.sock");

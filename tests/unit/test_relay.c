@@ -1116,3 +1116,71 @@ TEST(summary_only_viewer_gets_every_producer_summarised_and_chosen_batches) {
     ASSERT_STR_CONTAINS(said, "0 malformed messages dropped");
     ASSERT(strstr(said, " 0 summaries published") == NULL);
 }
+
+/* A publisher of the node that sends what is not [topic][batch] (a lone frame, a body that is no
+ * batch, a batch under another producer's topic, three frames): the relay that summarises counts
+ * each and drops it, and goes on summarising the sound batch among them. The publisher is a bare
+ * XPUB socket on this process's own endpoint, which the relay finds as it finds traced processes. */
+TEST(relay_drops_and_counts_bad_messages_from_upstream) {
+    private_endpoints();
+    char ep[TP_ENDPOINT_MAX];
+    err_msg err = {{0}};
+    ASSERT_OK(tp_endpoint_for_pid((long)getpid(), ep, sizeof ep, &err));
+    void *ctx = zmq_ctx_new();
+    void *x = zmq_socket(ctx, ZMQ_XPUB);
+    ASSERT_NOT_NULL(x);
+    int zero = 0, timeout = 20000;
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_LINGER, &zero, sizeof zero));
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_RCVTIMEO, &timeout, sizeof timeout));
+    ASSERT_OK(zmq_bind(x, ep));
+    relay_proc r;
+    relay_start(&r, "relay", (const char *[]){"--summary-ms", "100", NULL});
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, r.endpoint, &err));
+    /* the relay's summaries take every batch: its subscription to "B" comes up */
+    uint8_t note[64];
+    int n;
+    while ((n = zmq_recv(x, note, sizeof note, 0)) != 2 || note[0] != 1 || note[1] != 'B') {
+        ASSERT_GT(n, 0);
+        tp_sub_msg m;
+        tp_sub_recv(sub, &m, 0, &err);
+    }
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 9});
+    synth sy;
+    synth_init(&sy, 9);
+    synth_fill(&sy, enc, 540);
+    tp_buf b = {0};
+    ASSERT_OK(tp_enc_finish(enc, &b));
+    uint8_t t9[9] = {'B', 9}, t5[9] = {'B', 5};
+    ASSERT_EQ(zmq_send(x, t9, 9, 0), 9); /* a topic alone */
+    ASSERT_EQ(zmq_send(x, t9, 9, ZMQ_SNDMORE), 9);
+    ASSERT_EQ(zmq_send(x, "not a batch", 11, 0), 11);
+    ASSERT_EQ(zmq_send(x, t5, 9, ZMQ_SNDMORE), 9); /* producer 9's batch under 5's topic */
+    ASSERT_EQ(zmq_send(x, b.data, b.len, 0), (int)b.len);
+    ASSERT_EQ(zmq_send(x, t9, 9, ZMQ_SNDMORE), 9);
+    ASSERT_EQ(zmq_send(x, b.data, b.len, ZMQ_SNDMORE), (int)b.len);
+    ASSERT_EQ(zmq_send(x, "x", 1, 0), 1);
+    ASSERT_EQ(zmq_send(x, t9, 9, ZMQ_SNDMORE), 9); /* and a sound one */
+    ASSERT_EQ(zmq_send(x, b.data, b.len, 0), (int)b.len);
+    time_t t0 = time(NULL);
+    tp_sub_summary s = {0};
+    while (s.events < 540) {
+        ASSERT_LT(time(NULL) - t0, 20);
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 100, &err), 0);
+        if (tp_sub_summary_count(sub) > 0)
+            ASSERT_OK(tp_sub_summary_get(sub, 0, &s));
+    }
+    ASSERT_EQ(tp_sub_summary_count(sub), 1);
+    ASSERT_UEQ(s.last.producer, 9);
+    ASSERT_UEQ(s.events, 540);
+    ASSERT_UEQ(s.batches, 1);
+    ASSERT_UEQ(s.busy_ns, expect_of(9, 540).busy_ns);
+    tp_sub_destroy(&sub);
+    ASSERT_STR_CONTAINS(relay_stop(&r), "; 4 malformed messages dropped");
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+    zmq_close(x);
+    zmq_ctx_term(ctx);
+}

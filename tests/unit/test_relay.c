@@ -1184,3 +1184,43 @@ TEST(relay_drops_and_counts_bad_messages_from_upstream) {
     zmq_close(x);
     zmq_ctx_term(ctx);
 }
+
+/* The number after "key": in the object of text that starts at from. */
+static uint64_t json_u64(const char *from, const char *key) {
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *at = strstr(from, k), *end = strchr(from, '}');
+    ASSERT(at != NULL && end != NULL && at < end);
+    return strtoull(at + strlen(k), NULL, 10);
+}
+
+/* `synctop report --ranks --summary` through a relay, as a user runs it: one row per producer,
+ * whose figures add up to what the generator made. */
+TEST(report_summary_prints_each_rank_from_summaries_alone) {
+    private_endpoints();
+    relay_proc r;
+    relay_start(&r, "relay", (const char *[]){"--summary-ms", "250", NULL});
+    const char *argv[] = {task_synctop(), "report", "--ranks", "--summary", "--for", "12", "--format", "json",
+                          r.endpoint, NULL};
+    pid_t rep = task_spawn(argv, task_path("report.json"), task_path("report.err"));
+    pid_t p = three_producers("pub.out");
+    ASSERT_EQ(task_wait_exit(p, 30), 0);
+    ASSERT_EQ(task_wait_exit(rep, 30), 0);
+    char json[1 << 14];
+    snprintf(json, sizeof json, "%s", slurp(task_path("report.json")));
+    for (int k = 0; k < 3; k++) {
+        char id[64];
+        snprintf(id, sizeof id, "\"producer\":\"%016x\"", 31 + k);
+        const char *at = strstr(json, id);
+        if (at == NULL)
+            TASK_FAIL_("no %s in %s", id, json);
+        expect e = expect_of(30 + k, 5400);
+        ASSERT_UEQ(json_u64(at, "events"), e.events);
+        ASSERT_UEQ(json_u64(at, "busy_ns"), e.busy_ns);
+        ASSERT_UEQ(json_u64(at, "blocked_ns"), e.blocked_ns);
+        ASSERT_UEQ(json_u64(at, "rank"), 5 + (uint64_t)k);
+        ASSERT_STR_CONTAINS(at, "\"host\":\"node-s\"");
+    }
+    ASSERT_STR_CONTAINS(json, "\"malformed\":0}");
+    relay_stop(&r);
+}

@@ -3,7 +3,8 @@
  * of its producers and asks, once an interval, for one summary per producer that sent something.
  * The summer trusts nothing it is fed: each batch is opened by the codec (which validates every
  * record), and what it keeps per producer is bounded (SUM_MAX_PRODUCERS producers, SUM_MAX_KEYS
- * devices and threads each).
+ * devices and threads each). A producer is forgotten once its last batch was summarised, or after
+ * SUM_FORGET_IDLE intervals without a batch, so that a relay that runs for long keeps room.
  */
 #include "synctop/net.h"
 #include "net_loss.h"
@@ -91,6 +92,7 @@ int tp_summary_decode(const void *buf, size_t len, tp_summary *out, err_msg *err
 #define SUM_MAX_PRODUCERS 4096
 #define SUM_SLOTS (2 * SUM_MAX_PRODUCERS)
 #define SUM_MAX_KEYS 256 /* devices, and threads, followed per producer */
+#define SUM_FORGET_IDLE 600
 
 struct mark {
     uint32_t key;     /* device or thread id */
@@ -105,6 +107,8 @@ struct span {
 struct sum_producer {
     tp_summary s; /* the interval so far (producer, pid, rank, world, host kept across intervals) */
     int active;   /* a batch came in this interval */
+    int ended;    /* its last batch (TP_BF_END) came */
+    unsigned idle; /* intervals in a row without a batch */
     int seq_known;
     uint64_t last_seq;
     uint64_t drops[TP_DROP_MAX_];
@@ -345,16 +349,43 @@ int net_summer_add(net_summer *m, const void *batch, size_t len, err_msg *err) {
     p->s.events += h->n_events;
     p->s.batches++;
     p->active = 1;
+    p->ended = (h->flags & TP_BF_END) != 0;
     return 0;
+}
+
+/* Drops the producers that ended or went quiet, and rebuilds the index of the others. */
+static void forget(net_summer *m) {
+    size_t k = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        struct sum_producer *p = m->p[i];
+        if (p->ended || p->idle > SUM_FORGET_IDLE)
+            free(p);
+        else
+            m->p[k++] = p;
+    }
+    if (k == m->n)
+        return;
+    m->n = k;
+    memset(m->slot, 0, sizeof m->slot);
+    for (size_t i = 0; i < k; i++) {
+        size_t j = (size_t)((m->p[i]->s.producer * 0x9E3779B97F4A7C15ull) >> 50) & (SUM_SLOTS - 1);
+        while (m->slot[j] != 0)
+            j = (j + 1) & (SUM_SLOTS - 1);
+        m->slot[j] = (uint32_t)i + 1;
+    }
 }
 
 size_t net_summer_flush(net_summer *m, uint64_t start_ns, uint64_t interval_ns,
                         void (*emit)(void *ctx, const tp_summary *s), void *ctx) {
-    size_t n = 0;
+    size_t n = 0, gone = 0;
     for (size_t i = 0; i < m->n; i++) {
         struct sum_producer *p = m->p[i];
-        if (!p->active)
+        if (!p->active) {
+            gone += ++p->idle > SUM_FORGET_IDLE;
             continue;
+        }
+        p->idle = 0;
+        gone += p->ended;
         tp_summary s = p->s;
         s.relay = m->relay;
         s.start_ns = start_ns;
@@ -372,5 +403,7 @@ size_t net_summer_flush(net_summer *m, uint64_t start_ns, uint64_t interval_ns,
         p->s.t_min = p->s.t_max = 0;
         p->s.busy_ns = p->s.blocked_ns = p->s.events = p->s.batches = p->s.missed = 0;
     }
+    if (gone > 0)
+        forget(m);
     return n;
 }

@@ -54,6 +54,7 @@ struct producer {
 
 struct summary {
     tp_sub_summary s;
+    uint64_t at_mono; /* when the last one taken came */
 };
 
 struct tp_sub {
@@ -420,6 +421,15 @@ static int summary_take(tp_sub *s, uint64_t producer, const uint8_t *data, size_
         s->sum_slot[i] = (uint32_t)s->n_sums;
     }
     tp_sub_summary *t = &e->s;
+    /* Two relays may summarise the same producer (a relay fed by relays that summarise too): the
+     * summaries of one relay are taken, another's only once that one has been silent for three of
+     * its intervals (it stopped, or restarted with a new id). */
+    uint64_t now = clock_of(CLOCK_MONOTONIC);
+    if (t->summaries > 0 && x.relay != t->last.relay && now - e->at_mono < 3 * t->last.interval_ns) {
+        s->stats.summaries--;
+        return 0;
+    }
+    e->at_mono = now;
     t->last = x;
     t->summaries++;
     t->interval_ns += x.interval_ns;

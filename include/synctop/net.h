@@ -202,10 +202,11 @@ typedef struct tp_sub_msg {
 } tp_sub_msg;
 
 /* Waits up to timeout_ms (-1: forever, 0: poll) for a batch. Returns 1 with msg filled, 0 on
- * timeout (or when a signal interrupted the wait, or a relay's clock answer came instead of a
- * batch: it is taken here, see tp_sub_clock_get), or a negative code; a message that is not a
- * valid batch header is counted in stats, skipped, and reported as ERR_MALFORMED with a message
- * (the caller may go on receiving). Batches flagged TP_BF_SYNTHETIC never count as gaps. A gap is
+ * timeout (or when a signal interrupted the wait, or a relay's clock answer or summary came
+ * instead of a batch: it is taken here, see tp_sub_clock_get and tp_sub_summary_get), or a
+ * negative code; a message that is not [topic][body] with a valid batch (its header, its size,
+ * the producer its topic names), summary or clock answer as body is counted in stats, skipped, and
+ * reported as ERR_MALFORMED with a message (the caller may go on receiving). Batches flagged TP_BF_SYNTHETIC never count as gaps. A gap is
  * reported to the publishers, which answer with a keyframe. */
 int tp_sub_recv(tp_sub *sub, tp_sub_msg *msg, int timeout_ms, err_msg *err);
 
@@ -222,7 +223,8 @@ typedef struct tp_sub_producer {
 } tp_sub_producer;
 typedef struct tp_sub_stats {
     uint64_t received, missed, malformed, bytes;
-    uint64_t summaries;          /* relays' summaries taken (tp_sub_summary_get) */
+    uint64_t summaries;          /* relays' summaries taken (tp_sub_summary_get); a second relay's
+                                    of the same producer are not */
     size_t n_producers, n_ended;
     uint64_t handshakes;         /* connections a publisher accepted */
     uint64_t handshake_failures; /* connections refused in the handshake: a wrong --server-key,
@@ -238,7 +240,9 @@ int tp_sub_all_ended(const tp_sub *sub);
  * followed, later ones are delivered but not counted here); returns 0 or ERR_INVAL. */
 int tp_sub_producer_get(const tp_sub *sub, size_t i, tp_sub_producer *out);
 
-/* What the summaries of one producer said, taken by tp_sub_recv (which returns 0 for them). */
+/* What the summaries of one producer said, taken by tp_sub_recv (which returns 0 for them). When
+ * two relays summarise the same producer, one relay's are taken, the other's ignored (not counted)
+ * until the first has been silent for three of its intervals. */
 typedef struct tp_sub_summary {
     tp_summary last;    /* the latest one */
     uint64_t summaries; /* how many came */

@@ -851,6 +851,52 @@ TEST(malformed_summaries_counted_and_dropped) {
     zmq_ctx_term(ctx);
 }
 
+/* Two relays that summarise the same producer (a relay fed by a relay, both summarising): the
+ * viewer takes one relay's summaries and not the other's, so nothing is counted twice. */
+TEST(summaries_of_one_producer_are_taken_from_one_relay) {
+    void *ctx = zmq_ctx_new();
+    const char *ep = ipc_endpoint("two-relays.sock");
+    void *x = raw_xpub(ctx, ep);
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
+    ASSERT_NOT_NULL(sub);
+    sub_connect(sub, ep);
+    uint8_t note[32];
+    int n;
+    while ((n = zmq_recv(x, note, sizeof note, 0)) != 2 || note[1] != 'S')
+        ASSERT_GT(n, 0);
+    uint8_t t[9] = {'S', 12}, w[TP_SUMMARY_SIZE];
+    for (int i = 0; i < 6; i++) {
+        tp_summary s = {.producer = 12, .relay = 100 + (uint64_t)(i & 1), .interval_ns = 1000000000,
+                        .t_min = 0, .t_max = 1000, .busy_ns = 10, .devices = 1, .events = 7};
+        tp_summary_encode(&s, w);
+        ASSERT_EQ(zmq_send(x, t, 9, ZMQ_SNDMORE), 9);
+        ASSERT_EQ(zmq_send(x, w, sizeof w, 0), (int)sizeof w);
+    }
+    tp_sub_summary got = {0};
+    for (int i = 0; i < 100 && tp_sub_summary_count(sub) == 0; i++) {
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 50, &err), 0);
+    }
+    for (int i = 0; i < 10; i++) {
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 20, &err), 0);
+    }
+    ASSERT_EQ(tp_sub_summary_count(sub), 1);
+    ASSERT_OK(tp_sub_summary_get(sub, 0, &got));
+    ASSERT_UEQ(got.summaries, 3);
+    ASSERT_UEQ(got.last.relay, 100);
+    ASSERT_UEQ(got.events, 21);
+    ASSERT_UEQ(got.busy_ns, 30);
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_UEQ(st.summaries, 3);
+    ASSERT_UEQ(st.malformed, 0);
+    tp_sub_destroy(&sub);
+    zmq_close(x);
+    zmq_ctx_term(ctx);
+}
+
 TEST(sub_tracks_a_bounded_number_of_producers) {
     void *ctx = zmq_ctx_new();
     const char *ep = ipc_endpoint("many.sock");

@@ -1224,3 +1224,61 @@ TEST(report_summary_prints_each_rank_from_summaries_alone) {
     ASSERT_STR_CONTAINS(json, "\"malformed\":0}");
     relay_stop(&r);
 }
+
+/* A relay takes its node's batches for summaries only while a subscriber below wants summaries:
+ * before one comes and after it goes, no subscription to batches reaches the processes (an
+ * on-demand tracer stays, or goes back, dormant). The process is a bare XPUB socket on this
+ * process's endpoint, which sees every subscription and unsubscription that comes up. */
+TEST(relay_takes_batches_for_summaries_only_while_someone_wants_them) {
+    private_endpoints();
+    char ep[TP_ENDPOINT_MAX];
+    err_msg err = {{0}};
+    ASSERT_OK(tp_endpoint_for_pid((long)getpid(), ep, sizeof ep, &err));
+    void *ctx = zmq_ctx_new();
+    void *x = zmq_socket(ctx, ZMQ_XPUB);
+    ASSERT_NOT_NULL(x);
+    int zero = 0, timeout = 200;
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_LINGER, &zero, sizeof zero));
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_RCVTIMEO, &timeout, sizeof timeout));
+    ASSERT_OK(zmq_bind(x, ep));
+    relay_proc r;
+    relay_start(&r, "relay", NULL);
+    /* a summary viewer comes: its subscription goes up, and the relay's to every batch */
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, r.endpoint, &err));
+    uint8_t note[64];
+    int seen_s = 0, seen_b = 0;
+    time_t t0 = time(NULL);
+    while (!(seen_s && seen_b)) {
+        ASSERT_LT(time(NULL) - t0, 20);
+        int n = zmq_recv(x, note, sizeof note, 0);
+        seen_s |= n == 2 && note[0] == 1 && note[1] == 'S';
+        if (n == 2 && note[0] == 1 && note[1] == 'B')
+            seen_b = 1;
+        ASSERT(!(n == 2 && note[0] == 0 && note[1] == 'B'));
+    }
+    /* it goes: the relay lets go of the batches */
+    tp_sub_destroy(&sub);
+    int gone_b = 0;
+    while (!gone_b) {
+        ASSERT_LT(time(NULL) - t0, 20);
+        int n = zmq_recv(x, note, sizeof note, 0);
+        gone_b = n == 2 && note[0] == 0 && note[1] == 'B';
+    }
+    /* a raw viewer does not make the relay summarise: only its own subscription to "B" comes */
+    tp_sub *raw = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(raw);
+    ASSERT_OK(tp_sub_connect(raw, r.endpoint, &err));
+    int subs_b = 0;
+    time_t t1 = time(NULL);
+    while (time(NULL) - t1 < 2) {
+        int n = zmq_recv(x, note, sizeof note, 0);
+        subs_b += n == 2 && note[0] == 1 && note[1] == 'B';
+    }
+    ASSERT_EQ(subs_b, 1);
+    tp_sub_destroy(&raw);
+    ASSERT_STR_CONTAINS(relay_stop(&r), " 0 summaries published");
+    zmq_close(x);
+    zmq_ctx_term(ctx);
+}

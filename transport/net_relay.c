@@ -202,11 +202,10 @@ static void summary_wanted(tp_relay *r, int on, const uint8_t *topic, size_t len
 /* Connects sum_sub to the upstreams added since (tp_relay_connect runs in another thread). */
 static void summary_connect_new(tp_relay *r) {
     pthread_mutex_lock(&r->mu);
-    while (r->up_connected < r->upstreams) {
-        if (zmq_connect(r->sum_sub, r->up[r->up_connected]) != 0) { /* resolved and checked already */
-        }
-        r->up_connected++;
-    }
+    /* the front connected to each already: the same endpoint cannot fail here but for lack of
+     * memory, and then summaries lack that publisher alone */
+    while (r->up_connected < r->upstreams)
+        (void)zmq_connect(r->sum_sub, r->up[r->up_connected++]);
     pthread_mutex_unlock(&r->mu);
 }
 

@@ -75,6 +75,7 @@ struct tp_relay {
     uint8_t s_topics[64][NET_TOPIC_LEN]; /* reader thread's: the "S" topics subscribed below */
     uint8_t s_len[64];
     size_t n_s_topics;
+    uint64_t s_untracked; /* subscribed "S" topics beyond those 64, less their unsubscriptions */
     uint64_t interval_start, interval_mono; /* the current interval: realtime and monotonic ns */
     atomic_uint_fast64_t summaries, malformed;
     atomic_int summarising;
@@ -178,12 +179,16 @@ static void summary_wanted(tp_relay *r, int on, const uint8_t *topic, size_t len
     if (on && i == r->n_s_topics && i < sizeof r->s_topics / sizeof r->s_topics[0]) {
         memcpy(r->s_topics[i], topic, len);
         r->s_len[r->n_s_topics++] = (uint8_t)len;
+    } else if (on && i == r->n_s_topics) {
+        r->s_untracked++; /* possibly one seen before: summaries then go on longer, never shorter */
     } else if (!on && i < r->n_s_topics) {
         r->n_s_topics--;
         memcpy(r->s_topics[i], r->s_topics[r->n_s_topics], NET_TOPIC_LEN);
         r->s_len[i] = r->s_len[r->n_s_topics];
+    } else if (!on && r->s_untracked > 0) {
+        r->s_untracked--;
     }
-    int want = r->n_s_topics > 0 && r->summary_ns > 0 && r->summer != NULL;
+    int want = (r->n_s_topics > 0 || r->s_untracked > 0) && r->summary_ns > 0 && r->summer != NULL;
     if (want == atomic_load(&r->summarising))
         return;
     if (zmq_setsockopt(r->sum_sub, want ? ZMQ_SUBSCRIBE : ZMQ_UNSUBSCRIBE, "B", 1) != 0)

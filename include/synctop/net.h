@@ -18,6 +18,11 @@
  * reports up into the drop count it publishes and answers with a keyframe (the lost batches may
  * have carried strings and metadata). Subscription notices tell the publisher when a new viewer
  * arrives (the next batch is then a keyframe) and how many are connected.
+ *
+ * Each message is a topic frame and a body (docs/FORMAT.md): a batch goes under 'B' and its
+ * producer id, a relay's summary of a producer under 'S' and its id, a relay's clock answer under
+ * 'C'. A subscriber takes every producer's batches, or only the relays' summaries and the batches
+ * of the producers it watches; what nobody subscribes to is never sent.
  */
 #ifndef SYNCTOP_NET_H
 #define SYNCTOP_NET_H

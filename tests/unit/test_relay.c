@@ -5,7 +5,8 @@
  * number of events its seed makes; a viewer that arrives late must still be able to decode (its
  * subscription went up and the publishers answered with a keyframe). Clock offsets between hosts
  * are checked against skews the test gives the relays (SYNCTOP_TEST_CLOCK_SKEW_NS), never against
- * what synctop said before.
+ * what synctop said before. The relays' summaries are checked against what the generator makes
+ * (synth.h), recomputed here from its records.
  */
 #include <errno.h>
 #include <fcntl.h>

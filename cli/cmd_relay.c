@@ -26,7 +26,7 @@ static void relay_on_signal(int sig) { relay_stop = sig; }
 static void relay_usage(FILE *out) {
     fprintf(out,
             "usage: synctop relay --listen ENDPOINT [--key FILE.key | --insecure] [--server-key KEY]\n"
-            "                     [--record FILE [--force]] [--quiet] [ENDPOINT...]\n\n"
+            "                     [--record FILE [--force]] [--summary-ms MS] [--quiet] [ENDPOINT...]\n\n"
             "Republishes the traces of this node on one endpoint: viewers (synctop attach), record\n"
             "and other relays connect to it as to a traced process. Subscriptions go up to every\n"
             "process (each answers a new viewer with a keyframe) and so do the losses viewers see;\n"
@@ -39,6 +39,10 @@ static void relay_usage(FILE *out) {
             "  --server-key KEY   the CURVE public key of the upstream ENDPOINTs (other relays)\n"
             "  --record FILE      also write every batch that goes through to a trace file;\n"
             "                     --force replaces FILE\n"
+            "  --summary-ms MS    while a viewer wants summaries (`synctop report --summary`),\n"
+            "                     publish one per process every MS milliseconds (default\n"
+            "                     1000): GPU busy, host blocked, events, drops; 0: never\n"
+            "                     (a relay fed by relays, whose own relays summarise)\n"
             "  --quiet            no line per process found\n"
             "  ENDPOINT...        relay these publishers or relays (a pid, HOST:PORT, tcp://...,\n"
             "                     ipc://...); none: every traced process of this user here,\n"
@@ -70,12 +74,13 @@ static void scan_one(void *ctx, long pid, const char *endpoint) {
 }
 
 static int cmd_relay(int argc, char **argv) {
-    enum { O_LISTEN = 1, O_KEY, O_INSECURE, O_SERVER_KEY, O_RECORD, O_FORCE, O_QUIET };
+    enum { O_LISTEN = 1, O_KEY, O_INSECURE, O_SERVER_KEY, O_RECORD, O_FORCE, O_QUIET, O_SUMMARY_MS };
     static const arg_opt opts[] = {
         {O_LISTEN, "--listen", NULL, 1}, {O_KEY, "--key", NULL, 1},       {O_INSECURE, "--insecure", NULL, 0},
         {O_SERVER_KEY, "--server-key", NULL, 1}, {O_RECORD, "--record", NULL, 1}, {O_FORCE, "--force", "-f", 0},
-        {O_QUIET, "--quiet", "-q", 0},
+        {O_QUIET, "--quiet", "-q", 0},           {O_SUMMARY_MS, "--summary-ms", NULL, 1},
     };
+    uint64_t summary_ms;
     const char *upstream[64], *val, *key_path = NULL;
     size_t n_up = 0;
     char server_key[TP_KEY_Z85_LEN + 1];
@@ -100,6 +105,11 @@ static int cmd_relay(int argc, char **argv) {
         case O_RECORD: o.record = val; break;
         case O_FORCE: o.record_overwrite = 1; break;
         case O_QUIET: quiet = 1; break;
+        case O_SUMMARY_MS:
+            if (args_u64(&p, "--summary-ms", val, 0, 3600000, &summary_ms))
+                return EXIT_USAGE;
+            o.summary_ms = summary_ms == 0 ? -1 : (int)summary_ms;
+            break;
         default:
             if (n_up == sizeof upstream / sizeof upstream[0])
                 return args_bad(&p, "at most %zu upstream endpoints", n_up);
@@ -177,10 +187,11 @@ static int cmd_relay(int argc, char **argv) {
         status = 1;
     }
     verb_say("relay", "%" PRIu64 " batches (%.1f MB) went through from %zu publisher%s; %" PRIu64
-             " subscription%s went up; %" PRIu64 " clock requests answered%s%s",
+             " subscription%s went up; %" PRIu64 " clock requests answered; %" PRIu64 " summaries published; %" PRIu64
+             " malformed messages dropped%s%s",
              st.batches, (double)st.bytes / 1e6, st.upstreams, st.upstreams == 1 ? "" : "s", st.subscribes,
-             st.subscribes == 1 ? "" : "s", st.clock_answers, o.record && status == 0 ? "; recorded in " : "",
-             o.record && status == 0 ? o.record : "");
+             st.subscribes == 1 ? "" : "s", st.clock_answers, st.summaries, st.malformed,
+             o.record && status == 0 ? "; recorded in " : "", o.record && status == 0 ? o.record : "");
     return status;
 }
 

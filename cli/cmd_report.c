@@ -39,6 +39,8 @@ static void report_usage(FILE *out) {
             "                      [--steps] [--step NAME] [--baseline OLD]... [--ranks]\n"
             "                      [--fail-if EXPR]... [--top N] [--gap-us N] [-o FILE]\n"
             "                      [--server-key KEY] [--max-events N]\n"
+            "       synctop report --ranks --summary [--for SECONDS] [--format text|json]\n"
+            "                      [--server-key KEY] RELAY...\n"
             "\n"
             "Analyses where the host waited for the GPU and what it cost: the top stalls by\n"
             "call site (with their Python and native frames), GPU utilisation and idle time\n"
@@ -67,6 +69,12 @@ static void report_usage(FILE *out) {
             "                     relays, each host's clock as its relay answered it\n"
             "                     (offset and uncertainty) and its ranks put on this\n"
             "                     machine's clock\n"
+            "  --summary          live, through relays: per rank GPU busy, host blocked\n"
+            "                     and GPU idle shares of the time its events span, and\n"
+            "                     events/s, from the relays' once-a-second summaries alone\n"
+            "                     (no event travels; relays compute them while asked),\n"
+            "                     until Ctrl-C or --for\n"
+            "  --for SECONDS      with --summary: stop after that long\n"
             "  --baseline OLD     compare with an earlier run (a trace file or a profiler\n"
             "                     trace; repeat for several ranks): call sites that are\n"
             "                     new, grew, shrank or went, matched by file and function\n"
@@ -205,6 +213,123 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key)
     return status;
 }
 
+/* Sorts summaries by rank (unknown last), then host, then producer id. */
+static int by_rank(const void *a, const void *b) {
+    const tp_sub_summary *x = a, *y = b;
+    unsigned rx = (unsigned)x->last.rank, ry = (unsigned)y->last.rank; /* -1: last */
+    if (rx != ry)
+        return rx < ry ? -1 : 1;
+    int c = strcmp(x->last.host, y->last.host);
+    if (c != 0)
+        return c;
+    return x->last.producer < y->last.producer ? -1 : x->last.producer > y->last.producer;
+}
+
+static double pct(uint64_t part, double whole) { return whole > 0 ? 100.0 * (double)part / whole : 0; }
+
+/* `report --ranks --summary`: subscribes to the relays' summaries only, until SIGINT/SIGTERM or
+ * for_s seconds, then prints per producer (rank) what they add up to. As `report --ranks` measures
+ * against each GPU's span, busy is the share of the summaries' spans (each t_max - t_min, summed)
+ * times the GPUs that worked; blocked the share of the spans (host threads summed, so several
+ * blocked threads can pass 100%); idle the rest of busy; events/s per second of the relay's
+ * intervals in which the producer sent. */
+static int report_summaries(char **specs, int n, const char *server_key, double for_s, int format) {
+    err_msg err = {{0}};
+    char key[TP_KEY_Z85_LEN + 1];
+    if (server_key != NULL && tp_public_key_resolve(server_key, key, &err) < 0)
+        return verb_error("report", "bad --server-key: %s", err.msg);
+    tp_sub_opts so = {.server_key = server_key ? key : NULL, .summaries = 1};
+    tp_sub *sub = tp_sub_new(&so, &err);
+    if (sub == NULL)
+        return verb_error("report", "cannot subscribe: %s", err.msg);
+    for (int i = 0; i < n; i++)
+        if (tp_sub_connect(sub, specs[i], &err) < 0) {
+            tp_sub_destroy(&sub);
+            return verb_error("report", "%s: %s", specs[i], err.msg);
+        }
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = report_on_signal;
+    sigemptyset(&sa.sa_mask);
+    report_stop = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    if (isatty(STDERR_FILENO))
+        verb_say("report", "taking the relays' summaries (Ctrl-C to stop and report)");
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double t0 = (double)ts.tv_sec + ts.tv_nsec * 1e-9, now = t0;
+    int status = 0;
+    while (!report_stop && (for_s <= 0 || now - t0 < for_s)) {
+        tp_sub_msg m;
+        int rc = tp_sub_recv(sub, &m, 100, &err);
+        if (rc < 0 && rc != ERR_MALFORMED) {
+            status = verb_error("report", "cannot receive: %s", err.msg);
+            break;
+        }
+        if (rc == ERR_MALFORMED)
+            verb_warn("report", "%s", err.msg);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    size_t np = tp_sub_summary_count(sub);
+    tp_sub_summary *v = calloc(np ? np : 1, sizeof *v);
+    if (v == NULL) {
+        tp_sub_destroy(&sub);
+        return verb_error("report", "out of memory");
+    }
+    for (size_t i = 0; i < np; i++)
+        tp_sub_summary_get(sub, i, &v[i]);
+    qsort(v, np, sizeof *v, by_rank);
+    tp_sub_stats ss;
+    tp_sub_stats_get(sub, &ss);
+    tp_sub_destroy(&sub);
+    if (status != 0) {
+        free(v);
+        return status;
+    }
+    if (format == RP_JSON) {
+        printf("{\"summary\":{\"producers\":[");
+        for (size_t i = 0; i < np; i++) {
+            const tp_sub_summary *x = &v[i];
+            printf("%s{\"producer\":\"%016" PRIx64 "\",\"rank\":%d,\"host\":", i ? "," : "", x->last.producer,
+                   x->last.rank);
+            tp_print_json_string(stdout, x->last.host, (size_t)-1);
+            printf(",\"pid\":%u,\"summaries\":%" PRIu64
+                   ",\"interval_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64 ",\"devices\":%u,\"busy_ns\":%" PRIu64 ",\"blocked_ns\":%" PRIu64
+                   ",\"events\":%" PRIu64 ",\"batches\":%" PRIu64 ",\"missed\":%" PRIu64 ",\"drops\":%" PRIu64 "}",
+                   x->last.pid, x->summaries, x->interval_ns, x->span_ns,
+                   x->last.devices, x->busy_ns, x->blocked_ns, x->events, x->batches, x->missed, x->last.drops);
+        }
+        printf("],\"summaries\":%" PRIu64 ",\"malformed\":%" PRIu64 "}}\n", ss.summaries, ss.malformed);
+    } else {
+        printf("Per rank, from the relays' summaries (%zu producer%s, %" PRIu64 " summaries)\n", np, np == 1 ? "" : "s",
+               ss.summaries);
+        printf("  %5s  %-20s %8s %7s %8s %7s %10s %7s %7s\n", "rank", "host", "pid", "busy%", "blocked%", "idle%",
+               "events/s", "missed", "drops");
+        for (size_t i = 0; i < np; i++) {
+            const tp_sub_summary *x = &v[i];
+            unsigned gpus = x->last.devices > 0 ? x->last.devices : 1;
+            double wall = (double)x->interval_ns, span = (double)x->span_ns, busy = pct(x->busy_ns, span * gpus);
+            char rank[16], host[3 * sizeof x->last.host];
+            if (x->last.rank >= 0)
+                snprintf(rank, sizeof rank, "%d", x->last.rank);
+            else
+                snprintf(rank, sizeof rank, "?");
+            tp_sanitize(host, sizeof host, x->last.host, strlen(x->last.host), NULL);
+            printf("  %5s  %-20.20s %8u %7.1f %8.1f %7.1f %10.0f %7" PRIu64 " %7" PRIu64 "\n", rank,
+                   host[0] ? host : "?", x->last.pid, busy, pct(x->blocked_ns, span), busy > 100 ? 0.0 : 100.0 - busy,
+                   wall > 0 ? (double)x->events / (wall * 1e-9) : 0.0, x->missed, x->last.drops);
+        }
+        if (np == 0)
+            printf("  (no summary came: is a relay listening there, and are there traced processes?)\n");
+    }
+    free(v);
+    return 0;
+}
+
 static int cmd_report(int argc, char **argv) {
     char *sources[REPORT_MAX_SOURCES];
     int n_sources = 0;
@@ -213,7 +338,8 @@ static int cmd_report(int argc, char **argv) {
     rp_opts ro = {.format = RP_TEXT};
     an_opts ao = {0};
     hta_opts ho = {0};
-    int hta = 0, steps = 0, ranks = 0;
+    int hta = 0, steps = 0, ranks = 0, summary = 0;
+    double for_s = 0;
     an_ranks rk = {0};
     const char *step_name = NULL, *base_src[REPORT_MAX_SOURCES];
     int n_base = 0;
@@ -224,7 +350,7 @@ static int cmd_report(int argc, char **argv) {
     const char *out_path = NULL, *server_key = NULL;
     err_msg err = {{0}};
     enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY,
-           O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE, O_RANKS };
+           O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE, O_RANKS, O_SUMMARY, O_FOR };
     static const arg_opt opts[] = {
         {O_FORMAT, "--format", NULL, 1},
         {O_HTA, "--hta", NULL, 0},
@@ -232,6 +358,8 @@ static int cmd_report(int argc, char **argv) {
         {O_STEP, "--step", NULL, 1},
         {O_BASELINE, "--baseline", NULL, 1},
         {O_RANKS, "--ranks", NULL, 0},
+        {O_SUMMARY, "--summary", NULL, 0},
+        {O_FOR, "--for", NULL, 1},
         {O_WIDE_STREAM, "--hta-wide-sync-as-stream", NULL, 0},
         {O_WIDE_HOST, "--hta-wide-sync-as-host", NULL, 0},
         {O_FAIL_IF, "--fail-if", NULL, 1},
@@ -258,6 +386,11 @@ static int cmd_report(int argc, char **argv) {
         case O_HTA: hta = 1; break;
         case O_STEPS: steps = 1; break;
         case O_RANKS: ranks = 1; break;
+        case O_SUMMARY: summary = 1; break;
+        case O_FOR:
+            if (args_double(&p, "--for", val, 0.001, 1e9, &for_s))
+                return EXIT_USAGE;
+            break;
         case O_BASELINE:
             if (n_base == REPORT_MAX_SOURCES)
                 return args_bad(&p, "at most %d baseline sources", REPORT_MAX_SOURCES);
@@ -306,6 +439,16 @@ static int cmd_report(int argc, char **argv) {
     }
     if (n_sources == 0)
         return args_bad(&p, "no source given (a trace file, a Kineto JSON or a live endpoint)");
+    if (for_s > 0 && !summary)
+        return args_bad(&p, "--for goes with --summary");
+    if (summary) {
+        if (!ranks || hta || steps || n_base > 0 || n_checks > 0 || out_path != NULL || ro.format == RP_MARKDOWN)
+            return args_bad(&p, "--summary goes with --ranks (and --format text or json, --for, --server-key) only");
+        for (int i = 0; i < n_sources; i++)
+            if (is_file_source(sources[i]) || !looks_live(sources[i]))
+                return args_bad(&p, "--summary takes live relays, and %s is not one", sources[i]);
+        return report_summaries(sources, n_sources, server_key, for_s, ro.format);
+    }
 
     st_store *s = st_store_new(NULL);
     if (s == NULL)

@@ -123,6 +123,9 @@ static uint32_t str_add(nimp *k, const char *s, size_t n) {
         k->cap_str = cap;
     }
     if (k->pool_len + n > k->pool_cap) {
+        /* s may lie in the pool itself (a name taken from another string): found again after */
+        uintptr_t at = (uintptr_t)s, base = (uintptr_t)k->pool;
+        int inside = k->pool != NULL && at >= base && at < base + k->pool_len;
         size_t cap = k->pool_cap ? k->pool_cap : 1 << 16;
         while (cap < k->pool_len + n)
             cap *= 2;
@@ -131,6 +134,8 @@ static uint32_t str_add(nimp *k, const char *s, size_t n) {
             return 0;
         k->pool = p;
         k->pool_cap = cap;
+        if (inside)
+            s = p + (at - base);
     }
     if (n)
         memcpy(k->pool + k->pool_len, s, n);

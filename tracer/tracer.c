@@ -1479,7 +1479,8 @@ static int start(int late) {
         tp_pub_opts po = {.endpoint = g.cfg.endpoint[0] ? g.cfg.endpoint : NULL,
                           .sndhwm = g.cfg.sndhwm,
                           .curve = g.cfg.curve_key[0] != '\0' ? &keys : NULL,
-                          .insecure = g.cfg.insecure};
+                          .insecure = g.cfg.insecure,
+                          .producer = tp_enc_producer(g.enc)};
         g.pub = tp_pub_new(&po, &err);
         explicit_bzero(&keys, sizeof keys); /* the secret key lives on in the socket only */
         if (g.pub == NULL && g.cfg.record[0] == '\0') {

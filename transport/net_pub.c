@@ -7,9 +7,11 @@
  * every batch, and only the subscriber knows exactly what it lost: it sees the gap in the sequence
  * numbers and reports it (net_loss.h). The publisher adds the reports up as its drop count and
  * answers them with a keyframe (at most one a second), since the lost batches may have carried
- * strings and metadata. XPUB_VERBOSE passes every subscribe up, so the publisher knows when a
- * viewer arrives (its caller then sends a keyframe); an unsubscribe comes up only when libzmq, which
- * follows subscriptions per connection, sees the last subscriber of everything go. So no peer can
+ * strings and metadata. Each batch goes as two frames, its topic ('B' + producer id, net_topic.h)
+ * and the batch, so that subscribers choose producers. XPUB_VERBOSE passes every subscribe up, so
+ * the publisher knows when a viewer of its batches arrives (its caller then sends a keyframe); an
+ * unsubscribe comes up only when libzmq, which follows subscriptions per connection and topic,
+ * sees the last subscriber of that topic go. So no peer can
  * unsubscribe the others (and switch on-demand tracing off for them), and one that subscribes again
  * and again counts once, for as long as it stays. How many are connected comes from the socket's
  * connection events.
@@ -23,6 +25,7 @@
 #include "net_bind.h"
 #include "net_loss.h"
 #include "net_monitor.h"
+#include "net_topic.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -46,13 +49,16 @@ struct tp_pub {
     dev_t ipc_dev;
     ino_t ipc_ino;
     int linger_ms;
-    int subscribed;  /* someone subscribes to everything (""), as libzmq tracks it */
+    /* someone subscribes, as libzmq tracks it, to everything (""), to every producer's batches
+     * ("B"), or to this one's ("B" + id) */
+    int sub_all, sub_batches, sub_mine;
     void *mon;       /* the socket's connection events, to count the connections */
     int64_t accepted, handshakes, failures, disconnects;
     int tcp_port;    /* the port it listens on, 0 when not tcp */
     int lost_since_keyframe; /* a subscriber reported a loss since the last keyframe asked for */
     double last_loss_keyframe; /* cm_now_s, 0: never */
-    uint64_t producer; /* of the last batch sent: loss reports about others are not ours */
+    uint64_t producer; /* its batches' id (given, or of the last batch sent): its topic, and loss
+                          reports about others are not ours */
     uint64_t sent, dropped, bytes;
 };
 
@@ -185,7 +191,7 @@ static void read_connections(tp_pub *p) {
 
 /* 0 when nobody subscribes; else the connections, at least one. */
 static int live_subscribers(const tp_pub *p) {
-    if (!p->subscribed)
+    if (!p->sub_all && !p->sub_batches && !p->sub_mine)
         return 0;
     int64_t n = p->handshakes + p->failures - p->disconnects;
     return n < 1 ? 1 : n > INT32_MAX ? INT32_MAX : (int)n;
@@ -205,6 +211,7 @@ tp_pub *tp_pub_new(const tp_pub_opts *opts, err_msg *err) {
         return NULL;
     }
     p->owner = getpid();
+    p->producer = o.producer;
     int is_default;
     if (choose_endpoint(&o, p->endpoint, &is_default, err) < 0)
         goto fail;
@@ -259,15 +266,24 @@ void tp_pub_set_linger(tp_pub *pub, int linger_ms) {
     pub->linger_ms = linger_ms > 0 ? linger_ms : 0;
 }
 
-/* One zmq_send, retried on EINTR: 0, EAGAIN or another errno. */
-static int send_once(tp_pub *pub, const void *batch, size_t len) {
+/* One frame, retried on EINTR: 0, EAGAIN or another errno. */
+static int send_frame(tp_pub *pub, const void *data, size_t len, int more) {
     for (;;) {
-        if (zmq_send(pub->sock, batch, len, ZMQ_DONTWAIT) >= 0)
+        if (zmq_send(pub->sock, data, len, ZMQ_DONTWAIT | (more ? ZMQ_SNDMORE : 0)) >= 0)
             return 0;
         int e = zmq_errno();
         if (e != EINTR)
             return e;
     }
+}
+
+/* The batch under its topic, 'B' + producer id (net_topic.h): 0, EAGAIN or another errno. Once the
+ * topic frame is taken the batch frame is too (libzmq checks the high-water mark per message). */
+static int send_once(tp_pub *pub, const void *batch, size_t len) {
+    uint8_t topic[NET_TOPIC_LEN];
+    net_topic_encode(topic, NET_TOPIC_BATCH, pub->producer);
+    int e = send_frame(pub, topic, sizeof topic, 1);
+    return e != 0 ? e : send_frame(pub, batch, len, 0);
 }
 
 /* Sends to the queues with room; the full ones drop it (their subscribers report the loss). */
@@ -331,16 +347,24 @@ int tp_pub_poll(tp_pub *pub, int *keyframe) {
             }
             continue;
         }
-        /* synctop subscribers subscribe to everything (""): a notice is one byte, 1 on each
-         * subscribe (a new viewer: keyframe) and 0 once nobody subscribes any more. */
-        if (n != 1)
+        /* A notice is 1 and the topic on each subscribe (a new viewer: keyframe), 0 and the
+         * topic once nobody subscribes to it any more. Topics that are not batches of this
+         * producer (summaries, clock requests, other producers' batches) are not ours. */
+        if (n < 1 || n > 1 + NET_TOPIC_LEN || note[0] > 1)
             continue;
-        if (note[0] == 1) {
-            pub->subscribed = 1;
+        int on = note[0] == 1, *flag = NULL;
+        if (n == 1)
+            flag = &pub->sub_all;
+        else if (n == 2 && note[1] == NET_TOPIC_BATCH)
+            flag = &pub->sub_batches;
+        else if (n == 1 + NET_TOPIC_LEN && note[1] == NET_TOPIC_BATCH && pub->producer != 0 &&
+                 net_loss_get_u64(note + 2) == pub->producer)
+            flag = &pub->sub_mine;
+        if (flag == NULL)
+            continue;
+        *flag = on;
+        if (on)
             j = 1;
-        } else if (note[0] == 0) {
-            pub->subscribed = 0;
-        }
     }
     if (pub->lost_since_keyframe) {
         double now = cm_now_s();

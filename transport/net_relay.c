@@ -17,11 +17,21 @@
  * that the proxy's XSUB side is connected to, so the answer goes down through the proxy like a
  * batch, to every subscriber below (the asker knows its own by the nonce). Answers are bounded to
  * CLOCK_ANSWERS_PER_S, so a peer asking in a loop cannot make the relay flood its viewers.
+ *
+ * Every message is [topic][body] (net_topic.h), which the proxy forwards whole; the capture socket
+ * hands the reader the frames one by one. The reader also follows the subscriptions to summaries
+ * ("S"...) that come up from below: while there is one, it subscribes to every producer's batches
+ * on a socket of its own (connected to the same publishers), sums them up per producer
+ * (net_summary.h) and, once an interval, publishes a summary per producer under 'S' + producer id
+ * on the same inproc PUB as the clock answers. When the last one goes it unsubscribes, so that
+ * on-demand tracers go dormant again when nobody watches.
  */
 #include "synctop/net.h"
 #include "synctop/file.h"
 #include "net_bind.h"
 #include "net_clock.h"
+#include "net_summary.h"
+#include "net_topic.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -40,7 +50,8 @@ struct tp_relay {
     void *front, *back;           /* XSUB to the publishers, XPUB to the subscribers */
     void *ctl_proxy, *ctl_timer;  /* PAIR: the timer thread's TERMINATE to the proxy */
     void *cap_proxy, *cap_reader; /* PUSH / PULL: copies of what went through */
-    void *clk_pub;                /* PUB (reader thread's): clock answers, read by front */
+    void *clk_pub;                /* PUB (reader thread's): clock answers and summaries, read by front */
+    void *sum_sub;                /* SUB (reader thread's): the publishers' batches, for summaries */
     char endpoint[TP_ENDPOINT_MAX];
     int bound_ipc; /* the socket file at endpoint is ours: removed on destroy */
     size_t upstreams;
@@ -57,6 +68,17 @@ struct tp_relay {
     int64_t clock_skew_ns;             /* added to the clock it answers with (tests) */
     double answer_tokens;              /* reader thread: answers it may send now */
     uint64_t answer_refill_ns;         /* when the tokens were last topped up */
+    char (*up)[TP_ENDPOINT_MAX]; /* the upstream endpoints (under mu), for sum_sub */
+    size_t up_cap, up_connected; /* up_connected: how many the reader connected sum_sub to */
+    uint64_t summary_ns;         /* the summaries' interval; 0: none */
+    net_summer *summer;          /* reader thread's */
+    uint8_t s_topics[64][NET_TOPIC_LEN]; /* reader thread's: the "S" topics subscribed below */
+    uint8_t s_len[64];
+    size_t n_s_topics;
+    uint64_t s_untracked; /* subscribed "S" topics beyond those 64, less their unsubscriptions */
+    uint64_t interval_start, interval_mono; /* the current interval: realtime and monotonic ns */
+    atomic_uint_fast64_t summaries, malformed;
+    atomic_int summarising;
     tp_fwriter *rec;      /* written by the reader thread only */
     atomic_int rec_failed;
     err_msg rec_err;      /* why the recording stopped (read after rec_failed is set) */
@@ -133,41 +155,169 @@ static void clock_answer(tp_relay *r, uint64_t nonce, uint64_t t1) {
     uint8_t msg[NET_CLOCK_ANSWER_MAX];
     a.t2 = real_ns(r);
     size_t len = net_clock_answer_encode(msg, &a);
-    if (zmq_send(r->clk_pub, msg, len, ZMQ_DONTWAIT) == (int)len)
+    if (zmq_send(r->clk_pub, "C", 1, ZMQ_DONTWAIT | ZMQ_SNDMORE) == 1 &&
+        zmq_send(r->clk_pub, msg, len, ZMQ_DONTWAIT) == (int)len)
         atomic_fetch_add(&r->clock_answers, 1);
 }
 
-/* Counts what went through, records the batches, and answers clock requests. */
+static void summary_emit(void *ctx, const tp_summary *s) {
+    tp_relay *r = ctx;
+    uint8_t topic[NET_TOPIC_LEN], body[TP_SUMMARY_SIZE];
+    net_topic_encode(topic, NET_TOPIC_SUMMARY, s->producer);
+    tp_summary_encode(s, body);
+    if (zmq_send(r->clk_pub, topic, sizeof topic, ZMQ_DONTWAIT | ZMQ_SNDMORE) == (int)sizeof topic &&
+        zmq_send(r->clk_pub, body, sizeof body, ZMQ_DONTWAIT) == (int)sizeof body)
+        atomic_fetch_add(&r->summaries, 1);
+}
+
+/* A subscription (1) or unsubscription (0) to a topic that starts with 'S' came up from below:
+ * summaries start with the first such topic and stop with the last. */
+static void summary_wanted(tp_relay *r, int on, const uint8_t *topic, size_t len) {
+    size_t i = 0;
+    while (i < r->n_s_topics && (r->s_len[i] != len || memcmp(r->s_topics[i], topic, len) != 0))
+        i++;
+    if (on && i == r->n_s_topics && i < sizeof r->s_topics / sizeof r->s_topics[0]) {
+        memcpy(r->s_topics[i], topic, len);
+        r->s_len[r->n_s_topics++] = (uint8_t)len;
+    } else if (on && i == r->n_s_topics) {
+        r->s_untracked++; /* possibly one seen before: summaries then go on longer, never shorter */
+    } else if (!on && i < r->n_s_topics) {
+        r->n_s_topics--;
+        memcpy(r->s_topics[i], r->s_topics[r->n_s_topics], NET_TOPIC_LEN);
+        r->s_len[i] = r->s_len[r->n_s_topics];
+    } else if (!on && r->s_untracked > 0) {
+        r->s_untracked--;
+    }
+    int want = (r->n_s_topics > 0 || r->s_untracked > 0) && r->summary_ns > 0 && r->summer != NULL;
+    if (want == atomic_load(&r->summarising))
+        return;
+    if (zmq_setsockopt(r->sum_sub, want ? ZMQ_SUBSCRIBE : ZMQ_UNSUBSCRIBE, "B", 1) != 0)
+        return;
+    atomic_store(&r->summarising, want);
+    if (want) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        r->interval_start = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        r->interval_mono = mono_ns();
+    } else {
+        net_summer_reset(r->summer);
+    }
+}
+
+/* Connects sum_sub to the upstreams added since (tp_relay_connect runs in another thread). */
+static void summary_connect_new(tp_relay *r) {
+    pthread_mutex_lock(&r->mu);
+    /* the front connected to each already: the same endpoint cannot fail here but for lack of
+     * memory, and then summaries lack that publisher alone */
+    while (r->up_connected < r->upstreams)
+        (void)zmq_connect(r->sum_sub, r->up[r->up_connected++]);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Takes what sum_sub has: [topic][batch] into the summer; anything else counted and dropped. */
+static void summary_read(tp_relay *r, zmq_msg_t *m) {
+    for (int k = 0; k < 1000; k++) {
+        if (zmq_msg_recv(m, r->sum_sub, ZMQ_DONTWAIT) < 0)
+            return;
+        int ok = zmq_msg_more(m);
+        uint64_t id = 0;
+        ok = ok && net_topic_decode(zmq_msg_data(m), zmq_msg_size(m), &id) == NET_TOPIC_BATCH;
+        if (zmq_msg_more(m) && zmq_msg_recv(m, r->sum_sub, ZMQ_DONTWAIT) < 0)
+            ok = 0;
+        int extra = 0;
+        while (zmq_msg_more(m) && zmq_msg_recv(m, r->sum_sub, ZMQ_DONTWAIT) >= 0)
+            extra = 1;
+        tp_batch_hdr h;
+        const uint8_t *d = zmq_msg_data(m);
+        size_t len = zmq_msg_size(m);
+        ok = ok && !extra && len >= TP_BATCH_HDR_SIZE && tp_batch_check_header(d, len, &h, NULL) == 0 &&
+             h.producer == id && tp_batch_size(&h) == len;
+        if (!ok || !atomic_load(&r->summarising) || net_summer_add(r->summer, d, len, NULL) != 0) {
+            if (atomic_load(&r->summarising))
+                atomic_fetch_add(&r->malformed, 1);
+        }
+    }
+}
+
+/* One message from the capture socket, all its frames: counts and records the batches (their batch
+ * frame only, as a trace file holds them), follows the subscriptions, answers clock requests. */
+static void capture_take(tp_relay *r, zmq_msg_t *m) {
+    const uint8_t *d = zmq_msg_data(m);
+    size_t len = zmq_msg_size(m);
+    if (!zmq_msg_more(m)) { /* a single frame: from below, a subscription or a request */
+        if (len >= 2 && d[0] <= 1 && d[1] == NET_TOPIC_SUMMARY && len - 1 <= NET_TOPIC_LEN)
+            summary_wanted(r, d[0], d + 1, len - 1);
+        if (len == 1 + NET_CLOCK_ASK_LEN && d[0] == 1) {
+            uint64_t t1 = real_ns(r), nonce;
+            if (net_clock_ask_decode(d + 1, len - 1, &nonce))
+                clock_answer(r, nonce, t1);
+        } else if (len >= 1 && d[0] == 1 && len - 1 <= NET_TOPIC_LEN &&
+                   (len == 1 || d[1] == NET_TOPIC_BATCH || d[1] == NET_TOPIC_SUMMARY)) {
+            atomic_fetch_add(&r->subscribes, 1); /* a viewer of batches or summaries */
+        }
+        return;
+    }
+    uint64_t id;
+    char letter = net_topic_decode(d, len, &id);
+    if (zmq_msg_recv(m, r->cap_reader, 0) < 0)
+        return;
+    int extra = 0;
+    while (zmq_msg_more(m) && zmq_msg_recv(m, r->cap_reader, 0) >= 0)
+        extra = 1;
+    if (letter != NET_TOPIC_BATCH || extra)
+        return; /* summaries and clock answers going down; a bad message went down too */
+    d = zmq_msg_data(m);
+    len = zmq_msg_size(m);
+    tp_batch_hdr h;
+    if (len >= TP_BATCH_HDR_SIZE && tp_batch_check_header(d, len, &h, NULL) == 0 && h.producer == id &&
+        tp_batch_size(&h) == len) {
+        atomic_fetch_add(&r->batches, 1);
+        atomic_fetch_add(&r->bytes, len);
+        if (r->rec != NULL && !atomic_load(&r->rec_failed) && tp_fwriter_append(r->rec, d, len, &r->rec_err) != 0)
+            atomic_store(&r->rec_failed, 1);
+    } else {
+        atomic_fetch_add(&r->malformed, 1);
+    }
+}
+
+/* Counts what went through, records the batches, answers clock requests, and makes the summaries. */
 static void *reader_main(void *arg) {
     tp_relay *r = arg;
     zmq_msg_t m;
     zmq_msg_init(&m);
     while (!atomic_load(&r->reader_stop)) {
-        int n = zmq_msg_recv(&m, r->cap_reader, 0);
-        if (n < 0)
-            continue; /* the receive timeout: look at the stop flag again */
-        const uint8_t *d = zmq_msg_data(&m);
-        size_t len = zmq_msg_size(&m);
-        tp_batch_hdr h;
-        if (len >= TP_BATCH_HDR_SIZE && tp_batch_check_header(d, len, &h, NULL) == 0) {
-            atomic_fetch_add(&r->batches, 1);
-            atomic_fetch_add(&r->bytes, len);
-            if (r->rec != NULL && !atomic_load(&r->rec_failed) && tp_fwriter_append(r->rec, d, len, &r->rec_err) != 0)
-                atomic_store(&r->rec_failed, 1);
-        } else if (len == 1 && d[0] == 1) {
-            atomic_fetch_add(&r->subscribes, 1);
-        } else if (len == 1 + NET_CLOCK_ASK_LEN && d[0] == 1) {
-            uint64_t t1 = real_ns(r), nonce;
-            if (net_clock_ask_decode(d + 1, len - 1, &nonce))
-                clock_answer(r, nonce, t1);
+        summary_connect_new(r);
+        long wait_ms = 100;
+        if (atomic_load(&r->summarising)) {
+            uint64_t now = mono_ns(), due = r->interval_mono + r->summary_ns;
+            if (now >= due) {
+                net_summer_flush(r->summer, r->interval_start, r->summary_ns, summary_emit, r);
+                r->interval_start += r->summary_ns;
+                r->interval_mono = due;
+                if (now - due > r->summary_ns) { /* fell behind (a stopped process): start afresh */
+                    r->interval_start += now - due;
+                    r->interval_mono = now;
+                }
+                continue;
+            }
+            if ((due - now) / 1000000 < (uint64_t)wait_ms)
+                wait_ms = (long)((due - now) / 1000000) + 1;
         }
+        zmq_pollitem_t items[2] = {{.socket = r->cap_reader, .events = ZMQ_POLLIN},
+                                   {.socket = r->sum_sub, .events = ZMQ_POLLIN}};
+        if (zmq_poll(items, 2, wait_ms) <= 0)
+            continue; /* the timeout: look at the stop flag again */
+        if (items[1].revents & ZMQ_POLLIN)
+            summary_read(r, &m);
+        for (int k = 0; k < 1000 && zmq_msg_recv(&m, r->cap_reader, ZMQ_DONTWAIT) >= 0; k++)
+            capture_take(r, &m);
     }
     zmq_msg_close(&m);
     return NULL;
 }
 
-static int configure_front(tp_relay *r, const tp_relay_opts *o, err_msg *err) {
-    void *k = r->front;
+/* The XSUB front, or the summaries' SUB: both subscribe to the same publishers. */
+static int configure_front(tp_relay *r, void *k, const tp_relay_opts *o, err_msg *err) {
     int64_t max_msg = (int64_t)TP_BATCH_HDR_SIZE + TP_BATCH_MAX_PAYLOAD;
     if (set_int(k, ZMQ_LINGER, 0) != 0 || set_int(k, ZMQ_RCVHWM, o->rcvhwm > 0 ? o->rcvhwm : 10000) != 0 ||
         set_int(k, ZMQ_RECONNECT_IVL, 100) != 0 || set_int(k, ZMQ_RECONNECT_IVL_MAX, 1000) != 0 ||
@@ -225,7 +375,7 @@ static int make_pairs(tp_relay *r, err_msg *err) {
     snprintf(cap, sizeof cap, "inproc://relay-capture-%p", (void *)r);
     snprintf(clk, sizeof clk, "inproc://relay-clock-%p", (void *)r);
     r->clk_pub = zmq_socket(r->ctx, ZMQ_PUB);
-    if (r->clk_pub == NULL || set_int(r->clk_pub, ZMQ_LINGER, 0) != 0 || set_int(r->clk_pub, ZMQ_SNDHWM, 1000) != 0 ||
+    if (r->clk_pub == NULL || set_int(r->clk_pub, ZMQ_LINGER, 0) != 0 || set_int(r->clk_pub, ZMQ_SNDHWM, 100000) != 0 ||
         zmq_bind(r->clk_pub, clk) != 0 || zmq_connect(r->front, clk) != 0)
         return zmq_fail(err, "cannot set up the relay's clock answers for", r->endpoint);
     r->ctl_proxy = zmq_socket(r->ctx, ZMQ_PAIR);
@@ -238,7 +388,7 @@ static int make_pairs(tp_relay *r, err_msg *err) {
         /* a slow recording makes the proxy wait (the publishers then drop for the relay, and the
          * viewers see and report the gap) rather than grow without bound */
         set_int(r->cap_proxy, ZMQ_SNDHWM, 10000) != 0 || set_int(r->cap_reader, ZMQ_RCVHWM, 10000) != 0 ||
-        set_int(r->cap_reader, ZMQ_RCVTIMEO, 100) != 0 || zmq_bind(r->ctl_proxy, ctl) != 0 ||
+        zmq_bind(r->ctl_proxy, ctl) != 0 ||
         zmq_connect(r->ctl_timer, ctl) != 0 || zmq_bind(r->cap_reader, cap) != 0 || zmq_connect(r->cap_proxy, cap) != 0)
         return zmq_fail(err, "cannot set up the relay's control for", r->endpoint);
     return 0;
@@ -288,13 +438,20 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
     zmq_ctx_set(r->ctx, ZMQ_BLOCKY, 0);
     r->front = zmq_socket(r->ctx, ZMQ_XSUB);
     r->back = zmq_socket(r->ctx, ZMQ_XPUB);
-    if (r->front == NULL || r->back == NULL) {
+    r->sum_sub = zmq_socket(r->ctx, ZMQ_SUB);
+    if (r->front == NULL || r->back == NULL || r->sum_sub == NULL) {
         zmq_fail(err, "cannot create the relay's sockets for", r->endpoint);
         goto fail;
     }
-    if (set_identity(r, &o, err) < 0 || configure_front(r, &o, err) < 0 || configure_back(r, &o, err) < 0 ||
+    if (set_identity(r, &o, err) < 0 || configure_front(r, r->front, &o, err) < 0 ||
+        configure_front(r, r->sum_sub, &o, err) < 0 || configure_back(r, &o, err) < 0 ||
         make_pairs(r, err) < 0)
         goto fail;
+    r->summary_ns = o.summary_ms < 0 ? 0 : (uint64_t)(o.summary_ms > 0 ? o.summary_ms : 1000) * 1000000ull;
+    if (r->summary_ns > 0 && (r->summer = net_summer_new(r->id)) == NULL) {
+        err_set(err, ERR_NOMEM, "out of memory");
+        goto fail;
+    }
     if (o.record != NULL &&
         (r->rec = tp_fwriter_open(o.record, o.record_overwrite ? TP_FW_OVERWRITE : 0, err)) == NULL)
         goto fail;
@@ -325,9 +482,24 @@ int tp_relay_connect(tp_relay *r, const char *endpoint, err_msg *err) {
         return err_set(err, ERR_INVAL, "the relay cannot subscribe to itself (%s)", ep);
     if (strncmp(ep, "tcp://[", 7) == 0)
         set_int(r->front, ZMQ_IPV6, 1);
+    pthread_mutex_lock(&r->mu);
+    if (r->upstreams == r->up_cap) {
+        size_t cap = r->up_cap ? 2 * r->up_cap : 16;
+        char(*v)[TP_ENDPOINT_MAX] = realloc(r->up, cap * sizeof *v);
+        if (v == NULL) {
+            pthread_mutex_unlock(&r->mu);
+            return err_set(err, ERR_NOMEM, "out of memory");
+        }
+        r->up = v;
+        r->up_cap = cap;
+    }
+    pthread_mutex_unlock(&r->mu);
     if (zmq_connect(r->front, ep) != 0)
         return zmq_fail(err, "cannot connect the relay to", ep);
-    r->upstreams++;
+    pthread_mutex_lock(&r->mu);
+    memcpy(r->up[r->upstreams], ep, sizeof ep);
+    r->upstreams++; /* the reader connects its summaries' socket to it */
+    pthread_mutex_unlock(&r->mu);
     return 0;
 }
 
@@ -359,7 +531,12 @@ void tp_relay_stats_get(const tp_relay *r, tp_relay_stats *out) {
     o->bytes = atomic_load(&((tp_relay *)r)->bytes);
     o->subscribes = atomic_load(&((tp_relay *)r)->subscribes);
     o->clock_answers = atomic_load(&((tp_relay *)r)->clock_answers);
+    o->summaries = atomic_load(&((tp_relay *)r)->summaries);
+    o->malformed = atomic_load(&((tp_relay *)r)->malformed);
+    o->summarising = atomic_load(&((tp_relay *)r)->summarising);
+    pthread_mutex_lock(&((tp_relay *)r)->mu);
     o->upstreams = r->upstreams;
+    pthread_mutex_unlock(&((tp_relay *)r)->mu);
     o->record_failed = atomic_load(&((tp_relay *)r)->rec_failed);
 }
 
@@ -387,7 +564,7 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
             rc = tp_fwriter_close(&r->rec, err);
         }
     }
-    void *socks[] = {r->front, r->back, r->ctl_proxy, r->ctl_timer, r->cap_proxy, r->cap_reader, r->clk_pub};
+    void *socks[] = {r->front, r->back, r->ctl_proxy, r->ctl_timer, r->cap_proxy, r->cap_reader, r->clk_pub, r->sum_sub};
     for (size_t i = 0; i < sizeof socks / sizeof socks[0]; i++)
         if (socks[i] != NULL)
             zmq_close(socks[i]);
@@ -397,6 +574,8 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
         unlink(r->endpoint + 6);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
+    net_summer_destroy(&r->summer);
+    free(r->up);
     free(r);
     *rp = NULL;
     return rc;

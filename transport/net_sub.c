@@ -7,11 +7,16 @@
  *
  * It also asks the relays above it for their clocks (net_clock.h) and keeps, per relay, the
  * exchange that bounds the offset best; the answers are taken here and never reach the caller.
+ *
+ * Every message is two frames, a topic and a body (net_topic.h); it subscribes to the batches of
+ * every producer ("B"), or in summary mode to the relays' summaries ("S") and to the batches of the
+ * producers it watches ("B" + id), and always to the clock answers ("C").
  */
 #include "synctop/net.h"
 #include "net_clock.h"
 #include "net_loss.h"
 #include "net_monitor.h"
+#include "net_topic.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -47,11 +52,20 @@ struct producer {
     int seq_known; /* a batch of its own (not synthetic) was seen: last_seq means something */
 };
 
+struct summary {
+    tp_sub_summary s;
+    uint64_t at_mono; /* when the last one taken came */
+};
+
 struct tp_sub {
     pid_t owner; /* the process that made it: a forked child must not touch its context */
     void *ctx;
     void *sock;
-    zmq_msg_t msg; /* the last batch returned, owned until the next receive */
+    zmq_msg_t topic; /* the last message's topic frame */
+    zmq_msg_t msg;   /* the last batch returned, owned until the next receive */
+    struct summary *sums; /* per producer, in order of first summary */
+    size_t n_sums;
+    uint32_t sum_slot[SLOTS]; /* index + 1, 0 when empty */
     void *mon;     /* the socket's handshake events (NULL: not watched) */
     char handshake_ep[TP_ENDPOINT_MAX]; /* where the last handshake failed */
     tp_sub_stats stats;
@@ -194,7 +208,8 @@ static int configure(tp_sub *s, const tp_sub_opts *o, err_msg *err) {
         if (rc)
             return zmq_fail(err, "cannot set up CURVE encryption");
     }
-    if (zmq_setsockopt(k, ZMQ_SUBSCRIBE, "", 0) != 0)
+    const char *want = o->summaries ? "S" : "B";
+    if (zmq_setsockopt(k, ZMQ_SUBSCRIBE, want, 1) != 0 || zmq_setsockopt(k, ZMQ_SUBSCRIBE, "C", 1) != 0)
         return zmq_fail(err, "cannot subscribe");
     return 0;
 }
@@ -240,6 +255,7 @@ tp_sub *tp_sub_new(const tp_sub_opts *opts, err_msg *err) {
     }
     s->owner = getpid();
     zmq_msg_init(&s->msg);
+    zmq_msg_init(&s->topic);
     if (getrandom(&s->clock_nonce, sizeof s->clock_nonce, 0) != (ssize_t)sizeof s->clock_nonce)
         s->clock_nonce = clock_of(CLOCK_MONOTONIC) ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)s;
     s->ctx = zmq_ctx_new();
@@ -270,6 +286,7 @@ void tp_sub_destroy(tp_sub **sp) {
      * wait for them forever, so a child only frees memory. */
     if (s->owner == getpid()) {
         zmq_msg_close(&s->msg);
+        zmq_msg_close(&s->topic);
         net_monitor_close(s->mon, s->sock);
         if (s->sock != NULL)
             zmq_close(s->sock);
@@ -277,6 +294,7 @@ void tp_sub_destroy(tp_sub **sp) {
             ;
     }
     free(s->producers);
+    free(s->sums);
     free(s->clocks);
     free(s);
     *sp = NULL;
@@ -295,6 +313,18 @@ int tp_sub_connect(tp_sub *sub, const char *endpoint, err_msg *err) {
     }
     sub->clock_fast = CLOCK_FAST;
     sub->clock_next = 0;
+    return 0;
+}
+
+int tp_sub_watch(tp_sub *sub, uint64_t producer, int watch, err_msg *err) {
+    uint8_t topic[NET_TOPIC_LEN];
+    net_topic_encode(topic, NET_TOPIC_BATCH, producer);
+    if (zmq_setsockopt(sub->sock, watch ? ZMQ_SUBSCRIBE : ZMQ_UNSUBSCRIBE, topic, sizeof topic) != 0)
+        return zmq_fail(err, watch ? "cannot watch a producer" : "cannot stop watching a producer");
+    /* batches of it were not taken in between: no gap to count across that time */
+    for (size_t i = 0; i < sub->stats.n_producers; i++)
+        if (sub->producers[i].s.producer == producer)
+            sub->producers[i].seq_known = 0;
     return 0;
 }
 
@@ -364,6 +394,63 @@ static int malformed(tp_sub *s, err_msg *err, const char *why) {
                       why);
 }
 
+/* A relay's summary: checked, then added to its producer's record; 0 (not a batch). */
+static int summary_take(tp_sub *s, uint64_t producer, const uint8_t *data, size_t len, err_msg *err) {
+    tp_summary x;
+    err_msg why = {{0}};
+    char text[sizeof why.msg + 64];
+    if (tp_summary_decode(data, len, &x, &why) < 0) {
+        snprintf(text, sizeof text, "a summary: %s", why.msg);
+        return malformed(s, err, text);
+    }
+    if (x.producer != producer)
+        return malformed(s, err, "a summary under another producer's topic");
+    s->stats.summaries++;
+    size_t i = slot_of(producer);
+    while (s->sum_slot[i] != 0 && s->sums[s->sum_slot[i] - 1].s.last.producer != producer)
+        i = (i + 1) & (SLOTS - 1);
+    struct summary *e;
+    if (s->sum_slot[i] != 0) {
+        e = &s->sums[s->sum_slot[i] - 1];
+    } else {
+        if (s->n_sums == MAX_PRODUCERS)
+            return 0;
+        if (s->sums == NULL && (s->sums = calloc(MAX_PRODUCERS, sizeof *s->sums)) == NULL)
+            return 0;
+        e = &s->sums[s->n_sums++];
+        s->sum_slot[i] = (uint32_t)s->n_sums;
+    }
+    tp_sub_summary *t = &e->s;
+    /* Two relays may summarise the same producer (a relay fed by relays that summarise too): the
+     * summaries of one relay are taken, another's only once that one has been silent for three of
+     * its intervals (it stopped, or restarted with a new id). */
+    uint64_t now = clock_of(CLOCK_MONOTONIC);
+    if (t->summaries > 0 && x.relay != t->last.relay && now - e->at_mono < 3 * t->last.interval_ns) {
+        s->stats.summaries--;
+        return 0;
+    }
+    e->at_mono = now;
+    t->last = x;
+    t->summaries++;
+    t->interval_ns += x.interval_ns;
+    t->span_ns += x.t_max - x.t_min;
+    t->busy_ns += x.busy_ns;
+    t->blocked_ns += x.blocked_ns;
+    t->events += x.events;
+    t->batches += x.batches;
+    t->missed += x.missed;
+    return 0;
+}
+
+size_t tp_sub_summary_count(const tp_sub *sub) { return sub->n_sums; }
+
+int tp_sub_summary_get(const tp_sub *sub, size_t i, tp_sub_summary *out) {
+    if (i >= sub->n_sums)
+        return ERR_INVAL;
+    *out = sub->sums[i].s;
+    return 0;
+}
+
 int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, err_msg *err) {
     read_handshakes(sub);
     clock_ask_maybe(sub);
@@ -382,17 +469,31 @@ int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, err_msg *err) {
             return 0; /* timeout, or a signal for the caller to look at */
         timeout_ms = 0; /* readable now: one more try, no second wait */
     }
+    /* [topic][body]: the topic frame came; the body follows at once (a message arrives whole) */
+    if (!zmq_msg_more(&sub->msg))
+        return malformed(sub, err, "a message without its topic frame");
+    zmq_msg_move(&sub->topic, &sub->msg);
+    if (zmq_msg_recv(&sub->msg, sub->sock, ZMQ_DONTWAIT) < 0)
+        return malformed(sub, err, "a topic frame without a body");
     if (zmq_msg_more(&sub->msg)) {
         while (zmq_msg_more(&sub->msg) && zmq_msg_recv(&sub->msg, sub->sock, ZMQ_DONTWAIT) >= 0)
             ;
-        return malformed(sub, err, "a multi-part message");
+        return malformed(sub, err, "a message of more than two frames");
     }
+    uint64_t topic_id;
+    char letter = net_topic_decode(zmq_msg_data(&sub->topic), zmq_msg_size(&sub->topic), &topic_id);
     const uint8_t *data = zmq_msg_data(&sub->msg);
     size_t len = zmq_msg_size(&sub->msg);
-    if (net_clock_is_answer(data, len)) {
+    if (letter == NET_TOPIC_CLOCK) {
+        if (!net_clock_answer_decode(data, len, &(net_clock_answer){0}))
+            return malformed(sub, err, "a clock answer that does not decode");
         clock_take(sub, data, len, clock_of(CLOCK_REALTIME));
         return 0; /* not a batch: the caller asks again */
     }
+    if (letter == NET_TOPIC_SUMMARY)
+        return summary_take(sub, topic_id, data, len, err);
+    if (letter != NET_TOPIC_BATCH)
+        return malformed(sub, err, "an unknown topic");
     tp_batch_hdr h;
     err_msg why;
     char text[sizeof why.msg + 64];
@@ -406,6 +507,11 @@ int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, err_msg *err) {
     if (tp_batch_size(&h) != len) {
         snprintf(text, sizeof text, "a %zu-byte message holds a %zu-byte batch", len,
                  tp_batch_size(&h));
+        return malformed(sub, err, text);
+    }
+    if (h.producer != topic_id) {
+        snprintf(text, sizeof text, "a batch of producer %016llx under the topic of %016llx",
+                 (unsigned long long)h.producer, (unsigned long long)topic_id);
         return malformed(sub, err, text);
     }
     memset(m, 0, sizeof *m);

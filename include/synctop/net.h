@@ -18,6 +18,11 @@
  * reports up into the drop count it publishes and answers with a keyframe (the lost batches may
  * have carried strings and metadata). Subscription notices tell the publisher when a new viewer
  * arrives (the next batch is then a keyframe) and how many are connected.
+ *
+ * Each message is a topic frame and a body (docs/FORMAT.md): a batch goes under 'B' and its
+ * producer id, a relay's summary of a producer under 'S' and its id, a relay's clock answer under
+ * 'C'. A subscriber takes every producer's batches, or only the relays' summaries and the batches
+ * of the producers it watches; what nobody subscribes to is never sent.
  */
 #ifndef SYNCTOP_NET_H
 #define SYNCTOP_NET_H
@@ -92,6 +97,8 @@ typedef struct tp_pub_opts {
     int sndhwm;                  /* batches queued per subscriber; 0: 1000 */
     const tp_keypair *curve;     /* server keys (secret needed) or NULL */
     int insecure;                /* allow a non-loopback tcp endpoint without CURVE */
+    uint64_t producer;           /* the producer id its batches carry (0: learnt from the first
+                                    batch), so that a subscription to its topic counts before */
 } tp_pub_opts;
 
 tp_pub *tp_pub_new(const tp_pub_opts *opts, err_msg *err);
@@ -131,6 +138,44 @@ typedef struct tp_pub_stats {
 } tp_pub_stats;
 void tp_pub_stats_get(const tp_pub *pub, tp_pub_stats *out);
 
+/* ---- summaries ---- */
+
+/* What a relay says of one producer for one interval, computed from that producer's batches as the
+ * relay received them during the interval (not from the events' own times):
+ *  - busy_ns: per device, the union of its kernels, copies and memsets (as analysis/busy.c counts
+ *    GPU work), summed over devices;
+ *  - blocked_ns: per host thread, the union of its blocking API calls (TP_F_BLOCKING), summed over
+ *    threads (as the analysis counts host-blocked time).
+ * A span of a later interval that starts before the latest end already counted on its device or
+ * thread counts only from that end (a batch that arrives out of order counts short, never twice).
+ * Wire form (TP_SUMMARY_SIZE bytes, little-endian): magic u32 "STS1", version u16, size u16, then
+ * the u64 fields in the order below, then pid u32, rank i32, world i32, devices u32, host (64
+ * bytes, NUL-padded). */
+#define TP_SUMMARY_MAGIC 0x31535453u /* "STS1" as bytes */
+#define TP_SUMMARY_VERSION 1
+#define TP_SUMMARY_SIZE 184
+typedef struct tp_summary {
+    uint64_t producer;
+    uint64_t relay;        /* the relay that computed it (its clock answers carry the same id) */
+    uint64_t start_ns;     /* the interval's start, the relay's CLOCK_REALTIME */
+    uint64_t interval_ns;  /* its length */
+    uint64_t t_min, t_max; /* the events' span on the producer's trace clock (0, 0: none) */
+    uint64_t busy_ns, blocked_ns;
+    uint64_t events;       /* event records, as the batch headers count them */
+    uint64_t batches;
+    uint64_t missed;       /* batches the relay did not get (sequence gaps) */
+    uint64_t drops;        /* records the producer reported lost, cumulative over all sources */
+    uint32_t pid;          /* from its process record; 0, -1, -1 until one came */
+    int32_t rank, world;
+    uint32_t devices;      /* devices that did GPU work in the interval */
+    char host[65];         /* from its process record (printable ASCII), "" until one came */
+} tp_summary;
+/* Writes s in wire form; returns TP_SUMMARY_SIZE. */
+size_t tp_summary_encode(const tp_summary *s, uint8_t out[TP_SUMMARY_SIZE]);
+/* Reads the wire form: 0, ERR_VERSION for a newer version, or ERR_MALFORMED with a message
+ * (length, magic, span, busy time longer than the span on every device, host). */
+int tp_summary_decode(const void *buf, size_t len, tp_summary *out, err_msg *err);
+
 /* ---- subscriber ---- */
 
 typedef struct tp_sub tp_sub;
@@ -138,12 +183,18 @@ typedef struct tp_sub tp_sub;
 typedef struct tp_sub_opts {
     const char *server_key; /* the publishers' CURVE public key (Z85) or NULL */
     int rcvhwm;             /* 0: 10000 batches */
+    int summaries;          /* take the relays' summaries (tp_sub_summary_get) and, unless
+                               watching producers with tp_sub_watch, no batch at all */
 } tp_sub_opts;
 
 tp_sub *tp_sub_new(const tp_sub_opts *opts, err_msg *err);
 void tp_sub_destroy(tp_sub **sub);
 /* Connects to one more endpoint; ZeroMQ reconnects by itself when the publisher restarts. */
 int tp_sub_connect(tp_sub *sub, const char *endpoint, err_msg *err);
+/* Takes (watch 1) or stops taking (0) the batches of one producer, in summary mode; in the
+ * default mode every producer's batches come anyway. The subscription travels up to the
+ * publishers through any relays (the producer answers with a keyframe). */
+int tp_sub_watch(tp_sub *sub, uint64_t producer, int watch, err_msg *err);
 
 /* One received batch. data/len stay valid until the next tp_sub_recv or tp_sub_destroy. */
 typedef struct tp_sub_msg {
@@ -156,10 +207,11 @@ typedef struct tp_sub_msg {
 } tp_sub_msg;
 
 /* Waits up to timeout_ms (-1: forever, 0: poll) for a batch. Returns 1 with msg filled, 0 on
- * timeout (or when a signal interrupted the wait, or a relay's clock answer came instead of a
- * batch: it is taken here, see tp_sub_clock_get), or a negative code; a message that is not a
- * valid batch header is counted in stats, skipped, and reported as ERR_MALFORMED with a message
- * (the caller may go on receiving). Batches flagged TP_BF_SYNTHETIC never count as gaps. A gap is
+ * timeout (or when a signal interrupted the wait, or a relay's clock answer or summary came
+ * instead of a batch: it is taken here, see tp_sub_clock_get and tp_sub_summary_get), or a
+ * negative code; a message that is not [topic][body] with a valid batch (its header, its size,
+ * the producer its topic names), summary or clock answer as body is counted in stats, skipped, and
+ * reported as ERR_MALFORMED with a message (the caller may go on receiving). Batches flagged TP_BF_SYNTHETIC never count as gaps. A gap is
  * reported to the publishers, which answer with a keyframe. */
 int tp_sub_recv(tp_sub *sub, tp_sub_msg *msg, int timeout_ms, err_msg *err);
 
@@ -176,6 +228,8 @@ typedef struct tp_sub_producer {
 } tp_sub_producer;
 typedef struct tp_sub_stats {
     uint64_t received, missed, malformed, bytes;
+    uint64_t summaries;          /* relays' summaries taken (tp_sub_summary_get); a second relay's
+                                    of the same producer are not */
     size_t n_producers, n_ended;
     uint64_t handshakes;         /* connections a publisher accepted */
     uint64_t handshake_failures; /* connections refused in the handshake: a wrong --server-key,
@@ -190,6 +244,20 @@ int tp_sub_all_ended(const tp_sub *sub);
 /* The i-th producer seen so far (i < n_producers, in order of first sight; at most 4096 are
  * followed, later ones are delivered but not counted here); returns 0 or ERR_INVAL. */
 int tp_sub_producer_get(const tp_sub *sub, size_t i, tp_sub_producer *out);
+
+/* What the summaries of one producer said, taken by tp_sub_recv (which returns 0 for them). When
+ * two relays summarise the same producer, one relay's are taken, the other's ignored (not counted)
+ * until the first has been silent for three of its intervals. */
+typedef struct tp_sub_summary {
+    tp_summary last;    /* the latest one */
+    uint64_t summaries; /* how many came */
+    uint64_t interval_ns, span_ns, busy_ns, blocked_ns, events, batches, missed; /* their sums (span:
+                           t_max - t_min of each) */
+} tp_sub_summary;
+/* How many producers summaries came for (at most 4096 are followed). */
+size_t tp_sub_summary_count(const tp_sub *sub);
+/* The i-th of them, in order of first summary; 0 or ERR_INVAL. */
+int tp_sub_summary_get(const tp_sub *sub, size_t i, tp_sub_summary *out);
 
 /* ---- clocks of the hosts above, through relays ---- */
 
@@ -222,7 +290,8 @@ int tp_sub_clock_get(const tp_sub *sub, size_t i, tp_sub_clock *out);
  * unchanged, subscriptions and loss reports go up unchanged, so each process still learns of every
  * viewer (and answers with a keyframe) and of every batch a viewer lost on the way, through any
  * number of relays. It answers the clock requests of the subscribers below it with its host's
- * clock (see tp_sub_clock). Its endpoint follows the publisher's rules (loopback tcp, or keys, or
+ * clock (see tp_sub_clock). While a subscriber below wants summaries (subscribes to "S"), it takes
+ * the batches of its producers itself and publishes a tp_summary per producer and interval. Its endpoint follows the publisher's rules (loopback tcp, or keys, or
  * insecure; an ipc file path). */
 typedef struct tp_relay tp_relay;
 
@@ -238,6 +307,8 @@ typedef struct tp_relay_opts {
     const char *host;            /* the name its clock answers carry; NULL: this machine's host name */
     int64_t clock_skew_ns;       /* for tests only: added to the clock it answers with, so that one
                                     machine can play hosts whose clocks differ; 0 otherwise */
+    int summary_ms;              /* the summaries' interval; 0: 1000; -1: never summarise (a relay
+                                    fed by relays, which summarise their own producers) */
 } tp_relay_opts;
 
 tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err);
@@ -254,6 +325,10 @@ typedef struct tp_relay_stats {
     uint64_t batches, bytes; /* batches that went down to the subscribers */
     uint64_t subscribes;     /* subscriptions that went up (a viewer arriving, on any relay below) */
     uint64_t clock_answers;  /* clock requests it answered */
+    uint64_t summaries;      /* summaries it published */
+    uint64_t malformed;      /* messages from upstream that were dropped: not [topic][batch] with
+                                a valid batch header, or a batch its summaries could not decode */
+    int summarising;         /* a subscriber below wants summaries now */
     size_t upstreams;        /* publishers and relays connected to */
     int record_failed;       /* the recording stopped (tp_relay_destroy says why) */
 } tp_relay_stats;

@@ -1,7 +1,9 @@
 /*
  * synctop-testpub: a stand-in for the tracer in tests. It publishes a reproducible stream of
  * synthetic batches (synth.h) through the real publisher, so a test can regenerate the same events
- * from the seed and compare. The producer id is SEED + 1.
+ * from the seed and compare. The producer id is SEED + 1. With --producers N it plays N producers
+ * on one socket (ids SEED + 1 .. SEED + N, producer i generated from seed SEED + i, rank RANK + i),
+ * each sending its own N events, their batches in turn.
  *
  * stdout: a first line `endpoint=E` (the endpoint actually bound, once it is bound) and a final
  * line `sent=N dropped=M events=E`. Exit status 0, 1 on failure, 2 on bad usage.
@@ -24,7 +26,8 @@ static void usage(FILE *out) {
             "usage: synctop-testpub [--endpoint E] --events N [--batch EVENTS_PER_BATCH]\n"
             "       [--rate EVENTS_PER_SEC] [--seed S] [--wait-subscribers K]\n"
             "       [--curve-key FILE.key] [--insecure] [--sndhwm BATCHES] [--linger-ms MS]\n"
-            "       [--persistent-kernel] [--host NAME] [--rank N] [--clock-skew-ns NS]\n\n"
+            "       [--persistent-kernel] [--host NAME] [--rank N] [--clock-skew-ns NS]\n"
+            "       [--producers N]\n\n"
             "Publishes N synthetic events in batches (default 4096 events; the last batch is\n"
             "flagged END) on E (default: this process's ipc endpoint). --rate 0 (default): as\n"
             "fast as possible. --wait-subscribers K: wait up to 10 s for K subscribers first.\n"
@@ -33,7 +36,8 @@ static void usage(FILE *out) {
             "with the first event and runs past the last (a persistent NCCL kernel).\n"
             "--host, --rank: what its process record says (default gpu-node-07, rank 0);\n"
             "--clock-skew-ns: every time it sends is that far off (a host whose clock is).\n"
-            "The producer id is SEED + 1 (default seed 1).\n");
+            "The producer id is SEED + 1 (default seed 1). --producers N: N producers on this\n"
+            "socket, ids SEED+1..SEED+N, ranks RANK..RANK+N-1, N events each.\n");
 }
 
 static void sleep_s(double s) {
@@ -63,13 +67,13 @@ int main(int argc, char **argv) {
         {"sndhwm", required_argument, NULL, 'H'},   {"linger-ms", required_argument, NULL, 'l'},
         {"persistent-kernel", no_argument, NULL, 'P'}, {"help", no_argument, NULL, 'h'},
         {"host", required_argument, NULL, 'o'},      {"rank", required_argument, NULL, 'R'},
-        {"clock-skew-ns", required_argument, NULL, 'S'},
+        {"clock-skew-ns", required_argument, NULL, 'S'}, {"producers", required_argument, NULL, 'N'},
         {NULL, 0, NULL, 0}};
     const char *endpoint = NULL, *key_path = NULL, *host = NULL;
     uint64_t rank = 0;
     long long skew = 0;
     uint64_t events = UINT64_MAX, batch = 4096, rate = 0, seed = 1, wait_subs = 0, hwm = 0,
-             linger = 1000;
+             linger = 1000, n_prod = 1;
     int insecure = 0, persistent = 0, c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         int bad = 0;
@@ -94,6 +98,7 @@ int main(int argc, char **argv) {
         }
         case 'H': bad = parse_u64(optarg, &hwm) || hwm > 100000000; break;
         case 'l': bad = parse_u64(optarg, &linger) || linger > 3600000; break;
+        case 'N': bad = parse_u64(optarg, &n_prod) || n_prod == 0 || n_prod > 4096; break;
         case 'h': usage(stdout); return 0;
         default: bad = 1;
         }
@@ -114,7 +119,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     tp_pub_opts po = {.endpoint = endpoint, .sndhwm = (int)hwm,
-                      .curve = key_path != NULL ? &kp : NULL, .insecure = insecure};
+                      .curve = key_path != NULL ? &kp : NULL, .insecure = insecure, .producer = seed + 1};
     tp_pub *pub = tp_pub_new(&po, &err);
     if (pub == NULL) {
         fprintf(stderr, "synctop-testpub: %s\n", err.msg);
@@ -134,39 +139,55 @@ int main(int argc, char **argv) {
                     wait_subs);
     }
 
-    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = seed + 1});
-    if (enc == NULL) {
+    tp_enc **encs = calloc(n_prod, sizeof *encs);
+    synth *sys = calloc(n_prod, sizeof *sys);
+    uint64_t *lefts = calloc(n_prod, sizeof *lefts), first_ts = 0;
+    int status = encs == NULL || sys == NULL || lefts == NULL;
+    for (uint64_t i = 0; i < n_prod && status == 0; i++) {
+        if ((encs[i] = tp_enc_new(&(tp_enc_opts){.producer = seed + 1 + i})) == NULL)
+            status = 1;
+        synth_init(&sys[i], seed + i);
+        sys[i].host = host;
+        sys[i].rank = (int32_t)(rank + i);
+        sys[i].now = (uint64_t)((int64_t)sys[i].now + skew);
+        lefts[i] = events;
+    }
+    if (status != 0) {
         fprintf(stderr, "synctop-testpub: out of memory\n");
         tp_pub_destroy(&pub);
         return 1;
     }
-    synth sy;
-    synth_init(&sy, seed);
-    sy.host = host;
-    sy.rank = (int32_t)rank;
-    sy.now = (uint64_t)((int64_t)sy.now + skew);
+    first_ts = sys[0].now;
     tp_buf buf = {0};
-    uint64_t left = events, first_ts = sy.now;
+    uint64_t sent_events = 0, ended = 0;
     double t0 = cm_now_s();
-    int status = 0;
-    for (;;) {
+    for (uint64_t i = 0; ended < n_prod; i = (i + 1) % n_prod) {
+        if (lefts[i] == UINT64_MAX)
+            continue; /* it sent its last batch */
+        tp_enc *enc = encs[i];
+        synth *sy = &sys[i];
+        uint64_t left = lefts[i];
         int keyframe = 0;
         tp_pub_poll(pub, &keyframe);
         if (keyframe)
-            tp_enc_keyframe(enc);
+            for (uint64_t k = 0; k < n_prod; k++)
+                tp_enc_keyframe(encs[k]);
         size_t n = left < batch ? (size_t)left : (size_t)batch;
-        synth_fill(&sy, enc, n);
-        if (persistent && left > events / 2 && left - n <= events / 2) {
+        synth_fill(sy, enc, n);
+        if (persistent && i == 0 && left > events / 2 && left - n <= events / 2) {
             tp_record rec;
             memset(&rec, 0, sizeof rec);
             rec.kernel = (tp_kernel){.kind = TP_K_KERNEL, .device = 0, .stream = 99, .start = first_ts,
-                                     .end = sy.now + 3600000000000ull, .correlation = 0,
+                                     .end = sy->now + 3600000000000ull, .correlation = 0,
                                      .name = tp_enc_intern_cstr(enc, "ncclKernel_persistent"),
                                      .grid = {1, 1, 1}, .block = {1, 1, 1}};
             tp_enc_add(enc, &rec);
         }
         left -= n;
         int last = left == 0;
+        lefts[i] = last ? UINT64_MAX : left;
+        sent_events += n;
+        ended += last;
         if (tp_enc_finish_flags(enc, last ? TP_BF_END : 0, &buf) < 0) {
             fprintf(stderr, "synctop-testpub: cannot encode a batch\n");
             status = 1;
@@ -181,17 +202,19 @@ int main(int argc, char **argv) {
             status = 1;
             break;
         }
-        if (last)
-            break;
-        if (rate > 0)
-            sleep_s(t0 + (double)(events - left) / (double)rate - cm_now_s());
+        if (rate > 0 && ended < n_prod)
+            sleep_s(t0 + (double)sent_events / (double)rate - cm_now_s());
     }
     tp_pub_stats st;
     tp_pub_stats_get(pub, &st);
     tp_buf_free(&buf);
-    tp_enc_destroy(&enc);
+    for (uint64_t i = 0; i < n_prod; i++)
+        tp_enc_destroy(&encs[i]);
+    free(encs);
+    free(sys);
+    free(lefts);
     tp_pub_destroy(&pub); /* waits up to --linger-ms for queued batches */
     printf("sent=%" PRIu64 " dropped=%" PRIu64 " events=%" PRIu64 "\n", st.sent, st.dropped,
-           events);
+           events * n_prod);
     return status;
 }

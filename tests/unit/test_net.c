@@ -691,10 +691,21 @@ static void *raw_xpub(void *ctx, const char *ep) {
     return x;
 }
 
+/* Waits for the subscriber's subscription to batches ("B"). */
 static void raw_wait_subscription(void *x) {
-    uint8_t note[8];
-    ASSERT_EQ(zmq_recv(x, note, sizeof note, 0), 1);
+    uint8_t note[32];
+    int n;
+    while ((n = zmq_recv(x, note, sizeof note, 0)) != 2 || note[1] != 'B')
+        ASSERT_GT(n, 0);
     ASSERT_EQ(note[0], 1);
+}
+
+/* Sends one frame under the batch topic of producer. */
+static void raw_send_topic(void *x, uint64_t producer) {
+    uint8_t t[9] = {'B'};
+    for (int k = 0; k < 8; k++)
+        t[1 + k] = (uint8_t)(producer >> (8 * k));
+    ASSERT_EQ(zmq_send(x, t, sizeof t, ZMQ_SNDMORE), (int)sizeof t);
 }
 
 TEST(malformed_messages_counted_and_skipped) {
@@ -714,16 +725,27 @@ TEST(malformed_messages_counted_and_skipped) {
     uint8_t bad[256];
     memcpy(bad, b.data, TP_BATCH_HDR_SIZE);
     bad[20] ^= 1; /* header checksum no longer matches */
+    raw_send_topic(x, 9);
     ASSERT_EQ(zmq_send(x, "hello", 5, 0), 5);
+    raw_send_topic(x, 9);
     ASSERT_EQ(zmq_send(x, bad, TP_BATCH_HDR_SIZE, 0), TP_BATCH_HDR_SIZE);
+    raw_send_topic(x, 9);
     ASSERT_EQ(zmq_send(x, b.data, b.len, ZMQ_SNDMORE), (int)b.len);
     ASSERT_EQ(zmq_send(x, "x", 1, 0), 1);
-    ASSERT_OK(tp_buf_append(&b, "!", 1)); /* one byte more than the batch */
+    uint8_t lone[9] = {'B', 9}; /* a topic frame alone */
+    ASSERT_EQ(zmq_send(x, lone, sizeof lone, 0), (int)sizeof lone);
+    raw_send_topic(x, 9); /* a topic and a body too short for a batch */
+    ASSERT_EQ(zmq_send(x, "B", 1, 0), 1);
+    raw_send_topic(x, 10); /* the batch of producer 9 under producer 10's topic */
     ASSERT_EQ(zmq_send(x, b.data, b.len, 0), (int)b.len);
+    ASSERT_OK(tp_buf_append(&b, "!", 1)); /* one byte more than the batch */
+    raw_send_topic(x, 9);
+    ASSERT_EQ(zmq_send(x, b.data, b.len, 0), (int)b.len);
+    raw_send_topic(x, 9);
     ASSERT_EQ(zmq_send(x, b.data, b.len - 1, 0), (int)b.len - 1);
 
     tp_sub_msg m;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 7; i++) {
         err_msg err = {{0}};
         ASSERT_EQ(tp_sub_recv(sub, &m, 10000, &err), ERR_MALFORMED);
         ASSERT_STR_CONTAINS(err.msg, "not a synctop batch");
@@ -738,10 +760,138 @@ TEST(malformed_messages_counted_and_skipped) {
     tp_dec_free(&d);
     tp_sub_stats st;
     tp_sub_stats_get(sub, &st);
-    ASSERT_UEQ(st.malformed, 4);
+    ASSERT_UEQ(st.malformed, 7);
     ASSERT_UEQ(st.received, 1);
     tp_buf_free(&b);
     tp_enc_destroy(&enc);
+    tp_sub_destroy(&sub);
+    zmq_close(x);
+    zmq_ctx_term(ctx);
+}
+
+/* Summaries come from whoever is upstream, so each is checked before it counts: one under another
+ * producer's topic, a bad magic, a short one, a newer version, busy time longer than its span on
+ * its one device, a host name that is not printable and one that is not NUL-padded are counted
+ * as malformed and dropped; a sound one is taken whole. */
+TEST(malformed_summaries_counted_and_dropped) {
+    void *ctx = zmq_ctx_new();
+    const char *ep = ipc_endpoint("sums.sock");
+    void *x = raw_xpub(ctx, ep);
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
+    ASSERT_NOT_NULL(sub);
+    sub_connect(sub, ep);
+    uint8_t note[32];
+    int n;
+    while ((n = zmq_recv(x, note, sizeof note, 0)) != 2 || note[1] != 'S')
+        ASSERT_GT(n, 0);
+    tp_summary good = {.producer = 77, .relay = 5, .start_ns = 1700000000000000000ull, .interval_ns = 1000000000,
+                       .t_min = 1000, .t_max = 2000, .busy_ns = 600, .blocked_ns = 300, .events = 12, .batches = 2,
+                       .missed = 1, .drops = 4, .pid = 99, .rank = 3, .world = 8, .devices = 1, .host = "node-a"};
+    uint8_t w[TP_SUMMARY_SIZE + 1];
+    uint8_t t77[9] = {'S', 77}, t78[9] = {'S', 78};
+#define SEND(T, BODY, LEN)                                                                          \
+    do {                                                                                           \
+        ASSERT_EQ(zmq_send(x, (T), 9, ZMQ_SNDMORE), 9);                                            \
+        ASSERT_EQ(zmq_send(x, (BODY), (LEN), 0), (int)(LEN));                                      \
+    } while (0)
+    tp_summary_encode(&good, w);
+    SEND(t78, w, TP_SUMMARY_SIZE); /* another producer's topic */
+    w[0] ^= 1;
+    SEND(t77, w, TP_SUMMARY_SIZE); /* magic */
+    w[0] ^= 1;
+    SEND(t77, w, TP_SUMMARY_SIZE - 1); /* short */
+    w[4] = 2;
+    SEND(t77, w, TP_SUMMARY_SIZE); /* version 2 */
+    w[4] = 1;
+    tp_summary bad = good;
+    bad.busy_ns = 1001;
+    tp_summary_encode(&bad, w);
+    SEND(t77, w, TP_SUMMARY_SIZE); /* busy beyond the span */
+    tp_summary_encode(&good, w);
+    w[8 + 96 + 16 + 2] = 0x07;
+    SEND(t77, w, TP_SUMMARY_SIZE); /* host: a control byte */
+    tp_summary_encode(&good, w);
+    w[8 + 96 + 16 + 40] = 'x';
+    SEND(t77, w, TP_SUMMARY_SIZE); /* host: not NUL-padded */
+    tp_summary_encode(&good, w);
+    SEND(t77, w, TP_SUMMARY_SIZE);
+#undef SEND
+    tp_sub_stats st = {0};
+    for (int i = 0; i < 200 && st.summaries + st.malformed < 8; i++) {
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 50, &err), 0);
+        tp_sub_stats_get(sub, &st);
+    }
+    ASSERT_UEQ(st.malformed, 7);
+    ASSERT_UEQ(st.summaries, 1);
+    ASSERT_UEQ(st.received, 0);
+    ASSERT_EQ(tp_sub_summary_count(sub), 1);
+    tp_sub_summary got;
+    ASSERT_OK(tp_sub_summary_get(sub, 0, &got));
+    ASSERT_NE(tp_sub_summary_get(sub, 1, &got), 0);
+    ASSERT_OK(tp_sub_summary_get(sub, 0, &got));
+    const uint64_t a[12] = {got.last.producer, got.last.relay, got.last.start_ns, got.last.interval_ns,
+                            got.last.t_min, got.last.t_max, got.last.busy_ns, got.last.blocked_ns,
+                            got.last.events, got.last.batches, got.last.missed, got.last.drops};
+    const uint64_t b[12] = {77, 5, 1700000000000000000ull, 1000000000, 1000, 2000, 600, 300, 12, 2, 1, 4};
+    for (int i = 0; i < 12; i++)
+        ASSERT_UEQ(a[i], b[i]);
+    ASSERT_UEQ(got.last.pid, 99);
+    ASSERT_EQ(got.last.rank, 3);
+    ASSERT_EQ(got.last.world, 8);
+    ASSERT_UEQ(got.last.devices, 1);
+    ASSERT_STR_EQ(got.last.host, "node-a");
+    ASSERT_UEQ(got.summaries, 1);
+    ASSERT_UEQ(got.busy_ns, 600);
+    ASSERT_UEQ(got.span_ns, 1000);
+    ASSERT_UEQ(got.missed, 1);
+    tp_sub_destroy(&sub);
+    zmq_close(x);
+    zmq_ctx_term(ctx);
+}
+
+/* Two relays that summarise the same producer (a relay fed by a relay, both summarising): the
+ * viewer takes one relay's summaries and not the other's, so nothing is counted twice. */
+TEST(summaries_of_one_producer_are_taken_from_one_relay) {
+    void *ctx = zmq_ctx_new();
+    const char *ep = ipc_endpoint("two-relays.sock");
+    void *x = raw_xpub(ctx, ep);
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
+    ASSERT_NOT_NULL(sub);
+    sub_connect(sub, ep);
+    uint8_t note[32];
+    int n;
+    while ((n = zmq_recv(x, note, sizeof note, 0)) != 2 || note[1] != 'S')
+        ASSERT_GT(n, 0);
+    uint8_t t[9] = {'S', 12}, w[TP_SUMMARY_SIZE];
+    for (int i = 0; i < 6; i++) {
+        tp_summary s = {.producer = 12, .relay = 100 + (uint64_t)(i & 1), .interval_ns = 1000000000,
+                        .t_min = 0, .t_max = 1000, .busy_ns = 10, .devices = 1, .events = 7};
+        tp_summary_encode(&s, w);
+        ASSERT_EQ(zmq_send(x, t, 9, ZMQ_SNDMORE), 9);
+        ASSERT_EQ(zmq_send(x, w, sizeof w, 0), (int)sizeof w);
+    }
+    tp_sub_summary got = {0};
+    for (int i = 0; i < 100 && tp_sub_summary_count(sub) == 0; i++) {
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 50, &err), 0);
+    }
+    for (int i = 0; i < 10; i++) {
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 20, &err), 0);
+    }
+    ASSERT_EQ(tp_sub_summary_count(sub), 1);
+    ASSERT_OK(tp_sub_summary_get(sub, 0, &got));
+    ASSERT_UEQ(got.summaries, 3);
+    ASSERT_UEQ(got.last.relay, 100);
+    ASSERT_UEQ(got.events, 21);
+    ASSERT_UEQ(got.busy_ns, 30);
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_UEQ(st.summaries, 3);
+    ASSERT_UEQ(st.malformed, 0);
     tp_sub_destroy(&sub);
     zmq_close(x);
     zmq_ctx_term(ctx);
@@ -759,6 +909,7 @@ TEST(sub_tracks_a_bounded_number_of_producers) {
     for (uint64_t i = 1; i <= N; i++) {
         tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = i});
         ASSERT_OK(tp_enc_finish(enc, &b));
+        raw_send_topic(x, i);
         ASSERT_EQ(zmq_send(x, b.data, b.len, 0), (int)b.len);
         tp_enc_destroy(&enc);
     }

@@ -5,7 +5,8 @@
  * number of events its seed makes; a viewer that arrives late must still be able to decode (its
  * subscription went up and the publishers answered with a keyframe). Clock offsets between hosts
  * are checked against skews the test gives the relays (SYNCTOP_TEST_CLOCK_SKEW_NS), never against
- * what synctop said before.
+ * what synctop said before. The relays' summaries are checked against what the generator makes
+ * (synth.h), recomputed here from its records.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -539,8 +540,8 @@ TEST(clock_offsets_of_hosts_are_measured_through_two_relays) {
 
 /* Clock answers come from whoever is upstream, so they are checked: an answer to a request this
  * subscriber did not make, one that claims the relay held the request longer than the round trip
- * took, one with a host name that is not printable, and ones whose lengths disagree are ignored;
- * a sound one is taken. The "relay" here is a bare XPUB socket that answers by hand. */
+ * took, one with a host name that is not printable, and ones whose lengths disagree are ignored
+ * (those that do not decode are counted as malformed); a sound one is taken. The "relay" here is a bare XPUB socket that answers by hand. */
 TEST(forged_clock_answers_are_ignored) {
     err_msg err = {{0}};
     void *ctx = zmq_ctx_new();
@@ -584,6 +585,7 @@ TEST(forged_clock_answers_are_ignored) {
         msg[46] = (uint8_t)(HLEN);                                                                 \
         memcpy(msg + 47, (HOST), strlen(HOST));                                                    \
         len = 47 + strlen(HOST);                                                                   \
+        ASSERT_EQ(zmq_send(x, "C", 1, ZMQ_SNDMORE), 1);                                            \
         ASSERT_EQ(zmq_send(x, msg, len, 0), (int)len);                                             \
     } while (0)
     ANSWER(nonce + 1000, t, t, 1, "wrong-nonce", 11);
@@ -636,6 +638,7 @@ TEST(forged_clock_answers_are_ignored) {
                 msg[14 + 8 * j + k] = (uint8_t)(f_[j] >> (8 * k));
         msg[46] = 5;
         memcpy(msg + 47, "sound", 5);
+        ASSERT_EQ(zmq_send(x, "C", 1, ZMQ_SNDMORE), 1);
         ASSERT_EQ(zmq_send(x, msg, 52, 0), 52);
     }
     for (int i = 0; i < 100; i++) {
@@ -650,7 +653,7 @@ TEST(forged_clock_answers_are_ignored) {
     ASSERT_EQ(tp_sub_clock_count(sub), 1);
     tp_sub_stats st;
     tp_sub_stats_get(sub, &st);
-    ASSERT_UEQ(st.malformed, 0);
+    ASSERT_UEQ(st.malformed, 4); /* t2 before t1, the host, the lengths, no host: not answers at all */
     ASSERT_UEQ(st.received, 0);
     tp_sub_destroy(&sub);
     zmq_close(x);
@@ -939,4 +942,344 @@ TEST(clock_offsets_across_network_namespaces) {
         TASK_FAIL_("the two hosts' script ended with %d:\n%s\nreport: %s", rc, slurp(task_path("hosts.err")),
                    slurp(task_path("report.err")));
     check_ranks_json(slurp(task_path("report.json")), host, skew, 90);
+}
+
+/* ---- summaries ---- */
+
+/* What a testpub producer of this seed sends in `events` events, from the generator itself: per
+ * device the union of its kernels, copies and memsets, per thread the union of its blocking calls
+ * (each merged after sorting by start). */
+typedef struct expect {
+    uint64_t busy_ns, blocked_ns, events;
+} expect;
+
+static int by_start(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1; /* key (device or thread) */
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+static uint64_t merged(uint64_t (*v)[3], size_t n) {
+    qsort(v, n, sizeof *v, by_start);
+    uint64_t total = 0, cs = 0, ce = 0, key = 0;
+    int open = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (open && v[i][0] == key && v[i][1] <= ce) {
+            if (v[i][2] > ce)
+                ce = v[i][2];
+            continue;
+        }
+        if (open)
+            total += ce - cs;
+        key = v[i][0];
+        cs = v[i][1];
+        ce = v[i][2];
+        open = 1;
+    }
+    return open ? total + ce - cs : total;
+}
+
+static expect expect_of(int seed, size_t events) {
+    synth sy;
+    synth_init(&sy, (uint64_t)seed);
+    tp_enc *enc = tp_enc_new(NULL);
+    ASSERT_NOT_NULL(enc);
+    synth_meta(&sy, enc);
+    uint64_t (*gpu)[3] = calloc(events, sizeof *gpu), (*blk)[3] = calloc(events, sizeof *blk);
+    ASSERT(gpu != NULL && blk != NULL);
+    size_t ng = 0, nb = 0;
+    for (size_t i = 0; i < events; i++) {
+        tp_record r;
+        synth_next(&sy, enc, &r);
+        if (r.head.kind == TP_K_KERNEL)
+            memcpy(gpu[ng++], (uint64_t[3]){r.kernel.device, r.kernel.start, r.kernel.end}, sizeof *gpu);
+        else if (r.head.kind == TP_K_MEMCPY)
+            memcpy(gpu[ng++], (uint64_t[3]){r.memcpy.device, r.memcpy.start, r.memcpy.end}, sizeof *gpu);
+        else if (r.head.kind == TP_K_MEMSET)
+            memcpy(gpu[ng++], (uint64_t[3]){r.memset.device, r.memset.start, r.memset.end}, sizeof *gpu);
+        else if (r.head.kind == TP_K_API && (r.api.flags & TP_F_BLOCKING))
+            memcpy(blk[nb++], (uint64_t[3]){r.api.tid, r.api.start, r.api.end}, sizeof *blk);
+    }
+    expect e = {merged(gpu, ng), merged(blk, nb), events};
+    free(gpu);
+    free(blk);
+    tp_enc_destroy(&enc);
+    return e;
+}
+
+/* A testpub playing three producers (seeds 30, 31, 32: ids 31, 32, 33, ranks 5, 6, 7) at a rate
+ * that keeps it publishing for about five seconds. Batches of 540 events are whole steps of the
+ * generator (54 events), so no batch holds work that starts before the previous batch's. */
+static pid_t three_producers(const char *out_name) {
+    const char *argv[] = {testpub_path(), "--producers", "3", "--events", "5400", "--batch", "540", "--seed", "30",
+                          "--rate", "3200", "--host", "node-s", "--rank", "5", "--wait-subscribers", "1", NULL};
+    char err[PATH_MAX + 8];
+    snprintf(err, sizeof err, "%s.err", task_path(out_name));
+    return task_spawn(argv, task_path(out_name), err);
+}
+
+/* A summary-only viewer through a relay gets a summary of every producer and no batch; their
+ * busy and blocked times, events and identities add up to what the generator made. Then it
+ * watches one producer: exactly that producer's batches come, and once it stops watching, none. */
+TEST(summary_only_viewer_gets_every_producer_summarised_and_chosen_batches) {
+    private_endpoints();
+    relay_proc r;
+    relay_start(&r, "relay", (const char *[]){"--summary-ms", "200", NULL});
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, r.endpoint, &err));
+    pid_t p = three_producers("pub.out");
+    /* phase 1: summaries of all three, and nothing else */
+    time_t t0 = time(NULL);
+    while (tp_sub_summary_count(sub) < 3) {
+        ASSERT_LT(time(NULL) - t0, 30);
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 100, &err), 0);
+    }
+    /* phase 2: watch producer 32 until three of its batches came, then stop watching */
+    ASSERT_OK(tp_sub_watch(sub, 32, 1, &err));
+    uint64_t seen = 0, last_seq = 0;
+    while (seen < 3) {
+        ASSERT_LT(time(NULL) - t0, 30);
+        tp_sub_msg m;
+        int rc = tp_sub_recv(sub, &m, 100, &err);
+        ASSERT_GE(rc, 0);
+        if (rc == 1) {
+            ASSERT_UEQ(m.hdr.producer, 32);
+            if (seen > 0)
+                ASSERT_UEQ(m.hdr.seq, last_seq + 1);
+            last_seq = m.hdr.seq;
+            seen++;
+        }
+    }
+    ASSERT_OK(tp_sub_watch(sub, 32, 0, &err));
+    /* what was on its way when it stopped may still come, within a moment */
+    for (int i = 0; i < 5; i++) {
+        tp_sub_msg m;
+        if (tp_sub_recv(sub, &m, 100, &err) == 1)
+            ASSERT_UEQ(m.hdr.producer, 32);
+    }
+    tp_sub_stats before;
+    tp_sub_stats_get(sub, &before);
+    tp_sub_summary s32;
+    for (size_t i = 0; i < tp_sub_summary_count(sub); i++) {
+        ASSERT_OK(tp_sub_summary_get(sub, i, &s32));
+        if (s32.last.producer == 32)
+            break;
+    }
+    uint64_t events_then = s32.events;
+    /* phase 3: the rest of the run in summaries only, until every producer's events are in */
+    const expect want[3] = {expect_of(30, 5400), expect_of(31, 5400), expect_of(32, 5400)};
+    for (;;) {
+        ASSERT_LT(time(NULL) - t0, 60);
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 100, &err), 0);
+        uint64_t total = 0;
+        for (size_t i = 0; i < tp_sub_summary_count(sub); i++) {
+            tp_sub_summary x;
+            ASSERT_OK(tp_sub_summary_get(sub, i, &x));
+            total += x.events;
+        }
+        if (total >= 3 * 5400)
+            break;
+    }
+    ASSERT_EQ(task_wait_exit(p, 30), 0);
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_UEQ(st.received, before.received); /* no batch after it stopped watching */
+    ASSERT_UEQ(st.malformed, 0);
+    ASSERT_EQ(tp_sub_summary_count(sub), 3);
+    for (size_t i = 0; i < 3; i++) {
+        tp_sub_summary x;
+        ASSERT_OK(tp_sub_summary_get(sub, i, &x));
+        ASSERT(x.last.producer >= 31 && x.last.producer <= 33);
+        size_t k = (size_t)(x.last.producer - 31);
+        ASSERT_UEQ(x.events, want[k].events);
+        ASSERT_UEQ(x.busy_ns, want[k].busy_ns);
+        ASSERT_UEQ(x.blocked_ns, want[k].blocked_ns);
+        ASSERT_UEQ(x.missed, 0);
+        ASSERT_UEQ(x.batches, 10);
+        ASSERT_EQ(x.last.rank, 5 + (int)k);
+        ASSERT_UEQ(x.last.pid, 4242);
+        ASSERT_STR_EQ(x.last.host, "node-s");
+        ASSERT_UEQ(x.last.interval_ns, 200000000);
+        ASSERT_GE(x.summaries, 2); /* five seconds of publishing in 200 ms intervals */
+        if (x.last.producer == 32)
+            ASSERT_GT(x.events, events_then); /* it went on sending after the viewer stopped watching */
+    }
+    /* the GPU was busy a good part of the time: the comparison is not between zeros */
+    ASSERT_GT(want[0].busy_ns, 1000000);
+    ASSERT_GT(want[0].blocked_ns, 1000000);
+    tp_sub_destroy(&sub);
+    const char *said = relay_stop(&r);
+    ASSERT_STR_CONTAINS(said, "0 malformed messages dropped");
+    ASSERT(strstr(said, " 0 summaries published") == NULL);
+}
+
+/* A publisher of the node that sends what is not [topic][batch] (a lone frame, a body that is no
+ * batch, a batch under another producer's topic, three frames): the relay that summarises counts
+ * each and drops it, and goes on summarising the sound batch among them. The publisher is a bare
+ * XPUB socket on this process's own endpoint, which the relay finds as it finds traced processes. */
+TEST(relay_drops_and_counts_bad_messages_from_upstream) {
+    private_endpoints();
+    char ep[TP_ENDPOINT_MAX];
+    err_msg err = {{0}};
+    ASSERT_OK(tp_endpoint_for_pid((long)getpid(), ep, sizeof ep, &err));
+    void *ctx = zmq_ctx_new();
+    void *x = zmq_socket(ctx, ZMQ_XPUB);
+    ASSERT_NOT_NULL(x);
+    int zero = 0, timeout = 20000;
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_LINGER, &zero, sizeof zero));
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_RCVTIMEO, &timeout, sizeof timeout));
+    ASSERT_OK(zmq_bind(x, ep));
+    relay_proc r;
+    relay_start(&r, "relay", (const char *[]){"--summary-ms", "100", NULL});
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, r.endpoint, &err));
+    /* the relay's summaries take every batch: its subscription to "B" comes up */
+    uint8_t note[64];
+    int n;
+    while ((n = zmq_recv(x, note, sizeof note, 0)) != 2 || note[0] != 1 || note[1] != 'B') {
+        ASSERT_GT(n, 0);
+        tp_sub_msg m;
+        tp_sub_recv(sub, &m, 0, &err);
+    }
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 9});
+    synth sy;
+    synth_init(&sy, 9);
+    synth_fill(&sy, enc, 540);
+    tp_buf b = {0};
+    ASSERT_OK(tp_enc_finish(enc, &b));
+    uint8_t t9[9] = {'B', 9}, t5[9] = {'B', 5};
+    ASSERT_EQ(zmq_send(x, t9, 9, 0), 9); /* a topic alone */
+    ASSERT_EQ(zmq_send(x, t9, 9, ZMQ_SNDMORE), 9);
+    ASSERT_EQ(zmq_send(x, "not a batch", 11, 0), 11);
+    ASSERT_EQ(zmq_send(x, t5, 9, ZMQ_SNDMORE), 9); /* producer 9's batch under 5's topic */
+    ASSERT_EQ(zmq_send(x, b.data, b.len, 0), (int)b.len);
+    ASSERT_EQ(zmq_send(x, t9, 9, ZMQ_SNDMORE), 9);
+    ASSERT_EQ(zmq_send(x, b.data, b.len, ZMQ_SNDMORE), (int)b.len);
+    ASSERT_EQ(zmq_send(x, "x", 1, 0), 1);
+    ASSERT_EQ(zmq_send(x, t9, 9, ZMQ_SNDMORE), 9); /* and a sound one */
+    ASSERT_EQ(zmq_send(x, b.data, b.len, 0), (int)b.len);
+    time_t t0 = time(NULL);
+    tp_sub_summary s = {0};
+    while (s.events < 540) {
+        ASSERT_LT(time(NULL) - t0, 20);
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 100, &err), 0);
+        if (tp_sub_summary_count(sub) > 0)
+            ASSERT_OK(tp_sub_summary_get(sub, 0, &s));
+    }
+    ASSERT_EQ(tp_sub_summary_count(sub), 1);
+    ASSERT_UEQ(s.last.producer, 9);
+    ASSERT_UEQ(s.events, 540);
+    ASSERT_UEQ(s.batches, 1);
+    ASSERT_UEQ(s.busy_ns, expect_of(9, 540).busy_ns);
+    tp_sub_destroy(&sub);
+    ASSERT_STR_CONTAINS(relay_stop(&r), "; 4 malformed messages dropped");
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+    zmq_close(x);
+    zmq_ctx_term(ctx);
+}
+
+/* The number after "key": in the object of text that starts at from. */
+static uint64_t json_u64(const char *from, const char *key) {
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *at = strstr(from, k), *end = strchr(from, '}');
+    ASSERT(at != NULL && end != NULL && at < end);
+    return strtoull(at + strlen(k), NULL, 10);
+}
+
+/* `synctop report --ranks --summary` through a relay, as a user runs it: one row per producer,
+ * whose figures add up to what the generator made. */
+TEST(report_summary_prints_each_rank_from_summaries_alone) {
+    private_endpoints();
+    relay_proc r;
+    relay_start(&r, "relay", (const char *[]){"--summary-ms", "250", NULL});
+    const char *argv[] = {task_synctop(), "report", "--ranks", "--summary", "--for", "12", "--format", "json",
+                          r.endpoint, NULL};
+    pid_t rep = task_spawn(argv, task_path("report.json"), task_path("report.err"));
+    pid_t p = three_producers("pub.out");
+    ASSERT_EQ(task_wait_exit(p, 30), 0);
+    ASSERT_EQ(task_wait_exit(rep, 30), 0);
+    char json[1 << 14];
+    snprintf(json, sizeof json, "%s", slurp(task_path("report.json")));
+    for (int k = 0; k < 3; k++) {
+        char id[64];
+        snprintf(id, sizeof id, "\"producer\":\"%016x\"", 31 + k);
+        const char *at = strstr(json, id);
+        if (at == NULL)
+            TASK_FAIL_("no %s in %s", id, json);
+        expect e = expect_of(30 + k, 5400);
+        ASSERT_UEQ(json_u64(at, "events"), e.events);
+        ASSERT_UEQ(json_u64(at, "busy_ns"), e.busy_ns);
+        ASSERT_UEQ(json_u64(at, "blocked_ns"), e.blocked_ns);
+        ASSERT_UEQ(json_u64(at, "rank"), 5 + (uint64_t)k);
+        ASSERT_STR_CONTAINS(at, "\"host\":\"node-s\"");
+    }
+    ASSERT_STR_CONTAINS(json, "\"malformed\":0}");
+    relay_stop(&r);
+}
+
+/* A relay takes its node's batches for summaries only while a subscriber below wants summaries:
+ * before one comes and after it goes, no subscription to batches reaches the processes (an
+ * on-demand tracer stays, or goes back, dormant). The process is a bare XPUB socket on this
+ * process's endpoint, which sees every subscription and unsubscription that comes up. */
+TEST(relay_takes_batches_for_summaries_only_while_someone_wants_them) {
+    private_endpoints();
+    char ep[TP_ENDPOINT_MAX];
+    err_msg err = {{0}};
+    ASSERT_OK(tp_endpoint_for_pid((long)getpid(), ep, sizeof ep, &err));
+    void *ctx = zmq_ctx_new();
+    void *x = zmq_socket(ctx, ZMQ_XPUB);
+    ASSERT_NOT_NULL(x);
+    int zero = 0, timeout = 200;
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_LINGER, &zero, sizeof zero));
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_RCVTIMEO, &timeout, sizeof timeout));
+    ASSERT_OK(zmq_bind(x, ep));
+    relay_proc r;
+    relay_start(&r, "relay", NULL);
+    /* a summary viewer comes: its subscription goes up, and the relay's to every batch */
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, r.endpoint, &err));
+    uint8_t note[64];
+    int seen_s = 0, seen_b = 0;
+    time_t t0 = time(NULL);
+    while (!(seen_s && seen_b)) {
+        ASSERT_LT(time(NULL) - t0, 20);
+        int n = zmq_recv(x, note, sizeof note, 0);
+        seen_s |= n == 2 && note[0] == 1 && note[1] == 'S';
+        if (n == 2 && note[0] == 1 && note[1] == 'B')
+            seen_b = 1;
+        ASSERT(!(n == 2 && note[0] == 0 && note[1] == 'B'));
+    }
+    /* it goes: the relay lets go of the batches */
+    tp_sub_destroy(&sub);
+    int gone_b = 0;
+    while (!gone_b) {
+        ASSERT_LT(time(NULL) - t0, 20);
+        int n = zmq_recv(x, note, sizeof note, 0);
+        gone_b = n == 2 && note[0] == 0 && note[1] == 'B';
+    }
+    /* a raw viewer does not make the relay summarise: only its own subscription to "B" comes */
+    tp_sub *raw = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(raw);
+    ASSERT_OK(tp_sub_connect(raw, r.endpoint, &err));
+    int subs_b = 0;
+    time_t t1 = time(NULL);
+    while (time(NULL) - t1 < 2) {
+        int n = zmq_recv(x, note, sizeof note, 0);
+        subs_b += n == 2 && note[0] == 1 && note[1] == 'B';
+    }
+    ASSERT_EQ(subs_b, 1);
+    tp_sub_destroy(&raw);
+    ASSERT_STR_CONTAINS(relay_stop(&r), " 0 summaries published");
+    zmq_close(x);
+    zmq_ctx_term(ctx);
 }

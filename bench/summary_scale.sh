@@ -1,0 +1,94 @@
+#!/bin/sh
+# Summary-only against raw subscriptions for a large job: RANKS simulated ranks (synctop-testpub
+# processes playing --producers each, every one a distinct producer on the wire) behind one
+# `synctop relay`, and one `synctop report --ranks` live on the relay for SECONDS, first with
+# --summary (the relay's once-a-second summaries only), then taking every raw batch. Prints per
+# mode the bytes per second per rank that went down the relay's socket (summaries: topic and body
+# frames, 9 + 184 bytes each; raw: the batches' bytes as the relay counts them, plus their 9-byte
+# topic frames) and the subscriber's peak RSS.
+#
+#   bench/summary_scale.sh [RANKS [SECONDS [EVENTS_PER_S_PER_RANK]]]   (default 1024 10 200)
+#
+# Needs a Release build (build/synctop, build/tests/synctop-testpub).
+set -eu
+cd "$(dirname "$0")/.."
+ranks=${1:-1024}
+secs=${2:-10}
+rate=${3:-200}
+per_proc=128
+[ "$ranks" -ge "$per_proc" ] || per_proc=$ranks
+procs=$(((ranks + per_proc - 1) / per_proc))
+synctop=$PWD/build/synctop
+testpub=$PWD/build/tests/synctop-testpub
+for b in "$synctop" "$testpub"; do
+    [ -x "$b" ] || { echo "summary_scale: no $b: build it first (./bootstrap)" >&2; exit 1; }
+done
+tmp=$(mktemp -d)
+pids=""
+cleanup() {
+    for p in $pids; do kill "$p" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+# run MODE: a fresh relay and fresh producers, one subscriber for $secs seconds
+run() {
+    mode=$1
+    dir=$tmp/$mode
+    mkdir -p "$dir"
+    chmod 700 "$dir"
+    XDG_RUNTIME_DIR=$dir "$synctop" relay --listen tcp://127.0.0.1:0 --quiet 2>"$dir/relay.err" &
+    relay=$!
+    pids="$pids $relay"
+    i=0
+    while ! grep -q "listening on" "$dir/relay.err" 2>/dev/null; do
+        i=$((i + 1))
+        [ "$i" -lt 200 ] || { cat "$dir/relay.err" >&2; exit 1; }
+        sleep 0.05
+    done
+    ep=$(grep -o 'tcp://127.0.0.1:[0-9]*' "$dir/relay.err" | head -n 1)
+    p=0
+    left=$ranks
+    pubs=""
+    while [ "$p" -lt "$procs" ]; do
+        n=$per_proc
+        [ "$left" -ge "$n" ] || n=$left
+        # enough events for the whole run at the rate, in batches of about a quarter second
+        XDG_RUNTIME_DIR=$dir "$testpub" --producers "$n" --seed $((p * per_proc * 7 + 1)) --rank $((p * per_proc)) \
+            --host "node-$p" --events $((rate * (secs + 15))) --batch $(((rate + 3) / 4)) --rate $((rate * n)) \
+            --wait-subscribers 1 --linger-ms 0 >"$dir/pub$p.out" 2>&1 &
+        pubs="$pubs $!"
+        left=$((left - n))
+        p=$((p + 1))
+    done
+    pids="$pids $pubs"
+    sleep 2 # the relay finds the processes (it looks once a second)
+    if [ "$mode" = summary ]; then
+        /usr/bin/time -f '%M' -o "$dir/rss" "$synctop" report --ranks --summary --for "$secs" --format json "$ep" \
+            >"$dir/report.json" 2>"$dir/report.err"
+    else
+        /usr/bin/time -f '%M' -o "$dir/rss" timeout -s INT "$secs" "$synctop" report --ranks --format json "$ep" \
+            >"$dir/report.json" 2>"$dir/report.err" || true
+    fi
+    kill -INT "$relay"
+    wait "$relay" || true
+    # shellcheck disable=SC2086
+    kill $pubs 2>/dev/null || true
+    said=$(tail -n 1 "$dir/relay.err")
+    if [ "$mode" = summary ]; then
+        n=$(echo "$said" | sed -n 's/.* \([0-9]*\) summaries published.*/\1/p')
+        bytes=$((n * 193))
+        what="$n summaries"
+    else
+        batches=$(echo "$said" | sed -n 's/^synctop relay: \([0-9]*\) batches.*/\1/p')
+        mb=$(echo "$said" | sed -n 's/.* batches (\([0-9.]*\) MB).*/\1/p')
+        bytes=$(echo "$mb * 1000000 + $batches * 9" | bc -l)
+        what="$batches batches, $(grep -o 'recorded [0-9]* events' "$dir/report.err" | head -n 1 | cut -d' ' -f2) events"
+    fi
+    printf '  %-8s %10.1f bytes/s per rank (%s in %s s); subscriber peak RSS %d MiB\n' "$mode" \
+        "$(echo "$bytes / $secs / $ranks" | bc -l)" "$what" "$secs" "$(($(tail -n 1 "$dir/rss") / 1024))"
+}
+
+echo "summary_scale: $ranks ranks ($procs processes) at $rate events/s each, one relay, one subscriber for $secs s"
+run summary
+run raw

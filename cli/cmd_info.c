@@ -30,8 +30,9 @@ static void info_usage(FILE *out) {
             "usage: synctop info [--json] FILE...\n\n"
             "Describes a trace file: its producers (pid, host, command line, rank), devices,\n"
             "streams, threads, time span, events per kind, bytes, drops (batches missed in\n"
-            "sequence and records the tracer reported lost), the damaged regions found (by\n"
-            "offset) and whether the file was closed cleanly. A PyTorch profiler (Kineto)\n"
+            "sequence and records the tracer reported lost), the hosts' clocks a recorder kept\n"
+            "(measured through relays), the damaged regions found (by offset) and whether the\n"
+            "file was closed cleanly. A PyTorch profiler (Kineto)\n"
             "JSON or an Nsight Systems SQLite export is described as `synctop import` reads\n"
             "it, with what the import skipped and why. Several files are described one after\n"
             "the other.\n\n"
@@ -280,6 +281,15 @@ static void text_contents(FILE *out, const traceinfo *ti, const foreign *f) {
         fprintf(out, "  (and %" PRIu64 " batches of further producers, not itemized)\n", ti->batches_beyond);
     if (f != NULL) /* an imported trace has neither drops nor damage of its own */
         return;
+    if (ti->n_hostclocks > 0) {
+        fputs("host clocks, as the recorder measured them through the relays (host minus recorder):\n", out);
+        for (size_t i = 0; i < ti->n_hostclocks; i++) {
+            fputs("  ", out);
+            tp_print_sanitized(out, ti->hostclocks[i].host, (size_t)-1);
+            fprintf(out, " %+.3f ms +/- %.3f ms\n", (double)ti->hostclocks[i].offset_ns / 1e6,
+                    (double)ti->hostclocks[i].uncertainty_ns / 1e6);
+        }
+    }
     if (!has_drops(ti)) {
         fputs("drops: none\n", out);
     } else {
@@ -435,6 +445,13 @@ static void print_json(FILE *out, const char *path, const traceinfo *ti, const f
         if (i)
             fputs(", ", out);
         json_producer(out, &ti->prods[i]);
+    }
+    fputs("], \"host_clocks\": [", out);
+    for (size_t i = 0; i < ti->n_hostclocks; i++) {
+        fputs(i ? ", {\"host\": " : "{\"host\": ", out);
+        tp_print_json_string(out, ti->hostclocks[i].host, strlen(ti->hostclocks[i].host));
+        fprintf(out, ", \"offset_ns\": %" PRId64 ", \"uncertainty_ns\": %" PRIu64 "}", ti->hostclocks[i].offset_ns,
+                ti->hostclocks[i].uncertainty_ns);
     }
     fputs("], \"problems\": [", out);
     for (size_t i = 0; i < ti->n_probs; i++) {

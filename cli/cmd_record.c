@@ -260,8 +260,8 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
                                                        : "duration reached";
 }
 
-/* The hosts' clocks the relays answered with, against this machine's: the file keeps each
- * process's own clock, so they are said here. */
+/* The hosts' clocks the relays answered with, against this machine's (the file keeps them too, as
+ * its last batch: live.h). */
 static void record_say_clocks(const tp_sub *sub) {
     size_t n = tp_sub_clock_count(sub);
     for (size_t i = 0; i < n; i++) {
@@ -273,7 +273,7 @@ static void record_say_clocks(const tp_sub *sub) {
         fprintf(stderr, " %+.3f ms +/- %.3f ms", (double)c.offset_ns / 1e6, (double)c.uncertainty_ns / 1e6);
     }
     if (n > 0)
-        fputs(" (the file keeps each process's own clock)\n", stderr);
+        fputs(" (kept in the file: replay and report put each host's processes on this machine's clock)\n", stderr);
 }
 
 static int cmd_record(int argc, char **argv) {
@@ -306,6 +306,12 @@ static int cmd_record(int argc, char **argv) {
     tp_fwriter_stats_get(w, &ws);
     tp_sub_stats_get(sub, &ss);
     err_msg err = {{0}};
+    tp_buf notes = {0};
+    if (live_clocks_notes(sub, &notes) > 0 && tp_fwriter_append(w, notes.data, notes.len, &err) != 0) {
+        verb_error("record", "cannot write the hosts' clocks: %s", err.msg);
+        status = 1;
+    }
+    tp_buf_free(&notes);
     if (tp_fwriter_close(&w, &err) != 0) {
         verb_error("record", "cannot finish the file: %s", err.msg);
         status = 1;

@@ -140,7 +140,50 @@ static ti_producer *ti_count(traceinfo *ti, const tp_findex_entry *e, int *nomem
     return p;
 }
 
+/* A recorder's notes (TP_PRODUCER_NOTES): the hosts' clocks it measured; the last word on a host
+ * wins. */
+static void ti_notes(traceinfo *ti, tp_dec *d) {
+    enum { NOTE_STRINGS = 256 };
+    struct note_string {
+        uint32_t id, len;
+        const char *text;
+    } strs[NOTE_STRINGS];
+    size_t n = 0;
+    uint32_t id, slen;
+    const char *str;
+    while (tp_dec_next_string(d, &id, &str, &slen))
+        if (n < NOTE_STRINGS)
+            strs[n++] = (struct note_string){id, slen, str};
+    const tp_record *r;
+    while ((r = tp_dec_next_record(d)) != NULL) {
+        size_t k = 0;
+        while (r->head.kind == TP_K_HOSTCLOCK && k < n && strs[k].id != r->hostclock.host)
+            k++;
+        if (r->head.kind != TP_K_HOSTCLOCK || k == n || strs[k].len == 0 || strs[k].len >= sizeof ti->hostclocks[0].host)
+            continue;
+        size_t h = 0;
+        while (h < ti->n_hostclocks && (strlen(ti->hostclocks[h].host) != strs[k].len ||
+                                        memcmp(ti->hostclocks[h].host, strs[k].text, strs[k].len) != 0))
+            h++;
+        if (h == TI_MAX_HOSTCLOCKS)
+            continue;
+        if (h == ti->n_hostclocks)
+            ti->n_hostclocks++;
+        ti_hostclock *c = &ti->hostclocks[h];
+        memcpy(c->host, strs[k].text, strs[k].len);
+        c->host[strs[k].len] = '\0';
+        c->offset_ns = r->hostclock.offset_ns;
+        c->uncertainty_ns = r->hostclock.uncertainty_ns;
+    }
+}
+
 static int ti_batch(traceinfo *ti, const tp_findex_entry *e, tp_dec *d) {
+    if ((e->flags & TP_BF_SYNTHETIC) && e->producer == TP_PRODUCER_NOTES) {
+        ti->stored_bytes += e->size;
+        ti->raw_bytes += TP_BATCH_HDR_SIZE + (uint64_t)d->hdr.raw_size;
+        ti_notes(ti, d);
+        return 0;
+    }
     int nomem;
     ti_producer *p = ti_count(ti, e, &nomem);
     if (p == NULL)

@@ -36,6 +36,14 @@ typedef struct ti_problem {
     char what[200];
 } ti_problem;
 
+/* A host's clock as the recorder measured it (its notes: TP_K_HOSTCLOCK). */
+#define TI_MAX_HOSTCLOCKS 256
+typedef struct ti_hostclock {
+    char host[65];
+    int64_t offset_ns;
+    uint64_t uncertainty_ns;
+} ti_hostclock;
+
 typedef struct traceinfo {
     uint64_t file_bytes, created_ns;
     int complete, indexed;
@@ -51,6 +59,8 @@ typedef struct traceinfo {
     ti_problem *probs;
     size_t n_probs;
     uint64_t unreadable; /* batches that could not be read or decoded */
+    ti_hostclock hostclocks[TI_MAX_HOSTCLOCKS]; /* the recorder's notes: not a producer */
+    size_t n_hostclocks;
 } traceinfo;
 
 /* Reads the whole file. Returns 0, or a negative ERR_* code when the file cannot be read at all

@@ -570,6 +570,10 @@ static int check_record(const tp_record *r, err_msg *err, uint32_t i) {
     case TP_K_STREAM:
         allowed = TP_F_NULL_STREAM | TP_F_SYNC_ID_NEG | TP_F_SYNC_ID_U32;
         break;
+    case TP_K_HOSTCLOCK:
+        if (r->hostclock.host == 0)
+            return err_set(err, ERR_MALFORMED, "record %u: host clock without a host", i);
+        break;
     case TP_K_MODULE:
         if (r->module.build_id_len > TP_BUILD_ID_MAX)
             return err_set(err, ERR_MALFORMED, "record %u: build id of %u bytes (at most %d)", i,

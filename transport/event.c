@@ -27,6 +27,7 @@ static_assert(offsetof(tp_kernel, start) == 8 && offsetof(tp_memcpy, start) == 8
                   offsetof(tp_memset, start) == 8 && offsetof(tp_sync, start) == 8 &&
                   offsetof(tp_api, start) == 8 && offsetof(tp_nvtx, start) == 8,
               "every span record keeps start at offset 8 and end at 16");
+static_assert(sizeof(tp_hostclock) == 32 && offsetof(tp_hostclock, offset_ns) == 8, "tp_hostclock");
 static_assert(offsetof(tp_memcpy, bytes) == 32 && offsetof(tp_api, callsite) == 36 &&
                   offsetof(tp_frame, pc) == 24 && offsetof(tp_process, start_realtime_ns) == 24,
               "wire offsets");
@@ -50,6 +51,7 @@ static const struct {
     [TP_K_CALLSITE] = {"callsite", sizeof(tp_callsite)},
     [TP_K_FRAME] = {"frame", sizeof(tp_frame)},
     [TP_K_MODULE] = {"module", sizeof(tp_module)},
+    [TP_K_HOSTCLOCK] = {"hostclock", sizeof(tp_hostclock)},
 };
 
 size_t tp_kind_size(unsigned kind) { return kind < TP_K_MAX_ ? kinds[kind].size : 0; }

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define TP_BATCH_MAGIC 0x31425453u /* "STB1" as bytes */
-#define TP_BATCH_VERSION 2 /* 2: TP_K_MODULE */
+#define TP_BATCH_VERSION 3 /* 2: TP_K_MODULE; 3: TP_K_HOSTCLOCK */
 #define TP_BATCH_HDR_SIZE 72
 #define TP_BATCH_MAX_PAYLOAD (64u << 20) /* 64 MiB, stored or raw */
 #define TP_STRING_MAX 65535u             /* longest string in bytes */

@@ -42,8 +42,9 @@ enum tp_kind {
     TP_K_THREAD = 19,
     TP_K_CALLSITE = 20,
     TP_K_FRAME = 21,
-    TP_K_MODULE = 22, /* since batch version 2 */
-    TP_K_MAX_ = 23
+    TP_K_MODULE = 22,    /* since batch version 2 */
+    TP_K_HOSTCLOCK = 23, /* since batch version 3 */
+    TP_K_MAX_ = 24
 };
 #define TP_KIND_IS_META(k) ((k) >= TP_K_PROCESS)
 
@@ -269,6 +270,21 @@ typedef struct tp_module {
     uint8_t build_id[TP_BUILD_ID_MAX];
 } tp_module;
 
+/* A host's clock as a recorder measured it through the relays (NTP-style): that host's
+ * CLOCK_REALTIME minus the recorder's, within +- uncertainty_ns, when the recorder measured it
+ * (its CLOCK_REALTIME). Only in a recorder's own notes: a synthetic batch of producer
+ * TP_PRODUCER_NOTES, which readers apply to the producers whose process record names that host and
+ * never count as a producer. */
+#define TP_PRODUCER_NOTES UINT64_MAX
+typedef struct tp_hostclock {
+    uint8_t kind, flags;
+    uint16_t device; /* TP_NO_DEVICE */
+    uint32_t host;   /* string: as TP_K_PROCESS's host */
+    int64_t offset_ns;
+    uint64_t uncertainty_ns;
+    uint64_t measured_ns;
+} tp_hostclock;
+
 /* Any record. */
 typedef union tp_record {
     tp_head head;
@@ -287,6 +303,7 @@ typedef union tp_record {
     tp_callsite callsite;
     tp_frame frame;
     tp_module module;
+    tp_hostclock hostclock;
 } tp_record;
 
 /* Size in bytes of a record of this kind, 0 for an unknown kind. */

@@ -407,6 +407,38 @@ TEST(module_record_round_trip_and_bounds) {
     tp_enc_destroy(&e);
 }
 
+TEST(hostclock_record_round_trip_and_bounds) {
+    tp_enc *e = tp_enc_new(&(tp_enc_opts){.producer = TP_PRODUCER_NOTES});
+    tp_hostclock h = {.kind = TP_K_HOSTCLOCK, .device = TP_NO_DEVICE, .host = tp_enc_intern_cstr(e, "node-7"),
+                      .offset_ns = -1234567890123LL, .uncertainty_ns = 42, .measured_ns = 1700000000000000000ull};
+    ASSERT_OK(tp_enc_add(e, &h));
+    tp_buf b = {0};
+    ASSERT_OK(tp_enc_finish_flags(e, TP_BF_SYNTHETIC, &b));
+    tp_dec d = {0};
+    err_msg err = {{0}};
+    ASSERT_OK(tp_dec_open(&d, b.data, b.len, &err));
+    ASSERT_EQ(d.hdr.version, 3);
+    ASSERT_UEQ(d.hdr.producer, TP_PRODUCER_NOTES);
+    ASSERT_EQ(d.hdr.n_events, 0); /* notes, not events */
+    const tp_record *r = tp_dec_next_record(&d);
+    ASSERT_NOT_NULL(r);
+    ASSERT_EQ(r->head.kind, TP_K_HOSTCLOCK);
+    ASSERT_EQ(r->hostclock.offset_ns, -1234567890123LL);
+    ASSERT_UEQ(r->hostclock.uncertainty_ns, 42);
+    ASSERT_STR_EQ(tp_kind_name(TP_K_HOSTCLOCK), "hostclock");
+    tp_dec_free(&d);
+
+    h.host = 0;
+    ASSERT_OK(tp_enc_add(e, &h));
+    ASSERT_OK(tp_enc_finish(e, &b));
+    memset(&d, 0, sizeof d);
+    ASSERT_EQ(tp_dec_open(&d, b.data, b.len, &err), ERR_MALFORMED);
+    ASSERT_STR_CONTAINS(err.msg, "host clock without a host");
+    tp_dec_free(&d);
+    tp_buf_free(&b);
+    tp_enc_destroy(&e);
+}
+
 TEST(every_truncation_refused) {
     tp_buf b = {0};
     make_synth_batch(&b, 60, 2);

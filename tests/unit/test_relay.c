@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "synctop/file.h"
 #include "synctop/net.h"
 #include "synth.h"
 #include "task.h"
@@ -732,58 +733,140 @@ static void check_ranks_json(const char *text, const char *const host[2], const 
     }
 }
 
-/* `report --ranks` of a live job behind relays: four ranks on two hosts whose clocks are seconds
- * apart (the relays and the processes of a host share its skew); each rank's host clock offset is
- * stated within the uncertainty stated, and its events are on the reporter's clock within it: a
- * rank's first GPU event is where the generator put it on an unskewed clock. */
-TEST(report_ranks_puts_the_ranks_of_each_host_on_one_clock) {
-    static const long long skew[2] = {3000000000LL, -2000000000LL};
-    static const char *const host[2] = {"sim-node-a", "sim-node-b"};
-    char node[2][PATH_MAX];
-    relay_proc nr[2];
+/* Four ranks on two hosts whose clocks are seconds apart (the relays and the processes of a host
+ * share its skew: skew[]), seeds 50 to 53, each node's relay having found its two, and a top relay
+ * over both at +1.25 s, whose endpoint a viewer takes. */
+typedef struct two_hosts {
+    relay_proc node[2], top;
     pid_t pub[4];
+} two_hosts;
+
+static const long long two_hosts_skew[2] = {3000000000LL, -2000000000LL};
+static const char *const two_hosts_name[2] = {"sim-node-a", "sim-node-b"};
+
+static void two_hosts_start(two_hosts *t) {
+    char node[2][PATH_MAX];
     for (int i = 0; i < 2; i++) {
         snprintf(node[i], sizeof node[i], "%s", task_path(i ? "node-b" : "node-a"));
         ASSERT_OK(mkdir(node[i], 0700));
         ASSERT_OK(setenv("XDG_RUNTIME_DIR", node[i], 1));
-        relay_start_as(&nr[i], i ? "relay-b" : "relay-a", host[i], skew[i], NULL);
+        relay_start_as(&t->node[i], i ? "relay-b" : "relay-a", two_hosts_name[i], two_hosts_skew[i], NULL);
         for (int k = 0; k < 2; k++) {
             int rank = 2 * i + k;
             char seed[16], rk[16], sk[32], out[32];
             snprintf(seed, sizeof seed, "%d", 50 + rank);
             snprintf(rk, sizeof rk, "%d", rank);
-            snprintf(sk, sizeof sk, "%lld", skew[i]);
+            snprintf(sk, sizeof sk, "%lld", two_hosts_skew[i]);
             snprintf(out, sizeof out, "pub%d.out", rank);
             const char *argv[] = {testpub_path(), "--events", "100000", "--seed", seed, "--wait-subscribers", "1",
-                                  "--rate", "100000", "--batch", "2000", "--host", host[i], "--rank", rk,
+                                  "--rate", "100000", "--batch", "2000", "--host", two_hosts_name[i], "--rank", rk,
                                   "--clock-skew-ns", sk, NULL};
             char o[PATH_MAX], e[PATH_MAX + 8];
             snprintf(o, sizeof o, "%s", task_path(out));
             snprintf(e, sizeof e, "%s.err", o);
-            pub[rank] = task_spawn(argv, o, e);
+            t->pub[rank] = task_spawn(argv, o, e);
         }
     }
-    /* each node relay has found its two ranks (it looks once a second): the report must not see
+    /* each node relay has found its two ranks (it looks once a second): the viewer must not see
      * three ranks end before the fourth is found */
     for (int i = 0; i < 2; i++)
-        for (int k = 0; k < 2000 && count_of(slurp(nr[i].err), "+ process") < 2; k++)
+        for (int k = 0; k < 2000 && count_of(slurp(t->node[i].err), "+ process") < 2; k++)
             task_sleep_ms(10);
     for (int i = 0; i < 2; i++)
-        ASSERT_EQ(count_of(slurp(nr[i].err), "+ process"), 2);
-    relay_proc top;
-    const char *extra[] = {nr[0].endpoint, nr[1].endpoint, NULL};
-    relay_start_as(&top, "relay-top", "sim-top", 1250000000LL, extra);
-    const char *argv[] = {task_synctop(), "report", "--ranks", "--format", "json", top.endpoint, NULL};
+        ASSERT_EQ(count_of(slurp(t->node[i].err), "+ process"), 2);
+    const char *extra[] = {t->node[0].endpoint, t->node[1].endpoint, NULL};
+    relay_start_as(&t->top, "relay-top", "sim-top", 1250000000LL, extra);
+}
+
+static void two_hosts_stop(two_hosts *t) {
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(task_wait_exit(t->pub[i], 30), 0);
+    relay_stop(&t->top);
+    relay_stop(&t->node[0]);
+    relay_stop(&t->node[1]);
+}
+
+/* `report --ranks` of a live job behind relays: four ranks on two hosts whose clocks are seconds
+ * apart; each rank's host clock offset is stated within the uncertainty stated, and its events are
+ * on the reporter's clock within it: a rank's first GPU event is where the generator put it on an
+ * unskewed clock. */
+TEST(report_ranks_puts_the_ranks_of_each_host_on_one_clock) {
+    two_hosts t;
+    two_hosts_start(&t);
+    const char *argv[] = {task_synctop(), "report", "--ranks", "--format", "json", t.top.endpoint, NULL};
     char json[PATH_MAX];
     snprintf(json, sizeof json, "%s", task_path("report.json"));
     pid_t rep = task_spawn(argv, json, task_path("report.err"));
     ASSERT_EQ(task_wait_exit(rep, 60), 0);
-    for (int i = 0; i < 4; i++)
-        ASSERT_EQ(task_wait_exit(pub[i], 30), 0);
-    check_ranks_json(slurp(json), host, skew, 50);
-    relay_stop(&top);
-    relay_stop(&nr[0]);
-    relay_stop(&nr[1]);
+    two_hosts_stop(&t);
+    check_ranks_json(slurp(json), two_hosts_name, two_hosts_skew, 50);
+}
+
+/* The same job recorded through the relays: the file keeps the hosts' clocks the recorder measured,
+ * and `report --ranks` of the file puts every rank on the recorder's clock as the live report
+ * does. A file without them (the notes batch taken out: a recording from before) is on each
+ * process's own clock, its hosts' offsets unknown. */
+TEST(a_recording_keeps_the_hosts_clocks) {
+    two_hosts t;
+    two_hosts_start(&t);
+    char trace[PATH_MAX];
+    snprintf(trace, sizeof trace, "%s", task_path("job.trace"));
+    const char *rec[] = {task_synctop(), "record", t.top.endpoint, "-o", trace, "--producers", "4", NULL};
+    pid_t r = task_spawn(rec, task_path("record.out"), task_path("record.err"));
+    ASSERT_EQ(task_wait_exit(r, 60), 0);
+    two_hosts_stop(&t);
+    ASSERT_STR_CONTAINS(slurp(task_path("record.err")), "kept in the file");
+    const char *argv[] = {task_synctop(), "report", "--ranks", "--format", "json", trace, NULL};
+    char json[PATH_MAX];
+    snprintf(json, sizeof json, "%s", task_path("report.json"));
+    ASSERT_EQ(task_wait_exit(task_spawn(argv, json, task_path("report.err")), 60), 0);
+    check_ranks_json(slurp(json), two_hosts_name, two_hosts_skew, 50);
+    /* info lists them: every host that answered, its offset within the uncertainty of its skew */
+    const char *info[] = {task_synctop(), "info", "--json", trace, NULL};
+    char ij[PATH_MAX];
+    snprintf(ij, sizeof ij, "%s", task_path("info.json"));
+    ASSERT_EQ(task_wait_exit(task_spawn(info, ij, task_path("info.err")), 60), 0);
+    const char *clocks = strstr(slurp(ij), "\"host_clocks\": [");
+    ASSERT_NOT_NULL(clocks);
+    static const char *const hosts[3] = {"sim-node-a", "sim-node-b", "sim-top"};
+    static const long long skews[3] = {3000000000LL, -2000000000LL, 1250000000LL};
+    for (int i = 0; i < 3; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "{\"host\": \"%s\"", hosts[i]);
+        const char *h = strstr(clocks, key);
+        ASSERT_NOT_NULL(h);
+        long long off = json_num_after(h, "\"offset_ns\": "), unc = json_num_after(h, "\"uncertainty_ns\": ");
+        long long d = off - skews[i];
+        if ((d < 0 ? -d : d) > unc)
+            TASK_FAIL_("info: %s's clock %lld +- %lld, but it is %lld off", hosts[i], off, unc, skews[i]);
+    }
+
+    /* The last batch is the notes: a copy without it has no host clocks. */
+    err_msg err = {{0}};
+    tp_freader *fr = tp_freader_open(trace, &err);
+    ASSERT_NOT_NULL(fr);
+    size_t n = tp_freader_count(fr);
+    ASSERT_GE(n, 2);
+    const tp_findex_entry *last = tp_freader_entry(fr, n - 1);
+    ASSERT(last->flags & TP_BF_SYNTHETIC);
+    ASSERT_UEQ(last->producer, TP_PRODUCER_NOTES);
+    char plain[PATH_MAX];
+    snprintf(plain, sizeof plain, "%s", task_path("plain.trace"));
+    tp_fwriter *w = tp_fwriter_open(plain, TP_FW_OVERWRITE, &err);
+    ASSERT_NOT_NULL(w);
+    tp_buf b = {0};
+    for (size_t i = 0; i + 1 < n; i++) {
+        ASSERT_OK(tp_freader_read(fr, i, &b, &err));
+        ASSERT_OK(tp_fwriter_append(w, b.data, b.len, &err));
+    }
+    tp_buf_free(&b);
+    ASSERT_OK(tp_fwriter_close(&w, &err));
+    tp_freader_close(&fr);
+    const char *argv2[] = {task_synctop(), "report", "--ranks", "--format", "json", plain, NULL};
+    ASSERT_EQ(task_wait_exit(task_spawn(argv2, json, task_path("report2.err")), 60), 0);
+    const char *text = slurp(json);
+    ASSERT_EQ(count_of(text, "\"host_clock_offset_ns\":null"), 4); /* every rank's: unknown */
+    ASSERT_EQ(count_of(text, "\"host_clock_offset_ns\":"), 4);
 }
 
 /* A publisher on a fixed endpoint, named to the relay, that stops and starts again (a rank

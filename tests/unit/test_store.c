@@ -888,3 +888,55 @@ TEST(host_clocks_put_each_hosts_producers_on_the_reference_clock) {
     batches_free(&b);
     batches_free(&c);
 }
+
+/* A recorder's notes (a synthetic batch of TP_PRODUCER_NOTES holding TP_K_HOSTCLOCK records), as a
+ * trace file ends with them: each host's producers move by its offset, and the notes are no
+ * producer of their own. */
+TEST(a_recorders_notes_set_the_hosts_clocks) {
+    batches a = synth_host_batches(1, "node-a", 4, 500), b = synth_host_batches(2, "node-b", 4, 500);
+    st_store *ref = st_store_new(NULL), *s = st_store_new(NULL);
+    ASSERT_NOT_NULL(ref);
+    ASSERT_NOT_NULL(s);
+    add_all(ref, &a);
+    add_all(ref, &b);
+    st_store_commit(ref);
+    add_all(s, &a);
+    add_all(s, &b);
+    tp_enc_opts eo = {.producer = TP_PRODUCER_NOTES};
+    tp_enc *enc = tp_enc_new(&eo);
+    ASSERT_NOT_NULL(enc);
+    tp_hostclock h = {.kind = TP_K_HOSTCLOCK, .device = TP_NO_DEVICE, .host = tp_enc_intern_cstr(enc, "node-b"),
+                      .offset_ns = -7000000000LL, .uncertainty_ns = 250000, .measured_ns = 1};
+    ASSERT_OK(tp_enc_add(enc, &h));
+    tp_hostclock unknown = h;
+    unknown.host = tp_enc_intern_cstr(enc, "node-z"); /* no producer there: nothing moves */
+    unknown.offset_ns = 9;
+    ASSERT_OK(tp_enc_add(enc, &unknown));
+    tp_buf notes = {0};
+    ASSERT_OK(tp_enc_finish_flags(enc, TP_BF_SYNTHETIC, &notes));
+    err_msg err = {{0}};
+    ASSERT_OK(st_store_add_batch(s, notes.data, notes.len, &err));
+    st_store_commit(s);
+    ASSERT_EQ(st_producer_count(s), 2);
+    int64_t shift[2] = {0, -7000000000LL};
+    assert_shifted(s, ref, shift);
+    ASSERT(!st_producer_get(s, 0)->clock_aligned);
+    ASSERT(st_producer_get(s, 1)->clock_aligned);
+    ASSERT_UEQ(st_producer_get(s, 1)->clock_uncertainty_ns, 250000);
+    /* the same record from a producer of its own (not the notes) is not taken */
+    tp_enc *other = tp_enc_new(NULL);
+    ASSERT_NOT_NULL(other);
+    h.host = tp_enc_intern_cstr(other, "node-a");
+    ASSERT_OK(tp_enc_add(other, &h));
+    ASSERT_OK(tp_enc_finish_flags(other, TP_BF_SYNTHETIC, &notes));
+    ASSERT_OK(st_store_add_batch(s, notes.data, notes.len, &err));
+    st_store_commit(s);
+    ASSERT(!st_producer_get(s, 0)->clock_aligned);
+    tp_buf_free(&notes);
+    tp_enc_destroy(&enc);
+    tp_enc_destroy(&other);
+    st_store_destroy(&s);
+    st_store_destroy(&ref);
+    batches_free(&a);
+    batches_free(&b);
+}

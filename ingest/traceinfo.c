@@ -143,35 +143,20 @@ static ti_producer *ti_count(traceinfo *ti, const tp_findex_entry *e, int *nomem
 /* A recorder's notes (TP_PRODUCER_NOTES): the hosts' clocks it measured; the last word on a host
  * wins. */
 static void ti_notes(traceinfo *ti, tp_dec *d) {
-    enum { NOTE_STRINGS = 256 };
-    struct note_string {
-        uint32_t id, len;
-        const char *text;
-    } strs[NOTE_STRINGS];
-    size_t n = 0;
-    uint32_t id, slen;
-    const char *str;
-    while (tp_dec_next_string(d, &id, &str, &slen))
-        if (n < NOTE_STRINGS)
-            strs[n++] = (struct note_string){id, slen, str};
     const tp_record *r;
+    char host[sizeof ti->hostclocks[0].host];
     while ((r = tp_dec_next_record(d)) != NULL) {
-        size_t k = 0;
-        while (r->head.kind == TP_K_HOSTCLOCK && k < n && strs[k].id != r->hostclock.host)
-            k++;
-        if (r->head.kind != TP_K_HOSTCLOCK || k == n || strs[k].len == 0 || strs[k].len >= sizeof ti->hostclocks[0].host)
+        if (r->head.kind != TP_K_HOSTCLOCK || tp_dec_string_copy(d, r->hostclock.host, host, sizeof host) < 0)
             continue;
         size_t h = 0;
-        while (h < ti->n_hostclocks && (strlen(ti->hostclocks[h].host) != strs[k].len ||
-                                        memcmp(ti->hostclocks[h].host, strs[k].text, strs[k].len) != 0))
+        while (h < ti->n_hostclocks && strcmp(ti->hostclocks[h].host, host) != 0)
             h++;
         if (h == TI_MAX_HOSTCLOCKS)
             continue;
         if (h == ti->n_hostclocks)
             ti->n_hostclocks++;
         ti_hostclock *c = &ti->hostclocks[h];
-        memcpy(c->host, strs[k].text, strs[k].len);
-        c->host[strs[k].len] = '\0';
+        memcpy(c->host, host, sizeof c->host);
         c->offset_ns = r->hostclock.offset_ns;
         c->uncertainty_ns = r->hostclock.uncertainty_ns;
     }

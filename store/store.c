@@ -671,29 +671,11 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
 /* A recorder's notes (a synthetic batch of TP_PRODUCER_NOTES): the hosts' clocks it measured, given
  * to the producers of those hosts as st_store_set_host_clock does; no producer of their own. */
 static int add_notes(st_store *s, tp_dec *d, err_msg *err) {
-    enum { NOTE_STRINGS = 256 };
-    struct note_string {
-        uint32_t id, len;
-        const char *text;
-    } strs[NOTE_STRINGS];
-    size_t n = 0;
-    uint32_t id, slen;
-    const char *str;
-    while (tp_dec_next_string(d, &id, &str, &slen))
-        if (n < NOTE_STRINGS)
-            strs[n++] = (struct note_string){id, slen, str};
     const tp_record *r;
+    char host[256];
     while ((r = tp_dec_next_record(d)) != NULL) {
-        if (r->head.kind != TP_K_HOSTCLOCK)
+        if (r->head.kind != TP_K_HOSTCLOCK || tp_dec_string_copy(d, r->hostclock.host, host, sizeof host) < 0)
             continue;
-        char host[256];
-        size_t k = 0;
-        while (k < n && strs[k].id != r->hostclock.host)
-            k++;
-        if (k == n || strs[k].len == 0 || strs[k].len >= sizeof host)
-            continue;
-        memcpy(host, strs[k].text, strs[k].len);
-        host[strs[k].len] = '\0';
         int rc = st_store_set_host_clock(s, host, r->hostclock.offset_ns, r->hostclock.uncertainty_ns);
         if (rc == ERR_NOMEM)
             return err_set(err, rc, "store: out of memory (host clocks)");

@@ -710,6 +710,24 @@ int tp_dec_next_string(tp_dec *d, uint32_t *id, const char **s, uint32_t *len) {
     return 1;
 }
 
+int tp_dec_string_copy(const tp_dec *d, uint32_t id, char *out, size_t outlen) {
+    size_t off = 0;
+    for (uint32_t i = 0; i < d->hdr.n_strings; i++) {
+        uint32_t sid, len;
+        memcpy(&sid, d->payload + off, 4);
+        memcpy(&len, d->payload + off + 4, 4);
+        if (sid == id) {
+            if (len == 0 || len >= outlen)
+                return -1;
+            memcpy(out, d->payload + off + 8, len);
+            out[len] = '\0';
+            return (int)len;
+        }
+        off += 8 + (size_t)len;
+    }
+    return -1;
+}
+
 const tp_record *tp_dec_next_record(tp_dec *d) {
     if (d->rec_i >= d->hdr.n_records)
         return NULL;

@@ -175,6 +175,9 @@ int tp_dec_open(tp_dec *d, const void *batch, size_t len, err_msg *err);
 
 /* Next string of the open batch: returns 1 and fills id/s/len, or 0 at the end. */
 int tp_dec_next_string(tp_dec *d, uint32_t *id, const char **s, uint32_t *len);
+/* Copies the batch's string `id` into out as a C string, wherever the cursors are: its length, or
+ * -1 when the batch has no such string, it is empty, or it does not fit outlen with its NUL. */
+int tp_dec_string_copy(const tp_dec *d, uint32_t id, char *out, size_t outlen);
 /* Next record: returns a pointer valid until the next tp_dec_open/tp_dec_free, or NULL at the end.
  * Strings come first: calling this skips any not yet read. */
 const tp_record *tp_dec_next_record(tp_dec *d);

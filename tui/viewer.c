@@ -431,11 +431,16 @@ static int viewer_sum_update(viewer *w) {
     return 1;
 }
 
-/* The summary screen: the rows sorted by rank. */
-static void viewer_sum_frame(viewer *w) {
+/* The rows in rank order, as the screen shows them and its selection counts them. */
+static void viewer_sum_sorted(viewer *w) {
     if (w->n_sum > 0)
         memcpy(w->sum_sorted, w->sum_rows, w->n_sum * sizeof *w->sum_sorted);
     vw_sum_sort(w->sum_sorted, w->n_sum);
+}
+
+/* The summary screen. */
+static void viewer_sum_frame(viewer *w) {
+    viewer_sum_sorted(w);
     w->sv.raw_batches = w->batches_in;
     w->sv.ascii = w->v.ascii;
     w->sv.mono = w->v.mono;
@@ -460,7 +465,7 @@ static int viewer_sum_key(viewer *w, int rows, int key) {
     }
     if (a != VW_SUM_TOGGLE)
         return a == VW_SUM_NONE ? VW_ACT_NONE : VW_ACT_REDRAW;
-    /* the screen's selection is in rank order, as the last frame sorted them */
+    viewer_sum_sorted(w); /* rows may have come since the last frame */
     uint64_t producer = w->sum_sorted[w->sv.sel].producer;
     for (size_t i = 0; i < w->n_sum; i++) {
         vw_sum_row *r = &w->sum_rows[i];
@@ -518,7 +523,9 @@ static int viewer_hold(viewer *w, const tp_sub_msg *msg) {
 static void viewer_no_data(viewer *w) {
     char *n = w->v.notice;
     size_t cap = sizeof w->v.notice;
-    if (w->n_eps == 0) {
+    if (w->o->summary) {
+        snprintf(n, cap, "no rank is open: S goes back to the summary rows, where enter opens one");
+    } else if (w->n_eps == 0) {
         snprintf(n, cap, "no traced process of yours is publishing yet; still looking");
     } else if (w->n_eps > 1) {
         snprintf(n, cap, "no data from any of %zu endpoints yet%s", w->n_eps,

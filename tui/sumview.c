@@ -231,10 +231,17 @@ void vw_sum_render(const vw_sum_row *rows, size_t n, vw_sum_view *sv, vw_grid *g
         x += put_str(g, x, y, bar[i][1], g->w - x, ROLE_KEYTEXT, 0);
         x += put_str(g, x, y, "  ", g->w - x, ROLE_DEFAULT, 0);
     }
+    int len = 0;
+    if (n > 0) { /* which rows are shown, at the right end */
+        char pos[64];
+        int last = sv->scroll + vis < (int)n ? sv->scroll + vis : (int)n;
+        len = snprintf(pos, sizeof pos, " rows %d-%d of %zu ", sv->scroll + 1, last, n);
+        put_str(g, g->w - len, y, pos, len, ROLE_DIM, 0);
+    }
     if (sv->message[0]) {
         char m[3 * sizeof sv->message];
         tp_sanitize(m, sizeof m, sv->message, strlen(sv->message), NULL);
-        put_str(g, x + 1, y, m, g->w - x - 1, ROLE_WARN, 0);
+        put_str(g, x + 1, y, m, g->w - x - 1 - len, ROLE_WARN, 0);
     }
 }
 

@@ -2023,10 +2023,12 @@ TEST(golden_summary_rows_64_ranks) {
         ASSERT(screen_has(&g, "node03"));
         if (i == 0) {
             ASSERT(strstr(row_text(&g, 2 + 30 - sv.scroll), "   30 node03") != NULL);
+            ASSERT(strstr(row_text(&g, 23), "rows 11-31 of 64") != NULL); /* 21 rows, the 31st selected last */
         } else {
             /* 57 ranks shown at 200x60: 60 rows less the title, the column names and the key bar */
             ASSERT(strstr(row_text(&g, 2), "    0 node00") != NULL);
             ASSERT(strstr(row_text(&g, 58), "   56 node07") != NULL);
+            ASSERT(strstr(row_text(&g, 59), "rows 1-57 of 64") != NULL);
         }
         golden_mode(&g, "summary64", 0);
         vw_grid_free(&g);

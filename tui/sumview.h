@@ -37,7 +37,7 @@ typedef struct vw_sum_row {
 
 typedef struct vw_sum_view {
     int sel, scroll;        /* the selected row and the first one shown, in rank order */
-    int ascii, mono;
+    int ascii;              /* ASCII glyphs (colours are term.c's, by role) */
     uint64_t summaries;     /* summaries taken so far, all producers */
     uint64_t raw_batches;   /* raw batches received (those of the open ranks) */
     char message[160];      /* one line in the key bar */

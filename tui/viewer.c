@@ -443,7 +443,6 @@ static void viewer_sum_frame(viewer *w) {
     viewer_sum_sorted(w);
     w->sv.raw_batches = w->batches_in;
     w->sv.ascii = w->v.ascii;
-    w->sv.mono = w->v.mono;
     int cols, rows;
     term_size(w->t, &cols, &rows);
     w->g.w = cols;

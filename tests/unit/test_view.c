@@ -2045,6 +2045,13 @@ TEST(summary_screen_keys_and_sanitized_hosts) {
     char *t = vw_grid_text(&g);
     ASSERT(strchr(t, 0x1b) == NULL && strchr(t, 0x07) == NULL);
     free(t);
+    /* ASCII glyphs only, markers and sparklines included */
+    sv.ascii = 1;
+    vw_sum_render(rows, 64, &sv, &g);
+    for (int i = 0; i < g.w * g.h; i++)
+        ASSERT(g.cells[i].ch >= 0x20 && g.cells[i].ch < 0x7f);
+    ASSERT(strstr(row_text(&g, 4), "-     2 node00") != NULL); /* rank 2 is open */
+    sv.ascii = 0;
     ASSERT_EQ(vw_sum_key(&sv, 64, 24, VW_KEY_END), VW_SUM_REDRAW);
     ASSERT_EQ(sv.sel, 63);
     ASSERT_EQ(sv.scroll, 64 - 21);

@@ -30,7 +30,9 @@ static void attach_usage(FILE *out) {
     fprintf(out,
             "usage: synctop attach [PID|ENDPOINT...] [--server-key KEY] [--window-events N]\n"
             "                      [--record FILE [--force]] [--step NAME] [--from FILE] [--ascii]\n"
-            "                      [--mono] [--yes] [--inject-only] [--keep-tracing] [--no-inject]\n\n"
+            "                      [--mono] [--yes] [--inject-only] [--keep-tracing] [--no-inject]\n"
+            "       synctop attach --summary RELAY... [--server-key KEY] [--from FILE] [--window-events N]\n"
+            "                      [--ascii] [--mono]\n\n"
             "Shows running traced processes live in the interactive timeline. A PID whose process\n"
             "has no tracer gets one first: synctop asks, then loads libsynctop-tracer.so into it with\n"
             "ptrace (x86-64 or aarch64; the process must be yours) and starts it. Its main thread pauses\n"
@@ -56,7 +58,14 @@ static void attach_usage(FILE *out) {
             "  --inject-only      load and start the tracer where needed, then exit without the\n"
             "                     viewer (it keeps tracing until `synctop detach PID`)\n"
             "  --keep-tracing     leave the tracer started when the viewer quits\n"
-            "  --no-inject        never load the tracer: wait for the process to publish\n");
+            "  --no-inject        never load the tracer: wait for the process to publish\n"
+            "  --summary          through relays (`synctop relay`), for jobs of many ranks: a row per\n"
+            "                     rank from the relays' summaries alone (rank, host, pid, GPU busy,\n"
+            "                     host blocked and idle %%, the busy share of the recent intervals,\n"
+            "                     events/s, drops), sorted by rank; no raw event comes until a rank is\n"
+            "                     opened (Enter): then its batches come and Tab shows its lanes as the\n"
+            "                     live view does (S: back to the rows); Enter again closes it and\n"
+            "                     stops them\n");
 }
 
 /* One endpoint the user named: checked, resolved and added (pids[*n]: its pid, or 0 when it was not
@@ -193,12 +202,13 @@ static int cmd_attach(int argc, char **argv) {
     viewer_opts o = {.verb = "attach"};
     err_msg err = {{0}};
     inject_choice ic = {0};
-    enum { O_KEY = 1, O_WINDOW, O_RECORD, O_FORCE, O_ASCII, O_MONO, O_STEP, O_FROM, O_YES, O_ONLY, O_NEVER, O_KEEP };
+    enum { O_KEY = 1, O_WINDOW, O_RECORD, O_FORCE, O_ASCII, O_MONO, O_STEP, O_FROM, O_YES, O_ONLY, O_NEVER, O_KEEP, O_SUMMARY };
     static const arg_opt opts[] = {
         {O_KEY, "--server-key", NULL, 1}, {O_WINDOW, "--window-events", NULL, 1}, {O_RECORD, "--record", NULL, 1},
         {O_FORCE, "--force", NULL, 0},    {O_ASCII, "--ascii", NULL, 0},          {O_MONO, "--mono", NULL, 0},
         {O_STEP, "--step", NULL, 1},     {O_FROM, "--from", NULL, 1},            {O_YES, "--yes", "-y", 0},
         {O_ONLY, "--inject-only", NULL, 0}, {O_NEVER, "--no-inject", NULL, 0}, {O_KEEP, "--keep-tracing", NULL, 0},
+        {O_SUMMARY, "--summary", NULL, 0},
     };
     args p;
     ARGS_INIT(&p, "attach", attach_usage, opts, argc, argv);
@@ -235,6 +245,8 @@ static int cmd_attach(int argc, char **argv) {
             ic.never = 1;
         } else if (id == O_KEEP) {
             ic.keep = 1;
+        } else if (id == O_SUMMARY) {
+            o.summary = 1;
         } else if (id == O_FROM) {
             const char *lines[ATTACH_MAX];
             int k = args_file_lines(&p, "--from", a, lines, ATTACH_MAX);
@@ -251,11 +263,15 @@ static int cmd_attach(int argc, char **argv) {
             return 1;
         }
     }
+    if (o.summary && n == 0)
+        return args_bad(&p, "--summary needs the relays' endpoints (synctop relay prints them)");
+    if (o.summary && (ic.only || o.record))
+        return args_bad(&p, "--summary does not go with --record or --inject-only");
     if (ic.only && ic.never)
         return args_bad(&p, "--inject-only and --no-inject exclude each other");
     if (ic.only && n == 0)
         return args_bad(&p, "--inject-only needs the PID of the process to load the tracer into");
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && !o.summary; i++) { /* relays are waited for, never given a tracer */
         if (strncmp(eps[i], "ipc://", 6) != 0 || tp_endpoint_is_live(eps[i]) != 0) {
             if (ic.only && pids[i] > 0)
                 verb_say("attach", "process %ld already has the tracer", pids[i]);

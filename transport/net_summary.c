@@ -331,8 +331,10 @@ int net_summer_add(net_summer *m, const void *batch, size_t len, err_msg *err) {
         default: break;
         }
     }
-    qsort(m->gpu, ng, sizeof *m->gpu, by_key_start);
-    qsort(m->blk, nb, sizeof *m->blk, by_key_start);
+    if (ng > 1) /* none yet: the arrays may not be allocated */
+        qsort(m->gpu, ng, sizeof *m->gpu, by_key_start);
+    if (nb > 1)
+        qsort(m->blk, nb, sizeof *m->blk, by_key_start);
     p->s.busy_ns += add_union(m->gpu, ng, p->dev, &p->n_dev, p->dev_busy);
     p->s.blocked_ns += add_union(m->blk, nb, p->thr, &p->n_thr, NULL);
     if (h->n_events > 0 && h->t_max >= h->t_min) {

@@ -28,6 +28,7 @@
 #include "term.h"
 
 #include "screen.h"
+#include "sumview.h"
 
 #define VIEWER_MAX_ENDPOINTS 256
 #define VIEWER_LIVE_WINDOW_NS 5000000000ull /* what a live view shows at first */
@@ -177,6 +178,13 @@ typedef struct viewer {
     double scan_at;
     double discover_at;
     double clocks_at;
+    /* summary mode (opts.summary): a row per producer, in the order of their first summary, and
+     * the same sorted by rank for the screen; sum_lanes: the lanes of the open ranks are shown */
+    vw_sum_row *sum_rows, *sum_sorted;
+    size_t n_sum, cap_sum;
+    uint64_t sum_seen; /* summaries taken when the rows were last brought up to date */
+    vw_sum_view sv;
+    int sum_lanes;
     char err[512];
 } viewer;
 
@@ -349,8 +357,9 @@ static int viewer_analyse(viewer *w, double t) {
     return 1;
 }
 
-/* Draws a frame; returns 1 when some work was put off (another frame is due soon). */
-static int viewer_frame(viewer *w, double t) {
+/* What a frame needs done first (the store committed, the analysis, the figures); returns 1 when
+ * some work was put off (another frame is due soon). */
+static int viewer_frame_work(viewer *w, double t) {
     int again = 0;
     if (w->job == NULL)
         st_store_commit(w->s); /* a running analysis reads the store: it stays as it is till then */
@@ -377,6 +386,12 @@ static int viewer_frame(viewer *w, double t) {
     }
     if (w->ld)
         w->v.load_progress = w->loading ? ingest_progress(w->ld) : 1.0;
+    return again;
+}
+
+/* Draws a frame; returns 1 when some work was put off (another frame is due soon). */
+static int viewer_frame(viewer *w, double t) {
+    int again = viewer_frame_work(w, t);
     int cols, rows;
     term_size(w->t, &cols, &rows);
     w->g.w = cols;
@@ -384,6 +399,85 @@ static int viewer_frame(viewer *w, double t) {
     vw_render(w->s, &w->v, &w->g);
     term_draw(w->t, &w->g);
     return again;
+}
+
+/* Brings the summary rows up to date with what the subscriber holds; returns 1 when a summary
+ * came since the last call. */
+static int viewer_sum_update(viewer *w) {
+    tp_sub_stats ss;
+    tp_sub_stats_get(w->sub, &ss);
+    if (ss.summaries == w->sum_seen)
+        return 0;
+    w->sum_seen = ss.summaries;
+    w->sv.summaries = ss.summaries;
+    size_t n = tp_sub_summary_count(w->sub);
+    if (n > w->cap_sum) {
+        vw_sum_row *a = realloc(w->sum_rows, n * sizeof *a), *b;
+        if (a == NULL)
+            return 0;
+        w->sum_rows = a;
+        if ((b = realloc(w->sum_sorted, n * sizeof *b)) == NULL)
+            return 0;
+        w->sum_sorted = b;
+        memset(w->sum_rows + w->cap_sum, 0, (n - w->cap_sum) * sizeof *a);
+        w->cap_sum = n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        tp_sub_summary x;
+        if (tp_sub_summary_get(w->sub, i, &x) == 0)
+            vw_sum_row_update(&w->sum_rows[i], &x);
+    }
+    w->n_sum = n;
+    return 1;
+}
+
+/* The rows in rank order, as the screen shows them and its selection counts them. */
+static void viewer_sum_sorted(viewer *w) {
+    if (w->n_sum > 0)
+        memcpy(w->sum_sorted, w->sum_rows, w->n_sum * sizeof *w->sum_sorted);
+    vw_sum_sort(w->sum_sorted, w->n_sum);
+}
+
+/* The summary screen. */
+static void viewer_sum_frame(viewer *w) {
+    viewer_sum_sorted(w);
+    w->sv.raw_batches = w->batches_in;
+    w->sv.ascii = w->v.ascii;
+    int cols, rows;
+    term_size(w->t, &cols, &rows);
+    w->g.w = cols;
+    w->g.h = rows;
+    vw_sum_render(w->sum_sorted, w->n_sum, &w->sv, &w->g);
+    term_draw(w->t, &w->g);
+}
+
+/* A key on the summary screen: opening a rank takes its raw batches (tp_sub_watch), closing it
+ * stops them. Returns a VW_ACT_*. */
+static int viewer_sum_key(viewer *w, int rows, int key) {
+    int a = vw_sum_key(&w->sv, w->n_sum, rows, key);
+    if (a == VW_SUM_QUIT)
+        return VW_ACT_QUIT;
+    if (a == VW_SUM_LANES) {
+        w->sum_lanes = 1;
+        snprintf(w->v.message, sizeof w->v.message, "S: back to the ranks' summaries");
+        return VW_ACT_REDRAW;
+    }
+    if (a != VW_SUM_TOGGLE)
+        return a == VW_SUM_NONE ? VW_ACT_NONE : VW_ACT_REDRAW;
+    viewer_sum_sorted(w); /* rows may have come since the last frame */
+    uint64_t producer = w->sum_sorted[w->sv.sel].producer;
+    for (size_t i = 0; i < w->n_sum; i++) {
+        vw_sum_row *r = &w->sum_rows[i];
+        if (r->producer != producer)
+            continue;
+        err_msg err = {{0}};
+        if (tp_sub_watch(w->sub, producer, !r->open, &err) != 0)
+            snprintf(w->sv.message, sizeof w->sv.message, "%s", err.msg);
+        else
+            r->open = !r->open;
+        w->sum_sorted[w->sv.sel].open = r->open;
+    }
+    return VW_ACT_REDRAW;
 }
 
 /* Writes a received batch to the trace file; on a write error, says so and stops recording. */
@@ -428,7 +522,9 @@ static int viewer_hold(viewer *w, const tp_sub_msg *msg) {
 static void viewer_no_data(viewer *w) {
     char *n = w->v.notice;
     size_t cap = sizeof w->v.notice;
-    if (w->n_eps == 0) {
+    if (w->o->summary) {
+        snprintf(n, cap, "no rank is open: S goes back to the summary rows, where enter opens one");
+    } else if (w->n_eps == 0) {
         snprintf(n, cap, "no traced process of yours is publishing yet; still looking");
     } else if (w->n_eps > 1) {
         snprintf(n, cap, "no data from any of %zu endpoints yet%s", w->n_eps,
@@ -493,8 +589,14 @@ static int viewer_loop(viewer *w) {
             int cols, rows;
             term_size(w->t, &cols, &rows);
             int act = VW_ACT_REDRAW;
-            if (ev == TERM_KEY)
+            if (ev == TERM_KEY && w->o->summary && !w->sum_lanes)
+                act = viewer_sum_key(w, rows, key);
+            else if (ev == TERM_KEY && w->o->summary && key == 'S')
+                w->sum_lanes = 0;
+            else if (ev == TERM_KEY)
                 act = vw_key(&w->v, w->s, cols, rows, key);
+            else if (ev == TERM_MOUSE && w->o->summary && !w->sum_lanes)
+                act = VW_ACT_NONE;
             else if (ev == TERM_MOUSE)
                 act = vw_mouse(&w->v, w->s, cols, rows, kind, mx, my);
             if (act == VW_ACT_QUIT)
@@ -528,6 +630,8 @@ static int viewer_loop(viewer *w) {
                 if (cm_now_s() >= until)
                     break;
             }
+            if (w->o->summary && viewer_sum_update(w))
+                dirty = 1;
             if (w->batches_in == 0 && !w->v.notice[0] && t - w->started_at >= VIEWER_NO_DATA_S) {
                 viewer_no_data(w);
                 dirty = 1;
@@ -567,7 +671,12 @@ static int viewer_loop(viewer *w) {
             dirty = 1; /* poll for its result */
         }
         t = cm_now_s();
-        if (dirty && t >= next_frame) {
+        if (dirty && t >= next_frame && w->o->summary && !w->sum_lanes) {
+            /* the store and its analysis go on for the open ranks: their lanes are current when shown */
+            dirty = viewer_frame_work(w, t);
+            viewer_sum_frame(w);
+            next_frame = t + frame_dt;
+        } else if (dirty && t >= next_frame) {
             dirty = viewer_frame(w, t);
             next_frame = t + frame_dt;
         }
@@ -585,6 +694,8 @@ static void viewer_free(viewer *w) {
     free(w->held);
     term_close(&w->t);
     tp_sub_destroy(&w->sub);
+    free(w->sum_rows);
+    free(w->sum_sorted);
     ingest_close(&w->ld);
     if (w->have_an)
         an_result_free(&w->an);
@@ -629,7 +740,7 @@ int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o
     w.o = o;
     st_opts so = {.max_events = o->window_events ? o->window_events : VIEWER_DEFAULT_WINDOW_EVENTS};
     w.s = st_store_new(&so);
-    tp_sub_opts sopts = {.server_key = o->server_key};
+    tp_sub_opts sopts = {.server_key = o->server_key, .summaries = o->summary};
     err_msg err = {{0}};
     if (w.s == NULL || (w.sub = tp_sub_new(&sopts, &err)) == NULL) {
         snprintf(w.err, sizeof w.err, "%s", err.msg[0] ? err.msg : "out of memory");

@@ -15,6 +15,10 @@
  * Both return 0, or 1 with the reason in the result; the viewer itself prints nothing outside the
  * terminal, so the verb says what happened once the terminal is restored.
  *
+ * With opts.summary a live session subscribes to the relays' summaries only and shows a row per
+ * rank (sumview.h); a rank opened there has its batches taken (tp_sub_watch) into the store, whose
+ * lanes tab shows, until it is closed.
+ *
  * Live sessions keep a bounded window of events (opts.window_events); with opts.record every batch
  * received also goes to a trace file, so what falls out of the window is not lost. The analysis
  * runs on a second thread (viewer_anjob) over a store that does not change meanwhile, so a key is
@@ -51,6 +55,8 @@ typedef struct viewer_opts {
     int record_overwrite;     /* replace that file when it exists */
     uint64_t max_events;      /* replay: events a trace file may hold (0: bounded by its size) */
     const char *step_name;    /* the range that marks the loop's steps (NULL: found as report finds them) */
+    int summary;              /* live, through relays: a row per rank from the relays' summaries;
+                                 the raw batches of a rank only while it is open (sumview.h) */
 } viewer_opts;
 
 /* What a viewer session ended with. */

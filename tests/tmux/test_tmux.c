@@ -476,7 +476,7 @@ TEST(run_in_tmux_shows_the_program_live) {
 /* ---- live sessions: recording, CURVE, discovery ---- */
 
 static pid_t pub_pid;
-static pid_t others[4]; /* processes task_spawn started: on_abort replaced its handler */
+static pid_t others[8]; /* processes task_spawn started: on_abort replaced its handler */
 static size_t n_others;
 
 /* A failed check aborts the test: the publisher must not outlive it. */
@@ -772,6 +772,173 @@ TEST(attach_through_a_relay_states_each_hosts_measured_clock) {
     for (int i = 0; i < 2; i++) {
         kill(pubs[i], SIGKILL);
         task_wait_exit(pubs[i], 20);
+    }
+    kill(rp, SIGINT);
+    ASSERT_EQ(task_wait_exit(rp, 20), 0);
+}
+
+/* ---- attach --summary: a row per rank from the relays' summaries ---- */
+
+/* The number after "key" in the summary screen's title ("55 summaries", "open 1: 30 raw batches"). */
+static unsigned long long title_number_before(const char *scr, const char *word) {
+    char line[1024];
+    ASSERT_NOT_NULL(line_with(scr, "SUMMARY ONLY", line, sizeof line));
+    const char *at = strstr(line, word);
+    ASSERT_NOT_NULL(at);
+    while (at > line && at[-1] == ' ')
+        at--;
+    while (at > line && at[-1] >= '0' && at[-1] <= '9')
+        at--;
+    return strtoull(at, NULL, 10);
+}
+
+/* A rank's row: its fields split at spaces (the sparkline is one more field, or none). */
+typedef struct sum_row_fields {
+    int rank;
+    char host[64];
+    unsigned pid;
+    double busy, blocked, idle, evs;
+    unsigned long long drops;
+    int line; /* its line on the screen */
+} sum_row_fields;
+
+static int sum_row_of(const char *scr, int rank, sum_row_fields *f) {
+    int ln = 0;
+    for (const char *p = scr; *p; ln++) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+        char *tok[32];
+        int n = 0;
+        for (char *s = strtok(line, " "); s != NULL && n < 32; s = strtok(NULL, " "))
+            tok[n++] = s;
+        /* marker, rank, host, pid, busy, blocked, idle, [sparkline], ev/s, missed, drops */
+        if (n >= 10 && strtol(tok[1], NULL, 10) == rank && strspn(tok[1], "0123456789") == strlen(tok[1]) &&
+            strspn(tok[3], "0123456789") == strlen(tok[3])) {
+            f->rank = rank;
+            snprintf(f->host, sizeof f->host, "%s", tok[2]);
+            f->pid = (unsigned)strtoul(tok[3], NULL, 10);
+            f->busy = strtod(tok[4], NULL);
+            f->blocked = strtod(tok[5], NULL);
+            f->idle = strtod(tok[6], NULL);
+            f->evs = strtod(tok[n - 3], NULL);
+            f->drops = strtoull(tok[n - 1], NULL, 10);
+            f->line = ln;
+            return 1;
+        }
+        p = e ? e + 1 : p + len;
+    }
+    return 0;
+}
+
+/* A relay summarising four producers (testpub processes of ranks 5..8 on host node-s, 1000 events
+ * a second each) for a viewer in summary mode: a row per rank in rank order with the
+ * generator's identities and about its rate, and no raw batch; opening ranks 6 and 8 brings their
+ * batches and lanes and no other rank's; closing them stops the batches while summaries go on. */
+TEST(attach_summary_rows_per_rank_and_opening_a_rank_brings_only_its_lanes) {
+    if (!have_tmux()) {
+        fprintf(stderr, "tmux is not installed: skipped\n");
+        return;
+    }
+    char node[1024];
+    snprintf(node, sizeof node, "%s", task_path("node"));
+    ASSERT_OK(mkdir(node, 0700));
+    ASSERT_OK(setenv("XDG_RUNTIME_DIR", node, 1));
+    const char *relay[] = {task_synctop(), "relay", "--listen", "tcp://127.0.0.1:0", "--summary-ms", "250", NULL};
+    pid_t rp = task_spawn(relay, task_path("relay.out"), task_path("relay.err"));
+    others[n_others++] = rp;
+    pid_t pubs[4];
+    for (int k = 0; k < 4; k++) {
+        char seed[16], rank[16], out[32], errp[32];
+        snprintf(seed, sizeof seed, "%d", 30 + k);
+        snprintf(rank, sizeof rank, "%d", 5 + k);
+        snprintf(out, sizeof out, "pub%d.out", k);
+        snprintf(errp, sizeof errp, "pub%d.err", k);
+        const char *argv[] = {TESTPUB, "--events", "400000", "--rate", "1000", "--batch", "25", "--wait-subscribers",
+                              "1", "--seed", seed, "--host", "node-s", "--rank", rank, NULL};
+        pubs[k] = task_spawn(argv, task_path(out), task_path(errp));
+        others[n_others++] = pubs[k];
+    }
+    char ep[512] = "";
+    for (int i = 0; i < 2000 && ep[0] == '\0'; i++) {
+        FILE *f = fopen(task_path("relay.err"), "r");
+        char line[1024];
+        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+            const char *at = strstr(line, "listening on ");
+            if (at != NULL)
+                snprintf(ep, sizeof ep, "%.*s", (int)strcspn(at + 13, " ;\n"), at + 13);
+        }
+        if (f != NULL)
+            fclose(f);
+        usleep(10000);
+    }
+    ASSERT(ep[0] != '\0');
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s attach --summary %s", task_synctop(), ep);
+    tmux_start(cmd, 200, 60);
+    const char *scr = wait_for("4 producers");
+    /* every rank's row, in rank order, with the generator's identities, once its figures settle
+     * near the generator's: 1000 events/s, the GPU busy part of the time, the host blocked some */
+    double t0 = now_s();
+    for (;;) {
+        scr = capture();
+        int ok = 1, last_line = -1;
+        for (int k = 0; k < 4 && ok; k++) {
+            sum_row_fields f = {0};
+            ok = sum_row_of(scr, 5 + k, &f) && strcmp(f.host, "node-s") == 0 && f.pid == 4242 &&
+                 f.line > last_line && f.busy > 0 && f.busy <= 100 && f.busy + f.idle > 99.85 &&
+                 f.busy + f.idle < 100.15 && f.blocked > 0 && f.drops == 0 && f.evs > 700 && f.evs < 1300;
+            last_line = f.line;
+        }
+        if (ok)
+            break;
+        if (now_s() - t0 > WAIT_S)
+            TASK_FAIL_("no row per rank 5..8 in order, on node-s, pid 4242, about 1000 events/s; the pane shows:\n%s",
+                       scr);
+        usleep(100000);
+    }
+    /* summary only: no raw batch came */
+    ASSERT_STR_CONTAINS(scr, "open 0: 0 raw batches");
+    /* open rank 6 (the second row): its batches come, and Tab shows its lanes */
+    keys("Down Enter");
+    scr = wait_for("open 1:");
+    for (t0 = now_s(); title_number_before(scr = capture(), "raw batches") == 0; usleep(100000))
+        if (now_s() - t0 > WAIT_S)
+            TASK_FAIL_("no raw batch after opening rank 6:\n%s", scr);
+    keys("Tab");
+    scr = wait_for("stream 7");
+    /* open rank 8 as well: the lanes are those of ranks 6 and 8, no other's */
+    keys("S");
+    wait_for("SUMMARY ONLY");
+    keys("Down Down Enter");
+    wait_for("open 2:");
+    keys("Tab");
+    scr = wait_for("r8:GPU0");
+    ASSERT_STR_CONTAINS(scr, "r6:GPU0");
+    ASSERT(strstr(scr, "r5:") == NULL && strstr(scr, "r7:") == NULL);
+    /* close both: the batches stop while the summaries go on */
+    keys("S");
+    wait_for("SUMMARY ONLY");
+    keys("Enter Up Up Enter");
+    scr = wait_for("open 0:");
+    unsigned long long s0 = title_number_before(scr, "summaries");
+    /* what was on its way may still come: two more rounds of summaries first */
+    for (t0 = now_s(); title_number_before(scr = capture(), "summaries") < s0 + 8; usleep(100000))
+        if (now_s() - t0 > WAIT_S)
+            TASK_FAIL_("the summaries stopped:\n%s", scr);
+    unsigned long long b1 = title_number_before(scr, "raw batches"), s1 = title_number_before(scr, "summaries");
+    for (t0 = now_s(); title_number_before(scr = capture(), "summaries") < s1 + 16; usleep(100000))
+        if (now_s() - t0 > WAIT_S)
+            TASK_FAIL_("the summaries stopped:\n%s", scr);
+    ASSERT_UEQ(title_number_before(scr, "raw batches"), b1);
+    ASSERT(b1 > 0);
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    for (int k = 0; k < 4; k++) {
+        kill(pubs[k], SIGKILL);
+        task_wait_exit(pubs[k], 20);
     }
     kill(rp, SIGINT);
     ASSERT_EQ(task_wait_exit(rp, 20), 0);

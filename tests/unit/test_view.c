@@ -15,6 +15,7 @@
 #include "synth.h"
 #include "task.h"
 #include "screen.h"
+#include "sumview.h"
 #include "hta.h"
 #include "loop.h"
 #include "steps.h"
@@ -1928,4 +1929,145 @@ TEST(step_strip_numbers_steps_and_braces_go_to_the_slow_ones) {
     f.v.steps = NULL;
     an_steps_free(&st);
     fixture_close(&f);
+}
+
+/* ---- the summary-only screen (attach --summary) ---- */
+
+/* What a subscriber would hold of producer 0x100 + rank after `intervals` summaries of 1 s each,
+ * starting at relay time 1000 s: each interval's events span 800 ms on 2 GPUs, busy for
+ * (rank % 10 + 1) * 80 ms per GPU per interval, the host blocked 200 ms, 5000 events. */
+static tp_sub_summary sum_fixture(int rank, int intervals) {
+    tp_sub_summary x;
+    memset(&x, 0, sizeof x);
+    uint64_t busy = (uint64_t)(rank % 10 + 1) * 80000000ull * 2;
+    x.last.producer = 0x100 + (uint64_t)rank;
+    x.last.start_ns = 1000000000000ull + (uint64_t)(intervals - 1) * 1000000000ull;
+    x.last.interval_ns = 1000000000ull;
+    x.last.t_min = 5000000000ull;
+    x.last.t_max = x.last.t_min + 800000000ull;
+    x.last.busy_ns = busy;
+    x.last.blocked_ns = 200000000ull;
+    x.last.events = 5000;
+    x.last.pid = 7000 + (uint32_t)rank;
+    x.last.rank = rank;
+    x.last.world = 64;
+    x.last.devices = 2;
+    snprintf(x.last.host, sizeof x.last.host, "node%02d", rank / 8);
+    x.summaries = (uint64_t)intervals;
+    x.interval_ns = (uint64_t)intervals * 1000000000ull;
+    x.span_ns = (uint64_t)intervals * 800000000ull;
+    x.busy_ns = (uint64_t)intervals * busy;
+    x.blocked_ns = (uint64_t)intervals * 200000000ull;
+    x.events = (uint64_t)intervals * 5000;
+    return x;
+}
+
+/* 64 ranks, given in reverse order, each fed its summaries one at a time (so each row's history
+ * holds them), rank 9 with 3 drops and rank 2 open. */
+static vw_sum_row *sum_rows64(void) {
+    vw_sum_row *rows = calloc(64, sizeof *rows);
+    for (int i = 0; i < 64; i++) {
+        int rank = 63 - i;
+        for (int k = 1; k <= 12; k++) {
+            tp_sub_summary x = sum_fixture(rank, k);
+            /* the recent intervals vary: the busy share of interval k is (k % 4 + 1) / 8 */
+            x.last.busy_ns = (uint64_t)(k % 4 + 1) * 200000000ull;
+            x.last.drops = rank == 9 ? 3 : 0;
+            vw_sum_row_update(&rows[i], &x);
+        }
+        rows[i].open = rank == 2;
+    }
+    vw_sum_sort(rows, 64);
+    return rows;
+}
+
+TEST(summary_row_figures_follow_the_summaries) {
+    vw_sum_row r;
+    memset(&r, 0, sizeof r);
+    tp_sub_summary x = sum_fixture(3, 1);
+    vw_sum_row_update(&r, &x);
+    x = sum_fixture(3, 4);
+    vw_sum_row_update(&r, &x);
+    /* busy: 4 * 2 * 320 ms over 4 * 800 ms spans on 2 GPUs = 40 %; blocked 200 of 800 ms = 25 % */
+    ASSERT(r.busy > 39.999 && r.busy < 40.001);
+    ASSERT(r.idle > 59.999 && r.idle < 60.001);
+    ASSERT(r.blocked > 24.999 && r.blocked < 25.001);
+    /* 20000 events from the first summary's start (1000 s) to the fourth's end (1004 s) */
+    ASSERT(r.events_per_s > 4999.9 && r.events_per_s < 5000.1);
+    ASSERT_EQ(r.rank, 3);
+    ASSERT_UEQ(r.pid, 7003);
+    ASSERT_STR_EQ(r.host, "node00");
+    /* two summaries taken: two points of history, each 640 ms of 1600 GPU-ms */
+    ASSERT_EQ(r.n_hist, 2);
+    ASSERT(r.hist[1] > 0.399f && r.hist[1] < 0.401f);
+    /* the same summary again adds no point */
+    vw_sum_row_update(&r, &x);
+    ASSERT_EQ(r.n_hist, 2);
+}
+
+TEST(golden_summary_rows_64_ranks) {
+    vw_sum_row *rows = sum_rows64();
+    for (int i = 0; i < 64; i++)
+        ASSERT_EQ(rows[i].rank, i); /* sorted by rank */
+    static const int sizes[2][2] = {{80, 24}, {200, 60}};
+    for (int i = 0; i < 2; i++) {
+        vw_sum_view sv = {.summaries = 768, .raw_batches = 41};
+        vw_grid g = {.w = sizes[i][0], .h = sizes[i][1]};
+        /* at 80x24 the selection is moved down to rank 30: the rows scroll to keep it shown */
+        for (int k = 0; i == 0 && k < 30; k++)
+            ASSERT_EQ(vw_sum_key(&sv, 64, g.h, VW_KEY_DOWN), VW_SUM_REDRAW);
+        vw_sum_render(rows, 64, &sv, &g);
+        assert_cells_safe(&g, 0);
+        ASSERT(screen_has(&g, "SUMMARY ONLY  64 producers"));
+        ASSERT(screen_has(&g, "open 1: 41 raw batches"));
+        ASSERT(screen_has(&g, "node03"));
+        if (i == 0) {
+            ASSERT(strstr(row_text(&g, 2 + 30 - sv.scroll), "   30 node03") != NULL);
+            ASSERT(strstr(row_text(&g, 23), "rows 11-31 of 64") != NULL); /* 21 rows, the 31st selected last */
+        } else {
+            /* 57 ranks shown at 200x60: 60 rows less the title, the column names and the key bar */
+            ASSERT(strstr(row_text(&g, 2), "    0 node00") != NULL);
+            ASSERT(strstr(row_text(&g, 58), "   56 node07") != NULL);
+            ASSERT(strstr(row_text(&g, 59), "rows 1-57 of 64") != NULL);
+        }
+        golden_mode(&g, "summary64", 0);
+        vw_grid_free(&g);
+    }
+    free(rows);
+}
+
+TEST(summary_screen_keys_and_sanitized_hosts) {
+    vw_sum_row *rows = sum_rows64();
+    snprintf(rows[0].host, sizeof rows[0].host, "evil\x1b]0;pwned\x07");
+    vw_sum_view sv = {0};
+    vw_grid g = {.w = 80, .h = 24};
+    vw_sum_render(rows, 64, &sv, &g);
+    char *t = vw_grid_text(&g);
+    ASSERT(strchr(t, 0x1b) == NULL && strchr(t, 0x07) == NULL);
+    free(t);
+    /* ASCII glyphs only, markers and sparklines included */
+    sv.ascii = 1;
+    vw_sum_render(rows, 64, &sv, &g);
+    for (int i = 0; i < g.w * g.h; i++)
+        ASSERT(g.cells[i].ch >= 0x20 && g.cells[i].ch < 0x7f);
+    ASSERT(strstr(row_text(&g, 4), "-     2 node00") != NULL); /* rank 2 is open */
+    sv.ascii = 0;
+    ASSERT_EQ(vw_sum_key(&sv, 64, 24, VW_KEY_END), VW_SUM_REDRAW);
+    ASSERT_EQ(sv.sel, 63);
+    ASSERT_EQ(sv.scroll, 64 - 21);
+    ASSERT_EQ(vw_sum_key(&sv, 64, 24, VW_KEY_ENTER), VW_SUM_TOGGLE);
+    ASSERT_EQ(vw_sum_key(&sv, 64, 24, VW_KEY_TAB), VW_SUM_LANES);
+    ASSERT_EQ(vw_sum_key(&sv, 64, 24, 'q'), VW_SUM_QUIT);
+    ASSERT_EQ(vw_sum_key(&sv, 64, 24, VW_KEY_HOME), VW_SUM_REDRAW);
+    ASSERT_EQ(sv.sel, 0);
+    ASSERT_EQ(sv.scroll, 0);
+    /* nothing to open without rows; below 80x24 it says so */
+    vw_sum_view empty = {0};
+    ASSERT_EQ(vw_sum_key(&empty, 0, 24, VW_KEY_ENTER), VW_SUM_NONE);
+    vw_grid small = {.w = 60, .h = 20};
+    vw_sum_render(rows, 64, &sv, &small);
+    ASSERT(screen_has(&small, "terminal too small"));
+    vw_grid_free(&small);
+    vw_grid_free(&g);
+    free(rows);
 }

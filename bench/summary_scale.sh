@@ -5,7 +5,9 @@
 # --summary (the relay's once-a-second summaries only), then taking every raw batch. Prints per
 # mode the bytes per second per rank that went down the relay's socket (summaries: topic and body
 # frames, 9 + 184 bytes each; raw: the batches' bytes as the relay counts them, plus their 9-byte
-# topic frames) and the subscriber's peak RSS.
+# topic frames) and the subscriber's peak RSS. Then the viewer in summary mode (`synctop attach
+# --summary`, in a tmux pane at 200x60, when tmux is installed) for SECONDS: its peak RSS and the
+# producers its header counts.
 #
 #   bench/summary_scale.sh [RANKS [SECONDS [EVENTS_PER_S_PER_RANK]]]   (default 1024 10 200)
 #
@@ -66,6 +68,19 @@ run() {
     if [ "$mode" = summary ]; then
         /usr/bin/time -f '%M' -o "$dir/rss" "$synctop" report --ranks --summary --for "$secs" --format json "$ep" \
             >"$dir/report.json" 2>"$dir/report.err"
+    elif [ "$mode" = viewer ]; then
+        sock=summary-scale-$$
+        tmux -L "$sock" -f /dev/null new-session -d -x 200 -y 60 \
+            "env TERM=screen-256color LANG=C.UTF-8 /usr/bin/time -f '%M' -o '$dir/rss' '$synctop' attach --summary '$ep' 2>'$dir/viewer.err'"
+        sleep "$secs"
+        tmux -L "$sock" capture-pane -p >"$dir/screen.txt" 2>/dev/null || true
+        tmux -L "$sock" send-keys q 2>/dev/null || true
+        i=0
+        while [ ! -s "$dir/rss" ] && [ "$i" -lt 100 ]; do
+            sleep 0.1
+            i=$((i + 1))
+        done
+        tmux -L "$sock" kill-server 2>/dev/null || true
     else
         /usr/bin/time -f '%M' -o "$dir/rss" timeout -s INT "$secs" "$synctop" report --ranks --format json "$ep" \
             >"$dir/report.json" 2>"$dir/report.err" || true
@@ -75,6 +90,12 @@ run() {
     # shellcheck disable=SC2086
     kill $pubs 2>/dev/null || true
     said=$(tail -n 1 "$dir/relay.err")
+    if [ "$mode" = viewer ]; then
+        shown=$(grep -o '[0-9]* producers' "$dir/screen.txt" | head -n 1)
+        printf '  %-8s the viewer (attach --summary, 200x60) for %s s: its header says %s; its peak RSS %d MiB\n' \
+            "$mode" "$secs" "${shown:-nothing (see $dir/viewer.err)}" "$(($(tail -n 1 "$dir/rss" 2>/dev/null || echo 0) / 1024))"
+        return
+    fi
     if [ "$mode" = summary ]; then
         n=$(echo "$said" | sed -n 's/.* \([0-9]*\) summaries published.*/\1/p')
         bytes=$((n * 193))
@@ -92,3 +113,8 @@ run() {
 echo "summary_scale: $ranks ranks ($procs processes) at $rate events/s each, one relay, one subscriber for $secs s"
 run summary
 run raw
+if command -v tmux >/dev/null 2>&1; then
+    run viewer
+else
+    echo "  (tmux is not installed: the viewer is not measured)"
+fi

@@ -726,6 +726,14 @@ static int viewer_finish(viewer *w, int rc, viewer_result *res) {
     res->recorded = w->rec != NULL;
     res->rec_batches = w->rec_batches;
     res->rec_events = w->rec_events;
+    /* The hosts' clocks the relays answered with end the recording, as `synctop record`'s do. */
+    tp_buf notes = {0};
+    if (res->recorded && w->sub != NULL && live_clocks_notes(w->sub, &notes) > 0 &&
+        tp_fwriter_append(w->rec, notes.data, notes.len, &res->record_err) != 0) {
+        res->record_failed = 1;
+        rc = 1;
+    }
+    tp_buf_free(&notes);
     if (res->recorded && tp_fwriter_close(&w->rec, &res->record_err) != 0) {
         res->record_failed = 1;
         rc = 1;

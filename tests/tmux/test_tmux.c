@@ -749,8 +749,9 @@ TEST(attach_through_a_relay_states_each_hosts_measured_clock) {
         usleep(10000);
     }
     ASSERT(ep[0] != '\0');
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s attach %s", task_synctop(), ep);
+    char cmd[2048], trace[1024];
+    snprintf(trace, sizeof trace, "%s", task_path("attach.trace"));
+    snprintf(cmd, sizeof cmd, "%s attach %s --record %s", task_synctop(), ep, trace);
     tmux_start(cmd, 200, 60);
     const char *scr = wait_for("(clock +");
     char line[1024];
@@ -775,6 +776,18 @@ TEST(attach_through_a_relay_states_each_hosts_measured_clock) {
     }
     kill(rp, SIGINT);
     ASSERT_EQ(task_wait_exit(rp, 20), 0);
+    /* the recording ends with the host's clock as measured, within its uncertainty of the skew */
+    const char *info = sh("%s info --json %s", task_synctop(), trace);
+    const char *h = strstr(info, "\"host_clocks\": [{\"host\": \"sim-node-a\", \"offset_ns\": ");
+    if (h == NULL)
+        TASK_FAIL_("no host clock for sim-node-a in the recording: %.400s", info);
+    long long off_ns = strtoll(h + strlen("\"host_clocks\": [{\"host\": \"sim-node-a\", \"offset_ns\": "), NULL, 10);
+    const char *u = strstr(h, "\"uncertainty_ns\": ");
+    ASSERT_NOT_NULL(u);
+    long long unc_ns = strtoll(u + strlen("\"uncertainty_ns\": "), NULL, 10);
+    long long d = off_ns - 3000000000LL;
+    if ((d < 0 ? -d : d) > unc_ns)
+        TASK_FAIL_("the recording says %lld ns +- %lld, but the host's clock is 3 s ahead", off_ns, unc_ns);
 }
 
 /* ---- attach --summary: a row per rank from the relays' summaries ---- */

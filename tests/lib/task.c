@@ -12,6 +12,9 @@
 #include <ftw.h>
 #include <limits.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #define TASK_MAX 512
 
@@ -160,4 +163,20 @@ int task_wait_exit(pid_t pid, int timeout_s) {
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     return -1;
+}
+
+int task_free_port(void) {
+    for (unsigned i = 0; i < 2000; i++) {
+        int port = 20000 + (int)(((unsigned)getpid() * 7919u + i * 104729u) % 10000u);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return 0;
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int ok = bind(fd, (const struct sockaddr *)&sa, sizeof sa) == 0;
+        close(fd);
+        if (ok)
+            return port;
+    }
+    return 0;
 }

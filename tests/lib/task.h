@@ -31,6 +31,10 @@ pid_t task_spawn(const char *const argv[], const char *out_path, const char *err
  * (it is killed then). */
 int task_wait_exit(pid_t pid, int timeout_s);
 void task_sleep_ms(int ms);
+/* A loopback TCP port free now, outside the kernel's ephemeral range (32768 and up by default), for
+ * a test that binds it again after a restart: no other test's "port *" can take it in between (and
+ * have a subscriber reconnect to someone else's publisher). 0 when none was found. */
+int task_free_port(void);
 
 #define TEST(name)                                                                   \
     static void test_##name(void);                                                   \

@@ -938,7 +938,11 @@ TEST(sub_tracks_a_bounded_number_of_producers) {
 TEST(reconnects_after_publisher_restart_on_same_port) {
     tp_sub *sub = sub_new(NULL);
     pubproc p1, p2;
-    testpub_start(&p1, (const char *[]){"--endpoint", "tcp://127.0.0.1:*", "--events", "20000",
+    char ep[64];
+    int port = task_free_port();
+    ASSERT_GT(port, 0);
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    testpub_start(&p1, (const char *[]){"--endpoint", ep, "--events", "20000",
                                         "--seed", "5", "--wait-subscribers", "1", NULL});
     sub_connect(sub, p1.endpoint);
     expect x;

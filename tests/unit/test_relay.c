@@ -310,7 +310,12 @@ TEST(record_through_a_relay_waits_for_the_producers_asked_for) {
 TEST(a_restarted_relay_and_new_processes_are_picked_up) {
     private_endpoints();
     relay_proc r;
-    relay_start(&r, "relay1", NULL);
+    int port = task_free_port();
+    ASSERT_GT(port, 0);
+    char fixed[64];
+    snprintf(fixed, sizeof fixed, "tcp://127.0.0.1:%d", port);
+    const char *first[] = {"--listen", fixed, NULL}; /* a later --listen wins */
+    relay_start(&r, "relay1", first);
     err_msg err = {{0}};
     tp_sub *sub = tp_sub_new(NULL, &err);
     ASSERT_NOT_NULL(sub);

@@ -655,15 +655,15 @@ static int sess_begin(sess *s, const ij_access *acc, const ij_map *maps, size_t 
     size_t nnow = 0;
     for (unsigned tries = 0;; tries++) {
         int rc = interrupt(s, s->o->call_ms);
+        if (rc == 0 && regs_get(s->tid, &s->saved) != 0)
+            rc = gone(s, "while it was stopped");
+        free(now); /* the mappings of the try before */
+        now = NULL;
         if (rc == ERR_AGAIN)
             return err_set(s->err, ERR_AGAIN, "process %d did not stop within %d ms", (int)s->tid, s->o->call_ms);
         if (rc != 0)
             return rc;
         s->rep->stops++;
-        if (regs_get(s->tid, &s->saved) != 0)
-            return gone(s, "while it was stopped");
-        free(now);
-        now = NULL;
         if (ij_maps_read(s->tid, &now, &nnow, s->err) != 0)
             return gone(s, "while it was stopped");
         if (ij_safe_point(now, nnow, regs_pc(&s->saved), regs_syscall(&s->saved), why, sizeof why) &&

@@ -151,7 +151,7 @@ static const char *str_of(const nimp *k, uint32_t id, size_t *n) {
         return "";
     }
     *n = k->len[id - 1];
-    return k->pool + k->off[id - 1];
+    return k->pool != NULL ? k->pool + k->off[id - 1] : ""; /* only empty names so far: no pool yet */
 }
 
 /* The local string of a StringIds id, 0 when it dangles. */

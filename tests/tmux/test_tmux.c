@@ -707,6 +707,24 @@ TEST(attach_without_argument_finds_a_publisher_on_its_default_endpoint) {
     testpub_stop(pub);
 }
 
+/* The endpoint a `synctop relay` says it listens on, in its stderr at err_path (waited for). */
+static void relay_endpoint(const char *err_path, char *ep, size_t len) {
+    ep[0] = '\0';
+    for (int i = 0; i < 2000 && ep[0] == '\0'; i++) {
+        FILE *f = fopen(err_path, "r");
+        char line[1024];
+        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+            const char *at = strstr(line, "listening on ");
+            if (at != NULL)
+                snprintf(ep, len, "%.*s", (int)strcspn(at + 13, " ;\n"), at + 13);
+        }
+        if (f != NULL)
+            fclose(f);
+        usleep(10000);
+    }
+    ASSERT(ep[0] != '\0');
+}
+
 /* The viewer behind a relay whose host's clock is 3 s ahead of the viewer's (the relay and the
  * processes of that host share the skew): each rank's row says the offset measured and its
  * uncertainty, and the skew given holds within it. */
@@ -735,20 +753,8 @@ TEST(attach_through_a_relay_states_each_hosts_measured_clock) {
         pubs[i] = task_spawn(argv, task_path(i ? "pub1.out" : "pub0.out"), task_path(i ? "pub1.err" : "pub0.err"));
         others[n_others++] = pubs[i];
     }
-    char ep[512] = "";
-    for (int i = 0; i < 2000 && ep[0] == '\0'; i++) {
-        FILE *f = fopen(task_path("relay.err"), "r");
-        char line[1024];
-        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
-            const char *at = strstr(line, "listening on ");
-            if (at != NULL)
-                snprintf(ep, sizeof ep, "%.*s", (int)strcspn(at + 13, " ;\n"), at + 13);
-        }
-        if (f != NULL)
-            fclose(f);
-        usleep(10000);
-    }
-    ASSERT(ep[0] != '\0');
+    char ep[512];
+    relay_endpoint(task_path("relay.err"), ep, sizeof ep);
     char cmd[2048], trace[1024];
     snprintf(trace, sizeof trace, "%s", task_path("attach.trace"));
     snprintf(cmd, sizeof cmd, "%s attach %s --record %s", task_synctop(), ep, trace);
@@ -873,20 +879,8 @@ TEST(attach_summary_rows_per_rank_and_opening_a_rank_brings_only_its_lanes) {
         pubs[k] = task_spawn(argv, task_path(out), task_path(errp));
         others[n_others++] = pubs[k];
     }
-    char ep[512] = "";
-    for (int i = 0; i < 2000 && ep[0] == '\0'; i++) {
-        FILE *f = fopen(task_path("relay.err"), "r");
-        char line[1024];
-        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
-            const char *at = strstr(line, "listening on ");
-            if (at != NULL)
-                snprintf(ep, sizeof ep, "%.*s", (int)strcspn(at + 13, " ;\n"), at + 13);
-        }
-        if (f != NULL)
-            fclose(f);
-        usleep(10000);
-    }
-    ASSERT(ep[0] != '\0');
+    char ep[512];
+    relay_endpoint(task_path("relay.err"), ep, sizeof ep);
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s attach --summary %s", task_synctop(), ep);
     tmux_start(cmd, 200, 60);

@@ -1206,22 +1206,30 @@ TEST(summary_only_viewer_gets_every_producer_summarised_and_chosen_batches) {
     ASSERT(strstr(said, " 0 summaries published") == NULL);
 }
 
+/* A bare XPUB socket on this process's own endpoint (a private endpoint directory), which a relay
+ * finds as it finds traced processes: receives time out after timeout_ms. */
+static void *bare_process(void *ctx, int timeout_ms) {
+    private_endpoints();
+    char ep[TP_ENDPOINT_MAX];
+    err_msg err = {{0}};
+    ASSERT_OK(tp_endpoint_for_pid((long)getpid(), ep, sizeof ep, &err));
+    void *x = zmq_socket(ctx, ZMQ_XPUB);
+    ASSERT_NOT_NULL(x);
+    int zero = 0;
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_LINGER, &zero, sizeof zero));
+    ASSERT_OK(zmq_setsockopt(x, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms));
+    ASSERT_OK(zmq_bind(x, ep));
+    return x;
+}
+
 /* A publisher of the node that sends what is not [topic][batch] (a lone frame, a body that is no
  * batch, a batch under another producer's topic, three frames): the relay that summarises counts
  * each and drops it, and goes on summarising the sound batch among them. The publisher is a bare
  * XPUB socket on this process's own endpoint, which the relay finds as it finds traced processes. */
 TEST(relay_drops_and_counts_bad_messages_from_upstream) {
-    private_endpoints();
-    char ep[TP_ENDPOINT_MAX];
-    err_msg err = {{0}};
-    ASSERT_OK(tp_endpoint_for_pid((long)getpid(), ep, sizeof ep, &err));
     void *ctx = zmq_ctx_new();
-    void *x = zmq_socket(ctx, ZMQ_XPUB);
-    ASSERT_NOT_NULL(x);
-    int zero = 0, timeout = 20000;
-    ASSERT_OK(zmq_setsockopt(x, ZMQ_LINGER, &zero, sizeof zero));
-    ASSERT_OK(zmq_setsockopt(x, ZMQ_RCVTIMEO, &timeout, sizeof timeout));
-    ASSERT_OK(zmq_bind(x, ep));
+    void *x = bare_process(ctx, 20000);
+    err_msg err = {{0}};
     relay_proc r;
     relay_start(&r, "relay", (const char *[]){"--summary-ms", "100", NULL});
     tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
@@ -1319,17 +1327,9 @@ TEST(report_summary_prints_each_rank_from_summaries_alone) {
  * on-demand tracer stays, or goes back, dormant). The process is a bare XPUB socket on this
  * process's endpoint, which sees every subscription and unsubscription that comes up. */
 TEST(relay_takes_batches_for_summaries_only_while_someone_wants_them) {
-    private_endpoints();
-    char ep[TP_ENDPOINT_MAX];
-    err_msg err = {{0}};
-    ASSERT_OK(tp_endpoint_for_pid((long)getpid(), ep, sizeof ep, &err));
     void *ctx = zmq_ctx_new();
-    void *x = zmq_socket(ctx, ZMQ_XPUB);
-    ASSERT_NOT_NULL(x);
-    int zero = 0, timeout = 200;
-    ASSERT_OK(zmq_setsockopt(x, ZMQ_LINGER, &zero, sizeof zero));
-    ASSERT_OK(zmq_setsockopt(x, ZMQ_RCVTIMEO, &timeout, sizeof timeout));
-    ASSERT_OK(zmq_bind(x, ep));
+    void *x = bare_process(ctx, 200);
+    err_msg err = {{0}};
     relay_proc r;
     relay_start(&r, "relay", NULL);
     /* a summary viewer comes: its subscription goes up, and the relay's to every batch */

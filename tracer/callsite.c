@@ -94,16 +94,29 @@ void tr_sites_destroy(tr_sites **sp) {
 
 uint64_t tr_sites_refused(const tr_sites *s) { return s->refused; }
 
-/* Whether a return address belongs to code between the user and the wait. Unknown addresses
- * (JIT code, no module) are kept: they may well be the user's. */
+/* Whether a sanitizer's runtime (an instrumented program links it in) names this function: its
+ * interceptors and helpers are never the user's line, and a stack scan finds their stale return
+ * addresses among the live ones. */
+static int sanitizer_name(const char *name) {
+    static const char *const prefixes[] = {"__asan_", "__interceptor_", "___interceptor_", "__sanitizer",
+                                           "__ubsan_", "__lsan_", "__msan_", "__tsan_", "__hwasan_"};
+    for (size_t i = 0; name != NULL && i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* Whether a return address belongs to code between the user and the wait: a skipped module (by
+ * module, remembered) or a sanitizer's runtime (by function), found with one dladdr. Unknown
+ * addresses (JIT code, no module) are kept: they may well be the user's. */
 static int pc_skipped(tr_sites *s, uintptr_t pc) {
     Dl_info info;
-    if (dladdr((void *)pc, &info) == 0 || info.dli_fbase == NULL)
+    if (dladdr((void *)(pc - 1), &info) == 0 || info.dli_fbase == NULL)
         return 0;
     uintptr_t base = (uintptr_t)info.dli_fbase;
     for (unsigned i = 0; i < s->n_mods; i++)
         if (s->mods[i].base == base)
-            return s->mods[i].skip;
+            return s->mods[i].skip || sanitizer_name(info.dli_sname);
     int skip = base == s->self_base;
     if (!skip && info.dli_fname != NULL) {
         const char *name = cm_base_name(info.dli_fname);
@@ -113,22 +126,7 @@ static int pc_skipped(tr_sites *s, uintptr_t pc) {
     }
     unsigned slot = s->n_mods < MOD_CACHE ? s->n_mods++ : s->next_mod++ % MOD_CACHE;
     s->mods[slot] = (mod){base, skip};
-    return skip;
-}
-
-/* Whether a return address is in a sanitizer's runtime (an instrumented program links it in): its
- * interceptors and helpers are never the user's line, and a stack scan finds their stale return
- * addresses among the live ones. */
-static int pc_in_sanitizer(uintptr_t pc) {
-    static const char *const prefixes[] = {"__asan_", "__interceptor_", "___interceptor_", "__sanitizer",
-                                           "__ubsan_", "__lsan_", "__msan_", "__tsan_", "__hwasan_"};
-    Dl_info info;
-    if (dladdr((void *)(pc - 1), &info) == 0 || info.dli_sname == NULL)
-        return 0;
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (strncmp(info.dli_sname, prefixes[i], strlen(prefixes[i])) == 0)
-            return 1;
-    return 0;
+    return skip || sanitizer_name(info.dli_sname);
 }
 
 static uintptr_t module_base(uintptr_t pc) {
@@ -309,7 +307,7 @@ uint32_t tr_sites_intern(tr_sites *s, tp_enc *enc, const tr_pyframe *py, unsigne
         i++;
     if (i == n)
         i = 0;
-    while (i < n && (pcs[i] == 0 || pc_skipped(s, pcs[i]) || pc_in_sanitizer(pcs[i])))
+    while (i < n && (pcs[i] == 0 || pc_skipped(s, pcs[i])))
         i++;
     /* Below Python frames, the native ones end where the interpreter's begin: the eval loop's
      * return addresses change as it specializes the calling instruction, and say nothing the

@@ -276,6 +276,7 @@ static uint32_t u32_or(const nrows *r, int c, uint32_t dflt) {
 
 /* The text of column c (NULL when not text). */
 static const char *gets(const nrows *r, int c, size_t *n) {
+    *n = 0;
     if (sqlite3_column_type(r->stmt, c) != SQLITE_TEXT)
         return NULL;
     const char *s = (const char *)sqlite3_column_text(r->stmt, c);

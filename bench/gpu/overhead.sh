@@ -113,8 +113,8 @@ points() {
 }
 for loop in launch compute; do
     case $loop in
-    launch) name="launch-bound loop" kernels==201000 ;;
-    *) name="compute-bound loop" kernels==156 ;;
+    launch) name="launch-bound loop" kernels="=201000" ;;
+    *) name="compute-bound loop" kernels="=156" ;;
     esac
     bin=$build/samples/overhead_$loop
     base=$(time_of plain - "$bin")

@@ -1,18 +1,25 @@
 #!/bin/sh
-# On a GPU machine, everything that needs the GPU, in one go: the samples under the tracer
-# (tests/gpu/run.sh), the tracer's overhead (bench/gpu/overhead.sh) and attaching to a running
-# PyTorch loop (tests/gpu/attach.sh), with what the machine is (GPU, driver, CUDA, Python,
-# PyTorch). Writes into OUTDIR: run.log, overhead.log, attach.log, machine.txt and traces.tar (the
-# recorded samples/traces/*.trace, to commit).
+# On a GPU machine, everything that needs the GPU, step by step, with what the machine is (GPU,
+# driver, CUDA, Python, PyTorch): the gpu-probe first (tests/gpu/probe.sh: what the real CUPTI
+# does), the samples under the tracer (tests/gpu/run.sh), attaching to a running PyTorch loop
+# (tests/gpu/attach.sh) and the tracer's overhead (bench/gpu/overhead.sh). Writes into OUTDIR
+# machine.txt and, per step, STEP.log; probe.tar (the probe's logs and the synctop traces and
+# reports of its scripts) and traces.tar (the recorded samples/traces/*.trace, to commit).
 #
-# usage: tests/gpu/all.sh BUILD_DIR OUTDIR        RUNS=5 for overhead.sh
+# usage: tests/gpu/all.sh BUILD_DIR OUTDIR [STEP...]
+#   STEP: probe, run, attach, overhead (default: all four, in that order). The four together may
+#   outlast one 10-minute call of the device runner: `probe run attach` in one, `overhead` in the
+#   next. RUNS=5 for overhead.sh.
 # BUILD_DIR is the build/ of a folder made by tests/gpu/pack.sh, its env.sh sourced (run.sh says
-# why that is the one way). Exit status: run.sh's, else attach.sh's, else overhead.sh's.
+# why that is the one way). Exit status: that of the first step that failed, else 0.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$1
-out=$2
+build=${1:?usage: tests/gpu/all.sh BUILD_DIR OUTDIR [probe run attach overhead]}
+out=${2:?usage: tests/gpu/all.sh BUILD_DIR OUTDIR [probe run attach overhead]}
+shift 2
+[ $# -gt 0 ] || set -- probe run attach overhead
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 python=${PYTHON:-python3}
 {
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -20,20 +27,43 @@ python=${PYTHON:-python3}
     (nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>/dev/null | tail -1
     "$python" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
     uname -r
+    ldd --version 2>&1 | head -1
 } >"$out/machine.txt" 2>&1
 cat "$out/machine.txt"
 
-"$root/tests/gpu/run.sh" "$build" >"$out/run.log" 2>&1
-run=$?
-tail -40 "$out/run.log"
-"$root/tests/gpu/attach.sh" "$build" >"$out/attach.log" 2>&1
-attach=$?
-tail -20 "$out/attach.log"
-(cd "$root/samples/traces" && tar -cf "$out/traces.tar" ./*.trace 2>/dev/null)
-
-"$root/bench/gpu/overhead.sh" "$build" >"$out/overhead.log" 2>&1
-bench=$?
-cat "$out/overhead.log"
-[ "$run" -ne 0 ] && exit "$run"
-[ "$attach" -ne 0 ] && exit "$attach"
-exit "$bench"
+status=0
+for step in "$@"; do
+    echo "==== $step"
+    start=$(date +%s)
+    case $step in
+    probe)
+        "$root/tests/gpu/probe.sh" "$build" "$out/probe.d" >"$out/probe.log" 2>&1
+        rc=$?
+        (cd "$out/probe.d" && tar -cf "$out/probe.tar" probe) && rm -rf "$out/probe.d"
+        tail -60 "$out/probe.log"
+        ;;
+    run)
+        "$root/tests/gpu/run.sh" "$build" >"$out/run.log" 2>&1
+        rc=$?
+        tail -40 "$out/run.log"
+        ;;
+    attach)
+        "$root/tests/gpu/attach.sh" "$build" >"$out/attach.log" 2>&1
+        rc=$?
+        tail -20 "$out/attach.log"
+        ;;
+    overhead)
+        "$root/bench/gpu/overhead.sh" "$build" >"$out/overhead.log" 2>&1
+        rc=$?
+        cat "$out/overhead.log"
+        ;;
+    *)
+        echo "all.sh: no step $step (probe, run, attach, overhead)" >&2
+        rc=2
+        ;;
+    esac
+    echo "==== $step: exit $rc, $(($(date +%s) - start)) s"
+    [ "$status" -ne 0 ] || status=$rc
+done
+(cd "$root/samples/traces" && ls ./*.trace >/dev/null 2>&1 && tar -cf "$out/traces.tar" ./*.trace)
+exit "$status"

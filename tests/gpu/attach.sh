@@ -75,5 +75,5 @@ echo "detach: held ms, each detach: $(sed -n 's/.*stopped the tracer.*held \([0-
 touch "$tmp/stop"
 wait "$pid" || fail "the loop exited with an error: $(cat "$tmp/loop.err")"
 pid=""
-cat "$tmp/loop.out" | tail -1
+tail -1 "$tmp/loop.out"
 echo "attach.sh: attached, traced with Python lines, detached and cycled $cycles times; recording in samples/traces/torch_attach.trace"

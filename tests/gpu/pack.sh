@@ -7,6 +7,8 @@
 #                out as in a build folder (pass DIR/build to run.sh and overhead.sh)
 #   DIR/lib/     the shared libraries they need beyond glibc, libstdc++ and libgcc (libzmq and its
 #                own needs, libzstd, libdw, ncurses, yajl, ...)
+#   DIR/probe/   the gpu-probe's sources (../shared/gpu-probe beside this checkout, or
+#                SYNCTOP_PROBE_SRC), which travel only this way; tests/gpu/probe.sh builds and runs it
 #   DIR/env.sh   sourced there: puts on LD_LIBRARY_PATH those of DIR/lib that the machine lacks,
 #                and only those, so the traced programs (PyTorch) keep their own versions of the rest
 #
@@ -36,6 +38,15 @@ cp "$build/tests/synctop_check_trace" "$dir/build/tests/"
 for f in "$build"/samples/sample_* "$build"/samples/overhead_*; do
     [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$dir/build/samples/"
 done
+
+probe=${SYNCTOP_PROBE_SRC:-$root/../shared/gpu-probe}
+if [ -f "$probe/probe.c" ]; then
+    mkdir -p "$dir/probe"
+    cp "$probe"/*.c "$probe"/*.py "$probe"/*.md "$dir/probe/" 2>/dev/null
+    chmod -R u+w "$dir/probe"
+else
+    echo "pack.sh: no gpu-probe at $probe (SYNCTOP_PROBE_SRC names it): tests/gpu/probe.sh will refuse" >&2
+fi
 
 # The libraries each program loads, but not the C and C++ runtimes, which every machine has and
 # which must match its loader. The CUDA driver and runtime come from the GPU machine.

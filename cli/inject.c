@@ -91,6 +91,18 @@ static int ext_set(pid_t tid, int kind, void *buf, size_t len) {
     return (int)ptrace(PTRACE_SETFPREGS, tid, NULL, buf);
 }
 
+#ifndef NT_X86_SHSTK
+#define NT_X86_SHSTK 0x204
+#endif
+/* Whether the thread runs with a shadow stack (CET): the kernel offers its pointer then only. A
+ * call made here would return through a return address the shadow stack does not hold, and fault
+ * somewhere other than at address 0. */
+static int shadow_stack(pid_t tid) {
+    uint64_t ssp = 0;
+    struct iovec iov = {&ssp, sizeof ssp};
+    return ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_SHSTK, &iov) == 0;
+}
+
 /* Whether the thread's extended state forbids calls now: never on x86-64. */
 static int ext_busy(pid_t tid, char *why, size_t len) {
     (void)tid;
@@ -246,6 +258,20 @@ static int ext_busy(pid_t tid, char *why, size_t len) {
         return 1;
     }
     return 0;
+}
+
+#ifndef NT_ARM_GCS
+#define NT_ARM_GCS 0x410
+#endif
+/* Whether the thread runs with a Guarded Control Stack (struct user_gcs: features_enabled,
+ * features_locked, gcspr_el0; bit 0 of the first is PR_SHADOW_STACK_ENABLE). A call made here
+ * would return through a return address the GCS does not hold, and fault somewhere other than at
+ * address 0. */
+static int shadow_stack(pid_t tid) {
+    uint64_t gcs[3] = {0, 0, 0};
+    struct iovec iov = {gcs, sizeof gcs};
+    return ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_GCS, &iov) == 0 && iov.iov_len >= sizeof gcs[0] &&
+           (gcs[0] & 1) != 0;
 }
 
 /* The FPSIMD state (v0-v31, fpsr, fpcr: NT_PRFPREG) at the start of buf and, where the kernel
@@ -689,6 +715,11 @@ static int sess_begin(sess *s, const ij_access *acc, const ij_map *maps, size_t 
         return err_set(s->err, ERR_AGAIN,
                        "process %d changed its program or its C library while synctop looked at it (it ran "
                        "exec?): try again",
+                       (int)s->tid);
+    if (shadow_stack(s->tid))
+        return err_set(s->err, ERR_UNSUPPORTED,
+                       "process %d runs with a shadow stack (x86 CET or arm64 GCS), which synctop cannot call "
+                       "into: start the program under synctop run (or with CUDA_INJECTION64_PATH) instead",
                        (int)s->tid);
     s->have_regs = 1;
     if (s->rep->held_at_ns == 0) {

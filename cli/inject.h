@@ -30,6 +30,10 @@
  * its whole time again (inject.c says why), and a thread in SME streaming mode or using ZA is not
  * called into (the stop is tried again, as for one busy in the C library).
  *
+ * A main thread that runs with a shadow stack (x86 CET, arm64 GCS: the kernel says so through
+ * NT_X86_SHSTK or NT_ARM_GCS) is refused before anything is written: a call would return through
+ * an address its shadow stack does not hold. Such a program takes the tracer at start instead.
+ *
  * Every wait is bounded; on every error after the process was stopped, its registers and memory
  * are put back and it is let go. Signals that would end this process are held off meanwhile, since
  * a tracer that dies while the program runs an injected call leaves it to crash.

@@ -20,11 +20,19 @@
  *
  * Every message is [topic][body] (net_topic.h), which the proxy forwards whole; the capture socket
  * hands the reader the frames one by one. The reader also follows the subscriptions to summaries
- * ("S"...) that come up from below: while there is one, it subscribes to every producer's batches
- * on a socket of its own (connected to the same publishers), sums them up per producer
+ * ("S"...) that come up from below: while there is one, it subscribes to the batches of every
+ * publisher it is connected to, on a socket of its own per upstream, sums them up per producer
  * (net_summary.h) and, once an interval, publishes a summary per producer under 'S' + producer id
  * on the same inproc PUB as the clock answers. When the last one goes it unsubscribes, so that
  * on-demand tracers go dormant again when nobody watches.
+ *
+ * An upstream that is itself a relay summarises its own producers (the "S" subscription went up
+ * to it through the proxy), so its batches are not taken for summaries here: a tree of relays
+ * moves summaries, not batches, however deep. The reader tells a relay from a publisher by asking
+ * it the time (net_clock.h) on that upstream's socket when it connects, the request subscribed
+ * until an answer comes (a connection made later, or again, carries it): relays answer, publishers
+ * never do. An upstream that has not answered within UP_ASK_MS counts as a publisher; one that
+ * answers later (a relay that came up late) counts as a relay from then on.
  */
 #include "synctop/net.h"
 #include "synctop/file.h"
@@ -45,13 +53,27 @@
 #include <unistd.h>
 #include <zmq.h>
 
+/* What an upstream is, as far as summaries go. */
+enum { UP_ASKING, UP_PUBLISHER, UP_RELAY };
+#define UP_ASK_MS 1500 /* how long a relay may take to answer the first clock request */
+
+/* An upstream, seen from the reader thread: a SUB socket of its own connected to it, subscribed
+ * to clock answers and holding a clock request (until it answers), and to its batches while
+ * summaries are wanted and it is a publisher. */
+typedef struct upstream {
+    void *sub;      /* NULL: it could not be made (out of memory): no summaries of it */
+    uint64_t nonce; /* of its clock request */
+    uint64_t since; /* CLOCK_MONOTONIC ns when connected */
+    int kind;       /* UP_* */
+    int taking;     /* subscribed to "B" */
+} upstream;
+
 struct tp_relay {
     void *ctx;
     void *front, *back;           /* XSUB to the publishers, XPUB to the subscribers */
     void *ctl_proxy, *ctl_timer;  /* PAIR: the timer thread's TERMINATE to the proxy */
     void *cap_proxy, *cap_reader; /* PUSH / PULL: copies of what went through */
     void *clk_pub;                /* PUB (reader thread's): clock answers and summaries, read by front */
-    void *sum_sub;                /* SUB (reader thread's): the publishers' batches, for summaries */
     char endpoint[TP_ENDPOINT_MAX];
     int bound_ipc; /* the socket file at endpoint is ours: removed on destroy */
     size_t upstreams;
@@ -68,8 +90,13 @@ struct tp_relay {
     int64_t clock_skew_ns;             /* added to the clock it answers with (tests) */
     double answer_tokens;              /* reader thread: answers it may send now */
     uint64_t answer_refill_ns;         /* when the tokens were last topped up */
-    char (*up)[TP_ENDPOINT_MAX]; /* the upstream endpoints (under mu), for sum_sub */
-    size_t up_cap, up_connected; /* up_connected: how many the reader connected sum_sub to */
+    char (*up)[TP_ENDPOINT_MAX]; /* the upstream endpoints (under mu), for the reader's sockets */
+    size_t up_cap;
+    upstream *ups;               /* reader thread's: one per upstream it connected to */
+    size_t n_ups, ups_cap;
+    zmq_pollitem_t *items;       /* reader thread's: the capture socket and the upstreams' */
+    int rcvhwm;                  /* the upstream sockets' options */
+    char up_key[TP_KEY_Z85_LEN + 1]; /* "": none */
     uint64_t summary_ns;         /* the summaries' interval; 0: none */
     net_summer *summer;          /* reader thread's */
     uint8_t s_topics[64][NET_TOPIC_LEN]; /* reader thread's: the "S" topics subscribed below */
@@ -160,6 +187,10 @@ static void clock_answer(tp_relay *r, uint64_t nonce, uint64_t t1) {
         atomic_fetch_add(&r->clock_answers, 1);
 }
 
+static int configure_front(tp_relay *r, void *k, const tp_relay_opts *o, err_msg *err);
+static void up_open(tp_relay *r, upstream *u, const char *ep);
+static void up_take(tp_relay *r, upstream *u);
+
 static void summary_emit(void *ctx, const tp_summary *s) {
     tp_relay *r = ctx;
     uint8_t topic[NET_TOPIC_LEN], body[TP_SUMMARY_SIZE];
@@ -191,9 +222,9 @@ static void summary_wanted(tp_relay *r, int on, const uint8_t *topic, size_t len
     int want = (r->n_s_topics > 0 || r->s_untracked > 0) && r->summary_ns > 0 && r->summer != NULL;
     if (want == atomic_load(&r->summarising))
         return;
-    if (zmq_setsockopt(r->sum_sub, want ? ZMQ_SUBSCRIBE : ZMQ_UNSUBSCRIBE, "B", 1) != 0)
-        return;
     atomic_store(&r->summarising, want);
+    for (size_t k = 0; k < r->n_ups; k++)
+        up_take(r, &r->ups[k]);
     if (want) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -204,29 +235,115 @@ static void summary_wanted(tp_relay *r, int on, const uint8_t *topic, size_t len
     }
 }
 
-/* Connects sum_sub to the upstreams added since (tp_relay_connect runs in another thread). */
+/* Connects a socket of the reader's to each upstream added since (tp_relay_connect runs in
+ * another thread) and asks it the time. The front connected to each already: the same endpoint
+ * cannot fail here but for lack of memory, and then summaries lack that upstream alone. */
 static void summary_connect_new(tp_relay *r) {
-    pthread_mutex_lock(&r->mu);
-    /* the front connected to each already: the same endpoint cannot fail here but for lack of
-     * memory, and then summaries lack that publisher alone */
-    while (r->up_connected < r->upstreams)
-        (void)zmq_connect(r->sum_sub, r->up[r->up_connected++]);
-    pthread_mutex_unlock(&r->mu);
+    for (;;) {
+        char ep[TP_ENDPOINT_MAX];
+        pthread_mutex_lock(&r->mu);
+        int more = r->n_ups < r->upstreams;
+        if (more)
+            memcpy(ep, r->up[r->n_ups], sizeof ep);
+        pthread_mutex_unlock(&r->mu);
+        if (!more)
+            return;
+        if (r->n_ups == r->ups_cap) {
+            size_t cap = r->ups_cap ? 2 * r->ups_cap : 16;
+            upstream *v = realloc(r->ups, cap * sizeof *v);
+            zmq_pollitem_t *it = v != NULL ? realloc(r->items, (cap + 1) * sizeof *it) : NULL;
+            if (v != NULL)
+                r->ups = v;
+            if (it == NULL)
+                return; /* tried again on the next turn */
+            r->items = it;
+            r->ups_cap = cap;
+        }
+        upstream *u = &r->ups[r->n_ups++];
+        *u = (upstream){.kind = UP_PUBLISHER, .since = mono_ns()};
+        up_open(r, u, ep);
+    }
 }
 
-/* Takes what sum_sub has: [topic][batch] into the summer; anything else counted and dropped. */
-static void summary_read(tp_relay *r, zmq_msg_t *m) {
+/* Makes u's socket, connects it to ep, subscribes to clock answers and asks. */
+static void up_open(tp_relay *r, upstream *u, const char *ep) {
+    tp_relay_opts o = {.rcvhwm = r->rcvhwm, .upstream_key = r->up_key[0] ? r->up_key : NULL};
+    uint8_t ask[NET_CLOCK_ASK_LEN];
+    if (getrandom(&u->nonce, sizeof u->nonce, 0) != (ssize_t)sizeof u->nonce)
+        u->nonce = mono_ns() ^ (uint64_t)(uintptr_t)u ^ r->id;
+    net_clock_ask_encode(ask, u->nonce);
+    u->sub = zmq_socket(r->ctx, ZMQ_SUB);
+    if (u->sub == NULL)
+        return;
+    if (configure_front(r, u->sub, &o, NULL) != 0 || (strncmp(ep, "tcp://[", 7) == 0 && set_int(u->sub, ZMQ_IPV6, 1) != 0) ||
+        zmq_setsockopt(u->sub, ZMQ_SUBSCRIBE, "C", 1) != 0 || zmq_setsockopt(u->sub, ZMQ_SUBSCRIBE, ask, sizeof ask) != 0 ||
+        zmq_connect(u->sub, ep) != 0) {
+        zmq_close(u->sub);
+        u->sub = NULL;
+        return;
+    }
+    u->kind = UP_ASKING;
+    up_take(r, u);
+}
+
+/* Subscribes u to every batch while summaries are wanted and it is a publisher, else not. */
+static void up_take(tp_relay *r, upstream *u) {
+    int want = atomic_load(&r->summarising) && u->kind == UP_PUBLISHER && u->sub != NULL;
+    if (want != u->taking && zmq_setsockopt(u->sub, want ? ZMQ_SUBSCRIBE : ZMQ_UNSUBSCRIBE, "B", 1) == 0)
+        u->taking = want;
+}
+
+/* u answered its clock request: a relay, which summarises its own producers. Its batches are
+ * let go, and so are the answers, which it sends for every subscriber below it. */
+static void up_is_relay(tp_relay *r, upstream *u) {
+    uint8_t ask[NET_CLOCK_ASK_LEN];
+    net_clock_ask_encode(ask, u->nonce);
+    u->kind = UP_RELAY;
+    up_take(r, u);
+    (void)zmq_setsockopt(u->sub, ZMQ_UNSUBSCRIBE, ask, sizeof ask);
+    (void)zmq_setsockopt(u->sub, ZMQ_UNSUBSCRIBE, "C", 1);
+}
+
+/* The upstreams that did not answer in time are publishers. Returns the ms until the next one
+ * that is still asking is due (at most cap). */
+static long up_decide(tp_relay *r, long cap) {
+    uint64_t now = mono_ns(), limit = (uint64_t)UP_ASK_MS * 1000000ull;
+    for (size_t i = 0; i < r->n_ups; i++) {
+        upstream *u = &r->ups[i];
+        if (u->kind != UP_ASKING)
+            continue;
+        if (now - u->since >= limit) {
+            u->kind = UP_PUBLISHER;
+            up_take(r, u);
+        } else if ((long)((u->since + limit - now) / 1000000) + 1 < cap) {
+            cap = (long)((u->since + limit - now) / 1000000) + 1;
+        }
+    }
+    return cap;
+}
+
+/* Takes what u's socket has: [topic][batch] into the summer, its answer to our clock request;
+ * other clock answers dropped, anything else counted and dropped. */
+static void summary_read(tp_relay *r, upstream *u, zmq_msg_t *m) {
     for (int k = 0; k < 1000; k++) {
-        if (zmq_msg_recv(m, r->sum_sub, ZMQ_DONTWAIT) < 0)
+        if (zmq_msg_recv(m, u->sub, ZMQ_DONTWAIT) < 0)
             return;
         int ok = zmq_msg_more(m);
         uint64_t id = 0;
-        ok = ok && net_topic_decode(zmq_msg_data(m), zmq_msg_size(m), &id) == NET_TOPIC_BATCH;
-        if (zmq_msg_more(m) && zmq_msg_recv(m, r->sum_sub, ZMQ_DONTWAIT) < 0)
+        char letter = ok ? net_topic_decode(zmq_msg_data(m), zmq_msg_size(m), &id) : 0;
+        ok = ok && (letter == NET_TOPIC_BATCH || letter == NET_TOPIC_CLOCK);
+        if (zmq_msg_more(m) && zmq_msg_recv(m, u->sub, ZMQ_DONTWAIT) < 0)
             ok = 0;
         int extra = 0;
-        while (zmq_msg_more(m) && zmq_msg_recv(m, r->sum_sub, ZMQ_DONTWAIT) >= 0)
+        while (zmq_msg_more(m) && zmq_msg_recv(m, u->sub, ZMQ_DONTWAIT) >= 0)
             extra = 1;
+        if (ok && !extra && letter == NET_TOPIC_CLOCK) {
+            net_clock_answer a;
+            if (net_clock_answer_decode(zmq_msg_data(m), zmq_msg_size(m), &a) && a.nonce == u->nonce &&
+                u->kind != UP_RELAY)
+                up_is_relay(r, u);
+            continue;
+        }
         tp_batch_hdr h;
         const uint8_t *d = zmq_msg_data(m);
         size_t len = zmq_msg_size(m);
@@ -287,7 +404,7 @@ static void *reader_main(void *arg) {
     zmq_msg_init(&m);
     while (!atomic_load(&r->reader_stop)) {
         summary_connect_new(r);
-        long wait_ms = 100;
+        long wait_ms = up_decide(r, 100);
         if (atomic_load(&r->summarising)) {
             uint64_t now = mono_ns(), due = r->interval_mono + r->summary_ns;
             if (now >= due) {
@@ -303,12 +420,22 @@ static void *reader_main(void *arg) {
             if ((due - now) / 1000000 < (uint64_t)wait_ms)
                 wait_ms = (long)((due - now) / 1000000) + 1;
         }
-        zmq_pollitem_t items[2] = {{.socket = r->cap_reader, .events = ZMQ_POLLIN},
-                                   {.socket = r->sum_sub, .events = ZMQ_POLLIN}};
-        if (zmq_poll(items, 2, wait_ms) <= 0)
+        zmq_pollitem_t one = {.socket = r->cap_reader, .events = ZMQ_POLLIN}, *items = &one;
+        int n = 1;
+        if (r->items != NULL) {
+            items = r->items;
+            items[0] = one;
+            for (size_t i = 0; i < r->n_ups; i++)
+                if (r->ups[i].sub != NULL)
+                    items[n++] = (zmq_pollitem_t){.socket = r->ups[i].sub, .events = ZMQ_POLLIN};
+        }
+        if (zmq_poll(items, n, wait_ms) <= 0)
             continue; /* the timeout: look at the stop flag again */
-        if (items[1].revents & ZMQ_POLLIN)
-            summary_read(r, &m);
+        for (int i = 1; i < n; i++)
+            if (items[i].revents & ZMQ_POLLIN)
+                for (size_t j = 0; j < r->n_ups; j++)
+                    if (r->ups[j].sub == items[i].socket)
+                        summary_read(r, &r->ups[j], &m);
         for (int k = 0; k < 1000 && zmq_msg_recv(&m, r->cap_reader, ZMQ_DONTWAIT) >= 0; k++)
             capture_take(r, &m);
     }
@@ -438,15 +565,16 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
     zmq_ctx_set(r->ctx, ZMQ_BLOCKY, 0);
     r->front = zmq_socket(r->ctx, ZMQ_XSUB);
     r->back = zmq_socket(r->ctx, ZMQ_XPUB);
-    r->sum_sub = zmq_socket(r->ctx, ZMQ_SUB);
-    if (r->front == NULL || r->back == NULL || r->sum_sub == NULL) {
+    if (r->front == NULL || r->back == NULL) {
         zmq_fail(err, "cannot create the relay's sockets for", r->endpoint);
         goto fail;
     }
-    if (set_identity(r, &o, err) < 0 || configure_front(r, r->front, &o, err) < 0 ||
-        configure_front(r, r->sum_sub, &o, err) < 0 || configure_back(r, &o, err) < 0 ||
+    if (set_identity(r, &o, err) < 0 || configure_front(r, r->front, &o, err) < 0 || configure_back(r, &o, err) < 0 ||
         make_pairs(r, err) < 0)
         goto fail;
+    r->rcvhwm = o.rcvhwm;
+    if (o.upstream_key != NULL) /* configure_front checked its length */
+        memcpy(r->up_key, o.upstream_key, TP_KEY_Z85_LEN);
     r->summary_ns = o.summary_ms < 0 ? 0 : (uint64_t)(o.summary_ms > 0 ? o.summary_ms : 1000) * 1000000ull;
     if (r->summary_ns > 0 && (r->summer = net_summer_new(r->id)) == NULL) {
         err_set(err, ERR_NOMEM, "out of memory");
@@ -498,7 +626,7 @@ int tp_relay_connect(tp_relay *r, const char *endpoint, err_msg *err) {
         return zmq_fail(err, "cannot connect the relay to", ep);
     pthread_mutex_lock(&r->mu);
     memcpy(r->up[r->upstreams], ep, sizeof ep);
-    r->upstreams++; /* the reader connects its summaries' socket to it */
+    r->upstreams++; /* the reader connects a socket of its own to it */
     pthread_mutex_unlock(&r->mu);
     return 0;
 }
@@ -564,10 +692,13 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
             rc = tp_fwriter_close(&r->rec, err);
         }
     }
-    void *socks[] = {r->front, r->back, r->ctl_proxy, r->ctl_timer, r->cap_proxy, r->cap_reader, r->clk_pub, r->sum_sub};
+    void *socks[] = {r->front, r->back, r->ctl_proxy, r->ctl_timer, r->cap_proxy, r->cap_reader, r->clk_pub};
     for (size_t i = 0; i < sizeof socks / sizeof socks[0]; i++)
         if (socks[i] != NULL)
             zmq_close(socks[i]);
+    for (size_t i = 0; i < r->n_ups; i++) /* the reader ended: its sockets are ours now */
+        if (r->ups[i].sub != NULL)
+            zmq_close(r->ups[i].sub);
     while (r->ctx != NULL && zmq_ctx_term(r->ctx) != 0 && zmq_errno() == EINTR)
         ;
     if (r->bound_ipc)
@@ -576,6 +707,8 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
     pthread_cond_destroy(&r->cv);
     net_summer_destroy(&r->summer);
     free(r->up);
+    free(r->ups);
+    free(r->items);
     free(r);
     *rp = NULL;
     return rc;

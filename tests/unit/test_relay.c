@@ -1206,6 +1206,81 @@ TEST(summary_only_viewer_gets_every_producer_summarised_and_chosen_batches) {
     ASSERT(strstr(said, " 0 summaries published") == NULL);
 }
 
+/* Sums the summaries a subscriber has until their events reach total (or 60 s from t0). */
+static void summaries_until(tp_sub *sub, uint64_t total, time_t t0) {
+    err_msg err = {{0}};
+    for (;;) {
+        ASSERT_LT(time(NULL) - t0, 60);
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 100, &err), 0);
+        uint64_t sum = 0;
+        for (size_t i = 0; i < tp_sub_summary_count(sub); i++) {
+            tp_sub_summary x;
+            ASSERT_OK(tp_sub_summary_get(sub, i, &x));
+            sum += x.events;
+        }
+        if (sum >= total)
+            return;
+    }
+}
+
+/* A summary-only viewer at the top of a tree of relays: the node relay summarises the three
+ * producers it reaches, the top relay passes its summaries down and summarises only the
+ * publisher it reaches itself (a fourth producer, on an endpoint the node relay does not scan).
+ * No batch leaves the node relay (the top one takes none of it for summaries), and the figures
+ * are the generator's. */
+TEST(a_tree_of_relays_moves_summaries_not_batches) {
+    private_endpoints();
+    relay_proc node, top;
+    relay_start(&node, "node", (const char *[]){"--summary-ms", "200", NULL});
+    char direct[64];
+    snprintf(direct, sizeof direct, "tcp://127.0.0.1:%d", task_free_port());
+    relay_start(&top, "top", (const char *[]){"--summary-ms", "200", node.endpoint, direct, NULL});
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, top.endpoint, &err));
+    time_t t0 = time(NULL);
+    pid_t p = three_producers("pub.out");
+    const char *argv[] = {testpub_path(), "--endpoint", direct, "--events", "5400", "--batch", "540", "--seed", "40",
+                          "--rate", "3200", "--wait-subscribers", "1", NULL};
+    char out[PATH_MAX], errf[PATH_MAX + 8];
+    snprintf(out, sizeof out, "%s", task_path("direct.out"));
+    snprintf(errf, sizeof errf, "%s.err", out);
+    pid_t q = task_spawn(argv, out, errf);
+    summaries_until(sub, 4 * 5400, t0);
+    ASSERT_EQ(task_wait_exit(p, 30), 0);
+    ASSERT_EQ(task_wait_exit(q, 30), 0);
+    const expect want[4] = {expect_of(30, 5400), expect_of(31, 5400), expect_of(32, 5400), expect_of(40, 5400)};
+    const uint64_t ids[4] = {31, 32, 33, 41};
+    ASSERT_EQ(tp_sub_summary_count(sub), 4);
+    uint64_t node_relay = 0;
+    for (size_t i = 0; i < 4; i++) {
+        tp_sub_summary x;
+        ASSERT_OK(tp_sub_summary_get(sub, i, &x));
+        size_t k = 0;
+        while (k < 4 && ids[k] != x.last.producer)
+            k++;
+        ASSERT_LT(k, 4);
+        ASSERT_UEQ(x.events, want[k].events);
+        ASSERT_UEQ(x.busy_ns, want[k].busy_ns);
+        ASSERT_UEQ(x.blocked_ns, want[k].blocked_ns);
+        ASSERT_UEQ(x.missed, 0);
+        if (k < 3) { /* the node's three: all from one relay */
+            if (node_relay == 0)
+                node_relay = x.last.relay;
+            ASSERT_UEQ(x.last.relay, node_relay);
+        }
+    }
+    tp_sub_destroy(&sub);
+    const char *top_said = relay_stop(&top);
+    ASSERT(strstr(top_said, " 0 summaries published") == NULL); /* the direct publisher's */
+    ASSERT_STR_CONTAINS(top_said, "0 malformed messages dropped");
+    const char *node_said = relay_stop(&node);
+    ASSERT_STR_CONTAINS(node_said, " 0 batches (0.0 MB) went through");
+    ASSERT(strstr(node_said, " 0 summaries published") == NULL);
+}
+
 /* A bare XPUB socket on this process's own endpoint (a private endpoint directory), which a relay
  * finds as it finds traced processes: receives time out after timeout_ms. */
 static void *bare_process(void *ctx, int timeout_ms) {

@@ -7,7 +7,9 @@
 # frames, 9 + 184 bytes each; raw: the batches' bytes as the relay counts them, plus their 9-byte
 # topic frames) and the subscriber's peak RSS. Then the viewer in summary mode (`synctop attach
 # --summary`, in a tmux pane at 200x60, when tmux is installed) for SECONDS: its peak RSS and the
-# producers its header counts.
+# producers its header counts. Last, a tree: the same relay under a top relay, the summary-only
+# subscriber on the top one; the bytes per second per rank that went down the node relay's
+# socket to the top relay (its summaries and any batches) and the summaries each relay published.
 #
 #   bench/summary_scale.sh [RANKS [SECONDS [EVENTS_PER_S_PER_RANK]]]   (default 1024 10 200)
 #
@@ -65,7 +67,24 @@ run() {
     done
     pids="$pids $pubs"
     sleep 2 # the relay finds the processes (it looks once a second)
-    if [ "$mode" = summary ]; then
+    if [ "$mode" = tree ]; then
+        mkdir -p "$dir/top"
+        chmod 700 "$dir/top"
+        XDG_RUNTIME_DIR=$dir/top "$synctop" relay --listen tcp://127.0.0.1:0 --quiet "$ep" 2>"$dir/top.err" &
+        top=$!
+        pids="$pids $top"
+        i=0
+        while ! grep -q "listening on" "$dir/top.err" 2>/dev/null; do
+            i=$((i + 1))
+            [ "$i" -lt 200 ] || { cat "$dir/top.err" >&2; exit 1; }
+            sleep 0.05
+        done
+        top_ep=$(grep -o 'tcp://127.0.0.1:[0-9]*' "$dir/top.err" | head -n 1)
+        /usr/bin/time -f '%M' -o "$dir/rss" "$synctop" report --ranks --summary --for "$secs" --format json "$top_ep" \
+            >"$dir/report.json" 2>"$dir/report.err"
+        kill -INT "$top"
+        wait "$top" || true
+    elif [ "$mode" = summary ]; then
         /usr/bin/time -f '%M' -o "$dir/rss" "$synctop" report --ranks --summary --for "$secs" --format json "$ep" \
             >"$dir/report.json" 2>"$dir/report.err"
     elif [ "$mode" = viewer ]; then
@@ -96,6 +115,16 @@ run() {
             "$mode" "$secs" "${shown:-nothing (see $dir/viewer.err)}" "$(($(tail -n 1 "$dir/rss" 2>/dev/null || echo 0) / 1024))"
         return
     fi
+    if [ "$mode" = tree ]; then
+        n=$(echo "$said" | sed -n 's/.* \([0-9]*\) summaries published.*/\1/p')
+        batches=$(echo "$said" | sed -n 's/^synctop relay: \([0-9]*\) batches.*/\1/p')
+        mb=$(echo "$said" | sed -n 's/.* batches (\([0-9.]*\) MB).*/\1/p')
+        bytes=$(echo "$n * 193 + $mb * 1000000 + $batches * 9" | bc -l)
+        topn=$(tail -n 1 "$dir/top.err" | sed -n 's/.* \([0-9]*\) summaries published.*/\1/p')
+        printf '  %-8s %10.1f bytes/s per rank from the node relay to the top one (%s summaries, %s batches in %s s); the top relay published %s summaries; subscriber peak RSS %d MiB\n' \
+            "$mode" "$(echo "$bytes / $secs / $ranks" | bc -l)" "$n" "$batches" "$secs" "$topn" "$(($(tail -n 1 "$dir/rss") / 1024))"
+        return
+    fi
     if [ "$mode" = summary ]; then
         n=$(echo "$said" | sed -n 's/.* \([0-9]*\) summaries published.*/\1/p')
         bytes=$((n * 193))
@@ -118,3 +147,4 @@ if command -v tmux >/dev/null 2>&1; then
 else
     echo "  (tmux is not installed: the viewer is not measured)"
 fi
+run tree

@@ -35,22 +35,32 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# relay_start DIR ERRFILE [UPSTREAM...]: a relay that finds the processes of DIR (and UPSTREAMs);
+# sets started (its pid) and started_ep (its endpoint) once it listens
+relay_start() {
+    rdir=$1 rerr=$2
+    shift 2
+    XDG_RUNTIME_DIR=$rdir "$synctop" relay --listen tcp://127.0.0.1:0 --quiet "$@" 2>"$rerr" &
+    started=$!
+    pids="$pids $started"
+    i=0
+    while ! grep -q "listening on" "$rerr" 2>/dev/null; do
+        i=$((i + 1))
+        [ "$i" -lt 200 ] || { cat "$rerr" >&2; exit 1; }
+        sleep 0.05
+    done
+    started_ep=$(grep -o 'tcp://127.0.0.1:[0-9]*' "$rerr" | head -n 1)
+}
+
 # run MODE: a fresh relay and fresh producers, one subscriber for $secs seconds
 run() {
     mode=$1
     dir=$tmp/$mode
     mkdir -p "$dir"
     chmod 700 "$dir"
-    XDG_RUNTIME_DIR=$dir "$synctop" relay --listen tcp://127.0.0.1:0 --quiet 2>"$dir/relay.err" &
-    relay=$!
-    pids="$pids $relay"
-    i=0
-    while ! grep -q "listening on" "$dir/relay.err" 2>/dev/null; do
-        i=$((i + 1))
-        [ "$i" -lt 200 ] || { cat "$dir/relay.err" >&2; exit 1; }
-        sleep 0.05
-    done
-    ep=$(grep -o 'tcp://127.0.0.1:[0-9]*' "$dir/relay.err" | head -n 1)
+    relay_start "$dir" "$dir/relay.err"
+    relay=$started
+    ep=$started_ep
     p=0
     left=$ranks
     pubs=""
@@ -70,16 +80,9 @@ run() {
     if [ "$mode" = tree ]; then
         mkdir -p "$dir/top"
         chmod 700 "$dir/top"
-        XDG_RUNTIME_DIR=$dir/top "$synctop" relay --listen tcp://127.0.0.1:0 --quiet "$ep" 2>"$dir/top.err" &
-        top=$!
-        pids="$pids $top"
-        i=0
-        while ! grep -q "listening on" "$dir/top.err" 2>/dev/null; do
-            i=$((i + 1))
-            [ "$i" -lt 200 ] || { cat "$dir/top.err" >&2; exit 1; }
-            sleep 0.05
-        done
-        top_ep=$(grep -o 'tcp://127.0.0.1:[0-9]*' "$dir/top.err" | head -n 1)
+        relay_start "$dir/top" "$dir/top.err" "$ep"
+        top=$started
+        top_ep=$started_ep
         /usr/bin/time -f '%M' -o "$dir/rss" "$synctop" report --ranks --summary --for "$secs" --format json "$top_ep" \
             >"$dir/report.json" 2>"$dir/report.err"
         kill -INT "$top"

@@ -1107,6 +1107,24 @@ static pid_t three_producers(const char *out_name) {
     return task_spawn(argv, task_path(out_name), err);
 }
 
+/* Sums the summaries a subscriber has until their events reach total (or 60 s from t0). */
+static void summaries_until(tp_sub *sub, uint64_t total, time_t t0) {
+    err_msg err = {{0}};
+    for (;;) {
+        ASSERT_LT(time(NULL) - t0, 60);
+        tp_sub_msg m;
+        ASSERT_LE(tp_sub_recv(sub, &m, 100, &err), 0);
+        uint64_t sum = 0;
+        for (size_t i = 0; i < tp_sub_summary_count(sub); i++) {
+            tp_sub_summary x;
+            ASSERT_OK(tp_sub_summary_get(sub, i, &x));
+            sum += x.events;
+        }
+        if (sum >= total)
+            return;
+    }
+}
+
 /* A summary-only viewer through a relay gets a summary of every producer and no batch; their
  * busy and blocked times, events and identities add up to what the generator made. Then it
  * watches one producer: exactly that producer's batches come, and once it stops watching, none. */
@@ -1160,19 +1178,7 @@ TEST(summary_only_viewer_gets_every_producer_summarised_and_chosen_batches) {
     uint64_t events_then = s32.events;
     /* phase 3: the rest of the run in summaries only, until every producer's events are in */
     const expect want[3] = {expect_of(30, 5400), expect_of(31, 5400), expect_of(32, 5400)};
-    for (;;) {
-        ASSERT_LT(time(NULL) - t0, 60);
-        tp_sub_msg m;
-        ASSERT_LE(tp_sub_recv(sub, &m, 100, &err), 0);
-        uint64_t total = 0;
-        for (size_t i = 0; i < tp_sub_summary_count(sub); i++) {
-            tp_sub_summary x;
-            ASSERT_OK(tp_sub_summary_get(sub, i, &x));
-            total += x.events;
-        }
-        if (total >= 3 * 5400)
-            break;
-    }
+    summaries_until(sub, 3 * 5400, t0);
     ASSERT_EQ(task_wait_exit(p, 30), 0);
     tp_sub_stats st;
     tp_sub_stats_get(sub, &st);
@@ -1204,24 +1210,6 @@ TEST(summary_only_viewer_gets_every_producer_summarised_and_chosen_batches) {
     const char *said = relay_stop(&r);
     ASSERT_STR_CONTAINS(said, "0 malformed messages dropped");
     ASSERT(strstr(said, " 0 summaries published") == NULL);
-}
-
-/* Sums the summaries a subscriber has until their events reach total (or 60 s from t0). */
-static void summaries_until(tp_sub *sub, uint64_t total, time_t t0) {
-    err_msg err = {{0}};
-    for (;;) {
-        ASSERT_LT(time(NULL) - t0, 60);
-        tp_sub_msg m;
-        ASSERT_LE(tp_sub_recv(sub, &m, 100, &err), 0);
-        uint64_t sum = 0;
-        for (size_t i = 0; i < tp_sub_summary_count(sub); i++) {
-            tp_sub_summary x;
-            ASSERT_OK(tp_sub_summary_get(sub, i, &x));
-            sum += x.events;
-        }
-        if (sum >= total)
-            return;
-    }
 }
 
 /* A summary-only viewer at the top of a tree of relays: the node relay summarises the three

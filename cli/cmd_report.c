@@ -59,8 +59,8 @@ static void report_usage(FILE *out) {
             "                     kernel_wait, other per stream, with the idle intervals'\n"
             "                     statistics) and temporal breakdown, computed as HTA 0.5.0\n"
             "                     does (times in us), instead of the report\n"
-            "  --steps            the loop's steps: found by the profiler's ProfilerStep#N\n"
-            "                     ranges, else --step's range, else the most regular\n"
+            "  --steps            the loop's steps: found by --step's range, else the\n"
+            "                     profiler's ProfilerStep#N ranges, else the most regular\n"
             "                     repeated blocking call; per step wall, GPU busy and\n"
             "                     blocked time, the slow ones (above median + 3 MAD) and\n"
             "                     what blocked in them, and stalls that come every Nth step\n"
@@ -499,10 +499,11 @@ static int cmd_report(int argc, char **argv) {
             st_store_destroy(&s);
             return verb_error("report", "%s", err.msg);
         }
-        if (step_name != NULL && sp.source != AN_STEPS_RANGE && sp.source != AN_STEPS_PROFILER)
+        if (step_name != NULL && sp.source != AN_STEPS_RANGE)
             verb_warn("report", "no range named \"%s\" marks three steps or more; %s", step_name,
-                      sp.source == AN_STEPS_HEARTBEAT ? "steps follow the most regular blocking call instead"
-                                                     : "no steps found");
+                      sp.source == AN_STEPS_PROFILER    ? "steps follow the ProfilerStep#N ranges instead"
+                      : sp.source == AN_STEPS_HEARTBEAT ? "steps follow the most regular blocking call instead"
+                                                        : "no steps found");
         ro.steps = &sp;
     }
     if (ranks) {

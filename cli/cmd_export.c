@@ -134,6 +134,6 @@ static int cmd_export(int argc, char **argv) {
 }
 
 SYNCTOP_VERB(export, .name = "export", .fn = cmd_export,
-             .synopsis = "export SOURCE... --format chrome -o OUT.json",
+             .synopsis = "export SOURCE... [--format chrome] -o OUT.json",
              .summary = "write the timeline as Chrome trace JSON for Perfetto",
              .rank = 65, .batch = 1)

@@ -353,14 +353,18 @@ static int judge(const an_result *r, an_steps *out, const uint64_t *per_site, si
 int an_steps_find(const st_store *s, const an_result *r, const char *range_name, an_steps *out, err_msg *err) {
     memset(out, 0, sizeof *out);
     size_t cap = 0, pcap = 0;
-    int rc = steps_from_ranges(s, NULL, out, &cap);
-    out->source = AN_STEPS_PROFILER;
-    snprintf(out->what, sizeof out->what, "ProfilerStep#N");
-    if (rc == 0 && out->n_steps < 3 && range_name != NULL) {
-        out->n_steps = 0;
+    int rc = 0;
+    /* The range the user named comes first, then the profiler's ProfilerStep#N, then a heartbeat. */
+    if (range_name != NULL) {
         rc = steps_from_ranges(s, range_name, out, &cap);
         out->source = AN_STEPS_RANGE;
         tp_sanitize(out->what, sizeof out->what, range_name, strlen(range_name), NULL);
+    }
+    if (rc == 0 && out->n_steps < 3) {
+        out->n_steps = 0;
+        rc = steps_from_ranges(s, NULL, out, &cap);
+        out->source = AN_STEPS_PROFILER;
+        snprintf(out->what, sizeof out->what, "ProfilerStep#N");
     }
     if (rc == 0 && out->n_steps < 3) {
         out->n_steps = 0;

@@ -53,7 +53,7 @@ static void attach_usage(FILE *out) {
             "  --step NAME        the loop's steps are the NVTX ranges named NAME (default:\n"
             "                     ProfilerStep#N, else a regular blocking call, as report finds them)\n"
             "  --ascii, --mono    ASCII glyphs, no colours\n"
-            "  --yes              load the tracer into a PID without one without asking (needed\n"
+            "  -y, --yes          load the tracer into a PID without one without asking (needed\n"
             "                     when standard input is not a terminal)\n"
             "  --inject-only      load and start the tracer where needed, then exit without the\n"
             "                     viewer (it keeps tracing until `synctop detach PID`)\n"

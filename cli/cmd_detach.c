@@ -18,7 +18,7 @@ static void detach_usage(FILE *out) {
             "Stops the tracer in process PID, whether `synctop attach` loaded it or the program started\n"
             "with it (`synctop run`, CUDA_INJECTION64_PATH): with ptrace (x86-64 or aarch64, the latter\n"
             "not yet tried on an aarch64 machine; the process must be yours), its main thread is held\n"
-            "for a few milliseconds while the tracer is told to stop; then, within a flush period, the\n"
+            "for well under a millisecond while the tracer is told to stop; then, within a flush period, the\n"
             "tracer turns CUPTI's collection off, sends what it still holds to the viewers and its\n"
             "trace file (which it closes), unsubscribes from CUPTI and ends its threads and socket. The\n"
             "library and CUPTI stay loaded, idle (they cannot be unloaded safely); `synctop attach PID`\n"
@@ -38,8 +38,10 @@ static int cmd_detach(int argc, char **argv) {
             return args_bad(&p, "one PID at a time");
         pid_s = a;
     }
-    if (pid_s == NULL || strspn(pid_s, "0123456789") != strlen(pid_s) || *pid_s == '\0')
+    if (pid_s == NULL)
         return args_bad(&p, "detach needs the PID of a traced process");
+    if (strspn(pid_s, "0123456789") != strlen(pid_s) || *pid_s == '\0')
+        return args_bad(&p, "'%s' is not a PID", pid_s);
     long pid = strtol(pid_s, NULL, 10);
     ij_probe_info info;
     err_msg err = {{0}};

@@ -21,15 +21,16 @@
 #define EXPORT_MAX_SOURCES 64
 
 static void export_usage(FILE *out) {
-    fprintf(out, "usage: synctop export SOURCE... --format chrome -o OUT.json [--force] [--no-flows]\n"
+    fprintf(out, "usage: synctop export SOURCE... [--format chrome] -o OUT.json [--force] [--no-flows]\n"
                  "                      [--max-events N]\n\n"
                  "Writes the timeline as Chrome trace JSON for Perfetto (ui.perfetto.dev) or\n"
                  "chrome://tracing: one process per GPU and per host process, one thread per stream\n"
                  "and host thread, blocking calls marked (category \"blocking\", call site in args),\n"
                  "flow arrows from launches to GPU work. `synctop import OUT.json` reads it back.\n\n"
-                 "  SOURCE       a synctop trace file or a Kineto .json[.gz] trace\n"
-                 "  --format F   chrome (the only one for now)\n"
-                 "  -o FILE      output file (\"-\": standard output)\n"
+                 "  SOURCE       a synctop trace file, a Kineto .json[.gz] trace or an Nsight\n"
+                 "               Systems SQLite export; several share one timeline\n"
+                 "  --format F   chrome (the default and the only one for now)\n"
+                 "  -o, --output FILE  output file (\"-\": standard output)\n"
                  "  --force      replace FILE if it exists\n"
                  "  --no-flows   leave out the launch-to-kernel arrows\n"
                  "  --max-events N  read a trace file of up to N events even when that is more\n"
@@ -133,6 +134,6 @@ static int cmd_export(int argc, char **argv) {
 }
 
 SYNCTOP_VERB(export, .name = "export", .fn = cmd_export,
-             .synopsis = "export SOURCE... --format chrome -o OUT.json",
+             .synopsis = "export SOURCE... [--format chrome] -o OUT.json",
              .summary = "write the timeline as Chrome trace JSON for Perfetto",
              .rank = 65, .batch = 1)

@@ -24,7 +24,8 @@
 
 static void import_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop import TRACE.json[.gz]|EXPORT.sqlite... -o FILE [--force] [--quiet] [--verbose]\n\n"
+            "usage: synctop import TRACE.json[.gz]|EXPORT.sqlite... -o FILE [--force] [--quiet] [--verbose]\n"
+            "                      [--max-events N]\n\n"
             "Reads traces written by the PyTorch profiler (Kineto's Chrome-trace JSON, plain or\n"
             "gzip-compressed) and Nsight Systems exports (nsys export --type sqlite) and writes them\n"
             "as one synctop trace file, each input (each process of an export) as its own\n"

@@ -125,7 +125,9 @@ static void text_producer(FILE *out, const ti_producer *p) {
         fprintf(out, "%s pid %" PRIu32 ", host ", any ? ";" : "", pr->pid);
         put_name(out, p, pr->host);
         if (pr->rank >= 0)
-            fprintf(out, ", rank %" PRId32 " of %" PRId32, pr->rank, pr->world);
+            fprintf(out, ", rank %" PRId32, pr->rank);
+        if (pr->rank >= 0 && pr->world > 0) /* a Kineto trace without distributedInfo has no world size */
+            fprintf(out, " of %" PRId32, pr->world);
         fputs("\n    command line: ", out);
         put_name(out, p, pr->cmdline);
         any = 1;

@@ -15,7 +15,7 @@ static void keygen_usage(FILE *out) {
             "usage: synctop keygen [-o BASE]\n\n"
             "Creates a CURVE key pair so that traces published over TCP are encrypted and only\n"
             "reach viewers that know the publisher's public key.\n\n"
-            "  -o BASE   write BASE.key and BASE.pub (default: ./synctop-server)\n\n"
+            "  -o, --output BASE  write BASE.key and BASE.pub (default: ./synctop-server)\n\n"
             "BASE.key holds both keys (mode 0600): the publishing side uses it; keep it private.\n"
             "BASE.pub holds the public key only: viewers use it (or the key itself, printed\n"
             "here) to check that they talk to the right publisher. Anyone who has it and can\n"

@@ -320,7 +320,8 @@ static int cmd_record(int argc, char **argv) {
     tp_print_sanitized(stderr, ra.out_path, (size_t)-1);
     fputs(": ", stderr);
     put_counts(stderr, &ws, &ss, &rc);
-    fprintf(stderr, "; %zu producers; stopped: %s\n", ss.n_producers, status ? "error" : why);
+    fprintf(stderr, "; %zu producer%s; stopped: %s\n", ss.n_producers, ss.n_producers == 1 ? "" : "s",
+            status ? "error" : why);
     record_say_clocks(sub);
     tp_sub_destroy(&sub);
     return status;

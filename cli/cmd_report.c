@@ -37,8 +37,9 @@ static void report_usage(FILE *out) {
     fprintf(out,
             "usage: synctop report SOURCE... [--format text|json|markdown] [--hta]\n"
             "                      [--steps] [--step NAME] [--baseline OLD]... [--ranks]\n"
-            "                      [--fail-if EXPR]... [--top N] [--gap-us N] [-o FILE]\n"
-            "                      [--server-key KEY] [--max-events N]\n"
+            "                      [--fail-if EXPR]... [--top N] [--gap-us N]\n"
+            "                      [--gpu-gap-ms N] [-o FILE] [--server-key KEY]\n"
+            "                      [--max-events N]\n"
             "       synctop report --ranks --summary [--for SECONDS] [--format text|json]\n"
             "                      [--server-key KEY] RELAY...\n"
             "\n"
@@ -49,16 +50,17 @@ static void report_usage(FILE *out) {
             "gpu_time_util).\n"
             "\n"
             "  SOURCE             a synctop trace file, a Kineto (PyTorch profiler)\n"
-            "                     .json[.gz] trace (several: one per rank), or a live\n"
-            "                     publisher (PID, HOST:PORT, tcp://..., ipc://...) recorded\n"
-            "                     until its program ends or Ctrl-C\n"
+            "                     .json[.gz] trace (several: one per rank), an Nsight\n"
+            "                     Systems SQLite export, or a live publisher (PID,\n"
+            "                     HOST:PORT, tcp://..., ipc://...) recorded until its\n"
+            "                     program ends or Ctrl-C\n"
             "  --format F         text (default), json, markdown\n"
             "  --hta              Holistic Trace Analysis' idle time breakdown (host_wait,\n"
             "                     kernel_wait, other per stream, with the idle intervals'\n"
             "                     statistics) and temporal breakdown, computed as HTA 0.5.0\n"
             "                     does (times in us), instead of the report\n"
-            "  --steps            the loop's steps: found by the profiler's ProfilerStep#N\n"
-            "                     ranges, else --step's range, else the most regular\n"
+            "  --steps            the loop's steps: found by --step's range, else the\n"
+            "                     profiler's ProfilerStep#N ranges, else the most regular\n"
             "                     repeated blocking call; per step wall, GPU busy and\n"
             "                     blocked time, the slow ones (above median + 3 MAD) and\n"
             "                     what blocked in them, and stalls that come every Nth step\n"
@@ -87,11 +89,12 @@ static void report_usage(FILE *out) {
             "                     'idle>40%%', 'stalls>100', 'sync-api>0',\n"
             "                     'site:train.py:42>10ms', 'api:cudaStreamSynchronize>50ms'\n"
             "                     (repeatable; see below)\n"
-            "  --top N            call sites listed (default 15)\n"
+            "  --top N            call sites listed, 1 or more (default 15)\n"
             "  --gap-us N         GPU bubbles shorter than N us are not reported (default\n"
-            "                     20)\n"
-            "  --gpu-gap-ms N     the gpu_gaps rule's threshold (default 500)\n"
-            "  -o FILE            write the report to FILE instead of standard output\n"
+            "                     20; 0: every gap is one)\n"
+            "  --gpu-gap-ms N     the gpu_gaps rule's threshold, over the bubbles (default\n"
+            "                     500)\n"
+            "  -o, --output FILE  write the report to FILE instead of standard output\n"
             "  --server-key KEY   the publishers' CURVE public key, for a live source\n"
             "  --max-events N     read a trace file of up to N events even when that is\n"
             "                     more than its size makes plausible (4 per byte)\n"
@@ -100,10 +103,10 @@ static void report_usage(FILE *out) {
             "a time such as 2s), idle (GPU idle of the idlest GPU; %% or a time), stalls\n"
             "(blocking calls), bubbles (GPU idle bubbles), findings, a rule (sync-api,\n"
             "sync-memcpy, pageable-memcpy, sync-memset: its calls; gpu-gaps: its gaps;\n"
-            "low-util: its windows), site:TEXT (blocked time at call sites whose description,\n"
-            "\"API at where\", holds TEXT), api:NAME (blocked time in that API); with\n"
-            "--baseline, new-sites (call sites the baseline did not have). Operators:\n"
-            "> >= < <= ==. Times take\n"
+            "low-util: its windows; or the rule's nsys name, such as cuda_api_sync),\n"
+            "site:TEXT (blocked time at call sites whose description, \"API at where\",\n"
+            "holds TEXT), api:NAME (blocked time in that API); with --baseline, new-sites\n"
+            "(call sites the baseline did not have). Operators: > >= < <= ==. Times take\n"
             "ns, us, ms or s; shares take %%; a signed share (+10%%) is the change against\n"
             "the baseline (blocked, idle, stalls, site:, api:). Each threshold prints one\n"
             "line on stderr, FAIL or ok, with the measured value and the threshold, both\n"
@@ -410,7 +413,7 @@ static int cmd_report(int argc, char **argv) {
             n_checks++;
             break;
         case O_TOP:
-            if (args_u64(&p, "--top", val, 0, 1000000, &top))
+            if (args_u64(&p, "--top", val, 1, 1000000, &top))
                 return EXIT_USAGE;
             ro.top = (size_t)top;
             break;
@@ -418,11 +421,15 @@ static int cmd_report(int argc, char **argv) {
             if (args_double(&p, "--gap-us", val, 0, 1e12, &ms))
                 return EXIT_USAGE;
             ao.gap_ns = (uint64_t)(ms * 1e3);
+            if (ao.gap_ns == 0) /* 0 is the analysis' "default"; under 1 ns, every bubble is one */
+                ao.gap_ns = 1;
             break;
         case O_GPU_GAP_MS:
             if (args_double(&p, "--gpu-gap-ms", val, 0, 1e9, &ms))
                 return EXIT_USAGE;
             ao.rule_gap_ns = (uint64_t)(ms * 1e6);
+            if (ao.rule_gap_ns == 0)
+                ao.rule_gap_ns = 1;
             break;
         case O_OUT: out_path = val; break;
         case O_KEY: server_key = val; break;
@@ -492,10 +499,11 @@ static int cmd_report(int argc, char **argv) {
             st_store_destroy(&s);
             return verb_error("report", "%s", err.msg);
         }
-        if (step_name != NULL && sp.source != AN_STEPS_RANGE && sp.source != AN_STEPS_PROFILER)
+        if (step_name != NULL && sp.source != AN_STEPS_RANGE)
             verb_warn("report", "no range named \"%s\" marks three steps or more; %s", step_name,
-                      sp.source == AN_STEPS_HEARTBEAT ? "steps follow the most regular blocking call instead"
-                                                     : "no steps found");
+                      sp.source == AN_STEPS_PROFILER    ? "steps follow the ProfilerStep#N ranges instead"
+                      : sp.source == AN_STEPS_HEARTBEAT ? "steps follow the most regular blocking call instead"
+                                                        : "no steps found");
         ro.steps = &sp;
     }
     if (ranks) {

@@ -45,8 +45,8 @@
 
 static void run_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop run [--record FILE] [--listen ENDPOINT] [--no-tui] [--log FILE]\n"
-            "                   [--ascii] [--mono] -- CMD [ARGS...]\n\n"
+            "usage: synctop run [--record FILE] [--listen ENDPOINT [--key FILE.key | --insecure]]\n"
+            "                   [--no-tui] [--log FILE] [--ascii] [--mono] -- CMD [ARGS...]\n\n"
             "Runs CMD with synctop's CUDA tracer injected (no change to the program). On a\n"
             "terminal it shows the live timeline while CMD runs (q closes it; CMD goes on);\n"
             "with --no-tui, or without a terminal, it prints a report when CMD has ended:\n"
@@ -62,7 +62,7 @@ static void run_usage(FILE *out) {
             "  --log FILE         with the live view, CMD's output goes to FILE (default:\n"
             "                     synctop-run-PID.log in the private endpoint directory)\n"
             "  --ascii, --mono    the live view in ASCII / without colours\n\n"
-            "Environment read by the tracer inside CMD (run sets the first three):\n"
+            "Environment read by the tracer inside CMD (run sets the first three where unset):\n"
             "  CUDA_INJECTION64_PATH       the tracer library (set by run)\n"
             "  NVTX_INJECTION64_PATH       the tracer too, so NVTX ranges are recorded (set by run)\n"
             "  SYNCTOP_START_WAIT_MS       wait this long at CUDA init for a viewer (run: 5000)\n"

@@ -22,12 +22,12 @@ static void usage(FILE *out) {
                  "verbs:\n");
     qsort((void *)verbs, (size_t)n_verbs, sizeof verbs[0], by_rank);
     for (int i = 0; i < n_verbs; i++) {
-        if (strlen(verbs[i]->synopsis) <= 34)
+        if (strlen(verbs[i]->synopsis) < 34)
             fprintf(out, "  %-34s %s\n", verbs[i]->synopsis, verbs[i]->summary);
         else
             fprintf(out, "  %s\n  %-34s %s\n", verbs[i]->synopsis, "", verbs[i]->summary);
     }
-    fprintf(out, "\n`synctop VERB --help` describes one verb.\n");
+    fprintf(out, "\n`synctop VERB --help` describes one verb; `synctop --version` prints the version.\n");
 }
 
 int main(int argc, char **argv) {

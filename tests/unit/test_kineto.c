@@ -1693,6 +1693,24 @@ TEST(cmd_info_describes_profiler_traces_as_import_reads_them) {
     tp_buf_free(&err);
 }
 
+/* info states a producer's world size only when the trace has one: distributedInfo of
+ * alexnet_a100_sync_heavy holds a rank and no world_size, that of sampled_rank-0 both (0 of 128). */
+TEST(cmd_info_states_the_world_size_only_when_the_trace_has_one) {
+    char args[4096];
+    tp_buf out, err;
+    snprintf(args, sizeof args, "info '%s'", trace_path("alexnet_a100_sync_heavy.json.gz"));
+    ASSERT_EQ(run_synctop(args, &out, &err), 0);
+    ASSERT_STR_CONTAINS((char *)out.data, ", rank 0\n");
+    ASSERT(strstr((char *)out.data, " of -1") == NULL);
+    tp_buf_free(&out);
+    tp_buf_free(&err);
+    snprintf(args, sizeof args, "info '%s'", trace_path("sampled_rank-0.json.gz"));
+    ASSERT_EQ(run_synctop(args, &out, &err), 0);
+    ASSERT_STR_CONTAINS((char *)out.data, ", rank 0 of 128\n");
+    tp_buf_free(&out);
+    tp_buf_free(&err);
+}
+
 TEST(cmd_import_writes_a_trace_file) {
     char args[4096];
     const char *dst = task_path("ranks.synctop");

@@ -147,6 +147,76 @@ TEST(report_fail_if_sets_the_exit_status) {
     ASSERT_EQ(synctop("report " ALEXNET " --format yaml"), 2);
 }
 
+/* --gap-us and --gpu-gap-ms take 0 as a threshold of their own: every gap counts. Three kernels on
+ * one stream, 5 us then 40 us apart: 2 bubbles at 0, 1 at the default 20 us, none at 50 us; the
+ * gpu_gaps rule, which looks at the bubbles, finds the 40 us one at 0 ms, none at its 500 ms default. */
+TEST(report_gap_thresholds_of_zero_count_every_gap) {
+    const char *p = task_path("gaps.json");
+    FILE *f = fopen(p, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("{\"traceEvents\": [\n", f);
+    static const int ts[] = {1000, 1015, 1065};
+    for (int i = 0; i < 3; i++)
+        fprintf(f,
+                "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k%d\", \"pid\": 0, \"tid\": 7, \"ts\": %d,"
+                " \"dur\": 10, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": %d}}\n",
+                i ? "," : "", i, ts[i], i + 1);
+    fputs("]}\n", f);
+    fclose(f);
+    char args[2048];
+    snprintf(args, sizeof args, "report '%s' --gap-us 0 --fail-if 'bubbles==2'", p);
+    ASSERT_EQ(synctop(args), 1);
+    snprintf(args, sizeof args, "report '%s' --fail-if 'bubbles==1'", p);
+    ASSERT_EQ(synctop(args), 1);
+    snprintf(args, sizeof args, "report '%s' --gap-us 50 --fail-if 'bubbles==0'", p);
+    ASSERT_EQ(synctop(args), 1);
+    snprintf(args, sizeof args, "report '%s' --gpu-gap-ms 0 --fail-if 'gpu-gaps==1'", p);
+    ASSERT_EQ(synctop(args), 1);
+    snprintf(args, sizeof args, "report '%s' --fail-if 'gpu-gaps==0'", p);
+    ASSERT_EQ(synctop(args), 1);
+    /* --top lists at least one site: 0 is refused, not read as the default */
+    snprintf(args, sizeof args, "report '%s' --top 0", p);
+    ASSERT_EQ(synctop(args), 2);
+    ASSERT_STR_CONTAINS(out_buf, "--top");
+}
+
+/* --step NAME wins over the profiler's ProfilerStep#N ranges: four 10 ms ProfilerSteps, each holding
+ * a 3 ms range "fwd" and a 2 ms kernel. Without --step the steps are the ProfilerSteps; with
+ * --step fwd they are the fwd ranges; a name no range has falls back to the ProfilerSteps, and says
+ * so. */
+TEST(report_step_range_named_by_the_user_comes_before_profiler_steps) {
+    const char *p = task_path("steps.json");
+    FILE *f = fopen(p, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("{\"traceEvents\": [\n", f);
+    for (int i = 0; i < 4; i++) {
+        int t = 1000 + i * 10000;
+        fprintf(f,
+                "%s{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%d\", \"pid\": 1, "
+                "\"tid\": 1, \"ts\": %d, \"dur\": 10000, \"args\": {}},\n"
+                "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"fwd\", \"pid\": 1, \"tid\": 1, "
+                "\"ts\": %d, \"dur\": 3000, \"args\": {}},\n"
+                "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": %d, "
+                "\"dur\": 2000, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": %d}}\n",
+                i ? "," : "", i + 1, t, t + 1000, t + 1500, i + 1);
+    }
+    fputs("]}\n", f);
+    fclose(f);
+    char args[2048];
+    snprintf(args, sizeof args, "report --steps '%s'", p);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "4 steps by ProfilerStep ranges (ProfilerStep#N), median 10.000 ms");
+    snprintf(args, sizeof args, "report --steps --step fwd '%s'", p);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "4 steps by range (fwd), median 3.000 ms");
+    ASSERT(strstr(out_buf, "warning") == NULL);
+    snprintf(args, sizeof args, "report --steps --step nosuch '%s'", p);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "no range named \"nosuch\" marks three steps or more; steps follow the "
+                                 "ProfilerStep#N ranges instead");
+    ASSERT_STR_CONTAINS(out_buf, "median 10.000 ms");
+}
+
 TEST(report_damaged_inputs_fail_clearly) {
     const char *p = task_path("bad.json");
     FILE *f = fopen(p, "w");

@@ -552,9 +552,8 @@ static int cmd_report(int argc, char **argv) {
     hta_result h = {0};
     if (hta) {
         if (hta_analyze(s, &ho, &h, &err) != 0) {
-            an_result_free(&r);
-            st_store_destroy(&s);
-            return verb_error("report", "%s", err.msg);
+            status = verb_error("report", "%s", err.msg);
+            goto done;
         }
         ro.hta = &h;
         ro.hta_only = 1;
@@ -581,6 +580,7 @@ static int cmd_report(int argc, char **argv) {
         if (crossed && status == 0)
             status = 1;
     }
+done:
     hta_result_free(&h);
     an_ranks_free(&rk);
     an_diff_free(&diff);

@@ -262,20 +262,6 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
 
 /* The hosts' clocks the relays answered with, against this machine's (the file keeps them too, as
  * its last batch: live.h). */
-static void record_say_clocks(const tp_sub *sub) {
-    size_t n = tp_sub_clock_count(sub);
-    for (size_t i = 0; i < n; i++) {
-        tp_sub_clock c;
-        if (tp_sub_clock_get(sub, i, &c) != 0)
-            continue;
-        fputs(i == 0 ? "synctop record: clocks against this machine's, as the relays answered: " : "; ", stderr);
-        tp_print_sanitized(stderr, c.host, (size_t)-1);
-        fprintf(stderr, " %+.3f ms +/- %.3f ms", (double)c.offset_ns / 1e6, (double)c.uncertainty_ns / 1e6);
-    }
-    if (n > 0)
-        fputs(" (kept in the file: replay and report put each host's processes on this machine's clock)\n", stderr);
-}
-
 static int cmd_record(int argc, char **argv) {
     record_args ra = {0};
     int status = record_parse(argc, argv, &ra);
@@ -307,7 +293,7 @@ static int cmd_record(int argc, char **argv) {
     tp_sub_stats_get(sub, &ss);
     err_msg err = {{0}};
     tp_buf notes = {0};
-    if (live_clocks_notes(sub, &notes) > 0 && tp_fwriter_append(w, notes.data, notes.len, &err) != 0) {
+    if (tp_sub_clock_notes(sub, &notes) > 0 && tp_fwriter_append(w, notes.data, notes.len, &err) != 0) {
         verb_error("record", "cannot write the hosts' clocks: %s", err.msg);
         status = 1;
     }
@@ -322,7 +308,7 @@ static int cmd_record(int argc, char **argv) {
     put_counts(stderr, &ws, &ss, &rc);
     fprintf(stderr, "; %zu producer%s; stopped: %s\n", ss.n_producers, ss.n_producers == 1 ? "" : "s",
             status ? "error" : why);
-    record_say_clocks(sub);
+    verb_say_clocks("record", sub);
     tp_sub_destroy(&sub);
     return status;
 }

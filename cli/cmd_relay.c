@@ -37,8 +37,9 @@ static void relay_usage(FILE *out) {
             "                     viewers then give the .pub file as --server-key\n"
             "  --insecure         allow a non-loopback --listen address without --key\n"
             "  --server-key KEY   the CURVE public key of the upstream ENDPOINTs (other relays)\n"
-            "  --record FILE      also write every batch that goes through to a trace file;\n"
-            "                     --force (-f) replaces FILE\n"
+            "  --record FILE      also write every batch that goes through to a trace file,\n"
+            "                     and at the end the clocks of the hosts above, measured by\n"
+            "                     asking their relays; --force (-f) replaces FILE\n"
             "  --summary-ms MS    while a viewer wants summaries (`synctop report --summary`),\n"
             "                     publish one per process every MS milliseconds (default\n"
             "                     1000): GPU busy, host blocked, events, drops; 0: never.\n"
@@ -180,9 +181,12 @@ static int cmd_relay(int argc, char **argv) {
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    tp_relay_stop(r);
     tp_relay_stats st;
     tp_relay_stats_get(r, &st);
     u64map_free(&seen);
+    if (st.host_clocks > 0)
+        verb_say_clocks("relay", tp_relay_clocks(r));
     if (tp_relay_destroy(&r, &err) != 0) {
         verb_error("relay", "recording to %s stopped: %s", o.record, err.msg);
         status = 1;

@@ -10,6 +10,7 @@
 #include "kineto.h"
 #include "store.h"
 #include "synctop/file.h"
+#include "synctop/net.h"
 #include "symbols.h"
 #include "synctop/sanitize.h"
 #include "verb.h"
@@ -102,4 +103,21 @@ void verb_put_skipped(FILE *out, const kineto_stats *st) {
 
 int verb_emit_to_file(void *ctx, const void *batch, size_t len, err_msg *err) {
     return tp_fwriter_append(ctx, batch, len, err);
+}
+
+void verb_say_clocks(const char *verb_name, const struct tp_sub *sub) {
+    size_t n = tp_sub_clock_count(sub), said = 0;
+    for (size_t i = 0; i < n; i++) {
+        tp_sub_clock c;
+        if (!tp_sub_clock_best(sub, i, &c))
+            continue;
+        if (said++ == 0)
+            fprintf(stderr, "synctop %s: clocks against this machine's, as the relays answered: ", verb_name);
+        else
+            fputs("; ", stderr);
+        tp_print_sanitized(stderr, c.host, (size_t)-1);
+        fprintf(stderr, " %+.3f ms +/- %.3f ms", (double)c.offset_ns / 1e6, (double)c.uncertainty_ns / 1e6);
+    }
+    if (said > 0)
+        fputs(" (kept in the file: replay and report put each host's processes on this machine's clock)\n", stderr);
 }

@@ -61,6 +61,11 @@ void verb_put_skipped(FILE *out, const struct kineto_stats *st);
 struct err_msg;
 int verb_emit_to_file(void *ctx, const void *batch, size_t len, struct err_msg *err);
 
+/* The clocks of the hosts above as the relays answered (tp_sub_clock), on one line, and that the
+ * file keeps them: "synctop VERB: clocks against this machine's, as the relays answered: ...". */
+struct tp_sub;
+void verb_say_clocks(const char *verb_name, const struct tp_sub *sub);
+
 /* The line itself, from a va_list (args.c's usage errors). */
 void verb_vline(const char *verb_name, const char *prefix, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));

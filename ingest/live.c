@@ -7,6 +7,7 @@
 
 #include "clock.h"
 
+
 int live_sources_gone(const char *const *eps, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (strncmp(eps[i], "ipc://", 6) != 0 || tp_endpoint_is_live(eps[i]) != 0)
@@ -14,50 +15,13 @@ int live_sources_gone(const char *const *eps, size_t n) {
     return n > 0;
 }
 
-/* Whether the i-th relay's answer is its host's best (the least uncertainty, the first of equals);
- * the answer in *c. */
-static int host_best(const tp_sub *sub, size_t i, tp_sub_clock *c) {
-    size_t n = tp_sub_clock_count(sub);
-    tp_sub_clock o;
-    if (tp_sub_clock_get(sub, i, c) != 0)
-        return 0;
-    for (size_t j = 0; j < n; j++)
-        if (j != i && tp_sub_clock_get(sub, j, &o) == 0 && strcmp(o.host, c->host) == 0 &&
-            (o.uncertainty_ns < c->uncertainty_ns || (o.uncertainty_ns == c->uncertainty_ns && j < i)))
-            return 0;
-    return 1;
-}
-
 size_t live_clocks_apply(tp_sub *sub, st_store *s) {
     size_t n = tp_sub_clock_count(sub), moved = 0;
     tp_sub_clock c;
     for (size_t i = 0; i < n; i++)
-        if (host_best(sub, i, &c) && st_store_set_host_clock(s, c.host, c.offset_ns, c.uncertainty_ns) == 1)
+        if (tp_sub_clock_best(sub, i, &c) && st_store_set_host_clock(s, c.host, c.offset_ns, c.uncertainty_ns) == 1)
             moved++;
     return moved;
-}
-
-size_t live_clocks_notes(const tp_sub *sub, tp_buf *out) {
-    size_t n = tp_sub_clock_count(sub), hosts = 0;
-    tp_enc_opts eo = {.producer = TP_PRODUCER_NOTES};
-    tp_enc *enc = n > 0 ? tp_enc_new(&eo) : NULL;
-    if (enc == NULL)
-        return 0;
-    uint64_t now = cm_realtime_ns();
-    tp_sub_clock c;
-    for (size_t i = 0; i < n; i++) {
-        if (!host_best(sub, i, &c))
-            continue;
-        tp_hostclock h = {.kind = TP_K_HOSTCLOCK, .device = TP_NO_DEVICE, .host = tp_enc_intern_cstr(enc, c.host),
-                          .offset_ns = c.offset_ns, .uncertainty_ns = c.uncertainty_ns, .measured_ns = now};
-        if (h.host != 0 && tp_enc_add(enc, &h) == 0)
-            hosts++;
-    }
-    out->len = 0;
-    if (hosts > 0 && tp_enc_finish_flags(enc, TP_BF_SYNTHETIC, out) != 0)
-        hosts = 0;
-    tp_enc_destroy(&enc);
-    return hosts;
 }
 
 const char *live_end_name(live_end e) {

@@ -52,12 +52,6 @@ int live_sources_gone(const char *const *endpoints, size_t n);
  * (st_store_set_host_clock). Returns how many hosts' events moved. */
 size_t live_clocks_apply(tp_sub *sub, st_store *s);
 
-/* The same clocks (each host's best answer) as a recorder's notes for a trace file: a synthetic
- * batch of producer TP_PRODUCER_NOTES holding a TP_K_HOSTCLOCK record per host, into out, which a
- * reader's store applies as st_store_set_host_clock does. Returns how many hosts it holds (0: none
- * answered, or no memory; out is then empty). */
-size_t live_clocks_notes(const tp_sub *sub, tp_buf *out);
-
 /* A few words for an end, for "stopped: ..." lines. */
 const char *live_end_name(live_end e);
 

@@ -106,7 +106,13 @@ struct tp_relay {
     uint64_t interval_start, interval_mono; /* the current interval: realtime and monotonic ns */
     atomic_uint_fast64_t summaries, malformed;
     atomic_int summarising;
-    tp_fwriter *rec;      /* written by the reader thread only */
+    tp_fwriter *rec;      /* written by the reader thread only, then by tp_relay_stop */
+    tp_sub *clk;          /* clock thread's, when recording: the clocks of the hosts above */
+    pthread_t clk_thread;
+    int clk_started;
+    size_t clk_connected; /* upstreams it was connected to */
+    int stopped;          /* tp_relay_stop ran */
+    size_t host_clocks;   /* hosts whose clocks the recording kept */
     atomic_int rec_failed;
     err_msg rec_err;      /* why the recording stopped (read after rec_failed is set) */
 };
@@ -443,6 +449,28 @@ static void *reader_main(void *arg) {
     return NULL;
 }
 
+/* When recording: asks the relays above for their clocks, as a subscriber does, all along. */
+static void *clock_main(void *arg) {
+    tp_relay *r = arg;
+    while (!atomic_load(&r->reader_stop)) {
+        for (;;) {
+            char ep[TP_ENDPOINT_MAX];
+            pthread_mutex_lock(&r->mu);
+            int more = r->clk_connected < r->upstreams;
+            if (more)
+                memcpy(ep, r->up[r->clk_connected++], sizeof ep);
+            pthread_mutex_unlock(&r->mu);
+            if (!more)
+                break;
+            (void)tp_sub_connect(r->clk, ep, NULL); /* the front connected to it already */
+        }
+        tp_sub_msg m;
+        err_msg err;
+        (void)tp_sub_recv(r->clk, &m, 100, &err); /* clock answers only: never a batch */
+    }
+    return NULL;
+}
+
 /* The XSUB front, or the summaries' SUB: both subscribe to the same publishers. */
 static int configure_front(tp_relay *r, void *k, const tp_relay_opts *o, err_msg *err) {
     int64_t max_msg = (int64_t)TP_BATCH_HDR_SIZE + TP_BATCH_MAX_PAYLOAD;
@@ -583,6 +611,15 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
     if (o.record != NULL &&
         (r->rec = tp_fwriter_open(o.record, o.record_overwrite ? TP_FW_OVERWRITE : 0, err)) == NULL)
         goto fail;
+    if (r->rec != NULL) {
+        if ((r->clk = tp_sub_new(&(tp_sub_opts){.server_key = o.upstream_key, .clocks_only = 1}, err)) == NULL)
+            goto fail;
+        if (pthread_create(&r->clk_thread, NULL, clock_main, r) != 0) {
+            err_set(err, ERR_IO, "cannot start the relay's clock thread");
+            goto fail;
+        }
+        r->clk_started = 1;
+    }
     if (pthread_create(&r->timer, NULL, timer_main, r) != 0) {
         err_set(err, ERR_IO, "cannot start the relay's timer thread");
         goto fail;
@@ -666,7 +703,32 @@ void tp_relay_stats_get(const tp_relay *r, tp_relay_stats *out) {
     o->upstreams = r->upstreams;
     pthread_mutex_unlock(&((tp_relay *)r)->mu);
     o->record_failed = atomic_load(&((tp_relay *)r)->rec_failed);
+    o->host_clocks = r->host_clocks;
 }
+
+void tp_relay_stop(tp_relay *r) {
+    if (r->stopped)
+        return;
+    r->stopped = 1;
+    atomic_store(&r->reader_stop, 1);
+    if (r->reader_started)
+        pthread_join(r->reader, NULL);
+    if (r->clk_started)
+        pthread_join(r->clk_thread, NULL);
+    r->reader_started = r->clk_started = 0;
+    tp_buf notes = {0};
+    size_t hosts = 0;
+    if (r->rec != NULL && r->clk != NULL && !atomic_load(&r->rec_failed) &&
+        (hosts = tp_sub_clock_notes(r->clk, &notes)) > 0) {
+        if (tp_fwriter_append(r->rec, notes.data, notes.len, &r->rec_err) != 0)
+            atomic_store(&r->rec_failed, 1);
+        else
+            r->host_clocks = hosts;
+    }
+    tp_buf_free(&notes);
+}
+
+const tp_sub *tp_relay_clocks(const tp_relay *r) { return r->clk; }
 
 int tp_relay_destroy(tp_relay **rp, err_msg *err) {
     if (rp == NULL || *rp == NULL)
@@ -680,10 +742,7 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
         pthread_mutex_unlock(&r->mu);
         pthread_join(r->timer, NULL);
     }
-    if (r->reader_started) {
-        atomic_store(&r->reader_stop, 1);
-        pthread_join(r->reader, NULL);
-    }
+    tp_relay_stop(r);
     if (r->rec != NULL) {
         if (atomic_load(&r->rec_failed)) {
             rc = err_set(err, ERR_IO, "%s", r->rec_err.msg);
@@ -701,6 +760,7 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
             zmq_close(r->ups[i].sub);
     while (r->ctx != NULL && zmq_ctx_term(r->ctx) != 0 && zmq_errno() == EINTR)
         ;
+    tp_sub_destroy(&r->clk);
     if (r->bound_ipc)
         unlink(r->endpoint + 6);
     pthread_mutex_destroy(&r->mu);

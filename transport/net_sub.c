@@ -161,6 +161,42 @@ static void clock_take(tp_sub *s, const uint8_t *msg, size_t len, uint64_t t3) {
 
 size_t tp_sub_clock_count(const tp_sub *sub) { return sub->n_clocks; }
 
+int tp_sub_clock_best(const tp_sub *sub, size_t i, tp_sub_clock *c) {
+    tp_sub_clock o;
+    if (tp_sub_clock_get(sub, i, c) != 0)
+        return 0;
+    for (size_t j = 0; j < sub->n_clocks; j++)
+        if (j != i && tp_sub_clock_get(sub, j, &o) == 0 && strcmp(o.host, c->host) == 0 &&
+            (o.uncertainty_ns < c->uncertainty_ns || (o.uncertainty_ns == c->uncertainty_ns && j < i)))
+            return 0;
+    return 1;
+}
+
+size_t tp_sub_clock_notes(const tp_sub *sub, tp_buf *out) {
+    size_t hosts = 0;
+    out->len = 0;
+    tp_enc_opts eo = {.producer = TP_PRODUCER_NOTES};
+    tp_enc *enc = sub->n_clocks > 0 ? tp_enc_new(&eo) : NULL;
+    if (enc == NULL)
+        return 0;
+    uint64_t now = clock_of(CLOCK_REALTIME);
+    tp_sub_clock c;
+    for (size_t i = 0; i < sub->n_clocks; i++) {
+        if (!tp_sub_clock_best(sub, i, &c))
+            continue;
+        tp_hostclock h = {.kind = TP_K_HOSTCLOCK, .device = TP_NO_DEVICE, .host = tp_enc_intern_cstr(enc, c.host),
+                          .offset_ns = c.offset_ns, .uncertainty_ns = c.uncertainty_ns, .measured_ns = now};
+        if (h.host != 0 && tp_enc_add(enc, &h) == 0)
+            hosts++;
+    }
+    if (hosts > 0 && tp_enc_finish_flags(enc, TP_BF_SYNTHETIC, out) != 0)
+        hosts = 0;
+    if (hosts == 0)
+        out->len = 0;
+    tp_enc_destroy(&enc);
+    return hosts;
+}
+
 int tp_sub_clock_get(const tp_sub *sub, size_t i, tp_sub_clock *out) {
     if (i >= sub->n_clocks)
         return ERR_INVAL;
@@ -209,7 +245,8 @@ static int configure(tp_sub *s, const tp_sub_opts *o, err_msg *err) {
             return zmq_fail(err, "cannot set up CURVE encryption");
     }
     const char *want = o->summaries ? "S" : "B";
-    if (zmq_setsockopt(k, ZMQ_SUBSCRIBE, want, 1) != 0 || zmq_setsockopt(k, ZMQ_SUBSCRIBE, "C", 1) != 0)
+    if ((!o->clocks_only && zmq_setsockopt(k, ZMQ_SUBSCRIBE, want, 1) != 0) ||
+        zmq_setsockopt(k, ZMQ_SUBSCRIBE, "C", 1) != 0)
         return zmq_fail(err, "cannot subscribe");
     return 0;
 }

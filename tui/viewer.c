@@ -728,7 +728,7 @@ static int viewer_finish(viewer *w, int rc, viewer_result *res) {
     res->rec_events = w->rec_events;
     /* The hosts' clocks the relays answered with end the recording, as `synctop record`'s do. */
     tp_buf notes = {0};
-    if (res->recorded && w->sub != NULL && live_clocks_notes(w->sub, &notes) > 0 &&
+    if (res->recorded && w->sub != NULL && tp_sub_clock_notes(w->sub, &notes) > 0 &&
         tp_fwriter_append(w->rec, notes.data, notes.len, &res->record_err) != 0) {
         res->record_failed = 1;
         rc = 1;

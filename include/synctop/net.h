@@ -185,6 +185,7 @@ typedef struct tp_sub_opts {
     int rcvhwm;             /* 0: 10000 batches */
     int summaries;          /* take the relays' summaries (tp_sub_summary_get) and, unless
                                watching producers with tp_sub_watch, no batch at all */
+    int clocks_only;        /* take the relays' clock answers only: no batch, no summary */
 } tp_sub_opts;
 
 tp_sub *tp_sub_new(const tp_sub_opts *opts, err_msg *err);
@@ -282,6 +283,14 @@ typedef struct tp_sub_clock {
 size_t tp_sub_clock_count(const tp_sub *sub);
 /* The i-th relay that answered, in order of first answer; 0 or ERR_INVAL. */
 int tp_sub_clock_get(const tp_sub *sub, size_t i, tp_sub_clock *out);
+/* Whether the i-th relay's answer is the best of its host's relays (the least uncertainty, the
+ * first of equals), with that answer in *out: one clock per host. */
+int tp_sub_clock_best(const tp_sub *sub, size_t i, tp_sub_clock *out);
+/* Each host's best clock as a recorder's notes for a trace file: a synthetic batch of producer
+ * TP_PRODUCER_NOTES holding a TP_K_HOSTCLOCK record per host, into out, which a reader's store
+ * applies to the producers on that host. Returns how many hosts it holds (0: none answered, or no
+ * memory; out is then empty). */
+size_t tp_sub_clock_notes(const tp_sub *sub, tp_buf *out);
 
 /* ---- relay ---- */
 
@@ -307,11 +316,18 @@ typedef struct tp_relay_opts {
     const char *host;            /* the name its clock answers carry; NULL: this machine's host name */
     int64_t clock_skew_ns;       /* for tests only: added to the clock it answers with, so that one
                                     machine can play hosts whose clocks differ; 0 otherwise */
-    int summary_ms;              /* the summaries' interval; 0: 1000; -1: never summarise (a relay
-                                    fed by relays, which summarise their own producers) */
+    int summary_ms;              /* the summaries' interval; 0: 1000; -1: never summarise */
 } tp_relay_opts;
 
 tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err);
+/* Stops taking what comes through, only between runs, and, when recording, ends the recording with
+ * the clocks of the hosts above (tp_sub_clock_notes of the clocks it measured all along by asking
+ * the relays above, as a subscriber does); then tp_relay_stats_get and tp_relay_clocks say what
+ * it did. tp_relay_destroy does it when it was not done. */
+void tp_relay_stop(tp_relay *relay);
+/* The clocks of the hosts above (tp_sub_clock_count, tp_sub_clock_get) that a recording relay
+ * measured, to read after tp_relay_stop; NULL when it does not record. */
+const tp_sub *tp_relay_clocks(const tp_relay *relay);
 /* Stops and frees the relay; returns 0, or the error that ended its recording (err says it). */
 int tp_relay_destroy(tp_relay **relay, err_msg *err);
 const char *tp_relay_endpoint(const tp_relay *relay);
@@ -331,6 +347,7 @@ typedef struct tp_relay_stats {
     int summarising;         /* a subscriber below wants summaries now */
     size_t upstreams;        /* publishers and relays connected to */
     int record_failed;       /* the recording stopped (tp_relay_destroy says why) */
+    size_t host_clocks;      /* hosts whose clocks the recording keeps (after tp_relay_stop) */
 } tp_relay_stats;
 void tp_relay_stats_get(const tp_relay *relay, tp_relay_stats *out);
 

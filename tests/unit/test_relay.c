@@ -749,7 +749,8 @@ typedef struct two_hosts {
 static const long long two_hosts_skew[2] = {3000000000LL, -2000000000LL};
 static const char *const two_hosts_name[2] = {"sim-node-a", "sim-node-b"};
 
-static void two_hosts_start(two_hosts *t) {
+/* more: further arguments of the top relay (NULL: none). */
+static void two_hosts_start_with(two_hosts *t, const char *const more[]) {
     char node[2][PATH_MAX];
     for (int i = 0; i < 2; i++) {
         snprintf(node[i], sizeof node[i], "%s", task_path(i ? "node-b" : "node-a"));
@@ -779,9 +780,15 @@ static void two_hosts_start(two_hosts *t) {
             task_sleep_ms(10);
     for (int i = 0; i < 2; i++)
         ASSERT_EQ(count_of(slurp(t->node[i].err), "+ process"), 2);
-    const char *extra[] = {t->node[0].endpoint, t->node[1].endpoint, NULL};
+    const char *extra[8] = {t->node[0].endpoint, t->node[1].endpoint};
+    for (int i = 0; more != NULL && more[i] != NULL; i++) {
+        ASSERT_LT(i, 5);
+        extra[2 + i] = more[i];
+    }
     relay_start_as(&t->top, "relay-top", "sim-top", 1250000000LL, extra);
 }
+
+static void two_hosts_start(two_hosts *t) { two_hosts_start_with(t, NULL); }
 
 static void two_hosts_stop(two_hosts *t) {
     for (int i = 0; i < 4; i++)
@@ -811,6 +818,28 @@ TEST(report_ranks_puts_the_ranks_of_each_host_on_one_clock) {
  * and `report --ranks` of the file puts every rank on the recorder's clock as the live report
  * does. A file without them (the notes batch taken out: a recording from before) is on each
  * process's own clock, its hosts' offsets unknown. */
+/* The "host_clocks" of `info --json` of a trace, after checking that each of the n hosts named is
+ * there with its offset within the uncertainty stated of its skew. */
+static const char *info_clocks(const char *trace, const char *const hosts[], const long long skews[], int n) {
+    const char *info[] = {task_synctop(), "info", "--json", trace, NULL};
+    char ij[PATH_MAX];
+    snprintf(ij, sizeof ij, "%s", task_path("info.json"));
+    ASSERT_EQ(task_wait_exit(task_spawn(info, ij, task_path("info.err")), 60), 0);
+    const char *clocks = strstr(slurp(ij), "\"host_clocks\": [");
+    ASSERT_NOT_NULL(clocks);
+    for (int i = 0; i < n; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "{\"host\": \"%s\"", hosts[i]);
+        const char *h = strstr(clocks, key);
+        ASSERT_NOT_NULL(h);
+        long long off = json_num_after(h, "\"offset_ns\": "), unc = json_num_after(h, "\"uncertainty_ns\": ");
+        long long d = off - skews[i];
+        if ((d < 0 ? -d : d) > unc)
+            TASK_FAIL_("info: %s's clock %lld +- %lld, but it is %lld off", hosts[i], off, unc, skews[i]);
+    }
+    return clocks;
+}
+
 TEST(a_recording_keeps_the_hosts_clocks) {
     two_hosts t;
     two_hosts_start(&t);
@@ -827,24 +856,10 @@ TEST(a_recording_keeps_the_hosts_clocks) {
     ASSERT_EQ(task_wait_exit(task_spawn(argv, json, task_path("report.err")), 60), 0);
     check_ranks_json(slurp(json), two_hosts_name, two_hosts_skew, 50);
     /* info lists them: every host that answered, its offset within the uncertainty of its skew */
-    const char *info[] = {task_synctop(), "info", "--json", trace, NULL};
-    char ij[PATH_MAX];
-    snprintf(ij, sizeof ij, "%s", task_path("info.json"));
-    ASSERT_EQ(task_wait_exit(task_spawn(info, ij, task_path("info.err")), 60), 0);
-    const char *clocks = strstr(slurp(ij), "\"host_clocks\": [");
-    ASSERT_NOT_NULL(clocks);
     static const char *const hosts[3] = {"sim-node-a", "sim-node-b", "sim-top"};
     static const long long skews[3] = {3000000000LL, -2000000000LL, 1250000000LL};
-    for (int i = 0; i < 3; i++) {
-        char key[64];
-        snprintf(key, sizeof key, "{\"host\": \"%s\"", hosts[i]);
-        const char *h = strstr(clocks, key);
-        ASSERT_NOT_NULL(h);
-        long long off = json_num_after(h, "\"offset_ns\": "), unc = json_num_after(h, "\"uncertainty_ns\": ");
-        long long d = off - skews[i];
-        if ((d < 0 ? -d : d) > unc)
-            TASK_FAIL_("info: %s's clock %lld +- %lld, but it is %lld off", hosts[i], off, unc, skews[i]);
-    }
+    const char *clocks = info_clocks(trace, hosts, skews, 3);
+    ASSERT_EQ(count_of(clocks, "{\"host\": "), 3);
 
     /* The last batch is the notes: a copy without it has no host clocks. */
     err_msg err = {{0}};
@@ -872,6 +887,35 @@ TEST(a_recording_keeps_the_hosts_clocks) {
     const char *text = slurp(json);
     ASSERT_EQ(count_of(text, "\"host_clock_offset_ns\":null"), 4); /* every rank's: unknown */
     ASSERT_EQ(count_of(text, "\"host_clock_offset_ns\":"), 4);
+}
+
+/* The top relay records what a viewer takes through it: its file keeps the clocks of the two
+ * nodes, which it measured by asking their relays (not its own host's: its clock is the file's),
+ * and the ranks' events are put on that clock. */
+TEST(a_relay_recording_keeps_the_hosts_clocks) {
+    two_hosts t;
+    char trace[PATH_MAX];
+    snprintf(trace, sizeof trace, "%s", task_path("relayed.trace"));
+    two_hosts_start_with(&t, (const char *[]){"--record", trace, NULL});
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(NULL, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, t.top.endpoint, &err));
+    got g;
+    receive_all(sub, &g, 4, 60);
+    ASSERT_UEQ(g.missed, 0);
+    tp_sub_destroy(&sub);
+    two_hosts_stop(&t);
+    const char *said = slurp(t.top.err);
+    ASSERT_STR_CONTAINS(said, "kept in the file");
+    ASSERT_STR_CONTAINS(said, "recorded in");
+    const char *clocks = info_clocks(trace, two_hosts_name, two_hosts_skew, 2);
+    ASSERT_EQ(count_of(clocks, "{\"host\": "), 2);
+    const char *argv[] = {task_synctop(), "report", "--ranks", "--format", "json", trace, NULL};
+    char json[PATH_MAX];
+    snprintf(json, sizeof json, "%s", task_path("report.json"));
+    ASSERT_EQ(task_wait_exit(task_spawn(argv, json, task_path("report.err")), 60), 0);
+    check_ranks_json(slurp(json), two_hosts_name, two_hosts_skew, 50);
 }
 
 /* A publisher on a fixed endpoint, named to the relay, that stops and starts again (a rank

@@ -101,6 +101,13 @@ static int confirm(long pid, const ij_probe_info *p, const char *tracer, int yes
     else
         snprintf(what, sizeof what, "process %ld (%s) has no tracer: load %s into it with ptrace", pid,
                  p->cmdline[0] ? p->cmdline : p->name, tracer);
+    if (p->seccomp_filters > 0) {
+        size_t n = strlen(what);
+        snprintf(what + n, sizeof what - n,
+                 " (it runs under %d seccomp filter%s, as in a container: a system call they forbid makes the "
+                 "load fail, or ends the process if the filter kills on it)",
+                 p->seccomp_filters, p->seccomp_filters == 1 ? "" : "s");
+    }
     if (yes) {
         verb_say("attach", "%s", what);
         return 1;

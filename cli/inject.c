@@ -380,6 +380,7 @@ int ij_probe(long pid, ij_probe_info *p, err_msg *err) {
     if (rc != 0)
         return rc;
     snprintf(p->name, sizeof p->name, "%s", st.name);
+    p->seccomp_filters = st.seccomp == 2 ? (st.seccomp_filters > 0 ? st.seccomp_filters : 1) : 0;
     char path[64];
     snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
     size_t n = read_proc(path, p->cmdline, sizeof p->cmdline - 1);

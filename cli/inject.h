@@ -55,6 +55,8 @@ typedef struct ij_probe_info {
     int tracer_at_init;  /* its environment names the tracer in CUDA_INJECTION64_PATH: the driver
                             loads it when the program initialises CUDA */
     int cuda_loaded;     /* libcuda is mapped in it */
+    int seccomp_filters; /* seccomp filters it runs under (a container's, a sandbox's); 0: none or
+                            not said */
 } ij_probe_info;
 
 int ij_probe(long pid, ij_probe_info *p, err_msg *err);

@@ -145,6 +145,11 @@ int ij_status_parse(const char *text, ij_status *s) {
         sscanf(v, "%" SCNx64, &s->cap_eff);
     if ((v = field(text, "Threads")) != NULL)
         sscanf(v, "%d", &s->threads);
+    s->seccomp = s->seccomp_filters = -1;
+    if ((v = field(text, "Seccomp")) != NULL && sscanf(v, "%d", &s->seccomp) != 1)
+        s->seccomp = -1;
+    if ((v = field(text, "Seccomp_filters")) != NULL && sscanf(v, "%d", &s->seccomp_filters) != 1)
+        s->seccomp_filters = -1;
     return 0;
 }
 
@@ -183,6 +188,13 @@ int ij_access_precheck(const ij_access *a, char *why, size_t whylen) {
     if (t->state == 'Z' || t->state == 'X') {
         snprintf(why, whylen, "process %ld has exited", a->pid);
         return ERR_NOENT;
+    }
+    if (t->seccomp == 1) {
+        snprintf(why, whylen,
+                 "process %ld runs in seccomp's strict mode: any system call but read, write and exit would "
+                 "end it, and loading a library makes many; start the program under `synctop run` instead",
+                 a->pid);
+        return ERR_PERM;
     }
     for (int i = 0; i < 3; i++) {
         if (t->uid[i] == a->my_uid)

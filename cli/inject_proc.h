@@ -49,6 +49,8 @@ typedef struct ij_status {
     long uid[4], gid[4]; /* real, effective, saved, filesystem */
     uint64_t cap_eff;
     int threads;
+    int seccomp;         /* 0 none, 1 strict mode, 2 filters; -1: the kernel does not say */
+    int seccomp_filters; /* how many filters; -1: the kernel does not say */
 } ij_status;
 
 /* 0, or ERR_MALFORMED when a field injection needs is missing. */

@@ -19,6 +19,8 @@
  *                                     that came back early: all must be 0 whatever was done to it)
  *        inject_target held STOPFILE  as run, with CUPTI held by another client (a profiler)
  *                                     that subscribed to it first
+ *        inject_target sandboxed STOPFILE  as run, under a seccomp filter that allows every system
+ *                                     call (as a container's profile allows the common ones)
  *        inject_target exit           set up, then exit at once
  * Prints "ready" once set up, and at the end a line "gap START END" for every gap of 1 ms or more
  * between two iterations (CLOCK_MONOTONIC ns), then
@@ -36,6 +38,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifndef INJECT_TARGET_BADLIB
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#endif
 
 #ifdef INJECT_TARGET_BADLIB
 extern int synctop_test_nowhere(void);
@@ -199,6 +206,14 @@ int main(int argc, char **argv) {
     }
     if (setup(strcmp(argv[1], "held") == 0) != 0)
         return 2;
+    if (strcmp(argv[1], "sandboxed") == 0) {
+        struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        struct sock_fprog prog = {.len = 1, .filter = &allow};
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+            perror("inject_target: seccomp");
+            return 2;
+        }
+    }
     printf("ready\n");
     fflush(stdout);
     if (strcmp(argv[1], "exit") == 0)

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
@@ -256,6 +257,13 @@ TEST(inject_parses_maps_and_status) {
     ASSERT_EQ(s.gid[2], 100);
     ASSERT_EQ(s.threads, 7);
     ASSERT_UEQ((s.cap_eff >> IJ_CAP_SYS_PTRACE) & 1, 1);
+    ASSERT_EQ(s.seccomp, -1); /* a kernel that does not say */
+    ASSERT_EQ(s.seccomp_filters, -1);
+    ASSERT_OK(ij_status_parse("Name:\tx\nState:\tS\nPPid:\t1\nTracerPid:\t0\nUid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\n"
+                              "Seccomp:\t2\nSeccomp_filters:\t3\n",
+                              &s));
+    ASSERT_EQ(s.seccomp, 2);
+    ASSERT_EQ(s.seccomp_filters, 3);
     ASSERT_EQ(ij_status_parse("Name:\tx\nState:\tR\n", &s), ERR_MALFORMED);
 }
 
@@ -915,6 +923,42 @@ TEST(inject_refuses_a_static_program) {
 #endif
 }
 
+/* A process in seccomp's strict mode would be killed by the first system call the load makes: it is
+ * refused before it is touched, and runs on untraced. */
+TEST(inject_refuses_a_process_in_seccomp_strict_mode) {
+    NEED_PTRACE();
+    int ready[2];
+    ASSERT_OK(pipe(ready));
+    pid_t c = fork();
+    ASSERT(c >= 0);
+    if (c == 0) {
+        close(ready[0]);
+        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0) != 0)
+            _exit(3);
+        if (write(ready[1], "s", 1) != 1) /* write is allowed */
+            syscall(SYS_exit, 4);
+        for (volatile unsigned long spin = 0;; spin++) /* no system call from here on */
+            ;
+    }
+    close(ready[1]);
+    char b = 0;
+    ASSERT_EQ(read(ready[0], &b, 1), 1);
+    close(ready[0]);
+    ij_status st;
+    err_msg err = {{0}};
+    ASSERT_OK(ij_status_read(c, &st, &err));
+    ASSERT_EQ(st.seccomp, 1);
+    ij_report r;
+    ASSERT_EQ(ij_inject(c, TRACER_SO, NULL, &r, &err), ERR_PERM);
+    ASSERT_STR_CONTAINS(err.msg, "strict mode");
+    ASSERT_EQ(kill(c, 0), 0);
+    assert_running_untraced(c);
+    kill(c, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(waitpid(c, &status, 0), c);
+    ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL); /* it was alive until then */
+}
+
 TEST(inject_refuses_another_users_process) {
     if (getuid() != 0) {
         fprintf(stderr, "skipped: only root can start a process of another user here (the decision itself is "
@@ -1022,6 +1066,38 @@ TEST(inject_attach_refuses_a_process_without_cuda) {
     ASSERT_EQ(p.cuda_loaded, 0);
     char *o = finish_target(&t);
     free(o);
+}
+
+/* A program under a seccomp filter (a container's profile): the confirmation says so, and with a
+ * filter that allows what the load and the tracer do, the tracer runs and its events come. */
+TEST(inject_attach_says_the_seccomp_filters_and_loads_under_them) {
+    NEED_PTRACE();
+    target t;
+    start_target(&t, INJECT_TARGET, "sandboxed");
+    ij_probe_info p;
+    err_msg em;
+    ASSERT_OK(ij_probe(t.pid, &p, &em));
+    ASSERT_EQ(p.seccomp_filters, 1);
+    char pid[32];
+    snprintf(pid, sizeof pid, "%d", (int)t.pid);
+    const char *out = task_path("cli_out.txt"), *err = task_path("cli_err.txt");
+    const char *yes[] = {"attach", pid, "--yes", "--inject-only", NULL};
+    int rc = run_synctop(yes, out, err);
+    char *e = read_text(err);
+    if (rc != 0)
+        TASK_FAIL_("synctop attach --yes --inject-only: %d: %s", rc, e);
+    ASSERT_STR_CONTAINS(e, "runs under 1 seccomp filter, as in a container");
+    ASSERT_STR_CONTAINS(e, "loaded and started the tracer in process");
+    free(e);
+    char ep[TP_ENDPOINT_MAX];
+    ASSERT_OK(tp_endpoint_for_pid(t.pid, ep, sizeof ep, &em));
+    size_t apis, kernels;
+    expect_events(ep, t.pid, &apis, &kernels);
+    ASSERT_GE(kernels, 1);
+    const char *detach[] = {"detach", pid, NULL};
+    ASSERT_EQ(run_synctop(detach, out, err), 0);
+    assert_running_untraced(t.pid);
+    free(finish_target(&t));
 }
 
 TEST(inject_attach_asks_first_then_loads_the_tracer) {

@@ -452,6 +452,54 @@ static int stream_pass(an_ctx *c, size_t l) {
     return 0;
 }
 
+/* What of a bubble [start, end) a wait costs, the waits of its chain running from first to last
+ * (the host blocked, by turns, from the first's start to the end of the last, which ended before
+ * the submission at L of the work that ended the bubble). The idle while the host waited is the
+ * wait's. The idle after the wait is, up to the GPU time the wait held the host back for (the work
+ * the GPU still ran after the first wait began, before the bubble): without the wait the host
+ * would have gone on that much sooner and queued work behind it. The rest is the host's own: idle
+ * before the wait began (the GPU ran dry first), and host time after the wait beyond what it held
+ * back; from the submission on, launch latency. So a wait that held the host for a 100 ms step
+ * costs the 25 ms of host work after it, and one that found the GPU idle costs its own length. */
+static void stall_share(an_bubble *b, uint64_t first, uint64_t last, uint64_t L, uint64_t prev_end) {
+    uint64_t from = first > b->start ? first : b->start;
+    uint64_t to = last < b->end ? last : b->end;
+    if (from > b->end)
+        from = b->end;
+    if (to < from)
+        to = from;
+    /* the GPU's work while the host waited: from the wait's start (or the end of the bubble before,
+     * if later) to this bubble; gaps too short to be bubbles count as work */
+    uint64_t since = first > prev_end ? first : prev_end;
+    uint64_t held = since < b->start ? b->start - since : 0;
+    uint64_t after = b->end - to;
+    to += held < after ? held : after;
+    b->block_from = from;
+    b->block_to = to;
+    b->launch_from = L != UINT64_MAX && L > to && L < b->end ? L : b->end;
+}
+
+void an_bubble_split(const an_bubble *x, uint64_t a, uint64_t b, uint64_t out[AN_CAUSE_N_]) {
+    if (x->cause <= 0 || x->cause >= AN_CAUSE_N_)
+        return;
+    uint64_t s[5] = {x->start, x->end, x->end, x->end, x->end};
+    int c[4] = {x->cause, 0, 0, 0};
+    if (x->cause == AN_CAUSE_BLOCK) {
+        s[1] = x->block_from;
+        s[2] = x->block_to;
+        s[3] = x->launch_from;
+        c[0] = AN_CAUSE_HOST;
+        c[1] = AN_CAUSE_BLOCK;
+        c[2] = AN_CAUSE_HOST;
+        c[3] = AN_CAUSE_LAUNCH;
+    }
+    for (int i = 0; i < 4; i++) {
+        uint64_t lo = s[i] > a ? s[i] : a, hi = s[i + 1] < b ? s[i + 1] : b;
+        if (c[i] > 0 && hi > lo)
+            out[c[i]] += hi - lo;
+    }
+}
+
 /* Gives each bubble its cause, from the launch time of the work that ended it and the blocking
  * spans that overlap it. */
 static void attribute(an_ctx *c, const u64map *launch) {
@@ -459,6 +507,10 @@ static void attribute(an_ctx *c, const u64map *launch) {
     an_result *r = c->r;
     for (size_t k = 0; k < r->n_bubbles; k++) {
         an_bubble *b = &r->bubbles[k];
+        const an_bubble *p = k > 0 ? &r->bubbles[k - 1] : NULL; /* a row's bubbles come in time order */
+        uint64_t prev_end = p != NULL && p->producer == b->producer && p->device == b->device && p->lane == b->lane
+                                ? p->end
+                                : 0;
         size_t nn;
         const st_event *next = &st_lane_events(s, c->pend[k].next_lane, &nn)[c->pend[k].next_idx];
         uint64_t L = UINT64_MAX; /* when the host submitted the work that ended the bubble */
@@ -476,7 +528,8 @@ static void attribute(an_ctx *c, const u64map *launch) {
                 hi = mid;
         }
         size_t best = SIZE_MAX;
-        uint64_t limit = L != UINT64_MAX ? L : b->end;
+        uint64_t limit = L != UINT64_MAX ? L : b->end, first = UINT64_MAX;
+        b->block_from = b->block_to = b->launch_from = b->end;
         for (size_t i = lo; i-- > 0;) {
             if (c->prefix_end[i] < b->start)
                 break;
@@ -487,10 +540,13 @@ static void attribute(an_ctx *c, const u64map *launch) {
                 continue;
             if (best == SIZE_MAX || bl->end > r->blocks[best].end)
                 best = i;
+            if (bl->start < first)
+                first = bl->start;
         }
         if (best != SIZE_MAX) {
             b->cause = AN_CAUSE_BLOCK;
             b->block = best;
+            stall_share(b, first, r->blocks[best].end, L, prev_end);
         } else if (L != UINT64_MAX && L > b->start) {
             b->cause = AN_CAUSE_HOST;
         } else {
@@ -691,12 +747,13 @@ static void costs_phase(an_ctx *c, size_t n_device_bubbles) {
     an_result *out = c->r;
     for (size_t k = 0; k < n_device_bubbles; k++) {
         const an_bubble *b = &out->bubbles[k];
-        uint64_t d = b->end - b->start;
+        uint64_t part[AN_CAUSE_N_] = {0};
+        an_bubble_split(b, b->start, b->end, part);
         an_device *dv = device_get(c, b->producer, b->device);
-        if (dv)
-            dv->idle_by_cause[b->cause] += d;
+        for (int q = 1; dv != NULL && q < AN_CAUSE_N_; q++)
+            dv->idle_by_cause[q] += part[q];
         if (b->cause == AN_CAUSE_BLOCK)
-            out->blocks[b->block].gpu_idle_ns += d;
+            out->blocks[b->block].gpu_idle_ns += part[AN_CAUSE_BLOCK];
     }
     for (size_t i = 0; i < out->n_devices; i++) {
         an_device *dv = &out->devices[i];
@@ -736,7 +793,7 @@ static void findings_sites(an_ctx *c, size_t n_device_bubbles) {
             if (b->producer != f->producer || b->device != f->device || b->cause != AN_CAUSE_BLOCK ||
                 b->end <= f->start || b->start >= f->end)
                 continue;
-            uint64_t d = b->end - b->start;
+            uint64_t d = b->block_to - b->block_from;
             if (d > best) {
                 best = d;
                 f->callsite = out->blocks[b->block].callsite;

@@ -58,7 +58,15 @@ typedef struct an_bubble {
     uint64_t start, end;
     int cause;        /* an_cause */
     size_t block;     /* index in an_result.blocks when cause is AN_CAUSE_BLOCK, else SIZE_MAX */
+    /* Cause AN_CAUSE_BLOCK: the bubble's idle by cause, in time order: [start, block_from) the
+     * host busy elsewhere before it began to wait; [block_from, block_to) the stall's share (see
+     * an_bubble_split); [block_to, launch_from) the host busy elsewhere; [launch_from, end) launch
+     * latency. Other causes: the whole bubble is the cause's. */
+    uint64_t block_from, block_to, launch_from;
 } an_bubble;
+
+/* The time of a bubble [start, end) per cause (out[AN_CAUSE_*], added to) within [a, b). */
+void an_bubble_split(const an_bubble *x, uint64_t a, uint64_t b, uint64_t out[AN_CAUSE_N_]);
 
 /* Totals per call site (per API name when no call site was taken), sorted by total blocked time. */
 typedef struct an_site {

@@ -2060,9 +2060,7 @@ static void bubbles_by_cause(const an_result *an, uint64_t maxlen, uint32_t p, u
         if (x->lane != SIZE_MAX || x->producer != p || x->device != d || x->end - x->start < gap ||
             x->cause <= 0 || x->cause >= AN_CAUSE_N_)
             continue;
-        uint64_t s0 = x->start > a ? x->start : a, s1 = x->end < b ? x->end : b;
-        if (s1 > s0)
-            out[x->cause] += s1 - s0;
+        an_bubble_split(x, a, b, out);
     }
 }
 

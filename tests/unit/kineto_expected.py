@@ -6,6 +6,10 @@ C importer.
     python3 tests/unit/kineto_expected.py [DIR]        # human-readable figures
     python3 tests/unit/kineto_expected.py --c [DIR]    # the C tables pasted into tests/unit/test_kineto.c
     python3 tests/unit/kineto_expected.py --sites [DIR] # the call-site table pasted there too
+    python3 tests/unit/kineto_expected.py --idle TRACE  # the GPU idle each blocking API's calls cost
+    python3 tests/unit/kineto_expected.py --check-idle TRACE REPORT.json  # the same against a report's
+                                                       # sites (synctop report --format json): exit 1
+                                                       # when they differ
 
 DIR defaults to ../shared/traces/kineto beside the checkout. The rules are the importer's
 (ingest/kineto.h): GPU rows are kernel/gpu_memcpy/gpu_memset/cuda_sync with ph "X", on (args.device or
@@ -22,6 +26,13 @@ An operator with args."Call stack" (legacy traces: "file.py(611): f;file.py(54):
 innermost first) ends the frames: after it come the operators around it with no Call stack or the
 same one (a row with another, or a Python frame, ends them), then that stack's frames.
 Calls with the same API and frames make one site: its count and summed duration.
+
+GPU idle a wait cost (--idle; analysis/analysis.c's stall_share): the device's bubbles are the gaps
+of 20 us or more in the union of its kernels, copies and memsets (of some length). A bubble belongs to the waits of its
+process that end within it, at or before the submission (the launch row of the same correlation) of
+the work that ended it, the last of them taking it: their share runs from the first one's start (or
+the bubble's, if later) to the last one's end, plus, of the bubble after that, up to the time from
+the first one's start (or the previous bubble's end, if later) to the bubble's start.
 
 Legacy traces: a host pid or tid written as a string of digits is that number; an Operator row
 named ProfilerStep#N is a step annotation (as user_annotation), not an operator. ROCm traces: HIP
@@ -234,6 +245,49 @@ def sites(path):
     return out
 
 
+def idle_by_api(path, gap=20000):
+    """api -> summed GPU idle ns its blocking calls cost (the last wait of each bubble's chain)."""
+    with gzip.open(path, "rt") as f:
+        doc = json.load(f, parse_float=decimal.Decimal)
+    ops, host, work = {}, [], defaultdict(list)
+    for e in doc["traceEvents"]:
+        if not isinstance(e, dict) or e.get("ph") != "X":
+            continue
+        cat = str(e.get("cat", "")).lower()
+        if cat in GPU:
+            note_op(ops, cat, e)
+            if cat != "cuda_sync" and ns(e.get("dur", 0)) > 0:  # work of no length is no work
+                dev = e.get("args", {}).get("device", e.get("pid"))
+                t0 = ns(e["ts"])
+                work[str(dev)].append((t0, t0 + ns(e.get("dur", 0)), e.get("args", {}).get("correlation")))
+        elif cat in HOST:
+            host.append(e)
+    launch = {e.get("args", {}).get("correlation"): ns(e["ts"]) for e in host if e.get("args", {}).get("correlation")}
+    waits = []
+    for e in host:
+        if blocks(e["name"], ops.get(e.get("args", {}).get("correlation"))):
+            t0 = ns(e["ts"])
+            waits.append((t0, t0 + ns(e["dur"]), e["name"]))
+    out = Counter()
+    for dev, rows in work.items():
+        rows.sort(key=lambda r: (r[0], r[1]))
+        end, prev_end = None, 0
+        for a, b, corr in rows:
+            if end is not None and a > end and a - end >= gap:
+                s, t = end, a
+                L = launch.get(corr, t)
+                chain = [w for w in waits if w[1] >= s and w[1] <= min(L, t) and w[0] < t]
+                if chain:
+                    first = min(w[0] for w in chain)
+                    last = max(chain, key=lambda w: w[1])
+                    lo, hi = max(first, s), max(min(last[1], t), max(first, s))
+                    held = max(0, s - max(first, prev_end))
+                    out[last[2]] += hi - lo + min(held, t - hi)
+                prev_end = t
+            end = b if end is None or b > end else end
+    return out
+
+
 def c_str(s):
     """A C string literal: printable ASCII as is, anything else as octal escapes of its UTF-8 bytes."""
     out = []
@@ -286,6 +340,23 @@ def print_c(results):
 
 
 def main():
+    if "--check-idle" in sys.argv:
+        i = sys.argv.index("--check-idle")
+        want = idle_by_api(sys.argv[i + 1])
+        with open(sys.argv[i + 2]) as f:
+            got = Counter()
+            for site in json.load(f)["sites"]:
+                got[site["api"]] += site["gpu_idle_ns"]
+        got = Counter({k: v for k, v in got.items() if v})
+        if got != want:
+            print(f"expected {dict(sorted(want.items()))}, the report says {dict(sorted(got.items()))}")
+            sys.exit(1)
+        print(f"{len(want)} APIs, {sum(want.values())} ns in all, as expected")
+        return
+    if "--idle" in sys.argv:
+        for api, v in sorted(idle_by_api(sys.argv[sys.argv.index("--idle") + 1]).items()):
+            print(f"{api}: {v} ns")
+        return
     args = [a for a in sys.argv[1:] if a not in ("--c", "--sites")]
     d = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                           "..", "..", "samples", "traces", "kineto")

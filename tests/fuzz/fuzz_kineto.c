@@ -3,7 +3,8 @@
  * leak or read out of bounds; an import either fails with a message that names the input, or every
  * batch it emits opens in the real decoder with its events inside the batch's time span.
  * `fuzz_kineto --write-seeds DIR` writes a corpus: small traces that reach each mapping, and the
- * smallest real trace, plain and gzip.
+ * smallest real trace, plain and gzip. fuzz_kineto.dict beside it holds the importer's keys and names
+ * for longer runs (-dict=).
  */
 #include <stdio.h>
 #include <stdlib.h>

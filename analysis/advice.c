@@ -46,6 +46,12 @@ static const struct {
     [AN_FIX_QUERY] = {"query-polling", "polling a stream or an event from the host",
                       "Replace the polling loop by one event wait (or a host callback)"},
     [AN_FIX_MEMSET] = {"sync-memset", "a synchronous memset", "Use cudaMemsetAsync on the work's stream"},
+    [AN_FIX_INPUT] = {"input-pipeline", "the host waiting for its next batch",
+                      "Make loading keep up: more DataLoader workers (num_workers), persistent_workers=True, "
+                      "pin_memory=True, a larger prefetch_factor, or the preprocessing on the GPU"},
+    [AN_FIX_HOST] = {"host-work", "host work between GPU work",
+                     "Queue the GPU's next work before this host work, move it to another thread or process, or "
+                     "make it cheaper; launch overhead shrinks with CUDA graphs or torch.compile"},
 };
 
 const char *an_fix_name(int fix) { return fix >= 0 && fix < AN_FIX_N_ ? k_fixes[fix].name : "none"; }
@@ -124,4 +130,20 @@ void an_advise(const st_store *s, const an_site *site, an_advice *out) {
         snprintf(raw, sizeof raw, "%s blocked %llu time%s (%s)", api, (unsigned long long)site->count,
                  site->count == 1 ? "" : "s", an_block_kind_name(site->kind));
     tp_sanitize(out->why, sizeof out->why, raw, strlen(raw), NULL);
+}
+
+void an_advise_host(const an_host_range *h, const char *range, an_advice *out) {
+    memset(out, 0, sizeof *out);
+    int input = strstr(range, "DataLoader") != NULL || strstr(range, "__next__") != NULL;
+    out->fix = input ? AN_FIX_INPUT : AN_FIX_HOST;
+    out->cause = k_fixes[out->fix].cause;
+    out->change = k_fixes[out->fix].change;
+    out->gpu_ns = h->idle_ns;
+    if (range[0] == '\0')
+        snprintf(out->why, sizeof out->why, "the GPU had nothing queued while the host was in no CUDA call that "
+                                            "waited and in no range the trace names (NVTX ranges or record_function "
+                                            "would name it)");
+    else
+        snprintf(out->why, sizeof out->why, "the GPU had nothing queued while the host was in this range%s, in no "
+                                            "CUDA call that waited", h->numbered ? " (each of them)" : "");
 }

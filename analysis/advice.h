@@ -28,6 +28,8 @@ typedef enum an_fix {
     AN_FIX_ALLOC,        /* cudaFree / cudaMalloc in the loop */
     AN_FIX_QUERY,        /* polling cudaStreamQuery / cudaEventQuery */
     AN_FIX_MEMSET,       /* a synchronous memset */
+    AN_FIX_INPUT,        /* the host busy loading data (a DataLoader) while the GPU has nothing queued */
+    AN_FIX_HOST,         /* the host busy elsewhere (a range, or none) while the GPU has nothing queued */
     AN_FIX_N_
 } an_fix;
 
@@ -41,6 +43,10 @@ typedef struct an_advice {
 
 /* The advice for one call site of an analysis. */
 void an_advise(const st_store *s, const an_site *site, an_advice *out);
+/* The advice for the host's own share of the GPU idle in one range (an_host_range): a DataLoader's
+ * range (its name says DataLoader or __next__) is the input pipeline, any other the host's work;
+ * range is its name ("" for time in no range). */
+void an_advise_host(const an_host_range *h, const char *range, an_advice *out);
 const char *an_fix_name(int fix); /* "item", "if-tensor", ... for JSON */
 
 #endif

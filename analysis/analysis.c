@@ -527,6 +527,7 @@ static void attribute(an_ctx *c, const u64map *launch) {
             else
                 hi = mid;
         }
+        b->launch_lane = v != NULL && *v != POS_NONE ? POS_LANE(*v) : SIZE_MAX;
         size_t best = SIZE_MAX;
         uint64_t limit = L != UINT64_MAX ? L : b->end, first = UINT64_MAX;
         b->block_from = b->block_to = b->launch_from = b->end;
@@ -806,6 +807,176 @@ static void findings_sites(an_ctx *c, size_t n_device_bubbles) {
     }
 }
 
+/* A stretch of a device bubble that the host spent elsewhere, on the ranges of the thread that then
+ * submitted the work (nvtx: that thread's range lane; SIZE_MAX: it has none). */
+typedef struct host_seg {
+    size_t nvtx;
+    uint32_t producer;
+    uint16_t device;
+    uint64_t a, b;
+} host_seg;
+
+static int host_seg_cmp(const void *x, const void *y) {
+    const host_seg *p = x, *q = y;
+    if (p->nvtx != q->nvtx)
+        return p->nvtx < q->nvtx ? -1 : 1;
+    if (p->device != q->device)
+        return p->device < q->device ? -1 : 1;
+    return p->a < q->a ? -1 : p->a > q->a;
+}
+
+static int host_range_cmp(const void *x, const void *y) {
+    const an_host_range *p = x, *q = y;
+    if (p->idle_ns != q->idle_ns)
+        return p->idle_ns > q->idle_ns ? -1 : 1;
+    if (p->producer != q->producer)
+        return p->producer < q->producer ? -1 : 1;
+    return p->name < q->name ? -1 : p->name > q->name;
+}
+
+/* Adds ns to (producer, name)'s entry. */
+static int host_credit(an_ctx *c, u64map *idx, size_t *cap, uint32_t producer, uint32_t name, uint64_t ns) {
+    an_result *r = c->r;
+    uint64_t key = ((uint64_t)producer << 32 | name) + 1;
+    if (cmap_want(idx, key))
+        return -1;
+    uint64_t *v = u64map_find(idx, key);
+    if (*v == POS_NONE) {
+        if (TU_GROW(r->host_ranges, *cap, r->n_host_ranges + 1))
+            return -1;
+        r->host_ranges[r->n_host_ranges] = (an_host_range){.producer = producer, .name = name};
+        *v = r->n_host_ranges++;
+    }
+    r->host_ranges[*v].idle_ns += ns;
+    return 0;
+}
+
+/* The length of a name without a "#<digits>" ending (the whole length when it has none). */
+static size_t unnumbered_len(const char *n) {
+    size_t len = strlen(n), k = len;
+    while (k > 0 && n[k - 1] >= '0' && n[k - 1] <= '9')
+        k--;
+    return k < len && k > 0 && n[k - 1] == '#' ? k : len;
+}
+
+/* Ranges whose names differ only in a "#<digits>" ending (a profiler's numbered steps) make one. */
+static void host_merge_numbered(an_ctx *c) {
+    an_result *r = c->r;
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_host_ranges; i++) {
+        an_host_range *h = &r->host_ranges[i];
+        const char *t = h->name ? st_str(c->s, h->name) : "";
+        size_t len = unnumbered_len(t), j = 0;
+        for (; len < strlen(t) && j < n; j++) {
+            an_host_range *g = &r->host_ranges[j];
+            const char *u = g->name ? st_str(c->s, g->name) : "";
+            if (g->producer == h->producer && g->numbered && unnumbered_len(u) == len && memcmp(u, t, len) == 0)
+                break;
+        }
+        if (len < strlen(t) && j < n) {
+            r->host_ranges[j].idle_ns += h->idle_ns;
+            continue;
+        }
+        r->host_ranges[n] = *h;
+        r->host_ranges[n++].numbered = len < strlen(t);
+    }
+    r->n_host_ranges = n;
+}
+
+/* The host's share of the device bubbles, by the innermost range the submitting thread was in:
+ * one sweep per (range lane, device) over its stretches in time order, with the ranges open at
+ * each moment on a stack (a thread's ranges nest; one that ends under another is dropped when it
+ * comes to the top). */
+static int host_phase(an_ctx *c, size_t n_device_bubbles) {
+    const st_store *s = c->s;
+    an_result *r = c->r;
+    size_t nl = st_lane_count(s), n_segs = 0, segs_cap = 0, cap = 0, stack_cap = 0;
+    host_seg *segs = NULL;
+    size_t *stack = NULL;
+    u64map lanes = {0}, idx = {0};
+    int rc = 0;
+    for (size_t l = 0; l < nl && rc == 0; l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != ST_LANE_NVTX)
+            continue;
+        uint64_t key = ((uint64_t)li->producer << 32 | (uint32_t)li->id) + 1;
+        if (cmap_want(&lanes, key))
+            rc = -1;
+        else
+            *u64map_find(&lanes, key) = l;
+    }
+    for (size_t k = 0; k < n_device_bubbles && rc == 0; k++) {
+        const an_bubble *b = &r->bubbles[k];
+        uint64_t iv[2][2] = {{b->start, b->end}, {0, 0}};
+        if (b->cause == AN_CAUSE_BLOCK) {
+            iv[0][1] = b->block_from;
+            iv[1][0] = b->block_to;
+            iv[1][1] = b->launch_from;
+        } else if (b->cause != AN_CAUSE_HOST) {
+            continue;
+        }
+        size_t nvtx = SIZE_MAX;
+        if (b->launch_lane < nl) {
+            const st_lane_info *tl = st_lane_get(s, b->launch_lane);
+            const uint64_t *v = u64map_find(&lanes, ((uint64_t)tl->producer << 32 | (uint32_t)tl->id) + 1);
+            if (v != NULL && *v != POS_NONE)
+                nvtx = (size_t)*v;
+        }
+        for (int i = 0; i < 2 && rc == 0; i++) {
+            if (iv[i][1] <= iv[i][0])
+                continue;
+            if (nvtx == SIZE_MAX) {
+                rc = host_credit(c, &idx, &cap, b->producer, 0, iv[i][1] - iv[i][0]);
+            } else if (TU_GROW(segs, segs_cap, n_segs + 1)) {
+                rc = -1;
+            } else {
+                segs[n_segs++] = (host_seg){nvtx, b->producer, b->device, iv[i][0], iv[i][1]};
+            }
+        }
+    }
+    if (rc == 0)
+        tu_sort(segs, n_segs, sizeof *segs, host_seg_cmp);
+    size_t n_ev = 0, ptr = 0, top = 0;
+    const st_event *ev = NULL;
+    for (size_t i = 0; i < n_segs && rc == 0; i++) {
+        const host_seg *g = &segs[i];
+        if (i == 0 || g->nvtx != segs[i - 1].nvtx || g->device != segs[i - 1].device) {
+            ev = st_lane_events(s, g->nvtx, &n_ev);
+            ptr = top = 0;
+        }
+        for (uint64_t t = g->a; t < g->b && rc == 0;) {
+            for (; ptr < n_ev && ev[ptr].start <= t; ptr++) {
+                if (ev[ptr].end <= t)
+                    continue;
+                if (TU_GROW(stack, stack_cap, top + 1)) {
+                    rc = -1;
+                    break;
+                }
+                stack[top++] = ptr;
+            }
+            while (top > 0 && ev[stack[top - 1]].end <= t)
+                top--;
+            uint64_t next = g->b;
+            if (ptr < n_ev && ev[ptr].start < next)
+                next = ev[ptr].start;
+            if (top > 0 && ev[stack[top - 1]].end < next)
+                next = ev[stack[top - 1]].end;
+            if (rc == 0)
+                rc = host_credit(c, &idx, &cap, g->producer, top > 0 ? ev[stack[top - 1]].name : 0, next - t);
+            t = next;
+        }
+    }
+    if (rc == 0) {
+        host_merge_numbered(c);
+        tu_sort(r->host_ranges, r->n_host_ranges, sizeof *r->host_ranges, host_range_cmp);
+    }
+    free(segs);
+    free(stack);
+    u64map_free(&lanes);
+    u64map_free(&idx);
+    return rc;
+}
+
 int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *err) {
     memset(out, 0, sizeof *out);
     an_ctx c = {.s = s, .r = out, .o = opts_with_defaults(opts)};
@@ -824,7 +995,7 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *
     int rc = blocks_phase(&c, &want_gpu) || bubbles_phase(&c, &want_api, &n_device_bubbles) ? -1 : 0;
     if (rc == 0) {
         costs_phase(&c, n_device_bubbles);
-        rc = build_sites(&c) || call_findings(&c) ? -1 : 0;
+        rc = build_sites(&c) || call_findings(&c) || host_phase(&c, n_device_bubbles) ? -1 : 0;
     }
     if (rc == 0) {
         findings_sites(&c, n_device_bubbles);
@@ -854,5 +1025,6 @@ void an_result_free(an_result *r) {
     free(r->sites);
     free(r->findings);
     free(r->devices);
+    free(r->host_ranges);
     memset(r, 0, sizeof *r);
 }

@@ -63,6 +63,7 @@ typedef struct an_bubble {
      * an_bubble_split); [block_to, launch_from) the host busy elsewhere; [launch_from, end) launch
      * latency. Other causes: the whole bubble is the cause's. */
     uint64_t block_from, block_to, launch_from;
+    size_t launch_lane; /* the thread lane that submitted the work that ended it; SIZE_MAX: unknown */
 } an_bubble;
 
 /* The time of a bubble [start, end) per cause (out[AN_CAUSE_*], added to) within [a, b). */
@@ -124,6 +125,16 @@ typedef struct an_opts {
     double low_util_threshold;  /* 0: 0.5 (nsys gpu_time_util: 50%) */
 } an_opts;
 
+/* GPU idle while the host was busy elsewhere (in no CUDA call that waited): per process and the
+ * innermost range (NVTX, a profiler's annotation) the thread that then submitted the work was in. */
+typedef struct an_host_range {
+    uint32_t producer;
+    uint32_t name;     /* store string; 0: in no range */
+    int numbered;      /* the names of several ranges that differ only in a "#<number>" ending
+                          (ProfilerStep#12): name is one of them */
+    uint64_t idle_ns;
+} an_host_range;
+
 typedef struct an_result {
     uint64_t t0, t1;
     uint64_t blocked_ns;  /* all blocking spans, summed over threads */
@@ -140,6 +151,8 @@ typedef struct an_result {
     size_t n_findings;
     an_device *devices;
     size_t n_devices;
+    an_host_range *host_ranges; /* sorted by idle_ns, largest first */
+    size_t n_host_ranges;
 } an_result;
 
 /* A short description of a rule (what Nsight Systems' rule of that name checks) and its nsys name. */

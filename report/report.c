@@ -88,6 +88,19 @@ char *rp_site_text(const st_store *s, uint64_t callsite, uint32_t api, char *buf
 /* Untrusted names as JSON strings: sanitized, then escaped. */
 static void json_str(FILE *out, const char *s) { tp_print_json_string(out, s, (size_t)-1); }
 
+/* A range's name as the report shows it: a profiler's numbered ranges as "ProfilerStep#N". */
+static const char *host_range_name(const st_store *s, const an_host_range *h, char *buf, size_t len) {
+    const char *t = h->name ? st_str(s, h->name) : "";
+    if (!h->numbered)
+        return t;
+    size_t k = strlen(t);
+    while (k > 0 && t[k - 1] >= '0' && t[k - 1] <= '9')
+        k--;
+    snprintf(buf, len, "%.*sN", (int)k, t);
+    return buf;
+}
+
+
 static void json_frames(FILE *out, const st_store *s, uint64_t callsite) {
     size_t n = 0;
     const st_frame *f = callsite ? st_callsite_frames(s, callsite, &n) : NULL;
@@ -300,6 +313,24 @@ static void write_json(FILE *out, const st_store *s, const an_result *r, const r
             an_advice adv;
             an_advise(s, st, &adv);
             fprintf(out, ",\"advice\":{\"fix\":\"%s\",\"gpu_ns\":%" PRIu64 ",\"cause\":", an_fix_name(adv.fix), adv.gpu_ns);
+            json_str(out, adv.cause);
+            fprintf(out, ",\"change\":");
+            json_str(out, adv.change);
+            fprintf(out, ",\"why\":");
+            json_str(out, adv.why);
+            fputs("}}", out);
+        }
+        fprintf(out, "],\"host_ranges\":[");
+        for (size_t i = 0; i < r->n_host_ranges; i++) {
+            const an_host_range *h = &r->host_ranges[i];
+            char rname[256];
+            const char *name = host_range_name(s, h, rname, sizeof rname);
+            an_advice adv;
+            an_advise_host(h, name, &adv);
+            fprintf(out, "%s{\"producer\":%u,\"rank\":%d,\"range\":", i ? "," : "", h->producer, rank_of(s, h->producer));
+            json_str(out, name);
+            fprintf(out, ",\"idle_ns\":%" PRIu64 ",\"advice\":{\"fix\":\"%s\",\"gpu_ns\":%" PRIu64 ",\"cause\":", h->idle_ns,
+                    an_fix_name(adv.fix), adv.gpu_ns);
             json_str(out, adv.cause);
             fprintf(out, ",\"change\":");
             json_str(out, adv.change);
@@ -1127,41 +1158,65 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
     free(v);
 }
 
+/* One entry of "What to change": a call site, or the host's own share in a range. */
+typedef struct advice_item {
+    const an_site *site;
+    const an_host_range *host;
+    uint64_t gpu_ns, blocked_ns;
+} advice_item;
+
 static int by_gpu_idle(const void *a, const void *b) {
-    const an_site *x = *(const an_site *const *)a, *y = *(const an_site *const *)b;
-    if (x->gpu_idle_ns != y->gpu_idle_ns)
-        return x->gpu_idle_ns > y->gpu_idle_ns ? -1 : 1;
-    return x->total_ns > y->total_ns ? -1 : x->total_ns < y->total_ns;
+    const advice_item *x = a, *y = b;
+    if (x->gpu_ns != y->gpu_ns)
+        return x->gpu_ns > y->gpu_ns ? -1 : 1;
+    return x->blocked_ns > y->blocked_ns ? -1 : x->blocked_ns < y->blocked_ns;
 }
 
-/* What to change: the sites whose cause the trace tells, by the GPU time a fix would give back. */
+/* What to change: the sites whose cause the trace tells, and the ranges the host spent the GPU's
+ * idle time in, by the GPU time a fix would give back. */
 static void text_advice(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, int md) {
     size_t top = o->top ? o->top : RP_TOP_DEFAULT, n = 0;
-    const an_site **v = malloc((r->n_sites + 1) * sizeof *v);
+    advice_item *v = malloc((r->n_sites + r->n_host_ranges + 1) * sizeof *v);
     if (v == NULL)
         return;
     for (size_t i = 0; i < r->n_sites; i++)
-        v[n++] = &r->sites[i];
+        v[n++] = (advice_item){.site = &r->sites[i], .gpu_ns = r->sites[i].gpu_idle_ns, .blocked_ns = r->sites[i].total_ns};
+    for (size_t i = 0; i < r->n_host_ranges; i++)
+        if (r->host_ranges[i].idle_ns > 0)
+            v[n++] = (advice_item){.host = &r->host_ranges[i], .gpu_ns = r->host_ranges[i].idle_ns};
     qsort(v, n, sizeof *v, by_gpu_idle);
-    char where[512], line[2048], rk[48];
+    char where[512], line[2048], rk[48], rname[256];
     int shown = 0;
     for (size_t i = 0; i < n && (size_t)shown < top; i++) {
         an_advice a;
-        an_advise(s, v[i], &a);
-        if (a.fix == AN_FIX_NONE)
-            continue;
+        if (v[i].host != NULL) {
+            an_advise_host(v[i].host, host_range_name(s, v[i].host, rname, sizeof rname), &a);
+        } else {
+            an_advise(s, v[i].site, &a);
+            if (a.fix == AN_FIX_NONE)
+                continue;
+        }
         if (shown++ == 0)
             fprintf(out, md ? "\n## What to change, by the GPU time it gives back\n"
                             : "\nWhat to change, by the GPU time it gives back\n");
-        rp_site_text(s, v[i]->callsite, v[i]->name, where, sizeof where);
-        size_t wl = strlen(where);
-        const st_frame *named = st_site_frame(s, v[i]->callsite);
-        if (wl > 56 && named != NULL && named->kind == TP_FRAME_OP) /* an op chain: its start is the program's op */
-            memcpy(where + 53, "...", 4);
-        else if (wl > 56) /* a long path: its end names the file, line and function */
-            memmove(where, memcpy(where + wl - 53, "...", 3), 54);
-        snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (%.3f ms blocked)%s%s%s", shown, ms(a.gpu_ns),
-                 ms(v[i]->total_ns), where[0] ? " at " : "", where, who(s, v[i]->producer, rk, sizeof rk));
+        if (v[i].host != NULL) {
+            const char *name = host_range_name(s, v[i].host, rname, sizeof rname);
+            char safe_name[160];
+            tp_sanitize(safe_name, sizeof safe_name, name, strlen(name), NULL);
+            snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (the host busy, in no CUDA call) %s%s%s",
+                     shown, ms(a.gpu_ns), name[0] ? "in " : "in no named range", safe_name,
+                     who(s, v[i].host->producer, rk, sizeof rk));
+        } else {
+            rp_site_text(s, v[i].site->callsite, v[i].site->name, where, sizeof where);
+            size_t wl = strlen(where);
+            const st_frame *named = st_site_frame(s, v[i].site->callsite);
+            if (wl > 56 && named != NULL && named->kind == TP_FRAME_OP) /* an op chain: its start is the program's op */
+                memcpy(where + 53, "...", 4);
+            else if (wl > 56) /* a long path: its end names the file, line and function */
+                memmove(where, memcpy(where + wl - 53, "...", 3), 54);
+            snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (%.3f ms blocked)%s%s%s", shown, ms(a.gpu_ns),
+                     ms(v[i].site->total_ns), where[0] ? " at " : "", where, who(s, v[i].site->producer, rk, sizeof rk));
+        }
         if (md)
             fprintf(out, "\n%s  \n", line);
         else

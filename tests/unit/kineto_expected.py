@@ -32,7 +32,10 @@ of 20 us or more in the union of its kernels, copies and memsets (of some length
 process that end within it, at or before the submission (the launch row of the same correlation) of
 the work that ended it, the last of them taking it: their share runs from the first one's start (or
 the bubble's, if later) to the last one's end, plus, of the bubble after that, up to the time from
-the first one's start (or the previous bubble's end, if later) to the bubble's start.
+the first one's start (or the previous bubble's end, if later) to the bubble's start. The rest of
+such a bubble before the submission, and the whole of one with no wait whose work was submitted
+after it began, is the host's: by the innermost user_annotation of the submitting thread (the launch
+row's pid and tid; "" for none), names ending in "#<digits>" counted as one ("ProfilerStep#N").
 
 Legacy traces: a host pid or tid written as a string of digits is that number; an Operator row
 named ProfilerStep#N is a step annotation (as user_annotation), not an operator. ROCm traces: HIP
@@ -245,11 +248,13 @@ def sites(path):
     return out
 
 
-def idle_by_api(path, gap=20000):
-    """api -> summed GPU idle ns its blocking calls cost (the last wait of each bubble's chain)."""
+def bubble_costs(path, gap=20000):
+    """(api -> GPU idle ns its blocking calls cost (the last wait of each bubble's chain),
+        range -> GPU idle ns the host spent in it, innermost user_annotation of the submitting thread,
+                 "" for none, names ending in #<digits> taken as one with "#N")."""
     with gzip.open(path, "rt") as f:
         doc = json.load(f, parse_float=decimal.Decimal)
-    ops, host, work = {}, [], defaultdict(list)
+    ops, host, work, annots = {}, [], defaultdict(list), defaultdict(list)
     for e in doc["traceEvents"]:
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue
@@ -262,30 +267,65 @@ def idle_by_api(path, gap=20000):
                 work[str(dev)].append((t0, t0 + ns(e.get("dur", 0)), e.get("args", {}).get("correlation")))
         elif cat in HOST:
             host.append(e)
-    launch = {e.get("args", {}).get("correlation"): ns(e["ts"]) for e in host if e.get("args", {}).get("correlation")}
+        elif cat == "user_annotation" and ns(e.get("dur", 0)) > 0:
+            t0 = ns(e["ts"])
+            annots[(str(e["pid"]), int(e["tid"]) & 0xFFFFFFFF)].append((t0, t0 + ns(e["dur"]), e["name"]))
+    launch = {}
+    for e in host:
+        corr = e.get("args", {}).get("correlation")
+        if corr and corr not in launch:
+            launch[corr] = (ns(e["ts"]), (str(e["pid"]), int(e["tid"]) & 0xFFFFFFFF))
     waits = []
     for e in host:
         if blocks(e["name"], ops.get(e.get("args", {}).get("correlation"))):
             t0 = ns(e["ts"])
             waits.append((t0, t0 + ns(e["dur"]), e["name"]))
-    out = Counter()
+    by_api, by_range = Counter(), Counter()
+
+    def in_ranges(thread, a, b):
+        rows = [r for r in annots.get(thread, []) if r[0] < b and r[1] > a]
+        cuts = sorted({a, b} | {x for r in rows for x in r[:2] if a < x < b})
+        for lo, hi in zip(cuts, cuts[1:]):
+            inner = [r for r in rows if r[0] <= lo and r[1] >= hi]
+            name = max(inner, key=lambda r: r[0])[2] if inner else ""
+            m = re.match(r"^(.*#)[0-9]+$", name)
+            by_range[m.group(1) + "N" if m and m.group(1) != "#" else name] += hi - lo
+
     for dev, rows in work.items():
         rows.sort(key=lambda r: (r[0], r[1]))
         end, prev_end = None, 0
         for a, b, corr in rows:
             if end is not None and a > end and a - end >= gap:
                 s, t = end, a
-                L = launch.get(corr, t)
-                chain = [w for w in waits if w[1] >= s and w[1] <= min(L, t) and w[0] < t]
+                L, thread = launch.get(corr, (None, None))
+                chain = [w for w in waits if w[1] >= s and w[1] <= (L if L is not None else t) and w[0] < t]
                 if chain:
                     first = min(w[0] for w in chain)
                     last = max(chain, key=lambda w: w[1])
                     lo, hi = max(first, s), max(min(last[1], t), max(first, s))
                     held = max(0, s - max(first, prev_end))
-                    out[last[2]] += hi - lo + min(held, t - hi)
+                    to = hi + min(held, t - hi)
+                    by_api[last[2]] += to - lo
+                    launch_from = L if L is not None and to < L < t else t
+                    host_parts = [(s, lo), (to, launch_from)]
+                elif L is not None and L > s:
+                    host_parts = [(s, t)]
+                else:
+                    host_parts = []
+                for x, y in host_parts:
+                    if y > x:
+                        if thread is None:
+                            by_range[""] += y - x
+                        else:
+                            in_ranges(thread, x, y)
                 prev_end = t
             end = b if end is None or b > end else end
-    return out
+    return by_api, by_range
+
+
+def idle_by_api(path, gap=20000):
+    """api -> summed GPU idle ns its blocking calls cost (the last wait of each bubble's chain)."""
+    return bubble_costs(path, gap)[0]
 
 
 def c_str(s):
@@ -348,10 +388,17 @@ def main():
             for site in json.load(f)["sites"]:
                 got[site["api"]] += site["gpu_idle_ns"]
         got = Counter({k: v for k, v in got.items() if v})
-        if got != want:
-            print(f"expected {dict(sorted(want.items()))}, the report says {dict(sorted(got.items()))}")
+        with open(sys.argv[i + 2]) as f:
+            rows = json.load(f).get("host_ranges", [])
+        got_ranges = Counter({h["range"]: h["idle_ns"] for h in rows})
+        want_ranges = Counter({k: v for k, v in bubble_costs(sys.argv[i + 1])[1].items() if v})
+        if got != want or got_ranges != want_ranges:
+            print(f"expected {dict(sorted(want.items()))}, the report says {dict(sorted(got.items()))}; "
+                  f"host ranges expected {dict(sorted(want_ranges.items()))}, "
+                  f"the report says {dict(sorted(got_ranges.items()))}")
             sys.exit(1)
-        print(f"{len(want)} APIs, {sum(want.values())} ns in all, as expected")
+        print(f"{len(want)} APIs, {sum(want.values())} ns in all; {len(want_ranges)} host ranges, "
+              f"{sum(want_ranges.values())} ns in all, as expected")
         return
     if "--idle" in sys.argv:
         for api, v in sorted(idle_by_api(sys.argv[sys.argv.index("--idle") + 1]).items()):

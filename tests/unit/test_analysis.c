@@ -267,6 +267,43 @@ static const an_bubble *device_bubble_at(const an_result *r, uint64_t start_us) 
     return NULL;
 }
 
+static void tl_range(tl *t, uint64_t a, uint64_t b, const char *name, uint64_t id);
+
+/* The host's share of the GPU idle goes to the innermost range the submitting thread was in, the
+ * numbered steps as one. */
+TEST(analysis_host_idle_goes_to_the_innermost_range) {
+    tl t;
+    tl_init(&t);
+    tl_range(&t, 0, 1000, "step#1", 1);
+    tl_range(&t, 150, 260, "load", 2); /* inside step#1 */
+    tl_range(&t, 1000, 2000, "step#2", 3);
+    tl_kernel(&t, 0, 10, 100);       /* A */
+    tl_kernel(&t, 300, 310, 320);    /* B, submitted at 300: the bubble 100..310 is the host's */
+    tl_kernel(&t, 1000, 1010, 1100); /* C */
+    tl_sync(&t, 1020, 1101, 5);      /* waits for C */
+    tl_kernel(&t, 1300, 1310, 1320); /* D, submitted at 1300: the bubble 1100..1310 follows the wait */
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    /* Bubble 100..310, the host's: 100..150 and 260..310 in step#1, 150..260 in load.
+     * Bubble 320..1010, the host's (C submitted at 1000): 320..1000 in step#1, 1000..1010 in step#2.
+     * Bubble 1100..1310: the wait's 1100..1181 (1 us overlapped, then the 80 us of C it held the
+     * host back for, from its start at 1020), the host's 1181..1300 in step#2, launch 1300..1310. */
+    ASSERT_EQ(r.n_host_ranges, 2);
+    ASSERT_STR_EQ(st_str(t.s, r.host_ranges[0].name), "step#1");
+    ASSERT_EQ(r.host_ranges[0].numbered, 1);
+    ASSERT_UEQ(r.host_ranges[0].idle_ns, (50 + 50 + 680 + 10 + 119) * 1000ull);
+    ASSERT_STR_EQ(st_str(t.s, r.host_ranges[1].name), "load");
+    ASSERT_EQ(r.host_ranges[1].numbered, 0);
+    ASSERT_UEQ(r.host_ranges[1].idle_ns, 110000);
+    const an_device *d = &r.devices[0];
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_HOST], (210 + 690 + 119) * 1000ull);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_BLOCK], 81000);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_LAUNCH], 10000);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
 TEST(analysis_bubbles_get_their_causes) {
     tl t;
     tl_init(&t);

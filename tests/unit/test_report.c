@@ -49,14 +49,14 @@ TEST(report_text_names_top_stalls_and_rules) {
 }
 
 /* What to change, ranked by the GPU idle each site caused (kineto_expected.py --idle: cudaFree's,
- * less its 0.005 ms at aten::linear; cudaDeviceSynchronize's): cudaFree's first, then the device
- * synchronize. */
+ * less its 0.005 ms at aten::linear; cudaDeviceSynchronize's) and the host's own share in a range:
+ * cudaFree's first, the host's work in the warm-up's forward pass, then the device synchronize. */
 TEST(report_says_what_to_change_by_gpu_time) {
     ASSERT_EQ(synctop("report " ALEXNET), 0);
     const char *adv = strstr(out_buf, "What to change, by the GPU time it gives back\n");
     ASSERT_NOT_NULL(adv);
     const char *one = strstr(adv, "  1. 6807.292 ms of GPU idle to gain (6533.728 ms blocked) at aten::conv2d >");
-    const char *two = strstr(adv, "  2. 44.012 ms of GPU idle to gain (0.938 ms blocked)");
+    const char *two = strstr(adv, "  3. 44.012 ms of GPU idle to gain (0.938 ms blocked)");
     ASSERT_NOT_NULL(one);
     ASSERT_NOT_NULL(two);
     ASSERT(one < two);
@@ -66,9 +66,9 @@ TEST(report_says_what_to_change_by_gpu_time) {
     fits_80_columns("report");
 }
 
-/* The GPU idle each wait cost, per API, on every Kineto trace of the samples, as
- * kineto_expected.py --idle counts it from the JSON alone. */
-TEST(report_gpu_idle_of_the_waits_matches_an_independent_count) {
+/* The GPU idle each wait cost, per API, and the host's own share per range, on every Kineto trace of
+ * the samples, as kineto_expected.py counts them from the JSON alone. */
+TEST(report_gpu_idle_of_waits_and_host_ranges_matches_an_independent_count) {
     static const char *const traces[] = {"alexnet_a100_sync_heavy", "resnet_2080ti_two_threads", "sampled_rank-0",
                                          "sampled_rank-1", "event_sync_single_stream", "event_sync_multi_stream",
                                          "qwen_h100_with_stack"};

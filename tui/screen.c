@@ -2115,6 +2115,37 @@ static void render_breakdown(frame_ctx *f) {
             put_str(g, v, 31, y, 14, red, ROLE_BLOCKED, VW_A_BOLD);
         }
     }
+    /* the host's own share, whole run, by the range it ran (report's "What to change" lists them) */
+    uint64_t host_all = 0;
+    for (size_t i = 0; v->an && i < v->an->n_host_ranges; i++)
+        host_all += v->an->host_ranges[i].idle_ns;
+    if (host_all > 0 && y < end) {
+        fill(g, 0, y, g->w, ROLE_PANEL, 0);
+        put_str(g, v, 0, y++, g->w, " HOST ELSEWHERE, WHOLE RUN, BY THE RANGE IT RAN", ROLE_PANEL, 0);
+        for (size_t i = 0; i < v->an->n_host_ranges && i < 3 && y < end; i++, y++) {
+            const an_host_range *h = &v->an->host_ranges[i];
+            char d[32], nm[160];
+            vw_fmt_dur(d, sizeof d, h->idle_ns, v->ascii);
+            const char *raw = h->name ? st_str(s, h->name) : "(in no range)";
+            size_t k = strlen(raw);
+            while (h->numbered && k > 0 && raw[k - 1] >= '0' && raw[k - 1] <= '9')
+                k--;
+            sanitized(nm, sizeof nm - 1, raw);
+            if (h->numbered && k < sizeof nm - 1) /* a profiler's numbered ranges: "ProfilerStep#N" */
+                memcpy(nm + k, "N", 2);
+            int len = (int)strlen(d) - (strstr(d, "\xc2\xb5") ? 1 : 0);
+            snprintf(line, sizeof line, " %*s%s %6.1f%%  ", 14 - len > 0 ? 14 - len : 0, "", d,
+                     100.0 * (double)h->idle_ns / (double)host_all);
+            int x = put_str(g, v, 0, y, g->w, line, ROLE_DEFAULT, 0);
+            if (multi) {
+                char tag[24];
+                producer_tag(s, h->producer, tag, sizeof tag - 1);
+                strcat(tag, " ");
+                x += put_str(g, v, x, y, g->w - x, tag, ROLE_DIM, 0);
+            }
+            put_str(g, v, x, y, g->w - x, nm, ROLE_DEFAULT, 0);
+        }
+    }
     if (y >= end)
         return;
     if (v->hta == NULL) {

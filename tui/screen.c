@@ -2064,6 +2064,51 @@ static void bubbles_by_cause(const an_result *an, uint64_t maxlen, uint32_t p, u
     }
 }
 
+#define HOST_RANGES_X 104 /* the breakdown pane's column for the host's ranges, beside its tables */
+
+/* The breakdown pane's rows of the host's own share of the whole run by the range it ran (the
+ * report's "What to change" lists them), in columns x0 onwards from row y while it is under end;
+ * returns the next row. */
+static int render_host_ranges(frame_ctx *f, int x0, int y, int end) {
+    const st_store *s = f->s;
+    const vw_state *v = f->v;
+    vw_grid *g = f->g;
+    char line[512];
+    int multi = st_producer_count(s) > 1;
+    uint64_t host_all = 0;
+    for (size_t i = 0; v->an && i < v->an->n_host_ranges; i++)
+        host_all += v->an->host_ranges[i].idle_ns;
+    if (host_all > 0 && y < end) {
+        if (x0 == 0)
+            fill(g, 0, y, g->w, ROLE_PANEL, 0);
+        put_str(g, v, x0, y++, g->w - x0, " HOST ELSEWHERE, WHOLE RUN, BY THE RANGE IT RAN", ROLE_PANEL, VW_A_BOLD);
+        for (size_t i = 0; i < v->an->n_host_ranges && i < 3 && y < end; i++, y++) {
+            const an_host_range *h = &v->an->host_ranges[i];
+            char d[32], nm[160];
+            vw_fmt_dur(d, sizeof d, h->idle_ns, v->ascii);
+            const char *raw = h->name ? st_str(s, h->name) : "(in no range)";
+            size_t k = strlen(raw);
+            while (h->numbered && k > 0 && raw[k - 1] >= '0' && raw[k - 1] <= '9')
+                k--;
+            sanitized(nm, sizeof nm - 1, raw);
+            if (h->numbered && k < sizeof nm - 1) /* a profiler's numbered ranges: "ProfilerStep#N" */
+                memcpy(nm + k, "N", 2);
+            int len = (int)strlen(d) - (strstr(d, "\xc2\xb5") ? 1 : 0);
+            snprintf(line, sizeof line, " %*s%s %6.1f%%  ", 14 - len > 0 ? 14 - len : 0, "", d,
+                     100.0 * (double)h->idle_ns / (double)host_all);
+            int x = x0 + put_str(g, v, x0, y, g->w - x0, line, ROLE_DEFAULT, 0);
+            if (multi) {
+                char tag[24];
+                producer_tag(s, h->producer, tag, sizeof tag - 1);
+                strcat(tag, " ");
+                x += put_str(g, v, x, y, g->w - x, tag, ROLE_DIM, 0);
+            }
+            put_str(g, v, x, y, g->w - x, nm, ROLE_DEFAULT, 0);
+        }
+    }
+    return y;
+}
+
 /* The idle breakdown pane: per GPU, for the window shown, busy and idle and the idle by cause
  * (blocked in a call, launch latency, host busy elsewhere, the rest: edges and short gaps); then
  * HTA's idle breakdown of the whole trace per stream (host_wait, kernel_wait, other). */
@@ -2078,6 +2123,7 @@ static void render_breakdown(frame_ctx *f) {
     snprintf(line, sizeof line, " %-14s %7s %7s %13s %9s %14s %8s   (b: the stalls)", "GPU IDLE, VIEW", "BUSY", "IDLE",
              "BLOCKED CALL", "LAUNCH", "HOST ELSEWHERE", "REST");
     put_str(g, v, 0, y++, g->w, line, ROLE_PANEL, VW_A_BOLD);
+    int wide = g->w >= HOST_RANGES_X + 60, top = y; /* wide: the host's ranges beside the tables */
     uint64_t a, b;
     vw_figs_range(v, &a, &b);
     int multi = st_producer_count(s) > 1;
@@ -2115,41 +2161,14 @@ static void render_breakdown(frame_ctx *f) {
             put_str(g, v, 31, y, 14, red, ROLE_BLOCKED, VW_A_BOLD);
         }
     }
-    /* the host's own share, whole run, by the range it ran (report's "What to change" lists them) */
-    uint64_t host_all = 0;
-    for (size_t i = 0; v->an && i < v->an->n_host_ranges; i++)
-        host_all += v->an->host_ranges[i].idle_ns;
-    if (host_all > 0 && y < end) {
-        fill(g, 0, y, g->w, ROLE_PANEL, 0);
-        put_str(g, v, 0, y++, g->w, " HOST ELSEWHERE, WHOLE RUN, BY THE RANGE IT RAN", ROLE_PANEL, 0);
-        for (size_t i = 0; i < v->an->n_host_ranges && i < 3 && y < end; i++, y++) {
-            const an_host_range *h = &v->an->host_ranges[i];
-            char d[32], nm[160];
-            vw_fmt_dur(d, sizeof d, h->idle_ns, v->ascii);
-            const char *raw = h->name ? st_str(s, h->name) : "(in no range)";
-            size_t k = strlen(raw);
-            while (h->numbered && k > 0 && raw[k - 1] >= '0' && raw[k - 1] <= '9')
-                k--;
-            sanitized(nm, sizeof nm - 1, raw);
-            if (h->numbered && k < sizeof nm - 1) /* a profiler's numbered ranges: "ProfilerStep#N" */
-                memcpy(nm + k, "N", 2);
-            int len = (int)strlen(d) - (strstr(d, "\xc2\xb5") ? 1 : 0);
-            snprintf(line, sizeof line, " %*s%s %6.1f%%  ", 14 - len > 0 ? 14 - len : 0, "", d,
-                     100.0 * (double)h->idle_ns / (double)host_all);
-            int x = put_str(g, v, 0, y, g->w, line, ROLE_DEFAULT, 0);
-            if (multi) {
-                char tag[24];
-                producer_tag(s, h->producer, tag, sizeof tag - 1);
-                strcat(tag, " ");
-                x += put_str(g, v, x, y, g->w - x, tag, ROLE_DIM, 0);
-            }
-            put_str(g, v, x, y, g->w - x, nm, ROLE_DEFAULT, 0);
-        }
-    }
-    if (y >= end)
+    if (y >= end) {
+        if (wide)
+            render_host_ranges(f, HOST_RANGES_X, top, end);
         return;
+    }
     if (v->hta == NULL) {
         put_str(g, v, 1, y, g->w - 2, v->hta_note[0] ? v->hta_note : "HTA's breakdown: replay only", ROLE_DIM, 0);
+        render_host_ranges(f, wide ? HOST_RANGES_X : 0, wide ? top : y + 1, end);
         return;
     }
     snprintf(line, sizeof line, " %-14s %14s %14s %14s %10s", "HTA, WHOLE RUN", "HOST_WAIT", "KERNEL_WAIT", "OTHER", "OPS");
@@ -2178,6 +2197,7 @@ static void render_breakdown(frame_ctx *f) {
         snprintf(line + n, sizeof line - (size_t)n, " %10" PRIu64, hs->ops);
         put_str(g, v, 0, y, g->w, line, ROLE_DEFAULT, 0);
     }
+    render_host_ranges(f, wide ? HOST_RANGES_X : 0, wide ? top : y, end);
 }
 
 /* The cause of a site's stalls in a word or two (advice.h), else the kind of block. */

@@ -1826,6 +1826,36 @@ TEST(breakdown_pane_shows_idle_by_cause_and_hta_per_stream) {
     fixture_close(&f);
 }
 
+/* The breakdown pane ends with the host's share of the whole run by the range it ran, largest
+ * first, as the analysis counted it (report --check-idle holds that against an independent count):
+ * on the ResNet loop the DataLoader's __next__ first. */
+TEST(breakdown_pane_names_the_ranges_the_host_kept_the_gpu_waiting_in) {
+    fixture f;
+    fixture_open(&f, kineto_store("resnet_2080ti_two_threads.json.gz"));
+    render(&f, 200, 60);
+    key(&f, 'b');
+    while (vw_figs_update(&f.v, f.s, 1000) == 0)
+        ;
+    render(&f, 200, 60);
+    if (!screen_has(&f.g, " HOST ELSEWHERE, WHOLE RUN, BY THE RANGE IT RAN"))
+        TASK_FAIL_("no host ranges in\n%s", vw_grid_text(&f.g));
+    ASSERT_GE(f.an.n_host_ranges, 2);
+    uint64_t all = 0;
+    for (size_t i = 0; i < f.an.n_host_ranges; i++)
+        all += f.an.host_ranges[i].idle_ns;
+    const an_host_range *h = &f.an.host_ranges[0];
+    ASSERT_STR_EQ(st_str(f.s, h->name), "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
+    char want[256];
+    snprintf(want, sizeof want, " %6.1f%%  enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+             100.0 * (double)h->idle_ns / (double)all);
+    if (!screen_has(&f.g, want)) {
+        char *t = vw_grid_text(&f.g);
+        TASK_FAIL_("want \"%s\" in\n%s", want, t);
+    }
+    ASSERT(screen_has(&f.g, "(in no range)"));
+    fixture_close(&f);
+}
+
 /* t: the stalls panel counts the step at the cursor only. On the known loop (tests/lib/loop.h) each
  * step has one cudaStreamSynchronize and every 5th step (4, 9, ...) a 30 ms cudaDeviceSynchronize. */
 static const vw_site *site_named(const fixture *f, const char *api) {

@@ -272,6 +272,17 @@ static void json_steps(FILE *out, const st_store *s, const an_result *r, const a
     fprintf(out, "]}");
 }
 
+/* ,"advice":{fix, gpu_ns, cause, change, why} */
+static void json_advice(FILE *out, const an_advice *adv) {
+    fprintf(out, ",\"advice\":{\"fix\":\"%s\",\"gpu_ns\":%" PRIu64 ",\"cause\":", an_fix_name(adv->fix), adv->gpu_ns);
+    json_str(out, adv->cause);
+    fprintf(out, ",\"change\":");
+    json_str(out, adv->change);
+    fprintf(out, ",\"why\":");
+    json_str(out, adv->why);
+    fputc('}', out);
+}
+
 static void write_json(FILE *out, const st_store *s, const an_result *r, const rp_opts *o) {
     uint64_t wall = r->t1 - r->t0;
     fprintf(out, "{\"source\":");
@@ -312,13 +323,8 @@ static void write_json(FILE *out, const st_store *s, const an_result *r, const r
             json_frames(out, s, st->callsite);
             an_advice adv;
             an_advise(s, st, &adv);
-            fprintf(out, ",\"advice\":{\"fix\":\"%s\",\"gpu_ns\":%" PRIu64 ",\"cause\":", an_fix_name(adv.fix), adv.gpu_ns);
-            json_str(out, adv.cause);
-            fprintf(out, ",\"change\":");
-            json_str(out, adv.change);
-            fprintf(out, ",\"why\":");
-            json_str(out, adv.why);
-            fputs("}}", out);
+            json_advice(out, &adv);
+            fputc('}', out);
         }
         fprintf(out, "],\"host_ranges\":[");
         for (size_t i = 0; i < r->n_host_ranges; i++) {
@@ -329,14 +335,9 @@ static void write_json(FILE *out, const st_store *s, const an_result *r, const r
             an_advise_host(h, name, &adv);
             fprintf(out, "%s{\"producer\":%u,\"rank\":%d,\"range\":", i ? "," : "", h->producer, rank_of(s, h->producer));
             json_str(out, name);
-            fprintf(out, ",\"idle_ns\":%" PRIu64 ",\"advice\":{\"fix\":\"%s\",\"gpu_ns\":%" PRIu64 ",\"cause\":", h->idle_ns,
-                    an_fix_name(adv.fix), adv.gpu_ns);
-            json_str(out, adv.cause);
-            fprintf(out, ",\"change\":");
-            json_str(out, adv.change);
-            fprintf(out, ",\"why\":");
-            json_str(out, adv.why);
-            fputs("}}", out);
+            fprintf(out, ",\"idle_ns\":%" PRIu64, h->idle_ns);
+            json_advice(out, &adv);
+            fputc('}', out);
         }
         fprintf(out, "],\"findings\":[");
         for (size_t i = 0; i < r->n_findings; i++) {

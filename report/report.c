@@ -1204,8 +1204,9 @@ static void text_advice(FILE *out, const st_store *s, const an_result *r, const 
             const char *name = host_range_name(s, v[i].host, rname, sizeof rname);
             char safe_name[160];
             tp_sanitize(safe_name, sizeof safe_name, name, strlen(name), NULL);
-            snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (the host busy, in no CUDA call) %s%s%s",
-                     shown, ms(a.gpu_ns), name[0] ? "in " : "in no named range", safe_name,
+            const char *tick = md && name[0] ? "`" : ""; /* markdown: a name's underscores stay as they are */
+            snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (the host busy, in no CUDA call) %s%s%s%s%s",
+                     shown, ms(a.gpu_ns), name[0] ? "in " : "in no named range", tick, safe_name, tick,
                      who(s, v[i].host->producer, rk, sizeof rk));
         } else {
             rp_site_text(s, v[i].site->callsite, v[i].site->name, where, sizeof where);

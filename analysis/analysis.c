@@ -118,7 +118,7 @@ typedef struct an_ctx {
     const st_store *s;
     an_opts o;
     an_result *r;
-    size_t blocks_cap, bubbles_cap, findings_cap, devices_cap;
+    size_t blocks_cap, bubbles_cap, findings_cap, devices_cap, pieces_cap;
     pend_bubble *pend; /* parallel to r->bubbles */
     size_t pend_cap;
     uint64_t *prefix_end; /* max block end over blocks[0..i] */
@@ -834,9 +834,21 @@ static int host_range_cmp(const void *x, const void *y) {
     return p->name < q->name ? -1 : p->name > q->name;
 }
 
-/* Adds ns to (producer, name)'s entry. */
-static int host_credit(an_ctx *c, u64map *idx, size_t *cap, uint32_t producer, uint32_t name, uint64_t ns) {
+static int host_piece_cmp(const void *x, const void *y) {
+    const an_host_piece *p = x, *q = y;
+    if (p->producer != q->producer)
+        return p->producer < q->producer ? -1 : 1;
+    return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/* Adds [a, b) to (producer, name)'s entry, and as a piece. */
+static int host_credit(an_ctx *c, u64map *idx, size_t *cap, uint32_t producer, uint32_t name, uint64_t a,
+                       uint64_t b) {
     an_result *r = c->r;
+    uint64_t ns = b - a;
+    if (TU_GROW(r->host_pieces, c->pieces_cap, r->n_host_pieces + 1))
+        return -1;
+    r->host_pieces[r->n_host_pieces++] = (an_host_piece){producer, name, a, b};
     uint64_t key = ((uint64_t)producer << 32 | name) + 1;
     if (cmap_want(idx, key))
         return -1;
@@ -926,7 +938,7 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
             if (iv[i][1] <= iv[i][0])
                 continue;
             if (nvtx == SIZE_MAX) {
-                rc = host_credit(c, &idx, &cap, b->producer, 0, iv[i][1] - iv[i][0]);
+                rc = host_credit(c, &idx, &cap, b->producer, 0, iv[i][0], iv[i][1]);
             } else if (TU_GROW(segs, segs_cap, n_segs + 1)) {
                 rc = -1;
             } else {
@@ -962,13 +974,14 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
             if (top > 0 && ev[stack[top - 1]].end < next)
                 next = ev[stack[top - 1]].end;
             if (rc == 0)
-                rc = host_credit(c, &idx, &cap, g->producer, top > 0 ? ev[stack[top - 1]].name : 0, next - t);
+                rc = host_credit(c, &idx, &cap, g->producer, top > 0 ? ev[stack[top - 1]].name : 0, t, next);
             t = next;
         }
     }
     if (rc == 0) {
         host_merge_numbered(c);
         tu_sort(r->host_ranges, r->n_host_ranges, sizeof *r->host_ranges, host_range_cmp);
+        tu_sort(r->host_pieces, r->n_host_pieces, sizeof *r->host_pieces, host_piece_cmp);
     }
     free(segs);
     free(stack);
@@ -1026,5 +1039,6 @@ void an_result_free(an_result *r) {
     free(r->findings);
     free(r->devices);
     free(r->host_ranges);
+    free(r->host_pieces);
     memset(r, 0, sizeof *r);
 }

@@ -135,6 +135,13 @@ typedef struct an_host_range {
     uint64_t idle_ns;
 } an_host_range;
 
+/* One stretch of a device bubble the host spent elsewhere, and the innermost range it ran then. */
+typedef struct an_host_piece {
+    uint32_t producer;
+    uint32_t name; /* store string; 0: in no range */
+    uint64_t a, b;
+} an_host_piece;
+
 typedef struct an_result {
     uint64_t t0, t1;
     uint64_t blocked_ns;  /* all blocking spans, summed over threads */
@@ -153,6 +160,8 @@ typedef struct an_result {
     size_t n_devices;
     an_host_range *host_ranges; /* sorted by idle_ns, largest first */
     size_t n_host_ranges;
+    an_host_piece *host_pieces; /* what host_ranges sums, by producer then start */
+    size_t n_host_pieces;
 } an_result;
 
 /* A short description of a rule (what Nsight Systems' rule of that name checks) and its nsys name. */

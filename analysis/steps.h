@@ -44,6 +44,10 @@ typedef struct an_step {
     uint32_t stalls;       /* blocking calls that start in the step */
     size_t top_site;       /* index in an_result.sites that blocked longest in it; SIZE_MAX: none */
     uint64_t top_site_ns;
+    uint64_t host_ns;      /* GPU idle the host caused in it outside any waiting call (an_host_piece),
+                              summed over the process's GPUs */
+    uint32_t host_range;   /* the range most of that went to (store string); 0: none, or no range */
+    uint64_t host_range_ns;
     int outlier;
 } an_step;
 

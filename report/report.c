@@ -255,7 +255,9 @@ static void json_steps(FILE *out, const st_store *s, const an_result *r, const a
             json_str(out, rp_site_text(s, site->callsite, site->name, where, sizeof where));
             fputc('}', out);
         }
-        fputc('}', out);
+        fprintf(out, ",\"host_idle_ns\":%" PRIu64 ",\"host_range\":", x->host_ns);
+        json_str(out, x->host_range ? st_str(s, x->host_range) : "");
+        fprintf(out, ",\"host_range_ns\":%" PRIu64 "}", x->host_range_ns);
     }
     fprintf(out, "],\"periodic\":[");
     for (size_t i = 0; i < st->n_periodic; i++) {
@@ -1256,7 +1258,7 @@ static void text_steps(FILE *out, const st_store *s, const an_result *r, const a
              ms(st->median_ns), slow);
     wrap(out, md ? 0 : 2, md ? 0 : 4, line);
     if (md)
-        fprintf(out, "\n| step | wall ms | GPU busy ms | blocked ms | stalls | slow | blocked longest at |\n|---:|---:|---:|---:|---:|---|---|\n");
+        fprintf(out, "\n| step | wall ms | GPU busy ms | blocked ms | stalls | slow | blocked longest at | host kept the GPU waiting ms | most in |\n|---:|---:|---:|---:|---:|---|---|---:|---|\n");
     else
         fprintf(out, "  %8s %10s %11s %10s %6s  %s\n", "step", "wall ms", "GPU busy ms", "blocked ms", "stalls",
                 "blocked longest at");
@@ -1277,9 +1279,13 @@ static void text_steps(FILE *out, const st_store *s, const an_result *r, const a
             }
             if (md) {
                 char cell[600];
-                fprintf(out, "| %" PRId64 "%s | %.3f | %.3f | %.3f | %u | %s | %s |\n", x->number,
+                char rn[200] = "", rcell[600];
+                if (x->host_range)
+                    safe(st_str(s, x->host_range), rn, sizeof rn);
+                fprintf(out, "| %" PRId64 "%s | %.3f | %.3f | %.3f | %u | %s | %s | %.3f | %s |\n", x->number,
                         who(s, x->producer, rk, sizeof rk), ms(x->end - x->start), ms(x->gpu_busy_ns),
-                        ms(x->blocked_ns), x->stalls, x->outlier ? "**slow**" : "", where[0] ? md_cell(where, cell, sizeof cell) : "-");
+                        ms(x->blocked_ns), x->stalls, x->outlier ? "**slow**" : "", where[0] ? md_cell(where, cell, sizeof cell) : "-",
+                        ms(x->host_ns), rn[0] ? md_cell(rn, rcell, sizeof rcell) : "-");
             } else {
                 char head[128];
                 int col = snprintf(head, sizeof head, "  %8" PRId64 " %10.3f %11.3f %10.3f %6u  %s", x->number,
@@ -1299,6 +1305,15 @@ static void text_steps(FILE *out, const st_store *s, const an_result *r, const a
                     else
                         snprintf(fit, sizeof fit, "%s", where);
                     fprintf(out, "\n%12s at %s\n", "", fit);
+                }
+                if (x->host_ns > 0) { /* the host's own share of the GPU idle in it, and where */
+                    char rn[200] = "";
+                    if (x->host_range)
+                        safe(st_str(s, x->host_range), rn, sizeof rn);
+                    int k = snprintf(line, sizeof line, "host kept the GPU waiting %.3f ms", ms(x->host_ns));
+                    if (rn[0])
+                        snprintf(line + k, sizeof line - (size_t)k, ", %.3f of it in %s", ms(x->host_range_ns), rn);
+                    wrap(out, 13, 15, line);
                 }
             }
         }

@@ -35,7 +35,9 @@ the bubble's, if later) to the last one's end, plus, of the bubble after that, u
 the first one's start (or the previous bubble's end, if later) to the bubble's start. The rest of
 such a bubble before the submission, and the whole of one with no wait whose work was submitted
 after it began, is the host's: by the innermost user_annotation of the submitting thread (the launch
-row's pid and tid; "" for none), names ending in "#<digits>" counted as one ("ProfilerStep#N").
+row's pid and tid; "" for none; a legacy ProfilerStep#N Operator row is one), names ending in
+"#<digits>" counted as one ("ProfilerStep#N"); per step (a report's steps), the host's share in it
+and the range most of it went to.
 
 Legacy traces: a host pid or tid written as a string of digits is that number; an Operator row
 named ProfilerStep#N is a step annotation (as user_annotation), not an operator. ROCm traces: HIP
@@ -251,7 +253,8 @@ def sites(path):
 def bubble_costs(path, gap=20000):
     """(api -> GPU idle ns its blocking calls cost (the last wait of each bubble's chain),
         range -> GPU idle ns the host spent in it, innermost user_annotation of the submitting thread,
-                 "" for none, names ending in #<digits> taken as one with "#N")."""
+                 "" for none, names ending in #<digits> taken as one with "#N",
+        the pieces of that: (start, end, the range's own name))."""
     with gzip.open(path, "rt") as f:
         doc = json.load(f, parse_float=decimal.Decimal)
     ops, host, work, annots = {}, [], defaultdict(list), defaultdict(list)
@@ -267,7 +270,7 @@ def bubble_costs(path, gap=20000):
                 work[str(dev)].append((t0, t0 + ns(e.get("dur", 0)), e.get("args", {}).get("correlation")))
         elif cat in HOST:
             host.append(e)
-        elif cat == "user_annotation" and ns(e.get("dur", 0)) > 0:
+        elif (cat == "user_annotation" or is_step(e)) and ns(e.get("dur", 0)) > 0:
             t0 = ns(e["ts"])
             annots[(str(e["pid"]), int(e["tid"]) & 0xFFFFFFFF)].append((t0, t0 + ns(e["dur"]), e["name"]))
     launch = {}
@@ -280,7 +283,7 @@ def bubble_costs(path, gap=20000):
         if blocks(e["name"], ops.get(e.get("args", {}).get("correlation"))):
             t0 = ns(e["ts"])
             waits.append((t0, t0 + ns(e["dur"]), e["name"]))
-    by_api, by_range = Counter(), Counter()
+    by_api, by_range, pieces = Counter(), Counter(), []
 
     def in_ranges(thread, a, b):
         rows = [r for r in annots.get(thread, []) if r[0] < b and r[1] > a]
@@ -288,6 +291,7 @@ def bubble_costs(path, gap=20000):
         for lo, hi in zip(cuts, cuts[1:]):
             inner = [r for r in rows if r[0] <= lo and r[1] >= hi]
             name = max(inner, key=lambda r: r[0])[2] if inner else ""
+            pieces.append((lo, hi, name))
             m = re.match(r"^(.*#)[0-9]+$", name)
             by_range[m.group(1) + "N" if m and m.group(1) != "#" else name] += hi - lo
 
@@ -316,11 +320,24 @@ def bubble_costs(path, gap=20000):
                     if y > x:
                         if thread is None:
                             by_range[""] += y - x
+                            pieces.append((x, y, ""))
                         else:
                             in_ranges(thread, x, y)
                 prev_end = t
             end = b if end is None or b > end else end
-    return by_api, by_range
+    return by_api, by_range, pieces
+
+
+def step_host(pieces, start, end):
+    """(the host's GPU idle in [start, end), the range most of it went to, its ns)."""
+    per = Counter()
+    for a, b, name in pieces:
+        if a < end and b > start:
+            per[name] += min(b, end) - max(a, start)
+    if not per:
+        return 0, "", 0
+    name, ns_ = max(per.items(), key=lambda kv: kv[1])
+    return sum(per.values()), name, ns_
 
 
 def idle_by_api(path, gap=20000):
@@ -389,9 +406,17 @@ def main():
                 got[site["api"]] += site["gpu_idle_ns"]
         got = Counter({k: v for k, v in got.items() if v})
         with open(sys.argv[i + 2]) as f:
-            rows = json.load(f).get("host_ranges", [])
+            report = json.load(f)
+        rows = report.get("host_ranges", [])
         got_ranges = Counter({h["range"]: h["idle_ns"] for h in rows})
-        want_ranges = Counter({k: v for k, v in bubble_costs(sys.argv[i + 1])[1].items() if v})
+        _, by_range, pieces = bubble_costs(sys.argv[i + 1])
+        want_ranges = Counter({k: v for k, v in by_range.items() if v})
+        for st in (report.get("steps") or {}).get("steps", []):
+            want_step = step_host(pieces, st["start"], st["end"])
+            got_step = (st["host_idle_ns"], st["host_range"], st["host_range_ns"])
+            if want_step != got_step:
+                print(f"step {st['number']}: expected host {want_step}, the report says {got_step}")
+                sys.exit(1)
         if got != want or got_ranges != want_ranges:
             print(f"expected {dict(sorted(want.items()))}, the report says {dict(sorted(got.items()))}; "
                   f"host ranges expected {dict(sorted(want_ranges.items()))}, "

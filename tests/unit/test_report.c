@@ -66,16 +66,18 @@ TEST(report_says_what_to_change_by_gpu_time) {
     fits_80_columns("report");
 }
 
-/* The GPU idle each wait cost, per API, and the host's own share per range, on every Kineto trace of
- * the samples, as kineto_expected.py counts them from the JSON alone. */
+/* The GPU idle each wait cost, per API, the host's own share per range, and per step the host's share
+ * and its range, on every Kineto trace of the samples, as kineto_expected.py counts them from the
+ * JSON alone. */
 TEST(report_gpu_idle_of_waits_and_host_ranges_matches_an_independent_count) {
     static const char *const traces[] = {"alexnet_a100_sync_heavy", "resnet_2080ti_two_threads", "sampled_rank-0",
                                          "sampled_rank-1", "event_sync_single_stream", "event_sync_multi_stream",
-                                         "qwen_h100_with_stack"};
+                                         "qwen_h100_with_stack", "qwen_mi300_rocm_with_stack",
+                                         "resnet50_v100_legacy_2021"};
     for (size_t i = 0; i < sizeof traces / sizeof traces[0]; i++) {
         char args[2048], cmd[4096];
-        snprintf(args, sizeof args, "report --format json -o '%s' '%s/%s.json.gz'", task_path("r.json"), KINETO_TRACE_DIR,
-                 traces[i]);
+        snprintf(args, sizeof args, "report --steps --format json -o '%s' '%s/%s.json.gz'", task_path("r.json"),
+                 KINETO_TRACE_DIR, traces[i]);
         ASSERT_EQ(synctop(args), 0);
         snprintf(cmd, sizeof cmd, "python3 '%s' --check-idle '%s/%s.json.gz' '%s' > '%s' 2>&1", KINETO_EXPECTED,
                  KINETO_TRACE_DIR, traces[i], task_path("r.json"), task_path("check.txt"));

@@ -119,6 +119,8 @@ typedef struct an_ctx {
     an_opts o;
     an_result *r;
     size_t blocks_cap, bubbles_cap, findings_cap, devices_cap, pieces_cap;
+    uint64_t last_credit_key; /* host_credit's last (producer, name) key, and its entry */
+    size_t last_credit;
     pend_bubble *pend; /* parallel to r->bubbles */
     size_t pend_cap;
     uint64_t *prefix_end; /* max block end over blocks[0..i] */
@@ -850,6 +852,10 @@ static int host_credit(an_ctx *c, u64map *idx, size_t *cap, uint32_t producer, u
         return -1;
     r->host_pieces[r->n_host_pieces++] = (an_host_piece){producer, name, a, b};
     uint64_t key = ((uint64_t)producer << 32 | name) + 1;
+    if (c->last_credit_key == key) { /* the same range as the stretch before: no lookup */
+        r->host_ranges[c->last_credit].idle_ns += ns;
+        return 0;
+    }
     if (cmap_want(idx, key))
         return -1;
     uint64_t *v = u64map_find(idx, key);
@@ -860,6 +866,8 @@ static int host_credit(an_ctx *c, u64map *idx, size_t *cap, uint32_t producer, u
         *v = r->n_host_ranges++;
     }
     r->host_ranges[*v].idle_ns += ns;
+    c->last_credit_key = key;
+    c->last_credit = (size_t)*v;
     return 0;
 }
 
@@ -981,7 +989,11 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
     if (rc == 0) {
         host_merge_numbered(c);
         tu_sort(r->host_ranges, r->n_host_ranges, sizeof *r->host_ranges, host_range_cmp);
-        tu_sort(r->host_pieces, r->n_host_pieces, sizeof *r->host_pieces, host_piece_cmp);
+        int sorted = 1; /* one process, one GPU: the pieces come in order already */
+        for (size_t i = 1; sorted && i < r->n_host_pieces; i++)
+            sorted = host_piece_cmp(&r->host_pieces[i - 1], &r->host_pieces[i]) <= 0;
+        if (!sorted)
+            tu_sort(r->host_pieces, r->n_host_pieces, sizeof *r->host_pieces, host_piece_cmp);
     }
     free(segs);
     free(stack);

@@ -1381,7 +1381,12 @@ int rp_write(FILE *out, const st_store *s, const an_result *r, const rp_opts *o)
 /* --fail-if                                                                                  */
 /* ------------------------------------------------------------------------------------------ */
 
-enum { M_BLOCKED = 1, M_IDLE, M_STALLS, M_BUBBLES, M_FINDINGS, M_RULE, M_SITE, M_API, M_NEW_SITES };
+enum { M_BLOCKED = 1, M_IDLE, M_STALLS, M_BUBBLES, M_FINDINGS, M_RULE, M_SITE, M_API, M_NEW_SITES, M_HOST_IDLE, M_RANGE };
+
+/* The checks whose value is a time (a share of a time with %). */
+static int is_time_metric(int m) {
+    return m == M_BLOCKED || m == M_IDLE || m == M_SITE || m == M_API || m == M_HOST_IDLE || m == M_RANGE;
+}
 enum { OP_GT = 1, OP_GE, OP_LT, OP_LE, OP_EQ };
 
 int rp_check_parse(const char *text, rp_check *c, err_msg *err) {
@@ -1458,6 +1463,10 @@ int rp_check_parse(const char *text, rp_check *c, err_msg *err) {
         c->metric = M_FINDINGS;
     else if (strcmp(metric, "new-sites") == 0)
         c->metric = M_NEW_SITES;
+    else if (strcmp(metric, "host-idle") == 0)
+        c->metric = M_HOST_IDLE;
+    else if (strncmp(metric, "range:", 6) == 0 && metric[6])
+        c->metric = M_RANGE;
     else if (strncmp(metric, "site:", 5) == 0 && metric[5])
         c->metric = M_SITE;
     else if (strncmp(metric, "api:", 4) == 0 && metric[4])
@@ -1470,20 +1479,21 @@ int rp_check_parse(const char *text, rp_check *c, err_msg *err) {
             }
         if (c->metric == 0)
             return err_set(err, ERR_INVAL,
-                              "'%s': unknown metric '%s' (blocked, idle, stalls, bubbles, findings, new-sites, a "
-                              "rule such as sync-api, site:TEXT, api:NAME)", text, metric);
+                              "'%s': unknown metric '%s' (blocked, idle, host-idle, stalls, bubbles, findings, "
+                              "new-sites, a rule such as sync-api, site:TEXT, api:NAME, range:TEXT)", text, metric);
     }
-    if (c->metric == M_SITE || c->metric == M_API)
+    if (c->metric == M_SITE || c->metric == M_API || c->metric == M_RANGE)
         snprintf(c->arg, sizeof c->arg, "%s", strchr(metric, ':') + 1);
-    int times = c->metric == M_BLOCKED || c->metric == M_IDLE || c->metric == M_SITE || c->metric == M_API;
+    int times = is_time_metric(c->metric);
     if (c->unit == 3 && !(times || c->metric == M_STALLS))
-        return err_set(err, ERR_INVAL, "'%s': a change against the baseline is for blocked, idle, stalls, site: and api:",
-                       text);
+        return err_set(err, ERR_INVAL,
+                       "'%s': a change against the baseline is for blocked, idle, host-idle, stalls, site:, api: and "
+                       "range:", text);
     if (c->unit == 3)
         return 0;
     if (c->unit == 2 && !times)
         return err_set(err, ERR_INVAL, "'%s': %s is a count, not a time", text, metric);
-    if (c->unit == 1 && !(c->metric == M_BLOCKED || c->metric == M_IDLE || c->metric == M_SITE || c->metric == M_API))
+    if (c->unit == 1 && !times)
         return err_set(err, ERR_INVAL, "'%s': %s is a count, not a share", text, metric);
     if (c->unit == 0 && times && c->value != 0)
         return err_set(err, ERR_INVAL, "'%s': give %s a unit (%% or ns/us/ms/s)", text, metric);
@@ -1517,6 +1527,28 @@ static double measure(const rp_check *c, const st_store *s, const an_result *r, 
                 ns = d->idle_ns;
                 base = d->span_ns;
             }
+        }
+        break;
+    case M_HOST_IDLE:
+        /* The device the host kept waiting the most (by share, or by time). */
+        base = 0;
+        for (size_t i = 0; i < r->n_devices; i++) {
+            const an_device *d = &r->devices[i];
+            uint64_t h = d->idle_by_cause[AN_CAUSE_HOST];
+            int more = c->unit == 1 ? share(h, d->span_ns) > share(ns, base) || base == 0 : h > ns;
+            if (more) {
+                ns = h;
+                base = d->span_ns;
+            }
+        }
+        break;
+    case M_RANGE:
+        for (size_t i = 0; i < r->n_host_ranges; i++) {
+            char rname[256];
+            const an_host_range *h = &r->host_ranges[i];
+            const char *name = host_range_name(s, h, rname, sizeof rname);
+            if (strstr(name, c->arg) != NULL)
+                ns += h->idle_ns;
         }
         break;
     case M_STALLS: measured = (double)r->n_blocks; break;
@@ -1588,12 +1620,16 @@ int rp_check_eval_base(const rp_check *c, const st_store *s, const an_result *r,
         return compare(change, c->op, c->value);
     }
     /* Every line names the measured value with its unit, and the threshold with the same unit. */
-    int times = c->metric == M_BLOCKED || c->metric == M_IDLE || c->metric == M_SITE || c->metric == M_API;
+    int times = is_time_metric(c->metric);
     char what[256];
     if (c->metric == M_BLOCKED)
         snprintf(what, sizeof what, "host blocked");
     else if (c->metric == M_IDLE)
         snprintf(what, sizeof what, "GPU idle (the idlest GPU)");
+    else if (c->metric == M_HOST_IDLE)
+        snprintf(what, sizeof what, "GPU idle the host caused outside waiting calls (the GPU it kept waiting most)");
+    else if (c->metric == M_RANGE)
+        snprintf(what, sizeof what, "GPU idle the host caused in ranges matching '%s'", c->arg);
     else if (c->metric == M_SITE)
         snprintf(what, sizeof what, "blocked at call sites matching '%s'", c->arg);
     else
@@ -1601,7 +1637,8 @@ int rp_check_eval_base(const rp_check *c, const st_store *s, const an_result *r,
     if (times && c->unit == 1) {
         measured = 100.0 * share(ns, base);
         snprintf(msg, len, "%s: %s %.2f%% of %s (%.3f ms of %.3f ms); threshold %s %g%%", c->text, what, measured,
-                 c->metric == M_IDLE ? "its span" : "wall time", ms(ns), ms(base), op, c->value);
+                 c->metric == M_IDLE || c->metric == M_HOST_IDLE ? "its span" : "wall time", ms(ns), ms(base), op,
+                 c->value);
     } else if (times) {
         measured = (double)ns;
         snprintf(msg, len, "%s: %s %.3f ms; threshold %s %.3f ms", c->text, what, ms(ns), op, c->value / 1e6);

@@ -87,6 +87,28 @@ TEST(report_gpu_idle_of_waits_and_host_ranges_matches_an_independent_count) {
     }
 }
 
+/* Thresholds on the host's own share: the ResNet loop's DataLoader range holds 6659.997 ms of it and
+ * the GPU 7828.005 ms in all, 48.41% of its span (kineto_expected.py --idle's count). */
+TEST(report_fail_if_on_the_hosts_own_share_of_gpu_idle) {
+    static const struct {
+        const char *check;
+        int status;
+    } cases[] = {
+        {"range:DataLoader>6659ms", 1}, {"range:DataLoader>6660ms", 0}, {"range:__next__>=6659.997ms", 1},
+        {"host-idle>7828ms", 1},        {"host-idle>7829ms", 0},        {"host-idle>48.4%", 1},
+        {"host-idle>48.5%", 0},         {"range:NoSuchRange>0ms", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[2048];
+        snprintf(args, sizeof args, "report '%s/resnet_2080ti_two_threads.json.gz' --fail-if '%s'", KINETO_TRACE_DIR,
+                 cases[i].check);
+        int rc = synctop(args);
+        if (rc != cases[i].status)
+            TASK_FAIL_("--fail-if '%s': exit %d, want %d: %s", cases[i].check, rc, cases[i].status, out_buf);
+    }
+    ASSERT_EQ(synctop("report --fail-if 'range:>1ms' x.json"), 2); /* a range needs some text */
+}
+
 TEST(report_json_parses_and_carries_the_numbers) {
     ASSERT_EQ(synctop("report --format json"), 2); /* no source */
     char args[2048];

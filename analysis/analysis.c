@@ -851,6 +851,8 @@ static int host_credit(an_ctx *c, u64map *idx, size_t *cap, uint32_t producer, u
     if (TU_GROW(r->host_pieces, c->pieces_cap, r->n_host_pieces + 1))
         return -1;
     r->host_pieces[r->n_host_pieces++] = (an_host_piece){producer, name, a, b};
+    if (ns > r->host_piece_max_ns)
+        r->host_piece_max_ns = ns;
     uint64_t key = ((uint64_t)producer << 32 | name) + 1;
     if (c->last_credit_key == key) { /* the same range as the stretch before: no lookup */
         r->host_ranges[c->last_credit].idle_ns += ns;
@@ -1000,6 +1002,48 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
     u64map_free(&lanes);
     u64map_free(&idx);
     return rc;
+}
+
+void an_host_in(const an_result *r, uint32_t producer, uint64_t a, uint64_t b, uint64_t *ns, uint32_t *range,
+                uint64_t *range_ns) {
+    *ns = *range_ns = 0;
+    *range = 0;
+    uint64_t from = a > r->host_piece_max_ns ? a - r->host_piece_max_ns : 0;
+    size_t lo = 0, hi = r->n_host_pieces;
+    while (lo < hi) { /* the process's first piece that may reach into [a, b) (by producer, start) */
+        size_t m = lo + (hi - lo) / 2;
+        const an_host_piece *p = &r->host_pieces[m];
+        if (p->producer < producer || (p->producer == producer && p->a < from))
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    uint32_t names[64];
+    uint64_t sums[64];
+    size_t n = 0;
+    for (size_t i = lo; i < r->n_host_pieces && r->host_pieces[i].producer == producer; i++) {
+        const an_host_piece *p = &r->host_pieces[i];
+        if (p->a >= b)
+            break;
+        if (p->b <= a)
+            continue;
+        uint64_t d = (p->b < b ? p->b : b) - (p->a > a ? p->a : a);
+        *ns += d;
+        size_t k = 0;
+        while (k < n && names[k] != p->name)
+            k++;
+        if (k == n && n < 64) {
+            names[n] = p->name;
+            sums[n++] = 0;
+        }
+        if (k < n)
+            sums[k] += d;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (sums[k] > *range_ns) {
+            *range_ns = sums[k];
+            *range = names[k];
+        }
 }
 
 int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *err) {

@@ -162,6 +162,7 @@ typedef struct an_result {
     size_t n_host_ranges;
     an_host_piece *host_pieces; /* what host_ranges sums, by producer then start */
     size_t n_host_pieces;
+    uint64_t host_piece_max_ns; /* the longest piece */
 } an_result;
 
 /* A short description of a rule (what Nsight Systems' rule of that name checks) and its nsys name. */
@@ -170,6 +171,11 @@ const char *an_rule_nsys(int rule);
 
 /* The kind of wait an API name implies, by name only (0 when it is not a call that can block). */
 int an_block_kind_of_name(const char *api);
+
+/* The host's own share of the GPU idle of one process in [a, b) (its an_host_piece time there),
+ * and the range most of it went to (0: none, or in no range) with its time. */
+void an_host_in(const an_result *r, uint32_t producer, uint64_t a, uint64_t b, uint64_t *ns, uint32_t *range,
+                uint64_t *range_ns);
 
 /* Analyses a committed store. opts may be NULL. */
 int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *err);

@@ -241,6 +241,7 @@ int an_ranks_find(const st_store *s, const an_result *r, an_ranks *out, err_msg 
         out->ranks[c->straggler].made_wait_ns += c->wait_ns;
         what_held(r, c);
         c->gpu_ns = c->last > c->first ? an_busy_process(s, r, c->straggler, c->first, c->last) : 0;
+        an_host_in(r, c->straggler, c->first, c->last, &c->host_ns, &c->host_range, &c->host_range_ns);
     }
     free(k);
     if (out->n_colls)

@@ -52,6 +52,9 @@ typedef struct an_collective {
                                   in [first, last); SIZE_MAX: none */
     uint64_t block_ns;         /* its overlap with [first, last) */
     uint64_t gpu_ns;           /* the straggler's GPU work in [first, last) (the union) */
+    uint64_t host_ns;          /* the GPU idle its host caused in [first, last) outside waiting calls */
+    uint32_t host_range;       /* the range most of that went to (an_host_in); 0: none */
+    uint64_t host_range_ns;
 } an_collective;
 
 typedef struct an_ranks {

@@ -251,53 +251,9 @@ static int steps_from_heartbeat(const st_store *s, const an_result *r, an_steps 
     return rc;
 }
 
-/* The host's own share of the GPU idle in a step, and the range most of it went to. maxlen: the
- * longest piece's length. */
-static void step_host(const an_result *r, an_step *st, uint64_t maxlen) {
-    uint64_t from = st->start > maxlen ? st->start - maxlen : 0;
-    size_t lo = 0, hi = r->n_host_pieces;
-    while (lo < hi) { /* the process's first piece that may reach into the step (by producer, start) */
-        size_t m = lo + (hi - lo) / 2;
-        const an_host_piece *p = &r->host_pieces[m];
-        if (p->producer < st->producer || (p->producer == st->producer && p->a < from))
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    uint32_t names[64];
-    uint64_t sums[64];
-    size_t n = 0;
-    for (size_t i = lo; i < r->n_host_pieces && r->host_pieces[i].producer == st->producer; i++) {
-        const an_host_piece *p = &r->host_pieces[i];
-        if (p->a >= st->end)
-            break;
-        if (p->b <= st->start)
-            continue;
-        uint64_t d = (p->b < st->end ? p->b : st->end) - (p->a > st->start ? p->a : st->start);
-        st->host_ns += d;
-        size_t k = 0;
-        while (k < n && names[k] != p->name)
-            k++;
-        if (k == n && n < 64) {
-            names[n] = p->name;
-            sums[n++] = 0;
-        }
-        if (k < n)
-            sums[k] += d;
-    }
-    for (size_t k = 0; k < n; k++)
-        if (sums[k] > st->host_range_ns) {
-            st->host_range_ns = sums[k];
-            st->host_range = names[k];
-        }
-}
-
 /* Sites' blocked time per step (steps x tracked sites), and the steps' own figures. */
 static int step_figures(const st_store *s, const an_result *r, an_steps *out, uint64_t *per_site, size_t ns) {
-    uint64_t maxlen = 0, piece_max = 0;
-    for (size_t i = 0; i < r->n_host_pieces; i++)
-        if (r->host_pieces[i].b - r->host_pieces[i].a > piece_max)
-            piece_max = r->host_pieces[i].b - r->host_pieces[i].a;
+    uint64_t maxlen = 0;
     for (size_t i = 0; i < r->n_blocks; i++)
         if (r->blocks[i].end - r->blocks[i].start > maxlen)
             maxlen = r->blocks[i].end - r->blocks[i].start;
@@ -332,7 +288,7 @@ static int step_figures(const st_store *s, const an_result *r, an_steps *out, ui
                 st->top_site_ns = per_site[k * ns + j];
                 st->top_site = j;
             }
-        step_host(r, st, piece_max);
+        an_host_in(r, st->producer, st->start, st->end, &st->host_ns, &st->host_range, &st->host_range_ns);
     }
     return 0;
 }

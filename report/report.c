@@ -230,7 +230,9 @@ static void json_ranks(FILE *out, const st_store *s, const an_result *r, const a
             json_str(out, rp_site_text(s, b->callsite, b->name, where, sizeof where));
             fputc('}', out);
         }
-        fputc('}', out);
+        fprintf(out, ",\"straggler_host_idle_ns\":%" PRIu64 ",\"straggler_host_range\":", c->host_ns);
+        json_str(out, c->host_range ? st_str(s, c->host_range) : "");
+        fprintf(out, ",\"straggler_host_range_ns\":%" PRIu64 "}", c->host_range_ns);
     }
     fprintf(out, "]}");
 }
@@ -1144,6 +1146,18 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
         } else {
             snprintf(line + n, sizeof line - (size_t)n, " its host was not blocked meanwhile, its GPU busy %.3f ms",
                      ms(c->gpu_ns));
+        }
+        if (c->host_ns > 0) { /* where its host was meanwhile, outside waiting calls */
+            char rn[200] = "";
+            if (c->host_range != 0)
+                safe(st_str(s, c->host_range), rn, sizeof rn);
+            size_t len = strlen(line);
+            len += (size_t)snprintf(line + len, sizeof line - len, "; its host kept its GPU waiting %.3f ms",
+                                    ms(c->host_ns));
+            if (rn[0] && len < sizeof line)
+                snprintf(line + len, sizeof line - len, ", %.3f of it in %s", ms(c->host_range_ns), rn);
+            else if (len < sizeof line)
+                snprintf(line + len, sizeof line - len, ", most in no range the trace names");
         }
         /* two ranks' clocks may each be off by clock_unc: a smaller lead is not one that was measured */
         if (clock_unc != 0 && clock_unc != UINT64_MAX && c->last - c->first <= 2 * clock_unc) {

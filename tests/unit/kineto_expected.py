@@ -7,6 +7,8 @@ C importer.
     python3 tests/unit/kineto_expected.py --c [DIR]    # the C tables pasted into tests/unit/test_kineto.c
     python3 tests/unit/kineto_expected.py --sites [DIR] # the call-site table pasted there too
     python3 tests/unit/kineto_expected.py --idle TRACE  # the GPU idle each blocking API's calls cost
+    python3 tests/unit/kineto_expected.py --check-ranks REPORT.json TRACE...  # a report --ranks: each
+                                                       # collective's straggler's host share and range
     python3 tests/unit/kineto_expected.py --check-idle TRACE REPORT.json  # the same against a report's
                                                        # sites (synctop report --format json): exit 1
                                                        # when they differ
@@ -397,6 +399,23 @@ def print_c(results):
 
 
 def main():
+    if "--check-ranks" in sys.argv:
+        i = sys.argv.index("--check-ranks")
+        with open(sys.argv[i + 1]) as f:
+            colls = json.load(f)["ranks"]["collectives"]
+        pieces = {}
+        for path in sys.argv[i + 2:]:
+            with gzip.open(path, "rt") as f:
+                rank = int(json.load(f).get("distributedInfo", {}).get("rank", -1))
+            pieces[rank] = bubble_costs(path)[2]
+        for c in colls:
+            want_c = step_host(pieces[c["straggler_rank"]], c["first"], c["last"])
+            got_c = (c["straggler_host_idle_ns"], c["straggler_host_range"], c["straggler_host_range_ns"])
+            if want_c != got_c:
+                print(f"{c['kernel'][:40]}#{c['ordinal']}: expected {want_c}, the report says {got_c}")
+                sys.exit(1)
+        print(f"{len(colls)} collectives, each straggler's host share as expected")
+        return
     if "--check-idle" in sys.argv:
         i = sys.argv.index("--check-idle")
         want = idle_by_api(sys.argv[i + 1])

@@ -87,6 +87,20 @@ TEST(report_gpu_idle_of_waits_and_host_ranges_matches_an_independent_count) {
     }
 }
 
+/* For each collective, where the last rank's host kept its GPU waiting meanwhile, as
+ * kineto_expected.py counts it from the two ranks' JSON alone. */
+TEST(report_ranks_straggler_host_share_matches_an_independent_count) {
+    char args[4096], cmd[8192];
+    snprintf(args, sizeof args, "report --ranks --format json -o '%s' '%s/sampled_rank-0.json.gz' '%s/sampled_rank-1.json.gz'",
+             task_path("rk.json"), KINETO_TRACE_DIR, KINETO_TRACE_DIR);
+    ASSERT_EQ(synctop(args), 0);
+    snprintf(cmd, sizeof cmd, "python3 '%s' --check-ranks '%s' '%s/sampled_rank-0.json.gz' '%s/sampled_rank-1.json.gz' > '%s' 2>&1",
+             KINETO_EXPECTED, task_path("rk.json"), KINETO_TRACE_DIR, KINETO_TRACE_DIR, task_path("check.txt"));
+    if (system(cmd) != 0)
+        TASK_FAIL_("%s", slurp(task_path("check.txt")));
+    ASSERT_STR_CONTAINS(slurp(task_path("check.txt")), "10 collectives");
+}
+
 /* Thresholds on the host's own share: the ResNet loop's DataLoader range holds 6659.997 ms of it and
  * the GPU 7828.005 ms in all, 48.41% of its span (kineto_expected.py --idle's count). */
 TEST(report_fail_if_on_the_hosts_own_share_of_gpu_idle) {

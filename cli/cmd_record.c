@@ -29,10 +29,6 @@
 #define RECORD_TICK_MS 250
 #define RECORD_MAX_COMPLAINTS 5 /* malformed messages described on stderr; the rest only counted */
 
-static volatile sig_atomic_t record_stop;
-
-static void record_on_signal(int sig) { record_stop = sig; }
-
 static void record_usage(FILE *out) {
     fprintf(out,
             "usage: synctop record ENDPOINT... -o FILE [--from FILE] [--duration SEC] [--producers N]\n"
@@ -233,14 +229,9 @@ static void record_refused(void *ctx, const char *endpoint) {
 /* Receives until every producer has ended, the ipc publishers went away, the duration passed or
  * a signal came; returns why, in a few words, and sets *status on an error. */
 static const char *record_follow(recorder *rc, const char *const *endpoints, size_t n, int *status) {
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = record_on_signal;
-    sigemptyset(&sa.sa_mask);
-    record_stop = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    live_opts lo = {.poll_ms = 50, .stop = &record_stop, .on_batch = record_batch, .on_tick = record_tick,
+    verb_signals sig;
+    verb_signals_catch(&sig);
+    live_opts lo = {.poll_ms = 50, .stop = &verb_stop_signal, .on_batch = record_batch, .on_tick = record_tick,
                     .on_malformed = record_malformed, .ctx = rc, .endpoints = endpoints, .n_endpoints = n,
                     .on_refused = record_refused, .keep_after_end = rc->producers > 0};
     err_msg err = {{0}};
@@ -251,8 +242,7 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
     } else if (rc->failed) {
         *status = 1;
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    verb_signals_restore(&sig);
     if (rc->tty)
         fputs("\r\033[K", stderr);
     return end != LIVE_DONE ? live_end_name(end) : rc->producers > 0 && (rc->duration <= 0 || cm_now_s() - rc->t0 < rc->duration)

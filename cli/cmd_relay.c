@@ -20,9 +20,6 @@
 
 #define RELAY_TICK_MS 1000 /* how often new traced processes are looked for */
 
-static volatile sig_atomic_t relay_stop;
-static void relay_on_signal(int sig) { relay_stop = sig; }
-
 static void relay_usage(FILE *out) {
     fprintf(out,
             "usage: synctop relay --listen ENDPOINT [--key FILE.key | --insecure] [--server-key KEY]\n"
@@ -154,16 +151,12 @@ static int cmd_relay(int argc, char **argv) {
     verb_say("relay", "listening on %s%s; %s", tp_relay_endpoint(r), key_path ? " (CURVE)" : "",
              n_up ? "relaying the endpoints given" : "relaying this user's traced processes here");
 
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = relay_on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    verb_signals sig;
+    verb_signals_catch(&sig);
     u64map seen = {0};
     scan sc = {.r = r, .seen = &seen, .quiet = quiet};
     int status = 0;
-    while (!relay_stop) {
+    while (!verb_stop_signal) {
         if (n_up == 0 && tp_endpoint_each(scan_one, &sc, &err) < 0) {
             verb_error("relay", "%s", err.msg);
             status = 1;
@@ -179,8 +172,7 @@ static int cmd_relay(int argc, char **argv) {
         if (st.record_failed)
             break; /* said by tp_relay_destroy below */
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    verb_signals_restore(&sig);
     tp_relay_stop(r);
     tp_relay_stats st;
     tp_relay_stats_get(r, &st);

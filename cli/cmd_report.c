@@ -30,9 +30,6 @@
 #define REPORT_MAX_SOURCES 64
 #define REPORT_MAX_CHECKS 32
 
-static volatile sig_atomic_t report_stop;
-static void report_on_signal(int sig) { report_stop = sig; }
-
 static void report_usage(FILE *out) {
     fprintf(out,
             "usage: synctop report SOURCE... [--format text|json|markdown] [--hta]\n"
@@ -174,20 +171,15 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key)
             return verb_error("report", "%s: %s", specs[i], err.msg);
         }
     }
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = report_on_signal;
-    sigemptyset(&sa.sa_mask);
-    report_stop = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    verb_signals sig;
+    verb_signals_catch(&sig);
     int status = 0;
     if (isatty(STDERR_FILENO))
         verb_say("report", "recording until the program ends (Ctrl-C to stop and report)");
     const char *ep_list[REPORT_MAX_SOURCES];
     for (int i = 0; i < n; i++)
         ep_list[i] = eps[i];
-    live_opts lo = {.stop = &report_stop, .on_batch = report_batch, .ctx = s, .endpoints = ep_list,
+    live_opts lo = {.stop = &verb_stop_signal, .on_batch = report_batch, .ctx = s, .endpoints = ep_list,
                     .n_endpoints = (size_t)n, .on_refused = report_refused};
     live_end end = live_follow(sub, &lo, &err);
     /* the hosts' clocks as the relays answered them: each host's processes on this machine's clock */
@@ -199,10 +191,9 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key)
         status = verb_error("report", "cannot receive: %s", err.msg);
     tp_sub_stats ss;
     tp_sub_stats_get(sub, &ss);
-    if (report_stop)
-        why = report_stop == SIGINT ? "interrupted (SIGINT)" : "interrupted (SIGTERM)";
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    if (verb_stop_signal)
+        why = verb_stop_signal == SIGINT ? "interrupted (SIGINT)" : "interrupted (SIGTERM)";
+    verb_signals_restore(&sig);
     if (status == 0) {
         uint64_t missed = 0;
         st_store_commit(s);
@@ -213,7 +204,7 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key)
         if (missed)
             fprintf(stderr, " (%" PRIu64 " batches lost on the way: counts are low)", missed);
         fprintf(stderr, "; stopped: %s%s\n", why,
-                report_stop && !tp_sub_all_ended(sub) ? ", before every program ended" : "");
+                verb_stop_signal && !tp_sub_all_ended(sub) ? ", before every program ended" : "");
     }
     tp_sub_destroy(&sub);
     return status;
@@ -253,20 +244,15 @@ static int report_summaries(char **specs, int n, const char *server_key, double 
             tp_sub_destroy(&sub);
             return verb_error("report", "%s: %s", specs[i], err.msg);
         }
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = report_on_signal;
-    sigemptyset(&sa.sa_mask);
-    report_stop = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    verb_signals sig;
+    verb_signals_catch(&sig);
     if (isatty(STDERR_FILENO))
         verb_say("report", "taking the relays' summaries (Ctrl-C to stop and report)");
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     double t0 = (double)ts.tv_sec + ts.tv_nsec * 1e-9, now = t0;
     int status = 0;
-    while (!report_stop && (for_s <= 0 || now - t0 < for_s)) {
+    while (!verb_stop_signal && (for_s <= 0 || now - t0 < for_s)) {
         tp_sub_msg m;
         int rc = tp_sub_recv(sub, &m, 100, &err);
         if (rc < 0 && rc != ERR_MALFORMED) {
@@ -278,8 +264,7 @@ static int report_summaries(char **specs, int n, const char *server_key, double 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    verb_signals_restore(&sig);
     size_t np = tp_sub_summary_count(sub);
     tp_sub_summary *v = calloc(np ? np : 1, sizeof *v);
     if (v == NULL) {

@@ -121,3 +121,22 @@ void verb_say_clocks(const char *verb_name, const struct tp_sub *sub) {
     if (said > 0)
         fputs(" (kept in the file: replay and report put each host's processes on this machine's clock)\n", stderr);
 }
+
+volatile sig_atomic_t verb_stop_signal;
+
+static void verb_on_signal(int sig) { verb_stop_signal = sig; }
+
+void verb_signals_catch(verb_signals *saved) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = verb_on_signal;
+    sigemptyset(&sa.sa_mask);
+    verb_stop_signal = 0;
+    sigaction(SIGINT, &sa, &saved->old_int);
+    sigaction(SIGTERM, &sa, &saved->old_term);
+}
+
+void verb_signals_restore(const verb_signals *saved) {
+    sigaction(SIGINT, &saved->old_int, NULL);
+    sigaction(SIGTERM, &saved->old_term, NULL);
+}

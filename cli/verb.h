@@ -6,6 +6,7 @@
 #ifndef SYNCTOP_VERB_H
 #define SYNCTOP_VERB_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -65,6 +66,15 @@ int verb_emit_to_file(void *ctx, const void *batch, size_t len, struct err_msg *
  * file keeps them: "synctop VERB: clocks against this machine's, as the relays answered: ...". */
 struct tp_sub;
 void verb_say_clocks(const char *verb_name, const struct tp_sub *sub);
+
+/* A verb that runs until Ctrl-C or kill: while caught, SIGINT and SIGTERM set verb_stop_signal (to
+ * the signal) instead of ending the process; verb_signals_restore puts back what was there. */
+extern volatile sig_atomic_t verb_stop_signal;
+typedef struct verb_signals {
+    struct sigaction old_int, old_term;
+} verb_signals;
+void verb_signals_catch(verb_signals *saved); /* also clears verb_stop_signal */
+void verb_signals_restore(const verb_signals *saved);
 
 /* The line itself, from a va_list (args.c's usage errors). */
 void verb_vline(const char *verb_name, const char *prefix, const char *fmt, va_list ap)

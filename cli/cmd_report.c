@@ -155,22 +155,38 @@ static int report_batch(void *ctx, const tp_sub_msg *m, err_msg *err) {
 /* Records live sources into the store until every producer has finished (its TP_BF_END batch), the
  * ipc publishers went away, or SIGINT/SIGTERM; then says on stderr what was recorded and why it
  * stopped, so that a report cut short is never mistaken for a whole run. */
-static int record_live(st_store *s, char **specs, int n, const char *server_key) {
+/* A subscriber connected to the live sources (their endpoints resolved into eps), taking batches or,
+ * with summaries, the relays' summaries; NULL when it cannot be (said on stderr). */
+static tp_sub *report_subscribe(char **specs, int n, const char *server_key, int summaries,
+                                char eps[][512]) {
     err_msg err = {{0}};
     char key[TP_KEY_Z85_LEN + 1];
-    if (server_key != NULL && tp_public_key_resolve(server_key, key, &err) < 0)
-        return verb_error("report", "bad --server-key: %s", err.msg);
-    tp_sub_opts so = {.server_key = server_key ? key : NULL};
+    if (server_key != NULL && tp_public_key_resolve(server_key, key, &err) < 0) {
+        verb_error("report", "bad --server-key: %s", err.msg);
+        return NULL;
+    }
+    tp_sub_opts so = {.server_key = server_key ? key : NULL, .summaries = summaries};
     tp_sub *sub = tp_sub_new(&so, &err);
-    if (sub == NULL)
-        return verb_error("report", "cannot subscribe: %s", err.msg);
-    static char eps[REPORT_MAX_SOURCES][512];
+    if (sub == NULL) {
+        verb_error("report", "cannot subscribe: %s", err.msg);
+        return NULL;
+    }
     for (int i = 0; i < n; i++) {
         if (tp_endpoint_resolve(specs[i], eps[i], sizeof eps[i], &err) < 0 || tp_sub_connect(sub, eps[i], &err) < 0) {
             tp_sub_destroy(&sub);
-            return verb_error("report", "%s: %s", specs[i], err.msg);
+            verb_error("report", "%s: %s", specs[i], err.msg);
+            return NULL;
         }
     }
+    return sub;
+}
+
+static int record_live(st_store *s, char **specs, int n, const char *server_key) {
+    err_msg err = {{0}};
+    static char eps[REPORT_MAX_SOURCES][512];
+    tp_sub *sub = report_subscribe(specs, n, server_key, 0, eps);
+    if (sub == NULL)
+        return 1;
     verb_signals sig;
     verb_signals_catch(&sig);
     int status = 0;
@@ -232,18 +248,10 @@ static double pct(uint64_t part, double whole) { return whole > 0 ? 100.0 * (dou
  * intervals in which the producer sent. */
 static int report_summaries(char **specs, int n, const char *server_key, double for_s, int format) {
     err_msg err = {{0}};
-    char key[TP_KEY_Z85_LEN + 1];
-    if (server_key != NULL && tp_public_key_resolve(server_key, key, &err) < 0)
-        return verb_error("report", "bad --server-key: %s", err.msg);
-    tp_sub_opts so = {.server_key = server_key ? key : NULL, .summaries = 1};
-    tp_sub *sub = tp_sub_new(&so, &err);
+    static char eps[REPORT_MAX_SOURCES][512];
+    tp_sub *sub = report_subscribe(specs, n, server_key, 1, eps);
     if (sub == NULL)
-        return verb_error("report", "cannot subscribe: %s", err.msg);
-    for (int i = 0; i < n; i++)
-        if (tp_sub_connect(sub, specs[i], &err) < 0) {
-            tp_sub_destroy(&sub);
-            return verb_error("report", "%s: %s", specs[i], err.msg);
-        }
+        return 1;
     verb_signals sig;
     verb_signals_catch(&sig);
     if (isatty(STDERR_FILENO))

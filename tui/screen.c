@@ -420,19 +420,22 @@ static uint64_t fold_key(int kind, uint32_t producer, uint32_t id) {
     return ((uint64_t)kind << 56) | ((uint64_t)producer << 24) | (id & 0xFFFFFFu);
 }
 
-/* The folds are kept sorted: every row of every frame asks whether its group is folded, and a job
- * of many ranks opens with all of them folded. Returns where key is, or would go. */
-static size_t fold_find(const vw_state *v, uint64_t key) {
-    size_t lo = 0, hi = v->n_folds;
+/* Where key is in the sorted a[0..n), or would go. */
+static size_t u64_lower_bound(const uint64_t *a, size_t n, uint64_t key) {
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t m = lo + (hi - lo) / 2;
-        if (v->folds[m] < key)
+        if (a[m] < key)
             lo = m + 1;
         else
             hi = m;
     }
     return lo;
 }
+
+/* The folds are kept sorted: every row of every frame asks whether its group is folded, and a job
+ * of many ranks opens with all of them folded. Returns where key is, or would go. */
+static size_t fold_find(const vw_state *v, uint64_t key) { return u64_lower_bound(v->folds, v->n_folds, key); }
 
 static int folded(const vw_state *v, uint64_t key) {
     if (v == NULL)
@@ -634,14 +637,7 @@ typedef struct bubble_rows {
 
 static int bubble_dev_slot(const bubble_rows *br, uint32_t p, uint16_t d) {
     uint64_t key = (uint64_t)p << 16 | d;
-    size_t lo = 0, hi = br->n_dev;
-    while (lo < hi) {
-        size_t m = lo + (hi - lo) / 2;
-        if (br->dev_key[m] < key)
-            lo = m + 1;
-        else
-            hi = m;
-    }
+    size_t lo = u64_lower_bound(br->dev_key, br->n_dev, key);
     return lo < br->n_dev && br->dev_key[lo] == key ? br->dev_slot[lo] : -1;
 }
 

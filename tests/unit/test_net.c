@@ -769,13 +769,10 @@ TEST(malformed_messages_counted_and_skipped) {
     zmq_ctx_term(ctx);
 }
 
-/* Summaries come from whoever is upstream, so each is checked before it counts: one under another
- * producer's topic, a bad magic, a short one, a newer version, busy time longer than its span on
- * its one device, a host name that is not printable and one that is not NUL-padded are counted
- * as malformed and dropped; a sound one is taken whole. */
-TEST(malformed_summaries_counted_and_dropped) {
-    void *ctx = zmq_ctx_new();
-    const char *ep = ipc_endpoint("sums.sock");
+/* A summary-only subscriber connected to a bare XPUB socket on a fresh ipc endpoint, once its
+ * subscription to summaries ("S") has arrived there. */
+static tp_sub *summary_sub_on(void *ctx, const char *name, void **xpub) {
+    const char *ep = ipc_endpoint(name);
     void *x = raw_xpub(ctx, ep);
     err_msg err = {{0}};
     tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
@@ -785,6 +782,18 @@ TEST(malformed_summaries_counted_and_dropped) {
     int n;
     while ((n = zmq_recv(x, note, sizeof note, 0)) != 2 || note[1] != 'S')
         ASSERT_GT(n, 0);
+    *xpub = x;
+    return sub;
+}
+
+/* Summaries come from whoever is upstream, so each is checked before it counts: one under another
+ * producer's topic, a bad magic, a short one, a newer version, busy time longer than its span on
+ * its one device, a host name that is not printable and one that is not NUL-padded are counted
+ * as malformed and dropped; a sound one is taken whole. */
+TEST(malformed_summaries_counted_and_dropped) {
+    void *ctx = zmq_ctx_new(), *x;
+    tp_sub *sub = summary_sub_on(ctx, "sums.sock", &x);
+    err_msg err = {{0}};
     tp_summary good = {.producer = 77, .relay = 5, .start_ns = 1700000000000000000ull, .interval_ns = 1000000000,
                        .t_min = 1000, .t_max = 2000, .busy_ns = 600, .blocked_ns = 300, .events = 12, .batches = 2,
                        .missed = 1, .drops = 4, .pid = 99, .rank = 3, .world = 8, .devices = 1, .host = "node-a"};
@@ -854,17 +863,9 @@ TEST(malformed_summaries_counted_and_dropped) {
 /* Two relays that summarise the same producer (a relay fed by a relay, both summarising): the
  * viewer takes one relay's summaries and not the other's, so nothing is counted twice. */
 TEST(summaries_of_one_producer_are_taken_from_one_relay) {
-    void *ctx = zmq_ctx_new();
-    const char *ep = ipc_endpoint("two-relays.sock");
-    void *x = raw_xpub(ctx, ep);
+    void *ctx = zmq_ctx_new(), *x;
+    tp_sub *sub = summary_sub_on(ctx, "two-relays.sock", &x);
     err_msg err = {{0}};
-    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
-    ASSERT_NOT_NULL(sub);
-    sub_connect(sub, ep);
-    uint8_t note[32];
-    int n;
-    while ((n = zmq_recv(x, note, sizeof note, 0)) != 2 || note[1] != 'S')
-        ASSERT_GT(n, 0);
     uint8_t t[9] = {'S', 12}, w[TP_SUMMARY_SIZE];
     for (int i = 0; i < 6; i++) {
         tp_summary s = {.producer = 12, .relay = 100 + (uint64_t)(i & 1), .interval_ns = 1000000000,

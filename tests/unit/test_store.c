@@ -38,11 +38,13 @@ static void batches_free(batches *bs) {
     bs->n = 0;
 }
 
-/* n_batches batches of per_batch synthetic events. */
-static batches synth_batches(uint64_t seed, size_t n_batches, size_t per_batch) {
+/* n_batches batches of per_batch synthetic events of a process on host (NULL: the generator's). */
+static batches synth_host_batches(uint64_t seed, const char *host, size_t n_batches, size_t per_batch) {
     batches bs = {0};
     synth sy;
     synth_init(&sy, seed);
+    if (host != NULL)
+        sy.host = host;
     tp_enc_opts eo = {.producer = 0x1234 + seed};
     tp_enc *enc = tp_enc_new(&eo);
     ASSERT_NOT_NULL(enc);
@@ -56,6 +58,11 @@ static batches synth_batches(uint64_t seed, size_t n_batches, size_t per_batch) 
     tp_buf_free(&out);
     tp_enc_destroy(&enc);
     return bs;
+}
+
+/* n_batches batches of per_batch synthetic events. */
+static batches synth_batches(uint64_t seed, size_t n_batches, size_t per_batch) {
+    return synth_host_batches(seed, NULL, n_batches, per_batch);
 }
 
 static void add_all(st_store *s, const batches *bs) {
@@ -87,26 +94,6 @@ static size_t lane_find(const st_store *s, st_lane_kind kind, uint32_t id) {
     return SIZE_MAX;
 }
 
-/* n_batches batches of per_batch synthetic events of a process on host. */
-static batches synth_host_batches(uint64_t seed, const char *host, size_t n_batches, size_t per_batch) {
-    batches bs = {0};
-    synth sy;
-    synth_init(&sy, seed);
-    sy.host = host;
-    tp_enc_opts eo = {.producer = 0x1234 + seed};
-    tp_enc *enc = tp_enc_new(&eo);
-    ASSERT_NOT_NULL(enc);
-    tp_buf out = {0};
-    for (size_t i = 0; i < n_batches; i++) {
-        synth_fill(&sy, enc, per_batch);
-        ASSERT_OK(tp_enc_finish(enc, &out));
-        tp_enc_delivered(enc, 1);
-        batches_add(&bs, &out);
-    }
-    tp_buf_free(&out);
-    tp_enc_destroy(&enc);
-    return bs;
-}
 
 /* ---- ingest ---- */
 

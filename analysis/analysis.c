@@ -881,28 +881,56 @@ static size_t unnumbered_len(const char *n) {
     return k < len && k > 0 && n[k - 1] == '#' ? k : len;
 }
 
-/* Ranges whose names differ only in a "#<digits>" ending (a profiler's numbered steps) make one. */
-static void host_merge_numbered(an_ctx *c) {
+/* A host range's name as host_merge_numbered compares it. */
+typedef struct named_range {
+    an_host_range h;
+    const char *text;
+    size_t len;   /* without its "#<digits>" ending */
+    int numbered; /* it had one */
+} named_range;
+
+static int named_range_cmp(const void *x, const void *y) {
+    const named_range *p = x, *q = y;
+    if (p->h.producer != q->h.producer)
+        return p->h.producer < q->h.producer ? -1 : 1;
+    if (p->numbered != q->numbered)
+        return p->numbered - q->numbered;
+    size_t n = p->len < q->len ? p->len : q->len;
+    int c = memcmp(p->text, q->text, n);
+    if (c != 0 || p->len == q->len)
+        return c != 0 ? c : (p->h.name < q->h.name ? -1 : p->h.name > q->h.name);
+    return p->len < q->len ? -1 : 1;
+}
+
+/* Ranges of a process whose names differ only in a "#<digits>" ending (a profiler's numbered steps)
+ * make one: sorted by that name, equal neighbours merged. */
+static int host_merge_numbered(an_ctx *c) {
     an_result *r = c->r;
+    if (r->n_host_ranges == 0)
+        return 0;
+    named_range *v = malloc(r->n_host_ranges * sizeof *v);
+    if (v == NULL)
+        return -1;
+    for (size_t i = 0; i < r->n_host_ranges; i++) {
+        const char *t = r->host_ranges[i].name ? st_str(c->s, r->host_ranges[i].name) : "";
+        size_t len = unnumbered_len(t);
+        v[i] = (named_range){r->host_ranges[i], t, len, len < strlen(t)};
+    }
+    tu_sort(v, r->n_host_ranges, sizeof *v, named_range_cmp);
     size_t n = 0;
     for (size_t i = 0; i < r->n_host_ranges; i++) {
-        an_host_range *h = &r->host_ranges[i];
-        const char *t = h->name ? st_str(c->s, h->name) : "";
-        size_t len = unnumbered_len(t), j = 0;
-        for (; len < strlen(t) && j < n; j++) {
-            an_host_range *g = &r->host_ranges[j];
-            const char *u = g->name ? st_str(c->s, g->name) : "";
-            if (g->producer == h->producer && g->numbered && unnumbered_len(u) == len && memcmp(u, t, len) == 0)
-                break;
-        }
-        if (len < strlen(t) && j < n) {
-            r->host_ranges[j].idle_ns += h->idle_ns;
+        const named_range *p = i > 0 ? &v[i - 1] : NULL;
+        if (p != NULL && v[i].numbered && p->numbered && p->h.producer == v[i].h.producer && p->len == v[i].len &&
+            memcmp(p->text, v[i].text, v[i].len) == 0) {
+            r->host_ranges[n - 1].idle_ns += v[i].h.idle_ns;
             continue;
         }
-        r->host_ranges[n] = *h;
-        r->host_ranges[n++].numbered = len < strlen(t);
+        r->host_ranges[n] = v[i].h;
+        r->host_ranges[n++].numbered = v[i].numbered;
     }
     r->n_host_ranges = n;
+    free(v);
+    return 0;
 }
 
 /* The host's share of the device bubbles, by the innermost range the submitting thread was in:
@@ -988,8 +1016,9 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
             t = next;
         }
     }
+    if (rc == 0)
+        rc = host_merge_numbered(c);
     if (rc == 0) {
-        host_merge_numbered(c);
         tu_sort(r->host_ranges, r->n_host_ranges, sizeof *r->host_ranges, host_range_cmp);
         int sorted = 1; /* one process, one GPU: the pieces come in order already */
         for (size_t i = 1; sorted && i < r->n_host_pieces; i++)
@@ -1018,7 +1047,7 @@ void an_host_in(const an_result *r, uint32_t producer, uint64_t a, uint64_t b, u
         else
             hi = m;
     }
-    uint32_t names[64];
+    uint32_t names[64]; /* the first 64 ranges met are told apart: enough for a step or a collective */
     uint64_t sums[64];
     size_t n = 0;
     for (size_t i = lo; i < r->n_host_pieces && r->host_pieces[i].producer == producer; i++) {

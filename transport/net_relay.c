@@ -95,6 +95,8 @@ struct tp_relay {
     upstream *ups;               /* reader thread's: one per upstream it connected to */
     size_t n_ups, ups_cap;
     zmq_pollitem_t *items;       /* reader thread's: the capture socket and the upstreams' */
+    size_t *item_up;             /* reader thread's: items[i + 1] polls ups[item_up[i]] */
+    size_t n_asking;             /* reader thread's: upstreams still UP_ASKING */
     int rcvhwm;                  /* the upstream sockets' options */
     char up_key[TP_KEY_Z85_LEN + 1]; /* "": none */
     uint64_t summary_ns;         /* the summaries' interval; 0: none */
@@ -257,12 +259,15 @@ static void summary_connect_new(tp_relay *r) {
         if (r->n_ups == r->ups_cap) {
             size_t cap = r->ups_cap ? 2 * r->ups_cap : 16;
             upstream *v = realloc(r->ups, cap * sizeof *v);
-            zmq_pollitem_t *it = v != NULL ? realloc(r->items, (cap + 1) * sizeof *it) : NULL;
             if (v != NULL)
                 r->ups = v;
-            if (it == NULL)
+            zmq_pollitem_t *it = v != NULL ? realloc(r->items, (cap + 1) * sizeof *it) : NULL;
+            if (it != NULL)
+                r->items = it;
+            size_t *iu = it != NULL ? realloc(r->item_up, cap * sizeof *iu) : NULL;
+            if (iu == NULL)
                 return; /* tried again on the next turn */
-            r->items = it;
+            r->item_up = iu;
             r->ups_cap = cap;
         }
         upstream *u = &r->ups[r->n_ups++];
@@ -289,6 +294,7 @@ static void up_open(tp_relay *r, upstream *u, const char *ep) {
         return;
     }
     u->kind = UP_ASKING;
+    r->n_asking++;
     up_take(r, u);
 }
 
@@ -304,6 +310,8 @@ static void up_take(tp_relay *r, upstream *u) {
 static void up_is_relay(tp_relay *r, upstream *u) {
     uint8_t ask[NET_CLOCK_ASK_LEN];
     net_clock_ask_encode(ask, u->nonce);
+    if (u->kind == UP_ASKING)
+        r->n_asking--;
     u->kind = UP_RELAY;
     up_take(r, u);
     (void)zmq_setsockopt(u->sub, ZMQ_UNSUBSCRIBE, ask, sizeof ask);
@@ -314,12 +322,13 @@ static void up_is_relay(tp_relay *r, upstream *u) {
  * that is still asking is due (at most cap). */
 static long up_decide(tp_relay *r, long cap) {
     uint64_t now = mono_ns(), limit = (uint64_t)UP_ASK_MS * 1000000ull;
-    for (size_t i = 0; i < r->n_ups; i++) {
+    for (size_t i = 0; r->n_asking > 0 && i < r->n_ups; i++) {
         upstream *u = &r->ups[i];
         if (u->kind != UP_ASKING)
             continue;
         if (now - u->since >= limit) {
             u->kind = UP_PUBLISHER;
+            r->n_asking--;
             up_take(r, u);
         } else if ((long)((u->since + limit - now) / 1000000) + 1 < cap) {
             cap = (long)((u->since + limit - now) / 1000000) + 1;
@@ -428,20 +437,20 @@ static void *reader_main(void *arg) {
         }
         zmq_pollitem_t one = {.socket = r->cap_reader, .events = ZMQ_POLLIN}, *items = &one;
         int n = 1;
-        if (r->items != NULL) {
+        if (r->item_up != NULL) { /* sized with ups: items hold one more */
             items = r->items;
             items[0] = one;
             for (size_t i = 0; i < r->n_ups; i++)
-                if (r->ups[i].sub != NULL)
+                if (r->ups[i].sub != NULL) {
+                    r->item_up[n - 1] = i;
                     items[n++] = (zmq_pollitem_t){.socket = r->ups[i].sub, .events = ZMQ_POLLIN};
+                }
         }
         if (zmq_poll(items, n, wait_ms) <= 0)
             continue; /* the timeout: look at the stop flag again */
         for (int i = 1; i < n; i++)
             if (items[i].revents & ZMQ_POLLIN)
-                for (size_t j = 0; j < r->n_ups; j++)
-                    if (r->ups[j].sub == items[i].socket)
-                        summary_read(r, &r->ups[j], &m);
+                summary_read(r, &r->ups[r->item_up[i - 1]], &m);
         for (int k = 0; k < 1000 && zmq_msg_recv(&m, r->cap_reader, ZMQ_DONTWAIT) >= 0; k++)
             capture_take(r, &m);
     }
@@ -769,6 +778,7 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
     free(r->up);
     free(r->ups);
     free(r->items);
+    free(r->item_up);
     free(r);
     *rp = NULL;
     return rc;

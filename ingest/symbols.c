@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "grow.h"
+#include "hash.h"
 #include "synctop/sanitize.h"
 #include "u64map.h"
 
@@ -181,12 +182,7 @@ static void open_module(sy_cache *c, sy_mod *m) {
     m->start = start;
 }
 
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
+static uint64_t hash_str(const char *s) { return cm_fnv64(CM_FNV64_BASIS, s, strlen(s)); }
 
 /* The module's index, opening it the first time; -1 when the table is full or out of memory. */
 static long module_index(sy_cache *c, const char *path) {

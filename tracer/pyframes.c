@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
+
 #define MAX_WALK 1024            /* frames walked before giving up (a cycle would be a bug) */
 #define MAX_LINETABLE (1u << 20) /* bytes of line table decoded, at most */
 #define FILE_MAX 1024            /* bytes of a file name kept (longer ones are cut) */
@@ -264,21 +266,12 @@ static uint32_t addr2line(const char *co, long addr) {
 
 /* ---- descriptors ---- */
 
-static uint32_t fnv(const char *s, size_t n) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint8_t)s[i];
-        h *= 16777619u;
-    }
-    return h;
-}
-
 /* The id of the (file, function) pair in buf (file_len bytes, then func_len bytes), published
  * on first sight. 0 when the table or the arena is full. Lock-free; duplicates are possible when
  * two threads add the same pair at the same moment, and harmless (ids are resolved by content). */
 static uint32_t desc_id(const char *buf, size_t file_len, size_t func_len) {
     size_t n = file_len + func_len;
-    uint32_t h = fnv(buf, n) ^ (uint32_t)file_len;
+    uint32_t h = cm_fnv32(CM_FNV32_BASIS, buf, n) ^ (uint32_t)file_len;
     for (unsigned i = 0; i < DESC_PROBES; i++) {
         unsigned slot = (h + i) & (DESC_SLOTS - 1);
         desc *d = &P.descs[slot];

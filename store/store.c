@@ -18,6 +18,7 @@
  */
 #include "store.h"
 #include "grow.h"
+#include "strpool.h"
 #include "u64map.h"
 
 #include <stdio.h>
@@ -87,13 +88,7 @@ typedef struct prod_ext {
 struct st_store {
     st_opts opts;
     /* strings */
-    char *pool;
-    size_t pool_len, pool_cap;
-    uint64_t *str_off; /* id -> offset in pool; id 0 is "" */
-    uint32_t *str_len;
-    size_t n_str, str_cap, len_cap;
-    uint32_t *str_hash; /* open addressing over ids */
-    size_t str_hcap;
+    cm_strpool strings; /* the store's ids; id 0 is "" */
     u64map pstr; /* (producer index << 32 | producer string id) -> store id */
     /* producers, devices */
     st_producer_info *prods;
@@ -132,65 +127,11 @@ struct st_store {
     int dirty;
 };
 
-static uint32_t str_hash_of(const char *s, size_t len) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h;
-}
-
-static int str_rehash(st_store *s, size_t cap) {
-    uint32_t *h = malloc(cap * sizeof *h);
-    if (h == NULL)
-        return ERR_NOMEM;
-    memset(h, 0, cap * sizeof *h);
-    for (size_t id = 1; id < s->n_str; id++) {
-        size_t i = str_hash_of(s->pool + s->str_off[id], s->str_len[id]) & (cap - 1);
-        while (h[i] != 0)
-            i = (i + 1) & (cap - 1);
-        h[i] = (uint32_t)id;
-    }
-    free(s->str_hash);
-    s->str_hash = h;
-    s->str_hcap = cap;
-    return 0;
-}
-
 uint32_t st_intern(st_store *s, const char *str, size_t len) {
-    if (len == 0 || str == NULL)
-        return 0;
     if (len > TP_STRING_MAX)
         len = TP_STRING_MAX;
-    if (s->n_str == 0) { /* id 0: "" */
-        if (TU_GROW(s->str_off, s->str_cap, 1) || TU_GROW(s->str_len, s->len_cap, 1) ||
-            TU_GROW(s->pool, s->pool_cap, 1))
-            return 0;
-        s->pool[0] = '\0';
-        s->pool_len = 1;
-        s->str_off[0] = 0;
-        s->str_len[0] = 0;
-        s->n_str = 1;
-    }
-    if ((s->n_str + 1) * 2 > s->str_hcap && str_rehash(s, s->str_hcap ? s->str_hcap * 2 : 256) != 0)
-        return 0;
-    uint32_t h = str_hash_of(str, len);
-    size_t i = h & (s->str_hcap - 1);
-    for (; s->str_hash[i] != 0; i = (i + 1) & (s->str_hcap - 1)) {
-        uint32_t id = s->str_hash[i];
-        if (s->str_len[id] == len && memcmp(s->pool + s->str_off[id], str, len) == 0)
-            return id;
-    }
-    if (s->n_str >= UINT32_MAX - 1 || TU_GROW(s->str_off, s->str_cap, s->n_str + 1) ||
-        TU_GROW(s->str_len, s->len_cap, s->n_str + 1) || TU_GROW(s->pool, s->pool_cap, s->pool_len + len + 1))
-        return 0;
-    uint32_t id = (uint32_t)s->n_str++;
-    s->str_off[id] = s->pool_len;
-    s->str_len[id] = (uint32_t)len;
-    memcpy(s->pool + s->pool_len, str, len);
-    s->pool[s->pool_len + len] = '\0';
-    s->pool_len += len + 1;
-    s->str_hash[i] = id;
-    return id;
+    uint32_t id;
+    return cm_strpool_intern(&s->strings, str, len, &id) == 0 ? id : 0;
 }
 
 /* A live store bounds its names as it bounds its events: a publisher that sends ever new names
@@ -199,7 +140,7 @@ uint32_t st_intern(st_store *s, const char *str, size_t len) {
 static int names_full(st_store *s, uint64_t key, uint32_t len) {
     if (s->opts.max_events == 0 || u64map_find(&s->pstr, key) != NULL)
         return 0;
-    return s->pool_len + len > ST_LIVE_NAME_BYTES || u64map_count(&s->pstr) >= ST_LIVE_NAMES;
+    return s->strings.used + len > ST_LIVE_NAME_BYTES || u64map_count(&s->pstr) >= ST_LIVE_NAMES;
 }
 
 static uint32_t refused_name(st_store *s) {
@@ -211,11 +152,7 @@ static uint32_t refused_name(st_store *s) {
 
 uint64_t st_store_names_refused(const st_store *s) { return s->strings_refused; }
 
-const char *st_str(const st_store *s, uint32_t id) {
-    if (id == 0 || id >= s->n_str)
-        return "";
-    return s->pool + s->str_off[id];
-}
+const char *st_str(const st_store *s, uint32_t id) { return cm_strpool_str(&s->strings, id); }
 
 /* ---- categories ---- */
 
@@ -269,10 +206,7 @@ void st_store_destroy(st_store **sp) {
     u64map_free(&s->mod_by_key);
     free(s->pend);
     free(s->clocks);
-    free(s->pool);
-    free(s->str_off);
-    free(s->str_len);
-    free(s->str_hash);
+    cm_strpool_free(&s->strings);
     free(s->prods);
     free(s->pext);
     free(s->devs);
@@ -1188,7 +1122,7 @@ size_t st_store_events(const st_store *s) { return s->events; }
 uint64_t st_store_dropped(const st_store *s) { return s->dropped; }
 
 size_t st_store_memory(const st_store *s) {
-    size_t m = sizeof *s + s->pool_cap + s->str_cap * 8 + s->len_cap * 4 + s->str_hcap * 4;
+    size_t m = sizeof *s + cm_strpool_bytes(&s->strings);
     m += u64map_bytes(&s->pstr) + u64map_bytes(&s->prod_by_id) + u64map_bytes(&s->lane_by_key) +
          u64map_bytes(&s->stream_meta) + u64map_bytes(&s->thread_name) + u64map_bytes(&s->cs_by_key) +
          u64map_bytes(&s->mod_by_key) + s->mods_cap * sizeof *s->mods;

@@ -16,6 +16,7 @@
 #include <zstd.h>
 
 #include "synctop/codec.h"
+#include "strpool.h"
 
 #define STRING_ID_MAX (1u << 24) /* ids are dense; this bounds tables built from untrusted input */
 #define HDR_CRC_SPAN 68          /* header bytes covered by hdr_crc */
@@ -111,22 +112,11 @@ int tp_batch_check_header(const void *buf, size_t len, tp_batch_hdr *out, err_ms
 
 /* ---- encoder ---- */
 
-typedef struct str_slot {
-    uint32_t hash;
-    uint32_t id; /* 0: empty */
-} str_slot;
-
 struct tp_enc {
     uint64_t producer;
     uint64_t seq;
     size_t max_string_bytes, max_meta_records;
-    /* strings: bytes of string id i at sdata[soff[i]], length slen[i]; id 0 unused */
-    tp_buf sdata;
-    uint32_t *soff, *slen;
-    uint32_t n_ids; /* next id */
-    uint32_t cap_ids;
-    str_slot *slots;
-    uint32_t n_slots; /* power of two */
+    cm_strpool strings; /* id 0 is never sent */
     /* metadata log and pending events */
     tp_buf meta;
     size_t n_meta;
@@ -167,15 +157,13 @@ tp_enc *tp_enc_new(const tp_enc_opts *opts) {
     e->producer = opts && opts->producer ? opts->producer : random_id();
     e->max_string_bytes = opts && opts->max_string_bytes ? opts->max_string_bytes : (64u << 20);
     e->max_meta_records = opts && opts->max_meta_records ? opts->max_meta_records : (1u << 20);
-    e->n_ids = 1;
-    e->str_unsent = 1;
-    e->str_in_last = 1;
-    e->n_slots = 1024;
-    e->slots = calloc(e->n_slots, sizeof *e->slots);
-    if (e->slots == NULL) {
+    cm_strpool_init(&e->strings, e->max_string_bytes, STRING_ID_MAX);
+    if (cm_strpool_reserve(&e->strings, 512) != 0) {
         free(e);
         return NULL;
     }
+    e->str_unsent = 1;
+    e->str_in_last = 1;
     return e;
 }
 
@@ -183,89 +171,26 @@ void tp_enc_destroy(tp_enc **ep) {
     tp_enc *e = ep ? *ep : NULL;
     if (e == NULL)
         return;
-    tp_buf_free(&e->sdata);
+    cm_strpool_free(&e->strings);
     tp_buf_free(&e->meta);
     tp_buf_free(&e->events);
-    free(e->soff);
-    free(e->slen);
-    free(e->slots);
     free(e);
     *ep = NULL;
 }
 
 uint64_t tp_enc_producer(const tp_enc *e) { return e->producer; }
 
-static uint32_t hash_bytes(const char *s, size_t len) {
-    /* FNV-1a, then a final mix: interning is not on the per-event path. */
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    h ^= h >> 15;
-    h *= 0x2c1b3c6du;
-    h ^= h >> 12;
-    return h;
-}
-
-static int grow_slots(tp_enc *e) {
-    uint32_t n = e->n_slots * 2;
-    str_slot *s = calloc(n, sizeof *s);
-    if (s == NULL)
-        return ERR_NOMEM;
-    for (uint32_t i = 0; i < e->n_slots; i++) {
-        if (e->slots[i].id == 0)
-            continue;
-        uint32_t j = e->slots[i].hash & (n - 1);
-        while (s[j].id)
-            j = (j + 1) & (n - 1);
-        s[j] = e->slots[i];
-    }
-    free(e->slots);
-    e->slots = s;
-    e->n_slots = n;
-    return 0;
-}
-
 uint32_t tp_enc_intern(tp_enc *e, const char *s, size_t len) {
-    if (s == NULL || len == 0)
-        return 0;
     if (len > TP_STRING_MAX)
         len = TP_STRING_MAX;
-    uint32_t h = hash_bytes(s, len);
-    uint32_t j = h & (e->n_slots - 1);
-    while (e->slots[j].id) {
-        uint32_t id = e->slots[j].id;
-        if (e->slots[j].hash == h && e->slen[id] == len && memcmp(e->sdata.data + e->soff[id], s, len) == 0)
-            return id;
-        j = (j + 1) & (e->n_slots - 1);
-    }
-    if (e->sdata.len + len > e->max_string_bytes || e->n_ids >= STRING_ID_MAX) {
+    uint32_t end = cm_strpool_end(&e->strings), id;
+    int rc = cm_strpool_intern(&e->strings, s, len, &id);
+    if (rc == ERR_LIMIT)
         e->stats.strings_refused++;
-        return 0;
-    }
-    if (e->n_ids >= e->cap_ids) {
-        uint32_t cap = e->cap_ids ? e->cap_ids * 2 : 256;
-        uint32_t *o = realloc(e->soff, cap * sizeof *o);
-        if (o == NULL)
-            return 0;
-        e->soff = o;
-        uint32_t *l = realloc(e->slen, cap * sizeof *l);
-        if (l == NULL)
-            return 0;
-        e->slen = l;
-        e->cap_ids = cap;
-    }
-    if (tp_buf_append(&e->sdata, s, len) != 0)
-        return 0;
-    uint32_t id = e->n_ids++;
-    e->soff[id] = (uint32_t)(e->sdata.len - len);
-    e->slen[id] = (uint32_t)len;
-    e->slots[j].hash = h;
-    e->slots[j].id = id;
+    if (rc != 0 || id < end)
+        return id;
     e->stats.strings++;
     e->stats.string_bytes += len;
-    if ((e->n_ids - 1) * 2 > e->n_slots && grow_slots(e) != 0) {
-        /* the table still works, only fuller */
-    }
     return id;
 }
 
@@ -318,8 +243,9 @@ size_t tp_enc_pending(const tp_enc *e) { return e->n_events + (e->n_meta - e->me
 
 size_t tp_enc_pending_bytes(const tp_enc *e) {
     size_t str_bytes = 0;
-    if (e->str_unsent < e->n_ids)
-        str_bytes = 8u * (e->n_ids - e->str_unsent) + (e->sdata.len - e->soff[e->str_unsent]);
+    uint32_t end = cm_strpool_end(&e->strings);
+    if (e->str_unsent < end)
+        str_bytes = 8u * (end - e->str_unsent) + cm_strpool_text_from(&e->strings, e->str_unsent);
     return pad8(str_bytes) + (e->meta.len - e->meta_unsent) + e->events.len;
 }
 
@@ -333,10 +259,11 @@ int tp_enc_finish_flags(tp_enc *e, uint32_t flags, tp_buf *out) {
     uint32_t s0 = e->keyframe ? 1 : e->str_unsent;
     size_t m0 = e->keyframe ? 0 : e->meta_unsent;
     size_t m0_n = e->keyframe ? 0 : e->meta_unsent_n;
-    size_t n_str = e->n_ids - s0;
+    uint32_t end = cm_strpool_end(&e->strings);
+    size_t n_str = end - s0;
     size_t str_bytes = 0;
     if (n_str)
-        str_bytes = 8 * n_str + (e->sdata.len - e->soff[s0]);
+        str_bytes = 8 * n_str + cm_strpool_text_from(&e->strings, s0);
     size_t payload = pad8(str_bytes) + (e->meta.len - m0) + e->events.len;
     size_t n_records = (e->n_meta - m0_n) + e->n_events;
     if (payload > TP_BATCH_MAX_PAYLOAD)
@@ -346,11 +273,11 @@ int tp_enc_finish_flags(tp_enc *e, uint32_t flags, tp_buf *out) {
     if (rc)
         return rc;
     uint8_t *p = out->data + TP_BATCH_HDR_SIZE;
-    for (uint32_t id = s0; id < e->n_ids; id++) {
-        uint32_t len = e->slen[id];
+    for (uint32_t id = s0; id < end; id++) {
+        uint32_t len = cm_strpool_len(&e->strings, id);
         memcpy(p, &id, 4);
         memcpy(p + 4, &len, 4);
-        memcpy(p + 8, e->sdata.data + e->soff[id], len);
+        memcpy(p + 8, cm_strpool_str(&e->strings, id), len);
         p += 8 + len;
     }
     size_t pad = pad8(str_bytes) - str_bytes;
@@ -383,7 +310,7 @@ int tp_enc_finish_flags(tp_enc *e, uint32_t flags, tp_buf *out) {
     tp_batch_seal_header(out->data);
     out->len = TP_BATCH_HDR_SIZE + payload;
 
-    e->str_in_last = e->n_ids;
+    e->str_in_last = end;
     e->meta_in_last = e->meta.len;
     e->meta_in_last_n = e->n_meta;
     e->keyframe = 0;

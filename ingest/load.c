@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "kineto.h"
 #include "nsys.h"
 #include "synctop/file.h"
@@ -97,15 +98,8 @@ static int sniff(ingest_loader *ld, const char *path, err_msg *err) {
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0)
         fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    size_t n = 0;
-    while (n < sizeof ld->head) {
-        ssize_t r = read(fd, ld->head + n, sizeof ld->head - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
+    ssize_t got = cm_read_full(fd, ld->head, sizeof ld->head, -1);
+    size_t n = got > 0 ? (size_t)got : 0;
     int trace = n == sizeof ld->head && memcmp(ld->head, TP_FILE_MAGIC, sizeof ld->head) == 0;
     int sqlite = nsys_is_sqlite(ld->head, n);
     ld->kind = trace ? SRC_TRACE : sqlite ? SRC_NSYS : SRC_KINETO;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "file_format.h"
+#include "io.h"
 
 #define FR_MAX_PROBLEMS 4096
 #define FR_RESYNC_CHUNK (1u << 20)
@@ -67,23 +68,6 @@ static void add_problem(tp_freader *r, uint64_t off, uint64_t len, const char *f
     va_end(ap);
 }
 
-/* Reads up to n bytes at off; returns the count read (short at end of file) or -1. */
-static ssize_t pread_full(int fd, void *buf, size_t n, uint64_t off) {
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (k == 0)
-            break;
-        got += (size_t)k;
-    }
-    return (ssize_t)got;
-}
-
 static int add_entry(tp_freader *r, const tp_findex_entry *e) {
     if (r->n == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 256;
@@ -107,7 +91,7 @@ static tp_findex_entry entry_of(const tp_batch_hdr *h, uint64_t off) {
 
 static int fr_header(tp_freader *r, err_msg *err) {
     uint8_t b[TP_FILE_HDR_SIZE];
-    ssize_t n = pread_full(r->fd, b, sizeof b, 0);
+    ssize_t n = cm_read_full(r->fd, b, sizeof b, 0);
     if (n < 0)
         return err_set(err, ERR_IO, "%s: cannot read: %s", r->path, strerror(errno));
     if (n == 0)
@@ -171,7 +155,7 @@ static int fr_chain(tp_freader *r, const tp__ffooter *f, uint64_t footer_off, ui
         }
         uint8_t hb[TP_BATCH_HDR_SIZE];
         tp_batch_hdr h;
-        if (pread_full(r->fd, hb, sizeof hb, off) != (ssize_t)sizeof hb) {
+        if (cm_read_full(r->fd, hb, sizeof hb, (int64_t)off) != (ssize_t)sizeof hb) {
             rc = err_set(why, ERR_IO, "cannot read the index block");
             goto out;
         }
@@ -184,7 +168,7 @@ static int fr_chain(tp_freader *r, const tp__ffooter *f, uint64_t footer_off, ui
         }
         r->buf.len = 0;
         if ((rc = tp_buf_reserve(&r->buf, size)) != 0 ||
-            pread_full(r->fd, r->buf.data, size, off) != (ssize_t)size) {
+            cm_read_full(r->fd, r->buf.data, size, (int64_t)off) != (ssize_t)size) {
             rc = err_set(why, rc ? rc : ERR_IO, "cannot read the index block");
             goto out;
         }
@@ -247,7 +231,7 @@ static int fr_chain(tp_freader *r, const tp__ffooter *f, uint64_t footer_off, ui
         const tp_findex_entry *e = &ents[i];
         uint8_t hb[TP_BATCH_HDR_SIZE];
         tp_batch_hdr h;
-        if (pread_full(r->fd, hb, sizeof hb, e->offset) != (ssize_t)sizeof hb ||
+        if (cm_read_full(r->fd, hb, sizeof hb, (int64_t)e->offset) != (ssize_t)sizeof hb ||
             tp_batch_check_header(hb, sizeof hb, &h, NULL) != 0)
             continue; /* a damaged batch: reading it says so */
         if (h.producer != e->producer || h.seq != e->seq || tp_batch_size(&h) != e->size || h.flags != e->flags ||
@@ -273,7 +257,7 @@ out:
 static int fr_footer(tp_freader *r, int use_chain, uint64_t *end) {
     tp__ffooter f;
     if (r->size < TP_FILE_HDR_SIZE + TP__FOOTER_SIZE ||
-        pread_full(r->fd, &f, sizeof f, r->size - sizeof f) != (ssize_t)sizeof f ||
+        cm_read_full(r->fd, &f, sizeof f, (int64_t)(r->size - sizeof f)) != (ssize_t)sizeof f ||
         memcmp(f.magic, TP__FOOTER_MAGIC, sizeof f.magic) != 0)
         return 0;
     uint64_t footer_off = r->size - sizeof f;
@@ -307,7 +291,7 @@ static uint64_t fr_resync(tp_freader *r, uint64_t from, uint64_t end) {
     uint64_t at = from;
     while (end - at >= TP_BATCH_HDR_SIZE) {
         size_t want = end - at < FR_RESYNC_CHUNK ? (size_t)(end - at) : FR_RESYNC_CHUNK;
-        ssize_t got = pread_full(r->fd, r->buf.data, want, at);
+        ssize_t got = cm_read_full(r->fd, r->buf.data, want, (int64_t)at);
         if (got < (ssize_t)sizeof magic)
             return end;
         const uint8_t *p = r->buf.data, *lim = p + got;
@@ -315,7 +299,7 @@ static uint64_t fr_resync(tp_freader *r, uint64_t from, uint64_t end) {
             uint64_t cand = at + (uint64_t)(p - r->buf.data);
             if (end - cand < TP_BATCH_HDR_SIZE)
                 return end;
-            if (pread_full(r->fd, hb, sizeof hb, cand) == (ssize_t)sizeof hb &&
+            if (cm_read_full(r->fd, hb, sizeof hb, (int64_t)cand) == (ssize_t)sizeof hb &&
                 tp_batch_check_header(hb, sizeof hb, NULL, NULL) == 0)
                 return cand;
             p++;
@@ -334,7 +318,7 @@ static int fr_scan(tp_freader *r, uint64_t off, uint64_t end, err_msg *err) {
                         (unsigned long long)avail);
             break;
         }
-        if (pread_full(r->fd, hb, sizeof hb, off) != (ssize_t)sizeof hb)
+        if (cm_read_full(r->fd, hb, sizeof hb, (int64_t)off) != (ssize_t)sizeof hb)
             return err_set(err, ERR_IO, "%s: cannot read at offset %llu: %s", r->path,
                               (unsigned long long)off, strerror(errno));
         tp_batch_hdr h;
@@ -478,7 +462,7 @@ int tp_freader_read(tp_freader *r, size_t i, tp_buf *out, err_msg *err) {
     int rc = tp_buf_reserve(out, e->size);
     if (rc)
         return err_set(err, rc, "%s: out of memory for a batch of %u bytes", r->path, e->size);
-    ssize_t got = pread_full(r->fd, out->data, e->size, e->offset);
+    ssize_t got = cm_read_full(r->fd, out->data, e->size, (int64_t)e->offset);
     if (got < 0)
         return err_set(err, ERR_IO, "%s: cannot read at offset %llu: %s", r->path,
                           (unsigned long long)e->offset, strerror(errno));

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "file_format.h"
+#include "io.h"
 
 #define FW_MAX_STRING_BYTES (32u << 20) /* per producer */
 #define FW_MAX_STRINGS (1u << 20)       /* per producer */
@@ -97,24 +98,10 @@ static int fw_sticky(const tp_fwriter *w, err_msg *err) {
     return err_set(err, w->failed, "%s", w->failed_err.msg);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n) {
-    while (n > 0) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 static int fw_drain(tp_fwriter *w, err_msg *err) {
     if (w->failed)
         return fw_sticky(w, err);
-    if (w->buf.len && write_all(w->fd, w->buf.data, w->buf.len) != 0)
+    if (w->buf.len && cm_write_full(w->fd, w->buf.data, w->buf.len) != 0)
         return fw_fail(w, err, "cannot write up to", errno);
     w->buf.len = 0;
     return 0;
@@ -129,7 +116,7 @@ static int fw_write(tp_fwriter *w, const void *data, size_t n, err_msg *err) {
             return rc;
     }
     if (n >= w->buf_cap) {
-        if (write_all(w->fd, data, n) != 0)
+        if (cm_write_full(w->fd, data, n) != 0)
             return fw_fail(w, err, "cannot write at", errno);
     } else {
         memcpy(w->buf.data + w->buf.len, data, n);

@@ -8,6 +8,7 @@
  *              secret-key = <40 Z85 characters>
  *   BASE.pub   public-key = <40 Z85 characters>
  */
+#include "io.h"
 #include "synctop/net.h"
 
 #include <errno.h>
@@ -69,19 +70,6 @@ int tp_keypair_check(const tp_keypair *kp, err_msg *err) {
     return 0;
 }
 
-static int write_all(int fd, const char *s, size_t len) {
-    while (len > 0) {
-        ssize_t n = write(fd, s, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        s += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Creates path (never replacing anything) with exactly this mode and content. */
 static int write_new_file(const char *path, mode_t mode, const char *text, err_msg *err) {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -96,7 +84,7 @@ static int write_new_file(const char *path, mode_t mode, const char *text, err_m
     }
     int rc = 0;
     /* fchmod: the umask must not decide who can read a key. */
-    if (fchmod(fd, mode) != 0 || write_all(fd, text, strlen(text)) != 0 || fsync(fd) != 0)
+    if (fchmod(fd, mode) != 0 || cm_write_full(fd, text, strlen(text)) != 0 || fsync(fd) != 0)
         rc = err_set(err, ERR_IO, "cannot write %s: %s", path, strerror(errno));
     if (close(fd) != 0 && rc == 0)
         rc = err_set(err, ERR_IO, "cannot write %s: %s", path, strerror(errno));
@@ -211,15 +199,12 @@ int tp_keypair_load(tp_keypair *kp, const char *path, err_msg *err) {
     int rc = 0;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
         rc = err_set(err, ERR_INVAL, "%s is not a regular file", path);
-    while (rc == 0 && len <= KEY_FILE_MAX) {
-        ssize_t n = read(fd, text + len, sizeof text - len);
-        if (n < 0 && errno == EINTR)
-            continue;
+    if (rc == 0) {
+        ssize_t n = cm_read_full(fd, text, sizeof text, -1);
         if (n < 0)
             rc = err_set(err, ERR_IO, "cannot read %s: %s", path, strerror(errno));
-        if (n <= 0)
-            break;
-        len += (size_t)n;
+        else
+            len = (size_t)n;
     }
     close(fd);
     if (rc == 0 && len > KEY_FILE_MAX)

@@ -477,109 +477,122 @@ static int read_host(hprod *c, uint32_t p, size_t n_step_names) {
     return rc;
 }
 
-static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, const hta_opts *o,
-                            hta_result *out, size_t *streams_cap, size_t *ranks_cap) {
-    const st_producer_info *pi = st_producer_get(s, p);
-    /* HTA's rank: distributedInfo.rank, 0 when the trace has none (trace_parser.py). */
-    int32_t rank = pi->rank >= 0 ? pi->rank : 0;
-    hprod *c = calloc(1, sizeof *c);
-    hlane *lanes = NULL, **heap = NULL;
-    hgroup *groups = NULL;
-    int64_t *tmp = NULL;
-    size_t n_lanes = 0, n_groups = 0;
-    int rc = -1;
-    if (c == NULL)
-        return -1;
-    c->s = s;
-    c->o = o;
-    memset(c->name_compute, -1, sizeof c->name_compute);
+/* A producer's GPU lanes and the streams they make up (lanes of one number are one stream for
+ * HTA), while its rows are swept. */
+typedef struct hsweep {
+    hlane *lanes;
+    hlane **heap;
+    hgroup *groups; /* by stream number */
+    size_t n_lanes, n_groups;
+} hsweep;
 
-    /* Float timestamps? Any imported event with a fraction of a microsecond. */
-    for (size_t l = 0; l < st_lane_count(s) && !c->rounded; l++) {
+static void sweep_free(hsweep *w) {
+    for (size_t g = 0; g < w->n_groups; g++)
+        for (int k = 0; k < HTA_IDLE_N_; k++)
+            free(w->groups[g].iv[k]);
+    free(w->groups);
+    free(w->heap);
+    free(w->lanes);
+}
+
+/* Float timestamps? Any imported event of the producer with a fraction of a microsecond. */
+static int has_fractions(const st_store *s, uint32_t p) {
+    for (size_t l = 0; l < st_lane_count(s); l++) {
         if (st_lane_get(s, l)->producer != p)
             continue;
         size_t n;
         const st_event *ev = st_lane_events(s, l, &n);
-        for (size_t i = 0; i < n && !c->rounded; i++)
-            c->rounded = ev[i].start % 1000 != 0;
+        for (size_t i = 0; i < n; i++)
+            if (ev[i].start % 1000 != 0)
+                return 1;
     }
-    if (read_host(c, p, n_step_names))
-        goto done;
+    return 0;
+}
 
-    /* The GPU lanes, and their streams by number (lanes of one number are one stream for HTA). */
+/* The producer's GPU lanes, grouped into streams by number in ascending order. */
+static int sweep_lanes(hsweep *w, const st_store *s, uint32_t p, const hta_opts *o) {
+    size_t n_lanes = 0;
     for (size_t l = 0; l < st_lane_count(s); l++) {
         const st_lane_info *li = st_lane_get(s, l);
         if (li->producer == p && li->kind == ST_LANE_STREAM && stream_of(li, o) != -1)
             n_lanes++;
     }
-    if (n_lanes > 0) {
-        lanes = calloc(n_lanes, sizeof *lanes);
-        heap = calloc(n_lanes, sizeof *heap);
-        groups = calloc(n_lanes, sizeof *groups);
-        if (lanes == NULL || heap == NULL || groups == NULL)
-            goto done;
-    }
-    n_lanes = 0;
+    if (n_lanes == 0)
+        return 0;
+    w->lanes = calloc(n_lanes, sizeof *w->lanes);
+    w->heap = calloc(n_lanes, sizeof *w->heap);
+    w->groups = calloc(n_lanes, sizeof *w->groups);
+    if (w->lanes == NULL || w->heap == NULL || w->groups == NULL)
+        return -1;
     for (size_t l = 0; l < st_lane_count(s); l++) {
         const st_lane_info *li = st_lane_get(s, l);
         int64_t stream = li->producer == p && li->kind == ST_LANE_STREAM ? stream_of(li, o) : -1;
         if (stream == -1)
             continue;
         size_t g = 0;
-        while (g < n_groups && groups[g].stream < stream)
+        while (g < w->n_groups && w->groups[g].stream < stream)
             g++;
-        if (g == n_groups || groups[g].stream != stream) {
-            memmove(&groups[g + 1], &groups[g], (n_groups - g) * sizeof *groups);
-            memset(&groups[g], 0, sizeof *groups);
-            groups[g].stream = stream;
-            n_groups++;
-            for (size_t k = 0; k < n_lanes; k++)
-                lanes[k].group += lanes[k].group >= g;
+        if (g == w->n_groups || w->groups[g].stream != stream) {
+            memmove(&w->groups[g + 1], &w->groups[g], (w->n_groups - g) * sizeof *w->groups);
+            memset(&w->groups[g], 0, sizeof *w->groups);
+            w->groups[g].stream = stream;
+            w->n_groups++;
+            for (size_t k = 0; k < w->n_lanes; k++)
+                w->lanes[k].group += w->lanes[k].group >= g;
         }
-        hlane *ln = &lanes[n_lanes];
+        hlane *ln = &w->lanes[w->n_lanes];
         ln->ev = st_lane_events(s, l, &ln->n);
-        ln->order = n_lanes++;
+        ln->order = w->n_lanes++;
         ln->group = g;
     }
+    return 0;
+}
 
-    /* Every kept GPU row in ts order (ties: lane order, then store order: start, then end), as
-     * HTA's sort by ts: the idle-time breakdown of each stream from its kernel, memcpy and memset
-     * rows (cuda_sync rows are left out, as get_idle_time_breakdown's kernel_cats do), and the
-     * temporal breakdown from the union of all rows and of the compute rows. */
+/* Every kept GPU row in ts order (ties: lane order, then store order: start, then end), as HTA's
+ * sort by ts: the idle-time breakdown of each stream from its kernel, memcpy and memset rows
+ * (cuda_sync rows are left out, as get_idle_time_breakdown's kernel_cats do), and the temporal
+ * breakdown from the union of all rows and of the compute rows. */
+static int sweep_rows(hsweep *w, hprod *c, hunion *all, hunion *compute) {
     size_t n_heap = 0;
-    for (size_t k = 0; k < n_lanes; k++)
-        if (lane_next(c, &lanes[k]))
-            heap[n_heap++] = &lanes[k];
+    for (size_t k = 0; k < w->n_lanes; k++)
+        if (lane_next(c, &w->lanes[k]))
+            w->heap[n_heap++] = &w->lanes[k];
     for (size_t k = n_heap / 2; k-- > 0;)
-        heap_down(heap, n_heap, k);
-    hunion all = {0}, compute = {0};
+        heap_down(w->heap, n_heap, k);
     while (n_heap > 0) {
-        hlane *ln = heap[0];
+        hlane *ln = w->heap[0];
         const hrow *r = &ln->row;
         for (uint32_t k = 0; k < r->copies; k++) {
-            union_add(&all, r->ts, r->end);
+            union_add(all, r->ts, r->end);
             if (r->compute)
-                union_add(&compute, r->ts, r->end);
-            if (r->kernel && group_add(&groups[ln->group], r, (int64_t)o->delay_ns))
-                goto done;
+                union_add(compute, r->ts, r->end);
+            if (r->kernel && group_add(&w->groups[ln->group], r, (int64_t)c->o->delay_ns))
+                return -1;
         }
         if (!lane_next(c, ln))
-            heap[0] = heap[--n_heap];
-        heap_down(heap, n_heap, 0);
+            w->heap[0] = w->heap[--n_heap];
+        heap_down(w->heap, n_heap, 0);
     }
+    return 0;
+}
 
+/* Each stream that ran anything, with its idle time by category and the intervals' statistics. */
+static int emit_streams(const hsweep *w, uint32_t p, int32_t rank, hta_result *out, size_t *streams_cap) {
     size_t most = 0;
-    for (size_t g = 0; g < n_groups; g++)
+    for (size_t g = 0; g < w->n_groups; g++)
         for (int k = 0; k < HTA_IDLE_N_; k++)
-            most = groups[g].n_iv[k] > most ? groups[g].n_iv[k] : most;
+            most = w->groups[g].n_iv[k] > most ? w->groups[g].n_iv[k] : most;
+    int64_t *tmp = NULL;
     if (most > 0 && (tmp = malloc(most * sizeof *tmp)) == NULL)
-        goto done;
-    for (size_t g = 0; g < n_groups; g++) {
-        hgroup *gr = &groups[g];
+        return -1;
+    for (size_t g = 0; g < w->n_groups; g++) {
+        const hgroup *gr = &w->groups[g];
         if (gr->ops == 0)
             continue;
-        if (TU_GROW(out->streams, *streams_cap, out->n_streams + 1))
-            goto done;
+        if (TU_GROW(out->streams, *streams_cap, out->n_streams + 1)) {
+            free(tmp);
+            return -1;
+        }
         hta_stream *st = &out->streams[out->n_streams++];
         memset(st, 0, sizeof *st);
         st->producer = p;
@@ -592,7 +605,28 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
         for (int k = 0; k < HTA_IDLE_N_; k++)
             describe(gr->iv[k], gr->n_iv[k], tmp, &st->stats[k]);
     }
+    free(tmp);
+    return 0;
+}
 
+static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, const hta_opts *o,
+                            hta_result *out, size_t *streams_cap, size_t *ranks_cap) {
+    const st_producer_info *pi = st_producer_get(s, p);
+    /* HTA's rank: distributedInfo.rank, 0 when the trace has none (trace_parser.py). */
+    int32_t rank = pi->rank >= 0 ? pi->rank : 0;
+    hprod *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return ERR_NOMEM;
+    c->s = s;
+    c->o = o;
+    memset(c->name_compute, -1, sizeof c->name_compute);
+    c->rounded = has_fractions(s, p);
+    hsweep w = {0};
+    hunion all = {0}, compute = {0};
+    int rc = ERR_NOMEM;
+    if (read_host(c, p, n_step_names) || sweep_lanes(&w, s, p, o) || sweep_rows(&w, c, &all, &compute) ||
+        emit_streams(&w, p, rank, out, streams_cap))
+        goto done;
     hta_rank rk = {.producer = p, .rank = rank, .filtered = c->filtered, .rounded = c->rounded};
     if (all.have) {
         rk.has_gpu = 1;
@@ -606,13 +640,7 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
     out->ranks[out->n_ranks++] = rk;
     rc = 0;
 done:
-    for (size_t g = 0; g < n_groups; g++)
-        for (int k = 0; k < HTA_IDLE_N_; k++)
-            free(groups[g].iv[k]);
-    free(tmp);
-    free(groups);
-    free(heap);
-    free(lanes);
+    sweep_free(&w);
     links_free(&c->links);
     free(c);
     return rc;

@@ -127,6 +127,91 @@ typedef struct fr_block {
 } fr_block;
 
 /* Loads the index chain that ends at f; returns 0, or ERR_* with the offset and reason in *at/why. */
+/* Reads the index block at off (before limit) into ents[*pos - its entries, *pos) and says where
+ * the block before it lies (*prev, 0 at the first). */
+static int chain_block(tp_freader *r, uint64_t off, uint64_t limit, tp_findex_entry *ents, size_t *pos,
+                       fr_block *block, uint64_t *prev, err_msg *why) {
+    if (off < TP_FILE_HDR_SIZE || off >= limit || limit - off < TP_BATCH_HDR_SIZE)
+        return err_set(why, ERR_MALFORMED, "index block offset out of range");
+    uint8_t hb[TP_BATCH_HDR_SIZE];
+    tp_batch_hdr h;
+    int rc;
+    if (cm_read_full(r->fd, hb, sizeof hb, (int64_t)off) != (ssize_t)sizeof hb)
+        return err_set(why, ERR_IO, "cannot read the index block");
+    if ((rc = tp_batch_check_header(hb, sizeof hb, &h, why)) != 0)
+        return rc;
+    uint64_t size = tp_batch_size(&h);
+    if (!(h.flags & TP_BF_INDEX) || size > limit - off)
+        return err_set(why, ERR_MALFORMED, "not an index block");
+    r->buf.len = 0;
+    if ((rc = tp_buf_reserve(&r->buf, size)) != 0 ||
+        cm_read_full(r->fd, r->buf.data, size, (int64_t)off) != (ssize_t)size)
+        return err_set(why, rc ? rc : ERR_IO, "cannot read the index block");
+    if ((rc = tp_dec_open(&r->dec, r->buf.data, size, why)) != 0)
+        return rc;
+    tp__fidx_head ih;
+    if (r->dec.payload_len < sizeof ih)
+        return err_set(why, ERR_MALFORMED, "index block too short");
+    memcpy(&ih, r->dec.payload, sizeof ih);
+    if (ih.entry_size != sizeof(tp_findex_entry) || ih.n_entries > *pos ||
+        r->dec.payload_len != sizeof ih + (size_t)ih.n_entries * sizeof(tp_findex_entry) ||
+        ih.first != *pos - ih.n_entries || ih.prev >= off)
+        return err_set(why, ERR_MALFORMED, "index block does not fit the chain");
+    *pos -= ih.n_entries;
+    if (ih.n_entries)
+        memcpy(ents + *pos, r->dec.payload + sizeof ih, (size_t)ih.n_entries * sizeof(tp_findex_entry));
+    *block = (fr_block){off, size};
+    *prev = ih.prev;
+    return 0;
+}
+
+/* Batches and index blocks must tile the file from its header to its footer. */
+static int chain_tiles(const tp_findex_entry *ents, size_t n, const fr_block *blocks, uint32_t count,
+                       uint64_t footer_off, uint64_t *at, err_msg *why) {
+    uint64_t cur = TP_FILE_HDR_SIZE;
+    size_t ei = 0;
+    for (uint32_t b = 0; b < count; b++) {
+        for (; ei < n && ents[ei].offset < blocks[b].off; ei++) {
+            const tp_findex_entry *e = &ents[ei];
+            if (e->offset != cur || e->size < TP_BATCH_HDR_SIZE ||
+                e->size > TP_BATCH_HDR_SIZE + (uint64_t)TP_BATCH_MAX_PAYLOAD || (e->flags & TP_BF_INDEX) ||
+                (e->flags & ~(uint32_t)TP_BF_KNOWN_) || e->t_min > e->t_max) {
+                *at = e->offset;
+                return err_set(why, ERR_MALFORMED, "index entry %zu does not match the file's layout", ei);
+            }
+            cur += e->size;
+        }
+        if (blocks[b].off != cur) {
+            *at = blocks[b].off;
+            return err_set(why, ERR_MALFORMED, "index entries do not match the file's layout");
+        }
+        cur += blocks[b].size;
+    }
+    if (ei != n || cur != footer_off)
+        return err_set(why, ERR_MALFORMED, "index entries do not match the file's layout");
+    return 0;
+}
+
+/* And each entry says what its batch's own header says: the headers are the truth. One small read
+ * per batch, far less than reading the batches. */
+static int chain_matches_headers(tp_freader *r, const tp_findex_entry *ents, size_t n, uint64_t *at,
+                                 err_msg *why) {
+    for (size_t i = 0; i < n; i++) {
+        const tp_findex_entry *e = &ents[i];
+        uint8_t hb[TP_BATCH_HDR_SIZE];
+        tp_batch_hdr h;
+        if (cm_read_full(r->fd, hb, sizeof hb, (int64_t)e->offset) != (ssize_t)sizeof hb ||
+            tp_batch_check_header(hb, sizeof hb, &h, NULL) != 0)
+            continue; /* a damaged batch: reading it says so */
+        if (h.producer != e->producer || h.seq != e->seq || tp_batch_size(&h) != e->size || h.flags != e->flags ||
+            h.n_events != e->n_events || h.t_min != e->t_min || h.t_max != e->t_max) {
+            *at = e->offset;
+            return err_set(why, ERR_MALFORMED, "index entry %zu does not match its batch's header", i);
+        }
+    }
+    return 0;
+}
+
 static int fr_chain(tp_freader *r, const tp__ffooter *f, uint64_t footer_off, uint64_t *at, err_msg *why) {
     const uint64_t most = footer_off / TP_BATCH_HDR_SIZE; /* every batch takes at least a header */
     *at = footer_off;
@@ -149,98 +234,21 @@ static int fr_chain(tp_freader *r, const tp__ffooter *f, uint64_t footer_off, ui
             rc = err_set(why, ERR_MALFORMED, "more index blocks than the footer says");
             goto out;
         }
-        if (off < TP_FILE_HDR_SIZE || off >= limit || limit - off < TP_BATCH_HDR_SIZE) {
-            rc = err_set(why, ERR_MALFORMED, "index block offset out of range");
+        uint64_t prev = 0;
+        if ((rc = chain_block(r, off, limit, ents, &pos, &blocks[f->n_index_blocks - 1 - count], &prev, why)) != 0)
             goto out;
-        }
-        uint8_t hb[TP_BATCH_HDR_SIZE];
-        tp_batch_hdr h;
-        if (cm_read_full(r->fd, hb, sizeof hb, (int64_t)off) != (ssize_t)sizeof hb) {
-            rc = err_set(why, ERR_IO, "cannot read the index block");
-            goto out;
-        }
-        if ((rc = tp_batch_check_header(hb, sizeof hb, &h, why)) != 0)
-            goto out;
-        uint64_t size = tp_batch_size(&h);
-        if (!(h.flags & TP_BF_INDEX) || size > limit - off) {
-            rc = err_set(why, ERR_MALFORMED, "not an index block");
-            goto out;
-        }
-        r->buf.len = 0;
-        if ((rc = tp_buf_reserve(&r->buf, size)) != 0 ||
-            cm_read_full(r->fd, r->buf.data, size, (int64_t)off) != (ssize_t)size) {
-            rc = err_set(why, rc ? rc : ERR_IO, "cannot read the index block");
-            goto out;
-        }
-        if ((rc = tp_dec_open(&r->dec, r->buf.data, size, why)) != 0)
-            goto out;
-        tp__fidx_head ih;
-        if (r->dec.payload_len < sizeof ih) {
-            rc = err_set(why, ERR_MALFORMED, "index block too short");
-            goto out;
-        }
-        memcpy(&ih, r->dec.payload, sizeof ih);
-        if (ih.entry_size != sizeof(tp_findex_entry) || ih.n_entries > pos ||
-            r->dec.payload_len != sizeof ih + (size_t)ih.n_entries * sizeof(tp_findex_entry) ||
-            ih.first != pos - ih.n_entries || ih.prev >= off) {
-            rc = err_set(why, ERR_MALFORMED, "index block does not fit the chain");
-            goto out;
-        }
-        pos -= ih.n_entries;
-        if (ih.n_entries)
-            memcpy(ents + pos, r->dec.payload + sizeof ih, (size_t)ih.n_entries * sizeof(tp_findex_entry));
-        blocks[f->n_index_blocks - 1 - count] = (fr_block){off, size};
         count++;
         limit = off;
-        off = ih.prev;
+        off = prev;
     }
     if (count != f->n_index_blocks || pos != 0) {
         rc = err_set(why, ERR_MALFORMED, "the chain holds %u index blocks and %zu batches fewer than the "
                         "footer says", f->n_index_blocks - count, pos);
         goto out;
     }
-    /* Batches and index blocks must tile the file from its header to its footer. */
-    uint64_t cur = TP_FILE_HDR_SIZE;
-    size_t ei = 0;
-    for (uint32_t b = 0; b < count; b++) {
-        for (; ei < n && ents[ei].offset < blocks[b].off; ei++) {
-            const tp_findex_entry *e = &ents[ei];
-            if (e->offset != cur || e->size < TP_BATCH_HDR_SIZE ||
-                e->size > TP_BATCH_HDR_SIZE + (uint64_t)TP_BATCH_MAX_PAYLOAD || (e->flags & TP_BF_INDEX) ||
-                (e->flags & ~(uint32_t)TP_BF_KNOWN_) || e->t_min > e->t_max) {
-                *at = e->offset;
-                rc = err_set(why, ERR_MALFORMED, "index entry %zu does not match the file's layout", ei);
-                goto out;
-            }
-            cur += e->size;
-        }
-        if (blocks[b].off != cur) {
-            *at = blocks[b].off;
-            rc = err_set(why, ERR_MALFORMED, "index entries do not match the file's layout");
-            goto out;
-        }
-        cur += blocks[b].size;
-    }
-    if (ei != n || cur != footer_off) {
-        rc = err_set(why, ERR_MALFORMED, "index entries do not match the file's layout");
+    if ((rc = chain_tiles(ents, n, blocks, count, footer_off, at, why)) != 0 ||
+        (rc = chain_matches_headers(r, ents, n, at, why)) != 0)
         goto out;
-    }
-    /* And each entry says what its batch's own header says: the headers are the truth. One small
-     * read per batch, far less than reading the batches. */
-    for (size_t i = 0; i < n; i++) {
-        const tp_findex_entry *e = &ents[i];
-        uint8_t hb[TP_BATCH_HDR_SIZE];
-        tp_batch_hdr h;
-        if (cm_read_full(r->fd, hb, sizeof hb, (int64_t)e->offset) != (ssize_t)sizeof hb ||
-            tp_batch_check_header(hb, sizeof hb, &h, NULL) != 0)
-            continue; /* a damaged batch: reading it says so */
-        if (h.producer != e->producer || h.seq != e->seq || tp_batch_size(&h) != e->size || h.flags != e->flags ||
-            h.n_events != e->n_events || h.t_min != e->t_min || h.t_max != e->t_max) {
-            *at = e->offset;
-            rc = err_set(why, ERR_MALFORMED, "index entry %zu does not match its batch's header", i);
-            goto out;
-        }
-    }
     free(r->ents);
     r->ents = ents;
     r->n = r->cap = n;

@@ -317,8 +317,8 @@ static const char *step_script(void) {
 }
 
 /* The events of step_script, as any consumer must see them. */
-static void check_step_events(const model *m) {
-    ASSERT_EQ(m->ended, 1);
+/* The step program's GPU work, its launches and its NVTX range. */
+static void check_step_gpu(const model *m) {
     /* Kernels: all eleven, including the one only a forced flush at context destruction gets. */
     ASSERT_EQ(count_kind(m, TP_K_KERNEL), 11);
     size_t named = 0;
@@ -392,7 +392,10 @@ static void check_step_events(const model *m) {
             }
         }
     }
+}
 
+/* The step program's host calls: its waits, where they were called from, and CUPTI's drops. */
+static void check_step_host(const model *m) {
     /* Host calls from the callbacks. */
     const uint32_t ss = CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020;
     ASSERT_EQ(count_api(m, ss), 4); /* three waits and one short call */
@@ -461,6 +464,12 @@ static void check_step_events(const model *m) {
     }
     /* CUPTI's dropped records are reported. */
     ASSERT_EQ(last_drops(m, TP_DROP_CUPTI, 0, NULL), 7);
+}
+
+static void check_step_events(const model *m) {
+    ASSERT_EQ(m->ended, 1);
+    check_step_gpu(m);
+    check_step_host(m);
 }
 
 static void check_step_meta(const model *m) {
@@ -1771,22 +1780,10 @@ TEST(tracer_hostq_bounded) {
     tr_hostq_destroy(&q);
 }
 
-/* The real libcupti walks buffers laid out like the stand-in's and the converter reads them. */
-TEST(tracer_real_cupti_walks_hand_built_records) {
-    if (REAL_CUPTI[0] == '\0') {
-        fprintf(stderr, "no real libcupti found at configure time\n");
-        return;
-    }
-    void *h = dlopen(REAL_CUPTI, RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL)
-        TASK_FAIL_("cannot load %s: %s", REAL_CUPTI, dlerror());
-    union {
-        void *p;
-        CUptiResult (*f)(uint8_t *, size_t, CUpti_Activity **);
-    } next = {.p = dlsym(h, "cuptiActivityGetNextRecord")};
-    ASSERT_NOT_NULL(next.p);
-
-    static uint8_t buf[8192] __attribute__((aligned(8)));
+/* Records laid out as CUPTI lays them out in an activity buffer: a context, a device, a kernel, a
+ * copy, an event synchronize, then what the converter must leave out, a driver launch and a marker.
+ * Returns the bytes used. */
+static size_t real_walk_fill(uint8_t *buf) {
     size_t used = 0;
 #define PUT(rec) (memcpy(buf + used, &(rec), sizeof(rec)), used += sizeof(rec))
     CUpti_ActivityContext3 ctx = {.kind = CUPTI_ACTIVITY_KIND_CONTEXT, .contextId = 4,
@@ -1871,6 +1868,82 @@ TEST(tracer_real_cupti_walks_hand_built_records) {
     mk.name = "checkpoint";
     PUT(mk);
 #undef PUT
+    return used;
+}
+
+/* One converted record of real_walk_fill's buffer against what was laid out. */
+static void real_walk_check(const model *m, const tp_record *x) {
+    switch (x->head.kind) {
+    case TP_K_STREAM:
+        ASSERT_EQ(x->stream.flags, TP_F_NULL_STREAM);
+        ASSERT_EQ(x->stream.stream, 9);
+        ASSERT_EQ(x->stream.device, 2);
+        break;
+    case TP_K_DEVICE:
+        ASSERT_STR_EQ(str(m, x->device.name), "RealWalk GPU");
+        ASSERT_EQ(x->device.cc_major, 10);
+        ASSERT_EQ(x->device.sm_count, 148);
+        ASSERT_UEQ(x->device.memory_bytes, 1ull << 37);
+        break;
+    case TP_K_KERNEL:
+        ASSERT_STR_EQ(str(m, x->kernel.name), "_Z6kernelPf");
+        ASSERT_EQ(x->kernel.flags, TP_F_GRAPH);
+        ASSERT_EQ(x->kernel.graph, 5);
+        ASSERT_EQ(x->kernel.start, 100);
+        ASSERT_EQ(x->kernel.end, 250);
+        ASSERT_EQ(x->kernel.device, 2);
+        ASSERT_EQ(x->kernel.stream, 21);
+        ASSERT_EQ(x->kernel.grid[0], 8);
+        ASSERT_EQ(x->kernel.grid[1], 2);
+        ASSERT_EQ(x->kernel.block[0], 256);
+        ASSERT_EQ(x->kernel.correlation, 77);
+        break;
+    case TP_K_MEMCPY:
+        ASSERT_EQ(x->memcpy.copy_kind, TP_COPY_HTOD);
+        ASSERT_EQ(x->memcpy.src_kind, TP_MEM_PINNED);
+        ASSERT_EQ(x->memcpy.dst_kind, TP_MEM_DEVICE);
+        ASSERT_EQ(x->memcpy.flags, TP_F_ASYNC);
+        ASSERT_EQ(x->memcpy.bytes, 1 << 20);
+        break;
+    case TP_K_SYNC:
+        ASSERT_EQ(x->sync.sync_type, TP_SYNC_EVENT);
+        ASSERT_EQ(x->sync.device, 2);
+        ASSERT_UEQ(x->sync.stream, TP_NO_ID);
+        ASSERT_EQ(x->sync.event, 3);
+        break;
+    case TP_K_API:
+        ASSERT_EQ(x->api.flags, TP_F_DRIVER | TP_F_LAUNCH);
+        ASSERT_STR_EQ(str(m, x->api.name), "cuLaunchKernel");
+        ASSERT_EQ(x->api.tid, 1234);
+        break;
+    case TP_K_NVTX:
+        ASSERT_EQ(x->nvtx.flags, TP_NVTX_INSTANT);
+        ASSERT_STR_EQ(str(m, x->nvtx.name), "checkpoint");
+        ASSERT_EQ(x->nvtx.start, 1000);
+        ASSERT_EQ(x->nvtx.tid, 1234);
+        break;
+    default:
+        TASK_FAIL_("unexpected kind %u", x->head.kind);
+    }
+}
+
+/* The real libcupti walks buffers laid out like the stand-in's and the converter reads them. */
+TEST(tracer_real_cupti_walks_hand_built_records) {
+    if (REAL_CUPTI[0] == '\0') {
+        fprintf(stderr, "no real libcupti found at configure time\n");
+        return;
+    }
+    void *h = dlopen(REAL_CUPTI, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL)
+        TASK_FAIL_("cannot load %s: %s", REAL_CUPTI, dlerror());
+    union {
+        void *p;
+        CUptiResult (*f)(uint8_t *, size_t, CUpti_Activity **);
+    } next = {.p = dlsym(h, "cuptiActivityGetNextRecord")};
+    ASSERT_NOT_NULL(next.p);
+
+    static uint8_t buf[8192] __attribute__((aligned(8)));
+    size_t used = real_walk_fill(buf);
 
     tp_enc *enc = tp_enc_new(NULL);
     tr_conv *conv = tr_conv_new(enc);
@@ -1894,61 +1967,8 @@ TEST(tracer_real_cupti_walks_hand_built_records) {
     model m;
     model_init(&m);
     model_add_batch(&m, b.data, b.len);
-    for (size_t i = 0; i < m.n; i++) {
-        const tp_record *x = &m.recs[i];
-        switch (x->head.kind) {
-        case TP_K_STREAM:
-            ASSERT_EQ(x->stream.flags, TP_F_NULL_STREAM);
-            ASSERT_EQ(x->stream.stream, 9);
-            ASSERT_EQ(x->stream.device, 2);
-            break;
-        case TP_K_DEVICE:
-            ASSERT_STR_EQ(str(&m, x->device.name), "RealWalk GPU");
-            ASSERT_EQ(x->device.cc_major, 10);
-            ASSERT_EQ(x->device.sm_count, 148);
-            ASSERT_UEQ(x->device.memory_bytes, 1ull << 37);
-            break;
-        case TP_K_KERNEL:
-            ASSERT_STR_EQ(str(&m, x->kernel.name), "_Z6kernelPf");
-            ASSERT_EQ(x->kernel.flags, TP_F_GRAPH);
-            ASSERT_EQ(x->kernel.graph, 5);
-            ASSERT_EQ(x->kernel.start, 100);
-            ASSERT_EQ(x->kernel.end, 250);
-            ASSERT_EQ(x->kernel.device, 2);
-            ASSERT_EQ(x->kernel.stream, 21);
-            ASSERT_EQ(x->kernel.grid[0], 8);
-            ASSERT_EQ(x->kernel.grid[1], 2);
-            ASSERT_EQ(x->kernel.block[0], 256);
-            ASSERT_EQ(x->kernel.correlation, 77);
-            break;
-        case TP_K_MEMCPY:
-            ASSERT_EQ(x->memcpy.copy_kind, TP_COPY_HTOD);
-            ASSERT_EQ(x->memcpy.src_kind, TP_MEM_PINNED);
-            ASSERT_EQ(x->memcpy.dst_kind, TP_MEM_DEVICE);
-            ASSERT_EQ(x->memcpy.flags, TP_F_ASYNC);
-            ASSERT_EQ(x->memcpy.bytes, 1 << 20);
-            break;
-        case TP_K_SYNC:
-            ASSERT_EQ(x->sync.sync_type, TP_SYNC_EVENT);
-            ASSERT_EQ(x->sync.device, 2);
-            ASSERT_UEQ(x->sync.stream, TP_NO_ID);
-            ASSERT_EQ(x->sync.event, 3);
-            break;
-        case TP_K_API:
-            ASSERT_EQ(x->api.flags, TP_F_DRIVER | TP_F_LAUNCH);
-            ASSERT_STR_EQ(str(&m, x->api.name), "cuLaunchKernel");
-            ASSERT_EQ(x->api.tid, 1234);
-            break;
-        case TP_K_NVTX:
-            ASSERT_EQ(x->nvtx.flags, TP_NVTX_INSTANT);
-            ASSERT_STR_EQ(str(&m, x->nvtx.name), "checkpoint");
-            ASSERT_EQ(x->nvtx.start, 1000);
-            ASSERT_EQ(x->nvtx.tid, 1234);
-            break;
-        default:
-            TASK_FAIL_("unexpected kind %u", x->head.kind);
-        }
-    }
+    for (size_t i = 0; i < m.n; i++)
+        real_walk_check(&m, &m.recs[i]);
     ASSERT_EQ(m.n, 7);
     model_free(&m);
     tp_buf_free(&b);

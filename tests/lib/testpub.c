@@ -58,7 +58,16 @@ static int parse_u64(const char *s, uint64_t *out) {
     return 0;
 }
 
-int main(int argc, char **argv) {
+typedef struct tpub_args {
+    const char *endpoint, *key_path, *host;
+    uint64_t rank;
+    long long skew;
+    uint64_t events, batch, rate, seed, wait_subs, hwm, linger, n_prod;
+    int insecure, persistent;
+} tpub_args;
+
+/* 0, 1 for --help, or 2 for a bad command line (usage printed). */
+static int parse_args(int argc, char **argv, tpub_args *a) {
     static const struct option longopts[] = {
         {"endpoint", required_argument, NULL, 'e'}, {"events", required_argument, NULL, 'n'},
         {"batch", required_argument, NULL, 'b'},    {"rate", required_argument, NULL, 'r'},
@@ -69,37 +78,34 @@ int main(int argc, char **argv) {
         {"host", required_argument, NULL, 'o'},      {"rank", required_argument, NULL, 'R'},
         {"clock-skew-ns", required_argument, NULL, 'S'}, {"producers", required_argument, NULL, 'N'},
         {NULL, 0, NULL, 0}};
-    const char *endpoint = NULL, *key_path = NULL, *host = NULL;
-    uint64_t rank = 0;
-    long long skew = 0;
-    uint64_t events = UINT64_MAX, batch = 4096, rate = 0, seed = 1, wait_subs = 0, hwm = 0,
-             linger = 1000, n_prod = 1;
-    int insecure = 0, persistent = 0, c;
+    *a = (tpub_args){.events = UINT64_MAX, .batch = 4096, .seed = 1, .linger = 1000, .n_prod = 1};
+    int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         int bad = 0;
         switch (c) {
-        case 'e': endpoint = optarg; break;
-        case 'n': bad = parse_u64(optarg, &events); break;
-        case 'b': bad = parse_u64(optarg, &batch) || batch == 0 || batch > 1000000; break;
-        case 'r': bad = parse_u64(optarg, &rate); break;
-        case 's': bad = parse_u64(optarg, &seed); break;
-        case 'w': bad = parse_u64(optarg, &wait_subs) || wait_subs > 100000; break;
-        case 'k': key_path = optarg; break;
-        case 'i': insecure = 1; break;
-        case 'P': persistent = 1; break;
-        case 'o': host = optarg; break;
-        case 'R': bad = parse_u64(optarg, &rank) || rank > 1000000; break;
+        case 'e': a->endpoint = optarg; break;
+        case 'n': bad = parse_u64(optarg, &a->events); break;
+        case 'b': bad = parse_u64(optarg, &a->batch) || a->batch == 0 || a->batch > 1000000; break;
+        case 'r': bad = parse_u64(optarg, &a->rate); break;
+        case 's': bad = parse_u64(optarg, &a->seed); break;
+        case 'w': bad = parse_u64(optarg, &a->wait_subs) || a->wait_subs > 100000; break;
+        case 'k': a->key_path = optarg; break;
+        case 'i': a->insecure = 1; break;
+        case 'P': a->persistent = 1; break;
+        case 'o': a->host = optarg; break;
+        case 'R': bad = parse_u64(optarg, &a->rank) || a->rank > 1000000; break;
         case 'S': {
             char *end;
             errno = 0;
-            skew = strtoll(optarg, &end, 10);
-            bad = errno != 0 || end == optarg || *end != '\0' || skew > 1000000000000000LL || skew < -1000000000000000LL;
+            a->skew = strtoll(optarg, &end, 10);
+            bad = errno != 0 || end == optarg || *end != '\0' || a->skew > 1000000000000000LL ||
+                  a->skew < -1000000000000000LL;
             break;
         }
-        case 'H': bad = parse_u64(optarg, &hwm) || hwm > 100000000; break;
-        case 'l': bad = parse_u64(optarg, &linger) || linger > 3600000; break;
-        case 'N': bad = parse_u64(optarg, &n_prod) || n_prod == 0 || n_prod > 4096; break;
-        case 'h': usage(stdout); return 0;
+        case 'H': bad = parse_u64(optarg, &a->hwm) || a->hwm > 100000000; break;
+        case 'l': bad = parse_u64(optarg, &a->linger) || a->linger > 3600000; break;
+        case 'N': bad = parse_u64(optarg, &a->n_prod) || a->n_prod == 0 || a->n_prod > 4096; break;
+        case 'h': usage(stdout); return 1;
         default: bad = 1;
         }
         if (bad) {
@@ -107,61 +113,30 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (optind != argc || events == UINT64_MAX) {
+    if (optind != argc || a->events == UINT64_MAX) {
         usage(stderr);
         return 2;
     }
+    return 0;
+}
 
-    err_msg err = {{0}};
-    tp_keypair kp;
-    if (key_path != NULL && tp_keypair_load(&kp, key_path, &err) < 0) {
-        fprintf(stderr, "synctop-testpub: %s\n", err.msg);
-        return 1;
-    }
-    tp_pub_opts po = {.endpoint = endpoint, .sndhwm = (int)hwm,
-                      .curve = key_path != NULL ? &kp : NULL, .insecure = insecure, .producer = seed + 1};
-    tp_pub *pub = tp_pub_new(&po, &err);
-    if (pub == NULL) {
-        fprintf(stderr, "synctop-testpub: %s\n", err.msg);
-        return 1;
-    }
-    tp_pub_set_linger(pub, (int)linger);
-    printf("endpoint=%s\n", tp_pub_endpoint(pub));
-    fflush(stdout);
+static void wait_subscribers(tp_pub *pub, uint64_t wait_subs) {
+    double deadline = cm_now_s() + 10.0;
+    int n;
+    while ((n = tp_pub_poll(pub, NULL)) < (int)wait_subs && cm_now_s() < deadline)
+        sleep_s(0.005);
+    if (n < (int)wait_subs)
+        fprintf(stderr, "synctop-testpub: only %d of %" PRIu64 " subscribers after 10 s\n", n, wait_subs);
+}
 
-    if (wait_subs > 0) {
-        double deadline = cm_now_s() + 10.0;
-        int n;
-        while ((n = tp_pub_poll(pub, NULL)) < (int)wait_subs && cm_now_s() < deadline)
-            sleep_s(0.005);
-        if (n < (int)wait_subs)
-            fprintf(stderr, "synctop-testpub: only %d of %" PRIu64 " subscribers after 10 s\n", n,
-                    wait_subs);
-    }
-
-    tp_enc **encs = calloc(n_prod, sizeof *encs);
-    synth *sys = calloc(n_prod, sizeof *sys);
-    uint64_t *lefts = calloc(n_prod, sizeof *lefts), first_ts = 0;
-    int status = encs == NULL || sys == NULL || lefts == NULL;
-    for (uint64_t i = 0; i < n_prod && status == 0; i++) {
-        if ((encs[i] = tp_enc_new(&(tp_enc_opts){.producer = seed + 1 + i})) == NULL)
-            status = 1;
-        synth_init(&sys[i], seed + i);
-        sys[i].host = host;
-        sys[i].rank = (int32_t)(rank + i);
-        sys[i].now = (uint64_t)((int64_t)sys[i].now + skew);
-        lefts[i] = events;
-    }
-    if (status != 0) {
-        fprintf(stderr, "synctop-testpub: out of memory\n");
-        tp_pub_destroy(&pub);
-        return 1;
-    }
-    first_ts = sys[0].now;
+/* The producers, each sending a.events events in batches, round robin; 0 or 1. */
+static int publish(tp_pub *pub, const tpub_args *a, tp_enc **encs, synth *sys, uint64_t *lefts) {
+    uint64_t first_ts = sys[0].now;
     tp_buf buf = {0};
     uint64_t sent_events = 0, ended = 0;
+    int status = 0;
     double t0 = cm_now_s();
-    for (uint64_t i = 0; ended < n_prod; i = (i + 1) % n_prod) {
+    for (uint64_t i = 0; ended < a->n_prod; i = (i + 1) % a->n_prod) {
         if (lefts[i] == UINT64_MAX)
             continue; /* it sent its last batch */
         tp_enc *enc = encs[i];
@@ -170,11 +145,11 @@ int main(int argc, char **argv) {
         int keyframe = 0;
         tp_pub_poll(pub, &keyframe);
         if (keyframe)
-            for (uint64_t k = 0; k < n_prod; k++)
+            for (uint64_t k = 0; k < a->n_prod; k++)
                 tp_enc_keyframe(encs[k]);
-        size_t n = left < batch ? (size_t)left : (size_t)batch;
+        size_t n = left < a->batch ? (size_t)left : (size_t)a->batch;
         synth_fill(sy, enc, n);
-        if (persistent && i == 0 && left > events / 2 && left - n <= events / 2) {
+        if (a->persistent && i == 0 && left > a->events / 2 && left - n <= a->events / 2) {
             tp_record rec;
             memset(&rec, 0, sizeof rec);
             rec.kernel = (tp_kernel){.kind = TP_K_KERNEL, .device = 0, .stream = 99, .start = first_ts,
@@ -194,7 +169,7 @@ int main(int argc, char **argv) {
             break;
         }
         /* The END batch should reach everyone: it waits up to the linger time for room. */
-        int rc = last ? tp_pub_send_wait(pub, buf.data, buf.len, (int)linger) : tp_pub_send(pub, buf.data, buf.len);
+        int rc = last ? tp_pub_send_wait(pub, buf.data, buf.len, (int)a->linger) : tp_pub_send(pub, buf.data, buf.len);
         /* A subscriber too slow for it lost it; the others have it (and a keyframe follows). */
         tp_enc_delivered(enc, rc == 0 || rc == ERR_AGAIN);
         if (rc != 0 && rc != ERR_AGAIN) {
@@ -202,19 +177,65 @@ int main(int argc, char **argv) {
             status = 1;
             break;
         }
-        if (rate > 0 && ended < n_prod)
-            sleep_s(t0 + (double)sent_events / (double)rate - cm_now_s());
+        if (a->rate > 0 && ended < a->n_prod)
+            sleep_s(t0 + (double)sent_events / (double)a->rate - cm_now_s());
     }
+    tp_buf_free(&buf);
+    return status;
+}
+
+int main(int argc, char **argv) {
+    tpub_args a;
+    int pr = parse_args(argc, argv, &a);
+    if (pr != 0)
+        return pr == 1 ? 0 : 2;
+    err_msg err = {{0}};
+    tp_keypair kp;
+    if (a.key_path != NULL && tp_keypair_load(&kp, a.key_path, &err) < 0) {
+        fprintf(stderr, "synctop-testpub: %s\n", err.msg);
+        return 1;
+    }
+    tp_pub_opts po = {.endpoint = a.endpoint, .sndhwm = (int)a.hwm,
+                      .curve = a.key_path != NULL ? &kp : NULL, .insecure = a.insecure, .producer = a.seed + 1};
+    tp_pub *pub = tp_pub_new(&po, &err);
+    if (pub == NULL) {
+        fprintf(stderr, "synctop-testpub: %s\n", err.msg);
+        return 1;
+    }
+    tp_pub_set_linger(pub, (int)a.linger);
+    printf("endpoint=%s\n", tp_pub_endpoint(pub));
+    fflush(stdout);
+    if (a.wait_subs > 0)
+        wait_subscribers(pub, a.wait_subs);
+
+    tp_enc **encs = calloc(a.n_prod, sizeof *encs);
+    synth *sys = calloc(a.n_prod, sizeof *sys);
+    uint64_t *lefts = calloc(a.n_prod, sizeof *lefts);
+    int status = encs == NULL || sys == NULL || lefts == NULL;
+    for (uint64_t i = 0; i < a.n_prod && status == 0; i++) {
+        if ((encs[i] = tp_enc_new(&(tp_enc_opts){.producer = a.seed + 1 + i})) == NULL)
+            status = 1;
+        synth_init(&sys[i], a.seed + i);
+        sys[i].host = a.host;
+        sys[i].rank = (int32_t)(a.rank + i);
+        sys[i].now = (uint64_t)((int64_t)sys[i].now + a.skew);
+        lefts[i] = a.events;
+    }
+    if (status != 0) {
+        fprintf(stderr, "synctop-testpub: out of memory\n");
+        tp_pub_destroy(&pub);
+        return 1;
+    }
+    status = publish(pub, &a, encs, sys, lefts);
     tp_pub_stats st;
     tp_pub_stats_get(pub, &st);
-    tp_buf_free(&buf);
-    for (uint64_t i = 0; i < n_prod; i++)
+    for (uint64_t i = 0; i < a.n_prod; i++)
         tp_enc_destroy(&encs[i]);
     free(encs);
     free(sys);
     free(lefts);
     tp_pub_destroy(&pub); /* waits up to --linger-ms for queued batches */
     printf("sent=%" PRIu64 " dropped=%" PRIu64 " events=%" PRIu64 "\n", st.sent, st.dropped,
-           events * n_prod);
+           a.events * a.n_prod);
     return status;
 }

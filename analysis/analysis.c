@@ -193,7 +193,7 @@ static int collect_blocks(an_ctx *c, u64map *want) {
             if (!(e->flags & TP_F_BLOCKING))
                 continue;
             if (TU_GROW(r->blocks, c->blocks_cap, r->n_blocks + 1))
-                return -1;
+                return ERR_NOMEM;
             an_block *b = &r->blocks[r->n_blocks++];
             memset(b, 0, sizeof *b);
             b->lane = l;
@@ -213,7 +213,7 @@ static int collect_blocks(an_ctx *c, u64map *want) {
                 covered = b->end;
             r->blocked_ns += b->own_ns;
             if (e->corr != 0 && cmap_want(want, ckey(li->producer, e->corr)))
-                return -1;
+                return ERR_NOMEM;
         }
     }
     tu_sort(r->blocks, r->n_blocks, sizeof *r->blocks, by_start);
@@ -252,7 +252,7 @@ static int add_bubble(an_ctx *c, uint32_t producer, uint16_t device, size_t lane
                       size_t next_lane, size_t next_idx) {
     an_result *r = c->r;
     if (TU_GROW(r->bubbles, c->bubbles_cap, r->n_bubbles + 1) || TU_GROW(c->pend, c->pend_cap, r->n_bubbles + 1))
-        return -1;
+        return ERR_NOMEM;
     an_bubble *b = &r->bubbles[r->n_bubbles];
     b->producer = producer;
     b->device = device;
@@ -293,7 +293,7 @@ static void util_add(util_acc *u, uint64_t a, uint64_t b) {
 static int add_finding(an_ctx *c, const an_finding *f) {
     an_result *r = c->r;
     if (TU_GROW(r->findings, c->findings_cap, r->n_findings + 1))
-        return -1;
+        return ERR_NOMEM;
     r->findings[r->n_findings++] = *f;
     return 0;
 }
@@ -338,7 +338,7 @@ static int device_merge(an_ctx *c, an_device *d, util_acc *u) {
     an_result *r = c->r;
     an_busy m;
     if (an_busy_init(&m, c->s, d->producer, d->device, r->t0, SIZE_MAX))
-        return -1;
+        return ERR_NOMEM;
     an_finding gaps = {.rule = AN_RULE_GPU_GAPS, .producer = d->producer, .device = d->device};
     size_t worst_gap_bubble = SIZE_MAX;
     an_busy_gap g;
@@ -349,7 +349,7 @@ static int device_merge(an_ctx *c, an_device *d, util_acc *u) {
             continue;
         if (add_bubble(c, d->producer, d->device, SIZE_MAX, g.start, g.end, g.lane, g.index)) {
             an_busy_free(&m);
-            return -1;
+            return ERR_NOMEM;
         }
         if (gap >= c->o.rule_gap_ns) {
             gaps.count++;
@@ -399,7 +399,7 @@ static int low_util_findings(an_ctx *c, const an_device *d, const util_acc *u) {
         f.total_ns = (f.end - f.start) - busy; /* idle time in the window */
         f.max_ns = busy;                      /* busy time in the window */
         if (add_finding(c, &f))
-            return -1;
+            return ERR_NOMEM;
     }
     return 0;
 }
@@ -424,7 +424,7 @@ static int device_pass(an_ctx *c, an_device *d) {
         u.n = (size_t)(span / u.len + (span % u.len != 0));
         u.first = d->first;
         if ((u.busy = calloc(u.n, sizeof *u.busy)) == NULL)
-            return -1;
+            return ERR_NOMEM;
     }
     int rc = device_merge(c, d, &u) == 0 && low_util_findings(c, d, &u) == 0 ? 0 : -1;
     free(u.busy);
@@ -446,7 +446,7 @@ static int stream_pass(an_ctx *c, size_t l) {
         uint64_t a = clip_lo(e->start, r->t0), b = clip_hi(e->end, r->t1);
         if (have && a > cur_e && a - cur_e >= c->o.gap_ns &&
             add_bubble(c, li->producer, li->device, l, cur_e, a, l, i))
-            return -1;
+            return ERR_NOMEM;
         if (!have || b > cur_e)
             cur_e = b;
         have = 1;
@@ -590,13 +590,13 @@ static int build_sites(an_ctx *c) {
             key = 1;
         if (cmap_want(&idx, key)) {
             u64map_free(&idx);
-            return -1;
+            return ERR_NOMEM;
         }
         uint64_t *v = u64map_find(&idx, key);
         if (*v == POS_NONE) {
             if (TU_GROW(r->sites, cap, r->n_sites + 1)) {
                 u64map_free(&idx);
-                return -1;
+                return ERR_NOMEM;
             }
             an_site *st = &r->sites[r->n_sites];
             memset(st, 0, sizeof *st);
@@ -654,7 +654,7 @@ static int call_findings(an_ctx *c) {
             }
         }
         if (add_finding(c, &f))
-            return -1;
+            return ERR_NOMEM;
     }
     return 0;
 }
@@ -699,10 +699,10 @@ static int blocks_phase(an_ctx *c, u64map *want_gpu) {
     for (size_t l = 0; l < st_lane_count(s); l++) {
         const st_lane_info *li = st_lane_get(s, l);
         if (li->kind == ST_LANE_STREAM && device_get(c, li->producer, li->device) == NULL)
-            return -1;
+            return ERR_NOMEM;
     }
     if (collect_blocks(c, want_gpu))
-        return -1;
+        return ERR_NOMEM;
     resolve(s, want_gpu, ST_LANE_STREAM);
     for (size_t i = 0; i < out->n_blocks; i++) {
         an_block *b = &out->blocks[i];
@@ -716,7 +716,7 @@ static int blocks_phase(an_ctx *c, u64map *want_gpu) {
     }
     c->prefix_end = malloc((out->n_blocks + 1) * sizeof *c->prefix_end);
     if (c->prefix_end == NULL)
-        return -1;
+        return ERR_NOMEM;
     for (size_t i = 0; i < out->n_blocks; i++)
         c->prefix_end[i] = i && c->prefix_end[i - 1] > out->blocks[i].end ? c->prefix_end[i - 1] : out->blocks[i].end;
     return 0;
@@ -729,16 +729,16 @@ static int bubbles_phase(an_ctx *c, u64map *want_api, size_t *n_device_bubbles) 
     size_t n_dev = out->n_devices;
     for (size_t i = 0; i < n_dev; i++)
         if (device_pass(c, &out->devices[i]))
-            return -1;
+            return ERR_NOMEM;
     *n_device_bubbles = out->n_bubbles;
     for (size_t l = 0; l < st_lane_count(s); l++)
         if (st_lane_get(s, l)->kind == ST_LANE_STREAM && stream_pass(c, l))
-            return -1;
+            return ERR_NOMEM;
     for (size_t k = 0; k < out->n_bubbles; k++) {
         size_t nn;
         const st_event *next = &st_lane_events(s, c->pend[k].next_lane, &nn)[c->pend[k].next_idx];
         if (next->corr && cmap_want(want_api, ckey(out->bubbles[k].producer, next->corr)))
-            return -1;
+            return ERR_NOMEM;
     }
     resolve(s, want_api, ST_LANE_THREAD);
     attribute(c, want_api);
@@ -849,7 +849,7 @@ static int host_credit(an_ctx *c, u64map *idx, size_t *cap, uint32_t producer, u
     an_result *r = c->r;
     uint64_t ns = b - a;
     if (TU_GROW(r->host_pieces, c->pieces_cap, r->n_host_pieces + 1))
-        return -1;
+        return ERR_NOMEM;
     r->host_pieces[r->n_host_pieces++] = (an_host_piece){producer, name, a, b};
     if (ns > r->host_piece_max_ns)
         r->host_piece_max_ns = ns;
@@ -859,11 +859,11 @@ static int host_credit(an_ctx *c, u64map *idx, size_t *cap, uint32_t producer, u
         return 0;
     }
     if (cmap_want(idx, key))
-        return -1;
+        return ERR_NOMEM;
     uint64_t *v = u64map_find(idx, key);
     if (*v == POS_NONE) {
         if (TU_GROW(r->host_ranges, *cap, r->n_host_ranges + 1))
-            return -1;
+            return ERR_NOMEM;
         r->host_ranges[r->n_host_ranges] = (an_host_range){.producer = producer, .name = name};
         *v = r->n_host_ranges++;
     }
@@ -910,7 +910,7 @@ static int host_merge_numbered(an_ctx *c) {
         return 0;
     named_range *v = malloc(r->n_host_ranges * sizeof *v);
     if (v == NULL)
-        return -1;
+        return ERR_NOMEM;
     for (size_t i = 0; i < r->n_host_ranges; i++) {
         const char *t = r->host_ranges[i].name ? st_str(c->s, r->host_ranges[i].name) : "";
         size_t len = unnumbered_len(t);

@@ -35,7 +35,7 @@ int an_busy_init(an_busy *m, const st_store *s, uint32_t producer, uint16_t devi
     m->pos = malloc(n_lanes * sizeof *m->pos);
     if (m->lanes == NULL || m->pos == NULL) {
         an_busy_free(m);
-        return -1;
+        return ERR_NOMEM;
     }
     for (size_t l = 0; l < st_lane_count(s); l++) {
         const st_lane_info *li = st_lane_get(s, l);

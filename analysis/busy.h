@@ -41,7 +41,7 @@ enum { AN_BUSY_DONE = 0, AN_BUSY_GAP = 1, AN_BUSY_MORE = 2 };
 
 /* Starts a merge of the device's work from a. Work that began before a and still runs at a is
  * looked for among the last lookback events before a on each lane (streams run their work one
- * after another, so a few suffice; SIZE_MAX looks at all). -1 when out of memory. */
+ * after another, so a few suffice; SIZE_MAX looks at all). 0, or ERR_NOMEM. */
 int an_busy_init(an_busy *m, const st_store *s, uint32_t producer, uint16_t device, uint64_t a,
                  size_t lookback);
 void an_busy_free(an_busy *m);

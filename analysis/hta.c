@@ -278,12 +278,12 @@ static int links_build(const hprod *c, hlinks *t, const hcpu *cpu, size_t n) {
             t->bits++;
         t->size = (size_t)1 << t->bits;
         if ((t->keys = calloc(t->size, sizeof *t->keys)) == NULL)
-            return -1;
+            return ERR_NOMEM;
     }
     if ((t->link = calloc(t->size, sizeof *t->link)) == NULL) {
         free(t->keys);
         t->keys = NULL;
-        return -1;
+        return ERR_NOMEM;
     }
     for (size_t i = 0; i < n; i++) {
         size_t k;
@@ -406,7 +406,7 @@ static int group_add(hgroup *g, const hrow *r, int64_t delay_ns) {
                   : interval < delay_ns                                 ? HTA_KERNEL_WAIT
                                                                         : HTA_OTHER;
         if (TU_GROW(g->iv[cat], g->cap_iv[cat], g->n_iv[cat] + 1))
-            return -1;
+            return ERR_NOMEM;
         g->idle_ns[cat] += interval;
         g->present[cat] = 1;
         g->iv[cat][g->n_iv[cat]++] = interval;
@@ -448,7 +448,7 @@ static int read_host(hprod *c, uint32_t p, size_t n_step_names) {
         const st_event *ev = st_lane_events(s, l, &n);
         if (li->kind != ST_LANE_NVTX && TU_GROW(cpu, cpu_cap, n_cpu + n)) {
             free(cpu);
-            return -1;
+            return ERR_NOMEM;
         }
         for (size_t i = 0; i < n; i++) {
             const st_event *e = &ev[i];
@@ -523,7 +523,7 @@ static int sweep_lanes(hsweep *w, const st_store *s, uint32_t p, const hta_opts 
     w->heap = calloc(n_lanes, sizeof *w->heap);
     w->groups = calloc(n_lanes, sizeof *w->groups);
     if (w->lanes == NULL || w->heap == NULL || w->groups == NULL)
-        return -1;
+        return ERR_NOMEM;
     for (size_t l = 0; l < st_lane_count(s); l++) {
         const st_lane_info *li = st_lane_get(s, l);
         int64_t stream = li->producer == p && li->kind == ST_LANE_STREAM ? stream_of(li, o) : -1;
@@ -567,7 +567,7 @@ static int sweep_rows(hsweep *w, hprod *c, hunion *all, hunion *compute) {
             if (r->compute)
                 union_add(compute, r->ts, r->end);
             if (r->kernel && group_add(&w->groups[ln->group], r, (int64_t)c->o->delay_ns))
-                return -1;
+                return ERR_NOMEM;
         }
         if (!lane_next(c, ln))
             w->heap[0] = w->heap[--n_heap];
@@ -584,14 +584,14 @@ static int emit_streams(const hsweep *w, uint32_t p, int32_t rank, hta_result *o
             most = w->groups[g].n_iv[k] > most ? w->groups[g].n_iv[k] : most;
     int64_t *tmp = NULL;
     if (most > 0 && (tmp = malloc(most * sizeof *tmp)) == NULL)
-        return -1;
+        return ERR_NOMEM;
     for (size_t g = 0; g < w->n_groups; g++) {
         const hgroup *gr = &w->groups[g];
         if (gr->ops == 0)
             continue;
         if (TU_GROW(out->streams, *streams_cap, out->n_streams + 1)) {
             free(tmp);
-            return -1;
+            return ERR_NOMEM;
         }
         hta_stream *st = &out->streams[out->n_streams++];
         memset(st, 0, sizeof *st);

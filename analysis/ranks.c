@@ -62,7 +62,7 @@ static int clock_offsets(nccl_k *k, size_t nk, an_ranks *out) {
     if (d == NULL || tmp == NULL) {
         free(d);
         free(tmp);
-        return -1;
+        return ERR_NOMEM;
     }
     size_t nd = 0;
     for (size_t a = 0, b; a < nk; a = b) {

@@ -53,7 +53,7 @@ static uint64_t median(uint64_t *v, size_t n) {
 
 static int add_step(an_steps *out, size_t *cap, uint32_t producer, int64_t number, uint64_t start, uint64_t end) {
     if (TU_GROW(out->steps, *cap, out->n_steps + 1))
-        return -1;
+        return ERR_NOMEM;
     an_step *st = &out->steps[out->n_steps++];
     memset(st, 0, sizeof *st);
     st->producer = producer;
@@ -89,7 +89,7 @@ static int steps_from_ranges(const st_store *s, const char *name, an_steps *out,
                 continue;
             }
             if (add_step(out, cap, li->producer, number, e[i].start, e[i].end))
-                return -1;
+                return ERR_NOMEM;
         }
     }
     if (out->n_steps)
@@ -344,7 +344,7 @@ static int judge(const an_result *r, an_steps *out, const uint64_t *per_site, si
         if (mean_in <= rest)
             continue;
         if (TU_GROW(out->periodic, *pcap, out->n_periodic + 1))
-            return -1;
+            return ERR_NOMEM;
         out->periodic[out->n_periodic++] =
             (an_periodic){j, r->sites[j].producer, (uint32_t)period, a + first, (uint32_t)hits, mean_in - rest};
     }
@@ -386,8 +386,7 @@ int an_steps_find(const st_store *s, const an_result *r, const char *range_name,
         free(per_site);
         free(tmp);
         an_steps_free(out);
-        err_set(err, ERR_NOMEM, "out of memory finding steps");
-        return -1;
+        return err_set(err, ERR_NOMEM, "out of memory finding steps");
     }
     step_figures(s, r, out, per_site, ns);
     for (size_t i = 0; i < out->n_steps; i++)
@@ -402,8 +401,7 @@ int an_steps_find(const st_store *s, const an_result *r, const char *range_name,
     free(tmp);
     if (rc) {
         an_steps_free(out);
-        err_set(err, ERR_NOMEM, "out of memory finding steps");
-        return -1;
+        return err_set(err, ERR_NOMEM, "out of memory finding steps");
     }
     return 0;
 }

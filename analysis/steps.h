@@ -72,7 +72,7 @@ typedef struct an_steps {
 
 /* Finds the steps in an analysed store: the ranges named range_name (NULL: none) when three or more,
  * else the profiler's ProfilerStep#N ranges, else the most regular blocking call. Returns
- * 0 (out->source AN_STEPS_NONE when there are none) or -1 with err set when out of memory. */
+ * 0 (out->source AN_STEPS_NONE when there are none) or ERR_NOMEM with err set. */
 int an_steps_find(const st_store *s, const an_result *r, const char *range_name, an_steps *out, err_msg *err);
 void an_steps_free(an_steps *st);
 

@@ -28,7 +28,7 @@ static int fmap_grow(tp__fmap *m) {
     m->slots = calloc(cap, sizeof *m->slots);
     if (m->slots == NULL) {
         m->slots = old;
-        return -1;
+        return ERR_NOMEM;
     }
     m->cap = cap;
     for (size_t i = 0; i < old_cap; i++)

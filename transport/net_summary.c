@@ -191,7 +191,7 @@ static int push(struct span **v, size_t *cap, size_t n, uint32_t key, uint64_t s
         size_t c = *cap ? 2 * *cap : 1024;
         struct span *x = realloc(*v, c * sizeof *x);
         if (x == NULL)
-            return -1;
+            return ERR_NOMEM;
         *v = x;
         *cap = c;
     }
@@ -245,15 +245,15 @@ static int string_room(net_summer *m, size_t n) {
     size_t c = n < 64 ? 64 : n;
     const char **s = realloc(m->str, c * sizeof *s);
     if (s == NULL)
-        return -1;
+        return ERR_NOMEM;
     m->str = s;
     uint32_t *l = realloc(m->str_len, c * sizeof *l);
     if (l == NULL)
-        return -1;
+        return ERR_NOMEM;
     m->str_len = l;
     uint32_t *d = realloc(m->str_id, c * sizeof *d);
     if (d == NULL)
-        return -1;
+        return ERR_NOMEM;
     m->str_id = d;
     m->str_cap = c;
     return 0;

@@ -9,6 +9,7 @@
  *
  *   bench_import [MB] [TRACE_DIR]
  *   bench_import --import FILE   (what the memory figures run: imports FILE, prints its peak RSS)
+ *   bench_import --write FILE [MB]   (writes the large input to FILE, for other readers to time)
  */
 #include <spawn.h>
 #include <stdio.h>
@@ -326,19 +327,26 @@ static void rss_of_import(const char *self, const char *path, const char *what) 
 static void write_file(const char *path, const tp_buf *b) {
     FILE *f = fopen(path, "wb");
     if (f == NULL || fwrite(b->data, 1, b->len, f) != b->len || fclose(f) != 0)
-        die("cannot write the input to /tmp");
+        die("cannot write the input");
 }
 
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--import") == 0)
         return import_child(argv[2]);
-    size_t mb = argc > 1 ? (size_t)atol(argv[1]) : 220;
-    const char *dir = argc > 2 ? argv[2] : KINETO_TRACE_DIR;
+    int writing = argc > 2 && strcmp(argv[1], "--write") == 0;
+    size_t mb = argc > 1 + 2 * writing ? (size_t)atol(argv[1 + 2 * writing]) : 220;
+    const char *dir = argc > 2 && !writing ? argv[2] : KINETO_TRACE_DIR;
     if (mb == 0)
-        die("usage: bench_import [MB] [TRACE_DIR]");
+        die("usage: bench_import [MB] [TRACE_DIR] | --write FILE [MB]");
     uint64_t span_us;
     double t0 = now_s();
     tp_buf json = build_input(dir, mb, &span_us);
+    if (writing) {
+        write_file(argv[2], &json);
+        printf("%s: %.1f MB of Kineto JSON\n", argv[2], (double)json.len / 1e6);
+        tp_buf_free(&json);
+        return 0;
+    }
     printf("input: %.1f MB of Kineto JSON (sampled_rank-0/1 repeated, span %.0f s), built in %.2f s\n",
            (double)json.len / 1e6, (double)span_us / 1e6, now_s() - t0);
 

@@ -22,7 +22,6 @@
 
 #include "synctop/sanitize.h"
 
-/* The last part of a path. */
 /* ---- grid ---- */
 
 int vw_grid_resize(vw_grid *g, int w, int h) {
@@ -242,7 +241,6 @@ static void fill(vw_grid *g, int x, int y, int w, int role, int attr) {
 /* A name from a trace, made safe for a terminal. */
 static void sanitized(char *out, size_t n, const char *s) { tp_sanitize(out, n, s, strlen(s), NULL); }
 
-/* How rows name their process when several are shown: "r3" (its rank), else "p4242" (its pid). */
 /* Whether another producer has the same rank (two traces without distributedInfo both say 0). */
 static int rank_shared(const st_store *s, uint32_t producer, int rank) {
     size_t n = st_producer_count(s);
@@ -254,6 +252,7 @@ static int rank_shared(const st_store *s, uint32_t producer, int rank) {
     return 0;
 }
 
+/* How rows name their process when several are shown: "r3" (its rank), else "p4242" (its pid). */
 static void producer_tag(const st_store *s, uint32_t producer, char *out, size_t n) {
     const st_producer_info *pi = st_producer_get(s, producer);
     if (pi != NULL && pi->rank >= 0 && !rank_shared(s, producer, pi->rank))

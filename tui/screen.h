@@ -16,8 +16,8 @@
  *   key bar        the keys, htop style
  * Below 80x24 the whole screen says "terminal too small".
  */
-#ifndef SYNCTOP_VIEW_H
-#define SYNCTOP_VIEW_H
+#ifndef SYNCTOP_SCREEN_H
+#define SYNCTOP_SCREEN_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -132,7 +132,6 @@ void vw_layout_fit(vw_layout *L, int lane_rows, int site_rows);
 typedef enum vw_mode { VW_LIVE = 1, VW_REPLAY = 2 } vw_mode;
 typedef enum vw_focus { VW_FOCUS_TIMELINE = 0, VW_FOCUS_STALLS = 1 } vw_focus;
 
-/* A call site's totals over the revealed blocking spans. */
 /* A call site of one process, among those a stalls panel row stands for. */
 typedef struct vw_site_member {
     uint32_t producer;
@@ -140,6 +139,7 @@ typedef struct vw_site_member {
     uint32_t name;
 } vw_site_member;
 
+/* A call site's totals over the revealed blocking spans. */
 typedef struct vw_site {
     uint32_t producer;
     uint64_t callsite; /* 0: none; name says the API */

@@ -9,7 +9,6 @@
 #include "hta.h"
 #include "steps.h"
 #include "text.h"
-#include "u64map.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -320,27 +319,6 @@ static void fmt_bytes(char *out, size_t n, uint64_t b) {
         snprintf(out, n, "%.1f MiB", (double)b / (1 << 20));
     else
         snprintf(out, n, "%.2f GiB", (double)b / (1 << 30));
-}
-
-void vw_site_label(const st_store *s, uint64_t callsite, uint32_t name, char *out, size_t n) {
-    char raw[512] = "";
-    const st_frame *f = st_site_frame(s, callsite);
-    const st_frame *op = st_site_op(s, callsite);
-    char ops[160] = "";
-    if (op != NULL)
-        snprintf(ops, sizeof ops, " [%s]", st_str(s, op->func));
-    int line = f != NULL && (f->kind == TP_FRAME_PYTHON || (f->line != 0 && *st_str(s, f->file)));
-    if (line)
-        snprintf(raw, sizeof raw, "%s:%u %s%s in %s",
-                 f->kind == TP_FRAME_PYTHON ? st_str(s, f->file) : cm_base_name(st_str(s, f->file)), f->line,
-                 st_str(s, f->func), op != f ? ops : "", name ? st_str(s, name) : "?");
-    else if (f != NULL && f->kind == TP_FRAME_OP)
-        snprintf(raw, sizeof raw, "%s in %s", st_str(s, f->func), name ? st_str(s, name) : "?");
-    else if (f != NULL)
-        snprintf(raw, sizeof raw, "%s (%s)", f->func ? st_str(s, f->func) : "??", cm_base_name(st_str(s, f->module)));
-    else
-        snprintf(raw, sizeof raw, "%s (no call site)", name ? st_str(s, name) : "?");
-    sanitized(out, n, raw);
 }
 
 /* ---- layout ---- */
@@ -664,321 +642,23 @@ static void bubble_columns(const an_result *an, bubble_rows *br, uint64_t t0, ui
     }
 }
 
-static int block_matches_site(const an_block *b, const vw_site *site) {
-    if (site->members != NULL) {
-        for (size_t i = 0; i < site->n_members; i++) {
-            const vw_site_member *m = &site->members[i];
-            if (b->producer == m->producer && b->callsite == m->callsite && (m->callsite != 0 || b->name == m->name))
-                return 1;
-        }
-        return 0;
-    }
-    return b->producer == site->producer && b->callsite == site->callsite &&
-           (site->callsite != 0 || b->name == site->name);
-}
-
 static void sites_free(vw_state *v) {
-    for (size_t i = 0; i < v->n_sites; i++)
-        free(v->sites[i].members);
-    free(v->sites);
+    an_stall_sites_free(v->sites, v->n_sites);
     v->sites = NULL;
     v->n_sites = 0;
 }
 
-/* A job of many processes: the same call (API and frames, as the panel names it) in several of
- * them becomes one row, their figures summed. */
-#define VW_MERGE_ABOVE 4
-static void sites_merge_processes(vw_state *v) {
-    if (v->store == NULL || st_producer_count(v->store) <= VW_MERGE_ABOVE || v->n_sites < 2)
-        return;
-    size_t n = v->n_sites;
-    char (*keys)[512] = malloc(n * sizeof *keys);
-    size_t *rep = malloc(n * sizeof *rep);
-    if (keys == NULL || rep == NULL) {
-        free(keys);
-        free(rep);
-        return;
-    }
-    u64map first = {0}; /* hash of kind and label -> the first site with it + 1 */
-    for (size_t i = 0; i < n; i++) {
-        vw_site_label(v->store, v->sites[i].callsite, v->sites[i].name, keys[i], sizeof keys[i]);
-        rep[i] = i;
-        uint64_t h = 1469598103934665603ull ^ (uint64_t)v->sites[i].kind;
-        for (const char *c = keys[i]; *c; c++)
-            h = (h ^ (uint8_t)*c) * 1099511628211ull;
-        for (;; h++) { /* a collision of two different labels moves on to the next slot */
-            int added;
-            uint64_t *at = u64map_get_or_add(&first, h ? h : 1, i + 1, &added);
-            if (at == NULL || added)
-                break;
-            size_t j = (size_t)*at - 1;
-            if (v->sites[j].kind == v->sites[i].kind && strcmp(keys[j], keys[i]) == 0) {
-                rep[i] = j;
-                break;
-            }
-        }
-    }
-    u64map_free(&first);
-    for (size_t i = 0; i < n; i++) {
-        if (rep[i] == i)
-            continue;
-        vw_site *r = &v->sites[rep[i]], *x = &v->sites[i];
-        if (r->members == NULL) {
-            if ((r->members = malloc(sizeof *r->members)) == NULL)
-                continue;
-            r->members[0] = (vw_site_member){r->producer, r->callsite, r->name};
-            r->n_members = 1;
-            r->n_procs = 1;
-        }
-        vw_site_member *m = realloc(r->members, (r->n_members + 1) * sizeof *m);
-        if (m == NULL)
-            continue;
-        r->members = m;
-        int new_proc = 1;
-        for (size_t k = 0; k < r->n_members; k++)
-            new_proc &= m[k].producer != x->producer;
-        m[r->n_members++] = (vw_site_member){x->producer, x->callsite, x->name};
-        r->n_procs += (uint32_t)new_proc;
-        r->count += x->count;
-        r->total_ns += x->total_ns;
-        r->gpu_idle_ns += x->gpu_idle_ns;
-        if (x->max_ns > r->max_ns)
-            r->max_ns = x->max_ns;
-        x->count = 0; /* merged: left out below */
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (rep[i] == i)
-            v->sites[k++] = v->sites[i];
-    v->n_sites = k;
-    free(keys);
-    free(rep);
-}
-
 /* ---- sites ---- */
-
-static int site_tie(const vw_site *x, const vw_site *y) {
-    if (x->total_ns != y->total_ns)
-        return x->total_ns > y->total_ns ? -1 : 1;
-    if (x->producer != y->producer)
-        return x->producer < y->producer ? -1 : 1;
-    if (x->callsite != y->callsite)
-        return x->callsite < y->callsite ? -1 : 1;
-    return x->name < y->name ? -1 : x->name > y->name;
-}
-
-/* Largest first by the panel's column, then as site_tie. */
-#define SITE_CMP(fn, field)                                         \
-    static int fn(const void *a, const void *b) {                   \
-        const vw_site *x = a, *y = b;                               \
-        if (x->field != y->field)                                   \
-            return x->field > y->field ? -1 : 1;                    \
-        return site_tie(x, y);                                      \
-    }
-SITE_CMP(site_by_total, total_ns)
-SITE_CMP(site_by_max, max_ns)
-SITE_CMP(site_by_count, count)
-SITE_CMP(site_by_idle, gpu_idle_ns)
-
-static void sites_sort(vw_state *v) {
-    static int (*const cmp[VW_SORT_N_])(const void *, const void *) = {site_by_total, site_by_max, site_by_count,
-                                                                        site_by_idle};
-    if (v->n_sites)
-        qsort(v->sites, v->n_sites, sizeof *v->sites, cmp[v->stall_sort < VW_SORT_N_ ? v->stall_sort : 0]);
-}
-
-/* With stall_step: per producer, the step at the cursor ([lo, hi); hi 0 when none). */
-static int step_bounds(vw_state *v, uint64_t **lo, uint64_t **hi, size_t *np) {
-    *lo = *hi = NULL;
-    *np = 0;
-    v->stall_step_no = -1;
-    if (!v->stall_step || v->steps == NULL)
-        return 0;
-    for (size_t i = 0; i < v->steps->n_steps; i++)
-        if (v->steps->steps[i].producer + 1 > *np)
-            *np = v->steps->steps[i].producer + 1;
-    *lo = calloc(*np ? *np : 1, sizeof **lo);
-    *hi = calloc(*np ? *np : 1, sizeof **hi);
-    if (*lo == NULL || *hi == NULL)
-        return -1;
-    for (size_t i = 0; i < v->steps->n_steps; i++) {
-        const an_step *x = &v->steps->steps[i];
-        if (x->start <= v->cursor && v->cursor < x->end && (*hi)[x->producer] == 0) {
-            (*lo)[x->producer] = x->start;
-            (*hi)[x->producer] = x->end;
-            if (v->stall_step_no < 0)
-                v->stall_step_no = x->number;
-        }
-    }
-    return 0;
-}
 
 void vw_sites_update(vw_state *v) {
     sites_free(v);
-    uint64_t *lo, *hi;
-    size_t np;
-    if (step_bounds(v, &lo, &hi, &np) != 0 || v->an == NULL || v->an->n_blocks == 0 ||
-        (v->stall_step && v->stall_step_no < 0)) {
-        free(lo);
-        free(hi);
-        return;
-    }
-    size_t cap = 0;
-    for (size_t i = 0; i < v->an->n_blocks; i++) {
-        const an_block *b = &v->an->blocks[i];
-        if (b->end > v->now)
-            continue;
-        if (hi != NULL && (b->producer >= np || hi[b->producer] == 0 || b->start < lo[b->producer] ||
-                           b->start >= hi[b->producer]))
-            continue;
-        vw_site *st = NULL;
-        /* sites are few; the blocks are many: a linear probe over the last match first */
-        for (size_t k = 0; k < v->n_sites; k++) {
-            vw_site *c = &v->sites[v->n_sites - 1 - k];
-            if (c->producer == b->producer && c->callsite == b->callsite && (b->callsite || c->name == b->name)) {
-                st = c;
-                break;
-            }
-            if (k > 256)
-                break;
-        }
-        if (st == NULL) {
-            for (size_t k = 0; k < v->n_sites; k++) {
-                vw_site *c = &v->sites[k];
-                if (c->producer == b->producer && c->callsite == b->callsite && (b->callsite || c->name == b->name)) {
-                    st = c;
-                    break;
-                }
-            }
-        }
-        if (st == NULL) {
-            if (v->n_sites == cap) {
-                cap = cap ? cap * 2 : 32;
-                vw_site *ns = realloc(v->sites, cap * sizeof *ns);
-                if (ns == NULL)
-                    break;
-                v->sites = ns;
-            }
-            st = &v->sites[v->n_sites++];
-            *st = (vw_site){.producer = b->producer, .callsite = b->callsite, .name = b->name, .kind = b->kind};
-        }
-        uint64_t d = b->end - b->start;
-        st->count++;
-        st->total_ns += d;
-        st->gpu_idle_ns += b->gpu_idle_ns;
-        if (d > st->max_ns)
-            st->max_ns = d;
-    }
-    free(lo);
-    free(hi);
-    sites_merge_processes(v);
-    sites_sort(v);
+    an_stall_scope sc = {.now = v->now, .by_step = v->stall_step, .steps = v->steps, .at = v->cursor};
+    an_stall_sites(v->store, v->an, &sc, v->stall_sort, &v->sites, &v->n_sites, &v->stall_step_no);
     if (v->stall_sel >= (int)v->n_sites)
         v->stall_sel = v->n_sites ? (int)v->n_sites - 1 : 0;
 }
 
 /* ---- the header's GPU figures over a range: a resumable sweep ---- */
-
-/* Per GPU, the merge of its work (busy.h) that starts before b, from a. The merge keeps its
- * place, so a replay's "now" moving forward only extends it, and a caller can spread a long sweep
- * over several frames. */
-struct vw_sweep {
-    const st_store *s;
-    const an_result *an;
-    size_t events;
-    uint64_t dropped;
-    size_t n_lanes_store;
-    uint64_t a, b; /* swept so far: work starting before b */
-    an_busy *devs;
-    size_t n_devs;
-};
-
-static void sweep_free(vw_sweep **sp) {
-    if (*sp == NULL)
-        return;
-    for (size_t i = 0; i < (*sp)->n_devs; i++)
-        an_busy_free(&(*sp)->devs[i]);
-    free((*sp)->devs);
-    free(*sp);
-    *sp = NULL;
-}
-
-/* A fresh sweep of [a, ...) over the store as it is. */
-static vw_sweep *sweep_new(const st_store *s, const an_result *an, uint64_t a) {
-    vw_sweep *w = calloc(1, sizeof *w);
-    if (w == NULL)
-        return NULL;
-    w->s = s;
-    w->an = an;
-    w->events = st_store_events(s);
-    w->dropped = st_store_dropped(s);
-    w->n_lanes_store = st_lane_count(s);
-    w->a = w->b = a;
-    for (size_t l = 0; l < st_lane_count(s); l++) {
-        const st_lane_info *li = st_lane_get(s, l);
-        if (li->kind != ST_LANE_STREAM)
-            continue;
-        int seen = 0;
-        for (size_t k = 0; k < w->n_devs && !seen; k++)
-            seen = w->devs[k].producer == li->producer && w->devs[k].device == li->device;
-        if (seen)
-            continue;
-        an_busy *nd = realloc(w->devs, (w->n_devs + 1) * sizeof *nd);
-        if (nd == NULL)
-            goto fail;
-        w->devs = nd;
-        if (an_busy_init(&w->devs[w->n_devs], s, li->producer, li->device, a, 64))
-            goto fail;
-        w->n_devs++;
-    }
-    return w;
-fail:
-    sweep_free(&w);
-    return NULL;
-}
-
-/* Merges the work that starts before b, at most budget events (0: all); 1 when done. */
-static int sweep_to(vw_sweep *w, uint64_t b, size_t budget) {
-    size_t left = budget;
-    for (size_t k = 0; k < w->n_devs; k++) {
-        an_busy_gap g;
-        int rc;
-        while ((rc = an_busy_step(&w->devs[k], b, budget ? &left : NULL, &g)) == AN_BUSY_GAP)
-            ;
-        if (rc == AN_BUSY_MORE)
-            return 0;
-    }
-    w->b = b;
-    return 1;
-}
-
-/* The figures of a finished sweep, for [a, b). */
-static int sweep_figures(const vw_sweep *w, uint64_t b, vw_gpu_fig **out, size_t *n_out) {
-    vw_gpu_fig *f = calloc(w->n_devs ? w->n_devs : 1, sizeof *f);
-    if (f == NULL)
-        return -1;
-    uint64_t span = b > w->a ? b - w->a : 0;
-    for (size_t k = 0; k < w->n_devs; k++) {
-        const an_busy *d = &w->devs[k];
-        uint64_t busy = an_busy_total(d, b);
-        f[k] = (vw_gpu_fig){.producer = d->producer, .device = d->device, .span_ns = span, .busy_ns = busy,
-                            .idle_ns = span > busy ? span - busy : 0};
-    }
-    /* host time blocked: the analysis' spans (their GPU already resolved), clipped to the range */
-    for (size_t i = 0; w->an && i < w->an->n_blocks && w->an->blocks[i].start < b; i++) {
-        const an_block *bl = &w->an->blocks[i];
-        uint64_t own = bl->end - bl->own_ns; /* nested calls count once: only the uncovered tail */
-        uint64_t s0 = own > w->a ? own : w->a, s1 = bl->end < b ? bl->end : b;
-        if (s1 <= s0)
-            continue;
-        for (size_t k = 0; k < w->n_devs; k++)
-            if (f[k].producer == bl->producer && f[k].device == bl->device)
-                f[k].blocked_ns += s1 - s0;
-    }
-    *out = f;
-    *n_out = w->n_devs;
-    return 0;
-}
 
 void vw_figs_range(const vw_state *v, uint64_t *a, uint64_t *b) {
     uint64_t shown = v->now < v->end ? v->now : v->end;
@@ -1001,26 +681,23 @@ int vw_figs_update(vw_state *v, const st_store *s, size_t budget) {
     uint64_t a, b;
     vw_figs_range(v, &a, &b);
     if (a == b) {
-        sweep_free(&v->sweep);
+        an_sweep_free(&v->sweep);
         v->figs_ready = 0;
         return 1;
     }
-    vw_sweep *w = v->sweep;
-    int fresh = w == NULL || w->s != s || w->an != v->an || w->a != a || b < w->b ||
-                w->events != st_store_events(s) || w->dropped != st_store_dropped(s) ||
-                w->n_lanes_store != st_lane_count(s);
+    int fresh = !an_sweep_fits(v->sweep, s, v->an, a, b);
     if (!fresh && v->figs_ready && v->figs_a == a && v->figs_b == b)
         return 1;
     if (fresh) {
-        sweep_free(&v->sweep);
-        if ((v->sweep = w = sweep_new(s, v->an, a)) == NULL)
+        an_sweep_free(&v->sweep);
+        if ((v->sweep = an_sweep_new(s, v->an, a)) == NULL)
             return 1;
     }
-    if (!sweep_to(w, b, budget))
+    if (!an_sweep_to(v->sweep, b, budget))
         return 0;
-    vw_gpu_fig *f;
+    an_gpu_fig *f;
     size_t n;
-    if (sweep_figures(w, b, &f, &n) != 0)
+    if (an_sweep_figures(v->sweep, b, &f, &n) != 0)
         return 1;
     free(v->figs);
     v->figs = f;
@@ -1065,7 +742,7 @@ void vw_state_free(vw_state *v) {
     v->figs = NULL;
     v->n_figs = 0;
     v->figs_ready = 0;
-    sweep_free(&v->sweep);
+    an_sweep_free(&v->sweep);
 }
 
 /* Many processes (ranks): each folded into its own row, busy and blocked at a glance; c opens one. */
@@ -1279,7 +956,7 @@ static void render_gpus(const st_store *s, const vw_state *v, vw_grid *g, const 
          * analysis' own when the range is the whole trace */
         uint64_t fa, fb;
         vw_figs_range(v, &fa, &fb);
-        vw_gpu_fig fig, *dv = NULL;
+        an_gpu_fig fig, *dv = NULL;
         if (fa != fb) {
             for (size_t k = 0; v->figs_ready && k < v->n_figs; k++)
                 if (v->figs[k].producer == rows[i].producer && v->figs[k].device == rows[i].device)
@@ -1288,7 +965,7 @@ static void render_gpus(const st_store *s, const vw_state *v, vw_grid *g, const 
             for (size_t k = 0; v->an && k < v->an->n_devices; k++) {
                 const an_device *d = &v->an->devices[k];
                 if (d->producer == rows[i].producer && d->device == rows[i].device) {
-                    fig = (vw_gpu_fig){d->producer, d->device, d->span_ns, d->busy_ns, d->idle_ns, d->blocked_ns};
+                    fig = (an_gpu_fig){d->producer, d->device, d->span_ns, d->busy_ns, d->idle_ns, d->blocked_ns};
                     dv = &fig;
                 }
             }
@@ -1738,10 +1415,10 @@ static void render_lanes(frame_ctx *f) {
     }
     /* the selected stall's spans */
     if ((v->focus == VW_FOCUS_STALLS || v->show_site) && v->n_sites > 0 && v->an && v->stall_sel >= 0) {
-        const vw_site *site = &v->sites[v->stall_sel];
+        const an_stall_site *site = &v->sites[v->stall_sel];
         for (size_t k = 0; k < v->an->n_blocks; k++) {
             const an_block *b = &v->an->blocks[k];
-            if (b->start >= v->t1 || b->end <= v->t0 || b->end > v->now || !block_matches_site(b, site))
+            if (b->start >= v->t1 || b->end <= v->t0 || b->end > v->now || !an_stall_site_has(site, b))
                 continue;
             for (int i = 0; i < L->lanes.h; i++) {
                 int ri = v->row_scroll + i;
@@ -1975,7 +1652,7 @@ static void render_detail(frame_ctx *f) {
     int x2 = put_str(g, v, 0, y, g->w, buf, ROLE_DEFAULT, 0);
     if (e->kind == TP_K_API && e->value) {
         char site[512];
-        vw_site_label(s, e->value, e->name, site, sizeof site);
+        an_site_label(s, e->value, e->name, site, sizeof site);
         x2 += put_str(g, v, x2, y, 4, v->ascii ? "  @ " : "  \xe2\x86\x90 ", ROLE_DIM, 0);
         put_str(g, v, x2, y, g->w - x2, site, ROLE_LABEL, VW_A_BOLD);
     }
@@ -2130,7 +1807,7 @@ static void render_breakdown(frame_ctx *f) {
             strcat(tag, ":");
         }
         snprintf(name, sizeof name, "%sGPU%u", tag, dv->device);
-        const vw_gpu_fig *fig = NULL;
+        const an_gpu_fig *fig = NULL;
         for (size_t k = 0; v->figs_ready && k < v->n_figs; k++)
             if (v->figs[k].producer == dv->producer && v->figs[k].device == dv->device)
                 fig = &v->figs[k];
@@ -2196,7 +1873,7 @@ static void render_breakdown(frame_ctx *f) {
 }
 
 /* The cause of a site's stalls in a word or two (advice.h), else the kind of block. */
-static const char *site_cause(const st_store *s, const vw_site *site) {
+static const char *site_cause(const st_store *s, const an_stall_site *site) {
     static const char *const words[AN_FIX_N_] = {
         [AN_FIX_ITEM] = ".item()",      [AN_FIX_IF_TENSOR] = "if tensor", [AN_FIX_TO_HOST] = "copy",
         [AN_FIX_NONZERO] = "nonzero",   [AN_FIX_DEVICE_SYNC] = "dev sync", [AN_FIX_EVENT_SYNC] = "evt sync",
@@ -2232,8 +1909,8 @@ static void render_stalls(frame_ctx *f) {
     char head[256];
     int hn = snprintf(head, sizeof head, "%s", focus ? " TOP STALLS" : " top stalls");
     static const struct { const char *label; int width, sort; } cols[] = {
-        {"COUNT", 6, VW_SORT_COUNT}, {" TOTAL", 10, VW_SORT_TOTAL}, {" MAX", 10, VW_SORT_MAX},
-        {" %WALL", 7, -1},           {" GPU IDLE", 10, VW_SORT_IDLE},
+        {"COUNT", 6, AN_STALL_BY_COUNT}, {" TOTAL", 10, AN_STALL_BY_TOTAL}, {" MAX", 10, AN_STALL_BY_MAX},
+        {" %WALL", 7, -1},           {" GPU IDLE", 10, AN_STALL_BY_IDLE},
     };
     int wide = g->w >= 140; /* else the call site keeps the room GPU idle would take */
     for (size_t c = 0; c < sizeof cols / sizeof cols[0] - (wide ? 0 : 1); c++) {
@@ -2263,12 +1940,12 @@ static void render_stalls(frame_ctx *f) {
         int k = v->stall_scroll + i;
         if (k >= (int)v->n_sites)
             break;
-        const vw_site *site = &v->sites[k];
+        const an_stall_site *site = &v->sites[k];
         char tot[32], mx[32], idle[32], lab[512], row[768], who[24] = "";
         vw_fmt_dur(tot, sizeof tot, site->total_ns, v->ascii);
         vw_fmt_dur(mx, sizeof mx, site->max_ns, v->ascii);
         vw_fmt_dur(idle, sizeof idle, site->gpu_idle_ns, v->ascii);
-        vw_site_label(s, site->callsite, site->name, lab, sizeof lab);
+        an_site_label(s, site->callsite, site->name, lab, sizeof lab);
         if (site->n_procs > 1) /* the same call in several processes */
             snprintf(who, sizeof who, "%s%u ", v->ascii ? "x" : "\xc3\x97", site->n_procs);
         else if (multi) { /* which process */
@@ -2292,10 +1969,10 @@ static void render_stalls(frame_ctx *f) {
         if (sel)
             fill(g, 0, y + 1 + i, g->w, role, attr);
         put_str(g, v, 0, y + 1 + i, g->w, row, role, attr);
-        if (!sel && v->stall_sort != VW_SORT_COUNT && (wide || v->stall_sort != VW_SORT_IDLE)) {
+        if (!sel && v->stall_sort != AN_STALL_BY_COUNT && (wide || v->stall_sort != AN_STALL_BY_IDLE)) {
             /* the column the panel is sorted by, in red */
-            int at = v->stall_sort == VW_SORT_TOTAL ? 18 : v->stall_sort == VW_SORT_MAX ? 28 : 45;
-            const char *txt = v->stall_sort == VW_SORT_TOTAL ? tp : v->stall_sort == VW_SORT_MAX ? mp : ip;
+            int at = v->stall_sort == AN_STALL_BY_TOTAL ? 18 : v->stall_sort == AN_STALL_BY_MAX ? 28 : 45;
+            const char *txt = v->stall_sort == AN_STALL_BY_TOTAL ? tp : v->stall_sort == AN_STALL_BY_MAX ? mp : ip;
             put_str(g, v, at, y + 1 + i, 9, txt, ROLE_BLOCKED, VW_A_BOLD);
         }
     }
@@ -2519,11 +2196,11 @@ static int row_of_lane(vw_state *v, const st_store *s, size_t lane) {
     return out;
 }
 
-static const an_block *block_at_site_next(const vw_state *v, const vw_site *site, uint64_t after, int dir) {
+static const an_block *block_at_site_next(const vw_state *v, const an_stall_site *site, uint64_t after, int dir) {
     const an_block *best = NULL;
     for (size_t k = 0; v->an && k < v->an->n_blocks; k++) {
         const an_block *b = &v->an->blocks[k];
-        if (b->end > v->now || (site && !block_matches_site(b, site)))
+        if (b->end > v->now || (site && !an_stall_site_has(site, b)))
             continue;
         if (dir > 0 && b->start > after && (best == NULL || b->start < best->start))
             best = b;
@@ -2538,11 +2215,11 @@ static void go_block(vw_state *v, const st_store *s, const an_block *b, int cols
     reveal(v, b->start, b->end, cols);
     v->cursor_row = row_of_lane(v, s, b->lane);
     for (size_t i = 0; i < v->n_sites; i++)
-        if (block_matches_site(b, &v->sites[i]))
+        if (an_stall_site_has(&v->sites[i], b))
             v->stall_sel = (int)i;
     char d[32], site[200];
     vw_fmt_dur(d, sizeof d, b->end - b->start, v->ascii);
-    vw_site_label(s, b->callsite, b->name, site, sizeof site);
+    an_site_label(s, b->callsite, b->name, site, sizeof site);
     snprintf(v->message, sizeof v->message, "stall %s at %.120s", d, site);
 }
 
@@ -2797,13 +2474,13 @@ static void worst_cmd(vw_state *v, const st_store *s, int dir, int cols) {
         snprintf(v->message, sizeof v->message, "no stalls so far");
         return;
     }
-    const vw_site *site = &v->sites[v->stall_sel];
+    const an_stall_site *site = &v->sites[v->stall_sel];
     const an_block **list = malloc((v->an->n_blocks ? v->an->n_blocks : 1) * sizeof *list);
     if (list == NULL)
         return;
     size_t n = 0;
     for (size_t k = 0; k < v->an->n_blocks; k++)
-        if (v->an->blocks[k].end <= v->now && block_matches_site(&v->an->blocks[k], site))
+        if (v->an->blocks[k].end <= v->now && an_stall_site_has(site, &v->an->blocks[k]))
             list[n++] = &v->an->blocks[k];
     if (n == 0) {
         free(list);
@@ -2820,7 +2497,7 @@ static void worst_cmd(vw_state *v, const st_store *s, int dir, int cols) {
     v->show_site = 1;
     char d[32], label[200];
     vw_fmt_dur(d, sizeof d, list[v->worst_pos]->end - list[v->worst_pos]->start, v->ascii);
-    vw_site_label(s, list[v->worst_pos]->callsite, list[v->worst_pos]->name, label, sizeof label);
+    an_site_label(s, list[v->worst_pos]->callsite, list[v->worst_pos]->name, label, sizeof label);
     snprintf(v->message, sizeof v->message, "stall %d/%zu by length: %s at %.100s", v->worst_pos + 1, n, d, label);
     free(list);
 }
@@ -2848,11 +2525,11 @@ static void stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
         break;
     case VW_CMD_SORT_NEXT:
     case VW_CMD_SORT_PREV: {
-        static const char *const names[VW_SORT_N_] = {"total time blocked", "longest stall", "count",
+        static const char *const names[AN_STALL_BY_N_] = {"total time blocked", "longest stall", "count",
                                                       "GPU idle caused"};
-        vw_site keep = v->n_sites ? v->sites[v->stall_sel] : (vw_site){0};
-        v->stall_sort = (vw_sort)(((int)v->stall_sort + (c == VW_CMD_SORT_NEXT ? 1 : VW_SORT_N_ - 1)) % VW_SORT_N_);
-        sites_sort(v);
+        an_stall_site keep = v->n_sites ? v->sites[v->stall_sel] : (an_stall_site){0};
+        v->stall_sort = (an_stall_order)(((int)v->stall_sort + (c == VW_CMD_SORT_NEXT ? 1 : AN_STALL_BY_N_ - 1)) % AN_STALL_BY_N_);
+        an_stall_sites_sort(v->sites, v->n_sites, v->stall_sort);
         for (size_t i = 0; i < v->n_sites; i++) /* the selection stays on its call site */
             if (v->sites[i].producer == keep.producer && v->sites[i].callsite == keep.callsite &&
                 v->sites[i].name == keep.name)
@@ -2993,9 +2670,25 @@ static void fold_cmd(vw_state *v, const st_store *s, vw_cmd c) {
     free(rows);
 }
 
-/* HTA's breakdown of a replayed trace, once it is loaded: made once, kept. */
-static void hta_make(vw_state *v, const st_store *s) {
-    if (v->hta != NULL)
+int vw_hta_wanted(const vw_state *v) { return v->hta_pending && v->hta == NULL; }
+
+void vw_hta_take(vw_state *v, hta_result *h, int rc, const err_msg *err) {
+    v->hta_pending = 0;
+    if (rc != 0 || h == NULL || v->hta != NULL) {
+        if (v->hta == NULL)
+            snprintf(v->hta_note, sizeof v->hta_note, "HTA's breakdown: %.70s", h ? err->msg : "out of memory");
+        else if (rc == 0 && h != NULL)
+            hta_result_free(h);
+        free(h);
+        return;
+    }
+    v->hta = h;
+}
+
+/* HTA's breakdown of a replayed trace, once it is loaded: made once, kept. With hta_async the
+ * loop makes it on its analysis thread (a frame is not kept waiting), else it is made here. */
+static void hta_ask(vw_state *v, const st_store *s) {
+    if (v->hta != NULL || v->hta_pending)
         return;
     if (v->mode != VW_REPLAY) {
         snprintf(v->hta_note, sizeof v->hta_note, "HTA's breakdown: on a recorded run (synctop report --hta)");
@@ -3005,14 +2698,15 @@ static void hta_make(vw_state *v, const st_store *s) {
         snprintf(v->hta_note, sizeof v->hta_note, "HTA's breakdown: once the file is loaded (b twice)");
         return;
     }
-    hta_result *h = calloc(1, sizeof *h);
-    err_msg err = {{0}};
-    if (h == NULL || hta_analyze(s, NULL, h, &err) != 0) {
-        snprintf(v->hta_note, sizeof v->hta_note, "HTA's breakdown: %.70s", h ? err.msg : "out of memory");
-        free(h);
+    v->hta_pending = 1;
+    if (v->hta_async) {
+        snprintf(v->hta_note, sizeof v->hta_note, "HTA's breakdown: computing...");
         return;
     }
-    v->hta = h;
+    hta_result *h = calloc(1, sizeof *h);
+    err_msg err = {{0}};
+    int rc = h == NULL ? ERR_NOMEM : hta_analyze(s, NULL, h, &err);
+    vw_hta_take(v, h, rc, &err);
 }
 
 /* { and }: the previous / next slow step after the cursor, fitted in the window. */
@@ -3074,7 +2768,7 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
     else if (c >= VW_CMD_ZOOM_IN && c <= VW_CMD_BREAKDOWN) {
         window_cmd(v, c, cols);
         if (c == VW_CMD_BREAKDOWN && v->breakdown)
-            hta_make(v, s);
+            hta_ask(v, s);
     }
     else if (c == VW_CMD_FIT_SEL || c == VW_CMD_MARK)
         select_cmd(v, s, &L, c);

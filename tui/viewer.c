@@ -3,6 +3,7 @@
  * view model decides what a frame shows, term.c draws it.
  */
 #include "viewer.h"
+#include "hta.h"
 #include "steps.h"
 #include "clock.h"
 
@@ -53,6 +54,7 @@ struct viewer_anjob {
     const char *step_name; /* the user's step range, or NULL */
     sy_cache *sym;    /* when set, native call-site frames are looked up too, into fixes */
     sy_fixes *fixes;
+    hta_result *hta;  /* set: the job makes HTA's breakdown into it instead of the analysis */
     atomic_int done;
 };
 
@@ -62,6 +64,12 @@ struct viewer_anjob {
 static void *anjob_main(void *arg) {
     viewer_anjob *j = arg;
     double t = cm_now_s();
+    if (j->hta != NULL) {
+        j->rc = hta_analyze(j->s, NULL, j->hta, &j->err);
+        j->took = cm_now_s() - t;
+        atomic_store(&j->done, 1);
+        return NULL;
+    }
     j->rc = an_analyze(j->s, j->has_opts ? &j->opts : NULL, &j->r, &j->err);
     err_msg serr = {{0}};
     if (j->rc == 0 && j->want_steps && an_steps_find(j->s, &j->r, j->step_name, &j->steps, &serr) != 0)
@@ -74,13 +82,14 @@ static void *anjob_main(void *arg) {
 }
 
 static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, int want_steps, const char *step_name,
-                                 sy_cache *sym, sy_fixes *fixes, err_msg *err) {
+                                 sy_cache *sym, sy_fixes *fixes, hta_result *hta, err_msg *err) {
     viewer_anjob *j = calloc(1, sizeof *j);
     if (j == NULL) {
         err_set(err, ERR_NOMEM, "analysis: out of memory");
         return NULL;
     }
     j->s = s;
+    j->hta = hta;
     j->want_steps = want_steps;
     j->step_name = step_name;
     j->sym = sym;
@@ -100,7 +109,7 @@ static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, int wan
 }
 
 viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, err_msg *err) {
-    return anjob_start(s, opts, 0, NULL, NULL, NULL, err);
+    return anjob_start(s, opts, 0, NULL, NULL, NULL, NULL, err);
 }
 
 int viewer_anjob_done(const viewer_anjob *j) { return atomic_load(&((viewer_anjob *)j)->done); }
@@ -110,6 +119,16 @@ static int anjob_finish(viewer_anjob **jp, an_result *out, an_steps *steps, doub
     viewer_anjob *j = *jp;
     pthread_join(j->th, NULL);
     int rc = j->rc;
+    if (j->hta != NULL) { /* an HTA job: no analysis to hand over */
+        if (rc == 0)
+            hta_result_free(j->hta);
+        free(j->hta);
+        rc = ERR_INVAL;
+        err_set(err, rc, "analysis: the job made HTA's breakdown");
+        free(j);
+        *jp = NULL;
+        return rc;
+    }
     if (steps != NULL)
         *steps = j->steps;
     else
@@ -324,18 +343,51 @@ static void viewer_clocks(viewer *w) {
         w->an_events = (size_t)-1;
 }
 
-/* Starts the analysis when one is due, takes its result when it is done. A live store grows all
- * the time: the next analysis waits at least four times as long as the last one took, so the
- * thread is busy at most a fifth of the time. Returns 1 when a job is running. */
+/* HTA's breakdown, which key b asked the view for, made on the analysis thread; returns 1 when
+ * the job started. */
+static int viewer_start_hta(viewer *w) {
+    err_msg err = {{0}};
+    hta_result *h = calloc(1, sizeof *h);
+    if (h == NULL || (w->job = anjob_start(w->s, NULL, 0, NULL, NULL, NULL, h, &err)) == NULL) {
+        vw_hta_take(&w->v, NULL, ERR_NOMEM, &err);
+        free(h);
+        return 0;
+    }
+    return 1;
+}
+
+/* Hands the finished job's HTA breakdown to the view. */
+static void viewer_take_hta(viewer *w) {
+    viewer_anjob *j = w->job;
+    pthread_join(j->th, NULL);
+    vw_hta_take(&w->v, j->hta, j->rc, &j->err);
+    free(j);
+    w->job = NULL;
+}
+
+/* Takes what the finished job made: the analysis, or HTA's breakdown. */
+static void viewer_take_job(viewer *w, double t) {
+    if (w->job->hta != NULL)
+        viewer_take_hta(w);
+    else
+        viewer_take_analysis(w, t);
+}
+
+/* Starts the analysis when one is due (or HTA's breakdown when the view asks for it), takes its
+ * result when it is done. A live store grows all the time: the next analysis waits at least four
+ * times as long as the last one took, so the thread is busy at most a fifth of the time. Returns 1
+ * when a job is running. */
 static int viewer_analyse(viewer *w, double t) {
     if (w->job) {
         if (!viewer_anjob_done(w->job))
             return 1;
-        viewer_take_analysis(w, t);
+        viewer_take_job(w, t);
         viewer_release_held(w);
         st_store_commit(w->s);
         return 0;
     }
+    if (vw_hta_wanted(&w->v))
+        return viewer_start_hta(w);
     size_t ev = st_store_events(w->s);
     int due;
     double every = 4 * w->an_took > 1.0 ? 4 * w->an_took : 1.0;
@@ -350,7 +402,7 @@ static int viewer_analyse(viewer *w, double t) {
     w->an_at = t;
     if (w->sym == NULL)
         w->sym = sy_new();
-    if ((w->job = anjob_start(w->s, NULL, 1, w->o->step_name, w->sym, &w->sym_fixes, &err)) == NULL) {
+    if ((w->job = anjob_start(w->s, NULL, 1, w->o->step_name, w->sym, &w->sym_fixes, NULL, &err)) == NULL) {
         snprintf(w->v.message, sizeof w->v.message, "%s", err.msg);
         return 0;
     }
@@ -621,7 +673,7 @@ static int viewer_loop(viewer *w) {
                         viewer_add_batch(w, msg.data, msg.len, msg.hdr.n_events);
                     } else if (viewer_hold(w, &msg) != 0) {
                         /* too much held back: wait for the analysis rather than lose batches */
-                        viewer_take_analysis(w, cm_now_s());
+                        viewer_take_job(w, cm_now_s());
                         viewer_release_held(w);
                         viewer_add_batch(w, msg.data, msg.len, msg.hdr.n_events);
                     }
@@ -785,6 +837,7 @@ int viewer_run_replay(const char *const *paths, size_t n_paths, const viewer_opt
         return viewer_finish(&w, 1, res);
     }
     vw_state_init(&w.v, VW_REPLAY, w.s);
+    w.v.hta_async = 1; /* b: HTA's breakdown is made on the analysis thread */
     w.loading = 1;
     /* a Kineto JSON is imported whole before the terminal starts (it has no index to seek); so are
      * several sources that are all Kineto JSON */

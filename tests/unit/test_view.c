@@ -280,8 +280,8 @@ TEST(many_ranks_fold_and_share_a_row_per_call) {
     for (size_t i = 0; i < f.an.n_blocks; i++) {
         const an_block *b = &f.an.blocks[i];
         char lab[512], top[512];
-        vw_site_label(f.s, b->callsite, b->name, lab, sizeof lab);
-        vw_site_label(f.s, f.v.sites[0].callsite, f.v.sites[0].name, top, sizeof top);
+        an_site_label(f.s, b->callsite, b->name, lab, sizeof lab);
+        an_site_label(f.s, f.v.sites[0].callsite, f.v.sites[0].name, top, sizeof top);
         if (strcmp(lab, top) == 0) {
             per_site_blocks++;
             ASSERT_LT(b->producer, 16);
@@ -647,7 +647,7 @@ TEST(next_stall_selects_its_call_site_and_highlights_its_spans) {
     key(&f, 'n');
     ASSERT_UEQ(f.v.cursor, f.an.blocks[1].start);
     ASSERT_EQ(f.v.focus, VW_FOCUS_TIMELINE); /* n never moves the focus */
-    const vw_site *site = &f.v.sites[f.v.stall_sel];
+    const an_stall_site *site = &f.v.sites[f.v.stall_sel];
     ASSERT_UEQ(site->callsite, f.an.blocks[1].callsite);
     render(&f, 120, 40);
     for (int i = L.lanes.y * 120; i < (L.lanes.y + L.lanes.h) * 120; i++)
@@ -1045,7 +1045,7 @@ TEST(search_brings_a_narrow_match_into_view) {
 
 /* ---- header figures: replay's now, the visible window ---- */
 
-static const vw_gpu_fig *fig0(const vw_state *v) {
+static const an_gpu_fig *fig0(const vw_state *v) {
     ASSERT(v->figs_ready);
     ASSERT_GE(v->n_figs, 1);
     return &v->figs[0];
@@ -1057,7 +1057,7 @@ static void expect_figs_match_analysis(fixture *f, uint64_t a, uint64_t b) {
     err_msg err = {{0}};
     ASSERT_OK(an_analyze(f->s, &o, &r, &err));
     ASSERT_GE(r.n_devices, 1);
-    const vw_gpu_fig *g = fig0(&f->v);
+    const an_gpu_fig *g = fig0(&f->v);
     ASSERT_UEQ(g->span_ns, b - a);
     ASSERT_UEQ(g->busy_ns, r.devices[0].busy_ns);
     ASSERT_UEQ(g->idle_ns, r.devices[0].idle_ns);
@@ -1380,7 +1380,7 @@ TEST(stalls_panel_sorts_by_column) {
         ASSERT(f.v.sites[i - 1].total_ns >= f.v.sites[i].total_ns);
     ASSERT(screen_has(&f.g, "TOTAL\xe2\x96\xbc"));
     f.v.stall_sel = 2;
-    vw_site chosen = f.v.sites[2];
+    an_stall_site chosen = f.v.sites[2];
     key(&f, '>');
     ASSERT_STR_CONTAINS(f.v.message, "longest");
     for (size_t i = 1; i < f.v.n_sites; i++)
@@ -1397,7 +1397,7 @@ TEST(stalls_panel_sorts_by_column) {
     ASSERT(screen_has(&f.g, "GPU IDLE\xe2\x96\xbc"));
     /* the GPU idle a site caused is the sum of its stalls' (the analysis' own figure) */
     uint64_t sum = 0;
-    const vw_site *top = &f.v.sites[0];
+    const an_stall_site *top = &f.v.sites[0];
     for (size_t i = 0; i < f.an.n_blocks; i++)
         if (f.an.blocks[i].producer == top->producer && f.an.blocks[i].callsite == top->callsite &&
             (top->callsite || f.an.blocks[i].name == top->name))
@@ -1406,7 +1406,7 @@ TEST(stalls_panel_sorts_by_column) {
     key(&f, '<');
     key(&f, '<');
     key(&f, '<');
-    ASSERT_EQ(f.v.stall_sort, VW_SORT_TOTAL);
+    ASSERT_EQ(f.v.stall_sort, AN_STALL_BY_TOTAL);
     fixture_close(&f);
 }
 
@@ -1858,7 +1858,7 @@ TEST(breakdown_pane_names_the_ranges_the_host_kept_the_gpu_waiting_in) {
 
 /* t: the stalls panel counts the step at the cursor only. On the known loop (tests/lib/loop.h) each
  * step has one cudaStreamSynchronize and every 5th step (4, 9, ...) a 30 ms cudaDeviceSynchronize. */
-static const vw_site *site_named(const fixture *f, const char *api) {
+static const an_stall_site *site_named(const fixture *f, const char *api) {
     for (size_t i = 0; i < f->v.n_sites; i++)
         if (strcmp(st_str(f->s, f->v.sites[i].name), api) == 0)
             return &f->v.sites[i];

@@ -412,30 +412,30 @@ static size_t u64_lower_bound(const uint64_t *a, size_t n, uint64_t key) {
 
 /* The folds are kept sorted: every row of every frame asks whether its group is folded, and a job
  * of many ranks opens with all of them folded. Returns where key is, or would go. */
-static size_t fold_find(const vw_state *v, uint64_t key) { return u64_lower_bound(v->folds, v->n_folds, key); }
+static size_t fold_find(const vw_state *v, uint64_t key) { return u64_lower_bound(v->lanes.folds, v->lanes.n_folds, key); }
 
 static int folded(const vw_state *v, uint64_t key) {
     if (v == NULL)
         return 0;
     size_t i = fold_find(v, key);
-    return i < v->n_folds && v->folds[i] == key;
+    return i < v->lanes.n_folds && v->lanes.folds[i] == key;
 }
 
 /* Folds key, or unfolds it when it is folded; returns whether it is folded now. */
 static int fold_toggle(vw_state *v, uint64_t key) {
     size_t i = fold_find(v, key);
-    if (i < v->n_folds && v->folds[i] == key) {
-        memmove(&v->folds[i], &v->folds[i + 1], (v->n_folds - i - 1) * sizeof *v->folds);
-        v->n_folds--;
+    if (i < v->lanes.n_folds && v->lanes.folds[i] == key) {
+        memmove(&v->lanes.folds[i], &v->lanes.folds[i + 1], (v->lanes.n_folds - i - 1) * sizeof *v->lanes.folds);
+        v->lanes.n_folds--;
         return 0;
     }
-    uint64_t *nf = realloc(v->folds, (v->n_folds + 1) * sizeof *nf);
+    uint64_t *nf = realloc(v->lanes.folds, (v->lanes.n_folds + 1) * sizeof *nf);
     if (nf == NULL)
         return 0;
-    v->folds = nf;
-    memmove(&v->folds[i + 1], &v->folds[i], (v->n_folds - i) * sizeof *v->folds);
-    v->folds[i] = key;
-    v->n_folds++;
+    v->lanes.folds = nf;
+    memmove(&v->lanes.folds[i + 1], &v->lanes.folds[i], (v->lanes.n_folds - i) * sizeof *v->lanes.folds);
+    v->lanes.folds[i] = key;
+    v->lanes.n_folds++;
     return 1;
 }
 
@@ -467,7 +467,7 @@ static size_t rows_walk(const st_store *s, const vw_state *v, vw_row *r, size_t 
         if (pfold || (li->kind == ST_LANE_STREAM && folded(v, fold_key(FOLD_DEVICE, li->producer, li->device))) ||
             (li->kind == ST_LANE_NVTX && folded(v, fold_key(FOLD_THREAD, li->producer, li->id))))
             continue;
-        if (v && v->hide_idle) {
+        if (v && v->lanes.hide_idle) {
             st_bucket b;
             if (st_lane_summary(s, l, v->t0, v->t1 > v->t0 ? v->t1 : v->t0 + 1, 1, &b) == 0 && b.count == 0)
                 continue;
@@ -491,13 +491,13 @@ static vw_row *rows_build(const st_store *s, const vw_state *v, size_t *n_out) {
  * there, its header and a row per stream, else a line saying why it is not. */
 static size_t breakdown_rows(const vw_state *v) {
     size_t n = v->an ? v->an->n_devices : 0;
-    return n + 1 + (v->hta ? v->hta->n_streams : 0);
+    return n + 1 + (v->stalls.hta ? v->stalls.hta->n_streams : 0);
 }
 
 void vw_layout_for(const vw_state *v, const st_store *s, int w, int h, vw_layout *L) {
     size_t devices, rows = rows_walk(s, v, NULL, &devices);
     vw_layout_compute(w, h, devices > INT_MAX ? INT_MAX : (int)devices, v->detail, L);
-    size_t panel = v->breakdown ? breakdown_rows(v) : v->n_sites;
+    size_t panel = v->stalls.breakdown ? breakdown_rows(v) : v->stalls.n_sites;
     int strip = v->steps != NULL && v->steps->n_steps > 0;
     vw_layout_fit(L, (rows > INT_MAX - 1 ? INT_MAX - 1 : (int)rows) + strip, panel > INT_MAX ? INT_MAX : (int)panel);
     if (strip && !L->too_small && L->lanes.h > VW_MIN_LANES) { /* the step strip: the lanes' first row */
@@ -643,26 +643,26 @@ static void bubble_columns(const an_result *an, bubble_rows *br, uint64_t t0, ui
 }
 
 static void sites_free(vw_state *v) {
-    an_stall_sites_free(v->sites, v->n_sites);
-    v->sites = NULL;
-    v->n_sites = 0;
+    an_stall_sites_free(v->stalls.sites, v->stalls.n_sites);
+    v->stalls.sites = NULL;
+    v->stalls.n_sites = 0;
 }
 
 /* ---- sites ---- */
 
 void vw_sites_update(vw_state *v) {
     sites_free(v);
-    an_stall_scope sc = {.now = v->now, .by_step = v->stall_step, .steps = v->steps, .at = v->cursor};
-    an_stall_sites(v->store, v->an, &sc, v->stall_sort, &v->sites, &v->n_sites, &v->stall_step_no);
-    if (v->stall_sel >= (int)v->n_sites)
-        v->stall_sel = v->n_sites ? (int)v->n_sites - 1 : 0;
+    an_stall_scope sc = {.now = v->now, .by_step = v->stalls.step, .steps = v->steps, .at = v->cursor};
+    an_stall_sites(v->store, v->an, &sc, v->stalls.sort, &v->stalls.sites, &v->stalls.n_sites, &v->stalls.step_no);
+    if (v->stalls.sel >= (int)v->stalls.n_sites)
+        v->stalls.sel = v->stalls.n_sites ? (int)v->stalls.n_sites - 1 : 0;
 }
 
 /* ---- the header's GPU figures over a range: a resumable sweep ---- */
 
 void vw_figs_range(const vw_state *v, uint64_t *a, uint64_t *b) {
     uint64_t shown = v->now < v->end ? v->now : v->end;
-    if (v->scope_window || v->breakdown) {
+    if (v->header.scope_window || v->stalls.breakdown) {
         *a = v->t0 > v->origin ? v->t0 : v->origin;
         *b = v->t1 < shown ? v->t1 : shown;
         if (*b < *a)
@@ -681,30 +681,30 @@ int vw_figs_update(vw_state *v, const st_store *s, size_t budget) {
     uint64_t a, b;
     vw_figs_range(v, &a, &b);
     if (a == b) {
-        an_sweep_free(&v->sweep);
-        v->figs_ready = 0;
+        an_sweep_free(&v->header.sweep);
+        v->header.figs_ready = 0;
         return 1;
     }
-    int fresh = !an_sweep_fits(v->sweep, s, v->an, a, b);
-    if (!fresh && v->figs_ready && v->figs_a == a && v->figs_b == b)
+    int fresh = !an_sweep_fits(v->header.sweep, s, v->an, a, b);
+    if (!fresh && v->header.figs_ready && v->header.figs_a == a && v->header.figs_b == b)
         return 1;
     if (fresh) {
-        an_sweep_free(&v->sweep);
-        if ((v->sweep = an_sweep_new(s, v->an, a)) == NULL)
+        an_sweep_free(&v->header.sweep);
+        if ((v->header.sweep = an_sweep_new(s, v->an, a)) == NULL)
             return 1;
     }
-    if (!an_sweep_to(v->sweep, b, budget))
+    if (!an_sweep_to(v->header.sweep, b, budget))
         return 0;
     an_gpu_fig *f;
     size_t n;
-    if (an_sweep_figures(v->sweep, b, &f, &n) != 0)
+    if (an_sweep_figures(v->header.sweep, b, &f, &n) != 0)
         return 1;
-    free(v->figs);
-    v->figs = f;
-    v->n_figs = n;
-    v->figs_a = a;
-    v->figs_b = b;
-    v->figs_ready = 1;
+    free(v->header.figs);
+    v->header.figs = f;
+    v->header.n_figs = n;
+    v->header.figs_a = a;
+    v->header.figs_b = b;
+    v->header.figs_ready = 1;
     return 1;
 }
 
@@ -724,37 +724,37 @@ void vw_state_init(vw_state *v, vw_mode mode, const st_store *s) {
     v->follow = 1;
     v->speed = 1.0;
     v->load_progress = 1.0;
-    v->worst_pos = -1;
+    v->stalls.worst_pos = -1;
     v->store = s;
 }
 
 void vw_state_free(vw_state *v) {
-    if (v->hta) {
-        hta_result_free(v->hta);
-        free(v->hta);
-        v->hta = NULL;
+    if (v->stalls.hta) {
+        hta_result_free(v->stalls.hta);
+        free(v->stalls.hta);
+        v->stalls.hta = NULL;
     }
-    free(v->folds);
-    v->folds = NULL;
-    v->n_folds = 0;
+    free(v->lanes.folds);
+    v->lanes.folds = NULL;
+    v->lanes.n_folds = 0;
     sites_free(v);
-    free(v->figs);
-    v->figs = NULL;
-    v->n_figs = 0;
-    v->figs_ready = 0;
-    an_sweep_free(&v->sweep);
+    free(v->header.figs);
+    v->header.figs = NULL;
+    v->header.n_figs = 0;
+    v->header.figs_ready = 0;
+    an_sweep_free(&v->header.sweep);
 }
 
 /* Many processes (ranks): each folded into its own row, busy and blocked at a glance; c opens one. */
 #define VW_FOLD_ABOVE 4
 static void fold_new_processes(vw_state *v, const st_store *s) {
     size_t np = st_producer_count(s);
-    if (np <= VW_FOLD_ABOVE || v->procs_folded >= np)
+    if (np <= VW_FOLD_ABOVE || v->lanes.procs_folded >= np)
         return;
-    for (size_t p = v->procs_folded; p < np; p++)
+    for (size_t p = v->lanes.procs_folded; p < np; p++)
         if (!folded(v, fold_key(FOLD_PROCESS, (uint32_t)p, 0)))
             fold_toggle(v, fold_key(FOLD_PROCESS, (uint32_t)p, 0));
-    v->procs_folded = np;
+    v->lanes.procs_folded = np;
 }
 
 void vw_state_settle(vw_state *v, const st_store *s, int w, int h) {
@@ -808,15 +808,15 @@ void vw_state_settle(vw_state *v, const st_store *s, int w, int h) {
     if (v->row_scroll < 0)
         v->row_scroll = 0;
     int srows = L.stalls.h - 1;
-    if (v->stall_sel >= (int)v->n_sites)
-        v->stall_sel = v->n_sites ? (int)v->n_sites - 1 : 0;
-    if (v->stall_sel < 0)
-        v->stall_sel = 0;
+    if (v->stalls.sel >= (int)v->stalls.n_sites)
+        v->stalls.sel = v->stalls.n_sites ? (int)v->stalls.n_sites - 1 : 0;
+    if (v->stalls.sel < 0)
+        v->stalls.sel = 0;
     if (srows > 0) {
-        if (v->stall_sel < v->stall_scroll)
-            v->stall_scroll = v->stall_sel;
-        if (v->stall_sel >= v->stall_scroll + srows)
-            v->stall_scroll = v->stall_sel - srows + 1;
+        if (v->stalls.sel < v->stalls.scroll)
+            v->stalls.scroll = v->stalls.sel;
+        if (v->stalls.sel >= v->stalls.scroll + srows)
+            v->stalls.scroll = v->stalls.sel - srows + 1;
     }
 }
 
@@ -958,9 +958,9 @@ static void render_gpus(const st_store *s, const vw_state *v, vw_grid *g, const 
         vw_figs_range(v, &fa, &fb);
         an_gpu_fig fig, *dv = NULL;
         if (fa != fb) {
-            for (size_t k = 0; v->figs_ready && k < v->n_figs; k++)
-                if (v->figs[k].producer == rows[i].producer && v->figs[k].device == rows[i].device)
-                    dv = &v->figs[k];
+            for (size_t k = 0; v->header.figs_ready && k < v->header.n_figs; k++)
+                if (v->header.figs[k].producer == rows[i].producer && v->header.figs[k].device == rows[i].device)
+                    dv = &v->header.figs[k];
         } else {
             for (size_t k = 0; v->an && k < v->an->n_devices; k++) {
                 const an_device *d = &v->an->devices[k];
@@ -1008,10 +1008,10 @@ static void render_gpus(const st_store *s, const vw_state *v, vw_grid *g, const 
             x += put_str(g, v, x, y, 8, buf, ROLE_VALUE, 0);
             x += put_str(g, v, x, y, 16, "  host blocked ", ROLE_LABEL, 0);
             x += put_str(g, v, x, y, 12, d, dv->blocked_ns ? ROLE_BLOCKED : ROLE_VALUE, VW_A_BOLD);
-            if (v->scope_window || v->breakdown)
+            if (v->header.scope_window || v->stalls.breakdown)
                 x += put_str(g, v, x, y, 10, "  in view", ROLE_LABEL, VW_A_BOLD);
         } else {
-            x += put_str(g, v, x + 1, y, 20, v->an && (fa == fb || v->figs_ready) ? "no GPU work" : "analysing...",
+            x += put_str(g, v, x + 1, y, 20, v->an && (fa == fb || v->header.figs_ready) ? "no GPU work" : "analysing...",
                          ROLE_DIM, 0) + 1;
         }
         /* device name */
@@ -1071,9 +1071,9 @@ static void render_ruler(const vw_state *v, vw_grid *g, const vw_layout *L) {
      * stays), so every label shown reads whole. */
     int cur = v->cursor >= v->t0 && v->cursor < v->t1 ? col_of(v, L, v->cursor) : -1;
     int m0 = -1, m1 = -1; /* the marked span's columns */
-    if (v->marked && v->mark1 > v->t0 && v->mark0 < v->t1) {
-        m0 = v->mark0 > v->t0 ? col_of(v, L, v->mark0) : 0;
-        m1 = v->mark1 < v->t1 ? col_of(v, L, v->mark1 - 1) : cols - 1;
+    if (v->ruler.marked && v->ruler.mark1 > v->t0 && v->ruler.mark0 < v->t1) {
+        m0 = v->ruler.mark0 > v->t0 ? col_of(v, L, v->ruler.mark0) : 0;
+        m1 = v->ruler.mark1 < v->t1 ? col_of(v, L, v->ruler.mark1 - 1) : cols - 1;
     }
     for (uint64_t t = first; v->origin + t < v->t1; t += step) {
         int c = col_of(v, L, v->origin + t);
@@ -1096,7 +1096,7 @@ static void render_ruler(const vw_state *v, vw_grid *g, const vw_layout *L) {
         put_cell(g, L->timeline.x + c0, y, v->ascii ? '[' : 0x255E, ROLE_SELECTION, VW_A_BOLD);
         put_cell(g, L->timeline.x + c1, y, v->ascii ? ']' : 0x2561, ROLE_SELECTION, VW_A_BOLD);
         char d[40];
-        vw_fmt_dur(lab, sizeof lab, v->mark1 - v->mark0, v->ascii);
+        vw_fmt_dur(lab, sizeof lab, v->ruler.mark1 - v->ruler.mark0, v->ascii);
         snprintf(d, sizeof d, " %s ", lab);
         int n = (int)strlen(d) - (!v->ascii && strstr(d, "\xc2\xb5") ? 1 : 0);
         int at = c1 - c0 + 1 >= n + 2 ? c0 + (c1 - c0 + 1 - n) / 2 : c1 + 1 + n <= cols ? c1 + 1 : c0 - n;
@@ -1414,8 +1414,8 @@ static void render_lanes(frame_ctx *f) {
         put_str(g, v, L->timeline.x + 2, L->lanes.y + (f->n_rows == 0 ? 2 : 0), cols - 4, m, ROLE_WARN, VW_A_BOLD);
     }
     /* the selected stall's spans */
-    if ((v->focus == VW_FOCUS_STALLS || v->show_site) && v->n_sites > 0 && v->an && v->stall_sel >= 0) {
-        const an_stall_site *site = &v->sites[v->stall_sel];
+    if ((v->focus == VW_FOCUS_STALLS || v->stalls.show_site) && v->stalls.n_sites > 0 && v->an && v->stalls.sel >= 0) {
+        const an_stall_site *site = &v->stalls.sites[v->stalls.sel];
         for (size_t k = 0; k < v->an->n_blocks; k++) {
             const an_block *b = &v->an->blocks[k];
             if (b->start >= v->t1 || b->end <= v->t0 || b->end > v->now || !an_stall_site_has(site, b))
@@ -1808,9 +1808,9 @@ static void render_breakdown(frame_ctx *f) {
         }
         snprintf(name, sizeof name, "%sGPU%u", tag, dv->device);
         const an_gpu_fig *fig = NULL;
-        for (size_t k = 0; v->figs_ready && k < v->n_figs; k++)
-            if (v->figs[k].producer == dv->producer && v->figs[k].device == dv->device)
-                fig = &v->figs[k];
+        for (size_t k = 0; v->header.figs_ready && k < v->header.n_figs; k++)
+            if (v->header.figs[k].producer == dv->producer && v->header.figs[k].device == dv->device)
+                fig = &v->header.figs[k];
         if (fig == NULL || fig->span_ns == 0) {
             snprintf(line, sizeof line, " %-14s %s", name, "analysing...");
             put_str(g, v, 0, y, g->w, line, ROLE_DIM, 0);
@@ -1838,16 +1838,16 @@ static void render_breakdown(frame_ctx *f) {
             render_host_ranges(f, HOST_RANGES_X, top, end);
         return;
     }
-    if (v->hta == NULL) {
-        put_str(g, v, 1, y, g->w - 2, v->hta_note[0] ? v->hta_note : "HTA's breakdown: replay only", ROLE_DIM, 0);
+    if (v->stalls.hta == NULL) {
+        put_str(g, v, 1, y, g->w - 2, v->stalls.hta_note[0] ? v->stalls.hta_note : "HTA's breakdown: replay only", ROLE_DIM, 0);
         render_host_ranges(f, wide ? HOST_RANGES_X : 0, wide ? top : y + 1, end);
         return;
     }
     snprintf(line, sizeof line, " %-14s %14s %14s %14s %10s", "HTA, WHOLE RUN", "HOST_WAIT", "KERNEL_WAIT", "OTHER", "OPS");
     fill(g, 0, y, g->w, ROLE_PANEL, 0);
     put_str(g, v, 0, y++, g->w, line, ROLE_PANEL, 0);
-    for (size_t i = 0; i < v->hta->n_streams && y < end; i++, y++) {
-        const hta_stream *hs = &v->hta->streams[i];
+    for (size_t i = 0; i < v->stalls.hta->n_streams && y < end; i++, y++) {
+        const hta_stream *hs = &v->stalls.hta->streams[i];
         char name[48], cell[HTA_IDLE_N_][32];
         snprintf(name, sizeof name, "r%d stream %lld", hs->rank, (long long)hs->stream);
         for (int c = 0; c < HTA_IDLE_N_; c++) {
@@ -1898,7 +1898,7 @@ static void render_stalls(frame_ctx *f) {
     const vw_layout *L = f->L;
     if (L->stalls.h == 0)
         return;
-    if (v->breakdown) {
+    if (v->stalls.breakdown) {
         render_breakdown(f);
         return;
     }
@@ -1914,33 +1914,33 @@ static void render_stalls(frame_ctx *f) {
     };
     int wide = g->w >= 140; /* else the call site keeps the room GPU idle would take */
     for (size_t c = 0; c < sizeof cols / sizeof cols[0] - (wide ? 0 : 1); c++) {
-        int marked = cols[c].sort == (int)v->stall_sort;
+        int marked = cols[c].sort == (int)v->stalls.sort;
         int pad = cols[c].width - (int)strlen(cols[c].label) - marked;
         hn += snprintf(head + hn, sizeof head - (size_t)hn, "%*s%s%s", pad > 0 ? pad : 0, "", cols[c].label,
                        marked ? (v->ascii ? "v" : "\xe2\x96\xbc") : "");
     }
     hn += snprintf(head + hn, sizeof head - (size_t)hn, " %-9s %s", "CAUSE", "CALL SITE");
-    if (v->stall_step && v->stall_step_no >= 0) /* t: only the step at the cursor */
-        snprintf(head + hn, sizeof head - (size_t)hn, "  (step %" PRId64 " only; t: all)", v->stall_step_no);
+    if (v->stalls.step && v->stalls.step_no >= 0) /* t: only the step at the cursor */
+        snprintf(head + hn, sizeof head - (size_t)hn, "  (step %" PRId64 " only; t: all)", v->stalls.step_no);
     put_str(g, v, 0, y, g->w, head, ROLE_PANEL, focus ? VW_A_BOLD : 0);
     int multi = st_producer_count(s) > 1;
     uint64_t shown = v->now < v->end ? v->now : v->end;
     uint64_t wall = shown > v->origin ? shown - v->origin : 1;
-    if (v->n_sites == 0) {
+    if (v->stalls.n_sites == 0) {
         put_str(g, v, 2, y + 1, g->w - 4,
                 v->an == NULL                                    ? "analysing..."
-                : v->stall_step && v->steps == NULL              ? "no steps found (t: all the run)"
-                : v->stall_step && v->stall_step_no < 0          ? "the cursor is in no step (t: all the run)"
-                : v->stall_step                                  ? "no host-blocking calls in this step (t: all the run)"
+                : v->stalls.step && v->steps == NULL              ? "no steps found (t: all the run)"
+                : v->stalls.step && v->stalls.step_no < 0          ? "the cursor is in no step (t: all the run)"
+                : v->stalls.step                                  ? "no host-blocking calls in this step (t: all the run)"
                                                                  : "no host-blocking calls so far",
                 ROLE_DIM, 0);
         return;
     }
     for (int i = 0; i + 1 < L->stalls.h; i++) {
-        int k = v->stall_scroll + i;
-        if (k >= (int)v->n_sites)
+        int k = v->stalls.scroll + i;
+        if (k >= (int)v->stalls.n_sites)
             break;
-        const an_stall_site *site = &v->sites[k];
+        const an_stall_site *site = &v->stalls.sites[k];
         char tot[32], mx[32], idle[32], lab[512], row[768], who[24] = "";
         vw_fmt_dur(tot, sizeof tot, site->total_ns, v->ascii);
         vw_fmt_dur(mx, sizeof mx, site->max_ns, v->ascii);
@@ -1952,7 +1952,7 @@ static void render_stalls(frame_ctx *f) {
             producer_tag(s, site->producer, who, sizeof who - 1);
             strcat(who, " ");
         }
-        int sel = k == v->stall_sel;
+        int sel = k == v->stalls.sel;
         /* durations may carry a two-byte micro sign: pad by columns, not bytes */
         char tp[40], mp[40], ip[40];
         int tl = (int)strlen(tot) - (strstr(tot, "\xc2\xb5") ? 1 : 0), ml = (int)strlen(mx) - (strstr(mx, "\xc2\xb5") ? 1 : 0);
@@ -1969,10 +1969,10 @@ static void render_stalls(frame_ctx *f) {
         if (sel)
             fill(g, 0, y + 1 + i, g->w, role, attr);
         put_str(g, v, 0, y + 1 + i, g->w, row, role, attr);
-        if (!sel && v->stall_sort != AN_STALL_BY_COUNT && (wide || v->stall_sort != AN_STALL_BY_IDLE)) {
+        if (!sel && v->stalls.sort != AN_STALL_BY_COUNT && (wide || v->stalls.sort != AN_STALL_BY_IDLE)) {
             /* the column the panel is sorted by, in red */
-            int at = v->stall_sort == AN_STALL_BY_TOTAL ? 18 : v->stall_sort == AN_STALL_BY_MAX ? 28 : 45;
-            const char *txt = v->stall_sort == AN_STALL_BY_TOTAL ? tp : v->stall_sort == AN_STALL_BY_MAX ? mp : ip;
+            int at = v->stalls.sort == AN_STALL_BY_TOTAL ? 18 : v->stalls.sort == AN_STALL_BY_MAX ? 28 : 45;
+            const char *txt = v->stalls.sort == AN_STALL_BY_TOTAL ? tp : v->stalls.sort == AN_STALL_BY_MAX ? mp : ip;
             put_str(g, v, at, y + 1 + i, 9, txt, ROLE_BLOCKED, VW_A_BOLD);
         }
     }
@@ -1981,9 +1981,9 @@ static void render_stalls(frame_ctx *f) {
 static void render_keys(const vw_state *v, vw_grid *g, const vw_layout *L) {
     int y = L->keys.y;
     fill(g, 0, y, g->w, ROLE_KEYTEXT, 0);
-    if (v->searching) {
+    if (v->search.typing) {
         char b[128];
-        snprintf(b, sizeof b, "/%s", v->search);
+        snprintf(b, sizeof b, "/%s", v->search.term);
         int x = put_str(g, v, 0, y, g->w - 1, b, ROLE_DEFAULT, VW_A_BOLD);
         put_cell(g, x, y, '_', ROLE_CURSOR, VW_A_REVERSE);
         put_str(g, v, x + 2, y, g->w - x - 2, "(search names; enter finds the next, enter alone the last again, esc cancels)", ROLE_DIM, 0);
@@ -2214,9 +2214,9 @@ static void go_block(vw_state *v, const st_store *s, const an_block *b, int cols
     v->cursor = b->start;
     reveal(v, b->start, b->end, cols);
     v->cursor_row = row_of_lane(v, s, b->lane);
-    for (size_t i = 0; i < v->n_sites; i++)
-        if (an_stall_site_has(&v->sites[i], b))
-            v->stall_sel = (int)i;
+    for (size_t i = 0; i < v->stalls.n_sites; i++)
+        if (an_stall_site_has(&v->stalls.sites[i], b))
+            v->stalls.sel = (int)i;
     char d[32], site[200];
     vw_fmt_dur(d, sizeof d, b->end - b->start, v->ascii);
     an_site_label(s, b->callsite, b->name, site, sizeof site);
@@ -2263,7 +2263,7 @@ static int first_match_after(name_cache *c, const vw_state *v, const st_store *s
         const st_event *e = st_lane_events(s, l, &n);
         size_t i = t == UINT64_MAX ? n : st_lane_lower_bound(s, l, t + 1);
         for (; i < n && e[i].start < best_t && e[i].start <= v->now; i++)
-            if (event_matches(c, s, &e[i], v->search)) {
+            if (event_matches(c, s, &e[i], v->search.term)) {
                 best_t = e[i].start;
                 *end = e[i].end;
                 *lane = l;
@@ -2277,13 +2277,13 @@ static int first_match_after(name_cache *c, const vw_state *v, const st_store *s
 /* The next match after the cursor, wrapping to the start as less does, and which of all the
  * matches it is ("3 of 41"). */
 static void search_next(vw_state *v, const st_store *s, int cols) {
-    if (v->search[0] == '\0')
+    if (v->search.term[0] == '\0')
         return;
     name_cache *c = calloc(1, sizeof *c);
     if (c == NULL)
         return;
     char term[80];
-    sanitized(term, sizeof term, v->search);
+    sanitized(term, sizeof term, v->search.term);
     uint64_t start, end;
     size_t lane = 0;
     int wrapped = 0;
@@ -2300,7 +2300,7 @@ static void search_next(vw_state *v, const st_store *s, int cols) {
         size_t n;
         const st_event *e = st_lane_events(s, l, &n);
         for (size_t i = 0; i < n && e[i].start <= v->now; i++)
-            if (event_matches(c, s, &e[i], v->search)) {
+            if (event_matches(c, s, &e[i], v->search.term)) {
                 total++;
                 before += e[i].start < start;
             }
@@ -2315,22 +2315,22 @@ static void search_next(vw_state *v, const st_store *s, int cols) {
 
 /* A key while the search term is typed. */
 static void search_key(vw_state *v, const st_store *s, int cols, int key) {
-    size_t n = strlen(v->search);
+    size_t n = strlen(v->search.term);
     if (key == VW_KEY_ESC) {
-        v->searching = 0;
+        v->search.typing = 0;
     } else if (key == VW_KEY_ENTER || key == '\n' || key == '\r') {
-        v->searching = 0;
-        if (v->search[0] == '\0') /* "/" then enter: the last search again, as in less */
-            snprintf(v->search, sizeof v->search, "%s", v->search_last);
+        v->search.typing = 0;
+        if (v->search.term[0] == '\0') /* "/" then enter: the last search again, as in less */
+            snprintf(v->search.term, sizeof v->search.term, "%s", v->search.last);
         else
-            snprintf(v->search_last, sizeof v->search_last, "%s", v->search);
+            snprintf(v->search.last, sizeof v->search.last, "%s", v->search.term);
         search_next(v, s, cols);
     } else if (key == VW_KEY_BACKSPACE || key == 127 || key == 8) {
         if (n > 0)
-            v->search[n - 1] = '\0';
-    } else if (key >= 0x20 && key < 0x7F && n + 1 < sizeof v->search) {
-        v->search[n] = (char)key;
-        v->search[n + 1] = '\0';
+            v->search.term[n - 1] = '\0';
+    } else if (key >= 0x20 && key < 0x7F && n + 1 < sizeof v->search.term) {
+        v->search.term[n] = (char)key;
+        v->search.term[n + 1] = '\0';
     }
 }
 
@@ -2361,7 +2361,7 @@ static void move_cmd(vw_state *v, const vw_layout *L, vw_cmd c, uint64_t colw) {
     case VW_CMD_DOWN: {
         int d = c == VW_CMD_UP ? -1 : 1;
         if (stalls)
-            v->stall_sel += d, v->worst_pos = -1;
+            v->stalls.sel += d, v->stalls.worst_pos = -1;
         else
             v->cursor_row += d;
         break;
@@ -2370,7 +2370,7 @@ static void move_cmd(vw_state *v, const vw_layout *L, vw_cmd c, uint64_t colw) {
     case VW_CMD_PAGE_DOWN: {
         int d = c == VW_CMD_PAGE_UP ? -1 : 1;
         if (stalls)
-            v->stall_sel += d * stall_page, v->worst_pos = -1;
+            v->stalls.sel += d * stall_page, v->stalls.worst_pos = -1;
         else
             v->cursor_row += d * lane_page;
         break;
@@ -2402,13 +2402,13 @@ static void window_cmd(vw_state *v, vw_cmd c, int cols) {
         v->t1 = v->end > v->origin ? v->end : v->origin + 1000000;
         break;
     case VW_CMD_BREAKDOWN:
-        v->breakdown = !v->breakdown;
-        snprintf(v->message, sizeof v->message, "%s", v->breakdown ? "GPU idle for the window shown, by cause" : "top stalls");
+        v->stalls.breakdown = !v->stalls.breakdown;
+        snprintf(v->message, sizeof v->message, "%s", v->stalls.breakdown ? "GPU idle for the window shown, by cause" : "top stalls");
         break;
     case VW_CMD_SCOPE:
-        v->scope_window = !v->scope_window;
+        v->header.scope_window = !v->header.scope_window;
         snprintf(v->message, sizeof v->message, "GPU figures: %s",
-                 v->scope_window ? "what the window shows" : v->mode == VW_REPLAY ? "the trace up to now" : "the whole run");
+                 v->header.scope_window ? "what the window shows" : v->mode == VW_REPLAY ? "the trace up to now" : "the whole run");
         break;
     default:
         break;
@@ -2470,11 +2470,11 @@ static int by_duration_desc(const void *a, const void *b) {
 
 /* The selected call site's stalls, worst first: the next (dir 1) or previous one, with "i/N". */
 static void worst_cmd(vw_state *v, const st_store *s, int dir, int cols) {
-    if (v->n_sites == 0 || v->an == NULL) {
+    if (v->stalls.n_sites == 0 || v->an == NULL) {
         snprintf(v->message, sizeof v->message, "no stalls so far");
         return;
     }
-    const an_stall_site *site = &v->sites[v->stall_sel];
+    const an_stall_site *site = &v->stalls.sites[v->stalls.sel];
     const an_block **list = malloc((v->an->n_blocks ? v->an->n_blocks : 1) * sizeof *list);
     if (list == NULL)
         return;
@@ -2487,18 +2487,18 @@ static void worst_cmd(vw_state *v, const st_store *s, int dir, int cols) {
         return;
     }
     qsort(list, n, sizeof *list, by_duration_desc);
-    if (v->worst_pos < 0 || v->worst_pos >= (int)n) /* the first i: the worst; I: the shortest */
-        v->worst_pos = dir > 0 ? 0 : (int)n - 1;
+    if (v->stalls.worst_pos < 0 || v->stalls.worst_pos >= (int)n) /* the first i: the worst; I: the shortest */
+        v->stalls.worst_pos = dir > 0 ? 0 : (int)n - 1;
     else
-        v->worst_pos = (int)(((long)v->worst_pos + dir + (long)n) % (long)n);
-    int sel = v->stall_sel;
-    go_block(v, s, list[v->worst_pos], cols);
-    v->stall_sel = sel; /* the same site, even when another matches the block too */
-    v->show_site = 1;
+        v->stalls.worst_pos = (int)(((long)v->stalls.worst_pos + dir + (long)n) % (long)n);
+    int sel = v->stalls.sel;
+    go_block(v, s, list[v->stalls.worst_pos], cols);
+    v->stalls.sel = sel; /* the same site, even when another matches the block too */
+    v->stalls.show_site = 1;
     char d[32], label[200];
-    vw_fmt_dur(d, sizeof d, list[v->worst_pos]->end - list[v->worst_pos]->start, v->ascii);
-    an_site_label(s, list[v->worst_pos]->callsite, list[v->worst_pos]->name, label, sizeof label);
-    snprintf(v->message, sizeof v->message, "stall %d/%zu by length: %s at %.100s", v->worst_pos + 1, n, d, label);
+    vw_fmt_dur(d, sizeof d, list[v->stalls.worst_pos]->end - list[v->stalls.worst_pos]->start, v->ascii);
+    an_site_label(s, list[v->stalls.worst_pos]->callsite, list[v->stalls.worst_pos]->name, label, sizeof label);
+    snprintf(v->message, sizeof v->message, "stall %d/%zu by length: %s at %.100s", v->stalls.worst_pos + 1, n, d, label);
     free(list);
 }
 
@@ -2514,8 +2514,8 @@ static void stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
             snprintf(v->message, sizeof v->message, "%s", next ? "no later stall" : "no earlier stall");
         } else {
             go_block(v, s, b, cols);
-            v->show_site = 1;
-            v->worst_pos = -1; /* i starts again from the worst */
+            v->stalls.show_site = 1;
+            v->stalls.worst_pos = -1; /* i starts again from the worst */
         }
         break;
     }
@@ -2527,31 +2527,31 @@ static void stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
     case VW_CMD_SORT_PREV: {
         static const char *const names[AN_STALL_BY_N_] = {"total time blocked", "longest stall", "count",
                                                       "GPU idle caused"};
-        an_stall_site keep = v->n_sites ? v->sites[v->stall_sel] : (an_stall_site){0};
-        v->stall_sort = (an_stall_order)(((int)v->stall_sort + (c == VW_CMD_SORT_NEXT ? 1 : AN_STALL_BY_N_ - 1)) % AN_STALL_BY_N_);
-        an_stall_sites_sort(v->sites, v->n_sites, v->stall_sort);
-        for (size_t i = 0; i < v->n_sites; i++) /* the selection stays on its call site */
-            if (v->sites[i].producer == keep.producer && v->sites[i].callsite == keep.callsite &&
-                v->sites[i].name == keep.name)
-                v->stall_sel = (int)i;
-        snprintf(v->message, sizeof v->message, "stalls by %s", names[v->stall_sort]);
+        an_stall_site keep = v->stalls.n_sites ? v->stalls.sites[v->stalls.sel] : (an_stall_site){0};
+        v->stalls.sort = (an_stall_order)(((int)v->stalls.sort + (c == VW_CMD_SORT_NEXT ? 1 : AN_STALL_BY_N_ - 1)) % AN_STALL_BY_N_);
+        an_stall_sites_sort(v->stalls.sites, v->stalls.n_sites, v->stalls.sort);
+        for (size_t i = 0; i < v->stalls.n_sites; i++) /* the selection stays on its call site */
+            if (v->stalls.sites[i].producer == keep.producer && v->stalls.sites[i].callsite == keep.callsite &&
+                v->stalls.sites[i].name == keep.name)
+                v->stalls.sel = (int)i;
+        snprintf(v->message, sizeof v->message, "stalls by %s", names[v->stalls.sort]);
         break;
     }
     case VW_CMD_STALL_STEP:
-        v->stall_step = !v->stall_step;
+        v->stalls.step = !v->stalls.step;
         vw_sites_update(v);
-        if (v->stall_step && (v->steps == NULL || v->steps->n_steps == 0))
+        if (v->stalls.step && (v->steps == NULL || v->steps->n_steps == 0))
             snprintf(v->message, sizeof v->message, "no steps found: the stalls panel stays empty (t: all)");
-        else if (v->stall_step && v->stall_step_no >= 0)
-            snprintf(v->message, sizeof v->message, "stalls of step %" PRId64 " (t: all the run)", v->stall_step_no);
-        else if (v->stall_step)
+        else if (v->stalls.step && v->stalls.step_no >= 0)
+            snprintf(v->message, sizeof v->message, "stalls of step %" PRId64 " (t: all the run)", v->stalls.step_no);
+        else if (v->stalls.step)
             snprintf(v->message, sizeof v->message, "stalls of the step at the cursor: it is in none");
         else
             snprintf(v->message, sizeof v->message, "stalls of the whole run");
         break;
     case VW_CMD_SEARCH:
-        v->searching = 1;
-        v->search[0] = '\0';
+        v->search.typing = 1;
+        v->search.term[0] = '\0';
         break;
     case VW_CMD_ENTER:
         v->detail = !v->detail;
@@ -2560,10 +2560,10 @@ static void stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
         v->focus = stalls ? VW_FOCUS_TIMELINE : VW_FOCUS_STALLS;
         break;
     case VW_CMD_BACK:
-        v->marked = 0;
+        v->ruler.marked = 0;
         v->detail = 0;
-        v->show_site = 0;
-        v->worst_pos = -1;
+        v->stalls.show_site = 0;
+        v->stalls.worst_pos = -1;
         v->focus = VW_FOCUS_TIMELINE;
         break;
     default:
@@ -2584,8 +2584,8 @@ static const st_event *cursor_event(vw_state *v, const st_store *s, const vw_lay
 static void select_cmd(vw_state *v, const st_store *s, const vw_layout *L, vw_cmd c) {
     size_t lane = 0;
     const st_event *e = L->too_small ? NULL : cursor_event(v, s, L, &lane);
-    if (c == VW_CMD_MARK && v->marked && (e == NULL || (e->start == v->mark0 && e->end == v->mark1))) {
-        v->marked = 0;
+    if (c == VW_CMD_MARK && v->ruler.marked && (e == NULL || (e->start == v->ruler.mark0 && e->end == v->ruler.mark1))) {
+        v->ruler.marked = 0;
         snprintf(v->message, sizeof v->message, "mark removed");
         return;
     }
@@ -2605,9 +2605,9 @@ static void select_cmd(vw_state *v, const st_store *s, const vw_layout *L, vw_cm
         v->follow = 0;
         return;
     }
-    v->marked = 1;
-    v->mark0 = e->start;
-    v->mark1 = e->start + d;
+    v->ruler.marked = 1;
+    v->ruler.mark0 = e->start;
+    v->ruler.mark1 = e->start + d;
     char dur[32], nm[96];
     vw_fmt_dur(dur, sizeof dur, d, v->ascii);
     sanitized(nm, sizeof nm, st_str(s, e->name));
@@ -2618,13 +2618,13 @@ static void select_cmd(vw_state *v, const st_store *s, const vw_layout *L, vw_cm
  * stays on the group's own row. */
 static void fold_cmd(vw_state *v, const st_store *s, vw_cmd c) {
     if (c == VW_CMD_UNFOLD_ALL) {
-        snprintf(v->message, sizeof v->message, "%s", v->n_folds ? "every group unfolded" : "nothing is folded");
-        v->n_folds = 0;
+        snprintf(v->message, sizeof v->message, "%s", v->lanes.n_folds ? "every group unfolded" : "nothing is folded");
+        v->lanes.n_folds = 0;
         return;
     }
     if (c == VW_CMD_HIDE_IDLE) {
-        v->hide_idle = !v->hide_idle;
-        snprintf(v->message, sizeof v->message, "%s", v->hide_idle ? "lanes with nothing in the window are hidden (e shows them)"
+        v->lanes.hide_idle = !v->lanes.hide_idle;
+        snprintf(v->message, sizeof v->message, "%s", v->lanes.hide_idle ? "lanes with nothing in the window are hidden (e shows them)"
                                                                  : "every lane is shown");
         return;
     }
@@ -2670,37 +2670,37 @@ static void fold_cmd(vw_state *v, const st_store *s, vw_cmd c) {
     free(rows);
 }
 
-int vw_hta_wanted(const vw_state *v) { return v->hta_pending && v->hta == NULL; }
+int vw_hta_wanted(const vw_state *v) { return v->stalls.hta_pending && v->stalls.hta == NULL; }
 
 void vw_hta_take(vw_state *v, hta_result *h, int rc, const err_msg *err) {
-    v->hta_pending = 0;
-    if (rc != 0 || h == NULL || v->hta != NULL) {
-        if (v->hta == NULL)
-            snprintf(v->hta_note, sizeof v->hta_note, "HTA's breakdown: %.70s", h ? err->msg : "out of memory");
+    v->stalls.hta_pending = 0;
+    if (rc != 0 || h == NULL || v->stalls.hta != NULL) {
+        if (v->stalls.hta == NULL)
+            snprintf(v->stalls.hta_note, sizeof v->stalls.hta_note, "HTA's breakdown: %.70s", h ? err->msg : "out of memory");
         else if (rc == 0 && h != NULL)
             hta_result_free(h);
         free(h);
         return;
     }
-    v->hta = h;
+    v->stalls.hta = h;
 }
 
 /* HTA's breakdown of a replayed trace, once it is loaded: made once, kept. With hta_async the
  * loop makes it on its analysis thread (a frame is not kept waiting), else it is made here. */
 static void hta_ask(vw_state *v, const st_store *s) {
-    if (v->hta != NULL || v->hta_pending)
+    if (v->stalls.hta != NULL || v->stalls.hta_pending)
         return;
     if (v->mode != VW_REPLAY) {
-        snprintf(v->hta_note, sizeof v->hta_note, "HTA's breakdown: on a recorded run (synctop report --hta)");
+        snprintf(v->stalls.hta_note, sizeof v->stalls.hta_note, "HTA's breakdown: on a recorded run (synctop report --hta)");
         return;
     }
     if (v->load_progress < 1.0) {
-        snprintf(v->hta_note, sizeof v->hta_note, "HTA's breakdown: once the file is loaded (b twice)");
+        snprintf(v->stalls.hta_note, sizeof v->stalls.hta_note, "HTA's breakdown: once the file is loaded (b twice)");
         return;
     }
-    v->hta_pending = 1;
-    if (v->hta_async) {
-        snprintf(v->hta_note, sizeof v->hta_note, "HTA's breakdown: computing...");
+    v->stalls.hta_pending = 1;
+    if (v->stalls.hta_async) {
+        snprintf(v->stalls.hta_note, sizeof v->stalls.hta_note, "HTA's breakdown: computing...");
         return;
     }
     hta_result *h = calloc(1, sizeof *h);
@@ -2746,7 +2746,7 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
     uint64_t colw = (v->t1 - v->t0) / (uint64_t)cols;
     if (colw == 0)
         colw = 1;
-    if (v->searching) {
+    if (v->search.typing) {
         search_key(v, s, cols, key);
         return VW_ACT_REDRAW;
     }
@@ -2767,7 +2767,7 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         move_cmd(v, &L, c, colw);
     else if (c >= VW_CMD_ZOOM_IN && c <= VW_CMD_BREAKDOWN) {
         window_cmd(v, c, cols);
-        if (c == VW_CMD_BREAKDOWN && v->breakdown)
+        if (c == VW_CMD_BREAKDOWN && v->stalls.breakdown)
             hta_ask(v, s);
     }
     else if (c == VW_CMD_FIT_SEL || c == VW_CMD_MARK)
@@ -2809,11 +2809,11 @@ int vw_mouse(vw_state *v, const st_store *s, int w, int h, int kind, int x, int 
         if (in_tl)
             v->cursor = at;
         v->focus = VW_FOCUS_TIMELINE;
-    } else if (!v->breakdown && y > L.stalls.y && y < L.stalls.y + L.stalls.h) {
-        int k = v->stall_scroll + (y - L.stalls.y - 1);
-        if (k < (int)v->n_sites) {
-            v->stall_sel = k;
-            v->worst_pos = -1;
+    } else if (!v->stalls.breakdown && y > L.stalls.y && y < L.stalls.y + L.stalls.h) {
+        int k = v->stalls.scroll + (y - L.stalls.y - 1);
+        if (k < (int)v->stalls.n_sites) {
+            v->stalls.sel = k;
+            v->stalls.worst_pos = -1;
             v->focus = VW_FOCUS_STALLS;
         }
     } else if (y == L.stalls.y && L.stalls.h) {

@@ -427,7 +427,7 @@ static int viewer_frame_work(viewer *w, double t) {
     if (vw_figs_update(&w->v, w->s, VIEWER_FIGS_BUDGET) == 0)
         again = 1;
     if (w->sites_an != w->v.an || (w->v.now != w->sites_now && t - w->sites_at >= 0.25) ||
-        (w->v.stall_step && w->v.cursor != w->sites_cursor)) {
+        (w->v.stalls.step && w->v.cursor != w->sites_cursor)) {
         vw_sites_update(&w->v);
         w->sites_an = w->v.an;
         w->sites_now = w->v.now;
@@ -837,7 +837,7 @@ int viewer_run_replay(const char *const *paths, size_t n_paths, const viewer_opt
         return viewer_finish(&w, 1, res);
     }
     vw_state_init(&w.v, VW_REPLAY, w.s);
-    w.v.hta_async = 1; /* b: HTA's breakdown is made on the analysis thread */
+    w.v.stalls.hta_async = 1; /* b: HTA's breakdown is made on the analysis thread */
     w.loading = 1;
     /* a Kineto JSON is imported whole before the terminal starts (it has no index to seek); so are
      * several sources that are all Kineto JSON */

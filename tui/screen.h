@@ -15,6 +15,11 @@
  *   top stalls     call sites by total time blocked (count, total, max, share of wall time)
  *   key bar        the keys, htop style
  * Below 80x24 the whole screen says "terminal too small".
+ *
+ * Each panel is a file (screen_header.c, screen_ruler.c, screen_lanes.c, screen_detail.c,
+ * screen_stalls.c, screen_help.c) that draws its part and answers its keys over its own part of
+ * vw_state (vw_header, vw_ruler, vw_lanes, vw_stalls, vw_search); what they share and nothing else
+ * needs is in screen_int.h.
  */
 #ifndef SYNCTOP_SCREEN_H
 #define SYNCTOP_SCREEN_H

@@ -294,7 +294,7 @@ static void viewer_take_analysis(viewer *w, double t) {
     if (stale > w->stale_told) {
         w->stale_told = stale;
         const char *base = strrchr(stale_path, '/');
-        /* sanitized with the rest of the key bar (screen.c) */
+        /* sanitized with the rest of the key bar (screen_help.c) */
         snprintf(w->v.message, sizeof w->v.message, "%s changed since the trace was taken: its frames are not named",
                  base ? base + 1 : stale_path);
     }

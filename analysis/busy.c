@@ -130,3 +130,105 @@ uint64_t an_busy_process(const st_store *s, const an_result *r, uint32_t produce
     }
     return sum;
 }
+
+/* ---- the sweep ---- */
+
+struct an_sweep {
+    const st_store *s;
+    const an_result *an;
+    size_t events;
+    uint64_t dropped;
+    size_t n_lanes_store;
+    uint64_t a, b; /* swept so far: work starting before b */
+    an_busy *devs;
+    size_t n_devs;
+};
+
+void an_sweep_free(an_sweep **sp) {
+    if (*sp == NULL)
+        return;
+    for (size_t i = 0; i < (*sp)->n_devs; i++)
+        an_busy_free(&(*sp)->devs[i]);
+    free((*sp)->devs);
+    free(*sp);
+    *sp = NULL;
+}
+
+an_sweep *an_sweep_new(const st_store *s, const an_result *an, uint64_t a) {
+    an_sweep *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return NULL;
+    w->s = s;
+    w->an = an;
+    w->events = st_store_events(s);
+    w->dropped = st_store_dropped(s);
+    w->n_lanes_store = st_lane_count(s);
+    w->a = w->b = a;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != ST_LANE_STREAM)
+            continue;
+        int seen = 0;
+        for (size_t k = 0; k < w->n_devs && !seen; k++)
+            seen = w->devs[k].producer == li->producer && w->devs[k].device == li->device;
+        if (seen)
+            continue;
+        an_busy *nd = realloc(w->devs, (w->n_devs + 1) * sizeof *nd);
+        if (nd == NULL)
+            goto fail;
+        w->devs = nd;
+        if (an_busy_init(&w->devs[w->n_devs], s, li->producer, li->device, a, 64))
+            goto fail;
+        w->n_devs++;
+    }
+    return w;
+fail:
+    an_sweep_free(&w);
+    return NULL;
+}
+
+int an_sweep_fits(const an_sweep *w, const st_store *s, const an_result *an, uint64_t a, uint64_t b) {
+    return w != NULL && w->s == s && w->an == an && w->a == a && b >= w->b && w->events == st_store_events(s) &&
+           w->dropped == st_store_dropped(s) && w->n_lanes_store == st_lane_count(s);
+}
+
+int an_sweep_to(an_sweep *w, uint64_t b, size_t budget) {
+    size_t left = budget;
+    for (size_t k = 0; k < w->n_devs; k++) {
+        an_busy_gap g;
+        int rc;
+        while ((rc = an_busy_step(&w->devs[k], b, budget ? &left : NULL, &g)) == AN_BUSY_GAP)
+            ;
+        if (rc == AN_BUSY_MORE)
+            return 0;
+    }
+    w->b = b;
+    return 1;
+}
+
+int an_sweep_figures(const an_sweep *w, uint64_t b, an_gpu_fig **out, size_t *n_out) {
+    an_gpu_fig *f = calloc(w->n_devs ? w->n_devs : 1, sizeof *f);
+    if (f == NULL)
+        return ERR_NOMEM;
+    uint64_t span = b > w->a ? b - w->a : 0;
+    for (size_t k = 0; k < w->n_devs; k++) {
+        const an_busy *d = &w->devs[k];
+        uint64_t busy = an_busy_total(d, b);
+        f[k] = (an_gpu_fig){.producer = d->producer, .device = d->device, .span_ns = span, .busy_ns = busy,
+                            .idle_ns = span > busy ? span - busy : 0};
+    }
+    /* host time blocked: the analysis' spans (their GPU already resolved), clipped to the range */
+    for (size_t i = 0; w->an && i < w->an->n_blocks && w->an->blocks[i].start < b; i++) {
+        const an_block *bl = &w->an->blocks[i];
+        uint64_t own = bl->end - bl->own_ns; /* nested calls count once: only the uncovered tail */
+        uint64_t s0 = own > w->a ? own : w->a, s1 = bl->end < b ? bl->end : b;
+        if (s1 <= s0)
+            continue;
+        for (size_t k = 0; k < w->n_devs; k++)
+            if (f[k].producer == bl->producer && f[k].device == bl->device)
+                f[k].blocked_ns += s1 - s0;
+    }
+    *out = f;
+    *n_out = w->n_devs;
+    return 0;
+}

@@ -61,4 +61,30 @@ struct an_result;
 /* The busy time over [a, b) of each of the process's GPUs (those r lists), summed over them. */
 uint64_t an_busy_process(const st_store *s, const struct an_result *r, uint32_t producer, uint64_t a, uint64_t b);
 
+/* ---- a resumable sweep of every GPU: the viewer header's figures over a range ---- */
+
+/* One GPU's figures over a range of time. */
+typedef struct an_gpu_fig {
+    uint32_t producer;
+    uint16_t device;
+    uint64_t span_ns, busy_ns, idle_ns, blocked_ns;
+} an_gpu_fig;
+
+/* Per GPU, the merge of its work that starts before b, from a. The merge keeps its place, so a
+ * replay's "now" moving forward only extends it, and a caller can spread a long sweep over several
+ * frames. */
+typedef struct an_sweep an_sweep;
+
+/* A fresh sweep of [a, ...) over the store as it is, an's blocking spans giving the host's time
+ * blocked (an may be NULL). NULL when out of memory. */
+an_sweep *an_sweep_new(const st_store *s, const struct an_result *an, uint64_t a);
+void an_sweep_free(an_sweep **sp);
+/* Whether the sweep can go on to b: the same store, unchanged since, the same analysis and start,
+ * and b not before what it has swept. */
+int an_sweep_fits(const an_sweep *w, const st_store *s, const struct an_result *an, uint64_t a, uint64_t b);
+/* Merges the work that starts before b, at most budget events (0: all); 1 when done. */
+int an_sweep_to(an_sweep *w, uint64_t b, size_t budget);
+/* The figures of a finished sweep for [a, b), a GPU each (free *out). 0, or ERR_NOMEM. */
+int an_sweep_figures(const an_sweep *w, uint64_t b, an_gpu_fig **out, size_t *n_out);
+
 #endif

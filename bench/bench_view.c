@@ -170,7 +170,7 @@ static int frames_while_analysing(st_store *s, vw_state *v, vw_grid *g, int roun
                 *worst = f1 - f0;
             *sum += f1 - f0;
             if (figs) {
-                v->scope_window = 1;
+                v->header.scope_window = 1;
                 vw_figs_update(v, s, 100000);
                 double f2 = now_s() - f1;
                 if (f2 > *worst_figs)

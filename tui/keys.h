@@ -1,7 +1,7 @@
 /*
  * The viewer's key bindings. One table says which keys run which command, what the help screen
- * says of them and what the key bar shows; the key handler (screen.c vw_key), the key bar and the
- * help screen all read it.
+ * says of them and what the key bar shows; the key handler (screen_input.c vw_key), the key bar and
+ * the help screen all read it.
  */
 #ifndef SYNCTOP_KEYS_H
 #define SYNCTOP_KEYS_H

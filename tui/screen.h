@@ -15,15 +15,22 @@
  *   top stalls     call sites by total time blocked (count, total, max, share of wall time)
  *   key bar        the keys, htop style
  * Below 80x24 the whole screen says "terminal too small".
+ *
+ * Each panel is a file (screen_header.c, screen_ruler.c, screen_lanes.c, screen_detail.c,
+ * screen_stalls.c, screen_help.c) that draws its part and answers its keys over its own part of
+ * vw_state (vw_header, vw_ruler, vw_lanes, vw_stalls, vw_search); what they share and nothing else
+ * needs is in screen_int.h.
  */
-#ifndef SYNCTOP_VIEW_H
-#define SYNCTOP_VIEW_H
+#ifndef SYNCTOP_SCREEN_H
+#define SYNCTOP_SCREEN_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "analysis.h"
+#include "busy.h"
 #include "keys.h"
+#include "stalls.h"
 #include "store.h"
 
 #define VW_MIN_W 80
@@ -132,39 +139,6 @@ void vw_layout_fit(vw_layout *L, int lane_rows, int site_rows);
 typedef enum vw_mode { VW_LIVE = 1, VW_REPLAY = 2 } vw_mode;
 typedef enum vw_focus { VW_FOCUS_TIMELINE = 0, VW_FOCUS_STALLS = 1 } vw_focus;
 
-/* A call site's totals over the revealed blocking spans. */
-/* A call site of one process, among those a stalls panel row stands for. */
-typedef struct vw_site_member {
-    uint32_t producer;
-    uint64_t callsite;
-    uint32_t name;
-} vw_site_member;
-
-typedef struct vw_site {
-    uint32_t producer;
-    uint64_t callsite; /* 0: none; name says the API */
-    uint32_t name;
-    int kind; /* an_block_kind */
-    uint64_t count, total_ns, max_ns;
-    uint64_t gpu_idle_ns; /* GPU idle its stalls caused */
-    /* In a job of many processes, the same call (the same API, the same frames) in several of them
-     * is one row: members lists each process's site, n_procs how many processes (NULL, 1: one). */
-    vw_site_member *members;
-    size_t n_members;
-    uint32_t n_procs;
-} vw_site;
-
-/* What the stalls panel is sorted by (< and > change it, as in htop). */
-typedef enum vw_sort { VW_SORT_TOTAL, VW_SORT_MAX, VW_SORT_COUNT, VW_SORT_IDLE, VW_SORT_N_ } vw_sort;
-
-/* The header's figures for one GPU over a range of time. */
-typedef struct vw_gpu_fig {
-    uint32_t producer;
-    uint16_t device;
-    uint64_t span_ns, busy_ns, idle_ns, blocked_ns;
-} vw_gpu_fig;
-
-typedef struct vw_sweep vw_sweep;
 
 /* The parts of a frame, in the order vw_render draws them: with vw_state.timing set, it adds the
  * seconds each took there (benchmarks say where a frame's time goes). */
@@ -172,7 +146,63 @@ enum { VW_PART_SETUP, VW_PART_TITLE, VW_PART_GPUS, VW_PART_RULER, VW_PART_STEPS,
        VW_PART_DETAIL, VW_PART_STALLS, VW_PART_KEYS, VW_PART_N_ };
 extern const char *const vw_part_names[VW_PART_N_];
 
+/* Each panel's own state (the files that draw it and answer its keys say so in their names). */
+
+/* The header's GPU figures (screen_header.c): the whole run so far (replay: up to now), or with
+ * scope_window what the window shows (key v). figs holds them for [figs_a, figs_b) once
+ * vw_figs_update has finished a sweep; until then the header uses an's whole-trace figures when
+ * they apply. */
+typedef struct vw_header {
+    int scope_window;
+    an_gpu_fig *figs;
+    size_t n_figs;
+    uint64_t figs_a, figs_b;
+    int figs_ready;
+    an_sweep *sweep;
+} vw_header;
+
+/* The ruler's mark (screen_ruler.c): m marks a span on it. */
+typedef struct vw_ruler {
+    int marked;
+    uint64_t mark0, mark1;
+} vw_ruler;
+
+/* The lanes' groups (screen_lanes.c). */
+typedef struct vw_lanes {
+    uint64_t *folds;     /* c: folded groups (a process, a GPU's streams, a thread's ranges), sorted */
+    size_t n_folds;
+    int hide_idle;       /* e: lanes with nothing in the window are left out */
+    size_t procs_folded; /* processes looked at for folding: a job of more than VW_FOLD_ABOVE opens
+                            with every process folded into its row, and new ones come folded */
+} vw_lanes;
+
+/* The stalls panel, and the idle breakdown pane that takes its place (screen_stalls.c). */
+typedef struct vw_stalls {
+    an_stall_site *sites; /* over blocks ending before now, by the sort column */
+    size_t n_sites;
+    int sel, scroll;     /* the selected row, the first row shown */
+    int show_site;       /* the selected call site's spans are marked (after n, N, i; esc clears) */
+    an_stall_order sort; /* < and >: the column the rows are sorted by */
+    int step;            /* t: only the step at the cursor (of each process) counts */
+    int64_t step_no;     /* that step's number, -1 when the cursor is in none (set by vw_sites_update) */
+    int worst_pos;       /* i/I: which of the selected site's stalls, worst first */
+    int breakdown;       /* b: the idle breakdown pane in place of the stalls */
+    struct hta_result *hta; /* HTA's breakdown of the whole trace (replay), made when first shown */
+    int hta_async;       /* set by the loop: b only asks for HTA's breakdown (vw_hta_wanted), which
+                            the loop makes on its analysis thread (vw_hta_take); unset, b makes it */
+    int hta_pending;     /* asked for, not made yet */
+    char hta_note[96];   /* why there is none */
+} vw_stalls;
+
+/* The search prompt in the key bar (screen_help.c). */
+typedef struct vw_search {
+    char term[64];       /* the search term being typed, or the last one */
+    char last[64];       /* the last term searched for: "/" and enter repeat it */
+    int typing;          /* typing a search term */
+} vw_search;
+
 typedef struct vw_state {
+    /* the viewport, which every panel reads */
     vw_mode mode;
     int ascii, mono;    /* glyphs and colours */
     uint64_t origin;    /* time 0 of the ruler: the trace's first event */
@@ -180,54 +210,30 @@ typedef struct vw_state {
     uint64_t now;       /* replay: events after now are not shown yet; live: UINT64_MAX */
     uint64_t end;       /* latest time known (span end, or the file index's end while loading) */
     uint64_t cursor;    /* cursor time */
-    int cursor_row;     /* index in the visible rows (vw_rows) */
+    int cursor_row;     /* index in the visible rows (the lanes' rows) */
     int row_scroll;     /* first row shown */
     int follow;         /* keep the window's right edge at the latest time */
     int paused;
     double speed;       /* replay speed */
     vw_focus focus;
-    int stall_sel, stall_scroll;
-    int show_site;      /* the selected call site's spans are marked (after n, N, i; esc clears) */
-    vw_sort stall_sort; /* the stalls panel's order */
-    int stall_step;     /* t: the stalls panel counts only the step at the cursor (of each process) */
-    int64_t stall_step_no; /* that step's number, -1 when the cursor is in none (set by vw_sites_update) */
-    int worst_pos;      /* i/I: which of the selected site's stalls, worst first */
     int help, detail;   /* overlays: help screen, detail pane expanded */
-    int marked;         /* m: a span is marked on the ruler */
-    uint64_t *folds;    /* c: folded groups (a process, a GPU's streams, a thread's ranges) */
-    size_t n_folds;
-    int hide_idle;      /* e: lanes with nothing in the window are left out */
-    size_t procs_folded; /* processes looked at for folding: a job of more than VW_FOLD_ABOVE opens
-                            with every process folded into its row, and new ones come folded */
-    int breakdown;      /* b: the idle breakdown pane in place of the stalls panel */
-    struct hta_result *hta; /* HTA's breakdown of the whole trace (replay), made when first shown */
-    const struct an_steps *steps; /* the loop's steps (may be NULL): the strip under the ruler */
-    size_t step_at;     /* { }: the slow step last gone to */
-    char hta_note[96];  /* why there is none */
-    uint64_t mark0, mark1;
-    char search[64];    /* the search term being typed, or the last one */
-    char search_last[64]; /* the last term searched for: "/" and enter repeat it */
-    int searching;      /* typing a search term */
     char message[160];  /* one-line status, shown in the key bar */
+    /* what the loop gives */
+    const an_result *an; /* may be NULL */
+    const struct an_steps *steps; /* the loop's steps (may be NULL): the strip under the ruler */
+    const st_store *store; /* the store the state was made for (vw_state_init) */
+    uint64_t gap_ns;     /* bubbles below this are not drawn (0: all of an's bubbles) */
     double load_progress; /* < 1 while a file is still loading */
     double events_per_s;  /* live */
-    const an_result *an; /* may be NULL */
-    const st_store *store; /* the store the state was made for (vw_state_init) */
-    vw_site *sites;      /* over blocks ending before now, by total */
-    size_t n_sites;
-    uint64_t gap_ns;     /* bubbles below this are not drawn (0: all of an's bubbles) */
     int recording;       /* live: every batch also goes to a trace file (the title says REC) */
     char notice[160];    /* live: why nothing shows (no data from an endpoint), in the lanes area */
-    /* GPU figures in the header: the whole run so far (replay: up to now), or with scope_window
-     * what the window shows (key v). figs holds them for [figs_a, figs_b) once vw_figs_update has
-     * finished a sweep; until then the header uses an's whole-trace figures when they apply. */
-    int scope_window;
-    vw_gpu_fig *figs;
-    size_t n_figs;
-    uint64_t figs_a, figs_b;
-    int figs_ready;
-    vw_sweep *sweep;
     double *timing;      /* NULL, or VW_PART_N_ sums of seconds that vw_render adds to */
+    /* the panels' own */
+    vw_header header;
+    vw_ruler ruler;
+    vw_lanes lanes;
+    vw_stalls stalls;
+    vw_search search;
 } vw_state;
 
 /* The layout of a frame of this state and store (vw_layout_compute, then vw_layout_fit). */
@@ -249,6 +255,12 @@ int vw_figs_update(vw_state *v, const st_store *s, size_t budget);
 /* The range the header's figures should cover now (a == b: an's whole-trace figures do). */
 void vw_figs_range(const vw_state *v, uint64_t *a, uint64_t *b);
 
+/* HTA's breakdown when the loop makes it (hta_async): whether b asked for it and it is not made
+ * yet; then the loop hands over what hta_analyze made (rc 0: *h, the state's to free) or why it
+ * could not (rc < 0: err). */
+int vw_hta_wanted(const vw_state *v);
+void vw_hta_take(vw_state *v, struct hta_result *h, int rc, const err_msg *err);
+
 /* Draws one frame of w x h into g (resized as needed). */
 void vw_render(const st_store *s, vw_state *v, vw_grid *g);
 
@@ -263,7 +275,5 @@ int vw_mouse(vw_state *v, const st_store *s, int w, int h, int kind, int x, int 
 
 /* Text helpers (exposed for the tests). */
 void vw_fmt_dur(char *out, size_t n, uint64_t ns, int ascii);
-/* The label of a call site (first Python frame, then native), sanitized, at most n-1 bytes. */
-void vw_site_label(const st_store *s, uint64_t callsite, uint32_t name, char *out, size_t n);
 
 #endif

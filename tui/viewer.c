@@ -3,6 +3,7 @@
  * view model decides what a frame shows, term.c draws it.
  */
 #include "viewer.h"
+#include "hta.h"
 #include "steps.h"
 #include "clock.h"
 
@@ -53,6 +54,7 @@ struct viewer_anjob {
     const char *step_name; /* the user's step range, or NULL */
     sy_cache *sym;    /* when set, native call-site frames are looked up too, into fixes */
     sy_fixes *fixes;
+    hta_result *hta;  /* set: the job makes HTA's breakdown into it instead of the analysis */
     atomic_int done;
 };
 
@@ -62,6 +64,12 @@ struct viewer_anjob {
 static void *anjob_main(void *arg) {
     viewer_anjob *j = arg;
     double t = cm_now_s();
+    if (j->hta != NULL) {
+        j->rc = hta_analyze(j->s, NULL, j->hta, &j->err);
+        j->took = cm_now_s() - t;
+        atomic_store(&j->done, 1);
+        return NULL;
+    }
     j->rc = an_analyze(j->s, j->has_opts ? &j->opts : NULL, &j->r, &j->err);
     err_msg serr = {{0}};
     if (j->rc == 0 && j->want_steps && an_steps_find(j->s, &j->r, j->step_name, &j->steps, &serr) != 0)
@@ -74,13 +82,14 @@ static void *anjob_main(void *arg) {
 }
 
 static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, int want_steps, const char *step_name,
-                                 sy_cache *sym, sy_fixes *fixes, err_msg *err) {
+                                 sy_cache *sym, sy_fixes *fixes, hta_result *hta, err_msg *err) {
     viewer_anjob *j = calloc(1, sizeof *j);
     if (j == NULL) {
         err_set(err, ERR_NOMEM, "analysis: out of memory");
         return NULL;
     }
     j->s = s;
+    j->hta = hta;
     j->want_steps = want_steps;
     j->step_name = step_name;
     j->sym = sym;
@@ -100,7 +109,7 @@ static viewer_anjob *anjob_start(const st_store *s, const an_opts *opts, int wan
 }
 
 viewer_anjob *viewer_anjob_start(const st_store *s, const an_opts *opts, err_msg *err) {
-    return anjob_start(s, opts, 0, NULL, NULL, NULL, err);
+    return anjob_start(s, opts, 0, NULL, NULL, NULL, NULL, err);
 }
 
 int viewer_anjob_done(const viewer_anjob *j) { return atomic_load(&((viewer_anjob *)j)->done); }
@@ -110,6 +119,16 @@ static int anjob_finish(viewer_anjob **jp, an_result *out, an_steps *steps, doub
     viewer_anjob *j = *jp;
     pthread_join(j->th, NULL);
     int rc = j->rc;
+    if (j->hta != NULL) { /* an HTA job: no analysis to hand over */
+        if (rc == 0)
+            hta_result_free(j->hta);
+        free(j->hta);
+        rc = ERR_INVAL;
+        err_set(err, rc, "analysis: the job made HTA's breakdown");
+        free(j);
+        *jp = NULL;
+        return rc;
+    }
     if (steps != NULL)
         *steps = j->steps;
     else
@@ -128,6 +147,16 @@ static int anjob_finish(viewer_anjob **jp, an_result *out, an_steps *steps, doub
 int viewer_anjob_finish(viewer_anjob **jp, an_result *out, double *took_s, err_msg *err) {
     return anjob_finish(jp, out, NULL, took_s, err);
 }
+
+struct viewer;
+/* A chore the loop runs every period seconds: fn gets the time and the seconds since it last ran,
+ * and returns VIEWER_CHORE_* (LATER: not now, it is tried again at the next turn). */
+enum { VIEWER_CHORE_LATER = -1, VIEWER_CHORE_DONE = 0, VIEWER_CHORE_REDRAW = 1 };
+typedef struct viewer_timer {
+    double period, last;
+    int (*fn)(struct viewer *w, double t, double since);
+} viewer_timer;
+#define VIEWER_MAX_TIMERS 8
 
 /* A batch received while the analysis reads the store: added when it is done. */
 typedef struct held_batch {
@@ -160,7 +189,6 @@ typedef struct viewer {
     size_t n_held, cap_held, held_bytes;
     tp_fwriter *rec;
     uint64_t rec_batches, rec_events;
-    double started_at;
     uint64_t batches_in;
     double an_at;
     size_t an_events;
@@ -169,15 +197,12 @@ typedef struct viewer {
     uint64_t sites_now, sites_cursor;
     const an_result *sites_an;
     int started; /* the view's window was placed over real data */
-    /* rate */
-    double rate_at;
-    uint64_t rate_events;
+    uint64_t rate_events; /* events added since the rate was last measured */
     /* endpoints connected */
     char *eps[VIEWER_MAX_ENDPOINTS];
     size_t n_eps;
-    double scan_at;
-    double discover_at;
-    double clocks_at;
+    viewer_timer timers[VIEWER_MAX_TIMERS]; /* the chores of a live session (viewer_timers_init) */
+    size_t n_timers;
     /* summary mode (opts.summary): a row per producer, in the order of their first summary, and
      * the same sorted by rank for the screen; sum_lanes: the lanes of the open ranks are shown */
     vw_sum_row *sum_rows, *sum_sorted;
@@ -275,7 +300,7 @@ static void viewer_take_analysis(viewer *w, double t) {
     if (stale > w->stale_told) {
         w->stale_told = stale;
         const char *base = strrchr(stale_path, '/');
-        /* sanitized with the rest of the key bar (screen.c) */
+        /* sanitized with the rest of the key bar (screen_help.c) */
         snprintf(w->v.message, sizeof w->v.message, "%s changed since the trace was taken: its frames are not named",
                  base ? base + 1 : stale_path);
     }
@@ -324,18 +349,51 @@ static void viewer_clocks(viewer *w) {
         w->an_events = (size_t)-1;
 }
 
-/* Starts the analysis when one is due, takes its result when it is done. A live store grows all
- * the time: the next analysis waits at least four times as long as the last one took, so the
- * thread is busy at most a fifth of the time. Returns 1 when a job is running. */
+/* HTA's breakdown, which key b asked the view for, made on the analysis thread; returns 1 when
+ * the job started. */
+static int viewer_start_hta(viewer *w) {
+    err_msg err = {{0}};
+    hta_result *h = calloc(1, sizeof *h);
+    if (h == NULL || (w->job = anjob_start(w->s, NULL, 0, NULL, NULL, NULL, h, &err)) == NULL) {
+        vw_hta_take(&w->v, NULL, ERR_NOMEM, &err);
+        free(h);
+        return 0;
+    }
+    return 1;
+}
+
+/* Hands the finished job's HTA breakdown to the view. */
+static void viewer_take_hta(viewer *w) {
+    viewer_anjob *j = w->job;
+    pthread_join(j->th, NULL);
+    vw_hta_take(&w->v, j->hta, j->rc, &j->err);
+    free(j);
+    w->job = NULL;
+}
+
+/* Takes what the finished job made: the analysis, or HTA's breakdown. */
+static void viewer_take_job(viewer *w, double t) {
+    if (w->job->hta != NULL)
+        viewer_take_hta(w);
+    else
+        viewer_take_analysis(w, t);
+}
+
+/* Starts the analysis when one is due (or HTA's breakdown when the view asks for it), takes its
+ * result when it is done. A live store grows all the time: the next analysis waits at least four
+ * times as long as the last one took, so the thread is busy at most a fifth of the time. Returns 1
+ * when a job is running. */
 static int viewer_analyse(viewer *w, double t) {
     if (w->job) {
         if (!viewer_anjob_done(w->job))
             return 1;
-        viewer_take_analysis(w, t);
+        viewer_take_job(w, t);
         viewer_release_held(w);
         st_store_commit(w->s);
         return 0;
     }
+    if (vw_hta_wanted(&w->v))
+        return viewer_start_hta(w);
     size_t ev = st_store_events(w->s);
     int due;
     double every = 4 * w->an_took > 1.0 ? 4 * w->an_took : 1.0;
@@ -350,7 +408,7 @@ static int viewer_analyse(viewer *w, double t) {
     w->an_at = t;
     if (w->sym == NULL)
         w->sym = sy_new();
-    if ((w->job = anjob_start(w->s, NULL, 1, w->o->step_name, w->sym, &w->sym_fixes, &err)) == NULL) {
+    if ((w->job = anjob_start(w->s, NULL, 1, w->o->step_name, w->sym, &w->sym_fixes, NULL, &err)) == NULL) {
         snprintf(w->v.message, sizeof w->v.message, "%s", err.msg);
         return 0;
     }
@@ -375,7 +433,7 @@ static int viewer_frame_work(viewer *w, double t) {
     if (vw_figs_update(&w->v, w->s, VIEWER_FIGS_BUDGET) == 0)
         again = 1;
     if (w->sites_an != w->v.an || (w->v.now != w->sites_now && t - w->sites_at >= 0.25) ||
-        (w->v.stall_step && w->v.cursor != w->sites_cursor)) {
+        (w->v.stalls.step && w->v.cursor != w->sites_cursor)) {
         vw_sites_update(&w->v);
         w->sites_an = w->v.an;
         w->sites_now = w->v.now;
@@ -537,147 +595,244 @@ static void viewer_no_data(viewer *w) {
     }
 }
 
+/* ---- the loop's chores ---- */
+
+static int chore_no_data(viewer *w, double t, double since) {
+    (void)t;
+    (void)since;
+    if (w->batches_in > 0 || w->v.notice[0])
+        return VIEWER_CHORE_DONE;
+    viewer_no_data(w);
+    return VIEWER_CHORE_REDRAW;
+}
+
+static int chore_clocks(viewer *w, double t, double since) {
+    (void)t;
+    (void)since;
+    if (w->job != NULL)
+        return VIEWER_CHORE_LATER; /* the analysis reads the store: events may not move */
+    viewer_clocks(w);
+    return VIEWER_CHORE_DONE;
+}
+
+static int chore_scan(viewer *w, double t, double since) {
+    (void)t;
+    (void)since;
+    viewer_scan(w);
+    return VIEWER_CHORE_DONE;
+}
+
+static int chore_discover(viewer *w, double t, double since) {
+    (void)t;
+    (void)since;
+    w->o->discover(w->o->discover_ctx, viewer_add, w);
+    return VIEWER_CHORE_DONE;
+}
+
+/* Events per second, smoothed. */
+static int chore_rate(viewer *w, double t, double since) {
+    (void)t;
+    double r1 = (double)w->rate_events / since;
+    w->v.events_per_s = w->v.events_per_s == 0 ? r1 : 0.5 * w->v.events_per_s + 0.5 * r1;
+    w->rate_events = 0;
+    return VIEWER_CHORE_REDRAW;
+}
+
+static void viewer_timer_add(viewer *w, double period, double last, int (*fn)(viewer *, double, double)) {
+    if (w->n_timers < VIEWER_MAX_TIMERS)
+        w->timers[w->n_timers++] = (viewer_timer){period, last, fn};
+}
+
+/* The chores of a session with subscribers, in the order they run at a turn; t is the start. */
+static void viewer_timers_init(viewer *w, double t) {
+    if (w->sub == NULL)
+        return;
+    viewer_timer_add(w, VIEWER_NO_DATA_S, t, chore_no_data);
+    viewer_timer_add(w, 0.5, 0, chore_clocks);
+    if (w->o->scan_endpoint_dir)
+        viewer_timer_add(w, 2.0, 0, chore_scan);
+    if (w->o->discover != NULL)
+        viewer_timer_add(w, 0.25, 0, chore_discover);
+    viewer_timer_add(w, 1.0, t, chore_rate);
+}
+
+/* Runs the chores that are due; returns 1 when the screen changed. */
+static int viewer_chores(viewer *w, double t) {
+    int dirty = 0;
+    for (size_t i = 0; i < w->n_timers; i++) {
+        viewer_timer *x = &w->timers[i];
+        if (t - x->last < x->period)
+            continue;
+        int r = x->fn(w, t, t - x->last);
+        if (r != VIEWER_CHORE_LATER)
+            x->last = t;
+        dirty |= r == VIEWER_CHORE_REDRAW;
+    }
+    return dirty;
+}
+
+/* ---- the loop ---- */
+
+/* Replay: the moving "now" advances by the time since the last turn; returns 1 when it moved. */
+static int viewer_replay_tick(viewer *w, double dt) {
+    if (w->v.mode != VW_REPLAY || !w->started || w->v.now == UINT64_MAX || w->v.paused)
+        return 0;
+    double adv = dt * w->v.speed * 1e9;
+    uint64_t end = w->v.end;
+    if (w->v.now + (uint64_t)adv >= end && !w->loading)
+        w->v.now = UINT64_MAX;
+    else if (w->v.now + (uint64_t)adv < end)
+        w->v.now += (uint64_t)adv;
+    return 1;
+}
+
+/* How long to wait for input or batches: not at all while a file loads, till the next frame when
+ * one is due, else a while (the chores run at least that often). */
+static int viewer_timeout_ms(const viewer *w, int dirty, double next_frame, double t) {
+    if (w->loading && w->job == NULL)
+        return 0;
+    if (dirty)
+        return next_frame > t ? (int)((next_frame - t) * 1000) + 1 : 0;
+    return w->v.mode == VW_LIVE ? 250 : 500;
+}
+
+/* One-line warnings said once: names refused past the store's bound, a refused handshake. Returns
+ * 1 when one was said. */
+static int viewer_say(viewer *w) {
+    int said = 0;
+    if (!w->said_names && st_store_names_refused(w->s) > 0) {
+        w->said_names = 1;
+        snprintf(w->v.message, sizeof w->v.message, "names past 128 MiB are shown as placeholders");
+        said = 1;
+    }
+    tp_sub_stats ss;
+    if (w->sub != NULL && !w->said_refused && (tp_sub_stats_get(w->sub, &ss), ss.received == 0) &&
+        tp_sub_handshake_failed(w->sub) != NULL) {
+        w->said_refused = 1;
+        snprintf(w->v.message, sizeof w->v.message, "%.120s refused the handshake: wrong --server-key?",
+                 tp_sub_handshake_failed(w->sub));
+        said = 1;
+    }
+    return said;
+}
+
+/* The keys and clicks waiting, to the summary screen or the view. Returns VW_ACT_QUIT at once,
+ * else VW_ACT_REDRAW when any of them changed the screen. */
+static int viewer_input(viewer *w) {
+    int key = 0, kind = 0, mx = 0, my = 0, ev, out = VW_ACT_NONE;
+    while ((ev = term_read(w->t, &key, &kind, &mx, &my)) != TERM_NONE) {
+        int cols, rows;
+        term_size(w->t, &cols, &rows);
+        int act = VW_ACT_REDRAW;
+        if (ev == TERM_KEY && w->o->summary && !w->sum_lanes)
+            act = viewer_sum_key(w, rows, key);
+        else if (ev == TERM_KEY && w->o->summary && key == 'S')
+            w->sum_lanes = 0;
+        else if (ev == TERM_KEY)
+            act = vw_key(&w->v, w->s, cols, rows, key);
+        else if (ev == TERM_MOUSE && w->o->summary && !w->sum_lanes)
+            act = VW_ACT_NONE;
+        else if (ev == TERM_MOUSE)
+            act = vw_mouse(&w->v, w->s, cols, rows, kind, mx, my);
+        if (act == VW_ACT_QUIT)
+            return VW_ACT_QUIT;
+        if (act != VW_ACT_NONE)
+            out = VW_ACT_REDRAW;
+    }
+    return out;
+}
+
+/* The batches that arrived, for at most 10 ms: recorded, then added to the store (held back while
+ * the analysis reads it); and the summaries. Returns 1 when the screen changed. */
+static int viewer_receive(viewer *w) {
+    int dirty = 0;
+    double until = cm_now_s() + 0.010;
+    tp_sub_msg msg;
+    err_msg err = {{0}};
+    int r;
+    while ((r = tp_sub_recv(w->sub, &msg, 0, &err)) != 0) {
+        if (r > 0) {
+            viewer_record(w, &msg);
+            w->batches_in++;
+            if (w->v.notice[0])
+                w->v.notice[0] = '\0';
+            if (w->job == NULL) {
+                viewer_add_batch(w, msg.data, msg.len, msg.hdr.n_events);
+            } else if (viewer_hold(w, &msg) != 0) {
+                /* too much held back: wait for the analysis rather than lose batches */
+                viewer_take_job(w, cm_now_s());
+                viewer_release_held(w);
+                viewer_add_batch(w, msg.data, msg.len, msg.hdr.n_events);
+            }
+            dirty = 1;
+        }
+        if (cm_now_s() >= until)
+            break;
+    }
+    if (w->o->summary && viewer_sum_update(w))
+        dirty = 1;
+    return dirty;
+}
+
+/* A file's next part, unless the analysis reads the store; returns 1 when there is something to
+ * show or a job to poll. */
+static int viewer_load(viewer *w) {
+    if (w->loading && w->job == NULL) {
+        err_msg err = {{0}};
+        int r = ingest_step(w->ld, 0.015, &err);
+        if (r != 0) {
+            w->loading = 0;
+            if (r < 0)
+                snprintf(w->v.message, sizeof w->v.message, "%s", err.msg);
+            st_store_commit(w->s);
+            st_store_shrink(w->s);
+        }
+        return 1;
+    }
+    return w->job != NULL; /* poll for its result */
+}
+
+/* A frame of the summary screen or the lanes; returns 1 when some work was put off. */
+static int viewer_draw(viewer *w, double t) {
+    if (w->o->summary && !w->sum_lanes) {
+        /* the store and its analysis go on for the open ranks: their lanes are current when shown */
+        int again = viewer_frame_work(w, t);
+        viewer_sum_frame(w);
+        return again;
+    }
+    return viewer_frame(w, t);
+}
+
 static int viewer_loop(viewer *w) {
     int fps = w->o->fps > 0 ? w->o->fps : 30;
     double frame_dt = 1.0 / fps, next_frame = 0, last_tick = cm_now_s();
     int dirty = 1;
-    w->rate_at = last_tick;
-    w->started_at = last_tick;
+    viewer_timers_init(w, last_tick);
     for (;;) {
         double t = cm_now_s();
-        /* replay: the moving "now" */
-        if (w->v.mode == VW_REPLAY && w->started && w->v.now != UINT64_MAX) {
-            if (!w->v.paused) {
-                double adv = (t - last_tick) * w->v.speed * 1e9;
-                uint64_t end = w->v.end;
-                if (w->v.now + (uint64_t)adv >= end && !w->loading)
-                    w->v.now = UINT64_MAX;
-                else if (w->v.now + (uint64_t)adv < end)
-                    w->v.now += (uint64_t)adv;
-                dirty = 1;
-            }
-        }
+        dirty |= viewer_replay_tick(w, t - last_tick);
         last_tick = t;
-        int timeout_ms;
-        if (w->loading && w->job == NULL)
-            timeout_ms = 0;
-        else if (dirty)
-            timeout_ms = next_frame > t ? (int)((next_frame - t) * 1000) + 1 : 0;
-        else
-            timeout_ms = w->v.mode == VW_LIVE ? 250 : 500;
         err_msg werr = {{0}};
-        if (tp_sub_wait(w->sub, STDIN_FILENO, timeout_ms, &werr) < 0) {
+        if (tp_sub_wait(w->sub, STDIN_FILENO, viewer_timeout_ms(w, dirty, next_frame, t), &werr) < 0) {
             snprintf(w->err, sizeof w->err, "%s", werr.msg);
             return 1;
         }
-        if (!w->said_names && st_store_names_refused(w->s) > 0) {
-            w->said_names = 1;
-            snprintf(w->v.message, sizeof w->v.message, "names past 128 MiB are shown as placeholders");
+        dirty |= viewer_say(w);
+        int act = viewer_input(w); /* input first: a key is never kept waiting behind a flood of batches */
+        if (act == VW_ACT_QUIT)
+            return 0;
+        if (act != VW_ACT_NONE) {
             dirty = 1;
-        }
-        tp_sub_stats ss;
-        if (w->sub != NULL && !w->said_refused && (tp_sub_stats_get(w->sub, &ss), ss.received == 0) &&
-            tp_sub_handshake_failed(w->sub) != NULL) {
-            w->said_refused = 1;
-            snprintf(w->v.message, sizeof w->v.message, "%.120s refused the handshake: wrong --server-key?",
-                     tp_sub_handshake_failed(w->sub));
-            dirty = 1;
-        }
-        /* input first: a key is never kept waiting behind a flood of batches */
-        int key = 0, kind = 0, mx = 0, my = 0, ev;
-        while ((ev = term_read(w->t, &key, &kind, &mx, &my)) != TERM_NONE) {
-            int cols, rows;
-            term_size(w->t, &cols, &rows);
-            int act = VW_ACT_REDRAW;
-            if (ev == TERM_KEY && w->o->summary && !w->sum_lanes)
-                act = viewer_sum_key(w, rows, key);
-            else if (ev == TERM_KEY && w->o->summary && key == 'S')
-                w->sum_lanes = 0;
-            else if (ev == TERM_KEY)
-                act = vw_key(&w->v, w->s, cols, rows, key);
-            else if (ev == TERM_MOUSE && w->o->summary && !w->sum_lanes)
-                act = VW_ACT_NONE;
-            else if (ev == TERM_MOUSE)
-                act = vw_mouse(&w->v, w->s, cols, rows, kind, mx, my);
-            if (act == VW_ACT_QUIT)
-                return 0;
-            if (act != VW_ACT_NONE) {
-                dirty = 1;
-                next_frame = 0; /* answer input at once */
-            }
+            next_frame = 0; /* answer input at once */
         }
         if (w->sub) {
-            double until = cm_now_s() + 0.010;
-            tp_sub_msg msg;
-            err_msg err = {{0}};
-            int r;
-            while ((r = tp_sub_recv(w->sub, &msg, 0, &err)) != 0) {
-                if (r > 0) {
-                    viewer_record(w, &msg);
-                    w->batches_in++;
-                    if (w->v.notice[0])
-                        w->v.notice[0] = '\0';
-                    if (w->job == NULL) {
-                        viewer_add_batch(w, msg.data, msg.len, msg.hdr.n_events);
-                    } else if (viewer_hold(w, &msg) != 0) {
-                        /* too much held back: wait for the analysis rather than lose batches */
-                        viewer_take_analysis(w, cm_now_s());
-                        viewer_release_held(w);
-                        viewer_add_batch(w, msg.data, msg.len, msg.hdr.n_events);
-                    }
-                    dirty = 1;
-                }
-                if (cm_now_s() >= until)
-                    break;
-            }
-            if (w->o->summary && viewer_sum_update(w))
-                dirty = 1;
-            if (w->batches_in == 0 && !w->v.notice[0] && t - w->started_at >= VIEWER_NO_DATA_S) {
-                viewer_no_data(w);
-                dirty = 1;
-            }
-            if (w->job == NULL && t - w->clocks_at >= 0.5) {
-                viewer_clocks(w);
-                w->clocks_at = t;
-            }
-            if (w->o->scan_endpoint_dir && t - w->scan_at >= 2.0) {
-                viewer_scan(w);
-                w->scan_at = t;
-            }
-            if (w->o->discover != NULL && t - w->discover_at >= 0.25) {
-                w->o->discover(w->o->discover_ctx, viewer_add, w);
-                w->discover_at = t;
-            }
-            if (t - w->rate_at >= 1.0) {
-                double r1 = (double)w->rate_events / (t - w->rate_at);
-                w->v.events_per_s = w->v.events_per_s == 0 ? r1 : 0.5 * w->v.events_per_s + 0.5 * r1;
-                w->rate_events = 0;
-                w->rate_at = t;
-                dirty = 1;
-            }
+            dirty |= viewer_receive(w);
+            dirty |= viewer_chores(w, t);
         }
-        if (w->loading && w->job == NULL) {
-            err_msg err = {{0}};
-            int r = ingest_step(w->ld, 0.015, &err);
-            if (r != 0) {
-                w->loading = 0;
-                if (r < 0)
-                    snprintf(w->v.message, sizeof w->v.message, "%s", err.msg);
-                st_store_commit(w->s);
-                st_store_shrink(w->s);
-            }
-            dirty = 1;
-        } else if (w->job) {
-            dirty = 1; /* poll for its result */
-        }
+        dirty |= viewer_load(w);
         t = cm_now_s();
-        if (dirty && t >= next_frame && w->o->summary && !w->sum_lanes) {
-            /* the store and its analysis go on for the open ranks: their lanes are current when shown */
-            dirty = viewer_frame_work(w, t);
-            viewer_sum_frame(w);
-            next_frame = t + frame_dt;
-        } else if (dirty && t >= next_frame) {
-            dirty = viewer_frame(w, t);
+        if (dirty && t >= next_frame) {
+            dirty = viewer_draw(w, t);
             next_frame = t + frame_dt;
         }
     }
@@ -785,6 +940,7 @@ int viewer_run_replay(const char *const *paths, size_t n_paths, const viewer_opt
         return viewer_finish(&w, 1, res);
     }
     vw_state_init(&w.v, VW_REPLAY, w.s);
+    w.v.stalls.hta_async = 1; /* b: HTA's breakdown is made on the analysis thread */
     w.loading = 1;
     /* a Kineto JSON is imported whole before the terminal starts (it has no index to seek); so are
      * several sources that are all Kineto JSON */

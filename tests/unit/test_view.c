@@ -274,14 +274,14 @@ TEST(many_ranks_fold_and_share_a_row_per_call) {
         ASSERT(screen_has(&f.g, want));
     }
     ASSERT(!screen_has(&f.g, "r0:T4242")); /* the lanes stay folded */
-    ASSERT_GT(f.v.n_sites, 0);
+    ASSERT_GT(f.v.stalls.n_sites, 0);
     uint64_t per_site_blocks = 0;
     int procs[16] = {0};
     for (size_t i = 0; i < f.an.n_blocks; i++) {
         const an_block *b = &f.an.blocks[i];
         char lab[512], top[512];
-        vw_site_label(f.s, b->callsite, b->name, lab, sizeof lab);
-        vw_site_label(f.s, f.v.sites[0].callsite, f.v.sites[0].name, top, sizeof top);
+        an_site_label(f.s, b->callsite, b->name, lab, sizeof lab);
+        an_site_label(f.s, f.v.stalls.sites[0].callsite, f.v.stalls.sites[0].name, top, sizeof top);
         if (strcmp(lab, top) == 0) {
             per_site_blocks++;
             ASSERT_LT(b->producer, 16);
@@ -292,8 +292,8 @@ TEST(many_ranks_fold_and_share_a_row_per_call) {
     for (int r = 0; r < 16; r++)
         n_procs += procs[r];
     ASSERT_EQ(n_procs, 16);
-    ASSERT_EQ(f.v.sites[0].n_procs, 16);
-    ASSERT_UEQ(f.v.sites[0].count, per_site_blocks);
+    ASSERT_EQ(f.v.stalls.sites[0].n_procs, 16);
+    ASSERT_UEQ(f.v.stalls.sites[0].count, per_site_blocks);
     ASSERT(screen_has(&f.g, "\xc3\x97" "16 train.py:42 train_step"));
     /* i visits the stalls of every rank */
     int seen[16] = {0};
@@ -647,7 +647,7 @@ TEST(next_stall_selects_its_call_site_and_highlights_its_spans) {
     key(&f, 'n');
     ASSERT_UEQ(f.v.cursor, f.an.blocks[1].start);
     ASSERT_EQ(f.v.focus, VW_FOCUS_TIMELINE); /* n never moves the focus */
-    const vw_site *site = &f.v.sites[f.v.stall_sel];
+    const an_stall_site *site = &f.v.stalls.sites[f.v.stalls.sel];
     ASSERT_UEQ(site->callsite, f.an.blocks[1].callsite);
     render(&f, 120, 40);
     for (int i = L.lanes.y * 120; i < (L.lanes.y + L.lanes.h) * 120; i++)
@@ -667,7 +667,7 @@ TEST(next_stall_selects_its_call_site_and_highlights_its_spans) {
     /* i walks the selected site's stalls, worst first, and says where it is: "1/N" */
     size_t n_site = 0;
     uint64_t worst = 0, worst_start = 0;
-    site = &f.v.sites[f.v.stall_sel];
+    site = &f.v.stalls.sites[f.v.stalls.sel];
     for (size_t i = 0; i < f.an.n_blocks; i++) {
         const an_block *b = &f.an.blocks[i];
         if (b->producer != site->producer || b->callsite != site->callsite ||
@@ -737,7 +737,7 @@ TEST(replay_now_hides_what_has_not_happened_yet) {
     fixture_open(&f, synth_store(9, 3000));
     f.v.now = f.v.origin + (f.v.end - f.v.origin) / 2;
     vw_sites_update(&f.v);
-    size_t half_sites_count = f.v.n_sites ? (size_t)f.v.sites[0].count : 0;
+    size_t half_sites_count = f.v.stalls.n_sites ? (size_t)f.v.stalls.sites[0].count : 0;
     render(&f, 120, 40);
     vw_layout L;
     vw_layout_for(&f.v, f.s, 120, 40, &L);
@@ -747,7 +747,7 @@ TEST(replay_now_hides_what_has_not_happened_yet) {
             ASSERT_EQ(f.g.cells[y * f.g.w + x].ch, ' ');
     f.v.now = UINT64_MAX;
     vw_sites_update(&f.v);
-    ASSERT(f.v.sites[0].count > half_sites_count);
+    ASSERT(f.v.stalls.sites[0].count > half_sites_count);
     fixture_close(&f);
 }
 
@@ -764,7 +764,7 @@ TEST(clicks_select_a_lane_time_or_a_stall_row) {
     ASSERT_UEQ(f.v.cursor, expect);
     vw_mouse(&f.v, f.s, 120, 40, VW_MOUSE_CLICK, 10, L.stalls.y + 2);
     ASSERT_EQ(f.v.focus, VW_FOCUS_STALLS);
-    ASSERT_EQ(f.v.stall_sel, 1);
+    ASSERT_EQ(f.v.stalls.sel, 1);
     fixture_close(&f);
 }
 
@@ -1045,10 +1045,10 @@ TEST(search_brings_a_narrow_match_into_view) {
 
 /* ---- header figures: replay's now, the visible window ---- */
 
-static const vw_gpu_fig *fig0(const vw_state *v) {
-    ASSERT(v->figs_ready);
-    ASSERT_GE(v->n_figs, 1);
-    return &v->figs[0];
+static const an_gpu_fig *fig0(const vw_state *v) {
+    ASSERT(v->header.figs_ready);
+    ASSERT_GE(v->header.n_figs, 1);
+    return &v->header.figs[0];
 }
 
 static void expect_figs_match_analysis(fixture *f, uint64_t a, uint64_t b) {
@@ -1057,7 +1057,7 @@ static void expect_figs_match_analysis(fixture *f, uint64_t a, uint64_t b) {
     err_msg err = {{0}};
     ASSERT_OK(an_analyze(f->s, &o, &r, &err));
     ASSERT_GE(r.n_devices, 1);
-    const vw_gpu_fig *g = fig0(&f->v);
+    const an_gpu_fig *g = fig0(&f->v);
     ASSERT_UEQ(g->span_ns, b - a);
     ASSERT_UEQ(g->busy_ns, r.devices[0].busy_ns);
     ASSERT_UEQ(g->idle_ns, r.devices[0].idle_ns);
@@ -1096,7 +1096,7 @@ TEST(gpu_figures_follow_replay_now_and_the_window) {
     /* w: what the window shows, wherever it is */
     f.v.now = UINT64_MAX;
     key(&f, 'v');
-    ASSERT_EQ(f.v.scope_window, 1);
+    ASSERT_EQ(f.v.header.scope_window, 1);
     for (int i = 1; i <= 3; i++) {
         f.v.t0 = f.v.origin + span * (uint64_t)i / 5;
         f.v.t1 = f.v.t0 + span / 7;
@@ -1375,29 +1375,29 @@ TEST(stalls_panel_sorts_by_column) {
     fixture f;
     fixture_open(&f, kineto_store("alexnet_a100_sync_heavy.json.gz"));
     render(&f, 200, 60);
-    ASSERT_GT(f.v.n_sites, 2);
-    for (size_t i = 1; i < f.v.n_sites; i++)
-        ASSERT(f.v.sites[i - 1].total_ns >= f.v.sites[i].total_ns);
+    ASSERT_GT(f.v.stalls.n_sites, 2);
+    for (size_t i = 1; i < f.v.stalls.n_sites; i++)
+        ASSERT(f.v.stalls.sites[i - 1].total_ns >= f.v.stalls.sites[i].total_ns);
     ASSERT(screen_has(&f.g, "TOTAL\xe2\x96\xbc"));
-    f.v.stall_sel = 2;
-    vw_site chosen = f.v.sites[2];
+    f.v.stalls.sel = 2;
+    an_stall_site chosen = f.v.stalls.sites[2];
     key(&f, '>');
     ASSERT_STR_CONTAINS(f.v.message, "longest");
-    for (size_t i = 1; i < f.v.n_sites; i++)
-        ASSERT(f.v.sites[i - 1].max_ns >= f.v.sites[i].max_ns);
-    ASSERT_UEQ(f.v.sites[f.v.stall_sel].callsite, chosen.callsite);
-    ASSERT_EQ(f.v.sites[f.v.stall_sel].name, chosen.name);
+    for (size_t i = 1; i < f.v.stalls.n_sites; i++)
+        ASSERT(f.v.stalls.sites[i - 1].max_ns >= f.v.stalls.sites[i].max_ns);
+    ASSERT_UEQ(f.v.stalls.sites[f.v.stalls.sel].callsite, chosen.callsite);
+    ASSERT_EQ(f.v.stalls.sites[f.v.stalls.sel].name, chosen.name);
     key(&f, '>');
-    for (size_t i = 1; i < f.v.n_sites; i++)
-        ASSERT(f.v.sites[i - 1].count >= f.v.sites[i].count);
+    for (size_t i = 1; i < f.v.stalls.n_sites; i++)
+        ASSERT(f.v.stalls.sites[i - 1].count >= f.v.stalls.sites[i].count);
     key(&f, '>');
-    for (size_t i = 1; i < f.v.n_sites; i++)
-        ASSERT(f.v.sites[i - 1].gpu_idle_ns >= f.v.sites[i].gpu_idle_ns);
+    for (size_t i = 1; i < f.v.stalls.n_sites; i++)
+        ASSERT(f.v.stalls.sites[i - 1].gpu_idle_ns >= f.v.stalls.sites[i].gpu_idle_ns);
     render(&f, 200, 60);
     ASSERT(screen_has(&f.g, "GPU IDLE\xe2\x96\xbc"));
     /* the GPU idle a site caused is the sum of its stalls' (the analysis' own figure) */
     uint64_t sum = 0;
-    const vw_site *top = &f.v.sites[0];
+    const an_stall_site *top = &f.v.stalls.sites[0];
     for (size_t i = 0; i < f.an.n_blocks; i++)
         if (f.an.blocks[i].producer == top->producer && f.an.blocks[i].callsite == top->callsite &&
             (top->callsite || f.an.blocks[i].name == top->name))
@@ -1406,7 +1406,7 @@ TEST(stalls_panel_sorts_by_column) {
     key(&f, '<');
     key(&f, '<');
     key(&f, '<');
-    ASSERT_EQ(f.v.stall_sort, VW_SORT_TOTAL);
+    ASSERT_EQ(f.v.stalls.sort, AN_STALL_BY_TOTAL);
     fixture_close(&f);
 }
 
@@ -1513,9 +1513,9 @@ TEST(perfetto_keys_zoom_pan_fit_mark_and_the_launch_of_a_kernel) {
 
     /* m marks the kernel: its duration, on the ruler and in the message; m again unmarks */
     key(&f, 'm');
-    ASSERT(f.v.marked);
-    ASSERT_UEQ(f.v.mark0, k->start);
-    ASSERT_UEQ(f.v.mark1, k->end);
+    ASSERT(f.v.ruler.marked);
+    ASSERT_UEQ(f.v.ruler.mark0, k->start);
+    ASSERT_UEQ(f.v.ruler.mark1, k->end);
     char dur[32];
     vw_fmt_dur(dur, sizeof dur, d, 0);
     ASSERT_STR_CONTAINS(f.v.message, dur);
@@ -1524,7 +1524,7 @@ TEST(perfetto_keys_zoom_pan_fit_mark_and_the_launch_of_a_kernel) {
     vw_layout_for(&f.v, f.s, 200, 60, &L);
     ASSERT_STR_CONTAINS(row_text(&f.g, L.ruler.y), dur);
     key(&f, 'm');
-    ASSERT(!f.v.marked);
+    ASSERT(!f.v.ruler.marked);
 
     /* on the call: the kernel it launched, and how long after the call it started */
     f.v.cursor_row = display_row(f.s, ll);
@@ -1698,7 +1698,7 @@ TEST(lanes_fold_by_process_gpu_and_thread_and_idle_lanes_hide) {
     f.v.t0 = f.v.origin + (f.v.end - f.v.origin) / 2;
     f.v.t1 = f.v.t0 + 20000; /* 20 us */
     key(&f, 'e');
-    ASSERT(f.v.hide_idle);
+    ASSERT(f.v.lanes.hide_idle);
     render(&f, 200, 60);
     vw_layout_for(&f.v, f.s, 200, 60, &L);
     size_t busy = 0;
@@ -1714,14 +1714,14 @@ TEST(lanes_fold_by_process_gpu_and_thread_and_idle_lanes_hide) {
     ASSERT(busy < lanes[0] + lanes[1]);
     ASSERT_EQ(L.lanes.h, (int)(4 + busy) > VW_MIN_LANES ? (int)(4 + busy) : VW_MIN_LANES);
     key(&f, 'e');
-    ASSERT(!f.v.hide_idle);
+    ASSERT(!f.v.lanes.hide_idle);
 
     /* folded, then a jump to r0's stall: the fold opens to show it */
     f.v.cursor_row = 0;
     key(&f, 'c');
     key(&f, 'g');
     key(&f, 'n');
-    ASSERT_EQ(f.v.n_folds, 0);
+    ASSERT_EQ(f.v.lanes.n_folds, 0);
     render(&f, 200, 60);
     ASSERT(screen_has(&f.g, "BLOCKING call"));
 
@@ -1786,7 +1786,7 @@ TEST(breakdown_pane_shows_idle_by_cause_and_hta_per_stream) {
     render(&f, 200, 60);
     key(&f, '0');
     key(&f, 'b');
-    ASSERT(f.v.breakdown);
+    ASSERT(f.v.stalls.breakdown);
     while (vw_figs_update(&f.v, f.s, 1000) == 0)
         ;
     render(&f, 200, 60);
@@ -1809,8 +1809,8 @@ TEST(breakdown_pane_shows_idle_by_cause_and_hta_per_stream) {
     err_msg err = {{0}};
     ASSERT_OK(hta_analyze(f.s, NULL, &h, &err));
     ASSERT_GT(h.n_streams, 0);
-    ASSERT_NOT_NULL(f.v.hta);
-    ASSERT_EQ(f.v.hta->n_streams, h.n_streams);
+    ASSERT_NOT_NULL(f.v.stalls.hta);
+    ASSERT_EQ(f.v.stalls.hta->n_streams, h.n_streams);
     for (size_t i = 0; i < h.n_streams; i++) {
         char row[64];
         snprintf(row, sizeof row, " r%d stream %lld ", h.streams[i].rank, (long long)h.streams[i].stream);
@@ -1858,10 +1858,10 @@ TEST(breakdown_pane_names_the_ranges_the_host_kept_the_gpu_waiting_in) {
 
 /* t: the stalls panel counts the step at the cursor only. On the known loop (tests/lib/loop.h) each
  * step has one cudaStreamSynchronize and every 5th step (4, 9, ...) a 30 ms cudaDeviceSynchronize. */
-static const vw_site *site_named(const fixture *f, const char *api) {
-    for (size_t i = 0; i < f->v.n_sites; i++)
-        if (strcmp(st_str(f->s, f->v.sites[i].name), api) == 0)
-            return &f->v.sites[i];
+static const an_stall_site *site_named(const fixture *f, const char *api) {
+    for (size_t i = 0; i < f->v.stalls.n_sites; i++)
+        if (strcmp(st_str(f->s, f->v.stalls.sites[i].name), api) == 0)
+            return &f->v.stalls.sites[i];
     return NULL;
 }
 
@@ -1884,7 +1884,7 @@ TEST(stalls_panel_shows_the_step_at_the_cursor_on_t) {
     f.v.cursor = st.steps[4].start + (st.steps[4].end - st.steps[4].start) / 2;
     key(&f, 't');
     ASSERT_STR_CONTAINS(f.v.message, "stalls of step 4");
-    ASSERT_EQ(f.v.n_sites, 2);
+    ASSERT_EQ(f.v.stalls.n_sites, 2);
     ASSERT_UEQ(site_named(&f, "cudaStreamSynchronize")->count, 1);
     ASSERT_UEQ(site_named(&f, "cudaDeviceSynchronize")->count, 1);
     ASSERT_UEQ(site_named(&f, "cudaDeviceSynchronize")->total_ns, 30000000);
@@ -1893,12 +1893,12 @@ TEST(stalls_panel_shows_the_step_at_the_cursor_on_t) {
     /* the cursor in step 5: the panel follows it */
     f.v.cursor = st.steps[5].start + 1;
     vw_sites_update(&f.v);
-    ASSERT_EQ(f.v.n_sites, 1);
+    ASSERT_EQ(f.v.stalls.n_sites, 1);
     ASSERT_UEQ(site_named(&f, "cudaStreamSynchronize")->count, 1);
     /* before the first step: none, and the panel says why */
     f.v.cursor = st.steps[0].start - 1;
     vw_sites_update(&f.v);
-    ASSERT_EQ(f.v.n_sites, 0);
+    ASSERT_EQ(f.v.stalls.n_sites, 0);
     render(&f, 200, 60);
     ASSERT(screen_has(&f.g, "the cursor is in no step (t: all the run)"));
     /* t again: the whole run */

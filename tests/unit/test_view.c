@@ -1625,6 +1625,62 @@ TEST(ranks_are_told_apart_in_header_lanes_and_stalls) {
     fixture_close(&f);
 }
 
+/* Four processes at 80x24, scrolled to the last row: the top lane row names the process the rows
+ * under it belong to, even when its own row has scrolled away. */
+static void check_scrolled_rows_name_their_process(void) {
+    err_msg err = {{0}};
+    char path[1024];
+    st_store *s = st_store_new(NULL);
+    static const char *const files[] = {"sampled_rank-0.json.gz", "sampled_rank-1.json.gz",
+                                        "alexnet_a100_sync_heavy.json.gz", "event_sync_multi_stream.json.gz"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, files[i]);
+        ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
+    }
+    size_t np = st_producer_count(s);
+    ASSERT_EQ(np, 4);
+    /* each process's rows: its own, a row per GPU, its lanes (lanes come grouped by process) */
+    int first[8] = {0}, total = 0;
+    uint32_t lastp = UINT32_MAX;
+    uint16_t lastd = TP_NO_DEVICE;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->producer != lastp)
+            first[li->producer] = total++;
+        if (li->device != TP_NO_DEVICE && (li->producer != lastp || li->device != lastd))
+            total++;
+        lastp = li->producer;
+        lastd = li->device;
+        total++;
+    }
+    fixture f;
+    fixture_open(&f, s);
+    render(&f, 80, 24);
+    f.v.cursor_row = total - 1;
+    render(&f, 80, 24);
+    vw_layout L;
+    vw_layout_for(&f.v, f.s, 80, 24, &L);
+    ASSERT_EQ(f.v.row_scroll, total - L.lanes.h);
+    uint32_t owner = 0;
+    for (uint32_t p = 0; p < np; p++)
+        if (first[p] <= f.v.row_scroll)
+            owner = p;
+    ASSERT(first[owner] < f.v.row_scroll); /* its own row is above the window */
+    const st_producer_info *pi = st_producer_get(f.s, owner);
+    char want[32];
+    /* named by rank, or by pid when the rank does not tell it from the others (traces without
+     * distributedInfo all say rank 0) */
+    int shared = 0;
+    for (uint32_t p = 0; p < np; p++)
+        shared |= p != owner && st_producer_get(f.s, p)->rank == pi->rank;
+    if (pi->rank >= 0 && !shared)
+        snprintf(want, sizeof want, "\xe2\x96\xbe" "r%d", pi->rank);
+    else
+        snprintf(want, sizeof want, "\xe2\x96\xbe" "p%u", pi->pid);
+    ASSERT_STR_CONTAINS(row_text(&f.g, L.lanes.y), want);
+    fixture_close(&f);
+}
+
 /* Lanes as a tree (Nsight Systems'): a row per process when there are several, whose name stays at
  * the top while its rows scroll; c folds the process, GPU or thread under the cursor, C unfolds all,
  * e hides the lanes with nothing in the window; a jump to a stall unfolds what hides it. */
@@ -1727,55 +1783,7 @@ TEST(lanes_fold_by_process_gpu_and_thread_and_idle_lanes_hide) {
 
     fixture_close(&f);
 
-    /* four processes at 80x24, scrolled to the last row: the top lane row names the process the
-     * rows under it belong to, even when its own row has scrolled away */
-    s = st_store_new(NULL);
-    static const char *const files[] = {"sampled_rank-0.json.gz", "sampled_rank-1.json.gz",
-                                        "alexnet_a100_sync_heavy.json.gz", "event_sync_multi_stream.json.gz"};
-    for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, files[i]);
-        ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
-    }
-    size_t np = st_producer_count(s);
-    ASSERT_EQ(np, 4);
-    /* each process's rows: its own, a row per GPU, its lanes (lanes come grouped by process) */
-    int first[8] = {0}, total = 0;
-    uint32_t lastp = UINT32_MAX;
-    uint16_t lastd = TP_NO_DEVICE;
-    for (size_t l = 0; l < st_lane_count(s); l++) {
-        const st_lane_info *li = st_lane_get(s, l);
-        if (li->producer != lastp)
-            first[li->producer] = total++;
-        if (li->device != TP_NO_DEVICE && (li->producer != lastp || li->device != lastd))
-            total++;
-        lastp = li->producer;
-        lastd = li->device;
-        total++;
-    }
-    fixture_open(&f, s);
-    render(&f, 80, 24);
-    f.v.cursor_row = total - 1;
-    render(&f, 80, 24);
-    vw_layout_for(&f.v, f.s, 80, 24, &L);
-    ASSERT_EQ(f.v.row_scroll, total - L.lanes.h);
-    uint32_t owner = 0;
-    for (uint32_t p = 0; p < np; p++)
-        if (first[p] <= f.v.row_scroll)
-            owner = p;
-    ASSERT(first[owner] < f.v.row_scroll); /* its own row is above the window */
-    const st_producer_info *pi = st_producer_get(f.s, owner);
-    char want[32];
-    /* named by rank, or by pid when the rank does not tell it from the others (traces without
-     * distributedInfo all say rank 0) */
-    int shared = 0;
-    for (uint32_t p = 0; p < np; p++)
-        shared |= p != owner && st_producer_get(f.s, p)->rank == pi->rank;
-    if (pi->rank >= 0 && !shared)
-        snprintf(want, sizeof want, "\xe2\x96\xbe" "r%d", pi->rank);
-    else
-        snprintf(want, sizeof want, "\xe2\x96\xbe" "p%u", pi->pid);
-    ASSERT_STR_CONTAINS(row_text(&f.g, L.lanes.y), want);
-    fixture_close(&f);
+    check_scrolled_rows_name_their_process();
 }
 
 /* b: the idle breakdown pane. Over the whole trace its shares are the analysis' own per-device

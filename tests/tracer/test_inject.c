@@ -1,4 +1,4 @@
-/* Loading the tracer into a running program (cli/inject.h): the ELF, /proc and safe-point code on
+/* Loading the tracer into a running program (inject/inject.h): the ELF, /proc and safe-point code on
  * their own, then the real libsynctop-tracer.so injected with ptrace into inject_target, a program
  * that runs the stand-in libcupti and computes a checksum, checked for what the tracer publishes and
  * for what the program kept (its result, its exit status, its threads and descriptors), and the

@@ -247,5 +247,5 @@ int rp_write_chrome(FILE *out, const st_store *s, int flows, rp_progress_fn prog
         }
     }
     fputs("\n]}\n", out);
-    return ferror(out) ? -1 : 0;
+    return ferror(out) ? ERR_IO : 0;
 }

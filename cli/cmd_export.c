@@ -119,7 +119,7 @@ static int cmd_export(int argc, char **argv) {
     } else {
         int wrc = rp_write_chrome(out, s, flows, tty ? export_progress : NULL, NULL);
         if ((to_stdout ? fflush(out) : fclose(out)) != 0)
-            wrc = -1;
+            wrc = ERR_IO;
         if (wrc != 0)
             status = verb_error("export", "cannot write %s: %s", out_path, strerror(errno));
         else if (!to_stdout && rename(tmp, out_path) != 0)

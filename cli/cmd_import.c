@@ -181,14 +181,17 @@ static int same_file(const char *a, const char *b) {
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-static int cmd_import(int argc, char **argv) {
-    const char *out = NULL;
-    int force = 0, quiet = 0, verbose = 0;
-    uint64_t max_events = 0;
-    const char **inputs = calloc((size_t)argc, sizeof *inputs);
-    int n_inputs = 0;
-    if (inputs == NULL)
-        return verb_error("import", "out of memory");
+/* What the command line asked for. */
+typedef struct import_args {
+    const char *out;
+    int force, quiet, verbose;
+    uint64_t max_events;
+    const char **inputs; /* argc of them at most */
+    int n_inputs;
+} import_args;
+
+/* The command line; -1 to go on, else the verb's status. */
+static int import_parse(int argc, char **argv, import_args *ia) {
     enum { O_OUT = 1, O_FORCE, O_QUIET, O_VERBOSE, O_MAX_EVENTS };
     static const arg_opt import_opts[] = {
         {O_OUT, "--output", "-o", 1},   {O_FORCE, "--force", "-f", 0},
@@ -203,106 +206,108 @@ static int cmd_import(int argc, char **argv) {
         switch (id) {
         case ARGS_HELP: status = 0; break;
         case ARGS_BAD: status = EXIT_USAGE; break;
-        case O_OUT: out = a; break;
-        case O_FORCE: force = 1; break;
-        case O_QUIET: quiet = 1; break;
-        case O_VERBOSE: verbose = 1; break;
+        case O_OUT: ia->out = a; break;
+        case O_FORCE: ia->force = 1; break;
+        case O_QUIET: ia->quiet = 1; break;
+        case O_VERBOSE: ia->verbose = 1; break;
         case O_MAX_EVENTS:
-            if (args_u64(&p, "--max-events", a, 1, UINT64_MAX, &max_events))
+            if (args_u64(&p, "--max-events", a, 1, UINT64_MAX, &ia->max_events))
                 status = EXIT_USAGE;
             break;
-        default: inputs[n_inputs++] = a; break;
+        default: ia->inputs[ia->n_inputs++] = a; break;
         }
     }
-    if (status < 0 && n_inputs == 0)
+    if (status < 0 && ia->n_inputs == 0)
         status = args_bad(&p, "no input trace given");
-    else if (status < 0 && out == NULL)
+    else if (status < 0 && ia->out == NULL)
         status = args_bad(&p, "no output file given (-o FILE)");
-    if (status >= 0) {
-        free(inputs);
-        return status;
-    }
-    for (int i = 0; i < n_inputs; i++) {
-        if (same_file(inputs[i], out)) {
-            free(inputs);
-            return verb_error("import", "the output file is also an input");
-        }
-    }
-    struct stat sb;
-    if (!force && stat(out, &sb) == 0) {
-        verb_error("import", "%s exists (use --force to replace it)", out);
-        free(inputs);
-        return 1;
-    }
+    return status;
+}
 
-    size_t tmp_len = strlen(out) + 32;
-    char *tmp = malloc(tmp_len);
-    if (tmp == NULL) {
-        free(inputs);
-        return verb_error("import", "out of memory");
+/* One imported input's figures into the totals, and what it left out said. */
+static void import_tally(totals *t, const kineto_stats *st, const char *path, int nsys, int verbose) {
+    for (int k = 0; k < TP_K_MAX_; k++)
+        t->rec[k] += st->records[k];
+    t->blocking += st->blocking_calls;
+    t->blocked_ns += st->blocked_ns;
+    t->input_bytes += st->input_bytes;
+    t->json_bytes += st->json_bytes;
+    if (nsys)
+        t->sqlite_bytes += st->input_bytes;
+    if (st->events) {
+        if (!t->any_span || st->t_min < t->t_min)
+            t->t_min = st->t_min;
+        if (!t->any_span || st->t_max > t->t_max)
+            t->t_max = st->t_max;
+        t->any_span = 1;
     }
-    snprintf(tmp, tmp_len, "%s.partial-%ld", out, (long)getpid());
+    add_rank(t, st);
+    if (st->invalid) {
+        verb_warn("import", "%s: skipped %" PRIu64 " unusable entr%s; the first: %s", path, st->invalid,
+                  st->invalid == 1 ? "y" : "ies", st->first_invalid);
+    }
+    if (st->events == 0) {
+        verb_warn("import", "%s: no kernels, copies, CUDA calls or annotations in it", path);
+    }
+    if (st->strings_cut)
+        verb_warn("import", "%s: %" PRIu64 " string%s over 1 MiB cut there", path, st->strings_cut,
+                  st->strings_cut == 1 ? "" : "s");
+    if (st->strings_refused) {
+        verb_warn("import", "%s: %" PRIu64 " names over the %u MiB bound on names were left out", path,
+                  st->strings_refused, KINETO_MAX_STRING_BYTES >> 20);
+    }
+    if (verbose)
+        print_skipped(path, st);
+}
+
+/* Every input into the writer, in order, each tallied into t. 0, or the error that stopped it (err
+ * says it). */
+static int import_all(const import_args *ia, tp_fwriter *w, totals *t, err_msg *err) {
+    progress pr = {.tty = !ia->quiet && isatty(STDERR_FILENO), .count = ia->n_inputs};
+    kineto_opts opts = {.max_events = ia->max_events, .progress = progress_cb, .progress_ctx = &pr};
+    kineto_stats *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return err_set(err, ERR_NOMEM, "out of memory");
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < ia->n_inputs; i++) {
+        pr.name = ia->inputs[i];
+        pr.index = i + 1;
+        pr.t0 = pr.last = cm_now_s();
+        int nsys = ingest_is_nsys(ia->inputs[i]);
+        rc = nsys ? nsys_import(ia->inputs[i], &opts, verb_emit_to_file, w, st, err)
+                  : kineto_import(ia->inputs[i], &opts, verb_emit_to_file, w, st, err);
+        progress_clear(&pr);
+        if (rc == 0)
+            import_tally(t, st, ia->inputs[i], nsys, ia->verbose);
+    }
+    free(st);
+    return rc;
+}
+
+/* The inputs into a file beside the output, renamed to it once whole, so that a failed import
+ * leaves no output behind. 0, or 1 with the reason said. */
+static int import_run(const import_args *ia) {
+    for (int i = 0; i < ia->n_inputs; i++)
+        if (same_file(ia->inputs[i], ia->out))
+            return verb_error("import", "the output file is also an input");
+    struct stat sb;
+    if (!ia->force && stat(ia->out, &sb) == 0)
+        return verb_error("import", "%s exists (use --force to replace it)", ia->out);
+    size_t tmp_len = strlen(ia->out) + 32;
+    char *tmp = malloc(tmp_len);
+    if (tmp == NULL)
+        return verb_error("import", "out of memory");
+    snprintf(tmp, tmp_len, "%s.partial-%ld", ia->out, (long)getpid());
     err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open(tmp, TP_FW_OVERWRITE, &err);
     if (w == NULL) {
         unlink(tmp); /* it may have been made before the header could not be written */
-        verb_error("import", "%s", err.msg);
         free(tmp);
-        free(inputs);
-        return 1;
+        return verb_error("import", "%s", err.msg);
     }
-
-    progress pr = {.tty = !quiet && isatty(STDERR_FILENO), .count = n_inputs};
-    kineto_opts opts = {.max_events = max_events, .progress = progress_cb, .progress_ctx = &pr};
     totals t;
     memset(&t, 0, sizeof t);
-    kineto_stats *st = calloc(1, sizeof *st);
-    int rc = st ? 0 : ERR_NOMEM;
-    for (int i = 0; rc == 0 && i < n_inputs; i++) {
-        pr.name = inputs[i];
-        pr.index = i + 1;
-        pr.t0 = pr.last = cm_now_s();
-        rc = ingest_is_nsys(inputs[i]) ? nsys_import(inputs[i], &opts, verb_emit_to_file, w, st, &err)
-                                       : kineto_import(inputs[i], &opts, verb_emit_to_file, w, st, &err);
-        progress_clear(&pr);
-        if (rc)
-            break;
-        for (int k = 0; k < TP_K_MAX_; k++)
-            t.rec[k] += st->records[k];
-        t.blocking += st->blocking_calls;
-        t.blocked_ns += st->blocked_ns;
-        t.input_bytes += st->input_bytes;
-        t.json_bytes += st->json_bytes;
-        if (ingest_is_nsys(inputs[i]))
-            t.sqlite_bytes += st->input_bytes;
-        if (st->events) {
-            if (!t.any_span || st->t_min < t.t_min)
-                t.t_min = st->t_min;
-            if (!t.any_span || st->t_max > t.t_max)
-                t.t_max = st->t_max;
-            t.any_span = 1;
-        }
-        add_rank(&t, st);
-        if (st->invalid) {
-            verb_warn("import", "%s: skipped %" PRIu64 " unusable entr%s; the first: %s", inputs[i], st->invalid,
-                      st->invalid == 1 ? "y" : "ies", st->first_invalid);
-        }
-        if (st->events == 0) {
-            verb_warn("import", "%s: no kernels, copies, CUDA calls or annotations in it", inputs[i]);
-        }
-        if (st->strings_cut)
-            verb_warn("import", "%s: %" PRIu64 " string%s over 1 MiB cut there", inputs[i], st->strings_cut,
-                      st->strings_cut == 1 ? "" : "s");
-        if (st->strings_refused) {
-            verb_warn("import", "%s: %" PRIu64 " names over the %u MiB bound on names were left out", inputs[i],
-                      st->strings_refused, KINETO_MAX_STRING_BYTES >> 20);
-        }
-        if (verbose)
-            print_skipped(inputs[i], st);
-    }
-    if (rc == ERR_NOMEM && st == NULL)
-        err_set(&err, rc, "out of memory");
-    free(st);
+    int rc = import_all(ia, w, &t, &err);
     err_msg cerr = {{0}};
     int crc = tp_fwriter_close(&w, &cerr);
     if (rc == 0 && crc != 0) {
@@ -313,22 +318,30 @@ static int cmd_import(int argc, char **argv) {
     if (rc == 0) {
         if (stat(tmp, &sb) == 0)
             file_bytes = (uint64_t)sb.st_size;
-        if (rename(tmp, out) != 0) {
+        if (rename(tmp, ia->out) != 0) {
             int e = errno;
-            rc = err_set(&err, ERR_IO, "cannot rename %s to %s: %s", tmp, out, strerror(e));
+            rc = err_set(&err, ERR_IO, "cannot rename %s to %s: %s", tmp, ia->out, strerror(e));
         }
     }
     if (rc != 0) {
         unlink(tmp);
         verb_error("import", "%s", err.msg);
-        free(tmp);
-        free(inputs);
-        return 1;
+    } else {
+        print_summary(&t, ia->n_inputs, ia->out, file_bytes);
     }
-    print_summary(&t, n_inputs, out, file_bytes);
     free(tmp);
-    free(inputs);
-    return 0;
+    return rc != 0;
+}
+
+static int cmd_import(int argc, char **argv) {
+    import_args ia = {.inputs = calloc((size_t)argc, sizeof *ia.inputs)};
+    if (ia.inputs == NULL)
+        return verb_error("import", "out of memory");
+    int status = import_parse(argc, argv, &ia);
+    if (status < 0)
+        status = import_run(&ia);
+    free(ia.inputs);
+    return status;
 }
 
 SYNCTOP_VERB(import, .name = "import", .fn = cmd_import, .synopsis = "import TRACE.json[.gz]|EXPORT.sqlite... -o FILE",

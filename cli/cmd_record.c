@@ -48,13 +48,13 @@ static void record_usage(FILE *out) {
 
 /* What the loop keeps between batches. */
 typedef struct recorder {
-    tp_fwriter *w;
+    tp_recorder *rec;
     tp_sub *sub;
     uint64_t malformed; /* refused by the writer; tp_sub counts what it refused itself */
     int complaints;
     double t0, duration, next_tick, last_t;
     uint64_t last_events;
-    int tty, failed;
+    int tty;
     uint64_t producers; /* --producers: wait for this many to finish (0: every one seen) */
 } recorder;
 
@@ -72,15 +72,13 @@ static void put_counts(FILE *out, const tp_fwriter_stats *ws, const tp_sub_stats
 /* Each batch goes to the file as it came; a batch the writer refuses is counted and skipped. */
 static int record_batch(void *ctx, const tp_sub_msg *m, err_msg *err) {
     recorder *rc = ctx;
-    int ar = tp_fwriter_append(rc->w, m->data, m->len, err);
+    int ar = tp_recorder_append(rc->rec, m->data, m->len, err);
     if (ar == ERR_MALFORMED) {
         rc->malformed++;
         if (rc->complaints++ < RECORD_MAX_COMPLAINTS)
             verb_warn("record", "ignored a batch: %s", err->msg);
         return 0;
     }
-    if (ar < 0)
-        rc->failed = 1;
     return ar < 0 ? ar : 0;
 }
 
@@ -106,15 +104,14 @@ static int record_tick(void *ctx) {
     if (now < rc->next_tick)
         return 0;
     err_msg err = {{0}};
-    if (tp_fwriter_flush(rc->w, &err) != 0) {
+    if (tp_recorder_flush(rc->rec, &err) != 0) {
         verb_error("record", "cannot write: %s", err.msg);
-        rc->failed = 1;
         return 1;
     }
     if (rc->tty) {
         tp_fwriter_stats ws;
         tp_sub_stats ss;
-        tp_fwriter_stats_get(rc->w, &ws);
+        tp_recorder_stats_get(rc->rec, &ws);
         tp_sub_stats_get(rc->sub, &ss);
         fprintf(stderr, "\r%.0f events/s, ", (double)(ws.events - rc->last_events) / (now - rc->last_t));
         put_counts(stderr, &ws, &ss, rc);
@@ -196,7 +193,7 @@ static int record_parse(int argc, char **argv, record_args *ra) {
 
 /* Subscribes to every endpoint, then creates the file: a bad endpoint or key leaves no file
  * behind. 0, or the verb's status with the reason said. */
-static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **sub, tp_fwriter **w) {
+static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **sub, tp_recorder **rec) {
     err_msg err = {{0}};
     for (int i = 0; i < ra->n_specs; i++)
         if (tp_endpoint_resolve(ra->specs[i], endpoints[i], sizeof endpoints[i], &err) < 0)
@@ -213,7 +210,7 @@ static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **s
             return verb_error("record", "cannot connect: %s", err.msg);
         }
     }
-    if ((*w = tp_fwriter_open(ra->out_path, ra->force ? TP_FW_OVERWRITE : 0, &err)) == NULL) {
+    if ((*rec = tp_recorder_open(ra->out_path, ra->force ? TP_FW_OVERWRITE : 0, &err)) == NULL) {
         tp_sub_destroy(sub);
         return verb_error("record", "%s%s", err.msg,
                           strstr(err.msg, "already exists") ? " (use --force to replace it)" : "");
@@ -237,9 +234,9 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
     err_msg err = {{0}};
     live_end end = live_follow(rc->sub, &lo, &err);
     if (end == LIVE_FAILED) {
-        verb_error("record", "%s: %s", rc->failed ? "cannot write" : "cannot receive", err.msg);
+        verb_error("record", "%s: %s", tp_recorder_failed(rc->rec) ? "cannot write" : "cannot receive", err.msg);
         *status = 1;
-    } else if (rc->failed) {
+    } else if (tp_recorder_failed(rc->rec)) {
         *status = 1;
     }
     verb_signals_restore(&sig);
@@ -261,9 +258,9 @@ static int cmd_record(int argc, char **argv) {
     }
     char endpoints[RECORD_MAX_ENDPOINTS][512];
     tp_sub *sub = NULL;
-    tp_fwriter *w = NULL;
+    tp_recorder *rec = NULL;
     int n_eps = ra.n_specs;
-    status = record_open(&ra, endpoints, &sub, &w);
+    status = record_open(&ra, endpoints, &sub, &rec);
     record_args_free(&ra); /* resolved into endpoints */
     if (status != 0)
         return status;
@@ -271,7 +268,7 @@ static int cmd_record(int argc, char **argv) {
     for (int i = 0; i < n_eps; i++)
         eps[i] = endpoints[i];
 
-    recorder rc = {.w = w, .sub = sub, .tty = isatty(STDERR_FILENO), .duration = ra.duration,
+    recorder rc = {.rec = rec, .sub = sub, .tty = isatty(STDERR_FILENO), .duration = ra.duration,
                    .producers = ra.producers};
     rc.t0 = rc.last_t = cm_now_s();
     rc.next_tick = rc.t0 + RECORD_TICK_MS / 1000.0;
@@ -279,16 +276,14 @@ static int cmd_record(int argc, char **argv) {
 
     tp_fwriter_stats ws;
     tp_sub_stats ss;
-    tp_fwriter_stats_get(w, &ws);
+    tp_recorder_stats_get(rec, &ws);
     tp_sub_stats_get(sub, &ss);
     err_msg err = {{0}};
-    tp_buf notes = {0};
-    if (tp_sub_clock_notes(sub, &notes) > 0 && tp_fwriter_append(w, notes.data, notes.len, &err) != 0) {
+    if (tp_recorder_add_clocks(rec, sub, &err) < 0) {
         verb_error("record", "cannot write the hosts' clocks: %s", err.msg);
         status = 1;
     }
-    tp_buf_free(&notes);
-    if (tp_fwriter_close(&w, &err) != 0) {
+    if (tp_recorder_close(&rec, &err) != 0) {
         verb_error("record", "cannot finish the file: %s", err.msg);
         status = 1;
     }

@@ -152,9 +152,6 @@ static int report_batch(void *ctx, const tp_sub_msg *m, err_msg *err) {
     return 0;
 }
 
-/* Records live sources into the store until every producer has finished (its TP_BF_END batch), the
- * ipc publishers went away, or SIGINT/SIGTERM; then says on stderr what was recorded and why it
- * stopped, so that a report cut short is never mistaken for a whole run. */
 /* A subscriber connected to the live sources (their endpoints resolved into eps), taking batches or,
  * with summaries, the relays' summaries; NULL when it cannot be (said on stderr). */
 static tp_sub *report_subscribe(char **specs, int n, const char *server_key, int summaries,
@@ -181,9 +178,12 @@ static tp_sub *report_subscribe(char **specs, int n, const char *server_key, int
     return sub;
 }
 
+/* Records live sources into the store until every producer has finished (its TP_BF_END batch), the
+ * ipc publishers went away, or SIGINT/SIGTERM; then says on stderr what was recorded and why it
+ * stopped, so that a report cut short is never mistaken for a whole run. */
 static int record_live(st_store *s, char **specs, int n, const char *server_key) {
     err_msg err = {{0}};
-    static char eps[REPORT_MAX_SOURCES][512];
+    char eps[REPORT_MAX_SOURCES][512];
     tp_sub *sub = report_subscribe(specs, n, server_key, 0, eps);
     if (sub == NULL)
         return 1;
@@ -248,7 +248,7 @@ static double pct(uint64_t part, double whole) { return whole > 0 ? 100.0 * (dou
  * intervals in which the producer sent. */
 static int report_summaries(char **specs, int n, const char *server_key, double for_s, int format) {
     err_msg err = {{0}};
-    static char eps[REPORT_MAX_SOURCES][512];
+    char eps[REPORT_MAX_SOURCES][512];
     tp_sub *sub = report_subscribe(specs, n, server_key, 1, eps);
     if (sub == NULL)
         return 1;
@@ -329,27 +329,110 @@ static int report_summaries(char **specs, int n, const char *server_key, double 
     return 0;
 }
 
-static int cmd_report(int argc, char **argv) {
+enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY,
+       O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE, O_RANKS, O_SUMMARY, O_FOR };
+
+/* One run of the verb: what the command line asked for, then what each phase made; report_free
+ * frees it whichever phase stopped. */
+typedef struct report_run {
     char *sources[REPORT_MAX_SOURCES];
-    int n_sources = 0;
+    int n_sources;
+    const char *base_src[REPORT_MAX_SOURCES];
+    int n_base;
     rp_check checks[REPORT_MAX_CHECKS];
-    int n_checks = 0;
-    rp_opts ro = {.format = RP_TEXT};
-    an_opts ao = {0};
-    hta_opts ho = {0};
-    int hta = 0, steps = 0, ranks = 0, summary = 0;
-    double for_s = 0;
-    an_ranks rk = {0};
-    const char *step_name = NULL, *base_src[REPORT_MAX_SOURCES];
-    int n_base = 0;
-    an_steps sp = {0};
-    st_store *bs = NULL;
-    an_result br = {0};
-    an_diff diff = {0};
-    const char *out_path = NULL, *server_key = NULL;
-    err_msg err = {{0}};
-    enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY,
-           O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE, O_RANKS, O_SUMMARY, O_FOR };
+    int n_checks;
+    int hta, steps, ranks, summary;
+    double for_s;
+    uint64_t max_events;
+    const char *step_name, *out_path, *server_key;
+    rp_opts ro;
+    an_opts ao;
+    hta_opts ho;
+    st_store *s; /* the sources */
+    an_result r;
+    an_steps sp;
+    an_ranks rk;
+    st_store *bs; /* the baseline; NULL without one */
+    an_result br;
+    an_diff diff;
+    hta_result h;
+    char source[1024], baseline[1024]; /* their names, as the report shows them */
+    err_msg err;
+} report_run;
+
+/* One option or operand of the command line; -1 to go on, else the verb's status. */
+static int report_option(report_run *run, args *p, int id, const char *val) {
+    uint64_t top;
+    double ms;
+    switch (id) {
+    case ARGS_HELP: return 0;
+    case ARGS_BAD: return EXIT_USAGE;
+    case O_FORMAT:
+        if ((run->ro.format = rp_format_parse(val)) < 0)
+            return args_bad(p, "unknown format '%s' (text, json, markdown)", val);
+        break;
+    case O_HTA: run->hta = 1; break;
+    case O_STEPS: run->steps = 1; break;
+    case O_RANKS: run->ranks = 1; break;
+    case O_SUMMARY: run->summary = 1; break;
+    case O_FOR:
+        if (args_double(p, "--for", val, 0.001, 1e9, &run->for_s))
+            return EXIT_USAGE;
+        break;
+    case O_BASELINE:
+        if (run->n_base == REPORT_MAX_SOURCES)
+            return args_bad(p, "at most %d baseline sources", REPORT_MAX_SOURCES);
+        run->base_src[run->n_base++] = val;
+        break;
+    case O_STEP:
+        run->steps = 1;
+        run->step_name = val;
+        break;
+    case O_WIDE_STREAM: run->ho.wide_sync = HTA_WIDE_STREAM; break;
+    case O_WIDE_HOST: run->ho.wide_sync = HTA_WIDE_HOST; break;
+    case O_FAIL_IF:
+        if (run->n_checks == REPORT_MAX_CHECKS)
+            return args_bad(p, "at most %d --fail-if", REPORT_MAX_CHECKS);
+        if (rp_check_parse(val, &run->checks[run->n_checks], &run->err) != 0)
+            return args_bad(p, "--fail-if %s", run->err.msg);
+        run->n_checks++;
+        break;
+    case O_TOP:
+        if (args_u64(p, "--top", val, 1, 1000000, &top))
+            return EXIT_USAGE;
+        run->ro.top = (size_t)top;
+        break;
+    case O_GAP_US:
+        if (args_double(p, "--gap-us", val, 0, 1e12, &ms))
+            return EXIT_USAGE;
+        run->ao.gap_ns = (uint64_t)(ms * 1e3);
+        if (run->ao.gap_ns == 0) /* 0 is the analysis' "default"; under 1 ns, every bubble is one */
+            run->ao.gap_ns = 1;
+        break;
+    case O_GPU_GAP_MS:
+        if (args_double(p, "--gpu-gap-ms", val, 0, 1e9, &ms))
+            return EXIT_USAGE;
+        run->ao.rule_gap_ns = (uint64_t)(ms * 1e6);
+        if (run->ao.rule_gap_ns == 0)
+            run->ao.rule_gap_ns = 1;
+        break;
+    case O_OUT: run->out_path = val; break;
+    case O_KEY: run->server_key = val; break;
+    case O_MAX_EVENTS:
+        if (args_u64(p, "--max-events", val, 1, UINT64_MAX, &run->max_events))
+            return EXIT_USAGE;
+        break;
+    default:
+        if (run->n_sources == REPORT_MAX_SOURCES)
+            return args_bad(p, "at most %d sources", REPORT_MAX_SOURCES);
+        run->sources[run->n_sources++] = (char *)val;
+        break;
+    }
+    return -1;
+}
+
+/* The command line and what goes with what; -1 to go on, else the verb's status. */
+static int report_parse(int argc, char **argv, report_run *run) {
     static const arg_opt opts[] = {
         {O_FORMAT, "--format", NULL, 1},
         {O_HTA, "--hta", NULL, 0},
@@ -372,220 +455,175 @@ static int cmd_report(int argc, char **argv) {
     args p;
     ARGS_INIT(&p, "report", report_usage, opts, argc, argv);
     const char *val;
-    uint64_t top, max_events = 0;
-    double ms;
     for (int id; (id = args_next(&p, &val)) != ARGS_END;) {
-        switch (id) {
-        case ARGS_HELP: return 0;
-        case ARGS_BAD: return EXIT_USAGE;
-        case O_FORMAT:
-            if ((ro.format = rp_format_parse(val)) < 0)
-                return args_bad(&p, "unknown format '%s' (text, json, markdown)", val);
-            break;
-        case O_HTA: hta = 1; break;
-        case O_STEPS: steps = 1; break;
-        case O_RANKS: ranks = 1; break;
-        case O_SUMMARY: summary = 1; break;
-        case O_FOR:
-            if (args_double(&p, "--for", val, 0.001, 1e9, &for_s))
-                return EXIT_USAGE;
-            break;
-        case O_BASELINE:
-            if (n_base == REPORT_MAX_SOURCES)
-                return args_bad(&p, "at most %d baseline sources", REPORT_MAX_SOURCES);
-            base_src[n_base++] = val;
-            break;
-        case O_STEP:
-            steps = 1;
-            step_name = val;
-            break;
-        case O_WIDE_STREAM: ho.wide_sync = HTA_WIDE_STREAM; break;
-        case O_WIDE_HOST: ho.wide_sync = HTA_WIDE_HOST; break;
-        case O_FAIL_IF:
-            if (n_checks == REPORT_MAX_CHECKS)
-                return args_bad(&p, "at most %d --fail-if", REPORT_MAX_CHECKS);
-            if (rp_check_parse(val, &checks[n_checks], &err) != 0)
-                return args_bad(&p, "--fail-if %s", err.msg);
-            n_checks++;
-            break;
-        case O_TOP:
-            if (args_u64(&p, "--top", val, 1, 1000000, &top))
-                return EXIT_USAGE;
-            ro.top = (size_t)top;
-            break;
-        case O_GAP_US:
-            if (args_double(&p, "--gap-us", val, 0, 1e12, &ms))
-                return EXIT_USAGE;
-            ao.gap_ns = (uint64_t)(ms * 1e3);
-            if (ao.gap_ns == 0) /* 0 is the analysis' "default"; under 1 ns, every bubble is one */
-                ao.gap_ns = 1;
-            break;
-        case O_GPU_GAP_MS:
-            if (args_double(&p, "--gpu-gap-ms", val, 0, 1e9, &ms))
-                return EXIT_USAGE;
-            ao.rule_gap_ns = (uint64_t)(ms * 1e6);
-            if (ao.rule_gap_ns == 0)
-                ao.rule_gap_ns = 1;
-            break;
-        case O_OUT: out_path = val; break;
-        case O_KEY: server_key = val; break;
-        case O_MAX_EVENTS:
-            if (args_u64(&p, "--max-events", val, 1, UINT64_MAX, &max_events))
-                return EXIT_USAGE;
-            break;
-        default:
-            if (n_sources == REPORT_MAX_SOURCES)
-                return args_bad(&p, "at most %d sources", REPORT_MAX_SOURCES);
-            sources[n_sources++] = (char *)val;
-            break;
-        }
+        int status = report_option(run, &p, id, val);
+        if (status >= 0)
+            return status;
     }
-    if (n_sources == 0)
+    if (run->n_sources == 0)
         return args_bad(&p, "no source given (a trace file, a Kineto JSON or a live endpoint)");
-    if (for_s > 0 && !summary)
+    if (run->for_s > 0 && !run->summary)
         return args_bad(&p, "--for goes with --summary");
-    if (summary) {
-        if (!ranks || hta || steps || n_base > 0 || n_checks > 0 || out_path != NULL || ro.format == RP_MARKDOWN)
-            return args_bad(&p, "--summary goes with --ranks (and --format text or json, --for, --server-key) only");
-        for (int i = 0; i < n_sources; i++)
-            if (is_file_source(sources[i]) || !looks_live(sources[i]))
-                return args_bad(&p, "--summary takes live relays, and %s is not one", sources[i]);
-        return report_summaries(sources, n_sources, server_key, for_s, ro.format);
-    }
+    if (!run->summary)
+        return -1;
+    if (!run->ranks || run->hta || run->steps || run->n_base > 0 || run->n_checks > 0 || run->out_path != NULL ||
+        run->ro.format == RP_MARKDOWN)
+        return args_bad(&p, "--summary goes with --ranks (and --format text or json, --for, --server-key) only");
+    for (int i = 0; i < run->n_sources; i++)
+        if (is_file_source(run->sources[i]) || !looks_live(run->sources[i]))
+            return args_bad(&p, "--summary takes live relays, and %s is not one", run->sources[i]);
+    return -1;
+}
 
-    st_store *s = st_store_new(NULL);
-    if (s == NULL)
+/* The sources into one store: the files read, then the live sources recorded; the store committed
+ * and its native call sites put to file:line. 0, or the verb's status with the reason said. */
+static int report_load(report_run *run) {
+    if ((run->s = st_store_new(NULL)) == NULL)
         return verb_error("report", "out of memory");
     char *live[REPORT_MAX_SOURCES];
-    int n_live = 0, status = 0;
-    for (int i = 0; i < n_sources && status == 0; i++) {
-        if (!is_file_source(sources[i]) && looks_live(sources[i])) {
-            live[n_live++] = sources[i];
+    int n_live = 0;
+    for (int i = 0; i < run->n_sources; i++) {
+        if (!is_file_source(run->sources[i]) && looks_live(run->sources[i])) {
+            live[n_live++] = run->sources[i];
             continue;
         }
-        if (ingest_file_max(s, sources[i], max_events, verb_warn_cb, "report", &err) != 0) {
-            verb_error("report", "%s", err.msg);
-            status = 1;
-        }
+        if (ingest_file_max(run->s, run->sources[i], run->max_events, verb_warn_cb, "report", &run->err) != 0)
+            return verb_error("report", "%s", run->err.msg);
     }
-    if (status == 0 && n_live > 0)
-        status = record_live(s, live, n_live, server_key);
-    if (status != 0) {
-        st_store_destroy(&s);
+    int status = n_live > 0 ? record_live(run->s, live, n_live, run->server_key) : 0;
+    if (status != 0)
         return status;
-    }
-    st_store_commit(s);
-    verb_symbolize("report", s); /* native call sites to file:line */
-    if (st_store_events(s) == 0) {
-        st_store_destroy(&s);
+    st_store_commit(run->s);
+    verb_symbolize("report", run->s);
+    if (st_store_events(run->s) == 0)
         return verb_error("report", "no events to analyse");
-    }
+    return 0;
+}
 
-    an_result r = {0};
-    if (hta && !steps && !ranks && n_base == 0 && n_checks == 0) {
+/* The analysis, and the steps and ranks when asked for. */
+static int report_analyse(report_run *run) {
+    if (run->hta && !run->steps && !run->ranks && run->n_base == 0 && run->n_checks == 0) {
         /* --hta alone prints HTA's breakdowns and the span (JSON t0, t1): no analysis needed. */
-        st_store_span(s, &r.t0, &r.t1);
-    } else if (an_analyze(s, &ao, &r, &err) != 0) {
-        st_store_destroy(&s);
-        return verb_error("report", "%s", err.msg);
+        st_store_span(run->s, &run->r.t0, &run->r.t1);
+    } else if (an_analyze(run->s, &run->ao, &run->r, &run->err) != 0) {
+        return verb_error("report", "%s", run->err.msg);
     }
-    if (steps) {
-        if (an_steps_find(s, &r, step_name, &sp, &err) != 0) {
-            an_result_free(&r);
-            st_store_destroy(&s);
-            return verb_error("report", "%s", err.msg);
-        }
-        if (step_name != NULL && sp.source != AN_STEPS_RANGE)
-            verb_warn("report", "no range named \"%s\" marks three steps or more; %s", step_name,
-                      sp.source == AN_STEPS_PROFILER    ? "steps follow the ProfilerStep#N ranges instead"
-                      : sp.source == AN_STEPS_HEARTBEAT ? "steps follow the most regular blocking call instead"
-                                                        : "no steps found");
-        ro.steps = &sp;
+    if (run->steps) {
+        if (an_steps_find(run->s, &run->r, run->step_name, &run->sp, &run->err) != 0)
+            return verb_error("report", "%s", run->err.msg);
+        if (run->step_name != NULL && run->sp.source != AN_STEPS_RANGE)
+            verb_warn("report", "no range named \"%s\" marks three steps or more; %s", run->step_name,
+                      run->sp.source == AN_STEPS_PROFILER    ? "steps follow the ProfilerStep#N ranges instead"
+                      : run->sp.source == AN_STEPS_HEARTBEAT ? "steps follow the most regular blocking call instead"
+                                                             : "no steps found");
+        run->ro.steps = &run->sp;
     }
-    if (ranks) {
-        if (an_ranks_find(s, &r, &rk, &err) != 0) {
-            an_steps_free(&sp);
-            an_result_free(&r);
-            st_store_destroy(&s);
-            return verb_error("report", "%s", err.msg);
-        }
-        ro.ranks = &rk;
+    if (run->ranks) {
+        if (an_ranks_find(run->s, &run->r, &run->rk, &run->err) != 0)
+            return verb_error("report", "%s", run->err.msg);
+        run->ro.ranks = &run->rk;
     }
-    if (n_base > 0) { /* the baseline: files only (a live baseline would have nothing to compare) */
-        bs = st_store_new(NULL);
-        int bad = bs == NULL;
-        for (int i = 0; i < n_base && !bad; i++)
-            if (ingest_file_max(bs, base_src[i], max_events, verb_warn_cb, "report", &err) != 0) {
-                verb_error("report", "baseline %s", err.msg);
-                bad = 1;
-            }
-        if (!bad) {
-            st_store_commit(bs);
-            verb_symbolize("report", bs);
-            if (an_analyze(bs, &ao, &br, &err) != 0 || an_compare(bs, &br, s, &r, &diff, &err) != 0) {
-                verb_error("report", "baseline: %s", err.msg);
-                bad = 1;
-            }
-        }
-        if (bad) {
-            an_result_free(&br);
-            st_store_destroy(&bs);
-            an_ranks_free(&rk);
-            an_steps_free(&sp);
-            an_result_free(&r);
-            st_store_destroy(&s);
-            return 1;
-        }
-        static char base_text[1024];
-        base_text[0] = '\0';
-        for (int i = 0; i < n_base; i++) {
-            size_t n = strlen(base_text);
-            snprintf(base_text + n, sizeof base_text - n, "%s%s", i ? " " : "", base_src[i]);
-        }
-        ro.diff = &diff;
-        ro.baseline = base_text;
+    return 0;
+}
+
+/* Names separated by spaces into out, cut at its size. */
+static void report_join(char *out, size_t len, const char *const *names, int n) {
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        size_t used = strlen(out);
+        snprintf(out + used, len - used, "%s%s", i ? " " : "", names[i]);
     }
-    hta_result h = {0};
-    if (hta) {
-        if (hta_analyze(s, &ho, &h, &err) != 0) {
-            status = verb_error("report", "%s", err.msg);
-            goto done;
-        }
-        ro.hta = &h;
-        ro.hta_only = 1;
-    }
-    char source[1024] = "";
-    for (int i = 0; i < n_sources; i++) {
-        size_t n = strlen(source);
-        snprintf(source + n, sizeof source - n, "%s%s", i ? " " : "", sources[i]);
-    }
-    ro.source = source;
+}
+
+/* The baseline, when given: files only (a live baseline would have nothing to compare), analysed
+ * and compared with the run. */
+static int report_baseline(report_run *run) {
+    if (run->n_base == 0)
+        return 0;
+    if ((run->bs = st_store_new(NULL)) == NULL)
+        return 1;
+    for (int i = 0; i < run->n_base; i++)
+        if (ingest_file_max(run->bs, run->base_src[i], run->max_events, verb_warn_cb, "report", &run->err) != 0)
+            return verb_error("report", "baseline %s", run->err.msg);
+    st_store_commit(run->bs);
+    verb_symbolize("report", run->bs);
+    if (an_analyze(run->bs, &run->ao, &run->br, &run->err) != 0 ||
+        an_compare(run->bs, &run->br, run->s, &run->r, &run->diff, &run->err) != 0)
+        return verb_error("report", "baseline: %s", run->err.msg);
+    report_join(run->baseline, sizeof run->baseline, run->base_src, run->n_base);
+    run->ro.diff = &run->diff;
+    run->ro.baseline = run->baseline;
+    return 0;
+}
+
+/* HTA's breakdowns, which then make the report, when asked for. */
+static int report_hta(report_run *run) {
+    if (!run->hta)
+        return 0;
+    if (hta_analyze(run->s, &run->ho, &run->h, &run->err) != 0)
+        return verb_error("report", "%s", run->err.msg);
+    run->ro.hta = &run->h;
+    run->ro.hta_only = 1;
+    return 0;
+}
+
+/* The report, to standard output or -o's file. */
+static int report_output(report_run *run) {
+    report_join(run->source, sizeof run->source, (const char *const *)run->sources, run->n_sources);
+    run->ro.source = run->source;
     FILE *out = stdout;
-    if (out_path != NULL && (out = fopen(out_path, "w")) == NULL) {
-        status = verb_error("report", "cannot write %s: %s", out_path, strerror(errno));
-        out = NULL;
-    }
-    if (out != NULL && rp_write(out, s, &r, &ro) != 0)
+    if (run->out_path != NULL && (out = fopen(run->out_path, "w")) == NULL)
+        return verb_error("report", "cannot write %s: %s", run->out_path, strerror(errno));
+    int status = 0;
+    if (rp_write(out, run->s, &run->r, &run->ro) != 0)
         status = verb_error("report", "cannot write the report");
-    if (out != NULL && out != stdout && fclose(out) != 0)
-        status = verb_error("report", "cannot write %s: %s", out_path, strerror(errno));
-    for (int i = 0; i < n_checks; i++) {
+    if (out != stdout && fclose(out) != 0)
+        status = verb_error("report", "cannot write %s: %s", run->out_path, strerror(errno));
+    return status;
+}
+
+/* The --fail-if thresholds, one line each on stderr, whether the report could be written or not;
+ * status, or 1 when it was 0 and a threshold was crossed. */
+static int report_checks(const report_run *run, int status) {
+    for (int i = 0; i < run->n_checks; i++) {
         char msg[512];
-        int crossed = rp_check_eval_base(&checks[i], s, &r, bs, bs ? &br : NULL, bs ? &diff : NULL, msg, sizeof msg);
+        int crossed = rp_check_eval_base(&run->checks[i], run->s, &run->r, run->bs, run->bs ? &run->br : NULL,
+                                         run->bs ? &run->diff : NULL, msg, sizeof msg);
         verb_say("report", "%s %s", crossed ? "FAIL" : "ok  ", msg);
         if (crossed && status == 0)
             status = 1;
     }
-done:
-    hta_result_free(&h);
-    an_ranks_free(&rk);
-    an_diff_free(&diff);
-    if (bs != NULL)
-        an_result_free(&br);
-    st_store_destroy(&bs);
-    an_steps_free(&sp);
-    an_result_free(&r);
-    st_store_destroy(&s);
+    return status;
+}
+
+static void report_free(report_run *run) {
+    hta_result_free(&run->h);
+    an_ranks_free(&run->rk);
+    an_diff_free(&run->diff);
+    an_result_free(&run->br);
+    st_store_destroy(&run->bs);
+    an_steps_free(&run->sp);
+    an_result_free(&run->r);
+    st_store_destroy(&run->s);
+}
+
+static int cmd_report(int argc, char **argv) {
+    report_run run = {.ro = {.format = RP_TEXT}};
+    int status = report_parse(argc, argv, &run);
+    if (status >= 0)
+        return status;
+    if (run.summary)
+        return report_summaries(run.sources, run.n_sources, run.server_key, run.for_s, run.ro.format);
+    status = report_load(&run);
+    if (status == 0)
+        status = report_analyse(&run);
+    if (status == 0)
+        status = report_baseline(&run);
+    if (status == 0)
+        status = report_hta(&run);
+    if (status == 0)
+        status = report_checks(&run, report_output(&run));
+    report_free(&run);
     return status;
 }
 

@@ -350,6 +350,108 @@ static int open_log(const char *path, char *out, size_t outlen) {
     return open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 }
 
+/* --key's pair, whose public key our own subscriber needs (the secret one is wiped). 0, or the
+ * verb's status with the reason said. */
+static int run_load_key(const char *key, char *key_path, tp_keypair *keys) {
+    err_msg err = {{0}};
+    if (realpath(key, key_path) == NULL)
+        return verb_error("run", "--key %s: %s", key, strerror(errno));
+    if (tp_keypair_load(keys, key_path, &err) != 0)
+        return verb_error("run", "--key %s: %s", key, err.msg);
+    if (keys->secret_key[0] == '\0')
+        return verb_error("run", "--key %s: this is a public key; publishing needs the .key file "
+                                 "(both keys) that `synctop keygen` wrote", key);
+    explicit_bzero(keys->secret_key, sizeof keys->secret_key);
+    return 0;
+}
+
+/* Without the view: a subscriber (connected to --listen's endpoint when given) and a store. 0, or
+ * the verb's status with the reason said. */
+static int run_headless_new(const char *server_key, const char *listen_ep, headless **h, st_store **st) {
+    err_msg err = {{0}};
+    *h = calloc(1, sizeof **h);
+    *st = st_store_new(NULL);
+    tp_sub_opts so = {.server_key = server_key};
+    if (*h == NULL || *st == NULL || ((*h)->sub = tp_sub_new(&so, &err)) == NULL) {
+        free(*h);
+        *h = NULL;
+        st_store_destroy(st);
+        return verb_error("run", "%s", err.msg[0] ? err.msg : "out of memory");
+    }
+    if (listen_ep[0] != '\0')
+        connect_new((*h)->sub, &(*h)->known, listen_ep);
+    return 0;
+}
+
+/* The tracer and its settings, in the environment the command inherits. */
+static void run_environment(const run_args *a, const char *tracer, const char *listen_ep, const char *key_path) {
+    setenv("CUDA_INJECTION64_PATH", tracer, 1);
+    /* NVTX goes through the tracer to the CUPTI it traces with (the one the process loads, a
+     * PyTorch wheel's for instance): naming a libcupti here would put a second one in. */
+    set_default("NVTX_INJECTION64_PATH", tracer);
+    set_default("SYNCTOP_MODE", "always");
+    set_default("SYNCTOP_START_WAIT_MS", "5000");
+    if (a->record != NULL)
+        setenv("SYNCTOP_RECORD", a->record, 1);
+    if (listen_ep[0] != '\0')
+        setenv("SYNCTOP_LISTEN", listen_ep, 1);
+    if (a->key != NULL)
+        setenv("SYNCTOP_CURVE_KEY", key_path, 1);
+    if (a->insecure)
+        setenv("SYNCTOP_INSECURE", "1", 1);
+}
+
+/* In the forked child: the command, with the signals it would have had. */
+static _Noreturn void run_exec(const run_args *a, int log_fd, const struct sigaction *old_int,
+                               const struct sigaction *old_quit) {
+    sigaction(SIGINT, old_int, NULL);
+    sigaction(SIGQUIT, old_quit, NULL);
+    if (log_fd >= 0) {
+        /* The live view owns the terminal: the command reads nothing and writes to the log. */
+        int null_fd = open("/dev/null", O_RDONLY);
+        if (null_fd >= 0)
+            dup2(null_fd, STDIN_FILENO);
+        dup2(log_fd, STDOUT_FILENO);
+        dup2(log_fd, STDERR_FILENO);
+    }
+    execvp(a->cmd[0], a->cmd);
+    fprintf(stderr, "synctop run: cannot run %s: %s\n", a->cmd[0], strerror(errno));
+    _exit(127);
+}
+
+/* The live view of the command's processes until it is closed, then the command's end (Ctrl-C
+ * then reaches it); its wait status in *status. */
+static void run_view(const run_args *a, pid_t child, const char *listen_ep, const char *server_key,
+                     const char *log_path, const struct sigaction *old_int, int *status) {
+    live_discovery ld = {.child = (long)child};
+    const char *eps[1] = {listen_ep};
+    viewer_opts vo = {.ascii = a->ascii, .mono = a->mono, .verb = "run", .discover = live_discover,
+                      .discover_ctx = &ld, .server_key = server_key};
+    viewer_result vres;
+    verb_viewer_done("run", viewer_run_live(eps, listen_ep[0] ? 1 : 0, &vo, &vres), &vres, vo.record);
+    if (waitpid(child, status, WNOHANG) != child) {
+        fprintf(stderr, "synctop run: the view is closed; waiting for %s (pid %ld) to end "
+                        "(Ctrl-C interrupts it)\n", a->cmd[0], (long)child);
+        sigaction(SIGINT, old_int, NULL);
+        while (waitpid(child, status, 0) < 0 && errno == EINTR)
+            ;
+    }
+    fprintf(stderr, "synctop run: the output of %s is in %s\n", a->cmd[0], log_path);
+}
+
+/* Without the view: the command's batches into the store until it has ended, then the report;
+ * its wait status in *status. */
+static void run_headless(const run_args *a, headless *h, st_store *st, pid_t child, const char *listen_ep,
+                         uint64_t t0, int *status) {
+    run_follow f = {.h = h, .st = st, .child = child, .status = status, .listen_ep = listen_ep};
+    live_opts lo = {.poll_ms = 50, .on_batch = run_batch, .on_tick = run_tick, .ctx = &f, .keep_after_end = 1};
+    err_msg err = {{0}};
+    if (live_follow(h->sub, &lo, &err) == LIVE_FAILED)
+        verb_error("run", "cannot receive: %s", err.msg);
+    int code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+    print_report(stdout, st, a->cmd[0], code, (double)(now_ms() - t0) / 1000.0, f.missed);
+}
+
 static int cmd_run(int argc, char **argv) {
     run_args a = {0};
     int rc = parse_args(argc, argv, &a);
@@ -357,7 +459,6 @@ static int cmd_run(int argc, char **argv) {
         return rc;
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
         a.no_tui = 1;
-
     char tracer[PATH_MAX];
     if (find_tracer(tracer, sizeof tracer) != 0)
         return verb_error("run", "cannot find libsynctop-tracer.so next to synctop (set "
@@ -366,54 +467,20 @@ static int cmd_run(int argc, char **argv) {
     err_msg err = {{0}};
     if (a.listen != NULL && tp_endpoint_resolve(a.listen, listen_ep, sizeof listen_ep, &err) < 0)
         return verb_error("run", "--listen %s: %s", a.listen, err.msg);
-    /* With CURVE, our own subscriber must know the publisher's public key: the key file has it. */
     tp_keypair keys = {{0}, {0}};
-    char key_path[PATH_MAX];
-    if (a.key != NULL) {
-        if (realpath(a.key, key_path) == NULL)
-            return verb_error("run", "--key %s: %s", a.key, strerror(errno));
-        if (tp_keypair_load(&keys, key_path, &err) != 0)
-            return verb_error("run", "--key %s: %s", a.key, err.msg);
-        if (keys.secret_key[0] == '\0')
-            return verb_error("run", "--key %s: this is a public key; publishing needs the .key file "
-                                     "(both keys) that `synctop keygen` wrote", a.key);
-        explicit_bzero(keys.secret_key, sizeof keys.secret_key);
-    }
+    char key_path[PATH_MAX] = "";
+    if (a.key != NULL && (rc = run_load_key(a.key, key_path, &keys)) != 0)
+        return rc;
     const char *server_key = a.key != NULL ? keys.public_key : NULL;
     char log_path[PATH_MAX + 64] = "";
     int log_fd = -1;
     if (!a.no_tui && (log_fd = open_log(a.log, log_path, sizeof log_path)) < 0)
         return verb_error("run", "cannot create the log file %s: %s", log_path, strerror(errno));
-
     headless *h = NULL;
     st_store *st = NULL;
-    if (a.no_tui) {
-        h = calloc(1, sizeof *h);
-        st = st_store_new(NULL);
-        tp_sub_opts so = {.server_key = server_key};
-        if (h == NULL || st == NULL || (h->sub = tp_sub_new(&so, &err)) == NULL) {
-            free(h);
-            st_store_destroy(&st);
-            return verb_error("run", "%s", err.msg[0] ? err.msg : "out of memory");
-        }
-        if (listen_ep[0] != '\0')
-            connect_new(h->sub, &h->known, listen_ep);
-    }
-
-    setenv("CUDA_INJECTION64_PATH", tracer, 1);
-    /* NVTX goes through the tracer to the CUPTI it traces with (the one the process loads, a
-     * PyTorch wheel's for instance): naming a libcupti here would put a second one in. */
-    set_default("NVTX_INJECTION64_PATH", tracer);
-    set_default("SYNCTOP_MODE", "always");
-    set_default("SYNCTOP_START_WAIT_MS", "5000");
-    if (a.record != NULL)
-        setenv("SYNCTOP_RECORD", a.record, 1);
-    if (listen_ep[0] != '\0')
-        setenv("SYNCTOP_LISTEN", listen_ep, 1);
-    if (a.key != NULL)
-        setenv("SYNCTOP_CURVE_KEY", key_path, 1);
-    if (a.insecure)
-        setenv("SYNCTOP_INSECURE", "1", 1);
+    if (a.no_tui && (rc = run_headless_new(server_key, listen_ep, &h, &st)) != 0)
+        return rc;
+    run_environment(&a, tracer, listen_ep, key_path);
 
     /* Ctrl-C goes to the whole foreground group: the command decides; we stay to sum up. */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
@@ -422,53 +489,18 @@ static int cmd_run(int argc, char **argv) {
     uint64_t t0 = now_ms();
     fflush(NULL);
     pid_t child = fork();
+    if (child == 0)
+        run_exec(&a, log_fd, &old_int, &old_quit);
     if (child < 0) {
         rc = verb_error("run", "fork: %s", strerror(errno));
-        goto out;
-    }
-    if (child == 0) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGQUIT, &old_quit, NULL);
-        if (log_fd >= 0) {
-            /* The live view owns the terminal: the command reads nothing and writes to the log. */
-            int null_fd = open("/dev/null", O_RDONLY);
-            if (null_fd >= 0)
-                dup2(null_fd, STDIN_FILENO);
-            dup2(log_fd, STDOUT_FILENO);
-            dup2(log_fd, STDERR_FILENO);
-        }
-        execvp(a.cmd[0], a.cmd);
-        fprintf(stderr, "synctop run: cannot run %s: %s\n", a.cmd[0], strerror(errno));
-        _exit(127);
-    }
-
-    int status = 0;
-    if (!a.no_tui) {
-        live_discovery ld = {.child = (long)child};
-        const char *eps[1] = {listen_ep};
-        viewer_opts vo = {.ascii = a.ascii, .mono = a.mono, .verb = "run", .discover = live_discover,
-                          .discover_ctx = &ld, .server_key = server_key};
-        viewer_result vres;
-        verb_viewer_done("run", viewer_run_live(eps, listen_ep[0] ? 1 : 0, &vo, &vres), &vres, vo.record);
-        if (waitpid(child, &status, WNOHANG) != child) {
-            fprintf(stderr, "synctop run: the view is closed; waiting for %s (pid %ld) to end "
-                            "(Ctrl-C interrupts it)\n", a.cmd[0], (long)child);
-            sigaction(SIGINT, &old_int, NULL);
-            while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-                ;
-        }
-        fprintf(stderr, "synctop run: the output of %s is in %s\n", a.cmd[0], log_path);
     } else {
-        run_follow f = {.h = h, .st = st, .child = child, .status = &status, .listen_ep = listen_ep};
-        live_opts lo = {.poll_ms = 50, .on_batch = run_batch, .on_tick = run_tick, .ctx = &f, .keep_after_end = 1};
-        if (live_follow(h->sub, &lo, &err) == LIVE_FAILED)
-            verb_error("run", "cannot receive: %s", err.msg);
-        uint64_t missed = f.missed;
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        print_report(stdout, st, a.cmd[0], code, (double)(now_ms() - t0) / 1000.0, missed);
+        int status = 0;
+        if (!a.no_tui)
+            run_view(&a, child, listen_ep, server_key, log_path, &old_int, &status);
+        else
+            run_headless(&a, h, st, child, listen_ep, t0, &status);
+        rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
-    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-out:
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
     if (log_fd >= 0)

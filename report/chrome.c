@@ -66,21 +66,20 @@ static void progress(exp_ctx *x) {
     x->progress(x->progress_ctx, x->done, x->total);
 }
 
-/* The pid of a GPU in the output: the device number for the first producer (Kineto's convention,
- * which the importer reads back), offset per further producer. */
 /* The stream number of device-wide syncs: -1, or 4294967295 when the imported trace wrote that
  * (TP_F_SYNC_ID_U32), so that a re-import (and HTA) reads them as the original did. */
 static int64_t wide_tid(const st_lane_info *li) {
     return (li->stream_flags & TP_F_SYNC_ID_U32) ? (int64_t)TP_NO_ID : -1;
 }
 
+/* The pid of a GPU in the output: the device number for the first producer (Kineto's convention,
+ * which the importer reads back), offset per further producer. */
 static int64_t gpu_pid(uint32_t producer, uint16_t device) {
     return (int64_t)producer * 1000 + (device == TP_NO_DEVICE ? 999 : device);
 }
 
-int rp_write_chrome(FILE *out, const st_store *s, int flows, rp_progress_fn progress_cb, void *ctx) {
-    exp_ctx x = {.out = out, .first = 1, .progress = progress_cb, .progress_ctx = ctx};
-    x.total = st_store_events(s);
+/* The file's head: the first producer's rank, the devices, and the opening of the rows. */
+static void chrome_header(FILE *out, const st_store *s) {
     fputs("{\"displayTimeUnit\":\"ns\",\"schemaVersion\":1", out);
     /* One rank per producer is all a Kineto file can say; the first producer's. */
     if (st_producer_count(s) > 0 && st_producer_get(s, 0)->rank >= 0)
@@ -95,10 +94,14 @@ int rp_write_chrome(FILE *out, const st_store *s, int flows, rp_progress_fn prog
                 d->cc_major, d->cc_minor, d->memory_bytes, d->sm_count);
     }
     fputs("],\"traceEvents\":[", out);
-    /* Names: processes, GPUs, threads, streams. */
+}
+
+/* The metadata rows that name processes, GPUs, threads and streams. */
+static void chrome_names(exp_ctx *x, const st_store *s) {
+    FILE *out = x->out;
     for (size_t p = 0; p < st_producer_count(s); p++) {
         const st_producer_info *pi = st_producer_get(s, p);
-        row_begin(&x);
+        row_begin(x);
         fprintf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":", pi->pid);
         jstr(out, *st_str(s, pi->cmdline) ? st_str(s, pi->cmdline) : "host");
         fputs("}}", out);
@@ -108,10 +111,10 @@ int rp_write_chrome(FILE *out, const st_store *s, int flows, rp_progress_fn prog
         const st_producer_info *pi = st_producer_get(s, li->producer);
         char name[256];
         if (li->kind == ST_LANE_STREAM) {
-            row_begin(&x);
+            row_begin(x);
             fprintf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"name\":\"GPU %u\"}}",
                     gpu_pid(li->producer, li->device), li->device);
-            row_begin(&x);
+            row_begin(x);
             if (li->id == TP_NO_ID)
                 snprintf(name, sizeof name, "device-wide syncs");
             else
@@ -119,12 +122,115 @@ int rp_write_chrome(FILE *out, const st_store *s, int flows, rp_progress_fn prog
             fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":\"%s\"}}",
                     gpu_pid(li->producer, li->device), li->id == TP_NO_ID ? wide_tid(li) : (int64_t)li->id, name);
         } else if (li->kind == ST_LANE_THREAD && *st_str(s, li->name)) {
-            row_begin(&x);
+            row_begin(x);
             fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", pi->pid, li->id);
             jstr(out, st_str(s, li->name));
             fputs("}}", out);
         }
     }
+}
+
+/* The rest of a host call's row (the API, its call site when it blocked), then the "blocked: API"
+ * slice of one that blocked and the start of its launch's flow arrow. */
+static void chrome_api(exp_ctx *x, const st_store *s, const st_event *e, int64_t pid, int64_t tid, int flows) {
+    FILE *out = x->out;
+    fprintf(out, ",\"cat\":\"%s\",\"name\":", e->flags & TP_F_DRIVER ? "cuda_driver" : "cuda_runtime");
+    jstr(out, st_str(s, e->name));
+    fprintf(out, ",\"args\":{\"correlation\":%u,\"cbid\":%u", e->corr, e->aux);
+    char where[512] = "";
+    if (e->flags & TP_F_BLOCKING) {
+        if (*rp_site_text(s, e->value, e->name, where, sizeof where) == '\0')
+            snprintf(where, sizeof where, "(not taken)");
+        fputs(",\"blocking\":true,\"call site\":", out);
+        jstr(out, where);
+    }
+    fputs("}}", out);
+    if (e->flags & TP_F_BLOCKING) {
+        char nm[160];
+        row_begin(x);
+        fprintf(out, "{\"ph\":\"X\",\"cat\":\"blocking\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", pid, tid);
+        jus(out, e->start);
+        fputs(",\"dur\":", out);
+        jus(out, e->end - e->start);
+        snprintf(nm, sizeof nm, "blocked: %s", st_str(s, e->name));
+        fputs(",\"name\":", out);
+        jstr(out, nm);
+        fprintf(out, ",\"args\":{\"kind\":\"%s\",\"call site\":",
+                an_block_kind_name(an_block_kind_of_name(st_str(s, e->name)) ? an_block_kind_of_name(st_str(s, e->name))
+                                                                             : AN_BLOCK_OTHER));
+        jstr(out, where);
+        fputs("}}", out);
+    }
+    if (flows && e->corr && (e->flags & TP_F_LAUNCH)) {
+        row_begin(x);
+        fprintf(out, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%u,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
+                e->corr, pid, tid);
+        jus(out, e->start);
+        fputs("}", out);
+    }
+}
+
+/* One event's row on lane li (pid, tid), and the end of its flow arrow for GPU work. */
+static void chrome_event(exp_ctx *x, const st_store *s, const st_lane_info *li, const st_event *e, int64_t pid,
+                         int64_t tid, int flows) {
+    FILE *out = x->out;
+    row_begin(x);
+    fprintf(out, "{\"ph\":\"X\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", pid, tid);
+    jus(out, e->start);
+    fputs(",\"dur\":", out);
+    jus(out, e->end - e->start);
+    char nm[160];
+    switch (e->kind) {
+    case TP_K_KERNEL:
+        fputs(",\"cat\":\"kernel\",\"name\":", out);
+        jstr(out, st_str(s, e->name));
+        fprintf(out, ",\"args\":{\"device\":%u,\"stream\":%" PRId64 ",\"correlation\":%u,\"threads per block\":%u}}",
+                li->device, tid, e->corr, e->aux);
+        break;
+    case TP_K_MEMCPY:
+        snprintf(nm, sizeof nm, "Memcpy %s (%s -> %s)", copy_kind_text(e->sub), mem_text(e->mem >> 4),
+                 mem_text(e->mem & 15));
+        fprintf(out, ",\"cat\":\"gpu_memcpy\",\"name\":\"%s\",\"args\":{\"device\":%u,\"stream\":%" PRId64
+                     ",\"correlation\":%u,\"bytes\":%" PRIu64 "}}",
+                nm, li->device, tid, e->corr, e->value);
+        break;
+    case TP_K_MEMSET:
+        fprintf(out, ",\"cat\":\"gpu_memset\",\"name\":\"Memset (%s)\",\"args\":{\"device\":%u,\"stream\":%" PRId64
+                     ",\"correlation\":%u,\"bytes\":%" PRIu64 "}}",
+                mem_text(e->sub), li->device, tid, e->corr, e->value);
+        break;
+    case TP_K_SYNC:
+        fprintf(out, ",\"cat\":\"cuda_sync\",\"name\":\"%s\",\"args\":{\"device\":%u,\"stream\":%" PRId64
+                     ",\"correlation\":%u,\"cuda_sync_kind\":\"%s\"",
+                sync_text(e->sub), li->device, tid, e->corr, sync_text(e->sub));
+        if (e->aux != TP_NO_ID)
+            fprintf(out, ",\"wait_on_cuda_event_id\":%u", e->aux);
+        fputs("}}", out);
+        break;
+    case TP_K_API: chrome_api(x, s, e, pid, tid, flows); break;
+    case TP_K_NVTX:
+        fprintf(out, ",\"cat\":\"%s\",\"name\":", li->device != TP_NO_DEVICE ? "gpu_user_annotation" : "user_annotation");
+        jstr(out, st_str(s, e->name));
+        fputs(",\"args\":{}}", out);
+        break;
+    default:
+        fputs(",\"cat\":\"other\",\"name\":\"?\"}", out);
+        break;
+    }
+    if (flows && e->corr && (e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET)) {
+        row_begin(x);
+        fprintf(out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%u,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
+                e->corr, pid, tid);
+        jus(out, e->start);
+        fputs("}", out);
+    }
+}
+
+int rp_write_chrome(FILE *out, const st_store *s, int flows, rp_progress_fn progress_cb, void *ctx) {
+    exp_ctx x = {.out = out, .first = 1, .progress = progress_cb, .progress_ctx = ctx};
+    x.total = st_store_events(s);
+    chrome_header(out, s);
+    chrome_names(&x, s);
     /* The events; blocking calls carry their call site. */
     for (size_t l = 0; l < st_lane_count(s); l++) {
         const st_lane_info *li = st_lane_get(s, l);
@@ -136,95 +242,10 @@ int rp_write_chrome(FILE *out, const st_store *s, int flows, rp_progress_fn prog
                           : (int64_t)pi->pid;
         int64_t tid = li->id == TP_NO_ID ? wide_tid(li) : (int64_t)li->id;
         for (size_t i = 0; i < n; i++) {
-            const st_event *e = &ev[i];
             progress(&x);
-            row_begin(&x);
-            fprintf(out, "{\"ph\":\"X\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", pid, tid);
-            jus(out, e->start);
-            fputs(",\"dur\":", out);
-            jus(out, e->end - e->start);
-            char nm[160];
-            switch (e->kind) {
-            case TP_K_KERNEL:
-                fputs(",\"cat\":\"kernel\",\"name\":", out);
-                jstr(out, st_str(s, e->name));
-                fprintf(out, ",\"args\":{\"device\":%u,\"stream\":%" PRId64 ",\"correlation\":%u,\"threads per block\":%u}}",
-                        li->device, tid, e->corr, e->aux);
-                break;
-            case TP_K_MEMCPY:
-                snprintf(nm, sizeof nm, "Memcpy %s (%s -> %s)", copy_kind_text(e->sub), mem_text(e->mem >> 4),
-                         mem_text(e->mem & 15));
-                fprintf(out, ",\"cat\":\"gpu_memcpy\",\"name\":\"%s\",\"args\":{\"device\":%u,\"stream\":%" PRId64
-                             ",\"correlation\":%u,\"bytes\":%" PRIu64 "}}",
-                        nm, li->device, tid, e->corr, e->value);
-                break;
-            case TP_K_MEMSET:
-                fprintf(out, ",\"cat\":\"gpu_memset\",\"name\":\"Memset (%s)\",\"args\":{\"device\":%u,\"stream\":%" PRId64
-                             ",\"correlation\":%u,\"bytes\":%" PRIu64 "}}",
-                        mem_text(e->sub), li->device, tid, e->corr, e->value);
-                break;
-            case TP_K_SYNC:
-                fprintf(out, ",\"cat\":\"cuda_sync\",\"name\":\"%s\",\"args\":{\"device\":%u,\"stream\":%" PRId64
-                             ",\"correlation\":%u,\"cuda_sync_kind\":\"%s\"",
-                        sync_text(e->sub), li->device, tid, e->corr, sync_text(e->sub));
-                if (e->aux != TP_NO_ID)
-                    fprintf(out, ",\"wait_on_cuda_event_id\":%u", e->aux);
-                fputs("}}", out);
-                break;
-            case TP_K_API: {
-                fprintf(out, ",\"cat\":\"%s\",\"name\":", e->flags & TP_F_DRIVER ? "cuda_driver" : "cuda_runtime");
-                jstr(out, st_str(s, e->name));
-                fprintf(out, ",\"args\":{\"correlation\":%u,\"cbid\":%u", e->corr, e->aux);
-                char where[512] = "";
-                if (e->flags & TP_F_BLOCKING) {
-                    if (*rp_site_text(s, e->value, e->name, where, sizeof where) == '\0')
-                        snprintf(where, sizeof where, "(not taken)");
-                    fputs(",\"blocking\":true,\"call site\":", out);
-                    jstr(out, where);
-                }
-                fputs("}}", out);
-                if (e->flags & TP_F_BLOCKING) {
-                    row_begin(&x);
-                    fprintf(out, "{\"ph\":\"X\",\"cat\":\"blocking\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", pid, tid);
-                    jus(out, e->start);
-                    fputs(",\"dur\":", out);
-                    jus(out, e->end - e->start);
-                    snprintf(nm, sizeof nm, "blocked: %s", st_str(s, e->name));
-                    fputs(",\"name\":", out);
-                    jstr(out, nm);
-                    fprintf(out, ",\"args\":{\"kind\":\"%s\",\"call site\":",
-                            an_block_kind_name(an_block_kind_of_name(st_str(s, e->name)) ? an_block_kind_of_name(st_str(s, e->name))
-                                                                                         : AN_BLOCK_OTHER));
-                    jstr(out, where);
-                    fputs("}}", out);
-                }
-                if (flows && e->corr && (e->flags & TP_F_LAUNCH)) {
-                    row_begin(&x);
-                    fprintf(out, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%u,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
-                            e->corr, pid, tid);
-                    jus(out, e->start);
-                    fputs("}", out);
-                }
-                break;
-            }
-            case TP_K_NVTX:
-                fprintf(out, ",\"cat\":\"%s\",\"name\":", li->device != TP_NO_DEVICE ? "gpu_user_annotation" : "user_annotation");
-                jstr(out, st_str(s, e->name));
-                fputs(",\"args\":{}}", out);
-                break;
-            default:
-                fputs(",\"cat\":\"other\",\"name\":\"?\"}", out);
-                break;
-            }
-            if (flows && e->corr && (e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET)) {
-                row_begin(&x);
-                fprintf(out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%u,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
-                        e->corr, pid, tid);
-                jus(out, e->start);
-                fputs("}", out);
-            }
+            chrome_event(&x, s, li, &ev[i], pid, tid, flows);
         }
     }
     fputs("\n]}\n", out);
-    return ferror(out) ? -1 : 0;
+    return ferror(out) ? ERR_IO : 0;
 }

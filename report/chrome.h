@@ -13,7 +13,7 @@
 /* Told about every hundredth of the events written (done of total). */
 typedef void (*rp_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
-/* Writes the whole store; flows: launch-to-GPU-work arrows. 0, or -1 when out failed. */
+/* Writes the whole store; flows: launch-to-GPU-work arrows. 0, or ERR_IO when out failed. */
 int rp_write_chrome(FILE *out, const st_store *s, int flows, rp_progress_fn progress, void *ctx);
 
 #endif

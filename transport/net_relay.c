@@ -108,15 +108,13 @@ struct tp_relay {
     uint64_t interval_start, interval_mono; /* the current interval: realtime and monotonic ns */
     atomic_uint_fast64_t summaries, malformed;
     atomic_int summarising;
-    tp_fwriter *rec;      /* written by the reader thread only, then by tp_relay_stop */
+    tp_recorder *rec;     /* written by the reader thread only, then by tp_relay_stop */
     tp_sub *clk;          /* clock thread's, when recording: the clocks of the hosts above */
     pthread_t clk_thread;
     int clk_started;
     size_t clk_connected; /* upstreams it was connected to */
     int stopped;          /* tp_relay_stop ran */
     size_t host_clocks;   /* hosts whose clocks the recording kept */
-    atomic_int rec_failed;
-    err_msg rec_err;      /* why the recording stopped (read after rec_failed is set) */
 };
 
 static int zmq_fail(err_msg *err, const char *what, const char *endpoint) {
@@ -405,8 +403,10 @@ static void capture_take(tp_relay *r, zmq_msg_t *m) {
         tp_batch_size(&h) == len) {
         atomic_fetch_add(&r->batches, 1);
         atomic_fetch_add(&r->bytes, len);
-        if (r->rec != NULL && !atomic_load(&r->rec_failed) && tp_fwriter_append(r->rec, d, len, &r->rec_err) != 0)
-            atomic_store(&r->rec_failed, 1);
+        err_msg e;
+        /* a batch the file refuses ends the recording too, as a write error does */
+        if (r->rec != NULL && tp_recorder_append(r->rec, d, len, &e) == ERR_MALFORMED)
+            tp_recorder_stop(r->rec, &e);
     } else {
         atomic_fetch_add(&r->malformed, 1);
     }
@@ -618,7 +618,7 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
         goto fail;
     }
     if (o.record != NULL &&
-        (r->rec = tp_fwriter_open(o.record, o.record_overwrite ? TP_FW_OVERWRITE : 0, err)) == NULL)
+        (r->rec = tp_recorder_open(o.record, o.record_overwrite ? TP_FW_OVERWRITE : 0, err)) == NULL)
         goto fail;
     if (r->rec != NULL) {
         if ((r->clk = tp_sub_new(&(tp_sub_opts){.server_key = o.upstream_key, .clocks_only = 1}, err)) == NULL)
@@ -711,7 +711,7 @@ void tp_relay_stats_get(const tp_relay *r, tp_relay_stats *out) {
     pthread_mutex_lock(&((tp_relay *)r)->mu);
     o->upstreams = r->upstreams;
     pthread_mutex_unlock(&((tp_relay *)r)->mu);
-    o->record_failed = atomic_load(&((tp_relay *)r)->rec_failed);
+    o->record_failed = r->rec != NULL && tp_recorder_failed(r->rec);
     o->host_clocks = r->host_clocks;
 }
 
@@ -725,16 +725,9 @@ void tp_relay_stop(tp_relay *r) {
     if (r->clk_started)
         pthread_join(r->clk_thread, NULL);
     r->reader_started = r->clk_started = 0;
-    tp_buf notes = {0};
-    size_t hosts = 0;
-    if (r->rec != NULL && r->clk != NULL && !atomic_load(&r->rec_failed) &&
-        (hosts = tp_sub_clock_notes(r->clk, &notes)) > 0) {
-        if (tp_fwriter_append(r->rec, notes.data, notes.len, &r->rec_err) != 0)
-            atomic_store(&r->rec_failed, 1);
-        else
-            r->host_clocks = hosts;
-    }
-    tp_buf_free(&notes);
+    int hosts = r->rec != NULL && r->clk != NULL ? tp_recorder_add_clocks(r->rec, r->clk, NULL) : 0;
+    if (hosts > 0)
+        r->host_clocks = (size_t)hosts;
 }
 
 const tp_sub *tp_relay_clocks(const tp_relay *r) { return r->clk; }
@@ -743,7 +736,6 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
     if (rp == NULL || *rp == NULL)
         return 0;
     tp_relay *r = *rp;
-    int rc = 0;
     if (r->timer_started) {
         pthread_mutex_lock(&r->mu);
         r->stopping = 1;
@@ -752,14 +744,7 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
         pthread_join(r->timer, NULL);
     }
     tp_relay_stop(r);
-    if (r->rec != NULL) {
-        if (atomic_load(&r->rec_failed)) {
-            rc = err_set(err, ERR_IO, "%s", r->rec_err.msg);
-            tp_fwriter_close(&r->rec, NULL);
-        } else {
-            rc = tp_fwriter_close(&r->rec, err);
-        }
-    }
+    int rc = tp_recorder_close(&r->rec, err);
     void *socks[] = {r->front, r->back, r->ctl_proxy, r->ctl_timer, r->cap_proxy, r->cap_reader, r->clk_pub};
     for (size_t i = 0; i < sizeof socks / sizeof socks[0]; i++)
         if (socks[i] != NULL)

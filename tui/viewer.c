@@ -187,7 +187,7 @@ typedef struct viewer {
     double an_took; /* how long the last analysis took: the next waits at least a few times that */
     held_batch *held;
     size_t n_held, cap_held, held_bytes;
-    tp_fwriter *rec;
+    tp_recorder *rec;
     uint64_t rec_batches, rec_events;
     uint64_t batches_in;
     double an_at;
@@ -543,12 +543,12 @@ static void viewer_record(viewer *w, const tp_sub_msg *msg) {
     if (w->rec == NULL)
         return;
     err_msg err = {{0}};
-    int rc = tp_fwriter_append(w->rec, msg->data, msg->len, &err);
+    int rc = tp_recorder_append(w->rec, msg->data, msg->len, &err);
     if (rc == ERR_MALFORMED)
         return; /* refused whole, as the store refuses it: nothing to keep */
     if (rc != 0) {
         snprintf(w->v.message, sizeof w->v.message, "recording stopped: %s", err.msg);
-        tp_fwriter_close(&w->rec, &err);
+        tp_recorder_close(&w->rec, NULL);
         w->v.recording = 0;
         return;
     }
@@ -882,14 +882,11 @@ static int viewer_finish(viewer *w, int rc, viewer_result *res) {
     res->rec_batches = w->rec_batches;
     res->rec_events = w->rec_events;
     /* The hosts' clocks the relays answered with end the recording, as `synctop record`'s do. */
-    tp_buf notes = {0};
-    if (res->recorded && w->sub != NULL && tp_sub_clock_notes(w->sub, &notes) > 0 &&
-        tp_fwriter_append(w->rec, notes.data, notes.len, &res->record_err) != 0) {
+    if (res->recorded && w->sub != NULL && tp_recorder_add_clocks(w->rec, w->sub, &res->record_err) < 0) {
         res->record_failed = 1;
         rc = 1;
     }
-    tp_buf_free(&notes);
-    if (res->recorded && tp_fwriter_close(&w->rec, &res->record_err) != 0) {
+    if (res->recorded && tp_recorder_close(&w->rec, &res->record_err) != 0) {
         res->record_failed = 1;
         rc = 1;
     }
@@ -913,7 +910,7 @@ int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o
         if (viewer_connect(&w, endpoints[i]) != 0)
             return viewer_finish(&w, 1, res);
     if (o->record) {
-        w.rec = tp_fwriter_open(o->record, o->record_overwrite ? TP_FW_OVERWRITE : 0, &err);
+        w.rec = tp_recorder_open(o->record, o->record_overwrite ? TP_FW_OVERWRITE : 0, &err);
         if (w.rec == NULL) {
             snprintf(w.err, sizeof w.err, "--record %s: %s", o->record, err.msg);
             return viewer_finish(&w, 1, res);

@@ -91,6 +91,36 @@ typedef struct tp_fwriter_stats {
 } tp_fwriter_stats;
 void tp_fwriter_stats_get(const tp_fwriter *w, tp_fwriter_stats *out);
 
+/* ---- recording what a subscriber receives ---- */
+
+/* A trace file written from a subscription (`synctop record`, the viewer's --record, a recording
+ * relay): batches appended as they come, the first failure ending the recording, and, last, the
+ * clocks of the hosts the subscriber measured (tp_sub_clock_notes). One thread appends; any thread
+ * may ask tp_recorder_failed. */
+typedef struct tp_recorder tp_recorder;
+struct tp_sub;
+
+/* Creates the file (flags: TP_FW_OVERWRITE); NULL with the reason in err. */
+tp_recorder *tp_recorder_open(const char *path, int flags, err_msg *err);
+/* Appends one batch. 0; ERR_MALFORMED: the batch was refused and nothing written, the recording goes
+ * on; another negative code: the recording stopped there, and this and every later call return it
+ * without writing, err saying why. */
+int tp_recorder_append(tp_recorder *r, const void *batch, size_t len, err_msg *err);
+/* Ends the recording here, as a failed append does, for the reason why. */
+void tp_recorder_stop(tp_recorder *r, const err_msg *why);
+/* Writes what is buffered; a failure ends the recording, as in tp_recorder_append. */
+int tp_recorder_flush(tp_recorder *r, err_msg *err);
+/* Whether the recording stopped on a failure. */
+int tp_recorder_failed(const tp_recorder *r);
+void tp_recorder_stats_get(const tp_recorder *r, tp_fwriter_stats *out);
+/* Appends the clocks of the hosts that sub measured as the file's last batch: how many hosts (0: none
+ * answered, nothing written), or, when there are some, the negative code that stopped the recording
+ * (now or before; err says why). */
+int tp_recorder_add_clocks(tp_recorder *r, const struct tp_sub *sub, err_msg *err);
+/* Closes the file and frees r; 0, or ERR_IO when the recording had stopped (err says why), or the
+ * error that closing met. *r is NULL after; NULL does nothing. */
+int tp_recorder_close(tp_recorder **r, err_msg *err);
+
 /* ---- reader ---- */
 
 typedef struct tp_freader tp_freader;

@@ -1,7 +1,7 @@
 /*
  * The entry points of libsynctop-tracer.so, besides the two the CUDA driver and NVTX call
  * (InitializeInjection, InitializeInjectionNvtx2). `synctop attach` calls them inside a running
- * process, on one of its threads that it holds stopped (cli/inject.h); so each returns at once,
+ * process, on one of its threads that it holds stopped (inject/inject.h); so each returns at once,
  * takes no lock the program's threads may hold, and leaves the work to a thread of the tracer's.
  */
 #ifndef SYNCTOP_TRACER_H

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The aarch64 injector, checked from a machine of another architecture (no aarch64 hardware):
-#  1. cli/inject.c, inject_proc.c and inject_elf.c compile for aarch64 with the project's warnings
+#  1. inject/inject.c, inject_proc.c and inject_elf.c compile for aarch64 with the project's warnings
 #     as errors, with each aarch64 compiler found (aarch64-linux-gnu-gcc, clang --target), -O0 and
 #     -O2; with CUDA's headers, tests/tracer/test_inject.c and inject_target.c too;
 #  2. the ELF reader, built for this machine, finds dlopen, dlerror and __errno_location in the
@@ -43,9 +43,9 @@ for cc in $compilers; do
     extra=""
     case "$cc" in *gcc*) extra="-Wno-format-truncation" ;; esac
     for opt in -O0 -O2; do
-        for f in cli/inject.c cli/inject_proc.c cli/inject_elf.c; do
+        for f in inject/inject.c inject/inject_proc.c inject/inject_elf.c; do
             # shellcheck disable=SC2086
-            if $cc $flags $extra $opt -I"$root/include" -I"$root/cli" -c "$root/$f" -o "$out/x.o"; then
+            if $cc $flags $extra $opt -I"$root/include" -I"$root/inject" -c "$root/$f" -o "$out/x.o"; then
                 echo "ok: $cc $opt $f"
             else
                 echo "FAIL: $cc $opt $f"
@@ -54,7 +54,7 @@ for cc in $compilers; do
         done
         if [ -f "$cuda/cupti.h" ]; then
             # shellcheck disable=SC2086
-            if $cc $flags $extra $opt -I"$root/include" -I"$root/cli" -I"$root/tests/lib" -I"$root/tests" \
+            if $cc $flags $extra $opt -I"$root/include" -I"$root/inject" -I"$root/tests/lib" -I"$root/tests" \
                 -isystem "$cuda" -DSYNCTOP_HAVE_TRACER=1 -DINJECT_BADLIB='"x"' -DINJECT_TARGET='"x"' \
                 -DINJECT_TARGET_STATIC='"x"' -DTRACER_SO='"x"' -DSTANDIN_SO='"x"' -DDRIVER_SO='"x"' \
                 -c "$root/tests/tracer/test_inject.c" -o "$out/t.o" &&
@@ -80,8 +80,8 @@ if [ -z "$libc" ]; then
     echo "SKIP: no aarch64 libc.so.6 to read"
 elif ! command -v "${CC:-cc}" >/dev/null; then
     echo "SKIP: no compiler for this machine"
-elif "${CC:-cc}" -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$root/include" -I"$root/cli" \
-    "$here/elf_arm64.c" "$root/cli/inject_elf.c" "$root/common/error.c" -o "$out/elf_arm64" &&
+elif "${CC:-cc}" -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$root/include" -I"$root/inject" \
+    "$here/elf_arm64.c" "$root/inject/inject_elf.c" "$root/common/error.c" -o "$out/elf_arm64" &&
     "$out/elf_arm64" "$libc"; then
     echo "ok: the ELF reader finds the functions in $libc"
 else

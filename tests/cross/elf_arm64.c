@@ -1,5 +1,5 @@
 /*
- * Built for this machine by check_arm64.sh: the injector's ELF reader (cli/inject_elf.c) on an
+ * Built for this machine by check_arm64.sh: the injector's ELF reader (inject/inject_elf.c) on an
  * aarch64 C library (the cross toolchain's), which is what an aarch64 synctop reads to find
  * dlopen, dlerror and __errno_location in a process.
  */

@@ -1,6 +1,6 @@
 /*
  * Run on aarch64 (or under qemu-aarch64) by check_arm64.sh: the two facts about the processor that
- * the injector's aarch64 calls (cli/inject.c) rest on, checked without ptrace. A function entered
+ * the injector's aarch64 calls (inject/inject.c) rest on, checked without ptrace. A function entered
  * as the injector enters it (arguments in x0, x1, the link register x30 zero, the pc set without a
  * call) returns by branching to 0, and the fetch there raises SIGSEGV with the pc at 0 and the
  * function's result still in x0; this holds with pointer authentication and BTI, which the file is
@@ -18,7 +18,7 @@
 #error "this check is for aarch64"
 #endif
 
-#define A64_SVC_0 0xd4000001u /* as in cli/inject.c */
+#define A64_SVC_0 0xd4000001u /* as in inject/inject.c */
 
 static sigjmp_buf back;
 static volatile int fault_sig;

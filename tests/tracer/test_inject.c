@@ -1,4 +1,4 @@
-/* Loading the tracer into a running program (cli/inject.h): the ELF, /proc and safe-point code on
+/* Loading the tracer into a running program (inject/inject.h): the ELF, /proc and safe-point code on
  * their own, then the real libsynctop-tracer.so injected with ptrace into inject_target, a program
  * that runs the stand-in libcupti and computes a checksum, checked for what the tracer publishes and
  * for what the program kept (its result, its exit status, its threads and descriptors), and the
@@ -285,59 +285,59 @@ static ij_access facts(long uid, long tracer, char state) {
 }
 
 TEST(inject_refuses_other_users_traced_stopped_and_exited_processes) {
-    char why[512];
+    err_msg why = {{0}};
     ij_access a = facts(1000, 0, 'S');
-    ASSERT_OK(ij_access_precheck(&a, why, sizeof why));
+    ASSERT_OK(ij_access_precheck(&a, &why));
 
     a = facts(1001, 0, 'S');
     a.target_user = "alice";
-    ASSERT_EQ(ij_access_precheck(&a, why, sizeof why), ERR_PERM);
-    ASSERT_STR_CONTAINS(why, "runs as alice (uid 1001), not as you (uid 1000)");
+    ASSERT_EQ(ij_access_precheck(&a, &why), ERR_PERM);
+    ASSERT_STR_CONTAINS(why.msg, "runs as alice (uid 1001), not as you (uid 1000)");
     a = facts(1000, 0, 'S');
     a.target.uid[1] = 0; /* a setuid-root program the user started */
-    ASSERT_EQ(ij_access_precheck(&a, why, sizeof why), ERR_PERM);
-    ASSERT_STR_CONTAINS(why, "uid 0");
+    ASSERT_EQ(ij_access_precheck(&a, &why), ERR_PERM);
+    ASSERT_STR_CONTAINS(why.msg, "uid 0");
     a = facts(0, 0, 'S'); /* root is refused another user's process too */
     a.my_uid = 0;
     a.target.uid[0] = 1000;
-    ASSERT_EQ(ij_access_precheck(&a, why, sizeof why), ERR_PERM);
+    ASSERT_EQ(ij_access_precheck(&a, &why), ERR_PERM);
 
     a = facts(1000, 777, 't');
     a.tracer_name = "gdb";
-    ASSERT_EQ(ij_access_precheck(&a, why, sizeof why), ERR_EXIST);
-    ASSERT_STR_CONTAINS(why, "already traced by process 777 (gdb)");
+    ASSERT_EQ(ij_access_precheck(&a, &why), ERR_EXIST);
+    ASSERT_STR_CONTAINS(why.msg, "already traced by process 777 (gdb)");
     a = facts(1000, 0, 'T');
-    ASSERT_EQ(ij_access_precheck(&a, why, sizeof why), ERR_INVAL);
-    ASSERT_STR_CONTAINS(why, "kill -CONT 4242");
+    ASSERT_EQ(ij_access_precheck(&a, &why), ERR_INVAL);
+    ASSERT_STR_CONTAINS(why.msg, "kill -CONT 4242");
     a = facts(1000, 0, 'Z');
-    ASSERT_EQ(ij_access_precheck(&a, why, sizeof why), ERR_NOENT);
+    ASSERT_EQ(ij_access_precheck(&a, &why), ERR_NOENT);
 }
 
 TEST(inject_says_what_allows_ptrace) {
-    char why[512];
+    err_msg why = {{0}};
     ij_access a = facts(1000, 0, 'S');
     a.yama = 1;
-    ASSERT_EQ(ij_access_explain_eperm(&a, why, sizeof why), ERR_PERM);
-    ASSERT_STR_CONTAINS(why, "ptrace_scope is 1");
-    ASSERT_STR_CONTAINS(why, "sysctl kernel.yama.ptrace_scope=0");
-    ASSERT_STR_CONTAINS(why, "cap_sys_ptrace");
+    ASSERT_EQ(ij_access_explain_eperm(&a, &why), ERR_PERM);
+    ASSERT_STR_CONTAINS(why.msg, "ptrace_scope is 1");
+    ASSERT_STR_CONTAINS(why.msg, "sysctl kernel.yama.ptrace_scope=0");
+    ASSERT_STR_CONTAINS(why.msg, "cap_sys_ptrace");
     a.yama = 2;
-    ij_access_explain_eperm(&a, why, sizeof why);
-    ASSERT_STR_CONTAINS(why, "ptrace_scope is 2");
-    ASSERT_STR_CONTAINS(why, "CAP_SYS_PTRACE");
+    ij_access_explain_eperm(&a, &why);
+    ASSERT_STR_CONTAINS(why.msg, "ptrace_scope is 2");
+    ASSERT_STR_CONTAINS(why.msg, "CAP_SYS_PTRACE");
     a.yama = 3;
-    ij_access_explain_eperm(&a, why, sizeof why);
-    ASSERT_STR_CONTAINS(why, "ptrace_scope is 3");
-    ASSERT_STR_CONTAINS(why, "synctop run");
+    ij_access_explain_eperm(&a, &why);
+    ASSERT_STR_CONTAINS(why.msg, "ptrace_scope is 3");
+    ASSERT_STR_CONTAINS(why.msg, "synctop run");
     a.yama = 1;
     a.descendant = 1; /* Yama allows it: something else refused */
-    ij_access_explain_eperm(&a, why, sizeof why);
-    ASSERT_STR_CONTAINS(why, "undumpable");
+    ij_access_explain_eperm(&a, &why);
+    ASSERT_STR_CONTAINS(why.msg, "undumpable");
     a.yama = -1;
     a.descendant = 0;
     a.target.gid[1] = 5; /* setgid */
-    ij_access_explain_eperm(&a, why, sizeof why);
-    ASSERT_STR_CONTAINS(why, "setgid");
+    ij_access_explain_eperm(&a, &why);
+    ASSERT_STR_CONTAINS(why.msg, "setgid");
 }
 
 TEST(inject_calls_only_at_safe_points) {
@@ -346,17 +346,17 @@ TEST(inject_calls_only_at_safe_points) {
     ASSERT_OK(ij_maps_parse_line("7f0000000000-7f0000100000 r-xp 00028000 08:01 11 /lib/libc.so.6", &maps[1]));
     ASSERT_OK(ij_maps_parse_line("7f0000200000-7f0000300000 r-xp 00001000 08:01 12 /lib/ld-linux-x86-64.so.2",
                                  &maps[2]));
-    char why[128];
-    ASSERT_EQ(ij_safe_point(maps, 3, 0x400100, -1, why, sizeof why), 1);            /* the program's code */
-    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, -1, why, sizeof why), 0);      /* malloc, say */
-    ASSERT_STR_CONTAINS(why, "libc.so.6");
-    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000200100, -1, why, sizeof why), 0);      /* the loader */
-    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_futex, why, sizeof why), 1); /* waiting */
-    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_clock_nanosleep, why, sizeof why), 1);
+    err_msg why = {{0}};
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x400100, -1, &why), 1);            /* the program's code */
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, -1, &why), 0);      /* malloc, say */
+    ASSERT_STR_CONTAINS(why.msg, "libc.so.6");
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000200100, -1, &why), 0);      /* the loader */
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_futex, &why), 1); /* waiting */
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_clock_nanosleep, &why), 1);
     /* a sleep an earlier stop interrupted, continued by the kernel */
-    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_restart_syscall, why, sizeof why), 1);
-    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_mmap, why, sizeof why), 0); /* malloc growing */
-    ASSERT_EQ(ij_safe_point(maps, 3, 0x7fff00000000, -1, why, sizeof why), 1);      /* JIT code */
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_restart_syscall, &why), 1);
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7f0000000100, SYS_mmap, &why), 0); /* malloc growing */
+    ASSERT_EQ(ij_safe_point(maps, 3, 0x7fff00000000, -1, &why), 1);      /* JIT code */
 }
 
 /* ---- injection into a running program (needs the tracer: tests/CMakeLists.txt disables these

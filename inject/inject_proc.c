@@ -183,19 +183,16 @@ int ij_yama_scope(void) {
 
 /* ---- access ---- */
 
-int ij_access_precheck(const ij_access *a, char *why, size_t whylen) {
+int ij_access_precheck(const ij_access *a, err_msg *err) {
     const ij_status *t = &a->target;
-    if (t->state == 'Z' || t->state == 'X') {
-        snprintf(why, whylen, "process %ld has exited", a->pid);
-        return ERR_NOENT;
-    }
-    if (t->seccomp == 1) {
-        snprintf(why, whylen,
-                 "process %ld runs in seccomp's strict mode: any system call but read, write and exit would "
-                 "end it, and loading a library makes many; start the program under `synctop run` instead",
-                 a->pid);
-        return ERR_PERM;
-    }
+    if (t->state == 'Z' || t->state == 'X')
+        return err_set(err, ERR_NOENT, "process %ld has exited", a->pid);
+    if (t->seccomp == 1)
+        return err_set(err, ERR_PERM,
+                       "process %ld runs in seccomp's strict mode: any system call but read, write and exit "
+                       "would end it, and loading a library makes many; start the program under `synctop run` "
+                       "instead",
+                       a->pid);
     for (int i = 0; i < 3; i++) {
         if (t->uid[i] == a->my_uid)
             continue;
@@ -204,60 +201,52 @@ int ij_access_precheck(const ij_access *a, char *why, size_t whylen) {
             snprintf(user, sizeof user, "%s (uid %ld)", a->target_user, t->uid[i]);
         else
             snprintf(user, sizeof user, "uid %ld", t->uid[i]);
-        snprintf(why, whylen,
-                 "process %ld (%s) runs as %s, not as you (uid %ld): synctop loads its tracer only into your "
-                 "own processes; run synctop as that user",
-                 a->pid, t->name, user, a->my_uid);
-        return ERR_PERM;
+        return err_set(err, ERR_PERM,
+                       "process %ld (%s) runs as %s, not as you (uid %ld): synctop loads its tracer only into "
+                       "your own processes; run synctop as that user",
+                       a->pid, t->name, user, a->my_uid);
     }
-    if (t->tracer_pid != 0) {
-        snprintf(why, whylen,
-                 "process %ld is already traced by process %ld (%s): a debugger or another tool (gdb, strace, "
-                 "another synctop attach) holds it; detach that first",
-                 a->pid, t->tracer_pid, a->tracer_name ? a->tracer_name : "?");
-        return ERR_EXIST;
-    }
-    if (t->state == 'T' || t->state == 't') {
-        snprintf(why, whylen, "process %ld is stopped (Ctrl-Z or SIGSTOP): resume it first (kill -CONT %ld)",
-                 a->pid, a->pid);
-        return ERR_INVAL;
-    }
+    if (t->tracer_pid != 0)
+        return err_set(err, ERR_EXIST,
+                       "process %ld is already traced by process %ld (%s): a debugger or another tool (gdb, "
+                       "strace, another synctop attach) holds it; detach that first",
+                       a->pid, t->tracer_pid, a->tracer_name ? a->tracer_name : "?");
+    if (t->state == 'T' || t->state == 't')
+        return err_set(err, ERR_INVAL,
+                       "process %ld is stopped (Ctrl-Z or SIGSTOP): resume it first (kill -CONT %ld)", a->pid,
+                       a->pid);
     return 0;
 }
 
-int ij_access_explain_eperm(const ij_access *a, char *why, size_t whylen) {
+int ij_access_explain_eperm(const ij_access *a, err_msg *err) {
     static const char cap_hint[] = "give synctop the capability (sudo setcap cap_sys_ptrace+ep "
                                    "\"$(command -v synctop)\")";
-    if (a->yama == 3) {
-        snprintf(why, whylen,
-                 "the kernel forbids tracing any process (kernel.yama.ptrace_scope is 3, fixed until the next "
-                 "reboot): start the program under `synctop run` instead");
-    } else if (a->yama == 2 && !a->have_cap_ptrace) {
-        snprintf(why, whylen,
-                 "only a process with CAP_SYS_PTRACE may trace another here (kernel.yama.ptrace_scope is 2): "
-                 "%s, or start the program under `synctop run`",
-                 cap_hint);
-    } else if (a->yama == 1 && !a->descendant && !a->have_cap_ptrace) {
-        snprintf(why, whylen,
-                 "a process may only trace its own descendants here (kernel.yama.ptrace_scope is 1): "
-                 "`sudo sysctl kernel.yama.ptrace_scope=0` allows tracing any of your processes (until the "
-                 "next reboot), or %s, or start the program under `synctop run`",
-                 cap_hint);
-    } else if ((a->target.gid[0] != a->my_gid || a->target.gid[1] != a->my_gid ||
-                a->target.gid[2] != a->my_gid) &&
-               !a->have_cap_ptrace) {
-        snprintf(why, whylen,
-                 "process %ld runs with another group's privileges (group %ld, a setgid program): only a "
-                 "process with CAP_SYS_PTRACE may trace it",
-                 a->pid, a->target.gid[1]);
-    } else {
-        snprintf(why, whylen,
-                 "the kernel refused to let synctop trace process %ld: it may have made itself undumpable "
-                 "(prctl PR_SET_DUMPABLE 0), or a security module (AppArmor, SELinux) or a container's "
-                 "seccomp profile forbids ptrace",
-                 a->pid);
-    }
-    return ERR_PERM;
+    if (a->yama == 3)
+        return err_set(err, ERR_PERM,
+                       "the kernel forbids tracing any process (kernel.yama.ptrace_scope is 3, fixed until the "
+                       "next reboot): start the program under `synctop run` instead");
+    if (a->yama == 2 && !a->have_cap_ptrace)
+        return err_set(err, ERR_PERM,
+                       "only a process with CAP_SYS_PTRACE may trace another here (kernel.yama.ptrace_scope is "
+                       "2): %s, or start the program under `synctop run`",
+                       cap_hint);
+    if (a->yama == 1 && !a->descendant && !a->have_cap_ptrace)
+        return err_set(err, ERR_PERM,
+                       "a process may only trace its own descendants here (kernel.yama.ptrace_scope is 1): "
+                       "`sudo sysctl kernel.yama.ptrace_scope=0` allows tracing any of your processes (until "
+                       "the next reboot), or %s, or start the program under `synctop run`",
+                       cap_hint);
+    if ((a->target.gid[0] != a->my_gid || a->target.gid[1] != a->my_gid || a->target.gid[2] != a->my_gid) &&
+        !a->have_cap_ptrace)
+        return err_set(err, ERR_PERM,
+                       "process %ld runs with another group's privileges (group %ld, a setgid program): only a "
+                       "process with CAP_SYS_PTRACE may trace it",
+                       a->pid, a->target.gid[1]);
+    return err_set(err, ERR_PERM,
+                   "the kernel refused to let synctop trace process %ld: it may have made itself undumpable "
+                   "(prctl PR_SET_DUMPABLE 0), or a security module (AppArmor, SELinux) or a container's "
+                   "seccomp profile forbids ptrace",
+                   a->pid);
 }
 
 static long parent_of(long pid) {
@@ -346,7 +335,7 @@ static const char *const lock_holders[] = {"libc.so", "libc-2.",  "ld-linux",   
                                            "libc.musl-", "libdl",  "libpthread",    "libjemalloc", "libtcmalloc",
                                            "libmimalloc", "libstdc++", "libgcc_s"};
 
-int ij_safe_point(const ij_map *maps, size_t n, uint64_t pc, long syscall_nr, char *why, size_t whylen) {
+int ij_safe_point(const ij_map *maps, size_t n, uint64_t pc, long syscall_nr, err_msg *why) {
     if (syscall_nr >= 0)
         for (size_t i = 0; i < sizeof waiting_syscalls / sizeof waiting_syscalls[0]; i++)
             if (waiting_syscalls[i] == syscall_nr)
@@ -356,9 +345,9 @@ int ij_safe_point(const ij_map *maps, size_t n, uint64_t pc, long syscall_nr, ch
         !has_prefix(base_name(m->path), lock_holders, sizeof lock_holders / sizeof lock_holders[0]))
         return 1;
     if (syscall_nr >= 0)
-        snprintf(why, whylen, "in system call %ld from %s", syscall_nr, base_name(m->path));
+        err_set(why, 0, "in system call %ld from %s", syscall_nr, base_name(m->path));
     else
-        snprintf(why, whylen, "running in %s", base_name(m->path));
+        err_set(why, 0, "running in %s", base_name(m->path));
     return 0;
 }
 

@@ -76,11 +76,11 @@ typedef struct ij_access {
 } ij_access;
 
 /* The refusals that come before any ptrace call: another user's process, one already traced, a
- * stopped or exited one. 0, or a negative code with the reason and what to do in why. */
-int ij_access_precheck(const ij_access *a, char *why, size_t whylen);
+ * stopped or exited one. 0, or a negative code with the reason and what to do in err. */
+int ij_access_precheck(const ij_access *a, err_msg *err);
 /* Why ptrace was refused (EPERM) and what allows it: Yama's scope, capabilities. Always fills
- * why; returns ERR_PERM. */
-int ij_access_explain_eperm(const ij_access *a, char *why, size_t whylen);
+ * err; returns ERR_PERM. */
+int ij_access_explain_eperm(const ij_access *a, err_msg *err);
 /* Fills a from /proc for pid and this process; 0 or a negative code. */
 int ij_access_gather(long pid, ij_access *a, char *tracer_name, size_t tn_len, char *user, size_t user_len,
                      err_msg *err);
@@ -92,7 +92,7 @@ int ij_access_gather(long pid, ij_access *a, char *tracer_name, size_t tn_len, c
  * an allocator (it may hold their locks, and the call would wait for itself), unless it was
  * waiting in a system call that waits for something else (a futex, a sleep, poll, read, ioctl...),
  * where no such lock is held. 1 safe, 0 not, with what it was doing in why. */
-int ij_safe_point(const ij_map *maps, size_t n, uint64_t pc, long syscall_nr, char *why, size_t whylen);
+int ij_safe_point(const ij_map *maps, size_t n, uint64_t pc, long syscall_nr, err_msg *why);
 
 /* ---- tasks ---- */
 

@@ -104,10 +104,9 @@ static int shadow_stack(pid_t tid) {
 }
 
 /* Whether the thread's extended state forbids calls now: never on x86-64. */
-static int ext_busy(pid_t tid, char *why, size_t len) {
+static int ext_busy(pid_t tid, err_msg *why) {
     (void)tid;
     (void)why;
-    (void)len;
     return 0;
 }
 #elif defined(__aarch64__)
@@ -243,18 +242,18 @@ static void regs_call(ij_regs *r, uint64_t fn, const uint64_t *a, uint64_t sp) {
  * end would take the thread out of it; a live ZA array (and ZT0) is not saved here, and a call may
  * turn it off (glibc's clone and setjmp do, from 2.41). The session tries another stop, as for a
  * thread busy in the C library; nothing of SME is written. */
-static int ext_busy(pid_t tid, char *why, size_t len) {
+static int ext_busy(pid_t tid, err_msg *why) {
     a64_vec_header h;
     struct iovec iov = {&h, sizeof h};
     if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_SSVE, &iov) == 0 && iov.iov_len >= sizeof h &&
         (h.flags & A64_VEC_REGS_SVE) != 0) {
-        snprintf(why, len, "in SME streaming mode");
+        err_set(why, 0, "in SME streaming mode");
         return 1;
     }
     iov = (struct iovec){&h, sizeof h};
     if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_ARM_ZA, &iov) == 0 && iov.iov_len >= sizeof h &&
         h.size > sizeof h) {
-        snprintf(why, len, "with SME's ZA array in use");
+        err_set(why, 0, "with SME's ZA array in use");
         return 1;
     }
     return 0;
@@ -668,16 +667,13 @@ static int sess_begin(sess *s, const ij_access *acc, const ij_map *maps, size_t 
     if (ptrace(PTRACE_SEIZE, s->tid, NULL, (void *)(uintptr_t)PTRACE_O_TRACEEXIT) != 0) {
         if (errno == ESRCH || thread_gone(s->tid))
             return gone(s, "before it could be traced");
-        if (errno == EPERM) {
-            char why[sizeof s->err->msg];
-            ij_access_explain_eperm(acc, why, sizeof why);
-            return err_set(s->err, ERR_PERM, "%s", why);
-        }
+        if (errno == EPERM)
+            return ij_access_explain_eperm(acc, s->err);
         return err_set(s->err, ERR_PERM, "cannot trace process %d: %s", (int)s->tid, strerror(errno));
     }
     s->seized = 1;
     uint64_t deadline = now_ns() + (uint64_t)s->o->safe_point_ms * 1000000ull;
-    char why[256] = "";
+    err_msg why = {{0}};
     ij_map *now = NULL;
     size_t nnow = 0;
     for (unsigned tries = 0;; tries++) {
@@ -693,8 +689,7 @@ static int sess_begin(sess *s, const ij_access *acc, const ij_map *maps, size_t 
         s->rep->stops++;
         if (ij_maps_read(s->tid, &now, &nnow, s->err) != 0)
             return gone(s, "while it was stopped");
-        if (ij_safe_point(now, nnow, regs_pc(&s->saved), regs_syscall(&s->saved), why, sizeof why) &&
-            !ext_busy(s->tid, why, sizeof why))
+        if (ij_safe_point(now, nnow, regs_pc(&s->saved), regs_syscall(&s->saved), &why) && !ext_busy(s->tid, &why))
             break;
         pause_end(s);
         if (cont(s, 0) != 0) {
@@ -706,7 +701,7 @@ static int sess_begin(sess *s, const ij_access *acc, const ij_map *maps, size_t 
             return err_set(s->err, ERR_AGAIN,
                            "process %d's main thread was busy inside the C library each time it was stopped "
                            "(%u times in %d ms; last %s): loading a library then could deadlock it; try again",
-                           (int)s->tid, tries + 1, s->o->safe_point_ms, why);
+                           (int)s->tid, tries + 1, s->o->safe_point_ms, why.msg);
         }
         sleep_ns(1000000ull + (tries % 4) * 500000ull);
     }
@@ -890,9 +885,8 @@ static int check_target(long pid, const char *tracer, ij_access *acc, char *trac
     int rc = ij_access_gather(pid, acc, tracer_name, tn_len, user, user_len, err);
     if (rc != 0)
         return err_set(err, rc, "no process %ld", pid);
-    char why[sizeof err->msg];
-    if ((rc = ij_access_precheck(acc, why, sizeof why)) != 0)
-        return err_set(err, rc, "%s", why);
+    if ((rc = ij_access_precheck(acc, err)) != 0)
+        return rc;
     char exe[64];
     unsigned cls = 0, machine = 0;
     int dynamic = 0;
@@ -902,7 +896,7 @@ static int check_target(long pid, const char *tracer, ij_access *acc, char *trac
         if (thread_gone((pid_t)pid))
             return err_set(err, ERR_NOENT, "process %ld has exited", pid);
         if (rc == ERR_PERM) /* the kernel's ptrace access check refused: say why */
-            return ij_access_explain_eperm(acc, err->msg, sizeof err->msg);
+            return ij_access_explain_eperm(acc, err);
         return err_set(err, ERR_IO, "cannot read process %ld's program (%s)", pid, e2.msg);
     }
     if (cls != ELFCLASS64 || machine != IJ_MACHINE)
@@ -1217,9 +1211,8 @@ static int detach(long pid, const ij_opts *o, ij_report *r, err_msg *err) {
     int rc = ij_access_gather(pid, &acc, tracer_name, sizeof tracer_name, user, sizeof user, err);
     if (rc != 0)
         return err_set(err, rc, "no process %ld", pid);
-    char why[sizeof err->msg];
-    if ((rc = ij_access_precheck(&acc, why, sizeof why)) != 0)
-        return err_set(err, rc, "%s", why);
+    if ((rc = ij_access_precheck(&acc, err)) != 0)
+        return rc;
     ij_map *maps = NULL;
     size_t nm = 0;
     if ((rc = target_maps(pid, &maps, &nm, r, err)) != 0)

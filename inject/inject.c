@@ -29,6 +29,7 @@
 
 #include "inject_elf.h"
 #include "inject_proc.h"
+#include "io.h"
 
 #define SCRATCH_BYTES 8192 /* the strings and results of the calls, on the thread's stack */
 #define BELOW_SP 256       /* the red zone (128 bytes on x86-64, none on aarch64) and a margin */
@@ -359,17 +360,9 @@ static size_t read_proc(const char *path, char *buf, size_t len) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = read(fd, buf + got, len - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
+    ssize_t got = cm_read_full(fd, buf, len, -1);
     close(fd);
-    return got;
+    return got > 0 ? (size_t)got : 0;
 }
 
 int ij_probe(long pid, ij_probe_info *p, err_msg *err) {

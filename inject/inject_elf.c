@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io.h"
+
 #define ELF_MAX_BYTES (1ull << 31) /* no shared library comes near this */
 
 struct ij_elf {
@@ -226,17 +228,9 @@ ij_elf *ij_elf_open(const char *path, err_msg *err) {
     }
     size_t len = (size_t)st.st_size;
     uint8_t *data = malloc(len ? len : 1);
-    size_t got = 0;
-    while (data != NULL && got < len) {
-        ssize_t n = read(fd, data + got, len - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
+    ssize_t got = data != NULL ? cm_read_full(fd, data, len, -1) : -1;
     close(fd);
-    if (data == NULL || got != len) {
+    if (data == NULL || got != (ssize_t)len) {
         free(data);
         err_set(err, ERR_IO, "%s: cannot read it", path);
         return NULL;
@@ -305,10 +299,7 @@ int ij_elf_ident(const char *path, unsigned *elf_class, unsigned *machine, int *
     if (fd < 0)
         return err_set(err, errno == EACCES || errno == EPERM ? ERR_PERM : ERR_IO, "%s: %s", path, strerror(errno));
     unsigned char h[sizeof(Elf64_Ehdr)];
-    ssize_t n;
-    do
-        n = pread(fd, h, sizeof h, 0);
-    while (n < 0 && errno == EINTR);
+    ssize_t n = cm_read_full(fd, h, sizeof h, 0);
     if (n < 20 || memcmp(h, ELFMAG, SELFMAG) != 0) {
         close(fd);
         return err_set(err, ERR_MALFORMED, "%s: not an ELF file", path);

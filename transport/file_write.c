@@ -224,7 +224,7 @@ static void fw_untrack(tp_fwriter *w, fw_producer *p) {
 /* Accounts for more bytes kept for p; 0 when within the bounds. */
 static int fw_account(tp_fwriter *w, fw_producer *p, size_t more) {
     if (w->tracked_bytes + more > FW_MAX_TRACKED_BYTES)
-        return -1;
+        return ERR_LIMIT;
     p->tracked_bytes += more;
     w->tracked_bytes += more;
     return 0;
@@ -268,12 +268,12 @@ static int fw_track_string(tp_fwriter *w, fw_producer *p, uint32_t id, const cha
         if (e->len == len && memcmp(p->arena.data + e->off, s, len) == 0)
             return 0; /* re-sent by a keyframe */
     } else if (p->n_strs >= FW_MAX_STRINGS) {
-        return -1;
+        return ERR_LIMIT;
     }
     if (p->arena.len + len > FW_MAX_STRING_BYTES || fw_account(w, p, len + (v ? 0 : sizeof(fw_string))) != 0)
-        return -1;
+        return ERR_LIMIT;
     if (tp_buf_append(&p->arena, s, len) != 0)
-        return -1;
+        return ERR_NOMEM;
     if (v) {
         p->strs[*v].off = p->arena.len - len;
         p->strs[*v].len = len;
@@ -283,13 +283,13 @@ static int fw_track_string(tp_fwriter *w, fw_producer *p, uint32_t id, const cha
         size_t cap = p->cap_strs ? p->cap_strs * 2 : 64;
         fw_string *ns = realloc(p->strs, cap * sizeof *ns);
         if (ns == NULL)
-            return -1;
+            return ERR_NOMEM;
         p->strs = ns;
         p->cap_strs = cap;
     }
     uint32_t *slot = tp__fmap_put(&p->str_map, id, 0, &found);
     if (slot == NULL)
-        return -1;
+        return ERR_NOMEM;
     *slot = (uint32_t)p->n_strs;
     p->strs[p->n_strs++] = (fw_string){.id = id, .len = len, .off = p->arena.len - len};
     return 0;
@@ -339,18 +339,18 @@ static int fw_track_meta(tp_fwriter *w, fw_producer *p, const tp_record *r) {
         return 0;
     }
     if (p->n_meta >= FW_MAX_META || fw_account(w, p, sizeof(fw_meta)) != 0)
-        return -1;
+        return ERR_LIMIT;
     if (p->n_meta == p->cap_meta) {
         size_t cap = p->cap_meta ? p->cap_meta * 2 : 32;
         fw_meta *nm = realloc(p->meta, cap * sizeof *nm);
         if (nm == NULL)
-            return -1;
+            return ERR_NOMEM;
         p->meta = nm;
         p->cap_meta = cap;
     }
     uint32_t *slot = tp__fmap_put(&p->meta_map, k1, k2, &found);
     if (slot == NULL)
-        return -1;
+        return ERR_NOMEM;
     *slot = (uint32_t)p->n_meta;
     fw_meta *m = &p->meta[p->n_meta++];
     memset(m, 0, sizeof *m);

@@ -37,21 +37,21 @@ static int locale_is_utf8(void) {
     return cs && (strcmp(cs, "UTF-8") == 0 || strcmp(cs, "utf8") == 0);
 }
 
-term *term_open(const term_opts *o, char *why, size_t why_len) {
+term *term_open(const term_opts *o, err_msg *err) {
     if (!isatty(0) || !isatty(1)) {
-        snprintf(why, why_len, "the viewer needs a terminal (stdin and stdout are not both one)");
+        err_set(err, ERR_UNSUPPORTED, "the viewer needs a terminal (stdin and stdout are not both one)");
         return NULL;
     }
     setlocale(LC_ALL, "");
     term *t = calloc(1, sizeof *t);
     if (t == NULL) {
-        snprintf(why, why_len, "out of memory");
+        err_set(err, ERR_NOMEM, "out of memory");
         return NULL;
     }
     t->ascii = (o && o->ascii) || !locale_is_utf8();
     set_escdelay(25);
     if ((t->scr = newterm(NULL, stdout, stdin)) == NULL) {
-        snprintf(why, why_len, "cannot start curses on TERM=%s", getenv("TERM") ? getenv("TERM") : "(unset)");
+        err_set(err, ERR_UNSUPPORTED, "cannot start curses on TERM=%s", getenv("TERM") ? getenv("TERM") : "(unset)");
         free(t);
         return NULL;
     }

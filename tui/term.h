@@ -16,8 +16,8 @@ typedef struct term_opts {
     int mono;  /* force monochrome (else: colour unless NO_COLOR or the terminal has none) */
 } term_opts;
 
-/* Starts curses on the controlling terminal; NULL with a message when stdin/stdout is not one. */
-term *term_open(const term_opts *o, char *why, size_t why_len);
+/* Starts curses on the controlling terminal; NULL with err filled when stdin/stdout is not one. */
+term *term_open(const term_opts *o, err_msg *err);
 void term_close(term **t);
 int term_ascii(const term *t);
 int term_mono(const term *t);

@@ -225,9 +225,10 @@ static int viewer_connect(viewer *w, const char *ep) {
     if (w->n_eps >= VIEWER_MAX_ENDPOINTS)
         return 0;
     err_msg err = {{0}};
-    if (tp_sub_connect(w->sub, ep, &err) != 0) {
+    int rc = tp_sub_connect(w->sub, ep, &err);
+    if (rc != 0) {
         snprintf(w->err, sizeof w->err, "%s: %s", ep, err.msg);
-        return -1;
+        return rc;
     }
     w->eps[w->n_eps++] = strdup(ep);
     return 0;
@@ -326,8 +327,9 @@ static void viewer_take_analysis(viewer *w, double t) {
 
 static int viewer_add_batch(viewer *w, const void *data, size_t len, uint32_t n_events) {
     err_msg err = {{0}};
-    if (st_store_add_batch(w->s, data, len, &err) != 0)
-        return -1;
+    int rc = st_store_add_batch(w->s, data, len, &err);
+    if (rc != 0)
+        return rc;
     w->rate_events += n_events;
     return 0;
 }
@@ -558,18 +560,18 @@ static void viewer_record(viewer *w, const tp_sub_msg *msg) {
 
 static int viewer_hold(viewer *w, const tp_sub_msg *msg) {
     if (w->held_bytes + msg->len > VIEWER_HELD_MAX)
-        return -1;
+        return ERR_LIMIT;
     if (w->n_held == w->cap_held) {
         size_t c = w->cap_held ? w->cap_held * 2 : 64;
         held_batch *h = realloc(w->held, c * sizeof *h);
         if (h == NULL)
-            return -1;
+            return ERR_NOMEM;
         w->held = h;
         w->cap_held = c;
     }
     void *copy = malloc(msg->len);
     if (copy == NULL)
-        return -1;
+        return ERR_NOMEM;
     memcpy(copy, msg->data, msg->len);
     w->held[w->n_held++] = (held_batch){copy, msg->len, msg->hdr.n_events};
     w->held_bytes += msg->len;
@@ -866,9 +868,11 @@ static void viewer_free(viewer *w) {
 
 static int viewer_start_term(viewer *w) {
     term_opts to = {.ascii = w->o->ascii, .mono = w->o->mono};
-    w->t = term_open(&to, w->err, sizeof w->err);
-    if (w->t == NULL)
-        return -1;
+    err_msg err = {{0}};
+    if ((w->t = term_open(&to, &err)) == NULL) {
+        snprintf(w->err, sizeof w->err, "%s", err.msg);
+        return ERR_UNSUPPORTED;
+    }
     w->v.ascii = term_ascii(w->t);
     w->v.mono = term_mono(w->t);
     return 0;

@@ -1044,8 +1044,6 @@ enum cat {
     CAT_PYFN   /* python_function: a Python frame (traces recorded with_stack=True) */
 };
 
-/* API classes, decided from the name; they decide the flags once correlations are known. */
-
 typedef struct kbuf {
     char *s;
     size_t len, cap;
@@ -1103,7 +1101,6 @@ typedef struct kpred {
     uint8_t last;  /* the end of its row: nothing predicted */
 } kpred;
 
-/* A name the encoder has interned (see intern). */
 /* A category's spelling met lately, and what it is (see cat_of). */
 #define KCAT_SEEN 4
 typedef struct kcatseen {
@@ -1111,6 +1108,7 @@ typedef struct kcatseen {
     uint8_t len, cat; /* len 0: none yet */
 } kcatseen;
 
+/* A name the encoder has interned (see intern). */
 typedef struct kname {
     uint64_t hash;
     uint32_t off, len; /* its text in kimp.names_text */
@@ -1365,7 +1363,7 @@ static int equals(const char *s, size_t n, const char *lit) {
     return strlen(lit) == n && memcmp(s, lit, n) == 0;
 }
 
-/* The API name without CUPTI's version or per-thread suffix: cuMemcpyHtoD_v2, cudaMemcpy_ptds. */
+/* The memory kinds as copy and memset names spell them, in enum tp_mem_kind's order. */
 static const char *const mem_kind_names[] = {"Unknown", "Pageable", "Pinned",        "Device",
                                              "Array",   "Managed",  "Device Static", "Managed Static"};
 
@@ -2171,7 +2169,7 @@ static int on_end_array(kimp *k) {
     return 1;
 }
 
-/* A scalar at the current place: number text, string, or neither (bool, null). */
+/* Whether s[0, n) is a plain run of at most 20 digits. */
 static int digits_only(const char *s, size_t n) {
     if (n == 0 || n > 20)
         return 0;
@@ -2192,6 +2190,7 @@ static int num_dec(const kimp *k, const char *num, size_t num_len, int scale, in
     return dec_fast(num, num_len, scale, exact, out);
 }
 
+/* A scalar at the current place: number text, string, or neither (bool, null). */
 static int scalar(kimp *k, const char *num, size_t num_len, const char *str, size_t str_len) {
     if (k->skip)
         return 1;

@@ -116,12 +116,12 @@ typedef struct kineto_stats {
 int kineto_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, void *ctx, kineto_stats *st,
                   err_msg *err);
 
-/* The same from memory (plain JSON or gzip); name is used in messages and as the command line. */
 /* The same from an open descriptor (a pipe, say), after prefix_len bytes already read from it
  * (at most 256 KiB: what a caller that cannot seek back read to tell the format). name is for
  * messages. */
 int kineto_import_fd(int fd, const void *prefix, size_t prefix_len, const char *name, const kineto_opts *opts,
                      kineto_emit_fn emit, void *ctx, kineto_stats *st, err_msg *err);
+/* The same from memory (plain JSON or gzip); name is used in messages and as the command line. */
 int kineto_import_mem(const void *data, size_t len, const char *name, const kineto_opts *opts,
                       kineto_emit_fn emit, void *ctx, kineto_stats *st, err_msg *err);
 

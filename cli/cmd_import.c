@@ -39,7 +39,7 @@ static void import_usage(FILE *out) {
             "  -v, --verbose      also list what was skipped, by category\n"
             "  --max-events N     refuse inputs with more than N events (default %u)\n\n"
             "Prints one summary line: events per kind, ranks, time span.\n",
-            KINETO_MAX_EVENTS);
+            IMPORT_MAX_EVENTS);
 }
 
 /* ---- progress bar (only on a terminal, only once an import has run for a moment) ---- */
@@ -120,7 +120,7 @@ typedef struct totals {
     int world;
 } totals;
 
-static void add_rank(totals *t, const kineto_stats *st) {
+static void add_rank(totals *t, const import_stats *st) {
     char one[24];
     if (st->rank >= 0)
         snprintf(one, sizeof one, "%s%d", t->ranks_len ? "," : "", (int)st->rank);
@@ -165,7 +165,7 @@ static void print_summary(const totals *t, int n_inputs, const char *out, uint64
            t->sqlite_bytes == 0 ? "JSON" : t->json_bytes == 0 ? "SQLite" : "JSON and SQLite", fb);
 }
 
-static void print_skipped(const char *path, const kineto_stats *st) {
+static void print_skipped(const char *path, const import_stats *st) {
     fprintf(stderr, "  ");
     tp_print_sanitized(stderr, path, (size_t)-1);
     fprintf(stderr, ": %" PRIu64 " entries, %" PRIu64 " metadata rows, %" PRIu64 " skipped", st->entries,
@@ -190,13 +190,13 @@ static int cmd_import(int argc, char **argv) {
     if (inputs == NULL)
         return verb_error("import", "out of memory");
     enum { O_OUT = 1, O_FORCE, O_QUIET, O_VERBOSE, O_MAX_EVENTS };
-    static const arg_opt import_opts[] = {
+    static const arg_opt arg_opts[] = {
         {O_OUT, "--output", "-o", 1},   {O_FORCE, "--force", "-f", 0},
         {O_QUIET, "--quiet", "-q", 0},  {O_VERBOSE, "--verbose", "-v", 0},
         {O_MAX_EVENTS, "--max-events", NULL, 1},
     };
     args p;
-    ARGS_INIT(&p, "import", import_usage, import_opts, argc, argv);
+    ARGS_INIT(&p, "import", import_usage, arg_opts, argc, argv);
     const char *a;
     int status = -1;
     for (int id; status < 0 && (id = args_next(&p, &a)) != ARGS_END;) {
@@ -253,10 +253,10 @@ static int cmd_import(int argc, char **argv) {
     }
 
     progress pr = {.tty = !quiet && isatty(STDERR_FILENO), .count = n_inputs};
-    kineto_opts opts = {.max_events = max_events, .progress = progress_cb, .progress_ctx = &pr};
+    import_opts opts = {.max_events = max_events, .progress = progress_cb, .progress_ctx = &pr};
     totals t;
     memset(&t, 0, sizeof t);
-    kineto_stats *st = calloc(1, sizeof *st);
+    import_stats *st = calloc(1, sizeof *st);
     int rc = st ? 0 : ERR_NOMEM;
     for (int i = 0; rc == 0 && i < n_inputs; i++) {
         pr.name = inputs[i];
@@ -295,7 +295,7 @@ static int cmd_import(int argc, char **argv) {
                       st->strings_cut == 1 ? "" : "s");
         if (st->strings_refused) {
             verb_warn("import", "%s: %" PRIu64 " names over the %u MiB bound on names were left out", inputs[i],
-                      st->strings_refused, KINETO_MAX_STRING_BYTES >> 20);
+                      st->strings_refused, IMPORT_MAX_STRING_BYTES >> 20);
         }
         if (verbose)
             print_skipped(inputs[i], st);

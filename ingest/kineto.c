@@ -15,6 +15,7 @@
  */
 #include "kineto.h"
 #include "api.h"
+#include "emit.h"
 #include "text.h"
 #include "u64map.h"
 
@@ -1054,7 +1055,7 @@ typedef struct kev {
     char ph;
     size_t ph_len;
     int cat;
-    char cat_text[KINETO_CAT_MAX];
+    char cat_text[IMPORT_CAT_MAX];
     size_t cat_len;
     const char *name_s; /* the name: in name_buf, or in the window while in_window */
     size_t name_len;
@@ -1126,8 +1127,8 @@ typedef struct kpyframe {
 
 typedef struct kimp {
     const char *name; /* for messages */
-    const kineto_opts *opts;
-    kineto_stats *st;
+    const import_opts *opts;
+    import_stats *st;
     err_msg *err;
     int fail; /* first error code, its message in err */
     tp_enc *enc;
@@ -1428,21 +1429,21 @@ static int sync_type_of(const char *s, size_t n) {
 }
 
 static void count_skip(kimp *k, const char *cat, size_t len) {
-    kineto_stats *st = k->st;
+    import_stats *st = k->st;
     st->skipped++;
-    if (len >= KINETO_CAT_MAX)
-        len = KINETO_CAT_MAX - 1;
+    if (len >= IMPORT_CAT_MAX)
+        len = IMPORT_CAT_MAX - 1;
     for (size_t i = 0; i < st->n_skip; i++) {
         if (strlen(st->skip[i].cat) == len && memcmp(st->skip[i].cat, cat, len) == 0) {
             st->skip[i].count++;
             return;
         }
     }
-    if (st->n_skip == KINETO_SKIP_SLOTS) {
+    if (st->n_skip == IMPORT_SKIP_SLOTS) {
         st->skip_other++;
         return;
     }
-    kineto_skip *s = &st->skip[st->n_skip++];
+    import_skip *s = &st->skip[st->n_skip++];
     memcpy(s->cat, cat, len);
     s->cat[len] = '\0';
     s->count = 1;
@@ -1450,7 +1451,7 @@ static void count_skip(kimp *k, const char *cat, size_t len) {
 
 /* An entry of an imported category that cannot be used: counted, the first one described. */
 static int invalid(kimp *k, const kev *e, const char *why) {
-    kineto_stats *st = k->st;
+    import_stats *st = k->st;
     if (st->invalid++ == 0) {
         uint64_t line, col;
         pos_at(k, off_of(k, k->at), &line, &col);
@@ -2231,7 +2232,7 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
         case K_CAT:
             if (str) {
                 e->cat = cat_of(k, str, str_len);
-                e->cat_len = str_len < KINETO_CAT_MAX ? str_len : KINETO_CAT_MAX - 1;
+                e->cat_len = str_len < IMPORT_CAT_MAX ? str_len : IMPORT_CAT_MAX - 1;
                 memcpy(e->cat_text, str, e->cat_len);
             }
             return 1;
@@ -3465,51 +3466,19 @@ static void fix_times(kimp *k) {
     }
 }
 
+/* A host call's st_api_class, kept in its pad0 since it was read (see event_host); pad0 is 0 again
+ * once it is taken. */
+static unsigned api_class_kept(void *arg, size_t i, tp_api *a) {
+    unsigned cls = a->pad0;
+    a->pad0 = 0;
+    return cls;
+}
+
 /* Gives host calls their device and flags from the GPU operation with the same correlation id;
  * marks copies and memsets issued by an Async call TP_F_ASYNC. */
 static int resolve_apis(kimp *k) {
-    u64map ops = {0}; /* correlation -> record index; a copy or memset wins over other rows */
-    for (size_t i = 0; i < k->n_rec; i++) {
-        const tp_kernel *r = &k->rec[i].kernel;
-        if (r->kind != TP_K_KERNEL && r->kind != TP_K_MEMCPY && r->kind != TP_K_MEMSET &&
-            r->kind != TP_K_SYNC)
-            continue;
-        if (r->correlation == 0)
-            continue;
-        int added;
-        uint64_t *v = u64map_get_or_add(&ops, r->correlation, i, &added);
-        if (v == NULL) {
-            u64map_free(&ops);
-            return err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
-        }
-        if (!added && (r->kind == TP_K_MEMCPY || r->kind == TP_K_MEMSET)) {
-            unsigned old = k->rec[*v].head.kind;
-            if (old != TP_K_MEMCPY && old != TP_K_MEMSET)
-                *v = i;
-        }
-    }
-    for (size_t i = 0; i < k->n_rec; i++) {
-        tp_api *a = &k->rec[i].api;
-        if (a->kind != TP_K_API)
-            continue;
-        int cls = (int)a->pad0;
-        a->pad0 = 0;
-        tp_record *op = NULL;
-        if (a->correlation) {
-            const uint64_t *v = u64map_find(&ops, a->correlation);
-            if (v)
-                op = &k->rec[*v];
-        }
-        if (op)
-            a->device = op->head.device;
-        unsigned flags = st_api_resolve((st_api_class)cls, op);
-        a->flags |= (uint8_t)flags;
-        if (flags & TP_F_BLOCKING) {
-            k->st->blocking_calls++;
-            k->st->blocked_ns += a->end - a->start;
-        }
-    }
-    u64map_free(&ops);
+    if (em_resolve(k->rec, k->n_rec, NULL, api_class_kept, NULL, k->st) != 0)
+        return err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
     return 0;
 }
 
@@ -3552,53 +3521,6 @@ static kpair *radix_sort(kpair *a, kpair *tmp, size_t n) {
     }
     free(count);
     return a;
-}
-
-static int u64_cmp(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-typedef struct kout {
-    kimp *k;
-    kineto_emit_fn emit;
-    void *ctx;
-    size_t batch_records;
-    tp_buf buf;
-    int first;
-} kout;
-
-static int out_flush(kout *o, uint32_t flags) {
-    kimp *k = o->k;
-    if (o->first) {
-        tp_enc_keyframe(k->enc);
-        o->first = 0;
-    }
-    int rc = tp_enc_finish_flags(k->enc, flags, &o->buf);
-    if (rc)
-        return err_set(k->err, rc, "%s: cannot encode a batch: %s", k->name, err_str(rc));
-    rc = o->emit(o->ctx, o->buf.data, o->buf.len, k->err);
-    if (rc)
-        return rc < 0 ? rc : ERR_IO;
-    tp_enc_delivered(k->enc, 1);
-    k->st->batches++;
-    k->st->batch_bytes += o->buf.len;
-    return 0;
-}
-
-static int out_add(kout *o, const void *rec, int more) {
-    kimp *k = o->k;
-    int rc = tp_enc_add(k->enc, rec);
-    if (rc)
-        return err_set(k->err, rc, "%s: too many metadata records (threads, streams): %s", k->name,
-                          err_str(rc));
-    unsigned kind = ((const tp_head *)rec)->kind;
-    k->st->records[kind]++;
-    if (!TP_KIND_IS_META(kind))
-        k->st->events++;
-    if (more && tp_enc_pending(k->enc) >= o->batch_records)
-        return out_flush(o, 0);
-    return 0;
 }
 
 /* ---- call sites from operators and Python frames ---- */
@@ -3707,10 +3629,15 @@ nomem:
     return -1;
 }
 
+/* Frame i of a call site, from the array at arg. */
+static void frame_copy(void *arg, uint32_t i, tp_frame *fr) {
+    *fr = ((const tp_frame *)arg)[i];
+}
+
 /* Emits a call site for each distinct stack of operators and Python frames around a blocking call
  * (frames innermost first, as the tracer sends them) and sets the calls' call-site ids. One sweep
  * per thread over its contexts and calls in time order: a stack holds the contexts open at a call. */
-static int kineto_callsites(kimp *k, kout *o) {
+static int kineto_callsites(kimp *k, em_out *o) {
     size_t nb = 0;
     for (size_t i = 0; i < k->n_rec; i++)
         nb += k->rec[i].head.kind == TP_K_API && (k->rec[i].api.flags & TP_F_BLOCKING);
@@ -3798,19 +3725,7 @@ static int kineto_callsites(kimp *k, kout *o) {
         if (!added)
             continue;
         next_id++;
-        /* a call site and its frames go in one batch: the store reads frames with their site */
-        if (tp_enc_pending(k->enc) > 0 && tp_enc_pending(k->enc) + 1 + nf > o->batch_records &&
-            (rc = out_flush(o, 0)) != 0)
-            break;
-        tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = a->callsite, .n_frames = (uint32_t)nf};
-        if ((rc = out_add(o, &cs, 0)) != 0)
-            break;
-        for (size_t f = 0; f < nf && rc == 0; f++) {
-            fr[f].kind = TP_K_FRAME;
-            fr[f].index = (uint16_t)f;
-            fr[f].callsite = a->callsite;
-            rc = out_add(o, &fr[f], 0);
-        }
+        rc = em_site(o, a->callsite, (uint32_t)nf, frame_copy, fr);
     }
 out:
     free(calls);
@@ -3857,8 +3772,62 @@ static void *order_events(void *arg) {
     return NULL;
 }
 
-static int emit_all(kimp *k, kineto_emit_fn emit, void *ctx) {
-    kineto_stats *st = k->st;
+/* A device's record from deviceProperties (the last entry with its id). */
+static void device_describe(void *arg, tp_device *dv) {
+    kimp *k = arg;
+    for (size_t i = 0; i < k->n_devprops; i++) {
+        const kdevprop *q = &k->devprops[i];
+        if (q->id != (int64_t)dv->device)
+            continue;
+        dv->name = intern(k, q->name, q->name_len);
+        dv->cc_major = q->major >= 0 && q->major < 256 ? (uint8_t)q->major : 0;
+        dv->cc_minor = q->minor >= 0 && q->minor < 256 ? (uint8_t)q->minor : 0;
+        dv->sm_count = q->sms >= 0 && q->sms <= (int64_t)UINT32_MAX ? (uint32_t)q->sms : 0;
+        dv->memory_bytes = q->mem > 0 ? (uint64_t)q->mem : 0;
+    }
+}
+
+/* A thread's name from its thread_name row (key pid << 32 | tid), 0 when it has none. */
+static uint32_t thread_name(void *arg, uint64_t key) {
+    kimp *k = arg;
+    const uint64_t *nm = u64map_find(&k->tnames, key);
+    return nm ? intern(k, k->tnames_text.s + (*nm >> 16), (size_t)(*nm & 0xffff)) : 0;
+}
+
+/* The metadata: the process, the devices used, streams and threads in id order, and the
+ * device-wide pseudo-streams, whose records say how the trace spelled them (see kineto.h). */
+static int emit_meta(kimp *k, em_out *o) {
+    import_stats *st = k->st;
+    st->rank = k->have_rank ? (int32_t)k->rank : -1;
+    st->world = k->have_world ? (int32_t)k->world : -1;
+    st->pid = k->pid;
+    tp_process p = {
+        .kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = k->pid, .rank = st->rank, .world = st->world};
+    p.host = intern(k, k->host.s, k->host.len);
+    p.cmdline = tp_enc_intern_cstr(k->enc, cm_base_name(k->name));
+    int rc = em_add(o, &p, 1);
+    if (rc == 0)
+        rc = em_devices(o, k->dev_used, device_describe, k);
+    if (rc == 0)
+        rc = em_streams(o, &k->streams);
+    if (rc == 0)
+        rc = em_threads(o, &k->threads, thread_name, k);
+    for (unsigned d = 0; d < TP_NO_DEVICE && rc == 0; d++) {
+        if (k->wide[d] == 0)
+            continue;
+        tp_record r;
+        memset(&r, 0, sizeof r);
+        r.stream.kind = TP_K_STREAM;
+        r.stream.device = (uint16_t)d;
+        r.stream.stream = TP_NO_ID;
+        r.stream.flags = k->wide[d];
+        rc = em_add(o, &r, 1);
+    }
+    return rc;
+}
+
+static int emit_all(kimp *k, import_emit_fn emit, void *ctx) {
+    import_stats *st = k->st;
     fix_times(k);
 
     /* events in time order (on a thread of its own for many, while the calls are resolved) */
@@ -3872,106 +3841,22 @@ static int emit_all(kimp *k, kineto_emit_fn emit, void *ctx) {
     int rc = resolve_apis(k);
     if (threaded)
         pthread_join(th, NULL);
-    kpair *ord = ko.ord, *sorted = ko.sorted;
-    size_t n_ev = ko.n_ev;
     st->t_min = ko.t_min;
     st->t_max = ko.t_max;
-    uint64_t *keys = NULL;
-    kout o = {.k = k, .emit = emit, .ctx = ctx, .first = 1};
-    o.batch_records = k->opts && k->opts->batch_records ? k->opts->batch_records : KINETO_BATCH_RECORDS;
-    if (rc)
-        goto out;
-    if (sorted == NULL) {
+    em_out o;
+    em_out_init(&o, k->enc, k->opts, emit, ctx, k->name, k->err, st);
+    if (rc == 0 && ko.sorted == NULL)
         rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
-        goto out;
-    }
-
-    /* metadata: the process, the devices used, streams and threads in id order */
-    st->rank = k->have_rank ? (int32_t)k->rank : -1;
-    st->world = k->have_world ? (int32_t)k->world : -1;
-    st->pid = k->pid;
-    tp_process p = {
-        .kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = k->pid, .rank = st->rank, .world = st->world};
-    p.host = intern(k, k->host.s, k->host.len);
-    p.cmdline = tp_enc_intern_cstr(k->enc, cm_base_name(k->name));
-    if ((rc = out_add(&o, &p, 1)) != 0)
-        goto out;
-    for (unsigned d = 0; d < TP_NO_DEVICE; d++) {
-        if (!(k->dev_used[d / 8] & (1u << (d % 8))))
-            continue;
-        tp_device dv = {.kind = TP_K_DEVICE, .device = (uint16_t)d};
-        for (size_t i = 0; i < k->n_devprops; i++) {
-            const kdevprop *q = &k->devprops[i];
-            if (q->id != (int64_t)d)
-                continue;
-            dv.name = intern(k, q->name, q->name_len);
-            dv.cc_major = q->major >= 0 && q->major < 256 ? (uint8_t)q->major : 0;
-            dv.cc_minor = q->minor >= 0 && q->minor < 256 ? (uint8_t)q->minor : 0;
-            dv.sm_count = q->sms >= 0 && q->sms <= (int64_t)UINT32_MAX ? (uint32_t)q->sms : 0;
-            dv.memory_bytes = q->mem > 0 ? (uint64_t)q->mem : 0;
-        }
-        if ((rc = out_add(&o, &dv, 1)) != 0)
-            goto out;
-    }
-    for (int pass = 0; pass < 2; pass++) {
-        u64map *m = pass == 0 ? &k->streams : &k->threads;
-        free(keys);
-        keys = malloc((u64map_count(m) ? u64map_count(m) : 1) * sizeof *keys);
-        if (keys == NULL) {
-            rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
-            goto out;
-        }
-        size_t n = u64map_keys(m, keys);
-        qsort(keys, n, sizeof *keys, u64_cmp);
-        for (size_t i = 0; i < n; i++) {
-            tp_record r;
-            memset(&r, 0, sizeof r);
-            if (pass == 0) {
-                r.stream.kind = TP_K_STREAM;
-                r.stream.device = (uint16_t)(keys[i] >> 32);
-                r.stream.stream = (uint32_t)keys[i];
-                r.stream.context = (uint32_t)*u64map_find(m, keys[i]);
-            } else {
-                r.thread.kind = TP_K_THREAD;
-                r.thread.device = TP_NO_DEVICE;
-                r.thread.pid = (uint32_t)(keys[i] >> 32);
-                r.thread.tid = (uint32_t)keys[i];
-                const uint64_t *nm = u64map_find(&k->tnames, keys[i]);
-                if (nm)
-                    r.thread.name = intern(k, k->tnames_text.s + (*nm >> 16), (size_t)(*nm & 0xffff));
-            }
-            if ((rc = out_add(&o, &r, 1)) != 0)
-                goto out;
-        }
-    }
-    /* The device-wide pseudo-stream's record says how the trace spelled it (see kineto.h). */
-    for (unsigned d = 0; d < TP_NO_DEVICE; d++) {
-        if (k->wide[d] == 0)
-            continue;
-        tp_record r;
-        memset(&r, 0, sizeof r);
-        r.stream.kind = TP_K_STREAM;
-        r.stream.device = (uint16_t)d;
-        r.stream.stream = TP_NO_ID;
-        r.stream.flags = k->wide[d];
-        if ((rc = out_add(&o, &r, 1)) != 0)
-            goto out;
-    }
-    if ((rc = kineto_callsites(k, &o)) != 0)
-        goto out;
-    for (size_t i = 0; i < n_ev; i++)
-        if ((rc = out_add(&o, &k->rec[sorted[i].val], i + 1 < n_ev)) != 0)
-            goto out;
-    rc = out_flush(&o, TP_BF_END);
-    if (rc == 0) {
-        tp_enc_stats es;
-        tp_enc_stats_get(k->enc, &es);
-        st->strings_refused = es.strings_refused;
-    }
-out:
-    free(ord);
-    free(keys);
-    tp_buf_free(&o.buf);
+    if (rc == 0)
+        rc = emit_meta(k, &o);
+    if (rc == 0)
+        rc = kineto_callsites(k, &o);
+    for (size_t i = 0; i < ko.n_ev && rc == 0; i++)
+        rc = em_add(&o, &k->rec[ko.sorted[i].val], i + 1 < ko.n_ev);
+    if (rc == 0)
+        rc = em_end(&o);
+    free(ko.ord);
+    em_out_free(&o);
     return rc;
 }
 
@@ -4039,7 +3924,7 @@ static int parse_text(kimp *k, ksrc *s) {
     int rc;
     k->st->gzip = s->gz;
     k->feed0 = s->fd >= 0 && !s->gz ? s->head_len : CHUNK;
-    const kineto_opts *o = k->opts;
+    const import_opts *o = k->opts;
     static const uint8_t empty[PAD];
     k->wbeg = k->wpos = k->wend = empty;
     int held = -1; /* the slot the window's carry comes from */
@@ -4089,12 +3974,10 @@ static int parse_all(kimp *k, ksrc *s) {
     return rc ? rc : parse_text(k, s);
 }
 
-static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emit_fn emit, void *ctx,
-                  kineto_stats *st_out, err_msg *err) {
-    kineto_stats st_local;
-    kineto_stats *st = st_out ? st_out : &st_local;
-    memset(st, 0, sizeof *st);
-    st->rank = st->world = -1;
+static int import(ksrc *s, const char *name, const import_opts *opts, import_emit_fn emit, void *ctx,
+                  import_stats *st_out, err_msg *err) {
+    import_stats st_local;
+    import_stats *st = em_stats_init(st_out, &st_local);
     err_msg err_local;
     if (err == NULL)
         err = &err_local;
@@ -4105,7 +3988,7 @@ static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emi
     k->opts = opts;
     k->st = st;
     k->err = err;
-    k->max_events = opts && opts->max_events ? opts->max_events : KINETO_MAX_EVENTS;
+    k->max_events = em_max_events(opts);
     k->stack[0] = C_ROOT;
     k->ys = Y_START;
     key_masks(k);
@@ -4119,7 +4002,7 @@ static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emi
         return err_set(err, ERR_NOMEM, "%s: out of memory", name);
     }
     k->enc = tp_enc_new(
-        &(tp_enc_opts){.producer = opts ? opts->producer : 0, .max_string_bytes = KINETO_MAX_STRING_BYTES});
+        &(tp_enc_opts){.producer = opts ? opts->producer : 0, .max_string_bytes = IMPORT_MAX_STRING_BYTES});
     int rc;
     if (k->enc == NULL)
         rc = err_set(err, ERR_NOMEM, "%s: out of memory", name);
@@ -4155,8 +4038,8 @@ static int import(ksrc *s, const char *name, const kineto_opts *opts, kineto_emi
     return rc;
 }
 
-int kineto_import_mem(const void *data, size_t len, const char *name, const kineto_opts *opts,
-                      kineto_emit_fn emit, void *ctx, kineto_stats *st, err_msg *err) {
+int kineto_import_mem(const void *data, size_t len, const char *name, const import_opts *opts,
+                      import_emit_fn emit, void *ctx, import_stats *st, err_msg *err) {
     if (name == NULL)
         name = "(memory)";
     if (emit == NULL || (data == NULL && len > 0))
@@ -4167,8 +4050,8 @@ int kineto_import_mem(const void *data, size_t len, const char *name, const kine
     return rc;
 }
 
-int kineto_import_fd(int fd, const void *prefix, size_t prefix_len, const char *name, const kineto_opts *opts,
-                     kineto_emit_fn emit, void *ctx, kineto_stats *st, err_msg *err) {
+int kineto_import_fd(int fd, const void *prefix, size_t prefix_len, const char *name, const import_opts *opts,
+                     import_emit_fn emit, void *ctx, import_stats *st, err_msg *err) {
     if (fd < 0 || emit == NULL || prefix_len > CHUNK || (prefix == NULL && prefix_len > 0))
         return err_set(err, ERR_INVAL, "kineto import: invalid argument");
     ksrc s = {.name = name, .fd = fd};
@@ -4195,7 +4078,7 @@ int kineto_import_fd(int fd, const void *prefix, size_t prefix_len, const char *
     return rc;
 }
 
-int kineto_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, void *ctx, kineto_stats *st,
+int kineto_import(const char *path, const import_opts *opts, import_emit_fn emit, void *ctx, import_stats *st,
                   err_msg *err) {
     if (path == NULL || emit == NULL)
         return err_set(err, ERR_INVAL, "kineto import: invalid argument");

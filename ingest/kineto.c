@@ -15,7 +15,9 @@
  */
 #include "kineto.h"
 #include "api.h"
+#include "decimal.h"
 #include "emit.h"
+#include "json_src.h"
 #include "text.h"
 #include "u64map.h"
 
@@ -34,19 +36,9 @@
 #include <emmintrin.h>
 #endif
 #include <isa-l/crc64.h>
-#include <isa-l/igzip_lib.h>
-#include <zlib.h>
 
 #include "synctop/codec.h"
 
-#define CHUNK            (256u << 10) /* bytes of JSON text per piece of input */
-#define HEAD             (4u << 10)   /* room before a piece for the unfinished token of the last */
-#define PAD              64           /* bytes after a piece: the scanner's 0 sentinel, whole loads */
-#define SLOT             (HEAD + CHUNK + PAD)
-#define NSLOT            8            /* pieces in flight between the producer's thread and the scanner */
-#define SLOT_WAKE        2            /* a waiting producer goes on once this many slots are free */
-#define THREAD_MIN       (64u << 10)  /* compressed inputs from this size are inflated on a thread */
-#define ISAL_IN          CHUNK        /* compressed bytes read at a time for ISA-L (at least CHUNK: head fits) */
 #define KINETO_MAX_TOKEN (1u << 20)   /* strings are cut here (see lex_long) */
 #define LONG_NUMBER      (64u << 10)  /* numbers longer than this are followed without their text */
 #define MAX_SKIP_DEPTH   1000         /* nesting inside values the importer ignores */
@@ -54,913 +46,7 @@
 #define MAX_DEVPROPS     256          /* deviceProperties entries kept */
 #define NAME_KEEP        1024         /* bytes of a thread or device name kept */
 #define STACK_KEEP       65535        /* bytes of an operator's "Call stack" kept */
-#define NUM_TEXT_MAX     4096         /* longer numbers are not numbers we can use */
-
-/* ------------------------------------------------------------------------------------------ */
-/* Exact decimal numbers                                                                      */
-/* ------------------------------------------------------------------------------------------ */
-
-/* Parses the text of a JSON number into value * 10^scale as an int64, rounding half away from zero
- * when digits are dropped (exact: refuse instead). Returns 0, or -1 when the text is not a number or
- * the result does not fit. No floating point is involved. */
-static int dec_parse(const char *s, size_t n, int scale, int exact, int64_t *out) {
-    if (n == 0 || n > NUM_TEXT_MAX)
-        return -1;
-    size_t i = 0;
-    int neg = 0;
-    if (s[i] == '-') {
-        neg = 1;
-        i++;
-    }
-    uint64_t mant = 0;
-    long dexp = 0;   /* value = mant * 10^dexp (+ dropped digits) */
-    int dropped = 0; /* significant digits that did not fit in mant were not all zero */
-    int digits = 0;
-    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
-        unsigned d = (unsigned)(s[i] - '0');
-        if (mant <= (UINT64_MAX - 9) / 10)
-            mant = mant * 10 + d;
-        else {
-            dexp++;
-            dropped |= d != 0;
-        }
-    }
-    if (i < n && s[i] == '.') {
-        i++;
-        int fdigits = 0;
-        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, fdigits++) {
-            unsigned d = (unsigned)(s[i] - '0');
-            if (mant <= (UINT64_MAX - 9) / 10) {
-                mant = mant * 10 + d;
-                dexp--;
-            } else
-                dropped |= d != 0;
-        }
-        if (fdigits == 0)
-            return -1;
-        digits += fdigits;
-    }
-    if (digits == 0)
-        return -1;
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        i++;
-        int eneg = 0;
-        if (i < n && (s[i] == '+' || s[i] == '-'))
-            eneg = s[i++] == '-';
-        long e = 0;
-        int edigits = 0;
-        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, edigits++)
-            if (e < 100000)
-                e = e * 10 + (s[i] - '0');
-        if (edigits == 0)
-            return -1;
-        dexp += eneg ? -e : e;
-    }
-    if (i != n)
-        return -1;
-    long E = dexp + scale;
-    uint64_t v;
-    if (mant == 0) {
-        v = 0;
-    } else if (E >= 0) {
-        if (dropped || E > 19)
-            return -1;
-        v = mant;
-        for (long k = 0; k < E; k++) {
-            if (v > UINT64_MAX / 10)
-                return -1;
-            v *= 10;
-        }
-    } else if (E < -19) {
-        if (exact)
-            return -1;
-        v = 0; /* mant < 10^20 / 2: rounds to 0 */
-    } else {
-        uint64_t p = 1;
-        for (long k = 0; k < -E; k++)
-            p *= 10;
-        v = mant / p;
-        uint64_t r = mant % p;
-        if (exact && (r != 0 || dropped))
-            return -1;
-        if (r >= p - r)
-            v++;
-    }
-    if (neg) {
-        if (v > (uint64_t)INT64_MAX + 1)
-            return -1;
-        *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
-    } else {
-        if (v > (uint64_t)INT64_MAX)
-            return -1;
-        *out = (int64_t)v;
-    }
-    return 0;
-}
-
-/* A number's parts as the scanner reads them: [-]digits[.fdigits], mant all its digits (exact
- * when ok: at most 19 of them, no exponent). */
-typedef struct knum {
-    uint64_t mant;
-    int digits, fdigits, neg, ok;
-} knum;
-
-/* dec_parse from a number's parts (n->ok). */
-static int dec_parts(const knum *n, int scale, int exact, int64_t *out) {
-    static const uint64_t pow10[] = {1,
-                                     10,
-                                     100,
-                                     1000,
-                                     10000,
-                                     100000,
-                                     1000000,
-                                     10000000,
-                                     100000000,
-                                     1000000000,
-                                     10000000000ull,
-                                     100000000000ull,
-                                     1000000000000ull,
-                                     10000000000000ull,
-                                     100000000000000ull,
-                                     1000000000000000ull,
-                                     10000000000000000ull,
-                                     100000000000000000ull,
-                                     1000000000000000000ull,
-                                     10000000000000000000ull};
-    static const uint64_t fits[] = {/* INT64_MAX / 10^e */
-                                    9223372036854775807ull,
-                                    922337203685477580ull,
-                                    92233720368547758ull,
-                                    9223372036854775ull,
-                                    922337203685477ull,
-                                    92233720368547ull,
-                                    9223372036854ull,
-                                    922337203685ull,
-                                    92233720368ull,
-                                    9223372036ull,
-                                    922337203ull,
-                                    92233720ull,
-                                    9223372ull,
-                                    922337ull,
-                                    92233ull,
-                                    9223ull,
-                                    922ull,
-                                    92ull,
-                                    9ull,
-                                    0ull};
-    int e = scale - n->fdigits;
-    uint64_t v, mant = n->mant;
-    if (mant == 0) {
-        v = 0;
-    } else if (e >= 0) {
-        if (e > 19 || mant > fits[e])
-            return -2;
-        v = mant * pow10[e];
-    } else {
-        if (-e > 19)
-            return -2;
-        uint64_t p = pow10[-e], r = mant % p;
-        v = mant / p;
-        if (exact && r != 0)
-            return -1;
-        if (r >= p - r)
-            v++;
-    }
-    *out = n->neg ? -(int64_t)v : (int64_t)v;
-    return 0;
-}
-
-/* The value of eight ASCII digits, the first in the lowest byte of w. */
-static inline uint64_t eight_value(uint64_t w) {
-    w -= 0x3030303030303030ull;
-    w = w * 10 + (w >> 8);
-    return (((w & 0x000000ff000000ffull) * 0x000f424000000064ull) +
-            (((w >> 16) & 0x000000ff000000ffull) * 0x0000271000000001ull)) >>
-           32;
-}
-
-static inline uint64_t load8(const uint8_t *p) {
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w; /* little-endian assumed by eight_value: x86 and the like */
-}
-
-/* How many of the eight bytes of w, from the lowest, are ASCII digits before the first that is not
- * (8: all of them). A carry out of a byte that is not a digit only reaches the bytes above it. */
-static inline unsigned digits_in(uint64_t w) {
-    uint64_t x = w ^ 0x3030303030303030ull; /* digits become 0 to 9 */
-    uint64_t bad = (x & 0xf0f0f0f0f0f0f0f0ull) | ((x + 0x0606060606060606ull) & 0x1010101010101010ull);
-    return bad ? (unsigned)__builtin_ctzll(bad) >> 3 : 8;
-}
-
-/* Digits at p, into *m (mod 2^64): the first byte after them. p may be read 8 bytes past them. */
-static inline const uint8_t *digits_value(const uint8_t *p, uint64_t *m) {
-    uint64_t v = *m;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    static const uint32_t pow10_8[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
-    for (;;) {
-        uint64_t w = load8(p);
-        unsigned n = digits_in(w);
-        if (n == 8) {
-            v = v * 100000000 + eight_value(w);
-            p += 8;
-            continue;
-        }
-        if (n > 0) { /* the n digits moved up, '0's below them */
-            w = (w << (8 * (8 - n))) | (0x3030303030303030ull >> (8 * n));
-            v = v * pow10_8[n] + eight_value(w);
-            p += n;
-        }
-        break;
-    }
-#else
-    unsigned c;
-    while ((c = (unsigned)(*p - '0')) < 10) {
-        v = v * 10 + c;
-        p++;
-    }
-#endif
-    *m = v;
-    return p;
-}
-
-/* The first byte after the digits at p. p may be read 8 bytes past them. */
-static inline const uint8_t *skip_digits(const uint8_t *p) {
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    unsigned n;
-    while ((n = digits_in(load8(p))) == 8)
-        p += 8;
-    return p + n;
-#else
-    while ((unsigned)(*p - '0') < 10)
-        p++;
-    return p;
-#endif
-}
-
-/* Reads [-]digits[.digits] at s (the 0 sentinel, or any other byte, ends it) into n: its length,
- * or 0 when it is not such a number. s may be read 8 bytes past the number. */
-static inline size_t num_parts(const uint8_t *s, knum *n) {
-    const uint8_t *p = s + (*s == '-'), *d = p;
-    uint64_t m = 0;
-    p = digits_value(p, &m);
-    n->digits = (int)(p - d);
-    n->fdigits = 0;
-    if (*p == '.') {
-        const uint8_t *f = ++p;
-        p = digits_value(p, &m);
-        n->fdigits = (int)(p - f);
-        if (n->fdigits == 0)
-            return 0;
-    }
-    n->mant = m;
-    n->neg = *s == '-';
-    n->ok = n->digits + n->fdigits <= 19;
-    return n->digits ? (size_t)(p - s) : 0;
-}
-
-/* dec_parse, faster for the numbers traces are made of. */
-static int dec_fast(const char *s, size_t n, int scale, int exact, int64_t *out) {
-    knum nv;
-    if (n == 0 || n > 24 || scale < 0 || scale > 18)
-        return dec_parse(s, n, scale, exact, out);
-    char buf[40] = {0};
-    memcpy(buf, s, n);
-    if (num_parts((const uint8_t *)buf, &nv) != n || !nv.ok)
-        return dec_parse(s, n, scale, exact, out);
-    int rc = dec_parts(&nv, scale, exact, out);
-    return rc == -2 ? dec_parse(s, n, scale, exact, out) : rc;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Input: plain or gzip, from a file descriptor or memory                                     */
-/* ------------------------------------------------------------------------------------------ */
-
-/* The text reaches the scanner in pieces of up to CHUNK bytes, each in a slot with HEAD bytes of
- * room before it (where the scanner puts an unfinished token of the piece before) and PAD bytes
- * after it (its 0 sentinel). A producer fills the slots: memcpy or read(2) for plain text, ISA-L
- * or zlib for gzip, on a thread of its own for compressed inputs of THREAD_MIN bytes or more, plain
- * ones of 4 pieces or more, and gzip from a pipe.
- *
- * zlib is the reference: whatever it does (which bytes of a damaged stream become text before the
- * error, the error's text and place, how many input bytes were taken) is what the importer does,
- * zlib reading as kzin says. ISA-L inflates the ordinary case several times faster; a piece it
- * inflated is handed out only once the next one is inflated too, and whenever ISA-L stops short
- * (damaged or cut data, a header it does not take, a failed check), zlib inflates again from the
- * start, quietly up to the text already handed out, and goes on from there. A pipe cannot be read
- * twice: zlib inflates it. */
-
-enum { ENG_PLAIN, ENG_ISAL, ENG_ZLIB };
-#define KTAKEOVER (-1000) /* from isal_fill: zlib must go on */
-#define GIB       (1u << 30)
-
-/* zlib's reading of the input: memory in pieces of up to 1 GiB, a file in reads of CHUNK after the
- * bytes read before (the caller's and those that told the format). */
-typedef struct kzin {
-    uint8_t *in; /* file input buffer (CHUNK) */
-    size_t in_len, in_pos;
-    int in_eof;
-    size_t mem_pos;
-    uint64_t read_bytes; /* input bytes taken from the file or memory */
-    int z_init, z_end;   /* z_end: a member ended */
-    z_stream zs;
-} kzin;
-
-typedef struct ksrc {
-    const char *name;
-    int fd; /* -1: memory */
-    const uint8_t *mem;
-    size_t mem_len;
-    uint64_t total;     /* input size for progress, 0 when unknown */
-    uint8_t *head;      /* the input's first bytes, read before anything else (file input) */
-    size_t head_len;
-    int head_eof;       /* the file ended within them */
-    int regular;        /* fd is a regular file: it can be read again from fd_at */
-    off_t fd_at;        /* the file offset just after head */
-    uint64_t fd_size;   /* head_len + what the file holds after fd_at */
-    int gz;
-    int engine;         /* ENG_*: what fills the next slot */
-    uint64_t read_bytes; /* input bytes taken, as the importer has always counted them */
-
-    /* plain text */
-    size_t pos;         /* memory offset, or bytes of head handed out */
-    int eof;
-
-    /* ISA-L */
-    struct inflate_state *is;
-    const uint8_t *iin; /* its input: memory, or ibuf */
-    size_t iin_len, iin_pos;
-    uint64_t iin_at;    /* offset of iin[0] in the input */
-    uint8_t *ibuf;
-    int ieof;           /* no input after iin_len */
-    int member;         /* inside a member's deflate data */
-
-    /* zlib */
-    kzin z;
-
-    /* the slots and the queue between producer and scanner */
-    uint8_t *slot[NSLOT];
-    size_t len[NSLOT];
-    uint64_t done[NSLOT]; /* input bytes consumed when the slot was filled (progress) */
-    int freel[NSLOT], n_free;
-    int queue[NSLOT], q_head, q_n;
-    int pending;          /* ISA-L: filled, handed out once the next one is filled; -1 none */
-    uint64_t published;   /* text bytes handed out */
-    int finished, status; /* the producer is done: status 0 at the end of the text, or an error */
-    err_msg perr;         /* its message */
-    int threaded, cancel, joinable; /* joinable: the thread was started (the scanner's to read) */
-    int wait_free, wait_ready; /* the producer waits for free slots; the scanner for a piece */
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv_ready, cv_free;
-} ksrc;
-
-/* ---- zlib, reading as the importer always has ---- */
-
-static int zin_fill(ksrc *s, err_msg *err) {
-    kzin *z = &s->z;
-    if (s->fd < 0 || z->in_eof || z->in_pos < z->in_len)
-        return 0;
-    ssize_t n;
-    do
-        n = read(s->fd, z->in, CHUNK);
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return err_set(err, ERR_IO, "%s: read: %s", s->name, strerror(errno));
-    z->in_pos = 0;
-    z->in_len = (size_t)n;
-    z->read_bytes += (uint64_t)n;
-    if (n == 0)
-        z->in_eof = 1;
-    return 0;
-}
-
-/* Takes up to max input bytes: *p, *n (0 at the end of the input). */
-static int zin_take(ksrc *s, size_t max, const uint8_t **p, size_t *n, err_msg *err) {
-    kzin *z = &s->z;
-    if (s->fd < 0) {
-        size_t k = s->mem_len - z->mem_pos;
-        if (k > max)
-            k = max;
-        *p = s->mem + z->mem_pos;
-        *n = k;
-        z->mem_pos += k;
-        z->read_bytes = z->mem_pos;
-        return 0;
-    }
-    int rc = zin_fill(s, err);
-    if (rc)
-        return rc;
-    size_t k = z->in_len - z->in_pos;
-    if (k > max)
-        k = max;
-    *p = z->in + z->in_pos;
-    *n = k;
-    z->in_pos += k;
-    return 0;
-}
-
-/* zlib from the start of the input. */
-static int zlib_start(ksrc *s, err_msg *err) {
-    kzin *z = &s->z;
-    if (z->z_init)
-        inflateEnd(&z->zs);
-    uint8_t *in = z->in;
-    memset(z, 0, sizeof *z);
-    z->in = in;
-    if (s->fd >= 0) {
-        if (z->in == NULL && (z->in = malloc(CHUNK)) == NULL)
-            return err_set(err, ERR_NOMEM, "%s: out of memory", s->name);
-        if (s->regular && lseek(s->fd, s->fd_at, SEEK_SET) < 0)
-            return err_set(err, ERR_IO, "%s: seek: %s", s->name, strerror(errno));
-        memcpy(z->in, s->head, s->head_len);
-        z->in_len = s->head_len;
-        z->in_eof = s->head_eof;
-        z->read_bytes = s->head_len;
-    }
-    if (inflateInit2(&z->zs, 16 + MAX_WBITS) != Z_OK)
-        return err_set(err, ERR_NOMEM, "%s: cannot start gzip decoding", s->name);
-    z->z_init = 1;
-    return 0;
-}
-
-/* The next piece of text into out (CHUNK bytes): its length, 0 at the end, or a negative code. */
-static int zlib_fill(ksrc *s, uint8_t *out, err_msg *err) {
-    kzin *z = &s->z;
-    z->zs.next_out = out;
-    z->zs.avail_out = CHUNK;
-    while (z->zs.avail_out > 0) {
-        if (z->zs.avail_in == 0) {
-            const uint8_t *ip;
-            size_t in;
-            int rc = zin_take(s, GIB, &ip, &in, err);
-            if (rc)
-                return rc;
-            if (in == 0) {
-                if (z->z_end)
-                    break;
-                if (z->zs.avail_out < CHUNK)
-                    break; /* hand out what there is; the next call reports the cut */
-                return err_set(err, ERR_TRUNCATED,
-                               "%s: gzip data cut short: the compressed stream ends after %llu "
-                               "bytes without its end marker",
-                               s->name, (unsigned long long)z->read_bytes);
-            }
-            z->zs.next_in = (Bytef *)(uintptr_t)ip;
-            z->zs.avail_in = (uInt)in;
-        }
-        if (z->z_end) {
-            /* Another gzip member may follow (as gzip -c a b > c makes); anything else after the
-             * stream is ignored, as gzip does. */
-            if (z->zs.next_in[0] != 0x1f) {
-                z->zs.avail_in = 0;
-                if (s->fd >= 0) {
-                    z->in_pos = z->in_len;
-                    z->in_eof = 1;
-                } else
-                    z->mem_pos = s->mem_len;
-                break;
-            }
-            if (inflateReset(&z->zs) != Z_OK)
-                return err_set(err, ERR_MALFORMED, "%s: bad gzip member", s->name);
-            z->z_end = 0;
-        }
-        int zr = inflate(&z->zs, Z_NO_FLUSH);
-        if (zr == Z_STREAM_END) {
-            z->z_end = 1;
-        } else if (zr == Z_BUF_ERROR && z->zs.avail_in == 0) {
-            continue; /* needs more input */
-        } else if (zr != Z_OK) {
-            uint64_t at = z->read_bytes - z->zs.avail_in;
-            if (zr == Z_MEM_ERROR)
-                return err_set(err, ERR_NOMEM, "%s: out of memory while inflating", s->name);
-            return err_set(err, ERR_MALFORMED, "%s: corrupt gzip data near compressed byte %llu: %s", s->name,
-                           (unsigned long long)at, z->zs.msg ? z->zs.msg : "bad data");
-        }
-    }
-    s->read_bytes = z->read_bytes;
-    return (int)(CHUNK - z->zs.avail_out);
-}
-
-static uint64_t zlib_done(const ksrc *s) {
-    uint64_t done = s->z.read_bytes;
-    if (done >= s->z.zs.avail_in)
-        done -= s->z.zs.avail_in;
-    return done;
-}
-
-/* ---- ISA-L ---- */
-
-/* Length of a gzip member header as gzip writes it (no header CRC, no reserved flags, all of it in
- * h[0, n)); 0 for anything else, which zlib then judges. */
-static size_t gz_header_len(const uint8_t *h, size_t n) {
-    if (n < 10 || h[0] != 0x1f || h[1] != 0x8b || h[2] != 8 || (h[3] & 0xe2))
-        return 0;
-    size_t i = 10;
-    if (h[3] & 4) { /* FEXTRA */
-        if (i + 2 > n)
-            return 0;
-        i += 2 + (size_t)(h[i] | h[i + 1] << 8);
-        if (i > n)
-            return 0;
-    }
-    for (unsigned bit = 8; bit <= 16; bit <<= 1) { /* FNAME, FCOMMENT */
-        if (!(h[3] & bit))
-            continue;
-        while (i < n && h[i])
-            i++;
-        if (i++ >= n)
-            return 0;
-    }
-    return i;
-}
-
-/* Makes at least want input bytes available to ISA-L when the input has them. */
-static int isal_input(ksrc *s, size_t want, err_msg *err) {
-    if (s->fd < 0 || s->ieof || s->iin_len - s->iin_pos >= want)
-        return 0;
-    size_t keep = s->iin_len - s->iin_pos;
-    memmove(s->ibuf, s->ibuf + s->iin_pos, keep);
-    s->iin_at += s->iin_pos;
-    s->iin_pos = 0;
-    s->iin_len = keep;
-    while (s->iin_len < ISAL_IN) {
-        ssize_t n = read(s->fd, s->ibuf + s->iin_len, ISAL_IN - s->iin_len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return err_set(err, ERR_IO, "%s: read: %s", s->name, strerror(errno));
-        if (n == 0) {
-            s->ieof = 1;
-            break;
-        }
-        s->iin_len += (size_t)n;
-    }
-    s->iin = s->ibuf;
-    return 0;
-}
-
-/* Input bytes zlib would have taken when the stream ends at offset e: up to the end of the piece
- * it read that byte in (see kzin), or all of them. */
-static uint64_t isal_read_bytes(const ksrc *s, uint64_t e) {
-    uint64_t total = s->fd < 0 ? s->mem_len : s->fd_size;
-    if (e >= total)
-        return total;
-    uint64_t piece_end;
-    if (s->fd < 0)
-        piece_end = (e / GIB + 1) * GIB;
-    else if (s->head_len >= 2)
-        piece_end = e < s->head_len ? s->head_len : s->head_len + ((e - s->head_len) / CHUNK + 1) * CHUNK;
-    else
-        piece_end = (e / CHUNK + 1) * CHUNK;
-    return piece_end < total ? piece_end : total;
-}
-
-/* The next piece of text into out: CHUNK bytes, fewer at the end of the stream, or KTAKEOVER. */
-static int isal_fill(ksrc *s, uint8_t *out, err_msg *err) {
-    struct inflate_state *is = s->is;
-    size_t n = 0;
-    while (n < CHUNK) {
-        int rc;
-        if (!s->member) {
-            /* Between members: another one, or the end (what follows the stream is ignored). */
-            if ((rc = isal_input(s, ISAL_IN / 2, err)) != 0)
-                return rc;
-            const uint8_t *h = s->iin + s->iin_pos;
-            size_t avail = s->iin_len - s->iin_pos;
-            if (avail == 0 || h[0] != 0x1f) {
-                s->read_bytes = isal_read_bytes(s, s->iin_at + s->iin_pos);
-                return (int)n;
-            }
-            size_t hl = gz_header_len(h, avail);
-            if (hl == 0)
-                return KTAKEOVER;
-            s->iin_pos += hl;
-            isal_inflate_reset(is);
-            is->crc_flag = ISAL_GZIP_NO_HDR_VER;
-            s->member = 1;
-        }
-        if (s->iin_pos == s->iin_len) {
-            if ((rc = isal_input(s, 1, err)) != 0)
-                return rc;
-            if (s->iin_pos == s->iin_len)
-                return KTAKEOVER; /* cut: zlib says how */
-        }
-        size_t avail = s->iin_len - s->iin_pos;
-        if (avail > GIB)
-            avail = GIB;
-        is->next_in = (uint8_t *)(uintptr_t)(s->iin + s->iin_pos);
-        is->avail_in = (uint32_t)avail;
-        is->next_out = out + n;
-        is->avail_out = (uint32_t)(CHUNK - n);
-        int ir = isal_inflate(is);
-        n = CHUNK - is->avail_out;
-        s->iin_pos += avail - is->avail_in;
-        if (ir != ISAL_DECOMP_OK)
-            return KTAKEOVER;
-        if (is->block_state == ISAL_BLOCK_FINISH)
-            s->member = 0;
-    }
-    return (int)n;
-}
-
-/* ---- plain text ---- */
-
-static int plain_fill(ksrc *s, uint8_t *out, err_msg *err) {
-    if (s->fd < 0) {
-        size_t n = s->mem_len - s->pos;
-        if (n > CHUNK)
-            n = CHUNK;
-        memcpy(out, s->mem + s->pos, n);
-        s->pos += n;
-        s->read_bytes = s->pos;
-        return (int)n;
-    }
-    size_t n = 0;
-    if (s->pos < s->head_len) {
-        n = s->head_len - s->pos;
-        memcpy(out, s->head + s->pos, n);
-        s->pos += n;
-    }
-    while (n < CHUNK && !s->eof) {
-        ssize_t r = read(s->fd, out + n, CHUNK - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return err_set(err, ERR_IO, "%s: read: %s", s->name, strerror(errno));
-        if (r == 0)
-            s->eof = 1;
-        n += (size_t)r;
-        s->read_bytes += (uint64_t)r;
-    }
-    return (int)n;
-}
-
-/* ---- the producer ---- */
-
-static void q_lock(ksrc *s) {
-    if (s->threaded)
-        pthread_mutex_lock(&s->mu);
-}
-
-static void q_unlock(ksrc *s) {
-    if (s->threaded)
-        pthread_mutex_unlock(&s->mu);
-}
-
-/* A free slot for the producer; -1 when cancelled. A producer that has to wait waits for SLOT_WAKE,
- * so that the two threads do not wake each other for every piece, while the scanner still has the
- * text of most slots to go on with as the producer's thread comes back to run. */
-static int slot_take(ksrc *s) {
-    q_lock(s);
-    if (s->n_free == 0 && s->threaded) {
-        s->wait_free = 1;
-        while (s->n_free < SLOT_WAKE && !s->cancel)
-            pthread_cond_wait(&s->cv_free, &s->mu);
-        s->wait_free = 0;
-    }
-    int i = s->cancel || s->n_free == 0 ? -1 : s->freel[--s->n_free];
-    q_unlock(s);
-    return i;
-}
-
-static void slot_free(ksrc *s, int i) {
-    q_lock(s);
-    s->freel[s->n_free++] = i;
-    if (s->wait_free && s->n_free >= SLOT_WAKE)
-        pthread_cond_signal(&s->cv_free);
-    q_unlock(s);
-}
-
-static void slot_publish(ksrc *s, int i) {
-    q_lock(s);
-    s->published += s->len[i];
-    s->queue[(s->q_head + s->q_n++) % NSLOT] = i;
-    if (s->wait_ready)
-        pthread_cond_signal(&s->cv_ready);
-    q_unlock(s);
-}
-
-static void produce_end(ksrc *s, int status) {
-    q_lock(s);
-    s->finished = 1;
-    s->status = status;
-    if (s->wait_ready)
-        pthread_cond_signal(&s->cv_ready);
-    q_unlock(s);
-}
-
-/* zlib from the start, quietly up to the text already handed out (out is scratch). */
-static int zlib_takeover(ksrc *s, uint8_t *out, err_msg *err) {
-    s->engine = ENG_ZLIB;
-    int rc = zlib_start(s, err);
-    for (uint64_t skip = s->published; rc == 0 && skip > 0;) {
-        rc = zlib_fill(s, out, err);
-        if (rc == 0)
-            return err_set(err, ERR_MALFORMED, "%s: corrupt gzip data", s->name);
-        if (rc > 0) {
-            skip -= (uint64_t)rc < skip ? (uint64_t)rc : skip;
-            rc = 0;
-        }
-    }
-    return rc;
-}
-
-/* Fills one slot and hands out what may be handed out: 0 while there is more, 1 when done. */
-static int produce(ksrc *s) {
-    int i = slot_take(s);
-    if (i < 0)
-        return 1;
-    uint8_t *out = s->slot[i] + HEAD;
-    int r;
-    for (;;) {
-        r = s->engine == ENG_PLAIN  ? plain_fill(s, out, &s->perr)
-            : s->engine == ENG_ISAL ? isal_fill(s, out, &s->perr)
-                                    : zlib_fill(s, out, &s->perr);
-        if (r != KTAKEOVER)
-            break;
-        if (s->pending >= 0) {
-            slot_free(s, s->pending);
-            s->pending = -1;
-        }
-        if ((r = zlib_takeover(s, out, &s->perr)) != 0)
-            break;
-    }
-    if (r > 0) {
-        s->len[i] = (size_t)r;
-        s->done[i] = s->engine == ENG_ZLIB   ? zlib_done(s)
-                     : s->engine == ENG_ISAL ? s->iin_at + s->iin_pos
-                                             : s->read_bytes;
-        if (s->engine == ENG_ISAL) { /* handed out once the next one is inflated too */
-            if (s->pending >= 0)
-                slot_publish(s, s->pending);
-            s->pending = i;
-        } else {
-            slot_publish(s, i);
-        }
-        return 0;
-    }
-    slot_free(s, i);
-    if (s->pending >= 0 && r == 0)
-        slot_publish(s, s->pending);
-    s->pending = -1;
-    produce_end(s, r);
-    return 1;
-}
-
-static void *producer_main(void *arg) {
-    ksrc *s = arg;
-    while (!produce(s)) {
-    }
-    return NULL;
-}
-
-/* ---- the scanner's side ---- */
-
-/* Reads the first bytes (a pipe may deliver one byte first), tells plain from gzip, and starts the
- * producer. */
-static int src_start(ksrc *s, err_msg *err) {
-    const uint8_t *first;
-    size_t avail;
-    if (s->fd < 0) {
-        first = s->mem;
-        avail = s->mem_len;
-    } else {
-        while (!s->head_eof && s->head_len < 2) {
-            ssize_t n;
-            do
-                n = read(s->fd, s->head + s->head_len, CHUNK - s->head_len);
-            while (n < 0 && errno == EINTR);
-            if (n < 0)
-                return err_set(err, ERR_IO, "%s: read: %s", s->name, strerror(errno));
-            if (n == 0)
-                s->head_eof = 1;
-            s->head_len += (size_t)n;
-        }
-        struct stat sb;
-        if (fstat(s->fd, &sb) == 0 && S_ISREG(sb.st_mode) && (s->fd_at = lseek(s->fd, 0, SEEK_CUR)) >= 0) {
-            s->regular = 1;
-            s->fd_size = s->head_len + (sb.st_size > s->fd_at ? (uint64_t)(sb.st_size - s->fd_at) : 0);
-        }
-        first = s->head;
-        avail = s->head_len;
-        s->read_bytes = s->head_len;
-        s->eof = s->head_eof;
-    }
-    if (avail == 0)
-        return err_set(err, ERR_MALFORMED, "%s: empty file", s->name);
-    s->gz = avail >= 2 && first[0] == 0x1f && first[1] == 0x8b;
-    for (int i = 0; i < NSLOT; i++) {
-        if ((s->slot[i] = malloc(SLOT)) == NULL)
-            return err_set(err, ERR_NOMEM, "%s: out of memory", s->name);
-        memset(s->slot[i] + HEAD + CHUNK, 0, PAD);
-        s->freel[s->n_free++] = i;
-    }
-    s->pending = -1;
-    s->engine = ENG_PLAIN;
-    uint64_t size = s->fd < 0 ? s->mem_len : s->regular ? s->fd_size : THREAD_MIN;
-    if (s->gz) {
-        if (s->fd < 0 || s->regular) {
-            s->engine = ENG_ISAL;
-            s->is = malloc(sizeof *s->is);
-            if (s->is == NULL)
-                return err_set(err, ERR_NOMEM, "%s: out of memory", s->name);
-            isal_inflate_init(s->is);
-            if (s->fd < 0) {
-                s->iin = s->mem;
-                s->iin_len = s->mem_len;
-                s->ieof = 1;
-            } else {
-                if ((s->ibuf = malloc(ISAL_IN)) == NULL)
-                    return err_set(err, ERR_NOMEM, "%s: out of memory", s->name);
-                memcpy(s->ibuf, s->head, s->head_len);
-                s->iin = s->ibuf;
-                s->iin_len = s->head_len;
-                s->ieof = s->head_eof;
-            }
-        } else {
-            s->engine = ENG_ZLIB;
-            int rc = zlib_start(s, err);
-            if (rc)
-                return rc;
-        }
-    }
-    /* the producer goes on a thread of its own when there is enough to do (a pipe: there may be) */
-    if (size >= (s->gz ? THREAD_MIN : 4 * CHUNK)) {
-        if (pthread_mutex_init(&s->mu, NULL) != 0)
-            return err_set(err, ERR_NOMEM, "%s: cannot start a thread", s->name);
-        pthread_cond_init(&s->cv_ready, NULL);
-        pthread_cond_init(&s->cv_free, NULL);
-        s->threaded = 1; /* before the thread starts: it reads it */
-        if (pthread_create(&s->th, NULL, producer_main, s) != 0) {
-            s->threaded = 0;
-            pthread_cond_destroy(&s->cv_ready);
-            pthread_cond_destroy(&s->cv_free);
-            pthread_mutex_destroy(&s->mu);
-        } else {
-            s->joinable = 1;
-        }
-    }
-    return 0;
-}
-
-/* The next piece of text: 1 with its slot in *slot, 0 at the end, or a negative code. */
-static int src_next(ksrc *s, int *slot, err_msg *err) {
-    q_lock(s);
-    for (;;) {
-        if (s->q_n > 0) {
-            *slot = s->queue[s->q_head];
-            s->q_head = (s->q_head + 1) % NSLOT;
-            s->q_n--;
-            q_unlock(s);
-            return 1;
-        }
-        if (s->finished) {
-            int rc = s->status;
-            q_unlock(s);
-            if (rc < 0 && err)
-                *err = s->perr;
-            return rc;
-        }
-        if (s->threaded) {
-            s->wait_ready = 1;
-            pthread_cond_wait(&s->cv_ready, &s->mu);
-            s->wait_ready = 0;
-        } else {
-            q_unlock(s);
-            produce(s);
-            q_lock(s);
-        }
-    }
-}
-
-static void src_close(ksrc *s) {
-    if (s->threaded) {
-        pthread_mutex_lock(&s->mu);
-        s->cancel = 1;
-        pthread_cond_broadcast(&s->cv_free);
-        pthread_mutex_unlock(&s->mu);
-        if (s->joinable)
-            pthread_join(s->th, NULL);
-        s->joinable = 0;
-        pthread_cond_destroy(&s->cv_ready);
-        pthread_cond_destroy(&s->cv_free);
-        pthread_mutex_destroy(&s->mu);
-        s->threaded = 0;
-    }
-    if (s->z.z_init)
-        inflateEnd(&s->z.zs);
-    s->z.z_init = 0;
-    free(s->z.in);
-    free(s->is);
-    free(s->ibuf);
-    free(s->head);
-    for (int i = 0; i < NSLOT; i++)
-        free(s->slot[i]);
-    memset(s->slot, 0, sizeof s->slot);
-    s->z.in = s->ibuf = s->head = NULL;
-    s->is = NULL;
-}
+#define DEC_TEXT_MAX     4096         /* longer numbers are not numbers we can use */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Parser state                                                                               */
@@ -1137,7 +223,7 @@ typedef struct kimp {
     const uint8_t *wbeg, *wend, *wpos; /* wpos: where scanning goes on */
     uint64_t wbase;                    /* offset of wbeg in the text */
     const uint8_t *at;                 /* end of the token whose callback runs (for messages) */
-    uint8_t *big;                      /* a long token and the piece after it, when HEAD is short */
+    uint8_t *big;                      /* a long token and the piece after it, when JSRC_HEAD is short */
     size_t big_cap;
 
     /* lines, for messages: newlines before the scanning point, where the last two lines start,
@@ -1155,7 +241,7 @@ typedef struct kimp {
     kbuf kept;           /* the part of that string that is kept */
     uint64_t tok_at;     /* offset of that token's start */
     int lnum;            /* in a long number: the state of number_step + 1; 0 none */
-    const knum *nv;      /* the parts of the number scalar() is given, when the scanner read them */
+    const dec_num *nv;      /* the parts of the number scalar() is given, when the scanner read them */
     uint64_t cuts;       /* strings cut */
     uint64_t feed0;      /* where the second of the pieces of feed_start starts */
     uint64_t cut_close;  /* offset of the last cut string's closing quote */
@@ -2040,7 +1126,7 @@ static void key_masks(kimp *k) {
 _Static_assert(K_A_STACK < 64, "a key mask holds every key");
 
 /* The key s[0, len) names in context ctx, or K_NONE. s may be read up to 16 bytes past len
- * (the window's PAD and kbufs of at least 256 bytes allow it). */
+ * (the window's JSRC_PAD and kbufs of at least 256 bytes allow it). */
 static int key_of(const kimp *k, int ctx, const char *s, size_t len) {
     if (len >= KEY_LENS)
         return K_NONE;
@@ -2397,7 +1483,7 @@ static inline const uint8_t *skip_spaces(const uint8_t *p) {
     if (p[1] != ' ')
         return p + 1;
     for (p += 2;; p += 8) {
-        uint64_t x = load8(p) ^ 0x2020202020202020ull; /* spaces become 0 */
+        uint64_t x = dec_load8(p) ^ 0x2020202020202020ull; /* spaces become 0 */
         if (x)
             return p + (__builtin_ctzll(x) >> 3);
     }
@@ -2723,7 +1809,7 @@ static int lex_long_number(kimp *k, const uint8_t *p, int final, ktok *t) {
     }
     k->lnum = 0;
     t->s = p; /* the text is gone; its length says it is not a number the importer can use */
-    t->n = NUM_TEXT_MAX + 1;
+    t->n = DEC_TEXT_MAX + 1;
     t->end = p;
     return T_NUM;
 }
@@ -2864,10 +1950,10 @@ static int str_decode(kimp *k, const uint8_t *s, size_t n) {
 }
 
 /* The start of the piece of text that holds offset x, in the pieces that error positions are
- * counted in (yajl's, when it was given the text): CHUNK bytes after a first one of feed0, and a new
+ * counted in (yajl's, when it was given the text): JSRC_CHUNK bytes after a first one of feed0, and a new
  * one from the closing quote of a cut string. */
 static uint64_t feed_start(const kimp *k, uint64_t x) {
-    uint64_t f = x < k->feed0 ? 0 : k->feed0 + (x - k->feed0) / CHUNK * CHUNK;
+    uint64_t f = x < k->feed0 ? 0 : k->feed0 + (x - k->feed0) / JSRC_CHUNK * JSRC_CHUNK;
     return k->cut_close > f && k->cut_close <= x ? k->cut_close : f;
 }
 
@@ -3077,19 +2163,19 @@ static const uint8_t *skip_value(kimp *k, const uint8_t *p) {
             if (*p == '0')
                 p++;
             else if (is_digit(*p))
-                p = skip_digits(p);
+                p = dec_skip_digits(p);
             else
                 return NULL;
             if (*p == '.') {
                 if (!is_digit(*++p))
                     return NULL;
-                p = skip_digits(p);
+                p = dec_skip_digits(p);
             }
             if (*p == 'e' || *p == 'E') {
                 p += p[1] == '+' || p[1] == '-';
                 if (!is_digit(*++p))
                     return NULL;
-                p = skip_digits(p);
+                p = dec_skip_digits(p);
             }
             if (p == end)
                 return NULL; /* it may go on */
@@ -3344,8 +2430,8 @@ static int scan(kimp *k, int final) {
             if (is_digit(*p) || *p == '-') {
                 /* [-]digits[.digits], read with its value; anything else (an exponent, a leading
                  * zero before a digit, the end of the window) goes through lex_number */
-                knum nv;
-                size_t n = num_parts(p, &nv);
+                dec_num nv;
+                size_t n = dec_num_parts(p, &nv);
                 const uint8_t *e = p + n;
                 if (n == 0 || e >= end || *e == 'e' || *e == 'E' || (p[nv.neg] == '0' && nv.digits > 1)) {
                     r = lex_number(k, p, final, &t);
@@ -3877,11 +2963,11 @@ static int window_next(kimp *k, uint8_t *data, size_t len) {
     size_t carry = (size_t)(k->wend - k->wpos);
     uint64_t base = off_of(k, k->wpos);
     uint8_t *w;
-    if (carry <= HEAD) {
+    if (carry <= JSRC_HEAD) {
         w = data - carry;
         memmove(w, k->wpos, carry);
     } else {
-        size_t need = carry + len + PAD;
+        size_t need = carry + len + JSRC_PAD;
         if (need > k->big_cap) {
             size_t cap = k->big_cap ? k->big_cap : (1u << 20);
             while (cap < need)
@@ -3898,7 +2984,7 @@ static int window_next(kimp *k, uint8_t *data, size_t len) {
         }
         w = k->big;
         memcpy(w + carry, data, len);
-        memset(w + carry + len, 0, PAD);
+        memset(w + carry + len, 0, JSRC_PAD);
     }
     k->wbeg = k->wpos = w;
     k->wend = w + carry + len;
@@ -3920,26 +3006,26 @@ static void long_number(kimp *k) {
 }
 
 /* Scans the text piece by piece, then judges its end. */
-static int parse_text(kimp *k, ksrc *s) {
+static int parse_text(kimp *k, jsrc *s) {
     int rc;
     k->st->gzip = s->gz;
-    k->feed0 = s->fd >= 0 && !s->gz ? s->head_len : CHUNK;
+    k->feed0 = s->fd >= 0 && !s->gz ? s->head_len : JSRC_CHUNK;
     const import_opts *o = k->opts;
-    static const uint8_t empty[PAD];
+    static const uint8_t empty[JSRC_PAD];
     k->wbeg = k->wpos = k->wend = empty;
     int held = -1; /* the slot the window's carry comes from */
     for (;;) {
         int i = -1;
-        rc = src_next(s, &i, k->err);
+        rc = jsrc_next(s, &i, k->err);
         if (rc < 0)
             break;
         if (rc == 0) {
             rc = scan(k, 1);
             break;
         }
-        rc = window_next(k, s->slot[i] + HEAD, s->len[i]);
+        rc = window_next(k, s->slot[i] + JSRC_HEAD, s->len[i]);
         if (held >= 0)
-            slot_free(s, held);
+            jsrc_release(s, held);
         held = i;
         if (rc == 0)
             rc = scan(k, 0);
@@ -3951,7 +3037,7 @@ static int parse_text(kimp *k, ksrc *s) {
             o->progress(o->progress_ctx, s->done[i], s->total);
     }
     if (held >= 0)
-        slot_free(s, held);
+        jsrc_release(s, held);
     if (rc < 0)
         return rc;
     k->st->input_bytes = s->read_bytes;
@@ -3969,12 +3055,12 @@ static int parse_text(kimp *k, ksrc *s) {
     return 0;
 }
 
-static int parse_all(kimp *k, ksrc *s) {
-    int rc = src_start(s, k->err);
+static int parse_all(kimp *k, jsrc *s) {
+    int rc = jsrc_start(s, k->err);
     return rc ? rc : parse_text(k, s);
 }
 
-static int import(ksrc *s, const char *name, const import_opts *opts, import_emit_fn emit, void *ctx,
+static int import(jsrc *s, const char *name, const import_opts *opts, import_emit_fn emit, void *ctx,
                   import_stats *st_out, err_msg *err) {
     import_stats st_local;
     import_stats *st = em_stats_init(st_out, &st_local);
@@ -4008,7 +3094,7 @@ static int import(ksrc *s, const char *name, const import_opts *opts, import_emi
         rc = err_set(err, ERR_NOMEM, "%s: out of memory", name);
     else
         rc = parse_all(k, s);
-    src_close(s);
+    jsrc_close(s);
     if (rc == 0 && k->fail)
         rc = k->fail;
     if (rc == 0)
@@ -4044,17 +3130,17 @@ int kineto_import_mem(const void *data, size_t len, const char *name, const impo
         name = "(memory)";
     if (emit == NULL || (data == NULL && len > 0))
         return err_set(err, ERR_INVAL, "%s: invalid argument", name);
-    ksrc s = {.name = name, .fd = -1, .mem = data, .mem_len = len, .total = len};
+    jsrc s = {.name = name, .fd = -1, .mem = data, .mem_len = len, .total = len};
     int rc = import(&s, name, opts, emit, ctx, st, err);
-    src_close(&s);
+    jsrc_close(&s);
     return rc;
 }
 
 int kineto_import_fd(int fd, const void *prefix, size_t prefix_len, const char *name, const import_opts *opts,
                      import_emit_fn emit, void *ctx, import_stats *st, err_msg *err) {
-    if (fd < 0 || emit == NULL || prefix_len > CHUNK || (prefix == NULL && prefix_len > 0))
+    if (fd < 0 || emit == NULL || prefix_len > JSRC_CHUNK || (prefix == NULL && prefix_len > 0))
         return err_set(err, ERR_INVAL, "kineto import: invalid argument");
-    ksrc s = {.name = name, .fd = fd};
+    jsrc s = {.name = name, .fd = fd};
     struct stat sb;
     int rc = 0;
     if (fstat(fd, &sb) == 0) {
@@ -4064,7 +3150,7 @@ int kineto_import_fd(int fd, const void *prefix, size_t prefix_len, const char *
             s.total = (uint64_t)sb.st_size;
     }
     if (rc == 0) {
-        s.head = malloc(CHUNK);
+        s.head = malloc(JSRC_CHUNK);
         if (s.head == NULL) {
             rc = err_set(err, ERR_NOMEM, "%s: out of memory", name);
         } else {
@@ -4074,7 +3160,7 @@ int kineto_import_fd(int fd, const void *prefix, size_t prefix_len, const char *
             rc = import(&s, name, opts, emit, ctx, st, err);
         }
     }
-    src_close(&s);
+    jsrc_close(&s);
     return rc;
 }
 

@@ -177,7 +177,7 @@ static int lex_word(kimp *k, const uint8_t *q, ktok *t) {
 
 int jl_lex_any(kimp *k, const uint8_t *q, int final, ktok *t) {
     switch (*q) {
-    case '"': return lex_string(k, q, final, t);
+    case '"': return jl_lex_string(k, q, final, t);
     case '-':
     case '0':
     case '1':
@@ -188,7 +188,7 @@ int jl_lex_any(kimp *k, const uint8_t *q, int final, ktok *t) {
     case '6':
     case '7':
     case '8':
-    case '9': return lex_number(k, q, final, t);
+    case '9': return jl_lex_number(k, q, final, t);
     case 't':
     case 'f':
     case 'n': return lex_word(k, q, t);

@@ -154,7 +154,7 @@ int jl_lex_long(kimp *k, const uint8_t *q, const uint8_t *cut, const uint8_t *p,
                     ktok *t);
 
 /* A string at q (its opening quote). */
-static inline int lex_string(kimp *k, const uint8_t *q, int final, ktok *t) {
+static inline int jl_lex_string(kimp *k, const uint8_t *q, int final, ktok *t) {
     const uint8_t *s = q + 1, *p = s;
     int esc = 0;
     for (;;) {
@@ -211,7 +211,7 @@ static inline int lex_string(kimp *k, const uint8_t *q, int final, ktok *t) {
 }
 
 /* A number at q. */
-static inline int lex_number(kimp *k, const uint8_t *q, int final, ktok *t) {
+static inline int jl_lex_number(kimp *k, const uint8_t *q, int final, ktok *t) {
     const uint8_t *p = q;
     if (*p == '-')
         p++;

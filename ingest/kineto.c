@@ -326,98 +326,95 @@ static int num_dec(const kimp *k, const char *num, size_t num_len, int scale, in
     return dec_fast(num, num_len, scale, exact, out);
 }
 
-/* A scalar at the current place: number text, string, or neither (bool, null). */
-static int scalar(kimp *k, const char *num, size_t num_len, const char *str, size_t str_len) {
-    if (k->skip)
+/* The integer field f names in the event being read (F_EV_INT) or the device properties (F_DP_INT):
+ * the schema's table says where each is (offsetof), so that one store serves every integer key. */
+static inline int64_t *field_int(kimp *k, const kfield *f) {
+    char *base = f->kind == F_EV_INT ? (char *)&k->ev : (char *)&k->dp;
+    return (int64_t *)(void *)(base + f->off);
+}
+
+/* An event's integer field f, read: its value and its bit in kev.have. */
+static inline void ev_int_set(kimp *k, const kfield *f, int64_t v) {
+    *field_int(k, f) = v;
+    k->ev.have |= f->bit;
+}
+
+/* A string or a number of an event (not of its args). */
+static int scalar_event(kimp *k, const char *num, size_t num_len, const char *str, size_t str_len) {
+    kev *e = &k->ev;
+    switch (k->key) {
+    case K_PH:
+        if (str) {
+            e->ph_len = str_len;
+            e->ph = str_len ? str[0] : 0;
+        }
         return 1;
+    case K_CAT:
+        if (str) {
+            e->cat = kt_cat_of(k, str, str_len);
+            e->cat_len = str_len < IMPORT_CAT_MAX ? str_len : IMPORT_CAT_MAX - 1;
+            memcpy(e->cat_text, str, e->cat_len);
+        }
+        return 1;
+    case K_NAME:
+        if (str == NULL)
+            return 1;
+        e->name_len = str_len < TP_STRING_MAX ? str_len : TP_STRING_MAX;
+        e->in_window = (const uint8_t *)str >= k->wbeg && (const uint8_t *)str < k->wend;
+        if (e->in_window) { /* copied only if the window moves on before the entry ends */
+            e->name_s = str;
+            return 1;
+        }
+        if (kt_buf_set(&e->name_buf, str, str_len, TP_STRING_MAX) != 0)
+            return kt_fail_nomem(k);
+        e->name_s = e->name_buf.s;
+        return 1;
+    case K_TS: e->have |= num && num_dec(k, num, num_len, 3, 0, &e->ts) == 0 ? H_TS : H_TS_BAD; return 1;
+    case K_DUR: e->have |= num && num_dec(k, num, num_len, 3, 0, &e->dur) == 0 ? H_DUR : H_DUR_BAD; return 1;
+    default: return 1;
+    }
+}
+
+/* A string of an event's args (the numbers of use are integer fields). */
+static int scalar_args(kimp *k, const char *str, size_t str_len) {
+    kev *e = &k->ev;
+    if (k->key == K_A_SYNC_KIND && str) {
+        e->sync_kind = kt_sync_type_of(str, str_len);
+    } else if (k->key == K_A_STACK && str) {
+        /* a text seen before is known by its key; only a new one is kept until the entry ends */
+        size_t len = str_len < STACK_KEEP ? str_len : STACK_KEEP;
+        e->stack_key = kt_stack_key(str, len);
+        const uint64_t *id = len > 0 ? u64map_find(&k->stack_ids, e->stack_key) : NULL;
+        e->stack_id = id ? (uint32_t)*id : 0;
+        e->stack.len = 0;
+        if (id == NULL && kt_buf_set(&e->stack, str, len, STACK_KEEP) != 0)
+            return kt_fail_nomem(k);
+        e->have |= H_STACK;
+    } else if (k->key == K_A_NAME && str) {
+        if (kt_buf_set(&e->mname, str, str_len, NAME_KEEP) != 0)
+            return kt_fail_nomem(k);
+        e->have |= H_MNAME;
+    }
+    return 1;
+}
+
+/* A number in a kernel's grid or block. */
+static int scalar_dim(kimp *k, const char *num, size_t num_len) {
     kev *e = &k->ev;
     int64_t v = 0;
-    int ok;
-    const kfield *f = &k_fields[k->key];
-    if (f->ctx != k->stack[k->sp]) /* a value in an array after such a key: not that key's */
-        f = &k_fields[K_NONE];
-    if (f->kind == F_EV_INT) {
-        if (num && num_dec(k, num, num_len, 0, 1, (int64_t *)(void *)((char *)e + f->off)) == 0)
-            e->have |= f->bit;
-        /* legacy traces write a host pid or tid as a string of digits ("25738") */
-        else if (str && (k->key == K_PID || k->key == K_TID) && digits_only(str, str_len) &&
-                 dec_fast(str, str_len, 0, 1, (int64_t *)(void *)((char *)e + f->off)) == 0)
-            e->have |= f->bit;
-        return 1;
-    }
-    if (f->kind == F_DP_INT) {
-        if (num && num_dec(k, num, num_len, 0, 1, &v) == 0)
-            *(int64_t *)(void *)((char *)&k->dp + f->off) = v;
-        return 1;
-    }
+    int ok = num && num_dec(k, num, num_len, 0, 1, &v) == 0 && v >= 0 && v <= (int64_t)UINT32_MAX;
+    uint32_t *dims = e->dims == K_A_GRID ? e->grid : e->block;
+    int *n = e->dims == K_A_GRID ? &e->n_grid : &e->n_block;
+    if (*n < 3)
+        dims[*n] = ok ? (uint32_t)v : 0;
+    (*n)++;
+    return 1;
+}
+
+/* A scalar outside traceEvents: at the top level, in distributedInfo, in deviceProperties. */
+static int scalar_meta(kimp *k, const char *num, size_t num_len, const char *str, size_t str_len) {
+    int64_t v = 0;
     switch (k->stack[k->sp]) {
-    case C_ROOT: return kt_fail_here(k, ERR_MALFORMED, "not a Kineto trace: the JSON text is not an object");
-    case C_EVENTS:
-        k->st->entries++;
-        kt_count_skip(k, "(not an object)", strlen("(not an object)"));
-        return 1;
-    case C_EVENT:
-        switch (k->key) {
-        case K_PH:
-            if (str) {
-                e->ph_len = str_len;
-                e->ph = str_len ? str[0] : 0;
-            }
-            return 1;
-        case K_CAT:
-            if (str) {
-                e->cat = kt_cat_of(k, str, str_len);
-                e->cat_len = str_len < IMPORT_CAT_MAX ? str_len : IMPORT_CAT_MAX - 1;
-                memcpy(e->cat_text, str, e->cat_len);
-            }
-            return 1;
-        case K_NAME:
-            if (str == NULL)
-                return 1;
-            e->name_len = str_len < TP_STRING_MAX ? str_len : TP_STRING_MAX;
-            e->in_window = (const uint8_t *)str >= k->wbeg && (const uint8_t *)str < k->wend;
-            if (e->in_window) { /* copied only if the window moves on before the entry ends */
-                e->name_s = str;
-                return 1;
-            }
-            if (kt_buf_set(&e->name_buf, str, str_len, TP_STRING_MAX) != 0)
-                return kt_fail_nomem(k);
-            e->name_s = e->name_buf.s;
-            return 1;
-        case K_TS: e->have |= num && num_dec(k, num, num_len, 3, 0, &e->ts) == 0 ? H_TS : H_TS_BAD; return 1;
-        case K_DUR:
-            e->have |= num && num_dec(k, num, num_len, 3, 0, &e->dur) == 0 ? H_DUR : H_DUR_BAD;
-            return 1;
-        default: return 1;
-        }
-    case C_ARGS:
-        if (k->key == K_A_SYNC_KIND && str) {
-            e->sync_kind = kt_sync_type_of(str, str_len);
-        } else if (k->key == K_A_STACK && str) {
-            /* a text seen before is known by its key; only a new one is kept until the entry ends */
-            size_t len = str_len < STACK_KEEP ? str_len : STACK_KEEP;
-            e->stack_key = kt_stack_key(str, len);
-            const uint64_t *id = len > 0 ? u64map_find(&k->stack_ids, e->stack_key) : NULL;
-            e->stack_id = id ? (uint32_t)*id : 0;
-            e->stack.len = 0;
-            if (id == NULL && kt_buf_set(&e->stack, str, len, STACK_KEEP) != 0)
-                return kt_fail_nomem(k);
-            e->have |= H_STACK;
-        } else if (k->key == K_A_NAME && str) {
-            if (kt_buf_set(&e->mname, str, str_len, NAME_KEEP) != 0)
-                return kt_fail_nomem(k);
-            e->have |= H_MNAME;
-        }
-        return 1;
-    case C_DIMS: {
-        ok = num && num_dec(k, num, num_len, 0, 1, &v) == 0 && v >= 0 && v <= (int64_t)UINT32_MAX;
-        uint32_t *dims = e->dims == K_A_GRID ? e->grid : e->block;
-        int *n = e->dims == K_A_GRID ? &e->n_grid : &e->n_block;
-        if (*n < 3)
-            dims[*n] = ok ? (uint32_t)v : 0;
-        (*n)++;
-        return 1;
-    }
     case C_TOP:
         if (k->key == K_BASE_TIME && num && num_dec(k, num, num_len, 0, 0, &v) == 0) {
             k->have_base = 1;
@@ -447,6 +444,41 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
         }
         return 1;
     default: return 1;
+    }
+}
+
+/* A scalar at the current place: number text, string, or neither (bool, null). */
+static int scalar(kimp *k, const char *num, size_t num_len, const char *str, size_t str_len) {
+    if (k->skip)
+        return 1;
+    int64_t v = 0;
+    const kfield *f = &k_fields[k->key];
+    if (f->ctx != k->stack[k->sp]) /* a value in an array after such a key: not that key's */
+        f = &k_fields[K_NONE];
+    if (f->kind == F_EV_INT) {
+        if (num && num_dec(k, num, num_len, 0, 1, &v) == 0)
+            ev_int_set(k, f, v);
+        /* legacy traces write a host pid or tid as a string of digits ("25738") */
+        else if (str && (k->key == K_PID || k->key == K_TID) && digits_only(str, str_len) &&
+                 dec_fast(str, str_len, 0, 1, &v) == 0)
+            ev_int_set(k, f, v);
+        return 1;
+    }
+    if (f->kind == F_DP_INT) {
+        if (num && num_dec(k, num, num_len, 0, 1, &v) == 0)
+            *field_int(k, f) = v;
+        return 1;
+    }
+    switch (k->stack[k->sp]) {
+    case C_ROOT: return kt_fail_here(k, ERR_MALFORMED, "not a Kineto trace: the JSON text is not an object");
+    case C_EVENTS:
+        k->st->entries++;
+        kt_count_skip(k, "(not an object)", strlen("(not an object)"));
+        return 1;
+    case C_EVENT: return scalar_event(k, num, num_len, str, str_len);
+    case C_ARGS: return scalar_args(k, str, str_len);
+    case C_DIMS: return scalar_dim(k, num, num_len);
+    default: return scalar_meta(k, num, num_len, str, str_len);
     }
 }
 
@@ -610,6 +642,92 @@ static int take_token(kimp *k, unsigned *ys, int kind, const ktok *t, uint64_t a
 /* The contexts where a value of a key the schema does not know is of no use (see jl_skip_value). */
 #define IGNORED_VALUE_CTX (1u << C_TOP | 1u << C_EVENT | 1u << C_ARGS | 1u << C_DIST | 1u << C_DEVPROP)
 
+/* The rest of a long token (a cut string's tail, a long number) at p, where a window starts: the
+ * lexer's verdict, the token in *t. */
+static int long_token(kimp *k, const uint8_t *p, int final, ktok *t) {
+    if (k->lnum)
+        return jl_lex_long_number(k, p, final, t);
+    const uint8_t *close;
+    if (!jl_tail_scan(k, p, &close)) {
+        t->in_esc = 0;
+        return final ? T_MORE : T_TAIL;
+    }
+    k->cut_close = off_of(k, close);
+    t->s = (const uint8_t *)k->kept.s;
+    t->n = k->kept.len;
+    t->esc = k->tail - 1;
+    t->end = close + 1;
+    k->tail = 0;
+    return T_STR;
+}
+
+/* A token the lexer read at q (r: its verdict, at: its offset) in grammar state *ys: the window
+ * ends inside it, a lexical error, or the grammar takes it. Returns 1 to scan on after it, else 0
+ * with what scan returns in *ret. */
+static int scan_token(kimp *k, unsigned *ys, int r, const ktok *t, uint64_t at, const uint8_t *q, int final, int *ret) {
+    if (r == T_MORE || r == T_TAIL) {
+        k->ys = (uint8_t)*ys;
+        if (!final) {
+            k->wpos = r == T_TAIL ? k->wend : q;
+            *ret = S_MORE;
+            return 0;
+        }
+        /* the text ends inside a token: after a complete value, a string left open is
+         * taken as yajl took it; anything else is cut short */
+        k->wpos = k->wend;
+        *ret = *ys == Y_DONE && !t->in_esc ? S_END : S_CUT;
+        return 0;
+    }
+    if (r == T_ERR) {
+        uint64_t stop = off_of(k, t->end);
+        *ret = k->fail ? k->fail
+                       : jl_error(k, stop, jl_feed_start(k, t->took ? stop - 1 : stop), *ys != Y_DONE,
+                                  *ys == Y_DONE ? "trailing garbage" : t->msg);
+        return 0;
+    }
+    int rc = 0;
+    if (take_token(k, ys, r, t, at, &rc))
+        return 1;
+    /* an error found only with the blank after the text is the end's */
+    *ret = k->fail ? k->fail : final && t->end == k->wend && r == T_NUM ? S_CUT : rc;
+    return 0;
+}
+
+/* A number at *p: [-]digits[.digits] is read with its value, and an integer field of an event
+ * stored at once (what scalar() does with it, sooner); anything else (an exponent, a leading zero
+ * before a digit, the end of the window) goes through jl_lex_number. Returns 1 with *p after it, 0
+ * when the lexer's verdict (*r, *t) is for scan_token to take, or -1 when the parser failed. */
+static inline int scan_number(kimp *k, const uint8_t **pp, int final, ktok *t, int *r) {
+    const uint8_t *p = *pp;
+    dec_num nv;
+    size_t n = dec_num_parts(p, &nv);
+    const uint8_t *e = p + n;
+    if (n == 0 || e >= k->wend || *e == 'e' || *e == 'E' || (p[nv.neg] == '0' && nv.digits > 1)) {
+        *r = jl_lex_number(k, p, final, t);
+        if (*r != T_NUM || t->end == k->wend)
+            return 0;
+        e = t->end;
+        nv.ok = 0;
+    }
+    const kfield *f = &k_fields[k->key];
+    int64_t v;
+    int rc;
+    if (nv.ok && f->kind == F_EV_INT && f->ctx == k->stack[k->sp] && k->skip == 0 &&
+        (rc = dec_parts(&nv, 0, 1, &v)) != -2) {
+        if (rc == 0)
+            ev_int_set(k, f, v);
+    } else {
+        k->at = e;
+        k->nv = &nv;
+        int ok = scalar(k, (const char *)p, (size_t)(e - p), NULL, 0);
+        k->nv = NULL;
+        if (!ok)
+            return -1;
+    }
+    *pp = e;
+    return 1;
+}
+
 /* Scans the window from k->wpos. final: the window ends the text. Returns S_MORE when the next
  * piece is needed (k->wpos: where to go on, the start of an unfinished token), S_END at the end of
  * a complete text, S_CUT when the text ends inside its value, or a negative code. The common
@@ -626,26 +744,9 @@ static int scan(kimp *k, int final) {
     for (;;) {
         const uint8_t *q;
         if (k->tail || k->lnum) {
-            /* the rest of a long token */
             q = p;
             at = k->tok_at;
-            if (k->lnum) {
-                r = jl_lex_long_number(k, p, final, &t);
-            } else {
-                const uint8_t *close;
-                if (jl_tail_scan(k, p, &close)) {
-                    k->cut_close = off_of(k, close);
-                    t.s = (const uint8_t *)k->kept.s;
-                    t.n = k->kept.len;
-                    t.esc = k->tail - 1;
-                    t.end = close + 1;
-                    k->tail = 0;
-                    r = T_STR;
-                } else {
-                    t.in_esc = 0;
-                    r = final ? T_MORE : T_TAIL;
-                }
-            }
+            r = long_token(k, p, final, &t);
             goto token;
         }
         p = skip_ws(k, p);
@@ -662,7 +763,7 @@ static int scan(kimp *k, int final) {
                 p += pr->len[r];
                 pr->older = (uint8_t)!r;
             } else {
-                r = lex_string(k, p, final, &t);
+                r = jl_lex_string(k, p, final, &t);
                 if (r != T_STR) {
                     at = off_of(k, q);
                     goto token;
@@ -737,7 +838,7 @@ static int scan(kimp *k, int final) {
         default: /* a value */
         value:
             if (*p == '"') {
-                r = lex_string(k, p, final, &t);
+                r = jl_lex_string(k, p, final, &t);
                 if (r != T_STR) {
                     at = off_of(k, q);
                     goto token;
@@ -751,37 +852,13 @@ static int scan(kimp *k, int final) {
                 continue;
             }
             if (is_digit(*p) || *p == '-') {
-                /* [-]digits[.digits], read with its value; anything else (an exponent, a leading
-                 * zero before a digit, the end of the window) goes through lex_number */
-                dec_num nv;
-                size_t n = dec_num_parts(p, &nv);
-                const uint8_t *e = p + n;
-                if (n == 0 || e >= end || *e == 'e' || *e == 'E' || (p[nv.neg] == '0' && nv.digits > 1)) {
-                    r = lex_number(k, p, final, &t);
-                    if (r != T_NUM || t.end == end) {
-                        at = off_of(k, q);
-                        goto token;
-                    }
-                    e = t.end;
-                    nv.ok = 0;
+                int n = scan_number(k, &p, final, &t, &r);
+                if (n < 0)
+                    return k->fail;
+                if (n == 0) {
+                    at = off_of(k, q);
+                    goto token;
                 }
-                const kfield *f = &k_fields[k->key];
-                int64_t v;
-                if (nv.ok && f->kind == F_EV_INT && f->ctx == k->stack[k->sp] && k->skip == 0 &&
-                    (r = dec_parts(&nv, 0, 1, &v)) != -2) {
-                    if (r == 0) { /* what scalar() does with it, sooner */
-                        *(int64_t *)(void *)((char *)&k->ev + f->off) = v;
-                        k->ev.have |= f->bit;
-                    }
-                } else {
-                    k->at = e;
-                    k->nv = &nv;
-                    int ok = scalar(k, (const char *)p, (size_t)(e - p), NULL, 0);
-                    k->nv = NULL;
-                    if (!ok)
-                        return k->fail;
-                }
-                p = e;
                 ys = y_after[ys];
                 if (ys == Y_MAP_GOT)
                     goto got;
@@ -816,30 +893,8 @@ static int scan(kimp *k, int final) {
         at = off_of(k, q);
         r = jl_lex_any(k, q, final, &t);
     token:
-        if (r == T_MORE || r == T_TAIL) {
-            k->ys = (uint8_t)ys;
-            if (!final) {
-                k->wpos = r == T_TAIL ? end : q;
-                return S_MORE;
-            }
-            /* the text ends inside a token: after a complete value, a string left open is
-             * taken as yajl took it; anything else is cut short */
-            k->wpos = end;
-            return ys == Y_DONE && !t.in_esc ? S_END : S_CUT;
-        }
-        if (r == T_ERR) {
-            if (k->fail)
-                return k->fail;
-            uint64_t stop = off_of(k, t.end);
-            return jl_error(k, stop, jl_feed_start(k, t.took ? stop - 1 : stop), ys != Y_DONE,
-                              ys == Y_DONE ? "trailing garbage" : t.msg);
-        }
-        if (!take_token(k, &ys, r, &t, at, &rc)) {
-            if (k->fail)
-                return k->fail;
-            /* an error found only with the blank after the text is the end's */
-            return final && t.end == end && r == T_NUM ? S_CUT : rc;
-        }
+        if (!scan_token(k, &ys, r, &t, at, q, final, &rc))
+            return rc;
         p = t.end;
     }
 }

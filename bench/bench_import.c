@@ -247,7 +247,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Imports the JSON or gzip in data runs times: the median and the best seconds. */
 static void time_import(const tp_buf *data, const char *name, int runs, double *median, double *best,
-                        kineto_stats *st) {
+                        import_stats *st) {
     double t[16];
     err_msg err = {{0}};
     if (runs > 16)
@@ -281,7 +281,7 @@ static uint64_t peak_rss_kib(void) {
 /* bench_import --import FILE: prints "<peak RSS KiB> <RSS KiB before> <JSON bytes> <seconds>". */
 static int import_child(const char *path) {
     uint64_t before = peak_rss_kib();
-    kineto_stats st;
+    import_stats st;
     err_msg err = {{0}};
     sink sk = {0};
     double t0 = now_s();
@@ -350,7 +350,7 @@ int main(int argc, char **argv) {
     printf("input: %.1f MB of Kineto JSON (sampled_rank-0/1 repeated, span %.0f s), built in %.2f s\n",
            (double)json.len / 1e6, (double)span_us / 1e6, now_s() - t0);
 
-    kineto_stats st;
+    import_stats st;
     err_msg err = {{0}};
     double median, best;
     const int runs = 5;

@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
         die("cannot stat", path);
     double best = 1e9;
     size_t bytes = 0;
-    kineto_stats st;
+    import_stats st;
     for (int run = 0; run < 3; run++) {
         err_msg err = {{0}};
         bytes = 0;

@@ -392,7 +392,7 @@ static double median(std::vector<double> v) {
 static int rss_child(const char *how, const char *path) {
     uint64_t before = peak_rss_kib(), json = 0;
     if (strcmp(how, "import") == 0) {
-        kineto_stats st;
+        import_stats st;
         err_msg err = {{0}};
         uint64_t sink = 0;
         if (kineto_import(path, nullptr, to_sink, &sink, &st, &err) != 0)
@@ -467,7 +467,7 @@ static void bench_file(const char *self, const char *path, int runs) {
     ondemand::parser parser;
     std::vector<double> t_walk, t_inflate, t_sj, t_imp;
     tally t;
-    kineto_stats st;
+    import_stats st;
     for (int r = 0; r < runs; r++) {
         double t0 = now_s();
         if (gz)

@@ -39,7 +39,7 @@ static void import_usage(FILE *out) {
             "  -v, --verbose      also list what was skipped, by category\n"
             "  --max-events N     refuse inputs with more than N events (default %u)\n\n"
             "Prints one summary line: events per kind, ranks, time span.\n",
-            KINETO_MAX_EVENTS);
+            IMPORT_MAX_EVENTS);
 }
 
 /* ---- progress bar (only on a terminal, only once an import has run for a moment) ---- */
@@ -120,7 +120,7 @@ typedef struct totals {
     int world;
 } totals;
 
-static void add_rank(totals *t, const kineto_stats *st) {
+static void add_rank(totals *t, const import_stats *st) {
     char one[24];
     if (st->rank >= 0)
         snprintf(one, sizeof one, "%s%d", t->ranks_len ? "," : "", (int)st->rank);
@@ -165,7 +165,7 @@ static void print_summary(const totals *t, int n_inputs, const char *out, uint64
            t->sqlite_bytes == 0 ? "JSON" : t->json_bytes == 0 ? "SQLite" : "JSON and SQLite", fb);
 }
 
-static void print_skipped(const char *path, const kineto_stats *st) {
+static void print_skipped(const char *path, const import_stats *st) {
     fprintf(stderr, "  ");
     tp_print_sanitized(stderr, path, (size_t)-1);
     fprintf(stderr, ": %" PRIu64 " entries, %" PRIu64 " metadata rows, %" PRIu64 " skipped", st->entries,
@@ -193,13 +193,13 @@ typedef struct import_args {
 /* The command line; -1 to go on, else the verb's status. */
 static int import_parse(int argc, char **argv, import_args *ia) {
     enum { O_OUT = 1, O_FORCE, O_QUIET, O_VERBOSE, O_MAX_EVENTS };
-    static const arg_opt import_opts[] = {
+    static const arg_opt arg_opts[] = {
         {O_OUT, "--output", "-o", 1},   {O_FORCE, "--force", "-f", 0},
         {O_QUIET, "--quiet", "-q", 0},  {O_VERBOSE, "--verbose", "-v", 0},
         {O_MAX_EVENTS, "--max-events", NULL, 1},
     };
     args p;
-    ARGS_INIT(&p, "import", import_usage, import_opts, argc, argv);
+    ARGS_INIT(&p, "import", import_usage, arg_opts, argc, argv);
     const char *a;
     int status = -1;
     for (int id; status < 0 && (id = args_next(&p, &a)) != ARGS_END;) {
@@ -225,7 +225,7 @@ static int import_parse(int argc, char **argv, import_args *ia) {
 }
 
 /* One imported input's figures into the totals, and what it left out said. */
-static void import_tally(totals *t, const kineto_stats *st, const char *path, int nsys, int verbose) {
+static void import_tally(totals *t, const import_stats *st, const char *path, int nsys, int verbose) {
     for (int k = 0; k < TP_K_MAX_; k++)
         t->rec[k] += st->records[k];
     t->blocking += st->blocking_calls;
@@ -254,7 +254,7 @@ static void import_tally(totals *t, const kineto_stats *st, const char *path, in
                   st->strings_cut == 1 ? "" : "s");
     if (st->strings_refused) {
         verb_warn("import", "%s: %" PRIu64 " names over the %u MiB bound on names were left out", path,
-                  st->strings_refused, KINETO_MAX_STRING_BYTES >> 20);
+                  st->strings_refused, IMPORT_MAX_STRING_BYTES >> 20);
     }
     if (verbose)
         print_skipped(path, st);
@@ -264,8 +264,8 @@ static void import_tally(totals *t, const kineto_stats *st, const char *path, in
  * says it). */
 static int import_all(const import_args *ia, tp_fwriter *w, totals *t, err_msg *err) {
     progress pr = {.tty = !ia->quiet && isatty(STDERR_FILENO), .count = ia->n_inputs};
-    kineto_opts opts = {.max_events = ia->max_events, .progress = progress_cb, .progress_ctx = &pr};
-    kineto_stats *st = calloc(1, sizeof *st);
+    import_opts opts = {.max_events = ia->max_events, .progress = progress_cb, .progress_ctx = &pr};
+    import_stats *st = calloc(1, sizeof *st);
     if (st == NULL)
         return err_set(err, ERR_NOMEM, "out of memory");
     int rc = 0;

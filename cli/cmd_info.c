@@ -189,7 +189,7 @@ static void text_producer(FILE *out, const ti_producer *p) {
 typedef struct foreign {
     const char *format;
     int nsys;
-    kineto_stats st;
+    import_stats st;
 } foreign;
 
 /* Imports path into a temporary trace file and summarizes that. */
@@ -224,7 +224,7 @@ static int load_foreign(const char *path, traceinfo *ti, foreign *f, err_msg *er
 
 /* What the import read and left out. */
 static void text_import(FILE *out, const foreign *f) {
-    const kineto_stats *st = &f->st;
+    const import_stats *st = &f->st;
     fprintf(out, "format: %s%s\n", f->format, st->gzip ? ", gzip-compressed" : "");
     fprintf(out, "size: %" PRIu64 " bytes", st->input_bytes);
     if (st->json_bytes && st->json_bytes != st->input_bytes)
@@ -403,7 +403,7 @@ static void json_producer(FILE *out, const ti_producer *p) {
 
 /* What the import read and left out, as JSON members. */
 static void json_import(FILE *out, const foreign *f) {
-    const kineto_stats *st = &f->st;
+    const import_stats *st = &f->st;
     fputs(", \"format\": ", out);
     tp_print_json_string(out, f->format, strlen(f->format));
     fprintf(out, ", \"gzip\": %s, \"size\": %" PRIu64 ", \"json_bytes\": %" PRIu64 ", \"entries\": %" PRIu64

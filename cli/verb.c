@@ -7,7 +7,7 @@
 
 #include <inttypes.h>
 
-#include "kineto.h"
+#include "import.h"
 #include "store.h"
 #include "synctop/file.h"
 #include "synctop/net.h"
@@ -89,7 +89,7 @@ int verb_list(const verb ***out) {
     return n_verbs;
 }
 
-void verb_put_skipped(FILE *out, const kineto_stats *st) {
+void verb_put_skipped(FILE *out, const import_stats *st) {
     for (size_t i = 0; i < st->n_skip; i++) {
         fputs(i ? ", " : " (", out);
         tp_print_sanitized(out, st->skip[i].cat, (size_t)-1);

@@ -56,8 +56,8 @@ int verb_viewer_done(const char *verb_name, int rc, const struct viewer_result *
 
 /* What an import skipped, by category: " (cpu_instant_event 2450, ac2g 3629, other 3)", or nothing
  * when it skipped nothing it counted by category. */
-struct kineto_stats;
-void verb_put_skipped(FILE *out, const struct kineto_stats *st);
+struct import_stats;
+void verb_put_skipped(FILE *out, const struct import_stats *st);
 /* An importer's batches into a trace file (ctx: the tp_fwriter). */
 struct err_msg;
 int verb_emit_to_file(void *ctx, const void *batch, size_t len, struct err_msg *err);

@@ -26,7 +26,7 @@
  *     TP_FRAME_OP for an operator, TP_FRAME_PYTHON for "file.py(123): function"); calls with the
  *     same API and frames share one. One sweep per thread over the rows sorted by start, a stack of
  *     the open ones: no search per call.
- * Everything else (flows, the profiler's own spans, ...) is counted by category in kineto_stats.
+ * Everything else (flows, the profiler's own spans, ...) is counted by category in import_stats.
  *
  * Legacy traces (PyTorch 1.8/1.9) are read too: categories Runtime, Driver, Operator, Kernel,
  * Memcpy, Memset; a host pid or tid written as a string of digits ("25738"); a GPU tid written
@@ -40,7 +40,7 @@
  * and offset by baseTimeNanoseconds when the file has it (wherever the key is). Because that key, the
  * thread names and the correlated copies that decide whether a cudaMemcpyAsync blocked may come at
  * the end of the file, the whole trace is read before anything is emitted: metadata first, then the
- * events in time order (ties in file order), kineto_opts.batch_records records a batch, the first
+ * events in time order (ties in file order), import_opts.batch_records records a batch, the first
  * batch a keyframe, the last one TP_BF_END. Memory is bounded: at most max_events event records
  * (64 bytes each), the encoder's bound on string bytes and a few MiB of input buffers. Large inputs
  * use a second thread (to read and inflate the input, to sort the events), ended when the call
@@ -56,73 +56,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "synctop/error.h"
-#include "synctop/event.h"
-
-#define KINETO_BATCH_RECORDS    4096
-#define KINETO_MAX_EVENTS       (32u << 20) /* default bound on imported events */
-#define KINETO_MAX_STRING_BYTES (32u << 20) /* bound on interned names */
-#define KINETO_SKIP_SLOTS       32          /* categories counted by name, the rest as "other" */
-#define KINETO_CAT_MAX          32          /* bytes of a category name kept (cut) */
-
-/* Receives one encoded batch (header + raw payload). Returns 0, or a negative ERR_* code (with a
- * message in err) to stop the import, which then returns that code. */
-typedef int (*kineto_emit_fn)(void *ctx, const void *batch, size_t len, err_msg *err);
-/* Reading progress: done of total input bytes (compressed bytes for .gz; total 0 when unknown). */
-typedef void (*kineto_progress_fn)(void *ctx, uint64_t done, uint64_t total);
-
-typedef struct kineto_opts {
-    uint64_t producer;    /* producer id of the batches; 0: a random one */
-    size_t batch_records; /* records per batch; 0: KINETO_BATCH_RECORDS */
-    uint64_t max_events;  /* 0: KINETO_MAX_EVENTS; more fails with ERR_LIMIT */
-    kineto_progress_fn progress;
-    void *progress_ctx;
-} kineto_opts;
-
-typedef struct kineto_skip {
-    char cat[KINETO_CAT_MAX]; /* as in the trace (untrusted), NUL-terminated; "(none)" if absent */
-    uint64_t count;
-} kineto_skip;
-
-typedef struct kineto_stats {
-    int gzip;                    /* the input was gzip-compressed */
-    uint64_t input_bytes;        /* bytes read from the input */
-    uint64_t json_bytes;         /* bytes of JSON text parsed */
-    uint64_t entries;            /* traceEvents entries read */
-    uint64_t meta_rows;          /* of which ph:"M" rows */
-    uint64_t records[TP_K_MAX_]; /* records emitted, by kind (metadata included) */
-    uint64_t events;             /* event records emitted */
-    uint64_t batches, batch_bytes;
-    uint64_t contexts;       /* operator and Python-frame rows kept to name the calls inside them */
-    uint64_t sited_calls;    /* calls given a call site: blocking ones from the operator and Python-frame
-                                rows around them (Kineto), any with a CUDA backtrace (nsys) */
-    uint64_t blocking_calls; /* API records flagged TP_F_BLOCKING */
-    uint64_t blocked_ns;     /* their summed durations */
-    uint64_t t_min, t_max;   /* span of the events, ns (0, 0 when none) */
-    uint32_t pid;            /* host pid (of the first host event) */
-    int32_t rank, world;     /* -1 when unknown */
-    uint64_t skipped;        /* entries not imported, other than ph:"M" rows */
-    kineto_skip skip[KINETO_SKIP_SLOTS];
-    size_t n_skip;
-    uint64_t skip_other;      /* skipped entries whose category did not fit the table */
-    uint64_t invalid;         /* entries of imported categories with unusable fields */
-    char first_invalid[192];  /* which and why, for a warning */
-    uint64_t strings_refused; /* names dropped by the string bound */
-    uint64_t strings_cut;     /* strings over 1 MiB, cut there before parsing */
-} kineto_stats;
+#include "import.h"
 
 /* Imports the trace at path ("-" reads standard input). opts and st may be NULL. Returns 0 or a
  * negative ERR_* code with a message in err that names the file. */
-int kineto_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, void *ctx, kineto_stats *st,
+int kineto_import(const char *path, const import_opts *opts, import_emit_fn emit, void *ctx, import_stats *st,
                   err_msg *err);
 
-/* The same from memory (plain JSON or gzip); name is used in messages and as the command line. */
 /* The same from an open descriptor (a pipe, say), after prefix_len bytes already read from it
  * (at most 256 KiB: what a caller that cannot seek back read to tell the format). name is for
  * messages. */
-int kineto_import_fd(int fd, const void *prefix, size_t prefix_len, const char *name, const kineto_opts *opts,
-                     kineto_emit_fn emit, void *ctx, kineto_stats *st, err_msg *err);
-int kineto_import_mem(const void *data, size_t len, const char *name, const kineto_opts *opts,
-                      kineto_emit_fn emit, void *ctx, kineto_stats *st, err_msg *err);
+int kineto_import_fd(int fd, const void *prefix, size_t prefix_len, const char *name, const import_opts *opts,
+                     import_emit_fn emit, void *ctx, import_stats *st, err_msg *err);
+/* The same from memory (plain JSON or gzip); name is used in messages and as the command line. */
+int kineto_import_mem(const void *data, size_t len, const char *name, const import_opts *opts,
+                      import_emit_fn emit, void *ctx, import_stats *st, err_msg *err);
 
 #endif

@@ -11,6 +11,7 @@
  */
 #include "nsys.h"
 #include "api.h"
+#include "emit.h"
 #include "text.h"
 #include "u64map.h"
 
@@ -59,8 +60,8 @@ typedef struct nimp {
     const char *name;
     sqlite3 *db;
     err_msg *err;
-    kineto_stats *st;
-    const kineto_opts *opts;
+    import_stats *st;
+    const import_opts *opts;
     uint64_t max_events;
     int fail; /* why rec_new failed */
     int have[T_N_];
@@ -840,57 +841,28 @@ static int chains_resolve(nimp *k) {
     return 0;
 }
 
-/* Gives host calls their device and flags from the GPU operation with the same correlation id, and
- * sync rows their type from their call. */
+/* A host call's st_api_class, told by its name. */
+static unsigned api_class_of(void *arg, size_t i, tp_api *a) {
+    size_t n;
+    const char *s = str_of(arg, a->name, &n);
+    return st_api_class_of(s, n);
+}
+
+/* Gives sync rows their type from their call, and host calls their device and flags from the GPU
+ * operation with the same correlation id. */
 static int resolve(nimp *k) {
-    u64map ops = {0}; /* pid << 32 | correlation -> record index; a copy or memset wins */
     for (size_t i = 0; i < k->n_rec; i++) {
-        const tp_kernel *r = &k->rec[i].kernel;
-        if (r->kind == TP_K_API || r->kind == TP_K_NVTX || r->correlation == 0)
+        const tp_sync *r = &k->rec[i].sync;
+        if (r->kind != TP_K_SYNC || r->correlation == 0)
             continue;
-        int added;
-        uint64_t *v = u64map_get_or_add(&ops, (uint64_t)k->rpid[i] << 32 | r->correlation, i, &added);
-        if (v == NULL) {
-            u64map_free(&ops);
-            return nomem(k);
-        }
-        if (!added && (r->kind == TP_K_MEMCPY || r->kind == TP_K_MEMSET)) {
-            unsigned old = k->rec[*v].head.kind;
-            if (old != TP_K_MEMCPY && old != TP_K_MEMSET)
-                *v = i;
-        }
-        if (r->kind == TP_K_SYNC) {
-            const uint64_t *a = u64map_find(&k->apis, (uint64_t)k->rpid[i] << 32 | r->correlation);
-            if (a) {
-                size_t n;
-                const char *s = str_of(k, k->rec[*a].api.name, &n);
-                k->rec[i].sync.sync_type = (uint8_t)st_api_sync_type(s, n);
-            }
+        const uint64_t *a = u64map_find(&k->apis, (uint64_t)k->rpid[i] << 32 | r->correlation);
+        if (a) {
+            size_t n;
+            const char *s = str_of(k, k->rec[*a].api.name, &n);
+            k->rec[i].sync.sync_type = (uint8_t)st_api_sync_type(s, n);
         }
     }
-    for (size_t i = 0; i < k->n_rec; i++) {
-        tp_api *a = &k->rec[i].api;
-        if (a->kind != TP_K_API)
-            continue;
-        tp_record *op = NULL;
-        if (a->correlation) {
-            const uint64_t *v = u64map_find(&ops, (uint64_t)k->rpid[i] << 32 | a->correlation);
-            if (v)
-                op = &k->rec[*v];
-        }
-        if (op)
-            a->device = op->head.device;
-        size_t n;
-        const char *s = str_of(k, a->name, &n);
-        unsigned flags = st_api_resolve(st_api_class_of(s, n), op);
-        a->flags |= (uint8_t)flags;
-        if (flags & TP_F_BLOCKING) {
-            k->st->blocking_calls++;
-            k->st->blocked_ns += a->end - a->start;
-        }
-    }
-    u64map_free(&ops);
-    return 0;
+    return em_resolve(k->rec, k->n_rec, k->rpid, api_class_of, k, k->st) != 0 ? nomem(k) : 0;
 }
 
 /* ---- output: one producer per process ---- */
@@ -910,20 +882,11 @@ static int order_cmp(const void *a, const void *b) {
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-static int u64_cmp(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
+/* A producer's batches, and the ids its encoder gave the local strings. */
 typedef struct nout {
+    em_out out;
     nimp *k;
-    tp_enc *enc;
     uint32_t *ids; /* local string -> the producer's id, 0 until interned */
-    kineto_emit_fn emit;
-    void *ctx;
-    size_t batch_records;
-    tp_buf buf;
-    int first;
 } nout;
 
 static uint32_t out_str(nout *o, uint32_t local) {
@@ -932,41 +895,9 @@ static uint32_t out_str(nout *o, uint32_t local) {
     if (o->ids[local - 1] == 0) {
         size_t n;
         const char *s = str_of(o->k, local, &n);
-        o->ids[local - 1] = tp_enc_intern(o->enc, s, n);
+        o->ids[local - 1] = tp_enc_intern(o->out.enc, s, n);
     }
     return o->ids[local - 1];
-}
-
-static int out_flush(nout *o, uint32_t flags) {
-    nimp *k = o->k;
-    if (o->first) {
-        tp_enc_keyframe(o->enc);
-        o->first = 0;
-    }
-    int rc = tp_enc_finish_flags(o->enc, flags, &o->buf);
-    if (rc)
-        return err_set(k->err, rc, "%s: cannot encode a batch: %s", k->name, err_str(rc));
-    rc = o->emit(o->ctx, o->buf.data, o->buf.len, k->err);
-    if (rc)
-        return rc < 0 ? rc : ERR_IO;
-    tp_enc_delivered(o->enc, 1);
-    k->st->batches++;
-    k->st->batch_bytes += o->buf.len;
-    return 0;
-}
-
-static int out_add(nout *o, const void *rec, int more) {
-    nimp *k = o->k;
-    int rc = tp_enc_add(o->enc, rec);
-    if (rc)
-        return err_set(k->err, rc, "%s: too many metadata records (threads, streams): %s", k->name, err_str(rc));
-    unsigned kind = ((const tp_head *)rec)->kind;
-    k->st->records[kind]++;
-    if (!TP_KIND_IS_META(kind))
-        k->st->events++;
-    if (more && tp_enc_pending(o->enc) >= o->batch_records)
-        return out_flush(o, 0);
-    return 0;
 }
 
 /* ---- call sites ---- */
@@ -1021,24 +952,24 @@ static int site_eq(const nimp *k, const nsite *a, size_t from, uint32_t n) {
     return 1;
 }
 
-/* Adds a call site and its frames to one batch: the reader attaches frames to the call site
- * before them in the same batch. */
+/* A call site's frames: the chain rows from, and the producer that interns their names. */
+typedef struct nsiteframes {
+    nout *o;
+    const nframe *from;
+} nsiteframes;
+
+static void site_frame(void *arg, uint32_t i, tp_frame *fr) {
+    const nsiteframes *sf = arg;
+    fr->flags = TP_FRAME_NATIVE;
+    fr->func = out_str(sf->o, sf->from[i].func);
+    fr->module = out_str(sf->o, sf->from[i].module);
+}
+
+/* A call site and its frames, in one batch that is handed out when full. */
 static int out_site(nout *o, uint32_t id, const nframe *f, uint32_t n) {
-    size_t pending = tp_enc_pending(o->enc);
-    int rc = 0;
-    if (pending > 0 && pending + 1 + n > o->batch_records)
-        rc = out_flush(o, 0);
-    tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = id, .n_frames = n};
-    if (rc == 0)
-        rc = out_add(o, &cs, 0);
-    for (uint32_t i = 0; rc == 0 && i < n; i++) {
-        tp_frame fr = {.kind = TP_K_FRAME, .flags = TP_FRAME_NATIVE, .index = (uint16_t)i, .callsite = id};
-        fr.func = out_str(o, f[i].func);
-        fr.module = out_str(o, f[i].module);
-        rc = out_add(o, &fr, 0);
-    }
-    if (rc == 0 && tp_enc_pending(o->enc) >= o->batch_records)
-        rc = out_flush(o, 0);
+    int rc = em_site(&o->out, id, n, site_frame, &(nsiteframes){o, f});
+    if (rc == 0 && tp_enc_pending(o->out.enc) >= o->out.batch_records)
+        rc = em_flush(&o->out, 0);
     return rc;
 }
 
@@ -1111,18 +1042,42 @@ static int emit_sites(nimp *k, nout *o, const norder *ord, size_t n) {
     return rc;
 }
 
-/* Emits the process whose events are ord[0, n). */
-static int emit_process(nimp *k, nout *o, const norder *ord, size_t n) {
+/* A device's record from TARGET_INFO_GPU (the first row with its id). */
+static void gpu_describe(void *arg, tp_device *dv) {
+    nout *o = arg;
+    const nimp *k = o->k;
+    for (size_t i = 0; i < k->n_gpus; i++) {
+        const ngpu *g = &k->gpus[i];
+        if (g->id != (int64_t)dv->device)
+            continue;
+        dv->name = out_str(o, g->name);
+        dv->cc_major = g->major;
+        dv->cc_minor = g->minor;
+        dv->sm_count = g->sm_count;
+        dv->memory_bytes = g->memory;
+        break;
+    }
+}
+
+/* A thread's name from ThreadNames (key pid << 32 | tid), 0 when it has none. */
+static uint32_t thread_name(void *arg, uint64_t key) {
+    nout *o = arg;
+    const uint64_t *tn = u64map_find(&o->k->tnames, key);
+    return tn ? out_str(o, (uint32_t)*tn) : 0;
+}
+
+/* The metadata of the process whose events are ord[0, n): the process, the devices, streams and
+ * threads its events use. */
+static int emit_meta(nimp *k, nout *o, const norder *ord, size_t n) {
     uint32_t pid = ord[0].pid;
     u64map streams = {0}, threads = {0};
     uint8_t *dev_used = calloc(TP_NO_DEVICE / 8 + 1, 1);
-    uint64_t *keys = NULL;
     int rc = dev_used ? 0 : nomem(k);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const tp_record *r = &k->rec[ord[i].index];
         int ok = 1;
         if (r->head.kind == TP_K_API || r->head.kind == TP_K_NVTX) {
-            ok = u64map_get_or_add(&threads, r->api.tid, 1, NULL) != NULL;
+            ok = u64map_get_or_add(&threads, (uint64_t)pid << 32 | r->api.tid, 1, NULL) != NULL;
         } else {
             dev_used[r->head.device / 8] |= (uint8_t)(1u << (r->head.device % 8));
             if (r->kernel.stream != TP_NO_ID)
@@ -1133,68 +1088,30 @@ static int emit_process(nimp *k, nout *o, const norder *ord, size_t n) {
         if (!ok)
             rc = nomem(k);
     }
-    if (rc)
-        goto out;
     const uint64_t *pn = u64map_find(&k->pnames, pid);
     tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = pid, .rank = -1, .world = -1};
-    p.cmdline = pn ? out_str(o, (uint32_t)*pn) : tp_enc_intern_cstr(o->enc, cm_base_name(k->name));
-    if ((rc = out_add(o, &p, 1)) != 0)
-        goto out;
-    for (unsigned d = 0; d < TP_NO_DEVICE; d++) {
-        if (dev_used[d / 8] == 0) { /* none of these eight */
-            d |= 7;
-            continue;
-        }
-        if (!(dev_used[d / 8] & (1u << (d % 8))))
-            continue;
-        tp_device dv = {.kind = TP_K_DEVICE, .device = (uint16_t)d};
-        for (size_t i = 0; i < k->n_gpus; i++) {
-            const ngpu *g = &k->gpus[i];
-            if (g->id != (int64_t)d)
-                continue;
-            dv.name = out_str(o, g->name);
-            dv.cc_major = g->major;
-            dv.cc_minor = g->minor;
-            dv.sm_count = g->sm_count;
-            dv.memory_bytes = g->memory;
-            break;
-        }
-        if ((rc = out_add(o, &dv, 1)) != 0)
-            goto out;
+    if (rc == 0) {
+        p.cmdline = pn ? out_str(o, (uint32_t)*pn) : tp_enc_intern_cstr(o->out.enc, cm_base_name(k->name));
+        rc = em_add(&o->out, &p, 1);
     }
-    for (int pass = 0; pass < 2; pass++) {
-        u64map *m = pass == 0 ? &streams : &threads;
-        free(keys);
-        keys = malloc((u64map_count(m) ? u64map_count(m) : 1) * sizeof *keys);
-        if (keys == NULL) {
-            rc = nomem(k);
-            goto out;
-        }
-        size_t nk = u64map_keys(m, keys);
-        qsort(keys, nk, sizeof *keys, u64_cmp);
-        for (size_t i = 0; i < nk; i++) {
-            tp_record r;
-            memset(&r, 0, sizeof r);
-            if (pass == 0) {
-                r.stream.kind = TP_K_STREAM;
-                r.stream.device = (uint16_t)(keys[i] >> 32);
-                r.stream.stream = (uint32_t)keys[i];
-                r.stream.context = (uint32_t)*u64map_find(m, keys[i]);
-            } else {
-                r.thread.kind = TP_K_THREAD;
-                r.thread.device = TP_NO_DEVICE;
-                r.thread.pid = pid;
-                r.thread.tid = (uint32_t)keys[i];
-                const uint64_t *tn = u64map_find(&k->tnames, (uint64_t)pid << 32 | keys[i]);
-                r.thread.name = tn ? out_str(o, (uint32_t)*tn) : 0;
-            }
-            if ((rc = out_add(o, &r, 1)) != 0)
-                goto out;
-        }
-    }
-    if ((rc = emit_sites(k, o, ord, n)) != 0)
-        goto out;
-    for (size_t i = 0; i < n; i++) {
+    if (rc == 0)
+        rc = em_devices(&o->out, dev_used, gpu_describe, o);
+    if (rc == 0)
+        rc = em_streams(&o->out, &streams);
+    if (rc == 0)
+        rc = em_threads(&o->out, &threads, thread_name, o);
+    u64map_free(&streams);
+    u64map_free(&threads);
+    free(dev_used);
+    return rc;
+}
+
+/* Emits the process whose events are ord[0, n). */
+static int emit_process(nimp *k, nout *o, const norder *ord, size_t n) {
+    int rc = emit_meta(k, o, ord, n);
+    if (rc == 0)
+        rc = emit_sites(k, o, ord, n);
+    for (size_t i = 0; i < n && rc == 0; i++) {
         tp_record r = k->rec[ord[i].index];
         switch (r.head.kind) {
         case TP_K_KERNEL: r.kernel.name = out_str(o, r.kernel.name); break;
@@ -1210,24 +1127,12 @@ static int emit_process(nimp *k, nout *o, const norder *ord, size_t n) {
             k->st->t_min = r.kernel.start;
         if (r.kernel.end > k->st->t_max)
             k->st->t_max = r.kernel.end;
-        if ((rc = out_add(o, &r, i + 1 < n)) != 0)
-            goto out;
+        rc = em_add(&o->out, &r, i + 1 < n);
     }
-    rc = out_flush(o, TP_BF_END);
-    if (rc == 0) {
-        tp_enc_stats es;
-        tp_enc_stats_get(o->enc, &es);
-        k->st->strings_refused += es.strings_refused;
-    }
-out:
-    u64map_free(&streams);
-    u64map_free(&threads);
-    free(dev_used);
-    free(keys);
-    return rc;
+    return rc == 0 ? em_end(&o->out) : rc;
 }
 
-static int emit_all(nimp *k, kineto_emit_fn emit, void *ctx) {
+static int emit_all(nimp *k, import_emit_fn emit, void *ctx) {
     norder *ord = malloc((k->n_rec ? k->n_rec : 1) * sizeof *ord);
     uint32_t *ids = calloc(k->n_str ? k->n_str : 1, sizeof *ids);
     if (ord == NULL || ids == NULL) {
@@ -1240,20 +1145,20 @@ static int emit_all(nimp *k, kineto_emit_fn emit, void *ctx) {
     qsort(ord, k->n_rec, sizeof *ord, order_cmp);
     int rc = 0;
     uint64_t producer = k->opts ? k->opts->producer : 0;
-    size_t batch = k->opts && k->opts->batch_records ? k->opts->batch_records : KINETO_BATCH_RECORDS;
     for (size_t i = 0, j; rc == 0 && i < k->n_rec; i = j) {
         for (j = i + 1; j < k->n_rec && ord[j].pid == ord[i].pid;)
             j++;
         if (k->st->pid == 0)
             k->st->pid = ord[i].pid;
         memset(ids, 0, k->n_str * sizeof *ids);
-        nout o = {.k = k, .ids = ids, .emit = emit, .ctx = ctx, .batch_records = batch, .first = 1};
-        o.enc = tp_enc_new(&(tp_enc_opts){.producer = producer, .max_string_bytes = KINETO_MAX_STRING_BYTES});
+        nout o = {.k = k, .ids = ids};
+        tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = producer, .max_string_bytes = IMPORT_MAX_STRING_BYTES});
+        em_out_init(&o.out, enc, k->opts, emit, ctx, k->name, k->err, k->st);
         if (producer)
             producer++;
-        rc = o.enc ? emit_process(k, &o, ord + i, j - i) : nomem(k);
-        tp_enc_destroy(&o.enc);
-        tp_buf_free(&o.buf);
+        rc = enc ? emit_process(k, &o, ord + i, j - i) : nomem(k);
+        tp_enc_destroy(&enc);
+        em_out_free(&o.out);
     }
     free(ord);
     free(ids);
@@ -1293,7 +1198,7 @@ static int read_schema(nimp *k) {
     return 0;
 }
 
-static int import_db(nimp *k, kineto_emit_fn emit, void *ctx) {
+static int import_db(nimp *k, import_emit_fn emit, void *ctx) {
     int rc = read_schema(k);
     if (rc == 0)
         rc = read_strings(k);
@@ -1317,12 +1222,10 @@ static int import_db(nimp *k, kineto_emit_fn emit, void *ctx) {
     return rc;
 }
 
-int nsys_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, void *ctx, kineto_stats *st_out,
+int nsys_import(const char *path, const import_opts *opts, import_emit_fn emit, void *ctx, import_stats *st_out,
                 err_msg *err) {
-    kineto_stats st_local;
-    kineto_stats *st = st_out ? st_out : &st_local;
-    memset(st, 0, sizeof *st);
-    st->rank = st->world = -1;
+    import_stats st_local;
+    import_stats *st = em_stats_init(st_out, &st_local);
     err_msg err_local;
     if (err == NULL)
         err = &err_local;
@@ -1341,7 +1244,7 @@ int nsys_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, 
     k->err = err;
     k->st = st;
     k->opts = opts;
-    k->max_events = opts && opts->max_events ? opts->max_events : KINETO_MAX_EVENTS;
+    k->max_events = em_max_events(opts);
     /* read-only and immutable: no journal, no lock, nothing created next to the file */
     char *uri = sqlite3_mprintf("file:%s?immutable=1", path);
     int rc;

@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kineto.h"
+#include "import.h"
 
 #define NSYS_MAGIC "SQLite format 3"
 #define NSYS_MAGIC_LEN 16 /* with its NUL */
@@ -48,7 +48,7 @@ int nsys_is_sqlite(const void *head, size_t n);
  * process's; invalid/first_invalid: rows and chain references skipped; skipped: runtime rows
  * dropped as duplicates).
  * Returns 0 or a negative ERR_* code with a message in err that names the file. */
-int nsys_import(const char *path, const kineto_opts *opts, kineto_emit_fn emit, void *ctx, kineto_stats *st,
+int nsys_import(const char *path, const import_opts *opts, import_emit_fn emit, void *ctx, import_stats *st,
                 err_msg *err);
 
 #endif

@@ -118,8 +118,8 @@ static int check_batch(void *ctx, const void *batch, size_t len, err_msg *err) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    kineto_opts opts = {.producer = 1, .batch_records = 64, .max_events = 100000};
-    kineto_stats st;
+    import_opts opts = {.producer = 1, .batch_records = 64, .max_events = 100000};
+    import_stats st;
     err_msg err = {{0}};
     int rc = kineto_import_mem(data, size, "fuzz.json", &opts, check_batch, NULL, &st, &err);
     if (rc != 0 && strstr(err.msg, "fuzz.json") == NULL) {

@@ -593,8 +593,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort();
     sqlite3_free(bytes);
     ck.producer = 0;
-    kineto_opts opts = {.producer = 1, .batch_records = 64, .max_events = 100000};
-    kineto_stats st;
+    import_opts opts = {.producer = 1, .batch_records = 64, .max_events = 100000};
+    import_stats st;
     err_msg err = {{0}};
     int rc = nsys_import(db_path, &opts, check_batch, NULL, &st, &err);
     if (rc != 0 && strstr(err.msg, db_path) == NULL) {

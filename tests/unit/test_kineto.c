@@ -260,7 +260,7 @@ static int collect(void *ctx, const void *batch, size_t len, err_msg *err) {
     }
     ASSERT_EQ(n_events, d.hdr.n_events);
     ASSERT_EQ(frames_due, 0);
-    ASSERT_LE(d.hdr.n_records, KINETO_BATCH_RECORDS + KCALLSITE_FRAMES_MAX + 1);
+    ASSERT_LE(d.hdr.n_records, IMPORT_BATCH_RECORDS + KCALLSITE_FRAMES_MAX + 1);
     ASSERT_OK(tp_buf_append(&g->raw, batch, len));
     tp_dec_free(&d);
     g->batches++;
@@ -305,9 +305,9 @@ static const char *trace_path(const char *file) {
     return path;
 }
 
-static void import_trace(const char *file, got *g, kineto_stats *st) {
+static void import_trace(const char *file, got *g, import_stats *st) {
     err_msg err = {{0}};
-    kineto_opts opts = {.producer = 77};
+    import_opts opts = {.producer = 77};
     int rc = kineto_import(trace_path(file), &opts, collect, g, st, &err);
     if (rc != 0)
         TASK_FAIL_("import of %s failed: %s", file, err.msg);
@@ -316,12 +316,12 @@ static void import_trace(const char *file, got *g, kineto_stats *st) {
     ASSERT(!g->saw_end_early);
 }
 
-static int import_text(const char *json, got *g, kineto_stats *st, err_msg *err) {
-    kineto_opts opts = {.producer = 78};
+static int import_text(const char *json, got *g, import_stats *st, err_msg *err) {
+    import_opts opts = {.producer = 78};
     return kineto_import_mem(json, strlen(json), "synthetic.json", &opts, collect, g, st, err);
 }
 
-static void import_text_ok(const char *json, got *g, kineto_stats *st) {
+static void import_text_ok(const char *json, got *g, import_stats *st) {
     err_msg err = {{0}};
     int rc = import_text(json, g, st, &err);
     if (rc != 0)
@@ -385,7 +385,7 @@ TEST(long_strings_are_cut_before_the_parser) {
             char *json = long_string_trace((3u << 20) / 2, escs[e], at);
             got g;
             got_init(&g);
-            kineto_stats st;
+            import_stats st;
             import_text_ok(json, &g, &st);
             ASSERT_EQ(count_kind(&g, TP_K_KERNEL), 1);
             const char *name = str_of(&g, find_kind(&g, TP_K_KERNEL, 0)->kernel.name);
@@ -399,7 +399,7 @@ TEST(long_strings_are_cut_before_the_parser) {
     char *json = long_string_trace(64u << 20, "x", 0);
     got g;
     got_init(&g);
-    kineto_stats st;
+    import_stats st;
     import_text_ok(json, &g, &st);
     ASSERT_EQ(count_kind(&g, TP_K_KERNEL), 1);
     ASSERT_UEQ(st.strings_cut, 2);
@@ -422,7 +422,7 @@ static void check_against_expected(const char *file) {
     ASSERT_NOT_NULL(x);
     got g;
     got_init(&g);
-    kineto_stats st;
+    import_stats st;
     import_trace(file, &g, &st);
 
     /* metadata first, then events in time order */
@@ -628,7 +628,7 @@ static void check_sites(const char *file) {
     ASSERT_NOT_NULL(x);
     got g;
     got_init(&g);
-    kineto_stats st;
+    import_stats st;
     import_trace(file, &g, &st);
     uint64_t count[64] = {0}, total[64] = {0}, sited = 0;
     static char frames[1 << 16];
@@ -685,9 +685,9 @@ TEST(rocm_hidden_if_tensor_is_named) {
 TEST(call_sites_and_their_frames_share_a_batch) {
     got g;
     got_init(&g);
-    kineto_stats st;
+    import_stats st;
     err_msg err = {{0}};
-    kineto_opts opts = {.producer = 77, .batch_records = 7};
+    import_opts opts = {.producer = 77, .batch_records = 7};
     ASSERT_OK(kineto_import(trace_path("qwen_h100_with_stack.json.gz"), &opts, collect, &g, &st, &err));
     ASSERT_UEQ(count_kind(&g, TP_K_CALLSITE), 3); /* its three blocking calls, each a site */
     ASSERT_GT(count_kind(&g, TP_K_FRAME), 3 * 7); /* every site longer than a batch */
@@ -703,7 +703,7 @@ TEST(sampled_ranks_calls_are_named_inside_forward) {
 TEST(alexnet_syncs_and_pageable_copies) {
     got g;
     got_init(&g);
-    kineto_stats st;
+    import_stats st;
     import_trace("alexnet_a100_sync_heavy.json.gz", &g, &st);
     size_t stream_sync = 0, device_sync = 0, pageable_htod = 0, longest_copy_call = 0;
     for (size_t i = 0; i < g.n; i++) {
@@ -773,7 +773,7 @@ TEST(sampled_ranks_import_with_their_rank) {
         snprintf(file, sizeof file, "sampled_rank-%d.json.gz", rank);
         got g;
         got_init(&g);
-        kineto_stats st;
+        import_stats st;
         import_trace(file, &g, &st);
         const tp_process *p = &find_kind(&g, TP_K_PROCESS, 0)->process;
         ASSERT_EQ(p->rank, rank);
@@ -808,9 +808,9 @@ TEST(import_is_deterministic_and_gzip_transparent) {
     got a, b;
     got_init(&a);
     got_init(&b);
-    kineto_stats st;
+    import_stats st;
     err_msg err = {{0}};
-    kineto_opts opts = {.producer = 77, .batch_records = 500};
+    import_opts opts = {.producer = 77, .batch_records = 500};
     ASSERT_OK(kineto_import(trace_path("sampled_rank-1.json.gz"), &opts, collect, &a, &st, &err));
     ASSERT(st.gzip);
     ASSERT_UEQ(st.json_bytes, text.len);
@@ -844,7 +844,7 @@ TEST(float_and_integer_timestamps_are_exact) {
                        "]}";
     got g;
     got_init(&g);
-    kineto_stats st;
+    import_stats st;
     import_text_ok(json, &g, &st);
     ASSERT_EQ(count_kind(&g, TP_K_KERNEL), 4);
     const tp_kernel *k[4];
@@ -873,7 +873,7 @@ TEST(base_time_nanoseconds_applies_wherever_it_is) {
         "], \"displayTimeUnit\": \"ms\", \"baseTimeNanoseconds\": 1727000000000000000}";
     got g;
     got_init(&g);
-    kineto_stats st;
+    import_stats st;
     import_text_ok(json, &g, &st);
     const tp_api *a = find_api(&g, "cudaDeviceSynchronize", 0);
     ASSERT_NOT_NULL(a);
@@ -925,7 +925,7 @@ TEST(sync_rows_copies_and_memsets_are_mapped) {
         "]}";
     got g;
     got_init(&g);
-    kineto_stats st;
+    import_stats st;
     import_text_ok(json, &g, &st);
     const tp_sync *s0 = &find_kind(&g, TP_K_SYNC, 0)->sync, *s1 = &find_kind(&g, TP_K_SYNC, 1)->sync;
     ASSERT_EQ(s0->sync_type, TP_SYNC_EVENT);
@@ -1029,7 +1029,7 @@ TEST(blocking_follows_the_call_and_its_copy) {
         "]}";
     got g;
     got_init(&g);
-    kineto_stats st;
+    import_stats st;
     import_text_ok(json, &g, &st);
     ASSERT(!(find_api(&g, "cudaMemcpy", 0)->flags & TP_F_BLOCKING));
     ASSERT(find_api(&g, "cudaMemcpy", 1)->flags & TP_F_BLOCKING);
@@ -1084,7 +1084,7 @@ TEST(unusable_entries_are_counted_not_fatal) {
         "]}";
     got g;
     got_init(&g);
-    kineto_stats st;
+    import_stats st;
     import_text_ok(json, &g, &st);
     ASSERT_EQ(count_kind(&g, TP_K_KERNEL), 1);
     ASSERT_EQ(count_kind(&g, TP_K_API), 0);
@@ -1104,7 +1104,7 @@ static void expect_error(const char *json, size_t len, int code, const char *nee
     got g;
     got_init(&g);
     err_msg err = {{0}};
-    kineto_opts opts = {0};
+    import_opts opts = {0};
     int rc = kineto_import_mem(json, len, "bad.json", &opts, collect, &g, NULL, &err);
     if (rc != code)
         TASK_FAIL_("expected error %d, got %d (%s) for input %.60s", code, rc, err.msg, json);
@@ -1225,7 +1225,7 @@ TEST(event_limit_and_emit_errors_stop_the_import) {
     got g;
     got_init(&g);
     err_msg err = {{0}};
-    kineto_opts opts = {.max_events = 100};
+    import_opts opts = {.max_events = 100};
     int rc = kineto_import(trace_path("sampled_rank-0.json.gz"), &opts, collect, &g, NULL, &err);
     ASSERT_EQ(rc, ERR_LIMIT);
     ASSERT_STR_CONTAINS(err.msg, "more than 100 events");
@@ -1275,7 +1275,7 @@ static void write_whole(const char *path, const void *data, size_t len) {
 
 /* Imports data through a pipe written by a child process, after prefix_len of its bytes were
  * read (as a caller that tells the format does). */
-static int import_piped(const void *data, size_t len, size_t prefix_len, got *g, kineto_stats *st, err_msg *err) {
+static int import_piped(const void *data, size_t len, size_t prefix_len, got *g, import_stats *st, err_msg *err) {
     int fd[2];
     ASSERT_OK(pipe(fd));
     pid_t pid = fork();
@@ -1292,7 +1292,7 @@ static int import_piped(const void *data, size_t len, size_t prefix_len, got *g,
         _exit(0);
     }
     close(fd[1]);
-    kineto_opts opts = {.producer = 79};
+    import_opts opts = {.producer = 79};
     int rc = kineto_import_fd(fd[0], data, prefix_len, "trace", &opts, collect, g, st, err);
     close(fd[0]);
     int status;
@@ -1317,10 +1317,10 @@ TEST(every_way_in_reads_the_same_large_trace) {
     snprintf(gz_path, sizeof gz_path, "%s/trace", dir);
     write_whole(gz_path, gz.data, gz.len);
 
-    kineto_opts opts = {.producer = 79};
+    import_opts opts = {.producer = 79};
     got ref;
     got_init(&ref);
-    kineto_stats st;
+    import_stats st;
     err_msg err = {{0}};
     ASSERT_OK(kineto_import_mem(text.data, text.len, "trace", &opts, collect, &ref, &st, &err));
     ASSERT_UEQ(st.json_bytes, text.len);
@@ -1366,10 +1366,10 @@ TEST(gzip_members_and_what_follows_read_as_gzip_does) {
     size_t cuts[] = {1, text.len / 2, text.len - 1};
     tp_buf one = gzip_members(text.data, cuts, 0, text.len);
     tp_buf three = gzip_members(text.data, cuts, 3, text.len);
-    kineto_opts opts = {.producer = 80};
+    import_opts opts = {.producer = 80};
     got ref, g;
     got_init(&ref);
-    kineto_stats st;
+    import_stats st;
     err_msg err = {{0}};
     ASSERT_OK(kineto_import_mem(text.data, text.len, "t", &opts, collect, &ref, &st, &err));
     static const char *const tails[] = {"", "this is not gzip", "\0\0\0\0"};
@@ -1436,7 +1436,7 @@ TEST(long_numbers_are_followed_without_their_text) {
     sprintf(p, ", \"dur\": 1}]}");
     got g;
     got_init(&g);
-    kineto_stats st;
+    import_stats st;
     import_text_ok(json, &g, &st);
     ASSERT_UEQ(st.json_bytes, strlen(json));
     ASSERT_UEQ(st.invalid, 1);
@@ -1480,7 +1480,7 @@ TEST(blanks_and_escapes_read_as_yajl_read_them) {
                        "\"tid\": 7, \"t\\u0073\": 5,\v\f\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7}}]}";
     got g;
     got_init(&g);
-    kineto_stats st;
+    import_stats st;
     import_text_ok(json, &g, &st);
     const tp_record *r = find_kind(&g, TP_K_KERNEL, 0);
     ASSERT_NOT_NULL(r);

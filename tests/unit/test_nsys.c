@@ -176,7 +176,7 @@ static const char *sample(const char *file) {
     return path;
 }
 
-static void import_ok(const char *path, got *g, kineto_stats *st) {
+static void import_ok(const char *path, got *g, import_stats *st) {
     memset(g, 0, sizeof *g);
     memset(&S, 0, sizeof S);
     err_msg err = {{0}};
@@ -276,7 +276,7 @@ static const api_sum *api_named(const got *g, const char *name) {
 TEST(cloverleaf_counts_match_sql) {
     const char *path = sample("cloverleaf_a100_perlmutter.sqlite");
     got g;
-    kineto_stats st;
+    import_stats st;
     import_ok(path, &g, &st);
     check_against_sql(path, &g);
     const api_sum *a = api_named(&g, "cudaDeviceSynchronize");
@@ -293,7 +293,7 @@ TEST(cloverleaf_counts_match_sql) {
 TEST(saxpy_counts_each_call_once) {
     const char *path = sample("saxpy_mpi_a100_rank0.sqlite");
     got g;
-    kineto_stats st;
+    import_stats st;
     import_ok(path, &g, &st);
     check_against_sql(path, &g);
     sqlite3 *db = db_open(path, 0);
@@ -312,7 +312,7 @@ TEST(saxpy_counts_each_call_once) {
 TEST(nvfuser_two_processes_and_stream_syncs) {
     const char *path = sample("nvfuser_h200_benchmark.sqlite");
     got g;
-    kineto_stats st;
+    import_stats st;
     import_ok(path, &g, &st);
     check_against_sql(path, &g);
     ASSERT_UEQ(g.producers, 2);
@@ -341,7 +341,7 @@ TEST(export_without_optional_tables_opens) {
                  "DROP TABLE ThreadNames; DROP TABLE PROCESSES; DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY");
     sqlite3_close(db);
     got g;
-    kineto_stats st;
+    import_stats st;
     import_ok(path, &g, &st);
     check_against_sql(path, &g);
     ASSERT_UEQ(g.kinds[TP_K_SYNC], 0);
@@ -364,7 +364,7 @@ TEST(unusable_rows_are_skipped_and_counted) {
                  "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET \"end\" = 'late' WHERE rowid = 1;");
     sqlite3_close(db);
     got g;
-    kineto_stats st;
+    import_stats st;
     import_ok(path, &g, &st);
     ASSERT_UEQ(st.invalid, 8);
     ASSERT_UEQ(g.kinds[TP_K_KERNEL], 1312 - 5);
@@ -506,7 +506,7 @@ static void expect_frames(uint32_t correlation, const char *const *funcs, size_t
 TEST(saxpy_backtraces_become_call_sites) {
     const char *path = sample("saxpy_mpi_a100_rank0.sqlite");
     got g;
-    kineto_stats st;
+    import_stats st;
     import_ok(path, &g, &st);
     ASSERT_UEQ(st.invalid, 0);
     sqlite3 *db = db_open(path, 0);
@@ -622,7 +622,7 @@ TEST(hostile_callchains_are_skipped_and_counted) {
     ASSERT_EQ(sql_int(db, "SELECT count(*) FROM CUDA_CALLCHAINS WHERE id = 7 AND stackDepth = 3"), 2);
     sqlite3_close(db);
     got g;
-    kineto_stats st;
+    import_stats st;
     import_ok(path, &g, &st);
     ASSERT_UEQ(st.invalid, 7 + 4);
     ASSERT_STR_CONTAINS(st.first_invalid, "callchainId");

@@ -631,7 +631,7 @@ TEST(real_kineto_traces_load_with_their_blocking_calls) {
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, names[k]);
-        kineto_stats ks;
+        import_stats ks;
         int nb = 0;
         err_msg err = {{0}};
         ASSERT_OK(kineto_import(path, NULL, count_emit, &nb, &ks, &err));

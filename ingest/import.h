@@ -1,0 +1,68 @@
+/*
+ * What the importers of other tools' traces (kineto.h: the PyTorch profiler's JSON; nsys.h: Nsight
+ * Systems' SQLite export) take and give: their options, the function that receives the encoded
+ * batches they make, and the figures of an import. Both fill the same statistics; which fields an
+ * importer fills, and how it reads them, its own header says.
+ */
+#ifndef SYNCTOP_IMPORT_H
+#define SYNCTOP_IMPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "synctop/error.h"
+#include "synctop/event.h"
+
+#define IMPORT_BATCH_RECORDS    4096
+#define IMPORT_MAX_EVENTS       (32u << 20) /* default bound on imported events */
+#define IMPORT_MAX_STRING_BYTES (32u << 20) /* bound on interned names */
+#define IMPORT_SKIP_SLOTS       32          /* categories counted by name, the rest as "other" */
+#define IMPORT_CAT_MAX          32          /* bytes of a category name kept (cut) */
+
+/* Receives one encoded batch (header + raw payload). Returns 0, or a negative ERR_* code (with a
+ * message in err) to stop the import, which then returns that code. */
+typedef int (*import_emit_fn)(void *ctx, const void *batch, size_t len, err_msg *err);
+/* Reading progress: done of total input bytes (compressed bytes for .gz; total 0 when unknown). */
+typedef void (*import_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+typedef struct import_opts {
+    uint64_t producer;    /* producer id of the batches; 0: a random one */
+    size_t batch_records; /* records per batch; 0: IMPORT_BATCH_RECORDS */
+    uint64_t max_events;  /* 0: IMPORT_MAX_EVENTS; more fails with ERR_LIMIT */
+    import_progress_fn progress;
+    void *progress_ctx;
+} import_opts;
+
+typedef struct import_skip {
+    char cat[IMPORT_CAT_MAX]; /* as in the trace (untrusted), NUL-terminated; "(none)" if absent */
+    uint64_t count;
+} import_skip;
+
+typedef struct import_stats {
+    int gzip;                    /* the input was gzip-compressed */
+    uint64_t input_bytes;        /* bytes read from the input */
+    uint64_t json_bytes;         /* bytes of JSON text parsed */
+    uint64_t entries;            /* traceEvents entries read */
+    uint64_t meta_rows;          /* of which ph:"M" rows */
+    uint64_t records[TP_K_MAX_]; /* records emitted, by kind (metadata included) */
+    uint64_t events;             /* event records emitted */
+    uint64_t batches, batch_bytes;
+    uint64_t contexts;       /* operator and Python-frame rows kept to name the calls inside them */
+    uint64_t sited_calls;    /* calls given a call site: blocking ones from the operator and Python-frame
+                                rows around them (Kineto), any with a CUDA backtrace (nsys) */
+    uint64_t blocking_calls; /* API records flagged TP_F_BLOCKING */
+    uint64_t blocked_ns;     /* their summed durations */
+    uint64_t t_min, t_max;   /* span of the events, ns (0, 0 when none) */
+    uint32_t pid;            /* host pid (of the first host event) */
+    int32_t rank, world;     /* -1 when unknown */
+    uint64_t skipped;        /* entries not imported, other than ph:"M" rows */
+    import_skip skip[IMPORT_SKIP_SLOTS];
+    size_t n_skip;
+    uint64_t skip_other;      /* skipped entries whose category did not fit the table */
+    uint64_t invalid;         /* entries of imported categories with unusable fields */
+    char first_invalid[192];  /* which and why, for a warning */
+    uint64_t strings_refused; /* names dropped by the string bound */
+    uint64_t strings_cut;     /* strings over 1 MiB, cut there before parsing */
+} import_stats;
+
+#endif

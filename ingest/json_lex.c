@@ -1,0 +1,451 @@
+/*
+ * The Kineto importer's JSON lexer (json_lex.h): long strings and numbers, the tokens the scanner
+ * does not take inline, escapes, error messages and their places, and values stepped over whole.
+ */
+#include "json_lex.h"
+#include "json_src.h"
+
+#include <stdio.h>
+
+/* The first '"' or backslash in p[i, n), or n: sixteen bytes at a time where SSE2 is, eight
+ * elsewhere. */
+static size_t next_special(const uint8_t *p, size_t i, size_t n) {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    while (i + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+        i += 16;
+    }
+#else
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    while (i + 8 <= n) {
+        uint64_t v, q, b;
+        memcpy(&v, p + i, 8);
+        q = v ^ (ones * '"');
+        b = v ^ (ones * '\\');
+        uint64_t z = (((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
+        if (z)
+            return i + (size_t)(__builtin_ctzll(z) >> 3);
+        i += 8;
+    }
+#endif
+    while (i < n && p[i] != '"' && p[i] != '\\')
+        i++;
+    return i;
+}
+
+int jl_tail_scan(kimp *k, const uint8_t *p, const uint8_t **q) {
+    const uint8_t *end = k->wend;
+    size_t i = 0, n = (size_t)(end - p);
+    for (;;) {
+        while (i < n && (k->tail_hex || k->tail_esc)) {
+            if (k->tail_hex)
+                k->tail_hex--;
+            else
+                k->tail_esc = 0, k->tail_hex = p[i] == 'u' ? 4 : 0;
+            i++;
+        }
+        i = next_special(p, i, n);
+        if (i == n) {
+            k->drop += n;
+            return 0;
+        }
+        if (p[i] == '"') {
+            k->drop += i;
+            *q = p + i;
+            return 1;
+        }
+        k->tail_esc = 1;
+        i++;
+    }
+}
+
+int jl_lex_long(kimp *k, const uint8_t *q, const uint8_t *cut, const uint8_t *p, int final, int esc,
+                    ktok *t) {
+    const uint8_t *s = q + 1;
+    if (cut == p) {
+        if (*p == '"') { /* it ends at the bound, or just past it within an escape */
+            if ((size_t)(p - s) > KINETO_MAX_TOKEN) {
+                k->cuts++;
+                k->cut_close = off_of(k, p);
+            }
+            t->s = s;
+            t->n = (size_t)(p - s);
+            t->end = p + 1;
+            t->esc = esc;
+            return T_STR;
+        }
+        if (p == k->wend && !final) {
+            t->in_esc = 0;
+            return T_MORE;
+        }
+    }
+    if (p == k->wend && final && cut == p) {
+        k->cuts += (size_t)(p - s) > KINETO_MAX_TOKEN;
+        t->in_esc = 0;
+        return T_MORE;
+    }
+    k->cuts++;
+    k->tail_esc = k->tail_hex = 0;
+    const uint8_t *close;
+    if (jl_tail_scan(k, cut, &close)) {
+        k->cut_close = off_of(k, close);
+        t->s = s;
+        t->n = (size_t)(cut - s);
+        t->end = close + 1;
+        t->esc = esc;
+        return T_STR;
+    }
+    if (final) {
+        t->in_esc = 0;
+        return T_MORE;
+    }
+    if (kt_buf_set(&k->kept, s, (size_t)(cut - s), KINETO_MAX_TOKEN + 8) != 0)
+        return kt_fail_nomem(k), T_ERR;
+    k->tail = 1 + esc;
+    k->tok_at = off_of(k, q);
+    return T_TAIL;
+}
+
+int jl_number_step(int st, uint8_t c, const char **msg) {
+    int d = is_digit(c);
+    switch (st) {
+    case N_START: return c == '-' ? N_MINUS : c == '0' ? N_ZERO : d ? N_INT : (*msg = LEX_MINUS, -1);
+    case N_MINUS: return c == '0' ? N_ZERO : d ? N_INT : (*msg = LEX_MINUS, -1);
+    case N_ZERO: return c == '.' ? N_DOT : (c == 'e' || c == 'E') ? N_E : N_END;
+    case N_INT: return d ? N_INT : c == '.' ? N_DOT : (c == 'e' || c == 'E') ? N_E : N_END;
+    case N_DOT: return d ? N_FRAC : (*msg = LEX_DOT, -1);
+    case N_FRAC: return d ? N_FRAC : (c == 'e' || c == 'E') ? N_E : N_END;
+    case N_E: return (c == '+' || c == '-') ? N_ESIGN : d ? N_EXP : (*msg = LEX_EXP, -1);
+    case N_ESIGN: return d ? N_EXP : (*msg = LEX_EXP, -1);
+    default: return d ? N_EXP : N_END;
+    }
+}
+
+int jl_lex_long_number(kimp *k, const uint8_t *p, int final, ktok *t) {
+    int st = k->lnum - 1;
+    const char *msg = NULL;
+    for (;; p++) {
+        if (p == k->wend && !final) {
+            k->lnum = st + 1;
+            return T_TAIL;
+        }
+        int next = jl_number_step(st, p == k->wend ? ' ' : *p, &msg);
+        if (next == N_END)
+            break;
+        if (next < 0) {
+            k->lnum = 0;
+            if (p == k->wend) {
+                t->in_esc = 1;
+                return T_MORE;
+            }
+            t->end = p;
+            t->msg = msg;
+            return T_ERR;
+        }
+        st = next;
+    }
+    k->lnum = 0;
+    t->s = p; /* the text is gone; its length says it is not a number the importer can use */
+    t->n = DEC_TEXT_MAX + 1;
+    t->end = p;
+    return T_NUM;
+}
+
+/* true, false or null at q (c: its first letter). */
+static int lex_word(kimp *k, const uint8_t *q, ktok *t) {
+    const char *w = *q == 't' ? "true" : *q == 'f' ? "false" : "null";
+    size_t i = 1;
+    for (; w[i]; i++) {
+        if (q[i] != (uint8_t)w[i]) {
+            if (q + i == k->wend) {
+                t->in_esc = 1;
+                return T_MORE;
+            }
+            t->end = q + i;
+            t->msg = LEX_WORD;
+            return T_ERR;
+        }
+    }
+    t->c = *q;
+    t->end = q + i;
+    return T_LIT;
+}
+
+int jl_lex_any(kimp *k, const uint8_t *q, int final, ktok *t) {
+    switch (*q) {
+    case '"': return jl_lex_string(k, q, final, t);
+    case '-':
+    case '0':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9': return jl_lex_number(k, q, final, t);
+    case 't':
+    case 'f':
+    case 'n': return lex_word(k, q, t);
+    case '{':
+    case '}':
+    case '[':
+    case ']':
+    case ',':
+    case ':':
+        t->c = *q;
+        t->end = q + 1;
+        return T_PUNCT;
+    case '/':
+        t->end = q;
+        t->msg = LEX_COMMENT;
+        return T_ERR;
+    default:
+        t->end = q + 1;
+        t->msg = LEX_CHAR;
+        t->took = 1;
+        return T_ERR;
+    }
+}
+
+/* The four hex digits at h. */
+static unsigned hex4(const uint8_t *h) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned c = h[i];
+        v = v << 4 | (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    return v;
+}
+
+int jl_str_decode(kimp *k, const uint8_t *s, size_t n) {
+    kbuf *d = &k->dec;
+    d->len = 0;
+    size_t beg = 0, end = 0;
+    while (end < n) {
+        if (s[end] != '\\') {
+            end++;
+            continue;
+        }
+        if (kt_buf_append(d, s + beg, end - beg) != 0)
+            return ERR_NOMEM;
+        char buf[5];
+        size_t len = 1;
+        uint8_t c = s[++end];
+        switch (c) {
+        case 'r': buf[0] = '\r'; break;
+        case 'n': buf[0] = '\n'; break;
+        case 'f': buf[0] = '\f'; break;
+        case 'b': buf[0] = '\b'; break;
+        case 't': buf[0] = '\t'; break;
+        case 'u': {
+            unsigned cp = hex4(s + end + 1);
+            end += 4;
+            if ((cp & 0xFC00) == 0xD800) {
+                if (end + 2 < n && s[end + 1] == '\\' && s[end + 2] == 'u') {
+                    unsigned lo = hex4(s + end + 3);
+                    cp = ((cp & 0x3F) << 10) | ((((cp >> 6) & 0xF) + 1) << 16) | (lo & 0x3FF);
+                    end += 6;
+                } else {
+                    buf[0] = '?';
+                    break;
+                }
+            }
+            if (cp < 0x80) {
+                buf[0] = (char)cp;
+            } else if (cp < 0x800) {
+                buf[0] = (char)(cp >> 6 | 0xC0);
+                buf[1] = (char)((cp & 0x3F) | 0x80);
+                len = 2;
+            } else if (cp < 0x10000) {
+                buf[0] = (char)(cp >> 12 | 0xE0);
+                buf[1] = (char)(((cp >> 6) & 0x3F) | 0x80);
+                buf[2] = (char)((cp & 0x3F) | 0x80);
+                len = 3;
+            } else if (cp < 0x200000) {
+                buf[0] = (char)(cp >> 18 | 0xF0);
+                buf[1] = (char)(((cp >> 12) & 0x3F) | 0x80);
+                buf[2] = (char)(((cp >> 6) & 0x3F) | 0x80);
+                buf[3] = (char)((cp & 0x3F) | 0x80);
+                len = 4;
+            } else {
+                buf[0] = '?';
+            }
+            break;
+        }
+        default: buf[0] = (char)c; break; /* " \ / */
+        }
+        if (kt_buf_append(d, buf, len) != 0)
+            return ERR_NOMEM;
+        beg = ++end;
+    }
+    return kt_buf_append(d, s + beg, end - beg);
+}
+
+uint64_t jl_feed_start(const kimp *k, uint64_t x) {
+    uint64_t f = x < k->feed0 ? 0 : k->feed0 + (x - k->feed0) / JSRC_CHUNK * JSRC_CHUNK;
+    return k->cut_close > f && k->cut_close <= x ? k->cut_close : f;
+}
+
+int jl_error(kimp *k, uint64_t stop, uint64_t f, int lexical, const char *msg) {
+    uint64_t off = stop > f ? stop - 1 : f, line, col;
+    kt_pos_at(k, off, &line, &col);
+    return err_set(k->err, ERR_MALFORMED, "%s: line %llu, column %llu (byte %llu): invalid JSON: %s error: %s", k->name,
+                   (unsigned long long)line, (unsigned long long)col, (unsigned long long)off,
+                   lexical ? "lexical" : "parse", msg);
+}
+
+const uint8_t *jl_skip_value(kimp *k, const uint8_t *p) {
+    const uint8_t *const end = k->wend;
+    const uint8_t *nl_last = NULL, *nl_prev = NULL; /* just after the last two newlines */
+    uint64_t nl = 0;
+    uint8_t stk[32]; /* the closers of the open containers */
+    int depth = 0;
+#define SKIP_WS()                                                                                                      \
+    for (;;) {                                                                                                         \
+        uint8_t c_ = *p;                                                                                               \
+        if (c_ > ' ') {                                                                                                \
+            break;                                                                                                     \
+        } else if (c_ == ' ' || c_ == '\t' || c_ == '\r' || c_ == '\v' || c_ == '\f') {                                \
+            p++;                                                                                                       \
+        } else if (c_ == '\n') {                                                                                       \
+            nl++;                                                                                                      \
+            nl_prev = nl_last;                                                                                         \
+            nl_last = ++p;                                                                                             \
+        } else {                                                                                                       \
+            break;                                                                                                     \
+        }                                                                                                              \
+    }
+    for (;;) {
+        /* a value */
+        uint8_t c = *p;
+        if (c == '"') {
+        string:;
+            const uint8_t *s = ++p;
+            for (;;) {
+                p = str_special(p);
+                if (*p == '"')
+                    break;
+                if (*p != '\\')
+                    return NULL; /* a control character, or the end of the window */
+                if (p[1] == 'u') {
+                    if (!is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]) || !is_hex(p[5]))
+                        return NULL;
+                    p += 6;
+                } else if (is_esc(p[1])) {
+                    p += 2;
+                } else {
+                    return NULL;
+                }
+            }
+            if ((size_t)(p - s) >= KINETO_MAX_TOKEN)
+                return NULL;
+            p++;
+            if (depth > 0 && stk[depth - 1] == ':') { /* that was a key */
+                stk[depth - 1] = '}';
+                SKIP_WS();
+                if (*p++ != ':')
+                    return NULL;
+                SKIP_WS();
+                continue;
+            }
+        } else if (is_digit(c) || c == '-') {
+            p += c == '-';
+            if (*p == '0')
+                p++;
+            else if (is_digit(*p))
+                p = dec_skip_digits(p);
+            else
+                return NULL;
+            if (*p == '.') {
+                if (!is_digit(*++p))
+                    return NULL;
+                p = dec_skip_digits(p);
+            }
+            if (*p == 'e' || *p == 'E') {
+                p += p[1] == '+' || p[1] == '-';
+                if (!is_digit(*++p))
+                    return NULL;
+                p = dec_skip_digits(p);
+            }
+            if (p == end)
+                return NULL; /* it may go on */
+        } else if (c == '{' || c == '[') {
+            if (depth == (int)sizeof stk)
+                return NULL;
+            p++;
+            SKIP_WS();
+            if (*p == (c == '{' ? '}' : ']')) {
+                p++;
+            } else {
+                stk[depth++] = c == '{' ? ':' : ']';
+                if (c == '{') {
+                    if (*p != '"')
+                        return NULL;
+                    goto string;
+                }
+                continue;
+            }
+        } else if (c == 't' && memcmp(p, "true", 4) == 0) {
+            p += 4;
+        } else if (c == 'f' && memcmp(p, "false", 5) == 0) {
+            p += 5;
+        } else if (c == 'n' && memcmp(p, "null", 4) == 0) {
+            p += 4;
+        } else {
+            return NULL;
+        }
+        /* after a value */
+        for (;;) {
+            if (depth == 0)
+                goto done;
+            SKIP_WS();
+            if (*p == ',') {
+                p++;
+                SKIP_WS();
+                if (stk[depth - 1] == '}') {
+                    if (*p != '"')
+                        return NULL;
+                    stk[depth - 1] = ':';
+                    goto string;
+                }
+                break;
+            }
+            if (*p != stk[depth - 1])
+                return NULL;
+            p++;
+            depth--;
+        }
+    }
+done:
+#undef SKIP_WS
+    if (nl) {
+        k->nl += nl;
+        if (nl >= 2) {
+            k->line_prev = off_of(k, nl_prev);
+            k->drop_prev = 0;
+        } else {
+            k->line_prev = k->line_at;
+            k->drop_prev = k->drop;
+        }
+        k->line_at = off_of(k, nl_last);
+        k->drop = 0;
+    }
+    return p;
+}
+
+void jl_long_number(kimp *k) {
+    const uint8_t *p = k->wpos;
+    const char *msg;
+    int st = N_START;
+    for (; p < k->wend; p++)
+        st = jl_number_step(st, *p, &msg);
+    k->lnum = st + 1;
+    k->tok_at = off_of(k, k->wpos);
+    k->wpos = k->wend;
+}

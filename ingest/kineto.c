@@ -697,7 +697,7 @@ static int scan_token(kimp *k, unsigned *ys, int r, const ktok *t, uint64_t at, 
  * stored at once (what scalar() does with it, sooner); anything else (an exponent, a leading zero
  * before a digit, the end of the window) goes through jl_lex_number. Returns 1 with *p after it, 0
  * when the lexer's verdict (*r, *t) is for scan_token to take, or -1 when the parser failed. */
-static inline int scan_number(kimp *k, const uint8_t **pp, int final, ktok *t, int *r) {
+static inline __attribute__((always_inline)) int scan_number(kimp *k, const uint8_t **pp, int final, ktok *t, int *r) {
     const uint8_t *p = *pp;
     dec_num nv;
     size_t n = dec_num_parts(p, &nv);
@@ -728,174 +728,216 @@ static inline int scan_number(kimp *k, const uint8_t **pp, int final, ktok *t, i
     return 1;
 }
 
+/* What scan does next, as its pieces below say: take a key, a value, or what follows a member;
+ * go round again from the grammar state; hand a token the lexer read to scan_token; take what is
+ * left (the end of the window, anything unusual) through jl_lex_any; or stop on the parser's
+ * failure (k->fail). */
+enum { SC_KEY, SC_VALUE, SC_GOT, SC_NEXT, SC_TOKEN, SC_OTHER, SC_FAIL, SC_ARR_GOT_ };
+
+/* The scanner's position: p where it reads, q where the token being read began, ys the grammar
+ * state, and the lexer's last verdict (r, t) with the token's offset (at). */
+typedef struct scan_pos {
+    const uint8_t *p, *q;
+    unsigned ys;
+    int r, final;
+    uint64_t at;
+    ktok *t;
+} scan_pos;
+
+#define SCAN_INLINE static inline __attribute__((always_inline))
+
+/* A key at s->p (a string, else SC_OTHER), its colon and the start of its value: a key seen
+ * before at this place in an entry is matched whole by the predictor; a value the schema has no
+ * use for is skipped at once. */
+SCAN_INLINE int scan_key(kimp *k, scan_pos *s) {
+    const uint8_t *p = s->p;
+    if (*p != '"')
+        return SC_OTHER;
+    kpred *pr = k->skip ? NULL : pred_slot(&k->pcur);
+    int r;
+    if (pr && (pred_match(p, pr, r = 0) || pred_match(p, pr, r = 1))) {
+        k->key = pr->key[r];
+        p += pr->len[r];
+        pr->older = (uint8_t)!r;
+    } else {
+        s->r = jl_lex_string(k, p, s->final, s->t);
+        if (s->r != T_STR) {
+            s->at = off_of(k, s->q);
+            return SC_TOKEN;
+        }
+        take_key(k, s->t);
+        p = skip_ws(k, s->t->end);
+        if (*p != ':') {
+            s->p = p;
+            s->ys = Y_MAP_SEP;
+            return SC_NEXT;
+        }
+        p++;
+        if (pr)
+            pred_learn(pr, s->q, p, k->key);
+    }
+    s->p = s->q = skip_ws(k, p);
+    s->ys = Y_MAP_VAL;
+    if (k->key == K_NONE && k->skip == 0 && (IGNORED_VALUE_CTX >> k->stack[k->sp] & 1)) {
+        const uint8_t *e = jl_skip_value(k, s->p);
+        if (e) {
+            s->p = e;
+            s->ys = Y_MAP_GOT;
+            return SC_GOT;
+        }
+    }
+    return SC_VALUE;
+}
+
+/* After a value: in a map, what follows a member. */
+SCAN_INLINE int scan_after_value(scan_pos *s) {
+    s->ys = y_after[s->ys];
+    return s->ys == Y_MAP_GOT ? SC_GOT : SC_NEXT;
+}
+
+/* A value at s->p: a string, a number, or the start of a map or an array; else SC_OTHER. */
+SCAN_INLINE int scan_value(kimp *k, scan_pos *s) {
+    const uint8_t *p = s->p;
+    if (*p == '"') {
+        s->r = jl_lex_string(k, p, s->final, s->t);
+        if (s->r != T_STR) {
+            s->at = off_of(k, s->q);
+            return SC_TOKEN;
+        }
+        if (!take_string(k, s->t))
+            return SC_FAIL;
+        s->p = s->t->end;
+        return scan_after_value(s);
+    }
+    if (is_digit(*p) || *p == '-') {
+        int n = scan_number(k, &s->p, s->final, s->t, &s->r);
+        if (n < 0)
+            return SC_FAIL;
+        if (n == 0) {
+            s->at = off_of(k, s->q);
+            return SC_TOKEN;
+        }
+        return scan_after_value(s);
+    }
+    if (*p == '{') {
+        k->at = ++p;
+        if (!on_start_map(k) || !y_push(k, y_after[s->ys]))
+            return SC_FAIL;
+        s->ys = Y_MAP_START;
+        s->p = s->q = skip_ws(k, p);
+        return SC_KEY;
+    }
+    if (*p == '[') {
+        k->at = ++p;
+        if (!on_start_array(k) || !y_push(k, y_after[s->ys]))
+            return SC_FAIL;
+        s->p = p;
+        s->ys = Y_ARR_START;
+        return SC_NEXT;
+    }
+    return SC_OTHER;
+}
+
+/* The end of a map or an array at s->p (its closing character just read): back to the state
+ * around it. */
+SCAN_INLINE int scan_close(kimp *k, scan_pos *s, int map) {
+    k->at = ++s->p;
+    if (!(map ? on_end_map(k) : on_end_array(k)))
+        return SC_FAIL;
+    s->ys = k->ystk[--k->depth];
+    return s->ys == Y_MAP_GOT ? SC_GOT : SC_NEXT;
+}
+
+/* After a member of a map: a comma and the next key, or the map's end. */
+SCAN_INLINE int scan_map_got(kimp *k, scan_pos *s) {
+    s->p = s->q = skip_ws(k, s->p);
+    if (*s->p == ',') {
+        s->p = s->q = skip_ws(k, s->p + 1);
+        s->ys = Y_MAP_KEY;
+        return SC_KEY;
+    }
+    return *s->p == '}' ? scan_close(k, s, 1) : SC_OTHER;
+}
+
+/* After an element of an array: a comma and the next value, or the array's end. */
+SCAN_INLINE int scan_arr_got(kimp *k, scan_pos *s) {
+    if (*s->p == ',') {
+        s->p = s->q = skip_ws(k, s->p + 1);
+        s->ys = Y_ARR_VAL;
+        return SC_VALUE;
+    }
+    return *s->p == ']' ? scan_close(k, s, 0) : SC_OTHER;
+}
+
+/* Where the grammar state sends the scanner at s->p. */
+SCAN_INLINE int scan_state(scan_pos *s) {
+    switch (s->ys) {
+    case Y_MAP_START:
+    case Y_MAP_KEY: return SC_KEY;
+    case Y_MAP_SEP:
+        if (*s->p != ':')
+            return SC_OTHER;
+        s->p++;
+        s->ys = Y_MAP_VAL;
+        return SC_NEXT;
+    case Y_MAP_GOT: return SC_GOT;
+    case Y_ARR_GOT: return SC_ARR_GOT_;
+    case Y_DONE: return SC_OTHER;
+    default: return SC_VALUE; /* a value */
+    }
+}
+
 /* Scans the window from k->wpos. final: the window ends the text. Returns S_MORE when the next
  * piece is needed (k->wpos: where to go on, the start of an unfinished token), S_END at the end of
  * a complete text, S_CUT when the text ends inside its value, or a negative code. The common
- * sequences (a key, its colon and its value; a comma and the next key) are taken in one go;
- * everything else, and whatever the window ends in, goes through jl_lex_any and take_token. */
+ * sequences (a key, its colon and its value; a comma and the next key) are taken in one go, one
+ * piece leading to the next; everything else, and whatever the window ends in, goes through
+ * jl_lex_any and take_token. */
 static int scan(kimp *k, int final) {
-    const uint8_t *p = k->wpos;
-    const uint8_t *const end = k->wend;
-    unsigned ys = k->ys;
     ktok t = {0};
-    int r, rc = 0;
-    uint64_t at = 0;
-    kpred *pr;
+    scan_pos s = {.p = k->wpos, .ys = k->ys, .final = final, .t = &t};
+    int rc = 0;
     for (;;) {
-        const uint8_t *q;
+        int step;
         if (k->tail || k->lnum) {
-            q = p;
-            at = k->tok_at;
-            r = long_token(k, p, final, &t);
-            goto token;
+            s.q = s.p;
+            s.at = k->tok_at;
+            s.r = long_token(k, s.p, final, &t);
+            step = SC_TOKEN;
+        } else {
+            s.p = s.q = skip_ws(k, s.p);
+            step = scan_state(&s);
+            if (step == SC_ARR_GOT_)
+                step = scan_arr_got(k, &s);
+            while (step <= SC_GOT) { /* in the order they mostly come */
+                if (step == SC_KEY)
+                    step = scan_key(k, &s);
+                if (step == SC_VALUE)
+                    step = scan_value(k, &s);
+                if (step == SC_GOT)
+                    step = scan_map_got(k, &s);
+            }
         }
-        p = skip_ws(k, p);
-        q = p;
-        switch (ys) {
-        case Y_MAP_START:
-        case Y_MAP_KEY:
-        key:
-            if (*p != '"')
-                break;
-            pr = k->skip ? NULL : pred_slot(&k->pcur);
-            if (pr && (pred_match(p, pr, r = 0) || pred_match(p, pr, r = 1))) {
-                k->key = pr->key[r];
-                p += pr->len[r];
-                pr->older = (uint8_t)!r;
-            } else {
-                r = jl_lex_string(k, p, final, &t);
-                if (r != T_STR) {
-                    at = off_of(k, q);
-                    goto token;
-                }
-                take_key(k, &t);
-                p = skip_ws(k, t.end);
-                if (*p != ':') {
-                    ys = Y_MAP_SEP;
-                    continue;
-                }
-                p++;
-                if (pr)
-                    pred_learn(pr, q, p, k->key);
+        if (step == SC_NEXT)
+            continue;
+        if (step == SC_FAIL)
+            return k->fail;
+        if (step == SC_OTHER) { /* everything else, and the ends of the window */
+            if (s.p == k->wend) {
+                k->wpos = s.p;
+                k->ys = (uint8_t)s.ys;
+                if (!final)
+                    return S_MORE;
+                return s.ys == Y_DONE ? S_END : S_CUT;
             }
-            p = skip_ws(k, p);
-            q = p;
-            ys = Y_MAP_VAL;
-            if (k->key == K_NONE && k->skip == 0 && (IGNORED_VALUE_CTX >> k->stack[k->sp] & 1)) {
-                const uint8_t *e = jl_skip_value(k, p);
-                if (e) {
-                    p = e;
-                    ys = Y_MAP_GOT;
-                    goto got;
-                }
-            }
-            goto value;
-        case Y_MAP_SEP:
-            if (*p == ':') {
-                p++;
-                ys = Y_MAP_VAL;
-                continue;
-            }
-            break;
-        case Y_MAP_GOT:
-        got:
-            p = skip_ws(k, p);
-            q = p;
-            if (*p == ',') {
-                p = skip_ws(k, p + 1);
-                q = p;
-                ys = Y_MAP_KEY;
-                goto key;
-            }
-            if (*p == '}') {
-                k->at = ++p;
-                if (!on_end_map(k))
-                    return k->fail;
-                ys = k->ystk[--k->depth];
-                if (ys == Y_MAP_GOT)
-                    goto got;
-                continue;
-            }
-            break;
-        case Y_ARR_GOT:
-            if (*p == ',') {
-                p = skip_ws(k, p + 1);
-                q = p;
-                ys = Y_ARR_VAL;
-                goto value;
-            }
-            if (*p == ']') {
-                k->at = ++p;
-                if (!on_end_array(k))
-                    return k->fail;
-                ys = k->ystk[--k->depth];
-                if (ys == Y_MAP_GOT)
-                    goto got;
-                continue;
-            }
-            break;
-        case Y_DONE: break;
-        default: /* a value */
-        value:
-            if (*p == '"') {
-                r = jl_lex_string(k, p, final, &t);
-                if (r != T_STR) {
-                    at = off_of(k, q);
-                    goto token;
-                }
-                if (!take_string(k, &t))
-                    return k->fail;
-                p = t.end;
-                ys = y_after[ys];
-                if (ys == Y_MAP_GOT)
-                    goto got;
-                continue;
-            }
-            if (is_digit(*p) || *p == '-') {
-                int n = scan_number(k, &p, final, &t, &r);
-                if (n < 0)
-                    return k->fail;
-                if (n == 0) {
-                    at = off_of(k, q);
-                    goto token;
-                }
-                ys = y_after[ys];
-                if (ys == Y_MAP_GOT)
-                    goto got;
-                continue;
-            }
-            if (*p == '{') {
-                k->at = ++p;
-                if (!on_start_map(k) || !y_push(k, y_after[ys]))
-                    return k->fail;
-                ys = Y_MAP_START;
-                p = skip_ws(k, p);
-                q = p;
-                goto key;
-            }
-            if (*p == '[') {
-                k->at = ++p;
-                if (!on_start_array(k) || !y_push(k, y_after[ys]))
-                    return k->fail;
-                ys = Y_ARR_START;
-                continue;
-            }
-            break;
+            s.at = off_of(k, s.q);
+            s.r = jl_lex_any(k, s.q, final, &t);
         }
-        /* everything else, and the ends of the window */
-        if (p == end) {
-            k->wpos = p;
-            k->ys = (uint8_t)ys;
-            if (!final)
-                return S_MORE;
-            return ys == Y_DONE ? S_END : S_CUT;
-        }
-        at = off_of(k, q);
-        r = jl_lex_any(k, q, final, &t);
-    token:
-        if (!scan_token(k, &ys, r, &t, at, q, final, &rc))
+        unsigned ys = s.ys;
+        if (!scan_token(k, &ys, s.r, &t, s.at, s.q, final, &rc))
             return rc;
-        p = t.end;
+        s.ys = ys;
+        s.p = t.end;
     }
 }
 

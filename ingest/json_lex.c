@@ -300,95 +300,122 @@ int jl_error(kimp *k, uint64_t stop, uint64_t f, int lexical, const char *msg) {
                    lexical ? "lexical" : "parse", msg);
 }
 
+/* The newlines jl_skip_value passes: how many, and where the last two lines start. */
+typedef struct skip_lines {
+    const uint8_t *last, *prev;
+    uint64_t n;
+} skip_lines;
+
+static inline __attribute__((always_inline)) const uint8_t *skip_blank(skip_lines *nl, const uint8_t *p) {
+    for (;;) {
+        uint8_t c = *p;
+        if (c > ' ') {
+            return p;
+        } else if (c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f') {
+            p++;
+        } else if (c == '\n') {
+            nl->n++;
+            nl->prev = nl->last;
+            nl->last = ++p;
+        } else {
+            return p;
+        }
+    }
+}
+
+/* The string whose opening quote is at p: just after its closing quote, or NULL (a control
+ * character, a bad escape, the end of the window, or longer than a token may be). */
+static inline __attribute__((always_inline)) const uint8_t *skip_string(const uint8_t *p) {
+    const uint8_t *s = ++p;
+    for (;;) {
+        p = str_special(p);
+        if (*p == '"')
+            break;
+        if (*p != '\\')
+            return NULL;
+        if (p[1] == 'u') {
+            if (!is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]) || !is_hex(p[5]))
+                return NULL;
+            p += 6;
+        } else if (is_esc(p[1])) {
+            p += 2;
+        } else {
+            return NULL;
+        }
+    }
+    return (size_t)(p - s) >= KINETO_MAX_TOKEN ? NULL : p + 1;
+}
+
+/* The number at p (a digit or '-'): just after it, or NULL (malformed, or it may go on past the
+ * window's end). */
+static inline __attribute__((always_inline)) const uint8_t *skip_number(const uint8_t *p, const uint8_t *end) {
+    p += *p == '-';
+    if (*p == '0')
+        p++;
+    else if (is_digit(*p))
+        p = dec_skip_digits(p);
+    else
+        return NULL;
+    if (*p == '.') {
+        if (!is_digit(*++p))
+            return NULL;
+        p = dec_skip_digits(p);
+    }
+    if (*p == 'e' || *p == 'E') {
+        p += p[1] == '+' || p[1] == '-';
+        if (!is_digit(*++p))
+            return NULL;
+        p = dec_skip_digits(p);
+    }
+    return p == end ? NULL : p;
+}
+
+/* The lines passed, for the error positions yajl would give. */
+static void skip_count_lines(kimp *k, const skip_lines *nl) {
+    k->nl += nl->n;
+    if (nl->n >= 2) {
+        k->line_prev = off_of(k, nl->prev);
+        k->drop_prev = 0;
+    } else {
+        k->line_prev = k->line_at;
+        k->drop_prev = k->drop;
+    }
+    k->line_at = off_of(k, nl->last);
+    k->drop = 0;
+}
+
 const uint8_t *jl_skip_value(kimp *k, const uint8_t *p) {
     const uint8_t *const end = k->wend;
-    const uint8_t *nl_last = NULL, *nl_prev = NULL; /* just after the last two newlines */
-    uint64_t nl = 0;
-    uint8_t stk[32]; /* the closers of the open containers */
+    skip_lines nl = {NULL, NULL, 0};
+    uint8_t stk[32]; /* the closers of the open containers; ':' a map whose key comes next */
     int depth = 0;
-#define SKIP_WS()                                                                                                      \
-    for (;;) {                                                                                                         \
-        uint8_t c_ = *p;                                                                                               \
-        if (c_ > ' ') {                                                                                                \
-            break;                                                                                                     \
-        } else if (c_ == ' ' || c_ == '\t' || c_ == '\r' || c_ == '\v' || c_ == '\f') {                                \
-            p++;                                                                                                       \
-        } else if (c_ == '\n') {                                                                                       \
-            nl++;                                                                                                      \
-            nl_prev = nl_last;                                                                                         \
-            nl_last = ++p;                                                                                             \
-        } else {                                                                                                       \
-            break;                                                                                                     \
-        }                                                                                                              \
-    }
     for (;;) {
-        /* a value */
+        /* a value (or a map's key: a string, when stk's top is ':') */
         uint8_t c = *p;
         if (c == '"') {
-        string:;
-            const uint8_t *s = ++p;
-            for (;;) {
-                p = str_special(p);
-                if (*p == '"')
-                    break;
-                if (*p != '\\')
-                    return NULL; /* a control character, or the end of the window */
-                if (p[1] == 'u') {
-                    if (!is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]) || !is_hex(p[5]))
-                        return NULL;
-                    p += 6;
-                } else if (is_esc(p[1])) {
-                    p += 2;
-                } else {
-                    return NULL;
-                }
-            }
-            if ((size_t)(p - s) >= KINETO_MAX_TOKEN)
+            if ((p = skip_string(p)) == NULL)
                 return NULL;
-            p++;
             if (depth > 0 && stk[depth - 1] == ':') { /* that was a key */
                 stk[depth - 1] = '}';
-                SKIP_WS();
+                p = skip_blank(&nl, p);
                 if (*p++ != ':')
                     return NULL;
-                SKIP_WS();
+                p = skip_blank(&nl, p);
                 continue;
             }
         } else if (is_digit(c) || c == '-') {
-            p += c == '-';
-            if (*p == '0')
-                p++;
-            else if (is_digit(*p))
-                p = dec_skip_digits(p);
-            else
+            if ((p = skip_number(p, end)) == NULL)
                 return NULL;
-            if (*p == '.') {
-                if (!is_digit(*++p))
-                    return NULL;
-                p = dec_skip_digits(p);
-            }
-            if (*p == 'e' || *p == 'E') {
-                p += p[1] == '+' || p[1] == '-';
-                if (!is_digit(*++p))
-                    return NULL;
-                p = dec_skip_digits(p);
-            }
-            if (p == end)
-                return NULL; /* it may go on */
         } else if (c == '{' || c == '[') {
             if (depth == (int)sizeof stk)
                 return NULL;
-            p++;
-            SKIP_WS();
+            p = skip_blank(&nl, p + 1);
             if (*p == (c == '{' ? '}' : ']')) {
                 p++;
             } else {
                 stk[depth++] = c == '{' ? ':' : ']';
-                if (c == '{') {
-                    if (*p != '"')
-                        return NULL;
-                    goto string;
-                }
+                if (c == '{' && *p != '"')
+                    return NULL;
                 continue;
             }
         } else if (c == 't' && memcmp(p, "true", 4) == 0) {
@@ -400,19 +427,20 @@ const uint8_t *jl_skip_value(kimp *k, const uint8_t *p) {
         } else {
             return NULL;
         }
-        /* after a value */
+        /* after a value: a comma and the next member, or the ends of the containers it closes */
         for (;;) {
-            if (depth == 0)
-                goto done;
-            SKIP_WS();
+            if (depth == 0) {
+                if (nl.n)
+                    skip_count_lines(k, &nl);
+                return p;
+            }
+            p = skip_blank(&nl, p);
             if (*p == ',') {
-                p++;
-                SKIP_WS();
+                p = skip_blank(&nl, p + 1);
                 if (stk[depth - 1] == '}') {
                     if (*p != '"')
                         return NULL;
                     stk[depth - 1] = ':';
-                    goto string;
                 }
                 break;
             }
@@ -422,21 +450,6 @@ const uint8_t *jl_skip_value(kimp *k, const uint8_t *p) {
             depth--;
         }
     }
-done:
-#undef SKIP_WS
-    if (nl) {
-        k->nl += nl;
-        if (nl >= 2) {
-            k->line_prev = off_of(k, nl_prev);
-            k->drop_prev = 0;
-        } else {
-            k->line_prev = k->line_at;
-            k->drop_prev = k->drop;
-        }
-        k->line_at = off_of(k, nl_last);
-        k->drop = 0;
-    }
-    return p;
 }
 
 void jl_long_number(kimp *k) {

@@ -65,6 +65,32 @@ static int hold_empty(cm_strpool *p) {
     return 0;
 }
 
+/* Stores the len bytes at s as the next id, within the pool's bounds. */
+static int append(cm_strpool *p, const char *s, size_t len, uint32_t *id) {
+    if ((p->max_text != 0 && p->text + len > p->max_text) || (p->max_ids != 0 && p->n >= p->max_ids) ||
+        p->n >= UINT32_MAX - 1)
+        return ERR_LIMIT;
+    /* s may lie in the pool: found again by its offset once the pool has moved */
+    uintptr_t at = (uintptr_t)s, base = (uintptr_t)p->data;
+    int inside = s != NULL && at >= base && at < base + p->used;
+    size_t s_off = inside ? (size_t)(at - base) : 0;
+    if (TU_GROW(p->off, p->off_cap, p->n + 1) || TU_GROW(p->len, p->len_cap, p->n + 1) ||
+        TU_GROW(p->data, p->cap, p->used + len + 1))
+        return ERR_NOMEM;
+    if (inside)
+        s = p->data + s_off;
+    uint32_t k = (uint32_t)p->n++;
+    p->off[k] = p->used;
+    p->len[k] = (uint32_t)len;
+    if (len)
+        memmove(p->data + p->used, s, len);
+    p->data[p->used + len] = '\0';
+    p->used += len + 1;
+    p->text += len;
+    *id = k;
+    return 0;
+}
+
 int cm_strpool_intern(cm_strpool *p, const char *s, size_t len, uint32_t *id) {
     *id = 0;
     if (s == NULL || len == 0)
@@ -82,29 +108,21 @@ int cm_strpool_intern(cm_strpool *p, const char *s, size_t len, uint32_t *id) {
             return 0;
         }
     }
-    if ((p->max_text != 0 && p->text + len > p->max_text) || (p->max_ids != 0 && p->n >= p->max_ids) ||
-        p->n >= UINT32_MAX - 1)
+    int rc = append(p, s, len, id);
+    if (rc == 0) {
+        p->slot[j] = *id;
+        p->slot_hash[j] = h;
+    }
+    return rc;
+}
+
+int cm_strpool_add(cm_strpool *p, const char *s, size_t len, uint32_t *id) {
+    *id = 0;
+    if (len > UINT32_MAX)
         return ERR_LIMIT;
-    /* s may lie in the pool: found again by its offset once the pool has moved */
-    uintptr_t at = (uintptr_t)s, base = (uintptr_t)p->data;
-    int inside = at >= base && at < base + p->used;
-    size_t s_off = inside ? (size_t)(at - base) : 0;
-    if (TU_GROW(p->off, p->off_cap, p->n + 1) || TU_GROW(p->len, p->len_cap, p->n + 1) ||
-        TU_GROW(p->data, p->cap, p->used + len + 1))
+    if (hold_empty(p) != 0)
         return ERR_NOMEM;
-    if (inside)
-        s = p->data + s_off;
-    uint32_t k = (uint32_t)p->n++;
-    p->off[k] = p->used;
-    p->len[k] = (uint32_t)len;
-    memmove(p->data + p->used, s, len);
-    p->data[p->used + len] = '\0';
-    p->used += len + 1;
-    p->text += len;
-    p->slot[j] = k;
-    p->slot_hash[j] = h;
-    *id = k;
-    return 0;
+    return append(p, s, len, id);
 }
 
 size_t cm_strpool_text_from(const cm_strpool *p, uint32_t from) {

@@ -38,6 +38,12 @@ int cm_strpool_reserve(cm_strpool *p, size_t ids);
  * string. Returns 0 and sets *id, ERR_LIMIT when a bound refuses a new string, ERR_NOMEM. */
 int cm_strpool_intern(cm_strpool *p, const char *s, size_t len, uint32_t *id);
 
+/* A new id for the len bytes at s (which may lie in the pool itself), the empty string included,
+ * without looking for them among the strings held: for a caller whose strings each need an id of
+ * their own (rows of a table). Such a string is not found by cm_strpool_intern. Returns 0 and
+ * sets *id, ERR_LIMIT or ERR_NOMEM. */
+int cm_strpool_add(cm_strpool *p, const char *s, size_t len, uint32_t *id);
+
 /* String id as a C string ("" for 0 or an id the pool does not hold), and its length. */
 static inline const char *cm_strpool_str(const cm_strpool *p, uint32_t id) {
     return id != 0 && id < p->n ? p->data + p->off[id] : "";

@@ -12,6 +12,8 @@
 #include "nsys.h"
 #include "api.h"
 #include "emit.h"
+#include "hash.h"
+#include "strpool.h"
 #include "text.h"
 #include "u64map.h"
 
@@ -66,12 +68,7 @@ typedef struct nimp {
     int fail; /* why rec_new failed */
     int have[T_N_];
     int any_cupti;
-    /* strings: local index i is pool[off[i], off[i] + len[i]); records name it i + 1 */
-    char *pool;
-    size_t pool_len, pool_cap;
-    size_t *off;
-    uint32_t *len;
-    size_t n_str, cap_str;
+    cm_strpool strings; /* local ids, one per string added (rows of StringIds among them) */
     u64map sids;    /* StringIds id -> local + 1 */
     u64map rtnames; /* StringIds id -> local + 1 of the name without its version suffix */
     /* records, and the pid of each */
@@ -108,52 +105,19 @@ static void skip_row(nimp *k, int table, const char *why) {
 
 /* ---- strings ---- */
 
+/* A new local id for the n bytes at s (cut at NSYS_NAME_MAX), 0 when out of memory. */
 static uint32_t str_add(nimp *k, const char *s, size_t n) {
-    if (n > NSYS_NAME_MAX)
-        n = NSYS_NAME_MAX;
-    if (k->n_str == k->cap_str) {
-        size_t cap = k->cap_str ? k->cap_str * 2 : 1024;
-        size_t *o = realloc(k->off, cap * sizeof *o);
-        if (o == NULL)
-            return 0;
-        k->off = o;
-        uint32_t *l = realloc(k->len, cap * sizeof *l);
-        if (l == NULL)
-            return 0;
-        k->len = l;
-        k->cap_str = cap;
-    }
-    if (k->pool_len + n > k->pool_cap) {
-        /* s may lie in the pool itself (a name taken from another string): found again after */
-        uintptr_t at = (uintptr_t)s, base = (uintptr_t)k->pool;
-        int inside = k->pool != NULL && at >= base && at < base + k->pool_len;
-        size_t cap = k->pool_cap ? k->pool_cap : 1 << 16;
-        while (cap < k->pool_len + n)
-            cap *= 2;
-        char *p = realloc(k->pool, cap);
-        if (p == NULL)
-            return 0;
-        k->pool = p;
-        k->pool_cap = cap;
-        if (inside)
-            s = p + (at - base);
-    }
-    if (n)
-        memcpy(k->pool + k->pool_len, s, n);
-    k->off[k->n_str] = k->pool_len;
-    k->len[k->n_str] = (uint32_t)n;
-    k->pool_len += n;
-    return (uint32_t)++k->n_str;
+    uint32_t id;
+    return cm_strpool_add(&k->strings, s, n > NSYS_NAME_MAX ? NSYS_NAME_MAX : n, &id) == 0 ? id : 0;
 }
 
 static const char *str_of(const nimp *k, uint32_t id, size_t *n) {
-    if (id == 0 || id > k->n_str) {
-        *n = 0;
-        return "";
-    }
-    *n = k->len[id - 1];
-    return k->pool != NULL ? k->pool + k->off[id - 1] : ""; /* only empty names so far: no pool yet */
+    *n = cm_strpool_len(&k->strings, id);
+    return cm_strpool_str(&k->strings, id);
 }
+
+/* Local ids in use: 1 to str_count. */
+static uint32_t str_count(const nimp *k) { return cm_strpool_end(&k->strings) - 1; }
 
 /* The local string of a StringIds id, 0 when it dangles. */
 static uint32_t sid(const nimp *k, int64_t id) {
@@ -890,7 +854,7 @@ typedef struct nout {
 } nout;
 
 static uint32_t out_str(nout *o, uint32_t local) {
-    if (local == 0 || local > o->k->n_str)
+    if (local == 0 || local > str_count(o->k))
         return 0;
     if (o->ids[local - 1] == 0) {
         size_t n;
@@ -928,14 +892,12 @@ static int site_frames(nimp *k, size_t start, uint32_t name, size_t *from, uint3
 }
 
 static uint64_t site_hash(const nimp *k, size_t from, uint32_t n) {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = CM_FNV64_BASIS;
     for (size_t i = from; i < from + n; i++) {
         for (int part = 0; part < 2; part++) {
             size_t len;
             const char *s = str_of(k, part ? k->cf[i].module : k->cf[i].func, &len);
-            h = (h ^ len) * 1099511628211ull;
-            for (size_t j = 0; j < len; j++)
-                h = (h ^ (uint8_t)s[j]) * 1099511628211ull;
+            h = cm_fnv64(cm_fnv64_word(h, len), s, len);
         }
     }
     return h;
@@ -1134,7 +1096,7 @@ static int emit_process(nimp *k, nout *o, const norder *ord, size_t n) {
 
 static int emit_all(nimp *k, import_emit_fn emit, void *ctx) {
     norder *ord = malloc((k->n_rec ? k->n_rec : 1) * sizeof *ord);
-    uint32_t *ids = calloc(k->n_str ? k->n_str : 1, sizeof *ids);
+    uint32_t *ids = calloc(str_count(k) ? str_count(k) : 1, sizeof *ids);
     if (ord == NULL || ids == NULL) {
         free(ord);
         free(ids);
@@ -1150,7 +1112,7 @@ static int emit_all(nimp *k, import_emit_fn emit, void *ctx) {
             j++;
         if (k->st->pid == 0)
             k->st->pid = ord[i].pid;
-        memset(ids, 0, k->n_str * sizeof *ids);
+        memset(ids, 0, str_count(k) * sizeof *ids);
         nout o = {.k = k, .ids = ids};
         tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = producer, .max_string_bytes = IMPORT_MAX_STRING_BYTES});
         em_out_init(&o.out, enc, k->opts, emit, ctx, k->name, k->err, k->st);
@@ -1261,9 +1223,7 @@ int nsys_import(const char *path, const import_opts *opts, import_emit_fn emit, 
     if (rc == 0)
         rc = import_db(k, emit, ctx);
     sqlite3_close(k->db);
-    free(k->pool);
-    free(k->off);
-    free(k->len);
+    cm_strpool_free(&k->strings);
     free(k->rec);
     free(k->rpid);
     free(k->gpus);

@@ -7,6 +7,7 @@
  */
 #include "kineto_int.h"
 #include "emit.h"
+#include "hash.h"
 #include "text.h"
 
 #include <pthread.h>
@@ -284,10 +285,10 @@ static int kineto_callsites(kimp *k, em_out *o) {
         }
         if (nf == 0)
             continue;
-        uint64_t h = (1469598103934665603ull ^ a->name) * 1099511628211ull; /* one site per API and frames */
+        uint64_t h = cm_fnv64_word(CM_FNV64_BASIS, a->name); /* one site per API and frames */
         for (size_t f = 0; f < nf; f++)
-            h = (((h ^ fr[f].flags) * 1099511628211ull ^ fr[f].func) * 1099511628211ull ^
-                 ((uint64_t)fr[f].file << 32 | fr[f].line)) * 1099511628211ull;
+            h = cm_fnv64_word(cm_fnv64_word(cm_fnv64_word(h, fr[f].flags), fr[f].func),
+                              (uint64_t)fr[f].file << 32 | fr[f].line);
         if (h == 0)
             h = 1;
         int added;

@@ -3,6 +3,7 @@
  * shared with the callbacks.
  */
 #include "callsite.h"
+#include "hash.h"
 #include "text.h"
 
 #include <dlfcn.h>
@@ -141,13 +142,12 @@ static int pc_is_self(const tr_sites *s, uintptr_t pc) {
 }
 
 static uint64_t mix(uint64_t h, uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ull;
+    h = cm_fnv64_word(h, v);
     return h ^ (h >> 29);
 }
 
 static uint64_t hash_site(const pykey *py, unsigned n_py, const uintptr_t *pcs, unsigned n) {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = CM_FNV64_BASIS;
     for (unsigned i = 0; i < n_py; i++) {
         h = mix(h, ((uint64_t)py[i].file << 32) | py[i].func);
         h = mix(h, ((uint64_t)py[i].line << 32) | py[i].lasti);

@@ -20,6 +20,14 @@ ssize_t cm_read_full(int fd, void *buf, size_t n, int64_t off) {
     return (ssize_t)got;
 }
 
+ssize_t cm_read_some(int fd, void *buf, size_t n) {
+    ssize_t k;
+    do
+        k = read(fd, buf, n);
+    while (k < 0 && errno == EINTR);
+    return k;
+}
+
 int cm_write_full(int fd, const void *p, size_t n) {
     const char *c = p;
     while (n > 0) {

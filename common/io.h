@@ -13,6 +13,10 @@
  * count read, short only at the end of the file, or -1 with errno set. */
 ssize_t cm_read_full(int fd, void *buf, size_t n, int64_t off);
 
+/* One read of up to n bytes, from the file position, retried when a signal interrupts it: what a
+ * pipe has for now. Returns the count read (0 at the end of the file), or -1 with errno set. */
+ssize_t cm_read_some(int fd, void *buf, size_t n);
+
 /* Writes the n bytes at p. Returns 0, or -1 with errno set. */
 int cm_write_full(int fd, const void *p, size_t n);
 

@@ -24,6 +24,8 @@
 
 #include <isa-l/igzip_lib.h>
 
+#include "io.h"
+
 #define SLOT       (JSRC_HEAD + JSRC_CHUNK + JSRC_PAD)
 #define SLOT_WAKE  2           /* a waiting producer goes on once this many slots are free */
 #define THREAD_MIN (64u << 10) /* compressed inputs from this size are inflated on a thread */
@@ -39,10 +41,7 @@ static int zin_fill(jsrc *s, err_msg *err) {
     jsrc_zin *z = &s->z;
     if (s->fd < 0 || z->in_eof || z->in_pos < z->in_len)
         return 0;
-    ssize_t n;
-    do
-        n = read(s->fd, z->in, JSRC_CHUNK);
-    while (n < 0 && errno == EINTR);
+    ssize_t n = cm_read_some(s->fd, z->in, JSRC_CHUNK);
     if (n < 0)
         return err_set(err, ERR_IO, "%s: read: %s", s->name, strerror(errno));
     z->in_pos = 0;
@@ -202,16 +201,11 @@ static int isal_input(jsrc *s, size_t want, err_msg *err) {
     s->iin_at += s->iin_pos;
     s->iin_pos = 0;
     s->iin_len = keep;
-    while (s->iin_len < ISAL_IN) {
-        ssize_t n = read(s->fd, s->ibuf + s->iin_len, ISAL_IN - s->iin_len);
-        if (n < 0 && errno == EINTR)
-            continue;
+    if (s->iin_len < ISAL_IN) {
+        ssize_t n = cm_read_full(s->fd, s->ibuf + s->iin_len, ISAL_IN - s->iin_len, -1);
         if (n < 0)
             return err_set(err, ERR_IO, "%s: read: %s", s->name, strerror(errno));
-        if (n == 0) {
-            s->ieof = 1;
-            break;
-        }
+        s->ieof = (size_t)n < ISAL_IN - s->iin_len;
         s->iin_len += (size_t)n;
     }
     s->iin = s->ibuf;
@@ -300,14 +294,11 @@ static int plain_fill(jsrc *s, uint8_t *out, err_msg *err) {
         memcpy(out, s->head + s->pos, n);
         s->pos += n;
     }
-    while (n < JSRC_CHUNK && !s->eof) {
-        ssize_t r = read(s->fd, out + n, JSRC_CHUNK - n);
-        if (r < 0 && errno == EINTR)
-            continue;
+    if (n < JSRC_CHUNK && !s->eof) {
+        ssize_t r = cm_read_full(s->fd, out + n, JSRC_CHUNK - n, -1);
         if (r < 0)
             return err_set(err, ERR_IO, "%s: read: %s", s->name, strerror(errno));
-        if (r == 0)
-            s->eof = 1;
+        s->eof = (size_t)r < JSRC_CHUNK - n;
         n += (size_t)r;
         s->read_bytes += (uint64_t)r;
     }
@@ -443,10 +434,7 @@ int jsrc_start(jsrc *s, err_msg *err) {
         avail = s->mem_len;
     } else {
         while (!s->head_eof && s->head_len < 2) {
-            ssize_t n;
-            do
-                n = read(s->fd, s->head + s->head_len, JSRC_CHUNK - s->head_len);
-            while (n < 0 && errno == EINTR);
+            ssize_t n = cm_read_some(s->fd, s->head + s->head_len, JSRC_CHUNK - s->head_len);
             if (n < 0)
                 return err_set(err, ERR_IO, "%s: read: %s", s->name, strerror(errno));
             if (n == 0)

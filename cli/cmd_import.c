@@ -273,7 +273,7 @@ static int import_all(const import_args *ia, tp_fwriter *w, totals *t, err_msg *
         pr.name = ia->inputs[i];
         pr.index = i + 1;
         pr.t0 = pr.last = cm_now_s();
-        int nsys = ingest_is_nsys(ia->inputs[i]);
+        int nsys = ingest_kind(ia->inputs[i]) == INGEST_NSYS;
         rc = nsys ? nsys_import(ia->inputs[i], &opts, verb_emit_to_file, w, st, err)
                   : kineto_import(ia->inputs[i], &opts, verb_emit_to_file, w, st, err);
         progress_clear(&pr);

@@ -192,8 +192,9 @@ typedef struct foreign {
     import_stats st;
 } foreign;
 
-/* Imports path into a temporary trace file and summarizes that. */
-static int load_foreign(const char *path, traceinfo *ti, foreign *f, err_msg *err) {
+/* Imports path, a Kineto JSON or an Nsight Systems export (nsys), into a temporary trace file and
+ * summarizes that. */
+static int load_foreign(const char *path, int nsys, traceinfo *ti, foreign *f, err_msg *err) {
     const char *dir = getenv("TMPDIR");
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/synctop-info-XXXXXX", dir && *dir ? dir : "/tmp");
@@ -202,7 +203,7 @@ static int load_foreign(const char *path, traceinfo *ti, foreign *f, err_msg *er
         return err_set(err, ERR_IO, "cannot make a temporary file in %s: %s", dir && *dir ? dir : "/tmp",
                        strerror(errno));
     close(fd);
-    int nsys = f->nsys = ingest_is_nsys(path);
+    f->nsys = nsys;
     f->format = nsys ? "Nsight Systems SQLite export" : "PyTorch profiler (Kineto) JSON";
     tp_fwriter *w = tp_fwriter_open(tmp, TP_FW_OVERWRITE, err);
     int rc = w ? 0 : -1;
@@ -471,9 +472,10 @@ static int info_one(const char *path, int json) {
     err_msg err = {{0}};
     foreign *f = NULL;
     int rc;
-    if (ingest_is_kineto(path) || ingest_is_nsys(path)) {
+    int kind = ingest_kind(path);
+    if (kind == INGEST_KINETO || kind == INGEST_NSYS) {
         f = calloc(1, sizeof *f);
-        rc = f ? load_foreign(path, &ti, f, &err) : err_set(&err, ERR_NOMEM, "out of memory");
+        rc = f ? load_foreign(path, kind == INGEST_NSYS, &ti, f, &err) : err_set(&err, ERR_NOMEM, "out of memory");
     } else {
         rc = traceinfo_load(&ti, path, &err);
     }

@@ -35,7 +35,7 @@ struct ingest_loader {
     uint64_t max_events;  /* events this trace file may add (ingest_max_events) */
     uint64_t max_events_flag; /* the caller's bound, 0: from the file's size */
     uint64_t events;      /* events it added so far */
-    int fd;               /* a Kineto JSON from a pipe: its descriptor, and the bytes read to sniff */
+    int fd;               /* a trace file or a Kineto JSON: its descriptor, and the bytes read to sniff */
     uint8_t head[16];
     size_t n_head;
     size_t next, count;
@@ -58,33 +58,37 @@ static int looks_like_json(const uint8_t *p, size_t n) {
     return i == n || p[i] == '{' || p[i] == '[';
 }
 
-int ingest_is_kineto(const char *path) {
-    uint8_t head[16];
+/* The kind of an input from its first n bytes: 0 when it is none synctop reads. */
+static src_kind kind_of(const uint8_t *head, size_t n) {
+    if (n == sizeof((ingest_loader *)0)->head && memcmp(head, TP_FILE_MAGIC, n) == 0)
+        return SRC_TRACE;
+    if (nsys_is_sqlite(head, n))
+        return SRC_NSYS;
+    return n == 0 || looks_like_json(head, n) ? SRC_KINETO : 0;
+}
+
+int ingest_kind(const char *path) {
+    uint8_t head[sizeof((ingest_loader *)0)->head];
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return 0;
     struct stat st;
-    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head, sizeof head) : -1;
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? cm_read_full(fd, head, sizeof head, 0) : -1;
     close(fd);
-    return n > 0 && memcmp(head, TP_FILE_MAGIC, (size_t)n < sizeof head ? (size_t)n : sizeof head) != 0 &&
-           looks_like_json(head, (size_t)n);
-}
-
-int ingest_is_nsys(const char *path) {
-    uint8_t head[NSYS_MAGIC_LEN];
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
+    if (n <= 0)
         return 0;
-    struct stat st;
-    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head, sizeof head) : -1;
-    close(fd);
-    return n > 0 && nsys_is_sqlite(head, (size_t)n);
+    switch (kind_of(head, (size_t)n)) {
+    case SRC_TRACE: return INGEST_TRACE;
+    case SRC_NSYS: return INGEST_NSYS;
+    case SRC_KINETO: return INGEST_KINETO;
+    default: return 0;
+    }
 }
 
-/* Opens the input and tells its kind from its first bytes. A regular file is opened again by path
- * by its reader (0 returned, *fd closed); a pipe or a FIFO cannot be, so its descriptor and the
- * bytes already read stay with the loader for the Kineto importer. Never blocks in open(): a FIFO
- * nobody writes to reads as empty. */
+/* Opens the input and tells its kind from its first bytes. The descriptor and the bytes read stay
+ * with the loader for the trace file's reader or the Kineto importer; an Nsight Systems export is
+ * opened again by path (SQLite opens its files itself). Never blocks in open(): a FIFO nobody
+ * writes to reads as empty. */
 static int sniff(ingest_loader *ld, const char *path, err_msg *err) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
@@ -100,15 +104,19 @@ static int sniff(ingest_loader *ld, const char *path, err_msg *err) {
         fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     ssize_t got = cm_read_full(fd, ld->head, sizeof ld->head, -1);
     size_t n = got > 0 ? (size_t)got : 0;
-    int trace = n == sizeof ld->head && memcmp(ld->head, TP_FILE_MAGIC, sizeof ld->head) == 0;
-    int sqlite = nsys_is_sqlite(ld->head, n);
-    ld->kind = trace ? SRC_TRACE : sqlite ? SRC_NSYS : SRC_KINETO;
-    if (!trace && !sqlite && n > 0 && !looks_like_json(ld->head, n)) {
+    ld->kind = kind_of(ld->head, n);
+    int trace = ld->kind == SRC_TRACE, sqlite = ld->kind == SRC_NSYS;
+    if (ld->kind == 0) {
         close(fd);
         return err_set(err, ERR_UNSUPPORTED,
                        "%s: neither a synctop trace file, an Nsight Systems SQLite export nor a PyTorch profiler "
                        "(Kineto) JSON, plain or gzip",
                        path);
+    }
+    if (S_ISREG(st.st_mode) && !sqlite) {
+        ld->fd = fd;
+        ld->n_head = n;
+        return 0;
     }
     if (S_ISREG(st.st_mode)) {
         close(fd);
@@ -177,7 +185,8 @@ ingest_loader *ingest_open_max(st_store *s, const char *path, uint64_t max_event
         return NULL;
     }
     if (ld->kind == SRC_TRACE) {
-        ld->r = tp_freader_open(path, err);
+        ld->r = tp_freader_open_fd(ld->fd, path, 0, err);
+        ld->fd = -1;
         if (ld->r == NULL) {
             free(ld->path);
             free(ld);
@@ -263,8 +272,7 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
     }
     if (ld->kind == SRC_KINETO) {
         ld->next = 1;
-        int rc = ld->fd >= 0 ? kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, NULL, kineto_emit, ld->s, NULL, err)
-                             : kineto_import(ld->path, NULL, kineto_emit, ld->s, NULL, err);
+        int rc = kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, NULL, kineto_emit, ld->s, NULL, err);
         return rc ? rc : 1;
     }
     struct timespec ts;

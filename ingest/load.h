@@ -13,10 +13,10 @@
 /* Called with a message for each damaged batch skipped. */
 typedef void (*ingest_warn_fn)(void *ctx, const char *msg);
 
-/* Whether a regular file starts as a Kineto JSON does (plain or gzip), not as a trace file. */
-int ingest_is_kineto(const char *path);
-/* Whether path is a regular file that starts as an SQLite database (an Nsight Systems export). */
-int ingest_is_nsys(const char *path);
+/* What a regular file is, told by its first bytes: a synctop trace file, a Kineto JSON (plain or
+ * gzip) or an SQLite database (an Nsight Systems export); 0 when none of them, or unreadable. */
+enum { INGEST_TRACE = 1, INGEST_KINETO, INGEST_NSYS };
+int ingest_kind(const char *path);
 
 /* Loads a whole source, then commits and shrinks the store. Damaged batches of a trace file are
  * skipped (warn, if not NULL, is called for each). */

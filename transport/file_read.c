@@ -400,6 +400,10 @@ tp_freader *tp_freader_open_flags(const char *path, int flags, err_msg *err) {
                    strerror(e));
         return NULL;
     }
+    return tp_freader_open_fd(fd, path, flags, err);
+}
+
+tp_freader *tp_freader_open_fd(int fd, const char *path, int flags, err_msg *err) {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         err_set(err, ERR_INVAL, "%s: not a regular file (a trace file is read by offsets)", path);

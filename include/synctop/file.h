@@ -148,6 +148,9 @@ typedef struct tp_fproblem {
 tp_freader *tp_freader_open(const char *path, err_msg *err);
 enum { TP_FR_SCAN = 1 << 0 }; /* ignore the footer: index by hopping from header to header */
 tp_freader *tp_freader_open_flags(const char *path, int flags, err_msg *err);
+/* The same for a file already open at fd (named path in messages), which the reader takes: it is
+ * closed with the reader, or at once when opening fails. */
+tp_freader *tp_freader_open_fd(int fd, const char *path, int flags, err_msg *err);
 void tp_freader_close(tp_freader **r);
 
 /* 1 when the index came from the footer chain, 0 when the file was scanned. */

@@ -204,8 +204,9 @@ static void reset_session(void) {
     tr_bufs_reset();
 }
 
-/* late: the process runs CUDA already (synctop_tracer_start), rather than initialising it. */
-static int start(int late) {
+/* Starting, first phase: a fresh session, CUPTI loaded, and what the callbacks will need learnt
+ * now rather than in a callback. */
+static int start_load(void) {
     reset_session();
     why[0] = '\0';
     if (load_cupti() != 0) {
@@ -218,7 +219,12 @@ static int start(int late) {
     tr_scan_refresh();
     /* CPython in this process? (its frames are then part of call sites; silent either way) */
     tr_py_init(NULL, 0);
+    return 0;
+}
 
+/* The parts' settings, the host-call queue, the flush thread's encoder, converter and call sites,
+ * and the subscription. */
+static int start_session(void) {
     tr_bufs_session(&cfg, &cupti);
     if (hostq == NULL)
         hostq = tr_hostq_new(cfg.queue_len);
@@ -228,7 +234,6 @@ static int start(int late) {
         tr_flush_release();
         return -1;
     }
-
     CUptiResult r = tr_enable_subscribe();
     if (r != CUPTI_SUCCESS) {
         notice("not tracing: CUPTI refused to subscribe (%s)%s", tr_cupti_strerror(&cupti, r),
@@ -238,52 +243,72 @@ static int start(int late) {
         tr_flush_release();
         return -1;
     }
+    return 0;
+}
+
+/* The publisher (unless SYNCTOP_LISTEN=none). A recording goes on without it. */
+static int start_publishing(void) {
+    if (strcmp(cfg.endpoint, "none") == 0)
+        return 0;
     err_msg err = {{0}};
-    if (strcmp(cfg.endpoint, "none") != 0) {
-        tp_keypair keys;
-        if (cfg.curve_key[0] != '\0' && tp_keypair_load(&keys, cfg.curve_key, &err) != 0) {
-            notice("not tracing: SYNCTOP_CURVE_KEY: %s", err.msg);
-            goto unsubscribe;
-        }
-        tp_pub_opts po = {.endpoint = cfg.endpoint[0] ? cfg.endpoint : NULL,
-                          .sndhwm = cfg.sndhwm,
-                          .curve = cfg.curve_key[0] != '\0' ? &keys : NULL,
-                          .insecure = cfg.insecure};
-        int published = tr_flush_publish(&po, &err) == 0;
-        explicit_bzero(&keys, sizeof keys); /* the secret key lives on in the socket only */
-        if (!published && cfg.record[0] == '\0') {
-            notice("not tracing: cannot publish: %s", err.msg);
-            goto unsubscribe;
-        }
-        if (!published) {
-            /* the recording needs no socket */
-            notice("not publishing (%s); recording to %s only", err.msg, cfg.record);
-        } else if (po.endpoint == NULL) {
-            char dir[TP_ENDPOINT_MAX];
-            err_msg refused = {{0}};
-            if (tp_endpoint_dir(dir, sizeof dir, &refused) == 1)
-                notice("%s; publishing on %s instead", refused.msg, tr_flush_endpoint());
-        }
+    tp_keypair keys;
+    if (cfg.curve_key[0] != '\0' && tp_keypair_load(&keys, cfg.curve_key, &err) != 0) {
+        notice("not tracing: SYNCTOP_CURVE_KEY: %s", err.msg);
+        return -1;
     }
-    if (cfg.record[0] != '\0') {
-        if (tr_flush_claim_record(cfg.record) != 0) {
-            notice("not tracing: cannot record to %s: %s", cfg.record, strerror(errno));
-            goto unsubscribe;
-        }
-        if (tr_flush_open_record(&err) != 0) {
-            notice("not tracing: cannot record to %s: %s", tr_flush_record_path(), err.msg);
-            goto unsubscribe;
-        }
-        if (strcmp(tr_flush_record_path(), cfg.record) != 0)
-            say("recording to %s (%s is another process's)", tr_flush_record_path(), cfg.record);
+    tp_pub_opts po = {.endpoint = cfg.endpoint[0] ? cfg.endpoint : NULL,
+                      .sndhwm = cfg.sndhwm,
+                      .curve = cfg.curve_key[0] != '\0' ? &keys : NULL,
+                      .insecure = cfg.insecure};
+    int published = tr_flush_publish(&po, &err) == 0;
+    explicit_bzero(&keys, sizeof keys); /* the secret key lives on in the socket only */
+    if (!published && cfg.record[0] == '\0') {
+        notice("not tracing: cannot publish: %s", err.msg);
+        return -1;
     }
-    r = tr_enable_activity();
+    if (!published) {
+        /* the recording needs no socket */
+        notice("not publishing (%s); recording to %s only", err.msg, cfg.record);
+    } else if (po.endpoint == NULL) {
+        char dir[TP_ENDPOINT_MAX];
+        err_msg refused = {{0}};
+        if (tp_endpoint_dir(dir, sizeof dir, &refused) == 1)
+            notice("%s; publishing on %s instead", refused.msg, tr_flush_endpoint());
+    }
+    return 0;
+}
+
+/* The trace file (SYNCTOP_RECORD), claimed for this process and opened. */
+static int start_recording(void) {
+    if (cfg.record[0] == '\0')
+        return 0;
+    if (tr_flush_claim_record(cfg.record) != 0) {
+        notice("not tracing: cannot record to %s: %s", cfg.record, strerror(errno));
+        return -1;
+    }
+    err_msg err = {{0}};
+    if (tr_flush_open_record(&err) != 0) {
+        notice("not tracing: cannot record to %s: %s", tr_flush_record_path(), err.msg);
+        return -1;
+    }
+    if (strcmp(tr_flush_record_path(), cfg.record) != 0)
+        say("recording to %s (%s is another process's)", tr_flush_record_path(), cfg.record);
+    return 0;
+}
+
+static int start_activity(void) {
+    CUptiResult r = tr_enable_activity();
     if (r != CUPTI_SUCCESS) {
         notice("not tracing: CUPTI activity unavailable (%s)", tr_cupti_strerror(&cupti, r));
-        goto unsubscribe;
+        return -1;
     }
     tr_enable_resources(1);
+    return 0;
+}
 
+/* The last phase: the callbacks open, collection on (unless on demand), the handlers, the flush
+ * thread, and a wait for a first viewer when asked (SYNCTOP_START_WAIT_MS). */
+static int start_running(int late) {
     pid = getpid();
     tr_callbacks_set_contexts_unknown(late);
     tr_callbacks_set_state(TR_ON);
@@ -294,7 +319,6 @@ static int start(int late) {
     static int handlers; /* once for the life of the process, however often tracing starts */
     if (!handlers)
         pthread_atfork(before_fork, NULL, in_child);
-
     if (tr_flush_start((uint32_t)pid, late) != 0) {
         tr_callbacks_set_state(TR_STOPPED);
         tr_callbacks_set_collecting(0);
@@ -306,14 +330,21 @@ static int start(int late) {
     handlers = 1;
     if (bad_env[0] != '\0' && !late)
         say("ignoring unreadable %s", bad_env);
-
     tr_flush_wait_subscribers(cfg.start_wait_ms);
     return 0;
+}
 
-unsubscribe:
-    tr_enable_unsubscribe();
-    tr_flush_discard();
-    return -1;
+/* late: the process runs CUDA already (synctop_tracer_start), rather than initialising it. Any
+ * failure says one line and leaves the program untraced. */
+static int start(int late) {
+    if (start_load() != 0 || start_session() != 0)
+        return -1;
+    if (start_publishing() != 0 || start_recording() != 0 || start_activity() != 0) {
+        tr_enable_unsubscribe();
+        tr_flush_discard();
+        return -1;
+    }
+    return start_running(late);
 }
 
 /* Called by the CUDA driver during cuInit (CUDA_INJECTION64_PATH). Returns 1 whatever happens:

@@ -168,7 +168,7 @@ int tr_flush_publish(tp_pub_opts *po, err_msg *err) {
 const char *tr_flush_endpoint(void) { return tp_pub_endpoint(pub); }
 
 int tr_flush_claim_record(const char *spec) {
-    return tr_record_claim(spec, env_rank(), record, sizeof record, &record_lock) == 0 ? 0 : ERR_IO;
+    return tr_record_claim(spec, env_rank(), record, sizeof record, &record_lock);
 }
 
 int tr_flush_open_record(err_msg *err) {

@@ -163,11 +163,11 @@ __attribute__((destructor)) static void tracer_fini(void) {
 /* ---- injection ---- */
 
 /* The configuration and CUPTI, once, for whichever entry point comes first (NVTX may initialize
- * before CUDA does). 0, or -1 with the reason in why. */
+ * before CUDA does). 0, or tr_cupti_load's ERR_* code with the reason in load_why. */
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t life_mu = PTHREAD_MUTEX_INITIALIZER; /* one start at a time */
-static int loaded;             /* 0: not tried, 1: loaded, -1: failed */
-static char load_why[600];
+static int loaded;             /* 0: not tried, 1: loaded, else the ERR_* code it failed with */
+static err_msg load_why;
 static char bad_env[256];
 
 static void read_config(void) { tr_config_read(&cfg, NULL, bad_env, sizeof bad_env); }
@@ -182,15 +182,13 @@ static int load_cupti(void) {
     pthread_mutex_lock(&load_mu);
     load_config();
     if (loaded == 0) {
-        loaded = tr_cupti_load(&cupti, cfg.cupti[0] ? cfg.cupti : NULL, load_why,
-                               sizeof load_why) == 0
-                     ? 1
-                     : -1;
+        int rc = tr_cupti_load(&cupti, cfg.cupti[0] ? cfg.cupti : NULL, &load_why);
+        loaded = rc == 0 ? 1 : rc;
         if (loaded == 1)
             tr_debug("CUPTI %u from %s (%s)", cupti.version, cupti.path,
                      tr_cupti_source_name(cupti.source));
     }
-    int rc = loaded == 1 ? 0 : -1;
+    int rc = loaded == 1 ? 0 : loaded;
     pthread_mutex_unlock(&load_mu);
     return rc;
 }
@@ -209,16 +207,17 @@ static void reset_session(void) {
 static int start_load(void) {
     reset_session();
     why[0] = '\0';
-    if (load_cupti() != 0) {
-        notice("not tracing: %s", load_why);
-        return -1;
+    int rc = load_cupti();
+    if (rc != 0) {
+        notice("not tracing: %s", load_why.msg);
+        return rc;
     }
     if (!tr_enable_prepare())
         tr_debug("CUPTI keeps its own thread ids: launches and NVTX ranges get lanes of their own");
     /* Loads the unwinder and learns the modules (dlopen, malloc): now, not in a callback. */
     tr_scan_refresh();
     /* CPython in this process? (its frames are then part of call sites; silent either way) */
-    tr_py_init(NULL, 0);
+    tr_py_init(NULL);
     return 0;
 }
 
@@ -232,7 +231,7 @@ static int start_session(void) {
     if (tr_flush_prepare(&cfg, &cupti, hostq) != 0) {
         notice("not tracing: out of memory");
         tr_flush_release();
-        return -1;
+        return ERR_NOMEM;
     }
     CUptiResult r = tr_enable_subscribe();
     if (r != CUPTI_SUCCESS) {
@@ -241,7 +240,7 @@ static int start_session(void) {
                    ? "; another profiler (nsys, ncu, torch.profiler) holds it"
                    : "");
         tr_flush_release();
-        return -1;
+        return ERR_UNSUPPORTED;
     }
     return 0;
 }
@@ -252,21 +251,22 @@ static int start_publishing(void) {
         return 0;
     err_msg err = {{0}};
     tp_keypair keys;
-    if (cfg.curve_key[0] != '\0' && tp_keypair_load(&keys, cfg.curve_key, &err) != 0) {
+    int rc = cfg.curve_key[0] != '\0' ? tp_keypair_load(&keys, cfg.curve_key, &err) : 0;
+    if (rc != 0) {
         notice("not tracing: SYNCTOP_CURVE_KEY: %s", err.msg);
-        return -1;
+        return rc;
     }
     tp_pub_opts po = {.endpoint = cfg.endpoint[0] ? cfg.endpoint : NULL,
                       .sndhwm = cfg.sndhwm,
                       .curve = cfg.curve_key[0] != '\0' ? &keys : NULL,
                       .insecure = cfg.insecure};
-    int published = tr_flush_publish(&po, &err) == 0;
+    rc = tr_flush_publish(&po, &err);
     explicit_bzero(&keys, sizeof keys); /* the secret key lives on in the socket only */
-    if (!published && cfg.record[0] == '\0') {
+    if (rc != 0 && cfg.record[0] == '\0') {
         notice("not tracing: cannot publish: %s", err.msg);
-        return -1;
+        return rc;
     }
-    if (!published) {
+    if (rc != 0) {
         /* the recording needs no socket */
         notice("not publishing (%s); recording to %s only", err.msg, cfg.record);
     } else if (po.endpoint == NULL) {
@@ -282,14 +282,16 @@ static int start_publishing(void) {
 static int start_recording(void) {
     if (cfg.record[0] == '\0')
         return 0;
-    if (tr_flush_claim_record(cfg.record) != 0) {
+    int rc = tr_flush_claim_record(cfg.record);
+    if (rc != 0) {
         notice("not tracing: cannot record to %s: %s", cfg.record, strerror(errno));
-        return -1;
+        return rc;
     }
     err_msg err = {{0}};
-    if (tr_flush_open_record(&err) != 0) {
+    rc = tr_flush_open_record(&err);
+    if (rc != 0) {
         notice("not tracing: cannot record to %s: %s", tr_flush_record_path(), err.msg);
-        return -1;
+        return rc;
     }
     if (strcmp(tr_flush_record_path(), cfg.record) != 0)
         say("recording to %s (%s is another process's)", tr_flush_record_path(), cfg.record);
@@ -300,7 +302,7 @@ static int start_activity(void) {
     CUptiResult r = tr_enable_activity();
     if (r != CUPTI_SUCCESS) {
         notice("not tracing: CUPTI activity unavailable (%s)", tr_cupti_strerror(&cupti, r));
-        return -1;
+        return ERR_UNSUPPORTED;
     }
     tr_enable_resources(1);
     return 0;
@@ -319,11 +321,12 @@ static int start_running(int late) {
     static int handlers; /* once for the life of the process, however often tracing starts */
     if (!handlers)
         pthread_atfork(before_fork, NULL, in_child);
-    if (tr_flush_start((uint32_t)pid, late) != 0) {
+    int rc = tr_flush_start((uint32_t)pid, late);
+    if (rc != 0) {
         tr_callbacks_set_state(TR_STOPPED);
         tr_callbacks_set_collecting(0);
         notice("not tracing: cannot start the flush thread");
-        return -1; /* CUPTI keeps its subscription; every callback now returns at once */
+        return rc; /* CUPTI keeps its subscription; every callback now returns at once */
     }
     if (!handlers)
         atexit(at_exit);
@@ -334,15 +337,17 @@ static int start_running(int late) {
     return 0;
 }
 
-/* late: the process runs CUDA already (synctop_tracer_start), rather than initialising it. Any
- * failure says one line and leaves the program untraced. */
+/* late: the process runs CUDA already (synctop_tracer_start), rather than initialising it. 0, or
+ * the ERR_* code of what failed, which said one line and left the program untraced. */
 static int start(int late) {
-    if (start_load() != 0 || start_session() != 0)
-        return -1;
-    if (start_publishing() != 0 || start_recording() != 0 || start_activity() != 0) {
+    int rc;
+    if ((rc = start_load()) != 0 || (rc = start_session()) != 0)
+        return rc;
+    if ((rc = start_publishing()) != 0 || (rc = start_recording()) != 0 ||
+        (rc = start_activity()) != 0) {
         tr_enable_unsubscribe();
         tr_flush_discard();
-        return -1;
+        return rc;
     }
     return start_running(late);
 }

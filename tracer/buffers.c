@@ -1,8 +1,8 @@
 /*
  * CUPTI's activity buffers: the pool the tracer hands out to CUPTI (any application thread,
  * concurrently: CUPTI 13 keeps per-thread buffers), the list of completed ones the flush thread
- * takes, and the counts of what was lost on the way (buffers refused, another client's, records
- * CUPTI dropped). The pool is under one mutex, held for a few stores or a scan of the slots; a new
+ * takes, and the counts of buffers that reached it or were lost on the way (refused, another
+ * client's). The pool is under one mutex, held for a few stores or a scan of the slots; a new
  * buffer is allocated outside it. Memory is bounded: at most SYNCTOP_MAX_BUFFERS buffers live, and
  * LOST_FACTOR times that with those written off when another CUPTI client took them.
  */
@@ -30,13 +30,11 @@ typedef struct done_buf {
 } done_buf;
 
 static const tr_config *cfg;
-static const tr_cupti *cupti;
 static size_t buf_size;
 
 static atomic_uint_fast64_t buf_refused;
 static atomic_uint_fast64_t buf_foreign; /* buffers CUPTI completed that were not the tracer's */
 static atomic_uint_fast64_t bufs_in;     /* buffers with records that reached the tracer */
-static atomic_uint_fast64_t cupti_dropped;
 
 /* The pool, under pool_mu. */
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -52,29 +50,18 @@ void tr_bufs_reset(void) {
     atomic_store(&buf_refused, 0);
     atomic_store(&buf_foreign, 0);
     atomic_store(&bufs_in, 0);
-    atomic_store(&cupti_dropped, 0);
     pthread_mutex_lock(&pool_mu);
     pool_gone = 0;
     pthread_mutex_unlock(&pool_mu);
 }
 
-void tr_bufs_session(const tr_config *c, const tr_cupti *cu) {
+void tr_bufs_session(const tr_config *c) {
     cfg = c;
-    cupti = cu;
     buf_size = (size_t)c->buffer_kb * 1024u;
 }
 
 uint64_t tr_bufs_in(void) { return atomic_load(&bufs_in); }
-uint64_t tr_bufs_dropped(void) { return atomic_load(&cupti_dropped); }
 uint64_t tr_bufs_missed(void) { return atomic_load(&buf_refused) + atomic_load(&buf_foreign); }
-
-/* CUPTI resets its counter at each query, so every query adds to ours. Never call this while
- * holding pool_mu: CUPTI may call tr_bufs_completed, which takes it. */
-void tr_bufs_count_drops(void) {
-    size_t dropped = 0;
-    if (cupti->cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS)
-        atomic_fetch_add(&cupti_dropped, dropped);
-}
 
 /* The slot of a buffer the tracer allocated, or -1. Under pool_mu. */
 static int slot_of(const uint8_t *buf) {
@@ -178,7 +165,7 @@ void CUPTIAPI tr_bufs_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
     if (keep) {
         atomic_fetch_add_explicit(&bufs_in, 1, memory_order_relaxed);
         if (state == TR_ON)
-            tr_flush_kick();
+            tr_wake_kick();
     }
 }
 
@@ -203,15 +190,15 @@ void tr_bufs_drain(void (*walk)(uint8_t *buf, size_t valid, void *arg), void *ar
         pthread_mutex_lock(&pool_mu);
         while (n < 64 && n_done > 0)
             local[n++] = done[--n_done];
-        uint8_t *taken[64];
+        uint8_t *walked[64];
         for (unsigned i = 0; i < n; i++)
-            taken[i] = bufs[local[i].slot].buf;
+            walked[i] = bufs[local[i].slot].buf;
         pthread_mutex_unlock(&pool_mu);
         if (n == 0)
             return;
         /* The list is a stack; walk in the order CUPTI completed them. */
         for (unsigned i = n; i-- > 0;)
-            walk(taken[i], local[i].valid, arg);
+            walk(walked[i], local[i].valid, arg);
         uint8_t *spare[64];
         unsigned n_spare = 0;
         pthread_mutex_lock(&pool_mu);

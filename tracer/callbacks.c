@@ -2,8 +2,8 @@
  * CUPTI's API and resource callbacks, on the application's threads, and what they touch: the gates
  * they read on every call (the tracer's state, whether it collects, the generation that resets a
  * thread's open calls), each thread's open calls and busy query loop, the contexts learnt at
- * creation, and the counts the flush thread reads to notice another CUPTI client (the highest
- * correlation id seen). A callback only reads a clock and copies a few words into the host-call
+ * creation, and the counts the flush thread reads (the highest correlation id seen, by which it
+ * notices another CUPTI client; the records CUPTI dropped). A callback only reads a clock and copies a few words into the host-call
  * queue (hostq.h); it never allocates on the hot path (a thread's stack bounds are learnt once if
  * unwinding fails: stackscan.h), never prints, and never waits for the flush thread except at
  * context destruction, where the wait is bounded.
@@ -35,6 +35,7 @@ static atomic_int ctx_unknown; /* started in a running process: contexts may exi
                                   callback counted, so CUPTI is flushed as if one did */
 static atomic_int names_stale; /* a module was unloaded: forget cached kernel-name pointers */
 static atomic_uint corr_cb;    /* highest correlation id of a watched call */
+static atomic_uint_fast64_t cupti_dropped; /* records CUPTI dropped, as it counted them */
 
 /* Contexts learnt from creation callbacks, for the flush thread to merge. */
 static struct {
@@ -78,6 +79,7 @@ void tr_callbacks_session(const tr_config *c, const tr_cupti *cu, tr_hostq *q) {
     cfg = c;
     cupti = cu;
     hostq = q;
+    atomic_store(&cupti_dropped, 0);
 }
 
 int tr_callbacks_state(void) { return atomic_load(&state); }
@@ -93,6 +95,16 @@ int tr_callbacks_contexts_alive(void) {
 
 int tr_callbacks_names_stale(void) { return atomic_exchange(&names_stale, 0); }
 uint32_t tr_callbacks_last_correlation(void) { return atomic_load(&corr_cb); }
+uint64_t tr_callbacks_dropped(void) { return atomic_load(&cupti_dropped); }
+
+/* CUPTI resets its counter at each query, so every query adds to ours. Never called while holding
+ * a lock that the buffer callbacks take: CUPTI may call them from here (Kineto documents the
+ * deadlock). */
+void tr_callbacks_count_drops(void) {
+    size_t dropped = 0;
+    if (cupti->cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS)
+        atomic_fetch_add(&cupti_dropped, dropped);
+}
 
 static uint32_t my_tid(void) {
     if (tls.tid == 0)
@@ -127,12 +139,12 @@ static void learn_context(const CUpti_ResourceData *rd) {
     atomic_store_explicit(&ctx_ready[i], 1, memory_order_release);
 }
 
-void tr_callbacks_merge_contexts(tr_conv *conv, unsigned *merged) {
+void tr_callbacks_merge_contexts(tr_conv *into, unsigned *merged) {
     unsigned n = atomic_load(&ctx_n);
     if (n > CTX_MAP)
         n = CTX_MAP;
     while (*merged < n && atomic_load_explicit(&ctx_ready[*merged], memory_order_acquire)) {
-        tr_conv_set_context(conv, ctx_map[*merged].context, ctx_map[*merged].device);
+        tr_conv_set_context(into, ctx_map[*merged].context, ctx_map[*merged].device);
         (*merged)++;
     }
 }
@@ -270,7 +282,7 @@ static void on_resource(CUpti_CallbackId cbid, const void *data) {
     case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
         learn_context(data);
         atomic_fetch_add(&live_contexts, 1);
-        tr_flush_kick();
+        tr_wake_kick();
         break;
     case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
         /* The last chance to get this context's records: flush them out of CUPTI now, on this
@@ -278,10 +290,10 @@ static void on_resource(CUpti_CallbackId cbid, const void *data) {
          * the process may end. */
         end_poll_run();
         cupti->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-        tr_bufs_count_drops();
+        tr_callbacks_count_drops();
         if (atomic_load(&live_contexts) > 0)
             atomic_fetch_sub(&live_contexts, 1);
-        tr_flush_drain_sync(TR_DRAIN_WAIT_MS);
+        tr_wake_drain_sync(TR_DRAIN_WAIT_MS);
         break;
     case CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING:
         atomic_store(&names_stale, 1);

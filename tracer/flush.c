@@ -1,9 +1,9 @@
 /*
  * The flush thread, and everything it owns: the encoder, the converter, the call sites, the
  * publisher, the trace file, the batch being shipped, the counts it reports (drops, threads
- * described), its watch for another CUPTI client, and its control (wake-ups, drain requests, the
- * stop for synctop_tracer_stop). Every SYNCTOP_FLUSH_MS, or when woken, it asks CUPTI for completed
- * buffers, converts them (convert.h), drains the host-call queue, and ships batches. The lifecycle
+ * described), and its watch for another CUPTI client. Every SYNCTOP_FLUSH_MS, or when woken
+ * (wake.c), it asks CUPTI for completed buffers, converts them (convert.h), drains the host-call
+ * queue, and ships batches. The lifecycle
  * makes its outputs before it starts (tr_flush_prepare, _publish, _claim_record, _open_record);
  * from then on they are this thread's alone.
  *
@@ -47,18 +47,8 @@ static const tr_cupti *cupti;
 static tr_hostq *hostq;
 static uint32_t pid;
 static int name_gpus; /* started late: the driver names the GPUs (once) */
-
-/* Control, under wake_mu. */
-static pthread_mutex_t wake_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake_cv = PTHREAD_COND_INITIALIZER, done_cv = PTHREAD_COND_INITIALIZER;
 static pthread_t thread;
-static int stop, exited, kicked;
-static int detaching; /* the flush thread is stopping for synctop_tracer_stop, not for exit */
-static int running;   /* a flush thread exists (joinable at exit, or ending by itself when detaching) */
-static uint64_t drain_req, drain_done;
-static int subscribers;
-static atomic_int stop_req; /* synctop_tracer_stop asked */
-static atomic_int exiting;  /* exit handlers have run: the flush thread leaves CUPTI alone */
+static atomic_int exiting; /* exit handlers have run: the flush thread leaves CUPTI alone */
 
 /* The outputs. */
 static tp_enc *enc;
@@ -97,13 +87,6 @@ static uint64_t cupti_now(void) {
     return t;
 }
 
-static void deadline_in(struct timespec *ts, uint32_t ms) {
-    clock_gettime(CLOCK_REALTIME, ts);
-    uint64_t ns = (uint64_t)ts->tv_nsec + (uint64_t)ms * 1000000ull;
-    ts->tv_sec += (time_t)(ns / 1000000000ull);
-    ts->tv_nsec = (long)(ns % 1000000000ull);
-}
-
 static int env_int(const char *name, int32_t *out) {
     const char *s = getenv(name);
     if (s == NULL || *s == '\0')
@@ -126,9 +109,6 @@ static int32_t env_rank(void) {
 /* ---- before the thread: the session's outputs ---- */
 
 void tr_flush_reset(void) {
-    stop = exited = kicked = detaching = 0;
-    drain_req = drain_done = 0;
-    subscribers = 0;
     fw_failed = 0;
     last_clock = 0;
     memset(sent_drops, 0, sizeof sent_drops);
@@ -142,7 +122,6 @@ void tr_flush_reset(void) {
     ctx_merged = 0;
     name_gpus = 0;
     record[0] = '\0';
-    atomic_store(&stop_req, 0);
 }
 
 int tr_flush_prepare(const tr_config *c, const tr_cupti *cu, tr_hostq *q) {
@@ -390,8 +369,9 @@ static void take_back(uint64_t now, int collecting) {
     add_notice(now, r == CUPTI_SUCCESS
                         ? "synctop: GPU activity recorded again (the other CUPTI client let go)"
                         : "synctop: could not take CUPTI's activity buffers back");
-    tr_debug("another CUPTI client let go of the activity buffers; %s",
-             r == CUPTI_SUCCESS ? "recording GPU activity again" : tr_cupti_strerror(cupti, r));
+    tr_config_debug(cfg, "another CUPTI client let go of the activity buffers; %s",
+                    r == CUPTI_SUCCESS ? "recording GPU activity again"
+                                       : tr_cupti_strerror(cupti, r));
     taken = 0;
     reset_quiet_window();
 }
@@ -420,8 +400,9 @@ static void watch_other_client(uint64_t now) {
         add_notice(quiet_since,
                    "synctop: no GPU activity reaches synctop from here although the program goes "
                    "on: another CUPTI client (torch.profiler?) holds the activity buffers");
-        tr_debug("no activity buffer for %u rounds over %u CUDA calls: another CUPTI client holds "
-                 "them", quiet_rounds, calls);
+        tr_config_debug(cfg,
+                        "no activity buffer for %u rounds over %u CUDA calls: another CUPTI client "
+                        "holds them", quiet_rounds, calls);
     }
 }
 
@@ -481,7 +462,7 @@ static void name_devices(void) {
 static int follow_audience(int subs, int live) {
     int go_dormant = 0;
     if (cfg->mode == TR_MODE_ON_DEMAND) {
-        if (subs > 0 && subscribers == 0) {
+        if (subs > 0 && tr_wake_subscribers() == 0) {
             /* Records of the dormant time are still in CUPTI's buffers: out with them first
              * (their metadata kept), so that the first viewer sees only its own time. */
             if (live)
@@ -492,10 +473,7 @@ static int follow_audience(int subs, int live) {
             go_dormant = 1;
         }
     }
-    pthread_mutex_lock(&wake_mu);
-    subscribers = subs;
-    pthread_cond_broadcast(&done_cv);
-    pthread_mutex_unlock(&wake_mu);
+    tr_wake_set_subscribers(subs);
     return go_dormant;
 }
 
@@ -511,7 +489,7 @@ static int poll_publisher(int cupti_ok, int live) {
             add_clock();
     }
     /* On demand, a change of audience waits for a round that may call CUPTI. */
-    if (subs >= 0 && subs != subscribers && (cfg->mode != TR_MODE_ON_DEMAND || cupti_ok))
+    if (subs >= 0 && subs != tr_wake_subscribers() && (cfg->mode != TR_MODE_ON_DEMAND || cupti_ok))
         return follow_audience(subs, live);
     return 0;
 }
@@ -522,12 +500,12 @@ static void report_and_ship(int cupti_ok, int live) {
     if (cupti_ok) {
         ts = cupti_now();
         if (live)
-            tr_bufs_count_drops(); /* no lock held: see tr_bufs_count_drops */
+            tr_callbacks_count_drops(); /* no lock held: see tr_callbacks_count_drops */
         if (clock_ns(CLOCK_MONOTONIC) - last_clock >= CLOCK_EVERY_NS)
             add_clock();
         watch_other_client(ts);
     }
-    add_drops(TP_DROP_CUPTI, tr_bufs_dropped(), tr_bufs_missed() + takeovers, ts);
+    add_drops(TP_DROP_CUPTI, tr_callbacks_dropped(), tr_bufs_missed() + takeovers, ts);
     add_drops(TP_DROP_TRACER, tr_hostq_dropped(hostq), 0, ts);
     if (pub != NULL) {
         tp_pub_stats ps;
@@ -579,7 +557,7 @@ static void quit_cupti(void) {
         tr_enable_quit();
         if (tr_callbacks_contexts_alive()) {
             cupti->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-            tr_bufs_count_drops();
+            tr_callbacks_count_drops();
         }
     } else {
         tr_callbacks_set_collecting(0);
@@ -623,48 +601,26 @@ static void *flush_main(void *arg) {
     add_clock();
     ship(0);
     for (;;) {
-        pthread_mutex_lock(&wake_mu);
-        struct timespec until;
-        deadline_in(&until, cfg->flush_ms);
-        while (!stop && !kicked && drain_req == drain_done)
-            if (pthread_cond_timedwait(&wake_cv, &wake_mu, &until) == ETIMEDOUT)
-                break;
-        if (!stop && atomic_load(&stop_req))
-            detaching = 1;
-        int stopping = stop || detaching;
-        int detach = detaching;
-        uint64_t want = drain_req;
-        kicked = 0;
-        pthread_mutex_unlock(&wake_mu);
-
+        uint64_t want;
+        int detach;
+        int stopping = tr_wake_wait(cfg->flush_ms, &want, &detach);
         /* A drain request comes from a thread inside CUPTI's context-destruction callback, which
          * already flushed: do not call into CUPTI while it waits. Nor once exit has begun. */
-        pump(!stopping && want == drain_done && !atomic_load(&exiting));
+        pump(!stopping && !tr_wake_draining(want) && !atomic_load(&exiting));
         if (detach)
             quit_cupti();
-
-        pthread_mutex_lock(&wake_mu);
-        if (want != drain_done) {
-            drain_done = want;
-            pthread_cond_broadcast(&done_cv);
-        }
-        pthread_mutex_unlock(&wake_mu);
+        tr_wake_drained(want);
         if (stopping)
             break;
     }
     finish();
-    if (detaching) {
+    if (tr_wake_detaching()) {
         /* Nobody joins this thread: it frees what it used and ends by itself. */
         tr_flush_release();
         close_record_lock();
         pthread_detach(pthread_self());
     }
-    pthread_mutex_lock(&wake_mu);
-    exited = 1;
-    if (detaching)
-        running = 0;
-    pthread_cond_broadcast(&done_cv);
-    pthread_mutex_unlock(&wake_mu);
+    tr_wake_ended();
     return NULL;
 }
 
@@ -679,78 +635,29 @@ int tr_flush_start(uint32_t process, int late) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
         return ERR_LIMIT;
-    pthread_mutex_lock(&wake_mu);
-    running = 1;
-    pthread_mutex_unlock(&wake_mu);
+    tr_wake_started();
     pthread_setname_np(thread, "synctop-flush");
     return 0;
 }
 
 void tr_flush_wait_subscribers(uint32_t wait_ms) {
-    if (pub == NULL || wait_ms == 0)
-        return;
-    struct timespec until;
-    deadline_in(&until, wait_ms);
-    pthread_mutex_lock(&wake_mu);
-    while (subscribers == 0 && !exited)
-        if (pthread_cond_timedwait(&done_cv, &wake_mu, &until) == ETIMEDOUT)
-            break;
-    pthread_mutex_unlock(&wake_mu);
-}
-
-void tr_flush_kick(void) {
-    pthread_mutex_lock(&wake_mu);
-    kicked = 1;
-    pthread_cond_signal(&wake_cv);
-    pthread_mutex_unlock(&wake_mu);
-}
-
-void tr_flush_drain_sync(uint32_t wait_ms) {
-    struct timespec until;
-    deadline_in(&until, wait_ms);
-    pthread_mutex_lock(&wake_mu);
-    uint64_t want = ++drain_req;
-    pthread_cond_signal(&wake_cv);
-    while (drain_done < want && !exited && !detaching)
-        if (pthread_cond_timedwait(&done_cv, &wake_mu, &until) == ETIMEDOUT)
-            break;
-    pthread_mutex_unlock(&wake_mu);
+    if (pub != NULL && wait_ms > 0)
+        tr_wake_wait_subscribers(wait_ms);
 }
 
 void tr_flush_exiting(void) { atomic_store(&exiting, 1); }
-void tr_flush_request_stop(void) { atomic_store(&stop_req, 1); }
-int tr_flush_stop_requested(void) { return atomic_load(&stop_req); }
 
-int tr_flush_wait_ended(uint32_t wait_ms) {
-    struct timespec until;
-    deadline_in(&until, wait_ms);
-    pthread_mutex_lock(&wake_mu);
-    while (running && (detaching || atomic_load(&stop_req)))
-        if (pthread_cond_timedwait(&done_cv, &wake_mu, &until) == ETIMEDOUT)
-            break;
-    int idle = !running;
-    pthread_mutex_unlock(&wake_mu);
-    return idle;
+/* The callbacks stop for good, before the flush thread is told to. */
+static void stop_callbacks(void) {
+    tr_callbacks_set_collecting(0);
+    tr_callbacks_set_state(TR_STOPPED);
 }
 
 void tr_flush_end(uint32_t wait_ms) {
     struct timespec until;
-    deadline_in(&until, wait_ms);
-    pthread_mutex_lock(&wake_mu);
-    if (detaching) {
-        /* Stopping already, for synctop_tracer_stop: it ships and frees by itself. */
-        while (running)
-            if (pthread_cond_timedwait(&done_cv, &wake_mu, &until) == ETIMEDOUT)
-                break;
-        pthread_mutex_unlock(&wake_mu);
+    tr_wake_deadline(&until, wait_ms);
+    if (!tr_wake_stop(&until, stop_callbacks))
         return;
-    }
-    /* Under the lock: a stop for synctop_tracer_stop cannot begin after this. */
-    tr_callbacks_set_collecting(0);
-    tr_callbacks_set_state(TR_STOPPED);
-    stop = 1;
-    pthread_cond_signal(&wake_cv);
-    pthread_mutex_unlock(&wake_mu);
     if (pthread_timedjoin_np(thread, NULL, &until) != 0)
         return; /* stuck (a stalled disk?): leave it everything it uses */
     tr_flush_release();

@@ -10,8 +10,9 @@
  * stopping a session, exit and fork. The rest is held by its owners, each beside the code that uses
  * it (tracer_int.h says what crosses between them): CUPTI's callbacks on the application's threads
  * (callbacks.c: they only read a clock and copy a few words into a lock-free queue), its activity
- * buffers (buffers.c), what CUPTI is asked for (enable.c), and the flush thread that owns
- * everything else (flush.c: the encoder, the publisher, the trace file, symbolization).
+ * buffers (buffers.c), what CUPTI is asked for (enable.c), the flush thread that owns everything
+ * else (flush.c: the encoder, the publisher, the trace file, symbolization), and how the others
+ * reach it (wake.c).
  *
  * Lifecycle. A session of tracing starts at InitializeInjection, or later in a running process at
  * synctop_tracer_start (on a thread of its own; CUPTI is then asked to dump the records of the
@@ -76,16 +77,10 @@ static tr_config cfg;
 static tr_cupti cupti;
 /* The host-call queue: made at the first start, kept (a callback may still hold it). */
 static tr_hostq *hostq;
-static pid_t pid;         /* the traced process (a forked child is not) */
-static char why[600];     /* the line said when tracing did not start (synctop_tracer_status) */
+static pid_t pid;     /* the traced process (a forked child is not) */
+static char why[600]; /* the line said when tracing did not start (synctop_tracer_status) */
 
 /* ---- what the tracer says ---- */
-
-__attribute__((format(printf, 1, 0))) static void say_v(const char *fmt, va_list ap) {
-    char line[600];
-    vsnprintf(line, sizeof line, fmt, ap);
-    fprintf(stderr, "synctop: %s\n", line);
-}
 
 /* The one line a tracer that steps aside prints. */
 static void notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -100,33 +95,12 @@ static void notice(const char *fmt, ...) {
     fprintf(stderr, "synctop: %s\n", why);
 }
 
-/* A line that is worth one even when tracing works (where the recording went, when not where it
- * was asked). */
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...) {
-    if (cfg.quiet)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    say_v(fmt, ap);
-    va_end(ap);
-}
-
-void tr_debug(const char *fmt, ...) {
-    if (!cfg.verbose)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    say_v(fmt, ap);
-    va_end(ap);
-}
-
 /* ---- exit and fork ---- */
 
 /* pthread_atfork prepare: a wake-up, so that what is queued leaves soon; nothing that waits. */
 static void before_fork(void) {
     if (tr_callbacks_state() == TR_ON && getpid() == pid)
-        tr_flush_kick();
+        tr_wake_kick();
 }
 
 /* atexit: runs before the destructors of every library loaded until then (CUPTI's included: it is
@@ -141,10 +115,10 @@ static void at_exit(void) {
         return;
     if (tr_callbacks_contexts_alive()) {
         cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-        tr_bufs_count_drops();
+        tr_callbacks_count_drops();
     }
     tr_flush_exiting();
-    tr_flush_drain_sync(TR_DRAIN_WAIT_MS);
+    tr_wake_drain_sync(TR_DRAIN_WAIT_MS);
 }
 
 static void in_child(void) {
@@ -185,7 +159,7 @@ static int load_cupti(void) {
         int rc = tr_cupti_load(&cupti, cfg.cupti[0] ? cfg.cupti : NULL, &load_why);
         loaded = rc == 0 ? 1 : rc;
         if (loaded == 1)
-            tr_debug("CUPTI %u from %s (%s)", cupti.version, cupti.path,
+            tr_config_debug(&cfg, "CUPTI %u from %s (%s)", cupti.version, cupti.path,
                      tr_cupti_source_name(cupti.source));
     }
     int rc = loaded == 1 ? 0 : loaded;
@@ -197,6 +171,7 @@ static int load_cupti(void) {
  * host-call queue stays from an earlier session (a callback may still hold it), and so do the
  * contexts learnt at creation (they are merged into the new converter). */
 static void reset_session(void) {
+    tr_wake_reset();
     tr_flush_reset();
     tr_enable_session(&cfg, &cupti);
     tr_bufs_reset();
@@ -213,7 +188,8 @@ static int start_load(void) {
         return rc;
     }
     if (!tr_enable_prepare())
-        tr_debug("CUPTI keeps its own thread ids: launches and NVTX ranges get lanes of their own");
+        tr_config_debug(&cfg, "CUPTI keeps its own thread ids: launches and NVTX ranges get lanes "
+                              "of their own");
     /* Loads the unwinder and learns the modules (dlopen, malloc): now, not in a callback. */
     tr_scan_refresh();
     /* CPython in this process? (its frames are then part of call sites; silent either way) */
@@ -224,7 +200,7 @@ static int start_load(void) {
 /* The parts' settings, the host-call queue, the flush thread's encoder, converter and call sites,
  * and the subscription. */
 static int start_session(void) {
-    tr_bufs_session(&cfg, &cupti);
+    tr_bufs_session(&cfg);
     if (hostq == NULL)
         hostq = tr_hostq_new(cfg.queue_len);
     tr_callbacks_session(&cfg, &cupti, hostq);
@@ -294,7 +270,8 @@ static int start_recording(void) {
         return rc;
     }
     if (strcmp(tr_flush_record_path(), cfg.record) != 0)
-        say("recording to %s (%s is another process's)", tr_flush_record_path(), cfg.record);
+        tr_config_say(&cfg, "recording to %s (%s is another process's)", tr_flush_record_path(),
+                      cfg.record);
     return 0;
 }
 
@@ -332,7 +309,7 @@ static int start_running(int late) {
         atexit(at_exit);
     handlers = 1;
     if (bad_env[0] != '\0' && !late)
-        say("ignoring unreadable %s", bad_env);
+        tr_config_say(&cfg, "ignoring unreadable %s", bad_env);
     tr_flush_wait_subscribers(cfg.start_wait_ms);
     return 0;
 }
@@ -377,7 +354,7 @@ static atomic_int start_pending;
 static void *starter_main(void *arg) {
     (void)arg;
     pthread_mutex_lock(&life_mu);
-    int idle = tr_flush_wait_ended(10000);
+    int idle = tr_wake_wait_ended(10000);
     int state = tr_callbacks_state();
     if (getpid() != pid && state != TR_OFF)
         state = TR_FORKED; /* a forked child of a traced process: never traced */
@@ -386,7 +363,7 @@ static void *starter_main(void *arg) {
         char bad[256];
         tr_config_read(&cfg, start_settings, bad, sizeof bad);
         if (start(1) == 0 && bad[0] != '\0')
-            tr_debug("ignoring unreadable %s", bad);
+            tr_config_debug(&cfg, "ignoring unreadable %s", bad);
     } else if (state != TR_ON) {
         snprintf(why, sizeof why, "not tracing: %s",
                  state == TR_FORKED ? "this process is a fork of a traced one"
@@ -399,7 +376,7 @@ static void *starter_main(void *arg) {
 }
 
 __attribute__((visibility("default"))) int synctop_tracer_start(const char *settings) {
-    if (tr_callbacks_state() == TR_ON && !tr_flush_stop_requested() && getpid() == pid)
+    if (tr_callbacks_state() == TR_ON && !tr_wake_stop_requested() && getpid() == pid)
         return 1;
     if (atomic_exchange(&start_pending, 1))
         return 2;
@@ -426,7 +403,7 @@ __attribute__((visibility("default"))) int synctop_tracer_start(const char *sett
 __attribute__((visibility("default"))) int synctop_tracer_stop(void) {
     if (tr_callbacks_state() != TR_ON || getpid() != pid)
         return 1;
-    tr_flush_request_stop();
+    tr_wake_request_stop();
     return 0;
 }
 

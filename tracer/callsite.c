@@ -4,6 +4,7 @@
  */
 #include "callsite.h"
 #include "hash.h"
+#include "synctop/error.h"
 #include "text.h"
 
 #include <dlfcn.h>
@@ -162,7 +163,7 @@ static int grow(tr_sites *s) {
     size_t cap = s->cap * 2;
     site *t = calloc(cap, sizeof *t);
     if (t == NULL)
-        return -1;
+        return ERR_NOMEM;
     for (size_t i = 0; i < s->cap; i++) {
         if (s->table[i].id == 0)
             continue;

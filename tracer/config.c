@@ -1,9 +1,10 @@
 /*
  * SYNCTOP_* settings (config.h): from a settings text first, else the environment. No allocation,
- * no locale.
+ * no locale. And the lines the tracer says as they allow (quiet, verbose).
  */
 #include "config.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,4 +121,28 @@ void tr_config_read(tr_config *c, const char *settings, char *bad, size_t badlen
     while (q < c->queue_len)
         q <<= 1;
     c->queue_len = q;
+}
+
+__attribute__((format(printf, 1, 0))) static void say_v(const char *fmt, va_list ap) {
+    char line[600];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "synctop: %s\n", line);
+}
+
+void tr_config_say(const tr_config *c, const char *fmt, ...) {
+    if (c->quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    say_v(fmt, ap);
+    va_end(ap);
+}
+
+void tr_config_debug(const tr_config *c, const char *fmt, ...) {
+    if (!c->verbose)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    say_v(fmt, ap);
+    va_end(ap);
 }

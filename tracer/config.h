@@ -52,4 +52,11 @@ typedef struct tr_config {
  * (comma-separated, "" when all parsed). */
 void tr_config_read(tr_config *c, const char *settings, char *bad, size_t badlen);
 
+/* A line on stderr, "synctop: " and the text (600 bytes at most), as the settings allow:
+ * tr_config_say unless SYNCTOP_QUIET (a line worth one even when tracing works), tr_config_debug
+ * with SYNCTOP_VERBOSE only. */
+void tr_config_say(const tr_config *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tr_config_debug(const tr_config *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -60,8 +60,9 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-/* Binds every symbol; 0, or -1 with the reason (the handle is left open: never closed). */
-static int bind(tr_cupti *c, char *why, size_t whylen) {
+/* Binds every symbol; 0, or ERR_UNSUPPORTED with the reason (the handle is left open: never
+ * closed). */
+static int bind(tr_cupti *c, err_msg *err) {
     /* dlsym returns void *; going through a union keeps the conversion to a function pointer
      * well-defined as far as the compiler is concerned. */
 #define TR_CUPTI_SYM_(name, args)                                                     \
@@ -72,8 +73,8 @@ static int bind(tr_cupti *c, char *why, size_t whylen) {
         } u_;                                                                         \
         u_.p = dlsym(c->handle, #name);                                               \
         if (u_.p == NULL) {                                                           \
-            snprintf(why, whylen, "%s has no %s (CUPTI too old?)", c->path, #name);   \
-            return -1;                                                                \
+            return err_set(err, ERR_UNSUPPORTED, "%s has no %s (CUPTI too old?)",      \
+                           c->path, #name);                                           \
         }                                                                             \
         c->name = u_.f;                                                               \
     }
@@ -103,12 +104,11 @@ static int bind(tr_cupti *c, char *why, size_t whylen) {
 /* Opens path and binds it. With `same_major`, a CUPTI of another major version than the headers'
  * (whose records the converter would misread) is refused. */
 static int try_open(tr_cupti *c, const char *path, enum tr_cupti_source src, int same_major,
-                    char *why, size_t whylen) {
+                    err_msg *err) {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         const char *e = dlerror();
-        snprintf(why, whylen, "cannot load %s: %s", path, e ? e : "unknown error");
-        return -1;
+        return err_set(err, ERR_NOENT, "cannot load %s: %s", path, e ? e : "unknown error");
     }
     tr_cupti t;
     memset(&t, 0, sizeof t);
@@ -124,44 +124,45 @@ static int try_open(tr_cupti *c, const char *path, enum tr_cupti_source src, int
         snprintf(t.path, sizeof t.path, "%s", info.dli_fname);
     else
         snprintf(t.path, sizeof t.path, "%s", path);
-    if (bind(&t, why, whylen) != 0) {
+    int rc = bind(&t, err);
+    if (rc != 0) {
         dlclose(h);
-        return -1;
+        return rc;
     }
     if (same_major && t.version / 10000 != CUPTI_API_VERSION / 10000) {
-        snprintf(why, whylen, "%s is CUPTI API version %u, not %u", t.path, t.version,
-                 CUPTI_API_VERSION / 10000 * 10000);
+        err_set(err, ERR_UNSUPPORTED, "%s is CUPTI API version %u, not %u", t.path, t.version,
+                CUPTI_API_VERSION / 10000 * 10000);
         dlclose(h);
-        return -1;
+        return ERR_UNSUPPORTED;
     }
     *c = t;
     return 0;
 }
 
-int tr_cupti_load(tr_cupti *c, const char *path, char *why, size_t whylen) {
+int tr_cupti_load(tr_cupti *c, const char *path, err_msg *err) {
     memset(c, 0, sizeof *c);
     if (path != NULL && *path != '\0')
-        return try_open(c, path, TR_CUPTI_NAMED, 0, why, whylen);
+        return try_open(c, path, TR_CUPTI_NAMED, 0, err);
     scan s;
     memset(&s, 0, sizeof s);
     dl_iterate_phdr(scan_one, &s);
     for (unsigned i = 0; i < s.n_cupti; i++)
-        if (try_open(c, s.cupti[i], TR_CUPTI_LOADED, 1, why, whylen) == 0)
+        if (try_open(c, s.cupti[i], TR_CUPTI_LOADED, 1, err) == 0)
             return 0;
     if (s.torch[0] != '\0') {
         /* .../site-packages/torch/lib/libX.so: the wheels lie beside torch. */
         for (size_t i = 0; i < sizeof wheel_paths / sizeof wheel_paths[0]; i++) {
             char p[1100];
             snprintf(p, sizeof p, "%s/%s", s.torch, wheel_paths[i]);
-            if (access(p, R_OK) == 0 && try_open(c, p, TR_CUPTI_WHEEL, 1, why, whylen) == 0)
+            if (access(p, R_OK) == 0 && try_open(c, p, TR_CUPTI_WHEEL, 1, err) == 0)
                 return 0;
         }
     }
     for (size_t i = 0; i < sizeof default_paths / sizeof default_paths[0]; i++)
-        if (try_open(c, default_paths[i], TR_CUPTI_SEARCHED, 1, why, whylen) == 0)
+        if (try_open(c, default_paths[i], TR_CUPTI_SEARCHED, 1, err) == 0)
             return 0;
-    snprintf(why, whylen, "libcupti.so.13 not found (set SYNCTOP_CUPTI=/path/to/libcupti.so)");
-    return -1;
+    return err_set(err, ERR_NOENT,
+                   "libcupti.so.13 not found (set SYNCTOP_CUPTI=/path/to/libcupti.so)");
 }
 
 const char *tr_cupti_strerror(const tr_cupti *c, CUptiResult r) {

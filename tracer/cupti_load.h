@@ -21,6 +21,8 @@
 #include <cupti.h>
 #include <stddef.h>
 
+#include "synctop/error.h"
+
 #define TR_CUPTI_FUNCS(X)                                                                        \
     X(cuptiGetVersion, (uint32_t *))                                                             \
     X(cuptiGetResultString, (CUptiResult, const char **))                                        \
@@ -71,9 +73,10 @@ typedef struct tr_cupti {
     int (*nvtx_init)(const void *(*get_export_table)(uint32_t));
 } tr_cupti;
 
-/* Loads libcupti: `path` when not NULL nor "", else as the file comment says. Returns 0, or -1
- * with a one-line reason in why (which library, which symbol). */
-int tr_cupti_load(tr_cupti *c, const char *path, char *why, size_t whylen);
+/* Loads libcupti: `path` when not NULL nor "", else as the file comment says. Returns 0, or
+ * ERR_NOENT (none could be loaded) or ERR_UNSUPPORTED (one lacks a function, or is another major
+ * version) with a one-line reason in err (which library, which symbol). */
+int tr_cupti_load(tr_cupti *c, const char *path, err_msg *err);
 /* The reason for a CUPTI error code, never NULL. */
 const char *tr_cupti_strerror(const tr_cupti *c, CUptiResult r);
 /* "named by SYNCTOP_CUPTI", "loaded by the process", ... */

@@ -70,7 +70,7 @@ typedef struct desc {
 static struct {
     atomic_int ready; /* 1 once a supported interpreter was found (release) */
     int answer;
-    char why[160];
+    err_msg why;
     layout L;
     void *(*get_tstate)(void);
     int (*is_initialized)(void);
@@ -418,19 +418,16 @@ typedef struct debug_offsets_313 {
     } unicode_object;
 } debug_offsets_313;
 
-static int check_313(const layout *L, char *why, size_t whylen) {
+static int check_313(const layout *L, err_msg *err) {
     const debug_offsets_313 *d = sym("_PyRuntime");
     if (d == NULL) {
-        snprintf(why, whylen, "Python 3.13 without _PyRuntime");
-        return -1;
+        return err_set(err, ERR_UNSUPPORTED, "Python 3.13 without _PyRuntime");
     }
     if (memcmp(d->cookie, "xdebugpy", 8) != 0 || ((d->version >> 16) & 0xFFFF) != 0x030D) {
-        snprintf(why, whylen, "Python 3.13 with unexpected debug offsets");
-        return -1;
+        return err_set(err, ERR_UNSUPPORTED, "Python 3.13 with unexpected debug offsets");
     }
     if (d->free_threaded) {
-        snprintf(why, whylen, "free-threaded Python is not supported");
-        return -1;
+        return err_set(err, ERR_UNSUPPORTED, "free-threaded Python is not supported");
     }
     int same = d->thread_state.current_frame == L->ts_frame &&
                d->interpreter_frame.previous == L->fr_previous &&
@@ -446,13 +443,13 @@ static int check_313(const layout *L, char *why, size_t whylen) {
                d->unicode_object.length == STR_LENGTH &&
                d->unicode_object.asciiobject_size == L->ascii_size;
     if (!same) {
-        snprintf(why, whylen, "Python 3.13 layout differs from the one the tracer knows");
-        return -1;
+        return err_set(err, ERR_UNSUPPORTED,
+                       "Python 3.13 layout differs from the one the tracer knows");
     }
     return 0;
 }
 
-static int find(char *why, size_t whylen) {
+static int find(err_msg *err) {
     int major = 0, minor = -1;
     const unsigned long *hex = sym("Py_Version"); /* 3.11+ */
     if (hex != NULL) {
@@ -473,8 +470,8 @@ static int find(char *why, size_t whylen) {
         if (layouts[i].minor == minor)
             L = &layouts[i];
     if (L == NULL) {
-        snprintf(why, whylen, "Python %d.%d is not supported (3.10 to 3.13 are)", major, minor);
-        return -1;
+        return err_set(err, ERR_UNSUPPORTED, "Python %d.%d is not supported (3.10 to 3.13 are)",
+                       major, minor);
     }
     union {
         void *p;
@@ -488,11 +485,12 @@ static int find(char *why, size_t whylen) {
     P.str_type = sym("PyUnicode_Type");
     P.bytes_type = sym("PyBytes_Type");
     if (ts.p == NULL || init.p == NULL || !P.code_type || !P.str_type || !P.bytes_type) {
-        snprintf(why, whylen, "Python 3.%d without the symbols the tracer reads", minor);
-        return -1;
+        return err_set(err, ERR_UNSUPPORTED, "Python 3.%d without the symbols the tracer reads",
+                       minor);
     }
-    if (minor == 13 && check_313(L, why, whylen) != 0)
-        return -1;
+    int rc = minor == 13 ? check_313(L, err) : 0;
+    if (rc != 0)
+        return rc;
     Dl_info info;
     if (dladdr(init.p, &info) != 0)
         P.module_base = (uintptr_t)info.dli_fbase;
@@ -502,14 +500,14 @@ static int find(char *why, size_t whylen) {
     return minor;
 }
 
-int tr_py_init(char *why, size_t whylen) {
+int tr_py_init(err_msg *err) {
     static atomic_flag once = ATOMIC_FLAG_INIT;
     if (!atomic_flag_test_and_set(&once)) {
-        P.answer = find(P.why, sizeof P.why);
+        P.answer = find(&P.why);
         if (P.answer > 0)
             atomic_store_explicit(&P.ready, 1, memory_order_release);
     }
-    if (why != NULL && whylen > 0)
-        snprintf(why, whylen, "%s", P.why);
+    if (err != NULL)
+        *err = P.why;
     return P.answer;
 }

@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "synctop/error.h"
+
 /* One Python frame as captured: where its names are, and where in the code it was. */
 typedef struct tr_pyframe {
     uint32_t desc;  /* descriptor id (>= 1): file and function, see tr_py_describe */
@@ -36,9 +38,9 @@ typedef struct tr_pyframe {
 } tr_pyframe;
 
 /* Looks for CPython in the process (once; later calls return the first answer). Returns the
- * supported minor version (10..13), 0 when there is no interpreter, or -1 when there is one the
- * tracer cannot read (version, build, or layout), with the reason in why. */
-int tr_py_init(char *why, size_t whylen);
+ * supported minor version (10..13), 0 when there is no interpreter, or ERR_UNSUPPORTED when there
+ * is one the tracer cannot read (version, build, or layout), with the reason in err (may be NULL). */
+int tr_py_init(err_msg *err);
 
 /* The calling thread's Python frames, innermost first, at most max. Returns how many (0 when the
  * thread runs no Python code, or no supported interpreter was found). Safe from any thread with or

@@ -2,6 +2,7 @@
  * Choosing and claiming this process's trace file (record_path.h).
  */
 #include "record_path.h"
+#include "synctop/error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,7 +123,7 @@ int tr_record_claim(const char *spec, int rank, char *out, size_t outlen, int *l
     int own = 0;
     if (expand(spec, rank, path, sizeof path, &own) != 0 || strlen(path) >= outlen) {
         errno = ENAMETOOLONG;
-        return -1;
+        return ERR_IO;
     }
     /* A name of its own is the process's (unless a live process holds it: another job's). */
     int rc = try_claim(path, own ? 0 : parent_start(), lock_fd);
@@ -140,7 +141,7 @@ int tr_record_claim(const char *spec, int rank, char *out, size_t outlen, int *l
         snprintf(tag, sizeof tag, "pid%ld", (long)getpid());
         if (insert_tag(path, tag, alt, sizeof alt) != 0 || strlen(alt) >= outlen) {
             errno = ENAMETOOLONG;
-            return -1;
+            return ERR_IO;
         }
         rc = try_claim(alt, 0, lock_fd);
         if (rc == 0)
@@ -149,7 +150,7 @@ int tr_record_claim(const char *spec, int rank, char *out, size_t outlen, int *l
             errno = EBUSY;
     }
     if (rc != 0)
-        return -1;
+        return ERR_IO;
     snprintf(out, outlen, "%s", path);
     return 0;
 }

@@ -18,8 +18,8 @@
 #include <stddef.h>
 
 /* Chooses and claims the file. rank: -1 when unknown. Returns 0 with the path in out and the
- * locked descriptor in *lock_fd (kept open for the life of the process), or -1 with errno set (the
- * directory is not writable, the name too long...). */
+ * locked descriptor in *lock_fd (kept open for the life of the process), or ERR_IO with errno set
+ * (the directory is not writable, the name too long...). */
 int tr_record_claim(const char *spec, int rank, char *out, size_t outlen, int *lock_fd);
 
 #endif

@@ -73,8 +73,8 @@ static void at_exit(void) { cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUS
 
 __attribute__((visibility("default"))) int InitializeInjection(void);
 __attribute__((visibility("default"))) int InitializeInjection(void) {
-    char why[512];
-    if (tr_cupti_load(&cupti, getenv("SYNCTOP_CUPTI"), why, sizeof why) != 0)
+    err_msg why;
+    if (tr_cupti_load(&cupti, getenv("SYNCTOP_CUPTI"), &why) != 0)
         return 1;
     if (cupti.cuptiSetThreadIdType != NULL)
         cupti.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);

@@ -86,7 +86,7 @@ int an_block_kind_of_name(const char *api) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* (producer, correlation) -> position, in a u64map                                           */
+/* (producer, correlation) -> position, in a cm_u64map                                           */
 /* ------------------------------------------------------------------------------------------ */
 
 #define POS_NONE UINT64_MAX
@@ -99,10 +99,10 @@ static uint64_t ckey(uint32_t producer, uint32_t corr) {
 }
 
 /* Adds key (value POS_NONE) if absent. Returns 0 or -1 when out of memory. */
-static int cmap_want(u64map *m, uint64_t key) {
-    if (u64map_find(m, key) != NULL)
+static int cmap_want(cm_u64map *m, uint64_t key) {
+    if (cm_u64map_find(m, key) != NULL)
         return 0;
-    return u64map_put(m, key, POS_NONE) == 0 ? 0 : -1;
+    return cm_u64map_put(m, key, POS_NONE) == 0 ? 0 : -1;
 }
 
 
@@ -152,7 +152,7 @@ static an_device *device_get(an_ctx *c, uint32_t producer, uint16_t device) {
     for (size_t i = 0; i < r->n_devices; i++)
         if (r->devices[i].producer == producer && r->devices[i].device == device)
             return &r->devices[i];
-    if (TU_GROW(r->devices, c->devices_cap, r->n_devices + 1))
+    if (CM_GROW(r->devices, c->devices_cap, r->n_devices + 1))
         return NULL;
     an_device *d = &r->devices[r->n_devices++];
     memset(d, 0, sizeof *d);
@@ -175,7 +175,7 @@ static uint16_t only_device(const an_result *r, uint32_t producer) {
     return dev;
 }
 
-static int collect_blocks(an_ctx *c, u64map *want) {
+static int collect_blocks(an_ctx *c, cm_u64map *want) {
     const st_store *s = c->s;
     an_result *r = c->r;
     for (size_t l = 0; l < st_lane_count(s); l++) {
@@ -192,7 +192,7 @@ static int collect_blocks(an_ctx *c, u64map *want) {
             r->api_calls++;
             if (!(e->flags & TP_F_BLOCKING))
                 continue;
-            if (TU_GROW(r->blocks, c->blocks_cap, r->n_blocks + 1))
+            if (CM_GROW(r->blocks, c->blocks_cap, r->n_blocks + 1))
                 return ERR_NOMEM;
             an_block *b = &r->blocks[r->n_blocks++];
             memset(b, 0, sizeof *b);
@@ -216,12 +216,12 @@ static int collect_blocks(an_ctx *c, u64map *want) {
                 return ERR_NOMEM;
         }
     }
-    tu_sort(r->blocks, r->n_blocks, sizeof *r->blocks, by_start);
+    cm_sort(r->blocks, r->n_blocks, sizeof *r->blocks, by_start);
     return 0;
 }
 
 /* Resolves the wanted correlations against the lanes of one kind (GPU work or host calls). */
-static void resolve(const st_store *s, u64map *want, st_lane_kind kind) {
+static void resolve(const st_store *s, cm_u64map *want, st_lane_kind kind) {
     if (want->n == 0)
         return;
     for (size_t l = 0; l < st_lane_count(s); l++) {
@@ -233,7 +233,7 @@ static void resolve(const st_store *s, u64map *want, st_lane_kind kind) {
         for (size_t i = 0; i < n; i++) {
             if (ev[i].corr == 0)
                 continue;
-            uint64_t *v = u64map_find(want, ckey(li->producer, ev[i].corr));
+            uint64_t *v = cm_u64map_find(want, ckey(li->producer, ev[i].corr));
             if (v == NULL)
                 continue;
             /* Prefer GPU work over a GPU-side sync record with the same correlation. */
@@ -251,7 +251,7 @@ static void resolve(const st_store *s, u64map *want, st_lane_kind kind) {
 static int add_bubble(an_ctx *c, uint32_t producer, uint16_t device, size_t lane, uint64_t gs, uint64_t ge,
                       size_t next_lane, size_t next_idx) {
     an_result *r = c->r;
-    if (TU_GROW(r->bubbles, c->bubbles_cap, r->n_bubbles + 1) || TU_GROW(c->pend, c->pend_cap, r->n_bubbles + 1))
+    if (CM_GROW(r->bubbles, c->bubbles_cap, r->n_bubbles + 1) || CM_GROW(c->pend, c->pend_cap, r->n_bubbles + 1))
         return ERR_NOMEM;
     an_bubble *b = &r->bubbles[r->n_bubbles];
     b->producer = producer;
@@ -292,7 +292,7 @@ static void util_add(util_acc *u, uint64_t a, uint64_t b) {
 
 static int add_finding(an_ctx *c, const an_finding *f) {
     an_result *r = c->r;
-    if (TU_GROW(r->findings, c->findings_cap, r->n_findings + 1))
+    if (CM_GROW(r->findings, c->findings_cap, r->n_findings + 1))
         return ERR_NOMEM;
     r->findings[r->n_findings++] = *f;
     return 0;
@@ -504,7 +504,7 @@ void an_bubble_split(const an_bubble *x, uint64_t a, uint64_t b, uint64_t out[AN
 
 /* Gives each bubble its cause, from the launch time of the work that ended it and the blocking
  * spans that overlap it. */
-static void attribute(an_ctx *c, const u64map *launch) {
+static void attribute(an_ctx *c, const cm_u64map *launch) {
     const st_store *s = c->s;
     an_result *r = c->r;
     for (size_t k = 0; k < r->n_bubbles; k++) {
@@ -516,7 +516,7 @@ static void attribute(an_ctx *c, const u64map *launch) {
         size_t nn;
         const st_event *next = &st_lane_events(s, c->pend[k].next_lane, &nn)[c->pend[k].next_idx];
         uint64_t L = UINT64_MAX; /* when the host submitted the work that ended the bubble */
-        const uint64_t *v = next->corr ? u64map_find(launch, ckey(b->producer, next->corr)) : NULL;
+        const uint64_t *v = next->corr ? cm_u64map_find(launch, ckey(b->producer, next->corr)) : NULL;
         if (v != NULL && *v != POS_NONE)
             L = st_lane_events(s, POS_LANE(*v), &nn)[POS_IDX(*v)].start;
         /* Blocks with start < b->end whose end >= b->start; the latest ending one that ended
@@ -580,7 +580,7 @@ static int site_cmp(const void *a, const void *b) {
 /* Groups blocks by (producer, call site), or (producer, API name) when no call site was taken. */
 static int build_sites(an_ctx *c) {
     an_result *r = c->r;
-    u64map idx = {0};
+    cm_u64map idx = {0};
     size_t cap = 0;
     for (size_t i = 0; i < r->n_blocks; i++) {
         const an_block *b = &r->blocks[i];
@@ -589,13 +589,13 @@ static int build_sites(an_ctx *c) {
         if (key == 0)
             key = 1;
         if (cmap_want(&idx, key)) {
-            u64map_free(&idx);
+            cm_u64map_free(&idx);
             return ERR_NOMEM;
         }
-        uint64_t *v = u64map_find(&idx, key);
+        uint64_t *v = cm_u64map_find(&idx, key);
         if (*v == POS_NONE) {
-            if (TU_GROW(r->sites, cap, r->n_sites + 1)) {
-                u64map_free(&idx);
+            if (CM_GROW(r->sites, cap, r->n_sites + 1)) {
+                cm_u64map_free(&idx);
                 return ERR_NOMEM;
             }
             an_site *st = &r->sites[r->n_sites];
@@ -613,11 +613,11 @@ static int build_sites(an_ctx *c) {
         st->max_ns = d > st->max_ns ? d : st->max_ns;
         st->gpu_idle_ns += b->gpu_idle_ns;
     }
-    u64map_free(&idx);
+    cm_u64map_free(&idx);
     uint64_t wall = r->t1 > r->t0 ? r->t1 - r->t0 : 0;
     for (size_t i = 0; i < r->n_sites; i++)
         r->sites[i].wall_share = wall ? (double)r->sites[i].total_ns / (double)wall : 0.0;
-    tu_sort(r->sites, r->n_sites, sizeof *r->sites, site_cmp);
+    cm_sort(r->sites, r->n_sites, sizeof *r->sites, site_cmp);
     return 0;
 }
 
@@ -692,7 +692,7 @@ static an_opts opts_with_defaults(const an_opts *opts) {
 }
 
 /* The blocking spans, each on the device its wait was for, and their running maximum end. */
-static int blocks_phase(an_ctx *c, u64map *want_gpu) {
+static int blocks_phase(an_ctx *c, cm_u64map *want_gpu) {
     const st_store *s = c->s;
     an_result *out = c->r;
     /* Devices: every (producer, device) with a stream lane, and those the store describes. */
@@ -708,7 +708,7 @@ static int blocks_phase(an_ctx *c, u64map *want_gpu) {
         an_block *b = &out->blocks[i];
         size_t nn;
         const st_event *e = &st_lane_events(s, b->lane, &nn)[b->index];
-        const uint64_t *v = e->corr ? u64map_find(want_gpu, ckey(b->producer, e->corr)) : NULL;
+        const uint64_t *v = e->corr ? cm_u64map_find(want_gpu, ckey(b->producer, e->corr)) : NULL;
         if (v != NULL && *v != POS_NONE)
             b->device = st_lane_get(s, POS_LANE(*v))->device;
         if (b->device == TP_NO_DEVICE)
@@ -723,7 +723,7 @@ static int blocks_phase(an_ctx *c, u64map *want_gpu) {
 }
 
 /* The bubbles (device ones first: *n_device_bubbles of them) and their causes. */
-static int bubbles_phase(an_ctx *c, u64map *want_api, size_t *n_device_bubbles) {
+static int bubbles_phase(an_ctx *c, cm_u64map *want_api, size_t *n_device_bubbles) {
     const st_store *s = c->s;
     an_result *out = c->r;
     size_t n_dev = out->n_devices;
@@ -844,11 +844,11 @@ static int host_piece_cmp(const void *x, const void *y) {
 }
 
 /* Adds [a, b) to (producer, name)'s entry, and as a piece. */
-static int host_credit(an_ctx *c, u64map *idx, size_t *cap, uint32_t producer, uint32_t name, uint64_t a,
+static int host_credit(an_ctx *c, cm_u64map *idx, size_t *cap, uint32_t producer, uint32_t name, uint64_t a,
                        uint64_t b) {
     an_result *r = c->r;
     uint64_t ns = b - a;
-    if (TU_GROW(r->host_pieces, c->pieces_cap, r->n_host_pieces + 1))
+    if (CM_GROW(r->host_pieces, c->pieces_cap, r->n_host_pieces + 1))
         return ERR_NOMEM;
     r->host_pieces[r->n_host_pieces++] = (an_host_piece){producer, name, a, b};
     if (ns > r->host_piece_max_ns)
@@ -860,9 +860,9 @@ static int host_credit(an_ctx *c, u64map *idx, size_t *cap, uint32_t producer, u
     }
     if (cmap_want(idx, key))
         return ERR_NOMEM;
-    uint64_t *v = u64map_find(idx, key);
+    uint64_t *v = cm_u64map_find(idx, key);
     if (*v == POS_NONE) {
-        if (TU_GROW(r->host_ranges, *cap, r->n_host_ranges + 1))
+        if (CM_GROW(r->host_ranges, *cap, r->n_host_ranges + 1))
             return ERR_NOMEM;
         r->host_ranges[r->n_host_ranges] = (an_host_range){.producer = producer, .name = name};
         *v = r->n_host_ranges++;
@@ -916,7 +916,7 @@ static int host_merge_numbered(an_ctx *c) {
         size_t len = unnumbered_len(t);
         v[i] = (named_range){r->host_ranges[i], t, len, len < strlen(t)};
     }
-    tu_sort(v, r->n_host_ranges, sizeof *v, named_range_cmp);
+    cm_sort(v, r->n_host_ranges, sizeof *v, named_range_cmp);
     size_t n = 0;
     for (size_t i = 0; i < r->n_host_ranges; i++) {
         const named_range *p = i > 0 ? &v[i - 1] : NULL;
@@ -943,7 +943,7 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
     size_t nl = st_lane_count(s), n_segs = 0, segs_cap = 0, cap = 0, stack_cap = 0;
     host_seg *segs = NULL;
     size_t *stack = NULL;
-    u64map lanes = {0}, idx = {0};
+    cm_u64map lanes = {0}, idx = {0};
     int rc = 0;
     for (size_t l = 0; l < nl && rc == 0; l++) {
         const st_lane_info *li = st_lane_get(s, l);
@@ -953,7 +953,7 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
         if (cmap_want(&lanes, key))
             rc = -1;
         else
-            *u64map_find(&lanes, key) = l;
+            *cm_u64map_find(&lanes, key) = l;
     }
     for (size_t k = 0; k < n_device_bubbles && rc == 0; k++) {
         const an_bubble *b = &r->bubbles[k];
@@ -968,7 +968,7 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
         size_t nvtx = SIZE_MAX;
         if (b->launch_lane < nl) {
             const st_lane_info *tl = st_lane_get(s, b->launch_lane);
-            const uint64_t *v = u64map_find(&lanes, ((uint64_t)tl->producer << 32 | (uint32_t)tl->id) + 1);
+            const uint64_t *v = cm_u64map_find(&lanes, ((uint64_t)tl->producer << 32 | (uint32_t)tl->id) + 1);
             if (v != NULL && *v != POS_NONE)
                 nvtx = (size_t)*v;
         }
@@ -977,7 +977,7 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
                 continue;
             if (nvtx == SIZE_MAX) {
                 rc = host_credit(c, &idx, &cap, b->producer, 0, iv[i][0], iv[i][1]);
-            } else if (TU_GROW(segs, segs_cap, n_segs + 1)) {
+            } else if (CM_GROW(segs, segs_cap, n_segs + 1)) {
                 rc = -1;
             } else {
                 segs[n_segs++] = (host_seg){nvtx, b->producer, b->device, iv[i][0], iv[i][1]};
@@ -985,7 +985,7 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
         }
     }
     if (rc == 0)
-        tu_sort(segs, n_segs, sizeof *segs, host_seg_cmp);
+        cm_sort(segs, n_segs, sizeof *segs, host_seg_cmp);
     size_t n_ev = 0, ptr = 0, top = 0;
     const st_event *ev = NULL;
     for (size_t i = 0; i < n_segs && rc == 0; i++) {
@@ -998,7 +998,7 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
             for (; ptr < n_ev && ev[ptr].start <= t; ptr++) {
                 if (ev[ptr].end <= t)
                     continue;
-                if (TU_GROW(stack, stack_cap, top + 1)) {
+                if (CM_GROW(stack, stack_cap, top + 1)) {
                     rc = -1;
                     break;
                 }
@@ -1019,17 +1019,17 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
     if (rc == 0)
         rc = host_merge_numbered(c);
     if (rc == 0) {
-        tu_sort(r->host_ranges, r->n_host_ranges, sizeof *r->host_ranges, host_range_cmp);
+        cm_sort(r->host_ranges, r->n_host_ranges, sizeof *r->host_ranges, host_range_cmp);
         int sorted = 1; /* one process, one GPU: the pieces come in order already */
         for (size_t i = 1; sorted && i < r->n_host_pieces; i++)
             sorted = host_piece_cmp(&r->host_pieces[i - 1], &r->host_pieces[i]) <= 0;
         if (!sorted)
-            tu_sort(r->host_pieces, r->n_host_pieces, sizeof *r->host_pieces, host_piece_cmp);
+            cm_sort(r->host_pieces, r->n_host_pieces, sizeof *r->host_pieces, host_piece_cmp);
     }
     free(segs);
     free(stack);
-    u64map_free(&lanes);
-    u64map_free(&idx);
+    cm_u64map_free(&lanes);
+    cm_u64map_free(&idx);
     return rc;
 }
 
@@ -1088,7 +1088,7 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *
         return err_set(err, ERR_INVAL, "analysis: the range ends before it starts");
     out->t0 = t0;
     out->t1 = t1;
-    u64map want_gpu = {0}, want_api = {0};
+    cm_u64map want_gpu = {0}, want_api = {0};
     size_t n_device_bubbles = 0;
     int rc = blocks_phase(&c, &want_gpu) || bubbles_phase(&c, &want_api, &n_device_bubbles) ? -1 : 0;
     if (rc == 0) {
@@ -1098,14 +1098,14 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *
     if (rc == 0) {
         findings_sites(&c, n_device_bubbles);
         /* Bubbles in time order: remap nothing, blocks are referenced by index and stay put. */
-        tu_sort(out->bubbles, out->n_bubbles, sizeof *out->bubbles, bubble_by_start);
+        cm_sort(out->bubbles, out->n_bubbles, sizeof *out->bubbles, bubble_by_start);
         for (size_t k = 0; k < out->n_bubbles; k++)
             if (out->bubbles[k].end - out->bubbles[k].start > out->bubble_max_ns)
                 out->bubble_max_ns = out->bubbles[k].end - out->bubbles[k].start;
-        tu_sort(out->findings, out->n_findings, sizeof *out->findings, finding_cmp);
+        cm_sort(out->findings, out->n_findings, sizeof *out->findings, finding_cmp);
     }
-    u64map_free(&want_gpu);
-    u64map_free(&want_api);
+    cm_u64map_free(&want_gpu);
+    cm_u64map_free(&want_api);
     free(c.pend);
     free(c.prefix_end);
     if (rc != 0) {

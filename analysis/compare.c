@@ -65,7 +65,7 @@ static int add_sites(const st_store *s, const an_result *r, int is_new, an_diff 
         site_key(s, st, key, sizeof key);
         an_delta *x = find(d, key);
         if (x == NULL) {
-            if (TU_GROW(d->sites, *cap, d->n_sites + 1))
+            if (CM_GROW(d->sites, *cap, d->n_sites + 1))
                 return ERR_NOMEM;
             x = &d->sites[d->n_sites++];
             memset(x, 0, sizeof *x);

@@ -186,7 +186,7 @@ static int i64_cmp(const void *a, const void *b) {
  * HTA_RADIX_BITS as max - min needs. */
 static void sort_i64(int64_t *v, size_t n, int64_t *tmp) {
     if (n < HTA_RADIX_MIN) {
-        tu_sort(v, n, sizeof *v, i64_cmp);
+        cm_sort(v, n, sizeof *v, i64_cmp);
         return;
     }
     int64_t lo = v[0], hi = v[0];
@@ -405,7 +405,7 @@ static int group_add(hgroup *g, const hrow *r, int64_t delay_ns) {
         int cat = r->runtime != INT64_MIN && r->runtime > g->prev_end ? HTA_HOST_WAIT
                   : interval < delay_ns                                 ? HTA_KERNEL_WAIT
                                                                         : HTA_OTHER;
-        if (TU_GROW(g->iv[cat], g->cap_iv[cat], g->n_iv[cat] + 1))
+        if (CM_GROW(g->iv[cat], g->cap_iv[cat], g->n_iv[cat] + 1))
             return ERR_NOMEM;
         g->idle_ns[cat] += interval;
         g->present[cat] = 1;
@@ -446,7 +446,7 @@ static int read_host(hprod *c, uint32_t p, size_t n_step_names) {
             continue;
         size_t n;
         const st_event *ev = st_lane_events(s, l, &n);
-        if (li->kind != ST_LANE_NVTX && TU_GROW(cpu, cpu_cap, n_cpu + n)) {
+        if (li->kind != ST_LANE_NVTX && CM_GROW(cpu, cpu_cap, n_cpu + n)) {
             free(cpu);
             return ERR_NOMEM;
         }
@@ -589,7 +589,7 @@ static int emit_streams(const hsweep *w, uint32_t p, int32_t rank, hta_result *o
         const hgroup *gr = &w->groups[g];
         if (gr->ops == 0)
             continue;
-        if (TU_GROW(out->streams, *streams_cap, out->n_streams + 1)) {
+        if (CM_GROW(out->streams, *streams_cap, out->n_streams + 1)) {
             free(tmp);
             return ERR_NOMEM;
         }
@@ -635,7 +635,7 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
         rk.compute_ns = union_busy(&compute);
         rk.non_compute_ns = rk.kernel_ns - rk.compute_ns - rk.idle_ns;
     }
-    if (TU_GROW(out->ranks, *ranks_cap, out->n_ranks + 1))
+    if (CM_GROW(out->ranks, *ranks_cap, out->n_ranks + 1))
         goto done;
     out->ranks[out->n_ranks++] = rk;
     rc = 0;
@@ -669,7 +669,7 @@ int hta_analyze(const st_store *s, const hta_opts *opts, hta_result *out, err_ms
                 k++;
             if (k < n_names)
                 continue;
-            if (TU_GROW(names, cap, n_names + 1)) {
+            if (CM_GROW(names, cap, n_names + 1)) {
                 free(names);
                 return err_set(err, ERR_NOMEM, "hta: out of memory");
             }

@@ -174,7 +174,7 @@ int an_ranks_find(const st_store *s, const an_result *r, an_ranks *out, err_msg 
         for (size_t i = 0; i < n; i++) {
             if (e[i].kind != TP_K_KERNEL || e[i].name == 0 || !is_nccl(st_str(s, e[i].name)))
                 continue;
-            if (TU_GROW(k, cap, nk + 1)) {
+            if (CM_GROW(k, cap, nk + 1)) {
                 free(k);
                 an_ranks_free(out);
                 return err_set(err, ERR_NOMEM, "out of memory");
@@ -210,7 +210,7 @@ int an_ranks_find(const st_store *s, const an_result *r, an_ranks *out, err_msg 
             ;
         if (b - a < 2)
             continue;
-        if (TU_GROW(out->colls, ccap, out->n_colls + 1)) {
+        if (CM_GROW(out->colls, ccap, out->n_colls + 1)) {
             free(k);
             an_ranks_free(out);
             return err_set(err, ERR_NOMEM, "out of memory");

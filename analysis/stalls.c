@@ -129,14 +129,14 @@ static void merge_processes(const st_store *s, an_stall_site *sites, size_t *n_s
         free(rep);
         return;
     }
-    u64map first = {0}; /* hash of kind and label -> the first site with it + 1 */
+    cm_u64map first = {0}; /* hash of kind and label -> the first site with it + 1 */
     for (size_t i = 0; i < n; i++) {
         an_site_label(s, sites[i].callsite, sites[i].name, keys[i], sizeof keys[i]);
         rep[i] = i;
         uint64_t h = cm_fnv64(CM_FNV64_BASIS ^ (uint64_t)sites[i].kind, keys[i], strlen(keys[i]));
         for (;; h++) { /* a collision of two different labels moves on to the next slot */
             int added;
-            uint64_t *at = u64map_get_or_add(&first, h ? h : 1, i + 1, &added);
+            uint64_t *at = cm_u64map_get_or_add(&first, h ? h : 1, i + 1, &added);
             if (at == NULL || added)
                 break;
             size_t j = (size_t)*at - 1;
@@ -146,7 +146,7 @@ static void merge_processes(const st_store *s, an_stall_site *sites, size_t *n_s
             }
         }
     }
-    u64map_free(&first);
+    cm_u64map_free(&first);
     for (size_t i = 0; i < n; i++)
         if (rep[i] != i)
             merge_into(&sites[rep[i]], &sites[i]);

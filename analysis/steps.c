@@ -52,7 +52,7 @@ static uint64_t median(uint64_t *v, size_t n) {
 }
 
 static int add_step(an_steps *out, size_t *cap, uint32_t producer, int64_t number, uint64_t start, uint64_t end) {
-    if (TU_GROW(out->steps, *cap, out->n_steps + 1))
+    if (CM_GROW(out->steps, *cap, out->n_steps + 1))
         return ERR_NOMEM;
     an_step *st = &out->steps[out->n_steps++];
     memset(st, 0, sizeof *st);
@@ -145,7 +145,7 @@ static named_t *ranges_of(const st_store *s, uint32_t p, size_t *n_out) {
         const st_event *e = st_lane_events(s, l, &ne);
         for (size_t i = 0; i < ne; i++)
             if (e[i].kind == TP_K_NVTX && e[i].end > e[i].start && e[i].name) {
-                if (TU_GROW(v, cap, n + 1)) {
+                if (CM_GROW(v, cap, n + 1)) {
                     free(v);
                     *n_out = 0;
                     return NULL;
@@ -343,7 +343,7 @@ static int judge(const an_result *r, an_steps *out, const uint64_t *per_site, si
         uint64_t rest = median(tmp, others), mean_in = in / hits;
         if (mean_in <= rest)
             continue;
-        if (TU_GROW(out->periodic, *pcap, out->n_periodic + 1))
+        if (CM_GROW(out->periodic, *pcap, out->n_periodic + 1))
             return ERR_NOMEM;
         out->periodic[out->n_periodic++] =
             (an_periodic){j, r->sites[j].producer, (uint32_t)period, a + first, (uint32_t)hits, mean_in - rest};

@@ -51,14 +51,14 @@ static void relay_usage(FILE *out) {
 
 typedef struct scan {
     tp_relay *r;
-    u64map *seen; /* pid -> 1 */
+    cm_u64map *seen; /* pid -> 1 */
     int quiet;
 } scan;
 
 /* Connects to a traced process of this user not seen yet. */
 static void scan_one(void *ctx, long pid, const char *endpoint) {
     scan *sc = ctx;
-    if (u64map_find(sc->seen, (uint64_t)pid) != NULL || tp_endpoint_is_live(endpoint) != 1)
+    if (cm_u64map_find(sc->seen, (uint64_t)pid) != NULL || tp_endpoint_is_live(endpoint) != 1)
         return;
     err_msg err = {{0}};
     if (tp_relay_connect(sc->r, endpoint, &err) != 0) {
@@ -66,7 +66,7 @@ static void scan_one(void *ctx, long pid, const char *endpoint) {
         return;
     }
     int added;
-    if (u64map_get_or_add(sc->seen, (uint64_t)pid, 1, &added) == NULL)
+    if (cm_u64map_get_or_add(sc->seen, (uint64_t)pid, 1, &added) == NULL)
         return;
     if (!sc->quiet)
         verb_say("relay", "+ process %ld (%s)", pid, endpoint);
@@ -153,7 +153,7 @@ static int cmd_relay(int argc, char **argv) {
 
     verb_signals sig;
     verb_signals_catch(&sig);
-    u64map seen = {0};
+    cm_u64map seen = {0};
     scan sc = {.r = r, .seen = &seen, .quiet = quiet};
     int status = 0;
     while (!verb_stop_signal) {
@@ -176,7 +176,7 @@ static int cmd_relay(int argc, char **argv) {
     tp_relay_stop(r);
     tp_relay_stats st;
     tp_relay_stats_get(r, &st);
-    u64map_free(&seen);
+    cm_u64map_free(&seen);
     if (st.host_clocks > 0)
         verb_say_clocks("relay", tp_relay_clocks(r));
     if (tp_relay_destroy(&r, &err) != 0) {

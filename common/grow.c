@@ -6,7 +6,7 @@
 
 #include "synctop/error.h"
 
-int tu_grow(void **p, size_t *cap, size_t need, size_t elem) {
+int cm_grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap)
         return 0;
     size_t c = *cap ? *cap : 16;
@@ -23,7 +23,7 @@ int tu_grow(void **p, size_t *cap, size_t need, size_t elem) {
     return 0;
 }
 
-void tu_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+void cm_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
     if (n > 1)
         qsort(base, n, size, cmp);
 }

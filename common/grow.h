@@ -10,10 +10,10 @@
 /* Makes room for need elements of elem bytes in *p (capacity *cap). Grows by half plus 16, which
  * keeps the slack of large arrays (the store's lanes) bounded. Returns 0 or ERR_NOMEM, leaving *p
  * as it was on failure. */
-int tu_grow(void **p, size_t *cap, size_t need, size_t elem);
-#define TU_GROW(arr, cap, need) tu_grow((void **)&(arr), &(cap), (need), sizeof *(arr))
+int cm_grow(void **p, size_t *cap, size_t need, size_t elem);
+#define CM_GROW(arr, cap, need) cm_grow((void **)&(arr), &(cap), (need), sizeof *(arr))
 
 /* qsort, except that n may be 0 with a NULL base. */
-void tu_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+void cm_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
 #endif

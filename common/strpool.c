@@ -55,7 +55,7 @@ int cm_strpool_reserve(cm_strpool *p, size_t ids) {
 static int hold_empty(cm_strpool *p) {
     if (p->n != 0)
         return 0;
-    if (TU_GROW(p->off, p->off_cap, 1) || TU_GROW(p->len, p->len_cap, 1) || TU_GROW(p->data, p->cap, 1))
+    if (CM_GROW(p->off, p->off_cap, 1) || CM_GROW(p->len, p->len_cap, 1) || CM_GROW(p->data, p->cap, 1))
         return ERR_NOMEM;
     p->data[0] = '\0';
     p->used = 1;
@@ -74,8 +74,8 @@ static int append(cm_strpool *p, const char *s, size_t len, uint32_t *id) {
     uintptr_t at = (uintptr_t)s, base = (uintptr_t)p->data;
     int inside = s != NULL && at >= base && at < base + p->used;
     size_t s_off = inside ? (size_t)(at - base) : 0;
-    if (TU_GROW(p->off, p->off_cap, p->n + 1) || TU_GROW(p->len, p->len_cap, p->n + 1) ||
-        TU_GROW(p->data, p->cap, p->used + len + 1))
+    if (CM_GROW(p->off, p->off_cap, p->n + 1) || CM_GROW(p->len, p->len_cap, p->n + 1) ||
+        CM_GROW(p->data, p->cap, p->used + len + 1))
         return ERR_NOMEM;
     if (inside)
         s = p->data + s_off;

@@ -14,7 +14,7 @@ static uint64_t mix64(uint64_t x) {
     return x ^ (x >> 33);
 }
 
-uint64_t *u64map_find(const u64map *m, uint64_t key) {
+uint64_t *cm_u64map_find(const cm_u64map *m, uint64_t key) {
     if (key == 0)
         return m->has_zero ? (uint64_t *)&m->zero_val : NULL;
     if (m->cap == 0)
@@ -27,7 +27,7 @@ uint64_t *u64map_find(const u64map *m, uint64_t key) {
     }
 }
 
-static int u64map_grow(u64map *m) {
+static int u64map_grow(cm_u64map *m) {
     size_t cap = m->cap ? m->cap * 2 : 64;
     uint64_t *k = calloc(cap, sizeof *k), *v = malloc(cap * sizeof *v);
     if (k == NULL || v == NULL) {
@@ -52,7 +52,7 @@ static int u64map_grow(u64map *m) {
     return 0;
 }
 
-int u64map_put(u64map *m, uint64_t key, uint64_t val) {
+int cm_u64map_put(cm_u64map *m, uint64_t key, uint64_t val) {
     if (key == 0) {
         m->has_zero = 1;
         m->zero_val = val;
@@ -70,28 +70,28 @@ int u64map_put(u64map *m, uint64_t key, uint64_t val) {
     return 0;
 }
 
-void u64map_free(u64map *m) {
+void cm_u64map_free(cm_u64map *m) {
     free(m->keys);
     free(m->vals);
     memset(m, 0, sizeof *m);
 }
 
-size_t u64map_bytes(const u64map *m) { return m->cap * 16; }
+size_t cm_u64map_bytes(const cm_u64map *m) { return m->cap * 16; }
 
-uint64_t *u64map_get_or_add(u64map *m, uint64_t key, uint64_t init, int *added) {
-    uint64_t *v = u64map_find(m, key);
+uint64_t *cm_u64map_get_or_add(cm_u64map *m, uint64_t key, uint64_t init, int *added) {
+    uint64_t *v = cm_u64map_find(m, key);
     if (added != NULL)
         *added = v == NULL;
     if (v != NULL)
         return v;
-    if (u64map_put(m, key, init) != 0)
+    if (cm_u64map_put(m, key, init) != 0)
         return NULL;
-    return u64map_find(m, key);
+    return cm_u64map_find(m, key);
 }
 
-size_t u64map_count(const u64map *m) { return m->n + (m->has_zero ? 1 : 0); }
+size_t cm_u64map_count(const cm_u64map *m) { return m->n + (m->has_zero ? 1 : 0); }
 
-size_t u64map_keys(const u64map *m, uint64_t *out) {
+size_t cm_u64map_keys(const cm_u64map *m, uint64_t *out) {
     size_t n = 0;
     if (m->has_zero)
         out[n++] = 0;

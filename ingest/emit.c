@@ -104,7 +104,7 @@ static int u64_cmp(const void *a, const void *b) {
 
 /* The map whose keys become records, and what names them (threads). */
 typedef struct em_keyed {
-    const u64map *m;
+    const cm_u64map *m;
     uint32_t (*name)(void *arg, uint64_t key);
     void *arg;
 } em_keyed;
@@ -113,7 +113,7 @@ static void stream_fill(tp_record *r, uint64_t key, const em_keyed *src) {
     r->stream.kind = TP_K_STREAM;
     r->stream.device = (uint16_t)(key >> 32);
     r->stream.stream = (uint32_t)key;
-    r->stream.context = (uint32_t)*u64map_find(src->m, key);
+    r->stream.context = (uint32_t)*cm_u64map_find(src->m, key);
 }
 
 static void thread_fill(tp_record *r, uint64_t key, const em_keyed *src) {
@@ -127,10 +127,10 @@ static void thread_fill(tp_record *r, uint64_t key, const em_keyed *src) {
 /* A record for each key of src->m, in key order, made by fill. */
 static int keyed_records(em_out *o, const em_keyed *src,
                          void (*fill)(tp_record *r, uint64_t key, const em_keyed *src)) {
-    uint64_t *keys = malloc((u64map_count(src->m) ? u64map_count(src->m) : 1) * sizeof *keys);
+    uint64_t *keys = malloc((cm_u64map_count(src->m) ? cm_u64map_count(src->m) : 1) * sizeof *keys);
     if (keys == NULL)
         return err_set(o->err, ERR_NOMEM, "%s: out of memory", o->name);
-    size_t n = u64map_keys(src->m, keys);
+    size_t n = cm_u64map_keys(src->m, keys);
     qsort(keys, n, sizeof *keys, u64_cmp);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -143,11 +143,11 @@ static int keyed_records(em_out *o, const em_keyed *src,
     return rc;
 }
 
-int em_streams(em_out *o, const u64map *streams) {
+int em_streams(em_out *o, const cm_u64map *streams) {
     return keyed_records(o, &(em_keyed){.m = streams}, stream_fill);
 }
 
-int em_threads(em_out *o, const u64map *threads, uint32_t (*name)(void *arg, uint64_t key), void *arg) {
+int em_threads(em_out *o, const cm_u64map *threads, uint32_t (*name)(void *arg, uint64_t key), void *arg) {
     return keyed_records(o, &(em_keyed){.m = threads, .name = name, .arg = arg}, thread_fill);
 }
 
@@ -178,7 +178,7 @@ static uint64_t corr_key(const uint32_t *pid, size_t i, uint32_t correlation) {
 
 int em_resolve(tp_record *rec, size_t n, const uint32_t *pid, unsigned (*class_of)(void *arg, size_t i, tp_api *a),
                void *arg, import_stats *st) {
-    u64map ops = {0}; /* correlation -> record index; a copy or memset wins over other rows */
+    cm_u64map ops = {0}; /* correlation -> record index; a copy or memset wins over other rows */
     for (size_t i = 0; i < n; i++) {
         const tp_kernel *r = &rec[i].kernel;
         if (r->kind != TP_K_KERNEL && r->kind != TP_K_MEMCPY && r->kind != TP_K_MEMSET && r->kind != TP_K_SYNC)
@@ -186,9 +186,9 @@ int em_resolve(tp_record *rec, size_t n, const uint32_t *pid, unsigned (*class_o
         if (r->correlation == 0)
             continue;
         int added;
-        uint64_t *v = u64map_get_or_add(&ops, corr_key(pid, i, r->correlation), i, &added);
+        uint64_t *v = cm_u64map_get_or_add(&ops, corr_key(pid, i, r->correlation), i, &added);
         if (v == NULL) {
-            u64map_free(&ops);
+            cm_u64map_free(&ops);
             return ERR_NOMEM;
         }
         if (!added && (r->kind == TP_K_MEMCPY || r->kind == TP_K_MEMSET)) {
@@ -204,7 +204,7 @@ int em_resolve(tp_record *rec, size_t n, const uint32_t *pid, unsigned (*class_o
         unsigned cls = class_of(arg, i, a);
         tp_record *op = NULL;
         if (a->correlation) {
-            const uint64_t *v = u64map_find(&ops, corr_key(pid, i, a->correlation));
+            const uint64_t *v = cm_u64map_find(&ops, corr_key(pid, i, a->correlation));
             if (v)
                 op = &rec[*v];
         }
@@ -217,6 +217,6 @@ int em_resolve(tp_record *rec, size_t n, const uint32_t *pid, unsigned (*class_o
             st->blocked_ns += a->end - a->start;
         }
     }
-    u64map_free(&ops);
+    cm_u64map_free(&ops);
     return 0;
 }

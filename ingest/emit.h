@@ -58,10 +58,10 @@ int em_end(em_out *o);
 int em_devices(em_out *o, const uint8_t *used, void (*describe)(void *arg, tp_device *dv), void *arg);
 /* The streams in streams (key device << 32 | stream, value its context) in key order, each a
  * TP_K_STREAM record. */
-int em_streams(em_out *o, const u64map *streams);
+int em_streams(em_out *o, const cm_u64map *streams);
 /* The threads in threads (key pid << 32 | tid) in key order, each a TP_K_THREAD record named by
  * name(arg, key) (0: none). */
-int em_threads(em_out *o, const u64map *threads, uint32_t (*name)(void *arg, uint64_t key), void *arg);
+int em_threads(em_out *o, const cm_u64map *threads, uint32_t (*name)(void *arg, uint64_t key), void *arg);
 
 /* A call site id and its n frames, all in one batch (the reader attaches frames to the call site
  * before them in the same batch): the batch so far is handed out first when they would not fit.

@@ -384,7 +384,7 @@ static int scalar_args(kimp *k, const char *str, size_t str_len) {
         /* a text seen before is known by its key; only a new one is kept until the entry ends */
         size_t len = str_len < STACK_KEEP ? str_len : STACK_KEEP;
         e->stack_key = kt_stack_key(str, len);
-        const uint64_t *id = len > 0 ? u64map_find(&k->stack_ids, e->stack_key) : NULL;
+        const uint64_t *id = len > 0 ? cm_u64map_find(&k->stack_ids, e->stack_key) : NULL;
         e->stack_id = id ? (uint32_t)*id : 0;
         e->stack.len = 0;
         if (id == NULL && kt_buf_set(&e->stack, str, len, STACK_KEEP) != 0)
@@ -1098,11 +1098,11 @@ static int import(jsrc *s, const char *name, const import_opts *opts, import_emi
     kt_big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
     free(k->pyfr);
     free(k->stacks);
-    u64map_free(&k->stack_ids);
-    u64map_free(&k->api_class);
-    u64map_free(&k->streams);
-    u64map_free(&k->threads);
-    u64map_free(&k->tnames);
+    cm_u64map_free(&k->stack_ids);
+    cm_u64map_free(&k->api_class);
+    cm_u64map_free(&k->streams);
+    cm_u64map_free(&k->threads);
+    cm_u64map_free(&k->tnames);
     free(k);
     return rc;
 }

@@ -143,7 +143,7 @@ static int bits_of(uint64_t v) {
  * (calls, sorted by thread and start) that start no later than the thread's last one. Sorted by
  * thread and start with radix_sort, then each run of the same thread and start by the rest. */
 static ssize_t ctx_order(kimp *k, const kcall *calls, size_t nb, uint32_t **out) {
-    u64map rank = {0}; /* tid -> its index in last + 1 */
+    cm_u64map rank = {0}; /* tid -> its index in last + 1 */
     uint64_t *last = malloc(nb * sizeof *last);
     kpair *a = NULL, *s = NULL;
     uint32_t *idx = NULL;
@@ -153,12 +153,12 @@ static ssize_t ctx_order(kimp *k, const kcall *calls, size_t nb, uint32_t **out)
     for (size_t c = 0; c < nb; c++) {
         if (c + 1 < nb && calls[c + 1].tid == calls[c].tid)
             continue;
-        if (u64map_put(&rank, calls[c].tid, nt + 1) != 0)
+        if (cm_u64map_put(&rank, calls[c].tid, nt + 1) != 0)
             goto nomem;
         last[nt++] = calls[c].start;
     }
     for (size_t i = 0; i < k->n_ctx; i++) {
-        const uint64_t *r = u64map_find(&rank, k->ctx[i].tid);
+        const uint64_t *r = cm_u64map_find(&rank, k->ctx[i].tid);
         m += r != NULL && k->ctx[i].start <= last[*r - 1];
     }
     if ((a = malloc((2 * m + 1) * sizeof *a)) == NULL)
@@ -166,7 +166,7 @@ static ssize_t ctx_order(kimp *k, const kcall *calls, size_t nb, uint32_t **out)
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < k->n_ctx; i++) {
         const kctx *x = &k->ctx[i];
-        const uint64_t *r = u64map_find(&rank, x->tid);
+        const uint64_t *r = cm_u64map_find(&rank, x->tid);
         if (r == NULL || x->start > last[*r - 1])
             continue;
         a[n++] = (kpair){x->start, (uint64_t)(*r - 1) << 32 | i}; /* in file order: ctx[i].seq == i */
@@ -194,13 +194,13 @@ static ssize_t ctx_order(kimp *k, const kcall *calls, size_t nb, uint32_t **out)
         if (j - i > 1)
             qsort_r(idx + i, j - i, sizeof *idx, ctx_index_cmp, k->ctx);
     }
-    u64map_free(&rank);
+    cm_u64map_free(&rank);
     free(last);
     free(a);
     *out = idx;
     return (ssize_t)n;
 nomem:
-    u64map_free(&rank);
+    cm_u64map_free(&rank);
     free(last);
     free(a);
     return -1;
@@ -223,7 +223,7 @@ static int kineto_callsites(kimp *k, em_out *o) {
     kcall *calls = malloc(nb * sizeof *calls);
     size_t *stack = malloc(k->n_ctx * sizeof *stack);
     uint32_t *ci = NULL; /* the contexts in order (ctx_order) */
-    u64map ids = {0};
+    cm_u64map ids = {0};
     int rc = 0;
     if (calls == NULL || stack == NULL) {
         rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
@@ -292,7 +292,7 @@ static int kineto_callsites(kimp *k, em_out *o) {
         if (h == 0)
             h = 1;
         int added;
-        uint64_t *id = u64map_get_or_add(&ids, h, next_id, &added);
+        uint64_t *id = cm_u64map_get_or_add(&ids, h, next_id, &added);
         if (id == NULL) {
             rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
             break;
@@ -308,7 +308,7 @@ out:
     free(calls);
     free(stack);
     free(ci);
-    u64map_free(&ids);
+    cm_u64map_free(&ids);
     return rc;
 }
 
@@ -367,7 +367,7 @@ static void device_describe(void *arg, tp_device *dv) {
 /* A thread's name from its thread_name row (key pid << 32 | tid), 0 when it has none. */
 static uint32_t thread_name(void *arg, uint64_t key) {
     kimp *k = arg;
-    const uint64_t *nm = u64map_find(&k->tnames, key);
+    const uint64_t *nm = cm_u64map_find(&k->tnames, key);
     return nm ? kt_intern(k, k->tnames_text.s + (*nm >> 16), (size_t)(*nm & 0xffff)) : 0;
 }
 

@@ -74,7 +74,7 @@ int kt_cat_of(kimp *k, const char *s, size_t n) {
  * per name. */
 static int api_class(kimp *k, uint32_t id, const char *s, size_t n) {
     int added;
-    uint64_t *v = id ? u64map_get_or_add(&k->api_class, id, 0, &added) : NULL;
+    uint64_t *v = id ? cm_u64map_get_or_add(&k->api_class, id, 0, &added) : NULL;
     if (v != NULL && !added)
         return (int)*v;
     int cls = (int)st_api_class_of(s, n);
@@ -342,7 +342,7 @@ static int note_stream(kimp *k, uint16_t dev, uint32_t stream, uint32_t context)
     uint64_t key = (uint64_t)dev << 32 | stream;
     if (stream == TP_NO_ID || (k->last_stream == key + 1))
         return 1;
-    if (u64map_get_or_add(&k->streams, key, context, NULL) == NULL)
+    if (cm_u64map_get_or_add(&k->streams, key, context, NULL) == NULL)
         return kt_fail_nomem(k);
     k->last_stream = key + 1;
     return 1;
@@ -356,7 +356,7 @@ static int note_thread(kimp *k, uint32_t pid, uint32_t tid) {
     uint64_t key = (uint64_t)pid << 32 | tid;
     if (k->last_thread == key + 1)
         return 1;
-    if (u64map_get_or_add(&k->threads, key, 1, NULL) == NULL)
+    if (cm_u64map_get_or_add(&k->threads, key, 1, NULL) == NULL)
         return kt_fail_nomem(k);
     k->last_thread = key + 1;
     return 1;
@@ -537,7 +537,7 @@ uint64_t kt_stack_key(const char *s, size_t n) {
  * first), parsed into frames once per distinct text (key: kt_stack_key of it); 0 when out of memory. */
 static uint32_t call_stack(kimp *k, const char *s, size_t n, uint64_t key) {
     int added;
-    uint64_t *id = u64map_get_or_add(&k->stack_ids, key, 0, &added);
+    uint64_t *id = cm_u64map_get_or_add(&k->stack_ids, key, 0, &added);
     if (id == NULL)
         return 0;
     if (!added)
@@ -621,7 +621,7 @@ static int event_meta(kimp *k, kev *e) {
     if (e->mname.len > NAME_KEEP)
         e->mname.len = NAME_KEEP;
     uint64_t key = (uint64_t)(uint32_t)(uint64_t)e->pid << 32 | (uint32_t)(uint64_t)e->tid;
-    uint64_t *v = u64map_get_or_add(&k->tnames, key, 0, NULL);
+    uint64_t *v = cm_u64map_get_or_add(&k->tnames, key, 0, NULL);
     if (v == NULL || kt_buf_append(&k->tnames_text, e->mname.s, e->mname.len) != 0)
         return kt_fail_nomem(k);
     *v = (uint64_t)(k->tnames_text.len - e->mname.len) << 16 | e->mname.len;

@@ -237,7 +237,7 @@ typedef struct kimp {
     kname *names;   /* string ids by name (see kt_intern) */
     kcatseen cat_seen[KCAT_SEEN];
     unsigned cat_next;
-    u64map api_class; /* string id of a host call's name -> its st_api_class */
+    cm_u64map api_class; /* string id of a host call's name -> its st_api_class */
     size_t n_names, n_names_cap;
     kbuf names_text;
     tp_record *rec;
@@ -248,12 +248,12 @@ typedef struct kimp {
     size_t n_pyfr, cap_pyfr;
     uint64_t *stacks; /* per distinct Call stack: its first frame in pyfr << 8 | its frame count */
     size_t n_stacks, cap_stacks;
-    u64map stack_ids; /* hash of a Call stack's text -> index + 1 in stacks */
+    cm_u64map stack_ids; /* hash of a Call stack's text -> index + 1 in stacks */
     uint64_t max_events;
-    u64map streams; /* device << 32 | stream -> context */
-    u64map threads; /* pid << 32 | tid -> 1 */
+    cm_u64map streams; /* device << 32 | stream -> context */
+    cm_u64map threads; /* pid << 32 | tid -> 1 */
     uint64_t last_stream, last_thread; /* the last key put in each, + 1; 0 none */
-    u64map tnames;  /* pid << 32 | tid -> offset << 16 | len in tnames_text */
+    cm_u64map tnames;  /* pid << 32 | tid -> offset << 16 | len in tnames_text */
     kbuf tnames_text;
     uint8_t dev_used[(TP_NO_DEVICE + 1) / 8];
     uint8_t wide[TP_NO_DEVICE]; /* per device: TP_F_SYNC_ID_* spellings of its device-wide syncs */

@@ -69,23 +69,23 @@ typedef struct nimp {
     int have[T_N_];
     int any_cupti;
     cm_strpool strings; /* local ids, one per string added (rows of StringIds among them) */
-    u64map sids;    /* StringIds id -> local + 1 */
-    u64map rtnames; /* StringIds id -> local + 1 of the name without its version suffix */
+    cm_u64map sids;    /* StringIds id -> local + 1 */
+    cm_u64map rtnames; /* StringIds id -> local + 1 of the name without its version suffix */
     /* records, and the pid of each */
     tp_record *rec;
     uint32_t *rpid;
     size_t n_rec, cap_rec;
-    u64map apis;   /* pid << 32 | correlation -> index of the call */
-    u64map pnames; /* pid -> local + 1 */
-    u64map tnames; /* pid << 32 | tid -> local + 1 */
+    cm_u64map apis;   /* pid << 32 | correlation -> index of the call */
+    cm_u64map pnames; /* pid -> local + 1 */
+    cm_u64map tnames; /* pid << 32 | tid -> local + 1 */
     ngpu *gpus;
     size_t n_gpus;
     /* call chains: rows sorted by chain and depth, one per (chain, depth) */
     nframe *cf;
     size_t n_cf, cap_cf;
-    u64map chain_at; /* chain id -> index in cf of its innermost row */
-    u64map rchain;   /* index of a call in rec -> its callchainId */
-    u64map named_at; /* index in cf << 32 | call name -> 1 + index of the chain's outermost frame so named, or 0 */
+    cm_u64map chain_at; /* chain id -> index in cf of its innermost row */
+    cm_u64map rchain;   /* index of a call in rec -> its callchainId */
+    cm_u64map named_at; /* index in cf << 32 | call name -> 1 + index of the chain's outermost frame so named, or 0 */
     uint64_t chain_off; /* callchainId + chain_off is the id of the call's chain: 0 or 1 */
 } nimp;
 
@@ -121,7 +121,7 @@ static uint32_t str_count(const nimp *k) { return cm_strpool_end(&k->strings) - 
 
 /* The local string of a StringIds id, 0 when it dangles. */
 static uint32_t sid(const nimp *k, int64_t id) {
-    const uint64_t *v = u64map_find(&k->sids, (uint64_t)id);
+    const uint64_t *v = cm_u64map_find(&k->sids, (uint64_t)id);
     return v ? (uint32_t)*v : 0;
 }
 
@@ -295,7 +295,7 @@ static int read_strings(nimp *k) {
             continue;
         }
         uint32_t l = str_add(k, s, n);
-        if (l == 0 || u64map_put(&k->sids, (uint64_t)id, l) != 0) {
+        if (l == 0 || cm_u64map_put(&k->sids, (uint64_t)id, l) != 0) {
             rc = nomem(k);
             break;
         }
@@ -351,7 +351,7 @@ static int read_meta(nimp *k) {
         if (!geti(&r, 0, &pid) || pid < 0 || pid > 0xFFFFFF || s == NULL)
             continue; /* only names the processes with CUDA rows: not worth a warning */
         uint32_t l = str_add(k, s, n);
-        if (l == 0 || u64map_put(&k->pnames, (uint64_t)pid, l) != 0) {
+        if (l == 0 || cm_u64map_put(&k->pnames, (uint64_t)pid, l) != 0) {
             rc = nomem(k);
             break;
         }
@@ -370,7 +370,7 @@ static int read_meta(nimp *k) {
         uint32_t l;
         if (!geti(&r, 0, &nid) || !pid_of(&r, 1, &pid, &tid) || (l = sid(k, nid)) == 0)
             continue;
-        if (u64map_put(&k->tnames, (uint64_t)pid << 32 | tid, l) != 0) {
+        if (cm_u64map_put(&k->tnames, (uint64_t)pid << 32 | tid, l) != 0) {
             rc = nomem(k);
             break;
         }
@@ -515,7 +515,7 @@ static int read_runtime(nimp *k) {
             continue;
         }
         int added;
-        uint64_t *v = u64map_get_or_add(&k->rtnames, (uint64_t)nid, 0, &added);
+        uint64_t *v = cm_u64map_get_or_add(&k->rtnames, (uint64_t)nid, 0, &added);
         if (v == NULL) {
             rc = nomem(k);
             break;
@@ -536,7 +536,7 @@ static int read_runtime(nimp *k) {
         }
         uint32_t corr = u32_or(&r, 4, 0);
         if (corr) { /* the same call under a second name: keep the wider of the two */
-            uint64_t *at = u64map_get_or_add(&k->apis, (uint64_t)pid << 32 | corr, k->n_rec, &added);
+            uint64_t *at = cm_u64map_get_or_add(&k->apis, (uint64_t)pid << 32 | corr, k->n_rec, &added);
             if (at == NULL) {
                 rc = nomem(k);
                 break;
@@ -552,7 +552,7 @@ static int read_runtime(nimp *k) {
                         a->ret = (int32_t)geti_or(&r, 5, 0);
                     }
                     /* the backtrace is stored with one of the two rows */
-                    if (chain >= 0 && u64map_get_or_add(&k->rchain, *at, (uint64_t)chain, NULL) == NULL) {
+                    if (chain >= 0 && cm_u64map_get_or_add(&k->rchain, *at, (uint64_t)chain, NULL) == NULL) {
                         rc = nomem(k);
                         break;
                     }
@@ -578,7 +578,7 @@ static int read_runtime(nimp *k) {
         a->correlation = corr;
         a->name = name;
         a->ret = (int32_t)geti_or(&r, 5, 0);
-        if (chain >= 0 && u64map_put(&k->rchain, k->n_rec - 1, (uint64_t)chain) != 0) {
+        if (chain >= 0 && cm_u64map_put(&k->rchain, k->n_rec - 1, (uint64_t)chain) != 0) {
             rc = nomem(k);
             break;
         }
@@ -662,7 +662,7 @@ static int frame_cmp(const void *a, const void *b) {
  * other frames in order. Read only when some call names a chain. */
 static int read_callchains(nimp *k) {
     static const char *const cols[] = {"id", "stackDepth", "symbol", "module"};
-    if (u64map_count(&k->rchain) == 0)
+    if (cm_u64map_count(&k->rchain) == 0)
         return 0;
     nrows r;
     int rc = rows_open(&r, k, T_CHAINS, cols, 4, 4);
@@ -716,7 +716,7 @@ static int read_callchains(nimp *k) {
     }
     k->n_cf = w;
     for (size_t i = 0; i < w; i++)
-        if ((i == 0 || k->cf[i].chain != k->cf[i - 1].chain) && u64map_put(&k->chain_at, (uint64_t)k->cf[i].chain, i))
+        if ((i == 0 || k->cf[i].chain != k->cf[i - 1].chain) && cm_u64map_put(&k->chain_at, (uint64_t)k->cf[i].chain, i))
             return nomem(k);
     return 0;
 }
@@ -724,7 +724,7 @@ static int read_callchains(nimp *k) {
 /* The index in cf of the first row of chain callchain + off (callchain is never negative), NULL
  * when there is no such chain. */
 static const uint64_t *chain_start(const nimp *k, uint64_t callchain, uint64_t off) {
-    return callchain + off <= (uint64_t)INT64_MAX ? u64map_find(&k->chain_at, callchain + off) : NULL;
+    return callchain + off <= (uint64_t)INT64_MAX ? cm_u64map_find(&k->chain_at, callchain + off) : NULL;
 }
 
 /* The index in cf just past the chain whose first row is at start. */
@@ -745,7 +745,7 @@ static int str_eq(const nimp *k, uint32_t a, uint32_t b) {
  * start; *found says whether there is one. Remembered per chain and name: many calls share a chain. */
 static int chain_named(nimp *k, size_t start, uint32_t name, size_t *at, int *found) {
     int added;
-    uint64_t *v = u64map_get_or_add(&k->named_at, (uint64_t)start << 32 | name, 0, &added);
+    uint64_t *v = cm_u64map_get_or_add(&k->named_at, (uint64_t)start << 32 | name, 0, &added);
     if (v == NULL)
         return nomem(k);
     if (added) {
@@ -781,11 +781,11 @@ static int tracer_module(const nimp *k, uint32_t module) {
  * from 0 or 1, so the offset (0 or 1) under which more calls find their own name in their chain wins,
  * 0 on a tie. Then counts the calls whose chain is missing. */
 static int chains_resolve(nimp *k) {
-    if (u64map_count(&k->rchain) == 0)
+    if (cm_u64map_count(&k->rchain) == 0)
         return 0;
     uint64_t hits[2] = {0, 0};
     for (size_t i = 0; i < k->n_rec; i++) {
-        const uint64_t *c = k->rec[i].head.kind == TP_K_API ? u64map_find(&k->rchain, i) : NULL;
+        const uint64_t *c = k->rec[i].head.kind == TP_K_API ? cm_u64map_find(&k->rchain, i) : NULL;
         for (unsigned off = 0; c && off < 2; off++) {
             const uint64_t *at = chain_start(k, *c, off);
             size_t named;
@@ -797,7 +797,7 @@ static int chains_resolve(nimp *k) {
     }
     k->chain_off = hits[1] > hits[0];
     for (size_t i = 0; i < k->n_rec; i++) {
-        const uint64_t *c = k->rec[i].head.kind == TP_K_API ? u64map_find(&k->rchain, i) : NULL;
+        const uint64_t *c = k->rec[i].head.kind == TP_K_API ? cm_u64map_find(&k->rchain, i) : NULL;
         if (c && chain_start(k, *c, k->chain_off) == NULL)
             skip_row(k, T_RUNTIME,
                      "whose callchainId is not in CUDA_CALLCHAINS (the call is kept, without a call site)");
@@ -819,7 +819,7 @@ static int resolve(nimp *k) {
         const tp_sync *r = &k->rec[i].sync;
         if (r->kind != TP_K_SYNC || r->correlation == 0)
             continue;
-        const uint64_t *a = u64map_find(&k->apis, (uint64_t)k->rpid[i] << 32 | r->correlation);
+        const uint64_t *a = cm_u64map_find(&k->apis, (uint64_t)k->rpid[i] << 32 | r->correlation);
         if (a) {
             size_t n;
             const char *s = str_of(k, k->rec[*a].api.name, &n);
@@ -938,21 +938,21 @@ static int out_site(nout *o, uint32_t id, const nframe *f, uint32_t n) {
 /* Gives the calls among ord[0, n) that have a backtrace their call site, emitting each distinct one
  * (by its frames' text) once, with ids from 1. */
 static int emit_sites(nimp *k, nout *o, const norder *ord, size_t n) {
-    if (u64map_count(&k->rchain) == 0)
+    if (cm_u64map_count(&k->rchain) == 0)
         return 0;
-    u64map memo = {0};    /* index in cf << 32 | call name -> call-site id, 0 for none */
-    u64map by_hash = {0}; /* site_hash (probed on) -> index in sites + 1 */
+    cm_u64map memo = {0};    /* index in cf << 32 | call name -> call-site id, 0 for none */
+    cm_u64map by_hash = {0}; /* site_hash (probed on) -> index in sites + 1 */
     nsite *sites = NULL;
     size_t n_sites = 0, cap = 0, records = 0;
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         tp_api *a = &k->rec[ord[i].index].api;
-        const uint64_t *c = a->kind == TP_K_API ? u64map_find(&k->rchain, ord[i].index) : NULL;
+        const uint64_t *c = a->kind == TP_K_API ? cm_u64map_find(&k->rchain, ord[i].index) : NULL;
         const uint64_t *at = c ? chain_start(k, *c, k->chain_off) : NULL;
         if (at == NULL)
             continue;
         uint64_t key = *at << 32 | a->name;
-        const uint64_t *known = u64map_find(&memo, key);
+        const uint64_t *known = cm_u64map_find(&memo, key);
         if (known) {
             a->callsite = (uint32_t)*known;
             k->st->sited_calls += a->callsite != 0;
@@ -964,7 +964,7 @@ static int emit_sites(nimp *k, nout *o, const norder *ord, size_t n) {
             break;
         uint64_t h = site_hash(k, from, nf);
         const uint64_t *si = NULL;
-        while (nf > 0 && (si = u64map_find(&by_hash, h)) != NULL && !site_eq(k, &sites[*si - 1], from, nf))
+        while (nf > 0 && (si = cm_u64map_find(&by_hash, h)) != NULL && !site_eq(k, &sites[*si - 1], from, nf))
             h++;
         if (nf > 0 && si != NULL) {
             id = (uint32_t)*si;
@@ -984,22 +984,22 @@ static int emit_sites(nimp *k, nout *o, const norder *ord, size_t n) {
             sites[n_sites++] = (nsite){.from = from, .n = nf};
             id = (uint32_t)n_sites;
             records += 1 + nf;
-            if (u64map_put(&by_hash, h, id) != 0) {
+            if (cm_u64map_put(&by_hash, h, id) != 0) {
                 rc = nomem(k);
                 break;
             }
             if ((rc = out_site(o, id, &k->cf[from], nf)) != 0)
                 break;
         }
-        if (u64map_put(&memo, key, id) != 0) {
+        if (cm_u64map_put(&memo, key, id) != 0) {
             rc = nomem(k);
             break;
         }
         a->callsite = id;
         k->st->sited_calls += id != 0;
     }
-    u64map_free(&memo);
-    u64map_free(&by_hash);
+    cm_u64map_free(&memo);
+    cm_u64map_free(&by_hash);
     free(sites);
     return rc;
 }
@@ -1024,7 +1024,7 @@ static void gpu_describe(void *arg, tp_device *dv) {
 /* A thread's name from ThreadNames (key pid << 32 | tid), 0 when it has none. */
 static uint32_t thread_name(void *arg, uint64_t key) {
     nout *o = arg;
-    const uint64_t *tn = u64map_find(&o->k->tnames, key);
+    const uint64_t *tn = cm_u64map_find(&o->k->tnames, key);
     return tn ? out_str(o, (uint32_t)*tn) : 0;
 }
 
@@ -1032,25 +1032,25 @@ static uint32_t thread_name(void *arg, uint64_t key) {
  * threads its events use. */
 static int emit_meta(nimp *k, nout *o, const norder *ord, size_t n) {
     uint32_t pid = ord[0].pid;
-    u64map streams = {0}, threads = {0};
+    cm_u64map streams = {0}, threads = {0};
     uint8_t *dev_used = calloc(TP_NO_DEVICE / 8 + 1, 1);
     int rc = dev_used ? 0 : nomem(k);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const tp_record *r = &k->rec[ord[i].index];
         int ok = 1;
         if (r->head.kind == TP_K_API || r->head.kind == TP_K_NVTX) {
-            ok = u64map_get_or_add(&threads, (uint64_t)pid << 32 | r->api.tid, 1, NULL) != NULL;
+            ok = cm_u64map_get_or_add(&threads, (uint64_t)pid << 32 | r->api.tid, 1, NULL) != NULL;
         } else {
             dev_used[r->head.device / 8] |= (uint8_t)(1u << (r->head.device % 8));
             if (r->kernel.stream != TP_NO_ID)
-                ok = u64map_get_or_add(&streams, (uint64_t)r->head.device << 32 | r->kernel.stream,
+                ok = cm_u64map_get_or_add(&streams, (uint64_t)r->head.device << 32 | r->kernel.stream,
                                        r->head.kind == TP_K_KERNEL ? r->kernel.context : r->memcpy.context,
                                        NULL) != NULL;
         }
         if (!ok)
             rc = nomem(k);
     }
-    const uint64_t *pn = u64map_find(&k->pnames, pid);
+    const uint64_t *pn = cm_u64map_find(&k->pnames, pid);
     tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = pid, .rank = -1, .world = -1};
     if (rc == 0) {
         p.cmdline = pn ? out_str(o, (uint32_t)*pn) : tp_enc_intern_cstr(o->out.enc, cm_base_name(k->name));
@@ -1062,8 +1062,8 @@ static int emit_meta(nimp *k, nout *o, const norder *ord, size_t n) {
         rc = em_streams(&o->out, &streams);
     if (rc == 0)
         rc = em_threads(&o->out, &threads, thread_name, o);
-    u64map_free(&streams);
-    u64map_free(&threads);
+    cm_u64map_free(&streams);
+    cm_u64map_free(&threads);
     free(dev_used);
     return rc;
 }
@@ -1228,14 +1228,14 @@ int nsys_import(const char *path, const import_opts *opts, import_emit_fn emit, 
     free(k->rpid);
     free(k->gpus);
     free(k->cf);
-    u64map_free(&k->chain_at);
-    u64map_free(&k->rchain);
-    u64map_free(&k->named_at);
-    u64map_free(&k->sids);
-    u64map_free(&k->rtnames);
-    u64map_free(&k->apis);
-    u64map_free(&k->pnames);
-    u64map_free(&k->tnames);
+    cm_u64map_free(&k->chain_at);
+    cm_u64map_free(&k->rchain);
+    cm_u64map_free(&k->named_at);
+    cm_u64map_free(&k->sids);
+    cm_u64map_free(&k->rtnames);
+    cm_u64map_free(&k->apis);
+    cm_u64map_free(&k->pnames);
+    cm_u64map_free(&k->tnames);
     free(k);
     return rc;
 }

@@ -53,10 +53,10 @@ typedef struct sy_res {
 struct sy_cache {
     sy_mod *mods;
     size_t n_mods, cap_mods;
-    u64map mod_by_hash; /* path hash -> index + 1 (collisions fall back to a scan) */
+    cm_u64map mod_by_hash; /* path hash -> index + 1 (collisions fall back to a scan) */
     sy_res *res;
     size_t n_res, cap_res;
-    u64map res_by_key; /* (module, offset) -> index + 1 */
+    cm_u64map res_by_key; /* (module, offset) -> index + 1 */
     char **owned;      /* demangled names */
     size_t n_owned, cap_owned;
     size_t missing, stale;
@@ -80,8 +80,8 @@ void sy_free(sy_cache **cp) {
     free(c->owned);
     free(c->mods);
     free(c->res);
-    u64map_free(&c->mod_by_hash);
-    u64map_free(&c->res_by_key);
+    cm_u64map_free(&c->mod_by_hash);
+    cm_u64map_free(&c->res_by_key);
     free(c);
     *cp = NULL;
 }
@@ -187,21 +187,21 @@ static uint64_t hash_str(const char *s) { return cm_fnv64(CM_FNV64_BASIS, s, str
 /* The module's index, opening it the first time; -1 when the table is full or out of memory. */
 static long module_index(sy_cache *c, const char *path) {
     uint64_t h = hash_str(path);
-    uint64_t *v = u64map_find(&c->mod_by_hash, h);
+    uint64_t *v = cm_u64map_find(&c->mod_by_hash, h);
     if (v != NULL && strcmp(c->mods[*v - 1].path, path) == 0)
         return (long)(*v - 1);
     if (v != NULL) /* a hash collision: look through them all */
         for (size_t i = 0; i < c->n_mods; i++)
             if (strcmp(c->mods[i].path, path) == 0)
                 return (long)i;
-    if (c->n_mods >= SY_MAX_MODULES || TU_GROW(c->mods, c->cap_mods, c->n_mods + 1) != 0)
+    if (c->n_mods >= SY_MAX_MODULES || CM_GROW(c->mods, c->cap_mods, c->n_mods + 1) != 0)
         return -1;
     sy_mod *m = &c->mods[c->n_mods];
     memset(m, 0, sizeof *m);
     m->path = strdup(path);
     if (m->path == NULL)
         return -1;
-    if (v == NULL && u64map_put(&c->mod_by_hash, h, c->n_mods + 1) != 0) {
+    if (v == NULL && cm_u64map_put(&c->mod_by_hash, h, c->n_mods + 1) != 0) {
         free(m->path);
         return -1;
     }
@@ -220,7 +220,7 @@ static const char *keep_name(sy_cache *c, const char *name) {
         free(d);
         return name;
     }
-    if (TU_GROW(c->owned, c->cap_owned, c->n_owned + 1) != 0) {
+    if (CM_GROW(c->owned, c->cap_owned, c->n_owned + 1) != 0) {
         free(d);
         return name;
     }
@@ -246,14 +246,14 @@ static void build_ranges(sy_mod *m, Dwarf *dw) {
             ptrdiff_t it = 0;
             while ((it = dwarf_ranges(&cu, it, &base, &lo, &hi)) > 0) {
                 if (hi <= lo || m->n_ranges >= SY_MAX_RANGES ||
-                    TU_GROW(m->ranges, m->cap_ranges, m->n_ranges + 1) != 0)
+                    CM_GROW(m->ranges, m->cap_ranges, m->n_ranges + 1) != 0)
                     continue;
                 m->ranges[m->n_ranges++] = (cu_range){lo, hi, off + hsize};
             }
         }
         off = next;
     }
-    tu_sort(m->ranges, m->n_ranges, sizeof *m->ranges, cmp_range);
+    cm_sort(m->ranges, m->n_ranges, sizeof *m->ranges, cmp_range);
 }
 
 /* The line of addr (in the module's own addresses) through the CU ranges. */
@@ -333,14 +333,14 @@ int sy_lookup(sy_cache *c, const char *module, const sy_build_id *want, uint64_t
     if (offset >> 48)
         return resolve(c, &c->mods[mi], offset, out);
     uint64_t key = ((uint64_t)(mi + 1) << 48) | offset;
-    uint64_t *v = u64map_find(&c->res_by_key, key);
+    uint64_t *v = cm_u64map_find(&c->res_by_key, key);
     if (v != NULL) {
         *out = c->res[*v - 1].sym;
         return c->res[*v - 1].found ? 0 : -1;
     }
     int rc = resolve(c, &c->mods[mi], offset, out);
-    if (TU_GROW(c->res, c->cap_res, c->n_res + 1) == 0 &&
-        u64map_put(&c->res_by_key, key, c->n_res + 1) == 0)
+    if (CM_GROW(c->res, c->cap_res, c->n_res + 1) == 0 &&
+        cm_u64map_put(&c->res_by_key, key, c->n_res + 1) == 0)
         c->res[c->n_res++] = (sy_res){.mod = (uint32_t)mi, .offset = offset, .sym = *out, .found = rc == 0};
     return rc;
 }
@@ -356,7 +356,7 @@ long sy_collect(sy_cache *c, const st_store *s, size_t max_frames, sy_fixes *out
                 continue;
             if (max_frames != 0 && (size_t)looked >= max_frames)
                 return looked;
-            if (TU_GROW(out->v, out->cap, out->n + 1) != 0)
+            if (CM_GROW(out->v, out->cap, out->n + 1) != 0)
                 return -1;
             sy_fix *x = &out->v[out->n++];
             memset(x, 0, sizeof *x);

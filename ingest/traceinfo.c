@@ -33,13 +33,13 @@ static void ti_problem_add(traceinfo *ti, uint64_t off, uint64_t len, const char
  * (*nomem set). */
 static ti_producer *ti_producer_get(traceinfo *ti, uint64_t id, int *nomem) {
     *nomem = 0;
-    uint64_t *slot = u64map_find(&ti->prod_index, id);
+    uint64_t *slot = cm_u64map_find(&ti->prod_index, id);
     if (slot != NULL)
         return &ti->prods[*slot - 1];
     if (ti->n_prods >= TI_MAX_PRODUCERS)
         return NULL;
-    if (TU_GROW(ti->prods, ti->cap_prods, ti->n_prods + 1) ||
-        u64map_put(&ti->prod_index, id, ti->n_prods + 1) != 0) {
+    if (CM_GROW(ti->prods, ti->cap_prods, ti->n_prods + 1) ||
+        cm_u64map_put(&ti->prod_index, id, ti->n_prods + 1) != 0) {
         *nomem = 1;
         return NULL;
     }
@@ -276,7 +276,7 @@ void traceinfo_free(traceinfo *ti) {
         free(ti->prods[i].meta);
     }
     free(ti->prods);
-    u64map_free(&ti->prod_index);
+    cm_u64map_free(&ti->prod_index);
     free(ti->probs);
     memset(ti, 0, sizeof *ti);
 }

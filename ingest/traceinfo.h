@@ -54,7 +54,7 @@ typedef struct traceinfo {
     uint64_t t_first, t_last; /* of the events, on the producers' trace clocks */
     ti_producer *prods;
     size_t n_prods, cap_prods;
-    u64map prod_index; /* producer id -> index in prods + 1 */
+    cm_u64map prod_index; /* producer id -> index in prods + 1 */
     uint64_t batches_beyond; /* batches of producers past TI_MAX_PRODUCERS: counted, not itemized */
     ti_problem *probs;
     size_t n_probs;

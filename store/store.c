@@ -89,32 +89,32 @@ struct st_store {
     st_opts opts;
     /* strings */
     cm_strpool strings; /* the store's ids; id 0 is "" */
-    u64map pstr; /* (producer index << 32 | producer string id) -> store id */
+    cm_u64map pstr; /* (producer index << 32 | producer string id) -> store id */
     /* producers, devices */
     st_producer_info *prods;
     prod_ext *pext;
     size_t n_prods, prods_cap, pext_cap;
-    u64map prod_by_id;
+    cm_u64map prod_by_id;
     st_device_info *devs;
     size_t n_devs, devs_cap;
     /* lanes */
     lane *lanes;
     size_t n_lanes, lanes_cap;
-    u64map lane_by_key;
+    cm_u64map lane_by_key;
     size_t *order; /* display index -> lane */
     size_t order_cap;
     int order_dirty;
     /* metadata waiting for lanes */
-    u64map stream_meta; /* (prod, device, stream) -> record flags<<32 | (uint32_t)priority */
-    u64map thread_name; /* (prod, tid) -> store string */
+    cm_u64map stream_meta; /* (prod, device, stream) -> record flags<<32 | (uint32_t)priority */
+    cm_u64map thread_name; /* (prod, tid) -> store string */
     /* call sites */
     cs_entry *cs;
     size_t n_cs, cs_cap;
-    u64map cs_by_key; /* producer << 32 | id -> store id (index + 1) */
+    cm_u64map cs_by_key; /* producer << 32 | id -> store id (index + 1) */
     /* native modules the producers announced (TP_K_MODULE): build ids */
     st_module_id *mods;
     size_t n_mods, mods_cap;
-    u64map mod_by_key; /* producer << 32 | module string -> index + 1 */
+    cm_u64map mod_by_key; /* producer << 32 | module string -> index + 1 */
     nvtx_pending *pend;
     size_t n_pend, pend_cap;
     host_clock *clocks; /* st_store_set_host_clock */
@@ -138,9 +138,9 @@ uint32_t st_intern(st_store *s, const char *str, size_t len) {
  * (hostile, or a program that names every kernel launch differently) would otherwise grow it
  * without end. Past the bound, new names read as REFUSED_NAME and are counted. */
 static int names_full(st_store *s, uint64_t key, uint32_t len) {
-    if (s->opts.max_events == 0 || u64map_find(&s->pstr, key) != NULL)
+    if (s->opts.max_events == 0 || cm_u64map_find(&s->pstr, key) != NULL)
         return 0;
-    return s->strings.used + len > ST_LIVE_NAME_BYTES || u64map_count(&s->pstr) >= ST_LIVE_NAMES;
+    return s->strings.used + len > ST_LIVE_NAME_BYTES || cm_u64map_count(&s->pstr) >= ST_LIVE_NAMES;
 }
 
 static uint32_t refused_name(st_store *s) {
@@ -203,19 +203,19 @@ void st_store_destroy(st_store **sp) {
         free(s->cs[i].frames);
     free(s->cs);
     free(s->mods);
-    u64map_free(&s->mod_by_key);
+    cm_u64map_free(&s->mod_by_key);
     free(s->pend);
     free(s->clocks);
     cm_strpool_free(&s->strings);
     free(s->prods);
     free(s->pext);
     free(s->devs);
-    u64map_free(&s->pstr);
-    u64map_free(&s->prod_by_id);
-    u64map_free(&s->lane_by_key);
-    u64map_free(&s->stream_meta);
-    u64map_free(&s->thread_name);
-    u64map_free(&s->cs_by_key);
+    cm_u64map_free(&s->pstr);
+    cm_u64map_free(&s->prod_by_id);
+    cm_u64map_free(&s->lane_by_key);
+    cm_u64map_free(&s->stream_meta);
+    cm_u64map_free(&s->thread_name);
+    cm_u64map_free(&s->cs_by_key);
     free(s);
     *sp = NULL;
 }
@@ -223,12 +223,12 @@ void st_store_destroy(st_store **sp) {
 /* ---- lookups that create ---- */
 
 static long producer_index(st_store *s, uint64_t id) {
-    uint64_t *v = u64map_find(&s->prod_by_id, id);
+    uint64_t *v = cm_u64map_find(&s->prod_by_id, id);
     if (v)
         return (long)*v;
-    if (s->n_prods >= 65536 || TU_GROW(s->prods, s->prods_cap, s->n_prods + 1) ||
-        TU_GROW(s->pext, s->pext_cap, s->n_prods + 1) ||
-        u64map_put(&s->prod_by_id, id, s->n_prods) != 0)
+    if (s->n_prods >= 65536 || CM_GROW(s->prods, s->prods_cap, s->n_prods + 1) ||
+        CM_GROW(s->pext, s->pext_cap, s->n_prods + 1) ||
+        cm_u64map_put(&s->prod_by_id, id, s->n_prods) != 0)
         return -1;
     st_producer_info *p = &s->prods[s->n_prods];
     memset(p, 0, sizeof *p);
@@ -249,10 +249,10 @@ static uint64_t stream_key(uint32_t prod, uint16_t device, uint32_t stream) {
 
 static lane *lane_get(st_store *s, uint32_t prod, st_lane_kind kind, uint16_t device, uint32_t id) {
     uint64_t key = lane_key(prod, kind, device, id);
-    uint64_t *v = u64map_find(&s->lane_by_key, key);
+    uint64_t *v = cm_u64map_find(&s->lane_by_key, key);
     if (v)
         return &s->lanes[*v];
-    if (TU_GROW(s->lanes, s->lanes_cap, s->n_lanes + 1) || u64map_put(&s->lane_by_key, key, s->n_lanes) != 0)
+    if (CM_GROW(s->lanes, s->lanes_cap, s->n_lanes + 1) || cm_u64map_put(&s->lane_by_key, key, s->n_lanes) != 0)
         return NULL;
     lane *l = &s->lanes[s->n_lanes++];
     memset(l, 0, sizeof *l);
@@ -262,14 +262,14 @@ static lane *lane_get(st_store *s, uint32_t prod, st_lane_kind kind, uint16_t de
     l->info.device = device;
     l->info.id = id;
     if (kind == ST_LANE_STREAM) {
-        uint64_t *m = u64map_find(&s->stream_meta, stream_key(prod, device, id));
+        uint64_t *m = cm_u64map_find(&s->stream_meta, stream_key(prod, device, id));
         if (m) {
             l->info.stream_flags = (unsigned)(*m >> 32) & 0xff;
             l->info.null_stream = (l->info.stream_flags & TP_F_NULL_STREAM) != 0;
             l->info.priority = (int)(int32_t)(uint32_t)*m;
         }
     } else if (device == TP_NO_DEVICE) {
-        uint64_t *m = u64map_find(&s->thread_name, (uint64_t)prod << 32 | id);
+        uint64_t *m = cm_u64map_find(&s->thread_name, (uint64_t)prod << 32 | id);
         if (m)
             l->info.name = (uint32_t)*m;
     }
@@ -281,10 +281,10 @@ static uint64_t callsite_id(st_store *s, uint32_t prod, uint32_t id) {
     if (id == 0)
         return 0;
     uint64_t key = (uint64_t)prod << 32 | id;
-    uint64_t *v = u64map_find(&s->cs_by_key, key);
+    uint64_t *v = cm_u64map_find(&s->cs_by_key, key);
     if (v)
         return *v;
-    if (TU_GROW(s->cs, s->cs_cap, s->n_cs + 1) || u64map_put(&s->cs_by_key, key, s->n_cs + 1) != 0)
+    if (CM_GROW(s->cs, s->cs_cap, s->n_cs + 1) || cm_u64map_put(&s->cs_by_key, key, s->n_cs + 1) != 0)
         return 0;
     s->cs[s->n_cs] = (cs_entry){.producer = prod, .id = id};
     return ++s->n_cs;
@@ -293,7 +293,7 @@ static uint64_t callsite_id(st_store *s, uint32_t prod, uint32_t id) {
 static uint32_t pstr(st_store *s, uint32_t prod, uint32_t id) {
     if (id == 0)
         return 0;
-    uint64_t *v = u64map_find(&s->pstr, (uint64_t)prod << 32 | id);
+    uint64_t *v = cm_u64map_find(&s->pstr, (uint64_t)prod << 32 | id);
     return v ? (uint32_t)*v : 0;
 }
 
@@ -365,7 +365,7 @@ int st_store_set_host_clock(st_store *s, const char *host, int64_t offset_ns, ui
     if (c == NULL) {
         if (s->n_clocks == 256)
             return ERR_LIMIT;
-        if (TU_GROW(s->clocks, s->clocks_cap, s->n_clocks + 1))
+        if (CM_GROW(s->clocks, s->clocks_cap, s->n_clocks + 1))
             return ERR_NOMEM;
         c = &s->clocks[s->n_clocks++];
         *c = (host_clock){.host = id, .applied_ns = offset_ns, .uncertainty_ns = uncertainty_ns};
@@ -387,7 +387,7 @@ int st_store_set_host_clock(st_store *s, const char *host, int64_t offset_ns, ui
 }
 
 static int lane_push(st_store *s, lane *l, const st_event *e) {
-    if (TU_GROW(l->ev, l->cap, l->info.n_events + 1))
+    if (CM_GROW(l->ev, l->cap, l->info.n_events + 1))
         return ERR_NOMEM;
     size_t n = l->info.n_events;
     l->ev[n] = *e;
@@ -460,7 +460,7 @@ static int add_event(st_store *s, uint32_t prod, const tp_record *r) {
         e.sub = r->head.flags;
         e.flags = 0;
         if (r->head.flags == TP_NVTX_START) {
-            if (s->n_pend >= ST_MAX_PENDING || TU_GROW(s->pend, s->pend_cap, s->n_pend + 1))
+            if (s->n_pend >= ST_MAX_PENDING || CM_GROW(s->pend, s->pend_cap, s->n_pend + 1))
                 return 0; /* an unmatched flood of starts: forget them */
             s->pend[s->n_pend++] = (nvtx_pending){prod, r->nvtx.tid, r->head.device, r->nvtx.id,
                                                   e.start, e.name};
@@ -518,7 +518,7 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
             if (s->devs[i].producer == prod && s->devs[i].device == r->head.device)
                 d = &s->devs[i];
         if (d == NULL) {
-            if (s->n_devs >= 4096 || TU_GROW(s->devs, s->devs_cap, s->n_devs + 1))
+            if (s->n_devs >= 4096 || CM_GROW(s->devs, s->devs_cap, s->n_devs + 1))
                 return s->n_devs >= 4096 ? 0 : ERR_NOMEM;
             d = &s->devs[s->n_devs++];
         }
@@ -530,8 +530,8 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
     }
     case TP_K_STREAM: {
         uint64_t v = (uint64_t)r->head.flags << 32 | (uint32_t)r->stream.priority;
-        int rc = u64map_put(&s->stream_meta, stream_key(prod, r->head.device, r->stream.stream), v);
-        uint64_t *li = u64map_find(&s->lane_by_key, lane_key(prod, ST_LANE_STREAM, r->head.device, r->stream.stream));
+        int rc = cm_u64map_put(&s->stream_meta, stream_key(prod, r->head.device, r->stream.stream), v);
+        uint64_t *li = cm_u64map_find(&s->lane_by_key, lane_key(prod, ST_LANE_STREAM, r->head.device, r->stream.stream));
         if (li) {
             s->lanes[*li].info.null_stream = (r->head.flags & TP_F_NULL_STREAM) != 0;
             s->lanes[*li].info.stream_flags = r->head.flags;
@@ -542,9 +542,9 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
     }
     case TP_K_THREAD: {
         uint32_t name = pstr(s, prod, r->thread.name);
-        int rc = u64map_put(&s->thread_name, (uint64_t)prod << 32 | r->thread.tid, name);
+        int rc = cm_u64map_put(&s->thread_name, (uint64_t)prod << 32 | r->thread.tid, name);
         for (int k = ST_LANE_THREAD; k <= ST_LANE_NVTX; k++) {
-            uint64_t *li = u64map_find(&s->lane_by_key, lane_key(prod, (st_lane_kind)k, TP_NO_DEVICE, r->thread.tid));
+            uint64_t *li = cm_u64map_find(&s->lane_by_key, lane_key(prod, (st_lane_kind)k, TP_NO_DEVICE, r->thread.tid));
             if (li)
                 s->lanes[*li].info.name = name;
         }
@@ -555,13 +555,13 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
         if (path == 0)
             return 0;
         uint64_t key = (uint64_t)prod << 32 | path;
-        uint64_t *v = u64map_find(&s->mod_by_key, key);
+        uint64_t *v = cm_u64map_find(&s->mod_by_key, key);
         if (v == NULL) {
             if (s->n_mods >= (1u << 20)) /* a hostile producer's flood: ignored beyond this */
                 return 0;
-            if (TU_GROW(s->mods, s->mods_cap, s->n_mods + 1) || u64map_put(&s->mod_by_key, key, s->n_mods + 1))
+            if (CM_GROW(s->mods, s->mods_cap, s->n_mods + 1) || cm_u64map_put(&s->mod_by_key, key, s->n_mods + 1))
                 return ERR_NOMEM;
-            v = u64map_find(&s->mod_by_key, key);
+            v = cm_u64map_find(&s->mod_by_key, key);
             s->n_mods++;
         }
         st_module_id *m = &s->mods[*v - 1];
@@ -657,7 +657,7 @@ int st_store_add_batch(st_store *s, const void *batch, size_t len, err_msg *err)
     const char *str;
     while (tp_dec_next_string(&d, &id, &str, &slen)) {
         uint32_t sid = names_full(s, (uint64_t)prod << 32 | id, slen) ? refused_name(s) : st_intern(s, str, slen);
-        if ((sid == 0 && slen > 0) || u64map_put(&s->pstr, (uint64_t)prod << 32 | id, sid) != 0) {
+        if ((sid == 0 && slen > 0) || cm_u64map_put(&s->pstr, (uint64_t)prod << 32 | id, sid) != 0) {
             rc = err_set(err, ERR_NOMEM, "store: out of memory (strings)");
             break;
         }
@@ -791,7 +791,7 @@ static int lane_index(lane *l, size_t from) {
         from = l->indexed;
     /* prefix sums */
     size_t nb = (n + ST_PB - 1) / ST_PB;
-    if (tu_grow((void **)&l->pre, &l->pre_cap, (nb + 1) * ST_CAT_N, sizeof *l->pre))
+    if (cm_grow((void **)&l->pre, &l->pre_cap, (nb + 1) * ST_CAT_N, sizeof *l->pre))
         return ERR_NOMEM;
     size_t b0 = from / ST_PB;
     if (b0 == 0)
@@ -808,7 +808,7 @@ static int lane_index(lane *l, size_t from) {
     int lv = 0;
     while (lv < ST_LEVELS) {
         size_t groups = (cnt + ST_FAN - 1) / ST_FAN;
-        if (tu_grow((void **)&l->maxend[lv], &l->lvl_cap[lv], groups ? groups : 1, sizeof(uint64_t)))
+        if (cm_grow((void **)&l->maxend[lv], &l->lvl_cap[lv], groups ? groups : 1, sizeof(uint64_t)))
             return ERR_NOMEM;
         size_t lc = l->lvl_cap[lv];
         void *q = realloc(l->longest[lv], lc * sizeof(uint32_t));
@@ -872,7 +872,7 @@ static int order_cmp_ctx(const st_store *s, size_t x, size_t y) {
 }
 
 static void store_order(st_store *s) {
-    if (TU_GROW(s->order, s->order_cap, s->n_lanes ? s->n_lanes : 1))
+    if (CM_GROW(s->order, s->order_cap, s->n_lanes ? s->n_lanes : 1))
         return;
     for (size_t i = 0; i < s->n_lanes; i++)
         s->order[i] = i;
@@ -1123,9 +1123,9 @@ uint64_t st_store_dropped(const st_store *s) { return s->dropped; }
 
 size_t st_store_memory(const st_store *s) {
     size_t m = sizeof *s + cm_strpool_bytes(&s->strings);
-    m += u64map_bytes(&s->pstr) + u64map_bytes(&s->prod_by_id) + u64map_bytes(&s->lane_by_key) +
-         u64map_bytes(&s->stream_meta) + u64map_bytes(&s->thread_name) + u64map_bytes(&s->cs_by_key) +
-         u64map_bytes(&s->mod_by_key) + s->mods_cap * sizeof *s->mods;
+    m += cm_u64map_bytes(&s->pstr) + cm_u64map_bytes(&s->prod_by_id) + cm_u64map_bytes(&s->lane_by_key) +
+         cm_u64map_bytes(&s->stream_meta) + cm_u64map_bytes(&s->thread_name) + cm_u64map_bytes(&s->cs_by_key) +
+         cm_u64map_bytes(&s->mod_by_key) + s->mods_cap * sizeof *s->mods;
     m += s->prods_cap * sizeof *s->prods + s->pext_cap * sizeof *s->pext + s->devs_cap * sizeof *s->devs;
     m += s->lanes_cap * sizeof *s->lanes + s->order_cap * sizeof *s->order;
     for (size_t i = 0; i < s->n_cs; i++)
@@ -1163,7 +1163,7 @@ int st_module_build_id(const st_store *s, uint64_t callsite, uint32_t module, co
     *len = 0;
     if (callsite == 0 || callsite > s->n_cs)
         return 0;
-    const uint64_t *v = u64map_find(&s->mod_by_key, (uint64_t)s->cs[callsite - 1].producer << 32 | module);
+    const uint64_t *v = cm_u64map_find(&s->mod_by_key, (uint64_t)s->cs[callsite - 1].producer << 32 | module);
     if (v == NULL)
         return 0;
     *id = s->mods[*v - 1].id;

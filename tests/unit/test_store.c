@@ -722,26 +722,26 @@ TEST(strings_are_interned_once_and_kept_as_they_came) {
 
 TEST(u64map_takes_every_key) {
     /* Keys come from untrusted traces (a producer id may be 0 or all ones): none is reserved. */
-    u64map m = {0};
+    cm_u64map m = {0};
     const uint64_t keys[] = {0, UINT64_MAX, 1, 1ull << 63, 42};
     for (size_t i = 0; i < 5; i++)
-        ASSERT_NULL(u64map_find(&m, keys[i]));
+        ASSERT_NULL(cm_u64map_find(&m, keys[i]));
     for (size_t i = 0; i < 5; i++)
-        ASSERT_OK(u64map_put(&m, keys[i], 100 + i));
+        ASSERT_OK(cm_u64map_put(&m, keys[i], 100 + i));
     for (uint64_t k = 2; k < 5000; k++) /* several growths */
-        ASSERT_OK(u64map_put(&m, k * 7919, k));
+        ASSERT_OK(cm_u64map_put(&m, k * 7919, k));
     for (size_t i = 0; i < 5; i++) {
-        uint64_t *v = u64map_find(&m, keys[i]);
+        uint64_t *v = cm_u64map_find(&m, keys[i]);
         ASSERT_NOT_NULL(v);
         ASSERT_UEQ(*v, 100 + i);
     }
     for (uint64_t k = 2; k < 5000; k++)
-        ASSERT_UEQ(*u64map_find(&m, k * 7919), k);
-    ASSERT_NULL(u64map_find(&m, 3));
-    ASSERT_OK(u64map_put(&m, 0, 7));
-    ASSERT_UEQ(*u64map_find(&m, 0), 7);
-    u64map_free(&m);
-    ASSERT_NULL(u64map_find(&m, 0));
+        ASSERT_UEQ(*cm_u64map_find(&m, k * 7919), k);
+    ASSERT_NULL(cm_u64map_find(&m, 3));
+    ASSERT_OK(cm_u64map_put(&m, 0, 7));
+    ASSERT_UEQ(*cm_u64map_find(&m, 0), 7);
+    cm_u64map_free(&m);
+    ASSERT_NULL(cm_u64map_find(&m, 0));
 }
 
 /* The API classifier the importer and the analysis share: suffixes, exact frees, prefixes. */

@@ -1,11 +1,77 @@
 /*
  * The Kineto importer's JSON lexer (json_lex.h): long strings and numbers, the tokens the scanner
- * does not take inline, escapes, error messages and their places, and values stepped over whole.
+ * does not take inline, escapes, error messages and their places, and values stepped over whole;
+ * and what every part of the importer reports through: text buffers, positions in the text and
+ * failures (kineto_int.h's kt_buf_*, kt_pos_at, kt_fail_*).
  */
 #include "json_lex.h"
 #include "json_src.h"
 
 #include <stdio.h>
+
+/* ---- text buffers, positions and failures (kineto_int.h) ---- */
+
+int kt_buf_set(kbuf *b, const void *s, size_t len, size_t keep) {
+    if (len > keep)
+        len = keep;
+    if (len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < len + 1)
+            cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (p == NULL)
+            return ERR_NOMEM;
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s, s, len);
+    b->s[len] = '\0';
+    b->len = len;
+    return 0;
+}
+
+int kt_buf_append(kbuf *b, const void *s, size_t len) {
+    if (b->len + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + len + 1)
+            cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (p == NULL)
+            return ERR_NOMEM;
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, len);
+    b->len += len;
+    b->s[b->len] = '\0';
+    return 0;
+}
+
+void kt_pos_at(const kimp *k, uint64_t off, uint64_t *line, uint64_t *col) {
+    if (off >= k->line_at || k->nl == 0) {
+        *line = k->nl + 1;
+        *col = off - k->line_at - k->drop + 1;
+    } else {
+        *line = k->nl;
+        *col = off - k->line_prev - k->drop_prev + 1;
+    }
+}
+
+int kt_fail_here(kimp *k, int code, const char *what) {
+    if (k->fail)
+        return 0;
+    uint64_t off = off_of(k, k->at), line, col;
+    kt_pos_at(k, off, &line, &col);
+    k->fail = err_set(k->err, code, "%s: line %llu, column %llu (byte %llu): %s", k->name, (unsigned long long)line,
+                      (unsigned long long)col, (unsigned long long)off, what);
+    return 0;
+}
+
+int kt_fail_nomem(kimp *k) {
+    return kt_fail_here(k, ERR_NOMEM, "out of memory");
+}
+
+/* ---- the lexer ---- */
 
 /* The first '"' or backslash in p[i, n), or n: sixteen bytes at a time where SSE2 is, eight
  * elsewhere. */

@@ -479,6 +479,15 @@ static int y_push(kimp *k, unsigned after) {
     return 1;
 }
 
+/* The end of a map (or an array) just read: back to the grammar state around it. 0 when the
+ * parser failed. */
+static int take_close(kimp *k, unsigned *ys, int map) {
+    if (!(map ? on_end_map(k) : on_end_array(k)))
+        return 0;
+    *ys = k->ystk[--k->depth];
+    return 1;
+}
+
 /* A token (kind T_STR ... T_PUNCT) in state *ys: the parser's callbacks and the next state, or a
  * parse error (at: the token's offset). Returns 1, or 0 with k->fail or a code in *rc. */
 static int take_token(kimp *k, unsigned *ys, int kind, const ktok *t, uint64_t at, int *rc) {
@@ -511,10 +520,7 @@ static int take_token(kimp *k, unsigned *ys, int kind, const ktok *t, uint64_t a
             *ys = Y_ARR_START;
             return 1;
         } else if (t->c == ']' && y == Y_ARR_START) {
-            if (!on_end_array(k))
-                return 0;
-            *ys = k->ystk[--k->depth];
-            return 1;
+            return take_close(k, ys, 0);
         } else {
             perr = "unallowed token at this point in JSON text";
             break;
@@ -530,10 +536,7 @@ static int take_token(kimp *k, unsigned *ys, int kind, const ktok *t, uint64_t a
             return 1;
         }
         if (kind == T_PUNCT && t->c == '}' && y == Y_MAP_START) {
-            if (!on_end_map(k))
-                return 0;
-            *ys = k->ystk[--k->depth];
-            return 1;
+            return take_close(k, ys, 1);
         }
         perr = "invalid object key (must be a string)";
         break;
@@ -546,10 +549,7 @@ static int take_token(kimp *k, unsigned *ys, int kind, const ktok *t, uint64_t a
         break;
     case Y_MAP_GOT:
         if (kind == T_PUNCT && t->c == '}') {
-            if (!on_end_map(k))
-                return 0;
-            *ys = k->ystk[--k->depth];
-            return 1;
+            return take_close(k, ys, 1);
         }
         if (kind == T_PUNCT && t->c == ',') {
             *ys = Y_MAP_KEY;
@@ -563,10 +563,7 @@ static int take_token(kimp *k, unsigned *ys, int kind, const ktok *t, uint64_t a
         break;
     case Y_ARR_GOT:
         if (kind == T_PUNCT && t->c == ']') {
-            if (!on_end_array(k))
-                return 0;
-            *ys = k->ystk[--k->depth];
-            return 1;
+            return take_close(k, ys, 0);
         }
         if (kind == T_PUNCT && t->c == ',') {
             *ys = Y_ARR_VAL;

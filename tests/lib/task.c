@@ -113,6 +113,18 @@ int main(int argc, char **argv) {
     return 0;
 }
 
+void task_skip(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "skipped: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    fflush(stderr);
+    cleanup_tmpdir();
+    exit(77);
+}
+
 /* ---- processes ---- */
 
 static pid_t spawned[64];

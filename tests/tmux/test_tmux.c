@@ -155,10 +155,8 @@ static const char *synth_trace(size_t events) {
 
 /* Several profiler traces, one per rank, on one timeline: replay takes what report takes. */
 TEST(replay_in_tmux_takes_several_ranks) {
-    if (!have_tmux()) {
-        fprintf(stderr, "tmux is not installed: skipped\n");
-        return;
-    }
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s replay %s/sampled_rank-0.json.gz %s/sampled_rank-1.json.gz", task_synctop(),
              KINETO_TRACE_DIR, KINETO_TRACE_DIR);
@@ -187,10 +185,8 @@ TEST(replay_in_tmux_takes_several_ranks) {
 /* A real training loop (30 ResNet steps) and a real inference trace with Python stacks: the keys of
  * the stalls panel and the steps, typed as a user would. */
 TEST(replay_in_tmux_real_traces_steps_sort_cause_and_frames) {
-    if (!have_tmux()) {
-        fprintf(stderr, "tmux is not installed: skipped\n");
-        return;
-    }
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s replay %s/resnet_2080ti_two_threads.json.gz", task_synctop(), KINETO_TRACE_DIR);
     tmux_start(cmd, 160, 48);
@@ -238,10 +234,8 @@ TEST(replay_in_tmux_real_traces_steps_sort_cause_and_frames) {
 }
 
 TEST(replay_in_tmux_zoom_stall_help_resize_quit) {
-    if (!have_tmux()) {
-        fprintf(stderr, "tmux is not installed: skipped\n");
-        return;
-    }
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
     const char *trace = synth_trace(20000);
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s replay %s", task_synctop(), trace);
@@ -329,10 +323,8 @@ static int tracer_threads(pid_t pid) {
  * --yes, loads and starts the tracer, shows the program live, and when the viewer quits stops it
  * again: no thread of the tracer's is left, the program goes on. */
 TEST(attach_pid_loads_the_tracer_and_quitting_stops_it) {
-    if (!have_tmux()) {
-        fprintf(stderr, "tmux is not installed: skipped\n");
-        return;
-    }
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
     char stop[512], out[512], err[512];
     snprintf(stop, sizeof stop, "%s", task_path("target.stop"));
     snprintf(out, sizeof out, "%s", task_path("target.out"));
@@ -370,10 +362,8 @@ TEST(attach_pid_loads_the_tracer_and_quitting_stops_it) {
 #endif
 
 TEST(attach_in_tmux_shows_a_live_publisher) {
-    if (!have_tmux()) {
-        fprintf(stderr, "tmux is not installed: skipped\n");
-        return;
-    }
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
     char ep[512];
     snprintf(ep, sizeof ep, "ipc://%s", task_path("pub.sock"));
     /* a publisher that keeps sending for a while */
@@ -415,10 +405,8 @@ TEST(run_in_tmux_shows_the_program_live) {
 #ifndef SYNCTOP_HAVE_TRACER
     TASK_FAIL_("built without the tracer: this case should have been disabled");
 #else
-    if (!have_tmux()) {
-        fprintf(stderr, "tmux is not installed: skipped\n");
-        return;
-    }
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
     /* A program (the harness over the stand-in CUPTI, built as CUDA programs usually are: PIE, no
      * exported symbols, the CUDA runtime's frames in the program) that blocks three times at one
      * call site and prints a line of its own: the view shows its waits, named after the source
@@ -560,10 +548,8 @@ static double title_events(const char *scr) {
 }
 
 TEST(attach_record_keeps_in_the_file_what_the_window_drops) {
-    if (!have_tmux()) {
-        fprintf(stderr, "tmux is not installed: skipped\n");
-        return;
-    }
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
     char ep[512], args[1024];
     snprintf(ep, sizeof ep, "ipc://%s", task_path("rec.sock"));
     snprintf(args, sizeof args, "--endpoint %s --events 30000 --rate 15000 --batch 250 --wait-subscribers 1", ep);
@@ -618,10 +604,8 @@ TEST(attach_record_keeps_in_the_file_what_the_window_drops) {
 /* A persistent kernel on a new stream that began before the oldest event the window keeps: its
  * lane is emptied by the bound before it is ever indexed, and the viewer goes on drawing. */
 TEST(attach_window_survives_a_new_lane_older_than_the_window) {
-    if (!have_tmux()) {
-        fprintf(stderr, "tmux is not installed: skipped\n");
-        return;
-    }
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
     char ep[512], args[1024], cmd[2048];
     snprintf(ep, sizeof ep, "ipc://%s", task_path("nccl.sock"));
     snprintf(args, sizeof args,
@@ -640,14 +624,10 @@ TEST(attach_window_survives_a_new_lane_older_than_the_window) {
 }
 
 TEST(attach_tcp_curve_right_key_shows_events_wrong_key_says_so) {
-    if (!have_tmux()) {
-        fprintf(stderr, "tmux is not installed: skipped\n");
-        return;
-    }
-    if (tp_curve_available(NULL) != 0) {
-        fprintf(stderr, "this libzmq has no CURVE: skipped\n");
-        return;
-    }
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    if (tp_curve_available(NULL) != 0)
+        TASK_SKIP("this libzmq has no CURVE");
     char base[512], wrong[512], args[1024];
     snprintf(base, sizeof base, "%s", task_path("server"));
     snprintf(wrong, sizeof wrong, "%s", task_path("other"));
@@ -684,10 +664,8 @@ TEST(attach_tcp_curve_right_key_shows_events_wrong_key_says_so) {
 }
 
 TEST(attach_without_argument_finds_a_publisher_on_its_default_endpoint) {
-    if (!have_tmux()) {
-        fprintf(stderr, "tmux is not installed: skipped\n");
-        return;
-    }
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
     /* a private runtime directory, so only this test's publisher is there */
     const char *xdg = task_path("xdg");
     ASSERT_OK(mkdir(xdg, 0700));
@@ -732,10 +710,8 @@ static void relay_endpoint(const char *err_path, char *ep, size_t len) {
  * processes of that host share the skew): each rank's row says the offset measured and its
  * uncertainty, and the skew given holds within it. */
 TEST(attach_through_a_relay_states_each_hosts_measured_clock) {
-    if (!have_tmux()) {
-        fprintf(stderr, "tmux is not installed: skipped\n");
-        return;
-    }
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
     static const double skew_ms = 3000.0;
     char node[1024];
     snprintf(node, sizeof node, "%s", task_path("node"));
@@ -859,10 +835,8 @@ static int sum_row_of(const char *scr, int rank, sum_row_fields *f) {
  * generator's identities and about its rate, and no raw batch; opening ranks 6 and 8 brings their
  * batches and lanes and no other rank's; closing them stops the batches while summaries go on. */
 TEST(attach_summary_rows_per_rank_and_opening_a_rank_brings_only_its_lanes) {
-    if (!have_tmux()) {
-        fprintf(stderr, "tmux is not installed: skipped\n");
-        return;
-    }
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
     char node[1024];
     snprintf(node, sizeof node, "%s", task_path("node"));
     ASSERT_OK(mkdir(node, 0700));

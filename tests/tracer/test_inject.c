@@ -74,10 +74,8 @@ static int ptrace_works(char *why, size_t len) {
 #define NEED_PTRACE()                                                                    \
     do {                                                                                 \
         char why_[256];                                                                  \
-        if (!ptrace_works(why_, sizeof why_)) {                                          \
-            fprintf(stderr, "skipped: ptrace is not permitted here (%s)\n", why_);       \
-            return;                                                                      \
-        }                                                                                \
+        if (!ptrace_works(why_, sizeof why_))                                            \
+            TASK_SKIP("ptrace is not permitted here (%s)", why_);                        \
     } while (0)
 
 /* The mapping of this process's own C library (the file dlopen is in). */
@@ -960,11 +958,9 @@ TEST(inject_refuses_a_process_in_seccomp_strict_mode) {
 }
 
 TEST(inject_refuses_another_users_process) {
-    if (getuid() != 0) {
-        fprintf(stderr, "skipped: only root can start a process of another user here (the decision itself is "
-                        "tested in inject_refuses_other_users_traced_stopped_and_exited_processes)\n");
-        return;
-    }
+    if (getuid() != 0)
+        TASK_SKIP("only root can start a process of another user here (the decision itself is tested in "
+                  "inject_refuses_other_users_traced_stopped_and_exited_processes)");
     pid_t c = fork();
     ASSERT(c >= 0);
     if (c == 0) {
@@ -987,11 +983,9 @@ TEST(inject_refuses_another_users_process) {
  * that made itself undumpable. Said with what the kernel checks. */
 TEST(inject_says_why_the_kernel_refused) {
     NEED_PTRACE();
-    if (getuid() != 0) {
-        fprintf(stderr, "skipped: only root can drop to a user without CAP_SYS_PTRACE here (the messages "
-                        "themselves are tested in inject_says_what_allows_ptrace)\n");
-        return;
-    }
+    if (getuid() != 0)
+        TASK_SKIP("only root can drop to a user without CAP_SYS_PTRACE here (the messages themselves are "
+                  "tested in inject_says_what_allows_ptrace)");
     int fds[2];
     ASSERT_OK(pipe(fds));
     fflush(NULL);

@@ -325,10 +325,8 @@ TEST(pyframes_after_a_late_attach) {
     if (yama != NULL) {
         int scope = fgetc(yama);
         fclose(yama);
-        if (scope != '0') {
-            fprintf(stderr, "skipped: Yama's ptrace_scope lets only a parent trace its children\n");
-            return;
-        }
+        if (scope != '0')
+            TASK_SKIP("Yama's ptrace_scope lets only a parent trace its children");
     }
     const char *py = python("SYNCTOP_TEST_PYTHON");
     char stop[4096], pid_s[32], trace[4096], err[4096];

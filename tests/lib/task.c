@@ -11,6 +11,7 @@
 #include <time.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "child_rss.h"
 #include "kineto.h"
 #include "synctop/codec.h"
 #include "synctop/file.h"
@@ -264,59 +265,28 @@ static void time_import(const tp_buf *data, const char *name, int runs, double *
     *best = t[0];
 }
 
-/* The process's peak resident memory in KiB (VmHWM: unlike getrusage's ru_maxrss, it starts again
- * at exec, rather than at the size of the process that started this one). */
-static uint64_t peak_rss_kib(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    unsigned long long kib = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %llu kB", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib;
-}
-
 /* bench_import --import FILE: prints "<peak RSS KiB> <RSS KiB before> <JSON bytes> <seconds>". */
 static int import_child(const char *path) {
-    uint64_t before = peak_rss_kib();
+    uint64_t before = bench_peak_rss_kib();
     import_stats st;
     err_msg err = {{0}};
     sink sk = {0};
     double t0 = now_s();
     if (kineto_import(path, NULL, to_sink, &sk, &st, &err) != 0)
         die(err.msg);
-    printf("%llu %llu %llu %.3f\n", (unsigned long long)peak_rss_kib(), (unsigned long long)before,
+    printf("%llu %llu %llu %.3f\n", (unsigned long long)bench_peak_rss_kib(), (unsigned long long)before,
            (unsigned long long)st.json_bytes, now_s() - t0);
     return 0;
 }
 
 /* Runs bench_import --import path in a process of its own: its peak RSS, measured from its start. */
 static void rss_of_import(const char *self, const char *path, const char *what) {
-    int fd[2];
-    if (pipe(fd) != 0)
-        die("pipe");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&fa, fd[0]);
     char *args[] = {(char *)self, "--import", (char *)path, NULL};
-    extern char **environ;
-    pid_t pid;
-    if (posix_spawn(&pid, self, &fa, NULL, args, environ) != 0)
-        die("cannot run bench_import --import");
-    posix_spawn_file_actions_destroy(&fa);
-    close(fd[1]);
-    char line[256] = {0};
-    ssize_t n = read(fd[0], line, sizeof line - 1);
-    close(fd[0]);
-    int status;
-    waitpid(pid, &status, 0);
+    char line[256];
+    int rc = bench_child_line(args, line, sizeof line);
     unsigned long long peak = 0, before = 0, json = 0;
     double secs = 0;
-    if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-        sscanf(line, "%llu %llu %llu %lf", &peak, &before, &json, &secs) != 4)
+    if (rc != 0 || sscanf(line, "%llu %llu %llu %lf", &peak, &before, &json, &secs) != 4)
         die("bench_import --import failed");
     printf("%s: peak RSS %.1f MiB (%.1f MiB before the import) for %.1f MB of JSON: %.0f MiB per GB of JSON "
            "(%.0f MiB per GB above the start); %.1f MB/s\n",

@@ -34,6 +34,7 @@
 #include <zlib.h>
 
 extern "C" {
+#include "child_rss.h"
 #include "kineto.h"
 }
 
@@ -48,19 +49,6 @@ static double now_s() {
 [[noreturn]] static void die(const char *what, const char *detail = "") {
     fprintf(stderr, "bench_simdjson: %s%s\n", what, detail);
     exit(1);
-}
-
-/* The process's peak resident memory in KiB (VmHWM, counted from exec). */
-static uint64_t peak_rss_kib() {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    unsigned long long kib = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %llu kB", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -390,7 +378,7 @@ static double median(std::vector<double> v) {
 
 /* --rss: reads path the way one reader must and prints "<peak RSS KiB> <RSS KiB before> <JSON bytes>". */
 static int rss_child(const char *how, const char *path) {
-    uint64_t before = peak_rss_kib(), json = 0;
+    uint64_t before = bench_peak_rss_kib(), json = 0;
     if (strcmp(how, "import") == 0) {
         import_stats st;
         err_msg err = {{0}};
@@ -422,35 +410,18 @@ static int rss_child(const char *how, const char *path) {
             die("simdjson: ", error_message(e));
         json = text.len;
     }
-    printf("%llu %llu %llu\n", (unsigned long long)peak_rss_kib(), (unsigned long long)before,
+    printf("%llu %llu %llu\n", (unsigned long long)bench_peak_rss_kib(), (unsigned long long)before,
            (unsigned long long)json);
     return 0;
 }
 
 /* Runs this program with --rss how path: its peak RSS in MiB. */
 static double rss_of(const char *self, const char *how, const char *path) {
-    int fd[2];
-    if (pipe(fd) != 0)
-        die("pipe");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&fa, fd[0]);
     char *args[] = {(char *)self, (char *)"--rss", (char *)how, (char *)path, nullptr};
-    extern char **environ;
-    pid_t pid;
-    if (posix_spawn(&pid, self, &fa, nullptr, args, environ) != 0)
-        die("cannot run --rss");
-    posix_spawn_file_actions_destroy(&fa);
-    close(fd[1]);
-    char line[256] = {0};
-    ssize_t n = read(fd[0], line, sizeof line - 1);
-    close(fd[0]);
-    int status;
-    waitpid(pid, &status, 0);
+    char line[256];
+    int rc = bench_child_line(args, line, sizeof line);
     unsigned long long peak = 0, before = 0, json = 0;
-    if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-        sscanf(line, "%llu %llu %llu", &peak, &before, &json) != 3)
+    if (rc != 0 || sscanf(line, "%llu %llu %llu", &peak, &before, &json) != 3)
         die("--rss failed on ", path);
     return (double)peak / 1024.0;
 }

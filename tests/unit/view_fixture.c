@@ -26,16 +26,21 @@ void add_enc(st_store *s, tp_enc *enc) {
     tp_buf_free(&out);
 }
 
+/* events of sy's loop into s, through enc, 500 to a batch. */
+static void fill(st_store *s, synth *sy, tp_enc *enc, size_t events) {
+    for (size_t done = 0; done < events; done += 500) {
+        synth_fill(sy, enc, events - done < 500 ? events - done : 500);
+        add_enc(s, enc);
+    }
+}
+
 st_store *synth_store(uint64_t seed, size_t events) {
     st_store *s = st_store_new(NULL);
     synth sy;
     synth_init(&sy, seed);
     tp_enc_opts eo = {.producer = 0xabc};
     tp_enc *enc = tp_enc_new(&eo);
-    for (size_t done = 0; done < events; done += 500) {
-        synth_fill(&sy, enc, events - done < 500 ? events - done : 500);
-        add_enc(s, enc);
-    }
+    fill(s, &sy, enc, events);
     tp_enc_destroy(&enc);
     st_store_commit(s);
     return s;
@@ -209,10 +214,7 @@ st_store *ranks_store(int ranks, size_t events) {
                         .host = tp_enc_intern_cstr(enc, r < 8 ? "node1" : "node2"),
                         .cmdline = tp_enc_intern_cstr(enc, "python train.py"), .rank = r, .world = ranks};
         ASSERT_OK(tp_enc_add(enc, &p));
-        for (size_t done = 0; done < events; done += 500) {
-            synth_fill(&sy, enc, events - done < 500 ? events - done : 500);
-            add_enc(s, enc);
-        }
+        fill(s, &sy, enc, events);
         tp_enc_destroy(&enc);
     }
     st_store_commit(s);

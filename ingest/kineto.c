@@ -670,7 +670,7 @@ static inline __attribute__((always_inline)) int scan_number(kimp *k, const uint
  * go round again from the grammar state; hand a token the lexer read to scan_token; take what is
  * left (the end of the window, anything unusual) through jl_lex_any; or stop on the parser's
  * failure (k->fail). */
-enum { SC_KEY, SC_VALUE, SC_GOT, SC_NEXT, SC_TOKEN, SC_OTHER, SC_FAIL, SC_ARR_GOT_ };
+enum { SC_KEY, SC_VALUE, SC_GOT, SC_NEXT, SC_TOKEN, SC_OTHER, SC_FAIL };
 
 /* The scanner's position: p where it reads, q where the token being read began, ys the grammar
  * state, and the lexer's last verdict (r, t) with the token's offset (at). */
@@ -808,7 +808,7 @@ SCAN_INLINE int scan_arr_got(kimp *k, scan_pos *s) {
 }
 
 /* Where the grammar state sends the scanner at s->p. */
-SCAN_INLINE int scan_state(scan_pos *s) {
+SCAN_INLINE int scan_state(kimp *k, scan_pos *s) {
     switch (s->ys) {
     case Y_MAP_START:
     case Y_MAP_KEY: return SC_KEY;
@@ -819,7 +819,7 @@ SCAN_INLINE int scan_state(scan_pos *s) {
         s->ys = Y_MAP_VAL;
         return SC_NEXT;
     case Y_MAP_GOT: return SC_GOT;
-    case Y_ARR_GOT: return SC_ARR_GOT_;
+    case Y_ARR_GOT: return scan_arr_got(k, s);
     case Y_DONE: return SC_OTHER;
     default: return SC_VALUE; /* a value */
     }
@@ -844,9 +844,7 @@ static int scan(kimp *k, int final) {
             step = SC_TOKEN;
         } else {
             s.p = s.q = skip_ws(k, s.p);
-            step = scan_state(&s);
-            if (step == SC_ARR_GOT_)
-                step = scan_arr_got(k, &s);
+            step = scan_state(k, &s);
             while (step <= SC_GOT) { /* in the order they mostly come */
                 if (step == SC_KEY)
                     step = scan_key(k, &s);

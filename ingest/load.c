@@ -23,6 +23,8 @@
 #define INGEST_EVENTS_PER_BYTE 4u        /* real traces: about one event per 11 bytes */
 #define INGEST_EVENTS_FLOOR (1ull << 20)
 
+#define SNIFF_BYTES 16 /* an input's first bytes, which tell its kind: a trace file's magic is as long */
+
 typedef enum { SRC_TRACE = 1, SRC_KINETO = 2, SRC_NSYS = 3 } src_kind;
 
 struct ingest_loader {
@@ -36,7 +38,7 @@ struct ingest_loader {
     uint64_t max_events_flag; /* the caller's bound, 0: from the file's size */
     uint64_t events;      /* events it added so far */
     int fd;               /* a trace file or a Kineto JSON: its descriptor, and the bytes read to sniff */
-    uint8_t head[16];
+    uint8_t head[SNIFF_BYTES];
     size_t n_head;
     size_t next, count;
     tp_buf buf;
@@ -60,7 +62,7 @@ static int looks_like_json(const uint8_t *p, size_t n) {
 
 /* The kind of an input from its first n bytes: 0 when it is none synctop reads. */
 static src_kind kind_of(const uint8_t *head, size_t n) {
-    if (n == sizeof((ingest_loader *)0)->head && memcmp(head, TP_FILE_MAGIC, n) == 0)
+    if (n == SNIFF_BYTES && memcmp(head, TP_FILE_MAGIC, n) == 0)
         return SRC_TRACE;
     if (nsys_is_sqlite(head, n))
         return SRC_NSYS;
@@ -68,7 +70,7 @@ static src_kind kind_of(const uint8_t *head, size_t n) {
 }
 
 int ingest_kind(const char *path) {
-    uint8_t head[sizeof((ingest_loader *)0)->head];
+    uint8_t head[SNIFF_BYTES];
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return 0;

@@ -476,8 +476,12 @@ TEST(stalled_subscriber_does_not_starve_a_healthy_one) {
     tp_sub *stalled = tp_sub_new(&(tp_sub_opts){.rcvhwm = 4}, &err);
     ASSERT_NOT_NULL(stalled);
     reader h = {.sub = sub_new(NULL)};
-    sub_connect(stalled, tp_pub_endpoint(pub));
+    /* The healthy one first, alone: the publisher counts connections once any subscription has come,
+     * so only with one connection does the count say that its subscription has arrived (a batch
+     * sent before it would be lost to it, and the loop below waits for every batch). */
     sub_connect(h.sub, tp_pub_endpoint(pub));
+    wait_subscribers(pub, 1);
+    sub_connect(stalled, tp_pub_endpoint(pub));
     wait_subscribers(pub, 2);
     pthread_t th;
     ASSERT_OK(pthread_create(&th, NULL, reader_main, &h));

@@ -11,6 +11,7 @@
  */
 #include "nsys.h"
 #include "api.h"
+#include "nsys_db.h"
 #include "emit.h"
 #include "hash.h"
 #include "strpool.h"
@@ -60,7 +61,8 @@ typedef struct nframe {
 
 typedef struct nimp {
     const char *name;
-    sqlite3 *db;
+    nsdb d;
+    sqlite3 *db; /* d's */
     err_msg *err;
     import_stats *st;
     const import_opts *opts;
@@ -162,23 +164,27 @@ static tp_record *rec_new(nimp *k, uint32_t pid) {
 typedef struct nrows {
     nimp *k;
     int table;
+    int n_cols;        /* the rowid is read after them */
+    int have_last;     /* a row was read (or skipped): last is its rowid */
+    int64_t last;
     sqlite3_stmt *stmt;
 } nrows;
 
-/* Prepares SELECT cols FROM table, a missing column read as NULL. Returns 1 when rows can be read,
- * 0 when the table is missing or lacks a required column (the first n_required), else an ERR_* code. */
+/* Prepares SELECT cols, rowid FROM table in rowid order, a missing column read as NULL. Returns 1
+ * when rows can be read, 0 when the table is missing or lacks a required column (the first
+ * n_required), else an ERR_* code. */
 static int rows_open(nrows *r, nimp *k, int table, const char *const *cols, int n_cols, int n_required) {
+    memset(r, 0, sizeof *r);
     r->k = k;
     r->table = table;
-    r->stmt = NULL;
+    r->n_cols = n_cols;
     if (!k->have[table])
         return 0;
     char sql[1024];
     snprintf(sql, sizeof sql, "SELECT * FROM \"%s\" LIMIT 0", table_names[table]);
     sqlite3_stmt *probe;
     if (sqlite3_prepare_v2(k->db, sql, -1, &probe, NULL) != SQLITE_OK)
-        return err_set(k->err, ERR_MALFORMED, "%s: cannot read table %s: %s", k->name, table_names[table],
-                       sqlite3_errmsg(k->db));
+        return nsdb_fail(&k->d, sqlite3_errcode(k->db), table_names[table], k->err);
     int n_have = sqlite3_column_count(probe);
     size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT ");
     for (int c = 0; c < n_cols; c++) {
@@ -199,22 +205,58 @@ static int rows_open(nrows *r, nimp *k, int table, const char *const *cols, int 
         o += (size_t)snprintf(sql + o, sizeof sql - o, found ? "%s\"%s\"" : "%sNULL", c ? ", " : "", cols[c]);
     }
     sqlite3_finalize(probe);
-    snprintf(sql + o, sizeof sql - o, " FROM \"%s\"", table_names[table]);
+    snprintf(sql + o, sizeof sql - o, ", rowid FROM \"%s\" WHERE rowid >= ?1 ORDER BY rowid", table_names[table]);
     if (sqlite3_prepare_v2(k->db, sql, -1, &r->stmt, NULL) != SQLITE_OK)
-        return err_set(k->err, ERR_MALFORMED, "%s: cannot read table %s: %s", k->name, table_names[table],
-                       sqlite3_errmsg(k->db));
+        return nsdb_fail(&k->d, sqlite3_errcode(k->db), table_names[table], k->err);
+    sqlite3_bind_int64(r->stmt, 1, INT64_MIN);
     return 1;
 }
 
-/* 1: a row; 0: no more; negative: an error (the file is damaged). */
-static int rows_next(nrows *r) {
-    int rc = sqlite3_step(r->stmt);
-    if (rc == SQLITE_ROW)
-        return 1;
-    if (rc == SQLITE_DONE)
+/* Steps past a row too long for SQLITE_LIMIT_LENGTH, counted as skipped: 1 when the scan goes on
+ * after it, 0 when it was the last row, else an ERR_* code. */
+static int rows_skip_long(nrows *r) {
+    nimp *k = r->k;
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT rowid FROM \"%s\" WHERE rowid %s ?1 ORDER BY rowid LIMIT 1",
+             table_names[r->table], r->have_last ? ">" : ">=");
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(k->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return nsdb_fail(&k->d, sqlite3_errcode(k->db), table_names[r->table], k->err);
+    sqlite3_bind_int64(s, 1, r->have_last ? r->last : INT64_MIN);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        r->last = sqlite3_column_int64(s, 0);
+        r->have_last = 1;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_ROW)
+        return nsdb_fail(&k->d, rc, table_names[r->table], k->err);
+    char why[64];
+    snprintf(why, sizeof why, "over %u MiB long", NSDB_VALUE_MAX >> 20);
+    skip_row(k, r->table, why);
+    if (r->last == INT64_MAX)
         return 0;
-    return err_set(r->k->err, rc == SQLITE_NOMEM ? ERR_NOMEM : ERR_MALFORMED, "%s: cannot read table %s: %s",
-                   r->k->name, table_names[r->table], sqlite3_errmsg(r->k->db));
+    sqlite3_reset(r->stmt);
+    sqlite3_bind_int64(r->stmt, 1, r->last + 1);
+    return 1;
+}
+
+/* 1: a row; 0: no more; negative: an error (the file is damaged, or a bound was reached). */
+static int rows_next(nrows *r) {
+    for (;;) {
+        int rc = sqlite3_step(r->stmt);
+        if (rc == SQLITE_ROW) {
+            r->last = sqlite3_column_int64(r->stmt, r->n_cols);
+            r->have_last = 1;
+            return 1;
+        }
+        if (rc == SQLITE_DONE)
+            return 0;
+        if (rc != SQLITE_TOOBIG || r->k->d.over)
+            return nsdb_fail(&r->k->d, rc, table_names[r->table], r->k->err);
+        if ((rc = rows_skip_long(r)) <= 0)
+            return rc;
+    }
 }
 
 static void rows_close(nrows *r) {
@@ -1129,29 +1171,35 @@ static int emit_all(nimp *k, import_emit_fn emit, void *ctx) {
 
 /* ---- the import ---- */
 
-/* Which tables the file has; fails when it is not a readable SQLite database or not an export. */
+/* Which tables the file has; fails when it is not a readable SQLite database or not an export, and
+ * refuses one whose tables of interest are not plain tables (nsys_db.h). */
 static int read_schema(nimp *k) {
     sqlite3_stmt *s;
-    int rc = sqlite3_prepare_v2(k->db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &s, NULL);
+    int rc = sqlite3_prepare_v2(k->db, "SELECT type, name, sql FROM sqlite_master", -1, &s, NULL);
+    int refused = 0;
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *nm = (const char *)sqlite3_column_text(s, 0);
-        if (nm == NULL)
-            continue;
-        for (int t = 0; t < T_N_; t++)
-            if (strcmp(nm, table_names[t]) == 0)
-                k->have[t] = 1;
-        if (strncmp(nm, "CUPTI_ACTIVITY_KIND_", 20) == 0)
-            k->any_cupti = 1;
+        const char *type = (const char *)sqlite3_column_text(s, 0);
+        const char *nm = (const char *)sqlite3_column_text(s, 1);
+        const char *sql = (const char *)sqlite3_column_text(s, 2);
         rc = SQLITE_OK;
+        if (nm == NULL || type == NULL)
+            continue;
+        for (int t = 0; t < T_N_ && refused == 0; t++)
+            if (strcmp(nm, table_names[t]) == 0 && (refused = nsdb_check_table(&k->d, nm, type, sql, k->err)) == 0)
+                k->have[t] = 1;
+        if (refused != 0)
+            break;
+        if (strcmp(type, "table") == 0 && strncmp(nm, "CUPTI_ACTIVITY_KIND_", 20) == 0)
+            k->any_cupti = 1;
     }
-    if (rc != SQLITE_DONE) {
-        int code = err_set(k->err, rc == SQLITE_NOMEM ? ERR_NOMEM : ERR_MALFORMED,
-                           "%s: not a readable SQLite database (corrupt or cut short?): %s", k->name,
-                           sqlite3_errmsg(k->db));
-        sqlite3_finalize(s);
-        return code;
-    }
+    if (refused == 0 && rc != SQLITE_DONE)
+        refused = k->d.over ? nsdb_fail(&k->d, rc, "sqlite_master", k->err)
+                            : err_set(k->err, rc == SQLITE_NOMEM ? ERR_NOMEM : ERR_MALFORMED,
+                                      "%s: not a readable SQLite database (corrupt or cut short?): %s", k->name,
+                                      sqlite3_errmsg(k->db));
     sqlite3_finalize(s);
+    if (refused != 0)
+        return refused;
     if (!k->have[T_STRINGS] && !k->any_cupti)
         return err_set(k->err, ERR_UNSUPPORTED,
                        "%s: an SQLite database, but not an Nsight Systems export (no StringIds and no "
@@ -1207,22 +1255,11 @@ int nsys_import(const char *path, const import_opts *opts, import_emit_fn emit, 
     k->st = st;
     k->opts = opts;
     k->max_events = em_max_events(opts);
-    /* read-only and immutable: no journal, no lock, nothing created next to the file */
-    char *uri = sqlite3_mprintf("file:%s?immutable=1", path);
-    int rc;
-    if (uri == NULL) {
-        rc = err_set(err, ERR_NOMEM, "%s: out of memory", path);
-    } else if (strchr(path, '?') || strchr(path, '#') || strchr(path, '%')) { /* not safe in a URI */
-        rc = sqlite3_open_v2(path, &k->db, SQLITE_OPEN_READONLY, NULL);
-    } else {
-        rc = sqlite3_open_v2(uri, &k->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
-    }
-    sqlite3_free(uri);
-    if (rc != SQLITE_OK && rc > 0)
-        rc = err_set(err, ERR_IO, "%s: cannot open as SQLite: %s", path, k->db ? sqlite3_errmsg(k->db) : "out of memory");
+    int rc = nsdb_open(&k->d, path, st->input_bytes, err);
+    k->db = k->d.db;
     if (rc == 0)
         rc = import_db(k, emit, ctx);
-    sqlite3_close(k->db);
+    nsdb_close(&k->d);
     cm_strpool_free(&k->strings);
     free(k->rec);
     free(k->rpid);

@@ -1,8 +1,10 @@
 /*
  * Nsight Systems import: reads the SQLite file that `nsys export --type sqlite` writes (told by the
- * 16-byte "SQLite format 3" header) with libsqlite3, read-only and immutable (nothing is created
- * next to it), and turns it into synctop records handed out as encoded batches, like the Kineto
- * importer (kineto.h), so that `synctop import` writes them and report/replay import in memory.
+ * 16-byte "SQLite format 3" header) with libsqlite3, read-only and held to bounds (nsys_db.h: a
+ * table computed by SQL in the file is refused, a row over 8 MiB skipped and counted, the work and
+ * SQLite's memory capped), and turns it into synctop records handed out as encoded batches, like
+ * the Kineto importer (kineto.h), so that `synctop import` writes them and report/replay import in
+ * memory.
  *
  * Every process with CUDA rows is one producer (pid = (globalTid >> 24) & 0xFFFFFF). What is imported:
  *   - CUPTI_ACTIVITY_KIND_KERNEL (named by StringIds: shortName, else demangledName), _MEMCPY

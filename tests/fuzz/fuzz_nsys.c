@@ -10,10 +10,13 @@
  * batch, and every call names a call site already sent.
  *
  * Input: two bytes, the tables left out (bit i: table i); then operations until the input ends:
- * 0xFF, a table byte and a column byte drop that column; any other byte b inserts a row into table
- * b % N_TABLES, one value per column, each a tag byte and its bytes (see put_value).
+ * 0xFF, a table byte and a column byte drop that column; 0xFE, a table byte and a shape byte make
+ * that table one whose reading would run the file's SQL (see reshape), which the import must
+ * refuse; any other byte b inserts a row into table b % N_TABLES, one value per column, each a tag
+ * byte and its bytes (see put_value).
  * `fuzz_nsys --write-seeds DIR` writes small exports that reach each table, call chains with and
- * without the runtime's offset, and the rows of the sample export with CUDA backtraces.
+ * without the runtime's offset, one of each reshaping, and the rows of the sample export with CUDA
+ * backtraces.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,6 +37,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 #define HUGE_UNIT    4200      /* a long string is a multiple of this: up to just over the importer's 1 MiB cut */
 #define HUGE_BUDGET  (1100u << 10) /* long-string bytes per input: one of them */
 #define OP_DROP      0xFF
+#define OP_RESHAPE   0xFE
 
 typedef struct table_spec {
     const char *name;
@@ -178,6 +182,24 @@ static void exec(sqlite3 *db, const char *sql) {
     sqlite3_exec(db, sql, NULL, NULL, NULL); /* a failure (a column that cannot go) leaves it as it was */
 }
 
+/* Table t made one the importer must refuse: shape 0 adds a generated column (a costly one, should
+ * it ever be read), 1 puts a view in its place, 2 adds a column that hides the rowid. Returns
+ * whether SQLite made the change. */
+static int reshape(sqlite3 *db, const char *t, uint8_t shape) {
+    char sql[512];
+    switch (shape % 3) {
+    case 0:
+        snprintf(sql, sizeof sql,
+                 "ALTER TABLE %s ADD COLUMN g INTEGER GENERATED ALWAYS AS (length(printf('%%.*c', 300000, 'x'))) "
+                 "VIRTUAL",
+                 t);
+        break;
+    case 1: snprintf(sql, sizeof sql, "ALTER TABLE %s RENAME TO %s_; CREATE VIEW %s AS SELECT * FROM %s_", t, t, t, t); break;
+    default: snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN oid INTEGER", t); break;
+    }
+    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK;
+}
+
 /* The empty database with every table, serialized once. */
 static unsigned char *empty_db;
 static sqlite3_int64 empty_len;
@@ -202,8 +224,9 @@ static void make_empty_db(void) {
         abort();
 }
 
-/* The database the input describes, serialized (sqlite3_free it); NULL when SQLite runs out of memory. */
-static unsigned char *build(const uint8_t *data, size_t size, sqlite3_int64 *len) {
+/* The database the input describes, serialized (sqlite3_free it); NULL when SQLite runs out of
+ * memory. *reshaped: whether a table was made one the importer must refuse. */
+static unsigned char *build(const uint8_t *data, size_t size, sqlite3_int64 *len, int *reshaped) {
     sqlite3 *db = NULL;
     unsigned char *copy = sqlite3_malloc64((sqlite3_uint64)empty_len);
     if (copy == NULL || sqlite3_open(":memory:", &db) != SQLITE_OK) {
@@ -230,6 +253,15 @@ static unsigned char *build(const uint8_t *data, size_t size, sqlite3_int64 *len
     }
     while (r.at < r.n) {
         uint8_t op = rd_byte(&r);
+        if (op == OP_RESHAPE) {
+            const char *t = tables[rd_byte(&r) % N_TABLES].name;
+            for (size_t i = 0; i < N_TABLES; i++) { /* prepared against the old table */
+                sqlite3_finalize(ins[i]);
+                ins[i] = NULL;
+            }
+            *reshaped |= reshape(db, t, rd_byte(&r));
+            continue;
+        }
         if (op == OP_DROP) {
             const table_spec *t = &tables[rd_byte(&r) % N_TABLES];
             const char *col = t->cols[rd_byte(&r) % n_cols(t)];
@@ -546,6 +578,17 @@ static void write_seeds(const char *dir) {
         fuzz_write_seed(dir, smalls[i].name, g.p, g.n);
         free(g.p);
     }
+    for (uint8_t shape = 0; shape < 3; shape++) {
+        prog g = {0};
+        small_export(&g, 1, 1);
+        emit_byte(&g, OP_RESHAPE);
+        emit_byte(&g, shape == 1 ? T_STRINGS : T_KERNEL);
+        emit_byte(&g, shape);
+        char name[32];
+        snprintf(name, sizeof name, "reshaped%u.bin", shape);
+        fuzz_write_seed(dir, name, g.p, g.n);
+        free(g.p);
+    }
 #ifdef NSYS_TRACE_DIR
     prog g = {0};
     real_export(&g, "saxpy_mpi_a100_rank0.sqlite");
@@ -585,7 +628,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     sqlite3_int64 len = 0;
-    unsigned char *bytes = build(data, size, &len);
+    int reshaped = 0;
+    unsigned char *bytes = build(data, size, &len, &reshaped);
     if (bytes == NULL)
         return 0;
     FILE *f = fopen(db_path, "wb");
@@ -599,6 +643,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int rc = nsys_import(db_path, &opts, check_batch, NULL, &st, &err);
     if (rc != 0 && strstr(err.msg, db_path) == NULL) {
         fprintf(stderr, "error without the file's name: %s\n", err.msg);
+        abort();
+    }
+    if (reshaped && rc == 0) {
+        fprintf(stderr, "a table computed by the file's SQL was read\n");
         abort();
     }
     return 0;

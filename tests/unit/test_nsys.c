@@ -5,12 +5,18 @@
  * skipped and counted, and a corrupt file or a foreign SQLite database fail with a message that
  * names the file. Every batch is decoded with the real decoder. CUDA API backtraces
  * (CUDA_CALLCHAINS) become call sites whose frames are the chain's rows from the call's own frame
- * out, as SQL over the file gives them, and hostile chain rows are skipped and counted.
+ * out, as SQL over the file gives them, and hostile chain rows are skipped and counted. A file that
+ * would run SQL of its own while read (generated columns, views, virtual tables) is refused, a row
+ * too long is skipped and counted, work beyond the file's size is stopped, and committed rows still
+ * in a -wal file are read.
  */
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "nsys.h"
+#include "nsys_db.h"
 #include "synctop/codec.h"
 #include "task.h"
 
@@ -652,3 +658,152 @@ TEST(hostile_callchains_are_skipped_and_counted) {
     ASSERT_UEQ(g.kinds[TP_K_API], 57);
 }
 
+
+/* ---- a file is a program too ---- */
+
+/* saxpy's export with one table replaced through sql; then the import must refuse it, naming what. */
+static void expect_refused(const char *as, const char *sql, const char *needle) {
+    const char *path = copy_sample("saxpy_mpi_a100_rank0.sqlite", as);
+    sqlite3 *db = db_open(path, 1);
+    sql_exec(db, sql);
+    sqlite3_close(db);
+    expect_error(path, ERR_UNSUPPORTED, needle);
+}
+
+TEST(tables_computed_by_the_file_are_refused) {
+    /* a generated column, cheap here: the importer must refuse it without reading a row */
+    expect_refused("gen_string.sqlite",
+                   "CREATE TABLE s2 (id INTEGER PRIMARY KEY, value TEXT GENERATED ALWAYS AS ('name' || id) VIRTUAL);"
+                   "INSERT INTO s2 (id) SELECT id FROM StringIds; DROP TABLE StringIds;"
+                   "ALTER TABLE s2 RENAME TO StringIds",
+                   "column value of StringIds is generated");
+    expect_refused("gen_kernel.sqlite",
+                   "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN later INTEGER GENERATED ALWAYS AS "
+                   "(\"end\" + 1) VIRTUAL",
+                   "column later of CUPTI_ACTIVITY_KIND_KERNEL is generated");
+    expect_refused("stored.sqlite",
+                   "ALTER TABLE StringIds RENAME TO s0;"
+                   "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, v0 TEXT, value TEXT GENERATED ALWAYS AS "
+                   "(upper(v0)) STORED); INSERT INTO StringIds (id, v0) SELECT id, value FROM s0",
+                   "column value of StringIds is generated");
+    expect_refused("view.sqlite",
+                   "ALTER TABLE StringIds RENAME TO s0; CREATE VIEW StringIds AS SELECT id, value FROM s0",
+                   "StringIds is a view, not a table");
+    expect_refused("virtual.sqlite",
+                   "ALTER TABLE StringIds RENAME TO s0; CREATE VIRTUAL TABLE StringIds USING fts4(id, value);"
+                   "INSERT INTO StringIds SELECT id, value FROM s0",
+                   "StringIds is a virtual table");
+    expect_refused("rowid.sqlite",
+                   "ALTER TABLE StringIds RENAME TO s0; CREATE TABLE StringIds (id INTEGER, value TEXT, oid INTEGER);"
+                   "INSERT INTO StringIds SELECT id, value, 0 FROM s0",
+                   "StringIds has a column named oid");
+    expect_refused("norowid.sqlite",
+                   "ALTER TABLE StringIds RENAME TO s0;"
+                   "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT) WITHOUT ROWID;"
+                   "INSERT INTO StringIds SELECT id, value FROM s0",
+                   "StringIds is not a plain table");
+}
+
+TEST(a_row_too_long_is_skipped_and_counted) {
+    const char *path = copy_sample("saxpy_mpi_a100_rank0.sqlite", "long.sqlite");
+    got g0;
+    import_stats st0;
+    import_ok(path, &g0, &st0);
+    sqlite3 *db = db_open(path, 1);
+    /* two strings nothing names: one a byte over the bound, one at it (kept) */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO StringIds VALUES (900000001, printf('%%.*c', %u, 'x'));"
+             "INSERT INTO StringIds VALUES (900000002, printf('%%.*c', %u, 'y'))",
+             NSDB_VALUE_MAX + 1, NSDB_VALUE_MAX - 64);
+    sql_exec(db, sql);
+    sqlite3_close(db);
+    got g;
+    import_stats st;
+    import_ok(path, &g, &st);
+    ASSERT_UEQ(st.invalid, st0.invalid + 1);
+    ASSERT_STR_CONTAINS(st.first_invalid, "StringIds row over 8 MiB long");
+    /* everything else as it was */
+    for (int k = 0; k < TP_K_MAX_; k++)
+        ASSERT_UEQ(g.kinds[k], g0.kinds[k]);
+    check_against_sql(path, &g);
+}
+
+TEST(work_beyond_the_files_size_is_stopped) {
+    const char *path = copy_sample("saxpy_mpi_a100_rank0.sqlite", "work.sqlite");
+    nsdb d;
+    err_msg err = {{0}};
+    /* the budget of an empty file: NSDB_STEPS_BASE steps */
+    ASSERT_OK(nsdb_open(&d, path, 0, &err));
+    /* a query that costs far more steps than that (a billion rows, several steps each) */
+    int rc = sqlite3_exec(d.db,
+                          "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 1000000000) "
+                          "SELECT count(*) FROM c",
+                          NULL, NULL, NULL);
+    ASSERT_EQ(rc, SQLITE_INTERRUPT);
+    ASSERT_EQ(nsdb_fail(&d, rc, "c", &err), ERR_LIMIT);
+    ASSERT_STR_CONTAINS(err.msg, "more work than a file of this size can need");
+    nsdb_close(&d);
+    /* a value over the bound is refused by SQLite itself */
+    ASSERT_OK(nsdb_open(&d, path, 0, &err));
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT length(zeroblob(%u))", NSDB_VALUE_MAX + 1);
+    rc = sqlite3_exec(d.db, sql, NULL, NULL, NULL);
+    ASSERT_EQ(rc, SQLITE_TOOBIG);
+    ASSERT_EQ(nsdb_fail(&d, rc, "c", &err), ERR_LIMIT);
+    ASSERT_STR_CONTAINS(err.msg, "a value over 8 MiB");
+    nsdb_close(&d);
+    /* memory: 400 MB to sort, in memory, against SQLite's ceiling of 256 MiB */
+    ASSERT_OK(nsdb_open(&d, path, 0, &err));
+    rc = sqlite3_exec(d.db,
+                      "PRAGMA temp_store = memory; WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+                      "LIMIT 400000) SELECT count(*) FROM (SELECT randomblob(1000) AS b FROM c ORDER BY b)",
+                      NULL, NULL, NULL);
+    ASSERT_EQ(rc, SQLITE_NOMEM);
+    ASSERT_EQ(nsdb_fail(&d, rc, "c", &err), ERR_NOMEM);
+    ASSERT_STR_CONTAINS(err.msg, "SQLite needed more than its 256 MiB");
+    nsdb_close(&d);
+}
+
+TEST(rows_still_in_the_wal_are_read) {
+    const char *path = copy_sample("saxpy_mpi_a100_rank0.sqlite", "wal.sqlite");
+    sqlite3 *db = db_open(path, 0);
+    int64_t kernels = sql_int(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+    sqlite3_close(db);
+    /* a writer that commits 100 copies of the kernels into its -wal and dies before a checkpoint */
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        sqlite3 *w = NULL;
+        int ok = sqlite3_open(path, &w) == SQLITE_OK &&
+                 sqlite3_exec(w, "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0", NULL, NULL, NULL) ==
+                     SQLITE_OK &&
+                 sqlite3_exec(w, "CREATE TEMP TABLE k AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL", NULL, NULL,
+                              NULL) == SQLITE_OK;
+        for (int n = 1; ok && n <= 100; n++) {
+            char sql[512];
+            snprintf(sql, sizeof sql,
+                     "UPDATE k SET start = start + 1000000, \"end\" = \"end\" + 1000000, "
+                     "correlationId = correlationId + 100000; INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM k");
+            ok = sqlite3_exec(w, sql, NULL, NULL, NULL) == SQLITE_OK;
+        }
+        _exit(ok ? 0 : 1);
+    }
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char wal[4200];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    struct stat sb;
+    ASSERT_OK(stat(wal, &sb));
+    ASSERT(sb.st_size > 0);
+    got g;
+    import_stats st;
+    import_ok(path, &g, &st);
+    ASSERT_EQ((int64_t)g.kinds[TP_K_KERNEL], kernels * 101);
+    /* as SQLite itself reads the file, and the -wal is left as it was */
+    check_against_sql(path, &g);
+    struct stat sb2;
+    ASSERT_OK(stat(wal, &sb2));
+    ASSERT_EQ(sb2.st_size, sb.st_size);
+}

@@ -102,7 +102,6 @@ static pid_t testpub_start(int seed, int events, const char *out_name, const cha
 
 typedef struct got {
     uint64_t producer[8], batches[8], events[8], keyframes[8];
-    int first_is_keyframe[8];
     size_t n;
     uint64_t missed;
 } got;
@@ -131,8 +130,6 @@ static void receive_all(tp_sub *sub, got *g, size_t want, int timeout_s) {
         if (rc <= 0)
             continue;
         size_t k = got_slot(g, m.hdr.producer);
-        if (g->batches[k] == 0)
-            g->first_is_keyframe[k] = (m.hdr.flags & TP_BF_KEYFRAME) != 0;
         g->batches[k]++;
         g->keyframes[k] += (m.hdr.flags & TP_BF_KEYFRAME) != 0;
         g->missed += m.missed;
@@ -190,8 +187,9 @@ TEST(relay_forwards_every_process_of_the_node) {
     ASSERT_STR_CONTAINS(said, "from 2 publishers");
 }
 
-/* A viewer that arrives while the processes publish gets a keyframe of each first: its
- * subscription went up through the relay. */
+/* A viewer that arrives while the processes publish gets a keyframe of each: its subscription
+ * went up through the relay (the publisher sends keyframes only when asked, or after a loss). The
+ * relay may pass it a batch or two before that keyframe, sent before the subscription arrived. */
 TEST(a_late_viewer_gets_a_keyframe_through_the_relay) {
     private_endpoints();
     relay_proc r;
@@ -216,7 +214,7 @@ TEST(a_late_viewer_gets_a_keyframe_through_the_relay) {
     got g;
     receive_all(late, &g, 1, 60);
     ASSERT_EQ(task_wait_exit(p, 30), 0);
-    ASSERT(g.first_is_keyframe[0]);
+    ASSERT_GE(g.keyframes[0], 1);
     ASSERT_GT(g.events[0], 0);
     ASSERT_LT(g.events[0], 40000); /* it came in the middle */
     tp_sub_destroy(&first);

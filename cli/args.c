@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,14 +18,89 @@ void args_init(args *p, const char *verb_name, void (*usage)(FILE *), const arg_
     *p = (args){.verb = verb_name, .usage = usage, .opts = opts, .n_opts = n_opts, .argc = argc, .argv = argv, .i = 1};
 }
 
+/* The optimal string alignment distance of a and b (edits, a swap of neighbours one), or a number
+ * over max when it is over max. */
+static size_t edit_distance(const char *a, const char *b, size_t max) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64 || (la > lb ? la - lb : lb - la) > max)
+        return max + 1;
+    size_t d[65][65];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+            size_t best = sub < del ? sub : del;
+            best = best < ins ? best : ins;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+const char *args_closest(const char *word, const char *const *words, size_t n) {
+    const char *best = NULL, *prefixed = NULL;
+    size_t wl = strlen(word), best_d = wl < 6 ? 1 : 2, n_prefixed = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (words[i] == NULL)
+            continue;
+        if (wl >= 3 && strncmp(words[i], word, wl) == 0) {
+            prefixed = words[i];
+            n_prefixed++;
+        }
+        size_t d = edit_distance(word, words[i], best_d);
+        if (d < best_d || (d == best_d && best == NULL)) {
+            best = words[i];
+            best_d = d;
+        }
+    }
+    return n_prefixed == 1 ? prefixed : best;
+}
+
+/* The option named nearest to a, for "did you mean". */
+static const char *closest_option(const args *p, const char *a) {
+    const char *names[64];
+    size_t n = 0;
+    for (size_t k = 0; k < p->n_opts && n < 62; k++)
+        names[n++] = p->opts[k].name;
+    names[n++] = "--help";
+    char word[128];
+    snprintf(word, sizeof word, "%.*s", (int)strcspn(a, "="), a);
+    return args_closest(word, names, n);
+}
+
+/* The first paragraph of the verb's usage: its synopsis. */
+static void put_synopsis(const args *p, FILE *out) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (m == NULL) {
+        p->usage(out);
+        return;
+    }
+    p->usage(m);
+    if (fclose(m) != 0 || text == NULL) {
+        free(text);
+        p->usage(out);
+        return;
+    }
+    const char *end = strstr(text, "\n\n");
+    fwrite(text, 1, end ? (size_t)(end - text) + 1 : len, out);
+    free(text);
+}
+
 int args_bad(const args *p, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     verb_vline(p->verb, "", fmt, ap);
     va_end(ap);
     if (p->usage) {
-        fputc('\n', stderr);
-        p->usage(stderr);
+        put_synopsis(p, stderr);
+        fprintf(stderr, "See 'synctop %s --help' for what each option does.\n", p->verb);
     }
     return EXIT_USAGE;
 }
@@ -69,6 +145,9 @@ int args_next(args *p, const char **val) {
         }
         return o->id;
     }
+    const char *near = closest_option(p, a);
+    if (near != NULL)
+        return args_bad(p, "unknown option '%s' (did you mean %s?)", a, near), ARGS_BAD;
     return args_bad(p, "unknown option '%s'", a), ARGS_BAD;
 }
 

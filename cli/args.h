@@ -2,7 +2,8 @@
  * The verbs' argument parser. A verb lists its options in a table; args_next hands them back one
  * at a time, with their values, and the operands in between. Every verb thus takes the same
  * forms (--name VALUE, --name=VALUE, -o VALUE, -- before operands that start with '-') and
- * reports a bad argument the same way: "synctop VERB: why", then its usage, exit status 2.
+ * reports a bad argument the same way: "synctop VERB: why" (with the option it likely meant, for a
+ * misspelt one), then its synopsis and where the whole help is, exit status 2.
  */
 #ifndef SYNCTOP_ARGS_H
 #define SYNCTOP_ARGS_H
@@ -48,9 +49,14 @@ int args_next(args *p, const char **val);
 /* The arguments from the operand args_next just returned to the end (run's command line). */
 char **args_from_operand(const args *p);
 
-/* Reports a usage error: "synctop VERB: " and the message (sanitized), then the verb's usage,
- * on stderr. Returns EXIT_USAGE. */
+/* Reports a usage error: "synctop VERB: " and the message (sanitized), then the verb's synopsis
+ * (its usage's first paragraph) and a pointer to --help, on stderr. Returns EXIT_USAGE. */
 int args_bad(const args *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Of the n words (NULLs skipped), the one a user likely meant by word: the only one that word
+ * (3 characters or more) begins, else the nearest within 1 edit (2 for words of 6 or more), a swap
+ * of neighbours counted as one; NULL when none is near. */
+const char *args_closest(const char *word, const char *const *words, size_t n);
 
 /* A whole number in [min, max] for option opt: 0, or the usage error reported and EXIT_USAGE. */
 int args_u64(const args *p, const char *opt, const char *val, uint64_t min, uint64_t max, uint64_t *out);

@@ -6,8 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "synctop/sanitize.h"
 #include "verb.h"
+
+#define VERB_NAMES_MAX 32
 
 static int by_rank(const void *a, const void *b) {
     const verb *x = *(const verb *const *)a, *y = *(const verb *const *)b;
@@ -57,8 +60,17 @@ int main(int argc, char **argv) {
             }
             return verbs[i]->fn(argc - 1, argv + 1);
         }
+    const char *names[VERB_NAMES_MAX];
+    int n_names = 0;
+    for (int i = 0; i < n_verbs && n_names < VERB_NAMES_MAX; i++)
+        names[n_names++] = verbs[i]->name;
+    const char *near = args_closest(argv[1], names, (size_t)n_names);
     fprintf(stderr, "synctop: unknown verb '");
     tp_print_sanitized(stderr, argv[1], (size_t)-1);
+    if (near != NULL) {
+        fprintf(stderr, "' (did you mean %s?)\nSee 'synctop --help' for the verbs.\n", near);
+        return EXIT_USAGE;
+    }
     fprintf(stderr, "'\n");
     usage(stderr);
     return EXIT_USAGE;

@@ -701,6 +701,70 @@ TEST(verbs_share_one_argument_parser) {
     free(err);
 }
 
+static size_t count_lines(const char *s) {
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* A usage error shows the verb's synopsis (its --help up to the first blank line) and where the
+ * rest is, not the whole help; a misspelt option or verb is named. */
+TEST(a_usage_error_says_what_was_likely_meant_and_shows_the_synopsis_only) {
+    char *help = NULL, *err = NULL;
+    const char *h[] = {"report", "--help", NULL};
+    ASSERT_EQ(run_synctop(h, &help, NULL), 0);
+    const char *blank = strstr(help, "\n\n");
+    ASSERT_NOT_NULL(blank);
+    size_t synopsis_lines = count_lines(help) - count_lines(blank + 1);
+    const char *body = blank + 2; /* the first line of the description */
+    char body_line[128];
+    snprintf(body_line, sizeof body_line, "%.*s", (int)strcspn(body, "\n"), body);
+    ASSERT(strlen(body_line) > 20);
+    ASSERT(count_lines(help) > synopsis_lines + 20);
+    static const struct {
+        const char *args[4];
+        const char *says;
+    } typos[] = {
+        {{"report", "--formt", "json"}, "unknown option '--formt' (did you mean --format?)"},
+        {{"report", "--form=json"}, "unknown option '--form=json' (did you mean --format?)"},
+        {{"report", "--tpo", "3"}, "unknown option '--tpo' (did you mean --top?)"},
+        {{"report", "--hepl"}, "unknown option '--hepl' (did you mean --help?)"},
+    };
+    for (size_t i = 0; i < sizeof typos / sizeof typos[0]; i++) {
+        ASSERT_EQ(run_synctop(typos[i].args, NULL, &err), 2);
+        ASSERT_STR_CONTAINS(err, typos[i].says);
+        ASSERT_STR_CONTAINS(err, "usage: synctop report SOURCE...");
+        ASSERT_STR_CONTAINS(err, "See 'synctop report --help'");
+        ASSERT_NULL(strstr(err, body_line));
+        ASSERT_EQ(count_lines(err), 1 + synopsis_lines + 1);
+        free(err);
+    }
+    free(help);
+    /* nothing near: no guess */
+    const char *far[] = {"keygen", "--frobnicate", NULL};
+    ASSERT_EQ(run_synctop(far, NULL, &err), 2);
+    ASSERT_NULL(strstr(err, "did you mean"));
+    free(err);
+    /* a misspelt verb: the verb meant, in two lines */
+    const char *verb[] = {"reprot", "x.trace", NULL};
+    ASSERT_EQ(run_synctop(verb, NULL, &err), 2);
+    ASSERT_STR_CONTAINS(err, "unknown verb 'reprot' (did you mean report?)");
+    ASSERT_EQ(count_lines(err), 2);
+    free(err);
+    const char *swap[] = {"recrod", NULL};
+    ASSERT_EQ(run_synctop(swap, NULL, &err), 2);
+    ASSERT_STR_CONTAINS(err, "(did you mean record?)");
+    free(err);
+    /* a word like none of them: the list of verbs */
+    const char *none[] = {"xyzzy", NULL};
+    ASSERT_EQ(run_synctop(none, NULL, &err), 2);
+    ASSERT_NULL(strstr(err, "did you mean"));
+    ASSERT_STR_CONTAINS(err, "verbs:");
+    ASSERT_STR_CONTAINS(err, "  report ");
+    free(err);
+}
+
 TEST(info_counts_and_json) {
     KEEP_PATH(file, "info.trace");
     expect x;

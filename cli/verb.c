@@ -79,6 +79,9 @@ int verb_viewer_done(const char *verb_name, int rc, const viewer_result *r, cons
     else if (r->recorded)
         verb_say(verb_name, "recorded %" PRIu64 " batches (%" PRIu64 " events) to %s", r->rec_batches, r->rec_events,
                  record_path);
+    if (r->damaged > 0)
+        verb_warn(verb_name, "%s (%" PRIu64 " damaged batch%s in all; `synctop info FILE` lists them)", r->damage,
+                  r->damaged, r->damaged == 1 ? "" : "es");
     if (rc != 0 && r->err.msg[0])
         verb_error(verb_name, "%s", r->err.msg);
     return rc;

@@ -224,6 +224,7 @@ typedef struct vw_state {
     const st_store *store; /* the store the state was made for (vw_state_init) */
     uint64_t gap_ns;     /* bubbles below this are not drawn (0: all of an's bubbles) */
     double load_progress; /* < 1 while a file is still loading */
+    uint64_t damaged;     /* replay: damaged batches of the files skipped (the title says so) */
     double events_per_s;  /* live */
     int recording;       /* live: every batch also goes to a trace file (the title says REC) */
     char notice[160];    /* live: why nothing shows (no data from an endpoint), in the lanes area */

@@ -139,6 +139,11 @@ void vw__render_title(const st_store *s, const vw_state *v, vw_grid *g, const vw
         snprintf(dr, sizeof dr, "%" PRIu64 " batches + %" PRIu64 " records", missed, dropped);
     else
         snprintf(dr, sizeof dr, "0");
+    if (v->damaged) {
+        size_t l = strlen(dr);
+        snprintf(dr + l, sizeof dr - l, "  damaged %" PRIu64, v->damaged);
+    }
+    int warn = missed || dropped || v->damaged;
     int rw = 0; /* columns, not bytes: the play glyph and the micro sign take one each */
     for (const char *const *p = (const char *const[]){right, mid, dr, NULL}; *p; p++)
         for (const unsigned char *c = (const unsigned char *)*p; *c; c++)
@@ -156,7 +161,7 @@ void vw__render_title(const st_store *s, const vw_state *v, vw_grid *g, const vw
     vw__put_str(g, v, g->w - n, L->title.y, n, tmp, ROLE_TITLE, VW_A_BOLD);
     int dl = (int)strlen(dr), ml = (int)strlen(mid);
     if (g->w - n - dl - ml > x + 12) {
-        vw__put_str(g, v, g->w - n - dl, L->title.y, dl, dr, missed || dropped ? ROLE_WARN : ROLE_TITLE, VW_A_BOLD);
+        vw__put_str(g, v, g->w - n - dl, L->title.y, dl, dr, warn ? ROLE_WARN : ROLE_TITLE, VW_A_BOLD);
         vw__put_str(g, v, g->w - n - dl - ml, L->title.y, ml, mid, ROLE_TITLE, 0);
     }
 }

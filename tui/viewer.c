@@ -210,11 +210,18 @@ typedef struct viewer {
     uint64_t sum_seen; /* summaries taken when the rows were last brought up to date */
     vw_sum_view sv;
     int sum_lanes;
+    uint64_t n_damaged; /* damaged batches a file load skipped, */
+    char damage[256];   /* the first of them */
     char err[512];
 } viewer;
 
+/* A damaged batch skipped while a file loads: counted in the title, said in the key bar, and the
+ * first kept to be said again at exit. */
 static void viewer_warn(void *ctx, const char *msg) {
     viewer *w = ctx;
+    if (w->n_damaged++ == 0)
+        snprintf(w->damage, sizeof w->damage, "%s", msg);
+    w->v.damaged = w->n_damaged;
     snprintf(w->v.message, sizeof w->v.message, "%s", msg);
 }
 
@@ -885,6 +892,8 @@ static int viewer_finish(viewer *w, int rc, viewer_result *res) {
     res->recorded = w->rec != NULL;
     res->rec_batches = w->rec_batches;
     res->rec_events = w->rec_events;
+    res->damaged = w->n_damaged;
+    snprintf(res->damage, sizeof res->damage, "%s", w->damage);
     /* The hosts' clocks the relays answered with end the recording, as `synctop record`'s do. */
     if (res->recorded && w->sub != NULL && tp_recorder_add_clocks(w->rec, w->sub, &res->record_err) < 0) {
         res->record_failed = 1;
@@ -941,6 +950,7 @@ int viewer_run_replay(const char *const *paths, size_t n_paths, const viewer_opt
         return viewer_finish(&w, 1, res);
     }
     vw_state_init(&w.v, VW_REPLAY, w.s);
+    w.v.damaged = w.n_damaged;
     w.v.stalls.hta_async = 1; /* b: HTA's breakdown is made on the analysis thread */
     w.loading = 1;
     /* a Kineto JSON is imported whole before the terminal starts (it has no index to seek); so are

@@ -66,6 +66,8 @@ typedef struct viewer_result {
     int record_failed;    /* ... but is incomplete: record_err says why */
     err_msg record_err;
     uint64_t rec_batches, rec_events;
+    uint64_t damaged;     /* replay: damaged batches skipped, the first described in damage */
+    char damage[256];
 } viewer_result;
 
 int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o, viewer_result *res);

@@ -233,6 +233,42 @@ TEST(replay_in_tmux_real_traces_steps_sort_cause_and_frames) {
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
 }
 
+/* Two batches of a trace file damaged by hand: replay skips them, its title counts them beside the
+ * drops, and the exit says so. */
+TEST(replay_of_a_damaged_file_counts_the_damage_in_the_title_and_at_exit) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    const char *trace = synth_trace(20000);
+    err_msg err = {{0}};
+    tp_freader *r = tp_freader_open(trace, &err);
+    ASSERT_NOT_NULL(r);
+    ASSERT_EQ(tp_freader_count(r), 20);
+    uint64_t at[2] = {tp_freader_entry(r, 5)->offset + tp_freader_entry(r, 5)->size / 2,
+                      tp_freader_entry(r, 12)->offset + tp_freader_entry(r, 12)->size / 2};
+    tp_freader_close(&r);
+    int fd = open(trace, O_RDWR);
+    ASSERT(fd >= 0);
+    for (int i = 0; i < 2; i++) {
+        unsigned char junk[16];
+        ASSERT_EQ(pread(fd, junk, sizeof junk, (off_t)at[i]), (ssize_t)sizeof junk);
+        for (size_t k = 0; k < sizeof junk; k++)
+            junk[k] ^= 0x5a;
+        ASSERT_EQ(pwrite(fd, junk, sizeof junk, (off_t)at[i]), (ssize_t)sizeof junk);
+    }
+    close(fd);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s replay %s", task_synctop(), trace);
+    tmux_start(cmd, 160, 40);
+    /* the two are also gaps in the producer's batch sequence: drops */
+    const char *scr = wait_for("damaged 2 REPLAY");
+    ASSERT_STR_CONTAINS(scr, "drops 2 batches + 0 records  damaged 2");
+    keys("q");
+    wait_for("EXITED");
+    scr = sh("tmux -L %s capture-pane -p -J 2>&1", sock); /* the warning's wrapped lines joined */
+    ASSERT_STR_CONTAINS(scr, "payload checksum mismatch (2 damaged batches in all;");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+}
+
 TEST(replay_in_tmux_zoom_stall_help_resize_quit) {
     if (!have_tmux())
         TASK_SKIP("tmux is not installed");

@@ -35,6 +35,9 @@
 
 #define VW_MIN_W 80
 #define VW_MIN_H 24
+/* What a terminal of w x h columns and rows, smaller than VW_MIN_W x VW_MIN_H, is told: the
+ * longest of the forms that fits in w, so that the size needed is never cut off. */
+void vw_too_small_text(int w, int h, char *out, size_t n);
 #define VW_MIN_LANES 4 /* lane rows a layout keeps, whatever the content */
 
 /* Colour roles: what a cell means; term.c's scheme table gives each a colour pair and a

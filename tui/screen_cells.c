@@ -320,7 +320,8 @@ uint32_t vw__cell_glyph(const vw_state *v, int cat, double frac) {
     e = clampi(e, 1, 8);
     if (v->ascii) {
         static const char full[ST_CAT_N] = {'#', '=', '%', '|', '-', 'X', '~'};
-        static const char part[ST_CAT_N] = {'+', ':', '%', '|', '.', 'x', '~'};
+        /* a short host call is ',': '.' is GPU idle's */
+        static const char part[ST_CAT_N] = {'+', ':', '%', '|', ',', 'x', '~'};
         return (uint32_t)(e >= 4 ? full[cat] : part[cat]);
     }
     switch (cat) {

@@ -80,6 +80,16 @@ void vw_layout_for(const vw_state *v, const st_store *s, int w, int h, vw_layout
     }
 }
 
+void vw_too_small_text(int w, int h, char *out, size_t n) {
+    int len = snprintf(out, n, "terminal too small: %dx%d, synctop needs %dx%d", w, h, VW_MIN_W, VW_MIN_H);
+    if (len > w)
+        len = snprintf(out, n, "too small: %dx%d, needs %dx%d", w, h, VW_MIN_W, VW_MIN_H);
+    if (len > w)
+        len = snprintf(out, n, "needs %dx%d", VW_MIN_W, VW_MIN_H);
+    if (len > w)
+        snprintf(out, n, "%dx%d", VW_MIN_W, VW_MIN_H);
+}
+
 void vw_state_init(vw_state *v, vw_mode mode, const st_store *s) {
     memset(v, 0, sizeof *v);
     v->mode = mode;
@@ -191,7 +201,7 @@ void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
     vw_layout_for(v, s, g->w, g->h, &L);
     if (L.too_small) {
         char m[96];
-        snprintf(m, sizeof m, "terminal too small: %dx%d, synctop needs %dx%d", g->w, g->h, VW_MIN_W, VW_MIN_H);
+        vw_too_small_text(g->w, g->h, m, sizeof m);
         int n = (int)strlen(m);
         vw__put_str(g, v, n < g->w ? (g->w - n) / 2 : 0, g->h / 2, g->w, m, ROLE_WARN, VW_A_BOLD);
         return;

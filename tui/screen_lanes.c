@@ -287,8 +287,10 @@ static void render_process_row(frame_ctx *f, int y, const vw_row *r) {
             n = snprintf(what, sizeof what, " busy %4.1f%%  host blocked %s ", 100.0 * (double)busy / (double)span, d);
         }
         n += snprintf(what + n, sizeof what - (size_t)n, " pid %u", pi->pid);
-        if (pi->rank >= 0)
+        if (pi->rank >= 0 && pi->world > 0)
             n += snprintf(what + n, sizeof what - (size_t)n, "  rank %d/%d", pi->rank, pi->world);
+        else if (pi->rank >= 0)
+            n += snprintf(what + n, sizeof what - (size_t)n, "  rank %d", pi->rank);
         if (pi->host)
             n += snprintf(what + n, sizeof what - (size_t)n, "  on %.100s", st_str(f->s, pi->host));
         if (pi->clock_aligned) /* its host's clock, as measured: how well this row lines up with others */

@@ -212,6 +212,19 @@ static const char *site_cause(const st_store *s, const an_stall_site *site) {
     return site->kind > 0 && site->kind < 8 ? kinds[site->kind] : "?";
 }
 
+/* What %WALL is a share of: with t, the step at the cursor (the first process's that is in one, as
+ * the panel's rows are counted); else the run up to what is shown. */
+static uint64_t stalls_wall(const vw_state *v) {
+    if (v->stalls.step && v->steps != NULL && v->stalls.step_no >= 0)
+        for (size_t i = 0; i < v->steps->n_steps; i++) {
+            const an_step *x = &v->steps->steps[i];
+            if (x->start <= v->cursor && v->cursor < x->end)
+                return x->end - x->start;
+        }
+    uint64_t shown = v->now < v->end ? v->now : v->end;
+    return shown > v->origin ? shown - v->origin : 1;
+}
+
 void vw__render_stalls(frame_ctx *f) {
     const st_store *s = f->s;
     const vw_state *v = f->v;
@@ -234,9 +247,15 @@ void vw__render_stalls(frame_ctx *f) {
         {" %WALL", 7, -1},           {" GPU IDLE", 10, AN_STALL_BY_IDLE},
     };
     int wide = g->w >= 140; /* else the call site keeps the room GPU idle would take */
+    int owed = 0; /* columns a label took from the next one's padding */
     for (size_t c = 0; c < sizeof cols / sizeof cols[0] - (wide ? 0 : 1); c++) {
         int marked = cols[c].sort == (int)v->stalls.sort;
-        int pad = cols[c].width - (int)strlen(cols[c].label) - marked;
+        int pad = cols[c].width - (int)strlen(cols[c].label) - marked - owed;
+        owed = 0;
+        if (c == 0 && pad < 1) { /* a space after the panel's name, taken from the next column */
+            owed = 1 - pad;
+            pad = 1;
+        }
         hn += snprintf(head + hn, sizeof head - (size_t)hn, "%*s%s%s", pad > 0 ? pad : 0, "", cols[c].label,
                        marked ? (v->ascii ? "v" : "\xe2\x96\xbc") : "");
     }
@@ -245,8 +264,7 @@ void vw__render_stalls(frame_ctx *f) {
         snprintf(head + hn, sizeof head - (size_t)hn, "  (step %" PRId64 " only; t: all)", v->stalls.step_no);
     vw__put_str(g, v, 0, y, g->w, head, ROLE_PANEL, focus ? VW_A_BOLD : 0);
     int multi = st_producer_count(s) > 1;
-    uint64_t shown = v->now < v->end ? v->now : v->end;
-    uint64_t wall = shown > v->origin ? shown - v->origin : 1;
+    uint64_t wall = stalls_wall(v);
     if (v->stalls.n_sites == 0) {
         vw__put_str(g, v, 2, y + 1, g->w - 4,
                 v->an == NULL                                    ? "analysing..."

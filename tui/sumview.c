@@ -190,7 +190,7 @@ void vw_sum_render(const vw_sum_row *rows, size_t n, vw_sum_view *sv, vw_grid *g
         fill_row(g, y, ROLE_DEFAULT, 0);
     if (g->w < VW_MIN_W || g->h < VW_MIN_H) {
         char m[96];
-        snprintf(m, sizeof m, "terminal too small: %dx%d, synctop needs %dx%d", g->w, g->h, VW_MIN_W, VW_MIN_H);
+        vw_too_small_text(g->w, g->h, m, sizeof m);
         put_str(g, 0, 0, m, g->w, ROLE_WARN, 0);
         return;
     }

@@ -286,6 +286,27 @@ TEST(rendered_screens_keep_header_and_keys_at_every_size) {
     fixture_close(&f);
 }
 
+/* However narrow, the too-small message keeps the size it needs (it drops words instead). */
+TEST(small_terminal_names_the_size_it_needs_at_any_width) {
+    fixture f;
+    fixture_open(&f, synth_store(3, 1000));
+    for (int w = 79; w >= 5; w -= 1) {
+        render(&f, w, 10);
+        if (!screen_has(&f.g, "80x24")) {
+            char *t = vw_grid_text(&f.g);
+            TASK_FAIL_("%dx10: no 80x24 in\n%s", w, t);
+        }
+        if (w >= 46)
+            ASSERT(screen_has(&f.g, "terminal too small: "));
+    }
+    fixture_close(&f);
+    vw_sum_view sv = {0};
+    vw_grid g = {.w = 30, .h = 10};
+    vw_sum_render(NULL, 0, &sv, &g);
+    ASSERT(screen_has(&g, "needs 80x24"));
+    vw_grid_free(&g);
+}
+
 TEST(small_terminal_says_so_without_crashing) {
     fixture f;
     fixture_open(&f, synth_store(3, 1000));
@@ -315,6 +336,28 @@ TEST(ascii_mode_uses_only_ascii) {
     key(&f, '?');
     render(&f, 120, 40);
     assert_cells_safe(&f.g, 1);
+    fixture_close(&f);
+}
+
+/* In ASCII, GPU idle's '.' is its own: a host call's cells, whole or partly filled, never use it. */
+TEST(ascii_host_calls_and_gpu_idle_look_different) {
+    fixture f;
+    fixture_open(&f, synth_store(4, 3000));
+    f.v.ascii = 1;
+    render(&f, 200, 60);
+    int api = 0, bubbles = 0, short_calls = 0;
+    for (int i = 0; i < f.g.w * f.g.h; i++) {
+        const vw_cell *c = &f.g.cells[i];
+        if (c->role == ROLE_API) {
+            api++;
+            ASSERT(c->ch != '.');
+            short_calls += c->ch == ',';
+        }
+        bubbles += c->role == ROLE_BUBBLE && c->ch == '.';
+    }
+    ASSERT_GT(api, 0);
+    ASSERT_GT(short_calls, 0);
+    ASSERT_GT(bubbles, 0);
     fixture_close(&f);
 }
 
@@ -1159,6 +1202,16 @@ TEST(empty_trace_and_monochrome_help_say_what_is_shown) {
     fixture_close(&f);
 }
 
+/* A copy of the first row of g that holds needle (and also, when not NULL); NULL when none. */
+static char *row_with(const vw_grid *g, const char *needle, const char *also) {
+    for (int y = 0; y < g->h; y++) {
+        const char *t = row_text(g, y);
+        if (strstr(t, needle) != NULL && (also == NULL || strstr(t, also) != NULL))
+            return strdup(t);
+    }
+    return NULL;
+}
+
 /* The stalls panel sorts by total, longest, count or GPU idle caused (> and <, as in htop), marks
  * the column, and keeps the selection on its call site. */
 TEST(stalls_panel_sorts_by_column) {
@@ -1177,9 +1230,22 @@ TEST(stalls_panel_sorts_by_column) {
         ASSERT(f.v.stalls.sites[i - 1].max_ns >= f.v.stalls.sites[i].max_ns);
     ASSERT_UEQ(f.v.stalls.sites[f.v.stalls.sel].callsite, chosen.callsite);
     ASSERT_EQ(f.v.stalls.sites[f.v.stalls.sel].name, chosen.name);
+    /* the column sorted by first: a space between the panel's name and its label, and the other
+     * labels where they were */
+    char *head_total = row_with(&f.g, "top stalls", NULL);
+    ASSERT_NOT_NULL(head_total);
     key(&f, '>');
     for (size_t i = 1; i < f.v.stalls.n_sites; i++)
         ASSERT(f.v.stalls.sites[i - 1].count >= f.v.stalls.sites[i].count);
+    render(&f, 200, 60);
+    ASSERT(screen_has(&f.g, " top stalls COUNT\xe2\x96\xbc "));
+    char *head_count = row_with(&f.g, "top stalls", NULL);
+    ASSERT_NOT_NULL(head_count);
+    static const char *const labels[] = {"MAX", "%WALL", "GPU IDLE", "CAUSE", "CALL SITE"};
+    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++)
+        ASSERT_EQ(strstr(head_count, labels[i]) - head_count, strstr(head_total, labels[i]) - head_total);
+    free(head_total);
+    free(head_count);
     key(&f, '>');
     for (size_t i = 1; i < f.v.stalls.n_sites; i++)
         ASSERT(f.v.stalls.sites[i - 1].gpu_idle_ns >= f.v.stalls.sites[i].gpu_idle_ns);
@@ -1688,6 +1754,11 @@ TEST(stalls_panel_shows_the_step_at_the_cursor_on_t) {
     ASSERT_UEQ(site_named(&f, "cudaDeviceSynchronize")->total_ns, 30000000);
     render(&f, 200, 60);
     ASSERT(screen_has(&f.g, "CALL SITE  (step 4 only; t: all)"));
+    /* %WALL is of the step: 30 ms of its 40 */
+    char *dev_row = row_with(&f.g, "cudaDeviceSynchronize", "%");
+    ASSERT_NOT_NULL(dev_row);
+    ASSERT_STR_CONTAINS(dev_row, " 75.0%");
+    free(dev_row);
     /* the cursor in step 5: the panel follows it */
     f.v.cursor = st.steps[5].start + 1;
     vw_sites_update(&f.v);
@@ -1898,4 +1969,26 @@ TEST(summary_screen_keys_and_sanitized_hosts) {
     vw_grid_free(&small);
     vw_grid_free(&g);
     free(rows);
+}
+
+/* Processes that say their rank but not the job's size (a profiler trace without world_size):
+ * their rows name the rank alone, never "rank 0/-1". */
+TEST(process_rows_name_a_rank_without_a_world_size_alone) {
+    st_store *s = st_store_new(NULL);
+    err_msg err = {{0}};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, "alexnet_a100_sync_heavy.json.gz");
+    ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
+    snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, "event_sync_single_stream.json.gz");
+    ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
+    ASSERT_EQ(st_producer_count(s), 2);
+    ASSERT_EQ(st_producer_get(s, 0)->rank, 0);
+    ASSERT(st_producer_get(s, 0)->world <= 0);
+    fixture f;
+    fixture_open(&f, s);
+    render(&f, 200, 60);
+    ASSERT(screen_has(&f.g, "  rank 0  ") || screen_has(&f.g, "  rank 0\n"));
+    ASSERT(!screen_has(&f.g, "/-1"));
+    ASSERT(!screen_has(&f.g, "rank 0/0"));
+    fixture_close(&f);
 }

@@ -1189,6 +1189,31 @@ static int by_gpu_idle(const void *a, const void *b) {
     return x->blocked_ns > y->blocked_ns ? -1 : x->blocked_ns < y->blocked_ns;
 }
 
+/* A site's text cut for the text report: an op chain of over 56 columns keeps its start (the
+ * program's op); a path loses its directories ("file.py:LINE function" is what names it), and
+ * what is still over 120 columns its end. */
+static void advice_site_cut(char *where, const st_frame *named) {
+    size_t wl = strlen(where);
+    if (wl <= 56)
+        return;
+    if (named != NULL && named->kind == TP_FRAME_OP) {
+        memcpy(where + 53, "...", 4);
+        return;
+    }
+    size_t path = strcspn(where, ": "); /* "dir/file.py:LINE function [op]" */
+    const char *slash = NULL;
+    for (const char *p = where; p < where + path; p++)
+        if (*p == '/')
+            slash = p;
+    if (slash != NULL && (size_t)(slash - where) > 3) {
+        memcpy(where, ".../", 4);
+        memmove(where + 4, slash + 1, strlen(slash + 1) + 1);
+        wl = strlen(where);
+    }
+    if (wl > 120)
+        memcpy(where + 117, "...", 4);
+}
+
 /* What to change: the sites whose cause the trace tells, and the ranges the host spent the GPU's
  * idle time in, by the GPU time a fix would give back. */
 static void text_advice(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, int md) {
@@ -1226,12 +1251,8 @@ static void text_advice(FILE *out, const st_store *s, const an_result *r, const 
                      who(s, v[i].host->producer, rk, sizeof rk));
         } else {
             rp_site_text(s, v[i].site->callsite, v[i].site->name, where, sizeof where);
-            size_t wl = strlen(where);
-            const st_frame *named = st_site_frame(s, v[i].site->callsite);
-            if (wl > 56 && named != NULL && named->kind == TP_FRAME_OP) /* an op chain: its start is the program's op */
-                memcpy(where + 53, "...", 4);
-            else if (wl > 56) /* a long path: its end names the file, line and function */
-                memmove(where, memcpy(where + wl - 53, "...", 3), 54);
+            if (!md) /* markdown has no width to keep: the site whole */
+                advice_site_cut(where, st_site_frame(s, v[i].site->callsite));
             snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (%.3f ms blocked)%s%s%s", shown, ms(a.gpu_ns),
                      ms(v[i].site->total_ns), where[0] ? " at " : "", where, who(s, v[i].site->producer, rk, sizeof rk));
         }

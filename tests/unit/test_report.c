@@ -172,6 +172,20 @@ TEST(report_markdown_has_tables) {
     ASSERT_STR_CONTAINS(out_buf, "### synchronization API calls that blocked the host (`cuda_api_sync`)");
 }
 
+/* "What to change" names a site by its file, line and function: markdown whole, text without the
+ * directories when long, never cut inside the file's name. The site is the trace's Python frame
+ * "transformers/modeling_attn_mask_utils.py(243): _ignore_causal_mask_sdpa". */
+TEST(what_to_change_keeps_the_sites_file_and_line) {
+    ASSERT_EQ(synctop("report --format markdown '" KINETO_TRACE_DIR "/qwen_h100_with_stack.json.gz'"), 0);
+    const char *todo = strstr(out_buf, "## What to change");
+    ASSERT_NOT_NULL(todo);
+    ASSERT_STR_CONTAINS(todo, "at transformers/modeling_attn_mask_utils.py:243 _ignore_causal_mask_sdpa");
+    ASSERT_EQ(synctop("report '" KINETO_TRACE_DIR "/qwen_h100_with_stack.json.gz'"), 0);
+    todo = strstr(out_buf, "What to change");
+    ASSERT_NOT_NULL(todo);
+    ASSERT_STR_CONTAINS(todo, ".../modeling_attn_mask_utils.py:243 _ignore_causal_mask_sdpa");
+}
+
 TEST(report_hta_output) {
     ASSERT_EQ(synctop("report --hta " SINGLE), 0);
     ASSERT_STR_CONTAINS(out_buf, "HTA idle time breakdown");

@@ -117,11 +117,13 @@ typedef struct totals {
     int any_span;
     char ranks[160];
     size_t ranks_len;
+    int any_rank; /* an input said its rank: the ranks are printed ("?" for those that did not) */
     int world;
 } totals;
 
 static void add_rank(totals *t, const import_stats *st) {
     char one[24];
+    t->any_rank |= st->rank >= 0;
     if (st->rank >= 0)
         snprintf(one, sizeof one, "%s%d", t->ranks_len ? "," : "", (int)st->rank);
     else
@@ -149,11 +151,14 @@ static void print_summary(const totals *t, int n_inputs, const char *out, uint64
     /* what was read: JSON text, plus the exports' SQLite bytes (which have no JSON) */
     fmt_bytes(in, sizeof in, t->json_bytes + t->sqlite_bytes);
     fmt_bytes(fb, sizeof fb, file_bytes);
-    printf("imported %d trace%s (rank%s %s", n_inputs, n_inputs == 1 ? "" : "s", n_inputs == 1 ? "" : "s",
-           t->ranks);
-    if (t->world > 0)
-        printf(" of %d", t->world);
-    printf(") into ");
+    printf("imported %d trace%s ", n_inputs, n_inputs == 1 ? "" : "s");
+    if (t->any_rank) {
+        printf("(rank%s %s", n_inputs == 1 ? "" : "s", t->ranks);
+        if (t->world > 0)
+            printf(" of %d", t->world);
+        printf(") ");
+    }
+    printf("into ");
     tp_print_sanitized(stdout, out, (size_t)-1);
     printf(": %" PRIu64 " kernel%s, %" PRIu64 " memcpy, %" PRIu64 " memset, %" PRIu64 " sync, %" PRIu64
            " api call%s (%" PRIu64 " blocking, %s), %" PRIu64 " annotation%s; %" PRIu64 " device%s, %" PRIu64

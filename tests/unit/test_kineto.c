@@ -1711,6 +1711,19 @@ TEST(cmd_info_states_the_world_size_only_when_the_trace_has_one) {
     tp_buf_free(&err);
 }
 
+/* A trace that says no rank is imported without a rank in the summary (not "rank ?"). */
+TEST(cmd_import_leaves_out_a_rank_the_trace_does_not_say) {
+    char args[4096];
+    snprintf(args, sizeof args, "import '%s' -o '%s'", trace_path("qwen_h100_with_stack.json.gz"),
+             task_path("qwen.synctop"));
+    tp_buf out, err;
+    ASSERT_EQ(run_synctop(args, &out, &err), 0);
+    ASSERT_STR_CONTAINS((char *)out.data, "imported 1 trace into ");
+    ASSERT_NULL(strstr((char *)out.data, "(rank"));
+    tp_buf_free(&out);
+    tp_buf_free(&err);
+}
+
 TEST(cmd_import_writes_a_trace_file) {
     char args[4096];
     const char *dst = task_path("ranks.synctop");

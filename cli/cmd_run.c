@@ -16,12 +16,14 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,7 +50,9 @@ static void run_usage(FILE *out) {
             "usage: synctop run [--record FILE] [--listen ENDPOINT [--key FILE.key | --insecure]]\n"
             "                   [--no-tui] [--log FILE] [--ascii] [--mono] -- CMD [ARGS...]\n\n"
             "Runs CMD with synctop's CUDA tracer injected (no change to the program). On a\n"
-            "terminal it shows the live timeline while CMD runs (q closes it; CMD goes on);\n"
+            "terminal it shows the live timeline while CMD runs (q closes it; CMD goes on),\n"
+            "and when CMD has ended says its status, what the view saw in brief (time\n"
+            "blocked, the top call sites) and where the trace and CMD's output went;\n"
             "with --no-tui, or without a terminal, it prints a report when CMD has ended:\n"
             "time blocked per call site (Python file:line and native frames), GPU busy and\n"
             "idle time and what caused the idle time. The exit status is CMD's.\n\n"
@@ -419,14 +423,84 @@ static _Noreturn void run_exec(const run_args *a, int log_fd, const struct sigac
     _exit(127);
 }
 
+/* What the view held when it closed, in brief (rp_write_brief), kept to be said at the end. */
+typedef struct run_brief {
+    char *text; /* malloc'd; NULL when nothing was traced */
+    size_t n_prods;
+    uint64_t events, dropped; /* events the window held; events it let go to stay bounded */
+} run_brief;
+
+static void run_brief_make(void *ctx, st_store *s) {
+    run_brief *b = ctx;
+    st_store_commit(s);
+    verb_symbolize("run", s); /* native call sites to file:line, as the report names them */
+    b->n_prods = st_producer_count(s);
+    b->events = st_store_events(s);
+    b->dropped = st_store_dropped(s);
+    if (b->n_prods == 0)
+        return;
+    an_result r;
+    err_msg err = {{0}};
+    if (an_analyze(s, NULL, &r, &err) != 0)
+        return;
+    size_t len = 0;
+    FILE *m = open_memstream(&b->text, &len);
+    if (m != NULL) {
+        rp_write_brief(m, s, &r, 3);
+        fclose(m);
+    }
+    an_result_free(&r);
+}
+
+/* Where the job's processes recorded (--record FILE): FILE, and the files its other processes
+ * wrote beside it since the job started (FILE's name with .rankN or .pidN before its extension). */
+static void say_recorded(const char *record, double since) {
+    struct stat sb;
+    if (stat(record, &sb) != 0) {
+        verb_warn("run", "no trace was recorded to %s (see the tracer's notices in the command's output)", record);
+        return;
+    }
+    char pattern[PATH_MAX], others[1024] = "";
+    const char *base = strrchr(record, '/');
+    const char *dot = strrchr(base ? base : record, '.');
+    size_t stem = dot && dot != (base ? base + 1 : record) ? (size_t)(dot - record) : strlen(record);
+    int n_others = 0;
+    glob_t g;
+    if (strpbrk(record, "*?[\\") == NULL &&
+        snprintf(pattern, sizeof pattern, "%.*s.*%s", (int)stem, record, record + stem) < (int)sizeof pattern &&
+        glob(pattern, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            const char *tag = g.gl_pathv[i] + stem + 1;
+            if ((strncmp(tag, "rank", 4) != 0 && strncmp(tag, "pid", 3) != 0) || stat(g.gl_pathv[i], &sb) != 0 ||
+                (double)sb.st_mtim.tv_sec + (double)sb.st_mtim.tv_nsec * 1e-9 < since - 1.0)
+                continue;
+            size_t l = strlen(others);
+            if (n_others++ < 4)
+                snprintf(others + l, sizeof others - l, "%s%s", l ? ", " : "", g.gl_pathv[i]);
+        }
+        globfree(&g);
+    }
+    if (n_others == 0)
+        verb_say("run", "the trace is in %s; `synctop report %s` has the whole report", record, record);
+    else
+        verb_say("run", "the trace is in %s and, from the job's other processes, %s%s; `synctop report` of "
+                        "them has the whole report",
+                 record, others, n_others > 4 ? " and more" : "");
+}
+
 /* The live view of the command's processes until it is closed, then the command's end (Ctrl-C
- * then reaches it); its wait status in *status. */
+ * then reaches it); its wait status in *status. Then what the view saw in brief, and where the
+ * trace and the command's output went. */
 static void run_view(const run_args *a, pid_t child, const char *listen_ep, const char *server_key,
-                     const char *log_path, const struct sigaction *old_int, int *status) {
+                     const char *log_path, const struct sigaction *old_int, uint64_t t0, int *status) {
     live_discovery ld = {.child = (long)child};
     const char *eps[1] = {listen_ep};
+    struct timespec started; /* the files the job records are written after this */
+    clock_gettime(CLOCK_REALTIME, &started);
+    run_brief brief = {0};
     viewer_opts vo = {.ascii = a->ascii, .mono = a->mono, .verb = "run", .discover = live_discover,
-                      .discover_ctx = &ld, .server_key = server_key};
+                      .discover_ctx = &ld, .server_key = server_key, .on_close = run_brief_make,
+                      .on_close_ctx = &brief};
     viewer_result vres;
     verb_viewer_done("run", viewer_run_live(eps, listen_ep[0] ? 1 : 0, &vo, &vres), &vres, vo.record);
     if (waitpid(child, status, WNOHANG) != child) {
@@ -436,6 +510,16 @@ static void run_view(const run_args *a, pid_t child, const char *listen_ep, cons
         while (waitpid(child, status, 0) < 0 && errno == EINTR)
             ;
     }
+    int code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+    fprintf(stderr, "synctop run: %s exited with status %d after %.2f s; %zu traced process%s\n", a->cmd[0], code,
+            (double)(now_ms() - t0) / 1000.0, brief.n_prods, brief.n_prods == 1 ? "" : "es");
+    if (brief.text != NULL) {
+        fprintf(stderr, "  until the view closed%s:\n", brief.dropped ? " (its window: the latest events)" : "");
+        fputs(brief.text, stderr);
+    }
+    free(brief.text);
+    if (a->record != NULL)
+        say_recorded(a->record, (double)started.tv_sec + (double)started.tv_nsec * 1e-9);
     fprintf(stderr, "synctop run: the output of %s is in %s\n", a->cmd[0], log_path);
 }
 
@@ -496,7 +580,7 @@ static int cmd_run(int argc, char **argv) {
     } else {
         int status = 0;
         if (!a.no_tui)
-            run_view(&a, child, listen_ep, server_key, log_path, &old_int, &status);
+            run_view(&a, child, listen_ep, server_key, log_path, &old_int, t0, &status);
         else
             run_headless(&a, h, st, child, listen_ep, t0, &status);
         rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -1401,6 +1401,34 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
         write_hta_text(out, o->hta, md);
 }
 
+int rp_write_brief(FILE *out, const st_store *s, const an_result *r, size_t top) {
+    uint64_t wall = r->t1 > r->t0 ? r->t1 - r->t0 : 0, busy = 0, span = 0;
+    for (size_t i = 0; i < r->n_devices; i++) {
+        busy += r->devices[i].busy_ns;
+        span += r->devices[i].span_ns;
+    }
+    char line[2048], where[512], api[256];
+    size_t threads = blocking_threads(r);
+    int n = snprintf(line, sizeof line, "host blocked %.3f ms in %zu call%s (%.1f%% of %.3f ms%s)", ms(r->blocked_ns),
+                     r->n_blocks, r->n_blocks == 1 ? "" : "s", 100.0 * share(r->blocked_ns, wall), ms(wall),
+                     threads > 1 ? ", summed over the threads that waited" : "");
+    if (r->n_devices > 0)
+        snprintf(line + n, sizeof line - (size_t)n, "; GPU%s busy %.1f%%", r->n_devices == 1 ? "" : "s",
+                 100.0 * share(busy, span));
+    wrap(out, 2, 4, line);
+    for (size_t i = 0; i < r->n_sites && i < top; i++) {
+        const an_site *st = &r->sites[i];
+        rp_site_text(s, st->callsite, st->name, where, sizeof where);
+        safe(st_str(s, st->name), api, sizeof api);
+        snprintf(line, sizeof line, "%zu. %.3f ms in %" PRIu64 " call%s of %s%s%s", i + 1, ms(st->total_ns),
+                 st->count, st->count == 1 ? "" : "s", api, where[0] ? " at " : "", where);
+        wrap(out, 4, 7, line);
+    }
+    if (r->n_sites > top)
+        fprintf(out, "    (%zu more call sites)\n", r->n_sites - top);
+    return fflush(out) == 0 && !ferror(out) ? 0 : -1;
+}
+
 int rp_write(FILE *out, const st_store *s, const an_result *r, const rp_opts *o) {
     rp_opts def = {0};
     if (o == NULL)

@@ -36,6 +36,10 @@ typedef struct rp_opts {
 
 /* Writes the report. Returns 0, or -1 when out could not be written. */
 int rp_write(FILE *out, const st_store *s, const an_result *r, const rp_opts *o);
+/* A few lines of text: host time blocked and GPU busy share, then the top call sites by time
+ * blocked (at most top), each with its calls and API. Returns 0, or -1 when out could not be
+ * written. */
+int rp_write_brief(FILE *out, const st_store *s, const an_result *r, size_t top);
 
 /* A call site in one line: the innermost Python frame (file:line function) when there is one,
  * else the innermost native frame (function (module+offset)); "" when no call site was taken

@@ -857,6 +857,9 @@ static void viewer_free(viewer *w) {
         free(w->held[i].data);
     free(w->held);
     term_close(&w->t);
+    /* the analysis thread is done with the store: the caller may read it (and commit it) */
+    if (w->o != NULL && w->o->on_close != NULL && w->s != NULL)
+        w->o->on_close(w->o->on_close_ctx, w->s);
     tp_sub_destroy(&w->sub);
     free(w->sum_rows);
     free(w->sum_sorted);

@@ -57,6 +57,10 @@ typedef struct viewer_opts {
     const char *step_name;    /* the range that marks the loop's steps (NULL: found as report finds them) */
     int summary;              /* live, through relays: a row per rank from the relays' summaries;
                                  the raw batches of a rank only while it is open (sumview.h) */
+    /* Called once the view is closed and the terminal restored, with what the store holds (a
+     * live session's window), before it is freed; or NULL. */
+    void (*on_close)(void *ctx, st_store *s);
+    void *on_close_ctx;
 } viewer_opts;
 
 /* What a viewer session ended with. */

@@ -457,8 +457,9 @@ TEST(run_in_tmux_shows_the_program_live) {
           f);
     fclose(f);
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "SYNCTOP_STANDIN=%s SYNCTOP_CUPTI=%s %s run -- %s %s", STANDIN_SO, STANDIN_SO,
-             task_synctop(), HARNESS_PLAIN, script);
+    const char *trace = task_path("run.trace");
+    snprintf(cmd, sizeof cmd, "SYNCTOP_STANDIN=%s SYNCTOP_CUPTI=%s %s run --record %s -- %s %s", STANDIN_SO,
+             STANDIN_SO, task_synctop(), trace, HARNESS_PLAIN, script);
     tmux_start(cmd, 120, 40);
     const char *scr = wait_for("ENDED");
     scr = wait_for("host blocked 1.50ms");
@@ -484,6 +485,20 @@ TEST(run_in_tmux_shows_the_program_live) {
      * its wrapped rows joined. */
     char line[1024];
     scr = sh("tmux -L %s capture-pane -p -J 2>&1", sock);
+    /* at the end: the command's status, the script's three waits of 0.5 ms at the harness's line,
+     * and where the trace went */
+    ASSERT_STR_CONTAINS(scr, " exited with status 0 after ");
+    ASSERT_STR_CONTAINS(scr, "; 1 traced process\n");
+    ASSERT_STR_CONTAINS(scr, "  host blocked 1.500 ms in 3 calls (");
+    snprintf(want, sizeof want,
+             "    1. 1.500 ms in 3 calls of cudaStreamSynchronize at tracer_harness.c:%d\n       harness_site_4\n", at);
+    ASSERT_STR_CONTAINS(scr, want);
+    char said[2048];
+    snprintf(said, sizeof said, "synctop run: the trace is in %s; `synctop report %s` has the whole report", trace,
+             trace);
+    ASSERT_STR_CONTAINS(scr, said);
+    struct stat tsb;
+    ASSERT_OK(stat(trace, &tsb));
     ASSERT_NOT_NULL(line_with(scr, "synctop run: the output of", line, sizeof line));
     char *log = strstr(line, " is in ");
     ASSERT_NOT_NULL(log);

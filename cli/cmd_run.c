@@ -551,6 +551,16 @@ static int cmd_run(int argc, char **argv) {
     err_msg err = {{0}};
     if (a.listen != NULL && tp_endpoint_resolve(a.listen, listen_ep, sizeof listen_ep, &err) < 0)
         return verb_error("run", "--listen %s: %s", a.listen, err.msg);
+    /* The tracer refuses to publish beyond the machine in the clear: say so before the job starts,
+     * not in its log after it ran untraced. */
+    if (a.key == NULL && !a.insecure && strncmp(listen_ep, "tcp://", 6) == 0 &&
+        tp_endpoint_is_loopback(listen_ep) == 0) {
+        verb_error("run", "--listen %s is not a loopback address: the tracer publishes beyond this machine only "
+                          "encrypted, and would trace nothing. Make keys (synctop keygen -o job), then run with "
+                          "--key job.key (viewers: --server-key job.pub), or add --insecure to publish in the clear",
+                   listen_ep);
+        return EXIT_USAGE;
+    }
     tp_keypair keys = {{0}, {0}};
     char key_path[PATH_MAX] = "";
     if (a.key != NULL && (rc = run_load_key(a.key, key_path, &keys)) != 0)

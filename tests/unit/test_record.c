@@ -701,6 +701,28 @@ TEST(verbs_share_one_argument_parser) {
     free(err);
 }
 
+/* run --listen on a non-loopback address without keys is refused before the command starts (the
+ * tracer would refuse to publish, and the job would run untraced). */
+TEST(run_refuses_a_clear_text_listen_beyond_the_machine_before_starting) {
+    const char *marker = task_path("ran");
+    char *err = NULL;
+    const char *args[] = {"run", "--no-tui", "--listen", "tcp://0.0.0.0:5555", "--", "touch", marker, NULL};
+    ASSERT_EQ(run_synctop(args, NULL, &err), 2);
+    ASSERT_STR_CONTAINS(err, "--listen tcp://0.0.0.0:5555 is not a loopback address");
+    ASSERT_STR_CONTAINS(err, "--key job.key");
+    ASSERT_STR_CONTAINS(err, "--insecure");
+    free(err);
+    struct stat sb;
+    ASSERT(stat(marker, &sb) != 0); /* the command never ran */
+    /* on loopback, or with --insecure, it runs */
+    const char *local[] = {"run", "--no-tui", "--listen", "tcp://127.0.0.1:0", "--", "touch", marker, NULL};
+    char *out = NULL;
+    ASSERT_EQ(run_synctop(local, &out, &err), 0);
+    ASSERT_OK(stat(marker, &sb));
+    free(out);
+    free(err);
+}
+
 static size_t count_lines(const char *s) {
     size_t n = 0;
     for (; *s; s++)

@@ -44,7 +44,7 @@ static const binding k_bindings[] = {
     {VW_CMD_SORT_PREV, {'<'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_STALL_STEP, {'t'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_SEARCH, {'/'}, 0, "search names; / enter: the next match again, wrapping", 5, "/", "Search", "Search"},
-    {VW_CMD_ENTER, {VW_KEY_ENTER, '\n', '\r'}, 0, "the detail pane: the call site's frames", 9, "Ent", "Detail", "Detail"},
+    {VW_CMD_ENTER, {VW_KEY_ENTER, '\n', '\r'}, 0, "the detail pane: the call site's frames (on a stall row: that stall)", 9, "Ent", "Detail", "Detail"},
     {VW_CMD_PANEL, {VW_KEY_TAB}, 0, "switch between the timeline and the top stalls panel", 6, "Tab", "Panel", "Panel"},
     {VW_CMD_BACK, {VW_KEY_ESC}, 0, "close the detail pane; unmark the site and the span", 0, NULL, NULL, NULL},
     {VW_CMD_PLAY, {' '}, 0, "replay: play / pause; live: freeze / go on; F: follow", 2, "Spc", "Play", "Pause"},

@@ -226,6 +226,8 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         vw__slow_step_cmd(v, &L, c);
     else if (c >= VW_CMD_NEXT_STALL && c <= VW_CMD_STALL_STEP)
         vw__stall_cmd(v, s, c, cols);
+    else if (c == VW_CMD_ENTER && v->focus == VW_FOCUS_STALLS)
+        vw__stalls_enter(v, s, cols); /* Enter opens what is selected: there, a stall */
     else if (c >= VW_CMD_SEARCH && c <= VW_CMD_BACK)
         panel_cmd(v, c);
     else

@@ -96,6 +96,9 @@ size_t vw__breakdown_rows(const vw_state *v);
 void vw__render_stalls(frame_ctx *f);
 void vw__stalls_free(vw_state *v);
 void vw__stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols);
+/* Enter on the stalls panel: the selected call site's longest stall under the cursor, its detail
+ * pane open. */
+void vw__stalls_enter(vw_state *v, const st_store *s, int cols);
 /* b: the breakdown pane in place of the stalls, or back; HTA's breakdown asked for when first shown. */
 void vw__breakdown_cmd(vw_state *v, const st_store *s);
 /* The selection d rows down (up when negative), the worst-first walk starting again. */

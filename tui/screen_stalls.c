@@ -386,6 +386,16 @@ static void worst_cmd(vw_state *v, const st_store *s, int dir, int cols) {
     free(list);
 }
 
+void vw__stalls_enter(vw_state *v, const st_store *s, int cols) {
+    if (v->stalls.n_sites == 0) {
+        snprintf(v->message, sizeof v->message, "no stall to open");
+        return;
+    }
+    v->stalls.worst_pos = -1; /* its longest */
+    worst_cmd(v, s, 1, cols);
+    v->detail = 1;
+}
+
 /* The stalls: every one in time order (n, N), the selected call site's worst first (i, I), the
  * column sorted by (<, >), the step at the cursor only (t). */
 void vw__stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {

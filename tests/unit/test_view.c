@@ -1266,6 +1266,35 @@ TEST(stalls_panel_sorts_by_column) {
     fixture_close(&f);
 }
 
+/* Enter on a row of the stalls panel opens that call site's stall (its longest), not the event
+ * that happened to be under the cursor. */
+TEST(enter_on_a_stall_row_opens_that_sites_stall) {
+    fixture f;
+    fixture_open(&f, kineto_store("alexnet_a100_sync_heavy.json.gz"));
+    render(&f, 200, 60);
+    ASSERT_GT(f.v.stalls.n_sites, 2);
+    key(&f, VW_KEY_TAB);
+    ASSERT_EQ(f.v.focus, VW_FOCUS_STALLS);
+    f.v.stalls.sel = 1;
+    an_stall_site chosen = f.v.stalls.sites[1];
+    f.v.cursor = f.v.origin; /* on nothing of that site */
+    key(&f, VW_KEY_ENTER);
+    ASSERT_EQ(f.v.detail, 1);
+    /* the cursor is on a span of the chosen site, as long as the site's longest */
+    const an_block *at = NULL;
+    for (size_t i = 0; i < f.an.n_blocks && at == NULL; i++)
+        if (f.an.blocks[i].start == f.v.cursor && an_stall_site_has(&chosen, &f.an.blocks[i]))
+            at = &f.an.blocks[i];
+    ASSERT_NOT_NULL(at);
+    ASSERT_UEQ(at->end - at->start, chosen.max_ns);
+    ASSERT_EQ(f.v.stalls.sel, 1);
+    /* Enter in the timeline still toggles the pane */
+    key(&f, VW_KEY_TAB);
+    key(&f, VW_KEY_ENTER);
+    ASSERT_EQ(f.v.detail, 0);
+    fixture_close(&f);
+}
+
 /* The display row of a lane, by the rule store.h states for lanes: a GPU's summary row comes before
  * the first lane of each (producer, device). */
 static int display_row(const st_store *s, size_t lane) {

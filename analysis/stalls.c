@@ -35,6 +35,101 @@ void an_site_label(const st_store *s, uint64_t callsite, uint32_t name, char *ou
     tp_sanitize(out, n, raw, strlen(raw), NULL);
 }
 
+/* A frame as a label names it: "file:line function", an operator's name, or "function (module)". */
+static void frame_text(const st_store *s, const st_frame *f, char *out, size_t n) {
+    char raw[512];
+    if (f->kind == TP_FRAME_OP)
+        snprintf(raw, sizeof raw, "%s", st_str(s, f->func));
+    else if (f->kind == TP_FRAME_PYTHON || (f->line != 0 && *st_str(s, f->file)))
+        snprintf(raw, sizeof raw, "%s:%u %s",
+                 f->kind == TP_FRAME_PYTHON ? st_str(s, f->file) : cm_base_name(st_str(s, f->file)), f->line,
+                 st_str(s, f->func));
+    else
+        snprintf(raw, sizeof raw, "%s (%s)", f->func ? st_str(s, f->func) : "??", cm_base_name(st_str(s, f->module)));
+    tp_sanitize(out, n, raw, strlen(raw), NULL);
+}
+
+/* The frame d places outward (d > 0) or inward (d < 0) of the one callsite is named after; NULL
+ * past either end. */
+static const st_frame *frame_from_named(const st_store *s, uint64_t callsite, int d) {
+    size_t nf = 0;
+    const st_frame *f = callsite ? st_callsite_frames(s, callsite, &nf) : NULL;
+    const st_frame *named = st_site_frame(s, callsite);
+    if (f == NULL || named == NULL)
+        return NULL;
+    long at = (long)(named - f) + d;
+    return at >= 0 && at < (long)nf ? &f[at] : NULL;
+}
+
+static int frame_same(const st_store *s, const st_frame *a, const st_frame *b) {
+    if (a == NULL || b == NULL)
+        return a == b;
+    return a->kind == b->kind && a->line == b->line && strcmp(st_str(s, a->func), st_str(s, b->func)) == 0 &&
+           strcmp(st_str(s, a->file), st_str(s, b->file)) == 0 &&
+           (a->kind == TP_FRAME_PYTHON || strcmp(st_str(s, a->module), st_str(s, b->module)) == 0);
+}
+
+typedef struct label_ref {
+    const char *text;
+    size_t i;
+} label_ref;
+
+static int by_label(const void *a, const void *b) {
+    const label_ref *x = a, *y = b;
+    int c = strcmp(x->text, y->text);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+#define DISTINGUISH_DEPTH 64
+
+/* One group of equal labels: the first place, outward from the named frame and then inward, where
+ * their call sites' frames differ, and each label with its frame there. */
+static void distinguish_group(const st_store *s, const uint64_t *callsites, char *labels, size_t len,
+                              const label_ref *g, size_t n) {
+    for (int step = 1; step <= 2 * DISTINGUISH_DEPTH; step++) {
+        int d = step <= DISTINGUISH_DEPTH ? step : DISTINGUISH_DEPTH - step; /* 1..64, then -1..-64 */
+        const st_frame *first = frame_from_named(s, callsites[g[0].i], d);
+        size_t k = 1;
+        while (k < n && frame_same(s, first, frame_from_named(s, callsites[g[k].i], d)))
+            k++;
+        if (k == n)
+            continue;
+        for (k = 0; k < n; k++) {
+            char ft[256];
+            char *l = labels + g[k].i * len;
+            const st_frame *f = frame_from_named(s, callsites[g[k].i], d);
+            size_t at = strlen(l);
+            if (f == NULL) { /* the chain ends here: nothing called it, or it called nothing more */
+                snprintf(l + at, len - at, " (%s)", d > 0 ? "outermost" : "innermost");
+                continue;
+            }
+            frame_text(s, f, ft, sizeof ft);
+            snprintf(l + at, len - at, " (%s %s)", d > 0 ? "from" : "via", ft);
+        }
+        return;
+    }
+}
+
+int an_labels_distinguish(const st_store *s, const uint64_t *callsites, char *labels, size_t len, size_t n) {
+    if (n < 2)
+        return 0;
+    label_ref *refs = malloc(n * sizeof *refs);
+    if (refs == NULL)
+        return ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        refs[i] = (label_ref){.text = labels + i * len, .i = i};
+    qsort(refs, n, sizeof *refs, by_label);
+    /* a group is extended once found whole; the next starts past it */
+    for (size_t a = 0, b; a < n; a = b) {
+        for (b = a + 1; b < n && strcmp(refs[a].text, refs[b].text) == 0;)
+            b++;
+        if (b - a > 1)
+            distinguish_group(s, callsites, labels, len, refs + a, b - a);
+    }
+    free(refs);
+    return 0;
+}
+
 int an_stall_site_has(const an_stall_site *site, const an_block *b) {
     if (site->members != NULL) {
         for (size_t i = 0; i < site->n_members; i++) {

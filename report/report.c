@@ -8,6 +8,7 @@
  */
 #include "report.h"
 #include "advice.h"
+#include "stalls.h"
 #include "text.h"
 
 #include <inttypes.h>
@@ -755,7 +756,55 @@ static void text_notices(FILE *out, const st_store *s, const an_result *r, int m
 }
 
 /* Top stalls by call site: the numbers and the API on one line, where it was called below. */
-static void text_sites(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, int md) {
+#define RP_WHERE 512
+
+/* The one-line texts of r's sites (rp_site_text), in their order, told apart where two read the
+ * same (an_labels_distinguish); NULL without memory, and then each is made as it is used. */
+static char *sites_where(const st_store *s, const an_result *r) {
+    if (r->n_sites == 0)
+        return NULL;
+    char *texts = malloc(r->n_sites * RP_WHERE);
+    uint64_t *cs = malloc(r->n_sites * sizeof *cs);
+    if (texts != NULL && cs != NULL) {
+        for (size_t i = 0; i < r->n_sites; i++) {
+            rp_site_text(s, r->sites[i].callsite, r->sites[i].name, texts + i * RP_WHERE, RP_WHERE);
+            cs[i] = r->sites[i].callsite;
+        }
+        an_labels_distinguish(s, cs, texts, RP_WHERE, r->n_sites);
+    } else {
+        free(texts);
+        texts = NULL;
+    }
+    free(cs);
+    return texts;
+}
+
+/* For the text report: a word of text longer than max columns (a long path in a frame that tells
+ * two sites apart) keeps its end, after "...". */
+static char *fit_words(char *text, size_t max) {
+    for (char *w = text; *w;) {
+        size_t n = strcspn(w, " ");
+        if (n > max) {
+            memmove(w + 3, w + n - (max - 3), strlen(w + n - (max - 3)) + 1);
+            memcpy(w, "...", 3);
+            n = max;
+        }
+        w += n;
+        w += strspn(w, " ");
+    }
+    return text;
+}
+
+static const char *site_where(const char *texts, const st_store *s, const an_result *r, const an_site *st, char *buf,
+                              size_t len) {
+    if (texts == NULL)
+        return rp_site_text(s, st->callsite, st->name, buf, len);
+    snprintf(buf, len, "%s", texts + (size_t)(st - r->sites) * RP_WHERE);
+    return buf;
+}
+
+static void text_sites(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, const char *wheres,
+                       int md) {
     char where[512], cell[600], label[200], api[256], line[2048], rk[48];
     size_t top = o->top ? o->top : RP_TOP_DEFAULT;
     int any_untaken = 0, multi = st_producer_count(s) > 1;
@@ -767,7 +816,7 @@ static void text_sites(FILE *out, const st_store *s, const an_result *r, const r
                 "GPU idle ms", "API (kind)");
     for (size_t i = 0; i < r->n_sites && i < top; i++) {
         const an_site *st = &r->sites[i];
-        rp_site_text(s, st->callsite, st->name, where, sizeof where);
+        site_where(wheres, s, r, st, where, sizeof where);
         safe(st_str(s, st->name), api, sizeof api);
         any_untaken |= st->callsite == 0;
         if (md) {
@@ -865,7 +914,15 @@ static void text_idle_causes(FILE *out, const st_store *s, const an_result *r) {
 }
 
 /* Findings, grouped by rule. */
-static void text_findings(FILE *out, const st_store *s, const an_result *r, int md) {
+/* The told-apart text (sites_where) of the site of a finding's call, NULL when there is none. */
+static const char *finding_where(const char *wheres, const an_result *r, const an_finding *f) {
+    for (size_t i = 0; wheres != NULL && i < r->n_sites; i++)
+        if (r->sites[i].producer == f->producer && r->sites[i].callsite == f->callsite && r->sites[i].name == f->name)
+            return wheres + i * RP_WHERE;
+    return NULL;
+}
+
+static void text_findings(FILE *out, const st_store *s, const an_result *r, const char *wheres, int md) {
     char where[512], cell[600], label[200], api[256], line[2048], rk[48];
     fprintf(out, md ? "\n## Findings (Nsight Systems expert rules)\n" : "\nFindings (the checks of Nsight Systems' expert rules)\n");
     if (r->n_findings == 0)
@@ -895,9 +952,18 @@ static void text_findings(FILE *out, const st_store *s, const an_result *r, int 
             }
             continue;
         }
-        const char *w = !f->callsite ? ""
-                        : md         ? rp_site_text(s, f->callsite, f->name, where, sizeof where)
-                                     : site_fit(s, f->callsite, RP_WIDTH - 10, where, sizeof where);
+        /* a site told apart from another keeps the frame that does it; the others read as ever */
+        const char *told = f->callsite ? finding_where(wheres, r, f) : NULL;
+        if (told != NULL && (strlen(told) > 2 * RP_WIDTH ||
+                             strcmp(told, rp_site_text(s, f->callsite, f->name, where, sizeof where)) == 0))
+            told = NULL;
+        char told_fit[RP_WHERE];
+        if (told != NULL && !md)
+            told = fit_words(strcpy(told_fit, told), RP_WIDTH - 10);
+        const char *w = !f->callsite   ? ""
+                        : told != NULL ? told
+                        : md           ? rp_site_text(s, f->callsite, f->name, where, sizeof where)
+                                       : site_fit(s, f->callsite, RP_WIDTH - 10, where, sizeof where);
         if (f->rule == AN_RULE_GPU_GAPS) {
             device_label(s, r, f->producer, f->device, label, sizeof label);
             snprintf(line, sizeof line, "%s: %" PRIu64 " gap%s, %.3f ms idle, longest %.3f ms at +%.3f ms", label,
@@ -1192,13 +1258,13 @@ static int by_gpu_idle(const void *a, const void *b) {
 /* A site's text cut for the text report: an op chain of over 56 columns keeps its start (the
  * program's op); a path loses its directories ("file.py:LINE function" is what names it), and
  * what is still over 120 columns its end. */
-static void advice_site_cut(char *where, const st_frame *named) {
+static char *advice_site_cut(char *where, const st_frame *named) {
     size_t wl = strlen(where);
     if (wl <= 56)
-        return;
+        return where;
     if (named != NULL && named->kind == TP_FRAME_OP) {
         memcpy(where + 53, "...", 4);
-        return;
+        return where;
     }
     size_t path = strcspn(where, ": "); /* "dir/file.py:LINE function [op]" */
     const char *slash = NULL;
@@ -1212,11 +1278,13 @@ static void advice_site_cut(char *where, const st_frame *named) {
     }
     if (wl > 120)
         memcpy(where + 117, "...", 4);
+    return where;
 }
 
 /* What to change: the sites whose cause the trace tells, and the ranges the host spent the GPU's
  * idle time in, by the GPU time a fix would give back. */
-static void text_advice(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, int md) {
+static void text_advice(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, const char *wheres,
+                        int md) {
     size_t top = o->top ? o->top : RP_TOP_DEFAULT, n = 0;
     advice_item *v = malloc((r->n_sites + r->n_host_ranges + 1) * sizeof *v);
     if (v == NULL)
@@ -1250,9 +1318,9 @@ static void text_advice(FILE *out, const st_store *s, const an_result *r, const 
                      shown, ms(a.gpu_ns), name[0] ? "in " : "in no named range", tick, safe_name, tick,
                      who(s, v[i].host->producer, rk, sizeof rk));
         } else {
-            rp_site_text(s, v[i].site->callsite, v[i].site->name, where, sizeof where);
+            site_where(wheres, s, r, v[i].site, where, sizeof where);
             if (!md) /* markdown has no width to keep: the site whole */
-                advice_site_cut(where, st_site_frame(s, v[i].site->callsite));
+                fit_words(advice_site_cut(where, st_site_frame(s, v[i].site->callsite)), RP_WIDTH - 10);
             snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (%.3f ms blocked)%s%s%s", shown, ms(a.gpu_ns),
                      ms(v[i].site->total_ns), where[0] ? " at " : "", where, who(s, v[i].site->producer, rk, sizeof rk));
         }
@@ -1384,8 +1452,9 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
     if (!o->hta_only) {
         text_totals(out, s, r, md);
         text_notices(out, s, r, md);
-        text_sites(out, s, r, o, md);
-        text_advice(out, s, r, o, md);
+        char *wheres = sites_where(s, r);
+        text_sites(out, s, r, o, wheres, md);
+        text_advice(out, s, r, o, wheres, md);
         if (o->diff)
             text_baseline(out, o, md);
         if (o->ranks)
@@ -1395,7 +1464,8 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
         text_devices(out, s, r, md);
         if (!md)
             text_idle_causes(out, s, r);
-        text_findings(out, s, r, md);
+        text_findings(out, s, r, wheres, md);
+        free(wheres);
     }
     if (o->hta)
         write_hta_text(out, o->hta, md);
@@ -1416,14 +1486,16 @@ int rp_write_brief(FILE *out, const st_store *s, const an_result *r, size_t top)
         snprintf(line + n, sizeof line - (size_t)n, "; GPU%s busy %.1f%%", r->n_devices == 1 ? "" : "s",
                  100.0 * share(busy, span));
     wrap(out, 2, 4, line);
+    char *wheres = sites_where(s, r);
     for (size_t i = 0; i < r->n_sites && i < top; i++) {
         const an_site *st = &r->sites[i];
-        rp_site_text(s, st->callsite, st->name, where, sizeof where);
+        fit_words((char *)site_where(wheres, s, r, st, where, sizeof where), RP_WIDTH - 10);
         safe(st_str(s, st->name), api, sizeof api);
         snprintf(line, sizeof line, "%zu. %.3f ms in %" PRIu64 " call%s of %s%s%s", i + 1, ms(st->total_ns),
                  st->count, st->count == 1 ? "" : "s", api, where[0] ? " at " : "", where);
         wrap(out, 4, 7, line);
     }
+    free(wheres);
     if (r->n_sites > top)
         fprintf(out, "    (%zu more call sites)\n", r->n_sites - top);
     return fflush(out) == 0 && !ferror(out) ? 0 : -1;

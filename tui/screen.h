@@ -180,9 +180,13 @@ typedef struct vw_lanes {
 } vw_lanes;
 
 /* The stalls panel, and the idle breakdown pane that takes its place (screen_stalls.c). */
+#define VW_STALL_LABEL 512
+
 typedef struct vw_stalls {
     an_stall_site *sites; /* over blocks ending before now, by the sort column */
     size_t n_sites;
+    char *labels;        /* n_sites labels of VW_STALL_LABEL bytes, in the rows' order, told apart
+                            where two would read the same (an_labels_distinguish) */
     int sel, scroll;     /* the selected row, the first row shown */
     int show_site;       /* the selected call site's spans are marked (after n, N, i; esc clears) */
     an_stall_order sort; /* < and >: the column the rows are sorted by */

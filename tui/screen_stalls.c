@@ -26,6 +26,30 @@ static void sites_free(vw_state *v) {
     an_stall_sites_free(v->stalls.sites, v->stalls.n_sites);
     v->stalls.sites = NULL;
     v->stalls.n_sites = 0;
+    free(v->stalls.labels);
+    v->stalls.labels = NULL;
+}
+
+/* The rows' labels, in their order (after every update and sort). Without memory for them the
+ * rows are labelled one by one, as they come. */
+static void sites_label(vw_state *v) {
+    free(v->stalls.labels);
+    size_t n = v->stalls.n_sites;
+    v->stalls.labels = n ? malloc(n * VW_STALL_LABEL) : NULL;
+    uint64_t *cs = n ? malloc(n * sizeof *cs) : NULL;
+    if (v->stalls.labels == NULL || cs == NULL) {
+        free(v->stalls.labels);
+        v->stalls.labels = NULL;
+        free(cs);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const an_stall_site *x = &v->stalls.sites[i];
+        an_site_label(v->store, x->callsite, x->name, v->stalls.labels + i * VW_STALL_LABEL, VW_STALL_LABEL);
+        cs[i] = x->callsite;
+    }
+    an_labels_distinguish(v->store, cs, v->stalls.labels, VW_STALL_LABEL, n);
+    free(cs);
 }
 
 void vw__stalls_free(vw_state *v) {
@@ -41,6 +65,7 @@ void vw_sites_update(vw_state *v) {
     sites_free(v);
     an_stall_scope sc = {.now = v->now, .by_step = v->stalls.step, .steps = v->steps, .at = v->cursor};
     an_stall_sites(v->store, v->an, &sc, v->stalls.sort, &v->stalls.sites, &v->stalls.n_sites, &v->stalls.step_no);
+    sites_label(v);
     if (v->stalls.sel >= (int)v->stalls.n_sites)
         v->stalls.sel = v->stalls.n_sites ? (int)v->stalls.n_sites - 1 : 0;
 }
@@ -284,7 +309,10 @@ void vw__render_stalls(frame_ctx *f) {
         vw_fmt_dur(tot, sizeof tot, site->total_ns, v->ascii);
         vw_fmt_dur(mx, sizeof mx, site->max_ns, v->ascii);
         vw_fmt_dur(idle, sizeof idle, site->gpu_idle_ns, v->ascii);
-        an_site_label(s, site->callsite, site->name, lab, sizeof lab);
+        if (v->stalls.labels != NULL)
+            snprintf(lab, sizeof lab, "%s", v->stalls.labels + (size_t)k * VW_STALL_LABEL);
+        else
+            an_site_label(s, site->callsite, site->name, lab, sizeof lab);
         if (site->n_procs > 1) /* the same call in several processes */
             snprintf(who, sizeof who, "%s%u ", v->ascii ? "x" : "\xc3\x97", site->n_procs);
         else if (multi) { /* which process */
@@ -424,6 +452,7 @@ void vw__stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
         an_stall_site keep = v->stalls.n_sites ? v->stalls.sites[v->stalls.sel] : (an_stall_site){0};
         v->stalls.sort = (an_stall_order)(((int)v->stalls.sort + (c == VW_CMD_SORT_NEXT ? 1 : AN_STALL_BY_N_ - 1)) % AN_STALL_BY_N_);
         an_stall_sites_sort(v->stalls.sites, v->stalls.n_sites, v->stalls.sort);
+        sites_label(v);
         for (size_t i = 0; i < v->stalls.n_sites; i++) /* the selection stays on its call site */
             if (v->stalls.sites[i].producer == keep.producer && v->stalls.sites[i].callsite == keep.callsite &&
                 v->stalls.sites[i].name == keep.name)

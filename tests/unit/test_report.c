@@ -186,6 +186,37 @@ TEST(what_to_change_keeps_the_sites_file_and_line) {
     ASSERT_STR_CONTAINS(todo, ".../modeling_attn_mask_utils.py:243 _ignore_causal_mask_sdpa");
 }
 
+/* Two call sites that read the same (profile.py:34 run_torch_profiler, both in cudaDeviceSynchronize)
+ * are told apart by the frame where their Python stacks part: the trace's own frames
+ * "torch/cuda/__init__.py(975): synchronize" and "torch/profiler/profiler.py(811): step". Every
+ * row of the markdown table then names a different call site. */
+TEST(sites_that_read_the_same_show_the_frame_that_tells_them_apart) {
+    ASSERT_EQ(synctop("report --format markdown '" KINETO_TRACE_DIR "/qwen_h100_with_stack.json.gz'"), 0);
+    ASSERT_STR_CONTAINS(out_buf, "profile.py:34 run_torch_profiler (via torch/cuda/__init__.py:975 synchronize) |");
+    ASSERT_STR_CONTAINS(out_buf, "profile.py:34 run_torch_profiler (via torch/profiler/profiler.py:811 step) |");
+    const char *table = strstr(out_buf, "## Top stalls by call site");
+    ASSERT_NOT_NULL(table);
+    char cells[32][512];
+    size_t n = 0;
+    for (const char *l = strchr(table, '\n'); l != NULL && n < 32; l = strchr(l + 1, '\n')) {
+        if (l[1] != '|')
+            continue;
+        const char *end = strchr(l + 1, '\n');
+        const char *last = end - 1; /* "| call site |": the cell before the last bar */
+        while (last > l + 1 && *last != '|')
+            last--;
+        const char *first = last - 1;
+        while (first > l + 1 && *first != '|')
+            first--;
+        snprintf(cells[n++], sizeof cells[0], "%.*s", (int)(last - first), first);
+    }
+    ASSERT_GT(n, 3);
+    for (size_t i = 2; i < n; i++) /* past the header and its rule */
+        for (size_t j = i + 1; j < n; j++)
+            if (strcmp(cells[i], cells[j]) == 0)
+                TASK_FAIL_("two rows name the same call site: %s", cells[i]);
+}
+
 TEST(report_hta_output) {
     ASSERT_EQ(synctop("report --hta " SINGLE), 0);
     ASSERT_STR_CONTAINS(out_buf, "HTA idle time breakdown");

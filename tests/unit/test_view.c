@@ -1295,6 +1295,23 @@ TEST(enter_on_a_stall_row_opens_that_sites_stall) {
     fixture_close(&f);
 }
 
+/* Stall rows that would read the same show the frame where their stacks part (the trace's own
+ * Python frames: torch/cuda/__init__.py(975) synchronize and torch/profiler/profiler.py(811) step). */
+TEST(stall_rows_that_read_the_same_are_told_apart) {
+    fixture f;
+    fixture_open(&f, kineto_store("qwen_h100_with_stack.json.gz"));
+    f.v.now = f.v.end;
+    vw_sites_update(&f.v);
+    render(&f, 200, 60);
+    ASSERT(screen_has(&f.g, "profile.py:34 run_torch_profiler in cudaDeviceSynchronize (via torch/cuda/__init__.py:975 synchronize)"));
+    ASSERT(screen_has(&f.g, "profile.py:34 run_torch_profiler in cudaDeviceSynchronize (via torch/profiler/profiler.py:811 step)"));
+    /* and again after a sort */
+    key(&f, '>');
+    render(&f, 200, 60);
+    ASSERT(screen_has(&f.g, "(via torch/profiler/profiler.py:811 step)"));
+    fixture_close(&f);
+}
+
 /* The display row of a lane, by the rule store.h states for lanes: a GPU's summary row comes before
  * the first lane of each (producer, device). */
 static int display_row(const st_store *s, size_t lane) {

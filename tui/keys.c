@@ -36,7 +36,7 @@ static const binding k_bindings[] = {
     {VW_CMD_UNFOLD_ALL, {'C'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_HIDE_IDLE, {'e'}, 1, NULL, 0, NULL, NULL, NULL},
 
-    {VW_CMD_NEXT_STALL, {'n'}, 0, "next / previous blocking stall in time, any call site", 4, "n/N", "Stall", "Stall"},
+    {VW_CMD_NEXT_STALL, {'n'}, 0, "next / previous blocking stall (after /: match)", 4, "n/N", "Stall", "Stall"},
     {VW_CMD_PREV_STALL, {'N'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_WORST_NEXT, {'i'}, 0, "the selected call site's stalls, worst first (\"2/75\")", 0, NULL, NULL, NULL},
     {VW_CMD_WORST_PREV, {'I'}, 1, NULL, 0, NULL, NULL, NULL},

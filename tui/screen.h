@@ -206,6 +206,8 @@ typedef struct vw_search {
     char term[64];       /* the search term being typed, or the last one */
     char last[64];       /* the last term searched for: "/" and enter repeat it */
     int typing;          /* typing a search term */
+    int active;          /* a search found a match: n and N go to the next and previous one, as in
+                            less, until esc gives them back to the stalls */
 } vw_search;
 
 typedef struct vw_state {

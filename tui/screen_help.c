@@ -139,9 +139,33 @@ static int first_match_after(name_cache *c, const vw_state *v, const st_store *s
     return best_t != UINT64_MAX;
 }
 
-/* The next match after the cursor, wrapping to the start as less does, and which of all the
- * matches it is ("3 of 41"). */
-static void search_next(vw_state *v, const st_store *s, int cols) {
+/* The last match starting before t: its start, end and lane; 0 when there is none. */
+static int last_match_before(name_cache *c, const vw_state *v, const st_store *s, uint64_t t, uint64_t *start,
+                             uint64_t *end, size_t *lane) {
+    uint64_t best_t = 0;
+    int found = 0;
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        size_t n;
+        const st_event *e = st_lane_events(s, l, &n);
+        size_t i = st_lane_lower_bound(s, l, t);
+        while (i > 0 && e[i - 1].start > v->now)
+            i--;
+        for (; i > 0 && (!found || e[i - 1].start > best_t); i--)
+            if (event_matches(c, s, &e[i - 1], v->search.term)) {
+                best_t = e[i - 1].start;
+                *end = e[i - 1].end;
+                *lane = l;
+                found = 1;
+                break;
+            }
+    }
+    *start = best_t;
+    return found;
+}
+
+/* The next match after the cursor (dir > 0) or the one before it, wrapping round as less does,
+ * and which of all the matches it is ("3 of 41"). */
+static void search_go(vw_state *v, const st_store *s, int cols, int dir) {
     if (v->search.term[0] == '\0')
         return;
     name_cache *c = calloc(1, sizeof *c);
@@ -151,14 +175,18 @@ static void search_next(vw_state *v, const st_store *s, int cols) {
     vw__sanitized(term, sizeof term, v->search.term);
     uint64_t start, end;
     size_t lane = 0;
-    int wrapped = 0;
-    if (!first_match_after(c, v, s, v->cursor, &start, &end, &lane)) {
-        wrapped = 1;
-        if (v->origin == 0 || !first_match_after(c, v, s, v->origin - 1, &start, &end, &lane)) {
-            snprintf(v->message, sizeof v->message, "no \"%s\"", term);
-            free(c);
-            return;
-        }
+    int wrapped = 0, found;
+    if (dir > 0)
+        found = first_match_after(c, v, s, v->cursor, &start, &end, &lane) ||
+                (wrapped = 1, v->origin != 0 && first_match_after(c, v, s, v->origin - 1, &start, &end, &lane));
+    else
+        found = last_match_before(c, v, s, v->cursor, &start, &end, &lane) ||
+                (wrapped = 1, last_match_before(c, v, s, UINT64_MAX, &start, &end, &lane));
+    if (!found) {
+        snprintf(v->message, sizeof v->message, "no \"%s\"", term);
+        v->search.active = 0;
+        free(c);
+        return;
     }
     uint64_t total = 0, before = 0;
     for (size_t l = 0; l < st_lane_count(s); l++) {
@@ -174,9 +202,12 @@ static void search_next(vw_state *v, const st_store *s, int cols) {
     v->cursor = start;
     vw__reveal(v, start, end, cols);
     v->cursor_row = vw__row_of_lane(v, s, lane);
-    snprintf(v->message, sizeof v->message, "found \"%s\": %" PRIu64 " of %" PRIu64 "%s", term, before + 1, total,
-             wrapped ? " (wrapped to the start)" : "");
+    v->search.active = 1;
+    snprintf(v->message, sizeof v->message, "found \"%s\": %" PRIu64 " of %" PRIu64 "%s; n/N: next/previous", term,
+             before + 1, total, !wrapped ? "" : dir > 0 ? " (wrapped to the start)" : " (wrapped to the end)");
 }
+
+void vw__search_again(vw_state *v, const st_store *s, int cols, int dir) { search_go(v, s, cols, dir); }
 
 /* A key while the search term is typed. */
 void vw__search_key(vw_state *v, const st_store *s, int cols, int key) {
@@ -189,7 +220,7 @@ void vw__search_key(vw_state *v, const st_store *s, int cols, int key) {
             snprintf(v->search.term, sizeof v->search.term, "%s", v->search.last);
         else
             snprintf(v->search.last, sizeof v->search.last, "%s", v->search.term);
-        search_next(v, s, cols);
+        search_go(v, s, cols, 1);
     } else if (key == VW_KEY_BACKSPACE || key == 127 || key == 8) {
         if (n > 0)
             v->search.term[n - 1] = '\0';

@@ -177,6 +177,7 @@ static void panel_cmd(vw_state *v, vw_cmd c) {
         v->focus = v->focus == VW_FOCUS_STALLS ? VW_FOCUS_TIMELINE : VW_FOCUS_STALLS;
         break;
     case VW_CMD_BACK:
+        v->search.active = 0; /* n and N are the stalls' again */
         v->ruler.marked = 0;
         v->detail = 0;
         v->stalls.show_site = 0;
@@ -224,6 +225,8 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         vw__fold_cmd(v, s, c);
     else if (c == VW_CMD_NEXT_SLOW || c == VW_CMD_PREV_SLOW)
         vw__slow_step_cmd(v, &L, c);
+    else if ((c == VW_CMD_NEXT_STALL || c == VW_CMD_PREV_STALL) && v->search.active)
+        vw__search_again(v, s, cols, c == VW_CMD_NEXT_STALL ? 1 : -1); /* as in less */
     else if (c >= VW_CMD_NEXT_STALL && c <= VW_CMD_STALL_STEP)
         vw__stall_cmd(v, s, c, cols);
     else if (c == VW_CMD_ENTER && v->focus == VW_FOCUS_STALLS)

@@ -110,5 +110,7 @@ void vw__render_help(const vw_state *v, vw_grid *g);
 void vw__search_key(vw_state *v, const st_store *s, int cols, int key);
 /* /: the prompt opens on an empty term. */
 void vw__search_open(vw_state *v);
+/* n and N after a search: the next (dir > 0) or previous match, wrapping round. */
+void vw__search_again(vw_state *v, const st_store *s, int cols, int dir);
 
 #endif

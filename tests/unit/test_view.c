@@ -565,6 +565,55 @@ TEST(help_search_and_quit_keys) {
     fixture_close(&f);
 }
 
+static int by_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* After a search, n and N go to the next and previous match, wrapping round (as in less); esc gives
+ * them back to the stalls. The matches are found here from the store's own events. */
+TEST(n_and_n_after_a_search_go_from_match_to_match) {
+    fixture f;
+    fixture_open(&f, synth_store(8, 3000));
+    uint64_t starts[4096];
+    size_t m = 0;
+    for (size_t l = 0; l < st_lane_count(f.s); l++) {
+        size_t n;
+        const st_event *e = st_lane_events(f.s, l, &n);
+        for (size_t i = 0; i < n; i++)
+            if (e[i].name && strstr(st_str(f.s, e[i].name), "sgemm") != NULL && m < 4096)
+                starts[m++] = e[i].start;
+    }
+    qsort(starts, m, sizeof starts[0], by_u64);
+    ASSERT_GT(m, 3);
+    render(&f, 120, 40);
+    f.v.cursor = starts[0]; /* on the first: enter finds the second */
+    key(&f, '/');
+    for (const char *p = "SGEMM"; *p; p++)
+        key(&f, *p);
+    key(&f, VW_KEY_ENTER);
+    ASSERT_UEQ(f.v.cursor, starts[1]);
+    char want[64];
+    snprintf(want, sizeof want, ": 2 of %zu", m);
+    ASSERT_STR_CONTAINS(f.v.message, want);
+    key(&f, 'n');
+    ASSERT_UEQ(f.v.cursor, starts[2]);
+    key(&f, 'N');
+    key(&f, 'N');
+    ASSERT_UEQ(f.v.cursor, starts[0]);
+    key(&f, 'N'); /* before the first: the last, wrapping */
+    ASSERT_UEQ(f.v.cursor, starts[m - 1]);
+    ASSERT_STR_CONTAINS(f.v.message, "wrapped to the end");
+    key(&f, 'n');
+    ASSERT_UEQ(f.v.cursor, starts[0]);
+    ASSERT_STR_CONTAINS(f.v.message, "wrapped to the start");
+    /* esc: n is the next stall again */
+    key(&f, VW_KEY_ESC);
+    key(&f, 'n');
+    ASSERT_STR_CONTAINS(f.v.message, "stall ");
+    fixture_close(&f);
+}
+
 TEST(replay_now_hides_what_has_not_happened_yet) {
     fixture f;
     fixture_open(&f, synth_store(9, 3000));

@@ -180,13 +180,13 @@ static void frame_text(const st_store *s, const st_frame *fr, size_t i, int name
                  st_str(s, fr->module), fr->pc);
 }
 
-/* The frames of a call's site on room rows from y, from the innermost, moved on so that the one
+/* The frames of a call site on room rows from y, from the innermost, moved on so that the one
  * the site is named after (marked '>') is in sight when they do not all fit. */
-static void render_frames(frame_ctx *f, const st_event *e, int y, size_t room) {
+static void render_frames(frame_ctx *f, uint64_t callsite, int y, size_t room) {
     const st_store *s = f->s;
     size_t nf;
-    const st_frame *fr = st_callsite_frames(s, e->value, &nf);
-    const st_frame *named = st_site_frame(s, e->value);
+    const st_frame *fr = st_callsite_frames(s, callsite, &nf);
+    const st_frame *named = st_site_frame(s, callsite);
     size_t first = 0, at = named != NULL ? (size_t)(named - fr) : 0;
     if (at >= room)
         first = at - room / 2;
@@ -197,6 +197,26 @@ static void render_frames(frame_ctx *f, const st_event *e, int y, size_t room) {
         vw__put_str(f->g, f->v, 0, y + (int)(i - first), f->g->w, clean,
                     fr[i].kind == TP_FRAME_PYTHON ? ROLE_LABEL : ROLE_DEFAULT, 0);
     }
+}
+
+/* The rows the pane has when the cursor is on nothing: the stall row selected in the panel, its
+ * figures and its call site's frames. */
+static void render_selected_site(frame_ctx *f, int y, int rows) {
+    const vw_state *v = f->v;
+    if (v->stalls.n_sites == 0 || v->stalls.sel < 0 || (size_t)v->stalls.sel >= v->stalls.n_sites)
+        return;
+    const an_stall_site *x = &v->stalls.sites[v->stalls.sel];
+    char label[VW_STALL_LABEL], tot[32], buf[VW_STALL_LABEL + 160];
+    if (v->stalls.labels != NULL)
+        snprintf(label, sizeof label, "%s", v->stalls.labels + (size_t)v->stalls.sel * VW_STALL_LABEL);
+    else
+        an_site_label(f->s, x->callsite, x->name, label, sizeof label);
+    vw_fmt_dur(tot, sizeof tot, x->total_ns, v->ascii);
+    snprintf(buf, sizeof buf, " top stall %d: %" PRIu64 " call%s, %s blocked at %s", v->stalls.sel + 1, x->count,
+             x->count == 1 ? "" : "s", tot, label);
+    vw__put_str(f->g, v, 0, y, f->g->w, buf, ROLE_LABEL, 0);
+    if (x->callsite != 0 && rows > 1)
+        render_frames(f, x->callsite, y + 1, (size_t)(rows - 1));
 }
 
 void vw__render_detail(frame_ctx *f) {
@@ -218,6 +238,8 @@ void vw__render_detail(frame_ctx *f) {
         vw_fmt_dur(cur, sizeof cur, v->cursor > v->origin ? v->cursor - v->origin : 0, v->ascii);
         snprintf(buf, sizeof buf, " cursor +%s  (no event here: arrows move, +/- zoom, n next stall)", cur);
         vw__put_str(g, v, 0, y, g->w, buf, ROLE_DIM, 0);
+        if (rows > 3)
+            render_selected_site(f, y + 1, rows - 1);
         return;
     }
     const st_lane_info *li = st_lane_get(s, lane);
@@ -280,7 +302,7 @@ void vw__render_detail(frame_ctx *f) {
         rows--;
     }
     if (rows > 2 && e->kind == TP_K_API && e->value) {
-        render_frames(f, e, y + 1, (size_t)(rows - 2));
+        render_frames(f, e->value, y + 1, (size_t)(rows - 2));
     } else if (v->detail && rows > 2) {
         vw__put_str(g, v, 1, y + 1, g->w - 2, "(no call site for this event; enter closes the detail pane)", ROLE_DIM, 0);
     }

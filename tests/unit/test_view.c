@@ -614,6 +614,32 @@ TEST(n_and_n_after_a_search_go_from_match_to_match) {
     fixture_close(&f);
 }
 
+/* The rows the lanes leave free, with the cursor on no event, show the stall row selected in the
+ * panel: its figures (the panel's own) and its call site's frames. */
+TEST(free_detail_rows_show_the_selected_stall_rows_call_site) {
+    fixture f;
+    fixture_open(&f, kineto_store("alexnet_a100_sync_heavy.json.gz"));
+    f.v.cursor = f.v.origin;
+    render(&f, 200, 60);
+    ASSERT_GT(f.v.stalls.n_sites, 2);
+    ASSERT(screen_has(&f.g, "(no event here"));
+    const an_stall_site *x = &f.v.stalls.sites[1];
+    f.v.stalls.sel = 1;
+    render(&f, 200, 60);
+    char want[128];
+    snprintf(want, sizeof want, " top stall 2: %" PRIu64 " call%s, ", x->count, x->count == 1 ? "" : "s");
+    ASSERT(screen_has(&f.g, want));
+    /* its frames, the one it is named after marked */
+    size_t nf = 0;
+    const st_frame *fr = st_callsite_frames(f.s, x->callsite, &nf);
+    ASSERT_GT(nf, 0);
+    const st_frame *named = st_site_frame(f.s, x->callsite);
+    ASSERT_NOT_NULL(named);
+    snprintf(want, sizeof want, " > #%zu op  %s", (size_t)(named - fr), st_str(f.s, named->func));
+    ASSERT(screen_has(&f.g, want));
+    fixture_close(&f);
+}
+
 TEST(replay_now_hides_what_has_not_happened_yet) {
     fixture f;
     fixture_open(&f, synth_store(9, 3000));

@@ -48,17 +48,30 @@ void vw__render_ruler(const vw_state *v, vw_grid *g, const vw_layout *L) {
         m0 = v->ruler.mark0 > v->t0 ? vw__col_of(v, L, v->ruler.mark0) : 0;
         m1 = v->ruler.mark1 < v->t1 ? vw__col_of(v, L, v->ruler.mark1 - 1) : cols - 1;
     }
+    /* Zoomed in far from the start, ticks would differ only in their last digits (4.523610s,
+     * 4.523620s): the first label shown is the time, the others its distance from it (+10µs), as
+     * Perfetto's ruler does. */
+    int relative = first >= step * 1000;
+    uint64_t anchor = UINT64_MAX;
     for (uint64_t t = first; v->origin + t < v->t1; t += step) {
         int c = vw__col_of(v, L, v->origin + t);
         if (c <= last_end)
             continue;
         char d[32];
-        vw__fmt_tick(d, sizeof d, t, step, v->ascii);
+        if (relative && anchor != UINT64_MAX) {
+            char dd[32];
+            vw_fmt_dur(dd, sizeof dd, t - anchor, v->ascii);
+            snprintf(d, sizeof d, "+%s", dd);
+        } else {
+            vw__fmt_tick(d, sizeof d, t, step, v->ascii);
+        }
         vw__put_cell(g, L->timeline.x + c, y, v->ascii ? '|' : 0x2534, ROLE_RULER, 0);
         int n = (int)strlen(d) - (!v->ascii && strstr(d, "\xc2\xb5") ? 1 : 0);
         if (c + 1 + n < cols && !(cur > c && cur <= c + n) && !(m0 >= 0 && m0 <= c + n + 1 && m1 >= c)) {
             vw__put_str(g, v, L->timeline.x + c + 1, y, n, d, ROLE_RULER, 0);
             last_end = c + n + 1;
+            if (anchor == UINT64_MAX)
+                anchor = t;
         }
     }
     if (m0 >= 0) {

@@ -640,6 +640,27 @@ TEST(free_detail_rows_show_the_selected_stall_rows_call_site) {
     fixture_close(&f);
 }
 
+/* Zoomed in to a millisecond 30 s into the trace, the ruler names one tick's time and the others
+ * by their distance from it, instead of times that differ only in their last digits. */
+TEST(deep_zoom_ruler_labels_count_from_an_anchor) {
+    fixture f;
+    fixture_open(&f, kineto_store("alexnet_a100_sync_heavy.json.gz"));
+    ASSERT(f.v.end - f.v.origin > 31000000000ull);
+    f.v.follow = 0;
+    f.v.t0 = f.v.origin + 30428900000ull;
+    f.v.t1 = f.v.t0 + 1000000;
+    render(&f, 200, 60);
+    vw_layout L;
+    vw_layout_for(&f.v, f.s, 200, 60, &L);
+    const char *ruler = row_text(&f.g, L.ruler.y);
+    /* ticks every 100 us from 30.4289 s: the first by its time, the next by its distance */
+    ASSERT_STR_CONTAINS(ruler, "30.4289s");
+    ASSERT_STR_CONTAINS(ruler, "+100.0\xc2\xb5s");
+    ASSERT_STR_CONTAINS(ruler, "+900.0\xc2\xb5s");
+    ASSERT_NULL(strstr(ruler, "30.4290s"));
+    fixture_close(&f);
+}
+
 TEST(replay_now_hides_what_has_not_happened_yet) {
     fixture f;
     fixture_open(&f, synth_store(9, 3000));

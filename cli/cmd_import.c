@@ -52,13 +52,13 @@ typedef struct progress {
     double t0, last;
 } progress;
 
-static void progress_cb(void *ctx, uint64_t done, uint64_t total) {
+static int progress_cb(void *ctx, uint64_t done, uint64_t total) {
     progress *p = ctx;
     if (!p->tty)
-        return;
+        return 0;
     double t = cm_now_s();
     if (t - p->t0 < 0.5 || t - p->last < 0.1)
-        return;
+        return 0;
     p->last = t;
     p->shown = 1;
     char bar[31];
@@ -74,6 +74,7 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total) {
     tp_print_sanitized(stderr, p->name, (size_t)-1);
     fprintf(stderr, "\033[K");
     fflush(stderr);
+    return 0;
 }
 
 static void progress_clear(progress *p) {

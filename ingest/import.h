@@ -22,8 +22,9 @@
 /* Receives one encoded batch (header + raw payload). Returns 0, or a negative ERR_* code (with a
  * message in err) to stop the import, which then returns that code. */
 typedef int (*import_emit_fn)(void *ctx, const void *batch, size_t len, err_msg *err);
-/* Reading progress: done of total input bytes (compressed bytes for .gz; total 0 when unknown). */
-typedef void (*import_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+/* Reading progress: done of total input bytes (compressed bytes for .gz; total 0 when unknown).
+ * Returns 0 to go on; anything else stops the import, which then fails with ERR_EOF ("cancelled"). */
+typedef int (*import_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 typedef struct import_opts {
     uint64_t producer;    /* producer id of the batches; 0: a random one */

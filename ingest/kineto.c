@@ -952,8 +952,10 @@ static int parse_text(kimp *k, jsrc *s) {
             break;
         if ((size_t)(k->wend - k->wpos) > LONG_NUMBER && (*k->wpos == '-' || is_digit(*k->wpos)))
             jl_long_number(k);
-        if (o && o->progress)
-            o->progress(o->progress_ctx, s->done[i], s->total);
+        if (o && o->progress && o->progress(o->progress_ctx, s->done[i], s->total) != 0) {
+            rc = err_set(k->err, ERR_EOF, "%s: import cancelled", k->name);
+            break;
+        }
     }
     if (held >= 0)
         jsrc_release(s, held);

@@ -46,6 +46,8 @@ struct ingest_loader {
     void *ctx;
     uint64_t t0, t1;
     size_t damaged;
+    import_progress_fn progress; /* an import's reading progress (ingest_on_progress), or NULL */
+    void *progress_ctx;
 };
 
 /* A JSON text (after a UTF-8 byte order mark and white space: an object or an array) or gzip. */
@@ -274,7 +276,8 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
     }
     if (ld->kind == SRC_KINETO) {
         ld->next = 1;
-        int rc = kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, NULL, kineto_emit, ld->s, NULL, err);
+        import_opts o = {.progress = ld->progress, .progress_ctx = ld->progress_ctx};
+        int rc = kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, &o, kineto_emit, ld->s, NULL, err);
         return rc ? rc : 1;
     }
     struct timespec ts;
@@ -303,6 +306,13 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
         }
     }
     return ld->next >= ld->count;
+}
+
+void ingest_on_progress(ingest_loader *ld, import_progress_fn fn, void *ctx) {
+    for (size_t i = 0; i < ld->n_parts; i++)
+        ingest_on_progress(ld->parts[i], fn, ctx);
+    ld->progress = fn;
+    ld->progress_ctx = ctx;
 }
 
 double ingest_progress(const ingest_loader *ld) {

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "import.h"
 #include "store.h"
 #include "synctop/error.h"
 
@@ -43,6 +44,9 @@ ingest_loader *ingest_open_max(st_store *s, const char *path, uint64_t max_event
 ingest_loader *ingest_open_many(st_store *s, const char *const *paths, size_t n, uint64_t max_events,
                                 ingest_warn_fn warn, void *ctx, err_msg *err);
 int ingest_step(ingest_loader *ld, double budget_s, err_msg *err);
+/* A profiler trace is imported whole in one step: fn hears how far its reading has come, and may
+ * stop it (import.h: it then fails with ERR_EOF). */
+void ingest_on_progress(ingest_loader *ld, import_progress_fn fn, void *ctx);
 double ingest_progress(const ingest_loader *ld); /* 0..1 */
 void ingest_span(const ingest_loader *ld, uint64_t *t0, uint64_t *t1);
 void ingest_close(ingest_loader **ld);

@@ -273,6 +273,10 @@ void vw_hta_take(vw_state *v, struct hta_result *h, int rc, const err_msg *err);
 
 /* Draws one frame of w x h into g (resized as needed). */
 void vw_render(const st_store *s, vw_state *v, vw_grid *g);
+/* The screen while a profiler trace or an export is read whole, before anything can be shown: the
+ * title, the file's name (sanitized), how far its reading has come (done of total bytes; total 0:
+ * unknown) and how to leave. */
+void vw_render_loading(const vw_state *v, vw_grid *g, const char *name, uint64_t done, uint64_t total);
 
 /* ---- input ---- */
 

@@ -190,6 +190,37 @@ static void part_done(vw_state *v, int part, struct timespec *at) {
     *at = now;
 }
 
+void vw_render_loading(const vw_state *v, vw_grid *g, const char *name, uint64_t done, uint64_t total) {
+    if (vw_grid_resize(g, g->w, g->h) != 0)
+        return;
+    for (int y = 0; y < g->h; y++)
+        vw__fill(g, 0, y, g->w, ROLE_DEFAULT, 0);
+    vw__fill(g, 0, 0, g->w, ROLE_TITLE, 0);
+    char safe[256], line[400], d[32], t[32];
+    vw__sanitized(safe, sizeof safe, name);
+    snprintf(line, sizeof line, " synctop  reading %s", safe);
+    vw__put_str(g, v, 0, 0, g->w, line, ROLE_TITLE, VW_A_BOLD);
+    vw__fmt_bytes(d, sizeof d, done);
+    int bar_w = g->w > 60 ? 40 : g->w / 2, y = g->h / 2;
+    if (total > 0) {
+        vw__fmt_bytes(t, sizeof t, total);
+        double frac = done >= total ? 1.0 : (double)done / (double)total;
+        int fill = (int)(frac * bar_w);
+        int x = (g->w - bar_w) / 2;
+        for (int i = 0; i < bar_w && y > 0; i++)
+            vw__put_cell(g, x + i, y, i < fill ? (v->ascii ? '#' : 0x2588) : (v->ascii ? '.' : 0x2591),
+                         i < fill ? ROLE_KERNEL : ROLE_DIM, 0);
+        snprintf(line, sizeof line, "%.0f%%  %s of %s", frac * 100, d, t);
+    } else {
+        snprintf(line, sizeof line, "%s read", d);
+    }
+    int n = (int)strlen(line);
+    vw__put_str(g, v, n < g->w ? (g->w - n) / 2 : 0, y + 1, g->w, line, ROLE_DEFAULT, 0);
+    const char *hint = "a profiler trace is read whole before it is shown; q stops";
+    n = (int)strlen(hint);
+    vw__put_str(g, v, n < g->w ? (g->w - n) / 2 : 0, y + 3, g->w, hint, ROLE_DIM, 0);
+}
+
 void vw_render(const st_store *s, vw_state *v, vw_grid *g) {
     struct timespec at = {0};
     if (v->timing)

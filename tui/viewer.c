@@ -942,6 +942,32 @@ int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o
     return viewer_finish(&w, rc, res);
 }
 
+/* The screen while a profiler trace is read whole (vw_render_loading), at most ten times a second;
+ * q or esc stops the reading. */
+typedef struct viewer_reading {
+    viewer *w;
+    const char *name;
+    double last;
+    int stop;
+} viewer_reading;
+
+static int viewer_reading_progress(void *ctx, uint64_t done, uint64_t total) {
+    viewer_reading *r = ctx;
+    viewer *w = r->w;
+    int key = 0, kind = 0, x = 0, y = 0, ev;
+    while ((ev = term_read(w->t, &key, &kind, &x, &y)) != TERM_NONE)
+        if (ev == TERM_KEY && (key == 'q' || key == 'Q' || key == VW_KEY_ESC))
+            r->stop = 1;
+    double t = cm_now_s();
+    if (r->last == 0 || t - r->last >= 0.1) {
+        r->last = t;
+        term_size(w->t, &w->g.w, &w->g.h);
+        vw_render_loading(&w->v, &w->g, r->name, done, total);
+        term_draw(w->t, &w->g);
+    }
+    return r->stop;
+}
+
 int viewer_run_replay(const char *const *paths, size_t n_paths, const viewer_opts *o, viewer_result *res) {
     viewer w;
     memset(&w, 0, sizeof w);
@@ -956,21 +982,28 @@ int viewer_run_replay(const char *const *paths, size_t n_paths, const viewer_opt
     w.v.damaged = w.n_damaged;
     w.v.stalls.hta_async = 1; /* b: HTA's breakdown is made on the analysis thread */
     w.loading = 1;
-    /* a Kineto JSON is imported whole before the terminal starts (it has no index to seek); so are
-     * several sources that are all Kineto JSON */
+    if (viewer_start_term(&w) != 0)
+        return viewer_finish(&w, 1, res);
+    /* a Kineto JSON is imported whole before anything can be shown (it has no index to seek); so
+     * are several sources that are all Kineto JSON: meanwhile, how far the reading has come */
     uint64_t a, b;
     ingest_span(w.ld, &a, &b);
     if (b == 0) {
-        int r = ingest_step(w.ld, 0, &err);
-        if (r < 0) {
+        char name[64];
+        snprintf(name, sizeof name, "%zu files", n_paths);
+        viewer_reading r = {.w = &w, .name = n_paths == 1 ? paths[0] : name};
+        viewer_reading_progress(&r, 0, 0);
+        ingest_on_progress(w.ld, viewer_reading_progress, &r);
+        int rc = ingest_step(w.ld, 0, &err);
+        if (r.stop) /* q: the user left before it was read */
+            return viewer_finish(&w, 0, res);
+        if (rc < 0) {
             snprintf(w.err, sizeof w.err, "%s", err.msg);
             return viewer_finish(&w, 1, res);
         }
         w.loading = 0;
         st_store_commit(w.s);
     }
-    if (viewer_start_term(&w) != 0)
-        return viewer_finish(&w, 1, res);
     int rc = viewer_loop(&w);
     return viewer_finish(&w, rc, res);
 }

@@ -1724,6 +1724,48 @@ TEST(cmd_import_leaves_out_a_rank_the_trace_does_not_say) {
     tp_buf_free(&err);
 }
 
+/* The reading progress rises to the file's size, and a callback that asks to stop ends the import
+ * at once: ERR_EOF, "cancelled", nothing emitted. */
+typedef struct progress_seen {
+    uint64_t calls, last_done, total, stop_after;
+    int went_back;
+} progress_seen;
+
+static int progress_note(void *ctx, uint64_t done, uint64_t total) {
+    progress_seen *p = ctx;
+    p->went_back |= done < p->last_done;
+    p->last_done = done;
+    p->total = total;
+    return ++p->calls >= p->stop_after;
+}
+
+TEST(import_progress_reaches_the_size_and_can_stop_the_import) {
+    const char *path = trace_path("resnet_2080ti_two_threads.json.gz");
+    struct stat sb;
+    ASSERT_OK(stat(path, &sb));
+    got g;
+    got_init(&g);
+    progress_seen p = {.stop_after = UINT64_MAX};
+    import_opts opts = {.producer = 79, .progress = progress_note, .progress_ctx = &p};
+    err_msg err = {{0}};
+    ASSERT_OK(kineto_import(path, &opts, collect, &g, NULL, &err));
+    ASSERT_GT(p.calls, 1);
+    ASSERT(!p.went_back);
+    ASSERT_UEQ(p.total, (uint64_t)sb.st_size); /* a .gz: its compressed bytes */
+    ASSERT_UEQ(p.last_done, (uint64_t)sb.st_size);
+    ASSERT_GT(g.batches, 0);
+    got_free(&g);
+    got h;
+    got_init(&h);
+    progress_seen q = {.stop_after = 2};
+    opts.progress_ctx = &q;
+    ASSERT_EQ(kineto_import(path, &opts, collect, &h, NULL, &err), ERR_EOF);
+    ASSERT_STR_CONTAINS(err.msg, "import cancelled");
+    ASSERT_UEQ(q.calls, 2);
+    ASSERT_EQ(h.batches, 0);
+    got_free(&h);
+}
+
 TEST(cmd_import_writes_a_trace_file) {
     char args[4096];
     const char *dst = task_path("ranks.synctop");

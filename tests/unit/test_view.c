@@ -661,6 +661,24 @@ TEST(deep_zoom_ruler_labels_count_from_an_anchor) {
     fixture_close(&f);
 }
 
+/* While a profiler trace is read whole: the file's name (sanitized), the share read, and how to
+ * leave; with no total known, the bytes read alone. */
+TEST(the_reading_screen_says_how_far_and_how_to_leave) {
+    fixture f;
+    fixture_open(&f, synth_store(3, 100));
+    f.g.w = 100;
+    f.g.h = 30;
+    vw_render_loading(&f.v, &f.g, "big\x1b[2J.json.gz", 41u << 20, 100u << 20);
+    assert_cells_safe(&f.g, 0);
+    ASSERT(screen_has(&f.g, " synctop  reading big?[2J.json.gz"));
+    ASSERT(screen_has(&f.g, "41%  41.0 MiB of 100.0 MiB"));
+    ASSERT(screen_has(&f.g, "q stops"));
+    ASSERT_EQ(count_role(&f.g, ROLE_KERNEL), 40 * 41 / 100);
+    vw_render_loading(&f.v, &f.g, "-", 5u << 20, 0);
+    ASSERT(screen_has(&f.g, "5.0 MiB read"));
+    fixture_close(&f);
+}
+
 TEST(replay_now_hides_what_has_not_happened_yet) {
     fixture f;
     fixture_open(&f, synth_store(9, 3000));

@@ -1,7 +1,8 @@
 /*
- * CURVE keys for the ZeroMQ transport (net.h): making a server key pair, writing it to disk the way
- * ssh keeps private keys (0600, never overwritten, refused when others can read it), reading it
- * back with every byte checked, and accepting a public key given inline or as a file.
+ * CURVE keys for the ZeroMQ transport (net.h): making a server or client key pair, writing it to
+ * disk the way ssh keeps private keys (0600, never overwritten, refused when others can read it),
+ * reading it back with every byte checked, accepting a public key given inline or as a file, and
+ * where this user's own client pair lives (as ssh's ~/.ssh/id_*).
  *
  * Files are text, one `name = value` per line, `#` comments allowed:
  *   BASE.key   public-key = <40 Z85 characters>
@@ -9,12 +10,14 @@
  *   BASE.pub   public-key = <40 Z85 characters>
  */
 #include "io.h"
+#include "net_curve.h"
 #include "synctop/net.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -93,7 +96,8 @@ static int write_new_file(const char *path, mode_t mode, const char *text, err_m
     return rc;
 }
 
-int tp_keypair_save(const tp_keypair *kp, const char *base, err_msg *err) {
+/* Writes BASE.key and BASE.pub, their comments saying whose keys they are. */
+static int keypair_save(const tp_keypair *kp, const char *base, int client, err_msg *err) {
     if (base == NULL || base[0] == '\0')
         return err_set(err, ERR_INVAL, "no file name given for the keys");
     int rc = tp_keypair_check(kp, err);
@@ -113,24 +117,58 @@ int tp_keypair_save(const tp_keypair *kp, const char *base, err_msg *err) {
                           "(choose another name with -o, or remove it first)",
                           lstat(key_path, &st) == 0 ? key_path : pub_path);
     char text[512];
-    snprintf(text, sizeof text,
-             "# synctop CURVE server key pair (synctop keygen). Keep it secret: whoever holds it\n"
-             "# can publish as this server.\n"
-             "public-key = %s\n"
-             "secret-key = %s\n",
-             kp->public_key, kp->secret_key);
+    if (client)
+        snprintf(text, sizeof text,
+                 "# synctop CURVE client key pair (synctop keygen --client). Keep it secret: whoever\n"
+                 "# holds it can watch wherever its public key is listed.\n"
+                 "public-key = %s\n"
+                 "secret-key = %s\n",
+                 kp->public_key, kp->secret_key);
+    else
+        snprintf(text, sizeof text,
+                 "# synctop CURVE server key pair (synctop keygen). Keep it secret: whoever holds it\n"
+                 "# can publish as this server.\n"
+                 "public-key = %s\n"
+                 "secret-key = %s\n",
+                 kp->public_key, kp->secret_key);
     rc = write_new_file(key_path, 0600, text, err);
     memset(text, 0, sizeof text);
     if (rc < 0)
         return rc;
     snprintf(text, sizeof text,
-             "# synctop CURVE server public key (synctop keygen): subscribers pin it.\n"
-             "public-key = %s\n",
+             client ? "# synctop CURVE client public key (synctop keygen --client): a publisher's\n"
+                      "# --clients list admits the client that holds its secret half.\n"
+                      "public-key = %s\n"
+                    : "# synctop CURVE server public key (synctop keygen): subscribers pin it.\n"
+                      "public-key = %s\n",
              kp->public_key);
     rc = write_new_file(pub_path, 0644, text, err);
     if (rc < 0)
         unlink(key_path);
     return rc;
+}
+
+int tp_keypair_save(const tp_keypair *kp, const char *base, err_msg *err) {
+    return keypair_save(kp, base, 0, err);
+}
+
+int tp_keypair_save_client(const tp_keypair *kp, const char *base, err_msg *err) {
+    return keypair_save(kp, base, 1, err);
+}
+
+int tp_client_key_base(char *out, size_t outlen, err_msg *err) {
+    const char *config = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    int n;
+    /* The base directory spec: a relative XDG_CONFIG_HOME is invalid and ignored. */
+    if (config != NULL && config[0] == '/')
+        n = snprintf(out, outlen, "%s/synctop/client", config);
+    else if (home != NULL && home[0] != '\0')
+        n = snprintf(out, outlen, "%s/.config/synctop/client", home);
+    else
+        return err_set(err, ERR_NOENT, "neither XDG_CONFIG_HOME nor HOME is set: no place for a client key");
+    if (n < 0 || (size_t)n >= outlen)
+        return err_set(err, ERR_LIMIT, "the client key's path is too long");
+    return 0;
 }
 
 static char *trim(char *s) {
@@ -255,4 +293,36 @@ int tp_public_key_resolve(const char *spec, char out[TP_KEY_Z85_LEN + 1], err_ms
     return err_set(err, ERR_NOENT,
                       "no key file %s, and it is not a %d-character Z85 key either", spec,
                       TP_KEY_Z85_LEN);
+}
+
+int net_curve_client(void *sock, const char *server_key, const tp_keypair *client,
+                     char used_public[TP_KEY_Z85_LEN + 1], err_msg *err) {
+    tp_keypair server, mine;
+    memset(&server, 0, sizeof server);
+    if (strlen(server_key) != TP_KEY_Z85_LEN)
+        return err_set(err, ERR_INVAL, "the server key is not %d characters of Z85", TP_KEY_Z85_LEN);
+    memcpy(server.public_key, server_key, TP_KEY_Z85_LEN);
+    int rc = tp_keypair_check(&server, err);
+    if (rc < 0)
+        return rc;
+    /* Without a pair of its own a client takes a throwaway one: a publisher that checks its
+     * clients refuses it, one that does not only needs the session private. */
+    if (client != NULL) {
+        if (client->secret_key[0] == '\0')
+            return err_set(err, ERR_INVAL, "the client key needs its secret half (the .key file)");
+        if ((rc = tp_keypair_check(client, err)) < 0)
+            return rc;
+        mine = *client;
+    } else if ((rc = tp_keypair_new(&mine, err)) < 0) {
+        return rc;
+    }
+    rc = zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, server.public_key, TP_KEY_Z85_LEN) != 0 ||
+         zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, mine.public_key, TP_KEY_Z85_LEN) != 0 ||
+         zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, mine.secret_key, TP_KEY_Z85_LEN) != 0;
+    if (used_public != NULL)
+        memcpy(used_public, mine.public_key, TP_KEY_Z85_LEN + 1);
+    explicit_bzero(&mine, sizeof mine);
+    if (rc)
+        return err_set(err, ERR_ZMQ, "cannot set up CURVE encryption: %s", zmq_strerror(zmq_errno()));
+    return 0;
 }

@@ -18,7 +18,8 @@
  *
  * It owns its ZeroMQ context (non-blocking termination, linger 0 unless asked) and, for ipc, the
  * socket file it bound, which it removes on destroy. It refuses to expose traces beyond this
- * machine unencrypted unless told to.
+ * machine unencrypted unless told to. Given a list of clients, a ZAP handler in its context
+ * (net_zap.c) admits those only.
  */
 #include "synctop/net.h"
 #include "clock.h"
@@ -26,6 +27,7 @@
 #include "net_loss.h"
 #include "net_monitor.h"
 #include "net_topic.h"
+#include "net_zap.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -53,6 +55,7 @@ struct tp_pub {
      * ("B"), or to this one's ("B" + id) */
     int sub_all, sub_batches, sub_mine;
     void *mon;       /* the socket's connection events, to count the connections */
+    net_zap *zap;    /* the check of client keys, when it admits listed clients only */
     int64_t accepted, handshakes, failures, disconnects;
     int tcp_port;    /* the port it listens on, 0 when not tcp */
     int lost_since_keyframe; /* a subscriber reported a loss since the last keyframe asked for */
@@ -105,6 +108,8 @@ static int configure(tp_pub *p, const tp_pub_opts *o, err_msg *err) {
         return zmq_fail(err, "cannot configure the publisher for", p->endpoint);
     if (strncmp(p->endpoint, "tcp://[", 7) == 0 && set_int(s, ZMQ_IPV6, 1) != 0)
         return zmq_fail(err, "cannot enable IPv6 for", p->endpoint);
+    if (o->clients != NULL && o->curve == NULL)
+        return err_set(err, ERR_INVAL, "a list of clients needs the server's CURVE keys");
     if (o->curve != NULL &&
         (set_int(s, ZMQ_CURVE_SERVER, 1) != 0 ||
          zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, o->curve->secret_key, TP_KEY_Z85_LEN) != 0))
@@ -226,7 +231,12 @@ tp_pub *tp_pub_new(const tp_pub_opts *opts, err_msg *err) {
         zmq_fail(err, "cannot create a publisher socket for", p->endpoint);
         goto fail;
     }
-    if (configure(p, &o, err) < 0 || bind_endpoint(p, err) < 0)
+    if (configure(p, &o, err) < 0)
+        goto fail;
+    /* The check of client keys is in place before anyone can connect. */
+    if (o.clients != NULL && (p->zap = net_zap_start(p->ctx, o.clients, o.curve->public_key, err)) == NULL)
+        goto fail;
+    if (bind_endpoint(p, err) < 0)
         goto fail;
     watch_connections(p);
     return p;
@@ -248,6 +258,8 @@ void tp_pub_destroy(tp_pub **pp) {
             set_int(p->sock, ZMQ_LINGER, p->linger_ms);
             zmq_close(p->sock);
         }
+        /* Stopped after the socket is closed, so that nobody is let in unchecked. */
+        net_zap_stop(&p->zap);
         /* Returns once queued batches are written or the linger time is up. */
         while (p->ctx != NULL && zmq_ctx_term(p->ctx) != 0 && zmq_errno() == EINTR)
             ;
@@ -256,6 +268,7 @@ void tp_pub_destroy(tp_pub **pp) {
             st.st_ino == p->ipc_ino)
             unlink(p->ipc_path);
     }
+    net_zap_stop(&p->zap); /* in a forked child: its memory only */
     free(p);
     *pp = NULL;
 }

@@ -38,8 +38,10 @@
 #include "synctop/file.h"
 #include "net_bind.h"
 #include "net_clock.h"
+#include "net_curve.h"
 #include "net_summary.h"
 #include "net_topic.h"
+#include "net_zap.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -99,6 +101,8 @@ struct tp_relay {
     size_t n_asking;             /* reader thread's: upstreams still UP_ASKING */
     int rcvhwm;                  /* the upstream sockets' options */
     char up_key[TP_KEY_Z85_LEN + 1]; /* "": none */
+    tp_keypair up_client;        /* its own pair as the upstreams' client; public_key "": none */
+    net_zap *zap;                /* the check of client keys below, when it admits listed ones only */
     uint64_t summary_ns;         /* the summaries' interval; 0: none */
     net_summer *summer;          /* reader thread's */
     uint8_t s_topics[64][NET_TOPIC_LEN]; /* reader thread's: the "S" topics subscribed below */
@@ -276,7 +280,8 @@ static void summary_connect_new(tp_relay *r) {
 
 /* Makes u's socket, connects it to ep, subscribes to clock answers and asks. */
 static void up_open(tp_relay *r, upstream *u, const char *ep) {
-    tp_relay_opts o = {.rcvhwm = r->rcvhwm, .upstream_key = r->up_key[0] ? r->up_key : NULL};
+    tp_relay_opts o = {.rcvhwm = r->rcvhwm, .upstream_key = r->up_key[0] ? r->up_key : NULL,
+                       .upstream_client = r->up_client.public_key[0] ? &r->up_client : NULL};
     uint8_t ask[NET_CLOCK_ASK_LEN];
     if (getrandom(&u->nonce, sizeof u->nonce, 0) != (ssize_t)sizeof u->nonce)
         u->nonce = mono_ns() ^ (uint64_t)(uintptr_t)u ^ r->id;
@@ -487,21 +492,8 @@ static int configure_front(tp_relay *r, void *k, const tp_relay_opts *o, err_msg
         set_int(k, ZMQ_RECONNECT_IVL, 100) != 0 || set_int(k, ZMQ_RECONNECT_IVL_MAX, 1000) != 0 ||
         zmq_setsockopt(k, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg) != 0)
         return zmq_fail(err, "cannot configure the relay's subscriber side for", r->endpoint);
-    if (o->upstream_key == NULL)
-        return 0;
-    tp_keypair server, mine;
-    memset(&server, 0, sizeof server);
-    if (strlen(o->upstream_key) != TP_KEY_Z85_LEN)
-        return err_set(err, ERR_INVAL, "the upstream server key is not %d characters of Z85", TP_KEY_Z85_LEN);
-    memcpy(server.public_key, o->upstream_key, TP_KEY_Z85_LEN);
-    int rc = tp_keypair_check(&server, err);
-    if (rc < 0 || (rc = tp_keypair_new(&mine, err)) < 0)
-        return rc;
-    rc = zmq_setsockopt(k, ZMQ_CURVE_SERVERKEY, server.public_key, TP_KEY_Z85_LEN) != 0 ||
-         zmq_setsockopt(k, ZMQ_CURVE_PUBLICKEY, mine.public_key, TP_KEY_Z85_LEN) != 0 ||
-         zmq_setsockopt(k, ZMQ_CURVE_SECRETKEY, mine.secret_key, TP_KEY_Z85_LEN) != 0;
-    memset(&mine, 0, sizeof mine);
-    return rc ? zmq_fail(err, "cannot set up CURVE encryption to the upstream of", r->endpoint) : 0;
+    /* Its own pair when given (upstreams that check their clients list it), else a throwaway one. */
+    return o->upstream_key != NULL ? net_curve_client(k, o->upstream_key, o->upstream_client, NULL, err) : 0;
 }
 
 static int configure_back(tp_relay *r, const tp_relay_opts *o, err_msg *err) {
@@ -517,6 +509,11 @@ static int configure_back(tp_relay *r, const tp_relay_opts *o, err_msg *err) {
     if (o->curve != NULL && (set_int(s, ZMQ_CURVE_SERVER, 1) != 0 ||
                              zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, o->curve->secret_key, TP_KEY_Z85_LEN) != 0))
         return zmq_fail(err, "cannot set up CURVE encryption for", r->endpoint);
+    /* The check of client keys is in place before anyone can connect. */
+    if (o->clients != NULL && o->curve == NULL)
+        return err_set(err, ERR_INVAL, "a list of clients needs the relay's CURVE keys (--key)");
+    if (o->clients != NULL && (r->zap = net_zap_start(r->ctx, o->clients, o->curve->public_key, err)) == NULL)
+        return ERR_ZMQ;
     if (zmq_bind(s, r->endpoint) != 0)
         return zmq_errno() == EADDRINUSE ? err_set(err, ERR_EXIST, "cannot bind %s: address already in use", r->endpoint)
                                          : zmq_fail(err, "cannot bind", r->endpoint);
@@ -612,6 +609,8 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
     r->rcvhwm = o.rcvhwm;
     if (o.upstream_key != NULL) /* configure_front checked its length */
         memcpy(r->up_key, o.upstream_key, TP_KEY_Z85_LEN);
+    if (o.upstream_key != NULL && o.upstream_client != NULL) /* and this pair */
+        r->up_client = *o.upstream_client;
     r->summary_ns = o.summary_ms < 0 ? 0 : (uint64_t)(o.summary_ms > 0 ? o.summary_ms : 1000) * 1000000ull;
     if (r->summary_ns > 0 && (r->summer = net_summer_new(r->id)) == NULL) {
         err_set(err, ERR_NOMEM, "out of memory");
@@ -621,7 +620,9 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
         (r->rec = tp_recorder_open(o.record, o.record_overwrite ? TP_FW_OVERWRITE : 0, err)) == NULL)
         goto fail;
     if (r->rec != NULL) {
-        if ((r->clk = tp_sub_new(&(tp_sub_opts){.server_key = o.upstream_key, .clocks_only = 1}, err)) == NULL)
+        if ((r->clk = tp_sub_new(&(tp_sub_opts){.server_key = o.upstream_key, .client_key = o.upstream_client,
+                                                 .clocks_only = 1},
+                                  err)) == NULL)
             goto fail;
         if (pthread_create(&r->clk_thread, NULL, clock_main, r) != 0) {
             err_set(err, ERR_IO, "cannot start the relay's clock thread");
@@ -752,6 +753,8 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
     for (size_t i = 0; i < r->n_ups; i++) /* the reader ended: its sockets are ours now */
         if (r->ups[i].sub != NULL)
             zmq_close(r->ups[i].sub);
+    net_zap_stop(&r->zap); /* after the socket it checks for */
+    explicit_bzero(&r->up_client, sizeof r->up_client);
     while (r->ctx != NULL && zmq_ctx_term(r->ctx) != 0 && zmq_errno() == EINTR)
         ;
     tp_sub_destroy(&r->clk);

@@ -14,6 +14,7 @@
  */
 #include "synctop/net.h"
 #include "net_clock.h"
+#include "net_curve.h"
 #include "net_loss.h"
 #include "net_monitor.h"
 #include "net_topic.h"
@@ -68,6 +69,9 @@ struct tp_sub {
     uint32_t sum_slot[SLOTS]; /* index + 1, 0 when empty */
     void *mon;     /* the socket's handshake events (NULL: not watched) */
     char handshake_ep[TP_ENDPOINT_MAX]; /* where the last handshake failed */
+    int client_refused;  /* and it failed because our client key is not on the publisher's list */
+    char client_pub[TP_KEY_Z85_LEN + 1]; /* our client public key, "" without CURVE */
+    int client_own;      /* it is the pair given, not a throwaway one */
     tp_sub_stats stats;
     struct producer *producers; /* in order of first sight */
     size_t cap;
@@ -223,26 +227,12 @@ static int configure(tp_sub *s, const tp_sub_opts *o, err_msg *err) {
         zmq_setsockopt(k, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg) != 0)
         return zmq_fail(err, "cannot configure the subscriber");
     if (o->server_key != NULL) {
-        tp_keypair server;
-        memset(&server, 0, sizeof server);
-        if (strlen(o->server_key) != TP_KEY_Z85_LEN)
-            return err_set(err, ERR_INVAL, "the server key is not %d characters of Z85",
-                              TP_KEY_Z85_LEN);
-        memcpy(server.public_key, o->server_key, TP_KEY_Z85_LEN);
-        int rc = tp_keypair_check(&server, err);
+        int rc = net_curve_client(k, o->server_key, o->client_key, s->client_pub, err);
         if (rc < 0)
             return rc;
-        tp_keypair mine;
-        if ((rc = tp_keypair_new(&mine, err)) < 0)
-            return rc;
-        /* A client's own keys only keep the session private; the server key is what is
-         * checked, so a fresh pair per subscriber is enough. */
-        rc = zmq_setsockopt(k, ZMQ_CURVE_SERVERKEY, server.public_key, TP_KEY_Z85_LEN) != 0 ||
-             zmq_setsockopt(k, ZMQ_CURVE_PUBLICKEY, mine.public_key, TP_KEY_Z85_LEN) != 0 ||
-             zmq_setsockopt(k, ZMQ_CURVE_SECRETKEY, mine.secret_key, TP_KEY_Z85_LEN) != 0;
-        memset(&mine, 0, sizeof mine);
-        if (rc)
-            return zmq_fail(err, "cannot set up CURVE encryption");
+        s->client_own = o->client_key != NULL;
+    } else if (o->client_key != NULL) {
+        return err_set(err, ERR_INVAL, "a client key needs the server's public key too");
     }
     const char *want = o->summaries ? "S" : "B";
     if ((!o->clocks_only && zmq_setsockopt(k, ZMQ_SUBSCRIBE, want, 1) != 0) ||
@@ -252,8 +242,8 @@ static int configure(tp_sub *s, const tp_sub_opts *o, err_msg *err) {
 }
 
 /* Watches the socket's handshakes: a publisher whose CURVE key is not the one given (or that
- * does not encrypt) refuses ours, and without this the subscriber would only hear nothing. Not
- * fatal when it cannot be set up. */
+ * does not encrypt) refuses ours, one that checks its clients may refuse our client key, and
+ * without this the subscriber would only hear nothing. Not fatal when it cannot be set up. */
 static void watch_handshakes(tp_sub *s) {
     s->mon = net_monitor_open(s->ctx, s->sock,
                               ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
@@ -273,12 +263,24 @@ static void read_handshakes(tp_sub *s) {
         } else if (event != 0) {
             s->stats.handshake_failures++;
             snprintf(s->handshake_ep, sizeof s->handshake_ep, "%s", ep);
+            /* A publisher's ZAP handler said no (RFC 27's 300, 400 or 500): our key is known and
+             * was checked, so it is the client key, not the server's, that is refused. */
+            s->client_refused = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH && value >= 300 && value < 600;
+            s->stats.client_refusals += (uint64_t)s->client_refused;
         }
     }
 }
 
 const char *tp_sub_handshake_failed(const tp_sub *sub) {
     return sub->stats.handshake_failures ? sub->handshake_ep : NULL;
+}
+
+int tp_sub_client_refused(const tp_sub *sub) { return sub->stats.handshake_failures && sub->client_refused; }
+
+const char *tp_sub_client_key(const tp_sub *sub, int *own) {
+    if (own != NULL)
+        *own = sub->client_own;
+    return sub->client_pub[0] != '\0' ? sub->client_pub : NULL;
 }
 
 tp_sub *tp_sub_new(const tp_sub_opts *opts, err_msg *err) {

@@ -8,9 +8,12 @@
  * so `synctop attach PID` finds it and other users cannot. TCP only when asked; a TCP endpoint
  * whose host is not a loopback address needs CURVE keys or an explicit insecure flag.
  *
- * CURVE here encrypts and authenticates the publisher (subscribers pin its public key and use
- * throwaway keys of their own); it does not choose among subscribers: whoever has the server's
- * public key and can reach the port can subscribe.
+ * CURVE here encrypts and authenticates the publisher (subscribers pin its public key). Given a
+ * list of client keys (tp_clients), it authenticates the subscribers too: a ZAP handler (ZeroMQ's
+ * RFC 27) admits only the clients whose public key is listed, or is the server's own, and refuses
+ * the others in the handshake (status 400, which they see as such). Without a list, whoever has
+ * the server's public key and can reach the port can subscribe; subscribers without a key pair of
+ * their own use a throwaway one.
  *
  * The publisher is an XPUB socket that never blocks: a batch reaches every subscriber whose queue
  * has room, and only a subscriber whose queue is at its high-water mark loses it. That subscriber
@@ -87,6 +90,31 @@ int tp_keypair_save(const tp_keypair *kp, const char *base, err_msg *err);
 int tp_keypair_load(tp_keypair *kp, const char *path, err_msg *err);
 /* Accepts a path to a .pub/.key file or a 40-character Z85 key given inline. */
 int tp_public_key_resolve(const char *spec, char out[TP_KEY_Z85_LEN + 1], err_msg *err);
+/* Writes a client's pair as tp_keypair_save does, saying in the files that it is a client's. */
+int tp_keypair_save_client(const tp_keypair *kp, const char *base, err_msg *err);
+/* The base name (without .key/.pub) of this user's own client key pair, which `synctop keygen
+ * --client` writes and the viewing verbs use when given none: $XDG_CONFIG_HOME/synctop/client, or
+ * $HOME/.config/synctop/client. 0, or ERR_NOENT when neither variable is set, ERR_LIMIT when too long. */
+int tp_client_key_base(char *out, size_t outlen, err_msg *err);
+
+/* ---- the clients a publisher admits ---- */
+
+/* An allow-list of client public keys, as `authorized_keys` is for ssh. */
+typedef struct tp_clients tp_clients;
+#define TP_CLIENTS_MAX 10000 /* keys in one list */
+
+/* Reads a list: a directory, whose files named *.pub each hold keys (as `synctop keygen --client`
+ * writes them; other files are not read), or one file of keys. In either, a line is a key (40 Z85
+ * characters, then optionally blanks and a comment such as its owner's name), `public-key = KEY`,
+ * a comment starting with '#', or blank. Refuses, naming the file and line, a line that is none of
+ * these or holds a secret key, a list (file or directory) that every user may write to, more than
+ * TP_CLIENTS_MAX keys, and an empty list. */
+tp_clients *tp_clients_load(const char *path, err_msg *err);
+void tp_clients_destroy(tp_clients **c);
+/* How many distinct keys it holds. */
+size_t tp_clients_count(const tp_clients *c);
+/* Whether it holds this key (32 bytes, as ZAP requests carry it). */
+int tp_clients_has(const tp_clients *c, const uint8_t key[32]);
 
 /* ---- publisher ---- */
 
@@ -99,6 +127,8 @@ typedef struct tp_pub_opts {
     int insecure;                /* allow a non-loopback tcp endpoint without CURVE */
     uint64_t producer;           /* the producer id its batches carry (0: learnt from the first
                                     batch), so that a subscription to its topic counts before */
+    const tp_clients *clients;   /* with curve: the only clients admitted (with the server's own
+                                    key); NULL: any that has the server's public key */
 } tp_pub_opts;
 
 tp_pub *tp_pub_new(const tp_pub_opts *opts, err_msg *err);
@@ -182,6 +212,8 @@ typedef struct tp_sub tp_sub;
 
 typedef struct tp_sub_opts {
     const char *server_key; /* the publishers' CURVE public key (Z85) or NULL */
+    const tp_keypair *client_key; /* with server_key: our own pair (secret needed), which the
+                               publishers' lists of clients name; NULL: a throwaway pair */
     int rcvhwm;             /* 0: 10000 batches */
     int summaries;          /* take the relays' summaries (tp_sub_summary_get) and, unless
                                watching producers with tp_sub_watch, no batch at all */
@@ -234,12 +266,20 @@ typedef struct tp_sub_stats {
     size_t n_producers, n_ended;
     uint64_t handshakes;         /* connections a publisher accepted */
     uint64_t handshake_failures; /* connections refused in the handshake: a wrong --server-key,
-                                    or keys on one side only */
+                                    keys on one side only, or a client key not listed */
+    uint64_t client_refusals;    /* of those, refused because the publisher admits listed clients
+                                    only and ours is not listed (ZAP status 300 to 500) */
 } tp_sub_stats;
 void tp_sub_stats_get(const tp_sub *sub, tp_sub_stats *out);
 /* The endpoint of the last refused handshake, or NULL when none was refused (counted as of the
  * last tp_sub_recv or tp_sub_wait). */
 const char *tp_sub_handshake_failed(const tp_sub *sub);
+/* Whether that last refusal was of our client key (the publisher checks its clients, and ours is
+ * not on its list). libzmq does not retry such a connection. */
+int tp_sub_client_refused(const tp_sub *sub);
+/* Our client public key (Z85) in the handshakes, NULL without CURVE; *own (may be NULL) is 1 when
+ * it is the pair given in tp_sub_opts.client_key, 0 for a throwaway one. */
+const char *tp_sub_client_key(const tp_sub *sub, int *own);
 /* Whether producers were seen and every one of them has sent its last batch. */
 int tp_sub_all_ended(const tp_sub *sub);
 /* The i-th producer seen so far (i < n_producers, in order of first sight; at most 4096 are
@@ -301,14 +341,17 @@ size_t tp_sub_clock_notes(const tp_sub *sub, tp_buf *out);
  * number of relays. It answers the clock requests of the subscribers below it with its host's
  * clock (see tp_sub_clock). While a subscriber below wants summaries (subscribes to "S"), it takes
  * the batches of its producers itself and publishes a tp_summary per producer and interval. Its endpoint follows the publisher's rules (loopback tcp, or keys, or
- * insecure; an ipc file path). */
+ * insecure; an ipc file path), and so does the check of its clients' keys. */
 typedef struct tp_relay tp_relay;
 
 typedef struct tp_relay_opts {
     const char *listen;          /* the endpoint subscribers connect to */
     const tp_keypair *curve;     /* its server keys (secret needed) or NULL */
     int insecure;                /* allow a non-loopback tcp endpoint without CURVE */
+    const tp_clients *clients;   /* with curve: the only clients admitted below (as tp_pub_opts) */
     const char *upstream_key;    /* the upstream publishers' CURVE public key (Z85), or NULL */
+    const tp_keypair *upstream_client; /* with upstream_key: its own pair as their client (secret
+                                    needed); NULL: a throwaway pair */
     int sndhwm;                  /* batches queued per subscriber; 0: 1000 */
     int rcvhwm;                  /* batches queued from the publishers; 0: 10000 */
     const char *record;          /* also write every batch that goes through to this trace file */

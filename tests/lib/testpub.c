@@ -27,7 +27,7 @@ static void usage(FILE *out) {
             "       [--rate EVENTS_PER_SEC] [--seed S] [--wait-subscribers K]\n"
             "       [--curve-key FILE.key] [--insecure] [--sndhwm BATCHES] [--linger-ms MS]\n"
             "       [--persistent-kernel] [--host NAME] [--rank N] [--clock-skew-ns NS]\n"
-            "       [--producers N]\n\n"
+            "       [--producers N] [--clients DIR|FILE]\n\n"
             "Publishes N synthetic events in batches (default 4096 events; the last batch is\n"
             "flagged END) on E (default: this process's ipc endpoint). --rate 0 (default): as\n"
             "fast as possible. --wait-subscribers K: wait up to 10 s for K subscribers first.\n"
@@ -37,7 +37,8 @@ static void usage(FILE *out) {
             "--host, --rank: what its process record says (default gpu-node-07, rank 0);\n"
             "--clock-skew-ns: every time it sends is that far off (a host whose clock is).\n"
             "The producer id is SEED + 1 (default seed 1). --producers N: N producers on this\n"
-            "socket, ids SEED+1..SEED+N, ranks RANK..RANK+N-1, N events each.\n");
+            "socket, ids SEED+1..SEED+N, ranks RANK..RANK+N-1, N events each.\n"
+            "--clients: with --curve-key, admit only the client keys listed there.\n");
 }
 
 static void sleep_s(double s) {
@@ -59,7 +60,7 @@ static int parse_u64(const char *s, uint64_t *out) {
 }
 
 typedef struct tpub_args {
-    const char *endpoint, *key_path, *host;
+    const char *endpoint, *key_path, *host, *clients;
     uint64_t rank;
     long long skew;
     uint64_t events, batch, rate, seed, wait_subs, hwm, linger, n_prod;
@@ -77,7 +78,7 @@ static int parse_args(int argc, char **argv, tpub_args *a) {
         {"persistent-kernel", no_argument, NULL, 'P'}, {"help", no_argument, NULL, 'h'},
         {"host", required_argument, NULL, 'o'},      {"rank", required_argument, NULL, 'R'},
         {"clock-skew-ns", required_argument, NULL, 'S'}, {"producers", required_argument, NULL, 'N'},
-        {NULL, 0, NULL, 0}};
+        {"clients", required_argument, NULL, 'C'},  {NULL, 0, NULL, 0}};
     *a = (tpub_args){.events = UINT64_MAX, .batch = 4096, .seed = 1, .linger = 1000, .n_prod = 1};
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -90,6 +91,7 @@ static int parse_args(int argc, char **argv, tpub_args *a) {
         case 's': bad = parse_u64(optarg, &a->seed); break;
         case 'w': bad = parse_u64(optarg, &a->wait_subs) || a->wait_subs > 100000; break;
         case 'k': a->key_path = optarg; break;
+        case 'C': a->clients = optarg; break;
         case 'i': a->insecure = 1; break;
         case 'P': a->persistent = 1; break;
         case 'o': a->host = optarg; break;
@@ -195,9 +197,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "synctop-testpub: %s\n", err.msg);
         return 1;
     }
-    tp_pub_opts po = {.endpoint = a.endpoint, .sndhwm = (int)a.hwm,
-                      .curve = a.key_path != NULL ? &kp : NULL, .insecure = a.insecure, .producer = a.seed + 1};
+    tp_clients *clients = NULL;
+    if (a.clients != NULL && (clients = tp_clients_load(a.clients, &err)) == NULL) {
+        fprintf(stderr, "synctop-testpub: %s\n", err.msg);
+        return 1;
+    }
+    tp_pub_opts po = {.endpoint = a.endpoint, .sndhwm = (int)a.hwm, .curve = a.key_path != NULL ? &kp : NULL,
+                      .insecure = a.insecure, .producer = a.seed + 1, .clients = clients};
     tp_pub *pub = tp_pub_new(&po, &err);
+    tp_clients_destroy(&clients);
     if (pub == NULL) {
         fprintf(stderr, "synctop-testpub: %s\n", err.msg);
         return 1;

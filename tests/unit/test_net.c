@@ -1,9 +1,9 @@
 /*
  * The ZeroMQ transport (net.h) with real sockets: exact delivery over ipc and tcp, many producers
  * into one subscriber, a stalled subscriber that never blocks the publisher and an exact drop
- * count, CURVE (right key, wrong key, no key), the refusal to publish unencrypted beyond loopback,
- * reconnection after a publisher restart, the private socket directory, stale socket files, key
- * files and `synctop keygen`. Publishers run as separate processes (synctop-testpub) where that is
+ * count, CURVE (right key, wrong key, no key; listed and unlisted client keys), the refusal to
+ * publish unencrypted beyond loopback, reconnection after a publisher restart, the private socket
+ * directory, stale socket files, key files, lists of clients and `synctop keygen`. Publishers run as separate processes (synctop-testpub) where that is
  * what is being proved. All traffic stays on this machine (ipc and 127.0.0.1); timeouts are
  * failure guards only.
  */
@@ -1110,6 +1110,8 @@ TEST(wrong_server_key_is_seen_as_a_refused_handshake) {
     ASSERT_EQ(sb.handshakes, 0);
     ASSERT_NOT_NULL(tp_sub_handshake_failed(bad));
     ASSERT_STR_EQ(tp_sub_handshake_failed(bad), ep);
+    ASSERT(!tp_sub_client_refused(bad)); /* the server key, not ours */
+    ASSERT_UEQ(sb.client_refusals, 0);
     ASSERT_GT(sg.handshakes, 0);
     ASSERT_EQ(sg.handshake_failures, 0);
     ASSERT_NULL(tp_sub_handshake_failed(good));
@@ -1745,6 +1747,230 @@ TEST(corrupted_key_files_give_clear_errors) {
     ASSERT_EQ(tp_keypair_load(&back, path, &err), ERR_SECURITY);
     ASSERT_STR_CONTAINS(err.msg, "chmod 600");
     ASSERT_EQ(tp_keypair_load(&back, task_path("absent.key"), &err), ERR_NOENT);
+}
+
+/* A subscriber with its own key pair (or none: a throwaway one). */
+static tp_sub *sub_new_as(const char *server_key, const tp_keypair *client) {
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.server_key = server_key, .client_key = client}, &err);
+    if (sub == NULL)
+        TASK_FAIL_("tp_sub_new: %s", err.msg);
+    return sub;
+}
+
+/* A publisher given a list of clients (a directory of .pub files, as `synctop keygen --client`
+ * writes them) sends to the listed clients and to the holder of its own key pair; a client with
+ * a key of its own that is not listed, and one with a throwaway key, complete no handshake, and
+ * each knows that its client key was refused (ZAP status 400), not the server key. */
+TEST(curve_clients_only_listed_keys_receive_the_others_are_told_why) {
+    tp_keypair srv, alice, bob;
+    err_msg err = {{0}};
+    make_keys("srv", &srv);
+    ASSERT_OK(mkdir(task_path("clients"), 0755));
+    ASSERT_OK(tp_keypair_new(&alice, &err));
+    ASSERT_OK(tp_keypair_new(&bob, &err));
+    /* alice.key lands in the directory too: only the .pub files are read */
+    ASSERT_OK(tp_keypair_save_client(&alice, task_path("clients/alice"), &err));
+    ASSERT_OK(tp_keypair_save_client(&bob, task_path("bob"), &err));
+    tp_clients *list = tp_clients_load(task_path("clients"), &err);
+    ASSERT_NOT_NULL(list);
+    ASSERT_UEQ(tp_clients_count(list), 1);
+    tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = "tcp://127.0.0.1:*", .curve = &srv, .clients = list});
+    tp_clients_destroy(&list); /* the publisher keeps its own copy */
+    char ep[TP_ENDPOINT_MAX];
+    snprintf(ep, sizeof ep, "%s", tp_pub_endpoint(pub));
+    tp_sub *listed = sub_new_as(srv.public_key, &alice), *self = sub_new_as(srv.public_key, &srv);
+    tp_sub *unlisted = sub_new_as(srv.public_key, &bob), *anon = sub_new_as(srv.public_key, NULL);
+    /* Both admitted ones must have subscribed before the first batch: the listed one alone first
+     * (with one connection the count says its subscription came), then the server's own key pair,
+     * whose subscription is the next join the publisher hears of. */
+    sub_connect(listed, ep);
+    wait_subscribers(pub, 1);
+    sub_connect(self, ep);
+    int n = 0, joined = 0;
+    for (double end = now_s() + 20; !(joined && n == 2) && now_s() < end; sleep_ms(5)) {
+        int j = 0;
+        n = tp_pub_poll(pub, &j);
+        joined |= j;
+    }
+    ASSERT(joined && n == 2);
+    sub_connect(unlisted, ep);
+    sub_connect(anon, ep);
+
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 11});
+    synth sy;
+    synth_init(&sy, 11);
+    tp_buf b = {0};
+    tp_sub_msg m;
+    uint64_t sent = 0, got_listed = 0, got_self = 0, got_other = 0;
+    tp_sub_stats su = {0}, sa = {0};
+    /* Batches go out until both others were refused (20 s at most), then the last one. */
+    for (double end = now_s() + 20; sent < 1000; sent++) {
+        int last = (su.handshake_failures > 0 && sa.handshake_failures > 0) || now_s() > end;
+        synth_fill(&sy, enc, 100);
+        ASSERT_OK(tp_enc_finish_flags(enc, last ? TP_BF_END : 0, &b));
+        ASSERT_OK(tp_pub_send(pub, b.data, b.len));
+        tp_enc_delivered(enc, 1);
+        while (tp_sub_recv(listed, &m, 0, &err) == 1)
+            got_listed++;
+        while (tp_sub_recv(self, &m, 0, &err) == 1)
+            got_self++;
+        got_other += (uint64_t)(tp_sub_recv(unlisted, &m, 10, &err) == 1);
+        got_other += (uint64_t)(tp_sub_recv(anon, &m, 10, &err) == 1);
+        tp_sub_stats_get(unlisted, &su);
+        tp_sub_stats_get(anon, &sa);
+        if (last) {
+            sent++;
+            break;
+        }
+    }
+    for (double end = now_s() + 30; (got_listed < sent || got_self < sent) && now_s() < end;) {
+        got_listed += (uint64_t)(tp_sub_recv(listed, &m, 10, &err) == 1);
+        got_self += (uint64_t)(tp_sub_recv(self, &m, 10, &err) == 1);
+    }
+    ASSERT_UEQ(got_listed, sent);
+    ASSERT_UEQ(got_self, sent);
+    ASSERT_UEQ(got_other, 0);
+    tp_sub *refused[] = {unlisted, anon};
+    for (int i = 0; i < 2; i++) {
+        tp_sub_stats st;
+        tp_sub_stats_get(refused[i], &st);
+        ASSERT_UEQ(st.received, 0);
+        ASSERT_EQ(st.handshakes, 0);
+        ASSERT_GT(st.client_refusals, 0);
+        ASSERT(tp_sub_client_refused(refused[i]));
+        ASSERT_STR_EQ(tp_sub_handshake_failed(refused[i]), ep);
+    }
+    int own;
+    ASSERT_STR_EQ(tp_sub_client_key(unlisted, &own), bob.public_key);
+    ASSERT_EQ(own, 1);
+    ASSERT_NOT_NULL(tp_sub_client_key(anon, &own));
+    ASSERT_EQ(own, 0);
+    ASSERT_NULL(tp_sub_handshake_failed(listed));
+    /* only the two admitted stay connected (the others' ends are counted as they come) */
+    for (double end = now_s() + 20; tp_pub_poll(pub, NULL) != 2 && now_s() < end;)
+        sleep_ms(5);
+    ASSERT_EQ(tp_pub_poll(pub, NULL), 2);
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+    tp_sub_destroy(&listed);
+    tp_sub_destroy(&self);
+    tp_sub_destroy(&unlisted);
+    tp_sub_destroy(&anon);
+    tp_pub_destroy(&pub);
+}
+
+/* A list of clients is a publisher's authorized_keys: keys one per line with a comment, as
+ * `public-key = ` lines, comments and blanks; anything else is refused with its file and line,
+ * and so are a secret key, a list every user may write to and an empty one. */
+TEST(client_lists_read_keys_and_refuse_what_is_not_one) {
+    tp_keypair k[4];
+    err_msg err = {{0}};
+    for (int i = 0; i < 4; i++)
+        ASSERT_OK(tp_keypair_new(&k[i], &err));
+    const char *path = task_path("clients.txt");
+    char text[2048];
+    /* three keys, one of them twice: 3 distinct; k[3] not listed */
+    snprintf(text, sizeof text,
+             "# who may watch the training job\n\n  %s alice@laptop\npublic-key = %s\n%s\t# bob again\n%s\n",
+             k[0].public_key, k[1].public_key, k[1].public_key, k[2].public_key);
+    write_text(path, text, 0644);
+    tp_clients *c = tp_clients_load(path, &err);
+    ASSERT_NOT_NULL(c);
+    ASSERT_UEQ(tp_clients_count(c), 3);
+    uint8_t bin[32];
+    for (int i = 0; i < 4; i++) {
+        ASSERT_NOT_NULL(zmq_z85_decode(bin, k[i].public_key));
+        ASSERT_EQ(tp_clients_has(c, bin), i < 3);
+    }
+    tp_clients_destroy(&c);
+    tp_clients_destroy(&c);
+    struct {
+        const char *text, *says;
+        int code;
+    } bad[] = {
+        {"# a comment\nnot a key at all\n", "line 2: not a client key", ERR_MALFORMED},
+        {"public-key = short\n", "line 1: the public-key is not a valid key", ERR_MALFORMED},
+        {"", "holds no client key", ERR_MALFORMED},
+        {"# nobody\n", "holds no client key", ERR_MALFORMED},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_text(path, bad[i].text, 0644);
+        ASSERT_NULL(tp_clients_load(path, &err));
+        ASSERT_STR_CONTAINS(err.msg, bad[i].says);
+        ASSERT_STR_CONTAINS(err.msg, path);
+    }
+    snprintf(text, sizeof text, "%s\npublic-key = %s\nsecret-key = %s\n", k[0].public_key, k[1].public_key,
+             k[1].secret_key);
+    write_text(path, text, 0644);
+    ASSERT_NULL(tp_clients_load(path, &err));
+    ASSERT_STR_CONTAINS(err.msg, "line 3 holds a secret key");
+    ASSERT(strstr(err.msg, k[1].secret_key) == NULL);
+    /* every user may write to it: whoever could add a key */
+    snprintf(text, sizeof text, "%s\n", k[0].public_key);
+    write_text(path, text, 0644);
+    ASSERT_OK(chmod(path, 0666));
+    ASSERT_NULL(tp_clients_load(path, &err));
+    ASSERT_STR_CONTAINS(err.msg, "chmod o-w");
+    /* a directory: its .pub files, not the others; none is an error, and so is one open to all */
+    const char *dir = task_path("clients");
+    ASSERT_OK(mkdir(dir, 0755));
+    ASSERT_NULL(tp_clients_load(dir, &err));
+    ASSERT_STR_CONTAINS(err.msg, "holds no .pub file");
+    write_text(task_path("clients/README"), "not keys\n", 0644);
+    char f[PATH_MAX];
+    for (int i = 0; i < 2; i++) {
+        snprintf(f, sizeof f, "%s/user%d", dir, i);
+        ASSERT_OK(tp_keypair_save_client(&k[i], f, &err));
+    }
+    ASSERT_NOT_NULL((c = tp_clients_load(dir, &err)));
+    ASSERT_UEQ(tp_clients_count(c), 2);
+    tp_clients_destroy(&c);
+    ASSERT_OK(chmod(dir, 0777));
+    ASSERT_NULL(tp_clients_load(dir, &err));
+    ASSERT_STR_CONTAINS(err.msg, "chmod o-w");
+    ASSERT_OK(chmod(dir, 0755));
+    ASSERT_NULL(tp_clients_load(task_path("absent"), &err));
+    /* bounded: TP_CLIENTS_MAX keys are taken, one more is refused */
+    size_t cap = (size_t)(TP_CLIENTS_MAX + 1) * (TP_KEY_Z85_LEN + 1) + 1, len = 0;
+    char *big = malloc(cap);
+    ASSERT_NOT_NULL(big);
+    uint8_t raw[32] = {0};
+    char z[TP_KEY_Z85_LEN + 1];
+    for (uint32_t i = 0; i <= TP_CLIENTS_MAX; i++) {
+        memcpy(raw, &i, sizeof i);
+        ASSERT_NOT_NULL(zmq_z85_encode(z, raw, 32));
+        len += (size_t)snprintf(big + len, cap - len, "%s\n", z);
+    }
+    write_text(path, big, 0644);
+    ASSERT_NULL(tp_clients_load(path, &err));
+    ASSERT_STR_CONTAINS(err.msg, "more than 10000 client keys");
+    big[len - TP_KEY_Z85_LEN - 1] = '\0';
+    write_text(path, big, 0644);
+    ASSERT_NOT_NULL((c = tp_clients_load(path, &err)));
+    ASSERT_UEQ(tp_clients_count(c), TP_CLIENTS_MAX);
+    tp_clients_destroy(&c);
+    free(big);
+}
+
+/* Keys on the client side only make sense with the server's key. */
+TEST(client_key_needs_a_server_key_and_its_secret_half) {
+    tp_keypair me;
+    err_msg err = {{0}};
+    ASSERT_OK(tp_keypair_new(&me, &err));
+    ASSERT_NULL(tp_sub_new(&(tp_sub_opts){.client_key = &me}, &err));
+    ASSERT_STR_CONTAINS(err.msg, "server's public key");
+    tp_keypair half = me;
+    memset(half.secret_key, 0, sizeof half.secret_key);
+    ASSERT_NULL(tp_sub_new(&(tp_sub_opts){.server_key = me.public_key, .client_key = &half}, &err));
+    ASSERT_STR_CONTAINS(err.msg, "secret half");
+    /* and a publisher's list of clients only with its own keys */
+    write_text(task_path("c.txt"), me.public_key, 0644);
+    tp_clients *c = tp_clients_load(task_path("c.txt"), &err);
+    ASSERT_NOT_NULL(c);
+    ASSERT_NULL(tp_pub_new(&(tp_pub_opts){.endpoint = "tcp://127.0.0.1:*", .clients = c}, &err));
+    ASSERT_STR_CONTAINS(err.msg, "needs the server's CURVE keys");
+    tp_clients_destroy(&c);
 }
 
 TEST(keygen_verb_writes_keys_and_refuses_to_overwrite) {

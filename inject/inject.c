@@ -966,7 +966,7 @@ static int mapped_layout(long pid, const ij_map *m, tracer_layout *tl, err_msg *
 static void start_settings(const ij_opts *o, char *out, size_t len) {
     snprintf(out, len,
              "SYNCTOP_MODE=%s\nSYNCTOP_QUIET=1\nSYNCTOP_VERBOSE=0\nSYNCTOP_LISTEN=\nSYNCTOP_ENDPOINT=\n"
-             "SYNCTOP_RECORD=\nSYNCTOP_CURVE_KEY=\nSYNCTOP_START_WAIT_MS=0\n",
+             "SYNCTOP_RECORD=\nSYNCTOP_CURVE_KEY=\nSYNCTOP_CURVE_CLIENTS=\nSYNCTOP_START_WAIT_MS=0\n",
              o->mode != NULL ? o->mode : "always");
 }
 

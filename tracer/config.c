@@ -93,6 +93,7 @@ void tr_config_read(tr_config *c, const char *settings, char *bad, size_t badlen
     get_str(src, "SYNCTOP_LISTEN", c->endpoint, sizeof c->endpoint, bad, badlen);
     get_str(src, "SYNCTOP_RECORD", c->record, sizeof c->record, bad, badlen);
     get_str(src, "SYNCTOP_CURVE_KEY", c->curve_key, sizeof c->curve_key, bad, badlen);
+    get_str(src, "SYNCTOP_CURVE_CLIENTS", c->curve_clients, sizeof c->curve_clients, bad, badlen);
     c->insecure = get_flag(src, "SYNCTOP_INSECURE");
     get_str(src, "SYNCTOP_CUPTI", c->cupti, sizeof c->cupti, bad, badlen);
     const char *mode = lookup(src, "SYNCTOP_MODE");

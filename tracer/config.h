@@ -25,6 +25,9 @@ typedef struct tr_config {
                                    (record_path.h) */
     char curve_key[1024];       /* SYNCTOP_CURVE_KEY: the publisher's CURVE key file (synctop keygen's
                                    .key), "" = no encryption */
+    char curve_clients[1024];   /* SYNCTOP_CURVE_CLIENTS: with curve_key, the only clients admitted (a
+                                   directory of .pub files or a file of keys), "" = any that has
+                                   the public key */
     int insecure;               /* SYNCTOP_INSECURE=1: allow a non-loopback tcp endpoint in the clear */
     char cupti[512];            /* SYNCTOP_CUPTI: libcupti to load, "" = search */
     enum tr_mode mode;          /* SYNCTOP_MODE=always|on-demand */

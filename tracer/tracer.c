@@ -232,12 +232,25 @@ static int start_publishing(void) {
         notice("not tracing: SYNCTOP_CURVE_KEY: %s", err.msg);
         return rc;
     }
+    /* A list of clients that cannot be read admits nobody rather than everybody. */
+    tp_clients *clients = NULL;
+    if (cfg.curve_clients[0] != '\0' && cfg.curve_key[0] == '\0')
+        rc = err_set(&err, ERR_INVAL, "it needs SYNCTOP_CURVE_KEY (the server's keys) too");
+    else if (cfg.curve_clients[0] != '\0' && (clients = tp_clients_load(cfg.curve_clients, &err)) == NULL)
+        rc = ERR_INVAL;
+    if (rc != 0) {
+        explicit_bzero(&keys, sizeof keys);
+        notice("not tracing: SYNCTOP_CURVE_CLIENTS: %s", err.msg);
+        return rc;
+    }
     tp_pub_opts po = {.endpoint = cfg.endpoint[0] ? cfg.endpoint : NULL,
                       .sndhwm = cfg.sndhwm,
                       .curve = cfg.curve_key[0] != '\0' ? &keys : NULL,
-                      .insecure = cfg.insecure};
+                      .insecure = cfg.insecure,
+                      .clients = clients};
     rc = tr_flush_publish(&po, &err);
     explicit_bzero(&keys, sizeof keys); /* the secret key lives on in the socket only */
+    tp_clients_destroy(&clients);       /* and the list in the publisher's check of its clients */
     if (rc != 0 && cfg.record[0] == '\0') {
         notice("not tracing: cannot publish: %s", err.msg);
         return rc;

@@ -1624,6 +1624,21 @@ TEST(tracer_call_sites_not_named_from_a_rebuilt_program) {
     free(out);
 }
 
+/* A server pair saved as BASE.key and BASE.pub (base: task_path("server")), and a client pair
+ * whose .pub is alone in the list of clients dir (task_path("clients")). */
+static void keys_and_clients(tp_keypair *server, tp_keypair *client, char base[512], char dir[512]) {
+    err_msg err = {{0}};
+    char client_base[600];
+    ASSERT_OK(tp_keypair_new(server, &err));
+    ASSERT_OK(tp_keypair_new(client, &err));
+    snprintf(base, 512, "%s", task_path("server"));
+    snprintf(dir, 512, "%s", task_path("clients"));
+    ASSERT_OK(tp_keypair_save(server, base, &err));
+    ASSERT_OK(mkdir(dir, 0755));
+    snprintf(client_base, sizeof client_base, "%s/someone", dir);
+    ASSERT_OK(tp_keypair_save_client(client, client_base, &err));
+}
+
 TEST(tracer_run_verb_sums_up_waits) {
     char *out = NULL;
     int rc = run_verb("context_create 1\n"
@@ -1703,6 +1718,21 @@ static int free_port(void) {
     return ntohs(a.sin_port);
 }
 
+/* Receives the step program through sub to its end and checks it whole; the program (pid) ends
+ * well and says nothing on stderr. */
+static void receive_whole_program(tp_sub *sub, pid_t pid) {
+    model m;
+    model_init(&m);
+    drain_sub(sub, &m, 20000);
+    ASSERT_EQ(wait_harness(pid), 0);
+    char *errtxt = read_text(task_path("err.txt"));
+    ASSERT_STR_EQ(errtxt, "");
+    free(errtxt);
+    ASSERT(m.ended);
+    check_step_events(&m);
+    model_free(&m);
+}
+
 TEST(tracer_publishes_over_tcp_with_curve) {
     /* The publisher's keys, as `synctop keygen` writes them; a viewer with the public key gets the
      * whole program, one with another key gets nothing. */
@@ -1728,25 +1758,78 @@ TEST(tracer_publishes_over_tcp_with_curve) {
     ASSERT_NOT_NULL(right);
     ASSERT_OK(tp_sub_connect(right, ep, &err));
 
-    pid_t pid = start_harness(step_script(), env);
-    model m;
-    model_init(&m);
-    drain_sub(right, &m, 20000);
-    ASSERT_EQ(wait_harness(pid), 0);
-    char *errtxt = read_text(task_path("err.txt"));
-    ASSERT_STR_EQ(errtxt, "");
-    free(errtxt);
-    ASSERT(m.ended);
-    check_step_events(&m);
+    receive_whole_program(right, start_harness(step_script(), env));
     /* the wrong key completed no handshake: not one batch */
     tp_sub_msg msg;
     ASSERT_EQ(tp_sub_recv(wrong, &msg, 300, &err), 0);
     tp_sub_stats st;
     tp_sub_stats_get(wrong, &st);
     ASSERT_UEQ(st.received, 0);
-    model_free(&m);
     tp_sub_destroy(&right);
     tp_sub_destroy(&wrong);
+}
+
+/* Receives from sub until its handshake was refused (20 s guard); how many batches came meanwhile. */
+static uint64_t wait_refused(tp_sub *sub) {
+    tp_sub_stats st = {0};
+    err_msg err = {{0}};
+    for (double end = now_s() + 20; st.handshake_failures == 0 && now_s() < end; tp_sub_stats_get(sub, &st)) {
+        tp_sub_msg msg;
+        ASSERT(tp_sub_recv(sub, &msg, 20, &err) >= 0);
+    }
+    ASSERT_GT(st.handshake_failures, 0);
+    return st.received;
+}
+
+/* A subscriber to ep that pins the server key and presents the client pair (NULL: a throwaway). */
+static tp_sub *curve_sub(const char *ep, const char *server, const tp_keypair *client) {
+    err_msg err = {{0}};
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.server_key = server, .client_key = client}, &err);
+    if (sub == NULL || tp_sub_connect(sub, ep, &err) != 0)
+        TASK_FAIL_("subscribing to %s: %s", ep, err.msg);
+    return sub;
+}
+
+TEST(tracer_admits_only_the_listed_clients) {
+    /* SYNCTOP_CURVE_CLIENTS: a directory of client .pub files. While the program waits for a
+     * viewer at start, a client whose key is not listed and one with a throwaway key are refused
+     * (and told it was their client key), and the program goes on waiting: neither counts as a
+     * viewer. A listed client then gets the whole program, and the program's stderr stays empty. */
+    tp_keypair server, alice, bob;
+    err_msg err = {{0}};
+    ASSERT_OK(tp_keypair_new(&bob, &err));
+    char base[512], dir[512];
+    keys_and_clients(&server, &alice, base, dir);
+    char ep[128], listen[160], key[600], clients[600];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", free_port());
+    snprintf(listen, sizeof listen, "SYNCTOP_LISTEN=%s", ep);
+    snprintf(key, sizeof key, "SYNCTOP_CURVE_KEY=%s.key", base);
+    snprintf(clients, sizeof clients, "SYNCTOP_CURVE_CLIENTS=%s", dir);
+    const char *env[] = {listen, key, clients, "SYNCTOP_START_WAIT_MS=20000", NULL};
+
+    tp_sub *unlisted = curve_sub(ep, server.public_key, &bob), *anon = curve_sub(ep, server.public_key, NULL);
+    pid_t pid = start_harness(step_script(), env);
+    ASSERT_UEQ(wait_refused(unlisted), 0);
+    ASSERT_UEQ(wait_refused(anon), 0);
+    ASSERT(tp_sub_client_refused(unlisted));
+    ASSERT(tp_sub_client_refused(anon));
+    tp_sub *listed = curve_sub(ep, server.public_key, &alice);
+    receive_whole_program(listed, pid);
+    tp_sub_stats st;
+    tp_sub_stats_get(unlisted, &st);
+    ASSERT_UEQ(st.received, 0);
+    tp_sub_destroy(&listed);
+    tp_sub_destroy(&unlisted);
+    tp_sub_destroy(&anon);
+
+    /* A list that cannot be read admits nobody: one line, and no tracing. */
+    snprintf(clients, sizeof clients, "SYNCTOP_CURVE_CLIENTS=%s", task_path("no-such-list"));
+    ASSERT_EQ(run_harness("context_create 1\ncontext_destroy 1\n", env), 0);
+    char *errtxt = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(errtxt, "synctop: not tracing: SYNCTOP_CURVE_CLIENTS:");
+    ASSERT_STR_CONTAINS(errtxt, "no-such-list");
+    ASSERT_EQ(strchr(errtxt, '\n') - errtxt + 1, (int64_t)strlen(errtxt));
+    free(errtxt);
 }
 
 TEST(tracer_refuses_to_publish_beyond_this_machine_in_the_clear) {

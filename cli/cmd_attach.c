@@ -28,7 +28,8 @@
 
 static void attach_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop attach [PID|ENDPOINT...] [--server-key KEY] [--window-events N]\n"
+            "usage: synctop attach [PID|ENDPOINT...] [--server-key KEY [--client-key FILE.key]]\n"
+            "                      [--window-events N]\n"
             "                      [--record FILE [--force]] [--step NAME] [--from FILE] [--ascii]\n"
             "                      [--mono] [--yes] [--inject-only] [--keep-tracing] [--no-inject]\n"
             "       synctop attach --summary RELAY... [--server-key KEY] [--from FILE] [--window-events N]\n"
@@ -47,6 +48,9 @@ static void attach_usage(FILE *out) {
             "                     this machine's clock as its relay measured it, the offset and\n"
             "                     its uncertainty on their rows)\n"
             "  --server-key KEY   the publishers' CURVE public key (a .pub/.key file or the key)\n"
+            "  --client-key FILE  our own CURVE key pair, for publishers that admit listed clients\n"
+            "                     only (default: ~/.config/synctop/client.key when `synctop keygen\n"
+            "                     --client` made it)\n"
             "  --window-events N  events kept in memory; older ones are dropped (default 4194304)\n"
             "  --record FILE      also write everything received to a trace file (nothing is lost\n"
             "                     when the window drops old events); --force replaces FILE\n"
@@ -209,14 +213,17 @@ static int cmd_attach(int argc, char **argv) {
     viewer_opts o = {.verb = "attach"};
     err_msg err = {{0}};
     inject_choice ic = {0};
-    enum { O_KEY = 1, O_WINDOW, O_RECORD, O_FORCE, O_ASCII, O_MONO, O_STEP, O_FROM, O_YES, O_ONLY, O_NEVER, O_KEEP, O_SUMMARY };
+    enum { O_KEY = 1, O_WINDOW, O_RECORD, O_FORCE, O_ASCII, O_MONO, O_STEP, O_FROM, O_YES, O_ONLY, O_NEVER, O_KEEP, O_SUMMARY,
+           O_CLIENT_KEY };
     static const arg_opt opts[] = {
         {O_KEY, "--server-key", NULL, 1}, {O_WINDOW, "--window-events", NULL, 1}, {O_RECORD, "--record", NULL, 1},
         {O_FORCE, "--force", NULL, 0},    {O_ASCII, "--ascii", NULL, 0},          {O_MONO, "--mono", NULL, 0},
         {O_STEP, "--step", NULL, 1},     {O_FROM, "--from", NULL, 1},            {O_YES, "--yes", "-y", 0},
         {O_ONLY, "--inject-only", NULL, 0}, {O_NEVER, "--no-inject", NULL, 0}, {O_KEEP, "--keep-tracing", NULL, 0},
-        {O_SUMMARY, "--summary", NULL, 0},
+        {O_SUMMARY, "--summary", NULL, 0}, {O_CLIENT_KEY, "--client-key", NULL, 1},
     };
+    const char *client_key = NULL;
+    tp_keypair mine;
     args p;
     ARGS_INIT(&p, "attach", attach_usage, opts, argc, argv);
     uint64_t window;
@@ -230,6 +237,8 @@ static int cmd_attach(int argc, char **argv) {
             if (tp_public_key_resolve(a, key, &err) != 0)
                 return verb_error("attach", "--server-key: %s", err.msg);
             o.server_key = key;
+        } else if (id == O_CLIENT_KEY) {
+            client_key = a;
         } else if (id == O_WINDOW) {
             if (args_u64(&p, "--window-events", a, 1000, 1ull << 32, &window))
                 return EXIT_USAGE;
@@ -278,6 +287,9 @@ static int cmd_attach(int argc, char **argv) {
         return args_bad(&p, "--inject-only and --no-inject exclude each other");
     if (ic.only && n == 0)
         return args_bad(&p, "--inject-only needs the PID of the process to load the tracer into");
+    int rc = verb_client_key("attach", client_key, o.server_key != NULL, &mine, &o.client_key);
+    if (rc != 0)
+        return rc;
     for (size_t i = 0; i < n && !o.summary; i++) { /* relays are waited for, never given a tracer */
         if (strncmp(eps[i], "ipc://", 6) != 0 || tp_endpoint_is_live(eps[i]) != 0) {
             if (ic.only && pids[i] > 0)
@@ -300,7 +312,8 @@ static int cmd_attach(int argc, char **argv) {
         o.scan_endpoint_dir = 1;
     }
     viewer_result res;
-    int rc = viewer_run_live(list, n, &o, &res);
+    rc = viewer_run_live(list, n, &o, &res);
+    explicit_bzero(&mine, sizeof mine);
     stop_started(&ic, pids, n);
     return verb_viewer_done("attach", rc, &res, o.record);
 }

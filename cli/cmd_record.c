@@ -32,7 +32,7 @@
 static void record_usage(FILE *out) {
     fprintf(out,
             "usage: synctop record ENDPOINT... -o FILE [--from FILE] [--duration SEC] [--producers N]\n"
-            "                      [--force] [--server-key KEY]\n\n"
+            "                      [--force] [--server-key KEY [--client-key FILE.key]]\n\n"
             "Records what one or more synctop publishers send into a trace file, until Ctrl-C,\n"
             "until every producer seen has finished, or until --duration passes.\n\n"
             "  ENDPOINT          a PID (its default ipc endpoint), HOST:PORT, tcp://..., ipc://...\n"
@@ -42,7 +42,10 @@ static void record_usage(FILE *out) {
             "  --producers N     stop once N producers have finished (a job of N ranks behind\n"
             "                    relays: the first to finish may come before the last starts)\n"
             "  --force           replace FILE if it exists (otherwise it is never overwritten)\n"
-            "  --server-key KEY  the publishers' CURVE public key (a .pub/.key file or the key)\n\n"
+            "  --server-key KEY  the publishers' CURVE public key (a .pub/.key file or the key)\n"
+            "  --client-key FILE our own CURVE key pair, for publishers that admit listed clients\n"
+            "                    only (default: ~/.config/synctop/client.key when `synctop keygen\n"
+            "                    --client` made it)\n\n"
             "Inspect the result with `synctop info FILE`.\n");
 }
 
@@ -125,7 +128,7 @@ static int record_tick(void *ctx) {
 }
 
 typedef struct record_args {
-    const char *out_path, *server_key;
+    const char *out_path, *server_key, *client_key;
     const char *specs[RECORD_MAX_ENDPOINTS];
     int n_specs, force;
     double duration;
@@ -142,7 +145,7 @@ static void record_args_free(record_args *ra) {
 
 /* The command line; -1 to go on, else the verb's status. */
 static int record_parse(int argc, char **argv, record_args *ra) {
-    enum { O_OUT = 1, O_DURATION, O_FORCE, O_KEY, O_PRODUCERS, O_FROM };
+    enum { O_OUT = 1, O_DURATION, O_FORCE, O_KEY, O_PRODUCERS, O_FROM, O_CLIENT_KEY };
     static const arg_opt opts[] = {
         {O_OUT, "--output", "-o", 1},
         {O_FROM, "--from", NULL, 1},
@@ -150,6 +153,7 @@ static int record_parse(int argc, char **argv, record_args *ra) {
         {O_PRODUCERS, "--producers", NULL, 1},
         {O_FORCE, "--force", NULL, 0},
         {O_KEY, "--server-key", NULL, 1},
+        {O_CLIENT_KEY, "--client-key", NULL, 1},
     };
     args p;
     ARGS_INIT(&p, "record", record_usage, opts, argc, argv);
@@ -165,6 +169,7 @@ static int record_parse(int argc, char **argv, record_args *ra) {
             break;
         case O_FORCE: ra->force = 1; break;
         case O_KEY: ra->server_key = a; break;
+        case O_CLIENT_KEY: ra->client_key = a; break;
         case O_PRODUCERS:
             if (args_u64(&p, "--producers", a, 1, 1u << 20, &ra->producers))
                 return EXIT_USAGE;
@@ -201,8 +206,14 @@ static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **s
     char key[TP_KEY_Z85_LEN + 1];
     if (ra->server_key != NULL && tp_public_key_resolve(ra->server_key, key, &err) < 0)
         return verb_error("record", "bad --server-key: %s", err.msg);
+    tp_keypair mine;
     tp_sub_opts so = {.server_key = ra->server_key ? key : NULL};
-    if ((*sub = tp_sub_new(&so, &err)) == NULL)
+    int rc = verb_client_key("record", ra->client_key, ra->server_key != NULL, &mine, &so.client_key);
+    if (rc != 0)
+        return rc;
+    *sub = tp_sub_new(&so, &err);
+    explicit_bzero(&mine, sizeof mine); /* the socket has it */
+    if (*sub == NULL)
         return verb_error("record", "cannot subscribe: %s", err.msg);
     for (int i = 0; i < ra->n_specs; i++) {
         if (tp_sub_connect(*sub, endpoints[i], &err) < 0) {
@@ -218,9 +229,9 @@ static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **s
     return 0;
 }
 
-static void record_refused(void *ctx, const char *endpoint) {
+static void record_refused(void *ctx, const tp_sub *sub) {
     (void)ctx;
-    verb_refused_cb("record", endpoint);
+    verb_refused_cb("record", sub);
 }
 
 /* Receives until every producer has ended, the ipc publishers went away, the duration passed or

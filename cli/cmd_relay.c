@@ -22,8 +22,9 @@
 
 static void relay_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop relay --listen ENDPOINT [--key FILE.key | --insecure] [--server-key KEY]\n"
-            "                     [--record FILE [--force]] [--summary-ms MS] [--quiet] [ENDPOINT...]\n\n"
+            "usage: synctop relay --listen ENDPOINT [--key FILE.key [--clients DIR|FILE] | --insecure]\n"
+            "                     [--server-key KEY [--client-key FILE.key]] [--record FILE [--force]]\n"
+            "                     [--summary-ms MS] [--quiet] [ENDPOINT...]\n\n"
             "Republishes the traces of this node on one endpoint: viewers (synctop attach), record\n"
             "and other relays connect to it as to a traced process. Subscriptions go up to every\n"
             "process (each answers a new viewer with a keyframe) and so do the losses viewers see;\n"
@@ -32,8 +33,15 @@ static void relay_usage(FILE *out) {
             "                     ipc:///PATH; beyond loopback it needs --key (or --insecure)\n"
             "  --key FILE.key     encrypt and authenticate with CURVE (`synctop keygen` keys);\n"
             "                     viewers then give the .pub file as --server-key\n"
+            "  --clients DIR|FILE with --key, admit only the viewers whose client public key is\n"
+            "                     listed: a directory of .pub files (`synctop keygen --client`\n"
+            "                     writes them) or a file of keys, one per line; without it,\n"
+            "                     whoever has the .pub file and can reach the port can watch\n"
             "  --insecure         allow a non-loopback --listen address without --key\n"
             "  --server-key KEY   the CURVE public key of the upstream ENDPOINTs (other relays)\n"
+            "  --client-key FILE  its own CURVE key pair as their client, for upstreams that admit\n"
+            "                     listed clients only (default: ~/.config/synctop/client.key\n"
+            "                     when `synctop keygen --client` made it)\n"
             "  --record FILE      also write every batch that goes through to a trace file,\n"
             "                     and at the end the clocks of the hosts above, measured by\n"
             "                     asking their relays; --force (-f) replaces FILE\n"
@@ -73,17 +81,19 @@ static void scan_one(void *ctx, long pid, const char *endpoint) {
 }
 
 static int cmd_relay(int argc, char **argv) {
-    enum { O_LISTEN = 1, O_KEY, O_INSECURE, O_SERVER_KEY, O_RECORD, O_FORCE, O_QUIET, O_SUMMARY_MS };
+    enum { O_LISTEN = 1, O_KEY, O_INSECURE, O_SERVER_KEY, O_RECORD, O_FORCE, O_QUIET, O_SUMMARY_MS, O_CLIENTS,
+           O_CLIENT_KEY };
     static const arg_opt opts[] = {
         {O_LISTEN, "--listen", NULL, 1}, {O_KEY, "--key", NULL, 1},       {O_INSECURE, "--insecure", NULL, 0},
         {O_SERVER_KEY, "--server-key", NULL, 1}, {O_RECORD, "--record", NULL, 1}, {O_FORCE, "--force", "-f", 0},
         {O_QUIET, "--quiet", "-q", 0},           {O_SUMMARY_MS, "--summary-ms", NULL, 1},
+        {O_CLIENTS, "--clients", NULL, 1},       {O_CLIENT_KEY, "--client-key", NULL, 1},
     };
     uint64_t summary_ms;
-    const char *upstream[64], *val, *key_path = NULL;
+    const char *upstream[64], *val, *key_path = NULL, *clients_path = NULL, *client_key = NULL;
     size_t n_up = 0;
     char server_key[TP_KEY_Z85_LEN + 1];
-    tp_keypair keys;
+    tp_keypair keys, mine;
     tp_relay_opts o = {0};
     err_msg err = {{0}};
     int quiet = 0;
@@ -101,6 +111,8 @@ static int cmd_relay(int argc, char **argv) {
                 return verb_error("relay", "--server-key: %s", err.msg);
             o.upstream_key = server_key;
             break;
+        case O_CLIENTS: clients_path = val; break;
+        case O_CLIENT_KEY: client_key = val; break;
         case O_RECORD: o.record = val; break;
         case O_FORCE: o.record_overwrite = 1; break;
         case O_QUIET: quiet = 1; break;
@@ -138,9 +150,22 @@ static int cmd_relay(int argc, char **argv) {
             return verb_error("relay", "SYNCTOP_TEST_CLOCK_SKEW_NS: not a number of nanoseconds: %s", skew);
         o.clock_skew_ns = v;
     }
+    if (clients_path != NULL && key_path == NULL)
+        return args_bad(&p, "--clients goes with --key: only CURVE clients have keys to check");
+    tp_clients *clients = NULL;
+    if (clients_path != NULL && (clients = tp_clients_load(clients_path, &err)) == NULL)
+        return verb_error("relay", "--clients: %s", err.msg);
+    o.clients = clients;
+    int rc = verb_client_key("relay", client_key, o.upstream_key != NULL, &mine, &o.upstream_client);
+    if (rc != 0) {
+        tp_clients_destroy(&clients);
+        return rc;
+    }
     tp_relay *r = tp_relay_new(&o, &err);
     if (key_path != NULL)
         explicit_bzero(&keys, sizeof keys);
+    explicit_bzero(&mine, sizeof mine); /* the relay keeps its own copy */
+    tp_clients_destroy(&clients);       /* and so does its check of the clients */
     if (r == NULL)
         return verb_error("relay", "%s", err.msg);
     for (size_t i = 0; i < n_up; i++)
@@ -148,8 +173,13 @@ static int cmd_relay(int argc, char **argv) {
             tp_relay_destroy(&r, NULL);
             return verb_error("relay", "%s", err.msg);
         }
-    verb_say("relay", "listening on %s%s; %s", tp_relay_endpoint(r), key_path ? " (CURVE)" : "",
+    verb_say("relay", "listening on %s%s; %s", tp_relay_endpoint(r),
+             clients_path != NULL ? " (CURVE, listed clients only)" : key_path ? " (CURVE)" : "",
              n_up ? "relaying the endpoints given" : "relaying this user's traced processes here");
+    if (key_path != NULL && clients_path == NULL && strncmp(tp_relay_endpoint(r), "tcp://", 6) == 0)
+        verb_warn("relay", "--key without --clients: whoever has the public key of %s and can reach %s can watch; "
+                           "--clients DIR admits only the viewers whose keys it lists",
+                  key_path, tp_relay_endpoint(r));
 
     verb_signals sig;
     verb_signals_catch(&sig);

@@ -36,9 +36,9 @@ static void report_usage(FILE *out) {
             "                      [--steps] [--step NAME] [--baseline OLD]... [--ranks]\n"
             "                      [--fail-if EXPR]... [--top N] [--gap-us N]\n"
             "                      [--gpu-gap-ms N] [-o FILE] [--server-key KEY]\n"
-            "                      [--max-events N]\n"
+            "                      [--client-key FILE.key] [--max-events N]\n"
             "       synctop report --ranks --summary [--for SECONDS] [--format text|json]\n"
-            "                      [--server-key KEY] RELAY...\n"
+            "                      [--server-key KEY [--client-key FILE.key]] RELAY...\n"
             "\n"
             "Analyses where the host waited for the GPU and what it cost: the top stalls by\n"
             "call site (with their Python and native frames), GPU utilisation and idle time\n"
@@ -93,6 +93,9 @@ static void report_usage(FILE *out) {
             "                     500)\n"
             "  -o, --output FILE  write the report to FILE instead of standard output\n"
             "  --server-key KEY   the publishers' CURVE public key, for a live source\n"
+            "  --client-key FILE  our own CURVE key pair, for publishers that admit listed\n"
+            "                     clients only (default: ~/.config/synctop/client.key when\n"
+            "                     `synctop keygen --client` made it)\n"
             "  --max-events N     read a trace file of up to N events even when that is\n"
             "                     more than its size makes plausible (4 per byte)\n"
             "\n"
@@ -140,9 +143,9 @@ static int looks_live(const char *spec) {
     return colon != NULL && colon[1] >= '0' && colon[1] <= '9' && strchr(spec, '/') == NULL;
 }
 
-static void report_refused(void *ctx, const char *endpoint) {
+static void report_refused(void *ctx, const tp_sub *sub) {
     (void)ctx;
-    verb_refused_cb("report", endpoint);
+    verb_refused_cb("report", sub);
 }
 
 /* A batch into the store; a bad one is dropped alone, with a warning. */
@@ -154,16 +157,20 @@ static int report_batch(void *ctx, const tp_sub_msg *m, err_msg *err) {
 
 /* A subscriber connected to the live sources (their endpoints resolved into eps), taking batches or,
  * with summaries, the relays' summaries; NULL when it cannot be (said on stderr). */
-static tp_sub *report_subscribe(char **specs, int n, const char *server_key, int summaries,
-                                char eps[][512]) {
+static tp_sub *report_subscribe(char **specs, int n, const char *server_key, const char *client_key,
+                                int summaries, char eps[][512]) {
     err_msg err = {{0}};
     char key[TP_KEY_Z85_LEN + 1];
     if (server_key != NULL && tp_public_key_resolve(server_key, key, &err) < 0) {
         verb_error("report", "bad --server-key: %s", err.msg);
         return NULL;
     }
+    tp_keypair mine;
     tp_sub_opts so = {.server_key = server_key ? key : NULL, .summaries = summaries};
+    if (verb_client_key("report", client_key, server_key != NULL, &mine, &so.client_key) != 0)
+        return NULL;
     tp_sub *sub = tp_sub_new(&so, &err);
+    explicit_bzero(&mine, sizeof mine); /* the socket has it */
     if (sub == NULL) {
         verb_error("report", "cannot subscribe: %s", err.msg);
         return NULL;
@@ -181,10 +188,10 @@ static tp_sub *report_subscribe(char **specs, int n, const char *server_key, int
 /* Records live sources into the store until every producer has finished (its TP_BF_END batch), the
  * ipc publishers went away, or SIGINT/SIGTERM; then says on stderr what was recorded and why it
  * stopped, so that a report cut short is never mistaken for a whole run. */
-static int record_live(st_store *s, char **specs, int n, const char *server_key) {
+static int record_live(st_store *s, char **specs, int n, const char *server_key, const char *client_key) {
     err_msg err = {{0}};
     char eps[REPORT_MAX_SOURCES][512];
-    tp_sub *sub = report_subscribe(specs, n, server_key, 0, eps);
+    tp_sub *sub = report_subscribe(specs, n, server_key, client_key, 0, eps);
     if (sub == NULL)
         return 1;
     verb_signals sig;
@@ -246,10 +253,11 @@ static double pct(uint64_t part, double whole) { return whole > 0 ? 100.0 * (dou
  * times the GPUs that worked; blocked the share of the spans (host threads summed, so several
  * blocked threads can pass 100%); idle the rest of busy; events/s per second of the relay's
  * intervals in which the producer sent. */
-static int report_summaries(char **specs, int n, const char *server_key, double for_s, int format) {
+static int report_summaries(char **specs, int n, const char *server_key, const char *client_key, double for_s,
+                            int format) {
     err_msg err = {{0}};
     char eps[REPORT_MAX_SOURCES][512];
-    tp_sub *sub = report_subscribe(specs, n, server_key, 1, eps);
+    tp_sub *sub = report_subscribe(specs, n, server_key, client_key, 1, eps);
     if (sub == NULL)
         return 1;
     verb_signals sig;
@@ -330,7 +338,7 @@ static int report_summaries(char **specs, int n, const char *server_key, double 
 }
 
 enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY,
-       O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE, O_RANKS, O_SUMMARY, O_FOR };
+       O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE, O_RANKS, O_SUMMARY, O_FOR, O_CLIENT_KEY };
 
 /* One run of the verb: what the command line asked for, then what each phase made; report_free
  * frees it whichever phase stopped. */
@@ -344,7 +352,7 @@ typedef struct report_run {
     int hta, steps, ranks, summary;
     double for_s;
     uint64_t max_events;
-    const char *step_name, *out_path, *server_key;
+    const char *step_name, *out_path, *server_key, *client_key;
     rp_opts ro;
     an_opts ao;
     hta_opts ho;
@@ -418,6 +426,7 @@ static int report_option(report_run *run, args *p, int id, const char *val) {
         break;
     case O_OUT: run->out_path = val; break;
     case O_KEY: run->server_key = val; break;
+    case O_CLIENT_KEY: run->client_key = val; break;
     case O_MAX_EVENTS:
         if (args_u64(p, "--max-events", val, 1, UINT64_MAX, &run->max_events))
             return EXIT_USAGE;
@@ -450,6 +459,7 @@ static int report_parse(int argc, char **argv, report_run *run) {
         {O_GPU_GAP_MS, "--gpu-gap-ms", NULL, 1},
         {O_OUT, "--output", "-o", 1},
         {O_KEY, "--server-key", NULL, 1},
+        {O_CLIENT_KEY, "--client-key", NULL, 1},
         {O_MAX_EVENTS, "--max-events", NULL, 1},
     };
     args p;
@@ -468,7 +478,7 @@ static int report_parse(int argc, char **argv, report_run *run) {
         return -1;
     if (!run->ranks || run->hta || run->steps || run->n_base > 0 || run->n_checks > 0 || run->out_path != NULL ||
         run->ro.format == RP_MARKDOWN)
-        return args_bad(&p, "--summary goes with --ranks (and --format text or json, --for, --server-key) only");
+        return args_bad(&p, "--summary goes with --ranks (and --format text or json, --for, --server-key, --client-key) only");
     for (int i = 0; i < run->n_sources; i++)
         if (is_file_source(run->sources[i]) || !looks_live(run->sources[i]))
             return args_bad(&p, "--summary takes live relays, and %s is not one", run->sources[i]);
@@ -490,7 +500,7 @@ static int report_load(report_run *run) {
         if (ingest_file_max(run->s, run->sources[i], run->max_events, verb_warn_cb, "report", &run->err) != 0)
             return verb_error("report", "%s", run->err.msg);
     }
-    int status = n_live > 0 ? record_live(run->s, live, n_live, run->server_key) : 0;
+    int status = n_live > 0 ? record_live(run->s, live, n_live, run->server_key, run->client_key) : 0;
     if (status != 0)
         return status;
     st_store_commit(run->s);
@@ -613,7 +623,8 @@ static int cmd_report(int argc, char **argv) {
     if (status >= 0)
         return status;
     if (run.summary)
-        return report_summaries(run.sources, run.n_sources, run.server_key, run.for_s, run.ro.format);
+        return report_summaries(run.sources, run.n_sources, run.server_key, run.client_key, run.for_s,
+                                run.ro.format);
     status = report_load(&run);
     if (status == 0)
         status = report_analyse(&run);

@@ -47,7 +47,8 @@
 
 static void run_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop run [--record FILE] [--listen ENDPOINT [--key FILE.key | --insecure]]\n"
+            "usage: synctop run [--record FILE] [--listen ENDPOINT\n"
+            "                   [--key FILE.key [--clients DIR|FILE] | --insecure]]\n"
             "                   [--no-tui] [--log FILE] [--ascii] [--mono] -- CMD [ARGS...]\n\n"
             "Runs CMD with synctop's CUDA tracer injected (no change to the program). On a\n"
             "terminal it shows the live timeline while CMD runs (q closes it; CMD goes on),\n"
@@ -61,6 +62,10 @@ static void run_usage(FILE *out) {
             "                     of each process's default ipc endpoint; one process only\n"
             "  --key FILE.key     encrypt what is published with CURVE (keys from `synctop\n"
             "                     keygen`); viewers elsewhere attach with --server-key FILE.pub\n"
+            "  --clients DIR|FILE with --key, admit only the viewers whose client public key is\n"
+            "                     listed: a directory of .pub files (`synctop keygen --client`\n"
+            "                     writes them) or a file of keys, one per line; without it,\n"
+            "                     whoever has FILE.pub and can reach the port can watch\n"
             "  --insecure         allow a non-loopback --listen address without --key\n"
             "  --no-tui           no live view: print the report at the end\n"
             "  --log FILE         with the live view, CMD's output goes to FILE (default:\n"
@@ -74,6 +79,7 @@ static void run_usage(FILE *out) {
             "                              \"none\": do not publish)\n"
             "  SYNCTOP_RECORD              trace file to write\n"
             "  SYNCTOP_CURVE_KEY           CURVE key file (.key) to publish with (set by --key)\n"
+            "  SYNCTOP_CURVE_CLIENTS       the clients admitted, as --clients (set by --clients)\n"
             "  SYNCTOP_INSECURE            1: a non-loopback tcp endpoint without a key is allowed\n"
             "  SYNCTOP_MODE                always (default) | on-demand (dormant until a viewer\n"
             "                              subscribes, dormant again when the last one leaves)\n"
@@ -305,7 +311,7 @@ static void print_report(FILE *out, st_store *st, const char *cmd, int status_co
 /* ---- the verb ---- */
 
 typedef struct run_args {
-    const char *record, *listen, *log, *key;
+    const char *record, *listen, *log, *key, *clients;
     int no_tui, ascii, mono, insecure;
     char **cmd;
 } run_args;
@@ -313,11 +319,12 @@ typedef struct run_args {
 /* The options, up to the command (after "--", or the first operand); 0 or EXIT_USAGE when the
  * verb is done, -1 to go on. */
 static int parse_args(int argc, char **argv, run_args *a) {
-    enum { O_RECORD = 1, O_LISTEN, O_LOG, O_KEY, O_INSECURE, O_NO_TUI, O_ASCII, O_MONO };
+    enum { O_RECORD = 1, O_LISTEN, O_LOG, O_KEY, O_INSECURE, O_NO_TUI, O_ASCII, O_MONO, O_CLIENTS };
     static const arg_opt opts[] = {
         {O_RECORD, "--record", NULL, 1},     {O_LISTEN, "--listen", NULL, 1}, {O_LOG, "--log", NULL, 1},
         {O_KEY, "--key", NULL, 1},           {O_INSECURE, "--insecure", NULL, 0},
         {O_NO_TUI, "--no-tui", NULL, 0},     {O_ASCII, "--ascii", NULL, 0},   {O_MONO, "--mono", NULL, 0},
+        {O_CLIENTS, "--clients", NULL, 1},
     };
     args p;
     ARGS_INIT(&p, "run", run_usage, opts, argc, argv);
@@ -330,6 +337,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
         case O_LISTEN: a->listen = val; break;
         case O_LOG: a->log = val; break;
         case O_KEY: a->key = val; break;
+        case O_CLIENTS: a->clients = val; break;
         case O_INSECURE: a->insecure = 1; break;
         case O_NO_TUI: a->no_tui = 1; break;
         case O_ASCII: a->ascii = 1; break;
@@ -354,8 +362,8 @@ static int open_log(const char *path, char *out, size_t outlen) {
     return open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 }
 
-/* --key's pair, whose public key our own subscriber needs (the secret one is wiped). 0, or the
- * verb's status with the reason said. */
+/* --key's pair: our own subscriber pins its public key and, as the holder of the server's pair,
+ * is admitted by the tracer's check of its clients. 0, or the verb's status with the reason said. */
 static int run_load_key(const char *key, char *key_path, tp_keypair *keys) {
     err_msg err = {{0}};
     if (realpath(key, key_path) == NULL)
@@ -365,17 +373,38 @@ static int run_load_key(const char *key, char *key_path, tp_keypair *keys) {
     if (keys->secret_key[0] == '\0')
         return verb_error("run", "--key %s: this is a public key; publishing needs the .key file "
                                  "(both keys) that `synctop keygen` wrote", key);
-    explicit_bzero(keys->secret_key, sizeof keys->secret_key);
+    return 0;
+}
+
+/* --clients, read here once so that a list the tracer would refuse is said before the command
+ * starts; its absolute path in clients_path. 0, or the verb's status with the reason said. */
+static int run_check_clients(const run_args *a, const char *listen_ep, char *clients_path) {
+    err_msg err = {{0}};
+    if (a->clients != NULL && a->key == NULL)
+        return verb_error("run", "--clients goes with --key: only CURVE clients have keys to check");
+    if (a->clients == NULL) {
+        if (a->key != NULL && strncmp(listen_ep, "tcp://", 6) == 0)
+            verb_warn("run", "--key without --clients: whoever has the public key of %s and can reach %s can "
+                             "watch; --clients DIR admits only the viewers whose keys it lists",
+                      a->key, listen_ep);
+        return 0;
+    }
+    if (realpath(a->clients, clients_path) == NULL)
+        return verb_error("run", "--clients %s: %s", a->clients, strerror(errno));
+    tp_clients *c = tp_clients_load(clients_path, &err);
+    if (c == NULL)
+        return verb_error("run", "--clients: %s", err.msg);
+    tp_clients_destroy(&c);
     return 0;
 }
 
 /* Without the view: a subscriber (connected to --listen's endpoint when given) and a store. 0, or
  * the verb's status with the reason said. */
-static int run_headless_new(const char *server_key, const char *listen_ep, headless **h, st_store **st) {
+static int run_headless_new(const tp_keypair *keys, const char *listen_ep, headless **h, st_store **st) {
     err_msg err = {{0}};
     *h = calloc(1, sizeof **h);
     *st = st_store_new(NULL);
-    tp_sub_opts so = {.server_key = server_key};
+    tp_sub_opts so = {.server_key = keys ? keys->public_key : NULL, .client_key = keys};
     if (*h == NULL || *st == NULL || ((*h)->sub = tp_sub_new(&so, &err)) == NULL) {
         free(*h);
         *h = NULL;
@@ -388,7 +417,8 @@ static int run_headless_new(const char *server_key, const char *listen_ep, headl
 }
 
 /* The tracer and its settings, in the environment the command inherits. */
-static void run_environment(const run_args *a, const char *tracer, const char *listen_ep, const char *key_path) {
+static void run_environment(const run_args *a, const char *tracer, const char *listen_ep, const char *key_path,
+                            const char *clients_path) {
     setenv("CUDA_INJECTION64_PATH", tracer, 1);
     /* NVTX goes through the tracer to the CUPTI it traces with (the one the process loads, a
      * PyTorch wheel's for instance): naming a libcupti here would put a second one in. */
@@ -401,6 +431,8 @@ static void run_environment(const run_args *a, const char *tracer, const char *l
         setenv("SYNCTOP_LISTEN", listen_ep, 1);
     if (a->key != NULL)
         setenv("SYNCTOP_CURVE_KEY", key_path, 1);
+    if (a->clients != NULL)
+        setenv("SYNCTOP_CURVE_CLIENTS", clients_path, 1);
     if (a->insecure)
         setenv("SYNCTOP_INSECURE", "1", 1);
 }
@@ -491,7 +523,7 @@ static void say_recorded(const char *record, double since) {
 /* The live view of the command's processes until it is closed, then the command's end (Ctrl-C
  * then reaches it); its wait status in *status. Then what the view saw in brief, and where the
  * trace and the command's output went. */
-static void run_view(const run_args *a, pid_t child, const char *listen_ep, const char *server_key,
+static void run_view(const run_args *a, pid_t child, const char *listen_ep, const tp_keypair *keys,
                      const char *log_path, const struct sigaction *old_int, uint64_t t0, int *status) {
     live_discovery ld = {.child = (long)child};
     const char *eps[1] = {listen_ep};
@@ -499,8 +531,8 @@ static void run_view(const run_args *a, pid_t child, const char *listen_ep, cons
     clock_gettime(CLOCK_REALTIME, &started);
     run_brief brief = {0};
     viewer_opts vo = {.ascii = a->ascii, .mono = a->mono, .verb = "run", .discover = live_discover,
-                      .discover_ctx = &ld, .server_key = server_key, .on_close = run_brief_make,
-                      .on_close_ctx = &brief};
+                      .discover_ctx = &ld, .server_key = keys ? keys->public_key : NULL, .client_key = keys,
+                      .on_close = run_brief_make, .on_close_ctx = &brief};
     viewer_result vres;
     verb_viewer_done("run", viewer_run_live(eps, listen_ep[0] ? 1 : 0, &vo, &vres), &vres, vo.record);
     if (waitpid(child, status, WNOHANG) != child) {
@@ -562,19 +594,21 @@ static int cmd_run(int argc, char **argv) {
         return EXIT_USAGE;
     }
     tp_keypair keys = {{0}, {0}};
-    char key_path[PATH_MAX] = "";
+    char key_path[PATH_MAX] = "", clients_path[PATH_MAX] = "";
     if (a.key != NULL && (rc = run_load_key(a.key, key_path, &keys)) != 0)
         return rc;
-    const char *server_key = a.key != NULL ? keys.public_key : NULL;
+    const tp_keypair *pair = a.key != NULL ? &keys : NULL;
+    if ((rc = run_check_clients(&a, listen_ep, clients_path)) != 0)
+        return rc;
     char log_path[PATH_MAX + 64] = "";
     int log_fd = -1;
     if (!a.no_tui && (log_fd = open_log(a.log, log_path, sizeof log_path)) < 0)
         return verb_error("run", "cannot create the log file %s: %s", log_path, strerror(errno));
     headless *h = NULL;
     st_store *st = NULL;
-    if (a.no_tui && (rc = run_headless_new(server_key, listen_ep, &h, &st)) != 0)
+    if (a.no_tui && (rc = run_headless_new(pair, listen_ep, &h, &st)) != 0)
         return rc;
-    run_environment(&a, tracer, listen_ep, key_path);
+    run_environment(&a, tracer, listen_ep, key_path, clients_path);
 
     /* Ctrl-C goes to the whole foreground group: the command decides; we stay to sum up. */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
@@ -590,7 +624,7 @@ static int cmd_run(int argc, char **argv) {
     } else {
         int status = 0;
         if (!a.no_tui)
-            run_view(&a, child, listen_ep, server_key, log_path, &old_int, t0, &status);
+            run_view(&a, child, listen_ep, pair, log_path, &old_int, t0, &status);
         else
             run_headless(&a, h, st, child, listen_ep, t0, &status);
         rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -604,6 +638,7 @@ static int cmd_run(int argc, char **argv) {
         free(h);
     }
     st_store_destroy(&st);
+    explicit_bzero(&keys, sizeof keys);
     return rc;
 }
 

@@ -2,8 +2,11 @@
  * The verbs' registry and the helpers every verb shares (verb.h): how a verb speaks on stderr
  * (untrusted names sanitized), symbolizing a loaded store, and the end of a viewer session.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <inttypes.h>
 
@@ -60,9 +63,51 @@ void verb_warn_cb(void *ctx, const char *msg) {
     verb_warn(ctx, "%s", msg);
 }
 
-void verb_refused_cb(void *ctx, const char *endpoint) {
-    verb_warn(ctx, "%s refused the encrypted handshake: is --server-key that publisher's public key, and does it "
-                   "publish with keys? (still trying)", endpoint);
+void verb_refused_cb(void *ctx, const tp_sub *sub) {
+    int own;
+    const char *endpoint = tp_sub_handshake_failed(sub), *mine = tp_sub_client_key(sub, &own);
+    if (!tp_sub_client_refused(sub))
+        verb_warn(ctx, "%s refused the encrypted handshake: is --server-key that publisher's public key, and does it "
+                       "publish with keys? (still trying)", endpoint);
+    else if (own)
+        verb_warn(ctx, "%s refused our client key %s: it admits only the clients its --clients list names; have "
+                       "that key (its .pub file) added there, or give --client-key with a key it lists (not retried)",
+                  endpoint, mine);
+    else
+        verb_warn(ctx, "%s admits only the clients its --clients list names, and we have no client key: make one "
+                       "with `synctop keygen --client` (then used by default) and have its .pub file added there, "
+                       "or give --client-key (not retried)", endpoint);
+}
+
+int verb_client_key(const char *verb_name, const char *path, int server_key, tp_keypair *kp,
+                    const tp_keypair **out) {
+    err_msg err = {{0}};
+    char def[PATH_MAX];
+    struct stat st;
+    *out = NULL;
+    if (path != NULL && !server_key) {
+        verb_error(verb_name, "--client-key goes with --server-key (a client key is only used with CURVE)");
+        return EXIT_USAGE;
+    }
+    if (!server_key)
+        return 0;
+    if (path == NULL) {
+        /* This user's own pair, when `synctop keygen --client` made one, as ssh takes ~/.ssh/id_*. */
+        if (tp_client_key_base(def, sizeof def - 4, &err) != 0)
+            return 0;
+        strcat(def, ".key");
+        if (stat(def, &st) != 0 && errno == ENOENT)
+            return 0;
+    }
+    const char *file = path != NULL ? path : def;
+    if (tp_keypair_load(kp, file, &err) != 0)
+        return verb_error(verb_name, "%s%s", err.msg,
+                          path != NULL ? "" : " (this user's client key; --client-key FILE takes another)");
+    if (kp->secret_key[0] == '\0')
+        return verb_error(verb_name, "--client-key %s is a public key: a client needs its .key file (both keys)",
+                          file);
+    *out = kp;
+    return 0;
 }
 
 void verb_symbolize(const char *verb_name, st_store *s) {

@@ -43,8 +43,16 @@ void verb_warn(const char *verb_name, const char *fmt, ...) __attribute__((forma
 void verb_say(const char *verb_name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* verb_warn as an importer's warning callback: ctx is the verb's name. */
 void verb_warn_cb(void *ctx, const char *msg);
-/* The warning for a publisher that refused the handshake (live_opts.on_refused); ctx: the verb. */
-void verb_refused_cb(void *ctx, const char *endpoint);
+/* The warning for a publisher that refused the handshake (live_opts.on_refused): a wrong server
+ * key, or our client key not on its list; ctx: the verb. */
+struct tp_sub;
+void verb_refused_cb(void *ctx, const struct tp_sub *sub);
+/* The client key pair of a verb that subscribes: --client-key's file (path) when given, else this
+ * user's own (tp_client_key_base) when `synctop keygen --client` made it; none (*out NULL: a
+ * throwaway pair) without --server-key or either. 0, or the verb's status with the reason said. */
+struct tp_keypair;
+int verb_client_key(const char *verb_name, const char *path, int server_key, struct tp_keypair *kp,
+                    const struct tp_keypair **out);
 /* Symbolizes a whole store's native frames, warning when a module changed since the trace was
  * taken (its frames stay module+offset). */
 struct st_store;
@@ -64,7 +72,6 @@ int verb_emit_to_file(void *ctx, const void *batch, size_t len, struct err_msg *
 
 /* The clocks of the hosts above as the relays answered (tp_sub_clock), on one line, and that the
  * file keeps them: "synctop VERB: clocks against this machine's, as the relays answered: ...". */
-struct tp_sub;
 void verb_say_clocks(const char *verb_name, const struct tp_sub *sub);
 
 /* A verb that runs until Ctrl-C or kill: while caught, SIGINT and SIGTERM set verb_stop_signal (to

@@ -61,7 +61,7 @@ live_end live_follow(tp_sub *sub, const live_opts *o, err_msg *err) {
         }
         if (!said_refused && batches == 0 && o->on_refused != NULL && tp_sub_handshake_failed(sub) != NULL) {
             said_refused = 1;
-            o->on_refused(o->ctx, tp_sub_handshake_failed(sub));
+            o->on_refused(o->ctx, sub);
         }
         if (o->on_tick != NULL && o->on_tick(o->ctx))
             return LIVE_DONE;

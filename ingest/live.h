@@ -30,9 +30,10 @@ typedef struct live_opts {
     int (*on_tick)(void *ctx);
     /* Each message that is not a batch. May be NULL. */
     void (*on_malformed)(void *ctx, const err_msg *err);
-    /* Once, when a publisher refused the handshake (a wrong server key, or keys on one side only)
-     * and nothing has been received yet. May be NULL. */
-    void (*on_refused)(void *ctx, const char *endpoint);
+    /* Once, when a publisher refused the handshake (a wrong server key, keys on one side only, or
+     * our client key not on its list: tp_sub_handshake_failed, tp_sub_client_refused) and nothing
+     * has been received yet. May be NULL. */
+    void (*on_refused)(void *ctx, const tp_sub *sub);
     void *ctx;
     int keep_after_end; /* more producers may come: LIVE_ENDED is left to on_tick to decide */
     /* ipc endpoints watched for LIVE_GONE (none: never); tcp publishers cannot be told apart from

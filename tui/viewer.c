@@ -718,8 +718,15 @@ static int viewer_say(viewer *w) {
     if (w->sub != NULL && !w->said_refused && (tp_sub_stats_get(w->sub, &ss), ss.received == 0) &&
         tp_sub_handshake_failed(w->sub) != NULL) {
         w->said_refused = 1;
-        snprintf(w->v.message, sizeof w->v.message, "%.120s refused the handshake: wrong --server-key?",
-                 tp_sub_handshake_failed(w->sub));
+        int own;
+        tp_sub_client_key(w->sub, &own);
+        if (!tp_sub_client_refused(w->sub))
+            snprintf(w->v.message, sizeof w->v.message, "%.120s refused the handshake: wrong --server-key?",
+                     tp_sub_handshake_failed(w->sub));
+        else
+            snprintf(w->v.message, sizeof w->v.message, "%.100s refused our client key: %s",
+                     tp_sub_handshake_failed(w->sub),
+                     own ? "not on its --clients list" : "none given (synctop keygen --client)");
         said = 1;
     }
     return said;
@@ -916,7 +923,7 @@ int viewer_run_live(const char *const *endpoints, size_t n, const viewer_opts *o
     w.o = o;
     st_opts so = {.max_events = o->window_events ? o->window_events : VIEWER_DEFAULT_WINDOW_EVENTS};
     w.s = st_store_new(&so);
-    tp_sub_opts sopts = {.server_key = o->server_key, .summaries = o->summary};
+    tp_sub_opts sopts = {.server_key = o->server_key, .client_key = o->client_key, .summaries = o->summary};
     err_msg err = {{0}};
     if (w.s == NULL || (w.sub = tp_sub_new(&sopts, &err)) == NULL) {
         snprintf(w.err, sizeof w.err, "%s", err.msg[0] ? err.msg : "out of memory");

@@ -39,11 +39,13 @@
 typedef void (*viewer_add_fn)(void *viewer, const char *endpoint);
 typedef void (*viewer_discover_fn)(void *ctx, viewer_add_fn add, void *viewer);
 
+struct tp_keypair;
 typedef struct viewer_opts {
     int ascii;                /* ASCII glyphs */
     int mono;                 /* no colour */
     size_t window_events;     /* live: events kept (0: 4M) */
     const char *server_key;   /* live: the publishers' CURVE public key (Z85), or NULL */
+    const struct tp_keypair *client_key; /* live, with server_key: our own pair, or NULL (throwaway) */
     int fps;                  /* 0: 30 */
     int scan_endpoint_dir;    /* live: also attach to traced processes that appear later */
     const char *verb;         /* for messages: "attach", "run", "replay" */

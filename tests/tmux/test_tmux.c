@@ -674,45 +674,89 @@ TEST(attach_window_survives_a_new_lane_older_than_the_window) {
     ASSERT_STR_CONTAINS(file_value(pub_out, "sent"), "dropped=0");
 }
 
-TEST(attach_tcp_curve_right_key_shows_events_wrong_key_says_so) {
-    if (!have_tmux())
-        TASK_SKIP("tmux is not installed");
-    if (tp_curve_available(NULL) != 0)
-        TASK_SKIP("this libzmq has no CURVE");
-    char base[512], wrong[512], args[1024];
-    snprintf(base, sizeof base, "%s", task_path("server"));
-    snprintf(wrong, sizeof wrong, "%s", task_path("other"));
-    ASSERT_STR_CONTAINS(sh("%s keygen -o %s 2>&1 && echo ok", task_synctop(), base), "ok");
-    ASSERT_STR_CONTAINS(sh("%s keygen -o %s 2>&1 && echo ok", task_synctop(), wrong), "ok");
-    snprintf(args, sizeof args, "--endpoint tcp://127.0.0.1:0 --curve-key %s.key --events 100000000 --rate 20000 --batch 200",
-             base);
+/* A testpub publishing for a long while on a loopback tcp port with the keys BASE.key and, when
+ * clients is not NULL, admitting those clients only; its endpoint in ep. */
+static pid_t curve_testpub(const char *base, const char *clients, char ep[512]) {
+    char args[2048];
+    snprintf(args, sizeof args,
+             "--endpoint tcp://127.0.0.1:0 --curve-key %s.key%s%s --events 100000000 --rate 20000 --batch 200", base,
+             clients != NULL ? " --clients " : "", clients != NULL ? clients : "");
     const char *pub_out = task_path("pub.out");
     pid_t pub = testpub_start(NULL, args, pub_out);
-    char ep[512];
-    snprintf(ep, sizeof ep, "%s", file_value(pub_out, "endpoint"));
+    snprintf(ep, 512, "%s", file_value(pub_out, "endpoint"));
     ASSERT_STR_CONTAINS(ep, "tcp://127.0.0.1:");
-    /* the wrong key: no blank screen, but a line that says what is likely wrong */
+    return pub;
+}
+
+/* `synctop attach EP` with the refused options: a line that says what (says) and no events, and q
+ * ends it well; with the shown options the events show, without that line. */
+static void attach_refused_then_shown(const char *ep, const char *refused, const char *says, const char *shown) {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s attach %s --server-key %s.pub", task_synctop(), ep, wrong);
+    snprintf(cmd, sizeof cmd, "%s attach %s %s", task_synctop(), ep, refused);
     tmux_start(cmd, 120, 40);
-    const char *scr = wait_for("wrong --server-key?");
+    const char *scr = wait_for(says);
     ASSERT_STR_CONTAINS(scr, ep);
     ASSERT(strstr(scr, "stream 7") == NULL);
     keys("q");
     scr = wait_for("EXITED");
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
     tmux_stop();
-    /* the right key: the events show, and the warning does not */
-    snprintf(cmd, sizeof cmd, "%s attach %s --server-key %s.pub", task_synctop(), ep, base);
+    snprintf(cmd, sizeof cmd, "%s attach %s %s", task_synctop(), ep, shown);
     tmux_start(cmd, 120, 40);
     /* A viewer that joins a running publisher can get a batch or two before the keyframe its
      * subscription asked for: the process record (its command line) comes with the keyframe. */
     scr = wait_for("python train.py --epochs 3");
     ASSERT_STR_CONTAINS(scr, "stream 7");
-    ASSERT(strstr(scr, "wrong --server-key") == NULL);
+    ASSERT(strstr(scr, says) == NULL);
     keys("q");
     scr = wait_for("EXITED");
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+}
+
+TEST(attach_tcp_curve_right_key_shows_events_wrong_key_says_so) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    if (tp_curve_available(NULL) != 0)
+        TASK_SKIP("this libzmq has no CURVE");
+    char base[512], wrong[512];
+    snprintf(base, sizeof base, "%s", task_path("server"));
+    snprintf(wrong, sizeof wrong, "%s", task_path("other"));
+    ASSERT_STR_CONTAINS(sh("%s keygen -o %s 2>&1 && echo ok", task_synctop(), base), "ok");
+    ASSERT_STR_CONTAINS(sh("%s keygen -o %s 2>&1 && echo ok", task_synctop(), wrong), "ok");
+    char ep[512];
+    pid_t pub = curve_testpub(base, NULL, ep);
+    /* the wrong key: no blank screen, but a line that says what is likely wrong; the right key:
+     * the events show, and the warning does not */
+    char refused[1024], shown[1024];
+    snprintf(refused, sizeof refused, "--server-key %s.pub", wrong);
+    snprintf(shown, sizeof shown, "--server-key %s.pub", base);
+    attach_refused_then_shown(ep, refused, "wrong --server-key?", shown);
+    testpub_stop(pub);
+}
+
+TEST(attach_tcp_curve_listed_client_key_shows_events_unlisted_says_so) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    if (tp_curve_available(NULL) != 0)
+        TASK_SKIP("this libzmq has no CURVE");
+    char base[512], alice[512], bob[512];
+    snprintf(base, sizeof base, "%s", task_path("server"));
+    snprintf(alice, sizeof alice, "%s", task_path("alice"));
+    snprintf(bob, sizeof bob, "%s", task_path("bob"));
+    ASSERT_STR_CONTAINS(sh("%s keygen -o %s 2>&1 && echo ok", task_synctop(), base), "ok");
+    ASSERT_STR_CONTAINS(sh("%s keygen --client -o %s 2>&1 && echo ok", task_synctop(), alice), "ok");
+    ASSERT_STR_CONTAINS(sh("%s keygen --client -o %s 2>&1 && echo ok", task_synctop(), bob), "ok");
+    /* the list of clients: alice's .pub alone in a directory */
+    ASSERT_STR_CONTAINS(sh("mkdir %s && cp %s.pub %s/ && echo ok", task_path("clients"), alice, task_path("clients")),
+                        "ok");
+    char ep[512];
+    pid_t pub = curve_testpub(base, task_path("clients"), ep);
+    /* the right server key, but a client key the publisher does not list: told so, nothing shown;
+     * the listed client key: the events show, and no warning */
+    char refused[1024], shown[1024];
+    snprintf(refused, sizeof refused, "--server-key %s.pub --client-key %s.key", base, bob);
+    snprintf(shown, sizeof shown, "--server-key %s.pub --client-key %s.key", base, alice);
+    attach_refused_then_shown(ep, refused, "refused our client key: not on its --clients list", shown);
     testpub_stop(pub);
 }
 

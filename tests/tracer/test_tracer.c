@@ -1624,6 +1624,8 @@ TEST(tracer_call_sites_not_named_from_a_rebuilt_program) {
     free(out);
 }
 
+static int free_port(void);
+
 /* A server pair saved as BASE.key and BASE.pub (base: task_path("server")), and a client pair
  * whose .pub is alone in the list of clients dir (task_path("clients")). */
 static void keys_and_clients(tp_keypair *server, tp_keypair *client, char base[512], char dir[512]) {
@@ -1637,6 +1639,40 @@ static void keys_and_clients(tp_keypair *server, tp_keypair *client, char base[5
     ASSERT_OK(mkdir(dir, 0755));
     snprintf(client_base, sizeof client_base, "%s/someone", dir);
     ASSERT_OK(tp_keypair_save_client(client, client_base, &err));
+}
+
+/* `synctop run --listen tcp://... --key K --clients DIR`: run's own subscriber holds the server's
+ * pair, which the tracer's check of its clients admits, so run hears its process although DIR
+ * lists nobody else; without --clients it warns that whoever has the .pub file can watch. */
+TEST(tracer_run_verb_with_keys_and_clients_hears_its_process) {
+    tp_keypair server, other;
+    char base[512], dir[512], script[512], cmd[8192];
+    keys_and_clients(&server, &other, base, dir);
+    snprintf(script, sizeof script, "%s", task_path("run-script.txt"));
+    write_text(script, "context_create 1\n"
+                       "x20@1000 kernel name=k start=1000 end=1500 corr=1\n"
+                       "context_destroy 1\n");
+    const char *clients[] = {" --clients '", dir, "'"}, *none[] = {"", "", ""};
+    for (int with = 1; with >= 0; with--) {
+        const char **c = with ? clients : none;
+        snprintf(cmd, sizeof cmd,
+                 "SYNCTOP_STANDIN='%s' SYNCTOP_CUPTI='%s' SYNCTOP_TRACER='%s' '%s' run --no-tui --listen "
+                 "tcp://127.0.0.1:%d --key '%s.key'%s%s%s -- '%s' '%s' 2>&1",
+                 STANDIN_SO, STANDIN_SO, TRACER_SO, task_synctop(), free_port(), base, c[0], c[1], c[2], HARNESS,
+                 script);
+        char *out = NULL;
+        int rc = shell(cmd, &out);
+        if (rc != 0)
+            fprintf(stderr, "%s", out);
+        ASSERT_EQ(rc, 0);
+        ASSERT_STR_CONTAINS(out, "1 traced process");
+        ASSERT_STR_CONTAINS(out, "kernels 20,");
+        if (with)
+            ASSERT(strstr(out, "without --clients") == NULL);
+        else
+            ASSERT_STR_CONTAINS(out, "synctop run: warning: --key without --clients: whoever has the public key of");
+        free(out);
+    }
 }
 
 TEST(tracer_run_verb_sums_up_waits) {

@@ -2000,3 +2000,92 @@ TEST(keygen_verb_writes_keys_and_refuses_to_overwrite) {
     const char *bad[] = {task_synctop(), "keygen", "--frobnicate", NULL};
     ASSERT_EQ(run_capture(bad, out, sizeof out), 2);
 }
+
+/* `synctop keygen --client` puts this user's pair where the viewing verbs look for it (the XDG
+ * config directory, made private), as ssh-keygen does ~/.ssh/id_*; never over an existing one. */
+TEST(keygen_client_writes_this_users_key_where_the_verbs_find_it) {
+    char out[4096], path[PATH_MAX];
+    ASSERT_OK(setenv("XDG_CONFIG_HOME", task_path("config"), 1));
+    const char *argv[] = {task_synctop(), "keygen", "--client", NULL};
+    ASSERT_EQ(run_capture(argv, out, sizeof out), 0);
+    snprintf(path, sizeof path, "%s", task_path("config/synctop/client.key"));
+    err_msg err = {{0}};
+    tp_keypair kp;
+    ASSERT_OK(tp_keypair_load(&kp, path, &err));
+    ASSERT_NE(kp.secret_key[0], '\0');
+    ASSERT_STR_CONTAINS(out, kp.public_key);
+    char text[1024];
+    FILE *f = fopen(path, "r");
+    ASSERT_NOT_NULL(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    ASSERT_STR_CONTAINS(text, "client key pair");
+    struct stat st;
+    ASSERT_OK(stat(task_path("config/synctop"), &st));
+    ASSERT_EQ(st.st_mode & 0777, 0700);
+    ASSERT_OK(stat(path, &st));
+    ASSERT_EQ(st.st_mode & 0777, 0600);
+    tp_keypair pub;
+    ASSERT_OK(tp_keypair_load(&pub, task_path("config/synctop/client.pub"), &err));
+    ASSERT_STR_EQ(pub.public_key, kp.public_key);
+    ASSERT_EQ(run_capture(argv, out, sizeof out), 1);
+    ASSERT_STR_CONTAINS(out, "refusing to overwrite");
+    ASSERT_OK(tp_keypair_load(&pub, path, &err));
+    ASSERT_STR_EQ(pub.secret_key, kp.secret_key);
+}
+
+/* `synctop record` against a publisher that admits listed clients: with a listed --client-key it
+ * records everything; with a key that is not listed, or none (a throwaway one), it records
+ * nothing and says which it is and what to do. */
+TEST(record_with_a_client_key_the_publisher_lists_and_without) {
+    tp_keypair srv, alice, bob;
+    err_msg err = {{0}};
+    make_keys("srv", &srv);
+    ASSERT_OK(tp_keypair_new(&alice, &err));
+    ASSERT_OK(tp_keypair_new(&bob, &err));
+    ASSERT_OK(tp_keypair_save_client(&alice, task_path("alice"), &err));
+    ASSERT_OK(tp_keypair_save_client(&bob, task_path("bob"), &err));
+    char list[200];
+    snprintf(list, sizeof list, "%s alice\n", alice.public_key);
+    write_text(task_path("clients.txt"), list, 0644);
+    ASSERT_OK(mkdir(task_path("config"), 0700)); /* no client key of this user's */
+    ASSERT_OK(setenv("XDG_CONFIG_HOME", task_path("config"), 1));
+    char key[PATH_MAX], pub[PATH_MAX], clients[PATH_MAX], alice_key[PATH_MAX], bob_key[PATH_MAX];
+    char *const paths[] = {key, pub, clients, alice_key, bob_key};
+    const char *const names[] = {"srv.key", "srv.pub", "clients.txt", "alice.key", "bob.key"};
+    for (int i = 0; i < 5; i++)
+        snprintf(paths[i], PATH_MAX, "%s", task_path(names[i]));
+    pubproc p;
+    testpub_start(&p, (const char *[]){"--endpoint", "tcp://127.0.0.1:*", "--curve-key", key, "--clients", clients,
+                                       "--events", "30000", "--seed", "4", "--wait-subscribers", "1", NULL});
+    char out[8192], path[PATH_MAX];
+    const char *b[] = {task_synctop(), "record", p.endpoint, "-o", task_path("bob.trace"), "--server-key", pub,
+                       "--client-key", bob_key, "--duration", "1", NULL};
+    ASSERT_EQ(run_capture(b, out, sizeof out), 0);
+    ASSERT_STR_CONTAINS(out, "refused our client key");
+    ASSERT_STR_CONTAINS(out, bob.public_key);
+    ASSERT_STR_CONTAINS(out, "0 events");
+    const char *n[] = {task_synctop(), "record", p.endpoint, "-o", task_path("anon.trace"), "--server-key", pub,
+                       "--duration", "1", NULL};
+    ASSERT_EQ(run_capture(n, out, sizeof out), 0);
+    ASSERT_STR_CONTAINS(out, "we have no client key: make one with `synctop keygen --client`");
+    ASSERT_STR_CONTAINS(out, "0 events");
+    snprintf(path, sizeof path, "%s", task_path("alice.trace"));
+    const char *a[] = {task_synctop(), "record", p.endpoint, "-o", path, "--server-key", pub, "--client-key",
+                       alice_key, "--producers", "1", NULL};
+    ASSERT_EQ(run_capture(a, out, sizeof out), 0);
+    ASSERT_STR_CONTAINS(out, "30000 events");
+    ASSERT(strstr(out, "refused") == NULL);
+    testpub_finish(&p);
+    ASSERT_UEQ(p.events, 30000);
+    /* a client key goes with a server key, and must hold the secret half */
+    const char *lone[] = {task_synctop(), "record", p.endpoint, "-o", task_path("x.trace"), "--client-key", alice_key,
+                          NULL};
+    ASSERT_EQ(run_capture(lone, out, sizeof out), 2);
+    ASSERT_STR_CONTAINS(out, "--client-key goes with --server-key");
+    snprintf(path, sizeof path, "%s", task_path("alice.pub"));
+    const char *half[] = {task_synctop(), "record", p.endpoint, "-o", task_path("x.trace"), "--server-key", pub,
+                          "--client-key", path, NULL};
+    ASSERT_EQ(run_capture(half, out, sizeof out), 1);
+    ASSERT_STR_CONTAINS(out, "is a public key: a client needs its .key file");
+}

@@ -222,6 +222,29 @@ TEST(a_late_viewer_gets_a_keyframe_through_the_relay) {
     relay_stop(&r);
 }
 
+/* Receives through sub all that the testpub p of seed 5 sends (50000 events; its counts in pub.out). */
+static void receive_seed5(tp_sub *sub, pid_t p) {
+    got g;
+    receive_all(sub, &g, 1, 60);
+    ASSERT_EQ(task_wait_exit(p, 30), 0);
+    ASSERT_UEQ(g.producer[0], 6);
+    ASSERT_UEQ(g.events[0], 50000);
+    ASSERT_UEQ(g.batches[0], sent_of("pub.out"));
+    ASSERT_UEQ(g.missed, 0);
+}
+
+/* Waits (20 s at most) until the relay refused bad's handshake; nothing came meanwhile. */
+static void wait_refused(tp_sub *bad) {
+    err_msg err = {{0}};
+    tp_sub_msg m;
+    for (int i = 0; i < 200 && tp_sub_handshake_failed(bad) == NULL; i++)
+        ASSERT_LE(tp_sub_recv(bad, &m, 100, &err), 0);
+    tp_sub_stats bs;
+    tp_sub_stats_get(bad, &bs);
+    ASSERT_GT(bs.handshake_failures, 0);
+    ASSERT_UEQ(bs.received, 0);
+}
+
 /* node relay -> a second relay with CURVE -> viewers: the right key receives it all, a wrong one
  * is refused in the handshake; the second relay records what went through. */
 TEST(relays_chain_with_curve_and_record) {
@@ -241,6 +264,8 @@ TEST(relays_chain_with_curve_and_record) {
     const char *extra[] = {"--key", key, "--record", rec, node.endpoint, NULL};
     relay_start(&top, "top", extra);
     ASSERT_STR_CONTAINS(slurp(top.err), "(CURVE)");
+    /* keys without a list of clients: said, since whoever has the .pub file can watch */
+    ASSERT_STR_CONTAINS(slurp(top.err), "--key without --clients: whoever has the public key of");
     pid_t p = testpub_start(5, 50000, "pub.out", NULL);
     tp_sub_opts wrong = {.server_key = other.public_key};
     tp_sub *bad = tp_sub_new(&wrong, &err);
@@ -250,21 +275,9 @@ TEST(relays_chain_with_curve_and_record) {
     tp_sub *sub = tp_sub_new(&right, &err);
     ASSERT_NOT_NULL(sub);
     ASSERT_OK(tp_sub_connect(sub, top.endpoint, &err));
-    got g;
-    receive_all(sub, &g, 1, 60);
-    ASSERT_EQ(task_wait_exit(p, 30), 0);
-    ASSERT_UEQ(g.producer[0], 6);
-    ASSERT_UEQ(g.events[0], 50000);
-    ASSERT_UEQ(g.batches[0], sent_of("pub.out"));
-    ASSERT_UEQ(g.missed, 0);
+    receive_seed5(sub, p);
     /* the wrong key: refused, nothing received */
-    tp_sub_msg m;
-    for (int i = 0; i < 20 && tp_sub_handshake_failed(bad) == NULL; i++)
-        ASSERT_LE(tp_sub_recv(bad, &m, 100, &err), 0);
-    tp_sub_stats bs;
-    tp_sub_stats_get(bad, &bs);
-    ASSERT_GT(bs.handshake_failures, 0);
-    ASSERT_UEQ(bs.received, 0);
+    wait_refused(bad);
     tp_sub_destroy(&bad);
     tp_sub_destroy(&sub);
     const char *said = relay_stop(&top);
@@ -275,6 +288,59 @@ TEST(relays_chain_with_curve_and_record) {
     snprintf(cmd, sizeof cmd, "'%s' info --json '%s' > '%s'", task_synctop(), rec, task_path("info.json"));
     ASSERT_EQ(system(cmd), 0);
     ASSERT_STR_CONTAINS(slurp(task_path("info.json")), "\"events\": 50000,");
+}
+
+/* Keys both ways through a relay: the publisher admits only the relay's client key (this user's
+ * default one, which `synctop keygen --client` writes), the relay only the viewers its --clients
+ * lists. A listed viewer gets every event; one that is not listed gets nothing and learns that its
+ * client key was refused. */
+TEST(relay_admits_listed_clients_and_is_admitted_upstream_with_its_own_key) {
+    private_endpoints();
+    err_msg err = {{0}};
+    ASSERT_OK(setenv("XDG_CONFIG_HOME", task_path("config"), 1));
+    char cmd[PATH_MAX * 3];
+    snprintf(cmd, sizeof cmd, "'%s' keygen --client > '%s' 2>&1", task_synctop(), task_path("keygen.out"));
+    ASSERT_EQ(system(cmd), 0);
+    tp_keypair up, srv, alice, bob, relay_client;
+    ASSERT_OK(tp_keypair_load(&relay_client, task_path("config/synctop/client.key"), &err));
+    ASSERT_OK(tp_keypair_new(&up, &err));
+    ASSERT_OK(tp_keypair_new(&srv, &err));
+    ASSERT_OK(tp_keypair_new(&alice, &err));
+    ASSERT_OK(tp_keypair_new(&bob, &err));
+    ASSERT_OK(tp_keypair_save(&up, task_path("up"), &err));
+    ASSERT_OK(tp_keypair_save(&srv, task_path("srv"), &err));
+    /* the publisher's list: a file holding the relay's key; the relay's: a directory */
+    FILE *f = fopen(task_path("up-clients.txt"), "w");
+    ASSERT_NOT_NULL(f);
+    fprintf(f, "# the node's relay\n%s relay@node\n", relay_client.public_key);
+    fclose(f);
+    ASSERT_OK(mkdir(task_path("down"), 0755));
+    ASSERT_OK(tp_keypair_save_client(&alice, task_path("down/alice"), &err));
+    enum { UP_KEY, UP_PUB, UP_CLIENTS, SRV_KEY, DOWN, N_PATHS };
+    static const char *const names[N_PATHS] = {"up.key", "up.pub", "up-clients.txt", "srv.key", "down"};
+    char path[N_PATHS][PATH_MAX];
+    for (int i = 0; i < N_PATHS; i++)
+        snprintf(path[i], sizeof path[i], "%s", task_path(names[i]));
+    const char *pub_argv[] = {testpub_path(), "--events", "50000", "--seed", "5", "--wait-subscribers", "1",
+                              "--curve-key", path[UP_KEY], "--clients", path[UP_CLIENTS], NULL};
+    pid_t p = task_spawn(pub_argv, task_path("pub.out"), task_path("pub.out.err"));
+    relay_proc top;
+    const char *extra[] = {"--key", path[SRV_KEY], "--clients", path[DOWN], "--server-key", path[UP_PUB], NULL};
+    relay_start(&top, "top", extra);
+    ASSERT_STR_CONTAINS(slurp(top.err), "(CURVE, listed clients only)");
+    ASSERT(strstr(slurp(top.err), "without --clients") == NULL);
+    tp_sub *bad = tp_sub_new(&(tp_sub_opts){.server_key = srv.public_key, .client_key = &bob}, &err);
+    ASSERT_NOT_NULL(bad);
+    ASSERT_OK(tp_sub_connect(bad, top.endpoint, &err));
+    tp_sub *sub = tp_sub_new(&(tp_sub_opts){.server_key = srv.public_key, .client_key = &alice}, &err);
+    ASSERT_NOT_NULL(sub);
+    ASSERT_OK(tp_sub_connect(sub, top.endpoint, &err));
+    receive_seed5(sub, p);
+    wait_refused(bad);
+    ASSERT(tp_sub_client_refused(bad));
+    tp_sub_destroy(&bad);
+    tp_sub_destroy(&sub);
+    relay_stop(&top);
 }
 
 /* record behind a relay: producers start when the recorder subscribes and may finish one by one,

@@ -165,7 +165,7 @@ static int attach_prepare_pid(long pid, const char *endpoint, inject_choice *c, 
     ij_opts o = {.mode = "on-demand"};
     ij_report r;
     int rc = ij_inject(pid, tracer, &o, &r, &err);
-    if (rc == ERR_EXIST) { /* it started publishing meanwhile */
+    if (rc == IJ_PUBLISHING) { /* it started publishing meanwhile */
         verb_say("attach", "process %ld already has the tracer", pid);
         return 0;
     }

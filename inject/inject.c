@@ -1109,8 +1109,8 @@ static int inject(long pid, const char *tracer, const ij_opts *o, ij_report *r, 
     const ij_map *mapped = mapped_tracer(maps, nm);
     if (mapped != NULL && tp_endpoint_is_live(r->endpoint) == 1) {
         free(maps);
-        return err_set(err, ERR_EXIST, "process %ld already has the tracer loaded, publishing on %s", pid,
-                       r->endpoint);
+        err_set(err, 0, "process %ld already has the tracer loaded, publishing on %s", pid, r->endpoint);
+        return IJ_PUBLISHING;
     }
     uint64_t fn[F_N];
     tracer_layout tl;

@@ -88,13 +88,19 @@ typedef struct ij_report {
     char warning[512];              /* something that went wrong after the tracer started */
 } ij_report;
 
+/* Returned by ij_inject when the tracer is already there and publishing on the pid's endpoint:
+ * nothing was done. */
+#define IJ_PUBLISHING 2
+
 /* Loads the tracer at tracer_path into process pid (or takes the one it has, stopped by a detach
- * or never started), starts it, and waits until it publishes on the pid's endpoint. 0, or a negative code with the reason and what to do in err: ERR_PERM (another user's
- * process, ptrace not allowed: err says what allows it), ERR_EXIST (traced by someone else),
- * ERR_NOENT (no such process, or it exited meanwhile), ERR_UNSUPPORTED (another architecture, a
- * static program), ERR_AGAIN (no safe point found, a call that did not return), ERR_IO (the
- * tracer did not load, or loaded but does not publish). Never leaves the process stopped. Call it
- * from one thread only, the whole time. */
+ * or never started), starts it, and waits until it publishes on the pid's endpoint. 0,
+ * IJ_PUBLISHING, or a negative code with the reason and what to do in err: ERR_PERM (another
+ * user's process, ptrace not allowed: err says what allows it), ERR_EXIST (traced by someone else:
+ * a debugger, another synctop; err names it; or its tracer publishes elsewhere), ERR_NOENT (no
+ * such process, or it exited meanwhile), ERR_UNSUPPORTED (another architecture, a static
+ * program), ERR_AGAIN (no safe point found, a call that did not return), ERR_IO (the tracer did
+ * not load, or loaded but does not publish). Never leaves the process stopped. Call it from one
+ * thread only, the whole time. */
 int ij_inject(long pid, const char *tracer_path, const ij_opts *o, ij_report *r, err_msg *err);
 
 /* Returned by ij_detach when the process has no tracer, or one that does not trace. */

@@ -1162,4 +1162,63 @@ TEST(inject_attach_asks_first_then_loads_the_tracer) {
     free(finish_checked(&t).out);
 }
 
+/* A process a debugger holds (here a helper that seized it, as gdb or strace would): attach names
+ * the debugger, exits 1 and loads nothing, instead of taking it for a tracer already publishing. */
+TEST(inject_attach_names_the_debugger_that_holds_the_process) {
+    NEED_PTRACE();
+    target t;
+    start_target(&t, INJECT_TARGET, "run");
+    int ready[2], hold[2];
+    ASSERT_OK(pipe(ready));
+    ASSERT_OK(pipe(hold));
+    fflush(NULL);
+    pid_t dbg = fork();
+    ASSERT(dbg >= 0);
+    if (dbg == 0) {
+        close(ready[0]);
+        close(hold[1]);
+        prctl(PR_SET_NAME, "fake-gdb", 0, 0, 0);
+        char ok = ptrace(PTRACE_SEIZE, t.pid, NULL, NULL) == 0 ? 'y' : 'n';
+        char b;
+        if (write(ready[1], &ok, 1) == 1 && read(hold[0], &b, 1) < 0) /* until the test lets go */
+            _exit(1);
+        _exit(0); /* a tracer that exits lets its tracee go */
+    }
+    close(ready[1]);
+    close(hold[0]);
+    char ok = 0;
+    ASSERT_EQ(read(ready[0], &ok, 1), 1);
+    close(ready[0]);
+    if (ok != 'y') {
+        close(hold[1]);
+        waitpid(dbg, NULL, 0);
+        free(finish_target(&t));
+        TASK_SKIP("a helper process may not trace its sibling here (Yama)");
+    }
+    ij_status st;
+    err_msg em = {{0}};
+    ASSERT_OK(ij_status_read(t.pid, &st, &em));
+    ASSERT_EQ(st.tracer_pid, dbg);
+
+    char pid[32], want[96];
+    snprintf(pid, sizeof pid, "%d", (int)t.pid);
+    const char *out = task_path("cli_out.txt"), *err = task_path("cli_err.txt");
+    const char *yes[] = {"attach", pid, "--yes", "--inject-only", NULL};
+    int rc = run_synctop(yes, out, err);
+    char *e = read_text(err);
+    if (rc != 1)
+        TASK_FAIL_("synctop attach of a process a debugger holds exited %d: %s", rc, e);
+    snprintf(want, sizeof want, "already traced by process %d (fake-gdb)", (int)dbg);
+    ASSERT_STR_CONTAINS(e, want);
+    ASSERT(strstr(e, "already has the tracer") == NULL);
+    free(e);
+    ij_probe_info p;
+    ASSERT_OK(ij_probe(t.pid, &p, &em));
+    ASSERT_EQ(p.tracer_loaded, 0);
+
+    close(hold[1]);
+    ASSERT_EQ(waitpid(dbg, NULL, 0), dbg);
+    free(finish_checked(&t).out);
+}
+
 #endif /* SYNCTOP_HAVE_TRACER */

@@ -367,10 +367,16 @@ static size_t read_proc(const char *path, char *buf, size_t len) {
 
 int ij_probe(long pid, ij_probe_info *p, err_msg *err) {
     memset(p, 0, sizeof *p);
-    ij_status st;
-    int rc = ij_status_read(pid, &st, err);
+    ij_access acc;
+    char tracer_name[64], user[64]; /* acc points into them */
+    int rc = ij_access_gather(pid, &acc, tracer_name, sizeof tracer_name, user, sizeof user, err);
     if (rc != 0)
         return rc;
+    /* Another user's process: its mappings and environment are not ours to read, and what could not
+     * be read must not be taken for "no libcuda" or "no tracer". */
+    if ((rc = ij_access_check_owner(&acc, err)) != 0)
+        return rc;
+    const ij_status st = acc.target;
     snprintf(p->name, sizeof p->name, "%s", st.name);
     p->seccomp_filters = st.seccomp == 2 ? (st.seccomp_filters > 0 ? st.seccomp_filters : 1) : 0;
     char path[64];
@@ -384,13 +390,20 @@ int ij_probe(long pid, ij_probe_info *p, err_msg *err) {
     p->cmdline[n] = '\0';
     ij_map *maps = NULL;
     size_t nm = 0;
-    if (ij_maps_read(pid, &maps, &nm, err) == 0) {
-        for (size_t i = 0; i < nm; i++) {
-            p->tracer_loaded |= is_tracer_file(maps[i].path);
-            p->cuda_loaded |= strncmp(base_name(maps[i].path), "libcuda.so", 10) == 0;
-        }
-        free(maps);
+    err_msg why;
+    if ((rc = ij_maps_read(pid, &maps, &nm, &why)) == ERR_PERM)
+        return err_set(err, rc,
+                       "%s: the kernel does not let you look into process %ld (%s), so synctop cannot tell what "
+                       "it has loaded (it made itself undumpable, or a security module forbids it; nothing was "
+                       "done)",
+                       why.msg, pid, st.name);
+    if (rc != 0)
+        return err_set(err, rc, "process %ld: %s", pid, why.msg);
+    for (size_t i = 0; i < nm; i++) {
+        p->tracer_loaded |= is_tracer_file(maps[i].path);
+        p->cuda_loaded |= strncmp(base_name(maps[i].path), "libcuda.so", 10) == 0;
     }
+    free(maps);
     /* The environment the program started with (what the driver reads at CUDA init). */
     const size_t env_max = 1 << 20;
     char *env = malloc(env_max);

@@ -59,6 +59,9 @@ typedef struct ij_probe_info {
                             not said */
 } ij_probe_info;
 
+/* 0; ERR_PERM, before anything else is read, when the process is another user's (the rule of
+ * ij_inject), or when the kernel does not let this user read its mappings; ERR_NOENT when there is
+ * no such process. err says why. */
 int ij_probe(long pid, ij_probe_info *p, err_msg *err);
 
 /* The points at which ij_opts.hook is called, for tests that make the process exit there. */

@@ -183,6 +183,24 @@ int ij_yama_scope(void) {
 
 /* ---- access ---- */
 
+int ij_access_check_owner(const ij_access *a, err_msg *err) {
+    const ij_status *t = &a->target;
+    for (int i = 0; i < 3; i++) {
+        if (t->uid[i] == a->my_uid)
+            continue;
+        char user[96];
+        if (a->target_user != NULL)
+            snprintf(user, sizeof user, "%s (uid %ld)", a->target_user, t->uid[i]);
+        else
+            snprintf(user, sizeof user, "uid %ld", t->uid[i]);
+        return err_set(err, ERR_PERM,
+                       "process %ld (%s) runs as %s, not as you (uid %ld): synctop loads, starts and stops its "
+                       "tracer only in your own processes; run synctop as that user (nothing was done)",
+                       a->pid, t->name, user, a->my_uid);
+    }
+    return 0;
+}
+
 int ij_access_precheck(const ij_access *a, err_msg *err) {
     const ij_status *t = &a->target;
     if (t->state == 'Z' || t->state == 'X')
@@ -193,19 +211,9 @@ int ij_access_precheck(const ij_access *a, err_msg *err) {
                        "would end it, and loading a library makes many; start the program under `synctop run` "
                        "instead",
                        a->pid);
-    for (int i = 0; i < 3; i++) {
-        if (t->uid[i] == a->my_uid)
-            continue;
-        char user[96];
-        if (a->target_user != NULL)
-            snprintf(user, sizeof user, "%s (uid %ld)", a->target_user, t->uid[i]);
-        else
-            snprintf(user, sizeof user, "uid %ld", t->uid[i]);
-        return err_set(err, ERR_PERM,
-                       "process %ld (%s) runs as %s, not as you (uid %ld): synctop loads its tracer only into "
-                       "your own processes; run synctop as that user",
-                       a->pid, t->name, user, a->my_uid);
-    }
+    int rc = ij_access_check_owner(a, err);
+    if (rc != 0)
+        return rc;
     if (t->tracer_pid != 0)
         return err_set(err, ERR_EXIST,
                        "process %ld is already traced by process %ld (%s): a debugger or another tool (gdb, "

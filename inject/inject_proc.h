@@ -78,6 +78,9 @@ typedef struct ij_access {
 /* The refusals that come before any ptrace call: another user's process, one already traced, a
  * stopped or exited one. 0, or a negative code with the reason and what to do in err. */
 int ij_access_precheck(const ij_access *a, err_msg *err);
+/* The first of them: another user's process (any of its real, effective or saved uids not this
+ * user's), refused with ERR_PERM even for root. 0, or ERR_PERM with the reason in err. */
+int ij_access_check_owner(const ij_access *a, err_msg *err);
 /* Why ptrace was refused (EPERM) and what allows it: Yama's scope, capabilities. Always fills
  * err; returns ERR_PERM. */
 int ij_access_explain_eperm(const ij_access *a, err_msg *err);

@@ -16,6 +16,7 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1218,6 +1219,71 @@ TEST(inject_attach_names_the_debugger_that_holds_the_process) {
 
     close(hold[1]);
     ASSERT_EQ(waitpid(dbg, NULL, 0), dbg);
+    free(finish_checked(&t).out);
+}
+
+/* Runs synctop as the user nobody (uid 65534), its sockets under dir; its exit status. */
+static int run_synctop_as_nobody(const char *const *args, const char *dir, const char *out, const char *err) {
+    const char *argv[16];
+    size_t n = 0;
+    argv[n++] = task_synctop();
+    for (size_t i = 0; args[i] != NULL && n < 15; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t c = fork();
+    ASSERT(c >= 0);
+    if (c == 0) {
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fi = open("/dev/null", O_RDONLY);
+        if (fo < 0 || fe < 0 || fi < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0 || dup2(fi, 0) < 0)
+            _exit(126);
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(125);
+        setenv("TMPDIR", dir, 1);
+        setenv("HOME", dir, 1);
+        unsetenv("XDG_RUNTIME_DIR");
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return task_wait_exit(c, 60);
+}
+
+/* Another user, facing root's process that is tracing: attach and detach say it is not theirs and
+ * exit 1 (they cannot read its mappings, which must not read as "no libcuda" or "no tracer"); the
+ * tracer goes on untouched. */
+TEST(inject_attach_and_detach_refuse_another_users_tracing_process) {
+    NEED_PTRACE();
+    if (getuid() != 0)
+        TASK_SKIP("only root can run a second user here (the decision itself is tested in "
+                  "inject_refuses_other_users_traced_stopped_and_exited_processes)");
+    target t;
+    start_target(&t, INJECT_TARGET, "run");
+    ij_report r = inject_ok(t.pid);
+    char dir[] = "/tmp/synctop-nobody-XXXXXX";
+    ASSERT_NOT_NULL(mkdtemp(dir));
+    ASSERT_OK(chown(dir, 65534, 65534));
+    char pid[32], want[160];
+    snprintf(pid, sizeof pid, "%d", (int)t.pid);
+    snprintf(want, sizeof want, "process %d (inject_target) runs as root (uid 0), not as you (uid 65534)",
+             (int)t.pid);
+    const char *out = task_path("cli_out.txt"), *err = task_path("cli_err.txt");
+    const char *attach[] = {"attach", pid, "--yes", "--inject-only", NULL};
+    const char *detach[] = {"detach", pid, NULL};
+    const char *const *verbs[] = {attach, detach};
+    for (int i = 0; i < 2; i++) {
+        int rc = run_synctop_as_nobody(verbs[i], dir, out, err);
+        char *e = read_text(err);
+        if (rc != 1)
+            TASK_FAIL_("synctop %s as another user exited %d: %s", verbs[i][0], rc, e);
+        ASSERT_STR_CONTAINS(e, want);
+        ASSERT(strstr(e, "libcuda") == NULL && strstr(e, "nothing to detach") == NULL);
+        free(e);
+    }
+    ASSERT_EQ(tp_endpoint_is_live(r.endpoint), 1); /* still tracing */
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ASSERT_OK(system(cmd));
     free(finish_checked(&t).out);
 }
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -666,6 +667,19 @@ static void sess_end(sess *s) {
     s->stopped = 0;
 }
 
+/* Why PTRACE_SEIZE was refused: someone who began tracing since the checks (a debugger, another
+ * synctop that does not share our lock: another user's, root's), else what the kernel checks. */
+static int seize_refused(sess *s, const ij_access *acc) {
+    ij_access now;
+    char tracer_name[64], user[64];
+    err_msg e2;
+    int rc;
+    if (ij_access_gather(s->tid, &now, tracer_name, sizeof tracer_name, user, sizeof user, &e2) == 0 &&
+        now.target.tracer_pid != 0 && (rc = ij_access_precheck(&now, s->err)) != 0)
+        return rc;
+    return ij_access_explain_eperm(acc, s->err);
+}
+
 /* Attaches and stops the thread at a safe point (ij_safe_point, judged on the mappings read while
  * it is stopped), checks that the libraries are still those of maps (where the functions to call
  * were found), then saves what a call changes. */
@@ -674,7 +688,7 @@ static int sess_begin(sess *s, const ij_access *acc, const ij_map *maps, size_t 
         if (errno == ESRCH || thread_gone(s->tid))
             return gone(s, "before it could be traced");
         if (errno == EPERM)
-            return ij_access_explain_eperm(acc, s->err);
+            return seize_refused(s, acc);
         return err_set(s->err, ERR_PERM, "cannot trace process %d: %s", (int)s->tid, strerror(errno));
     }
     s->seized = 1;
@@ -1176,6 +1190,86 @@ static int inject(long pid, const char *tracer, const ij_opts *o, ij_report *r, 
     return live < 0 ? live : 0;
 }
 
+/* ---- one attach or detach at a time ---- */
+
+/* The lock held on PID.lock in the endpoint directory while attaching to or detaching from pid.
+ * Without it two synctops that both passed the checks race to PTRACE_SEIZE, and the kernel's
+ * refusal of the second reads like a security module's. The file holds the holder's pid, so that
+ * the one refused can say who has it. */
+typedef struct op_lock {
+    int fd;
+    char path[PATH_MAX];
+} op_lock;
+
+/* The holder of the lock at fd, as "process PID, NAME", into out ("" when it cannot be told). */
+static void op_lock_holder(int fd, char *out, size_t len) {
+    char text[32], comm[64] = "?", path[64];
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    long holder = strtol(text, NULL, 10);
+    out[0] = '\0';
+    if (holder <= 0)
+        return;
+    snprintf(path, sizeof path, "/proc/%ld/comm", holder);
+    size_t got = read_proc(path, comm, sizeof comm - 1);
+    if (got > 0) {
+        comm[got] = '\0';
+        comm[strcspn(comm, "\n")] = '\0';
+    }
+    snprintf(out, len, " (process %ld, %s)", holder, comm);
+}
+
+static int op_lock_take(long pid, op_lock *l, err_msg *err) {
+    l->fd = -1;
+    char dir[PATH_MAX];
+    int rc = tp_endpoint_dir(dir, sizeof dir, err);
+    if (rc < 0)
+        return rc;
+    int n = snprintf(l->path, sizeof l->path, "%s/%ld.lock", dir, pid);
+    if (n < 0 || (size_t)n >= sizeof l->path)
+        return err_set(err, ERR_LIMIT, "the lock file's path in %s is too long", dir);
+    for (int tries = 0; tries < 8; tries++) {
+        int fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+            return err_set(err, ERR_IO, "cannot open %s: %s", l->path, strerror(errno));
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno;
+            char holder[128];
+            op_lock_holder(fd, holder, sizeof holder);
+            close(fd);
+            if (e != EWOULDBLOCK)
+                return err_set(err, ERR_IO, "cannot lock %s: %s", l->path, strerror(e));
+            return err_set(err, ERR_AGAIN,
+                           "another attach or detach of process %ld is in progress%s: let it finish, then try "
+                           "again (nothing was done)",
+                           pid, holder);
+        }
+        /* The holder before us removes the file as it lets go: when that came between our open and
+         * our lock, ours is a lock on a file nobody else opens; start over on the path's. */
+        struct stat mine, named;
+        if (fstat(fd, &mine) == 0 && stat(l->path, &named) == 0 && mine.st_dev == named.st_dev &&
+            mine.st_ino == named.st_ino) {
+            char me[32];
+            int len = snprintf(me, sizeof me, "%ld\n", (long)getpid());
+            if (ftruncate(fd, 0) != 0 || pwrite(fd, me, (size_t)len, 0) != len) {
+                /* the lock holds all the same; only the holder's name is missing */
+            }
+            l->fd = fd;
+            return 0;
+        }
+        close(fd);
+    }
+    return err_set(err, ERR_AGAIN, "cannot lock %s: it keeps being replaced", l->path);
+}
+
+static void op_lock_drop(op_lock *l) {
+    if (l->fd < 0)
+        return;
+    unlink(l->path);
+    close(l->fd);
+    l->fd = -1;
+}
+
 /* Holds off the signals that would end this process while the program runs an injected call
  * (a tracer that dies then leaves it to crash), and SIGCHLD, which wait_stop waits for. */
 static void hold_signals(sigset_t *old) {
@@ -1206,7 +1300,11 @@ int ij_inject(long pid, const char *tracer, const ij_opts *opts, ij_report *r, e
         return err_set(err, ERR_INVAL, "the tracer's path must be absolute: %s", tracer);
     sigset_t old;
     hold_signals(&old);
-    int rc = inject(pid, tracer, &o, r, err);
+    op_lock lock;
+    int rc = op_lock_take(pid, &lock, err);
+    if (rc == 0)
+        rc = inject(pid, tracer, &o, r, err);
+    op_lock_drop(&lock);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
@@ -1264,7 +1362,11 @@ int ij_detach(long pid, const ij_opts *opts, ij_report *r, err_msg *err) {
     memset(r, 0, sizeof *r);
     sigset_t old;
     hold_signals(&old);
-    int rc = detach(pid, &o, r, err);
+    op_lock lock;
+    int rc = op_lock_take(pid, &lock, err);
+    if (rc == 0)
+        rc = detach(pid, &o, r, err);
+    op_lock_drop(&lock);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }

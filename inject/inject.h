@@ -101,9 +101,14 @@ typedef struct ij_report {
  * user's process, ptrace not allowed: err says what allows it), ERR_EXIST (traced by someone else:
  * a debugger, another synctop; err names it; or its tracer publishes elsewhere), ERR_NOENT (no
  * such process, or it exited meanwhile), ERR_UNSUPPORTED (another architecture, a static
- * program), ERR_AGAIN (no safe point found, a call that did not return), ERR_IO (the tracer did
- * not load, or loaded but does not publish). Never leaves the process stopped. Call it from one
- * thread only, the whole time. */
+ * program), ERR_AGAIN (another attach or detach of the same process is in progress: err names
+ * its process; no safe point found; a call that did not return), ERR_IO (the tracer did not load,
+ * or loaded but does not publish). Never leaves the process stopped. Call it from one thread only,
+ * the whole time.
+ *
+ * One attach or detach at a time per process: each holds a lock (flock) on PID.lock in this user's
+ * endpoint directory (tp_endpoint_dir) from before it looks at the process until it is done, and
+ * the one that finds it taken refuses at once. */
 int ij_inject(long pid, const char *tracer_path, const ij_opts *o, ij_report *r, err_msg *err);
 
 /* Returned by ij_detach when the process has no tracer, or one that does not trace. */

@@ -214,10 +214,15 @@ int ij_access_precheck(const ij_access *a, err_msg *err) {
     int rc = ij_access_check_owner(a, err);
     if (rc != 0)
         return rc;
+    if (t->tracer_pid != 0 && a->tracer_name != NULL && strcmp(a->tracer_name, "synctop") == 0)
+        return err_set(err, ERR_EXIST,
+                       "process %ld is held by another synctop (process %ld) attaching to it or detaching from "
+                       "it right now: let that finish, then try again",
+                       a->pid, t->tracer_pid);
     if (t->tracer_pid != 0)
         return err_set(err, ERR_EXIST,
                        "process %ld is already traced by process %ld (%s): a debugger or another tool (gdb, "
-                       "strace, another synctop attach) holds it; detach that first",
+                       "strace) holds it; detach that first (nothing was done)",
                        a->pid, t->tracer_pid, a->tracer_name ? a->tracer_name : "?");
     if (t->state == 'T' || t->state == 't')
         return err_set(err, ERR_INVAL,

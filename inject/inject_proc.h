@@ -75,8 +75,9 @@ typedef struct ij_access {
     const char *target_user;   /* the name of target.uid[0], or NULL */
 } ij_access;
 
-/* The refusals that come before any ptrace call: another user's process, one already traced, a
- * stopped or exited one. 0, or a negative code with the reason and what to do in err. */
+/* The refusals that come before any ptrace call: another user's process, one already traced (by a
+ * debugger, or by another synctop attaching or detaching), a stopped or exited one. 0, or a negative
+ * code with the reason and what to do in err. */
 int ij_access_precheck(const ij_access *a, err_msg *err);
 /* The first of them: another user's process (any of its real, effective or saved uids not this
  * user's), refused with ERR_PERM even for root. 0, or ERR_PERM with the reason in err. */

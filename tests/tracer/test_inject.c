@@ -305,6 +305,10 @@ TEST(inject_refuses_other_users_traced_stopped_and_exited_processes) {
     a.tracer_name = "gdb";
     ASSERT_EQ(ij_access_precheck(&a, &why), ERR_EXIST);
     ASSERT_STR_CONTAINS(why.msg, "already traced by process 777 (gdb)");
+    a = facts(1000, 778, 't');
+    a.tracer_name = "synctop"; /* another attach or detach that got there first */
+    ASSERT_EQ(ij_access_precheck(&a, &why), ERR_EXIST);
+    ASSERT_STR_CONTAINS(why.msg, "held by another synctop (process 778)");
     a = facts(1000, 0, 'T');
     ASSERT_EQ(ij_access_precheck(&a, &why), ERR_INVAL);
     ASSERT_STR_CONTAINS(why.msg, "kill -CONT 4242");
@@ -1284,6 +1288,49 @@ TEST(inject_attach_and_detach_refuse_another_users_tracing_process) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     ASSERT_OK(system(cmd));
+    free(finish_checked(&t).out);
+}
+
+/* The loser of two attaches at once is told that another one is in progress, by whom, and exits
+ * 1; the winner goes on. The loser runs while the winner holds the process stopped. */
+typedef struct loser {
+    int rc;
+    char *err;
+} loser;
+
+static void attach_meanwhile(void *ctx, ij_step step, long pid) {
+    loser *l = ctx;
+    if (step != IJ_STEP_STOPPED || l->err != NULL)
+        return;
+    char p[32];
+    snprintf(p, sizeof p, "%ld", pid);
+    const char *yes[] = {"attach", p, "--yes", "--inject-only", NULL};
+    const char *err = task_path("loser_err.txt");
+    l->rc = run_synctop(yes, task_path("loser_out.txt"), err);
+    l->err = read_text(err);
+}
+
+TEST(inject_two_attaches_at_once_the_loser_is_told_another_is_in_progress) {
+    NEED_PTRACE();
+    target t;
+    start_target(&t, INJECT_TARGET, "run");
+    loser l = {0};
+    ij_opts o = {.mode = "on-demand", .hook = attach_meanwhile, .hook_ctx = &l};
+    ij_report r;
+    err_msg err = {{0}};
+    int rc = ij_inject(t.pid, TRACER_SO, &o, &r, &err);
+    if (rc != 0)
+        TASK_FAIL_("the first attach: %s (%s)", err.msg, err_str(rc));
+    ASSERT_NOT_NULL(l.err);
+    if (l.rc != 1)
+        TASK_FAIL_("the second attach exited %d: %s", l.rc, l.err);
+    char want[128];
+    snprintf(want, sizeof want, "another attach or detach of process %d is in progress (process %d, test_inject)",
+             (int)t.pid, (int)getpid());
+    ASSERT_STR_CONTAINS(l.err, want);
+    ASSERT(strstr(l.err, "undumpable") == NULL);
+    free(l.err);
+    ASSERT_EQ(tp_endpoint_is_live(r.endpoint), 1);
     free(finish_checked(&t).out);
 }
 

@@ -54,6 +54,9 @@ typedef struct recorder {
     tp_recorder *rec;
     tp_sub *sub;
     uint64_t malformed; /* refused by the writer; tp_sub counts what it refused itself */
+    /* Batches received that are not synthetic (as the file counts them), their events, and those
+     * of them the writer refused: what the file lacks of them was received and not written. */
+    uint64_t received_batches, received_events, refused_batches, refused_events;
     int complaints;
     double t0, duration, next_tick, last_t;
     uint64_t last_events;
@@ -61,13 +64,19 @@ typedef struct recorder {
     uint64_t producers; /* --producers: wait for this many to finish (0: every one seen) */
 } recorder;
 
-/* The progress line (without its leading "\r" and trailing clear) and the final summary. */
+/* The progress line (without its leading "\r" and trailing clear) and the final summary: what the
+ * file holds (not what was received), and what was received and is not in it. */
 static void put_counts(FILE *out, const tp_fwriter_stats *ws, const tp_sub_stats *ss, const recorder *rc) {
     fprintf(out, "%" PRIu64 " events, %" PRIu64 " batches, %.1f MB, drops: %" PRIu64 " missed batches + %" PRIu64
                  " records reported",
-            ws->events, ws->batches, (double)ws->file_bytes / 1e6, ss->missed, ws->dropped_records);
+            ws->in_file_events, ws->in_file_batches, (double)ws->in_file_bytes / 1e6, ss->missed,
+            ws->dropped_records);
     if (ws->dropped_batches)
         fprintf(out, " (+ %" PRIu64 " batches)", ws->dropped_batches);
+    uint64_t kept = rc->refused_batches + ws->in_file_batches, kept_events = rc->refused_events + ws->in_file_events;
+    if (rc->received_batches > kept)
+        fprintf(out, ", %" PRIu64 " batches (%" PRIu64 " events) received and not written",
+                rc->received_batches - kept, rc->received_events > kept_events ? rc->received_events - kept_events : 0);
     if (ss->malformed + rc->malformed)
         fprintf(out, ", %" PRIu64 " malformed messages ignored", ss->malformed + rc->malformed);
 }
@@ -75,8 +84,13 @@ static void put_counts(FILE *out, const tp_fwriter_stats *ws, const tp_sub_stats
 /* Each batch goes to the file as it came; a batch the writer refuses is counted and skipped. */
 static int record_batch(void *ctx, const tp_sub_msg *m, err_msg *err) {
     recorder *rc = ctx;
+    int counted = !(m->hdr.flags & TP_BF_SYNTHETIC);
+    rc->received_batches += counted;
+    rc->received_events += counted ? m->hdr.n_events : 0;
     int ar = tp_recorder_append(rc->rec, m->data, m->len, err);
     if (ar == ERR_MALFORMED) {
+        rc->refused_batches += counted;
+        rc->refused_events += counted ? m->hdr.n_events : 0;
         rc->malformed++;
         if (rc->complaints++ < RECORD_MAX_COMPLAINTS)
             verb_warn("record", "ignored a batch: %s", err->msg);
@@ -116,11 +130,11 @@ static int record_tick(void *ctx) {
         tp_sub_stats ss;
         tp_recorder_stats_get(rc->rec, &ws);
         tp_sub_stats_get(rc->sub, &ss);
-        fprintf(stderr, "\r%.0f events/s, ", (double)(ws.events - rc->last_events) / (now - rc->last_t));
+        fprintf(stderr, "\r%.0f events/s, ", (double)(ws.in_file_events - rc->last_events) / (now - rc->last_t));
         put_counts(stderr, &ws, &ss, rc);
         fputs("\033[K", stderr);
         fflush(stderr);
-        rc->last_events = ws.events;
+        rc->last_events = ws.in_file_events;
         rc->last_t = now;
     }
     rc->next_tick = now + RECORD_TICK_MS / 1000.0;
@@ -287,14 +301,13 @@ static int cmd_record(int argc, char **argv) {
 
     tp_fwriter_stats ws;
     tp_sub_stats ss;
-    tp_recorder_stats_get(rec, &ws);
     tp_sub_stats_get(sub, &ss);
     err_msg err = {{0}};
     if (tp_recorder_add_clocks(rec, sub, &err) < 0) {
         verb_error("record", "cannot write the hosts' clocks: %s", err.msg);
         status = 1;
     }
-    if (tp_recorder_close(&rec, &err) != 0) {
+    if (tp_recorder_close_stats(&rec, &ws, &err) != 0) {
         verb_error("record", "cannot finish the file: %s", err.msg);
         status = 1;
     }

@@ -82,16 +82,18 @@ int tp_recorder_add_clocks(tp_recorder *r, const tp_sub *sub, err_msg *err) {
     return rc != 0 ? rc : (int)hosts;
 }
 
-int tp_recorder_close(tp_recorder **rp, err_msg *err) {
+int tp_recorder_close(tp_recorder **rp, err_msg *err) { return tp_recorder_close_stats(rp, NULL, err); }
+
+int tp_recorder_close_stats(tp_recorder **rp, tp_fwriter_stats *out, err_msg *err) {
     tp_recorder *r = rp ? *rp : NULL;
     if (r == NULL)
         return 0;
     int rc;
     if (atomic_load(&r->failed)) {
         rc = err_set(err, ERR_IO, "%s", r->why.msg);
-        tp_fwriter_close(&r->w, NULL);
+        tp_fwriter_close_stats(&r->w, out, NULL);
     } else {
-        rc = tp_fwriter_close(&r->w, err);
+        rc = tp_fwriter_close_stats(&r->w, out, err);
     }
     free(r);
     *rp = NULL;

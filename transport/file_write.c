@@ -7,7 +7,10 @@
  * and gets no more keyframes (a keyframe that lacked names would be a lie); its batches are still
  * written. Within the bounds a keyframe always fits in one batch.
  *
- * The first write error is sticky: every later call returns it, and close reports it.
+ * The first write error is sticky: every later call returns it, and close reports it. What the file
+ * holds is counted apart from what was appended: each batch counts once its last byte was written,
+ * and a write that fails halfway leaves the file cut back to the end of its last whole batch, so
+ * the counts say what a reader finds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +23,7 @@
 #include <unistd.h>
 
 #include "file_format.h"
+#include "grow.h"
 #include "io.h"
 
 #define FW_MAX_STRING_BYTES (32u << 20) /* per producer */
@@ -55,6 +59,13 @@ typedef struct fw_producer {
     uint64_t drop_records[TP_DROP_MAX_], drop_batches[TP_DROP_MAX_];
 } fw_producer;
 
+/* An appended batch still in the write buffer: where it ends in the file, its events. */
+typedef struct fw_mark {
+    uint64_t end;
+    uint32_t events;
+    uint32_t counted; /* not synthetic: counted as `synctop info` counts batches */
+} fw_mark;
+
 struct tp_fwriter {
     char *path;
     int fd;
@@ -66,6 +77,11 @@ struct tp_fwriter {
     uint64_t off; /* logical end of the file, buffered bytes included */
     int failed;   /* sticky first error */
     err_msg failed_err;
+    /* what the file holds */
+    uint64_t durable; /* bytes written, to the end of a whole piece */
+    fw_mark *marks;   /* appended batches not yet written, in file order */
+    size_t n_marks, cap_marks;
+    uint64_t put_end; /* where the last batch put (fw_put_batch) ends */
     /* index */
     tp_findex_entry *pending;
     size_t n_pending, cap_pending;
@@ -98,12 +114,41 @@ static int fw_sticky(const tp_fwriter *w, err_msg *err) {
     return err_set(err, w->failed, "%s", w->failed_err.msg);
 }
 
+/* The appended batches that end at or before `upto` are in the file: counted, and forgotten. */
+static void fw_settle(tp_fwriter *w, uint64_t upto) {
+    size_t k = 0;
+    for (; k < w->n_marks && w->marks[k].end <= upto; k++) {
+        w->stats.in_file_batches += w->marks[k].counted;
+        w->stats.in_file_events += w->marks[k].events;
+        if (w->marks[k].end > w->durable)
+            w->durable = w->marks[k].end;
+    }
+    if (k > 0 && k < w->n_marks)
+        memmove(w->marks, w->marks + k, (w->n_marks - k) * sizeof *w->marks);
+    w->n_marks -= k;
+}
+
+/* A write that failed (errno e) partway (a full disk): the whole batches before where it stopped
+ * (the file's position: it is only ever appended to) stay and count; the file is cut back to the
+ * end of the last of them, so that it holds no half batch (best effort: a reader skips one anyway). */
+static int fw_fail_at(tp_fwriter *w, err_msg *err, const char *action, int e) {
+    off_t reached = lseek(w->fd, 0, SEEK_CUR);
+    fw_settle(w, reached > 0 ? (uint64_t)reached : 0);
+    w->n_marks = 0;
+    if (ftruncate(w->fd, (off_t)w->durable) != 0) {
+        /* the half batch stays; readers skip it as a cut-short tail */
+    }
+    return fw_fail(w, err, action, e);
+}
+
 static int fw_drain(tp_fwriter *w, err_msg *err) {
     if (w->failed)
         return fw_sticky(w, err);
     if (w->buf.len && cm_write_full(w->fd, w->buf.data, w->buf.len) != 0)
-        return fw_fail(w, err, "cannot write up to", errno);
+        return fw_fail_at(w, err, "cannot write up to", errno);
     w->buf.len = 0;
+    fw_settle(w, w->off);
+    w->durable = w->off;
     return 0;
 }
 
@@ -117,7 +162,8 @@ static int fw_write(tp_fwriter *w, const void *data, size_t n, err_msg *err) {
     }
     if (n >= w->buf_cap) {
         if (cm_write_full(w->fd, data, n) != 0)
-            return fw_fail(w, err, "cannot write at", errno);
+            return fw_fail_at(w, err, "cannot write at", errno);
+        w->durable = w->off + n;
     } else {
         memcpy(w->buf.data + w->buf.len, data, n);
         w->buf.len += n;
@@ -196,6 +242,7 @@ static int fw_put_batch(tp_fwriter *w, const uint8_t *batch, size_t len, err_msg
     int rc = fw_write(w, batch, len, err);
     if (rc)
         return rc;
+    w->put_end = w->off;
     w->pending[w->n_pending++] = e;
     if (w->n_pending >= w->index_every)
         return fw_index_block(w, err);
@@ -537,6 +584,17 @@ tp_fwriter *tp_fwriter_open_opts(const char *path, const tp_fwriter_opts *opts, 
     return w;
 }
 
+/* Notes where the batch just put ends, to count it once it is in the file (at once when it was
+ * written straight through). */
+static int fw_mark_batch(tp_fwriter *w, const tp_batch_hdr *h, err_msg *err) {
+    if (CM_GROW(w->marks, w->cap_marks, w->n_marks + 1) != 0)
+        return err_set(err, ERR_NOMEM, "%s: out of memory", w->path);
+    int synthetic = (h->flags & TP_BF_SYNTHETIC) != 0;
+    w->marks[w->n_marks++] = (fw_mark){.end = w->put_end, .events = synthetic ? 0 : h->n_events, .counted = !synthetic};
+    fw_settle(w, w->off - w->buf.len);
+    return 0;
+}
+
 int tp_fwriter_append(tp_fwriter *w, const void *batch, size_t len, err_msg *err) {
     if (w->failed)
         return fw_sticky(w, err);
@@ -580,12 +638,14 @@ int tp_fwriter_append(tp_fwriter *w, const void *batch, size_t len, err_msg *err
     w->stats.batches++;
     w->stats.events += h.n_events;
     w->stats.raw_bytes += TP_BATCH_HDR_SIZE + (uint64_t)h.raw_size;
-    return 0;
+    return fw_mark_batch(w, &h, err);
 }
 
 int tp_fwriter_flush(tp_fwriter *w, err_msg *err) { return fw_drain(w, err); }
 
-int tp_fwriter_close(tp_fwriter **wp, err_msg *err) {
+int tp_fwriter_close(tp_fwriter **wp, err_msg *err) { return tp_fwriter_close_stats(wp, NULL, err); }
+
+int tp_fwriter_close_stats(tp_fwriter **wp, tp_fwriter_stats *out, err_msg *err) {
     tp_fwriter *w = wp ? *wp : NULL;
     if (w == NULL)
         return 0;
@@ -607,6 +667,9 @@ int tp_fwriter_close(tp_fwriter **wp, err_msg *err) {
         rc = err_set(err, ERR_IO, "%s: close: %s", w->path, strerror(errno));
     if (rc == 0)
         sync_parent_dir(w->path);
+    if (out != NULL)
+        tp_fwriter_stats_get(w, out);
+    free(w->marks);
     for (size_t i = 0; i < w->n_prods; i++) {
         fw_producer *p = w->prods[i];
         tp_buf_free(&p->arena);
@@ -633,4 +696,5 @@ int tp_fwriter_close(tp_fwriter **wp, err_msg *err) {
 void tp_fwriter_stats_get(const tp_fwriter *w, tp_fwriter_stats *out) {
     *out = w->stats;
     out->file_bytes = w->off;
+    out->in_file_bytes = w->durable;
 }

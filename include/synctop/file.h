@@ -88,8 +88,16 @@ typedef struct tp_fwriter_stats {
                                  (all those beyond the 4096th count as one) */
     uint64_t dropped_records; /* sum of the latest TP_K_DROPS counters, over producers and sources */
     uint64_t dropped_batches;
+    /* What the file holds, as far as writes succeeded (the fields above count what was appended,
+     * buffered or not): the batches that are not synthetic (as `synctop info` counts them), their
+     * events, and the file's size. A write that fails halfway (a full disk) leaves the file cut back
+     * to the end of its last whole batch, and these count what is left. */
+    uint64_t in_file_batches, in_file_events, in_file_bytes;
 } tp_fwriter_stats;
 void tp_fwriter_stats_get(const tp_fwriter *w, tp_fwriter_stats *out);
+/* tp_fwriter_close, and *out (when not NULL) the stats as the file was left: its last index block
+ * and footer in in_file_bytes after a clean close. */
+int tp_fwriter_close_stats(tp_fwriter **w, tp_fwriter_stats *out, err_msg *err);
 
 /* ---- recording what a subscriber receives ---- */
 
@@ -120,6 +128,9 @@ int tp_recorder_add_clocks(tp_recorder *r, const struct tp_sub *sub, err_msg *er
 /* Closes the file and frees r; 0, or ERR_IO when the recording had stopped (err says why), or the
  * error that closing met. *r is NULL after; NULL does nothing. */
 int tp_recorder_close(tp_recorder **r, err_msg *err);
+/* The same, and *out (when not NULL) the writer's stats as the file was left (tp_fwriter_close_stats):
+ * what the file holds, also after a failure. */
+int tp_recorder_close_stats(tp_recorder **r, tp_fwriter_stats *out, err_msg *err);
 
 /* ---- reader ---- */
 

@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -956,6 +958,65 @@ TEST(writer_refuses_to_overwrite) {
     tp_freader *r = open_ok(path, 0);
     ASSERT(tp_freader_complete(r));
     tp_freader_close(&r);
+}
+
+/* A write that fails halfway (a file size limit, as a full disk): the writer's in-file counts are
+ * what a reader finds, and the file ends on a whole batch. Several buffer sizes put the failure
+ * inside a buffered drain and inside a batch written straight through. */
+TEST(writer_counts_what_the_file_holds_when_a_write_fails) {
+    struct rlimit old;
+    ASSERT_OK(getrlimit(RLIMIT_FSIZE, &old));
+    void (*old_xfsz)(int) = signal(SIGXFSZ, SIG_IGN);
+    const size_t buffers[] = {4096, 64 << 10, 1 << 20};
+    for (size_t k = 0; k < sizeof buffers / sizeof buffers[0]; k++) {
+        const char *path = task_path("limit.trace");
+        unlink(path);
+        rlim_t limit = 700000 + 12345 * k;
+        if (old.rlim_max != RLIM_INFINITY && old.rlim_max < limit)
+            TASK_SKIP("the file size limit here is already below %llu bytes", (unsigned long long)limit);
+        err_msg err = {{0}};
+        tp_fwriter *w = tp_fwriter_open_opts(path, &(tp_fwriter_opts){.buffer_bytes = buffers[k]}, &err);
+        ASSERT_NOT_NULL(w);
+        ASSERT_OK(setrlimit(RLIMIT_FSIZE, &(struct rlimit){limit, old.rlim_max}));
+        gen g;
+        gen_init(&g, 21, 900);
+        uint64_t appended = 0, events = 0;
+        int rc = 0;
+        for (int i = 0; i < 100000 && rc == 0; i++) {
+            const tp_buf *b = gen_next(&g);
+            tp_batch_hdr h;
+            memcpy(&h, b->data, sizeof h);
+            if ((rc = tp_fwriter_append(w, b->data, b->len, &err)) == 0) {
+                appended++;
+                events += h.n_events;
+            }
+        }
+        ASSERT_EQ(rc, ERR_IO);
+        tp_fwriter_stats st;
+        ASSERT_EQ(tp_fwriter_close_stats(&w, &st, &err), ERR_IO);
+        ASSERT_OK(setrlimit(RLIMIT_FSIZE, &old));
+        gen_free(&g);
+        ASSERT_UEQ(st.batches, appended);
+        ASSERT_LE(st.in_file_batches, appended);
+        if (buffers[k] >= (1 << 20))
+            ASSERT_LT(st.in_file_batches, appended); /* some were still in the buffer */
+        tp_freader *r = open_ok(path, 0);
+        uint64_t batches = 0, in_events = 0;
+        for (size_t i = 0; i < tp_freader_count(r); i++) {
+            const tp_findex_entry *e = tp_freader_entry(r, i);
+            if (!(e->flags & TP_BF_SYNTHETIC)) {
+                batches++;
+                in_events += e->n_events;
+            }
+        }
+        ASSERT_UEQ(st.in_file_batches, batches);
+        ASSERT_UEQ(st.in_file_events, in_events);
+        ASSERT_LE(in_events, events);
+        ASSERT_UEQ(st.in_file_bytes, tp_freader_size(r));
+        ASSERT_EQ(tp_freader_problem_count(r), 0);
+        tp_freader_close(&r);
+    }
+    signal(SIGXFSZ, old_xfsz);
 }
 
 TEST(writer_refuses_malformed_batches) {

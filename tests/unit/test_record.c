@@ -289,6 +289,89 @@ TEST(record_killed_mid_stream_leaves_a_readable_file) {
     expect_free(&x);
 }
 
+/* What a trace file holds, read back by the file reader: batches that are not synthetic, their
+ * events (the batch headers'), its size, and the damage found. */
+typedef struct file_counts {
+    uint64_t batches, events, bytes;
+    size_t problems;
+} file_counts;
+
+static file_counts count_file(const char *path) {
+    err_msg err = {{0}};
+    tp_freader *r = tp_freader_open(path, &err);
+    if (r == NULL)
+        TASK_FAIL_("open %s: %s", path, err.msg);
+    file_counts c = {.bytes = tp_freader_size(r), .problems = tp_freader_problem_count(r)};
+    for (size_t i = 0; i < tp_freader_count(r); i++) {
+        const tp_findex_entry *e = tp_freader_entry(r, i);
+        if (!(e->flags & TP_BF_SYNTHETIC)) {
+            c.batches++;
+            c.events += e->n_events;
+        }
+    }
+    tp_freader_close(&r);
+    return c;
+}
+
+/* record's final line, "wrote FILE: E events, B batches, M MB, drops: ...": its figures. */
+static void parse_summary(const char *err_text, uint64_t *events, uint64_t *batches, double *mb) {
+    const char *w = strstr(err_text, "synctop record: wrote ");
+    if (w == NULL)
+        TASK_FAIL_("no summary in: %s", err_text);
+    const char *c = strstr(w + strlen("synctop record: wrote "), ": ");
+    ASSERT_NOT_NULL(c);
+    unsigned long long e = 0, b = 0;
+    if (sscanf(c + 2, "%llu events, %llu batches, %lf MB", &e, &b, mb) != 3)
+        TASK_FAIL_("unexpected summary: %s", w);
+    *events = e;
+    *batches = b;
+}
+
+/* A full disk (a file size limit here) stops the recording: the summary states what the file
+ * holds, as its reader counts it, not what was received; and the file is cut back to its last
+ * whole batch. */
+TEST(record_on_a_full_disk_states_what_the_file_holds) {
+    const char *ep = endpoint("full.sock");
+    KEEP_PATH(file, "full.trace");
+    const char *pub_argv[] = {testpub_path(), "--endpoint", ep, "--events", "100000000", "--batch", "1024",
+                              "--seed", "13", "--wait-subscribers", "1", NULL};
+    pid_t pub = task_spawn(pub_argv, task_path("pub.out"), task_path("pub.err"));
+    struct rlimit old;
+    ASSERT_OK(getrlimit(RLIMIT_FSIZE, &old));
+    rlim_t limit = 3000000; /* a disk that fills at 3 MB, past several write-buffer drains */
+    if (old.rlim_max != RLIM_INFINITY && old.rlim_max < limit)
+        TASK_SKIP("the file size limit here is already below %llu bytes", (unsigned long long)limit);
+    void (*old_xfsz)(int) = signal(SIGXFSZ, SIG_IGN); /* a write past it fails (EFBIG), as on a full disk */
+    ASSERT_OK(setrlimit(RLIMIT_FSIZE, &(struct rlimit){limit, old.rlim_max}));
+    const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, NULL};
+    pid_t rec = task_spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    ASSERT_OK(setrlimit(RLIMIT_FSIZE, &old));
+    signal(SIGXFSZ, old_xfsz);
+    int st = task_wait_exit(rec, 60);
+    kill(pub, SIGTERM);
+    task_wait_exit(pub, 10);
+    char *text = slurp_text(task_path("rec.err"));
+    if (st != 1)
+        TASK_FAIL_("record on a full disk exited %d: %s", st, text);
+    ASSERT_STR_CONTAINS(text, "cannot write");
+    ASSERT_STR_CONTAINS(text, "stopped: error");
+    uint64_t events = 0, batches = 0;
+    double mb = 0;
+    parse_summary(text, &events, &batches, &mb);
+    file_counts fc = count_file(file);
+    ASSERT_GT(fc.batches, 10);
+    ASSERT_LE(fc.bytes, limit);
+    ASSERT_UEQ(batches, fc.batches);
+    ASSERT_UEQ(events, fc.events);
+    char want[32], got[32];
+    snprintf(want, sizeof want, "%.1f", (double)fc.bytes / 1e6);
+    snprintf(got, sizeof got, "%.1f", mb);
+    ASSERT_STR_EQ(got, want);
+    ASSERT_EQ(fc.problems, 0); /* no half batch at its end */
+    ASSERT_STR_CONTAINS(text, "received and not written");
+    free(text);
+}
+
 /* A program killed outright never sends its last batch: the recorder sees its ipc socket go and
  * stops by itself, with what it received. */
 TEST(record_stops_when_the_publisher_went_away) {

@@ -7,10 +7,18 @@
  *
  * On a terminal a progress line is refreshed about four times a second; otherwise only the final
  * summary is printed. Malformed messages are counted and reported, never written.
+ *
+ * Memory is bounded in bytes: received batches wait for the writer in the recorder's queue (at most
+ * --buffer MB), and ZeroMQ holds at most RECORD_RCVHWM more per publisher. A recorder slower than
+ * its producers waits when its queue is full; the publishers then drop what it cannot take, which
+ * it sees as sequence gaps and counts. At a stop, what was received is written; what reaches the
+ * socket within a moment after is taken too, written while the queue has room, else counted as
+ * received and not written. The summary says what the file holds and what it lacks.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +36,16 @@
 #define RECORD_MAX_ENDPOINTS 64
 #define RECORD_TICK_MS 250
 #define RECORD_MAX_COMPLAINTS 5 /* malformed messages described on stderr; the rest only counted */
+#define RECORD_BUFFER_MB 64     /* --buffer: received batches waiting for the writer, at most */
+#define RECORD_RCVHWM 16        /* batches ZeroMQ holds per publisher (its high-water mark counts
+                                   messages, not bytes: the bytes are bounded by the queue) */
+#define RECORD_DRAIN_QUIET_MS 200 /* at a stop: what comes within this of the last batch is taken */
+#define RECORD_DRAIN_S 2.0        /* ... for this long at most (a producer at full rate goes on) */
 
 static void record_usage(FILE *out) {
     fprintf(out,
             "usage: synctop record ENDPOINT... -o FILE [--from FILE] [--duration SEC] [--producers N]\n"
-            "                      [--force] [--server-key KEY [--client-key FILE.key]]\n\n"
+            "                      [--force] [--server-key KEY [--client-key FILE.key]] [--buffer MB]\n\n"
             "Records what one or more synctop publishers send into a trace file, until Ctrl-C,\n"
             "until every producer seen has finished, or until --duration passes.\n\n"
             "  ENDPOINT          a PID (its default ipc endpoint), HOST:PORT, tcp://..., ipc://...\n"
@@ -45,19 +58,26 @@ static void record_usage(FILE *out) {
             "  --server-key KEY  the publishers' CURVE public key (a .pub/.key file or the key)\n"
             "  --client-key FILE our own CURVE key pair, for publishers that admit listed clients\n"
             "                    only (default: ~/.config/synctop/client.key when `synctop keygen\n"
-            "                    --client` made it)\n\n"
-            "Inspect the result with `synctop info FILE`.\n");
+            "                    --client` made it)\n"
+            "  --buffer MB       received batches waiting to be written, at most (default %d); when\n"
+            "                    the disk is slower than the producers, they drop what does not fit,\n"
+            "                    and the gaps are counted\n\n"
+            "The last line says what the file holds (events, batches, size), the drops, and what was\n"
+            "received and not written. Inspect the result with `synctop info FILE`.\n",
+            RECORD_BUFFER_MB);
 }
 
 /* What the loop keeps between batches. */
 typedef struct recorder {
     tp_recorder *rec;
     tp_sub *sub;
-    uint64_t malformed; /* refused by the writer; tp_sub counts what it refused itself */
     /* Batches received that are not synthetic (as the file counts them), their events, and those
-     * of them the writer refused: what the file lacks of them was received and not written. */
-    uint64_t received_batches, received_events, refused_batches, refused_events;
-    int complaints;
+     * of them the writer refused: what the file lacks of them was received and not written. The
+     * writer's thread counts refusals, hence the atomics. */
+    uint64_t received_batches, received_events;
+    _Atomic uint64_t refused_batches, refused_events;
+    _Atomic uint64_t malformed; /* refused by the writer; tp_sub counts what it refused itself */
+    atomic_int complaints;
     double t0, duration, next_tick, last_t;
     uint64_t last_events;
     int tty;
@@ -73,36 +93,76 @@ static void put_counts(FILE *out, const tp_fwriter_stats *ws, const tp_sub_stats
             ws->dropped_records);
     if (ws->dropped_batches)
         fprintf(out, " (+ %" PRIu64 " batches)", ws->dropped_batches);
-    uint64_t kept = rc->refused_batches + ws->in_file_batches, kept_events = rc->refused_events + ws->in_file_events;
+    uint64_t kept = atomic_load(&rc->refused_batches) + ws->in_file_batches,
+             kept_events = atomic_load(&rc->refused_events) + ws->in_file_events;
     if (rc->received_batches > kept)
         fprintf(out, ", %" PRIu64 " batches (%" PRIu64 " events) received and not written",
                 rc->received_batches - kept, rc->received_events > kept_events ? rc->received_events - kept_events : 0);
-    if (ss->malformed + rc->malformed)
-        fprintf(out, ", %" PRIu64 " malformed messages ignored", ss->malformed + rc->malformed);
+    uint64_t malformed = ss->malformed + atomic_load(&rc->malformed);
+    if (malformed)
+        fprintf(out, ", %" PRIu64 " malformed messages ignored", malformed);
 }
 
-/* Each batch goes to the file as it came; a batch the writer refuses is counted and skipped. */
+/* A batch the writer refused (on the writer's thread): counted and skipped. */
+static void record_refused_batch(void *ctx, const void *batch, size_t len, const err_msg *why) {
+    recorder *rc = ctx;
+    tp_batch_hdr h; /* the subscriber checked the header; the writer refused what follows it */
+    memset(&h, 0, sizeof h);
+    memcpy(&h, batch, len < sizeof h ? len : sizeof h);
+    if (!(h.flags & TP_BF_SYNTHETIC)) {
+        atomic_fetch_add(&rc->refused_batches, 1);
+        atomic_fetch_add(&rc->refused_events, h.n_events);
+    }
+    atomic_fetch_add(&rc->malformed, 1);
+    if (atomic_fetch_add(&rc->complaints, 1) < RECORD_MAX_COMPLAINTS)
+        verb_warn("record", "ignored a batch: %s", why->msg);
+}
+
+/* Each batch goes to the writer's queue as it came, waiting for room while the queue is full. */
 static int record_batch(void *ctx, const tp_sub_msg *m, err_msg *err) {
     recorder *rc = ctx;
     int counted = !(m->hdr.flags & TP_BF_SYNTHETIC);
     rc->received_batches += counted;
     rc->received_events += counted ? m->hdr.n_events : 0;
     int ar = tp_recorder_append(rc->rec, m->data, m->len, err);
-    if (ar == ERR_MALFORMED) {
-        rc->refused_batches += counted;
-        rc->refused_events += counted ? m->hdr.n_events : 0;
-        rc->malformed++;
-        if (rc->complaints++ < RECORD_MAX_COMPLAINTS)
-            verb_warn("record", "ignored a batch: %s", err->msg);
-        return 0;
-    }
     return ar < 0 ? ar : 0;
 }
 
 static void record_malformed(void *ctx, const err_msg *err) {
     recorder *rc = ctx;
-    if (rc->complaints++ < RECORD_MAX_COMPLAINTS)
+    if (atomic_fetch_add(&rc->complaints, 1) < RECORD_MAX_COMPLAINTS)
         verb_warn("record", "ignored a message: %s", err->msg);
+}
+
+/* After a stop (a signal, the duration): what ZeroMQ holds for each publisher and what is on its
+ * way is taken too (a backlog left there would be lost without a count), queued while there is
+ * room, else counted as received and not written; until a quiet moment, and since a producer may go
+ * on sending, at most as many batches as ZeroMQ holds twice over, for RECORD_DRAIN_S at most. */
+static void record_drain(recorder *rc, size_t n_endpoints) {
+    double until = cm_now_s() + RECORD_DRAIN_S, last = cm_now_s();
+    size_t left = 2 * RECORD_RCVHWM * (n_endpoints > 0 ? n_endpoints : 1);
+    while (!tp_recorder_failed(rc->rec) && cm_now_s() < until && left > 0) {
+        tp_sub_msg m;
+        err_msg err = {{0}};
+        int r = tp_sub_recv(rc->sub, &m, RECORD_DRAIN_QUIET_MS, &err);
+        if (r == ERR_MALFORMED) {
+            record_malformed(rc, &err);
+        } else if (r < 0) {
+            break;
+        } else if (r == 0) {
+            if (cm_now_s() - last >= RECORD_DRAIN_QUIET_MS / 1000.0)
+                break; /* quiet: nothing more on its way */
+            continue;  /* a relay's clock answer or summary */
+        } else {
+            int counted = !(m.hdr.flags & TP_BF_SYNTHETIC);
+            rc->received_batches += counted;
+            rc->received_events += counted ? m.hdr.n_events : 0;
+            left--;
+            if (tp_recorder_offer(rc->rec, m.data, m.len, 0, &err) != 0 && tp_recorder_failed(rc->rec))
+                break;
+        }
+        last = cm_now_s();
+    }
 }
 
 /* A few times a second: the file is flushed (which bounds what a kill -9 can lose) and, on a
@@ -121,10 +181,8 @@ static int record_tick(void *ctx) {
     if (now < rc->next_tick)
         return 0;
     err_msg err = {{0}};
-    if (tp_recorder_flush(rc->rec, &err) != 0) {
-        verb_error("record", "cannot write: %s", err.msg);
-        return 1;
-    }
+    if (tp_recorder_flush(rc->rec, &err) != 0)
+        return 1; /* the writer failed: record_follow says why */
     if (rc->tty) {
         tp_fwriter_stats ws;
         tp_sub_stats ss;
@@ -146,7 +204,7 @@ typedef struct record_args {
     const char *specs[RECORD_MAX_ENDPOINTS];
     int n_specs, force;
     double duration;
-    uint64_t producers;
+    uint64_t producers, buffer_mb;
     int from_file[RECORD_MAX_ENDPOINTS]; /* specs[i] was read from a --from file (malloc'd) */
 } record_args;
 
@@ -159,7 +217,7 @@ static void record_args_free(record_args *ra) {
 
 /* The command line; -1 to go on, else the verb's status. */
 static int record_parse(int argc, char **argv, record_args *ra) {
-    enum { O_OUT = 1, O_DURATION, O_FORCE, O_KEY, O_PRODUCERS, O_FROM, O_CLIENT_KEY };
+    enum { O_OUT = 1, O_DURATION, O_FORCE, O_KEY, O_PRODUCERS, O_FROM, O_CLIENT_KEY, O_BUFFER };
     static const arg_opt opts[] = {
         {O_OUT, "--output", "-o", 1},
         {O_FROM, "--from", NULL, 1},
@@ -168,7 +226,9 @@ static int record_parse(int argc, char **argv, record_args *ra) {
         {O_FORCE, "--force", NULL, 0},
         {O_KEY, "--server-key", NULL, 1},
         {O_CLIENT_KEY, "--client-key", NULL, 1},
+        {O_BUFFER, "--buffer", NULL, 1},
     };
+    ra->buffer_mb = RECORD_BUFFER_MB;
     args p;
     ARGS_INIT(&p, "record", record_usage, opts, argc, argv);
     const char *a;
@@ -184,6 +244,10 @@ static int record_parse(int argc, char **argv, record_args *ra) {
         case O_FORCE: ra->force = 1; break;
         case O_KEY: ra->server_key = a; break;
         case O_CLIENT_KEY: ra->client_key = a; break;
+        case O_BUFFER:
+            if (args_u64(&p, "--buffer", a, 1, 1u << 16, &ra->buffer_mb))
+                return EXIT_USAGE;
+            break;
         case O_PRODUCERS:
             if (args_u64(&p, "--producers", a, 1, 1u << 20, &ra->producers))
                 return EXIT_USAGE;
@@ -212,7 +276,8 @@ static int record_parse(int argc, char **argv, record_args *ra) {
 
 /* Subscribes to every endpoint, then creates the file: a bad endpoint or key leaves no file
  * behind. 0, or the verb's status with the reason said. */
-static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **sub, tp_recorder **rec) {
+static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **sub, tp_recorder **rec,
+                       recorder *rc) {
     err_msg err = {{0}};
     for (int i = 0; i < ra->n_specs; i++)
         if (tp_endpoint_resolve(ra->specs[i], endpoints[i], sizeof endpoints[i], &err) < 0)
@@ -221,10 +286,10 @@ static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **s
     if (ra->server_key != NULL && tp_public_key_resolve(ra->server_key, key, &err) < 0)
         return verb_error("record", "bad --server-key: %s", err.msg);
     tp_keypair mine;
-    tp_sub_opts so = {.server_key = ra->server_key ? key : NULL};
-    int rc = verb_client_key("record", ra->client_key, ra->server_key != NULL, &mine, &so.client_key);
-    if (rc != 0)
-        return rc;
+    tp_sub_opts so = {.server_key = ra->server_key ? key : NULL, .rcvhwm = RECORD_RCVHWM};
+    int krc = verb_client_key("record", ra->client_key, ra->server_key != NULL, &mine, &so.client_key);
+    if (krc != 0)
+        return krc;
     *sub = tp_sub_new(&so, &err);
     explicit_bzero(&mine, sizeof mine); /* the socket has it */
     if (*sub == NULL)
@@ -235,7 +300,9 @@ static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **s
             return verb_error("record", "cannot connect: %s", err.msg);
         }
     }
-    if ((*rec = tp_recorder_open(ra->out_path, ra->force ? TP_FW_OVERWRITE : 0, &err)) == NULL) {
+    tp_recorder_opts ro = {.flags = ra->force ? TP_FW_OVERWRITE : 0, .queue_bytes = (size_t)ra->buffer_mb << 20,
+                           .on_refused = record_refused_batch, .ctx = rc};
+    if ((*rec = tp_recorder_open_opts(ra->out_path, &ro, &err)) == NULL) {
         tp_sub_destroy(sub);
         return verb_error("record", "%s%s", err.msg,
                           strstr(err.msg, "already exists") ? " (use --force to replace it)" : "");
@@ -258,15 +325,21 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
                     .on_refused = record_refused, .keep_after_end = rc->producers > 0};
     err_msg err = {{0}};
     live_end end = live_follow(rc->sub, &lo, &err);
-    if (end == LIVE_FAILED) {
-        verb_error("record", "%s: %s", tp_recorder_failed(rc->rec) ? "cannot write" : "cannot receive", err.msg);
-        *status = 1;
-    } else if (tp_recorder_failed(rc->rec)) {
-        *status = 1;
-    }
-    verb_signals_restore(&sig);
+    verb_signals_restore(&sig); /* a second Ctrl-C ends it at once; the file stays readable */
+    if (end == LIVE_STOPPED || end == LIVE_DONE)
+        record_drain(rc, n);
+    tp_recorder_drain(rc->rec);
     if (rc->tty)
         fputs("\r\033[K", stderr);
+    if (tp_recorder_failed(rc->rec)) {
+        err_msg why = {{0}};
+        tp_recorder_flush(rc->rec, &why); /* returns the failure that stopped it */
+        verb_error("record", "cannot write: %s", why.msg);
+        *status = 1;
+    } else if (end == LIVE_FAILED) {
+        verb_error("record", "cannot receive: %s", err.msg);
+        *status = 1;
+    }
     return end != LIVE_DONE ? live_end_name(end) : rc->producers > 0 && (rc->duration <= 0 || cm_now_s() - rc->t0 < rc->duration)
                                                        ? "the producers asked for finished"
                                                        : "duration reached";
@@ -285,16 +358,16 @@ static int cmd_record(int argc, char **argv) {
     tp_sub *sub = NULL;
     tp_recorder *rec = NULL;
     int n_eps = ra.n_specs;
-    status = record_open(&ra, endpoints, &sub, &rec);
+    recorder rc = {.tty = isatty(STDERR_FILENO), .duration = ra.duration, .producers = ra.producers};
+    status = record_open(&ra, endpoints, &sub, &rec, &rc);
     record_args_free(&ra); /* resolved into endpoints */
     if (status != 0)
         return status;
     const char *eps[RECORD_MAX_ENDPOINTS];
     for (int i = 0; i < n_eps; i++)
         eps[i] = endpoints[i];
-
-    recorder rc = {.rec = rec, .sub = sub, .tty = isatty(STDERR_FILENO), .duration = ra.duration,
-                   .producers = ra.producers};
+    rc.rec = rec;
+    rc.sub = sub;
     rc.t0 = rc.last_t = cm_now_s();
     rc.next_tick = rc.t0 + RECORD_TICK_MS / 1000.0;
     const char *why = record_follow(&rc, eps, (size_t)n_eps, &status);

@@ -103,17 +103,36 @@ int tp_fwriter_close_stats(tp_fwriter **w, tp_fwriter_stats *out, err_msg *err);
 
 /* A trace file written from a subscription (`synctop record`, the viewer's --record, a recording
  * relay): batches appended as they come, the first failure ending the recording, and, last, the
- * clocks of the hosts the subscriber measured (tp_sub_clock_notes). One thread appends; any thread
- * may ask tp_recorder_failed. */
+ * clocks of the hosts the subscriber measured (tp_sub_clock_notes). One thread appends (and
+ * flushes, adds the clocks, closes); any thread may ask tp_recorder_failed and, with a queue,
+ * tp_recorder_stats_get (then the stats as of the last batch the writer's thread finished). */
 typedef struct tp_recorder tp_recorder;
 struct tp_sub;
 
 /* Creates the file (flags: TP_FW_OVERWRITE); NULL with the reason in err. */
 tp_recorder *tp_recorder_open(const char *path, int flags, err_msg *err);
+/* The same with a queue: with queue_bytes > 0, appends copy the batch into a queue of at most that
+ * many bytes (one larger batch is taken alone) and a thread of the recorder's writes them, so that
+ * the caller goes back to receiving at once; the caller waits only while the queue is full. A batch
+ * the writer then refuses as malformed is given to on_refused (may be NULL), on that thread. */
+typedef struct tp_recorder_opts {
+    int flags;          /* TP_FW_OVERWRITE */
+    size_t queue_bytes; /* 0: no queue, every call writes */
+    void (*on_refused)(void *ctx, const void *batch, size_t len, const err_msg *why);
+    void *ctx;
+} tp_recorder_opts;
+tp_recorder *tp_recorder_open_opts(const char *path, const tp_recorder_opts *o, err_msg *err);
 /* Appends one batch. 0; ERR_MALFORMED: the batch was refused and nothing written, the recording goes
  * on; another negative code: the recording stopped there, and this and every later call return it
- * without writing, err saying why. */
+ * without writing, err saying why. With a queue: 0 once the batch is queued (waiting for room as
+ * long as it takes), or the code that stopped the recording; refusals go to on_refused. */
 int tp_recorder_append(tp_recorder *r, const void *batch, size_t len, err_msg *err);
+/* As tp_recorder_append, but with a queue it waits at most timeout_ms for room (0: not at all),
+ * then returns ERR_AGAIN with nothing queued. */
+int tp_recorder_offer(tp_recorder *r, const void *batch, size_t len, int timeout_ms, err_msg *err);
+/* With a queue, waits until everything queued was written (or dropped, after a failure); then the
+ * stats are those of all of it. Without one, returns at once. */
+void tp_recorder_drain(tp_recorder *r);
 /* Ends the recording here, as a failed append does, for the reason why. */
 void tp_recorder_stop(tp_recorder *r, const err_msg *why);
 /* Writes what is buffered; a failure ends the recording, as in tp_recorder_append. */

@@ -372,6 +372,266 @@ TEST(record_on_a_full_disk_states_what_the_file_holds) {
     free(text);
 }
 
+/* ---- a recorder slower than its producer ---- */
+
+/* A field of /proc/PID/status in KiB (VmRSS, VmHWM), 0 when it cannot be read. */
+static long proc_kib(pid_t pid, const char *field) {
+    char path[64], text[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *v = strstr(text, field);
+    long kib = 0;
+    if (v == NULL || sscanf(v + strlen(field), ":%ld", &kib) != 1)
+        return 0;
+    return kib;
+}
+
+/* Waits for pid to exit (timeout_s at most, then kills it), following its peak resident memory
+ * (VmHWM) meanwhile, which must stay under limit_kib (else it is killed and the test fails); its
+ * exit status as task_wait_exit's. */
+static int wait_following_peak(pid_t pid, int timeout_s, long limit_kib, long *peak_kib) {
+    for (int waited = 0; waited <= timeout_s * 50; waited++) {
+        long hwm = proc_kib(pid, "VmHWM");
+        if (hwm > *peak_kib)
+            *peak_kib = hwm;
+        if (*peak_kib > limit_kib) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            TASK_FAIL_("the recorder's resident memory reached %ld KiB, over %ld KiB", *peak_kib, limit_kib);
+        }
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        ASSERT_NE(r, -1);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        task_sleep_ms(20);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+/* synctop record that stores batches slowly (lib/slowcompress.c: us_per_kib microseconds per KiB),
+ * with a queue of buffer_mb, and ASan's quarantine small so that its memory is what it holds. */
+static pid_t spawn_slow_recorder(const char *ep, const char *file, const char *buffer_mb, const char *us_per_kib) {
+    const char *old_preload = getenv("LD_PRELOAD"), *old_asan = getenv("ASAN_OPTIONS");
+    char *keep_preload = old_preload ? strdup(old_preload) : NULL, *keep_asan = old_asan ? strdup(old_asan) : NULL;
+    char asan[512];
+    snprintf(asan, sizeof asan, "%s%squarantine_size_mb=1", old_asan ? old_asan : "", old_asan ? ":" : "");
+    setenv("LD_PRELOAD", SLOWCOMPRESS_SO, 1);
+    setenv("SYNCTOP_TEST_SLOW_COMPRESS_US", us_per_kib, 1);
+    setenv("ASAN_OPTIONS", asan, 1);
+    const char *rec_argv[] = {task_synctop(), "record", ep, "-o", file, "--buffer", buffer_mb, NULL};
+    pid_t rec = task_spawn(rec_argv, task_path("rec.out"), task_path("rec.err"));
+    if (keep_preload)
+        setenv("LD_PRELOAD", keep_preload, 1);
+    else
+        unsetenv("LD_PRELOAD");
+    if (keep_asan)
+        setenv("ASAN_OPTIONS", keep_asan, 1);
+    else
+        unsetenv("ASAN_OPTIONS");
+    unsetenv("SYNCTOP_TEST_SLOW_COMPRESS_US");
+    free(keep_preload);
+    free(keep_asan);
+    return rec;
+}
+
+/* A number after a label in record's summary ("N missed batches", "N batches (E events) received
+ * and not written"): 0 when the label is absent. */
+static uint64_t summary_count(const char *text, const char *label) {
+    const char *at = strstr(text, label);
+    if (at == NULL)
+        return 0;
+    const char *p = at;
+    while (p > text && p[-1] == ' ')
+        p--;
+    while (p > text && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return strtoull(p, NULL, 10);
+}
+
+/* The gaps in the producer's sequence numbers in a file (its batches that are not synthetic, in
+ * file order), and its last sequence number. */
+static uint64_t file_gaps(const char *path, uint64_t *last_seq) {
+    err_msg err = {{0}};
+    tp_freader *r = tp_freader_open(path, &err);
+    ASSERT_NOT_NULL(r);
+    uint64_t gaps = 0, next = 0;
+    for (size_t i = 0; i < tp_freader_count(r); i++) {
+        const tp_findex_entry *e = tp_freader_entry(r, i);
+        if (e->flags & TP_BF_SYNTHETIC)
+            continue;
+        ASSERT_GE(e->seq, next); /* in order, nothing twice */
+        gaps += e->seq - next;
+        next = e->seq + 1;
+        *last_seq = e->seq;
+    }
+    tp_freader_close(&r);
+    return gaps;
+}
+
+/* A producer at full rate and a recorder slower than it: the recorder's memory stays within its
+ * queue (4 MB) and what ZeroMQ holds (16 batches of about 0.1 MB) plus its own working set, instead
+ * of the whole backlog; the producer, which holds little for a slow subscriber (8 batches, as the
+ * tracer does not hold much either), drops what the recorder cannot take, and every batch sent is
+ * either in the file or counted missed, exactly, in the file and in the summary. */
+TEST(record_slower_than_its_producer_holds_a_bounded_queue_and_counts_the_rest) {
+    const char *ep = endpoint("slow.sock");
+    KEEP_PATH(file, "slow.trace");
+    err_msg err = {{0}};
+    tp_pub *pub = tp_pub_new(&(tp_pub_opts){.endpoint = ep, .sndhwm = 8}, &err);
+    if (pub == NULL)
+        TASK_FAIL_("%s", err.msg);
+    pid_t rec = spawn_slow_recorder(ep, file, "4", "500"); /* about 2 MB/s */
+    for (int i = 0; i < 1000 && tp_pub_poll(pub, NULL) < 1; i++)
+        task_sleep_ms(10);
+    ASSERT_EQ(tp_pub_poll(pub, NULL), 1);
+    task_sleep_ms(200); /* its subscription arrived: nothing is lost before it */
+    long base = proc_kib(rec, "VmRSS"), peak = 0;
+    ASSERT_GT(base, 0);
+    /* the queue (4 MiB) + ZeroMQ's 16 batches (2048 events, about 0.1 MB each) + the file's 4 MiB
+     * write buffer and compression, with room to spare: the whole stream is over 60 MB */
+    long limit = base + 24 * 1024;
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 20});
+    synth s;
+    synth_init(&s, 19);
+    synth_meta(&s, enc);
+    tp_buf b = {0};
+    uint64_t sent = 0;
+    for (; sent < 600; sent++) { /* at full rate */
+        synth_fill(&s, enc, 2048);
+        ASSERT_OK(tp_enc_finish(enc, &b));
+        int rc = tp_pub_send(pub, b.data, b.len);
+        ASSERT(rc == 0 || rc == ERR_AGAIN);
+        tp_enc_delivered(enc, 1);
+    }
+    /* The last batch must come, so that every gap is seen. libzmq silently drops a batch for a
+     * subscriber whose queue it took out of the delivery set (when a batch found it full), until that
+     * subscriber has read enough: so it goes once the recorder has taken everything (its file no
+     * longer grows), and again, as a new batch, should it not have come. */
+    int st = -2;
+    for (int attempt = 0; attempt < 5 && st == -2; attempt++) {
+        off_t size = -1;
+        struct stat fst;
+        for (int quiet = 0, i = 0; quiet < 100 && i < 6000; i++) { /* 1 s without growth, 60 s at most */
+            tp_pub_poll(pub, NULL);
+            long hwm = proc_kib(rec, "VmHWM");
+            peak = hwm > peak ? hwm : peak;
+            if (peak > limit)
+                break;
+            off_t now = stat(file, &fst) == 0 ? fst.st_size : -1;
+            quiet = now == size ? quiet + 1 : 0;
+            size = now;
+            task_sleep_ms(10);
+        }
+        if (peak > limit)
+            break;
+        synth_fill(&s, enc, 2048);
+        ASSERT_OK(tp_enc_finish_flags(enc, TP_BF_END, &b));
+        ASSERT_OK(tp_pub_send_wait(pub, b.data, b.len, 60000));
+        tp_enc_delivered(enc, 1);
+        sent++;
+        for (int i = 0; i < 3000 && st == -2; i++) { /* it ends within seconds of its last batch */
+            tp_pub_poll(pub, NULL);
+            long hwm = proc_kib(rec, "VmHWM");
+            peak = hwm > peak ? hwm : peak;
+            int ws;
+            if (waitpid(rec, &ws, WNOHANG) == rec)
+                st = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+            else
+                task_sleep_ms(10);
+        }
+    }
+    if (st == -2)
+        st = wait_following_peak(rec, 10, limit, &peak);
+    if (peak > limit)
+        TASK_FAIL_("the recorder's resident memory reached %ld KiB, over %ld KiB", peak, limit);
+    tp_pub_destroy(&pub);
+    char *text = slurp_text(task_path("rec.err"));
+    if (st != 0)
+        TASK_FAIL_("synctop record exited %d: %s", st, text);
+    ASSERT_STR_CONTAINS(text, "stopped: every producer finished");
+
+    file_counts fc = count_file(file);
+    uint64_t last_seq = 0, gaps = file_gaps(file, &last_seq);
+    ASSERT_UEQ(last_seq, sent - 1); /* its last batch came */
+    ASSERT_GT(gaps, 0);             /* the producer was faster: it dropped batches */
+    ASSERT_UEQ(fc.batches + gaps, sent);
+    uint64_t events_in = 0, batches_in = 0;
+    double mb = 0;
+    parse_summary(text, &events_in, &batches_in, &mb);
+    ASSERT_UEQ(batches_in, fc.batches);
+    ASSERT_UEQ(events_in, fc.events);
+    ASSERT_UEQ(summary_count(text, "missed batches"), gaps);
+    ASSERT_UEQ(summary_count(text, "batches ("), 0); /* nothing received and not written */
+    fprintf(stderr, "recorder: %ld KiB at start, %ld KiB at its peak; %" PRIu64 " batches sent, %" PRIu64
+                    " written, %" PRIu64 " missed\n",
+            base, peak, sent, fc.batches, gaps);
+    ASSERT_LT(peak, limit);
+    free(text);
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+}
+
+/* Stopped (Ctrl-C) while it has a backlog: what was received is written, what reached its socket
+ * and found no room is counted as received and not written; with a producer that waits for room
+ * (so that it never drops), the file and that count add up exactly to what was sent. */
+TEST(record_stopped_with_a_backlog_writes_or_counts_all_it_received) {
+    const char *ep = endpoint("stop.sock");
+    KEEP_PATH(file, "stop.trace");
+    err_msg err = {{0}};
+    tp_pub *pub = tp_pub_new(&(tp_pub_opts){.endpoint = ep, .sndhwm = 4}, &err);
+    if (pub == NULL)
+        TASK_FAIL_("%s", err.msg);
+    pid_t rec = spawn_slow_recorder(ep, file, "2", "300"); /* about 3 MB/s */
+    for (int i = 0; i < 1000 && tp_pub_poll(pub, NULL) < 1; i++)
+        task_sleep_ms(10);
+    ASSERT_EQ(tp_pub_poll(pub, NULL), 1);
+    task_sleep_ms(200); /* its subscription arrived: nothing is lost before it */
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 23});
+    synth s;
+    synth_init(&s, 22);
+    synth_meta(&s, enc);
+    tp_buf b = {0};
+    const int sent = 80;
+    for (int i = 0; i < sent; i++) {
+        synth_fill(&s, enc, 2048);
+        ASSERT_OK(tp_enc_finish(enc, &b));
+        ASSERT_OK(tp_pub_send_wait(pub, b.data, b.len, 60000)); /* waits for room: never dropped */
+        tp_enc_delivered(enc, 1);
+    }
+    ASSERT_OK(kill(rec, SIGINT));
+    int st = task_wait_exit(rec, 60);
+    tp_pub_destroy(&pub);
+    char *text = slurp_text(task_path("rec.err"));
+    if (st != 0)
+        TASK_FAIL_("synctop record exited %d: %s", st, text);
+    ASSERT_STR_CONTAINS(text, "stopped: interrupted");
+    file_counts fc = count_file(file);
+    uint64_t last_seq = 0;
+    ASSERT_UEQ(file_gaps(file, &last_seq), 0);
+    uint64_t events_in = 0, batches_in = 0;
+    double mb = 0;
+    parse_summary(text, &events_in, &batches_in, &mb);
+    ASSERT_UEQ(batches_in, fc.batches);
+    ASSERT_UEQ(events_in, fc.events);
+    uint64_t not_written = summary_count(text, "batches (");
+    fprintf(stderr, "sent %d, written %" PRIu64 ", received and not written %" PRIu64 "\n", sent, fc.batches,
+            not_written);
+    ASSERT_UEQ(fc.batches + not_written, (uint64_t)sent);
+    if (not_written > 0)
+        ASSERT_STR_CONTAINS(text, "received and not written");
+    free(text);
+    tp_buf_free(&b);
+    tp_enc_destroy(&enc);
+}
+
 /* A program killed outright never sends its last batch: the recorder sees its ipc socket go and
  * stops by itself, with what it received. */
 TEST(record_stops_when_the_publisher_went_away) {

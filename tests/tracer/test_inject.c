@@ -1032,14 +1032,29 @@ TEST(inject_says_why_the_kernel_refused) {
 
 /* ---- the command ---- */
 
-static int run_synctop(const char *const *args, const char *out, const char *err) {
-    const char *argv[16];
+/* synctop's command line: the binary, then args (NULL-terminated, 14 at most). */
+static void synctop_argv(const char *const *args, const char *argv[16]) {
     size_t n = 0;
     argv[n++] = task_synctop();
     for (size_t i = 0; args[i] != NULL && n < 15; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
+}
+
+static int run_synctop(const char *const *args, const char *out, const char *err) {
+    const char *argv[16];
+    synctop_argv(args, argv);
     return task_wait_exit(task_spawn(argv, out, err), 60);
+}
+
+/* `synctop attach PID --yes --inject-only`: its exit status in *rc, its stderr (to free). */
+static char *attach_inject_only(long pid, int *rc) {
+    char p[32];
+    snprintf(p, sizeof p, "%ld", pid);
+    const char *err = task_path("cli_err.txt");
+    const char *yes[] = {"attach", p, "--yes", "--inject-only", NULL};
+    *rc = run_synctop(yes, task_path("cli_out.txt"), err);
+    return read_text(err);
 }
 
 /* A process that has not loaded the CUDA driver has nothing to trace: attach refuses and loads
@@ -1205,12 +1220,9 @@ TEST(inject_attach_names_the_debugger_that_holds_the_process) {
     ASSERT_OK(ij_status_read(t.pid, &st, &em));
     ASSERT_EQ(st.tracer_pid, dbg);
 
-    char pid[32], want[96];
-    snprintf(pid, sizeof pid, "%d", (int)t.pid);
-    const char *out = task_path("cli_out.txt"), *err = task_path("cli_err.txt");
-    const char *yes[] = {"attach", pid, "--yes", "--inject-only", NULL};
-    int rc = run_synctop(yes, out, err);
-    char *e = read_text(err);
+    char want[96];
+    int rc;
+    char *e = attach_inject_only(t.pid, &rc);
     if (rc != 1)
         TASK_FAIL_("synctop attach of a process a debugger holds exited %d: %s", rc, e);
     snprintf(want, sizeof want, "already traced by process %d (fake-gdb)", (int)dbg);
@@ -1229,11 +1241,7 @@ TEST(inject_attach_names_the_debugger_that_holds_the_process) {
 /* Runs synctop as the user nobody (uid 65534), its sockets under dir; its exit status. */
 static int run_synctop_as_nobody(const char *const *args, const char *dir, const char *out, const char *err) {
     const char *argv[16];
-    size_t n = 0;
-    argv[n++] = task_synctop();
-    for (size_t i = 0; args[i] != NULL && n < 15; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
+    synctop_argv(args, argv);
     fflush(NULL);
     pid_t c = fork();
     ASSERT(c >= 0);
@@ -1302,12 +1310,7 @@ static void attach_meanwhile(void *ctx, ij_step step, long pid) {
     loser *l = ctx;
     if (step != IJ_STEP_STOPPED || l->err != NULL)
         return;
-    char p[32];
-    snprintf(p, sizeof p, "%ld", pid);
-    const char *yes[] = {"attach", p, "--yes", "--inject-only", NULL};
-    const char *err = task_path("loser_err.txt");
-    l->rc = run_synctop(yes, task_path("loser_out.txt"), err);
-    l->err = read_text(err);
+    l->err = attach_inject_only(pid, &l->rc);
 }
 
 TEST(inject_two_attaches_at_once_the_loser_is_told_another_is_in_progress) {

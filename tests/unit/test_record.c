@@ -376,18 +376,16 @@ TEST(record_on_a_full_disk_states_what_the_file_holds) {
 
 /* A field of /proc/PID/status in KiB (VmRSS, VmHWM), 0 when it cannot be read. */
 static long proc_kib(pid_t pid, const char *field) {
-    char path[64], text[4096];
+    char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    const char *v = strstr(text, field);
     long kib = 0;
-    if (v == NULL || sscanf(v + strlen(field), ":%ld", &kib) != 1)
-        return 0;
+    size_t n = strlen(field);
+    while (f != NULL && kib == 0 && fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, field, n) == 0 && line[n] == ':')
+            kib = strtol(line + n + 1, NULL, 10);
+    if (f != NULL)
+        fclose(f);
     return kib;
 }
 
@@ -442,6 +440,62 @@ static pid_t spawn_slow_recorder(const char *ep, const char *file, const char *b
     return rec;
 }
 
+/* A publisher in this process (holding at most sndhwm batches for a slow subscriber) and a slow
+ * recorder subscribed to it (spawn_slow_recorder), and the synthetic stream it sends. */
+typedef struct slow_rig {
+    tp_pub *pub;
+    pid_t rec;
+    tp_enc *enc;
+    synth s;
+    tp_buf b;
+} slow_rig;
+
+static void rig_start(slow_rig *g, const char *ep, const char *file, int sndhwm, const char *buffer_mb,
+                      const char *us_per_kib, uint64_t seed) {
+    err_msg err = {{0}};
+    memset(g, 0, sizeof *g);
+    if ((g->pub = tp_pub_new(&(tp_pub_opts){.endpoint = ep, .sndhwm = sndhwm}, &err)) == NULL)
+        TASK_FAIL_("%s", err.msg);
+    g->rec = spawn_slow_recorder(ep, file, buffer_mb, us_per_kib);
+    for (int i = 0; i < 1000 && tp_pub_poll(g->pub, NULL) < 1; i++)
+        task_sleep_ms(10);
+    ASSERT_EQ(tp_pub_poll(g->pub, NULL), 1);
+    task_sleep_ms(200); /* its subscription arrived: nothing is lost before it */
+    g->enc = tp_enc_new(&(tp_enc_opts){.producer = seed + 1});
+    synth_init(&g->s, seed);
+    synth_meta(&g->s, g->enc);
+}
+
+/* The next batch of the stream (2048 events, about 0.1 MB), in g->b. */
+static void rig_next(slow_rig *g, uint32_t flags) {
+    synth_fill(&g->s, g->enc, 2048);
+    ASSERT_OK(tp_enc_finish_flags(g->enc, flags, &g->b));
+    tp_enc_delivered(g->enc, 1);
+}
+
+static void rig_free(slow_rig *g) {
+    tp_pub_destroy(&g->pub);
+    tp_buf_free(&g->b);
+    tp_enc_destroy(&g->enc);
+}
+
+/* After the recorder exited with status st: it said why it stopped, and its summary states what
+ * the file holds as the reader counts it (*fc). Its stderr (to free). */
+static char *rig_end(slow_rig *g, int st, const char *stopped, const char *file, file_counts *fc) {
+    rig_free(g);
+    char *text = slurp_text(task_path("rec.err"));
+    if (st != 0)
+        TASK_FAIL_("synctop record exited %d: %s", st, text);
+    ASSERT_STR_CONTAINS(text, stopped);
+    *fc = count_file(file);
+    uint64_t events = 0, batches = 0;
+    double mb = 0;
+    parse_summary(text, &events, &batches, &mb);
+    ASSERT_UEQ(batches, fc->batches);
+    ASSERT_UEQ(events, fc->events);
+    return text;
+}
+
 /* A number after a label in record's summary ("N missed batches", "N batches (E events) received
  * and not written"): 0 when the label is absent. */
 static uint64_t summary_count(const char *text, const char *label) {
@@ -482,49 +536,32 @@ static uint64_t file_gaps(const char *path, uint64_t *last_seq) {
  * tracer does not hold much either), drops what the recorder cannot take, and every batch sent is
  * either in the file or counted missed, exactly, in the file and in the summary. */
 TEST(record_slower_than_its_producer_holds_a_bounded_queue_and_counts_the_rest) {
-    const char *ep = endpoint("slow.sock");
     KEEP_PATH(file, "slow.trace");
-    err_msg err = {{0}};
-    tp_pub *pub = tp_pub_new(&(tp_pub_opts){.endpoint = ep, .sndhwm = 8}, &err);
-    if (pub == NULL)
-        TASK_FAIL_("%s", err.msg);
-    pid_t rec = spawn_slow_recorder(ep, file, "4", "500"); /* about 2 MB/s */
-    for (int i = 0; i < 1000 && tp_pub_poll(pub, NULL) < 1; i++)
-        task_sleep_ms(10);
-    ASSERT_EQ(tp_pub_poll(pub, NULL), 1);
-    task_sleep_ms(200); /* its subscription arrived: nothing is lost before it */
-    long base = proc_kib(rec, "VmRSS"), peak = 0;
+    slow_rig g;
+    rig_start(&g, endpoint("slow.sock"), file, 8, "4", "500", 19); /* it stores about 2 MB/s */
+    long base = proc_kib(g.rec, "VmRSS"), peak = 0;
     ASSERT_GT(base, 0);
-    /* the queue (4 MiB) + ZeroMQ's 16 batches (2048 events, about 0.1 MB each) + the file's 4 MiB
-     * write buffer and compression, with room to spare: the whole stream is over 60 MB */
+    /* the queue (4 MiB) + ZeroMQ's 16 batches + the file's 4 MiB write buffer and compression, with
+     * room to spare: the whole stream is over 60 MB */
     long limit = base + 24 * 1024;
-    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 20});
-    synth s;
-    synth_init(&s, 19);
-    synth_meta(&s, enc);
-    tp_buf b = {0};
     uint64_t sent = 0;
     for (; sent < 600; sent++) { /* at full rate */
-        synth_fill(&s, enc, 2048);
-        ASSERT_OK(tp_enc_finish(enc, &b));
-        int rc = tp_pub_send(pub, b.data, b.len);
+        rig_next(&g, 0);
+        int rc = tp_pub_send(g.pub, g.b.data, g.b.len);
         ASSERT(rc == 0 || rc == ERR_AGAIN);
-        tp_enc_delivered(enc, 1);
     }
     /* The last batch must come, so that every gap is seen. libzmq silently drops a batch for a
      * subscriber whose queue it took out of the delivery set (when a batch found it full), until that
      * subscriber has read enough: so it goes once the recorder has taken everything (its file no
      * longer grows), and again, as a new batch, should it not have come. */
     int st = -2;
-    for (int attempt = 0; attempt < 5 && st == -2; attempt++) {
+    for (int attempt = 0; attempt < 5 && st == -2 && peak <= limit; attempt++) {
         off_t size = -1;
         struct stat fst;
-        for (int quiet = 0, i = 0; quiet < 100 && i < 6000; i++) { /* 1 s without growth, 60 s at most */
-            tp_pub_poll(pub, NULL);
-            long hwm = proc_kib(rec, "VmHWM");
+        for (int quiet = 0, i = 0; quiet < 100 && i < 6000 && peak <= limit; i++) { /* 1 s still, 60 s at most */
+            tp_pub_poll(g.pub, NULL);
+            long hwm = proc_kib(g.rec, "VmHWM");
             peak = hwm > peak ? hwm : peak;
-            if (peak > limit)
-                break;
             off_t now = stat(file, &fst) == 0 ? fst.st_size : -1;
             quiet = now == size ? quiet + 1 : 0;
             size = now;
@@ -532,95 +569,56 @@ TEST(record_slower_than_its_producer_holds_a_bounded_queue_and_counts_the_rest) 
         }
         if (peak > limit)
             break;
-        synth_fill(&s, enc, 2048);
-        ASSERT_OK(tp_enc_finish_flags(enc, TP_BF_END, &b));
-        ASSERT_OK(tp_pub_send_wait(pub, b.data, b.len, 60000));
-        tp_enc_delivered(enc, 1);
+        rig_next(&g, TP_BF_END);
+        ASSERT_OK(tp_pub_send_wait(g.pub, g.b.data, g.b.len, 60000));
         sent++;
         for (int i = 0; i < 3000 && st == -2; i++) { /* it ends within seconds of its last batch */
-            tp_pub_poll(pub, NULL);
-            long hwm = proc_kib(rec, "VmHWM");
+            tp_pub_poll(g.pub, NULL);
+            long hwm = proc_kib(g.rec, "VmHWM");
             peak = hwm > peak ? hwm : peak;
             int ws;
-            if (waitpid(rec, &ws, WNOHANG) == rec)
+            if (waitpid(g.rec, &ws, WNOHANG) == g.rec)
                 st = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
             else
                 task_sleep_ms(10);
         }
     }
     if (st == -2)
-        st = wait_following_peak(rec, 10, limit, &peak);
+        st = wait_following_peak(g.rec, 10, limit, &peak);
     if (peak > limit)
         TASK_FAIL_("the recorder's resident memory reached %ld KiB, over %ld KiB", peak, limit);
-    tp_pub_destroy(&pub);
-    char *text = slurp_text(task_path("rec.err"));
-    if (st != 0)
-        TASK_FAIL_("synctop record exited %d: %s", st, text);
-    ASSERT_STR_CONTAINS(text, "stopped: every producer finished");
-
-    file_counts fc = count_file(file);
+    file_counts fc;
+    char *text = rig_end(&g, st, "stopped: every producer finished", file, &fc);
     uint64_t last_seq = 0, gaps = file_gaps(file, &last_seq);
     ASSERT_UEQ(last_seq, sent - 1); /* its last batch came */
     ASSERT_GT(gaps, 0);             /* the producer was faster: it dropped batches */
     ASSERT_UEQ(fc.batches + gaps, sent);
-    uint64_t events_in = 0, batches_in = 0;
-    double mb = 0;
-    parse_summary(text, &events_in, &batches_in, &mb);
-    ASSERT_UEQ(batches_in, fc.batches);
-    ASSERT_UEQ(events_in, fc.events);
     ASSERT_UEQ(summary_count(text, "missed batches"), gaps);
     ASSERT_UEQ(summary_count(text, "batches ("), 0); /* nothing received and not written */
     fprintf(stderr, "recorder: %ld KiB at start, %ld KiB at its peak; %" PRIu64 " batches sent, %" PRIu64
                     " written, %" PRIu64 " missed\n",
             base, peak, sent, fc.batches, gaps);
-    ASSERT_LT(peak, limit);
     free(text);
-    tp_buf_free(&b);
-    tp_enc_destroy(&enc);
 }
 
 /* Stopped (Ctrl-C) while it has a backlog: what was received is written, what reached its socket
  * and found no room is counted as received and not written; with a producer that waits for room
  * (so that it never drops), the file and that count add up exactly to what was sent. */
 TEST(record_stopped_with_a_backlog_writes_or_counts_all_it_received) {
-    const char *ep = endpoint("stop.sock");
     KEEP_PATH(file, "stop.trace");
-    err_msg err = {{0}};
-    tp_pub *pub = tp_pub_new(&(tp_pub_opts){.endpoint = ep, .sndhwm = 4}, &err);
-    if (pub == NULL)
-        TASK_FAIL_("%s", err.msg);
-    pid_t rec = spawn_slow_recorder(ep, file, "2", "300"); /* about 3 MB/s */
-    for (int i = 0; i < 1000 && tp_pub_poll(pub, NULL) < 1; i++)
-        task_sleep_ms(10);
-    ASSERT_EQ(tp_pub_poll(pub, NULL), 1);
-    task_sleep_ms(200); /* its subscription arrived: nothing is lost before it */
-    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 23});
-    synth s;
-    synth_init(&s, 22);
-    synth_meta(&s, enc);
-    tp_buf b = {0};
+    slow_rig g;
+    rig_start(&g, endpoint("stop.sock"), file, 4, "2", "300", 22); /* it stores about 3 MB/s */
     const int sent = 80;
     for (int i = 0; i < sent; i++) {
-        synth_fill(&s, enc, 2048);
-        ASSERT_OK(tp_enc_finish(enc, &b));
-        ASSERT_OK(tp_pub_send_wait(pub, b.data, b.len, 60000)); /* waits for room: never dropped */
-        tp_enc_delivered(enc, 1);
+        rig_next(&g, 0);
+        ASSERT_OK(tp_pub_send_wait(g.pub, g.b.data, g.b.len, 60000)); /* waits for room: never dropped */
     }
-    ASSERT_OK(kill(rec, SIGINT));
-    int st = task_wait_exit(rec, 60);
-    tp_pub_destroy(&pub);
-    char *text = slurp_text(task_path("rec.err"));
-    if (st != 0)
-        TASK_FAIL_("synctop record exited %d: %s", st, text);
-    ASSERT_STR_CONTAINS(text, "stopped: interrupted");
-    file_counts fc = count_file(file);
+    ASSERT_OK(kill(g.rec, SIGINT));
+    int st = task_wait_exit(g.rec, 60);
+    file_counts fc;
+    char *text = rig_end(&g, st, "stopped: interrupted", file, &fc);
     uint64_t last_seq = 0;
     ASSERT_UEQ(file_gaps(file, &last_seq), 0);
-    uint64_t events_in = 0, batches_in = 0;
-    double mb = 0;
-    parse_summary(text, &events_in, &batches_in, &mb);
-    ASSERT_UEQ(batches_in, fc.batches);
-    ASSERT_UEQ(events_in, fc.events);
     uint64_t not_written = summary_count(text, "batches (");
     fprintf(stderr, "sent %d, written %" PRIu64 ", received and not written %" PRIu64 "\n", sent, fc.batches,
             not_written);
@@ -628,8 +626,6 @@ TEST(record_stopped_with_a_backlog_writes_or_counts_all_it_received) {
     if (not_written > 0)
         ASSERT_STR_CONTAINS(text, "received and not written");
     free(text);
-    tp_buf_free(&b);
-    tp_enc_destroy(&enc);
 }
 
 /* A program killed outright never sends its last batch: the recorder sees its ipc socket go and

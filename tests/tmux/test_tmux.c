@@ -276,7 +276,9 @@ TEST(replay_in_tmux_zoom_stall_help_resize_quit) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s replay %s", task_synctop(), trace);
     tmux_start(cmd, 120, 40);
-    const char *scr = wait_for("REPLAY");
+    wait_for("REPLAY");
+    wait_gone(" loading "); /* the file is read in steps while the first screens show */
+    const char *scr = capture();
     ASSERT_STR_CONTAINS(scr, "python train.py --epochs 3");
     ASSERT_STR_CONTAINS(scr, "stream 7");
     ASSERT_STR_CONTAINS(scr, "T4242 python");

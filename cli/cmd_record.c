@@ -37,6 +37,7 @@
 #define RECORD_TICK_MS 250
 #define RECORD_MAX_COMPLAINTS 5 /* malformed messages described on stderr; the rest only counted */
 #define RECORD_BUFFER_MB 64     /* --buffer: received batches waiting for the writer, at most */
+#define RECORD_WAIT_S 5         /* --wait: no publisher answering after this long is said, exit 1 */
 #define RECORD_RCVHWM 16        /* batches ZeroMQ holds per publisher (its high-water mark counts
                                    messages, not bytes: the bytes are bounded by the queue) */
 #define RECORD_DRAIN_QUIET_MS 200 /* at a stop: what comes within this of the last batch is taken */
@@ -44,7 +45,7 @@
 
 static void record_usage(FILE *out) {
     fprintf(out,
-            "usage: synctop record ENDPOINT... -o FILE [--from FILE] [--duration SEC] [--producers N]\n"
+            "usage: synctop record ENDPOINT... -o FILE [--from FILE] [--duration SEC] [--wait SEC] [--producers N]\n"
             "                      [--force] [--server-key KEY [--client-key FILE.key]] [--buffer MB]\n\n"
             "Records what one or more synctop publishers send into a trace file, until Ctrl-C,\n"
             "until every producer seen has finished, or until --duration passes.\n\n"
@@ -52,6 +53,8 @@ static void record_usage(FILE *out) {
             "  -o, --output FILE the trace file to write\n"
             "  --from FILE       also the endpoints listed in FILE, one per line (# comments)\n"
             "  --duration SEC    stop after SEC seconds\n"
+            "  --wait SEC        give up when no publisher has answered after SEC seconds (default\n"
+            "                    %d; 0: wait for ever)\n"
             "  --producers N     stop once N producers have finished (a job of N ranks behind\n"
             "                    relays: the first to finish may come before the last starts)\n"
             "  --force           replace FILE if it exists (otherwise it is never overwritten)\n"
@@ -63,8 +66,9 @@ static void record_usage(FILE *out) {
             "                    the disk is slower than the producers, they drop what does not fit,\n"
             "                    and the gaps are counted\n\n"
             "The last line says what the file holds (events, batches, size), the drops, and what was\n"
-            "received and not written. Inspect the result with `synctop info FILE`.\n",
-            RECORD_BUFFER_MB);
+            "received and not written; a recording that got nothing exits with status 1. Inspect the\n"
+            "result with `synctop info FILE`.\n",
+            RECORD_WAIT_S, RECORD_BUFFER_MB);
 }
 
 /* What the loop keeps between batches. */
@@ -82,6 +86,7 @@ typedef struct recorder {
     uint64_t last_events;
     int tty;
     uint64_t producers; /* --producers: wait for this many to finish (0: every one seen) */
+    double wait;        /* --wait */
 } recorder;
 
 /* The progress line (without its leading "\r" and trailing clear) and the final summary: what the
@@ -203,7 +208,7 @@ typedef struct record_args {
     const char *out_path, *server_key, *client_key;
     const char *specs[RECORD_MAX_ENDPOINTS];
     int n_specs, force;
-    double duration;
+    double duration, wait;
     uint64_t producers, buffer_mb;
     int from_file[RECORD_MAX_ENDPOINTS]; /* specs[i] was read from a --from file (malloc'd) */
 } record_args;
@@ -217,11 +222,12 @@ static void record_args_free(record_args *ra) {
 
 /* The command line; -1 to go on, else the verb's status. */
 static int record_parse(int argc, char **argv, record_args *ra) {
-    enum { O_OUT = 1, O_DURATION, O_FORCE, O_KEY, O_PRODUCERS, O_FROM, O_CLIENT_KEY, O_BUFFER };
+    enum { O_OUT = 1, O_DURATION, O_FORCE, O_KEY, O_PRODUCERS, O_FROM, O_CLIENT_KEY, O_BUFFER, O_WAIT };
     static const arg_opt opts[] = {
         {O_OUT, "--output", "-o", 1},
         {O_FROM, "--from", NULL, 1},
         {O_DURATION, "--duration", NULL, 1},
+        {O_WAIT, "--wait", NULL, 1},
         {O_PRODUCERS, "--producers", NULL, 1},
         {O_FORCE, "--force", NULL, 0},
         {O_KEY, "--server-key", NULL, 1},
@@ -229,6 +235,7 @@ static int record_parse(int argc, char **argv, record_args *ra) {
         {O_BUFFER, "--buffer", NULL, 1},
     };
     ra->buffer_mb = RECORD_BUFFER_MB;
+    ra->wait = RECORD_WAIT_S;
     args p;
     ARGS_INIT(&p, "record", record_usage, opts, argc, argv);
     const char *a;
@@ -239,6 +246,10 @@ static int record_parse(int argc, char **argv, record_args *ra) {
         case O_OUT: ra->out_path = a; break;
         case O_DURATION:
             if (args_double(&p, "--duration", a, 1e-3, 1e9, &ra->duration))
+                return EXIT_USAGE;
+            break;
+        case O_WAIT:
+            if (args_double(&p, "--wait", a, 0, 1e9, &ra->wait))
                 return EXIT_USAGE;
             break;
         case O_FORCE: ra->force = 1; break;
@@ -279,9 +290,12 @@ static int record_parse(int argc, char **argv, record_args *ra) {
 static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **sub, tp_recorder **rec,
                        recorder *rc) {
     err_msg err = {{0}};
-    for (int i = 0; i < ra->n_specs; i++)
+    for (int i = 0; i < ra->n_specs; i++) {
+        if (verb_no_such_pid("record", ra->specs[i]))
+            return 1;
         if (tp_endpoint_resolve(ra->specs[i], endpoints[i], sizeof endpoints[i], &err) < 0)
             return verb_error("record", "bad endpoint: %s", err.msg), EXIT_USAGE;
+    }
     char key[TP_KEY_Z85_LEN + 1];
     if (ra->server_key != NULL && tp_public_key_resolve(ra->server_key, key, &err) < 0)
         return verb_error("record", "bad --server-key: %s", err.msg);
@@ -322,7 +336,7 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
     verb_signals_catch(&sig);
     live_opts lo = {.poll_ms = 50, .stop = &verb_stop_signal, .on_batch = record_batch, .on_tick = record_tick,
                     .on_malformed = record_malformed, .ctx = rc, .endpoints = endpoints, .n_endpoints = n,
-                    .on_refused = record_refused, .keep_after_end = rc->producers > 0};
+                    .on_refused = record_refused, .keep_after_end = rc->producers > 0, .wait_s = rc->wait};
     err_msg err = {{0}};
     live_end end = live_follow(rc->sub, &lo, &err);
     verb_signals_restore(&sig); /* a second Ctrl-C ends it at once; the file stays readable */
@@ -338,6 +352,9 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
         *status = 1;
     } else if (end == LIVE_FAILED) {
         verb_error("record", "cannot receive: %s", err.msg);
+        *status = 1;
+    } else if (end == LIVE_UNANSWERED) {
+        verb_say_unanswered("record", endpoints, n, rc->wait);
         *status = 1;
     }
     return end != LIVE_DONE ? live_end_name(end) : rc->producers > 0 && (rc->duration <= 0 || cm_now_s() - rc->t0 < rc->duration)
@@ -358,7 +375,7 @@ static int cmd_record(int argc, char **argv) {
     tp_sub *sub = NULL;
     tp_recorder *rec = NULL;
     int n_eps = ra.n_specs;
-    recorder rc = {.tty = isatty(STDERR_FILENO), .duration = ra.duration, .producers = ra.producers};
+    recorder rc = {.tty = isatty(STDERR_FILENO), .duration = ra.duration, .producers = ra.producers, .wait = ra.wait};
     status = record_open(&ra, endpoints, &sub, &rec, &rc);
     record_args_free(&ra); /* resolved into endpoints */
     if (status != 0)
@@ -390,6 +407,12 @@ static int cmd_record(int argc, char **argv) {
     put_counts(stderr, &ws, &ss, &rc);
     fprintf(stderr, "; %zu producer%s; stopped: %s\n", ss.n_producers, ss.n_producers == 1 ? "" : "s",
             status ? "error" : why);
+    if (ws.in_file_batches == 0) { /* an empty trace helps nobody, and would stand in a later one's way */
+        if (status == 0)
+            verb_error("record", "nothing was recorded: no publisher sent a batch");
+        status = 1;
+        unlink(ra.out_path);
+    }
     verb_say_clocks("record", sub);
     tp_sub_destroy(&sub);
     return status;

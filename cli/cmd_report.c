@@ -28,6 +28,7 @@
 #include "verb.h"
 
 #define REPORT_MAX_SOURCES 64
+#define REPORT_WAIT_S 5 /* --wait: a live source nobody answers at is said after this long, exit 1 */
 #define REPORT_MAX_CHECKS 32
 
 static void report_usage(FILE *out) {
@@ -36,7 +37,7 @@ static void report_usage(FILE *out) {
             "                      [--steps] [--step NAME] [--baseline OLD]... [--ranks]\n"
             "                      [--fail-if EXPR]... [--top N] [--gap-us N]\n"
             "                      [--gpu-gap-ms N] [-o FILE] [--server-key KEY]\n"
-            "                      [--client-key FILE.key] [--max-events N]\n"
+            "                      [--client-key FILE.key] [--max-events N] [--wait SEC]\n"
             "       synctop report --ranks --summary [--for SECONDS] [--format text|json]\n"
             "                      [--server-key KEY [--client-key FILE.key]] RELAY...\n"
             "\n"
@@ -96,6 +97,8 @@ static void report_usage(FILE *out) {
             "  --client-key FILE  our own CURVE key pair, for publishers that admit listed\n"
             "                     clients only (default: ~/.config/synctop/client.key when\n"
             "                     `synctop keygen --client` made it)\n"
+            "  --wait SEC         a live source: give up when no publisher has answered after\n"
+            "                     SEC seconds (default 5; 0: wait for ever)\n"
             "  --max-events N     read a trace file of up to N events even when that is\n"
             "                     more than its size makes plausible (4 per byte)\n"
             "\n"
@@ -176,6 +179,10 @@ static tp_sub *report_subscribe(char **specs, int n, const char *server_key, con
         return NULL;
     }
     for (int i = 0; i < n; i++) {
+        if (verb_no_such_pid("report", specs[i])) {
+            tp_sub_destroy(&sub);
+            return NULL;
+        }
         if (tp_endpoint_resolve(specs[i], eps[i], sizeof eps[i], &err) < 0 || tp_sub_connect(sub, eps[i], &err) < 0) {
             tp_sub_destroy(&sub);
             verb_error("report", "%s: %s", specs[i], err.msg);
@@ -188,7 +195,8 @@ static tp_sub *report_subscribe(char **specs, int n, const char *server_key, con
 /* Records live sources into the store until every producer has finished (its TP_BF_END batch), the
  * ipc publishers went away, or SIGINT/SIGTERM; then says on stderr what was recorded and why it
  * stopped, so that a report cut short is never mistaken for a whole run. */
-static int record_live(st_store *s, char **specs, int n, const char *server_key, const char *client_key) {
+static int record_live(st_store *s, char **specs, int n, const char *server_key, const char *client_key,
+                       double wait_s) {
     err_msg err = {{0}};
     char eps[REPORT_MAX_SOURCES][512];
     tp_sub *sub = report_subscribe(specs, n, server_key, client_key, 0, eps);
@@ -203,7 +211,7 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key,
     for (int i = 0; i < n; i++)
         ep_list[i] = eps[i];
     live_opts lo = {.stop = &verb_stop_signal, .on_batch = report_batch, .ctx = s, .endpoints = ep_list,
-                    .n_endpoints = (size_t)n, .on_refused = report_refused};
+                    .n_endpoints = (size_t)n, .on_refused = report_refused, .wait_s = wait_s};
     live_end end = live_follow(sub, &lo, &err);
     /* the hosts' clocks as the relays answered them: each host's processes on this machine's clock */
     live_clocks_apply(sub, s);
@@ -212,6 +220,10 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key,
         why = "every program finished";
     if (end == LIVE_FAILED)
         status = verb_error("report", "cannot receive: %s", err.msg);
+    if (end == LIVE_UNANSWERED) {
+        verb_say_unanswered("report", ep_list, (size_t)n, wait_s);
+        status = 1;
+    }
     tp_sub_stats ss;
     tp_sub_stats_get(sub, &ss);
     if (verb_stop_signal)
@@ -338,7 +350,7 @@ static int report_summaries(char **specs, int n, const char *server_key, const c
 }
 
 enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY,
-       O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE, O_RANKS, O_SUMMARY, O_FOR, O_CLIENT_KEY };
+       O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE, O_RANKS, O_SUMMARY, O_FOR, O_CLIENT_KEY, O_WAIT };
 
 /* One run of the verb: what the command line asked for, then what each phase made; report_free
  * frees it whichever phase stopped. */
@@ -350,7 +362,7 @@ typedef struct report_run {
     rp_check checks[REPORT_MAX_CHECKS];
     int n_checks;
     int hta, steps, ranks, summary;
-    double for_s;
+    double for_s, wait_s; /* --for; --wait (a live source that never answers) */
     uint64_t max_events;
     const char *step_name, *out_path, *server_key, *client_key;
     rp_opts ro;
@@ -431,6 +443,10 @@ static int report_option(report_run *run, args *p, int id, const char *val) {
         if (args_u64(p, "--max-events", val, 1, UINT64_MAX, &run->max_events))
             return EXIT_USAGE;
         break;
+    case O_WAIT:
+        if (args_double(p, "--wait", val, 0, 1e9, &run->wait_s))
+            return EXIT_USAGE;
+        break;
     default:
         if (run->n_sources == REPORT_MAX_SOURCES)
             return args_bad(p, "at most %d sources", REPORT_MAX_SOURCES);
@@ -461,6 +477,7 @@ static int report_parse(int argc, char **argv, report_run *run) {
         {O_KEY, "--server-key", NULL, 1},
         {O_CLIENT_KEY, "--client-key", NULL, 1},
         {O_MAX_EVENTS, "--max-events", NULL, 1},
+        {O_WAIT, "--wait", NULL, 1},
     };
     args p;
     ARGS_INIT(&p, "report", report_usage, opts, argc, argv);
@@ -500,7 +517,7 @@ static int report_load(report_run *run) {
         if (ingest_file_max(run->s, run->sources[i], run->max_events, verb_warn_cb, "report", &run->err) != 0)
             return verb_error("report", "%s", run->err.msg);
     }
-    int status = n_live > 0 ? record_live(run->s, live, n_live, run->server_key, run->client_key) : 0;
+    int status = n_live > 0 ? record_live(run->s, live, n_live, run->server_key, run->client_key, run->wait_s) : 0;
     if (status != 0)
         return status;
     st_store_commit(run->s);
@@ -618,7 +635,7 @@ static void report_free(report_run *run) {
 }
 
 static int cmd_report(int argc, char **argv) {
-    report_run run = {.ro = {.format = RP_TEXT}};
+    report_run run = {.ro = {.format = RP_TEXT}, .wait_s = REPORT_WAIT_S};
     int status = report_parse(argc, argv, &run);
     if (status >= 0)
         return status;

@@ -5,7 +5,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <inttypes.h>
@@ -187,4 +190,25 @@ void verb_signals_catch(verb_signals *saved) {
 void verb_signals_restore(const verb_signals *saved) {
     sigaction(SIGINT, &saved->old_int, NULL);
     sigaction(SIGTERM, &saved->old_term, NULL);
+}
+
+int verb_no_such_pid(const char *verb_name, const char *spec) {
+    if (spec[0] == '\0' || strspn(spec, "0123456789") != strlen(spec) || strlen(spec) > 9)
+        return 0;
+    if (kill((pid_t)strtol(spec, NULL, 10), 0) == 0 || errno != ESRCH)
+        return 0;
+    verb_error(verb_name, "no process %s (`synctop attach` with no argument lists the traced processes of this "
+                          "user)", spec);
+    return 1;
+}
+
+void verb_say_unanswered(const char *verb_name, const char *const *endpoints, size_t n, double wait_s) {
+    fprintf(stderr, "synctop %s: nothing answered at ", verb_name);
+    for (size_t i = 0; i < n && i < 4; i++) {
+        fputs(i ? ", " : "", stderr);
+        tp_print_sanitized(stderr, endpoints[i], (size_t)-1);
+    }
+    fprintf(stderr, "%s in %g s: is the program running with the tracer (synctop run, or CUDA_INJECTION64_PATH) "
+                    "and publishing there? (--wait SECONDS waits longer, --wait 0 for ever)\n",
+            n > 4 ? " and more" : "", wait_s);
 }

@@ -87,4 +87,9 @@ void verb_signals_restore(const verb_signals *saved);
 void verb_vline(const char *verb_name, const char *prefix, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
+/* For a source given as a pid: 1, with "no process PID" said, when no such process exists. */
+int verb_no_such_pid(const char *verb_name, const char *spec);
+/* What a verb says when nothing answered at its live sources within wait_s seconds (live.h). */
+void verb_say_unanswered(const char *verb_name, const char *const *endpoints, size_t n, double wait_s);
+
 #endif

@@ -30,13 +30,14 @@ const char *live_end_name(live_end e) {
     case LIVE_STOPPED: return "interrupted";
     case LIVE_GONE: return "the program went away without its last batch";
     case LIVE_DONE: return "done";
+    case LIVE_UNANSWERED: return "nothing answered";
     default: return "error";
     }
 }
 
 live_end live_follow(tp_sub *sub, const live_opts *o, err_msg *err) {
     int poll_ms = o->poll_ms > 0 ? o->poll_ms : 250;
-    double quiet_since = cm_now_s(), gone_checked = 0;
+    double start = cm_now_s(), quiet_since = start, gone_checked = 0;
     uint64_t batches = 0;
     int said_refused = 0;
     for (;;) {
@@ -67,6 +68,12 @@ live_end live_follow(tp_sub *sub, const live_opts *o, err_msg *err) {
             return LIVE_DONE;
         /* Quiet for a second with every publisher gone: nothing more can come. */
         double now = cm_now_s();
+        if (o->wait_s > 0 && batches == 0 && now - start >= o->wait_s) {
+            tp_sub_stats st;
+            tp_sub_stats_get(sub, &st);
+            if (st.handshakes == 0 && st.handshake_failures == 0 && st.received == 0)
+                return LIVE_UNANSWERED;
+        }
         if (r == 0 && batches > 0 && o->n_endpoints > 0 && now - quiet_since >= 1.0 && now - gone_checked >= 1.0) {
             gone_checked = now;
             if (live_sources_gone(o->endpoints, o->n_endpoints))

@@ -18,7 +18,8 @@ typedef enum live_end {
     LIVE_STOPPED,   /* *stop was set (a signal) */
     LIVE_GONE,      /* a quiet second with every ipc publisher gone: killed without its last batch */
     LIVE_DONE,      /* on_tick said so (a duration, the traced program ended quietly) */
-    LIVE_FAILED     /* receiving failed, or on_batch did: err says why */
+    LIVE_FAILED,    /* receiving failed, or on_batch did: err says why */
+    LIVE_UNANSWERED /* wait_s passed and no publisher answered (no connection, no handshake refused) */
 } live_end;
 
 typedef struct live_opts {
@@ -36,6 +37,7 @@ typedef struct live_opts {
     void (*on_refused)(void *ctx, const tp_sub *sub);
     void *ctx;
     int keep_after_end; /* more producers may come: LIVE_ENDED is left to on_tick to decide */
+    double wait_s;      /* > 0: give up (LIVE_UNANSWERED) when after this long no publisher answered */
     /* ipc endpoints watched for LIVE_GONE (none: never); tcp publishers cannot be told apart from
      * a quiet network, so any tcp source turns LIVE_GONE off. */
     const char *const *endpoints;

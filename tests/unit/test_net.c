@@ -2065,13 +2065,14 @@ TEST(record_with_a_client_key_the_publisher_lists_and_without) {
     char out[8192], path[PATH_MAX];
     const char *b[] = {task_synctop(), "record", p.endpoint, "-o", task_path("bob.trace"), "--server-key", pub,
                        "--client-key", bob_key, "--duration", "1", NULL};
-    ASSERT_EQ(run_capture(b, out, sizeof out), 0);
+    ASSERT_EQ(run_capture(b, out, sizeof out), 1); /* it recorded nothing */
     ASSERT_STR_CONTAINS(out, "refused our client key");
     ASSERT_STR_CONTAINS(out, bob.public_key);
     ASSERT_STR_CONTAINS(out, "0 events");
+    ASSERT_STR_CONTAINS(out, "nothing was recorded");
     const char *n[] = {task_synctop(), "record", p.endpoint, "-o", task_path("anon.trace"), "--server-key", pub,
                        "--duration", "1", NULL};
-    ASSERT_EQ(run_capture(n, out, sizeof out), 0);
+    ASSERT_EQ(run_capture(n, out, sizeof out), 1);
     ASSERT_STR_CONTAINS(out, "we have no client key: make one with `synctop keygen --client`");
     ASSERT_STR_CONTAINS(out, "0 events");
     snprintf(path, sizeof path, "%s", task_path("alice.trace"));

@@ -834,16 +834,42 @@ TEST(record_refuses_an_existing_file_without_force) {
     ASSERT_STR_EQ(kept, "precious");
     free(kept);
 
+    /* replaced, but nothing came in the time given: said, status 1, and no empty trace left */
     const char *forced[] = {"record", endpoint("nobody.sock"), "-o", file, "--force", "--duration", "0.3", NULL};
-    ASSERT_EQ(run_synctop(forced, NULL, &err), 0);
+    ASSERT_EQ(run_synctop(forced, NULL, &err), 1);
     ASSERT_STR_CONTAINS(err, "stopped: duration reached");
+    ASSERT_STR_CONTAINS(err, "nothing was recorded: no publisher sent a batch");
     free(err);
-    err_msg e = {{0}};
-    tp_freader *r = tp_freader_open(file, &e);
-    ASSERT_NOT_NULL(r);
-    ASSERT(tp_freader_complete(r));
-    ASSERT_EQ(tp_freader_count(r), 0);
-    tp_freader_close(&r);
+    struct stat sb;
+    ASSERT(stat(file, &sb) != 0);
+}
+
+/* A pid that is no process is named at once; an endpoint where nothing answers is said after
+ * --wait seconds; both exit 1 and leave no file. The same for a live report. */
+TEST(record_and_report_say_when_nothing_is_there) {
+    char *err = NULL;
+    const char *out = task_path("none.trace");
+    const char *dead[] = {"record", "999999999", "-o", out, NULL};
+    ASSERT_EQ(run_synctop(dead, NULL, &err), 1);
+    ASSERT_STR_CONTAINS(err, "no process 999999999");
+    free(err);
+    struct stat sb;
+    ASSERT(stat(out, &sb) != 0);
+    const char *quiet[] = {"record", endpoint("nobody.sock"), "-o", out, "--wait", "0.5", NULL};
+    ASSERT_EQ(run_synctop(quiet, NULL, &err), 1);
+    ASSERT_STR_CONTAINS(err, "nothing answered at ipc://");
+    ASSERT_STR_CONTAINS(err, "in 0.5 s");
+    ASSERT_STR_CONTAINS(err, "--wait SECONDS waits longer");
+    free(err);
+    ASSERT(stat(out, &sb) != 0);
+    const char *report_dead[] = {"report", "999999999", NULL};
+    ASSERT_EQ(run_synctop(report_dead, NULL, &err), 1);
+    ASSERT_STR_CONTAINS(err, "no process 999999999");
+    free(err);
+    const char *report_quiet[] = {"report", endpoint("nobody.sock"), "--wait", "0.5", NULL};
+    ASSERT_EQ(run_synctop(report_quiet, NULL, &err), 1);
+    ASSERT_STR_CONTAINS(err, "nothing answered at ipc://");
+    free(err);
 }
 
 TEST(record_usage_errors) {

@@ -51,6 +51,7 @@
  */
 #include "hta.h"
 #include "grow.h"
+#include "hash.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -95,6 +96,7 @@ typedef struct hlinks {
     uint32_t base;
     size_t size;    /* slots */
     int bits;       /* hashed: log2(size) */
+    cm_hash_key key; /* hashed: traces choose the correlations, so the process's key chooses slots */
 } hlinks;
 
 /* A GPU lane being read in time order, with its current row. */
@@ -254,9 +256,7 @@ static int step_kept(const hprod *c, int64_t ts) {
     return c->o->include_last_step ? ts <= c->cut_incl : ts < c->cut;
 }
 
-static size_t link_slot(const hlinks *t, uint32_t corr) {
-    return (size_t)(((uint64_t)corr * 0x9E3779B97F4A7C15u) >> (64 - t->bits));
-}
+static size_t link_slot(const hlinks *t, uint32_t corr) { return (size_t)cm_hash_u64(&t->key, corr) & (t->size - 1); }
 
 /* The host rows of cpu[n], by correlation. Returns 0 or -1 (out of memory). */
 static int links_build(const hprod *c, hlinks *t, const hcpu *cpu, size_t n) {
@@ -277,6 +277,7 @@ static int links_build(const hprod *c, hlinks *t, const hcpu *cpu, size_t n) {
         while (((size_t)1 << t->bits) < 2 * n)
             t->bits++;
         t->size = (size_t)1 << t->bits;
+        cm_hash_key_get(&t->key);
         if ((t->keys = calloc(t->size, sizeof *t->keys)) == NULL)
             return ERR_NOMEM;
     }
@@ -290,9 +291,11 @@ static int links_build(const hprod *c, hlinks *t, const hcpu *cpu, size_t n) {
         if (t->keys == NULL) {
             k = cpu[i].corr - t->base;
         } else {
-            k = link_slot(t, cpu[i].corr);
-            while (t->keys[k] != 0 && t->keys[k] != cpu[i].corr)
+            size_t from = link_slot(t, cpu[i].corr);
+            for (k = from; t->keys[k] != 0 && t->keys[k] != cpu[i].corr;)
                 k = (k + 1) & (t->size - 1);
+            if (((k - from) & (t->size - 1)) > CM_HASH_LONG_PROBE)
+                cm_hash_long_probe_note();
             t->keys[k] = cpu[i].corr;
         }
         hlink *l = &t->link[k];

@@ -228,7 +228,9 @@ static void merge_processes(const st_store *s, an_stall_site *sites, size_t *n_s
     for (size_t i = 0; i < n; i++) {
         an_site_label(s, sites[i].callsite, sites[i].name, keys[i], sizeof keys[i]);
         rep[i] = i;
-        uint64_t h = cm_fnv64(CM_FNV64_BASIS ^ (uint64_t)sites[i].kind, keys[i], strlen(keys[i]));
+        /* keyed (hash.h): labels come from traces, and labels chosen to share a hash would each
+         * walk past all the others */
+        uint64_t h = cm_hash_bytes(keys[i], strlen(keys[i])) ^ (uint64_t)sites[i].kind;
         for (;; h++) { /* a collision of two different labels moves on to the next slot */
             int added;
             uint64_t *at = cm_u64map_get_or_add(&first, h ? h : 1, i + 1, &added);

@@ -1,6 +1,8 @@
 /*
  * The interning string pool (strpool.h): strings one after another in one buffer, and an
- * open-addressing table of ids keyed by the one hash (hash.h), kept at most half full.
+ * open-addressing table of ids, kept at most half full, whose slots SipHash chooses under the
+ * process's key (hash.h): the strings come from traces and peers, which must not be able to choose
+ * strings that share a slot.
  */
 #include "strpool.h"
 
@@ -17,7 +19,15 @@ void cm_strpool_init(cm_strpool *p, size_t max_text, uint32_t max_ids) {
     p->max_ids = max_ids;
 }
 
-static uint32_t hash_of(const char *s, size_t len) { return cm_hash32_mix(cm_fnv32(CM_FNV32_BASIS, s, len)); }
+static uint32_t hash_of(const cm_strpool *p, const char *s, size_t len) {
+    return (uint32_t)cm_hash_bytes_k(&p->key, s, len);
+}
+
+/* Counts a walk from slot from to slot at when it was long (hash.h). */
+static void walked(size_t from, size_t at, size_t n_slots) {
+    if (((at - from) & (n_slots - 1)) > CM_HASH_LONG_PROBE)
+        cm_hash_long_probe_note();
+}
 
 static int rehash(cm_strpool *p, size_t n_slots) {
     uint32_t *slot = calloc(n_slots, sizeof *slot);
@@ -27,12 +37,15 @@ static int rehash(cm_strpool *p, size_t n_slots) {
         free(hash);
         return ERR_NOMEM;
     }
+    if (p->n_slots == 0)
+        cm_hash_key_get(&p->key);
     for (size_t i = 0; i < p->n_slots; i++) {
         if (p->slot[i] == 0)
             continue;
-        size_t j = p->slot_hash[i] & (n_slots - 1);
+        size_t from = p->slot_hash[i] & (n_slots - 1), j = from;
         while (slot[j] != 0)
             j = (j + 1) & (n_slots - 1);
+        walked(from, j, n_slots);
         slot[j] = p->slot[i];
         hash[j] = p->slot_hash[i];
     }
@@ -99,15 +112,17 @@ int cm_strpool_intern(cm_strpool *p, const char *s, size_t len, uint32_t *id) {
         return ERR_LIMIT;
     if (hold_empty(p) != 0 || ((p->n + 1) * 2 > p->n_slots && rehash(p, p->n_slots ? p->n_slots * 2 : 256) != 0))
         return ERR_NOMEM;
-    uint32_t h = hash_of(s, len);
-    size_t j = h & (p->n_slots - 1);
+    uint32_t h = hash_of(p, s, len);
+    size_t from = h & (p->n_slots - 1), j = from;
     for (; p->slot[j] != 0; j = (j + 1) & (p->n_slots - 1)) {
         uint32_t k = p->slot[j];
         if (p->slot_hash[j] == h && p->len[k] == len && memcmp(p->data + p->off[k], s, len) == 0) {
+            walked(from, j, p->n_slots);
             *id = k;
             return 0;
         }
     }
+    walked(from, j, p->n_slots);
     int rc = append(p, s, len, id);
     if (rc == 0) {
         p->slot[j] = *id;

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hash.h"
+
 typedef struct cm_strpool {
     char *data;        /* string i at data + off[i], len[i] bytes and a NUL */
     size_t used, cap;  /* bytes of data in use (NULs included) and allocated */
@@ -24,6 +26,7 @@ typedef struct cm_strpool {
     size_t n_slots;    /* a power of two, or 0 */
     size_t max_text;   /* bound on text, 0: none */
     uint32_t max_ids;  /* bound on ids, 0: none but 2^32 - 2 */
+    cm_hash_key key;   /* the process's, taken when the table is first made */
 } cm_strpool;
 
 /* A pool bounded at max_text bytes of string and max_ids ids (0: unbounded). A zeroed

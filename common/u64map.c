@@ -6,12 +6,15 @@
 
 #include "synctop/error.h"
 
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
+/* The slot where key's walk ends in a table of cap slots: key's own, or the empty slot it would
+ * take. The walk is counted when it was long (hash.h). */
+static size_t walk(const cm_hash_key *hk, const uint64_t *keys, size_t cap, uint64_t key) {
+    size_t from = cm_hash_u64(hk, key) & (cap - 1), i = from;
+    while (keys[i] != key && keys[i] != 0)
+        i = (i + 1) & (cap - 1);
+    if (((i - from) & (cap - 1)) > CM_HASH_LONG_PROBE)
+        cm_hash_long_probe_note();
+    return i;
 }
 
 uint64_t *cm_u64map_find(const cm_u64map *m, uint64_t key) {
@@ -19,16 +22,14 @@ uint64_t *cm_u64map_find(const cm_u64map *m, uint64_t key) {
         return m->has_zero ? (uint64_t *)&m->zero_val : NULL;
     if (m->cap == 0)
         return NULL;
-    for (size_t i = mix64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (m->keys[i] == key)
-            return &m->vals[i];
-        if (m->keys[i] == 0)
-            return NULL;
-    }
+    size_t i = walk(&m->key, m->keys, m->cap, key);
+    return m->keys[i] == key ? &m->vals[i] : NULL;
 }
 
 static int u64map_grow(cm_u64map *m) {
     size_t cap = m->cap ? m->cap * 2 : 64;
+    if (m->cap == 0)
+        cm_hash_key_get(&m->key);
     uint64_t *k = calloc(cap, sizeof *k), *v = malloc(cap * sizeof *v);
     if (k == NULL || v == NULL) {
         free(k);
@@ -38,9 +39,7 @@ static int u64map_grow(cm_u64map *m) {
     for (size_t i = 0; i < m->cap; i++) {
         if (m->keys[i] == 0)
             continue;
-        size_t j = mix64(m->keys[i]) & (cap - 1);
-        while (k[j] != 0)
-            j = (j + 1) & (cap - 1);
+        size_t j = walk(&m->key, k, cap, m->keys[i]);
         k[j] = m->keys[i];
         v[j] = m->vals[i];
     }
@@ -52,22 +51,52 @@ static int u64map_grow(cm_u64map *m) {
     return 0;
 }
 
+/* The value slot of a key not 0, added with value init when absent (*added says whether). */
+static uint64_t *slot_of(cm_u64map *m, uint64_t key, uint64_t init, int *added) {
+    size_t i = m->cap ? walk(&m->key, m->keys, m->cap, key) : 0;
+    *added = m->cap == 0 || m->keys[i] == 0;
+    if (!*added)
+        return &m->vals[i];
+    if ((m->n + 1) * 2 > m->cap) { /* a new key, and no room for it: the walk is made again */
+        if (u64map_grow(m) != 0)
+            return NULL;
+        i = walk(&m->key, m->keys, m->cap, key);
+    }
+    m->keys[i] = key;
+    m->vals[i] = init;
+    m->n++;
+    return &m->vals[i];
+}
+
 int cm_u64map_put(cm_u64map *m, uint64_t key, uint64_t val) {
     if (key == 0) {
         m->has_zero = 1;
         m->zero_val = val;
         return 0;
     }
-    if ((m->n + 1) * 2 > m->cap && u64map_grow(m) != 0)
+    int added;
+    uint64_t *v = slot_of(m, key, val, &added);
+    if (v == NULL)
         return ERR_NOMEM;
-    size_t i = mix64(key) & (m->cap - 1);
-    while (m->keys[i] != 0 && m->keys[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    if (m->keys[i] == 0)
-        m->n++;
-    m->keys[i] = key;
-    m->vals[i] = val;
+    *v = val;
     return 0;
+}
+
+uint64_t *cm_u64map_get_or_add(cm_u64map *m, uint64_t key, uint64_t init, int *added) {
+    int a;
+    uint64_t *v;
+    if (key == 0) {
+        a = !m->has_zero;
+        if (a)
+            m->zero_val = init;
+        m->has_zero = 1;
+        v = &m->zero_val;
+    } else if ((v = slot_of(m, key, init, &a)) == NULL) {
+        return NULL;
+    }
+    if (added != NULL)
+        *added = a;
+    return v;
 }
 
 void cm_u64map_free(cm_u64map *m) {
@@ -77,17 +106,6 @@ void cm_u64map_free(cm_u64map *m) {
 }
 
 size_t cm_u64map_bytes(const cm_u64map *m) { return m->cap * 16; }
-
-uint64_t *cm_u64map_get_or_add(cm_u64map *m, uint64_t key, uint64_t init, int *added) {
-    uint64_t *v = cm_u64map_find(m, key);
-    if (added != NULL)
-        *added = v == NULL;
-    if (v != NULL)
-        return v;
-    if (cm_u64map_put(m, key, init) != 0)
-        return NULL;
-    return cm_u64map_find(m, key);
-}
 
 size_t cm_u64map_count(const cm_u64map *m) { return m->n + (m->has_zero ? 1 : 0); }
 

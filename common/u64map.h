@@ -1,8 +1,9 @@
 /*
- * A hash map from 64-bit keys to 64-bit values (open addressing, linear probing), shared by the
- * store (producers, lanes, call sites by key), the analysis and the Kineto importer (correlations,
- * streams, threads). Every key value is
- * allowed: keys come from untrusted traces, so none may be a reserved "empty" marker.
+ * A hash map from 64-bit keys to 64-bit values (open addressing, linear probing, at most half
+ * full), shared by the store (producers, lanes, call sites by key), the analysis and the importers
+ * (correlations, streams, threads, string ids). Keys come from untrusted traces: every key value is
+ * allowed (none is a reserved "empty" marker), and slots are chosen by SipHash under the process's
+ * key (hash.h), so that keys chosen to collide cannot make long probe sequences.
  */
 #ifndef SYNCTOP_U64MAP_H
 #define SYNCTOP_U64MAP_H
@@ -10,11 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hash.h"
+
 typedef struct cm_u64map {
     uint64_t *keys, *vals;
     size_t cap, n;       /* cap is a power of two or 0 */
     int has_zero;        /* key 0 marks empty slots, so it lives here */
     uint64_t zero_val;
+    cm_hash_key key;     /* the process's, taken when the table is first made */
 } cm_u64map;
 
 /* The value slot of key, or NULL when absent. Valid until the next put. */

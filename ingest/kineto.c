@@ -996,6 +996,7 @@ static int import(jsrc *s, const char *name, const import_opts *opts, import_emi
     k->st = st;
     k->err = err;
     k->max_events = em_max_events(opts);
+    cm_hash_key_get(&k->name_key);
     k->stack[0] = C_ROOT;
     k->ys = Y_START;
     key_masks(k);

@@ -230,47 +230,18 @@ static tp_record *rec_new(kimp *k) {
     return r;
 }
 
-/* A hash of a name: 32 bytes at a time in four independent lanes, then eight. */
-static uint64_t name_hash(const char *s, size_t n) {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-    size_t i = 0;
-    if (n >= 32) {
-        uint64_t l[4] = {h, h ^ 0x243f6a8885a308d3ull, h ^ 0x13198a2e03707344ull, h ^ 0xa4093822299f31d0ull};
-        for (; i + 32 <= n; i += 32)
-            for (int j = 0; j < 4; j++) {
-                uint64_t w;
-                memcpy(&w, s + i + 8 * j, 8);
-                l[j] = (l[j] ^ w) * 0xbf58476d1ce4e5b9ull;
-                l[j] ^= l[j] >> 31;
-            }
-        h = ((l[0] * 0x94d049bb133111ebull) ^ l[1]) * 0x94d049bb133111ebull;
-        h = ((h ^ l[2]) * 0x94d049bb133111ebull ^ l[3]) * 0xbf58476d1ce4e5b9ull;
-    }
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 31;
-    }
-    if (i < n) {
-        uint64_t w = 0;
-        memcpy(&w, s + i, n - i);
-        h = (h ^ w) * 0x94d049bb133111ebull;
-        h ^= h >> 29;
-    }
-    return h;
-}
-
 uint32_t kt_intern(kimp *k, const char *s, size_t len) {
     if (s == NULL || len == 0 || len > UINT32_MAX)
         return tp_enc_intern(k->enc, s, len);
-    uint64_t h = name_hash(s, len);
+    uint64_t h = cm_hash_bytes_k(&k->name_key, s, len);
     size_t mask = k->n_names_cap - 1, j = (size_t)h & mask;
     for (; k->n_names_cap && k->names[j].id; j = (j + 1) & mask) {
         const kname *e = &k->names[j];
         if (e->hash == h && e->len == len && memcmp(k->names_text.s + e->off, s, len) == 0)
             return e->id;
     }
+    if (k->n_names_cap && ((j - (size_t)h) & mask) > CM_HASH_LONG_PROBE)
+        cm_hash_long_probe_note();
     uint32_t id = tp_enc_intern(k->enc, s, len);
     if (id == 0 || k->names_text.len + len > UINT32_MAX)
         return id;

@@ -13,6 +13,7 @@
 
 #include "decimal.h"
 #include "import.h"
+#include "hash.h"
 #include "keypredict.h"
 #include "u64map.h"
 
@@ -235,6 +236,7 @@ typedef struct kimp {
     uint32_t gpu_domain;
     kpred pred[C_DIMS + 1 + 16][PRED_POS + 1]; /* per context (args: per category) and place */
     kname *names;   /* string ids by name (see kt_intern) */
+    cm_hash_key name_key; /* the process's: traces choose the names, not where they land in names */
     kcatseen cat_seen[KCAT_SEEN];
     unsigned cat_next;
     cm_u64map api_class; /* string id of a host call's name -> its st_api_class */

@@ -182,7 +182,8 @@ static void open_module(sy_cache *c, sy_mod *m) {
     m->start = start;
 }
 
-static uint64_t hash_str(const char *s) { return cm_fnv64(CM_FNV64_BASIS, s, strlen(s)); }
+/* Keyed (hash.h): paths come from traces, and paths chosen to share a hash would each cost a scan. */
+static uint64_t hash_str(const char *s) { return cm_hash_bytes(s, strlen(s)); }
 
 /* The module's index, opening it the first time; -1 when the table is full or out of memory. */
 static long module_index(sy_cache *c, const char *path) {

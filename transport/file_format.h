@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hash.h"
 #include "synctop/file.h"
 
 #define TP__FHDR_CRC_SPAN 60
@@ -52,7 +53,8 @@ typedef struct tp__ffooter {
 static_assert(sizeof(tp__ffooter) == TP__FOOTER_SIZE, "footer layout");
 static_assert(offsetof(tp__ffooter, crc) == TP__FOOTER_CRC_SPAN, "footer checksum span");
 
-/* An open-addressing map from a 128-bit key to a 32-bit value. */
+/* An open-addressing map from a 128-bit key to a 32-bit value, its slots chosen by SipHash under
+ * the process's key (hash.h): producer ids and string ids come from peers and files. */
 typedef struct tp__fmap_slot {
     uint64_t k1, k2;
     uint32_t val;
@@ -63,6 +65,7 @@ typedef struct tp__fmap {
     tp__fmap_slot *slots;
     size_t cap; /* power of two, or 0 */
     size_t n;
+    cm_hash_key key; /* the process's, taken when the table is first made */
 } tp__fmap;
 
 /* Returns the value slot for the key, inserting it (value 0, *found = 0) when absent; NULL when

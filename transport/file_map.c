@@ -1,28 +1,22 @@
-/* The trace-file layer's hash map (file_format.h): linear probing, grown at half full. */
+/* The trace-file layer's hash map (file_format.h): linear probing, grown at half full, keyed
+ * hashing (hash.h). */
 #include <stdlib.h>
 
 #include "file_format.h"
 
-static size_t fmap_hash(uint64_t k1, uint64_t k2) {
-    uint64_t h = k1 * 0x9E3779B97F4A7C15ull ^ (k2 + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
-    h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 32;
-    return (size_t)h;
-}
-
 static tp__fmap_slot *fmap_find(const tp__fmap *m, uint64_t k1, uint64_t k2) {
-    size_t i = fmap_hash(k1, k2) & (m->cap - 1);
-    while (m->slots[i].used) {
-        if (m->slots[i].k1 == k1 && m->slots[i].k2 == k2)
-            return &m->slots[i];
+    size_t from = (size_t)cm_hash_u64x2(&m->key, k1, k2) & (m->cap - 1), i = from;
+    while (m->slots[i].used && !(m->slots[i].k1 == k1 && m->slots[i].k2 == k2))
         i = (i + 1) & (m->cap - 1);
-    }
+    if (((i - from) & (m->cap - 1)) > CM_HASH_LONG_PROBE)
+        cm_hash_long_probe_note();
     return &m->slots[i];
 }
 
 static int fmap_grow(tp__fmap *m) {
     size_t cap = m->cap ? m->cap * 2 : 64;
+    if (m->cap == 0)
+        cm_hash_key_get(&m->key);
     tp__fmap_slot *old = m->slots;
     size_t old_cap = m->cap;
     m->slots = calloc(cap, sizeof *m->slots);

@@ -13,6 +13,7 @@
  * producers it watches ("B" + id), and always to the clock answers ("C").
  */
 #include "synctop/net.h"
+#include "hash.h"
 #include "net_clock.h"
 #include "net_curve.h"
 #include "net_loss.h"
@@ -76,6 +77,7 @@ struct tp_sub {
     struct producer *producers; /* in order of first sight */
     size_t cap;
     uint32_t slot[SLOTS]; /* producer index + 1, 0 when empty */
+    cm_hash_key key;      /* chooses both tables' slots: peers choose the producer ids */
     uint64_t clock_nonce;    /* the last request's nonce (random start) */
     int clock_fast;          /* fast requests still to send */
     uint64_t clock_next;     /* CLOCK_MONOTONIC ns of the next request */
@@ -293,6 +295,7 @@ tp_sub *tp_sub_new(const tp_sub_opts *opts, err_msg *err) {
         return NULL;
     }
     s->owner = getpid();
+    cm_hash_key_get(&s->key);
     zmq_msg_init(&s->msg);
     zmq_msg_init(&s->topic);
     if (getrandom(&s->clock_nonce, sizeof s->clock_nonce, 0) != (ssize_t)sizeof s->clock_nonce)
@@ -395,20 +398,18 @@ int tp_sub_wait(tp_sub *sub, int fd, int timeout_ms, err_msg *err) {
     return ready;
 }
 
-static size_t slot_of(uint64_t producer) {
-    return (size_t)((producer * 0x9E3779B97F4A7C15ull) >> 51) & (SLOTS - 1);
-}
+static size_t slot_of(const tp_sub *s, uint64_t producer) { return (size_t)cm_hash_u64(&s->key, producer) & (SLOTS - 1); }
 
 /* The producer's record, created on first sight; NULL when MAX_PRODUCERS are already tracked. */
 static struct producer *producer_find(tp_sub *s, uint64_t id, int *is_new) {
-    size_t i = slot_of(id);
+    size_t from = slot_of(s, id), i = from;
     *is_new = 0;
-    while (s->slot[i] != 0) {
-        struct producer *p = &s->producers[s->slot[i] - 1];
-        if (p->s.producer == id)
-            return p;
+    while (s->slot[i] != 0 && s->producers[s->slot[i] - 1].s.producer != id)
         i = (i + 1) & (SLOTS - 1);
-    }
+    if (((i - from) & (SLOTS - 1)) > CM_HASH_LONG_PROBE)
+        cm_hash_long_probe_note();
+    if (s->slot[i] != 0)
+        return &s->producers[s->slot[i] - 1];
     size_t n = s->stats.n_producers;
     if (n == MAX_PRODUCERS)
         return NULL;
@@ -445,7 +446,7 @@ static int summary_take(tp_sub *s, uint64_t producer, const uint8_t *data, size_
     if (x.producer != producer)
         return malformed(s, err, "a summary under another producer's topic");
     s->stats.summaries++;
-    size_t i = slot_of(producer);
+    size_t i = slot_of(s, producer);
     while (s->sum_slot[i] != 0 && s->sums[s->sum_slot[i] - 1].s.last.producer != producer)
         i = (i + 1) & (SLOTS - 1);
     struct summary *e;

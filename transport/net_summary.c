@@ -7,6 +7,7 @@
  * SUM_FORGET_IDLE intervals without a batch, so that a relay that runs for long keeps room.
  */
 #include "synctop/net.h"
+#include "hash.h"
 #include "net_loss.h"
 #include "net_summary.h"
 
@@ -122,6 +123,7 @@ struct net_summer {
     struct sum_producer **p;
     size_t n;
     uint32_t slot[SUM_SLOTS];
+    cm_hash_key key; /* chooses the slots: peers choose the producer ids */
     tp_dec dec;
     struct span *gpu, *blk;
     size_t gpu_cap, blk_cap;
@@ -135,6 +137,7 @@ net_summer *net_summer_new(uint64_t relay) {
     if (m == NULL)
         return NULL;
     m->relay = relay;
+    cm_hash_key_get(&m->key);
     m->p = calloc(SUM_MAX_PRODUCERS, sizeof *m->p);
     if (m->p == NULL) {
         free(m);
@@ -167,13 +170,13 @@ void net_summer_destroy(net_summer **mp) {
 }
 
 static struct sum_producer *find(net_summer *m, uint64_t id) {
-    size_t i = (size_t)((id * 0x9E3779B97F4A7C15ull) >> 50) & (SUM_SLOTS - 1);
-    while (m->slot[i] != 0) {
-        struct sum_producer *p = m->p[m->slot[i] - 1];
-        if (p->s.producer == id)
-            return p;
+    size_t from = (size_t)cm_hash_u64(&m->key, id) & (SUM_SLOTS - 1), i = from;
+    while (m->slot[i] != 0 && m->p[m->slot[i] - 1]->s.producer != id)
         i = (i + 1) & (SUM_SLOTS - 1);
-    }
+    if (((i - from) & (SUM_SLOTS - 1)) > CM_HASH_LONG_PROBE)
+        cm_hash_long_probe_note();
+    if (m->slot[i] != 0)
+        return m->p[m->slot[i] - 1];
     if (m->n == SUM_MAX_PRODUCERS)
         return NULL;
     struct sum_producer *p = calloc(1, sizeof *p);
@@ -370,7 +373,7 @@ static void forget(net_summer *m) {
     m->n = k;
     memset(m->slot, 0, sizeof m->slot);
     for (size_t i = 0; i < k; i++) {
-        size_t j = (size_t)((m->p[i]->s.producer * 0x9E3779B97F4A7C15ull) >> 50) & (SUM_SLOTS - 1);
+        size_t j = (size_t)cm_hash_u64(&m->key, m->p[i]->s.producer) & (SUM_SLOTS - 1);
         while (m->slot[j] != 0)
             j = (j + 1) & (SUM_SLOTS - 1);
         m->slot[j] = (uint32_t)i + 1;

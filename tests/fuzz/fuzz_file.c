@@ -3,7 +3,8 @@
  * read out of bounds; whatever opens must index, read, decode and seek without surprises, from its
  * footer chain and by a scan. `fuzz_file --write-seeds DIR` writes small valid files (index blocks,
  * keyframes, a footer; and one cut short) to start from, and hostile ones: an index that lies about
- * a batch with every checksum right, and batches that inflate to many events.
+ * a batch with every checksum right, batches that inflate to many events, and producers whose ids
+ * were chosen to collide in the reader's tables (hostile.h).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "synctop/file.h"
+#include "hostile.h"
 #include "lie.h"
 #include "seeds.h"
 #include "synth.h"
@@ -107,6 +109,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         write_seed(dir, "empty.trace", 0, 0, 0);
         write_lying_index_seed(dir);
         write_bomb_seed(dir);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/chosen-producers.trace", dir);
+        if (hostile_trace(path, 300, 1, NULL) != 0)
+            exit(1);
         exit(0);
     }
     memfd = memfd_create("fuzz_file", MFD_CLOEXEC);

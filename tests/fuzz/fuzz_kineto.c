@@ -2,8 +2,9 @@
  * libFuzzer target for the Kineto importer: any bytes go in (plain JSON or gzip), nothing may crash,
  * leak or read out of bounds; an import either fails with a message that names the input, or every
  * batch it emits opens in the real decoder with its events inside the batch's time span.
- * `fuzz_kineto --write-seeds DIR` writes a corpus: small traces that reach each mapping, and the
- * smallest real trace, plain and gzip. fuzz_kineto.dict beside it holds the importer's keys and names
+ * `fuzz_kineto --write-seeds DIR` writes a corpus: small traces that reach each mapping, the
+ * smallest real trace, plain and gzip, and a trace whose correlation ids and kernel names were
+ * chosen to collide in the importer's tables (hostile.h). fuzz_kineto.dict beside it holds the importer's keys and names
  * for longer runs (-dict=).
  */
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "hostile.h"
 #include "kineto.h"
 #include "seeds.h"
 #include "synctop/codec.h"
@@ -92,6 +94,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
             fuzz_write_seed(dir, name, seeds[s], strlen(seeds[s]));
         }
         write_trace_seeds(dir);
+        size_t len;
+        char *chosen = hostile_kineto_json(300, HOSTILE_CORRS | HOSTILE_NAMES, &len);
+        if (chosen == NULL)
+            exit(1);
+        fuzz_write_seed(dir, "chosen.json", chosen, len);
+        free(chosen);
         exit(0);
     }
     return 0;

@@ -15,8 +15,9 @@
  * refuse; any other byte b inserts a row into table b % N_TABLES, one value per column, each a tag
  * byte and its bytes (see put_value).
  * `fuzz_nsys --write-seeds DIR` writes small exports that reach each table, call chains with and
- * without the runtime's offset, one of each reshaping, and the rows of the sample export with CUDA
- * backtraces.
+ * without the runtime's offset, one of each reshaping, the rows of the sample export with CUDA
+ * backtraces, and a hostile one: StringIds ids chosen to collide in the importer's tables
+ * (hostile.h).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 
 #include <sqlite3.h>
 
+#include "hostile.h"
 #include "nsys.h"
 #include "seeds.h"
 #include "synctop/codec.h"
@@ -507,6 +509,17 @@ static void small_export(prog *g, int off, int named) {
     emit_row(g, T_THREADS, th, NULL);
 }
 
+/* The small export, and 600 strings more whose ids the old hash of the importer's id map sent to
+ * one slot. */
+static void chosen_ids_export(prog *g) {
+    small_export(g, 1, 1);
+    for (size_t i = 0; i < 600; i++) {
+        int64_t v[] = {(int64_t)hostile_u64map_key(i), NUL};
+        const char *const t[MAX_COLS] = {NULL, "s"};
+        emit_row(g, T_STRINGS, v, t);
+    }
+}
+
 #ifdef NSYS_TRACE_DIR
 /* The sample export's rows of every table here, but only the strings, processes and threads its
  * CUDA rows name. */
@@ -587,6 +600,16 @@ static void write_seeds(const char *dir) {
         char name[32];
         snprintf(name, sizeof name, "reshaped%u.bin", shape);
         fuzz_write_seed(dir, name, g.p, g.n);
+        free(g.p);
+    }
+    static const struct {
+        const char *name;
+        void (*make)(prog *g);
+    } hostile[] = {{"chosen-ids.bin", chosen_ids_export}};
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        prog g = {0};
+        hostile[i].make(&g);
+        fuzz_write_seed(dir, hostile[i].name, g.p, g.n);
         free(g.p);
     }
 #ifdef NSYS_TRACE_DIR

@@ -1,0 +1,340 @@
+/*
+ * Keyed hashing (common/hash.h): SipHash against its published vectors, the process's key, and
+ * the tables and importers fed keys chosen to collide under the unkeyed hashes they used before
+ * (samples/synth/hostile.h builds them). Cost is counted, not timed: a lookup or insertion that
+ * walks more than CM_HASH_LONG_PROBE slots is counted by the tables, and none may be.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hash.h"
+#include "hostile.h"
+#include "hta.h"
+#include "io.h"
+#include "kineto.h"
+#include "load.h"
+#include "net_summary.h"
+#include "nsys.h"
+#include "store.h"
+#include "strpool.h"
+#include "task.h"
+#include "traceinfo.h"
+#include "u64map.h"
+
+#ifndef NSYS_TRACE_DIR
+#error "NSYS_TRACE_DIR must name samples/traces/nsys"
+#endif
+
+/* ---- SipHash ---- */
+
+/* The reference's key: bytes 00 to 0f. */
+static const cm_hash_key ref_key = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+
+/* SipHash-2-4 from the reference implementation's vectors (Aumasson and Bernstein), and
+ * SipHash-1-3, which tables use, from the Linux kernel's (lib/siphash_kunit.c: hsiphash is
+ * SipHash-1-3 on 64-bit machines, its vectors the low 32 bits): input bytes 00, 01, ... of each
+ * length under the reference's key. */
+TEST(siphash_matches_the_published_vectors) {
+    uint8_t in[64];
+    for (int i = 0; i < 64; i++)
+        in[i] = (uint8_t)i;
+    static const struct {
+        size_t len;
+        uint64_t v;
+    } sip24[] = {{0, 0x726fdb47dd0e0e31ull},  {1, 0x74f839c593dc67fdull},  {7, 0xab0200f58b01d137ull},
+                 {8, 0x93f5f5799a932462ull},  {15, 0xa129ca6149be45e5ull}, {16, 0x3f2acc7f57c29bdbull},
+                 {63, 0x958a324ceb064572ull}};
+    for (size_t i = 0; i < sizeof sip24 / sizeof sip24[0]; i++)
+        ASSERT_UEQ(cm_siphash(&ref_key, 2, 4, in, sip24[i].len), sip24[i].v);
+    static const struct {
+        size_t len;
+        uint32_t v;
+    } sip13[] = {{0, 0x050fc4dcu}, {1, 0x7d57ca93u}, {2, 0x4dc7d44du}, {7, 0x9bb11140u},
+                 {8, 0x8d299a8eu}, {15, 0x2a519956u}, {16, 0x7d908b66u}};
+    for (size_t i = 0; i < sizeof sip13 / sizeof sip13[0]; i++) {
+        ASSERT_UEQ((uint32_t)cm_hash_bytes_k(&ref_key, in, sip13[i].len), sip13[i].v);
+        ASSERT_UEQ(cm_siphash(&ref_key, 1, 3, in, sip13[i].len), cm_hash_bytes_k(&ref_key, in, sip13[i].len));
+    }
+    /* the words' forms hash the words' bytes */
+    ASSERT_UEQ(cm_hash_u64(&ref_key, 0x0706050403020100ull), cm_hash_bytes_k(&ref_key, in, 8));
+    ASSERT_UEQ(cm_hash_u64x2(&ref_key, 0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull), cm_hash_bytes_k(&ref_key, in, 16));
+}
+
+/* ---- the process's key ---- */
+
+/* The key a new process draws, through a page shared with it; filter (may be NULL) runs in the
+ * child first. */
+static cm_hash_key child_key(void (*filter)(void)) {
+    cm_hash_key *shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT(shared != MAP_FAILED);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        if (filter)
+            filter();
+        cm_hash_key_get(shared);
+        _exit(0);
+    }
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    cm_hash_key k = *shared;
+    ASSERT_OK(munmap(shared, sizeof *shared));
+    return k;
+}
+
+static int key_eq(cm_hash_key a, cm_hash_key b) { return a.k0 == b.k0 && a.k1 == b.k1; }
+
+/* Each process draws its own key (this one has drawn none before the children are made); one
+ * process keeps one, and a child made after it was drawn keeps its parent's, so that the tables
+ * it inherits stay usable. */
+TEST(each_process_draws_one_key_and_a_fork_keeps_it) {
+    cm_hash_key a = child_key(NULL), b = child_key(NULL);
+    ASSERT(!key_eq(a, b));
+    cm_hash_key mine, again;
+    cm_hash_key_get(&mine);
+    cm_hash_key_get(&again);
+    ASSERT(key_eq(mine, again));
+    ASSERT(!key_eq(mine, a) && !key_eq(mine, b));
+    ASSERT(key_eq(child_key(NULL), mine));
+}
+
+/* getrandom() answers ENOSYS, as under a sandbox that refuses it (seccomp). */
+static void refuse_getrandom(void) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrandom, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        _exit(77);
+    uint8_t b[16];
+    if (getrandom(b, sizeof b, GRND_NONBLOCK) != -1 || errno != ENOSYS)
+        _exit(3);
+}
+
+/* Where getrandom() is refused, the key still comes at once, and still differs per process. */
+TEST(a_key_is_drawn_where_getrandom_is_refused) {
+    pid_t probe = fork();
+    ASSERT(probe >= 0);
+    if (probe == 0) {
+        refuse_getrandom();
+        _exit(0);
+    }
+    int status;
+    ASSERT_EQ(waitpid(probe, &status, 0), probe);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+        TASK_SKIP("seccomp filters are not allowed here");
+    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    cm_hash_key a = child_key(refuse_getrandom), b = child_key(refuse_getrandom);
+    ASSERT(!key_eq(a, b));
+    ASSERT(a.k0 != 0 || a.k1 != 0);
+}
+
+/* ---- the tables ---- */
+
+/* 20,000 keys that the old mix sent to one slot: under it, each insertion walked past every key
+ * before it (2 * 10^8 slots in all). */
+TEST(u64map_keys_chosen_against_the_old_mix_walk_no_long_probes) {
+    enum { N = 20000 };
+    for (size_t i = 0; i < N; i++)
+        ASSERT_UEQ(hostile_old_u64map_hash(hostile_u64map_key(i)) & 0xFFFFF, 0);
+    cm_u64map m = {0};
+    for (size_t i = 0; i < N; i++)
+        ASSERT_OK(cm_u64map_put(&m, hostile_u64map_key(i), i));
+    ASSERT_UEQ(cm_u64map_count(&m), N);
+    for (size_t i = 0; i < N; i++) {
+        const uint64_t *v = cm_u64map_find(&m, hostile_u64map_key(i));
+        ASSERT_NOT_NULL(v);
+        ASSERT_UEQ(*v, i);
+    }
+    ASSERT_UEQ(cm_hash_long_probes(), 0);
+    cm_u64map_free(&m);
+}
+
+/* 2^13 strings with one old string-pool hash: interned, then found again, with no long walk. */
+TEST(strpool_strings_chosen_against_the_old_hash_walk_no_long_probes) {
+    enum { K = 13, N = 1 << K, LEN = 4 * K };
+    char *s = malloc((size_t)N * LEN);
+    ASSERT_NOT_NULL(s);
+    hostile_strings(s, K);
+    uint32_t h0 = hostile_old_strpool_hash(s, LEN);
+    for (size_t i = 1; i < N; i++) {
+        ASSERT_UEQ(hostile_old_strpool_hash(s + i * LEN, LEN), h0);
+        ASSERT(memcmp(s + i * LEN, s + (i - 1) * LEN, LEN) != 0);
+    }
+    cm_strpool p;
+    cm_strpool_init(&p, 0, 0);
+    for (size_t i = 0; i < N; i++) {
+        uint32_t id;
+        ASSERT_OK(cm_strpool_intern(&p, s + i * LEN, LEN, &id));
+        ASSERT_UEQ(id, i + 1);
+    }
+    for (size_t i = 0; i < N; i++) {
+        uint32_t id;
+        ASSERT_OK(cm_strpool_intern(&p, s + i * LEN, LEN, &id));
+        ASSERT_UEQ(id, i + 1);
+    }
+    ASSERT_UEQ(cm_hash_long_probes(), 0);
+    cm_strpool_free(&p);
+    free(s);
+}
+
+/* ---- the importers ---- */
+
+static int discard(void *ctx, const void *batch, size_t len, err_msg *err) {
+    (void)batch, (void)err;
+    *(size_t *)ctx += len;
+    return 0;
+}
+
+/* A copy of the saxpy export with 20,000 more StringIds rows whose ids the old mix sent to one
+ * slot of the importer's id map. */
+TEST(nsys_string_ids_chosen_against_the_old_mix_import_without_long_probes) {
+    enum { N = 20000 };
+    const char *path = task_path("ids.sqlite");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cp %s/saxpy_mpi_a100_rank0.sqlite %s", NSYS_TRACE_DIR, path);
+    ASSERT_OK(system(cmd));
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
+    ASSERT_EQ(hostile_nsys_ids(db, N, 1, 0), SQLITE_OK);
+    sqlite3_stmt *q;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM StringIds", -1, &q, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    int64_t rows = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    ASSERT_EQ(rows, 697 + N);
+    size_t bytes = 0;
+    import_stats st;
+    err_msg err = {{0}};
+    if (nsys_import(path, NULL, discard, &bytes, &st, &err) != 0)
+        TASK_FAIL_("import failed: %s", err.msg);
+    ASSERT_UEQ(st.invalid, 0);
+    ASSERT_GT(bytes, 0);
+    ASSERT_UEQ(cm_hash_long_probes(), 0);
+}
+
+/* A profiler trace of 20,000 launches and kernels paired by correlation ids that the old mix sent
+ * to the first 64 slots of the importer's correlation map, the kernels named by names that the old
+ * name hash sent to the first 64 slots of its table of names. */
+TEST(kineto_correlations_and_names_chosen_against_the_old_hashes_import_without_long_probes) {
+    enum { N = 20000 };
+    for (size_t i = 0; i < N; i += 97) {
+        char name[HOSTILE_NAME_LEN];
+        hostile_kineto_name(i, name);
+        ASSERT_LT(hostile_old_kineto_name_hash(name, sizeof name) & 0xFFFF, 64);
+    }
+    uint32_t corr[64];
+    hostile_corrs(corr, 64, 16);
+    for (size_t i = 0; i < 64; i++)
+        ASSERT_LT(hostile_old_u64map_hash(corr[i]) & 0xFFFF, 64);
+    size_t len;
+    char *json = hostile_kineto_json(N, HOSTILE_CORRS | HOSTILE_NAMES, &len);
+    ASSERT_NOT_NULL(json);
+    size_t bytes = 0;
+    import_stats st;
+    err_msg err = {{0}};
+    if (kineto_import_mem(json, len, "chosen.json", NULL, discard, &bytes, &st, &err) != 0)
+        TASK_FAIL_("import failed: %s", err.msg);
+    ASSERT_UEQ(st.records[TP_K_KERNEL], N);
+    ASSERT_UEQ(st.records[TP_K_API], N);
+    ASSERT_UEQ(st.invalid, 0);
+    ASSERT_UEQ(cm_hash_long_probes(), 0);
+    free(json);
+}
+
+/* A trace file of 20,000 producers whose ids the old hashes sent to one slot, half of the 64-bit
+ * map (info's producers) and half of the trace-file map (the writer's and the reader's producers):
+ * written and summarized with no long walk. */
+TEST(trace_producers_chosen_against_the_old_hashes_read_without_long_probes) {
+    enum { N = 20000 };
+    for (size_t i = 0; i < N / 2; i++)
+        ASSERT_UEQ(hostile_old_fmap_hash(hostile_fmap_key(i), 0) & 0xFFFFF, 0);
+    const char *path = task_path("producers.trace");
+    err_msg err = {{0}};
+    if (hostile_trace(path, N, 1, &err) != 0)
+        TASK_FAIL_("cannot write the trace: %s", err.msg);
+    traceinfo ti;
+    if (traceinfo_load(&ti, path, &err) != 0)
+        TASK_FAIL_("cannot read the trace: %s", err.msg);
+    ASSERT_UEQ(ti.n_prods, N);
+    ASSERT_UEQ(cm_hash_long_probes(), 0);
+    traceinfo_free(&ti);
+}
+
+/* A profiler trace of 20,000 launches whose correlation ids the old hash of HTA's table of links
+ * sent to its first 64 slots: HTA's breakdowns walk no long probe. */
+TEST(hta_correlations_chosen_against_the_old_hash_link_without_long_probes) {
+    enum { N = 20000 };
+    uint32_t corr[64];
+    hostile_hta_corrs(corr, 64, 16);
+    for (size_t i = 0; i < 64; i++)
+        ASSERT_LT(hostile_old_hta_slot(corr[i], 16), 64);
+    size_t len;
+    char *json = hostile_kineto_json(N, HOSTILE_HTA_CORRS, &len);
+    ASSERT_NOT_NULL(json);
+    const char *path = task_path("hta.json");
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ASSERT(fd >= 0);
+    ASSERT_OK(cm_write_full(fd, json, len));
+    ASSERT_OK(close(fd));
+    free(json);
+    st_store *s = st_store_new(NULL);
+    ASSERT_NOT_NULL(s);
+    err_msg err = {{0}};
+    if (ingest_file(s, path, NULL, NULL, &err) != 0)
+        TASK_FAIL_("%s", err.msg);
+    st_store_commit(s);
+    hta_result h;
+    ASSERT_OK(hta_analyze(s, &(hta_opts){0}, &h, NULL));
+    ASSERT_UEQ(cm_hash_long_probes(), 0);
+    hta_result_free(&h);
+    st_store_destroy(&s);
+}
+
+static void count_summary(void *ctx, const tp_summary *sum) {
+    (void)sum;
+    ++*(size_t *)ctx;
+}
+
+/* A relay's summer fed one batch from each of 4,096 producers (its bound) whose ids the old slot
+ * function sent to one slot. */
+TEST(relay_producers_chosen_against_the_old_slots_walk_no_long_probes) {
+    enum { N = 4096 };
+    net_summer *m = net_summer_new(7);
+    ASSERT_NOT_NULL(m);
+    tp_buf b = {0};
+    for (size_t i = 0; i < N; i++) {
+        uint64_t id = hostile_producer_key(i);
+        ASSERT_LT(hostile_old_producer_mix(id), 1ull << 50);
+        tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = id});
+        ASSERT_NOT_NULL(enc);
+        tp_kernel k = {.kind = TP_K_KERNEL, .device = 0, .stream = 7, .start = 1000, .end = 2000, .correlation = 1};
+        ASSERT_OK(tp_enc_add(enc, &k));
+        ASSERT_OK(tp_enc_finish(enc, &b));
+        err_msg err = {{0}};
+        if (net_summer_add(m, b.data, b.len, &err) != 0)
+            TASK_FAIL_("batch %zu: %s", i, err.msg);
+        tp_enc_destroy(&enc);
+    }
+    size_t n = 0;
+    ASSERT_UEQ(net_summer_flush(m, 0, 1000000000, count_summary, &n), N);
+    ASSERT_UEQ(n, N);
+    ASSERT_UEQ(cm_hash_long_probes(), 0);
+    tp_buf_free(&b);
+    net_summer_destroy(&m);
+}

@@ -1038,7 +1038,7 @@ static int import(jsrc *s, const char *name, const import_opts *opts, import_emi
     free(k->pyfr);
     free(k->stacks);
     cm_u64map_free(&k->stack_ids);
-    cm_u64map_free(&k->api_class);
+    free(k->api_class);
     cm_u64map_free(&k->streams);
     cm_u64map_free(&k->threads);
     cm_u64map_free(&k->tnames);

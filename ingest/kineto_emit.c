@@ -138,6 +138,20 @@ static int bits_of(uint64_t v) {
     return v ? 64 - __builtin_clzll(v) : 0;
 }
 
+/* A thread's index in ctx_order's last + 1 (NULL: none), from its map; contexts come in runs of
+ * one thread, so the last answer is kept in *memo. */
+typedef struct rank_memo {
+    uint64_t tid;
+    const uint64_t *r;
+    int known;
+} rank_memo;
+
+static const uint64_t *rank_of(const cm_u64map *rank, uint64_t tid, rank_memo *memo) {
+    if (!memo->known || memo->tid != tid)
+        *memo = (rank_memo){.tid = tid, .r = cm_u64map_find(rank, tid), .known = 1};
+    return memo->r;
+}
+
 /* The contexts the sweep of kineto_callsites reads, in ctx_cmp order, as indices into k->ctx
  * (*out, their count returned; -1 when out of memory): those of the threads with blocking calls
  * (calls, sorted by thread and start) that start no later than the thread's last one. Sorted by
@@ -157,8 +171,9 @@ static ssize_t ctx_order(kimp *k, const kcall *calls, size_t nb, uint32_t **out)
             goto nomem;
         last[nt++] = calls[c].start;
     }
+    rank_memo memo = {0};
     for (size_t i = 0; i < k->n_ctx; i++) {
-        const uint64_t *r = cm_u64map_find(&rank, k->ctx[i].tid);
+        const uint64_t *r = rank_of(&rank, k->ctx[i].tid, &memo);
         m += r != NULL && k->ctx[i].start <= last[*r - 1];
     }
     if ((a = malloc((2 * m + 1) * sizeof *a)) == NULL)
@@ -166,7 +181,7 @@ static ssize_t ctx_order(kimp *k, const kcall *calls, size_t nb, uint32_t **out)
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < k->n_ctx; i++) {
         const kctx *x = &k->ctx[i];
-        const uint64_t *r = cm_u64map_find(&rank, x->tid);
+        const uint64_t *r = rank_of(&rank, x->tid, &memo);
         if (r == NULL || x->start > last[*r - 1])
             continue;
         a[n++] = (kpair){x->start, (uint64_t)(*r - 1) << 32 | i}; /* in file order: ctx[i].seq == i */

@@ -7,6 +7,7 @@
  */
 #include "kineto_int.h"
 #include "api.h"
+#include "grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,15 +72,17 @@ int kt_cat_of(kimp *k, const char *s, size_t n) {
 }
 
 /* The st_api_class of a host call's name (id: its string id, 0 when it has none), worked out once
- * per name. */
+ * per name: ids are dense, so by id in an array. */
 static int api_class(kimp *k, uint32_t id, const char *s, size_t n) {
-    int added;
-    uint64_t *v = id ? cm_u64map_get_or_add(&k->api_class, id, 0, &added) : NULL;
-    if (v != NULL && !added)
-        return (int)*v;
+    if (id != 0 && id < k->api_class_cap && k->api_class[id] != 0)
+        return k->api_class[id] - 1;
     int cls = (int)st_api_class_of(s, n);
-    if (v != NULL)
-        *v = (uint64_t)cls;
+    if (id != 0 && CM_GROW(k->api_class, k->api_class_cap, (size_t)id + 1) == 0) {
+        for (size_t i = k->api_class_known; i < k->api_class_cap; i++)
+            k->api_class[i] = 0;
+        k->api_class_known = k->api_class_cap;
+        k->api_class[id] = (uint8_t)(cls + 1);
+    }
     return cls;
 }
 
@@ -230,15 +233,27 @@ static tp_record *rec_new(kimp *k) {
     return r;
 }
 
+/* Where a name may sit in name_memo: from its length and three of its bytes. Unkeyed, as the memo
+ * is only a shortcut in front of the table: a name that misses it is looked up there. */
+static size_t memo_slot(const char *s, size_t len) {
+    const unsigned char *b = (const unsigned char *)s;
+    return (len * 31 + b[0] + b[len / 2] * 7u + b[len - 1] * 13u) & (KNAME_MEMO - 1);
+}
+
 uint32_t kt_intern(kimp *k, const char *s, size_t len) {
     if (s == NULL || len == 0 || len > UINT32_MAX)
         return tp_enc_intern(k->enc, s, len);
+    kname *memo = &k->name_memo[memo_slot(s, len)];
+    if (memo->id && memo->len == len && memcmp(k->names_text.s + memo->off, s, len) == 0)
+        return memo->id;
     uint64_t h = cm_hash_bytes_k(&k->name_key, s, len);
     size_t mask = k->n_names_cap - 1, j = (size_t)h & mask;
     for (; k->n_names_cap && k->names[j].id; j = (j + 1) & mask) {
         const kname *e = &k->names[j];
-        if (e->hash == h && e->len == len && memcmp(k->names_text.s + e->off, s, len) == 0)
+        if (e->hash == h && e->len == len && memcmp(k->names_text.s + e->off, s, len) == 0) {
+            *memo = *e;
             return e->id;
+        }
     }
     if (k->n_names_cap && ((j - (size_t)h) & mask) > CM_HASH_LONG_PROBE)
         cm_hash_long_probe_note();
@@ -268,6 +283,7 @@ uint32_t kt_intern(kimp *k, const char *s, size_t len) {
     if (kt_buf_append(&k->names_text, s, len) != 0)
         return id;
     k->names[j] = (kname){h, (uint32_t)(k->names_text.len - len), (uint32_t)len, id};
+    *memo = k->names[j];
     k->n_names++;
     return id;
 }

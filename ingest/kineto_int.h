@@ -159,6 +159,7 @@ typedef struct kcatseen {
 } kcatseen;
 
 /* A name the encoder has interned (see kt_intern). */
+#define KNAME_MEMO 64
 typedef struct kname {
     uint64_t hash;
     uint32_t off, len; /* its text in kimp.names_text */
@@ -237,9 +238,11 @@ typedef struct kimp {
     kpred pred[C_DIMS + 1 + 16][PRED_POS + 1]; /* per context (args: per category) and place */
     kname *names;   /* string ids by name (see kt_intern) */
     cm_hash_key name_key; /* the process's: traces choose the names, not where they land in names */
+    kname name_memo[KNAME_MEMO]; /* names last interned, found again with a compare and no hash */
     kcatseen cat_seen[KCAT_SEEN];
     unsigned cat_next;
-    cm_u64map api_class; /* string id of a host call's name -> its st_api_class */
+    uint8_t *api_class;  /* by string id of a host call's name: its st_api_class + 1, 0 not yet known */
+    size_t api_class_cap, api_class_known; /* allocated, and zeroed */
     size_t n_names, n_names_cap;
     kbuf names_text;
     tp_record *rec;

@@ -90,6 +90,7 @@ struct st_store {
     /* strings */
     cm_strpool strings; /* the store's ids; id 0 is "" */
     cm_u64map pstr; /* (producer index << 32 | producer string id) -> store id */
+    uint64_t pstr_memo[16][2]; /* pstr's last answers, by the id's low bits: the key (0: none), its store id */
     /* producers, devices */
     st_producer_info *prods;
     prod_ext *pext;
@@ -101,6 +102,8 @@ struct st_store {
     lane *lanes;
     size_t n_lanes, lanes_cap;
     cm_u64map lane_by_key;
+    uint64_t last_lane[4]; /* per lane kind: the key of the lane lane_get last found (0: none) */
+    size_t last_index[4];  /* and its index in lanes */
     size_t *order; /* display index -> lane */
     size_t order_cap;
     int order_dirty;
@@ -249,9 +252,16 @@ static uint64_t stream_key(uint32_t prod, uint16_t device, uint32_t stream) {
 
 static lane *lane_get(st_store *s, uint32_t prod, st_lane_kind kind, uint16_t device, uint32_t id) {
     uint64_t key = lane_key(prod, kind, device, id);
+    /* a batch's records of one kind come in runs on one lane: the last one of each kind is kept
+     * (keys are never 0: kind is in them) */
+    if (s->last_lane[kind & 3] == key)
+        return &s->lanes[s->last_index[kind & 3]];
     uint64_t *v = cm_u64map_find(&s->lane_by_key, key);
-    if (v)
+    if (v) {
+        s->last_lane[kind & 3] = key;
+        s->last_index[kind & 3] = (size_t)*v;
         return &s->lanes[*v];
+    }
     if (CM_GROW(s->lanes, s->lanes_cap, s->n_lanes + 1) || cm_u64map_put(&s->lane_by_key, key, s->n_lanes) != 0)
         return NULL;
     lane *l = &s->lanes[s->n_lanes++];
@@ -293,8 +303,16 @@ static uint64_t callsite_id(st_store *s, uint32_t prod, uint32_t id) {
 static uint32_t pstr(st_store *s, uint32_t prod, uint32_t id) {
     if (id == 0)
         return 0;
-    uint64_t *v = cm_u64map_find(&s->pstr, (uint64_t)prod << 32 | id);
-    return v ? (uint32_t)*v : 0;
+    uint64_t key = (uint64_t)prod << 32 | id;
+    uint64_t *memo = s->pstr_memo[id & 15];
+    if (memo[0] == key)
+        return (uint32_t)memo[1];
+    uint64_t *v = cm_u64map_find(&s->pstr, key);
+    if (v == NULL)
+        return 0;
+    memo[0] = key;
+    memo[1] = *v;
+    return (uint32_t)*v;
 }
 
 /* ---- adding ---- */
@@ -661,6 +679,7 @@ int st_store_add_batch(st_store *s, const void *batch, size_t len, err_msg *err)
             rc = err_set(err, ERR_NOMEM, "store: out of memory (strings)");
             break;
         }
+        s->pstr_memo[id & 15][0] = 0;
     }
     const tp_record *r;
     cs_entry *cur = NULL;

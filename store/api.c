@@ -56,8 +56,10 @@ st_api_class st_api_class_of(const char *name, size_t len) {
     if (name == NULL)
         return ST_API_OTHER;
     if (len == (size_t)-1)
-        len = strlen(name);
-    char twin[128];
+        len = strnlen(name, ST_API_NAME_MAX + 1);
+    if (len > ST_API_NAME_MAX)
+        return ST_API_OTHER;
+    char twin[ST_API_NAME_MAX + 8];
     name = as_cuda(name, &len, twin, sizeof twin);
     size_t n = base_len(name, len);
     static const char *const frees[] = {
@@ -105,7 +107,9 @@ unsigned st_api_sync_type(const char *name, size_t len) {
     if (name == NULL)
         return TP_SYNC_UNKNOWN;
     if (len == (size_t)-1)
-        len = strlen(name);
+        len = strnlen(name, ST_API_NAME_MAX + 1);
+    if (len > ST_API_NAME_MAX)
+        return TP_SYNC_UNKNOWN;
     size_t n = base_len(name, len);
     if (contains(name, n, "StreamWaitEvent"))
         return TP_SYNC_STREAM_WAIT_EVENT;

@@ -766,6 +766,32 @@ TEST(api_names_are_classified_with_their_suffixes) {
     ASSERT_EQ(st_api_class_of(NULL, 0), ST_API_OTHER);
 }
 
+/* A name longer than any API's is no API's, whatever it holds, and is not read through: a file that
+ * gives every call one 1 MiB name costs a bounded look per call, not a scan of the name. */
+TEST(api_names_longer_than_any_api_are_other_unread) {
+    char name[ST_API_NAME_MAX + 2];
+    memset(name, 'x', sizeof name);
+    memcpy(name, "cudaStreamSynchronize", strlen("cudaStreamSynchronize"));
+    name[ST_API_NAME_MAX] = '\0';
+    ASSERT_EQ(st_api_class_of(name, ST_API_NAME_MAX), ST_API_SYNC); /* at the bound: read */
+    ASSERT_EQ(st_api_class_of(name, (size_t)-1), ST_API_SYNC);
+    ASSERT_EQ(st_api_sync_type(name, ST_API_NAME_MAX), TP_SYNC_STREAM);
+    name[ST_API_NAME_MAX] = 'x';
+    name[ST_API_NAME_MAX + 1] = '\0';
+    ASSERT_EQ(st_api_class_of(name, ST_API_NAME_MAX + 1), ST_API_OTHER);
+    ASSERT_EQ(st_api_class_of(name, (size_t)-1), ST_API_OTHER);
+    ASSERT_EQ(st_api_sync_type(name, ST_API_NAME_MAX + 1), TP_SYNC_UNKNOWN);
+    /* 1 MiB ending in "Synchronize", as a hostile export names its calls */
+    size_t big = 1u << 20;
+    char *m = malloc(big);
+    ASSERT_NOT_NULL(m);
+    memset(m, 'y', big);
+    memcpy(m + big - 11, "Synchronize", 11);
+    ASSERT_EQ(st_api_class_of(m, big), ST_API_OTHER);
+    ASSERT_EQ(st_api_sync_type(m, big), TP_SYNC_UNKNOWN);
+    free(m);
+}
+
 /* HIP's runtime names (ROCm traces) as their CUDA twins; hipMemcpyWithStream copies, then waits. */
 TEST(hip_names_are_classified_as_their_cuda_twins) {
     ASSERT_EQ(st_api_class_of("hipDeviceSynchronize", (size_t)-1), ST_API_SYNC);

@@ -258,6 +258,9 @@ static void import_tally(totals *t, const import_stats *st, const char *path, in
     if (st->strings_cut)
         verb_warn("import", "%s: %" PRIu64 " string%s over 1 MiB cut there", path, st->strings_cut,
                   st->strings_cut == 1 ? "" : "s");
+    if (st->frame_names_cut)
+        verb_warn("import", "%s: %" PRIu64 " call-chain name%s over %u KiB cut there", path, st->frame_names_cut,
+                  st->frame_names_cut == 1 ? "" : "s", IMPORT_FRAME_NAME_MAX >> 10);
     if (st->strings_refused) {
         verb_warn("import", "%s: %" PRIu64 " names over the %u MiB bound on names were left out", path,
                   st->strings_refused, IMPORT_MAX_STRING_BYTES >> 20);

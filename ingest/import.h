@@ -18,6 +18,7 @@
 #define IMPORT_MAX_STRING_BYTES (32u << 20) /* bound on interned names */
 #define IMPORT_SKIP_SLOTS       32          /* categories counted by name, the rest as "other" */
 #define IMPORT_CAT_MAX          32          /* bytes of a category name kept (cut) */
+#define IMPORT_FRAME_NAME_MAX   4096        /* bytes of a call-chain frame's function or module name kept (cut) */
 
 /* Receives one encoded batch (header + raw payload). Returns 0, or a negative ERR_* code (with a
  * message in err) to stop the import, which then returns that code. */
@@ -64,6 +65,7 @@ typedef struct import_stats {
     char first_invalid[192];  /* which and why, for a warning */
     uint64_t strings_refused; /* names dropped by the string bound */
     uint64_t strings_cut;     /* strings over 1 MiB, cut there before parsing */
+    uint64_t frame_names_cut; /* call-chain names (functions, modules) over IMPORT_FRAME_NAME_MAX, cut there (nsys) */
 } import_stats;
 
 #endif

@@ -56,7 +56,7 @@ typedef struct nframe {
     int64_t chain;
     uint32_t depth;
     uint32_t seq;          /* row order: of two rows at one depth, the first read is kept */
-    uint32_t func, module; /* local strings, 0 when the StringIds id dangles */
+    uint32_t func, module; /* local strings as frame_name gives them, 0 for none */
 } nframe;
 
 typedef struct nimp {
@@ -87,7 +87,15 @@ typedef struct nimp {
     size_t n_cf, cap_cf;
     cm_u64map chain_at; /* chain id -> index in cf of its innermost row */
     cm_u64map rchain;   /* index of a call in rec -> its callchainId */
-    cm_u64map named_at; /* index in cf << 32 | call name -> 1 + index of the chain's outermost frame so named, or 0 */
+    cm_u64map spans;    /* index in cf of a chain's first row -> the index just past it << 32 | its first
+                           frame outside the tracer's and the driver's modules (chain_span) */
+    cm_u64map named_at; /* index in cf << 32 | frame name -> 1 + index of the chain's outermost frame so named, or 0 */
+    /* frame names: each local string's text read once, then compared by id (frame_name) */
+    uint32_t *fname;       /* local string -> the local string standing for its text, 0 when not yet known */
+    uint8_t *fname_tracer; /* such a local string -> 2 when it names the tracer's or the driver's module, 1 not,
+                              0 not yet known */
+    size_t n_fname;
+    cm_u64map fname_by_text; /* keyed hash of a frame name's text -> the local string standing for it */
     uint64_t chain_off; /* callchainId + chain_off is the id of the call's chain: 0 or 1 */
 } nimp;
 
@@ -700,6 +708,66 @@ static int frame_cmp(const void *a, const void *b) {
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Makes room in fname and fname_tracer for every local string. */
+static int fname_room(nimp *k) {
+    size_t n = (size_t)str_count(k) + 1;
+    if (n <= k->n_fname)
+        return 0;
+    uint32_t *f = realloc(k->fname, n * sizeof *f);
+    if (f != NULL)
+        k->fname = f;
+    uint8_t *t = f ? realloc(k->fname_tracer, n) : NULL;
+    if (t == NULL)
+        return nomem(k);
+    k->fname_tracer = t;
+    memset(k->fname + k->n_fname, 0, (n - k->n_fname) * sizeof *k->fname);
+    memset(k->fname_tracer + k->n_fname, 0, n - k->n_fname);
+    k->n_fname = n;
+    return 0;
+}
+
+/* The local string that stands for local string id as a frame's (or a call's) name in the call
+ * chains: the first one seen with its text cut at IMPORT_FRAME_NAME_MAX, a copy so cut where the text
+ * is longer (*cut is set then; cut may be NULL); 0 for an empty or dangling name. Names then
+ * compare by id, and each text is read once however many frames and calls share it. */
+static int frame_name(nimp *k, uint32_t id, uint32_t *out, int *cut) {
+    size_t n;
+    const char *s = str_of(k, id, &n);
+    *out = 0;
+    if (n == 0)
+        return 0;
+    if (fname_room(k) != 0)
+        return ERR_NOMEM;
+    if (k->fname[id] != 0) {
+        *out = k->fname[id];
+        return 0;
+    }
+    size_t m = n < IMPORT_FRAME_NAME_MAX ? n : IMPORT_FRAME_NAME_MAX;
+    uint64_t h = cm_hash_bytes(s, m);
+    const uint64_t *seen = cm_u64map_find(&k->fname_by_text, h);
+    uint32_t f = id;
+    if (seen != NULL) {
+        size_t sn;
+        const char *ss = str_of(k, (uint32_t)*seen, &sn);
+        /* two texts with one keyed hash (about 2^-64 a pair) stay apart, each itself */
+        if (sn == m && memcmp(ss, s, m) == 0)
+            f = (uint32_t)*seen;
+    } else {
+        if (m < n) {
+            if ((f = str_add(k, s, m)) == 0 || fname_room(k) != 0)
+                return nomem(k);
+            k->fname[f] = f;
+            if (cut)
+                *cut = 1;
+        }
+        if (cm_u64map_put(&k->fname_by_text, h, f) != 0)
+            return nomem(k);
+    }
+    k->fname[id] = f;
+    *out = f;
+    return 0;
+}
+
 /* Reads the frames of the chains, sorted by chain and depth; a chain with a missing depth keeps its
  * other frames in order. Read only when some call names a chain. */
 static int read_callchains(nimp *k) {
@@ -739,8 +807,15 @@ static int read_callchains(nimp *k) {
             k->cf = f;
             k->cap_cf = c;
         }
+        uint32_t func, module;
+        int cut_func = 0, cut_module = 0;
+        if (frame_name(k, sid(k, sym), &func, &cut_func) != 0 || frame_name(k, sid(k, mod), &module, &cut_module) != 0) {
+            rc = ERR_NOMEM;
+            break;
+        }
+        k->st->frame_names_cut += (uint64_t)(cut_func + cut_module);
         k->cf[k->n_cf] = (nframe){.chain = id, .depth = (uint32_t)depth, .seq = (uint32_t)k->n_cf,
-                                  .func = sid(k, sym), .module = sid(k, mod)};
+                                  .func = func, .module = module};
         k->n_cf++;
     }
     rows_close(&r);
@@ -769,41 +844,12 @@ static const uint64_t *chain_start(const nimp *k, uint64_t callchain, uint64_t o
     return callchain + off <= (uint64_t)INT64_MAX ? cm_u64map_find(&k->chain_at, callchain + off) : NULL;
 }
 
-/* The index in cf just past the chain whose first row is at start. */
-static size_t chain_end(const nimp *k, size_t start) {
-    size_t e = start;
-    while (e < k->n_cf && k->cf[e].chain == k->cf[start].chain)
-        e++;
-    return e;
-}
-
-static int str_eq(const nimp *k, uint32_t a, uint32_t b) {
-    size_t na, nb;
-    const char *sa = str_of(k, a, &na), *sb = str_of(k, b, &nb);
-    return a == b || (na == nb && memcmp(sa, sb, na) == 0);
-}
-
-/* The index in cf of the outermost frame named name (a call's) in the chain whose first row is at
- * start; *found says whether there is one. Remembered per chain and name: many calls share a chain. */
-static int chain_named(nimp *k, size_t start, uint32_t name, size_t *at, int *found) {
-    int added;
-    uint64_t *v = cm_u64map_get_or_add(&k->named_at, (uint64_t)start << 32 | name, 0, &added);
-    if (v == NULL)
-        return nomem(k);
-    if (added) {
-        size_t e = chain_end(k, start);
-        for (size_t i = start; i < e; i++)
-            if (str_eq(k, k->cf[i].func, name))
-                *v = i + 1;
-    }
-    *found = *v != 0;
-    *at = *found ? (size_t)*v - 1 : 0;
-    return 0;
-}
-
-/* Whether a module is the tracer's or the driver's, whose frames come before the program's. */
-static int tracer_module(const nimp *k, uint32_t module) {
+/* Whether a module (as frame_name gives it) is the tracer's or the driver's, whose frames come
+ * before the program's: told from its text once. */
+static int tracer_module(nimp *k, uint32_t module) {
     static const char *const prefixes[] = {"libcupti", "libcuda.", "libnvidia", "libToolsInjection"};
+    if (module != 0 && module < k->n_fname && k->fname_tracer[module] != 0)
+        return k->fname_tracer[module] == 2;
     size_t n;
     const char *s = str_of(k, module, &n);
     size_t base = n;
@@ -811,11 +857,55 @@ static int tracer_module(const nimp *k, uint32_t module) {
         base--;
     s += base;
     n -= base;
+    int yes = 0;
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
         size_t m = strlen(prefixes[i]);
-        if (n >= m && memcmp(s, prefixes[i], m) == 0)
-            return 1;
+        yes |= n >= m && memcmp(s, prefixes[i], m) == 0;
     }
+    if (module != 0 && module < k->n_fname)
+        k->fname_tracer[module] = (uint8_t)(yes ? 2 : 1);
+    return yes;
+}
+
+/* The chain whose first row is at start, gone through once: *end gets the index in cf just past
+ * it, *outside its first frame outside the tracer's and the driver's modules (*end when none). */
+static int chain_span(nimp *k, size_t start, size_t *end, size_t *outside) {
+    const uint64_t *v = cm_u64map_find(&k->spans, start);
+    if (v != NULL) {
+        *end = (size_t)(*v >> 32);
+        *outside = (size_t)(uint32_t)*v;
+        return 0;
+    }
+    size_t e = start, out = SIZE_MAX;
+    for (; e < k->n_cf && k->cf[e].chain == k->cf[start].chain; e++)
+        if (out == SIZE_MAX && !tracer_module(k, k->cf[e].module))
+            out = e;
+    *end = e;
+    *outside = out == SIZE_MAX ? e : out;
+    return cm_u64map_put(&k->spans, start, (uint64_t)*end << 32 | *outside) != 0 ? nomem(k) : 0;
+}
+
+/* The index in cf of the outermost frame named name (a call's local string) in the chain whose
+ * first row is at start; *found says whether there is one. Remembered per chain and name: many
+ * calls share a chain. Names compare by id (frame_name), and a chain holds at most
+ * NSYS_CHAIN_DEPTH frames: a call costs a bounded count of compares, however long the names. */
+static int chain_named(nimp *k, size_t start, uint32_t name, size_t *at, int *found) {
+    size_t end, outside;
+    uint32_t f;
+    int added, rc = frame_name(k, name, &f, NULL);
+    if (rc == 0)
+        rc = chain_span(k, start, &end, &outside);
+    if (rc != 0)
+        return rc;
+    uint64_t *v = cm_u64map_get_or_add(&k->named_at, (uint64_t)start << 32 | f, 0, &added);
+    if (v == NULL)
+        return nomem(k);
+    if (added)
+        for (size_t i = start; i < end; i++)
+            if (k->cf[i].func == f)
+                *v = i + 1;
+    *found = *v != 0;
+    *at = *found ? (size_t)*v - 1 : 0;
     return 0;
 }
 
@@ -917,32 +1007,28 @@ typedef struct nsite {
  * named as the call on (the tracer's and the driver's frames are inside it), else from the first
  * frame outside the tracer's and the driver's modules; the innermost NSYS_SITE_FRAMES of them. */
 static int site_frames(nimp *k, size_t start, uint32_t name, size_t *from, uint32_t *n) {
-    size_t named, end = chain_end(k, start);
+    size_t named, end, outside;
     int found;
     int rc = chain_named(k, start, name, &named, &found);
+    if (rc == 0)
+        rc = chain_span(k, start, &end, &outside);
     if (rc)
         return rc;
-    size_t f = start;
-    if (found)
-        f = named;
-    else
-        while (f < end && tracer_module(k, k->cf[f].module))
-            f++;
+    size_t f = found ? named : outside;
     *from = f;
     *n = (uint32_t)(end - f < NSYS_SITE_FRAMES ? end - f : NSYS_SITE_FRAMES);
     return 0;
 }
 
+/* A site's frames by their names' ids (frame_name: one id a text), under the process's key: a
+ * file cannot choose frames whose sites share a hash. */
 static uint64_t site_hash(const nimp *k, size_t from, uint32_t n) {
-    uint64_t h = CM_FNV64_BASIS;
-    for (size_t i = from; i < from + n; i++) {
-        for (int part = 0; part < 2; part++) {
-            size_t len;
-            const char *s = str_of(k, part ? k->cf[i].module : k->cf[i].func, &len);
-            h = cm_fnv64(cm_fnv64_word(h, len), s, len);
-        }
+    uint32_t ids[2 * NSYS_SITE_FRAMES];
+    for (uint32_t i = 0; i < n; i++) {
+        ids[2 * i] = k->cf[from + i].func;
+        ids[2 * i + 1] = k->cf[from + i].module;
     }
-    return h;
+    return cm_hash_bytes(ids, n * 2 * sizeof ids[0]);
 }
 
 static int site_eq(const nimp *k, const nsite *a, size_t from, uint32_t n) {
@@ -950,7 +1036,7 @@ static int site_eq(const nimp *k, const nsite *a, size_t from, uint32_t n) {
         return 0;
     for (uint32_t i = 0; i < n; i++) {
         const nframe *x = &k->cf[a->from + i], *y = &k->cf[from + i];
-        if (!str_eq(k, x->func, y->func) || !str_eq(k, x->module, y->module))
+        if (x->func != y->func || x->module != y->module)
             return 0;
     }
     return 1;
@@ -1267,7 +1353,11 @@ int nsys_import(const char *path, const import_opts *opts, import_emit_fn emit, 
     free(k->cf);
     cm_u64map_free(&k->chain_at);
     cm_u64map_free(&k->rchain);
+    cm_u64map_free(&k->spans);
     cm_u64map_free(&k->named_at);
+    cm_u64map_free(&k->fname_by_text);
+    free(k->fname);
+    free(k->fname_tracer);
     cm_u64map_free(&k->sids);
     cm_u64map_free(&k->rtnames);
     cm_u64map_free(&k->apis);

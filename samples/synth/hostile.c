@@ -205,6 +205,69 @@ int hostile_nsys_ids(sqlite3 *db, size_t n, int chosen, int64_t first_id) {
     return sqlite3_exec(db, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK ? rc : sqlite3_errcode(db);
 }
 
+/* Runs sql with its ?1 to ?4 bound to a, b, c, d. */
+static int exec4(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t c, int64_t d) {
+    sqlite3_stmt *q;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    int64_t v[4] = {a, b, c, d};
+    for (int i = 0; i < 4 && i < sqlite3_bind_parameter_count(q); i++)
+        sqlite3_bind_int64(q, i + 1, v[i]);
+    rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+/* The first integer of sql's first row (0 when it has none). */
+static int64_t query1(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *q;
+    int64_t v = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+
+int hostile_nsys_chains(sqlite3 *db, size_t calls, size_t depth, size_t name_bytes) {
+    int64_t sid = query1(db, "SELECT coalesce(max(id), 0) + 1 FROM StringIds");
+    int64_t chain = query1(db, "SELECT coalesce(max(id), 0) + 1 FROM CUDA_CALLCHAINS");
+    int64_t corr = query1(db, "SELECT coalesce(max(correlationId), 0) + 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME");
+    char *name = malloc(name_bytes + 1);
+    if (name == NULL || name_bytes == 0) {
+        free(name);
+        return SQLITE_NOMEM;
+    }
+    memset(name, 'A', name_bytes);
+    name[name_bytes] = '\0';
+    int rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    sqlite3_stmt *q = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "INSERT INTO StringIds (id, value) VALUES (?, ?)", -1, &q, NULL);
+    for (int i = 0; i < 3 && rc == SQLITE_OK; i++) {
+        name[name_bytes - 1] = (char)('1' + i);
+        sqlite3_bind_int64(q, 1, sid + i);
+        sqlite3_bind_text(q, 2, i == 2 ? "libapp.so" : name, -1, SQLITE_STATIC);
+        rc = sqlite3_step(q) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+        sqlite3_reset(q);
+    }
+    sqlite3_finalize(q);
+    free(name);
+    for (size_t c = 0; c < calls && rc == SQLITE_OK; c++) {
+        rc = exec4(db,
+                   "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, "
+                   "returnValue, callchainId) SELECT start + ?1, start + ?1 + 1, eventClass, globalTid, ?2, ?3, returnValue, "
+                   "?4 FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start LIMIT 1",
+                   (int64_t)c, corr + (int64_t)c, sid, chain + (int64_t)c);
+        for (size_t d = 0; d < depth && rc == SQLITE_OK; d++)
+            rc = exec4(db,
+                       "INSERT INTO CUDA_CALLCHAINS (id, symbol, module, unresolved, originalIP, stackDepth) "
+                       "VALUES (?1, ?2, ?3, 0, 0, ?4)",
+                       chain + (int64_t)c, sid + 1, sid + 2, (int64_t)d);
+    }
+    return sqlite3_exec(db, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK ? rc : sqlite3_errcode(db);
+}
+
 char *hostile_kineto_json(size_t n, int chosen, size_t *len) {
     uint32_t *corr = malloc((n ? n : 1) * sizeof *corr);
     size_t cap = 256 + n * 320;

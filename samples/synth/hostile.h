@@ -1,8 +1,8 @@
 /*
  * Inputs built to cost synctop the most, for the tests and bench_flood: keys chosen to collide
  * under the unkeyed hashes its tables used before they were keyed (an attacker inverts a public
- * mix, or searches for keys it sends to a few slots). Each ordinary counterpart has the same shape
- * and size with keys as real traces number them.
+ * mix, or searches for keys it sends to a few slots), and Nsight call chains of long names. Each
+ * ordinary counterpart has the same shape and size with keys as real traces number them.
  */
 #ifndef SYNCTOP_HOSTILE_H
 #define SYNCTOP_HOSTILE_H
@@ -57,6 +57,12 @@ void hostile_strings(char *out, unsigned k);
 /* Adds n rows to the StringIds table of db ("s0", "s1"...) with ids hostile_u64map_key(i)
  * (chosen) or first_id + i (ordinary). Returns SQLITE_OK or sqlite's error code. */
 int hostile_nsys_ids(sqlite3 *db, size_t n, int chosen, int64_t first_id);
+
+/* Adds to db (an Nsight export with a CUPTI_ACTIVITY_KIND_RUNTIME row to copy) calls runtime
+ * calls, each with a call chain of its own of depth frames; the calls are named by a string of
+ * name_bytes bytes and every frame by another of the same length that differs in its last byte,
+ * in a module "libapp.so". Returns SQLITE_OK or sqlite's error code. */
+int hostile_nsys_chains(sqlite3 *db, size_t calls, size_t depth, size_t name_bytes);
 
 /* A profiler (Kineto) JSON text of n kernels and n launches, paired by correlation ids chosen by
  * hostile_corrs (chosen & HOSTILE_CORRS) or hostile_hta_corrs (chosen & HOSTILE_HTA_CORRS) for a

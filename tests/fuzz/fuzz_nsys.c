@@ -16,8 +16,8 @@
  * byte and its bytes (see put_value).
  * `fuzz_nsys --write-seeds DIR` writes small exports that reach each table, call chains with and
  * without the runtime's offset, one of each reshaping, the rows of the sample export with CUDA
- * backtraces, and a hostile one: StringIds ids chosen to collide in the importer's tables
- * (hostile.h).
+ * backtraces, and hostile ones: StringIds ids chosen to collide in the importer's tables
+ * (hostile.h), and calls with long chains of long names.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -520,6 +520,37 @@ static void chosen_ids_export(prog *g) {
     }
 }
 
+/* A long text: units times HUGE_UNIT bytes of fill. */
+static void emit_huge(prog *g, uint8_t units, char fill) {
+    emit_byte(g, 6);
+    emit_byte(g, units);
+    emit_byte(g, (uint8_t)fill);
+}
+
+/* Four calls, each with a chain of its own of 100 frames; the calls and the frames named by texts
+ * of two HUGE_UNITs (over the 4 KiB a frame's name keeps), the frames by two of them in turn. */
+static void long_chains_export(prog *g) {
+    const int64_t tid = (1ll << 24) | 1;
+    emit_byte(g, 0);
+    emit_byte(g, 0);
+    for (int i = 0; i < 3; i++) {
+        emit_byte(g, T_STRINGS);
+        emit_int(g, i + 1);
+        emit_huge(g, 2, (char)('A' + i % 2));
+    }
+    int64_t v[] = {4, NUL};
+    const char *const t[MAX_COLS] = {NULL, "/home/u/libapp.so"};
+    emit_row(g, T_STRINGS, v, t);
+    for (int c = 0; c < 4; c++) {
+        int64_t rt[] = {1000 + 10 * c, 1005 + 10 * c, 1, tid, 20 + c, 1, 0, c};
+        emit_row(g, T_RUNTIME, rt, NULL);
+        for (int d = 0; d < 100; d++) {
+            int64_t f[] = {c + 1, 2 + d % 2, 4, NUL, NUL, d};
+            emit_row(g, T_CHAINS, f, NULL);
+        }
+    }
+}
+
 #ifdef NSYS_TRACE_DIR
 /* The sample export's rows of every table here, but only the strings, processes and threads its
  * CUDA rows name. */
@@ -605,7 +636,7 @@ static void write_seeds(const char *dir) {
     static const struct {
         const char *name;
         void (*make)(prog *g);
-    } hostile[] = {{"chosen-ids.bin", chosen_ids_export}};
+    } hostile[] = {{"chosen-ids.bin", chosen_ids_export}, {"long-chains.bin", long_chains_export}};
     for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
         prog g = {0};
         hostile[i].make(&g);

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hostile.h"
 #include "nsys.h"
 #include "nsys_db.h"
 #include "synctop/codec.h"
@@ -587,6 +588,37 @@ TEST(report_names_main_for_saxpy_call_sites) {
     ASSERT_STR_CONTAINS(out, "cudaFree (alloc)\n      at main (saxpy-mpi-cuda)\n");
     ASSERT_STR_CONTAINS(out, "__libc_start_main (libc-2.31.so)\n");
     ASSERT(strstr(out, "libcupti") == NULL && strstr(out, "0x7fd9") == NULL);
+}
+
+/* The calls of a hostile export: each with a chain of its own of 1,023 frames, the calls named by
+ * one 1 MiB name and every frame by another that differs from it in its last byte only (comparing
+ * them read a MiB a frame, again for each call: 0.12 s a call). Each name is read once and kept to
+ * its first 4 KiB, counted: so cut, the two names are one, and each call's site is the outermost
+ * frame with its name. */
+TEST(call_chains_of_long_names_are_cut_and_counted) {
+    enum { CALLS = 12 };
+    const char *path = copy_sample("saxpy_mpi_a100_rank0.sqlite", "long-names.sqlite");
+    sqlite3 *db = db_open(path, 1);
+    uint32_t first = (uint32_t)sql_int(db, "SELECT max(correlationId) + 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME");
+    ASSERT_EQ(hostile_nsys_chains(db, CALLS, 1023, 1u << 20), SQLITE_OK);
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM CUDA_CALLCHAINS WHERE symbol IN "
+                          "(SELECT id FROM StringIds WHERE length(value) = 1048576)"),
+              CALLS * 1023);
+    sqlite3_close(db);
+    got g;
+    import_stats st;
+    import_ok(path, &g, &st);
+    ASSERT_UEQ(st.frame_names_cut, 1); /* the frames' function name; their module's is short */
+    /* the sample's calls count their chains from 0, these from 1: the last one's is missing */
+    ASSERT_UEQ(st.invalid, 1);
+    ASSERT_UEQ(S.n_calls, 38 + CALLS - 1);
+    ASSERT_UEQ(S.n_sites, 4 + 1);
+    const site *cs = site_of(first);
+    for (uint32_t c = 1; c < CALLS - 1; c++)
+        ASSERT(site_of(first + c) == cs);
+    ASSERT_UEQ(cs->n_frames, 1);
+    ASSERT_STR_EQ(cs->f[0].module, "libapp.so");
+    ASSERT_UEQ(strspn(cs->f[0].func, "A"), sizeof cs->f[0].func - 1);
 }
 
 /* callchainId of the runtime call with this correlation (on the unmodified sample). */

@@ -517,14 +517,14 @@ static tp_sub_clock clock_of_host(tp_sub *sub, const char *host, uint64_t not_re
 }
 
 /* The offset measured must hold the skew the relay was given, within the uncertainty stated; and
- * that uncertainty must be small enough to tell the hosts of the test apart (their skews differ
- * by seconds). */
+ * that uncertainty must be small enough to tell the hosts of the test apart: under half the
+ * smallest difference of their skews (1.75 s, sim-top's 1.25 s against node a's 3 s). */
 static void assert_offset(const tp_sub_clock *c, long long skew_ns) {
     long long off = (long long)c->offset_ns, d = off > skew_ns ? off - skew_ns : skew_ns - off;
     if ((unsigned long long)d > c->uncertainty_ns)
         TASK_FAIL_("host %s: measured %lld ns ± %llu, but its clock is %lld ns off", c->host, off,
                    (unsigned long long)c->uncertainty_ns, skew_ns);
-    ASSERT_LT(c->uncertainty_ns, 500000000);
+    ASSERT_LT(c->uncertainty_ns, 875000000);
     ASSERT_GE(c->exchanges, 1);
 }
 

@@ -38,7 +38,8 @@ static void relay_usage(FILE *out) {
             "                     writes them) or a file of keys, one per line; without it,\n"
             "                     whoever has the .pub file and can reach the port can watch\n"
             "  --insecure         allow a non-loopback --listen address without --key\n"
-            "  --server-key KEY   the CURVE public key of the upstream ENDPOINTs (other relays)\n"
+            "  --server-key KEY   the CURVE public key of the upstream ENDPOINTs (other relays);\n"
+            "                     an upstream that refuses the handshake is said once\n"
             "  --client-key FILE  its own CURVE key pair as their client, for upstreams that admit\n"
             "                     listed clients only (default: ~/.config/synctop/client.key\n"
             "                     when `synctop keygen --client` made it)\n"
@@ -161,6 +162,10 @@ static int cmd_relay(int argc, char **argv) {
         tp_clients_destroy(&clients);
         return rc;
     }
+    int own_key = o.upstream_client != NULL;
+    char mine_pub[TP_KEY_Z85_LEN + 1] = "";
+    if (own_key) /* said when an upstream refuses it */
+        memcpy(mine_pub, mine.public_key, sizeof mine_pub);
     tp_relay *r = tp_relay_new(&o, &err);
     if (key_path != NULL)
         explicit_bzero(&keys, sizeof keys);
@@ -185,7 +190,7 @@ static int cmd_relay(int argc, char **argv) {
     verb_signals_catch(&sig);
     cm_u64map seen = {0};
     scan sc = {.r = r, .seen = &seen, .quiet = quiet};
-    int status = 0;
+    int status = 0, said_refused = 0;
     while (!verb_stop_signal) {
         if (n_up == 0 && tp_endpoint_each(scan_one, &sc, &err) < 0) {
             verb_error("relay", "%s", err.msg);
@@ -196,6 +201,10 @@ static int cmd_relay(int argc, char **argv) {
             verb_error("relay", "%s", err.msg);
             status = 1;
             break;
+        }
+        if (!said_refused && tp_relay_handshake_failed(r) != NULL) {
+            said_refused = 1;
+            verb_refused("relay", tp_relay_handshake_failed(r), tp_relay_client_refused(r), mine_pub, own_key);
         }
         tp_relay_stats st;
         tp_relay_stats_get(r, &st);

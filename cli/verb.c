@@ -68,16 +68,20 @@ void verb_warn_cb(void *ctx, const char *msg) {
 
 void verb_refused_cb(void *ctx, const tp_sub *sub) {
     int own;
-    const char *endpoint = tp_sub_handshake_failed(sub), *mine = tp_sub_client_key(sub, &own);
-    if (!tp_sub_client_refused(sub))
-        verb_warn(ctx, "%s refused the encrypted handshake: is --server-key that publisher's public key, and does it "
+    const char *mine = tp_sub_client_key(sub, &own);
+    verb_refused(ctx, tp_sub_handshake_failed(sub), tp_sub_client_refused(sub), mine, own);
+}
+
+void verb_refused(const char *verb_name, const char *endpoint, int client_refused, const char *mine, int own) {
+    if (!client_refused)
+        verb_warn(verb_name, "%s refused the encrypted handshake: is --server-key that publisher's public key, and does it "
                        "publish with keys? (still trying)", endpoint);
     else if (own)
-        verb_warn(ctx, "%s refused our client key %s: it admits only the clients its --clients list names; have "
+        verb_warn(verb_name, "%s refused our client key %s: it admits only the clients its --clients list names; have "
                        "that key (its .pub file) added there, or give --client-key with a key it lists (not retried)",
                   endpoint, mine);
     else
-        verb_warn(ctx, "%s admits only the clients its --clients list names, and we have no client key: make one "
+        verb_warn(verb_name, "%s admits only the clients its --clients list names, and we have no client key: make one "
                        "with `synctop keygen --client` (then used by default) and have its .pub file added there, "
                        "or give --client-key (not retried)", endpoint);
 }

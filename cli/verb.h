@@ -47,6 +47,9 @@ void verb_warn_cb(void *ctx, const char *msg);
  * key, or our client key not on its list; ctx: the verb. */
 struct tp_sub;
 void verb_refused_cb(void *ctx, const struct tp_sub *sub);
+/* The same from its parts (a relay's upstream): the endpoint that refused, whether it refused our
+ * client key (mine, own: as tp_sub_client_key says them) rather than the server key. */
+void verb_refused(const char *verb_name, const char *endpoint, int client_refused, const char *mine, int own);
 /* The client key pair of a verb that subscribes: --client-key's file (path) when given, else this
  * user's own (tp_client_key_base) when `synctop keygen --client` made it; none (*out NULL: a
  * throwaway pair) without --server-key or either. 0, or the verb's status with the reason said. */

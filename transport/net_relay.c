@@ -39,6 +39,7 @@
 #include "net_bind.h"
 #include "net_clock.h"
 #include "net_curve.h"
+#include "net_monitor.h"
 #include "net_summary.h"
 #include "net_topic.h"
 #include "net_zap.h"
@@ -76,6 +77,10 @@ struct tp_relay {
     void *ctl_proxy, *ctl_timer;  /* PAIR: the timer thread's TERMINATE to the proxy */
     void *cap_proxy, *cap_reader; /* PUSH / PULL: copies of what went through */
     void *clk_pub;                /* PUB (reader thread's): clock answers and summaries, read by front */
+    void *front_mon;              /* the front's handshake events (NULL: not watched) */
+    uint64_t handshake_failures;  /* upstreams that refused the front's handshake */
+    int client_refused;           /* the last one refused our client key (its ZAP handler said no) */
+    char handshake_ep[TP_ENDPOINT_MAX]; /* where the last one was refused */
     char endpoint[TP_ENDPOINT_MAX];
     int bound_ipc; /* the socket file at endpoint is ours: removed on destroy */
     size_t upstreams;
@@ -606,6 +611,11 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
     if (set_identity(r, &o, err) < 0 || configure_front(r, r->front, &o, err) < 0 || configure_back(r, &o, err) < 0 ||
         make_pairs(r, err) < 0)
         goto fail;
+    /* An upstream whose CURVE key is not the one given refuses the handshake, and the relay would
+     * otherwise only hear nothing: watched, so that it can say so. */
+    r->front_mon = net_monitor_open(r->ctx, r->front,
+                                    ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                        ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
     r->rcvhwm = o.rcvhwm;
     if (o.upstream_key != NULL) /* configure_front checked its length */
         memcpy(r->up_key, o.upstream_key, TP_KEY_Z85_LEN);
@@ -678,15 +688,41 @@ int tp_relay_connect(tp_relay *r, const char *endpoint, err_msg *err) {
     return 0;
 }
 
+/* Counts the refused handshakes that came (the caller's thread, the proxy's). */
+static void read_handshakes(tp_relay *r) {
+    uint16_t event;
+    uint32_t value;
+    char ep[TP_ENDPOINT_MAX];
+    while (net_monitor_next(r->front_mon, &event, &value, ep, sizeof ep))
+        if (event != 0) {
+            r->handshake_failures++;
+            snprintf(r->handshake_ep, sizeof r->handshake_ep, "%s", ep);
+            /* RFC 27's 300, 400 or 500 from the upstream's ZAP handler: our key was checked, so it
+             * is the client key, not the server's, that it refused */
+            r->client_refused = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH && value >= 300 && value < 600;
+        }
+}
+
+const char *tp_relay_handshake_failed(const tp_relay *r) {
+    return r->handshake_failures > 0 ? r->handshake_ep : NULL;
+}
+
+int tp_relay_client_refused(const tp_relay *r) { return r->handshake_failures > 0 && r->client_refused; }
+
 int tp_relay_run(tp_relay *r, int ms, err_msg *err) {
+    read_handshakes(r);
     pthread_mutex_lock(&r->mu);
     r->deadline_ns = mono_ns() + (uint64_t)(ms > 0 ? ms : 1) * 1000000ull;
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
     int rc = zmq_proxy_steerable(r->front, r->back, r->cap_proxy, r->ctl_proxy);
-    if (rc != 0 && zmq_errno() != ETERM && zmq_errno() != EINTR)
+    int e = rc != 0 ? zmq_errno() : 0;
+    read_handshakes(r);
+    if (rc != 0 && e != ETERM && e != EINTR) {
+        errno = e;
         return zmq_fail(err, "the relay stopped on", r->endpoint);
-    if (rc != 0 && zmq_errno() == EINTR) { /* a signal: the timer's TERMINATE is still on its way */
+    }
+    if (rc != 0 && e == EINTR) { /* a signal: the timer's TERMINATE is still on its way */
         pthread_mutex_lock(&r->mu);
         int armed = r->deadline_ns != 0;
         r->deadline_ns = 0;
@@ -746,6 +782,7 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
     }
     tp_relay_stop(r);
     int rc = tp_recorder_close(&r->rec, err);
+    net_monitor_close(r->front_mon, r->front);
     void *socks[] = {r->front, r->back, r->ctl_proxy, r->ctl_timer, r->cap_proxy, r->cap_reader, r->clk_pub};
     for (size_t i = 0; i < sizeof socks / sizeof socks[0]; i++)
         if (socks[i] != NULL)

@@ -379,6 +379,11 @@ int tp_relay_connect(tp_relay *relay, const char *endpoint, err_msg *err);
 /* Forwards for about ms milliseconds (a signal may end it sooner), then returns 0; a negative
  * ERR_* code when the proxy failed. */
 int tp_relay_run(tp_relay *relay, int ms, err_msg *err);
+/* The upstream endpoint whose handshake was last refused (a wrong upstream_key, or keys on one
+ * side only), or NULL when none was, as of the last tp_relay_run. */
+const char *tp_relay_handshake_failed(const tp_relay *relay);
+/* Whether that upstream refused our client key (it admits listed clients only), not its server key. */
+int tp_relay_client_refused(const tp_relay *relay);
 
 typedef struct tp_relay_stats {
     uint64_t batches, bytes; /* batches that went down to the subscribers */

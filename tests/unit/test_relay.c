@@ -1025,7 +1025,8 @@ TEST(a_restarted_producer_is_picked_up_again_by_its_relay) {
 }
 
 /* A publisher with CURVE keys, two relays: the one given its public key relays everything, the one
- * given another key gets nothing through (the handshake fails), so its viewer receives nothing. */
+ * given another key gets nothing through (the handshake fails), so its viewer receives nothing; it
+ * says so once, as record does, while it keeps trying (the publisher is still up then). */
 TEST(a_relay_with_the_wrong_upstream_key_gets_nothing) {
     private_endpoints();
     err_msg err = {{0}};
@@ -1049,6 +1050,7 @@ TEST(a_relay_with_the_wrong_upstream_key_gets_nothing) {
     relay_proc good, bad;
     const char *right[] = {"--server-key", kp.public_key, ep, NULL}, *wrong[] = {"--server-key", other.public_key, ep, NULL};
     relay_start(&bad, "bad", wrong);
+    wait_text(bad.err, "refused the encrypted handshake", 20);
     relay_start(&good, "good", right);
     tp_sub *sb = tp_sub_new(NULL, &err), *sg = tp_sub_new(NULL, &err);
     ASSERT_NOT_NULL(sb);
@@ -1068,8 +1070,11 @@ TEST(a_relay_with_the_wrong_upstream_key_gets_nothing) {
     ASSERT_UEQ(st.received, 0);
     tp_sub_destroy(&sb);
     tp_sub_destroy(&sg);
-    ASSERT_STR_CONTAINS(relay_stop(&bad), "0 batches");
-    relay_stop(&good);
+    const char *bad_said = relay_stop(&bad);
+    ASSERT_STR_CONTAINS(bad_said, "0 batches");
+    ASSERT_EQ(count_of(bad_said, "refused the encrypted handshake"), 1);
+    ASSERT_STR_CONTAINS(bad_said, ep);
+    ASSERT(strstr(relay_stop(&good), "refused") == NULL);
 }
 
 /* Two hosts as two network namespaces joined by a veth pair (unshare -rn: a user namespace of our

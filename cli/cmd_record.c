@@ -329,6 +329,11 @@ static void record_refused(void *ctx, const tp_sub *sub) {
     verb_refused_cb("record", sub);
 }
 
+static void record_notice(void *ctx, const tp_sub_notice *n) {
+    (void)ctx;
+    verb_notice("record", n);
+}
+
 /* Receives until every producer has ended, the ipc publishers went away, the duration passed or
  * a signal came; returns why, in a few words, and sets *status on an error. */
 static const char *record_follow(recorder *rc, const char *const *endpoints, size_t n, int *status) {
@@ -336,7 +341,8 @@ static const char *record_follow(recorder *rc, const char *const *endpoints, siz
     verb_signals_catch(&sig);
     live_opts lo = {.poll_ms = 50, .stop = &verb_stop_signal, .on_batch = record_batch, .on_tick = record_tick,
                     .on_malformed = record_malformed, .ctx = rc, .endpoints = endpoints, .n_endpoints = n,
-                    .on_refused = record_refused, .keep_after_end = rc->producers > 0, .wait_s = rc->wait};
+                    .on_refused = record_refused, .on_notice = record_notice, .keep_after_end = rc->producers > 0,
+                    .wait_s = rc->wait};
     err_msg err = {{0}};
     live_end end = live_follow(rc->sub, &lo, &err);
     verb_signals_restore(&sig); /* a second Ctrl-C ends it at once; the file stays readable */

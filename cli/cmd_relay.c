@@ -45,7 +45,9 @@ static void relay_usage(FILE *out) {
             "                     when `synctop keygen --client` made it)\n"
             "  --record FILE      also write every batch that goes through to a trace file,\n"
             "                     and at the end the clocks of the hosts above, measured by\n"
-            "                     asking their relays; --force (-f) replaces FILE\n"
+            "                     asking their relays; --force (-f) replaces FILE. A recording\n"
+            "                     that fails (a full disk) stops alone: relaying goes on, the\n"
+            "                     subscribers below are told, and the relay exits 1 at the end\n"
             "  --summary-ms MS    while a viewer wants summaries (`synctop report --summary`),\n"
             "                     publish one per process every MS milliseconds (default\n"
             "                     1000): GPU busy, host blocked, events, drops; 0: never.\n"
@@ -190,7 +192,7 @@ static int cmd_relay(int argc, char **argv) {
     verb_signals_catch(&sig);
     cm_u64map seen = {0};
     scan sc = {.r = r, .seen = &seen, .quiet = quiet};
-    int status = 0, said_refused = 0;
+    int status = 0, said_refused = 0, said_record = 0;
     while (!verb_stop_signal) {
         if (n_up == 0 && tp_endpoint_each(scan_one, &sc, &err) < 0) {
             verb_error("relay", "%s", err.msg);
@@ -206,10 +208,13 @@ static int cmd_relay(int argc, char **argv) {
             said_refused = 1;
             verb_refused("relay", tp_relay_handshake_failed(r), tp_relay_client_refused(r), mine_pub, own_key);
         }
-        tp_relay_stats st;
-        tp_relay_stats_get(r, &st);
-        if (st.record_failed)
-            break; /* said by tp_relay_destroy below */
+        /* A recording that stops (a full disk) stops alone: the viewers below keep their live
+         * stream, and the relay tells them. */
+        if (!said_record && tp_relay_record_error(r, &err) != 0) {
+            said_record = 1;
+            verb_warn("relay", "recording to %s stopped: %s; relaying goes on, and the subscribers below are told",
+                      o.record, err.msg);
+        }
     }
     verb_signals_restore(&sig);
     tp_relay_stop(r);

@@ -117,6 +117,12 @@ int verb_client_key(const char *verb_name, const char *path, int server_key, tp_
     return 0;
 }
 
+void verb_notice(const char *verb_name, const tp_sub_notice *n) {
+    verb_warn(verb_name, "relay %s (%016" PRIx64 ") says: %s%s", n->host, n->relay, n->text,
+              n->kind == TP_NOTICE_RECORDING_STOPPED ? "; the live stream goes on, and nothing received here is lost"
+                                                     : "");
+}
+
 void verb_symbolize(const char *verb_name, st_store *s) {
     char changed[512];
     size_t n = sy_symbolize_store(s, changed, sizeof changed);

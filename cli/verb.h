@@ -50,6 +50,10 @@ void verb_refused_cb(void *ctx, const struct tp_sub *sub);
 /* The same from its parts (a relay's upstream): the endpoint that refused, whether it refused our
  * client key (mine, own: as tp_sub_client_key says them) rather than the server key. */
 void verb_refused(const char *verb_name, const char *endpoint, int client_refused, const char *mine, int own);
+/* The warning for a relay's notice (live_opts.on_notice): what it said, and that this stream is
+ * whole. */
+struct tp_sub_notice;
+void verb_notice(const char *verb_name, const struct tp_sub_notice *n);
 /* The client key pair of a verb that subscribes: --client-key's file (path) when given, else this
  * user's own (tp_client_key_base) when `synctop keygen --client` made it; none (*out NULL: a
  * throwaway pair) without --server-key or either. 0, or the verb's status with the reason said. */

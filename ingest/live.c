@@ -40,6 +40,7 @@ live_end live_follow(tp_sub *sub, const live_opts *o, err_msg *err) {
     double start = cm_now_s(), quiet_since = start, gone_checked = 0;
     uint64_t batches = 0;
     int said_refused = 0;
+    size_t notices_said = 0;
     for (;;) {
         if (o->stop != NULL && *o->stop)
             return LIVE_STOPPED;
@@ -64,6 +65,10 @@ live_end live_follow(tp_sub *sub, const live_opts *o, err_msg *err) {
             said_refused = 1;
             o->on_refused(o->ctx, sub);
         }
+        tp_sub_notice n;
+        while (o->on_notice != NULL && notices_said < tp_sub_notice_count(sub) &&
+               tp_sub_notice_get(sub, notices_said++, &n) == 0)
+            o->on_notice(o->ctx, &n);
         if (o->on_tick != NULL && o->on_tick(o->ctx))
             return LIVE_DONE;
         /* Quiet for a second with every publisher gone: nothing more can come. */

@@ -35,6 +35,8 @@ typedef struct live_opts {
      * our client key not on its list: tp_sub_handshake_failed, tp_sub_client_refused) and nothing
      * has been received yet. May be NULL. */
     void (*on_refused)(void *ctx, const tp_sub *sub);
+    /* Once per notice a relay above sent (tp_sub_notice: one per relay and kind). May be NULL. */
+    void (*on_notice)(void *ctx, const tp_sub_notice *n);
     void *ctx;
     int keep_after_end; /* more producers may come: LIVE_ENDED is left to on_tick to decide */
     double wait_s;      /* > 0: give up (LIVE_UNANSWERED) when after this long no publisher answered */

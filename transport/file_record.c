@@ -259,6 +259,8 @@ int tp_recorder_flush(tp_recorder *r, err_msg *err) {
 
 int tp_recorder_failed(const tp_recorder *r) { return atomic_load(&((tp_recorder *)r)->failed) != 0; }
 
+int tp_recorder_error(const tp_recorder *r, err_msg *err) { return tp_recorder_failed(r) ? rec_latched(r, err) : 0; }
+
 void tp_recorder_stats_get(const tp_recorder *r, tp_fwriter_stats *out) {
     if (!r->queued) {
         tp_fwriter_stats_get(r->w, out);

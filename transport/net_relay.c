@@ -40,6 +40,7 @@
 #include "net_clock.h"
 #include "net_curve.h"
 #include "net_monitor.h"
+#include "net_notice.h"
 #include "net_summary.h"
 #include "net_topic.h"
 #include "net_zap.h"
@@ -118,6 +119,8 @@ struct tp_relay {
     atomic_uint_fast64_t summaries, malformed;
     atomic_int summarising;
     tp_recorder *rec;     /* written by the reader thread only, then by tp_relay_stop */
+    char *record_path;    /* where rec writes (named in its notice) */
+    uint64_t notice_ns;   /* reader thread's: when it last said the recording stopped (0: never) */
     tp_sub *clk;          /* clock thread's, when recording: the clocks of the hosts above */
     pthread_t clk_thread;
     int clk_started;
@@ -422,6 +425,26 @@ static void capture_take(tp_relay *r, zmq_msg_t *m) {
     }
 }
 
+#define NOTICE_EVERY_NS 2000000000ull /* how often a stopped recording is said again, for viewers that came since */
+
+/* Tells every subscriber below that the recording stopped (the live stream goes on), once it has,
+ * and again every NOTICE_EVERY_NS. */
+static void notice_recording(tp_relay *r) {
+    err_msg e = {{0}};
+    uint64_t now = mono_ns();
+    if (r->rec == NULL || (r->notice_ns != 0 && now - r->notice_ns < NOTICE_EVERY_NS) ||
+        tp_recorder_error(r->rec, &e) == 0)
+        return;
+    r->notice_ns = now;
+    tp_sub_notice n = {.relay = r->id, .kind = TP_NOTICE_RECORDING_STOPPED};
+    memcpy(n.host, r->host, sizeof n.host);
+    snprintf(n.text, sizeof n.text, "recording to %s stopped: %s", r->record_path, e.msg);
+    uint8_t body[NET_NOTICE_MAX];
+    size_t len = net_notice_encode(body, &n);
+    if (zmq_send(r->clk_pub, "N", 1, ZMQ_DONTWAIT | ZMQ_SNDMORE) == 1)
+        (void)zmq_send(r->clk_pub, body, len, ZMQ_DONTWAIT);
+}
+
 /* Counts what went through, records the batches, answers clock requests, and makes the summaries. */
 static void *reader_main(void *arg) {
     tp_relay *r = arg;
@@ -463,6 +486,7 @@ static void *reader_main(void *arg) {
                 summary_read(r, &r->ups[r->item_up[i - 1]], &m);
         for (int k = 0; k < 1000 && zmq_msg_recv(&m, r->cap_reader, ZMQ_DONTWAIT) >= 0; k++)
             capture_take(r, &m);
+        notice_recording(r);
     }
     zmq_msg_close(&m);
     return NULL;
@@ -626,6 +650,10 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
         err_set(err, ERR_NOMEM, "out of memory");
         goto fail;
     }
+    if (o.record != NULL && (r->record_path = strdup(o.record)) == NULL) {
+        err_set(err, ERR_NOMEM, "out of memory");
+        goto fail;
+    }
     if (o.record != NULL &&
         (r->rec = tp_recorder_open(o.record, o.record_overwrite ? TP_FW_OVERWRITE : 0, err)) == NULL)
         goto fail;
@@ -769,6 +797,8 @@ void tp_relay_stop(tp_relay *r) {
 
 const tp_sub *tp_relay_clocks(const tp_relay *r) { return r->clk; }
 
+int tp_relay_record_error(const tp_relay *r, err_msg *err) { return r->rec != NULL ? tp_recorder_error(r->rec, err) : 0; }
+
 int tp_relay_destroy(tp_relay **rp, err_msg *err) {
     if (rp == NULL || *rp == NULL)
         return 0;
@@ -800,6 +830,7 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     net_summer_destroy(&r->summer);
+    free(r->record_path);
     free(r->up);
     free(r->ups);
     free(r->items);

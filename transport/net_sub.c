@@ -18,6 +18,7 @@
 #include "net_curve.h"
 #include "net_loss.h"
 #include "net_monitor.h"
+#include "net_notice.h"
 #include "net_topic.h"
 
 #include <errno.h>
@@ -37,6 +38,7 @@
 #define CLOCK_FAST 10      /* requests 100 ms apart after a connection, then one a second */
 #define CLOCK_DRIFT_PPM 15 /* how fast a kept exchange's uncertainty grows with its age */
 #define CLOCK_MAX_RTT_NS 10000000000ull
+#define NOTICES_MAX 16 /* relay and kind pairs whose notices are kept */
 
 _Static_assert(sizeof(((tp_sub_clock *)0)->host) == NET_CLOCK_HOST_MAX + 1, "a host name as answers carry it");
 
@@ -84,6 +86,8 @@ struct tp_sub {
     struct clock_ask asks[CLOCK_PENDING];
     struct clock_est *clocks;
     size_t n_clocks;
+    tp_sub_notice notices[NOTICES_MAX];
+    size_t n_notices;
 };
 
 static uint64_t clock_of(clockid_t id) {
@@ -237,7 +241,8 @@ static int configure(tp_sub *s, const tp_sub_opts *o, err_msg *err) {
         return err_set(err, ERR_INVAL, "a client key needs the server's public key too");
     }
     const char *want = o->summaries ? "S" : "B";
-    if ((!o->clocks_only && zmq_setsockopt(k, ZMQ_SUBSCRIBE, want, 1) != 0) ||
+    if ((!o->clocks_only && (zmq_setsockopt(k, ZMQ_SUBSCRIBE, want, 1) != 0 ||
+                             zmq_setsockopt(k, ZMQ_SUBSCRIBE, "N", 1) != 0)) ||
         zmq_setsockopt(k, ZMQ_SUBSCRIBE, "C", 1) != 0)
         return zmq_fail(err, "cannot subscribe");
     return 0;
@@ -482,6 +487,32 @@ static int summary_take(tp_sub *s, uint64_t producer, const uint8_t *data, size_
     return 0;
 }
 
+/* A relay's notice: checked, then kept (one per relay and kind); 0 (not a batch). */
+static int notice_take(tp_sub *s, const uint8_t *data, size_t len, err_msg *err) {
+    tp_sub_notice n;
+    if (!net_notice_decode(data, len, &n))
+        return malformed(s, err, "a notice that does not decode");
+    size_t i = 0;
+    while (i < s->n_notices && (s->notices[i].relay != n.relay || s->notices[i].kind != n.kind))
+        i++;
+    if (i == s->n_notices) {
+        if (s->n_notices == NOTICES_MAX)
+            return 0;
+        s->n_notices++;
+    }
+    s->notices[i] = n;
+    return 0;
+}
+
+size_t tp_sub_notice_count(const tp_sub *sub) { return sub->n_notices; }
+
+int tp_sub_notice_get(const tp_sub *sub, size_t i, tp_sub_notice *out) {
+    if (i >= sub->n_notices)
+        return ERR_INVAL;
+    *out = sub->notices[i];
+    return 0;
+}
+
 size_t tp_sub_summary_count(const tp_sub *sub) { return sub->n_sums; }
 
 int tp_sub_summary_get(const tp_sub *sub, size_t i, tp_sub_summary *out) {
@@ -532,6 +563,8 @@ int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, err_msg *err) {
     }
     if (letter == NET_TOPIC_SUMMARY)
         return summary_take(sub, topic_id, data, len, err);
+    if (letter == NET_TOPIC_NOTICE)
+        return notice_take(sub, data, len, err);
     if (letter != NET_TOPIC_BATCH)
         return malformed(sub, err, "an unknown topic");
     tp_batch_hdr h;

@@ -169,6 +169,7 @@ typedef struct viewer {
     const viewer_opts *o;
     int said_refused; /* a refused handshake was shown */
     int said_names;   /* names past the live bound were shown */
+    size_t said_notices; /* relays' notices shown */
     st_store *s;
     vw_state v;
     vw_grid g;
@@ -727,6 +728,12 @@ static int viewer_say(viewer *w) {
             snprintf(w->v.message, sizeof w->v.message, "%.100s refused our client key: %s",
                      tp_sub_handshake_failed(w->sub),
                      own ? "not on its --clients list" : "none given (synctop keygen --client)");
+        said = 1;
+    }
+    tp_sub_notice n;
+    if (w->sub != NULL && w->said_notices < tp_sub_notice_count(w->sub) &&
+        tp_sub_notice_get(w->sub, w->said_notices++, &n) == 0) {
+        snprintf(w->v.message, sizeof w->v.message, "relay %.30s: %.120s", n.host, n.text);
         said = 1;
     }
     return said;

@@ -139,6 +139,8 @@ void tp_recorder_stop(tp_recorder *r, const err_msg *why);
 int tp_recorder_flush(tp_recorder *r, err_msg *err);
 /* Whether the recording stopped on a failure. */
 int tp_recorder_failed(const tp_recorder *r);
+/* 0 while the recording goes on, else the code that stopped it, err saying why (any thread). */
+int tp_recorder_error(const tp_recorder *r, err_msg *err);
 void tp_recorder_stats_get(const tp_recorder *r, tp_fwriter_stats *out);
 /* Appends the clocks of the hosts that sub measured as the file's last batch: how many hosts (0: none
  * answered, nothing written), or, when there are some, the negative code that stopped the recording

@@ -300,6 +300,23 @@ size_t tp_sub_summary_count(const tp_sub *sub);
 /* The i-th of them, in order of first summary; 0 or ERR_INVAL. */
 int tp_sub_summary_get(const tp_sub *sub, size_t i, tp_sub_summary *out);
 
+/* ---- notices from the relays above ---- */
+
+/* What a relay above said to every subscriber below it (tp_sub_recv takes them and returns 0):
+ * something that happened there although no batch of the subscriber's is missing. */
+enum { TP_NOTICE_RECORDING_STOPPED = 1 /* its recording (relay --record) stopped; relaying goes on */ };
+typedef struct tp_sub_notice {
+    uint64_t relay;  /* the relay's id (its clock answers carry the same) */
+    int kind;        /* TP_NOTICE_* */
+    char host[65];   /* the relay's host name */
+    char text[241];  /* what it said, printable ASCII */
+} tp_sub_notice;
+/* How many notices were taken: one per relay and kind (a notice said again replaces the one
+ * kept), at most 16. */
+size_t tp_sub_notice_count(const tp_sub *sub);
+/* The i-th of them, in order of arrival; 0 or ERR_INVAL. */
+int tp_sub_notice_get(const tp_sub *sub, size_t i, tp_sub_notice *out);
+
 /* ---- clocks of the hosts above, through relays ---- */
 
 /* A subscriber asks the relays above it for their clocks (at once, every 100 ms ten times, then
@@ -394,10 +411,13 @@ typedef struct tp_relay_stats {
                                 a valid batch header, or a batch its summaries could not decode */
     int summarising;         /* a subscriber below wants summaries now */
     size_t upstreams;        /* publishers and relays connected to */
-    int record_failed;       /* the recording stopped (tp_relay_destroy says why) */
+    int record_failed;       /* the recording stopped (tp_relay_record_error says why): the relay
+                                goes on relaying, and tells the subscribers below (tp_sub_notice) */
     size_t host_clocks;      /* hosts whose clocks the recording keeps (after tp_relay_stop) */
 } tp_relay_stats;
 void tp_relay_stats_get(const tp_relay *relay, tp_relay_stats *out);
+/* 0 while the recording goes on (or there is none), else the code that stopped it, with why. */
+int tp_relay_record_error(const tp_relay *relay, err_msg *err);
 
 #ifdef __cplusplus
 }

@@ -1,14 +1,16 @@
 /*
- * libFuzzer target for what a relay's summaries take from the wire: any bytes go in as a summary
- * (tp_summary_decode) and as a batch into the relay's summer (net_summary.h), which then flushes;
- * nothing may crash, leak or read out of bounds, and whatever decodes must hold what the decoder
- * promises (a NUL-terminated printable host, t_min <= t_max). `fuzz_summary --write-seeds DIR`
- * writes a valid summary and a valid batch to start from.
+ * libFuzzer target for what a relay's summaries and notices take from the wire: any bytes go in as
+ * a summary (tp_summary_decode), as a notice (net_notice.h) and as a batch into the relay's summer
+ * (net_summary.h), which then flushes; nothing may crash, leak or read out of bounds, and whatever
+ * decodes must hold what the decoder promises (a NUL-terminated printable host and text, t_min <=
+ * t_max, a notice that encodes back to the same bytes). `fuzz_summary --write-seeds DIR` writes a
+ * valid summary, notice and batch to start from.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "synctop/net.h"
+#include "net_notice.h"
 #include "net_summary.h"
 #include "seeds.h"
 #include "synth.h"
@@ -25,6 +27,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         uint8_t w[TP_SUMMARY_SIZE];
         tp_summary_encode(&s, w);
         fuzz_write_seed(dir, "summary", w, sizeof w);
+        tp_sub_notice nt = {.relay = 3, .kind = TP_NOTICE_RECORDING_STOPPED, .host = "gpu-node-07",
+                            .text = "recording to job.trace stopped: No space left on device"};
+        uint8_t nw[NET_NOTICE_MAX];
+        fuzz_write_seed(dir, "notice", nw, net_notice_encode(nw, &nt));
         tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 42});
         synth sy;
         synth_init(&sy, 42);
@@ -58,6 +64,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (size_t i = 0; i < hl; i++)
             if ((unsigned char)s.host[i] <= 0x20 || (unsigned char)s.host[i] >= 0x7f)
                 abort();
+    }
+    tp_sub_notice nt;
+    if (net_notice_decode(data, size, &nt)) {
+        uint8_t again[NET_NOTICE_MAX];
+        if (net_notice_encode(again, &nt) != size || memcmp(again, data, size) != 0)
+            abort();
     }
     net_summer *m = net_summer_new(1);
     if (m == NULL)

@@ -61,12 +61,8 @@ typedef struct relay_proc {
     char endpoint[TP_ENDPOINT_MAX];
 } relay_proc;
 
-static void relay_start(relay_proc *r, const char *name, const char *const extra[]) {
-    const char *argv[24] = {task_synctop(), "relay", "--listen", "tcp://127.0.0.1:0"};
-    int n = 4;
-    for (; extra != NULL && extra[n - 4] != NULL; n++)
-        argv[n] = extra[n - 4];
-    argv[n] = NULL;
+/* The relay that argv starts (through a shell or not), its endpoint once it listens. */
+static void relay_start_argv(relay_proc *r, const char *name, const char *const argv[]) {
     char out[PATH_MAX];
     snprintf(out, sizeof out, "%s", task_path(name));
     snprintf(r->err, sizeof r->err, "%s.err", out);
@@ -76,6 +72,15 @@ static void relay_start(relay_proc *r, const char *name, const char *const extra
     ASSERT_LT(len, sizeof r->endpoint);
     memcpy(r->endpoint, at, len);
     r->endpoint[len] = '\0';
+}
+
+static void relay_start(relay_proc *r, const char *name, const char *const extra[]) {
+    const char *argv[24] = {task_synctop(), "relay", "--listen", "tcp://127.0.0.1:0"};
+    int n = 4;
+    for (; extra != NULL && extra[n - 4] != NULL; n++)
+        argv[n] = extra[n - 4];
+    argv[n] = NULL;
+    relay_start_argv(r, name, argv);
 }
 
 /* Stops it as a user would (Ctrl-C): it must say what went through and exit 0. */
@@ -983,6 +988,55 @@ TEST(a_relay_recording_keeps_the_hosts_clocks) {
     snprintf(json, sizeof json, "%s", task_path("report.json"));
     ASSERT_EQ(task_wait_exit(task_spawn(argv, json, task_path("report.err")), 60), 0);
     check_ranks_json(slurp(json), two_hosts_name, two_hosts_skew, 50);
+}
+
+/* A recording relay on a full disk (a file size limit, as the tracer's tests play it, its signal
+ * ignored): the recording stops and the relay goes on. A record below it gets every event the
+ * publisher sent, counts no drop (none of its own batches is missing), and says what the relay said:
+ * its recording stopped. The relay says so once, and exits 1 at the end (the file it was asked for
+ * is incomplete); that file opens, holding fewer events. */
+TEST(a_relay_recording_on_a_full_disk_stops_the_recording_not_the_relay) {
+    private_endpoints();
+    char trace[PATH_MAX], below[PATH_MAX];
+    snprintf(trace, sizeof trace, "%s", task_path("relayed.trace"));
+    snprintf(below, sizeof below, "%s", task_path("below.trace"));
+    /* 1024 blocks of 512 bytes: a few of the 100 batches, then EFBIG */
+    const char *argv[] = {"/bin/sh", "-c", "trap '' XFSZ; ulimit -f 1024; exec \"$0\" \"$@\"", task_synctop(), "relay",
+                          "--listen", "tcp://127.0.0.1:0", "--record", trace, NULL};
+    relay_proc r;
+    relay_start_argv(&r, "relay", argv);
+    const char *rec_argv[] = {task_synctop(), "record", r.endpoint, "-o", below, NULL};
+    pid_t recorder = task_spawn(rec_argv, task_path("record.out"), task_path("record.err"));
+    /* the recorder's subscription is up (the relay passed it on) before the publisher starts */
+    wait_text(r.err, "listening on", 20);
+    task_sleep_ms(500);
+    const char *pub[] = {testpub_path(), "--events", "409600", "--seed", "80", "--wait-subscribers", "1",
+                         "--rate", "200000", NULL};
+    pid_t p = task_spawn(pub, task_path("pub.out"), task_path("pub.err"));
+    ASSERT_EQ(task_wait_exit(p, 60), 0);
+    ASSERT_EQ(task_wait_exit(recorder, 60), 0);
+    const char *rec_said = slurp(task_path("record.err"));
+    ASSERT_STR_CONTAINS(rec_said, ": 409600 events, 100 batches");
+    ASSERT_STR_CONTAINS(rec_said, "drops: 0 missed batches + 0 records reported");
+    ASSERT_STR_CONTAINS(rec_said, "says: recording to ");
+    ASSERT_STR_CONTAINS(rec_said, "relayed.trace stopped: ");
+    ASSERT_EQ(count_of(rec_said, "says: "), 1);
+    ASSERT_EQ(kill(r.pid, 0), 0); /* still relaying */
+    kill(r.pid, SIGINT);
+    ASSERT_EQ(task_wait_exit(r.pid, 20), 1);
+    const char *said = slurp(r.err);
+    ASSERT_EQ(count_of(said, "relayed.trace stopped: "), 2); /* when it stopped, and at the end */
+    ASSERT_STR_CONTAINS(said, "relaying goes on");
+    ASSERT_STR_CONTAINS(said, " 100 batches");
+    char cmd[PATH_MAX * 2];
+    snprintf(cmd, sizeof cmd, "'%s' info --json '%s' > '%s'", task_synctop(), trace, task_path("info.json"));
+    ASSERT_EQ(system(cmd), 0);
+    const char *ev = strstr(slurp(task_path("info.json")), "\"events\": ");
+    ASSERT_NOT_NULL(ev);
+    ASSERT_LT(strtoull(ev + 10, NULL, 10), 409600);
+    snprintf(cmd, sizeof cmd, "'%s' info --json '%s' > '%s'", task_synctop(), below, task_path("below.json"));
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_STR_CONTAINS(slurp(task_path("below.json")), "\"events\": 409600,");
 }
 
 /* A publisher on a fixed endpoint, named to the relay, that stops and starts again (a rank

@@ -106,6 +106,8 @@ static void put_counts(FILE *out, const tp_fwriter_stats *ws, const tp_sub_stats
     uint64_t malformed = ss->malformed + atomic_load(&rc->malformed);
     if (malformed)
         fprintf(out, ", %" PRIu64 " malformed messages ignored", malformed);
+    if (ss->duplicates)
+        fprintf(out, ", %" PRIu64 " batches that came twice (through two relays) written once", ss->duplicates);
 }
 
 /* A batch the writer refused (on the writer's thread): counted and skipped. */

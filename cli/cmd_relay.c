@@ -2,7 +2,7 @@
  * `synctop relay --listen ENDPOINT`: one endpoint for a whole node. It subscribes to every traced
  * process of this user on the machine (the ipc sockets in the private endpoint directory, and
  * those that start later), or to the publishers and relays named, and republishes their batches
- * on ENDPOINT (tcp with CURVE keys beyond this machine), through ZeroMQ's proxy (transport's
+ * on ENDPOINT (tcp with CURVE keys beyond this machine), through a proxy (transport's
  * tp_relay). Viewers, recorders and other relays connect to it as to a traced process.
  */
 #include <errno.h>
@@ -57,7 +57,10 @@ static void relay_usage(FILE *out) {
             "  ENDPOINT...        relay these publishers or relays (a pid, HOST:PORT, tcp://...,\n"
             "                     ipc://...); none: every traced process of this user here,\n"
             "                     including those that start later\n\n"
-            "Runs until interrupted (Ctrl-C, SIGTERM), then says what went through.\n");
+            "A batch that comes twice (two relays on one publisher) goes on once; what comes\n"
+            "back round a loop of relays is dropped, and the loop is said once (and to the\n"
+            "subscribers below). Runs until interrupted (Ctrl-C, SIGTERM), then says what went\n"
+            "through.\n");
 }
 
 typedef struct scan {
@@ -192,7 +195,7 @@ static int cmd_relay(int argc, char **argv) {
     verb_signals_catch(&sig);
     cm_u64map seen = {0};
     scan sc = {.r = r, .seen = &seen, .quiet = quiet};
-    int status = 0, said_refused = 0, said_record = 0;
+    int status = 0, said_refused = 0, said_record = 0, said_loop = 0;
     while (!verb_stop_signal) {
         if (n_up == 0 && tp_endpoint_each(scan_one, &sc, &err) < 0) {
             verb_error("relay", "%s", err.msg);
@@ -210,6 +213,14 @@ static int cmd_relay(int argc, char **argv) {
         }
         /* A recording that stops (a full disk) stops alone: the viewers below keep their live
          * stream, and the relay tells them. */
+        tp_relay_stats st;
+        tp_relay_stats_get(r, &st);
+        if (!said_loop && st.looped > 0) {
+            said_loop = 1;
+            verb_warn("relay", "in a loop of relays: what this relay passes on comes back to it through relay %016" PRIx64
+                               "; it drops what went round (and what comes twice), and tells the subscribers below",
+                      st.loop_via);
+        }
         if (!said_record && tp_relay_record_error(r, &err) != 0) {
             said_record = 1;
             verb_warn("relay", "recording to %s stopped: %s; relaying goes on, and the subscribers below are told",
@@ -228,10 +239,11 @@ static int cmd_relay(int argc, char **argv) {
         status = 1;
     }
     verb_say("relay", "%" PRIu64 " batches (%.1f MB) went through from %zu publisher%s; %" PRIu64
-             " subscription%s went up; %" PRIu64 " clock requests answered; %" PRIu64 " summaries published; %" PRIu64
-             " malformed messages dropped%s%s",
+             " subscription%s went up (of %" PRIu64 " messages from below); %" PRIu64 " clock requests answered; %" PRIu64 " summaries published; %" PRIu64
+             " malformed messages dropped; %" PRIu64 " batches that came twice and %" PRIu64
+             " messages that went round a loop dropped%s%s",
              st.batches, (double)st.bytes / 1e6, st.upstreams, st.upstreams == 1 ? "" : "s", st.subscribes,
-             st.subscribes == 1 ? "" : "s", st.clock_answers, st.summaries, st.malformed,
+             st.subscribes == 1 ? "" : "s", st.from_below, st.clock_answers, st.summaries, st.malformed, st.duplicates, st.looped,
              o.record && status == 0 ? "; recorded in " : "", o.record && status == 0 ? o.record : "");
     return status;
 }

@@ -3,7 +3,8 @@
  * with a subscription (the only thing a SUB socket can send upstream), subscribed and at once
  * unsubscribed, whose topic is
  *   NET_CLOCK_ASK (14 bytes) | nonce (u64 LE)
- * and that every relay on the way up sees on its proxy. Each relay answers with a message published
+ * and that every relay on the way up sees and passes on, its id appended (net_trail.h). Each relay
+ * answers with a message published
  * downstream, which every subscriber below it receives and only the asker uses:
  *   NET_CLOCK_ANSWER (14 bytes) | nonce | t1 | t2 | relay id (u64 LE each) | host length (u8) | host
  * t1 is the relay's CLOCK_REALTIME when it saw the request, t2 when it sent the answer; the asker
@@ -37,9 +38,10 @@ static inline void net_clock_ask_encode(uint8_t out[NET_CLOCK_ASK_LEN], uint64_t
     net_loss_put_u64(out + NET_CLOCK_TAG_LEN, nonce);
 }
 
-/* 1 and the nonce when topic (len bytes) is a clock request, else 0. */
+/* 1 and the nonce when topic (len bytes) is a clock request (with a trail of relays), else 0. */
 static inline int net_clock_ask_decode(const uint8_t *topic, size_t len, uint64_t *nonce) {
-    if (len != NET_CLOCK_ASK_LEN || memcmp(topic, NET_CLOCK_ASK, NET_CLOCK_TAG_LEN) != 0)
+    if (len < NET_CLOCK_ASK_LEN || net_trail_hops(len - NET_CLOCK_ASK_LEN) < 0 ||
+        memcmp(topic, NET_CLOCK_ASK, NET_CLOCK_TAG_LEN) != 0)
         return 0;
     *nonce = net_loss_get_u64(topic + NET_CLOCK_TAG_LEN);
     return 1;

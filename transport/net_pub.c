@@ -342,7 +342,7 @@ int tp_pub_send_wait(tp_pub *pub, const void *batch, size_t len, int timeout_ms)
 int tp_pub_poll(tp_pub *pub, int *keyframe) {
     int j = 0;
     read_connections(pub);
-    uint8_t note[64];
+    uint8_t note[1 + NET_LOSS_LEN + 8 * NET_HOPS_MAX];
     for (;;) {
         int n = zmq_recv(pub->sock, note, sizeof note, ZMQ_DONTWAIT);
         if (n < 0) {
@@ -350,8 +350,16 @@ int tp_pub_poll(tp_pub *pub, int *keyframe) {
                 continue;
             break;
         }
+        if (n > (int)sizeof note)
+            continue; /* cut: none of ours is that long */
         uint64_t producer, lost;
-        if (n == 1 + NET_LOSS_LEN && note[0] == 1 && net_loss_decode(note + 1, NET_LOSS_LEN, &producer, &lost)) {
+        if (n > 1 && note[0] == 1 && net_key_decode(note + 1, (size_t)n - 1, &producer)) {
+            /* a relay's second subscriber of batches it passes on already: a newcomer too */
+            if (producer == 0 || producer == pub->producer)
+                j = 1;
+            continue;
+        }
+        if (n > 1 && note[0] == 1 && net_loss_decode(note + 1, (size_t)n - 1, &producer, &lost)) {
             /* A report is untrusted: it can add no more than was ever sent. */
             if (producer == pub->producer && lost > 0) {
                 uint64_t room = pub->sent - pub->dropped;

@@ -1,16 +1,21 @@
 /*
- * The relay (net.h): ZeroMQ's own proxy between an XSUB socket connected to the publishers of a node
- * and an XPUB socket that viewers (or another relay) subscribe to. Batches flow down unchanged;
- * subscriptions and loss reports flow up unchanged, so each traced process still hears when a viewer
- * arrives (XPUB_VERBOSE passes every subscribe up: the process answers with a keyframe) and which
- * batches a viewer lost on the way (it counts them and answers with a keyframe too), however many
- * relays lie between them.
+ * The relay (net.h): a proxy between an XSUB socket connected to the publishers of a node and an
+ * XPUB socket that viewers (or another relay) subscribe to. Batches flow down as they came, and
+ * subscriptions and loss reports flow up, so each traced process still hears when a viewer arrives
+ * (XPUB_VERBOSE passes every subscribe up: the process answers with a keyframe) and which batches a
+ * viewer lost on the way (it counts them and answers with a keyframe too), however many relays lie
+ * between them. What goes through is decided by net_forward.h: each relay appends its id to every
+ * message's trail, so that one that comes back round a loop of relays is dropped, a batch that came
+ * twice (two relays between it and its publisher) goes on once, and a second subscriber of what
+ * is passed on already becomes a keyframe request rather than a subscription that could go round a
+ * loop for ever.
  *
- * zmq_proxy_steerable runs in the caller's thread for as long as tp_relay_run asks: a timer thread
- * then sends it TERMINATE on the control socket, and the caller may connect more publishers before
- * running it again (sockets belong to one thread at a time; the proxy is not running then). Its
- * capture socket hands a copy of every message to a reader thread, which counts the batches and the
- * subscriptions that went through and, when asked, writes the batches to a trace file.
+ * The proxy runs in the caller's thread for as long as tp_relay_run asks, and the caller may
+ * connect more publishers before running it again (sockets belong to one thread at a time; the
+ * proxy is not running then). It hands a copy of every batch and subscription that went through
+ * to a reader thread over a capture socket; the reader counts them and, when asked, writes the
+ * batches to a trace file. A recording that fails stops alone, and the reader tells the
+ * subscribers below with a notice (net_notice.h), as the proxy does when it finds itself in a loop.
  *
  * The reader thread also answers the clock requests that subscribers below send up (net_clock.h):
  * it stamps each with this host's CLOCK_REALTIME and publishes the answer on an inproc PUB socket
@@ -39,6 +44,7 @@
 #include "net_bind.h"
 #include "net_clock.h"
 #include "net_curve.h"
+#include "net_forward.h"
 #include "net_monitor.h"
 #include "net_notice.h"
 #include "net_summary.h"
@@ -46,6 +52,7 @@
 #include "net_zap.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -75,7 +82,6 @@ typedef struct upstream {
 struct tp_relay {
     void *ctx;
     void *front, *back;           /* XSUB to the publishers, XPUB to the subscribers */
-    void *ctl_proxy, *ctl_timer;  /* PAIR: the timer thread's TERMINATE to the proxy */
     void *cap_proxy, *cap_reader; /* PUSH / PULL: copies of what went through */
     void *clk_pub;                /* PUB (reader thread's): clock answers and summaries, read by front */
     void *front_mon;              /* the front's handshake events (NULL: not watched) */
@@ -85,13 +91,15 @@ struct tp_relay {
     char endpoint[TP_ENDPOINT_MAX];
     int bound_ipc; /* the socket file at endpoint is ours: removed on destroy */
     size_t upstreams;
-    pthread_t timer, reader;
-    int timer_started, reader_started;
+    pthread_t reader;
+    int reader_started;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stopping;         /* the threads leave */
-    uint64_t deadline_ns; /* the timer's next TERMINATE; 0: none armed */
     atomic_int reader_stop;
+    /* the proxy's (the caller's thread, in tp_relay_run) */
+    net_fwd *fwd;
+    zmq_msg_t down_topic, down_body, up_note;
+    uint64_t from_below, duplicates, looped, too_far, refused;
+    uint64_t loop_notice_ns; /* when it last said it is in a loop (0: never) */
     atomic_uint_fast64_t batches, bytes, subscribes, clock_answers;
     char host[NET_CLOCK_HOST_MAX + 1]; /* named in clock answers */
     uint64_t id;                       /* this relay's id in clock answers */
@@ -142,39 +150,6 @@ static uint64_t mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Sends TERMINATE to the proxy when its time is up (or at once when the relay stops). */
-static void *timer_main(void *arg) {
-    tp_relay *r = arg;
-    pthread_mutex_lock(&r->mu);
-    while (!r->stopping) {
-        if (r->deadline_ns == 0) {
-            pthread_cond_wait(&r->cv, &r->mu);
-            continue;
-        }
-        uint64_t now = mono_ns();
-        if (now < r->deadline_ns) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            uint64_t wait = r->deadline_ns - now;
-            until.tv_sec += (time_t)(wait / 1000000000ull);
-            until.tv_nsec += (long)(wait % 1000000000ull);
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&r->cv, &r->mu, &until);
-            continue;
-        }
-        r->deadline_ns = 0;
-        pthread_mutex_unlock(&r->mu);
-        while (zmq_send(r->ctl_timer, "TERMINATE", 9, 0) < 0 && zmq_errno() == EINTR)
-            ;
-        pthread_mutex_lock(&r->mu);
-    }
-    pthread_mutex_unlock(&r->mu);
-    return NULL;
 }
 
 #define CLOCK_ANSWERS_PER_S 200
@@ -390,10 +365,9 @@ static void capture_take(tp_relay *r, zmq_msg_t *m) {
     if (!zmq_msg_more(m)) { /* a single frame: from below, a subscription or a request */
         if (len >= 2 && d[0] <= 1 && d[1] == NET_TOPIC_SUMMARY && len - 1 <= NET_TOPIC_LEN)
             summary_wanted(r, d[0], d + 1, len - 1);
-        if (len == 1 + NET_CLOCK_ASK_LEN && d[0] == 1) {
-            uint64_t t1 = real_ns(r), nonce;
-            if (net_clock_ask_decode(d + 1, len - 1, &nonce))
-                clock_answer(r, nonce, t1);
+        uint64_t nonce;
+        if (len > 1 && d[0] == 1 && net_clock_ask_decode(d + 1, len - 1, &nonce)) {
+            clock_answer(r, nonce, real_ns(r));
         } else if (len >= 1 && d[0] == 1 && len - 1 <= NET_TOPIC_LEN &&
                    (len == 1 || d[1] == NET_TOPIC_BATCH || d[1] == NET_TOPIC_SUMMARY)) {
             atomic_fetch_add(&r->subscribes, 1); /* a viewer of batches or summaries */
@@ -558,29 +532,24 @@ static int configure_back(tp_relay *r, const tp_relay_opts *o, err_msg *err) {
     return 0;
 }
 
-/* The control and capture pairs, over inproc endpoints of this relay's own context. */
+/* The capture pair and the clock answers' socket, over inproc endpoints of this relay's own context. */
 static int make_pairs(tp_relay *r, err_msg *err) {
-    char ctl[64], cap[64], clk[64];
-    snprintf(ctl, sizeof ctl, "inproc://relay-control-%p", (void *)r);
+    char cap[64], clk[64];
     snprintf(cap, sizeof cap, "inproc://relay-capture-%p", (void *)r);
     snprintf(clk, sizeof clk, "inproc://relay-clock-%p", (void *)r);
     r->clk_pub = zmq_socket(r->ctx, ZMQ_PUB);
     if (r->clk_pub == NULL || set_int(r->clk_pub, ZMQ_LINGER, 0) != 0 || set_int(r->clk_pub, ZMQ_SNDHWM, 100000) != 0 ||
         zmq_bind(r->clk_pub, clk) != 0 || zmq_connect(r->front, clk) != 0)
         return zmq_fail(err, "cannot set up the relay's clock answers for", r->endpoint);
-    r->ctl_proxy = zmq_socket(r->ctx, ZMQ_PAIR);
-    r->ctl_timer = zmq_socket(r->ctx, ZMQ_PAIR);
     r->cap_proxy = zmq_socket(r->ctx, ZMQ_PUSH);
     r->cap_reader = zmq_socket(r->ctx, ZMQ_PULL);
-    if (r->ctl_proxy == NULL || r->ctl_timer == NULL || r->cap_proxy == NULL || r->cap_reader == NULL ||
-        set_int(r->ctl_proxy, ZMQ_LINGER, 0) != 0 || set_int(r->ctl_timer, ZMQ_LINGER, 0) != 0 ||
+    if (r->cap_proxy == NULL || r->cap_reader == NULL ||
         set_int(r->cap_proxy, ZMQ_LINGER, 0) != 0 || set_int(r->cap_reader, ZMQ_LINGER, 0) != 0 ||
         /* a slow recording makes the proxy wait (the publishers then drop for the relay, and the
          * viewers see and report the gap) rather than grow without bound */
         set_int(r->cap_proxy, ZMQ_SNDHWM, 10000) != 0 || set_int(r->cap_reader, ZMQ_RCVHWM, 10000) != 0 ||
-        zmq_bind(r->ctl_proxy, ctl) != 0 ||
-        zmq_connect(r->ctl_timer, ctl) != 0 || zmq_bind(r->cap_reader, cap) != 0 || zmq_connect(r->cap_proxy, cap) != 0)
-        return zmq_fail(err, "cannot set up the relay's control for", r->endpoint);
+        zmq_bind(r->cap_reader, cap) != 0 || zmq_connect(r->cap_proxy, cap) != 0)
+        return zmq_fail(err, "cannot set up the relay's capture for", r->endpoint);
     return 0;
 }
 
@@ -617,7 +586,9 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
         return NULL;
     }
     pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
+    zmq_msg_init(&r->down_topic);
+    zmq_msg_init(&r->down_body);
+    zmq_msg_init(&r->up_note);
     if (tp_endpoint_resolve(o.listen, r->endpoint, sizeof r->endpoint, err) < 0 ||
         net_bind_check(r->endpoint, o.curve, o.insecure, err) < 0)
         goto fail;
@@ -635,6 +606,10 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
     if (set_identity(r, &o, err) < 0 || configure_front(r, r->front, &o, err) < 0 || configure_back(r, &o, err) < 0 ||
         make_pairs(r, err) < 0)
         goto fail;
+    if ((r->fwd = net_fwd_new(r->id)) == NULL) {
+        err_set(err, ERR_NOMEM, "out of memory");
+        goto fail;
+    }
     /* An upstream whose CURVE key is not the one given refuses the handshake, and the relay would
      * otherwise only hear nothing: watched, so that it can say so. */
     r->front_mon = net_monitor_open(r->ctx, r->front,
@@ -668,11 +643,6 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
         }
         r->clk_started = 1;
     }
-    if (pthread_create(&r->timer, NULL, timer_main, r) != 0) {
-        err_set(err, ERR_IO, "cannot start the relay's timer thread");
-        goto fail;
-    }
-    r->timer_started = 1;
     if (pthread_create(&r->reader, NULL, reader_main, r) != 0) {
         err_set(err, ERR_IO, "cannot start the relay's capture thread");
         goto fail;
@@ -737,29 +707,137 @@ const char *tp_relay_handshake_failed(const tp_relay *r) {
 
 int tp_relay_client_refused(const tp_relay *r) { return r->handshake_failures > 0 && r->client_refused; }
 
+#define LOOP_NOTICE_EVERY_NS 10000000000ull /* how often a loop still seen is said again */
+#define LOOP_NOTICE_MIN_NS 100000000ull     /* and at most how often to newcomers */
+
+/* Tells the subscribers below that this relay is in a loop of relays (a message it passed on came
+ * back to it): at once, again every every_ns while it goes on, and to each newcomer (the loop is
+ * often found before any viewer comes). */
+static void notice_loop(tp_relay *r, uint64_t every_ns) {
+    uint64_t now = mono_ns();
+    if (r->loop_notice_ns != 0 && now - r->loop_notice_ns < every_ns)
+        return;
+    r->loop_notice_ns = now;
+    tp_sub_notice n = {.relay = r->id, .kind = TP_NOTICE_LOOP};
+    memcpy(n.host, r->host, sizeof n.host);
+    snprintf(n.text, sizeof n.text,
+             "in a loop of relays: what it passes on comes back to it through relay %016" PRIx64
+             "; what came twice is dropped",
+             net_fwd_loop_via(r->fwd));
+    uint8_t topic[1 + 8], body[NET_NOTICE_MAX];
+    topic[0] = NET_TOPIC_NOTICE;
+    net_trail_put(topic + 1, r->id);
+    size_t len = net_notice_encode(body, &n);
+    if (zmq_send(r->back, topic, sizeof topic, ZMQ_DONTWAIT | ZMQ_SNDMORE) == (int)sizeof topic)
+        (void)zmq_send(r->back, body, len, ZMQ_DONTWAIT);
+}
+
+/* Counts a message that does not go through. */
+static void proxy_drop(tp_relay *r, net_fwd_verdict v) {
+    switch (v) {
+    case NET_FWD_MALFORMED: atomic_fetch_add(&r->malformed, 1); break;
+    case NET_FWD_LOOPED:
+        r->looped++;
+        notice_loop(r, LOOP_NOTICE_EVERY_NS);
+        break;
+    case NET_FWD_TOO_FAR: r->too_far++; break;
+    case NET_FWD_COPY: r->duplicates++; break;
+    default: r->refused++; break;
+    }
+}
+
+/* Reads the rest of a message whose last frame read was m (a message of more frames than ours). */
+static void proxy_drain(void *sock, zmq_msg_t *m) {
+    while (zmq_msg_more(m) && zmq_msg_recv(m, sock, ZMQ_DONTWAIT) >= 0)
+        ;
+}
+
+/* One message from above, if one is waiting: on to the subscribers below (and a batch to the
+ * reader), or dropped. 1 when one was taken, 0 when none was waiting, -1 when a signal came while
+ * the reader was too slow to take the batch's copy (the caller looks at its flags). */
+static int proxy_down(tp_relay *r) {
+    zmq_msg_t *t = &r->down_topic, *b = &r->down_body;
+    if (zmq_msg_recv(t, r->front, ZMQ_DONTWAIT) < 0)
+        return 0;
+    /* [topic][body]: a message arrives whole, so the body is there when the topic is */
+    if (!zmq_msg_more(t) || zmq_msg_recv(b, r->front, ZMQ_DONTWAIT) < 0 || zmq_msg_more(b)) {
+        proxy_drain(r->front, zmq_msg_more(t) ? b : t);
+        proxy_drop(r, NET_FWD_MALFORMED);
+        return 1;
+    }
+    uint8_t topic[NET_TOPIC_MAX];
+    size_t tl;
+    net_fwd_verdict v = net_fwd_down(r->fwd, zmq_msg_data(t), zmq_msg_size(t), zmq_msg_data(b), zmq_msg_size(b), topic, &tl);
+    if (v != NET_FWD_PASS) {
+        proxy_drop(r, v);
+        return 1;
+    }
+    int batch = topic[0] == NET_TOPIC_BATCH;
+    zmq_msg_t copy;
+    zmq_msg_init(&copy);
+    if (batch)
+        zmq_msg_copy(&copy, b); /* shares the data */
+    /* the XPUB never blocks: a full subscriber's queue drops it (that subscriber reports the gap) */
+    if (zmq_send(r->back, topic, tl, ZMQ_DONTWAIT | ZMQ_SNDMORE) == (int)tl)
+        (void)zmq_msg_send(b, r->back, ZMQ_DONTWAIT);
+    int rc = 1;
+    /* A slow recording makes the proxy wait (the publishers then drop for the relay, and the
+     * viewers see and report the gap) rather than grow without bound. Once the first frame is
+     * taken the second is too (the high-water mark counts messages). */
+    if (batch) {
+        if (zmq_send(r->cap_proxy, topic, tl, ZMQ_SNDMORE) == (int)tl)
+            (void)zmq_msg_send(&copy, r->cap_proxy, 0);
+        else if (zmq_errno() == EINTR)
+            rc = -1;
+    }
+    zmq_msg_close(&copy);
+    return rc;
+}
+
+/* One subscription notice from below, if one is waiting: what it makes go up, and the notice to
+ * the reader. Returns as proxy_down does. */
+static int proxy_up(tp_relay *r) {
+    zmq_msg_t *m = &r->up_note;
+    if (zmq_msg_recv(m, r->back, ZMQ_DONTWAIT) < 0)
+        return 0;
+    r->from_below++;
+    if (zmq_msg_more(m)) { /* a peer's own message of several frames: not a subscription */
+        proxy_drain(r->back, m);
+        proxy_drop(r, NET_FWD_REFUSED);
+        return 1;
+    }
+    net_fwd_up out;
+    net_fwd_verdict v = net_fwd_up_take(r->fwd, zmq_msg_data(m), zmq_msg_size(m), &out);
+    if (v != NET_FWD_PASS) {
+        proxy_drop(r, v);
+        return 1;
+    }
+    for (int i = 0; i < out.n; i++)
+        (void)zmq_send(r->front, out.msg[i], out.len[i], ZMQ_DONTWAIT);
+    const uint8_t *d = zmq_msg_data(m);
+    if (r->looped > 0 && zmq_msg_size(m) == 2 && d[0] == 1 && d[1] == NET_TOPIC_NOTICE)
+        notice_loop(r, LOOP_NOTICE_MIN_NS); /* a newcomer, subscribed already */
+    return zmq_msg_send(m, r->cap_proxy, 0) < 0 && zmq_errno() == EINTR ? -1 : 1;
+}
+
 int tp_relay_run(tp_relay *r, int ms, err_msg *err) {
     read_handshakes(r);
-    pthread_mutex_lock(&r->mu);
-    r->deadline_ns = mono_ns() + (uint64_t)(ms > 0 ? ms : 1) * 1000000ull;
-    pthread_cond_signal(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-    int rc = zmq_proxy_steerable(r->front, r->back, r->cap_proxy, r->ctl_proxy);
-    int e = rc != 0 ? zmq_errno() : 0;
+    uint64_t end = mono_ns() + (uint64_t)(ms > 0 ? ms : 1) * 1000000ull, now;
+    int rc = 0;
+    while (rc >= 0 && (now = mono_ns()) < end) {
+        zmq_pollitem_t it[2] = {{.socket = r->front, .events = ZMQ_POLLIN}, {.socket = r->back, .events = ZMQ_POLLIN}};
+        if (zmq_poll(it, 2, (long)((end - now) / 1000000) + 1) < 0) {
+            if (zmq_errno() == EINTR)
+                break; /* a signal: the caller looks at its flags */
+            return zmq_fail(err, "the relay stopped on", r->endpoint);
+        }
+        /* a bounded number each way per turn: a flood in one direction does not stop the other */
+        for (int k = 0; k < 1000 && rc >= 0 && (rc = proxy_up(r)) > 0; k++)
+            ;
+        for (int k = 0; k < 1000 && rc >= 0 && (rc = proxy_down(r)) > 0; k++)
+            ;
+    }
     read_handshakes(r);
-    if (rc != 0 && e != ETERM && e != EINTR) {
-        errno = e;
-        return zmq_fail(err, "the relay stopped on", r->endpoint);
-    }
-    if (rc != 0 && e == EINTR) { /* a signal: the timer's TERMINATE is still on its way */
-        pthread_mutex_lock(&r->mu);
-        int armed = r->deadline_ns != 0;
-        r->deadline_ns = 0;
-        pthread_mutex_unlock(&r->mu);
-        char cmd[16];
-        if (!armed) /* it was sent: take it, so that the next run does not stop at once */
-            while (zmq_recv(r->ctl_proxy, cmd, sizeof cmd, 0) < 0 && zmq_errno() == EINTR)
-                ;
-    }
     return 0;
 }
 
@@ -772,6 +850,12 @@ void tp_relay_stats_get(const tp_relay *r, tp_relay_stats *out) {
     o->clock_answers = atomic_load(&((tp_relay *)r)->clock_answers);
     o->summaries = atomic_load(&((tp_relay *)r)->summaries);
     o->malformed = atomic_load(&((tp_relay *)r)->malformed);
+    o->from_below = r->from_below;
+    o->duplicates = r->duplicates;
+    o->looped = r->looped;
+    o->too_far = r->too_far;
+    o->refused = r->refused;
+    o->loop_via = net_fwd_loop_via(r->fwd);
     o->summarising = atomic_load(&((tp_relay *)r)->summarising);
     pthread_mutex_lock(&((tp_relay *)r)->mu);
     o->upstreams = r->upstreams;
@@ -803,17 +887,13 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
     if (rp == NULL || *rp == NULL)
         return 0;
     tp_relay *r = *rp;
-    if (r->timer_started) {
-        pthread_mutex_lock(&r->mu);
-        r->stopping = 1;
-        pthread_cond_signal(&r->cv);
-        pthread_mutex_unlock(&r->mu);
-        pthread_join(r->timer, NULL);
-    }
     tp_relay_stop(r);
     int rc = tp_recorder_close(&r->rec, err);
     net_monitor_close(r->front_mon, r->front);
-    void *socks[] = {r->front, r->back, r->ctl_proxy, r->ctl_timer, r->cap_proxy, r->cap_reader, r->clk_pub};
+    zmq_msg_close(&r->down_topic);
+    zmq_msg_close(&r->down_body);
+    zmq_msg_close(&r->up_note);
+    void *socks[] = {r->front, r->back, r->cap_proxy, r->cap_reader, r->clk_pub};
     for (size_t i = 0; i < sizeof socks / sizeof socks[0]; i++)
         if (socks[i] != NULL)
             zmq_close(socks[i]);
@@ -828,8 +908,8 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
     if (r->bound_ipc)
         unlink(r->endpoint + 6);
     pthread_mutex_destroy(&r->mu);
-    pthread_cond_destroy(&r->cv);
     net_summer_destroy(&r->summer);
+    net_fwd_destroy(&r->fwd);
     free(r->record_path);
     free(r->up);
     free(r->ups);

@@ -19,6 +19,7 @@
 #include "net_loss.h"
 #include "net_monitor.h"
 #include "net_notice.h"
+#include "net_seen.h"
 #include "net_topic.h"
 
 #include <errno.h>
@@ -54,6 +55,7 @@ struct clock_est {
 struct producer {
     tp_sub_producer s;
     int seq_known; /* a batch of its own (not synthetic) was seen: last_seq means something */
+    net_seen *seen; /* its batches that came, to drop copies; NULL: out of memory, none dropped */
 };
 
 struct summary {
@@ -340,6 +342,8 @@ void tp_sub_destroy(tp_sub **sp) {
         while (s->ctx != NULL && zmq_ctx_term(s->ctx) != 0 && zmq_errno() == EINTR)
             ;
     }
+    for (size_t i = 0; i < s->stats.n_producers; i++)
+        net_seen_destroy(&s->producers[i].seen);
     free(s->producers);
     free(s->sums);
     free(s->clocks);
@@ -370,8 +374,11 @@ int tp_sub_watch(tp_sub *sub, uint64_t producer, int watch, err_msg *err) {
         return zmq_fail(err, watch ? "cannot watch a producer" : "cannot stop watching a producer");
     /* batches of it were not taken in between: no gap to count across that time */
     for (size_t i = 0; i < sub->stats.n_producers; i++)
-        if (sub->producers[i].s.producer == producer)
+        if (sub->producers[i].s.producer == producer) {
             sub->producers[i].seq_known = 0;
+            if (sub->producers[i].seen != NULL)
+                net_seen_reset(sub->producers[i].seen);
+        }
     return 0;
 }
 
@@ -426,11 +433,46 @@ static struct producer *producer_find(tp_sub *s, uint64_t id, int *is_new) {
         s->producers = v;
         s->cap = cap;
     }
-    s->producers[n] = (struct producer){.s = {.producer = id}};
+    s->producers[n] = (struct producer){.s = {.producer = id}, .seen = net_seen_new()};
     s->slot[i] = (uint32_t)n + 1;
     s->stats.n_producers = n + 1;
     *is_new = 1;
     return &s->producers[n];
+}
+
+/* What a batch of p is, by the window of what came (see net_seen.h); without one (no memory for
+ * it), a sequence number that goes back is a producer that started over. */
+static net_seen_kind seen_take(struct producer *p, const tp_batch_hdr *h) {
+    if (p->seen != NULL)
+        return net_seen_take(p->seen, h->seq, h->hdr_crc);
+    return !p->seq_known || h->seq > p->s.last_seq ? NET_SEEN_NEW : NET_SEEN_RESTART;
+}
+
+/* A batch of p that is new or starts p over: the gap before it (counted, and reported to the
+ * publishers), or the new life. */
+static void follow_sequence(tp_sub *sub, struct producer *p, const tp_batch_hdr *h, tp_sub_msg *m, net_seen_kind kind) {
+    if (!p->seq_known) {
+        p->seq_known = 1;
+    } else if (kind == NET_SEEN_NEW && h->seq > p->s.last_seq) {
+        m->missed = h->seq - p->s.last_seq - 1;
+    } else {
+        /* Sequence went back: the same producer id started over (a restarted process with a
+         * fixed id). Its strings and metadata start over too, and it has not ended. */
+        m->new_producer = 1;
+        if (p->s.ended) {
+            p->s.ended = 0;
+            sub->stats.n_ended--;
+        }
+    }
+    p->s.last_seq = h->seq;
+    if (m->missed > 0) {
+        uint8_t topic[NET_LOSS_LEN];
+        net_loss_encode(topic, h->producer, m->missed);
+        if (zmq_setsockopt(sub->sock, ZMQ_SUBSCRIBE, topic, sizeof topic) == 0)
+            zmq_setsockopt(sub->sock, ZMQ_UNSUBSCRIBE, topic, sizeof topic);
+    }
+    p->s.missed += m->missed;
+    sub->stats.missed += m->missed;
 }
 
 static int malformed(tp_sub *s, err_msg *err, const char *why) {
@@ -587,14 +629,20 @@ int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, err_msg *err) {
                  (unsigned long long)h.producer, (unsigned long long)topic_id);
         return malformed(sub, err, text);
     }
+    int is_new;
+    struct producer *p = producer_find(sub, h.producer, &is_new);
+    /* A recorder's synthetic batches have sequence numbers that are not the producer's. */
+    net_seen_kind kind = p != NULL && !(h.flags & TP_BF_SYNTHETIC) ? seen_take(p, &h) : NET_SEEN_NEW;
+    if (kind == NET_SEEN_COPY) {
+        sub->stats.duplicates++; /* it came through another relay too */
+        return 0;
+    }
     memset(m, 0, sizeof *m);
     m->data = data;
     m->len = len;
     m->hdr = h;
     sub->stats.received++;
     sub->stats.bytes += len;
-    int is_new;
-    struct producer *p = producer_find(sub, h.producer, &is_new);
     if (p == NULL)
         return 1; /* beyond the bound: delivered, not followed */
     m->new_producer = is_new;
@@ -602,28 +650,16 @@ int tp_sub_recv(tp_sub *sub, tp_sub_msg *m, int timeout_ms, err_msg *err) {
     p->s.bytes += len;
     if (h.flags & TP_BF_SYNTHETIC)
         return 1; /* made by a recorder: its sequence is not the producer's */
-    if (!p->seq_known) {
-        p->seq_known = 1;
-    } else if (h.seq > p->s.last_seq) {
-        m->missed = h.seq - p->s.last_seq - 1;
-    } else {
-        /* Sequence went back: the same producer id started over (a restarted process with a
-         * fixed id). Its strings and metadata start over too, and it has not ended. */
-        m->new_producer = 1;
-        if (p->s.ended) {
-            p->s.ended = 0;
-            sub->stats.n_ended--;
+    if (kind == NET_SEEN_LATE) {
+        /* One counted missing came after all, through another way: not missed. The report sent
+         * up for it stands (the publisher cannot take it back). */
+        if (p->s.missed > 0) {
+            p->s.missed--;
+            sub->stats.missed--;
         }
+    } else {
+        follow_sequence(sub, p, &h, m, kind);
     }
-    p->s.last_seq = h.seq;
-    if (m->missed > 0) {
-        uint8_t topic[NET_LOSS_LEN];
-        net_loss_encode(topic, h.producer, m->missed);
-        if (zmq_setsockopt(sub->sock, ZMQ_SUBSCRIBE, topic, sizeof topic) == 0)
-            zmq_setsockopt(sub->sock, ZMQ_UNSUBSCRIBE, topic, sizeof topic);
-    }
-    p->s.missed += m->missed;
-    sub->stats.missed += m->missed;
     /* The header's checksum held: its END flag counts even if the payload is damaged. */
     if ((h.flags & TP_BF_END) && !p->s.ended) {
         p->s.ended = 1;

@@ -240,8 +240,10 @@ typedef struct tp_sub_msg {
 } tp_sub_msg;
 
 /* Waits up to timeout_ms (-1: forever, 0: poll) for a batch. Returns 1 with msg filled, 0 on
- * timeout (or when a signal interrupted the wait, or a relay's clock answer or summary came
- * instead of a batch: it is taken here, see tp_sub_clock_get and tp_sub_summary_get), or a
+ * timeout (or when a signal interrupted the wait, or a relay's clock answer, summary or notice
+ * came instead of a batch: it is taken here, see tp_sub_clock_get, tp_sub_summary_get and
+ * tp_sub_notice_get, or a copy of a batch that came before, through another relay: dropped and
+ * counted in stats.duplicates), or a
  * negative code; a message that is not [topic][body] with a valid batch (its header, its size,
  * the producer its topic names), summary or clock answer as body is counted in stats, skipped, and
  * reported as ERR_MALFORMED with a message (the caller may go on receiving). Batches flagged TP_BF_SYNTHETIC never count as gaps. A gap is
@@ -269,6 +271,8 @@ typedef struct tp_sub_stats {
                                     keys on one side only, or a client key not listed */
     uint64_t client_refusals;    /* of those, refused because the publisher admits listed clients
                                     only and ours is not listed (ZAP status 300 to 500) */
+    uint64_t duplicates;         /* batches dropped because the same batch came before (through
+                                    two relays on the way); not in received */
 } tp_sub_stats;
 void tp_sub_stats_get(const tp_sub *sub, tp_sub_stats *out);
 /* The endpoint of the last refused handshake, or NULL when none was refused (counted as of the
@@ -304,7 +308,10 @@ int tp_sub_summary_get(const tp_sub *sub, size_t i, tp_sub_summary *out);
 
 /* What a relay above said to every subscriber below it (tp_sub_recv takes them and returns 0):
  * something that happened there although no batch of the subscriber's is missing. */
-enum { TP_NOTICE_RECORDING_STOPPED = 1 /* its recording (relay --record) stopped; relaying goes on */ };
+enum {
+    TP_NOTICE_RECORDING_STOPPED = 1, /* its recording (relay --record) stopped; relaying goes on */
+    TP_NOTICE_LOOP = 2               /* it is in a loop of relays; what came twice is dropped */
+};
 typedef struct tp_sub_notice {
     uint64_t relay;  /* the relay's id (its clock answers carry the same) */
     int kind;        /* TP_NOTICE_* */
@@ -352,10 +359,11 @@ size_t tp_sub_clock_notes(const tp_sub *sub, tp_buf *out);
 /* ---- relay ---- */
 
 /* A relay republishes what the publishers it is connected to send (the traced processes of a node,
- * or other relays) to the subscribers of its own endpoint, through ZeroMQ's proxy: batches go down
- * unchanged, subscriptions and loss reports go up unchanged, so each process still learns of every
- * viewer (and answers with a keyframe) and of every batch a viewer lost on the way, through any
- * number of relays. It answers the clock requests of the subscribers below it with its host's
+ * or other relays) to the subscribers of its own endpoint: batches go down as they came,
+ * subscriptions and loss reports go up, so each process still learns of every viewer (and answers
+ * with a keyframe) and of every batch a viewer lost on the way, through up to 8 relays. A batch
+ * that comes twice goes on once, and what comes back round a loop of relays is dropped (said once,
+ * and to the subscribers below: tp_sub_notice). It answers the clock requests of the subscribers below it with its host's
  * clock (see tp_sub_clock). While a subscriber below wants summaries (subscribes to "S"), it takes
  * the batches of its producers itself and publishes a tp_summary per producer and interval. Its endpoint follows the publisher's rules (loopback tcp, or keys, or
  * insecure; an ipc file path), and so does the check of its clients' keys. */
@@ -405,12 +413,21 @@ int tp_relay_client_refused(const tp_relay *relay);
 typedef struct tp_relay_stats {
     uint64_t batches, bytes; /* batches that went down to the subscribers */
     uint64_t subscribes;     /* subscriptions that went up (a viewer arriving, on any relay below) */
+    uint64_t from_below;     /* subscription notices and requests taken from below, all kinds */
     uint64_t clock_answers;  /* clock requests it answered */
     uint64_t summaries;      /* summaries it published */
     uint64_t malformed;      /* messages from upstream that were dropped: not [topic][batch] with
                                 a valid batch header, or a batch its summaries could not decode */
     int summarising;         /* a subscriber below wants summaries now */
     size_t upstreams;        /* publishers and relays connected to */
+    uint64_t duplicates;     /* batches dropped because the same batch came before (two relays
+                                between this one and a publisher, or a loop) */
+    uint64_t looped;         /* messages dropped because they went round a loop of relays back to
+                                this one (their trail holds its id) */
+    uint64_t loop_via;       /* the relay after this one in the first such loop (0: none) */
+    uint64_t too_far;        /* messages dropped past NET_HOPS_MAX relays (8) */
+    uint64_t refused;        /* subscriptions from below that are not synctop's, or past the
+                                topics it passes up (1024) */
     int record_failed;       /* the recording stopped (tp_relay_record_error says why): the relay
                                 goes on relaying, and tells the subscribers below (tp_sub_notice) */
     size_t host_clocks;      /* hosts whose clocks the recording keeps (after tp_relay_stop) */

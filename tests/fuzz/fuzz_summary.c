@@ -1,15 +1,19 @@
 /*
- * libFuzzer target for what a relay's summaries and notices take from the wire: any bytes go in as
- * a summary (tp_summary_decode), as a notice (net_notice.h) and as a batch into the relay's summer
- * (net_summary.h), which then flushes; nothing may crash, leak or read out of bounds, and whatever
- * decodes must hold what the decoder promises (a NUL-terminated printable host and text, t_min <=
- * t_max, a notice that encodes back to the same bytes). `fuzz_summary --write-seeds DIR` writes a
- * valid summary, notice and batch to start from.
+ * libFuzzer target for what a relay takes from the wire: any bytes go in as a summary
+ * (tp_summary_decode), as a notice (net_notice.h), as a batch into the relay's summer
+ * (net_summary.h), which then flushes, as a subscription notice from below and, cut in two at the
+ * length its first byte gives, as a [topic][body] from above into the relay's forwarding
+ * (net_forward.h); nothing may crash, leak or read out of bounds, and whatever decodes must hold
+ * what the decoder promises (a NUL-terminated printable host and text, t_min <= t_max, a notice
+ * that encodes back to the same bytes, a topic passed on with one relay more in its trail).
+ * `fuzz_summary --write-seeds DIR` writes a valid summary, notice, batch, topic and batch, and
+ * requests with trails to start from.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "synctop/net.h"
+#include "net_forward.h"
 #include "net_notice.h"
 #include "net_summary.h"
 #include "seeds.h"
@@ -38,6 +42,35 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         synth_fill(&sy, enc, 120);
         tp_enc_finish(enc, &b);
         fuzz_write_seed(dir, "batch", b.data, b.len);
+        /* [topic length][topic: 'B' + 42, one relay][batch] */
+        uint8_t *tb = malloc(1 + 17 + b.len);
+        if (tb != NULL) {
+            tb[0] = 17;
+            net_topic_encode(tb + 1, NET_TOPIC_BATCH, 42);
+            net_trail_put(tb + 10, 7);
+            memcpy(tb + 18, b.data, b.len);
+            fuzz_write_seed(dir, "topic-batch", tb, 18 + b.len);
+            free(tb);
+        }
+        uint8_t up[1 + NET_KEY_LEN + 16] = {1};
+        net_key_encode(up + 1, 42);
+        net_trail_put(up + 1 + NET_KEY_LEN, 7);
+        net_trail_put(up + 1 + NET_KEY_LEN + 8, 8);
+        fuzz_write_seed(dir, "key-request", up, sizeof up);
+        uint8_t loss[1 + NET_LOSS_LEN + 8] = {1};
+        net_loss_encode(loss + 1, 42, 3);
+        net_trail_put(loss + 1 + NET_LOSS_LEN, 7);
+        fuzz_write_seed(dir, "loss-report", loss, sizeof loss);
+        /* a clock answer's topic back round a loop (this relay, 7, in its trail), and one whose
+         * trail is full */
+        uint8_t looped[1 + 1 + 16 + 8] = {17, NET_TOPIC_CLOCK};
+        net_trail_put(looped + 2, 9);
+        net_trail_put(looped + 10, 7);
+        fuzz_write_seed(dir, "looped-topic", looped, sizeof looped);
+        uint8_t full[1 + 1 + 8 * NET_HOPS_MAX + 4] = {1 + 8 * NET_HOPS_MAX, NET_TOPIC_NOTICE};
+        for (int i = 0; i < NET_HOPS_MAX; i++)
+            net_trail_put(full + 2 + 8 * i, 100 + (uint64_t)i);
+        fuzz_write_seed(dir, "full-trail", full, sizeof full);
         tp_buf_free(&b);
         tp_enc_destroy(&enc);
         exit(0);
@@ -70,6 +103,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint8_t again[NET_NOTICE_MAX];
         if (net_notice_encode(again, &nt) != size || memcmp(again, data, size) != 0)
             abort();
+    }
+    net_fwd *f = net_fwd_new(7);
+    if (f != NULL) {
+        net_fwd_up up;
+        if (net_fwd_up_take(f, data, size, &up) == NET_FWD_PASS)
+            for (int i = 0; i < up.n; i++)
+                if (up.len[i] > NET_FWD_UP_MAX || up.len[i] < 1)
+                    abort();
+        size_t tl = size > 0 ? data[0] : 0;
+        uint8_t topic[NET_TOPIC_MAX];
+        size_t out_len;
+        if (size > 0 && tl <= size - 1 &&
+            net_fwd_down(f, data + 1, tl, data + 1 + tl, size - 1 - tl, topic, &out_len) == NET_FWD_PASS &&
+            (out_len != tl + 8 || memcmp(topic, data + 1, tl) != 0 || net_trail_get(topic + tl, 0) != 7))
+            abort();
+        net_fwd_destroy(&f);
     }
     net_summer *m = net_summer_new(1);
     if (m == NULL)

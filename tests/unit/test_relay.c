@@ -1039,6 +1039,117 @@ TEST(a_relay_recording_on_a_full_disk_stops_the_recording_not_the_relay) {
     ASSERT_STR_CONTAINS(slurp(task_path("below.json")), "\"events\": 409600,");
 }
 
+/* A relay listening on this test's ipc endpoint NAME.sock, relaying the endpoints given. */
+static void relay_start_ipc(relay_proc *r, const char *name, const char *const ups[]) {
+    char listen[PATH_MAX + 8];
+    snprintf(listen, sizeof listen, "ipc://%s.sock", task_path(name));
+    const char *argv[16] = {task_synctop(), "relay", "--listen", listen};
+    int n = 4;
+    for (; ups[n - 4] != NULL; n++)
+        argv[n] = ups[n - 4];
+    argv[n] = NULL;
+    relay_start_argv(r, name, argv);
+}
+
+/* The events `synctop info` counts in a trace file. */
+static uint64_t info_events(const char *trace) {
+    char cmd[PATH_MAX * 2];
+    snprintf(cmd, sizeof cmd, "'%s' info --json '%s' > '%s'", task_synctop(), trace, task_path("info.json"));
+    ASSERT_EQ(system(cmd), 0);
+    const char *ev = strstr(slurp(task_path("info.json")), "\"events\": ");
+    ASSERT_NOT_NULL(ev);
+    return strtoull(ev + 10, NULL, 10);
+}
+
+/* A publisher on an ipc endpoint of this test's, waiting for k subscribers; its endpoint in ep. */
+static pid_t testpub_ipc(const char *name, int seed, int events, int k, char ep[TP_ENDPOINT_MAX]) {
+    snprintf(ep, TP_ENDPOINT_MAX, "ipc://%s.sock", task_path(name));
+    char s[16], e[16], w[16], out[PATH_MAX], err[PATH_MAX + 8];
+    snprintf(s, sizeof s, "%d", seed);
+    snprintf(e, sizeof e, "%d", events);
+    snprintf(w, sizeof w, "%d", k);
+    snprintf(out, sizeof out, "%s.out", task_path(name));
+    snprintf(err, sizeof err, "%s.err", task_path(name));
+    const char *argv[] = {testpub_path(), "--endpoint", ep, "--events", e, "--seed", s, "--wait-subscribers", w,
+                          "--rate", "400000", NULL};
+    return task_spawn(argv, out, err);
+}
+
+/* `synctop record` of the endpoints given (at most 2) into NAME.trace until publisher p and every
+ * producer it saw finish: it must hold exactly the 200000 events p sent, lose none, and say so
+ * (what it said is returned). */
+static const char *record_all_of(pid_t p, const char *name, const char *ep1, const char *ep2) {
+    char trace[PATH_MAX];
+    snprintf(trace, sizeof trace, "%s.trace", task_path(name));
+    const char *rec[] = {task_synctop(), "record", "-o", trace, ep1, ep2, NULL};
+    pid_t recorder = task_spawn(rec, task_path("record.out"), task_path("record.err"));
+    ASSERT_EQ(task_wait_exit(p, 60), 0);
+    ASSERT_EQ(task_wait_exit(recorder, 60), 0);
+    ASSERT_UEQ(info_events(trace), 200000);
+    const char *said = slurp(task_path("record.err"));
+    ASSERT_STR_CONTAINS(said, ": 200000 events, ");
+    ASSERT_STR_CONTAINS(said, "drops: 0 missed batches + 0 records reported");
+    return said;
+}
+
+/* A diamond: one publisher, two relays on it, one record on both relays. Every batch reaches the
+ * recorder twice; it writes each once (so exactly the events the publisher sent), counts no loss,
+ * and says how many came twice. */
+TEST(a_recorder_on_two_relays_of_one_publisher_writes_each_batch_once) {
+    private_endpoints();
+    char ep[TP_ENDPOINT_MAX];
+    pid_t p = testpub_ipc("pub", 90, 200000, 2, ep);
+    relay_proc r1, r2;
+    relay_start_ipc(&r1, "r1", (const char *[]){ep, NULL});
+    relay_start_ipc(&r2, "r2", (const char *[]){ep, NULL});
+    const char *said = record_all_of(p, "diamond", r1.endpoint, r2.endpoint);
+    ASSERT_STR_CONTAINS(said, "batches that came twice (through two relays) written once");
+    relay_stop(&r1);
+    relay_stop(&r2);
+}
+
+/* The number after key in text, where text has it. */
+static uint64_t number_before(const char *text, const char *key) {
+    const char *at = strstr(text, key);
+    ASSERT_NOT_NULL(at);
+    while (at > text && (at[-1] == ' ' || (at[-1] >= '0' && at[-1] <= '9')))
+        at--;
+    return strtoull(at, NULL, 10);
+}
+
+/* A loop: relay A takes the publisher and relay B, B takes A, a record takes B. Each batch reaches
+ * the recorder once (what went round back to A is dropped there), so the file holds exactly the
+ * events the publisher sent; A says once that it is in a loop, and so does the recorder, told by
+ * A's notice. Nothing goes round for ever: a viewer that subscribes to a producer's batches and
+ * at once unsubscribes leaves each relay with a bounded number of messages taken from below (the
+ * subscription and the unsubscription chasing each other round the loop would make thousands a
+ * second). */
+TEST(relays_feeding_each_other_pass_each_batch_once_and_say_so) {
+    private_endpoints();
+    char ep[TP_ENDPOINT_MAX], a_ep[TP_ENDPOINT_MAX + 8], b_ep[TP_ENDPOINT_MAX + 8];
+    pid_t p = testpub_ipc("pub", 91, 200000, 1, ep);
+    snprintf(a_ep, sizeof a_ep, "ipc://%s.sock", task_path("a"));
+    snprintf(b_ep, sizeof b_ep, "ipc://%s.sock", task_path("b"));
+    relay_proc a, b;
+    relay_start_ipc(&a, "a", (const char *[]){ep, b_ep, NULL});
+    relay_start_ipc(&b, "b", (const char *[]){a_ep, NULL});
+    ASSERT_STR_CONTAINS(record_all_of(p, "loop", b.endpoint, NULL), "in a loop of relays");
+    void *ctx = zmq_ctx_new();
+    void *viewer = zmq_socket(ctx, ZMQ_SUB);
+    uint8_t topic[9] = {'B', 0x39, 0x30};
+    ASSERT_OK(zmq_connect(viewer, b.endpoint));
+    task_sleep_ms(300);
+    ASSERT_OK(zmq_setsockopt(viewer, ZMQ_SUBSCRIBE, topic, sizeof topic));
+    ASSERT_OK(zmq_setsockopt(viewer, ZMQ_UNSUBSCRIBE, topic, sizeof topic));
+    task_sleep_ms(2000);
+    zmq_close(viewer);
+    zmq_ctx_term(ctx);
+    const char *a_said = relay_stop(&a);
+    ASSERT_EQ(count_of(a_said, "warning: in a loop of relays"), 1);
+    ASSERT_LT(number_before(a_said, " messages from below"), 500);
+    ASSERT_LT(number_before(relay_stop(&b), " messages from below"), 500);
+}
+
 /* A publisher on a fixed endpoint, named to the relay, that stops and starts again (a rank
  * restarted by its launcher): the relay reconnects by itself and the viewer gets the new run whole.
  * The endpoint is an ipc path of this test's own: a tcp port, once free, could be taken by another

@@ -241,9 +241,10 @@ static int cmd_relay(int argc, char **argv) {
     verb_say("relay", "%" PRIu64 " batches (%.1f MB) went through from %zu publisher%s; %" PRIu64
              " subscription%s went up (of %" PRIu64 " messages from below); %" PRIu64 " clock requests answered; %" PRIu64 " summaries published; %" PRIu64
              " malformed messages dropped; %" PRIu64 " batches that came twice and %" PRIu64
-             " messages that went round a loop dropped%s%s",
+             " messages that went round a loop dropped; %" PRIu64 " subscriptions refused (%" PRIu64
+             " connections shut for them)%s%s",
              st.batches, (double)st.bytes / 1e6, st.upstreams, st.upstreams == 1 ? "" : "s", st.subscribes,
-             st.subscribes == 1 ? "" : "s", st.from_below, st.clock_answers, st.summaries, st.malformed, st.duplicates, st.looped,
+             st.subscribes == 1 ? "" : "s", st.from_below, st.clock_answers, st.summaries, st.malformed, st.duplicates, st.looped, st.refused, st.peers_shut,
              o.record && status == 0 ? "; recorded in " : "", o.record && status == 0 ? o.record : "");
     return status;
 }

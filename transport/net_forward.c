@@ -22,6 +22,7 @@ struct net_fwd {
     size_t n_seen;
     uint64_t loop_via;
     int in_loop; /* a message came back: unsubscriptions stop here */
+    size_t pending; /* requests passed up whose unsubscription has not followed */
 };
 
 net_fwd *net_fwd_new(uint64_t relay_id) {
@@ -124,6 +125,12 @@ static net_fwd_verdict up_request(net_fwd *f, int on, const uint8_t *t, size_t l
         return NET_FWD_LOOPED;
     if (hops == NET_HOPS_MAX)
         return NET_FWD_TOO_FAR;
+    if (on && f->pending == NET_FWD_PENDING)
+        return NET_FWD_REFUSED;
+    if (on)
+        f->pending++;
+    else if (f->pending > 0)
+        f->pending--;
     up_add(f, out, on, t, len, 1);
     return NET_FWD_PASS;
 }
@@ -152,6 +159,15 @@ static size_t topic_find(const net_fwd *f, const uint8_t *t, size_t len) {
     while (i < f->n_topics && (f->topics[i].len != len || memcmp(f->topics[i].t, t, len) != 0))
         i++;
     return i;
+}
+
+int net_fwd_ours(const uint8_t *note, size_t len) {
+    uint64_t x, y;
+    int keyframe;
+    if (len < 1 || note[0] > 1)
+        return 0;
+    return net_loss_decode(note + 1, len - 1, &x, &y) || net_clock_ask_decode(note + 1, len - 1, &x) ||
+           net_key_decode(note + 1, len - 1, &x) || topic_ours(note + 1, len - 1, &x, &keyframe);
 }
 
 net_fwd_verdict net_fwd_up_take(net_fwd *f, const uint8_t *note, size_t len, net_fwd_up *out) {

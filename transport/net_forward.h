@@ -10,7 +10,8 @@
  *
  * Up, the subscription notices of the subscribers below: the requests (loss reports, clock
  * requests, keyframe requests: net_loss.h, net_clock.h) go on with this relay's id appended, unless
- * their trail holds it already (a loop) or is full. A subscription to a topic of ours ("", 'B', 'S',
+ * their trail holds it already (a loop) or is full, or NET_FWD_PENDING of them wait for their
+ * unsubscription. A subscription to a topic of ours ("", 'B', 'S',
  * 'C', 'N', with or without a producer id) goes on the first time; again, while it is passed on
  * already, it becomes a keyframe request for that producer (or every one), so that the publishers
  * still answer a newcomer with a keyframe while a subscription that went round a loop of relays
@@ -30,7 +31,11 @@
 #include "net_loss.h"
 #include "net_topic.h"
 
-#define NET_FWD_TOPICS 1024     /* topics passed up at once */
+/* What a relay passes up stays within what a publisher (or relay) above lets one peer hold
+ * (NET_PEER_SUBS, net_peers.h), whatever its subscribers below send: so a flood below never gets
+ * the relay itself cut off above. */
+#define NET_FWD_TOPICS 512      /* topics passed up at once */
+#define NET_FWD_PENDING 256     /* requests passed up and not yet let go of */
 #define NET_FWD_PRODUCERS 4096  /* producers whose batches are followed for copies */
 #define NET_FWD_UP_MAX (1 + NET_LOSS_LEN + 8 * NET_HOPS_MAX) /* the longest message passed up */
 
@@ -63,6 +68,10 @@ net_fwd_verdict net_fwd_down(net_fwd *f, const uint8_t *topic, size_t tlen, cons
 /* A notice from below (1 or 0, then a topic: len bytes in all). On NET_FWD_PASS, *out says what to
  * send up (nothing, for a second subscription to a topic that needs no keyframe). */
 net_fwd_verdict net_fwd_up_take(net_fwd *f, const uint8_t *note, size_t len, net_fwd_up *out);
+
+/* Whether a notice (1 or 0, then a topic) is one synctop sends: a subscription to one of its
+ * topics, or a request with a trail. */
+int net_fwd_ours(const uint8_t *note, size_t len);
 
 /* The relay after this one in the trail of the first message that came back to it (0: none). */
 uint64_t net_fwd_loop_via(const net_fwd *f);

@@ -24,8 +24,10 @@
 #include "synctop/net.h"
 #include "clock.h"
 #include "net_bind.h"
+#include "net_forward.h"
 #include "net_loss.h"
 #include "net_monitor.h"
+#include "net_peers.h"
 #include "net_topic.h"
 #include "net_zap.h"
 
@@ -56,6 +58,7 @@ struct tp_pub {
     int sub_all, sub_batches, sub_mine;
     void *mon;       /* the socket's connection events, to count the connections */
     net_zap *zap;    /* the check of client keys, when it admits listed clients only */
+    net_peers *peers; /* what each peer's subscriptions hold (NULL: out of memory, unbounded) */
     int64_t accepted, handshakes, failures, disconnects;
     int tcp_port;    /* the port it listens on, 0 when not tcp */
     int lost_since_keyframe; /* a subscriber reported a loss since the last keyframe asked for */
@@ -67,6 +70,7 @@ struct tp_pub {
 
 #define LOSS_KEYFRAME_EVERY_S 1.0
 #define PUB_MAX_CONNECTIONS 64 /* open tcp connections, handshake done or not */
+#define PUB_NOTICES_PER_POLL 4096 /* subscription notices read by one tp_pub_poll */
 
 static int zmq_fail(err_msg *err, const char *what, const char *endpoint) {
     int e = zmq_errno();
@@ -98,6 +102,10 @@ static int configure(tp_pub *p, const tp_pub_opts *o, err_msg *err) {
     void *s = p->sock;
     int hwm = o->sndhwm > 0 ? o->sndhwm : 1000;
     if (set_int(s, ZMQ_LINGER, 0) != 0 || set_int(s, ZMQ_SNDHWM, hwm) != 0 ||
+        /* Subscriptions wait in the peer's queue, not ours: libzmq takes in (and holds) at most
+         * about this many of a connection's at each call, so a peer past its bound is shut
+         * before it can make us hold much more (net_peers.h). */
+        set_int(s, ZMQ_RCVHWM, NET_PEER_QUEUE) != 0 ||
         set_int(s, ZMQ_XPUB_NODROP, 1) != 0 || set_int(s, ZMQ_XPUB_VERBOSE, 1) != 0 ||
         /* A connection that has not finished its handshake within 2 s (a legitimate peer takes
          * milliseconds) is dropped, so raw connections cannot pile up and take the traced
@@ -182,11 +190,13 @@ static void read_connections(tp_pub *p) {
     uint32_t value;
     while (net_monitor_next(p->mon, &event, &value, NULL, 0)) {
         if (event == ZMQ_EVENT_ACCEPTED) {
+            net_peers_connected(p->peers, (int)value);
             if (++p->accepted - p->disconnects > PUB_MAX_CONNECTIONS)
                 shed(p, (int)value);
         } else if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             p->handshakes++;
         } else if (event == ZMQ_EVENT_DISCONNECTED) {
+            net_peers_disconnected(p->peers, (int)value);
             p->disconnects++;
         } else if (event != 0) {
             p->failures++;
@@ -238,6 +248,7 @@ tp_pub *tp_pub_new(const tp_pub_opts *opts, err_msg *err) {
         goto fail;
     if (bind_endpoint(p, err) < 0)
         goto fail;
+    p->peers = net_peers_new(p->endpoint);
     watch_connections(p);
     return p;
 fail:
@@ -269,6 +280,7 @@ void tp_pub_destroy(tp_pub **pp) {
             unlink(p->ipc_path);
     }
     net_zap_stop(&p->zap); /* in a forked child: its memory only */
+    net_peers_destroy(&p->peers);
     free(p);
     *pp = NULL;
 }
@@ -339,54 +351,65 @@ int tp_pub_send_wait(tp_pub *pub, const void *batch, size_t len, int timeout_ms)
     }
 }
 
+/* One notice from a peer, taken: whether it asks for a keyframe. */
+static int take_notice(tp_pub *pub, const uint8_t *note, size_t n) {
+    uint64_t producer, lost;
+    if (n > 1 && note[0] == 1 && net_key_decode(note + 1, n - 1, &producer))
+        /* a relay's second subscriber of batches it passes on already: a newcomer too */
+        return producer == 0 || producer == pub->producer;
+    if (n > 1 && note[0] == 1 && net_loss_decode(note + 1, n - 1, &producer, &lost)) {
+        /* A report is untrusted: it can add no more than was ever sent. */
+        if (producer == pub->producer && lost > 0) {
+            uint64_t room = pub->sent - pub->dropped;
+            pub->dropped += lost < room ? lost : room;
+            pub->lost_since_keyframe = 1;
+        }
+        return 0;
+    }
+    /* A notice is 1 and the topic on each subscribe (a new viewer: keyframe), 0 and the
+     * topic once nobody subscribes to it any more. Topics that are not batches of this
+     * producer (summaries, clock requests, other producers' batches) are not ours. */
+    if (n < 1 || n > 1 + NET_TOPIC_LEN || note[0] > 1)
+        return 0;
+    int on = note[0] == 1, *flag = NULL;
+    if (n == 1)
+        flag = &pub->sub_all;
+    else if (n == 2 && note[1] == NET_TOPIC_BATCH)
+        flag = &pub->sub_batches;
+    else if (n == 1 + NET_TOPIC_LEN && note[1] == NET_TOPIC_BATCH && pub->producer != 0 &&
+             net_loss_get_u64(note + 2) == pub->producer)
+        flag = &pub->sub_mine;
+    if (flag == NULL)
+        return 0;
+    *flag = on;
+    return on;
+}
+
 int tp_pub_poll(tp_pub *pub, int *keyframe) {
     int j = 0;
     read_connections(pub);
-    uint8_t note[1 + NET_LOSS_LEN + 8 * NET_HOPS_MAX];
-    for (;;) {
-        int n = zmq_recv(pub->sock, note, sizeof note, ZMQ_DONTWAIT);
-        if (n < 0) {
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    /* A bounded number a call: a peer that floods never holds the caller (the tracer's flush
+     * thread) here; what is left waits for the next call. */
+    for (int k = 0; k < PUB_NOTICES_PER_POLL; k++) {
+        if (zmq_msg_recv(&m, pub->sock, ZMQ_DONTWAIT) < 0) {
             if (zmq_errno() == EINTR)
                 continue;
             break;
         }
-        if (n > (int)sizeof note)
-            continue; /* cut: none of ours is that long */
-        uint64_t producer, lost;
-        if (n > 1 && note[0] == 1 && net_key_decode(note + 1, (size_t)n - 1, &producer)) {
-            /* a relay's second subscriber of batches it passes on already: a newcomer too */
-            if (producer == 0 || producer == pub->producer)
-                j = 1;
-            continue;
-        }
-        if (n > 1 && note[0] == 1 && net_loss_decode(note + 1, (size_t)n - 1, &producer, &lost)) {
-            /* A report is untrusted: it can add no more than was ever sent. */
-            if (producer == pub->producer && lost > 0) {
-                uint64_t room = pub->sent - pub->dropped;
-                pub->dropped += lost < room ? lost : room;
-                pub->lost_since_keyframe = 1;
-            }
-            continue;
-        }
-        /* A notice is 1 and the topic on each subscribe (a new viewer: keyframe), 0 and the
-         * topic once nobody subscribes to it any more. Topics that are not batches of this
-         * producer (summaries, clock requests, other producers' batches) are not ours. */
-        if (n < 1 || n > 1 + NET_TOPIC_LEN || note[0] > 1)
-            continue;
-        int on = note[0] == 1, *flag = NULL;
-        if (n == 1)
-            flag = &pub->sub_all;
-        else if (n == 2 && note[1] == NET_TOPIC_BATCH)
-            flag = &pub->sub_batches;
-        else if (n == 1 + NET_TOPIC_LEN && note[1] == NET_TOPIC_BATCH && pub->producer != 0 &&
-                 net_loss_get_u64(note + 2) == pub->producer)
-            flag = &pub->sub_mine;
-        if (flag == NULL)
-            continue;
-        *flag = on;
-        if (on)
-            j = 1;
+        const uint8_t *note = zmq_msg_data(&m);
+        size_t n = zmq_msg_size(&m);
+        /* what a peer makes libzmq hold is bounded: past it, its connections are shut */
+        int ours = !zmq_msg_more(&m) && net_fwd_ours(note, n);
+        if (!net_peers_note(pub->peers, &m, n > 0 && note[0] == 1, ours))
+            read_connections(pub); /* the ends of the connections it shut, before the next notice */
+        else if (ours)
+            j |= take_notice(pub, note, n);
+        while (zmq_msg_more(&m) && zmq_msg_recv(&m, pub->sock, ZMQ_DONTWAIT) >= 0)
+            ;
     }
+    zmq_msg_close(&m);
     if (pub->lost_since_keyframe) {
         double now = cm_now_s();
         if (pub->last_loss_keyframe == 0 || now - pub->last_loss_keyframe >= LOSS_KEYFRAME_EVERY_S) {
@@ -405,6 +428,10 @@ void tp_pub_stats_get(const tp_pub *pub, tp_pub_stats *out) {
     out->dropped = pub->dropped;
     out->bytes = pub->bytes;
     out->subscribers = live_subscribers(pub);
+    net_peers_stats ps;
+    net_peers_stats_get(pub->peers, &ps);
+    out->subs_dropped = ps.dropped;
+    out->peers_shut = ps.shut;
 }
 
 int tp_pub_send(tp_pub *pub, const void *batch, size_t len) {

@@ -47,6 +47,7 @@
 #include "net_forward.h"
 #include "net_monitor.h"
 #include "net_notice.h"
+#include "net_peers.h"
 #include "net_summary.h"
 #include "net_topic.h"
 #include "net_zap.h"
@@ -85,6 +86,8 @@ struct tp_relay {
     void *cap_proxy, *cap_reader; /* PUSH / PULL: copies of what went through */
     void *clk_pub;                /* PUB (reader thread's): clock answers and summaries, read by front */
     void *front_mon;              /* the front's handshake events (NULL: not watched) */
+    void *back_mon;               /* the back's connections (NULL: not watched) */
+    net_peers *peers;             /* what each subscriber's subscriptions hold (the proxy's) */
     uint64_t handshake_failures;  /* upstreams that refused the front's handshake */
     int client_refused;           /* the last one refused our client key (its ZAP handler said no) */
     char handshake_ep[TP_ENDPOINT_MAX]; /* where the last one was refused */
@@ -502,6 +505,7 @@ static int configure_front(tp_relay *r, void *k, const tp_relay_opts *o, err_msg
 static int configure_back(tp_relay *r, const tp_relay_opts *o, err_msg *err) {
     void *s = r->back;
     if (set_int(s, ZMQ_LINGER, 0) != 0 || set_int(s, ZMQ_SNDHWM, o->sndhwm > 0 ? o->sndhwm : 1000) != 0 ||
+        set_int(s, ZMQ_RCVHWM, NET_PEER_QUEUE) != 0 || /* as the publisher's: net_peers.h */
         set_int(s, ZMQ_XPUB_VERBOSE, 1) != 0 || set_int(s, ZMQ_HANDSHAKE_IVL, 2000) != 0 ||
         set_int(s, ZMQ_BACKLOG, 32) != 0 ||
         /* only subscriptions and loss reports come in */
@@ -606,6 +610,10 @@ tp_relay *tp_relay_new(const tp_relay_opts *opts, err_msg *err) {
     if (set_identity(r, &o, err) < 0 || configure_front(r, r->front, &o, err) < 0 || configure_back(r, &o, err) < 0 ||
         make_pairs(r, err) < 0)
         goto fail;
+    /* What a subscriber below may make libzmq hold is bounded (net_peers.h): the relay's memory is
+     * not a peer's to spend, nor, through it, the publishers' above. */
+    r->peers = net_peers_new(r->endpoint);
+    r->back_mon = net_monitor_open(r->ctx, r->back, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED);
     if ((r->fwd = net_fwd_new(r->id)) == NULL) {
         err_set(err, ERR_NOMEM, "out of memory");
         goto fail;
@@ -686,7 +694,8 @@ int tp_relay_connect(tp_relay *r, const char *endpoint, err_msg *err) {
     return 0;
 }
 
-/* Counts the refused handshakes that came (the caller's thread, the proxy's). */
+/* Counts the refused handshakes that came, and follows the subscribers' connections (the
+ * caller's thread, the proxy's). */
 static void read_handshakes(tp_relay *r) {
     uint16_t event;
     uint32_t value;
@@ -699,6 +708,11 @@ static void read_handshakes(tp_relay *r) {
              * is the client key, not the server's, that it refused */
             r->client_refused = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH && value >= 300 && value < 600;
         }
+    while (net_monitor_next(r->back_mon, &event, &value, NULL, 0))
+        if (event == ZMQ_EVENT_ACCEPTED)
+            net_peers_connected(r->peers, (int)value);
+        else if (event == ZMQ_EVENT_DISCONNECTED)
+            net_peers_disconnected(r->peers, (int)value);
 }
 
 const char *tp_relay_handshake_failed(const tp_relay *r) {
@@ -806,16 +820,22 @@ static int proxy_up(tp_relay *r) {
         proxy_drop(r, NET_FWD_REFUSED);
         return 1;
     }
+    const uint8_t *d = zmq_msg_data(m);
+    size_t len = zmq_msg_size(m);
+    if (!net_peers_note(r->peers, m, len > 0 && d[0] == 1, net_fwd_ours(d, len))) {
+        r->refused++;
+        read_handshakes(r); /* the ends of the connections it shut, before the next notice */
+        return 1;
+    }
     net_fwd_up out;
-    net_fwd_verdict v = net_fwd_up_take(r->fwd, zmq_msg_data(m), zmq_msg_size(m), &out);
+    net_fwd_verdict v = net_fwd_up_take(r->fwd, d, len, &out);
     if (v != NET_FWD_PASS) {
         proxy_drop(r, v);
         return 1;
     }
     for (int i = 0; i < out.n; i++)
         (void)zmq_send(r->front, out.msg[i], out.len[i], ZMQ_DONTWAIT);
-    const uint8_t *d = zmq_msg_data(m);
-    if (r->looped > 0 && zmq_msg_size(m) == 2 && d[0] == 1 && d[1] == NET_TOPIC_NOTICE)
+    if (r->looped > 0 && len == 2 && d[0] == 1 && d[1] == NET_TOPIC_NOTICE)
         notice_loop(r, LOOP_NOTICE_MIN_NS); /* a newcomer, subscribed already */
     return zmq_msg_send(m, r->cap_proxy, 0) < 0 && zmq_errno() == EINTR ? -1 : 1;
 }
@@ -855,6 +875,9 @@ void tp_relay_stats_get(const tp_relay *r, tp_relay_stats *out) {
     o->looped = r->looped;
     o->too_far = r->too_far;
     o->refused = r->refused;
+    net_peers_stats ps;
+    net_peers_stats_get(r->peers, &ps);
+    o->peers_shut = ps.shut;
     o->loop_via = net_fwd_loop_via(r->fwd);
     o->summarising = atomic_load(&((tp_relay *)r)->summarising);
     pthread_mutex_lock(&((tp_relay *)r)->mu);
@@ -890,6 +913,8 @@ int tp_relay_destroy(tp_relay **rp, err_msg *err) {
     tp_relay_stop(r);
     int rc = tp_recorder_close(&r->rec, err);
     net_monitor_close(r->front_mon, r->front);
+    net_monitor_close(r->back_mon, r->back);
+    net_peers_destroy(&r->peers);
     zmq_msg_close(&r->down_topic);
     zmq_msg_close(&r->down_body);
     zmq_msg_close(&r->up_note);

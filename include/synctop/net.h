@@ -165,6 +165,9 @@ typedef struct tp_pub_stats {
     uint64_t dropped; /* batches the subscribers reported lost, summed over them */
     uint64_t bytes;
     int subscribers;
+    uint64_t subs_dropped; /* subscriptions dropped: their peer went past what one may hold
+                              (1024), past what all may (4096), or sent one synctop never sends */
+    uint64_t peers_shut;   /* connections shut for them (libzmq then frees what they held) */
 } tp_pub_stats;
 void tp_pub_stats_get(const tp_pub *pub, tp_pub_stats *out);
 
@@ -426,8 +429,10 @@ typedef struct tp_relay_stats {
                                 this one (their trail holds its id) */
     uint64_t loop_via;       /* the relay after this one in the first such loop (0: none) */
     uint64_t too_far;        /* messages dropped past NET_HOPS_MAX relays (8) */
-    uint64_t refused;        /* subscriptions from below that are not synctop's, or past the
-                                topics it passes up (1024) */
+    uint64_t refused;        /* subscriptions from below dropped: not synctop's, past what one
+                                subscriber may hold (1024) or all may (4096), or past what it passes
+                                up (512 topics, 256 requests waiting to be let go of) */
+    uint64_t peers_shut;     /* subscribers' connections shut for them */
     int record_failed;       /* the recording stopped (tp_relay_record_error says why): the relay
                                 goes on relaying, and tells the subscribers below (tp_sub_notice) */
     size_t host_clocks;      /* hosts whose clocks the recording keeps (after tp_relay_stop) */

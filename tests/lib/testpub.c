@@ -6,7 +6,8 @@
  * each sending its own N events, their batches in turn.
  *
  * stdout: a first line `endpoint=E` (the endpoint actually bound, once it is bound) and a final
- * line `sent=N dropped=M events=E`. Exit status 0, 1 on failure, 2 on bad usage.
+ * line `sent=N dropped=M events=E subs_dropped=S peers_shut=P` (S subscriptions it dropped, P
+ * connections it shut for them). Exit status 0, 1 on failure, 2 on bad usage.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -243,7 +244,7 @@ int main(int argc, char **argv) {
     free(sys);
     free(lefts);
     tp_pub_destroy(&pub); /* waits up to --linger-ms for queued batches */
-    printf("sent=%" PRIu64 " dropped=%" PRIu64 " events=%" PRIu64 "\n", st.sent, st.dropped,
-           a.events * a.n_prod);
+    printf("sent=%" PRIu64 " dropped=%" PRIu64 " events=%" PRIu64 " subs_dropped=%" PRIu64 " peers_shut=%" PRIu64 "\n",
+           st.sent, st.dropped, a.events * a.n_prod, st.subs_dropped, st.peers_shut);
     return status;
 }

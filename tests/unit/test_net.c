@@ -28,6 +28,7 @@
 
 #include "synctop/codec.h"
 #include "synctop/net.h"
+#include "flood.h"
 #include "synth.h"
 #include "task.h"
 
@@ -51,6 +52,7 @@ typedef struct pubproc {
     FILE *out;
     char endpoint[TP_ENDPOINT_MAX];
     uint64_t sent, dropped, events;
+    uint64_t subs_dropped, peers_shut; /* 0 from a publisher that does not say them */
 } pubproc;
 
 static void testpub_start(pubproc *p, const char *const *args) {
@@ -90,8 +92,8 @@ static void testpub_finish(pubproc *p) {
     char line[256];
     int got = 0;
     while (fgets(line, sizeof line, p->out) != NULL)
-        if (sscanf(line, "sent=%" SCNu64 " dropped=%" SCNu64 " events=%" SCNu64, &p->sent,
-                   &p->dropped, &p->events) == 3)
+        if (sscanf(line, "sent=%" SCNu64 " dropped=%" SCNu64 " events=%" SCNu64 " subs_dropped=%" SCNu64
+                   " peers_shut=%" SCNu64, &p->sent, &p->dropped, &p->events, &p->subs_dropped, &p->peers_shut) >= 3)
             got = 1;
     fclose(p->out);
     int status;
@@ -985,6 +987,128 @@ TEST(reconnects_after_publisher_restart_on_same_port) {
     ASSERT_UEQ(st.received, p1.sent + p2.sent);
     ASSERT_UEQ(st.missed, 0);
     tp_sub_destroy(&sub);
+}
+
+/* ---- subscription floods ---- */
+
+/* The memory a flooded publisher may grow by: its peers' bounds allow a few MiB (4096
+ * subscriptions of at most ~100 bytes); sanitizers and a loaded machine cost many times that.
+ * Without the bounds the floods below took it past 1 GiB. */
+#define FLOOD_GROWTH_MAX_KIB (64 * 1024)
+
+/* Two peers flood a publisher with 300,000 distinct subscriptions each, one with 4,000-byte topics
+ * (the message cap is 4 KB), one with subscriptions of the form synctop sends (batches of
+ * producers that do not exist); a third subscriber is healthy. The publisher (its own process, its
+ * allocator keeping nothing back, so that its resident memory is what it holds) counts and drops
+ * what went past each flooder's bound and shuts its connections; its resident memory grows by no
+ * more than its bounds allow, and the healthy subscriber gets every event. */
+TEST(a_peer_flooding_subscriptions_is_cut_off_and_memory_stays_bounded) {
+    ASSERT_OK(setenv("ASAN_OPTIONS", "quarantine_size_mb=0:detect_leaks=0", 1));
+    tp_sub *sub = sub_new(NULL);
+    pubproc p;
+    testpub_start(&p, (const char *[]){"--endpoint", ipc_endpoint("flooded.sock"), "--events", "160000", "--batch",
+                                       "1000", "--rate", "20000", "--wait-subscribers", "1", NULL});
+    sub_connect(sub, p.endpoint);
+    err_msg err = {{0}};
+    tp_sub_msg m;
+    while (tp_sub_recv(sub, &m, 100, &err) != 1)
+        ;
+    long before = flood_rss_kib(p.pid), peak = before;
+    int done[2];
+    ASSERT_OK(pipe(done));
+    ASSERT_OK(fcntl(done[0], F_SETFL, O_NONBLOCK));
+    pid_t flooders[2] = {flood_start(p.endpoint, FLOOD_LONG, 300000, done[1]),
+                         flood_start(p.endpoint, FLOOD_BATCHES, 300000, done[1])};
+    uint64_t events = flood_receive(sub, &p.pid, &peak, 1, flooders, done[0]);
+    testpub_finish(&p);
+    fprintf(stderr, "publisher: %ld KiB before the floods, %ld KiB at most; %" PRIu64 " subscriptions dropped, %" PRIu64
+            " connections shut\n", before, peak, p.subs_dropped, p.peers_shut);
+    ASSERT_UEQ(events + 1000, 160000); /* the first batch came before the floods */
+    tp_sub_stats st;
+    tp_sub_stats_get(sub, &st);
+    ASSERT_UEQ(st.missed, 0);
+    ASSERT_GT(p.subs_dropped, 0);
+    ASSERT_GE(p.peers_shut, 2);
+    ASSERT_LT(peak - before, FLOOD_GROWTH_MAX_KIB);
+    close(done[0]);
+    close(done[1]);
+    tp_sub_destroy(&sub);
+}
+
+/* Subscribes sock to n producers' batches, from first on ('B' + id; on 0: unsubscribes). */
+static void subscribe_producers(void *sock, uint64_t first, int n, int on) {
+    for (int i = 0; i < n; i++) {
+        uint8_t t[9] = {'B'};
+        uint64_t id = first + (uint64_t)i;
+        memcpy(t + 1, &id, 8);
+        ASSERT_OK(zmq_setsockopt(sock, on ? ZMQ_SUBSCRIBE : ZMQ_UNSUBSCRIBE, t, sizeof t));
+    }
+}
+
+/* Polls until the publisher counts want subscribers (a subscription or unsubscription to every
+ * batch, "B", sent last: everything sent before it has been read). */
+static void poll_until(tp_pub *pub, int want) {
+    double t0 = now_s();
+    while (tp_pub_poll(pub, NULL) != want) {
+        ASSERT_LT(now_s() - t0, 20);
+        sleep_ms(2);
+    }
+}
+
+/* A SUB socket connected to pub whose own queue keeps every subscription (libzmq's default drops
+ * past 1000 waiting). */
+static void *sub_socket(void *ctx, tp_pub *pub) {
+    void *s = zmq_socket(ctx, ZMQ_SUB);
+    int unbounded = 0;
+    ASSERT_NOT_NULL(s);
+    ASSERT_OK(zmq_setsockopt(s, ZMQ_SNDHWM, &unbounded, sizeof unbounded));
+    ASSERT_OK(zmq_connect(s, tp_pub_endpoint(pub)));
+    return s;
+}
+
+/* What a peer may hold is what it holds now: a subscriber that subscribes to 1000 producers, lets
+ * go of them, subscribes to 1000 others, leaves, and comes back with 1000 more (3000 in all, its
+ * bound being 1024) is never cut off; one that holds 1100 at once is, and what went past its bound
+ * is counted. */
+TEST(a_peer_is_bounded_by_what_it_holds_not_what_it_ever_sent) {
+    tp_pub *pub = pub_new(&(tp_pub_opts){.endpoint = ipc_endpoint("bound.sock")});
+    void *ctx = zmq_ctx_new();
+    void *s = sub_socket(ctx, pub);
+    subscribe_producers(s, 1000, 1000, 1);
+    ASSERT_OK(zmq_setsockopt(s, ZMQ_SUBSCRIBE, "B", 1));
+    poll_until(pub, 1);
+    subscribe_producers(s, 1000, 1000, 0);
+    subscribe_producers(s, 2000, 1000, 1);
+    ASSERT_OK(zmq_setsockopt(s, ZMQ_UNSUBSCRIBE, "B", 1));
+    poll_until(pub, 0);
+    ASSERT_OK(zmq_setsockopt(s, ZMQ_SUBSCRIBE, "B", 1));
+    poll_until(pub, 1);
+    zmq_close(s); /* it leaves: its "B" goes with it */
+    poll_until(pub, 0);
+    s = sub_socket(ctx, pub);
+    subscribe_producers(s, 3000, 1000, 1);
+    ASSERT_OK(zmq_setsockopt(s, ZMQ_SUBSCRIBE, "B", 1));
+    poll_until(pub, 1);
+    tp_pub_stats st;
+    tp_pub_stats_get(pub, &st);
+    ASSERT_UEQ(st.subs_dropped, 0);
+    ASSERT_UEQ(st.peers_shut, 0);
+    zmq_close(s);
+    poll_until(pub, 0);
+    /* 1100 held at once: the 1025th is one too many, and the peer is cut off */
+    s = sub_socket(ctx, pub);
+    subscribe_producers(s, 5000, 1100, 1);
+    double t0 = now_s();
+    while (tp_pub_stats_get(pub, &st), st.peers_shut == 0) {
+        ASSERT_LT(now_s() - t0, 20);
+        tp_pub_poll(pub, NULL);
+        sleep_ms(2);
+    }
+    ASSERT_GE(st.subs_dropped, 1);
+    ASSERT_LE(st.subs_dropped, 1100 - 1024);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    tp_pub_destroy(&pub);
 }
 
 /* ---- CURVE ---- */

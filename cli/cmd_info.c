@@ -23,7 +23,7 @@
 #include "args.h"
 #include "verb.h"
 
-static const char *const drop_source_names[TP_DROP_MAX_] = {"?", "cupti", "tracer", "publisher"};
+static const char *const drop_source_names[TP_DROP_MAX_] = {"?", "cupti", "tracer", "publisher", "recorder"};
 
 static void info_usage(FILE *out) {
     fprintf(out,
@@ -70,6 +70,8 @@ static void put_time(FILE *out, uint64_t ns) {
 }
 
 static int has_drops(const traceinfo *ti) {
+    if (ti->unwritten_batches)
+        return 1;
     for (size_t i = 0; i < ti->n_prods; i++) {
         const ti_producer *p = &ti->prods[i];
         if (p->missed)
@@ -308,6 +310,9 @@ static void text_contents(FILE *out, const traceinfo *ti, const foreign *f) {
                                  " batches lost\n",
                             p->id, drop_source_names[s], p->drop_records[s], p->drop_batches[s]);
         }
+        if (ti->unwritten_batches)
+            fprintf(out, "  recorder: %" PRIu64 " batches (%" PRIu64 " events) received and not written\n",
+                    ti->unwritten_batches, ti->unwritten_events);
     }
     if (ti->n_probs == 0) {
         fputs("problems: none\n", out);
@@ -456,7 +461,9 @@ static void print_json(FILE *out, const char *path, const traceinfo *ti, const f
         fprintf(out, ", \"offset_ns\": %" PRId64 ", \"uncertainty_ns\": %" PRIu64 "}", ti->hostclocks[i].offset_ns,
                 ti->hostclocks[i].uncertainty_ns);
     }
-    fputs("], \"problems\": [", out);
+    fprintf(out, "], \"received_not_written\": {\"batches\": %" PRIu64 ", \"events\": %" PRIu64 "}",
+            ti->unwritten_batches, ti->unwritten_events);
+    fputs(", \"problems\": [", out);
     for (size_t i = 0; i < ti->n_probs; i++) {
         fprintf(out, "%s{\"offset\": %" PRIu64 ", \"length\": %" PRIu64 ", \"what\": ", i ? ", " : "",
                 ti->probs[i].offset, ti->probs[i].length);

@@ -401,6 +401,17 @@ static int cmd_record(int argc, char **argv) {
     tp_sub_stats ss;
     tp_sub_stats_get(sub, &ss);
     err_msg err = {{0}};
+    /* what was received and could not be written is said in the file too: counted once what the
+     * writer holds is in the file */
+    tp_recorder_flush(rec, &err);
+    tp_recorder_drain(rec);
+    tp_recorder_stats_get(rec, &ws);
+    uint64_t kept = atomic_load(&rc.refused_batches) + ws.in_file_batches,
+             kept_events = atomic_load(&rc.refused_events) + ws.in_file_events;
+    if (rc.received_batches > kept && !tp_recorder_failed(rec) &&
+        tp_recorder_add_unwritten(rec, rc.received_batches - kept,
+                                  rc.received_events > kept_events ? rc.received_events - kept_events : 0, &err) != 0)
+        verb_warn("record", "cannot note what was not written: %s", err.msg);
     if (tp_recorder_add_clocks(rec, sub, &err) < 0) {
         verb_error("record", "cannot write the hosts' clocks: %s", err.msg);
         status = 1;

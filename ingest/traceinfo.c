@@ -140,12 +140,17 @@ static ti_producer *ti_count(traceinfo *ti, const tp_findex_entry *e, int *nomem
     return p;
 }
 
-/* A recorder's notes (TP_PRODUCER_NOTES): the hosts' clocks it measured; the last word on a host
- * wins. */
+/* A recorder's notes (TP_PRODUCER_NOTES): the hosts' clocks it measured, the last word on a host
+ * winning, and what it received and could not write. */
 static void ti_notes(traceinfo *ti, tp_dec *d) {
     const tp_record *r;
     char host[sizeof ti->hostclocks[0].host];
     while ((r = tp_dec_next_record(d)) != NULL) {
+        if (r->head.kind == TP_K_DROPS && r->drops.source == TP_DROP_RECORDER) {
+            ti->unwritten_batches += r->drops.batches;
+            ti->unwritten_events += r->drops.records;
+            continue;
+        }
         if (r->head.kind != TP_K_HOSTCLOCK || tp_dec_string_copy(d, r->hostclock.host, host, sizeof host) < 0)
             continue;
         size_t h = 0;

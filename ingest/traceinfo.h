@@ -61,6 +61,8 @@ typedef struct traceinfo {
     uint64_t unreadable; /* batches that could not be read or decoded */
     ti_hostclock hostclocks[TI_MAX_HOSTCLOCKS]; /* the recorder's notes: not a producer */
     size_t n_hostclocks;
+    uint64_t unwritten_batches, unwritten_events; /* the recorder's note of what it received and
+                                                     could not write (TP_DROP_RECORDER) */
 } traceinfo;
 
 /* Reads the whole file. Returns 0, or a negative ERR_* code when the file cannot be read at all

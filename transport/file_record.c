@@ -288,6 +288,36 @@ int tp_recorder_add_clocks(tp_recorder *r, const tp_sub *sub, err_msg *err) {
     return rc != 0 ? rc : (int)hosts;
 }
 
+int tp_recorder_add_unwritten(tp_recorder *r, uint64_t batches, uint64_t events, err_msg *err) {
+    if (batches == 0)
+        return 0;
+    rec_quiesce(r);
+    if (atomic_load(&r->failed))
+        return rec_latched(r, err);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = TP_PRODUCER_NOTES});
+    if (enc == NULL)
+        return err_set(err, ERR_NOMEM, "out of memory");
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    tp_drops d = {.kind = TP_K_DROPS, .device = TP_NO_DEVICE, .source = TP_DROP_RECORDER,
+                  .ts = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec, .records = events,
+                  .batches = batches};
+    tp_buf note = {0};
+    int rc = tp_enc_add(enc, &d);
+    if (rc == 0)
+        rc = tp_enc_finish_flags(enc, TP_BF_SYNTHETIC, &note);
+    tp_enc_destroy(&enc);
+    if (rc != 0) {
+        tp_buf_free(&note);
+        return err_set(err, rc, "cannot encode the recorder's note");
+    }
+    err_msg e = {{0}};
+    if ((rc = tp_fwriter_append(r->w, note.data, note.len, &e)) != 0)
+        err_set(err, rec_latch(r, rc, &e), "%s", e.msg);
+    tp_buf_free(&note);
+    return rc;
+}
+
 int tp_recorder_close(tp_recorder **rp, err_msg *err) { return tp_recorder_close_stats(rp, NULL, err); }
 
 int tp_recorder_close_stats(tp_recorder **rp, tp_fwriter_stats *out, err_msg *err) {

@@ -88,7 +88,9 @@ enum tp_drop_source {
     TP_DROP_CUPTI = 1,     /* CUPTI's own dropped-records counter */
     TP_DROP_TRACER = 2,    /* the tracer's bounded queues were full */
     TP_DROP_PUBLISHER = 3, /* batches slow subscribers lost, as they reported them */
-    TP_DROP_MAX_ = 4
+    TP_DROP_RECORDER = 4,  /* a recorder's note: batches (and their events, as records) it received and
+                              could not write before it stopped */
+    TP_DROP_MAX_ = 5
 };
 
 /* Frame kinds (kept in flags): a native frame (module + pc, symbolized later), a Python frame

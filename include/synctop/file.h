@@ -146,6 +146,10 @@ void tp_recorder_stats_get(const tp_recorder *r, tp_fwriter_stats *out);
  * answered, nothing written), or, when there are some, the negative code that stopped the recording
  * (now or before; err says why). */
 int tp_recorder_add_clocks(tp_recorder *r, const struct tp_sub *sub, err_msg *err);
+/* A note at the end of the file (TP_PRODUCER_NOTES, a TP_K_DROPS of TP_DROP_RECORDER) of the
+ * batches, and their events, received and not written; nothing when batches is 0. Returns 0, or an
+ * ERR_* code (the recording failed: err says why). */
+int tp_recorder_add_unwritten(tp_recorder *r, uint64_t batches, uint64_t events, err_msg *err);
 /* Closes the file and frees r; 0, or ERR_IO when the recording had stopped (err says why), or the
  * error that closing met. *r is NULL after; NULL does nothing. */
 int tp_recorder_close(tp_recorder **r, err_msg *err);

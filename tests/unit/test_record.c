@@ -626,6 +626,14 @@ TEST(record_stopped_with_a_backlog_writes_or_counts_all_it_received) {
     if (not_written > 0)
         ASSERT_STR_CONTAINS(text, "received and not written");
     free(text);
+    /* the file says it too: what was sent and is not in it */
+    const char *info[] = {"info", "--json", file, NULL};
+    char *out = NULL;
+    ASSERT_EQ(run_synctop(info, &out, NULL), 0);
+    char want[96];
+    snprintf(want, sizeof want, "\"received_not_written\": {\"batches\": %" PRIu64 ", ", (uint64_t)sent - fc.batches);
+    ASSERT_STR_CONTAINS(out, want);
+    free(out);
 }
 
 /* A program killed outright never sends its last batch: the recorder sees its ipc socket go and

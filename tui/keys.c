@@ -27,7 +27,7 @@ static const binding k_bindings[] = {
     {VW_CMD_PAGE_DOWN, {VW_KEY_PGDN}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_HOME, {VW_KEY_HOME}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_END, {VW_KEY_END}, 1, NULL, 0, NULL, NULL, NULL},
-    {VW_CMD_ZOOM_IN, {'+', 'w', '='}, 0, "zoom in / out at the cursor (or the wheel); fit all", 3, "+-", "Zoom", "Zoom"},
+    {VW_CMD_ZOOM_IN, {'+', 'w', '='}, 0, "zoom in / out at the cursor (or ctrl+wheel); fit all", 3, "+-", "Zoom", "Zoom"},
     {VW_CMD_ZOOM_OUT, {'-', 's', '_'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_FIT, {'0'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_FIT_SEL, {'f'}, 0, "fit the window to the event under the cursor / mark it", 0, NULL, NULL, NULL},

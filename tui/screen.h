@@ -281,6 +281,7 @@ void vw_render_loading(const vw_state *v, vw_grid *g, const char *name, uint64_t
 /* ---- input ---- */
 
 enum { VW_MOUSE_CLICK = 1, VW_MOUSE_WHEEL_UP = 2, VW_MOUSE_WHEEL_DOWN = 3 };
+#define VW_MOUSE_CTRL 0x100 /* or'ed into a kind: ctrl was held */
 enum { VW_ACT_NONE = 0, VW_ACT_REDRAW = 1, VW_ACT_QUIT = 2 };
 
 /* Applies a key (a code point or VW_KEY_*) to the state for a w x h screen. */

@@ -239,6 +239,8 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
     return VW_ACT_REDRAW;
 }
 
+#define VW_WHEEL_ROWS 3 /* rows a notch of the wheel scrolls */
+
 int vw_mouse(vw_state *v, const st_store *s, int w, int h, int kind, int x, int y) {
     vw_layout L;
     vw_layout_for(v, s, w, h, &L);
@@ -250,10 +252,23 @@ int vw_mouse(vw_state *v, const st_store *s, int w, int h, int kind, int x, int 
     }
     int in_tl = x >= L.timeline.x && x < L.timeline.x + L.timeline.w && y >= L.lanes.y && y < L.lanes.y + L.lanes.h;
     uint64_t at = in_tl ? time_of(v, &L, x - L.timeline.x) : v->cursor;
-    if (kind == VW_MOUSE_WHEEL_UP || kind == VW_MOUSE_WHEEL_DOWN) {
+    int ctrl = (kind & VW_MOUSE_CTRL) != 0;
+    kind &= ~VW_MOUSE_CTRL;
+    if ((kind == VW_MOUSE_WHEEL_UP || kind == VW_MOUSE_WHEEL_DOWN) && ctrl) { /* ctrl+wheel zooms at the pointer */
         zoom(v, at, kind == VW_MOUSE_WHEEL_UP ? 0.5 : 2.0, (uint64_t)L.timeline.w);
         if (v->mode == VW_REPLAY && kind == VW_MOUSE_WHEEL_UP)
             v->follow = 0;
+        vw_state_settle(v, s, w, h);
+        return VW_ACT_REDRAW;
+    }
+    if (kind == VW_MOUSE_WHEEL_UP || kind == VW_MOUSE_WHEEL_DOWN) { /* the wheel scrolls what is under it */
+        int d = kind == VW_MOUSE_WHEEL_UP ? -VW_WHEEL_ROWS : VW_WHEEL_ROWS;
+        if (y >= L.stalls.y && y < L.stalls.y + L.stalls.h) {
+            v->stalls.sel += d;
+        } else {
+            v->row_scroll += d;
+            v->cursor_row += d;
+        }
         vw_state_settle(v, s, w, h);
         return VW_ACT_REDRAW;
     }

@@ -456,11 +456,26 @@ TEST(zoom_keeps_the_cursor_time_in_place_and_pans) {
     ASSERT(f.v.t0 > t0);
     key(&f, 'H');
     ASSERT_UEQ(f.v.t0, t0);
-    /* the mouse wheel zooms around the pointer */
+    /* ctrl+wheel zooms around the pointer; the wheel alone scrolls the lanes under it, not the time */
     render(&f, 120, 40);
     uint64_t before = f.v.t1 - f.v.t0;
-    vw_mouse(&f.v, f.s, 120, 40, VW_MOUSE_WHEEL_UP, 60, 6);
+    vw_mouse(&f.v, f.s, 120, 40, VW_MOUSE_WHEEL_UP | VW_MOUSE_CTRL, 60, 6);
     ASSERT(f.v.t1 - f.v.t0 < before);
+    fixture_close(&f);
+    /* sixteen ranks' lanes, more than the screen holds: a notch down scrolls them, up comes back */
+    fixture_open(&f, ranks_store(16, 2000));
+    render(&f, 120, 30); /* many ranks come folded */
+    key(&f, 'C');        /* every rank open */
+    render(&f, 120, 30);
+    vw_layout L;
+    vw_layout_for(&f.v, f.s, 120, 30, &L);
+    before = f.v.t1 - f.v.t0;
+    int rows_before = f.v.row_scroll;
+    vw_mouse(&f.v, f.s, 120, 30, VW_MOUSE_WHEEL_DOWN, 60, L.lanes.y + 1);
+    ASSERT_UEQ(f.v.t1 - f.v.t0, before);
+    ASSERT_GT(f.v.row_scroll, rows_before);
+    vw_mouse(&f.v, f.s, 120, 30, VW_MOUSE_WHEEL_UP, 60, L.lanes.y + 1);
+    ASSERT_EQ(f.v.row_scroll, rows_before);
     fixture_close(&f);
 }
 

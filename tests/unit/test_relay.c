@@ -1199,8 +1199,8 @@ TEST(a_peer_flooding_a_relay_is_cut_off_and_the_publisher_above_is_spared) {
     ASSERT_GE(number_before(said, " connections shut for them"), 2);
     /* the relay's bounds allow a few MiB; sanitizers and a loaded machine (libzmq takes in what a
      * flooder sends faster than an instrumented relay reads it) cost many times that: without the
-     * bounds it went past 1 GiB; under ASan it has reached 263 MiB */
-    ASSERT_LT(peak[0] - before[0], 512 * 1024);
+     * bounds it went past 1 GiB; under ASan it grows by about 265 MiB */
+    ASSERT_LT(peak[0] - before[0], 768 * 1024);
     ASSERT_LT(peak[1] - before[1], 32 * 1024);
     ASSERT_STR_CONTAINS(slurp(task_path("pub.out")), " subs_dropped=0 peers_shut=0");
     close(done[0]);

@@ -89,6 +89,14 @@ typedef struct recorder {
     double wait;        /* --wait */
 } recorder;
 
+/* The batches received and not in the file, nor refused by its writer: how many, and their events. */
+static uint64_t unwritten(const recorder *rc, const tp_fwriter_stats *ws, uint64_t *events) {
+    uint64_t kept = atomic_load(&rc->refused_batches) + ws->in_file_batches,
+             kept_events = atomic_load(&rc->refused_events) + ws->in_file_events;
+    *events = rc->received_events > kept_events ? rc->received_events - kept_events : 0;
+    return rc->received_batches > kept ? rc->received_batches - kept : 0;
+}
+
 /* The progress line (without its leading "\r" and trailing clear) and the final summary: what the
  * file holds (not what was received), and what was received and is not in it. */
 static void put_counts(FILE *out, const tp_fwriter_stats *ws, const tp_sub_stats *ss, const recorder *rc) {
@@ -98,11 +106,9 @@ static void put_counts(FILE *out, const tp_fwriter_stats *ws, const tp_sub_stats
             ws->dropped_records);
     if (ws->dropped_batches)
         fprintf(out, " (+ %" PRIu64 " batches)", ws->dropped_batches);
-    uint64_t kept = atomic_load(&rc->refused_batches) + ws->in_file_batches,
-             kept_events = atomic_load(&rc->refused_events) + ws->in_file_events;
-    if (rc->received_batches > kept)
-        fprintf(out, ", %" PRIu64 " batches (%" PRIu64 " events) received and not written",
-                rc->received_batches - kept, rc->received_events > kept_events ? rc->received_events - kept_events : 0);
+    uint64_t lost_events, lost = unwritten(rc, ws, &lost_events);
+    if (lost)
+        fprintf(out, ", %" PRIu64 " batches (%" PRIu64 " events) received and not written", lost, lost_events);
     uint64_t malformed = ss->malformed + atomic_load(&rc->malformed);
     if (malformed)
         fprintf(out, ", %" PRIu64 " malformed messages ignored", malformed);
@@ -406,11 +412,8 @@ static int cmd_record(int argc, char **argv) {
     tp_recorder_flush(rec, &err);
     tp_recorder_drain(rec);
     tp_recorder_stats_get(rec, &ws);
-    uint64_t kept = atomic_load(&rc.refused_batches) + ws.in_file_batches,
-             kept_events = atomic_load(&rc.refused_events) + ws.in_file_events;
-    if (rc.received_batches > kept && !tp_recorder_failed(rec) &&
-        tp_recorder_add_unwritten(rec, rc.received_batches - kept,
-                                  rc.received_events > kept_events ? rc.received_events - kept_events : 0, &err) != 0)
+    uint64_t lost_events, lost = unwritten(&rc, &ws, &lost_events);
+    if (lost && !tp_recorder_failed(rec) && tp_recorder_add_unwritten(rec, lost, lost_events, &err) != 0)
         verb_warn("record", "cannot note what was not written: %s", err.msg);
     if (tp_recorder_add_clocks(rec, sub, &err) < 0) {
         verb_error("record", "cannot write the hosts' clocks: %s", err.msg);

@@ -177,13 +177,13 @@ TEST(report_markdown_has_tables) {
  * "transformers/modeling_attn_mask_utils.py(243): _ignore_causal_mask_sdpa". */
 TEST(what_to_change_keeps_the_sites_file_and_line) {
     ASSERT_EQ(synctop("report --format markdown '" KINETO_TRACE_DIR "/qwen_h100_with_stack.json.gz'"), 0);
-    const char *todo = strstr(out_buf, "## What to change");
-    ASSERT_NOT_NULL(todo);
-    ASSERT_STR_CONTAINS(todo, "at transformers/modeling_attn_mask_utils.py:243 _ignore_causal_mask_sdpa");
+    const char *advice = strstr(out_buf, "## What to change");
+    ASSERT_NOT_NULL(advice);
+    ASSERT_STR_CONTAINS(advice, "at transformers/modeling_attn_mask_utils.py:243 _ignore_causal_mask_sdpa");
     ASSERT_EQ(synctop("report '" KINETO_TRACE_DIR "/qwen_h100_with_stack.json.gz'"), 0);
-    todo = strstr(out_buf, "What to change");
-    ASSERT_NOT_NULL(todo);
-    ASSERT_STR_CONTAINS(todo, ".../modeling_attn_mask_utils.py:243 _ignore_causal_mask_sdpa");
+    advice = strstr(out_buf, "What to change");
+    ASSERT_NOT_NULL(advice);
+    ASSERT_STR_CONTAINS(advice, ".../modeling_attn_mask_utils.py:243 _ignore_causal_mask_sdpa");
 }
 
 /* Two call sites that read the same (profile.py:34 run_torch_profiler, both in cudaDeviceSynchronize)

@@ -40,6 +40,7 @@
 #include "clock.h"
 #include "live.h"
 #include "args.h"
+#include "inject.h"
 #include "verb.h"
 #include "viewer.h"
 
@@ -230,32 +231,6 @@ static int run_tick(void *ctx) {
 }
 
 /* ---- the environment of the command ---- */
-
-static int find_tracer(char *out, size_t outlen) {
-    const char *env = getenv("SYNCTOP_TRACER");
-    if (env != NULL && *env != '\0') {
-        snprintf(out, outlen, "%s", env);
-        return access(out, R_OK) == 0 ? 0 : -1;
-    }
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return -1;
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash == NULL)
-        return -1;
-    *slash = '\0';
-    const char *rel[] = {"tracer/libsynctop-tracer.so", "../lib/synctop/libsynctop-tracer.so",
-                         "../lib64/synctop/libsynctop-tracer.so", "libsynctop-tracer.so"};
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-        char path[PATH_MAX + 64];
-        snprintf(path, sizeof path, "%s/%s", self, rel[i]);
-        if (access(path, R_OK) == 0 && realpath(path, out) != NULL)
-            return 0;
-    }
-    return -1;
-}
 
 static void set_default(const char *name, const char *value) {
     const char *cur = getenv(name);
@@ -576,8 +551,8 @@ static int cmd_run(int argc, char **argv) {
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
         a.no_tui = 1;
     char tracer[PATH_MAX];
-    if (find_tracer(tracer, sizeof tracer) != 0)
-        return verb_error("run", "cannot find libsynctop-tracer.so next to synctop (set "
+    if (ij_find_tracer(tracer, sizeof tracer) != 0)
+        return verb_error("run", "cannot find libsynctop-tracer.so where synctop is installed (set "
                                  "SYNCTOP_TRACER=/path/to/libsynctop-tracer.so)");
     char listen_ep[TP_ENDPOINT_MAX] = "";
     err_msg err = {{0}};

@@ -334,8 +334,9 @@ int ij_find_tracer(char *out, size_t outlen) {
     if (slash == NULL)
         return ERR_NOENT;
     *slash = '\0';
-    static const char *const rel[] = {"tracer/libsynctop-tracer.so", "../lib/synctop/libsynctop-tracer.so",
-                                      "../lib64/synctop/libsynctop-tracer.so", "libsynctop-tracer.so"};
+    /* Installed: the directory the build compiled in, relative to the binary's (cmake --install,
+     * the Debian package and the wheel keep it); in a build tree: tracer/ beside the binary. */
+    static const char *const rel[] = {SYNCTOP_TRACER_RELDIR "/libsynctop-tracer.so", "tracer/libsynctop-tracer.so"};
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
         char path[PATH_MAX + 64], real[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", self, rel[i]);

@@ -118,8 +118,8 @@ int ij_inject(long pid, const char *tracer_path, const ij_opts *o, ij_report *r,
  * its endpoint is gone. 0, IJ_NOT_TRACING, or a negative code as for ij_inject. */
 int ij_detach(long pid, const ij_opts *o, ij_report *r, err_msg *err);
 
-/* The tracer library beside this program (build tree: tracer/, installed: ../lib/synctop/) or
- * named by SYNCTOP_TRACER, as an absolute path; 0 or ERR_NOENT. */
+/* The tracer library beside this program (installed: the tracer directory the build compiled in,
+ * relative to the binary's; build tree: tracer/) or named by SYNCTOP_TRACER, as an absolute path; 0 or ERR_NOENT. */
 int ij_find_tracer(char *out, size_t outlen);
 
 /* Whether this build can inject at all (x86-64 or aarch64 Linux). */

@@ -51,7 +51,7 @@ static void report_usage(FILE *out) {
             "                     .json[.gz] trace (several: one per rank), an Nsight\n"
             "                     Systems SQLite export, or a live publisher (PID,\n"
             "                     HOST:PORT, tcp://..., ipc://...) recorded until its\n"
-            "                     program ends or Ctrl-C\n"
+            "                     program ends or Ctrl-C; - reads standard input\n"
             "  --format F         text (default), json, markdown\n"
             "  --hta              Holistic Trace Analysis' idle time breakdown (host_wait,\n"
             "                     kernel_wait, other per stream, with the idle intervals'\n"

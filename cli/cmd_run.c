@@ -2,8 +2,8 @@
  * `synctop run`: runs a command with the tracer injected, listens to every traced process it
  * starts, and, once the command has ended, sums up where its host threads waited for the GPU.
  *
- * The tracer is found next to this binary (build tree: tracer/, install: ../lib/synctop/) or
- * named by SYNCTOP_TRACER. Each traced process publishes on its own default endpoint
+ * The tracer is found relative to this binary (ij_find_tracer: installed, the directory the build
+ * compiled in; build tree: tracer/) or named by SYNCTOP_TRACER. Each traced process publishes on its own default endpoint
  * (PID.sock in the private endpoint directory); run finds those of the command's descendants as
  * they appear, so wrappers, launchers and several GPU processes are all heard. The tracer is told
  * to wait (bounded) for run to subscribe before the program goes on, so nothing is missed at the

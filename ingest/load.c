@@ -173,6 +173,10 @@ ingest_loader *ingest_open(st_store *s, const char *path, ingest_warn_fn warn, v
 
 ingest_loader *ingest_open_max(st_store *s, const char *path, uint64_t max_events, ingest_warn_fn warn, void *ctx,
                                err_msg *err) {
+    /* "-" is standard input, opened again by name: a regular file (a redirection, a memfd) is read
+     * from its start and by offsets as any file, an SQLite export too; a pipe is read as it comes. */
+    if (strcmp(path, "-") == 0)
+        path = "/dev/stdin";
     ingest_loader *ld = calloc(1, sizeof *ld);
     if (ld == NULL || (ld->path = strdup(path)) == NULL) {
         free(ld);

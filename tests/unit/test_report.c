@@ -217,6 +217,24 @@ TEST(sites_that_read_the_same_show_the_frame_that_tells_them_apart) {
                 TASK_FAIL_("two rows name the same call site: %s", cells[i]);
 }
 
+/* "-" reads the trace from standard input: a file redirected there and a pipe give the report
+ * the file's path gives, but for the first line, which names the source. */
+TEST(report_reads_standard_input) {
+    ASSERT_EQ(synctop("report " ALEXNET), 0);
+    const char *by_path = strchr(out_buf, '\n');
+    ASSERT_NOT_NULL(by_path);
+    char *want = strdup(by_path);
+    ASSERT_STR_CONTAINS(want, "host blocked 6612.315 ms in 52 calls");
+    ASSERT_EQ(synctop("report - < " ALEXNET), 0);
+    ASSERT_STR_CONTAINS(out_buf, "synctop report: -\n");
+    ASSERT_STR_EQ(strchr(out_buf, '\n'), want);
+    ASSERT_EQ(synctop("report - < /dev/stdin < " ALEXNET), 0);
+    ASSERT_STR_EQ(strchr(out_buf, '\n'), want);
+    ASSERT_EQ(synctop("report - < /dev/null"), 1);
+    ASSERT_STR_CONTAINS(out_buf, "/dev/stdin");
+    free(want);
+}
+
 TEST(report_hta_output) {
     ASSERT_EQ(synctop("report --hta " SINGLE), 0);
     ASSERT_STR_CONTAINS(out_buf, "HTA idle time breakdown");

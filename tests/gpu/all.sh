@@ -7,7 +7,8 @@
 # reports of its scripts) and traces.tar (the recorded samples/traces/*.trace, to commit).
 #
 # usage: tests/gpu/all.sh BUILD_DIR OUTDIR [STEP...]
-#   STEP: probe, run, attach, overhead (default: all four, in that order). The four together may
+#   STEP: probe, run, attach, overhead, wheel (default: the first four, in that order; wheel: the
+#   wheel pack.sh made, with the machine's PyTorch, tests/gpu/wheel.sh). The four together may
 #   outlast one 10-minute call of the device runner: `probe run attach` in one, `overhead` in the
 #   next. RUNS=5 for overhead.sh.
 # BUILD_DIR is the build/ of a folder made by tests/gpu/pack.sh, its env.sh sourced (run.sh says
@@ -47,6 +48,17 @@ for step in "$@"; do
         rc=$?
         tail -40 "$out/run.log"
         ;;
+    wheel)
+        whl=$(ls "$(dirname "$build")"/wheel/synctop-*.whl 2>/dev/null | head -1)
+        if [ -z "$whl" ]; then
+            echo "all.sh: no wheel in $(dirname "$build")/wheel (pack.sh makes one where PyPI is reachable)" >"$out/wheel.log"
+            rc=2
+        else
+            "$root/tests/gpu/wheel.sh" "$whl" "$out/wheel" >"$out/wheel.log" 2>&1
+            rc=$?
+        fi
+        tail -20 "$out/wheel.log"
+        ;;
     attach)
         "$root/tests/gpu/attach.sh" "$build" >"$out/attach.log" 2>&1
         rc=$?
@@ -58,7 +70,7 @@ for step in "$@"; do
         cat "$out/overhead.log"
         ;;
     *)
-        echo "all.sh: no step $step (probe, run, attach, overhead)" >&2
+        echo "all.sh: no step $step (probe, run, attach, overhead, wheel)" >&2
         rc=2
         ;;
     esac

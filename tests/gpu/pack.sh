@@ -9,6 +9,7 @@
 #                own needs, libzstd, libdw, ncurses, yajl, ...)
 #   DIR/probe/   the gpu-probe's sources (../shared/gpu-probe beside this checkout, or
 #                SYNCTOP_PROBE_SRC), which travel only this way; tests/gpu/probe.sh builds and runs it
+#   DIR/wheel/   the Python wheel (bootstrap --wheel), for tests/gpu/wheel.sh
 #   DIR/env.sh   sourced there: puts on LD_LIBRARY_PATH those of DIR/lib that the machine lacks,
 #                and only those, so the traced programs (PyTorch) keep their own versions of the rest
 #
@@ -59,6 +60,12 @@ done | sort -u | while read -r name path; do
     *) cp -L "$path" "$dir/lib/$name" ;;
     esac
 done
+
+# The wheel, for tests/gpu/wheel.sh (needs PyPI here for its build tools).
+if ! SYNCTOP_BUILD_DIR="$root/build-gpu-wheel" SYNCTOP_DIST_DIR="$dir/wheel" "$root/bootstrap" --wheel \
+    >"$build/wheel.log" 2>&1; then
+    echo "pack.sh: no wheel (bootstrap --wheel failed, see $build/wheel.log): all.sh's wheel step will refuse" >&2
+fi
 
 {
     echo "packed by tests/gpu/pack.sh on $(uname -n), $(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -485,6 +485,8 @@ static int info_one(const char *path, int json) {
         rc = f ? load_foreign(path, kind == INGEST_NSYS, &ti, f, &err) : err_set(&err, ERR_NOMEM, "out of memory");
     } else {
         rc = traceinfo_load(&ti, path, &err);
+        if (rc != 0 && kind == 0 && access(path, R_OK) == 0)
+            rc = ingest_unreadable(path, &err); /* what it is, when it is no kind synctop reads */
     }
     if (rc != 0) {
         free(f);

@@ -502,6 +502,19 @@ static int report_parse(int argc, char **argv, report_run *run) {
     return -1;
 }
 
+/* The kind of a file source, as the report speaks of it (RP_SRC_*). Standard input that is a
+ * regular file is looked at again from its start; a pipe can only be a profiler trace. */
+static unsigned source_kind(const char *spec) {
+    struct stat st;
+    if (strcmp(spec, "-") == 0 && (fstat(STDIN_FILENO, &st) != 0 || !S_ISREG(st.st_mode)))
+        return RP_SRC_KINETO;
+    switch (ingest_kind(strcmp(spec, "-") == 0 ? "/dev/stdin" : spec)) {
+    case INGEST_KINETO: return RP_SRC_KINETO;
+    case INGEST_NSYS: return RP_SRC_NSYS;
+    default: return RP_SRC_TRACER;
+    }
+}
+
 /* The sources into one store: the files read, then the live sources recorded; the store committed
  * and its native call sites put to file:line. 0, or the verb's status with the reason said. */
 static int report_load(report_run *run) {
@@ -514,9 +527,12 @@ static int report_load(report_run *run) {
             live[n_live++] = run->sources[i];
             continue;
         }
+        run->ro.sources |= source_kind(run->sources[i]);
         if (ingest_file_max(run->s, run->sources[i], run->max_events, verb_warn_cb, "report", &run->err) != 0)
             return verb_error("report", "%s", run->err.msg);
     }
+    if (n_live > 0)
+        run->ro.sources |= RP_SRC_TRACER;
     int status = n_live > 0 ? record_live(run->s, live, n_live, run->server_key, run->client_key, run->wait_s) : 0;
     if (status != 0)
         return status;

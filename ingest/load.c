@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -89,6 +90,30 @@ int ingest_kind(const char *path) {
     }
 }
 
+static int ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && strcasecmp(s + n - t, tail) == 0;
+}
+
+/* Why an input of no kind synctop reads is refused: Nsight Systems' own report files are named
+ * with what turns them into one that it reads. */
+int ingest_unreadable(const char *path, err_msg *err) {
+    if (ends_with(path, ".nsys-rep") || ends_with(path, ".qdrep"))
+        return err_set(err, ERR_UNSUPPORTED,
+                       "%s: an Nsight Systems report, which synctop reads once exported to SQLite: "
+                       "nsys export --type sqlite %s (then give it the .sqlite file)",
+                       path, path);
+    if (ends_with(path, ".qdstrm"))
+        return err_set(err, ERR_UNSUPPORTED,
+                       "%s: an Nsight Systems capture that was never turned into a report: open it in Nsight "
+                       "Systems (or its QdstrmImporter) to make a .nsys-rep, then nsys export --type sqlite",
+                       path);
+    return err_set(err, ERR_UNSUPPORTED,
+                   "%s: neither a synctop trace file, an Nsight Systems SQLite export nor a PyTorch profiler "
+                   "(Kineto) JSON, plain or gzip",
+                   path);
+}
+
 /* Opens the input and tells its kind from its first bytes. The descriptor and the bytes read stay
  * with the loader for the trace file's reader or the Kineto importer; an Nsight Systems export is
  * opened again by path (SQLite opens its files itself). Never blocks in open(): a FIFO nobody
@@ -112,10 +137,7 @@ static int sniff(ingest_loader *ld, const char *path, err_msg *err) {
     int trace = ld->kind == SRC_TRACE, sqlite = ld->kind == SRC_NSYS;
     if (ld->kind == 0) {
         close(fd);
-        return err_set(err, ERR_UNSUPPORTED,
-                       "%s: neither a synctop trace file, an Nsight Systems SQLite export nor a PyTorch profiler "
-                       "(Kineto) JSON, plain or gzip",
-                       path);
+        return ingest_unreadable(path, err);
     }
     if (S_ISREG(st.st_mode) && !sqlite) {
         ld->fd = fd;

@@ -18,6 +18,9 @@ typedef void (*ingest_warn_fn)(void *ctx, const char *msg);
  * gzip) or an SQLite database (an Nsight Systems export); 0 when none of them, or unreadable. */
 enum { INGEST_TRACE = 1, INGEST_KINETO, INGEST_NSYS };
 int ingest_kind(const char *path);
+/* Sets err to why path, of no kind synctop reads, is refused (Nsight Systems' own report files
+ * are named with the command that exports them) and returns ERR_UNSUPPORTED. */
+int ingest_unreadable(const char *path, err_msg *err);
 
 /* Loads a whole source, then commits and shrinks the store. Damaged batches of a trace file are
  * skipped (warn, if not NULL, is called for each). */

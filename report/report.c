@@ -803,6 +803,24 @@ static const char *site_where(const char *texts, const st_store *s, const an_res
     return buf;
 }
 
+/* Why calls have no call site, and how to get one, by the kinds of input they came from. */
+static void untaken_note(FILE *out, unsigned sources) {
+    char msg[1024];
+    int n = snprintf(msg, sizeof msg, "(no \"at\" line: no call site was taken for those calls, grouped by API");
+    if (sources & RP_SRC_NSYS)
+        n += snprintf(msg + n, sizeof msg - (size_t)n,
+                      "; the Nsight Systems export holds no backtrace of them: record with `nsys profile "
+                      "--cudabacktrace=all --python-backtrace=cuda ...`");
+    if (sources & RP_SRC_KINETO)
+        n += snprintf(msg + n, sizeof msg - (size_t)n,
+                      "; in a profiler trace, they ran outside any operator or Python frame it recorded "
+                      "(with_stack=True records the Python lines)");
+    if (sources & RP_SRC_TRACER || sources == 0)
+        n += snprintf(msg + n, sizeof msg - (size_t)n, "; the tracer could not walk the caller's stack");
+    snprintf(msg + n, sizeof msg - (size_t)n, ")");
+    wrap(out, 2, 3, msg);
+}
+
 static void text_sites(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, const char *wheres,
                        int md) {
     char where[512], cell[600], label[200], api[256], line[2048], rk[48];
@@ -860,8 +878,7 @@ static void text_sites(FILE *out, const st_store *s, const an_result *r, const r
     if (r->n_sites > top)
         fprintf(out, md ? "\n(%zu more call sites)\n" : "  (%zu more call sites)\n", r->n_sites - top);
     if (any_untaken && !md)
-        wrap(out, 2, 3, "(no \"at\" line: no call site was taken for those calls; in an imported profiler "
-                        "trace, they ran outside any operator or Python frame it recorded. They are grouped by API)");
+        untaken_note(out, o->sources);
 }
 
 /* GPU utilisation: a label too wide for its column gets a line of its own. */

@@ -32,7 +32,10 @@ typedef struct rp_opts {
     const an_diff *diff;   /* against a baseline run; NULL: none */
     const char *baseline;  /* what the baseline was read from */
     const an_ranks *ranks; /* per rank figures and the stragglers at collectives; NULL: not asked */
+    unsigned sources;      /* RP_SRC_* bits: the kinds of input, for what is said of calls without a site */
 } rp_opts;
+
+enum { RP_SRC_KINETO = 1u, RP_SRC_NSYS = 2u, RP_SRC_TRACER = 4u };
 
 /* Writes the report. Returns 0, or -1 when out could not be written. */
 int rp_write(FILE *out, const st_store *s, const an_result *r, const rp_opts *o);

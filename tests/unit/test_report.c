@@ -235,6 +235,44 @@ TEST(report_reads_standard_input) {
     free(want);
 }
 
+/* Calls without a call site say how to get one, by where they came from: an Nsight export whose
+ * CUDA runtime rows carry no callchainId (cloverleaf: 3048 rows, 0 with one; saxpy_mpi: 38 of 95,
+ * every blocking call among them, by SQL on the files), a profiler trace without stacks (resnet). */
+TEST(report_says_how_to_record_call_sites_for_the_calls_without_one) {
+    ASSERT_EQ(synctop("report '" NSYS_TRACE_DIR "/cloverleaf_a100_perlmutter.sqlite'"), 0);
+    ASSERT_STR_CONTAINS(out_buf, "Nsight Systems export holds no backtrace of them: record with `nsys profile\n"
+                                 "   --cudabacktrace=all --python-backtrace=cuda ...`)");
+    ASSERT(strstr(out_buf, "with_stack=True") == NULL);
+    ASSERT_EQ(synctop("report '" NSYS_TRACE_DIR "/saxpy_mpi_a100_rank0.sqlite'"), 0);
+    ASSERT(strstr(out_buf, "no call site was taken") == NULL);
+    ASSERT_EQ(synctop("report '" KINETO_TRACE_DIR "/resnet_2080ti_two_threads.json.gz'"), 0);
+    ASSERT_STR_CONTAINS(out_buf, "(with_stack=True records the Python lines))");
+    ASSERT(strstr(out_buf, "cudabacktrace") == NULL);
+}
+
+/* Nsight Systems' own report files are not read, but named with the command that makes one that
+ * is. */
+TEST(report_names_the_export_an_nsight_report_needs) {
+    static const char *const names[] = {"a.nsys-rep", "b.QDREP", "c.qdstrm"};
+    static const char *const says[] = {"an Nsight Systems report, which synctop reads once exported to SQLite: "
+                                       "nsys export --type sqlite ",
+                                       "an Nsight Systems report", "never turned into a report"};
+    for (size_t i = 0; i < 3; i++) {
+        const char *path = task_path(names[i]);
+        FILE *f = fopen(path, "wb");
+        ASSERT_NOT_NULL(f);
+        fputs("QDSTRM\x01\x02 not a format synctop reads", f);
+        fclose(f);
+        char args[1024];
+        snprintf(args, sizeof args, "report '%s'", path);
+        ASSERT_EQ(synctop(args), 1);
+        ASSERT_STR_CONTAINS(out_buf, says[i]);
+        snprintf(args, sizeof args, "info '%s'", path);
+        ASSERT_EQ(synctop(args), 1);
+        ASSERT_STR_CONTAINS(out_buf, says[i]);
+    }
+}
+
 TEST(report_hta_output) {
     ASSERT_EQ(synctop("report --hta " SINGLE), 0);
     ASSERT_STR_CONTAINS(out_buf, "HTA idle time breakdown");

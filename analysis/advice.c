@@ -8,8 +8,10 @@
 
 #include "synctop/sanitize.h"
 
+/* Each fix's change in words for any CUDA program, and where PyTorch has its own way, in its
+ * words too (torch_change, used when the trace shows PyTorch). */
 static const struct {
-    const char *name, *cause, *change;
+    const char *name, *cause, *change, *torch_change;
 } k_fixes[AN_FIX_N_] = {
     [AN_FIX_NONE] = {"none", "", ""},
     [AN_FIX_ITEM] = {"item", ".item() / float() / int() of a CUDA tensor",
@@ -30,17 +32,21 @@ static const struct {
                             "Take it out of the loop; to time GPU work, record CUDA events and read their elapsed "
                             "time later"},
     [AN_FIX_EVENT_SYNC] = {"event-sync", "the host waiting on a CUDA event",
+                           "Let the consuming stream wait instead (cudaStreamWaitEvent) and read results later",
                            "Let the consuming stream wait instead (stream.wait_event / cudaStreamWaitEvent) and read "
                            "results later"},
     [AN_FIX_STREAM_SYNC] = {"stream-sync", "a stream synchronize",
                             "Synchronize only where the host needs the results, as late as possible, with more work "
                             "queued first"},
     [AN_FIX_PAGEABLE] = {"pageable-copy", "an \"async\" copy through pageable host memory",
+                         "Copy from pinned memory (cudaMallocHost, or cudaHostRegister on the buffer), "
+                         "asynchronously",
                          "Copy from pinned memory, asynchronously (in PyTorch: pin_memory=True in the DataLoader, "
                          "tensor.pin_memory(), non_blocking=True)"},
     [AN_FIX_SYNC_COPY] = {"sync-copy", "a synchronous copy",
                           "Copy asynchronously from pinned memory and wait with an event where the data is needed"},
     [AN_FIX_ALLOC] = {"alloc", "cudaFree / cudaMalloc in the loop",
+                      "Reuse buffers: allocate once, outside the loop (or from a pool: cudaMallocAsync)",
                       "Reuse buffers, and let the caching allocator keep its memory (in PyTorch: no "
                       "torch.cuda.empty_cache() in the loop)"},
     [AN_FIX_QUERY] = {"query-polling", "polling a stream or an event from the host",
@@ -51,10 +57,40 @@ static const struct {
                       "pin_memory=True, a larger prefetch_factor, or the preprocessing on the GPU"},
     [AN_FIX_HOST] = {"host-work", "host work between GPU work",
                      "Queue the GPU's next work before this host work, move it to another thread or process, or "
+                     "make it cheaper; launch overhead shrinks with CUDA graphs",
+                     "Queue the GPU's next work before this host work, move it to another thread or process, or "
                      "make it cheaper; launch overhead shrinks with CUDA graphs or torch.compile"},
 };
 
 const char *an_fix_name(int fix) { return fix >= 0 && fix < AN_FIX_N_ ? k_fixes[fix].name : "none"; }
+
+/* A name only PyTorch gives: its operators, its modules' and libraries' paths, its step ranges. */
+static int torch_name(const char *n) {
+    return strncmp(n, "aten::", 6) == 0 || strstr(n, "torch/") != NULL || strstr(n, "libtorch") != NULL ||
+           strstr(n, "libc10") != NULL || strstr(n, "at::native::") != NULL || strncmp(n, "ProfilerStep#", 13) == 0 ||
+           strncmp(n, "torch.", 6) == 0;
+}
+
+int an_trace_uses_pytorch(const st_store *s) {
+    /* A store only grows its strings: each thread looks at the ones it has not seen, once. */
+    static _Thread_local const st_store *seen_store;
+    static _Thread_local size_t seen;
+    static _Thread_local int found;
+    if (seen_store != s) {
+        seen_store = s;
+        seen = 1;
+        found = 0;
+    }
+    size_t n = st_str_count(s);
+    for (; !found && seen < n; seen++)
+        found = torch_name(st_str(s, (uint32_t)seen));
+    return found;
+}
+
+static const char *change_of(const st_store *s, int fix) {
+    return k_fixes[fix].torch_change != NULL && an_trace_uses_pytorch(s) ? k_fixes[fix].torch_change
+                                                                         : k_fixes[fix].change;
+}
 
 /* The op a frame names, PyTorch's own name ("aten::item") or its C++ kernel's
  * ("at::native::_local_scalar_dense_cuda"). */
@@ -118,7 +154,7 @@ void an_advise(const st_store *s, const an_site *site, an_advice *out) {
     }
     out->fix = fix;
     out->cause = k_fixes[fix].cause;
-    out->change = k_fixes[fix].change;
+    out->change = change_of(s, fix);
     out->gpu_ns = site->gpu_idle_ns;
     if (fix == AN_FIX_NONE)
         return;
@@ -132,12 +168,12 @@ void an_advise(const st_store *s, const an_site *site, an_advice *out) {
     tp_sanitize(out->why, sizeof out->why, raw, strlen(raw), NULL);
 }
 
-void an_advise_host(const an_host_range *h, const char *range, an_advice *out) {
+void an_advise_host(const st_store *s, const an_host_range *h, const char *range, an_advice *out) {
     memset(out, 0, sizeof *out);
     int input = strstr(range, "DataLoader") != NULL || strstr(range, "__next__") != NULL;
     out->fix = input ? AN_FIX_INPUT : AN_FIX_HOST;
     out->cause = k_fixes[out->fix].cause;
-    out->change = k_fixes[out->fix].change;
+    out->change = change_of(s, out->fix);
     out->gpu_ns = h->idle_ns;
     if (range[0] == '\0')
         snprintf(out->why, sizeof out->why, "the GPU had nothing queued while the host was in no CUDA call that "

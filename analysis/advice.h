@@ -3,7 +3,8 @@
  * (the PyTorch op in the call site's frames, the Python line, the CUDA call and the kind of
  * block), one suggestion per cause in plain words, and the GPU time it would give back (the GPU
  * idle the analysis attributed to the site's stalls). Nothing is advised that the trace does not
- * support: a site whose cause cannot be told gets AN_FIX_NONE.
+ * support: a site whose cause cannot be told gets AN_FIX_NONE, and a framework is named only when
+ * the trace shows it.
  */
 #ifndef SYNCTOP_ADVICE_H
 #define SYNCTOP_ADVICE_H
@@ -46,7 +47,10 @@ void an_advise(const st_store *s, const an_site *site, an_advice *out);
 /* The advice for the host's own share of the GPU idle in one range (an_host_range): a DataLoader's
  * range (its name says DataLoader or __next__) is the input pipeline, any other the host's work;
  * range is its name ("" for time in no range). */
-void an_advise_host(const an_host_range *h, const char *range, an_advice *out);
+void an_advise_host(const st_store *s, const an_host_range *h, const char *range, an_advice *out);
+/* Whether the trace shows PyTorch (its operators, its files, its libraries, its step ranges):
+ * advice then names PyTorch's ways; without it, only CUDA's. */
+int an_trace_uses_pytorch(const st_store *s);
 const char *an_fix_name(int fix); /* "item", "if-tensor", ... for JSON */
 
 #endif

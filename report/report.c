@@ -337,7 +337,7 @@ static void write_json(FILE *out, const st_store *s, const an_result *r, const r
             char rname[256];
             const char *name = host_range_name(s, h, rname, sizeof rname);
             an_advice adv;
-            an_advise_host(h, name, &adv);
+            an_advise_host(s, h, name, &adv);
             fprintf(out, "%s{\"producer\":%u,\"rank\":%d,\"range\":", i ? "," : "", h->producer, rank_of(s, h->producer));
             json_str(out, name);
             fprintf(out, ",\"idle_ns\":%" PRIu64, h->idle_ns);
@@ -1317,7 +1317,7 @@ static void text_advice(FILE *out, const st_store *s, const an_result *r, const 
     for (size_t i = 0; i < n && (size_t)shown < top; i++) {
         an_advice a;
         if (v[i].host != NULL) {
-            an_advise_host(v[i].host, host_range_name(s, v[i].host, rname, sizeof rname), &a);
+            an_advise_host(s, v[i].host, host_range_name(s, v[i].host, rname, sizeof rname), &a);
         } else {
             an_advise(s, v[i].site, &a);
             if (a.fix == AN_FIX_NONE)

@@ -157,6 +157,8 @@ uint64_t st_store_names_refused(const st_store *s) { return s->strings_refused; 
 
 const char *st_str(const st_store *s, uint32_t id) { return cm_strpool_str(&s->strings, id); }
 
+size_t st_str_count(const st_store *s) { return s->strings.n; }
+
 /* ---- categories ---- */
 
 int st_event_cat(const st_event *e) {

@@ -147,6 +147,8 @@ size_t st_store_memory(const st_store *s);  /* bytes held, for the benchmark */
 
 /* A store string (NUL-terminated, untrusted); "" for 0 or unknown ids. */
 const char *st_str(const st_store *s, uint32_t id);
+/* Ids in use: every string is st_str(s, id) for id in [1, st_str_count(s)). */
+size_t st_str_count(const st_store *s);
 uint32_t st_intern(st_store *s, const char *str, size_t len);
 
 /* Host clocks. A producer's trace clock is its host's CLOCK_REALTIME; producers of several hosts

@@ -250,6 +250,27 @@ TEST(report_says_how_to_record_call_sites_for_the_calls_without_one) {
     ASSERT(strstr(out_buf, "cudabacktrace") == NULL);
 }
 
+/* Advice names PyTorch's ways only where the trace shows PyTorch: the C MPI program's export holds
+ * no string that names torch or an ATen operator (asked of the file's StringIds by SQL here), and
+ * its advice names none; the AlexNet profiler trace is PyTorch's, and its cudaFree advice names
+ * the caching allocator. */
+TEST(report_advice_names_a_framework_only_where_the_trace_shows_it) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
+             "sys.exit(c.execute(\\\"select count(*) from StringIds where value like '%%torch%%' or value like "
+             "'aten::%%'\\\").fetchone()[0])\" '%s/saxpy_mpi_a100_rank0.sqlite'",
+             NSYS_TRACE_DIR);
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_EQ(synctop("report '" NSYS_TRACE_DIR "/saxpy_mpi_a100_rank0.sqlite'"), 0);
+    ASSERT_STR_CONTAINS(out_buf, "change: Reuse buffers: allocate once, outside the loop");
+    ASSERT_STR_CONTAINS(out_buf, "launch overhead shrinks with CUDA\n       graphs.\n");
+    ASSERT(strstr(out_buf, "torch") == NULL);
+    ASSERT(strstr(out_buf, "PyTorch") == NULL);
+    ASSERT_EQ(synctop("report " ALEXNET), 0);
+    ASSERT_STR_CONTAINS(out_buf, "torch.cuda.empty_cache() in the loop");
+}
+
 /* Nsight Systems' own report files are not read, but named with the command that makes one that
  * is. */
 TEST(report_names_the_export_an_nsight_report_needs) {

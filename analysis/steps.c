@@ -15,6 +15,9 @@
 #define STEP_SITES 256
 /* Beats a heartbeat needs: with fewer, "regular" means little. */
 #define HEARTBEAT_MIN 6
+/* The shortest step a heartbeat may give, on average: a step launches work and the host waits on
+ * it at least once, tens of microseconds at the least. */
+#define STEP_MIN_NS 100000u
 
 const char *an_step_source_name(int source) {
     switch (source) {
@@ -110,15 +113,15 @@ static int block_is_site(const an_block *b, const an_site *st) {
 
 /* Whether times (n >= HEARTBEAT_MIN, sorted here) come regularly: the median absolute deviation
  * of the gaps between them under a third of their median (gaps of a random process are near two
- * thirds), so that a few slow steps do not spoil a beat. */
-static int regular(uint64_t *t, size_t n, uint64_t *gaps) {
+ * thirds), so that a few slow steps do not spoil a beat. The median gap when they do, else 0. */
+static uint64_t regular(uint64_t *t, size_t n, uint64_t *gaps) {
     qsort(t, n, sizeof *t, u64_cmp);
     for (size_t i = 1; i < n; i++)
         gaps[i - 1] = t[i] - t[i - 1];
     uint64_t med = median(gaps, n - 1);
     for (size_t i = 0; i < n - 1; i++)
         gaps[i] = gaps[i] > med ? gaps[i] - med : med - gaps[i];
-    return med > 0 && median(gaps, n - 1) * 3 < med;
+    return med > 0 && median(gaps, n - 1) * 3 < med ? med : 0;
 }
 
 typedef struct named_t {
@@ -170,6 +173,18 @@ static int beats_hold_work(const st_store *s, const an_result *r, uint32_t produ
     return 2 * with >= n - 1;
 }
 
+/* Whether beats (sorted, regular, med apart in the median) can be a loop's steps: the GPU works
+ * between most of them, they span a tenth of the trace or more, and they come no faster than
+ * STEP_MIN_NS apart: a range that a compiler pass opens every 16 us, with nothing on the GPU, or a
+ * synchronize after every kernel, is no loop. */
+static int plausible(const st_store *s, const an_result *r, uint32_t producer, const uint64_t *t, size_t n,
+                     uint64_t med) {
+    uint64_t span = r->t1 > r->t0 ? r->t1 - r->t0 : 0;
+    if (n < 2 || (t[n - 1] - t[0]) * 10 < span || med < STEP_MIN_NS)
+        return 0;
+    return beats_hold_work(s, r, producer, t, n);
+}
+
 /* 3: per process, the beat that comes most often among (a) its call sites with HEARTBEAT_MIN or
  * more stalls whose ends come regularly and (b) its ranges of one name, as many, whose starts come
  * regularly (a range marks the loop on purpose: it wins a tie, and among ranges the one that comes
@@ -191,7 +206,8 @@ static int steps_from_heartbeat(const st_store *s, const an_result *r, an_steps 
             for (size_t i = 0; i < r->n_blocks; i++)
                 if (block_is_site(&r->blocks[i], st))
                     t[n++] = r->blocks[i].end;
-            if (n > best_n && regular(t, n, gaps) && beats_hold_work(s, r, p, t, n)) {
+            uint64_t med = n > best_n ? regular(t, n, gaps) : 0;
+            if (med && plausible(s, r, p, t, n, med)) {
                 best = k;
                 best_n = n;
             }
@@ -212,7 +228,8 @@ static int steps_from_heartbeat(const st_store *s, const an_result *r, an_steps 
             }
             for (size_t i = 0; i < n; i++)
                 rt[i] = rg[a + i].t;
-            if (regular(rt, n, rgap) &&
+            uint64_t med = regular(rt, n, rgap);
+            if (med && plausible(s, r, p, rt, n, med) &&
                 (n > rbest_n || rbest == SIZE_MAX || rg[a].t < rg[rbest].t))
                 rbest = a, rbest_n = n;
             free(rt);

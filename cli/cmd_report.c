@@ -59,7 +59,8 @@ static void report_usage(FILE *out) {
             "                     does (times in us), instead of the report\n"
             "  --steps            the loop's steps: found by --step's range, else the\n"
             "                     profiler's ProfilerStep#N ranges, else the most regular\n"
-            "                     repeated blocking call; per step wall, GPU busy and\n"
+            "                     repeated range or blocking call (0.1 ms or more apart,\n"
+            "                     with GPU work between); per step wall, GPU busy and\n"
             "                     blocked time, the slow ones (above median + 3 MAD) and\n"
             "                     what blocked in them, and stalls that come every Nth step\n"
             "  --step NAME        steps are the NVTX or profiler ranges named NAME\n"
@@ -557,7 +558,7 @@ static int report_analyse(report_run *run) {
         if (run->step_name != NULL && run->sp.source != AN_STEPS_RANGE)
             verb_warn("report", "no range named \"%s\" marks three steps or more; %s", run->step_name,
                       run->sp.source == AN_STEPS_PROFILER    ? "steps follow the ProfilerStep#N ranges instead"
-                      : run->sp.source == AN_STEPS_HEARTBEAT ? "steps follow the most regular blocking call instead"
+                      : run->sp.source == AN_STEPS_HEARTBEAT ? "steps follow the most regular range or blocking call instead"
                                                              : "no steps found");
         run->ro.steps = &run->sp;
     }

@@ -1366,8 +1366,9 @@ static void text_steps(FILE *out, const st_store *s, const an_result *r, const a
     fprintf(out, md ? "\n## Steps\n\n" : "\nSteps\n");
     if (st->source == AN_STEPS_NONE) {
         wrap(out, md ? 0 : 2, md ? 0 : 2,
-             "no steps found: no ProfilerStep ranges, no range named with --step, and no blocking call that "
-             "repeats regularly enough to mark a loop");
+             "no steps found: no ProfilerStep ranges, no range named with --step, and no range or blocking "
+             "call that repeats regularly enough to mark a loop (0.1 ms or more apart, with GPU work between, "
+             "over a tenth of the trace or more); --step NAME names the loop's range");
         return;
     }
     size_t slow = 0;

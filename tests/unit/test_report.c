@@ -271,6 +271,26 @@ TEST(report_advice_names_a_framework_only_where_the_trace_shows_it) {
     ASSERT_STR_CONTAINS(out_buf, "torch.cuda.empty_cache() in the loop");
 }
 
+/* A range that repeats regularly but is no loop is not taken for steps: in the nvFuser export,
+ * isResharding opens 2896 times, its starts a median of under 0.1 ms apart (asked of the file by
+ * SQL here), and the GPU does nothing between most of them; asked for by name, its ranges are
+ * steps all the same. */
+TEST(report_steps_refuse_a_heartbeat_that_is_no_loop) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
+             "t=[r[0] for r in c.execute(\\\"select start from NVTX_EVENTS e left join StringIds s on s.id=e.textId "
+             "where coalesce(e.text,s.value)='isResharding' order by 1\\\")]; g=sorted(b-a for a,b in zip(t,t[1:])); "
+             "sys.exit(0 if len(t)==2896 and g[len(g)//2]<100000 else 1)\" '%s/nvfuser_h200_benchmark.sqlite'",
+             NSYS_TRACE_DIR);
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_EQ(synctop("report --steps '" NSYS_TRACE_DIR "/nvfuser_h200_benchmark.sqlite'"), 0);
+    ASSERT_STR_CONTAINS(out_buf, "no steps found:");
+    ASSERT(strstr(out_buf, "by heartbeat") == NULL);
+    ASSERT_EQ(synctop("report --steps --step isResharding '" NSYS_TRACE_DIR "/nvfuser_h200_benchmark.sqlite'"), 0);
+    ASSERT_STR_CONTAINS(out_buf, "2896 steps by range (isResharding)");
+}
+
 /* Nsight Systems' own report files are not read, but named with the command that makes one that
  * is. */
 TEST(report_names_the_export_an_nsight_report_needs) {

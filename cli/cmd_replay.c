@@ -9,10 +9,12 @@
 
 #include "args.h"
 #include "verb.h"
+#include "load.h"
 #include "viewer.h"
 
 static void replay_usage(FILE *out) {
-    fprintf(out, "usage: synctop replay FILE... [--play] [--step NAME] [--max-events N] [--ascii] [--mono]\n\n"
+    fprintf(out, "usage: synctop replay FILE... [--play] [--step NAME] [--max-events N] [--align A]\n"
+                 "                      [--ascii] [--mono]\n\n"
                  "Shows a trace in the interactive timeline: all of it, paused; space plays it\n"
                  "back from its start as it happened.\n\n"
                  "  FILE      a synctop trace file, a PyTorch profiler (Kineto) .json / .json.gz\n"
@@ -24,6 +26,8 @@ static void replay_usage(FILE *out) {
                  "            as report --steps finds them)\n"
                  "  --max-events N  read a trace file of up to N events even when that is more\n"
                  "            than its size makes plausible (4 per byte)\n"
+                 "  --align A  several files on one time axis: auto (default: each at its own\n"
+                 "            start when no two overlap in time), start, clock (as recorded)\n"
                  "  --ascii   ASCII glyphs only (also when the locale is not UTF-8)\n"
                  "  --mono    no colours (also when NO_COLOR is set)\n\n"
                  "Keys: ? help, space play/pause, [ ] speed, g G start/end, +/- (w/s) zoom,\n"
@@ -31,13 +35,14 @@ static void replay_usage(FILE *out) {
                  "} { slow steps, f fit, m mark, c fold, b idle breakdown, / search, q quit.\n");
 }
 
-enum { O_PLAY = 1, O_ASCII, O_MONO, O_MAX_EVENTS, O_STEP };
+enum { O_PLAY = 1, O_ASCII, O_MONO, O_MAX_EVENTS, O_STEP, O_ALIGN };
 static const arg_opt replay_opts[] = {
     {O_PLAY, "--play", NULL, 0},
     {O_STEP, "--step", NULL, 1},
     {O_ASCII, "--ascii", NULL, 0},
     {O_MONO, "--mono", NULL, 0},
     {O_MAX_EVENTS, "--max-events", NULL, 1},
+    {O_ALIGN, "--align", NULL, 1},
 };
 
 #define REPLAY_MAX_FILES 64
@@ -59,6 +64,10 @@ static int cmd_replay(int argc, char **argv) {
         case O_MAX_EVENTS:
             if (args_u64(&p, "--max-events", val, 1, UINT64_MAX, &o.max_events))
                 return EXIT_USAGE;
+            break;
+        case O_ALIGN:
+            if ((o.align = ingest_align_parse(val)) < 0)
+                return args_bad(&p, "unknown --align '%s' (auto, start, clock)", val);
             break;
         case ARGS_OPERAND:
             if (n_paths == REPLAY_MAX_FILES)

@@ -38,6 +38,7 @@ static void report_usage(FILE *out) {
             "                      [--fail-if EXPR]... [--top N] [--gap-us N]\n"
             "                      [--gpu-gap-ms N] [-o FILE] [--server-key KEY]\n"
             "                      [--client-key FILE.key] [--max-events N] [--wait SEC]\n"
+            "                      [--align auto|start|clock]\n"
             "       synctop report --ranks --summary [--for SECONDS] [--format text|json]\n"
             "                      [--server-key KEY [--client-key FILE.key]] RELAY...\n"
             "\n"
@@ -102,6 +103,10 @@ static void report_usage(FILE *out) {
             "                     SEC seconds (default 5; 0: wait for ever)\n"
             "  --max-events N     read a trace file of up to N events even when that is\n"
             "                     more than its size makes plausible (4 per byte)\n"
+            "  --align A          several files on one time axis: auto (default: each at\n"
+            "                     its own start when no two overlap in time, as recorded\n"
+            "                     when they do), start (always at their starts), clock\n"
+            "                     (always as recorded)\n"
             "\n"
             "--fail-if metrics: blocked (host time blocked in CUDA calls; %% of wall time or\n"
             "a time such as 2s), idle (GPU idle of the idlest GPU; %% or a time),\n"
@@ -351,7 +356,7 @@ static int report_summaries(char **specs, int n, const char *server_key, const c
 }
 
 enum { O_FORMAT = 1, O_HTA, O_WIDE_STREAM, O_WIDE_HOST, O_FAIL_IF, O_TOP, O_GAP_US, O_GPU_GAP_MS, O_OUT, O_KEY,
-       O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE, O_RANKS, O_SUMMARY, O_FOR, O_CLIENT_KEY, O_WAIT };
+       O_MAX_EVENTS, O_STEPS, O_STEP, O_BASELINE, O_RANKS, O_SUMMARY, O_FOR, O_CLIENT_KEY, O_WAIT, O_ALIGN };
 
 /* One run of the verb: what the command line asked for, then what each phase made; report_free
  * frees it whichever phase stopped. */
@@ -365,6 +370,7 @@ typedef struct report_run {
     int hta, steps, ranks, summary;
     double for_s, wait_s; /* --for; --wait (a live source that never answers) */
     uint64_t max_events;
+    int align; /* INGEST_ALIGN_* */
     const char *step_name, *out_path, *server_key, *client_key;
     rp_opts ro;
     an_opts ao;
@@ -448,6 +454,10 @@ static int report_option(report_run *run, args *p, int id, const char *val) {
         if (args_double(p, "--wait", val, 0, 1e9, &run->wait_s))
             return EXIT_USAGE;
         break;
+    case O_ALIGN:
+        if ((run->align = ingest_align_parse(val)) < 0)
+            return args_bad(p, "unknown --align '%s' (auto, start, clock)", val);
+        break;
     default:
         if (run->n_sources == REPORT_MAX_SOURCES)
             return args_bad(p, "at most %d sources", REPORT_MAX_SOURCES);
@@ -479,6 +489,7 @@ static int report_parse(int argc, char **argv, report_run *run) {
         {O_CLIENT_KEY, "--client-key", NULL, 1},
         {O_MAX_EVENTS, "--max-events", NULL, 1},
         {O_WAIT, "--wait", NULL, 1},
+        {O_ALIGN, "--align", NULL, 1},
     };
     args p;
     ARGS_INIT(&p, "report", report_usage, opts, argc, argv);
@@ -522,15 +533,32 @@ static int report_load(report_run *run) {
     if ((run->s = st_store_new(NULL)) == NULL)
         return verb_error("report", "out of memory");
     char *live[REPORT_MAX_SOURCES];
-    int n_live = 0;
+    const char *files[REPORT_MAX_SOURCES];
+    int n_live = 0, n_files = 0;
     for (int i = 0; i < run->n_sources; i++) {
         if (!is_file_source(run->sources[i]) && looks_live(run->sources[i])) {
             live[n_live++] = run->sources[i];
             continue;
         }
         run->ro.sources |= source_kind(run->sources[i]);
-        if (ingest_file_max(run->s, run->sources[i], run->max_events, verb_warn_cb, "report", &run->err) != 0)
+        files[n_files++] = run->sources[i];
+    }
+    if (n_files > 0) {
+        ingest_loader *ld =
+            ingest_open_many(run->s, files, (size_t)n_files, run->max_events, verb_warn_cb, "report", &run->err);
+        if (ld == NULL)
             return verb_error("report", "%s", run->err.msg);
+        ingest_set_align(ld, run->align);
+        int rc;
+        while ((rc = ingest_step(ld, 0, &run->err)) == 0)
+            ;
+        if (rc > 0 && ingest_align_note(ld)[0])
+            verb_warn("report", "%s", ingest_align_note(ld));
+        ingest_close(&ld);
+        if (rc < 0)
+            return verb_error("report", "%s", run->err.msg);
+        st_store_commit(run->s);
+        st_store_shrink(run->s);
     }
     if (n_live > 0)
         run->ro.sources |= RP_SRC_TRACER;

@@ -31,6 +31,9 @@ typedef enum { SRC_TRACE = 1, SRC_KINETO = 2, SRC_NSYS = 3 } src_kind;
 struct ingest_loader {
     ingest_loader **parts; /* several sources, loaded one after another (ingest_open_many) */
     size_t n_parts, cur;
+    uint32_t *part_prods;  /* per part: the store's producer count before it was read, then after */
+    int align;             /* INGEST_ALIGN_* */
+    char align_note[1024]; /* what align_parts did, "" when nothing */
     st_store *s;
     src_kind kind;
     char *path;
@@ -271,6 +274,13 @@ ingest_loader *ingest_open_many(st_store *s, const char *const *paths, size_t n,
     }
     ld->fd = -1;
     ld->s = s;
+    ld->warn = warn;
+    ld->ctx = ctx;
+    if ((ld->part_prods = calloc(2 * (n ? n : 1), sizeof *ld->part_prods)) == NULL) {
+        ingest_close(&ld);
+        err_set(err, ERR_NOMEM, "out of memory");
+        return NULL;
+    }
     for (size_t i = 0; i < n; i++) {
         if ((ld->parts[i] = ingest_open_max(s, paths[i], max_events, warn, ctx, err)) == NULL) {
             ingest_close(&ld);
@@ -281,13 +291,87 @@ ingest_loader *ingest_open_many(st_store *s, const char *const *paths, size_t n,
     return ld;
 }
 
+void ingest_set_align(ingest_loader *ld, int mode) { ld->align = mode; }
+
+const char *ingest_align_note(const ingest_loader *ld) { return ld->align_note; }
+
+int ingest_align_parse(const char *word) {
+    return strcmp(word, "auto") == 0    ? INGEST_ALIGN_AUTO
+           : strcmp(word, "start") == 0 ? INGEST_ALIGN_START
+           : strcmp(word, "clock") == 0 ? INGEST_ALIGN_CLOCK
+                                        : -1;
+}
+
+static int part_cmp(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Once every part is read: each part at its own start, when asked or when no two overlap. A part
+ * that added no producer of its own (its events went to one an earlier part made) cannot move
+ * alone, and then none moves. */
+static void align_parts(ingest_loader *ld) {
+    size_t n = ld->n_parts;
+    if (n < 2 || ld->align == INGEST_ALIGN_CLOCK)
+        return;
+    uint64_t (*sp)[3] = calloc(n, sizeof *sp); /* t0, t1, part */
+    if (sp == NULL)
+        return;
+    size_t m = 0;
+    int shared = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t a = ld->part_prods[2 * i], b = ld->part_prods[2 * i + 1];
+        uint64_t t0 = UINT64_MAX, t1 = 0;
+        for (uint32_t p = a; p < b; p++) {
+            uint64_t x, y;
+            st_producer_span(ld->s, p, &x, &y);
+            if (y == 0)
+                continue;
+            t0 = x < t0 ? x : t0;
+            t1 = y > t1 ? y : t1;
+        }
+        if (t1 == 0) {
+            shared |= st_store_events(ld->s) > 0 && a == b;
+            continue;
+        }
+        sp[m][0] = t0, sp[m][1] = t1, sp[m][2] = i;
+        m++;
+    }
+    qsort(sp, m, sizeof *sp, part_cmp);
+    int overlap = 0;
+    for (size_t i = 1; i < m; i++)
+        overlap |= sp[i][0] < sp[i - 1][1];
+    if (m < 2 || shared || (overlap && ld->align == INGEST_ALIGN_AUTO)) {
+        free(sp);
+        return;
+    }
+    uint64_t base = sp[0][0];
+    for (size_t i = 1; i < m; i++) {
+        size_t part = (size_t)sp[i][2];
+        int64_t by = (int64_t)(sp[i][0] - base);
+        for (uint32_t p = ld->part_prods[2 * part]; p < ld->part_prods[2 * part + 1]; p++)
+            st_store_shift_producer(ld->s, p, st_producer_get(ld->s, p)->clock_shift_ns + by);
+    }
+    snprintf(ld->align_note, sizeof ld->align_note,
+             "%s: each put at its own start (%s began %.3f s after %s); --align clock keeps them where their "
+             "clocks put them",
+             overlap ? "--align start" : "the sources do not overlap in time and share no known clock",
+             ld->parts[sp[m - 1][2]]->path, (double)(sp[m - 1][0] - base) / 1e9, ld->parts[sp[0][2]]->path);
+    free(sp);
+}
+
 int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
     if (ld->parts != NULL) {
         while (ld->cur < ld->n_parts) {
+            if (ld->part_prods[2 * ld->cur + 1] == 0)
+                ld->part_prods[2 * ld->cur] = (uint32_t)st_producer_count(ld->s);
             int r = ingest_step(ld->parts[ld->cur], budget_s, err);
+            ld->part_prods[2 * ld->cur + 1] = (uint32_t)st_producer_count(ld->s);
             if (r <= 0)
                 return r;
             ld->cur++;
+            if (ld->cur >= ld->n_parts)
+                align_parts(ld);
             if (budget_s > 0)
                 return ld->cur >= ld->n_parts;
         }
@@ -374,6 +458,7 @@ void ingest_close(ingest_loader **ldp) {
     for (size_t i = 0; i < ld->n_parts; i++)
         ingest_close(&ld->parts[i]);
     free(ld->parts);
+    free(ld->part_prods);
     tp_freader_close(&ld->r);
     if (ld->fd >= 0)
         close(ld->fd);

@@ -47,6 +47,15 @@ ingest_loader *ingest_open_max(st_store *s, const char *path, uint64_t max_event
 ingest_loader *ingest_open_many(st_store *s, const char *const *paths, size_t n, uint64_t max_events,
                                 ingest_warn_fn warn, void *ctx, err_msg *err);
 int ingest_step(ingest_loader *ld, double budget_s, err_msg *err);
+/* How several sources share the time axis once all are read: INGEST_ALIGN_AUTO (the default) puts
+ * each at its own start when no two of them overlap in time (two runs of different days, or a
+ * profiler trace and an Nsight export, whose clocks say nothing of each other) and leaves them as
+ * recorded when they do (the ranks of one job); START always, CLOCK never. ingest_align_note says
+ * what was done, once everything is read ("" when nothing was moved). */
+enum { INGEST_ALIGN_AUTO = 0, INGEST_ALIGN_START, INGEST_ALIGN_CLOCK };
+void ingest_set_align(ingest_loader *ld, int mode);
+const char *ingest_align_note(const ingest_loader *ld);
+int ingest_align_parse(const char *word); /* "auto", "start", "clock"; -1 for anything else */
 /* A profiler trace is imported whole in one step: fn hears how far its reading has come, and may
  * stop it (import.h: it then fails with ERR_EOF). */
 void ingest_on_progress(ingest_loader *ld, import_progress_fn fn, void *ctx);

@@ -1162,6 +1162,27 @@ size_t st_store_memory(const st_store *s) {
 }
 
 size_t st_producer_count(const st_store *s) { return s->n_prods; }
+
+void st_producer_span(const st_store *s, uint32_t prod, uint64_t *t0, uint64_t *t1) {
+    uint64_t a = UINT64_MAX, b = 0;
+    for (size_t i = 0; i < s->n_lanes; i++) {
+        const lane *l = &s->lanes[i];
+        if (l->info.producer != prod)
+            continue;
+        for (size_t k = 0; k < l->info.n_events; k++) {
+            if (l->ev[k].start < a)
+                a = l->ev[k].start;
+            if (l->ev[k].end > b)
+                b = l->ev[k].end;
+        }
+    }
+    *t0 = b ? a : 0;
+    *t1 = b;
+}
+
+int st_store_shift_producer(st_store *s, uint32_t prod, int64_t shift_ns) {
+    return prod < s->n_prods ? producer_shift(s, prod, shift_ns) : ERR_INVAL;
+}
 const st_producer_info *st_producer_get(const st_store *s, size_t i) {
     return i < s->n_prods ? &s->prods[i] : NULL;
 }

@@ -164,6 +164,12 @@ uint32_t st_intern(st_store *s, const char *str, size_t len);
 int st_store_set_host_clock(st_store *s, const char *host, int64_t offset_ns, uint64_t uncertainty_ns);
 
 size_t st_producer_count(const st_store *s);
+/* The first start and last end of a producer's events (0, 0 when it has none). */
+void st_producer_span(const st_store *s, uint32_t prod, uint64_t *t0, uint64_t *t1);
+/* Takes shift_ns off the times of a producer's events, those held and those to come, in place of
+ * what was taken off before (its clock_shift_ns): files recorded at unrelated times put side by
+ * side. 1 when its events moved, 0 when not, ERR_INVAL for no such producer. */
+int st_store_shift_producer(st_store *s, uint32_t prod, int64_t shift_ns);
 const st_producer_info *st_producer_get(const st_store *s, size_t i);
 size_t st_device_count(const st_store *s);
 const st_device_info *st_device_get(const st_store *s, size_t i);

@@ -807,6 +807,8 @@ static int viewer_load(viewer *w) {
             w->loading = 0;
             if (r < 0)
                 snprintf(w->v.message, sizeof w->v.message, "%s", err.msg);
+            else if (ingest_align_note(w->ld)[0])
+                snprintf(w->v.message, sizeof w->v.message, "%s", ingest_align_note(w->ld));
             st_store_commit(w->s);
             st_store_shrink(w->s);
         }
@@ -992,6 +994,7 @@ int viewer_run_replay(const char *const *paths, size_t n_paths, const viewer_opt
         snprintf(w.err, sizeof w.err, "%s", err.msg[0] ? err.msg : "out of memory");
         return viewer_finish(&w, 1, res);
     }
+    ingest_set_align(w.ld, o->align);
     vw_state_init(&w.v, VW_REPLAY, w.s);
     w.v.damaged = w.n_damaged;
     w.v.stalls.hta_async = 1; /* b: HTA's breakdown is made on the analysis thread */
@@ -1016,6 +1019,8 @@ int viewer_run_replay(const char *const *paths, size_t n_paths, const viewer_opt
             return viewer_finish(&w, 1, res);
         }
         w.loading = 0;
+        if (ingest_align_note(w.ld)[0])
+            snprintf(w.v.message, sizeof w.v.message, "%s", ingest_align_note(w.ld));
         st_store_commit(w.s);
     }
     int rc = viewer_loop(&w);

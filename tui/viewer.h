@@ -56,6 +56,7 @@ typedef struct viewer_opts {
                                  what leaves the window is kept (NULL: none) */
     int record_overwrite;     /* replace that file when it exists */
     uint64_t max_events;      /* replay: events a trace file may hold (0: bounded by its size) */
+    int align;                /* replay: INGEST_ALIGN_* for several files */
     const char *step_name;    /* the range that marks the loop's steps (NULL: found as report finds them) */
     int summary;              /* live, through relays: a row per rank from the relays' summaries;
                                  the raw batches of a rank only while it is open (sumview.h) */

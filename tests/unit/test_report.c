@@ -291,6 +291,39 @@ TEST(report_steps_refuse_a_heartbeat_that_is_no_loop) {
     ASSERT_STR_CONTAINS(out_buf, "2896 steps by range (isResharding)");
 }
 
+/* Files of unrelated times are put each at its own start, and the report says so; files that
+ * overlap (two ranks of one job) are left as recorded. The first events of the two traces are
+ * 11,581,983 s apart by their own JSON (min ts of each, read here by python3), so as recorded the
+ * span covers that; put at their starts, it is the longer file's span alone. */
+TEST(report_puts_files_of_unrelated_times_at_their_own_starts) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import gzip,json,sys; t=[min(e['ts'] for e in json.load(gzip.open(f))['traceEvents'] "
+             "if 'ts' in e and e.get('ph')=='X') for f in sys.argv[1:]]; sys.exit(0 if 11581982e6 < t[1]-t[0] < "
+             "11581984e6 else 1)\" %s %s",
+             ALEXNET, SINGLE);
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_EQ(synctop("report " ALEXNET), 0);
+    const char *one = strstr(out_buf, "\nspan ");
+    ASSERT_NOT_NULL(one);
+    char alone[64];
+    snprintf(alone, sizeof alone, "%.*s", (int)strcspn(one + 1, ","), one + 1);
+    ASSERT_EQ(synctop("report " ALEXNET " " SINGLE), 0);
+    ASSERT_STR_CONTAINS(out_buf, "the sources do not overlap in time and share no known clock: each put at its own "
+                                 "start");
+    ASSERT_STR_CONTAINS(out_buf, alone);
+    ASSERT_EQ(synctop("report --align clock " ALEXNET " " SINGLE), 0);
+    ASSERT(strstr(out_buf, "each put at its own start") == NULL);
+    ASSERT_STR_CONTAINS(out_buf, "\nspan 115819829");
+    /* two ranks of one job overlap: as recorded */
+    ASSERT_EQ(synctop("report '" KINETO_TRACE_DIR "/sampled_rank-0.json.gz' '" KINETO_TRACE_DIR
+                      "/sampled_rank-1.json.gz'"),
+              0);
+    ASSERT(strstr(out_buf, "each put at its own start") == NULL);
+    ASSERT_EQ(synctop("report --align sideways " ALEXNET), 2);
+    ASSERT_STR_CONTAINS(out_buf, "unknown --align 'sideways' (auto, start, clock)");
+}
+
 /* Nsight Systems' own report files are not read, but named with the command that makes one that
  * is. */
 TEST(report_names_the_export_an_nsight_report_needs) {

@@ -89,6 +89,7 @@ static const kfield k_fields[] = {
     [K_A_FROM_DEV] = EV_INT(C_ARGS, "fromDevice", from_dev, H_FROM_DEV),
     [K_A_TO_DEV] = EV_INT(C_ARGS, "toDevice", to_dev, H_TO_DEV),
     [K_A_GRAPH] = EV_INT(C_ARGS, "graph id", graph, H_GRAPH),
+    [K_A_MODULE] = OTHER(C_ARGS, "synctop module"),
     [K_A_STACK] = OTHER(C_ARGS, "Call stack"),
 };
 
@@ -331,6 +332,10 @@ static int scalar_args(kimp *k, const char *str, size_t str_len) {
         if (id == NULL && kt_buf_set(&e->stack, str, len, STACK_KEEP) != 0)
             return kt_fail_nomem(k);
         e->have |= H_STACK;
+    } else if (k->key == K_A_MODULE && str) {
+        if (kt_buf_set(&e->module, str, str_len, NAME_KEEP) != 0)
+            return kt_fail_nomem(k);
+        e->have |= H_MODULE;
     } else if (k->key == K_A_NAME && str) {
         if (kt_buf_set(&e->mname, str, str_len, NAME_KEEP) != 0)
             return kt_fail_nomem(k);
@@ -1025,6 +1030,7 @@ static int import(jsrc *s, const char *name, const import_opts *opts, import_emi
     free(k->ev.name_buf.s);
     free(k->ev.mname.s);
     free(k->ev.stack.s);
+    free(k->ev.module.s);
     free(k->host.s);
     free(k->tnames_text.s);
     free(k->kept.s);

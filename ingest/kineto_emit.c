@@ -286,8 +286,9 @@ static int kineto_callsites(kimp *k, em_out *o) {
                 continue;
             if (pystack != 0 && (x->py || (x->stack != 0 && x->stack != pystack)))
                 break; /* called from elsewhere than the line the Call stack names */
-            fr[nf++] = (tp_frame){.flags = x->py ? TP_FRAME_PYTHON : TP_FRAME_OP, .func = x->func ? x->func : x->name,
-                                  .file = x->file, .line = x->line};
+            fr[nf++] = (tp_frame){.flags = !x->py ? TP_FRAME_OP : x->module ? TP_FRAME_NATIVE : TP_FRAME_PYTHON,
+                                  .func = x->func ? x->func : x->name, .file = x->file, .line = x->line,
+                                  .module = x->module};
             if (pystack == 0)
                 pystack = x->stack;
         }

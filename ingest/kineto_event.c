@@ -585,7 +585,7 @@ static int event_ctx(kimp *k, kev *e) {
     }
     kctx *c = &k->ctx[k->n_ctx++];
     *c = (kctx){t0, t1, (uint32_t)(uint64_t)e->tid, kt_intern(k, e->name_s, e->name_len), 0, 0, 0, e->cat == CAT_PYFN,
-                0, k->n_ctx - 1};
+                0, k->n_ctx - 1, 0};
     k->st->contexts++;
     if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack_id != 0 && k->n_stacks < k->max_events)
         c->stack = e->stack_id;
@@ -597,6 +597,8 @@ static int event_ctx(kimp *k, kev *e) {
         c->file = kt_intern(k, e->name_s, file_len);
         c->func = kt_intern(k, e->name_s + func_at, e->name_len - func_at);
     }
+    if (c->py && (e->have & H_MODULE) && e->module.len > 0 && (c->module = kt_intern(k, e->module.s, e->module.len)) == 0)
+        return kt_fail_nomem(k);
     return 1;
 }
 

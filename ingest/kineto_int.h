@@ -67,6 +67,7 @@ enum key {
     K_A_FROM_DEV,
     K_A_TO_DEV,
     K_A_GRAPH,
+    K_A_MODULE,
     K_A_STACK /* its args */
 };
 
@@ -89,7 +90,8 @@ enum {
     H_GRAPH = 1 << 14,
     H_TS_BAD = 1 << 15,
     H_DUR_BAD = 1 << 16,
-    H_STACK = 1 << 17
+    H_STACK = 1 << 17,
+    H_MODULE = 1 << 18
 };
 
 enum cat {
@@ -124,6 +126,7 @@ typedef struct kev {
     int in_window;
     kbuf name_buf, mname;
     kbuf stack;         /* args."Call stack" (legacy traces recorded with_stack), when not yet known */
+    kbuf module;        /* args."synctop module": the frame row is a native frame of this module */
     uint64_t stack_key; /* its stack_ids key (a hash of its text) */
     uint32_t stack_id;  /* its index + 1 in stacks when already known (then stack is empty) */
     int64_t pid, tid, ts, dur;
@@ -149,6 +152,7 @@ typedef struct kctx {
     uint32_t py;
     uint32_t stack; /* an operator's Python stack (legacy "Call stack"): index + 1 in kimp.stacks; 0 none */
     uint64_t seq;   /* its place in the file */
+    uint32_t module; /* a native frame's module (synctop's export writes them as python_function rows) */
 } kctx;
 
 /* A category's spelling met lately, and what it is (see kt_cat_of). */

@@ -4,8 +4,9 @@
  * work; pid/tid of the process and thread for host calls; categories kernel, gpu_memcpy,
  * gpu_memset, cuda_sync, cuda_runtime, cuda_driver, user_annotation), so that the Kineto importer
  * reads the same timeline back. Host calls that blocked carry "blocking": true and their call site
- * in args, and get a second slice of category "blocking" (named "blocked: API") that Perfetto nests
- * under the call; flow arrows (ac2g) go from each launch to its GPU work. Process and thread names
+ * in args, get a second slice of category "blocking" (named "blocked: API") that Perfetto nests
+ * under the call, and their call site's frames as the python_function and cpu_op rows a profiler
+ * writes around a call (which the importer reads back as the same call site); flow arrows (ac2g) go from each launch to its GPU work. Process and thread names
  * come as metadata rows.
  */
 #include "chrome.h"
@@ -130,6 +131,49 @@ static void chrome_names(exp_ctx *x, const st_store *s) {
     }
 }
 
+/* Frames exported around one call: deeper stacks keep their innermost frames. */
+#define CHROME_FRAMES 32
+
+/* The call site of a host call that blocked as the rows a profiler writes around it, outermost first, each a
+ * nanosecond wider on both sides than the one it holds: python_function rows for Python frames
+ * ("file.py(42): f"), cpu_op rows for operators, and native frames as python_function rows of
+ * their file and line (or function), so that the Kineto importer finds the same call site again; a native frame's row says its module in args ("synctop module"). */
+static void chrome_frames(exp_ctx *x, const st_store *s, const st_event *e, int64_t pid, int64_t tid) {
+    size_t nf = 0;
+    const st_frame *f = e->value ? st_callsite_frames(s, e->value, &nf) : NULL;
+    if (f == NULL || nf == 0)
+        return;
+    if (nf > CHROME_FRAMES)
+        nf = CHROME_FRAMES;
+    FILE *out = x->out;
+    for (size_t k = nf; k-- > 0;) {
+        const st_frame *fr = &f[k];
+        uint64_t wide = k + 1, a = e->start > wide ? e->start - wide : 0;
+        char name[1024];
+        const char *func = st_str(s, fr->func), *file = st_str(s, fr->file);
+        if (fr->kind == TP_FRAME_OP)
+            snprintf(name, sizeof name, "%s", func);
+        else if (*file)
+            snprintf(name, sizeof name, "%s(%u): %s", file, fr->line, func);
+        else
+            snprintf(name, sizeof name, "%s", func);
+        row_begin(x);
+        fprintf(out, "{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
+                fr->kind == TP_FRAME_OP ? "cpu_op" : "python_function", pid, tid);
+        jus(out, a);
+        fputs(",\"dur\":", out);
+        jus(out, e->end + wide - a);
+        fputs(",\"name\":", out);
+        jstr(out, name);
+        fputs(",\"args\":{\"synctop\":\"call site\"", out);
+        if (fr->kind == TP_FRAME_NATIVE) {
+            fputs(",\"synctop module\":", out);
+            jstr(out, st_str(s, fr->module));
+        }
+        fputs("}}", out);
+    }
+}
+
 /* The rest of a host call's row (the API, its call site when it blocked), then the "blocked: API"
  * slice of one that blocked and the start of its launch's flow arrow. */
 static void chrome_api(exp_ctx *x, const st_store *s, const st_event *e, int64_t pid, int64_t tid, int flows) {
@@ -161,6 +205,8 @@ static void chrome_api(exp_ctx *x, const st_store *s, const st_event *e, int64_t
         jstr(out, where);
         fputs("}}", out);
     }
+    if (e->flags & TP_F_BLOCKING)
+        chrome_frames(x, s, e, pid, tid);
     if (flows && e->corr && (e->flags & TP_F_LAUNCH)) {
         row_begin(x);
         fprintf(out, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%u,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",

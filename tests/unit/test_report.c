@@ -519,6 +519,25 @@ static size_t find_lane(const st_store *s, const st_lane_info *want) {
 }
 
 /* The same events per lane, with the same times, names, bytes, kinds and correlations. */
+/* A blocking call's frames, the same after the round trip: kind, function, file, line and module
+ * (a profiler trace gives call sites to the calls that block). */
+static void same_call_site(const st_store *a, uint64_t ca, const st_store *b, uint64_t cb) {
+    size_t na = 0, nb = 0;
+    const st_frame *fa = ca ? st_callsite_frames(a, ca, &na) : NULL, *fb = cb ? st_callsite_frames(b, cb, &nb) : NULL;
+    if (fa == NULL)
+        na = 0;
+    if (fb == NULL)
+        nb = 0;
+    ASSERT_EQ(na, nb);
+    for (size_t k = 0; k < na; k++) {
+        ASSERT_EQ(fa[k].kind, fb[k].kind);
+        ASSERT_STR_EQ(st_str(a, fa[k].func), st_str(b, fb[k].func));
+        ASSERT_STR_EQ(st_str(a, fa[k].file), st_str(b, fb[k].file));
+        ASSERT_EQ(fa[k].line, fb[k].line);
+        ASSERT_STR_EQ(st_str(a, fa[k].module), st_str(b, fb[k].module));
+    }
+}
+
 static void same_timeline(const st_store *a, const st_store *b) {
     ASSERT_EQ(st_lane_count(a), st_lane_count(b));
     ASSERT_EQ(st_store_events(a), st_store_events(b));
@@ -544,13 +563,14 @@ static void same_timeline(const st_store *a, const st_store *b) {
             }
             if (ea[i].kind == TP_K_SYNC)
                 ASSERT_EQ(ea[i].sub, eb[i].sub);
+            if (ea[i].kind == TP_K_API && (ea[i].flags & TP_F_BLOCKING))
+                same_call_site(a, ea[i].value, b, eb[i].value);
         }
     }
 }
 
-static void round_trip(const char *name) {
-    char src[1024], args[4096], cmd[4096];
-    snprintf(src, sizeof src, "%s/%s", KINETO_TRACE_DIR, name);
+static void round_trip_path(const char *src) {
+    char args[4096], cmd[4096];
     const char *out = task_path("out.chrome.json");
     snprintf(args, sizeof args, "export '%s' --format chrome -o '%s' --force", src, out);
     ASSERT_EQ(synctop(args), 0);
@@ -560,6 +580,34 @@ static void round_trip(const char *name) {
     same_timeline(a, b);
     st_store_destroy(&a);
     st_store_destroy(&b);
+}
+
+static void round_trip(const char *name) {
+    char src[1024];
+    snprintf(src, sizeof src, "%s/%s", KINETO_TRACE_DIR, name);
+    round_trip_path(src);
+}
+
+/* Call sites come back from `import` (and any reading of the export) as they went: Python frames
+ * and operators (qwen, with_stack), a legacy Call stack's (resnet50 2021), native frames with
+ * their modules (the MPI program's Nsight export). */
+TEST(export_round_trip_keeps_call_sites) {
+    round_trip("qwen_h100_with_stack.json.gz");
+    round_trip("resnet50_v100_legacy_2021.json.gz");
+    round_trip_path(NSYS_TRACE_DIR "/saxpy_mpi_a100_rank0.sqlite");
+    /* and the report reads the same, below its first line */
+    char args[4096];
+    const char *out = task_path("qwen.chrome.json");
+    snprintf(args, sizeof args, "export '%s/qwen_h100_with_stack.json.gz' --format chrome -o '%s' --force",
+             KINETO_TRACE_DIR, out);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_EQ(synctop("report '" KINETO_TRACE_DIR "/qwen_h100_with_stack.json.gz'"), 0);
+    char *want = strdup(strchr(out_buf, '\n'));
+    ASSERT_STR_CONTAINS(want, "modeling_attn_mask_utils.py:243 _ignore_causal_mask_sdpa");
+    snprintf(args, sizeof args, "report '%s'", out);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_EQ(strchr(out_buf, '\n'), want);
+    free(want);
 }
 
 TEST(export_round_trip_alexnet) {

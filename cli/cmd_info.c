@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "synctop/sanitize.h"
@@ -485,7 +486,8 @@ static int info_one(const char *path, int json) {
         rc = f ? load_foreign(path, kind == INGEST_NSYS, &ti, f, &err) : err_set(&err, ERR_NOMEM, "out of memory");
     } else {
         rc = traceinfo_load(&ti, path, &err);
-        if (rc != 0 && kind == 0 && access(path, R_OK) == 0)
+        struct stat st;
+        if (rc != 0 && kind == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0)
             rc = ingest_unreadable(path, &err); /* what it is, when it is no kind synctop reads */
     }
     if (rc != 0) {

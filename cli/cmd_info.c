@@ -241,6 +241,10 @@ static void text_import(FILE *out, const foreign *f) {
                 st->meta_rows, st->skipped);
     verb_put_skipped(out, st);
     fputc('\n', out);
+    if (st->syncs_moved)
+        fprintf(out, "syncs: %" PRIu64 " put on the device their context's work ran on (the export names device 0 "
+                     "for every one)\n",
+                st->syncs_moved);
     if (st->sited_calls)
         fprintf(out, "call sites: %" PRIu64 " calls given one, %s\n", st->sited_calls,
                 f->nsys ? "from their CUDA backtraces" : "from the operators and Python frames around them");
@@ -421,8 +425,9 @@ static void json_import(FILE *out, const foreign *f) {
         tp_print_json_string(out, st->skip[i].cat, strlen(st->skip[i].cat));
         fprintf(out, ": %" PRIu64, st->skip[i].count);
     }
-    fprintf(out, "}, \"skipped_other\": %" PRIu64 ", \"sited_calls\": %" PRIu64 ", \"unusable\": %" PRIu64,
-            st->skip_other, st->sited_calls, st->invalid);
+    fprintf(out, "}, \"skipped_other\": %" PRIu64 ", \"sited_calls\": %" PRIu64 ", \"syncs_moved\": %" PRIu64
+                 ", \"unusable\": %" PRIu64,
+            st->skip_other, st->sited_calls, st->syncs_moved, st->invalid);
     if (st->invalid) {
         fputs(", \"first_unusable\": ", out);
         tp_print_json_string(out, st->first_invalid, strlen(st->first_invalid));

@@ -944,9 +944,61 @@ static unsigned api_class_of(void *arg, size_t i, tp_api *a) {
     return st_api_class_of(s, n);
 }
 
-/* Gives sync rows their type from their call, and host calls their device and flags from the GPU
- * operation with the same correlation id. */
+/* Puts each sync row on the device its context's work ran on. CUPTI's synchronization record names
+ * no device, and Nsight Systems writes 0 in every row's deviceId, also in a process whose kernels
+ * all run on device 1: the device comes from the kernels, copies and memsets of the same process
+ * and context, else of the same process and stream, else from the one device the process used. */
+static int sync_devices(nimp *k) {
+    cm_u64map ctxdev = {0}, streamdev = {0}, procdev = {0}; /* key -> device + 1 (0x10000: several) */
+    int rc = 0;
+    for (size_t i = 0; i < k->n_rec && rc == 0; i++) {
+        const tp_record *x = &k->rec[i];
+        if (x->head.kind != TP_K_KERNEL && x->head.kind != TP_K_MEMCPY && x->head.kind != TP_K_MEMSET)
+            continue;
+        uint32_t ctx = x->head.kind == TP_K_KERNEL   ? x->kernel.context
+                       : x->head.kind == TP_K_MEMCPY ? x->memcpy.context
+                                                     : x->memset.context;
+        uint32_t stream = x->head.kind == TP_K_KERNEL   ? x->kernel.stream
+                          : x->head.kind == TP_K_MEMCPY ? x->memcpy.stream
+                                                        : x->memset.stream;
+        uint64_t pid = k->rpid[i], dev = (uint64_t)x->head.device + 1;
+        uint64_t keys[3] = {pid << 32 | ctx, pid << 32 | stream, pid};
+        cm_u64map *maps[3] = {&ctxdev, &streamdev, &procdev};
+        for (int m = 0; m < 3 && rc == 0; m++) {
+            uint64_t *v = cm_u64map_get_or_add(maps[m], keys[m], dev, NULL);
+            if (v == NULL)
+                rc = nomem(k);
+            else if (*v != dev)
+                *v = 0x10000;
+        }
+    }
+    for (size_t i = 0; i < k->n_rec && rc == 0; i++) {
+        tp_record *x = &k->rec[i];
+        if (x->head.kind != TP_K_SYNC)
+            continue;
+        uint64_t pid = k->rpid[i];
+        const uint64_t *v = x->sync.context ? cm_u64map_find(&ctxdev, pid << 32 | x->sync.context) : NULL;
+        if ((v == NULL || *v == 0x10000) && x->sync.stream != TP_NO_ID)
+            v = cm_u64map_find(&streamdev, pid << 32 | x->sync.stream);
+        if (v == NULL || *v == 0x10000)
+            v = cm_u64map_find(&procdev, pid);
+        if (v != NULL && *v != 0x10000 && *v - 1 != x->head.device) {
+            x->head.device = (uint16_t)(*v - 1);
+            k->st->syncs_moved++;
+        }
+    }
+    cm_u64map_free(&ctxdev);
+    cm_u64map_free(&streamdev);
+    cm_u64map_free(&procdev);
+    return rc;
+}
+
+/* Gives sync rows their device and type from their call, and host calls their device and flags
+ * from the GPU operation with the same correlation id. */
 static int resolve(nimp *k) {
+    int rc = sync_devices(k);
+    if (rc != 0)
+        return rc;
     for (size_t i = 0; i < k->n_rec; i++) {
         const tp_sync *r = &k->rec[i].sync;
         if (r->kind != TP_K_SYNC || r->correlation == 0)

@@ -324,6 +324,25 @@ TEST(report_puts_files_of_unrelated_times_at_their_own_starts) {
     ASSERT_STR_CONTAINS(out_buf, "unknown --align 'sideways' (auto, start, clock)");
 }
 
+/* A sync row's deviceId says 0 in every row of a real two-process torchrun export (nsys 2026.2),
+ * also for process 145, whose 2017 kernels all ran on device 1 in context 2, as do its 188 syncs'
+ * contexts (asked of the file by SQL here). Its syncs belong to GPU 1: no GPU 0 is shown for it. */
+TEST(report_puts_an_nsys_sync_on_its_contexts_device) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); q=lambda t: c.execute("
+             "'select deviceId, contextId, count(*) from '+t+' where (globalPid>>24)&16777215=145 group by 1,2')"
+             ".fetchall(); sys.exit(0 if q('CUPTI_ACTIVITY_KIND_KERNEL')==[(1,2,2017)] and "
+             "q('CUPTI_ACTIVITY_KIND_SYNCHRONIZATION')==[(0,2,188)] else 1)\" '%s/torchrun_2proc_2gpu_h100.sqlite'",
+             NSYS_TRACE_DIR);
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_EQ(synctop("info '" NSYS_TRACE_DIR "/torchrun_2proc_2gpu_h100.sqlite'"), 0);
+    ASSERT_STR_CONTAINS(out_buf, "syncs: 188 put on the device their context's work ran on");
+    ASSERT_EQ(synctop("report '" NSYS_TRACE_DIR "/torchrun_2proc_2gpu_h100.sqlite'"), 0);
+    ASSERT_STR_CONTAINS(out_buf, "  proc 1 GPU 1 ");
+    ASSERT(strstr(out_buf, "proc 1 GPU 0") == NULL);
+}
+
 /* Nsight Systems' own report files are not read, but named with the command that makes one that
  * is. */
 TEST(report_names_the_export_an_nsight_report_needs) {

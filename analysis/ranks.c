@@ -19,11 +19,15 @@ static int is_nccl(const char *name) {
     return strncmp(name, "ncclKernel_", 11) == 0 || strncmp(name, "ncclDevKernel_", 14) == 0;
 }
 
-/* One NCCL kernel of one process: its collective's key and its ordinal under that key. */
+/* One NCCL kernel of one process: its collective's key and its ordinal under that key. The key's
+ * stream is the place of the kernel's stream among its process's NCCL streams, by their first NCCL
+ * kernel: each process numbers its streams its own way (7 in one, 15 in the other of a real
+ * two-process export), but a communicator's first collective comes in the same order on each. */
 typedef struct nccl_k {
     uint32_t producer, stream, name;
     size_t ordinal;
     uint64_t start, end;
+    uint32_t id; /* the stream's own id */
 } nccl_k;
 
 /* A rank's end against its collective's median end. */
@@ -119,6 +123,52 @@ static int by_start(const void *a, const void *b) {
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* A process's NCCL stream and the start of its first NCCL kernel. */
+typedef struct sfirst {
+    uint32_t producer, stream;
+    uint64_t first;
+} sfirst;
+
+static int sfirst_cmp(const void *a, const void *b) {
+    const sfirst *x = a, *y = b;
+    if (x->producer != y->producer)
+        return x->producer < y->producer ? -1 : 1;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    return x->stream < y->stream ? -1 : x->stream > y->stream;
+}
+
+/* k (sorted by_start: process, stream, name, start) gets its streams' places for keys. */
+static int stream_places(nccl_k *k, size_t nk) {
+    size_t ns = 0;
+    for (size_t i = 0; i < nk; i++)
+        ns += i == 0 || k[i].producer != k[i - 1].producer || k[i].stream != k[i - 1].stream;
+    sfirst *f = malloc(ns * sizeof *f);
+    if (f == NULL)
+        return -1;
+    ns = 0;
+    for (size_t i = 0; i < nk; i++) {
+        if (i == 0 || k[i].producer != k[i - 1].producer || k[i].stream != k[i - 1].stream)
+            f[ns++] = (sfirst){k[i].producer, k[i].stream, k[i].start};
+        else if (k[i].start < f[ns - 1].first)
+            f[ns - 1].first = k[i].start;
+    }
+    qsort(f, ns, sizeof *f, sfirst_cmp);
+    for (size_t i = 0; i < nk; i++) {
+        uint32_t place = 0;
+        for (size_t j = 0; j < ns; j++) {
+            if (f[j].producer != k[i].producer)
+                continue;
+            if (f[j].stream == k[i].stream)
+                break;
+            place++;
+        }
+        k[i].stream = place;
+    }
+    free(f);
+    return 0;
+}
+
 static int coll_cmp(const void *a, const void *b) {
     const an_collective *x = a, *y = b;
     return x->first < y->first ? -1 : x->first > y->first;
@@ -179,7 +229,7 @@ int an_ranks_find(const st_store *s, const an_result *r, an_ranks *out, err_msg 
                 an_ranks_free(out);
                 return err_set(err, ERR_NOMEM, "out of memory");
             }
-            k[nk++] = (nccl_k){li->producer, li->id, e[i].name, 0, e[i].start, e[i].end};
+            k[nk++] = (nccl_k){li->producer, li->id, e[i].name, 0, e[i].start, e[i].end, li->id};
         }
     }
     if (nk)
@@ -189,6 +239,11 @@ int an_ranks_find(const st_store *s, const an_result *r, an_ranks *out, err_msg 
                                k[i].name == k[i - 1].name
                            ? k[i - 1].ordinal + 1
                            : 0;
+    if (nk && stream_places(k, nk) != 0) {
+        free(k);
+        an_ranks_free(out);
+        return err_set(err, ERR_NOMEM, "out of memory");
+    }
     if (nk)
         qsort(k, nk, sizeof *k, k_cmp);
     if (clock_offsets(k, nk, out) != 0) {
@@ -218,7 +273,7 @@ int an_ranks_find(const st_store *s, const an_result *r, an_ranks *out, err_msg 
         an_collective *c = &out->colls[out->n_colls++];
         memset(c, 0, sizeof *c);
         c->name = k[a].name;
-        c->stream = k[a].stream;
+        c->stream = k[a].id;
         c->ordinal = k[a].ordinal;
         c->n_ranks = b - a;
         c->first = UINT64_MAX;

@@ -1217,8 +1217,13 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
         char *paren = strchr(name, '(');
         if (paren)
             *paren = '\0'; /* the kernel's signature says nothing here */
-        int n = snprintf(line, sizeof line, "%s#%zu on stream %u: rank %d last, %.3f ms after the first; others waited %.3f ms;",
-                         name, c->ordinal, c->stream, rank_of(s, c->straggler), ms(c->last - c->first), ms(c->wait_ns));
+        char who[32];
+        if (rank_of(s, c->straggler) >= 0)
+            snprintf(who, sizeof who, "rank %d", rank_of(s, c->straggler));
+        else /* no rank said: its process, as the table names it */
+            snprintf(who, sizeof who, "p%u", st_producer_get(s, c->straggler)->pid);
+        int n = snprintf(line, sizeof line, "%s#%zu on stream %u: %s last, %.3f ms after the first; others waited %.3f ms;",
+                         name, c->ordinal, c->stream, who, ms(c->last - c->first), ms(c->wait_ns));
         if (c->block != SIZE_MAX) {
             const an_block *b = &r->blocks[c->block];
             char api[128];

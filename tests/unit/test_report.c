@@ -343,6 +343,27 @@ TEST(report_puts_an_nsys_sync_on_its_contexts_device) {
     ASSERT(strstr(out_buf, "proc 1 GPU 0") == NULL);
 }
 
+/* The torchrun export's two processes each run 33 ncclDevKernel_SendRecv, on streams they number
+ * 7 and 15; paired in order, the 31st (from 0) is the one whose starts lie furthest apart, process
+ * 145's the later (asked of the file by SQL here). The report matches the 33 across the processes
+ * and names that one first, with its process as the last. */
+TEST(report_ranks_match_collectives_across_processes_of_an_nsys_export) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); t={p:[r[0] for r in c.execute("
+             "'select k.start from CUPTI_ACTIVITY_KIND_KERNEL k join StringIds s on s.id=k.shortName where "
+             "s.value=? and (k.globalPid>>24)&16777215=? order by 1',('ncclDevKernel_SendRecv',p))] for p in "
+             "(144,145)}; d=max((abs(a-b),i,145 if b>a else 144) for i,(a,b) in enumerate(zip(t[144],t[145]))); "
+             "sys.exit(0 if len(t[144])==33 and len(t[145])==33 and d[1:]==(31,145) else 1)\" "
+             "'%s/torchrun_2proc_2gpu_h100.sqlite'",
+             NSYS_TRACE_DIR);
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_EQ(synctop("report --ranks '" NSYS_TRACE_DIR "/torchrun_2proc_2gpu_h100.sqlite'"), 0);
+    ASSERT_STR_CONTAINS(out_buf, "  33 collectives matched;");
+    ASSERT_STR_CONTAINS(out_buf, "    ncclDevKernel_SendRecv#31 on stream 7: p145 last,");
+    ASSERT(strstr(out_buf, "no collectives") == NULL);
+}
+
 /* Nsight Systems' own report files are not read, but named with the command that makes one that
  * is. */
 TEST(report_names_the_export_an_nsight_report_needs) {

@@ -55,6 +55,15 @@ static const char *const seeds[] = {
     ("[{\"ph\": \"X\", \"cat\": \"Kernel\", \"name\": \"legacy\", \"pid\": 0, \"tid\": \"stream 7\", \"ts\": "
      "1e3, "
      "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7}}]"),
+    /* a blocking call with the frames synctop's export writes around it: native, Python, operator */
+    ("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", "
+     "\"pid\": 1, \"tid\": 2, \"ts\": 10.000, \"dur\": 5.000, \"args\": {\"cbid\": 131, \"correlation\": 4, "
+     "\"blocking\": true}}, {\"ph\": \"X\", \"cat\": \"python_function\", \"pid\": 1, \"tid\": 2, \"ts\": "
+     "9.997, \"dur\": 5.006, \"name\": \"main\", \"args\": {\"synctop\": \"call site\", \"synctop module\": "
+     "\"/bin/app\"}}, {\"ph\": \"X\", \"cat\": \"python_function\", \"pid\": 1, \"tid\": 2, \"ts\": 9.998, "
+     "\"dur\": 5.004, \"name\": \"train.py(42): step\", \"args\": {\"synctop\": \"call site\"}}, {\"ph\": "
+     "\"X\", \"cat\": \"cpu_op\", \"pid\": 1, \"tid\": 2, \"ts\": 9.999, \"dur\": 5.002, \"name\": "
+     "\"aten::item\", \"args\": {\"synctop\": \"call site\"}}]}"),
 };
 
 static void write_trace_seeds(const char *dir) {

@@ -13,48 +13,48 @@
 static const struct {
     const char *name, *cause, *change, *torch_change;
 } k_fixes[AN_FIX_N_] = {
-    [AN_FIX_NONE] = {"none", "", ""},
+    [AN_FIX_NONE] = {"none", "", "", NULL},
     [AN_FIX_ITEM] = {"item", ".item() / float() / int() of a CUDA tensor",
                      "Keep the value on the GPU (accumulate it in a tensor) and read it every N steps, or copy it "
-                     "with non_blocking=True into pinned memory and read it after an event"},
+                     "with non_blocking=True into pinned memory and read it after an event", NULL},
     [AN_FIX_IF_TENSOR] = {"if-tensor", "a Python branch on a CUDA tensor (if tensor:, bool(), assert)",
                           "Compute the condition on the GPU (torch.where) or check it only every N steps: a branch "
-                          "on a CUDA tensor waits for all the work queued before it"},
+                          "on a CUDA tensor waits for all the work queued before it", NULL},
     [AN_FIX_TO_HOST] = {"to-host", "a copy between host and GPU that waits (.to(device), .cpu(), .numpy(), .tolist())",
                         "Copy through pinned memory with non_blocking=True (to the GPU: tensor.pin_memory() or "
                         "pin_memory=True in the DataLoader; to the host: into a pinned buffer read after an event), "
-                        "or only every N steps"},
+                        "or only every N steps", NULL},
     [AN_FIX_NONZERO] = {"data-dependent-shape", "an op whose output size depends on the data (nonzero, masked "
                                                 "indexing, unique)",
                         "Use a fixed-shape form (torch.where with a mask, a padded index) so the host need not "
-                        "learn the size"},
+                        "learn the size", NULL},
     [AN_FIX_DEVICE_SYNC] = {"device-sync", "a device-wide synchronize",
                             "Take it out of the loop; to time GPU work, record CUDA events and read their elapsed "
-                            "time later"},
+                            "time later", NULL},
     [AN_FIX_EVENT_SYNC] = {"event-sync", "the host waiting on a CUDA event",
                            "Let the consuming stream wait instead (cudaStreamWaitEvent) and read results later",
                            "Let the consuming stream wait instead (stream.wait_event / cudaStreamWaitEvent) and read "
                            "results later"},
     [AN_FIX_STREAM_SYNC] = {"stream-sync", "a stream synchronize",
                             "Synchronize only where the host needs the results, as late as possible, with more work "
-                            "queued first"},
+                            "queued first", NULL},
     [AN_FIX_PAGEABLE] = {"pageable-copy", "an \"async\" copy through pageable host memory",
                          "Copy from pinned memory (cudaMallocHost, or cudaHostRegister on the buffer), "
                          "asynchronously",
                          "Copy from pinned memory, asynchronously (in PyTorch: pin_memory=True in the DataLoader, "
                          "tensor.pin_memory(), non_blocking=True)"},
     [AN_FIX_SYNC_COPY] = {"sync-copy", "a synchronous copy",
-                          "Copy asynchronously from pinned memory and wait with an event where the data is needed"},
+                          "Copy asynchronously from pinned memory and wait with an event where the data is needed", NULL},
     [AN_FIX_ALLOC] = {"alloc", "cudaFree / cudaMalloc in the loop",
                       "Reuse buffers: allocate once, outside the loop (or from a pool: cudaMallocAsync)",
                       "Reuse buffers, and let the caching allocator keep its memory (in PyTorch: no "
                       "torch.cuda.empty_cache() in the loop)"},
     [AN_FIX_QUERY] = {"query-polling", "polling a stream or an event from the host",
-                      "Replace the polling loop by one event wait (or a host callback)"},
-    [AN_FIX_MEMSET] = {"sync-memset", "a synchronous memset", "Use cudaMemsetAsync on the work's stream"},
+                      "Replace the polling loop by one event wait (or a host callback)", NULL},
+    [AN_FIX_MEMSET] = {"sync-memset", "a synchronous memset", "Use cudaMemsetAsync on the work's stream", NULL},
     [AN_FIX_INPUT] = {"input-pipeline", "the host waiting for its next batch",
                       "Make loading keep up: more DataLoader workers (num_workers), persistent_workers=True, "
-                      "pin_memory=True, a larger prefetch_factor, or the preprocessing on the GPU"},
+                      "pin_memory=True, a larger prefetch_factor, or the preprocessing on the GPU", NULL},
     [AN_FIX_HOST] = {"host-work", "host work between GPU work",
                      "Queue the GPU's next work before this host work, move it to another thread or process, or "
                      "make it cheaper; launch overhead shrinks with CUDA graphs",

@@ -368,8 +368,8 @@ TEST(report_ranks_match_collectives_across_processes_of_an_nsys_export) {
  * is. */
 TEST(report_names_the_export_an_nsight_report_needs) {
     static const char *const names[] = {"a.nsys-rep", "b.QDREP", "c.qdstrm"};
-    static const char *const says[] = {"an Nsight Systems report, which synctop reads once exported to SQLite: "
-                                       "nsys export --type sqlite ",
+    static const char *const says[] = {("an Nsight Systems report, which synctop reads once exported to SQLite: "
+                                        "nsys export --type sqlite "),
                                        "an Nsight Systems report", "never turned into a report"};
     for (size_t i = 0; i < 3; i++) {
         const char *path = task_path(names[i]);

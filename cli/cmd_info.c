@@ -493,7 +493,7 @@ static int info_one(const char *path, int json) {
         rc = traceinfo_load(&ti, path, &err);
         struct stat st;
         if (rc != 0 && kind == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0)
-            rc = ingest_unreadable(path, &err); /* what it is, when it is no kind synctop reads */
+            rc = ingest_nsight_report(path, &err) ? ERR_UNSUPPORTED : rc; /* what to export it with */
     }
     if (rc != 0) {
         free(f);

@@ -101,6 +101,16 @@ static int ends_with(const char *s, const char *tail) {
 /* Why an input of no kind synctop reads is refused: Nsight Systems' own report files are named
  * with what turns them into one that it reads. */
 int ingest_unreadable(const char *path, err_msg *err) {
+    int rc = ingest_nsight_report(path, err);
+    if (rc != 0)
+        return rc;
+    return err_set(err, ERR_UNSUPPORTED,
+                   "%s: neither a synctop trace file, an Nsight Systems SQLite export nor a PyTorch profiler "
+                   "(Kineto) JSON, plain or gzip",
+                   path);
+}
+
+int ingest_nsight_report(const char *path, err_msg *err) {
     if (ends_with(path, ".nsys-rep") || ends_with(path, ".qdrep"))
         return err_set(err, ERR_UNSUPPORTED,
                        "%s: an Nsight Systems report, which synctop reads once exported to SQLite: "
@@ -111,10 +121,7 @@ int ingest_unreadable(const char *path, err_msg *err) {
                        "%s: an Nsight Systems capture that was never turned into a report: open it in Nsight "
                        "Systems (or its QdstrmImporter) to make a .nsys-rep, then nsys export --type sqlite",
                        path);
-    return err_set(err, ERR_UNSUPPORTED,
-                   "%s: neither a synctop trace file, an Nsight Systems SQLite export nor a PyTorch profiler "
-                   "(Kineto) JSON, plain or gzip",
-                   path);
+    return 0;
 }
 
 /* Opens the input and tells its kind from its first bytes. The descriptor and the bytes read stay

@@ -21,6 +21,9 @@ int ingest_kind(const char *path);
 /* Sets err to why path, of no kind synctop reads, is refused (Nsight Systems' own report files
  * are named with the command that exports them) and returns ERR_UNSUPPORTED. */
 int ingest_unreadable(const char *path, err_msg *err);
+/* The same for Nsight Systems' own report files only (.nsys-rep, .qdrep, .qdstrm, by name):
+ * ERR_UNSUPPORTED with the reason, else 0. */
+int ingest_nsight_report(const char *path, err_msg *err);
 
 /* Loads a whole source, then commits and shrinks the store. Damaged batches of a trace file are
  * skipped (warn, if not NULL, is called for each). */

@@ -7,6 +7,36 @@
 #   WORK     a scratch directory
 #   TRACE    a PyTorch-profiler trace, and TRACE_REPORT the report of it that a build tree gives
 
+# The scratch directory (removed at exit), AUX in it with the files named before "--" in the
+# arguments given, and TRACE a copy of the one after; skips (77) without tmux. Sets WORK, AUX, TRACE.
+setup_work() {
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/synctop-install.XXXXXX")
+    trap 'rm -rf "$WORK"' EXIT
+    AUX="$WORK/aux"
+    mkdir -p "$AUX"
+    while [ "$1" != "--" ]; do
+        cp "$1" "$AUX/"
+        shift
+    done
+    cp "$2" "$WORK/trace.json.gz"
+    TRACE="$WORK/trace.json.gz"
+    command -v tmux >/dev/null || { echo "SKIP: tmux is not installed"; exit 77; }
+}
+
+# How to run a command in a mount namespace of its own, where build trees are hidden: root's own,
+# else one of a user namespace; skips (77) when neither can be made. Sets NS.
+# shellcheck disable=SC2034 # NS is read by the scripts that source this
+mount_namespace() {
+    if unshare --mount true 2>/dev/null; then
+        NS="unshare --mount"
+    elif unshare --mount --map-root-user true 2>/dev/null; then
+        NS="unshare --mount --map-root-user"
+    else
+        echo "SKIP: cannot make a mount namespace to hide the build trees in (needs root or user namespaces)"
+        exit 77
+    fi
+}
+
 fail() {
     echo "FAIL: $*" >&2
     exit 1

@@ -14,26 +14,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 3 ] || { echo "usage: prefix.sh BUILD_DIR AUX... -- TRACE" >&2; exit 2; }
 build=$(cd "$1" && pwd)
 shift
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/synctop-install.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-AUX="$WORK/aux"
-mkdir -p "$AUX"
-while [ "$1" != "--" ]; do
-    cp "$1" "$AUX/"
-    shift
-done
-TRACE=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
-
-command -v tmux >/dev/null || { echo "SKIP: tmux is not installed"; exit 77; }
-# The build tree is hidden in a mount namespace: root's own, else one of a user namespace.
-if unshare --mount true 2>/dev/null; then
-    ns="unshare --mount"
-elif unshare --mount --map-root-user true 2>/dev/null; then
-    ns="unshare --mount --map-root-user"
-else
-    echo "SKIP: cannot make a mount namespace to hide the build tree in (needs root or user namespaces)"
-    exit 77
-fi
+setup_work "$@"
+mount_namespace
 
 cmake --install "$build" --prefix "$WORK/inst" >"$WORK/install.log" || fail "cmake --install: $(cat "$WORK/install.log")"
 mv "$WORK/inst" "$WORK/moved"
@@ -51,7 +33,7 @@ mkdir -p "$WORK/empty"
 
 export SYNCTOP="$prefix/bin/synctop" AUX WORK TRACE TRACE_REPORT
 # shellcheck disable=SC2016 # expanded by the inner shell
-$ns sh -c 'mount --bind "$WORK/empty" "$1" && cd "$WORK" && . "$2/lib.sh" &&
+$NS sh -c 'mount --bind "$WORK/empty" "$1" && cd "$WORK" && . "$2/lib.sh" &&
     [ ! -e "$1/synctop" ] && check_report && check_run && check_replay && check_attach' \
     sh "$build" "$here" || fail "a check failed with the build tree hidden"
 say "installed into a prefix, moved it, hid the build tree: run, attach, replay and report work"

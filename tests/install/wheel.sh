@@ -18,27 +18,9 @@ src=$(cd "$1" && pwd)
 mkdir -p "$2"
 pkg=$(cd "$2" && pwd)
 shift 2
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/synctop-wheel.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-AUX="$WORK/aux"
-mkdir -p "$AUX"
-while [ "$1" != "--" ]; do
-    cp "$1" "$AUX/"
-    shift
-done
-cp "$2" "$WORK/trace.json.gz"
-TRACE="$WORK/trace.json.gz"
-
-command -v tmux >/dev/null || { echo "SKIP: tmux is not installed"; exit 77; }
+setup_work "$@"
 python3 -m venv "$WORK/probe" >/dev/null 2>&1 || { echo "SKIP: python3 cannot make a virtual environment"; exit 77; }
-if unshare --mount true 2>/dev/null; then
-    ns="unshare --mount"
-elif unshare --mount --map-root-user true 2>/dev/null; then
-    ns="unshare --mount --map-root-user"
-else
-    echo "SKIP: cannot make a mount namespace to hide the build trees in (needs root or user namespaces)"
-    exit 77
-fi
+mount_namespace
 
 # ---- the wheel, as the README makes it ----
 rm -rf "$pkg/dist"
@@ -95,7 +77,7 @@ mkdir -p "$WORK/empty"
 
 export SYNCTOP="$venv/bin/synctop" AUX WORK TRACE TRACE_REPORT
 # shellcheck disable=SC2016 # expanded by the inner shell
-$ns sh -c '
+$NS sh -c '
     . "$WORK/lib.sh" && cd "$WORK" &&
     { mount --bind "$WORK/empty" "$2" && mount --bind "$WORK/empty" "$1" || fail "cannot hide the trees"; } &&
     [ ! -e "$1/CMakeLists.txt" ] && [ ! -e "$2/wheel" ] &&

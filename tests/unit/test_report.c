@@ -235,6 +235,15 @@ TEST(report_reads_standard_input) {
     free(want);
 }
 
+/* Whether python3's sqlite3 finds a fact in an Nsight export: py, given the connection c, sets
+ * ok. The figures the tests below check come from the files this way, not from synctop. */
+static int sql_holds(const char *db, const char *py) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "python3 -c \"import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); %s; "
+                              "sys.exit(0 if ok else 1)\" '%s'", py, db);
+    return system(cmd) == 0;
+}
+
 /* Calls without a call site say how to get one, by where they came from: an Nsight export whose
  * CUDA runtime rows carry no callchainId (cloverleaf: 3048 rows, 0 with one; saxpy_mpi: 38 of 95,
  * every blocking call among them, by SQL on the files), a profiler trace without stacks (resnet). */
@@ -255,13 +264,9 @@ TEST(report_says_how_to_record_call_sites_for_the_calls_without_one) {
  * its advice names none; the AlexNet profiler trace is PyTorch's, and its cudaFree advice names
  * the caching allocator. */
 TEST(report_advice_names_a_framework_only_where_the_trace_shows_it) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
-             "sys.exit(c.execute(\\\"select count(*) from StringIds where value like '%%torch%%' or value like "
-             "'aten::%%'\\\").fetchone()[0])\" '%s/saxpy_mpi_a100_rank0.sqlite'",
-             NSYS_TRACE_DIR);
-    ASSERT_EQ(system(cmd), 0);
+    ASSERT(sql_holds(NSYS_TRACE_DIR "/saxpy_mpi_a100_rank0.sqlite",
+                     "ok = c.execute('select count(*) from StringIds where value like ? or value like ?', "
+                     "('%torch%', 'aten::%')).fetchone()[0] == 0"));
     ASSERT_EQ(synctop("report '" NSYS_TRACE_DIR "/saxpy_mpi_a100_rank0.sqlite'"), 0);
     ASSERT_STR_CONTAINS(out_buf, "change: Reuse buffers: allocate once, outside the loop");
     ASSERT_STR_CONTAINS(out_buf, "launch overhead shrinks with CUDA\n       graphs.\n");
@@ -276,14 +281,10 @@ TEST(report_advice_names_a_framework_only_where_the_trace_shows_it) {
  * SQL here), and the GPU does nothing between most of them; asked for by name, its ranges are
  * steps all the same. */
 TEST(report_steps_refuse_a_heartbeat_that_is_no_loop) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
-             "t=[r[0] for r in c.execute(\\\"select start from NVTX_EVENTS e left join StringIds s on s.id=e.textId "
-             "where coalesce(e.text,s.value)='isResharding' order by 1\\\")]; g=sorted(b-a for a,b in zip(t,t[1:])); "
-             "sys.exit(0 if len(t)==2896 and g[len(g)//2]<100000 else 1)\" '%s/nvfuser_h200_benchmark.sqlite'",
-             NSYS_TRACE_DIR);
-    ASSERT_EQ(system(cmd), 0);
+    ASSERT(sql_holds(NSYS_TRACE_DIR "/nvfuser_h200_benchmark.sqlite",
+                     "t = [r[0] for r in c.execute('select start from NVTX_EVENTS e left join StringIds s on "
+                     "s.id = e.textId where coalesce(e.text, s.value) = ? order by 1', ('isResharding',))]; "
+                     "g = sorted(b - a for a, b in zip(t, t[1:])); ok = len(t) == 2896 and g[len(g) // 2] < 100000"));
     ASSERT_EQ(synctop("report --steps '" NSYS_TRACE_DIR "/nvfuser_h200_benchmark.sqlite'"), 0);
     ASSERT_STR_CONTAINS(out_buf, "no steps found:");
     ASSERT(strstr(out_buf, "by heartbeat") == NULL);
@@ -328,14 +329,11 @@ TEST(report_puts_files_of_unrelated_times_at_their_own_starts) {
  * also for process 145, whose 2017 kernels all ran on device 1 in context 2, as do its 188 syncs'
  * contexts (asked of the file by SQL here). Its syncs belong to GPU 1: no GPU 0 is shown for it. */
 TEST(report_puts_an_nsys_sync_on_its_contexts_device) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); q=lambda t: c.execute("
-             "'select deviceId, contextId, count(*) from '+t+' where (globalPid>>24)&16777215=145 group by 1,2')"
-             ".fetchall(); sys.exit(0 if q('CUPTI_ACTIVITY_KIND_KERNEL')==[(1,2,2017)] and "
-             "q('CUPTI_ACTIVITY_KIND_SYNCHRONIZATION')==[(0,2,188)] else 1)\" '%s/torchrun_2proc_2gpu_h100.sqlite'",
-             NSYS_TRACE_DIR);
-    ASSERT_EQ(system(cmd), 0);
+    ASSERT(sql_holds(NSYS_TRACE_DIR "/torchrun_2proc_2gpu_h100.sqlite",
+                     "q = lambda t: c.execute('select deviceId, contextId, count(*) from ' + t + ' where "
+                     "(globalPid >> 24) & 16777215 = 145 group by 1, 2').fetchall(); "
+                     "ok = q('CUPTI_ACTIVITY_KIND_KERNEL') == [(1, 2, 2017)] and "
+                     "q('CUPTI_ACTIVITY_KIND_SYNCHRONIZATION') == [(0, 2, 188)]"));
     ASSERT_EQ(synctop("info '" NSYS_TRACE_DIR "/torchrun_2proc_2gpu_h100.sqlite'"), 0);
     ASSERT_STR_CONTAINS(out_buf, "syncs: 188 put on the device their context's work ran on");
     ASSERT_EQ(synctop("report '" NSYS_TRACE_DIR "/torchrun_2proc_2gpu_h100.sqlite'"), 0);
@@ -348,16 +346,12 @@ TEST(report_puts_an_nsys_sync_on_its_contexts_device) {
  * 145's the later (asked of the file by SQL here). The report matches the 33 across the processes
  * and names that one first, with its process as the last. */
 TEST(report_ranks_match_collectives_across_processes_of_an_nsys_export) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd,
-             "python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); t={p:[r[0] for r in c.execute("
-             "'select k.start from CUPTI_ACTIVITY_KIND_KERNEL k join StringIds s on s.id=k.shortName where "
-             "s.value=? and (k.globalPid>>24)&16777215=? order by 1',('ncclDevKernel_SendRecv',p))] for p in "
-             "(144,145)}; d=max((abs(a-b),i,145 if b>a else 144) for i,(a,b) in enumerate(zip(t[144],t[145]))); "
-             "sys.exit(0 if len(t[144])==33 and len(t[145])==33 and d[1:]==(31,145) else 1)\" "
-             "'%s/torchrun_2proc_2gpu_h100.sqlite'",
-             NSYS_TRACE_DIR);
-    ASSERT_EQ(system(cmd), 0);
+    ASSERT(sql_holds(NSYS_TRACE_DIR "/torchrun_2proc_2gpu_h100.sqlite",
+                     "t = {p: [r[0] for r in c.execute('select k.start from CUPTI_ACTIVITY_KIND_KERNEL k join "
+                     "StringIds s on s.id = k.shortName where s.value = ? and (k.globalPid >> 24) & 16777215 = ? "
+                     "order by 1', ('ncclDevKernel_SendRecv', p))] for p in (144, 145)}; "
+                     "d = max((abs(a - b), i, 145 if b > a else 144) for i, (a, b) in enumerate(zip(t[144], t[145]))); "
+                     "ok = len(t[144]) == 33 and len(t[145]) == 33 and d[1:] == (31, 145)"));
     ASSERT_EQ(synctop("report --ranks '" NSYS_TRACE_DIR "/torchrun_2proc_2gpu_h100.sqlite'"), 0);
     ASSERT_STR_CONTAINS(out_buf, "  33 collectives matched;");
     ASSERT_STR_CONTAINS(out_buf, "    ncclDevKernel_SendRecv#31 on stream 7: p145 last,");

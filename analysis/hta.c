@@ -30,11 +30,14 @@
  *     imported event's ts has a fraction of a microsecond. Differs for a file whose float ts are
  *     all whole microseconds while some durations are not (HTA rounds the ends down, this does
  *     not); the importer would have to note the JSON number type to tell.
- *   - the rounding itself is on exact nanoseconds (round_row): HTA's doubles of a ts relative to
- *     baseTimeNanoseconds keep every ns, so the two agree but where the double sum ts + dur falls
- *     a rounding error short of a whole microsecond (none of Qwen's 12,080 rows). Differs for an
- *     absolute float ts (no base): doubles there are 0.25 us apart and HTA rounds what the double
- *     kept; the importer does not say whether a base was added.
+ *   - the rounding itself: HTA reads ts and dur as the file wrote them, into doubles (Python's
+ *     json), and rounds ts and the double sum ts + dur. For a ts relative to baseTimeNanoseconds
+ *     the doubles keep every ns, so the rounding is done on exact nanoseconds; the two agree but
+ *     where the double sum falls a rounding error short of a whole microsecond (none of Qwen's
+ *     12,080 rows, nor of the A100 NCCL trace's). For an absolute ts (no base: the importer marks
+ *     the process TP_F_TS_ABSOLUTE) HTA's doubles are recomputed from the exact nanoseconds
+ *     (round_row), as the file wrote them with three decimals; a file written with more decimals
+ *     than ns resolve would differ where the lost digits decide the double.
  *   - a GPU row with a correlation but no host call: HTA links it to row index 0, the file's first
  *     row (with a dur and a cat), whose ts then counts as its launch. The store does not keep the
  *     file's order; here the first ProfilerStep is taken for that row (profilers write it first:
@@ -131,22 +134,54 @@ typedef struct hprod {
     const st_store *s;
     const hta_opts *o;
     int rounded, filtered;
+    int doubles;       /* rounding on HTA's doubles of absolute times (TP_F_TS_ABSOLUTE) */
+    int64_t shift;     /* the producer's clock shift: start + shift is the time as written */
     int64_t first_step_start, cut, cut_incl;
     hlinks links;
     uint32_t name_id[HTA_NAME_CACHE];
     int8_t name_compute[HTA_NAME_CACHE]; /* -1: slot empty */
 } hprod;
 
-/* HTA's rounding of one row: ts = ceil(ts), end = floor(ts + dur), here on exact nanoseconds. HTA
- * does it on the file's doubles; for a ts relative to baseTimeNanoseconds (what profilers write
- * with ns precision: below 2^42 us, a double keeps every ns) the two agree except where the double
- * sum ts + dur falls a rounding error short of a whole microsecond that the exact sum reaches.
- * For an absolute float ts (about 1.7e15 us, doubles 0.25 us apart) HTA's own result depends on
- * the double's rounding of the fraction; this takes the fraction as written (the importer does
- * not say whether a base was added, and the exact figure is the trace's). */
-static void round_row(uint64_t start, uint64_t end, int64_t *ts, int64_t *te) {
-    *ts = (int64_t)((start + 999) / 1000 * 1000);
-    *te = (int64_t)(end / 1000 * 1000);
+/* The double Python's json (hence HTA) makes of a time written as ns / 1000 us with three
+ * decimals: the nearest one, ties to even, as a correctly rounded strtod gives, computed on
+ * integers so that no locale or excess precision enters. Above 2^53 us (the year 2255) the double
+ * of the whole microseconds is taken. */
+static double us_double(int64_t ns) {
+    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    uint64_t q = a / 1000, r = a % 1000;
+    double d;
+    if (q == 0) {
+        d = (double)r / 1000.0; /* two exact doubles: IEEE division rounds once */
+    } else if (q >= (1ull << 52)) {
+        d = (double)(q + (q < (1ull << 53) && (r > 500 || (r == 500 && (q & 1))))); /* 1 us apart */
+    } else {
+        /* q has e + 1 bits, so the double keeps j = 52 - e bits of the fraction r / 1000. */
+        int j = 52 - (63 - __builtin_clzll(q));
+        uint64_t num = r << j, m = num / 1000, rem = num % 1000; /* r < 2^10, j <= 52 */
+        m += rem > 500 || (rem == 500 && (m & 1));
+        d = (double)q + ldexp((double)m, -j); /* exact: q * 2^j + m fits in 53 bits */
+    }
+    return ns < 0 ? -d : d;
+}
+
+/* HTA's rounding of one row (trace_parser.py round_down_time_stamps): end = ts + dur on the
+ * file's doubles, then ts = ceil(ts), end = floor(end). For a ts relative to baseTimeNanoseconds
+ * (what profilers write with ns precision: below 2^42 us, a double keeps every ns) it is done on
+ * exact nanoseconds, which agrees with HTA but where the double sum ts + dur falls a rounding
+ * error short of a whole microsecond that the exact sum reaches. For an absolute ts (no base,
+ * about 1.7e15 us: doubles 0.25 us apart) the doubles are HTA's own: a fraction of a
+ * microsecond moves by up to 0.125 us before the rounding, enough to move a row's ts or end by
+ * a whole microsecond (the V100 trace: 12% of its idle time). */
+static void round_row(hprod *c, uint64_t start, uint64_t end, int64_t *ts, int64_t *te) {
+    if (c->doubles) {
+        int64_t at = (int64_t)start + c->shift;
+        double t = us_double(at), e = t + us_double((int64_t)(end - start));
+        *ts = (int64_t)ceil(t) * 1000 - c->shift;
+        *te = (int64_t)floor(e) * 1000 - c->shift;
+    } else {
+        *ts = (int64_t)((start + 999) / 1000 * 1000);
+        *te = (int64_t)(end / 1000 * 1000);
+    }
 }
 
 /* hta/utils/utils.py get_kernel_type() == COMPUTATION: not ^nccl.*Kernel, not ^Memcpy|^Memset|^dma,
@@ -353,7 +388,7 @@ static int lane_next(hprod *c, hlane *ln) {
         r.ts = (int64_t)e->start;
         r.end = (int64_t)e->end;
         if (c->rounded)
-            round_row(e->start, e->end, &r.ts, &r.end);
+            round_row(c, e->start, e->end, &r.ts, &r.end);
         r.compute = (uint8_t)event_is_compute(c, e);
         ln->row = r;
         return 1;
@@ -457,7 +492,7 @@ static int read_host(hprod *c, uint32_t p, size_t n_step_names) {
             const st_event *e = &ev[i];
             int64_t ts = (int64_t)e->start, te = (int64_t)e->end;
             if (c->rounded)
-                round_row(e->start, e->end, &ts, &te);
+                round_row(c, e->start, e->end, &ts, &te);
             min_cpu = ts < min_cpu ? ts : min_cpu;
             max_cpu_end = te > max_cpu_end ? te : max_cpu_end;
             if (li->kind == ST_LANE_NVTX) {
@@ -624,13 +659,16 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
     c->o = o;
     memset(c->name_compute, -1, sizeof c->name_compute);
     c->rounded = has_fractions(s, p);
+    c->doubles = c->rounded && (pi->flags & TP_F_TS_ABSOLUTE) != 0;
+    c->shift = pi->clock_shift_ns;
     hsweep w = {0};
     hunion all = {0}, compute = {0};
     int rc = ERR_NOMEM;
     if (read_host(c, p, n_step_names) || sweep_lanes(&w, s, p, o) || sweep_rows(&w, c, &all, &compute) ||
         emit_streams(&w, p, rank, out, streams_cap))
         goto done;
-    hta_rank rk = {.producer = p, .rank = rank, .filtered = c->filtered, .rounded = c->rounded};
+    hta_rank rk = {.producer = p, .rank = rank, .filtered = c->filtered, .rounded = c->rounded,
+                   .doubles = c->doubles};
     if (all.have) {
         rk.has_gpu = 1;
         rk.kernel_ns = all.ce - all.first;

@@ -396,6 +396,8 @@ static int emit_meta(kimp *k, em_out *o) {
     st->pid = k->pid;
     tp_process p = {
         .kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = k->pid, .rank = st->rank, .world = st->world};
+    /* HTA reads ts as written, as doubles: absolute ones are 0.25 us apart (analysis/hta.c). */
+    p.flags = k->have_base ? 0 : TP_F_TS_ABSOLUTE;
     p.host = kt_intern(k, k->host.s, k->host.len);
     p.cmdline = tp_enc_intern_cstr(k->enc, cm_base_name(k->name));
     int rc = em_add(o, &p, 1);

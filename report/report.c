@@ -158,8 +158,9 @@ static void json_hta(FILE *out, const hta_result *h) {
     fprintf(out, ",\"hta\":{\"unit\":\"us\",\"ranks\":[");
     for (size_t i = 0; i < h->n_ranks; i++) {
         const hta_rank *k = &h->ranks[i];
-        fprintf(out, "%s{\"producer\":%u,\"rank\":%d,\"filtered\":%s,\"rounded\":%s", i ? "," : "", k->producer,
-                k->rank, k->filtered ? "true" : "false", k->rounded ? "true" : "false");
+        fprintf(out, "%s{\"producer\":%u,\"rank\":%d,\"filtered\":%s,\"rounded\":%s,\"rounded_as_doubles\":%s", i ? "," : "",
+                k->producer, k->rank, k->filtered ? "true" : "false", k->rounded ? "true" : "false",
+                k->doubles ? "true" : "false");
         if (k->has_gpu)
             fprintf(out, ",\"idle_time\":%.3f,\"compute_time\":%.3f,\"non_compute_time\":%.3f,\"kernel_time\":%.3f",
                     k->idle_ns / 1e3, k->compute_ns / 1e3, k->non_compute_ns / 1e3, k->kernel_ns / 1e3);
@@ -478,9 +479,10 @@ static void write_hta_text(FILE *out, const hta_result *h, int md) {
                     100.0);
         if (k->filtered || k->rounded) {
             char note[256];
-            snprintf(note, sizeof note, "%s%s%s", k->filtered ? "ProfilerStep filtering: the last step is left out, as HTA does." : "",
+            snprintf(note, sizeof note, "%s%s%s%s", k->filtered ? "ProfilerStep filtering: the last step is left out, as HTA does." : "",
                      k->filtered && k->rounded ? " " : "",
-                     k->rounded ? "Float timestamps rounded to whole us, as HTA does." : "");
+                     k->rounded ? "Float timestamps rounded to whole us, as HTA does" : "",
+                     !k->rounded ? "" : k->doubles ? " (on its float64 reading of the absolute times, 0.25 us apart)." : ".");
             if (md)
                 fprintf(out, "\n%s\n", note);
             else

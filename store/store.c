@@ -529,6 +529,7 @@ static int add_meta(st_store *s, uint32_t prod, const tp_record *r, cs_entry **c
         p->cmdline = pstr(s, prod, r->process.cmdline);
         p->rank = r->process.rank;
         p->world = r->process.world;
+        p->flags = r->head.flags;
         producer_clock(s, prod);
         return 0;
     }

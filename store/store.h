@@ -81,6 +81,7 @@ typedef struct st_producer_info {
     uint32_t pid;
     uint32_t host, cmdline; /* store strings */
     int32_t rank, world;
+    uint8_t flags;            /* its process record's: TP_F_TS_ABSOLUTE */
     uint64_t batches, missed; /* batches received, and missed (sequence gaps) */
     uint64_t drop_records[TP_DROP_MAX_], drop_batches[TP_DROP_MAX_]; /* latest TP_K_DROPS */
     int ended; /* its TP_BF_END batch arrived */

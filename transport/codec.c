@@ -497,6 +497,9 @@ static int check_record(const tp_record *r, err_msg *err, uint32_t i) {
     case TP_K_STREAM:
         allowed = TP_F_NULL_STREAM | TP_F_SYNC_ID_NEG | TP_F_SYNC_ID_U32;
         break;
+    case TP_K_PROCESS:
+        allowed = TP_F_TS_ABSOLUTE;
+        break;
     case TP_K_HOSTCLOCK:
         if (r->hostclock.host == 0)
             return err_set(err, ERR_MALFORMED, "record %u: host clock without a host", i);

@@ -56,6 +56,8 @@ enum {
     TP_F_LAUNCH = 1 << 2,     /* api: the call launches work (kernel, graph) */
     TP_F_GRAPH = 1 << 0,      /* kernel: launched as part of a CUDA graph */
     TP_F_NULL_STREAM = 1 << 0, /* stream: the context's default (NULL) stream */
+    TP_F_TS_ABSOLUTE = 1 << 0, /* process (imported): times written as absolute us, no base added
+                                  (a Kineto trace without baseTimeNanoseconds) */
     /* stream TP_NO_ID (device-wide syncs of an imported trace): how the source spelled its id */
     TP_F_SYNC_ID_NEG = 1 << 1, /* as -1 (newer Kineto) */
     TP_F_SYNC_ID_U32 = 1 << 2  /* as 4294967295 (older Kineto) */

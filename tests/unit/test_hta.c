@@ -217,6 +217,34 @@ TEST(hta_float_timestamps_are_rounded_as_hta_does) {
     ASSERT_GT(check("float_ts", f, 1, HTA_WIDE_AUTO), 0);
 }
 
+/* A real V100 trace (HTA's own tests/data/ns_resolution_trace) with absolute ts, about 1.7e15 us
+ * written with three decimals and no baseTimeNanoseconds: HTA rounds what its doubles kept, 0.25 us
+ * apart, not the decimals. Read exactly, idle time was 11,307 us against HTA's 10,113 and 117
+ * host_wait intervals against its 90. */
+TEST(hta_absolute_float_timestamps_are_read_as_hta_doubles) {
+    const char *f[] = {"v100_ns_resolution_hta.json.gz"};
+    ASSERT_GT(check("v100_ns_resolution_hta", f, 1, HTA_WIDE_AUTO), 0);
+}
+
+/* `synctop VERB` (import, export) of a sample trace into the test's file name; returns its path. */
+static const char *converted(const char *verb, const char *file, const char *name) {
+    char cmd[4096];
+    const char *out = task_path(name);
+    snprintf(cmd, sizeof cmd, "'%s' %s '%s/%s' -o '%s' > /dev/null", task_synctop(), verb, KINETO_TRACE_DIR, file, out);
+    ASSERT_EQ(system(cmd), 0);
+    return out;
+}
+
+/* The importer's note that the times were absolute survives a synctop trace file (import), and
+ * an export to Chrome JSON writes absolute times with three decimals again: --hta on either
+ * gives HTA's figures for the original trace. */
+TEST(hta_absolute_timestamps_survive_import_and_export) {
+    const char *names[] = {converted("import", "v100_ns_resolution_hta.json.gz", "v100.trace")};
+    ASSERT_GT(check("v100_ns_resolution_hta", names, 1, HTA_WIDE_AUTO), 0);
+    names[0] = converted("export --format chrome", "v100_ns_resolution_hta.json.gz", "v100.chrome.json");
+    ASSERT_GT(check("v100_ns_resolution_hta", names, 1, HTA_WIDE_AUTO), 0);
+}
+
 /* Stream 0 is a GPU stream for HTA (stream >= 0): its kernels are linked to their launches. */
 TEST(hta_stream_zero_is_a_gpu_stream) {
     const char *f[] = {HTA_FIXTURES "/stream_zero_trace.json"};
@@ -294,11 +322,9 @@ TEST(hta_device_wide_sync_spelling_is_kept_from_the_trace) {
 /* An export to Chrome JSON keeps how the device-wide rows were written, so the re-imported trace
  * gives HTA's numbers again (stream 4294967295's rows included). */
 TEST(hta_survives_export_and_reimport) {
-    char src[1024], cmd[4096];
+    char src[1024];
     snprintf(src, sizeof src, "%s/alexnet_a100_sync_heavy.json.gz", KINETO_TRACE_DIR);
-    const char *out = task_path("alexnet.chrome.json");
-    snprintf(cmd, sizeof cmd, "'%s' export '%s' --format chrome -o '%s' > /dev/null", task_synctop(), src, out);
-    ASSERT_EQ(system(cmd), 0);
+    const char *out = converted("export --format chrome", "alexnet_a100_sync_heavy.json.gz", "alexnet.chrome.json");
     hta_result h[2];
     const char *paths[2] = {src, out};
     for (int i = 0; i < 2; i++) {

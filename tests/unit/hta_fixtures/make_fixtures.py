@@ -9,10 +9,11 @@ HTA version: HolisticTraceAnalysis 0.5.0 (PyPI), run with pandas and numpy as pi
 Usage:
     python3 -m venv /work/venv-hta
     /work/venv-hta/bin/pip install HolisticTraceAnalysis==0.5.0
-    /work/venv-hta/bin/python tests/unit/hta_fixtures/make_fixtures.py [EXTRA_TRACE_DIR]
+    /work/venv-hta/bin/python tests/unit/hta_fixtures/make_fixtures.py [EXTRA_TRACE_DIR [CASE...]]
 
 Traces are read from samples/traces/kineto; EXTRA_TRACE_DIR (default /work/shared/traces/kineto)
-supplies the cases whose traces are not in samples yet (skipped when absent); float_ts_trace.json
+supplies the cases whose traces are not in samples yet (skipped when absent); CASE names limit the
+run to those cases (the other fixtures are left as they are); float_ts_trace.json
 here is a small hand-written trace (ns-precision float ts relative to baseTimeNanoseconds, a GPU row
 with no host call, a sub-microsecond memset, overlapping kernels, a Stream Sync row) and
 stream_zero_trace.json kernels on stream 0 (a GPU stream for HTA: stream >= 0). Each case is a
@@ -48,6 +49,7 @@ CASES = {
     "resnet_2080ti_two_threads": ("extra", ["resnet_2080ti_two_threads.json.gz"]),
     "resnet50_v100_legacy_2021": (None, ["resnet50_v100_legacy_2021.json.gz"]),
     "qwen_mi300_rocm_with_stack": (None, ["qwen_mi300_rocm_with_stack.json.gz"]),
+    "v100_ns_resolution_hta": (None, ["v100_ns_resolution_hta.json.gz"]),
 }
 
 
@@ -104,7 +106,10 @@ def run_case(name, src_dir, files):
 
 def main(argv):
     extra = argv[1] if len(argv) > 1 else "/work/shared/traces/kineto"
+    only = set(argv[2:])
     for name, (where, files) in CASES.items():
+        if only and name not in only:
+            continue
         src = {None: SAMPLES, "fixtures": HERE, "extra": extra}[where]
         if not all(os.path.exists(os.path.join(src, f)) for f in files):
             print(f"{name}: skipped, no {files} in {src}", file=sys.stderr)

@@ -46,8 +46,9 @@
  *     is another one.
  *   - negative non_compute_time: rounding gives a sub-microsecond row a negative dur (end < ts),
  *     and such a row alone in the union subtracts from the busy time, so idle + compute can exceed
- *     kernel_time. HTA's get_temporal_breakdown then fails its own assertion (Qwen: -17 us); here
- *     the figures are given as computed.
+ *     kernel_time. HTA's get_temporal_breakdown then fails its own assertion (Qwen: -17 us, which
+ *     its code computes with assertions off); here the figures are given as computed, with the
+ *     count of such rows (hta_rank.negative_rows) for the report to say why.
  *   - ts ties on one stream: HTA's sort_values is not stable, so its own result depends on the
  *     order pandas leaves; here store order (start, then end: the shorter first). Equal rows give
  *     the same figures either way.
@@ -136,6 +137,7 @@ typedef struct hprod {
     int rounded, filtered;
     int doubles;       /* rounding on HTA's doubles of absolute times (TP_F_TS_ABSOLUTE) */
     int64_t shift;     /* the producer's clock shift: start + shift is the time as written */
+    uint64_t negative; /* GPU rows (copies) whose rounded end is before their ts */
     int64_t first_step_start, cut, cut_incl;
     hlinks links;
     uint32_t name_id[HTA_NAME_CACHE];
@@ -389,6 +391,7 @@ static int lane_next(hprod *c, hlane *ln) {
         r.end = (int64_t)e->end;
         if (c->rounded)
             round_row(c, e->start, e->end, &r.ts, &r.end);
+        c->negative += r.end < r.ts ? r.copies : 0;
         r.compute = (uint8_t)event_is_compute(c, e);
         ln->row = r;
         return 1;
@@ -668,7 +671,7 @@ static int analyze_producer(const st_store *s, uint32_t p, size_t n_step_names, 
         emit_streams(&w, p, rank, out, streams_cap))
         goto done;
     hta_rank rk = {.producer = p, .rank = rank, .filtered = c->filtered, .rounded = c->rounded,
-                   .doubles = c->doubles};
+                   .doubles = c->doubles, .negative_rows = c->negative};
     if (all.have) {
         rk.has_gpu = 1;
         rk.kernel_ns = all.ce - all.first;

@@ -49,6 +49,7 @@ typedef struct hta_rank {
     int filtered;  /* ProfilerStep filtering applied (two or more step names in the store) */
     int rounded;   /* float timestamps: ts rounded up, ends down, to whole microseconds */
     int doubles;   /* ... from HTA's doubles of absolute times (0.25 us apart near 1.7e15 us) */
+    uint64_t negative_rows; /* GPU rows the rounding left ending before they start (dur < 0) */
     int has_gpu;   /* some GPU operation survived: the numbers below mean something */
     int64_t idle_ns, compute_ns, non_compute_ns, kernel_ns;
 } hta_rank;

@@ -161,6 +161,8 @@ static void json_hta(FILE *out, const hta_result *h) {
         fprintf(out, "%s{\"producer\":%u,\"rank\":%d,\"filtered\":%s,\"rounded\":%s,\"rounded_as_doubles\":%s", i ? "," : "",
                 k->producer, k->rank, k->filtered ? "true" : "false", k->rounded ? "true" : "false",
                 k->doubles ? "true" : "false");
+        if (k->rounded)
+            fprintf(out, ",\"negative_rows\":%" PRIu64, k->negative_rows);
         if (k->has_gpu)
             fprintf(out, ",\"idle_time\":%.3f,\"compute_time\":%.3f,\"non_compute_time\":%.3f,\"kernel_time\":%.3f",
                     k->idle_ns / 1e3, k->compute_ns / 1e3, k->non_compute_ns / 1e3, k->kernel_ns / 1e3);
@@ -487,6 +489,19 @@ static void write_hta_text(FILE *out, const hta_result *h, int md) {
                 fprintf(out, "\n%s\n", note);
             else
                 wrap(out, 8, 8, note);
+        }
+        if (k->non_compute_ns < 0) {
+            char why[512];
+            snprintf(why, sizeof why,
+                     "non_compute_time is negative: HTA's rounding (ts up, ts + dur down) left %" PRIu64 " GPU row%s "
+                     "shorter than 1 us ending before %s start, and such a row overlapping no other counts negative "
+                     "in the busy time, so idle and compute add up to more than kernel_time. HTA 0.5.0's code "
+                     "computes the same figures, then stops on its assertion non_compute_time >= 0.",
+                     k->negative_rows, k->negative_rows == 1 ? "" : "s", k->negative_rows == 1 ? "its" : "their");
+            if (md)
+                fprintf(out, "\n%s\n", why);
+            else
+                wrap(out, 8, 8, why);
         }
     }
 }

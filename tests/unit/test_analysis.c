@@ -8,6 +8,7 @@
  * (cudaMemcpyAsync: only the calls whose gpu_memcpy, by correlation, names Pageable memory), and the
  * busy time as the union of the kernel/gpu_memcpy/gpu_memset intervals.
  */
+#include <dirent.h>
 #include <string.h>
 
 #include "analysis.h"
@@ -205,10 +206,11 @@ typedef struct tl {
     uint32_t corr;
 } tl;
 
-static void tl_init(tl *t) {
-    tp_enc_opts eo = {.producer = 77};
+/* A process (producer id) whose batch goes into store s (a new store when NULL). */
+static void tl_init_in(tl *t, uint64_t producer, st_store *s) {
+    tp_enc_opts eo = {.producer = producer};
     t->enc = tp_enc_new(&eo);
-    t->s = st_store_new(NULL);
+    t->s = s != NULL ? s : st_store_new(NULL);
     t->corr = 1;
     tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = 7, .rank = -1, .world = -1,
                     .host = tp_enc_intern_cstr(t->enc, "host"), .cmdline = tp_enc_intern_cstr(t->enc, "train.py")};
@@ -229,6 +231,10 @@ static void tl_init(tl *t) {
     ASSERT_OK(tp_enc_add(t->enc, &f1));
 }
 
+static void tl_init(tl *t) {
+    tl_init_in(t, 77, NULL);
+}
+
 /* A launch call at [a, a+2us) and its kernel at [ks, ke), in us. */
 static void tl_kernel(tl *t, uint64_t a, uint64_t ks, uint64_t ke) {
     uint32_t c = t->corr++;
@@ -247,7 +253,8 @@ static void tl_sync(tl *t, uint64_t a, uint64_t b, uint32_t site) {
     ASSERT_OK(tp_enc_add(t->enc, &api));
 }
 
-static void tl_done(tl *t) {
+/* The process's batch into the store, not yet committed (another process may follow). */
+static void tl_add(tl *t) {
     tp_buf out = {0};
     ASSERT_OK(tp_enc_finish_flags(t->enc, TP_BF_END, &out));
     err_msg err = {{0}};
@@ -257,6 +264,10 @@ static void tl_done(tl *t) {
     ASSERT_OK(rc);
     tp_buf_free(&out);
     tp_enc_destroy(&t->enc);
+}
+
+static void tl_done(tl *t) {
+    tl_add(t);
     st_store_commit(t->s);
 }
 
@@ -831,4 +842,337 @@ TEST(advice_names_the_cause_from_the_ops_then_the_call) {
     ASSERT_STR_CONTAINS(a.why, "aten::is_nonzero");
     an_result_free(&r);
     st_store_destroy(&t.s);
+}
+
+/* ---- the charging rules against hand-computed figures ---- */
+
+/* A device with one stream. */
+static void tl_device(tl *t, uint16_t dev, uint32_t stream) {
+    tp_device d = {.kind = TP_K_DEVICE, .device = dev, .name = tp_enc_intern_cstr(t->enc, "Test GPU")};
+    tp_stream st = {.kind = TP_K_STREAM, .device = dev, .stream = stream};
+    ASSERT_OK(tp_enc_add(t->enc, &d));
+    ASSERT_OK(tp_enc_add(t->enc, &st));
+}
+
+/* A launch call on thread 100 at [a, a+2us) and its kernel on (dev, stream) at [ks, ke), in us. */
+static void tl_kernel_on(tl *t, uint16_t dev, uint32_t stream, uint64_t a, uint64_t ks, uint64_t ke) {
+    uint32_t c = t->corr++;
+    tp_api api = {.kind = TP_K_API, .flags = TP_F_LAUNCH, .device = dev, .tid = 100, .start = a * 1000,
+                  .end = a * 1000 + 2000, .correlation = c, .name = tp_enc_intern_cstr(t->enc, "cudaLaunchKernel")};
+    tp_kernel k = {.kind = TP_K_KERNEL, .device = dev, .stream = stream, .start = ks * 1000, .end = ke * 1000,
+                   .correlation = c, .name = tp_enc_intern_cstr(t->enc, "gemm")};
+    ASSERT_OK(tp_enc_add(t->enc, &api));
+    ASSERT_OK(tp_enc_add(t->enc, &k));
+}
+
+/* A cudaStreamSynchronize on thread 100 at [a, b) whose call names no device (as CUPTI's callback
+ * record does not), and the GPU-side sync record CUPTI gives it, with its correlation, on (dev,
+ * stream) at [b-1us, b): the record says which device the host waited on. */
+static void tl_sync_for(tl *t, uint64_t a, uint64_t b, uint32_t site, uint16_t dev, uint32_t stream) {
+    uint32_t c = t->corr++;
+    tp_api api = {.kind = TP_K_API, .flags = TP_F_BLOCKING, .device = TP_NO_DEVICE, .tid = 100, .start = a * 1000,
+                  .end = b * 1000, .correlation = c, .callsite = site,
+                  .name = tp_enc_intern_cstr(t->enc, "cudaStreamSynchronize")};
+    tp_sync y = {.kind = TP_K_SYNC, .device = dev, .stream = stream, .start = (b - 1) * 1000, .end = b * 1000,
+                 .correlation = c, .event = TP_NO_ID, .sync_type = TP_SYNC_STREAM};
+    ASSERT_OK(tp_enc_add(t->enc, &api));
+    ASSERT_OK(tp_enc_add(t->enc, &y));
+}
+
+static const an_bubble *device_bubble_on(const an_result *r, uint32_t producer, uint16_t dev, uint64_t start_us) {
+    for (size_t i = 0; i < r->n_bubbles; i++)
+        if (r->bubbles[i].lane == SIZE_MAX && r->bubbles[i].producer == producer && r->bubbles[i].device == dev &&
+            r->bubbles[i].start == start_us * 1000)
+            return &r->bubbles[i];
+    return NULL;
+}
+
+static const an_device *device_of(const an_result *r, uint32_t producer, uint16_t dev) {
+    for (size_t i = 0; i < r->n_devices; i++)
+        if (r->devices[i].producer == producer && r->devices[i].device == dev)
+            return &r->devices[i];
+    TASK_FAIL_("no device %u of producer %u", dev, producer);
+    return NULL;
+}
+
+/* The first stalled process of the two-GPU and two-process timelines: on its GPU 0 (stream 7),
+ * kernel A runs 10..100 (launched at 0) and B 310..320 (launched at 300); the host waits for A at
+ * 5..101 (call site 5). */
+static void tl_waiter(tl *t) {
+    tl_kernel_on(t, 0, 7, 0, 10, 100);
+    tl_sync_for(t, 5, 101, 5, 0, 7);
+    tl_kernel_on(t, 0, 7, 300, 310, 320);
+}
+
+/* What the wait costs its own GPU, by hand (the figures of analysis_bubbles_get_their_causes):
+ * bubble 100..310; the wait overlaps it 100..101, and of the 209 us after, it holds the 95 us of A
+ * the GPU ran after the wait began (5..100): its share is 100..196, 96 us; the host's 196..300,
+ * 104 us; launch latency 300..310, 10 us. */
+static void check_waiter(const an_result *r, uint32_t producer) {
+    const an_bubble *b = device_bubble_on(r, producer, 0, 100);
+    ASSERT_NOT_NULL(b);
+    ASSERT_UEQ(b->end, 310000);
+    ASSERT_EQ(b->cause, AN_CAUSE_BLOCK);
+    ASSERT_UEQ(b->block_from, 100000);
+    ASSERT_UEQ(b->block_to, 196000);
+    ASSERT_UEQ(b->launch_from, 300000);
+    const an_device *d = device_of(r, producer, 0);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_BLOCK], 96000);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_HOST], 104000);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_LAUNCH], 10000);
+}
+
+/* The other GPU's work: P runs 15..30 (launched at 2), Q 160..170 (launched at 150). Its bubble
+ * 30..160 overlaps the wait above (5..101), which waited on GPU 0, not on this one: nothing
+ * blocked this GPU's submitter for it, and it submitted Q at 150 > 30, so the whole 130 us is the
+ * host's (were the wait charged, its share would be 30..126: 96 us more on the wait). */
+static void tl_other(tl *t, uint16_t dev, uint32_t stream) {
+    tl_kernel_on(t, dev, stream, 2, 15, 30);
+    tl_kernel_on(t, dev, stream, 150, 160, 170);
+}
+
+static void check_other(const an_result *r, uint32_t producer, uint16_t dev) {
+    const an_bubble *b = device_bubble_on(r, producer, dev, 30);
+    ASSERT_NOT_NULL(b);
+    ASSERT_UEQ(b->end, 160000);
+    ASSERT_EQ(b->cause, AN_CAUSE_HOST);
+    ASSERT_UEQ(b->block, SIZE_MAX);
+    const an_device *d = device_of(r, producer, dev);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_BLOCK], 0);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_HOST], 130000);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_LAUNCH], 0);
+    ASSERT_UEQ(d->busy_ns, (15 + 10) * 1000ull);
+}
+
+/* One process, two GPUs: the idle of GPU 1 is not charged to a wait on GPU 0. */
+TEST(analysis_idle_on_one_gpu_is_not_charged_to_a_wait_on_another) {
+    tl t;
+    tl_init(&t);
+    tl_device(&t, 1, 9);
+    tl_waiter(&t);
+    tl_other(&t, 1, 9);
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_devices, 2);
+    ASSERT_EQ(r.n_blocks, 1);
+    ASSERT_UEQ(r.blocks[0].device, 0); /* by its GPU-side record: the call named none */
+    check_waiter(&r, r.blocks[0].producer);
+    check_other(&r, r.blocks[0].producer, 1);
+    ASSERT_UEQ(r.blocks[0].gpu_idle_ns, 96000);
+    ASSERT_EQ(r.n_sites, 1);
+    ASSERT_UEQ(r.sites[0].gpu_idle_ns, 96000);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+/* Two processes, each with its GPU 0 (two ranks on one machine, as CUDA_VISIBLE_DEVICES numbers
+ * them): the idle of the second's GPU is not charged to the first's wait. */
+TEST(analysis_idle_of_one_process_is_not_charged_to_another_process_wait) {
+    tl a, b;
+    tl_init_in(&a, 77, NULL);
+    tl_waiter(&a);
+    tl_add(&a);
+    tl_init_in(&b, 78, a.s);
+    tl_other(&b, 0, 7);
+    tl_done(&b);
+    an_result r;
+    ASSERT_OK(an_analyze(a.s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_devices, 2);
+    ASSERT_EQ(r.n_blocks, 1);
+    uint32_t waiter = r.blocks[0].producer, other = UINT32_MAX;
+    for (size_t i = 0; i < r.n_devices; i++)
+        if (r.devices[i].producer != waiter)
+            other = r.devices[i].producer;
+    ASSERT_NE(other, UINT32_MAX);
+    check_waiter(&r, waiter);
+    check_other(&r, other, 0);
+    ASSERT_UEQ(r.blocks[0].gpu_idle_ns, 96000);
+    an_result_free(&r);
+    st_store_destroy(&a.s);
+}
+
+/* Two call sites of the same API: each is charged the idle its own wait caused, by hand. */
+TEST(analysis_idle_goes_to_the_site_whose_wait_caused_it) {
+    tl t;
+    tl_init(&t);
+    static const char *const other_line[] = {"cudaStreamSynchronize", "aten::item"};
+    tl_site(&t, 6, other_line, 2);
+    tl_waiter(&t);                        /* site 5: bubble 100..310, 96 us its (check_waiter) */
+    tl_kernel_on(&t, 0, 7, 400, 410, 900); /* C */
+    tl_sync_for(&t, 420, 901, 6, 0, 7);   /* site 6 waits for C */
+    tl_kernel_on(&t, 0, 7, 1000, 1010, 1020); /* D, submitted at 1000 */
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    /* Bubble 320..410: no wait overlaps it, C was submitted at 400: the host's 90 us.
+     * Bubble 900..1010: the wait at site 6 (420..901) overlaps it 900..901; of the 109 us after, it
+     * holds up to the 480 us of C the GPU ran since the wait began (420, after the bubble before
+     * ended at 410 so from 420 on): all 109. D's submission at 1000 falls inside that share, so no
+     * launch latency is left: the whole 110 us is site 6's. Site 5 keeps its 96 us. */
+    const an_bubble *mid = device_bubble_on(&r, r.blocks[0].producer, 0, 320);
+    ASSERT_NOT_NULL(mid);
+    ASSERT_EQ(mid->cause, AN_CAUSE_HOST);
+    const an_bubble *last = device_bubble_on(&r, r.blocks[0].producer, 0, 900);
+    ASSERT_NOT_NULL(last);
+    ASSERT_EQ(last->cause, AN_CAUSE_BLOCK);
+    ASSERT_UEQ(last->block_from, 900000);
+    ASSERT_UEQ(last->block_to, 1010000);
+    ASSERT_EQ(r.n_sites, 2);
+    const an_site *s5 = site_at(&r, "step", t.s, NULL), *s6 = site_at(&r, "aten::item", t.s, NULL);
+    ASSERT_STR_EQ(st_str(t.s, s5->name), "cudaStreamSynchronize");
+    ASSERT_STR_EQ(st_str(t.s, s6->name), "cudaStreamSynchronize");
+    ASSERT_UEQ(s5->gpu_idle_ns, 96000);
+    ASSERT_UEQ(s6->gpu_idle_ns, 110000);
+    for (size_t i = 0; i < r.n_blocks; i++)
+        ASSERT_UEQ(r.blocks[i].gpu_idle_ns, r.blocks[i].start == 5000 ? 96000 : 110000);
+    const an_device *d = device_of(&r, r.blocks[0].producer, 0);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_BLOCK], 96000 + 110000);
+    ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_HOST], 104000 + 90000);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+/* ---- invariants on every real trace ---- */
+
+/* What holds whatever the rules: per device, busy and idle make the span and the causes make the
+ * idle; a wait is charged only for bubbles of its own process and GPU (or any GPU of its process
+ * when the wait's GPU is unknown) that it touches, and never more of one than lies between the
+ * bubble's ends; what a wait or a site is charged is what the bubbles say; a thread's blocked time
+ * never exceeds its wall time. Returns the number of bubbles charged to a wait. */
+static size_t check_invariants(const char *what, const st_store *s) {
+    an_result r;
+    err_msg err = {{0}};
+    if (an_analyze(s, NULL, &r, &err) != 0)
+        TASK_FAIL_("%s: %s", what, err.msg);
+    ASSERT_GT(r.n_devices, 0);
+    for (size_t i = 0; i < r.n_devices; i++) {
+        const an_device *d = &r.devices[i];
+        uint64_t causes = 0;
+        for (int c = 0; c < AN_CAUSE_N_; c++)
+            causes += d->idle_by_cause[c];
+        ASSERT_UEQ(d->busy_ns + d->idle_ns, r.t1 - r.t0);
+        ASSERT_UEQ(causes, d->idle_ns);
+    }
+    uint64_t *charged = calloc(r.n_blocks + 1, sizeof *charged), *touched = calloc(r.n_blocks + 1, sizeof *touched);
+    uint64_t *dev_charged = calloc(r.n_devices + 1, sizeof *dev_charged);
+    ASSERT(charged != NULL && touched != NULL && dev_charged != NULL);
+    size_t n_charged = 0;
+    for (size_t k = 0; k < r.n_bubbles; k++) {
+        const an_bubble *b = &r.bubbles[k];
+        ASSERT(b->start < b->end && b->start >= r.t0 && b->end <= r.t1);
+        if (b->cause != AN_CAUSE_BLOCK) {
+            ASSERT_UEQ(b->block, SIZE_MAX);
+            continue;
+        }
+        ASSERT(b->block < r.n_blocks);
+        const an_block *bl = &r.blocks[b->block];
+        /* the wait's share lies inside its bubble */
+        ASSERT(b->start <= b->block_from && b->block_from <= b->block_to && b->block_to <= b->launch_from &&
+               b->launch_from <= b->end);
+        /* its own process, its own GPU, a bubble it touches */
+        ASSERT_EQ(bl->producer, b->producer);
+        if (bl->device != TP_NO_DEVICE && bl->device != b->device)
+            TASK_FAIL_("%s: idle of GPU %u charged to a wait on GPU %u", what, b->device, bl->device);
+        ASSERT(bl->end >= b->start && bl->start < b->end);
+        if (b->lane != SIZE_MAX)
+            continue;
+        n_charged++;
+        charged[b->block] += b->block_to - b->block_from;
+        touched[b->block] += b->end - b->start;
+        for (size_t i = 0; i < r.n_devices; i++)
+            if (r.devices[i].producer == b->producer && r.devices[i].device == b->device)
+                dev_charged[i] += b->block_to - b->block_from;
+    }
+    uint64_t blocked = 0, idle = 0;
+    for (size_t i = 0; i < r.n_blocks; i++) {
+        const an_block *bl = &r.blocks[i];
+        ASSERT_UEQ(bl->gpu_idle_ns, charged[i]);
+        ASSERT(bl->gpu_idle_ns <= touched[i]);
+        ASSERT(bl->own_ns <= bl->end - bl->start);
+        blocked += bl->own_ns;
+        idle += bl->gpu_idle_ns;
+    }
+    ASSERT_UEQ(blocked, r.blocked_ns);
+    for (size_t i = 0; i < r.n_devices; i++)
+        ASSERT_UEQ(r.devices[i].idle_by_cause[AN_CAUSE_BLOCK], dev_charged[i]);
+    uint64_t site_idle = 0, site_count = 0;
+    for (size_t i = 0; i < r.n_sites; i++) {
+        site_idle += r.sites[i].gpu_idle_ns;
+        site_count += r.sites[i].count;
+    }
+    ASSERT_UEQ(site_idle, idle);
+    ASSERT_UEQ(site_count, r.n_blocks);
+    /* per thread: its blocked time within its wall, from its first call's start to its last's end */
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        if (st_lane_get(s, l)->kind != ST_LANE_THREAD)
+            continue;
+        size_t n;
+        const st_event *ev = st_lane_events(s, l, &n);
+        uint64_t first = UINT64_MAX, last = 0, own = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t a = ev[i].start < r.t0 ? r.t0 : ev[i].start, b = ev[i].end > r.t1 ? r.t1 : ev[i].end;
+            if (b <= a)
+                continue;
+            first = a < first ? a : first;
+            last = b > last ? b : last;
+        }
+        for (size_t i = 0; i < r.n_blocks; i++)
+            if (r.blocks[i].lane == l)
+                own += r.blocks[i].own_ns;
+        if (own > 0)
+            ASSERT(first < last && own <= last - first);
+    }
+    fprintf(stderr, "%s: %zu devices, %zu waits, %zu bubbles (%zu device bubbles charged to a wait)\n", what,
+            r.n_devices, r.n_blocks, r.n_bubbles, n_charged);
+    free(charged);
+    free(touched);
+    free(dev_charged);
+    an_result_free(&r);
+    return n_charged;
+}
+
+/* Every trace in a directory whose name ends in suffix; the number checked. */
+static size_t check_invariants_in(const char *dir, const char *suffix, size_t *n_charged) {
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        TASK_FAIL_("cannot list %s", dir);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name), sl = strlen(suffix);
+        if (len <= sl || strcmp(e->d_name + len - sl, suffix) != 0)
+            continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        st_store *s = st_store_new(NULL);
+        ASSERT_NOT_NULL(s);
+        err_msg err = {{0}};
+        if (ingest_file(s, path, NULL, NULL, &err) != 0)
+            TASK_FAIL_("%s: %s", path, err.msg);
+        *n_charged += check_invariants(e->d_name, s);
+        st_store_destroy(&s);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+TEST(analysis_invariants_hold_on_every_real_trace) {
+    size_t charged = 0;
+    /* the nine profiler traces and the three Nsight exports of samples/traces (shared/traces holds
+     * copies of some of them) */
+    ASSERT_EQ(check_invariants_in(KINETO_TRACE_DIR, ".json.gz", &charged), 9);
+    ASSERT_EQ(check_invariants_in(NSYS_TRACE_DIR, ".sqlite", &charged), 3);
+    /* two ranks in one store: two processes, each with its GPU */
+    st_store *s = st_store_new(NULL);
+    for (int k = 0; k < 2; k++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/sampled_rank-%d.json.gz", KINETO_TRACE_DIR, k);
+        ASSERT_OK(ingest_file(s, path, NULL, NULL, NULL));
+    }
+    st_store_commit(s);
+    charged += check_invariants("sampled_rank-0 + sampled_rank-1", s);
+    st_store_destroy(&s);
+    ASSERT_GT(charged, 0); /* the waits' rules were exercised, not only the others */
 }

@@ -699,6 +699,66 @@ TEST(sampled_ranks_calls_are_named_inside_forward) {
     check_sites("sampled_rank-1.json.gz");
 }
 
+/* A legacy trace's operator carries its Python frames as a "Call stack": the site is the operators
+ * up to the first that names a Call stack, then that stack's frames; what lies outside that
+ * operator (a Python frame, an operator called from another line) is not part of it. Written by
+ * hand, the frames below read off the nesting:
+ *   train.py(5): <module>                        python_function 0..1000
+ *     outer_op  Call stack model.py(30) < train.py(5)                50..200
+ *       aten::item  Call stack model.py(31) < train.py(5)            90..150
+ *         aten::_local_scalar_dense (no Call stack)                  95..115
+ *           cudaStreamSynchronize                                   100..110
+ *     aten::item  Call stack model.py(40) < train.py(5)  290..320, 400..430, each around a sync */
+TEST(legacy_call_stack_ends_the_site_at_its_operator) {
+    const char *json =
+        "{\"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"train.py(5): <module>\", \"pid\": 1, "
+        "\"tid\": 2, \"ts\": 0, \"dur\": 1000, \"args\": {}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"outer_op\", \"pid\": 1, \"tid\": 2, \"ts\": 50, "
+        "\"dur\": 150, \"args\": {\"Call stack\": \"model.py(30): forward;train.py(5): <module>\"}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::item\", \"pid\": 1, \"tid\": 2, \"ts\": 90, "
+        "\"dur\": 60, \"args\": {\"Call stack\": \"model.py(31): forward;train.py(5): <module>\"}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::_local_scalar_dense\", \"pid\": 1, \"tid\": 2, "
+        "\"ts\": 95, \"dur\": 20, \"args\": {}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, \"tid\": 2, "
+        "\"ts\": 100, \"dur\": 10, \"args\": {\"correlation\": 1}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::item\", \"pid\": 1, \"tid\": 2, \"ts\": 290, "
+        "\"dur\": 30, \"args\": {\"Call stack\": \"model.py(40): forward;train.py(5): <module>\"}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, \"tid\": 2, "
+        "\"ts\": 300, \"dur\": 10, \"args\": {\"correlation\": 2}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::item\", \"pid\": 1, \"tid\": 2, \"ts\": 400, "
+        "\"dur\": 30, \"args\": {\"Call stack\": \"model.py(40): forward;train.py(5): <module>\"}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, \"tid\": 2, "
+        "\"ts\": 410, \"dur\": 5, \"args\": {\"correlation\": 3}}\n"
+        "]}";
+    static const char *const want[] = {
+        "aten::_local_scalar_dense < aten::item < model.py:31 forward < train.py:5 <module>",
+        "aten::item < model.py:40 forward < train.py:5 <module>",
+        "aten::item < model.py:40 forward < train.py:5 <module>",
+    };
+    got g;
+    got_init(&g);
+    import_stats st;
+    import_text_ok(json, &g, &st);
+    static char frames[4096];
+    uint32_t site[3];
+    for (size_t i = 0; i < 3; i++) {
+        const tp_api *a = find_api(&g, "cudaStreamSynchronize", i);
+        ASSERT_NOT_NULL(a);
+        ASSERT(a->flags & TP_F_BLOCKING);
+        ASSERT_NE(a->callsite, 0);
+        site[i] = a->callsite;
+        site_frames(&g, a->callsite, frames, sizeof frames);
+        ASSERT_STR_EQ(frames, want[i]);
+    }
+    /* the two calls from model.py:40 share a site, the one from model.py:31 has its own */
+    ASSERT_NE(site[0], site[1]);
+    ASSERT_EQ(site[1], site[2]);
+    ASSERT_UEQ(count_kind(&g, TP_K_CALLSITE), 2);
+    ASSERT_UEQ(st.sited_calls, 3);
+    got_free(&g);
+}
+
 /* The figures the README gives for the AlexNet trace, checked on the records themselves. */
 TEST(alexnet_syncs_and_pageable_copies) {
     got g;

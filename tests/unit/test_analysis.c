@@ -129,7 +129,10 @@ TEST(analysis_alexnet_blocked_totals_match_the_trace) {
             ASSERT(r.findings[i].max_ns >= 500000000ull);
             ASSERT_STR_EQ(st_str(s, r.findings[i].name), "cudaFree");
         }
-    /* Bubbles: sorted, inside the trace, each blocked one pointing at a real span. */
+    /* Bubbles: sorted, inside the trace, each blocked one pointing at a span that touches it: the
+     * wait ended inside the bubble (a wait that ended before it began did not keep the host from
+     * ending it; one charged must have ended before the host submitted the work that ended the
+     * bubble, which comes before that work starts) and began before the bubble ended. */
     ASSERT(r.n_bubbles > 0);
     for (size_t i = 0; i < r.n_bubbles; i++) {
         const an_bubble *b = &r.bubbles[i];
@@ -137,9 +140,11 @@ TEST(analysis_alexnet_blocked_totals_match_the_trace) {
         ASSERT(b->start >= r.t0 && b->end <= r.t1);
         if (i)
             ASSERT(r.bubbles[i - 1].start <= b->start);
-        if (b->cause == AN_CAUSE_BLOCK)
-            ASSERT(b->block < r.n_blocks && r.blocks[b->block].end <= b->end + 0 + (r.t1 - r.t0));
-        else
+        if (b->cause == AN_CAUSE_BLOCK) {
+            ASSERT(b->block < r.n_blocks);
+            ASSERT(r.blocks[b->block].end >= b->start && r.blocks[b->block].end <= b->end);
+            ASSERT(r.blocks[b->block].start < b->end);
+        } else
             ASSERT_UEQ(b->block, SIZE_MAX);
     }
     an_result_free(&r);
@@ -161,9 +166,27 @@ TEST(analysis_single_stream_trace) {
     ASSERT_UEQ(r.devices[0].copies, 1);
     ASSERT_UEQ(rule_count(&r, AN_RULE_SYNC_API), 3);
     ASSERT_UEQ(rule_count(&r, AN_RULE_PAGEABLE_MEMCPY), 1);
-    /* The 100 us the GPU waited after cudaStreamSynchronize is charged to it. */
+    /* By hand from the JSON (us, the trace's own integer timestamps): the GPU's work stops with the
+     * pageable copy's end (270 + 2 = 272) and starts again with spin_kernel at 372, launched at 362: a
+     * 100 us bubble. The waits that end in it before that launch are the pageable cudaMemcpyAsync
+     * (252..281) and cudaStreamSynchronize (282..288); the latest to end, the sync, is charged, the
+     * chain of waits having begun at 252. Its share: the 16 us it overlapped the bubble (272..288),
+     * then, of the 84 us after it, the GPU time the chain held the host back for: from the end of the
+     * bubble before (236..270; later than 252) to 272, 2 us. 18 us in all; then the host's own
+     * (290..362) and launch latency (362..372). */
+    const an_bubble *big = NULL;
+    for (size_t i = 0; i < r.n_bubbles; i++)
+        if (r.bubbles[i].lane == SIZE_MAX && r.bubbles[i].end - r.bubbles[i].start == 100000)
+            big = &r.bubbles[i];
+    ASSERT_NOT_NULL(big);
+    ASSERT_EQ(big->cause, AN_CAUSE_BLOCK);
+    ASSERT_STR_EQ(st_str(s, r.blocks[big->block].name), "cudaStreamSynchronize");
+    ASSERT_UEQ(r.blocks[big->block].end - r.blocks[big->block].start, 6000);
+    ASSERT_UEQ(big->block_from, big->start);
+    ASSERT_UEQ(big->block_to - big->block_from, 18000);
+    ASSERT_UEQ(big->launch_from - big->start, 90000);
     const an_site *st = site_by_api(s, &r, "cudaStreamSynchronize");
-    ASSERT(st->gpu_idle_ns > 0);
+    ASSERT_UEQ(st->gpu_idle_ns, 18000);
     an_result_free(&r);
     st_store_destroy(&s);
 }

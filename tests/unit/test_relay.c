@@ -534,6 +534,31 @@ static void assert_offset(const tp_sub_clock *c, long long skew_ns) {
     ASSERT_GE(c->exchanges, 1);
 }
 
+/* The test's own clock, the one the subscriber stamps its clock requests and answers with. */
+static uint64_t real_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A bound that owes nothing to the uncertainty the code states: every exchange behind c was asked
+ * and answered between w0 and w1 on the test's own clock. The relay stamped its answer with our
+ * clock plus its skew at some moment between the two, so the skew lies in [t2 - t3, t1 - t0] of
+ * each exchange, an interval no wider than the window, and the offset measured, its middle, is
+ * within half the window of the skew; so is the uncertainty stated (half the interval, aged by
+ * 15 ppm of its age, under the window too). On loopback the window is the time the answers took
+ * to come, milliseconds where the tolerance above allows 875 ms. */
+static void assert_offset_in_window(const tp_sub_clock *c, long long skew_ns, uint64_t w0, uint64_t w1) {
+    long long off = (long long)c->offset_ns, d = off > skew_ns ? off - skew_ns : skew_ns - off;
+    uint64_t half = (w1 - w0) / 2 + 1, aged = half + (w1 - w0) / 66666 + 1;
+    fprintf(stderr, "host %s: measured %lld ns off (its skew %lld) in a window of %.3f ms\n", c->host, off, skew_ns,
+            (double)(w1 - w0) / 1e6);
+    if ((uint64_t)d > half)
+        TASK_FAIL_("host %s: measured %lld ns, %lld ns from its skew %lld, in a window of %" PRIu64 " ns", c->host, off,
+                   d, skew_ns, w1 - w0);
+    ASSERT(c->uncertainty_ns <= aged);
+}
+
 /* Two nodes, each a relay with its own clock and two processes, under a third relay on a third
  * clock; the viewer connects to the top one only. Each relay's offset is recovered within the
  * uncertainty stated, through one relay or two, while batches flow; a node relay that restarts on
@@ -564,8 +589,17 @@ TEST(clock_offsets_of_hosts_are_measured_through_two_relays) {
     err_msg err = {{0}};
     tp_sub *sub = tp_sub_new(NULL, &err);
     ASSERT_NOT_NULL(sub);
+    uint64_t w0 = real_now_ns();
     ASSERT_OK(tp_sub_connect(sub, top.endpoint, &err));
     ASSERT_EQ(clocks_wait(sub, 3, 30), 3);
+    {
+        tp_sub_clock a = clock_of_host(sub, "sim-node-a", 0), b = clock_of_host(sub, "sim-node-b", 0),
+                     t = clock_of_host(sub, "sim-top", 0);
+        uint64_t w1 = real_now_ns();
+        assert_offset_in_window(&a, skew_a, w0, w1);
+        assert_offset_in_window(&b, skew_b, w0, w1);
+        assert_offset_in_window(&t, skew_top, w0, w1);
+    }
     /* a few more exchanges, batches flowing meanwhile */
     got g;
     receive_all(sub, &g, 4, 60);
@@ -593,12 +627,14 @@ TEST(clock_offsets_of_hosts_are_measured_through_two_relays) {
     const char *argv[] = {task_synctop(), "relay", "--listen", ep, NULL};
     relay_proc again;
     snprintf(again.err, sizeof again.err, "%s", task_path("relay-a2.err"));
+    w0 = real_now_ns(); /* the new relay answers nothing before it starts */
     again.pid = task_spawn(argv, task_path("relay-a2.out"), again.err);
     unsetenv("SYNCTOP_TEST_HOST");
     unsetenv("SYNCTOP_TEST_CLOCK_SKEW_NS");
     wait_text(again.err, "listening on", 20);
     ASSERT_EQ(clocks_wait(sub, 4, 30), 4);
     tp_sub_clock a2 = clock_of_host(sub, "sim-node-a", a.relay);
+    assert_offset_in_window(&a2, skew_a2, w0, real_now_ns());
     ASSERT(a2.relay != a.relay);
     assert_offset(&a2, skew_a2);
     /* and a process that starts there now comes through the restarted relay */

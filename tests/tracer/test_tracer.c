@@ -301,6 +301,37 @@ static void wait_for_file(const char *path, pid_t harness) {
     TASK_FAIL_("%s never appeared", path);
 }
 
+/* Waits until the harness holds an flock on path (a tracer's claim on its trace file): the file is
+ * created before it is locked, so its existence says nothing of the claim; the kernel's table of
+ * locks (/proc/locks: "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF") says who holds what,
+ * without taking the lock, which would make the claim fail. */
+static void wait_for_flock(const char *path, pid_t harness) {
+    wait_for_file(path, harness);
+    struct stat sb;
+    ASSERT_OK(stat(path, &sb));
+    char want[64], ino[32]; /* the device as stat tells it may be an overlay's: the pid and the inode */
+    snprintf(want, sizeof want, " %ld ", (long)harness);
+    snprintf(ino, sizeof ino, ":%lu ", (unsigned long)sb.st_ino);
+    for (int i = 0; i < 20000; i++) {
+        FILE *f = fopen("/proc/locks", "r");
+        ASSERT_NOT_NULL(f);
+        char line[256];
+        int held = 0;
+        while (!held && fgets(line, sizeof line, f) != NULL)
+            held = strstr(line, "FLOCK") != NULL && strstr(line, want) != NULL && strstr(line, ino) != NULL;
+        fclose(f);
+        if (held)
+            return;
+        int status;
+        if (waitpid(harness, &status, WNOHANG) == harness)
+            TASK_FAIL_("harness ended before it locked %s (status %#x): %s", path, status,
+                       read_text(task_path("err.txt")));
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    TASK_FAIL_("%s was never locked by %ld (no \"%s\" in /proc/locks)", path, (long)harness, want);
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1142,10 +1173,8 @@ TEST(tracer_each_process_records_to_its_own_file) {
     const char *env0[] = {record, "SYNCTOP_LISTEN=none", "RANK=0", NULL};
     pid_t first = start_harness(script, env0);
     const char *env1[] = {record, "SYNCTOP_LISTEN=none", "RANK=1", NULL};
-    /* the first must have claimed its file: wait until it exists */
-    wait_for_file(task_path("job.trace"), first);
-    struct timespec pause = {0, 200000000};
-    nanosleep(&pause, NULL);
+    /* the first must have claimed its file: wait until it holds its lock */
+    wait_for_flock(task_path("job.trace"), first);
     ASSERT_EQ(run_harness("context_create 1\n"
                           "call domain=rt cbid=131 wait=500000 corr=101 site=1\n"
                           "context_destroy 1\n",

@@ -803,6 +803,44 @@ TEST(inject_says_when_another_profiler_holds_cupti) {
     free(e);
 }
 
+/* What /proc/PID/task/PID/FILE says after "key" (a number), -1 when it cannot be read. */
+static long long main_thread_number(long pid, const char *file, const char *key) {
+    char path[128];
+    snprintf(path, sizeof path, "/proc/%ld/task/%ld/%s", pid, pid, file);
+    char *text = read_text(path);
+    const char *at = key[0] ? strstr(text, key) : text;
+    long long v = at != NULL && at[strlen(key)] != '\0' ? strtoll(at + strlen(key), NULL, 10) : -1;
+    if (at != NULL && strncmp(at + strlen(key), "running", 7) == 0)
+        v = -1;
+    free(text);
+    return v;
+}
+
+/* Waits until the target's main thread is in block()'s loop: inside its read or its nanosleep, as
+ * the kernel says (/proc/PID/task/PID/syscall starts with the call's number while it is in one). */
+static void wait_in_block_loop(long pid) {
+    for (int i = 0; i < 20000; i++) {
+        long long nr = main_thread_number(pid, "syscall", "");
+        if (nr == SYS_read || nr == SYS_clock_nanosleep)
+            return;
+        task_sleep_ms(1);
+    }
+    TASK_FAIL_("the target's main thread never blocked in read or clock_nanosleep");
+}
+
+/* Waits until the target's main thread has blocked n more times (each read that waits for the
+ * feeder and each nanosleep gives up the CPU once: voluntary context switches). */
+static void wait_blocked_more(long pid, long long n) {
+    long long from = main_thread_number(pid, "status", "voluntary_ctxt_switches:");
+    ASSERT_GE(from, 0);
+    for (int i = 0; i < 60000; i++) {
+        if (main_thread_number(pid, "status", "voluntary_ctxt_switches:") >= from + n)
+            return;
+        task_sleep_ms(1);
+    }
+    TASK_FAIL_("the target's main thread did not block %lld more times", n);
+}
+
 /* A thread stopped inside a blocking read or sleep gets it back whole: the kernel restarts the
  * call with its own arguments once the registers are put back, and nothing returns EINTR early. */
 TEST(inject_into_a_thread_blocked_in_a_system_call) {
@@ -812,7 +850,7 @@ TEST(inject_into_a_thread_blocked_in_a_system_call) {
     /* Nearly always it is caught inside one; when not, another program is tried. */
     for (int tries = 0;; tries++) {
         start_target(&t, INJECT_TARGET, "block");
-        task_sleep_ms(50);
+        wait_in_block_loop(t.pid);
         r = inject_ok(t.pid);
         assert_running_untraced(t.pid);
         if (r.held_in_syscall == SYS_read || r.held_in_syscall == SYS_clock_nanosleep)
@@ -820,7 +858,9 @@ TEST(inject_into_a_thread_blocked_in_a_system_call) {
         ASSERT_LT(tries, 5);
         free(finish_target(&t));
     }
-    task_sleep_ms(100);
+    /* then a few dozen more reads and sleeps, each checked by the target: 40 blocking calls at
+     * least, 20 of them reads (they alternate), before it is told to stop */
+    wait_blocked_more(t.pid, 40);
     char *o = finish_target(&t);
     unsigned long long reads = 0, wrong = 1, eintr = 1, shorts = 1;
     const char *line = strstr(o, "reads=");

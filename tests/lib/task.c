@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 
 #define TASK_MAX 512
@@ -178,18 +179,41 @@ int task_wait_exit(pid_t pid, int timeout_s) {
     return -1;
 }
 
+/* A port is this test's while it holds an flock on a file named after it (released when the
+ * process ends, however it ends): two tests running at once never get the same port, even when one
+ * has closed it to bind it again after a restart. The kernel hands out no port below its ephemeral
+ * range by itself, so only another test could have taken it. */
+static int port_reserve(int port) {
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/synctop-test-port-%d.lock", port);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return -1; /* another user's: theirs */
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int task_free_port(void) {
     for (unsigned i = 0; i < 2000; i++) {
         int port = 20000 + (int)(((unsigned)getpid() * 7919u + i * 104729u) % 10000u);
+        int lock = port_reserve(port);
+        if (lock < 0)
+            continue;
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
+        if (fd < 0) {
+            close(lock);
             return 0;
+        }
         struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         int ok = bind(fd, (const struct sockaddr *)&sa, sizeof sa) == 0;
         close(fd);
         if (ok)
-            return port;
+            return port; /* the lock stays held until this process ends */
+        close(lock);
     }
     return 0;
 }

@@ -33,7 +33,9 @@ int task_wait_exit(pid_t pid, int timeout_s);
 void task_sleep_ms(int ms);
 /* A loopback TCP port free now, outside the kernel's ephemeral range (32768 and up by default), for
  * a test that binds it again after a restart: no other test's "port *" can take it in between (and
- * have a subscriber reconnect to someone else's publisher). 0 when none was found. */
+ * have a subscriber reconnect to someone else's publisher), and no other test's task_free_port
+ * hands it out while this test runs (an flock held until the process ends). 0 when none was found.
+ * A test that binds a port once binds port 0 (tcp://127.0.0.1:*) and reads it back instead. */
 int task_free_port(void);
 
 #define TEST(name)                                                                   \

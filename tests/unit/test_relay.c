@@ -361,15 +361,22 @@ TEST(record_through_a_relay_waits_for_the_producers_asked_for) {
     snprintf(out, sizeof out, "%s", task_path("record.out"));
     const char *argv[] = {task_synctop(), "record", r.endpoint, "--producers", "2", "-o", rec, NULL};
     pid_t recorder = task_spawn(argv, out, task_path("record.err"));
-    /* the second rank starts after the first has finished */
+    /* the second rank starts after the first has finished and the recorder has written all of it
+     * (the file, read as it grows, holds its 20000 events): the recorder is then waiting for more */
     ASSERT_EQ(task_wait_exit(p1, 30), 0);
-    task_sleep_ms(300);
+    char cmd[PATH_MAX * 2];
+    snprintf(cmd, sizeof cmd, "'%s' info --json '%s' > '%s' 2>&1", task_synctop(), rec, task_path("info.json"));
+    for (int i = 0;; i++) {
+        if (system(cmd) == 0 && strstr(slurp(task_path("info.json")), "\"events\": 20000,") != NULL)
+            break;
+        if (i == 600)
+            TASK_FAIL_("the recording never held the first rank's 20000 events: %s", slurp(task_path("info.json")));
+        task_sleep_ms(50);
+    }
     pid_t p2 = testpub_start(4, 10000, "pub2.out", NULL);
     ASSERT_EQ(task_wait_exit(p2, 30), 0);
     ASSERT_EQ(task_wait_exit(recorder, 30), 0);
     ASSERT_STR_CONTAINS(slurp(task_path("record.err")), "stopped: the producers asked for finished");
-    char cmd[PATH_MAX * 2];
-    snprintf(cmd, sizeof cmd, "'%s' info --json '%s' > '%s'", task_synctop(), rec, task_path("info.json"));
     ASSERT_EQ(system(cmd), 0);
     ASSERT_STR_CONTAINS(slurp(task_path("info.json")), "\"events\": 30000,");
     relay_stop(&r);
@@ -1183,8 +1190,19 @@ TEST(relays_feeding_each_other_pass_each_batch_once_and_say_so) {
     void *ctx = zmq_ctx_new();
     void *viewer = zmq_socket(ctx, ZMQ_SUB);
     uint8_t topic[9] = {'B', 0x39, 0x30};
+    /* the viewer's connection is up (its handshake done, as its monitor says) before it subscribes
+     * and unsubscribes: made before, the two would cancel out in the socket and never leave it */
+    ASSERT_OK(zmq_socket_monitor(viewer, "inproc://viewer-monitor", ZMQ_EVENT_HANDSHAKE_SUCCEEDED));
+    void *mon = zmq_socket(ctx, ZMQ_PAIR);
+    ASSERT_OK(zmq_connect(mon, "inproc://viewer-monitor"));
+    ASSERT_OK(zmq_setsockopt(mon, ZMQ_RCVTIMEO, &(int){20000}, sizeof(int)));
     ASSERT_OK(zmq_connect(viewer, b.endpoint));
-    task_sleep_ms(300);
+    uint8_t ev[6];
+    char ev_ep[TP_ENDPOINT_MAX];
+    ASSERT_EQ(zmq_recv(mon, ev, sizeof ev, 0), 6);
+    ASSERT_EQ(ev[0] | ev[1] << 8, ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+    ASSERT_GT(zmq_recv(mon, ev_ep, sizeof ev_ep, 0), 0);
+    zmq_close(mon);
     ASSERT_OK(zmq_setsockopt(viewer, ZMQ_SUBSCRIBE, topic, sizeof topic));
     ASSERT_OK(zmq_setsockopt(viewer, ZMQ_UNSUBSCRIBE, topic, sizeof topic));
     task_sleep_ms(2000);
@@ -1594,8 +1612,25 @@ TEST(a_tree_of_relays_moves_summaries_not_batches) {
     private_endpoints();
     relay_proc node, top;
     relay_start(&node, "node", (const char *[]){"--summary-ms", "200", NULL});
-    char direct[64];
-    snprintf(direct, sizeof direct, "tcp://127.0.0.1:%d", task_free_port());
+    /* the publisher the top relay reaches itself binds a port the kernel chooses (port 0), and the
+     * top relay is given the one it got; it waits for its subscriber meanwhile */
+    const char *argv[] = {testpub_path(), "--endpoint", "tcp://127.0.0.1:0", "--events", "5400", "--batch", "540",
+                          "--seed", "40", "--rate", "3200", "--wait-subscribers", "1", NULL};
+    char out[PATH_MAX], errf[PATH_MAX + 8];
+    snprintf(out, sizeof out, "%s", task_path("direct.out"));
+    snprintf(errf, sizeof errf, "%s.err", out);
+    pid_t q = task_spawn(argv, out, errf);
+    const char *at = wait_text(out, "endpoint=", 20) + strlen("endpoint=");
+    for (int i = 0; strchr(at, '\n') == NULL; i++) { /* the whole line */
+        ASSERT_LT(i, 2000);
+        task_sleep_ms(10);
+        at = wait_text(out, "endpoint=", 20) + strlen("endpoint=");
+    }
+    char direct[TP_ENDPOINT_MAX];
+    size_t len = strcspn(at, "\n");
+    ASSERT_LT(len, sizeof direct);
+    memcpy(direct, at, len);
+    direct[len] = '\0';
     relay_start(&top, "top", (const char *[]){"--summary-ms", "200", node.endpoint, direct, NULL});
     err_msg err = {{0}};
     tp_sub *sub = tp_sub_new(&(tp_sub_opts){.summaries = 1}, &err);
@@ -1603,12 +1638,6 @@ TEST(a_tree_of_relays_moves_summaries_not_batches) {
     ASSERT_OK(tp_sub_connect(sub, top.endpoint, &err));
     time_t t0 = time(NULL);
     pid_t p = three_producers("pub.out");
-    const char *argv[] = {testpub_path(), "--endpoint", direct, "--events", "5400", "--batch", "540", "--seed", "40",
-                          "--rate", "3200", "--wait-subscribers", "1", NULL};
-    char out[PATH_MAX], errf[PATH_MAX + 8];
-    snprintf(out, sizeof out, "%s", task_path("direct.out"));
-    snprintf(errf, sizeof errf, "%s.err", out);
-    pid_t q = task_spawn(argv, out, errf);
     summaries_until(sub, 4 * 5400, t0);
     ASSERT_EQ(task_wait_exit(p, 30), 0);
     ASSERT_EQ(task_wait_exit(q, 30), 0);

@@ -1199,3 +1199,41 @@ TEST(analysis_invariants_hold_on_every_real_trace) {
     st_store_destroy(&s);
     ASSERT_GT(charged, 0); /* the waits' rules were exercised, not only the others */
 }
+
+/* ---- the step thresholds, at their edge ---- */
+
+/* Ten profiler steps whose walls (ms) put one step just under the slow bound and one just over, by
+ * hand: walls 10, 12, 8, 11, 9, 10, 13, 7, 19.39, 19.40; sorted, the middle two are 10 and 11, so
+ * the median is 10.5; the distances from it, sorted, are 0.5 0.5 0.5 1.5 1.5 2.5 2.5 3.5 8.89 8.90,
+ * whose median (the MAD) is (1.5 + 2.5) / 2 = 2; the bound is 10.5 + 3 x 1.4826 x 2 = 19.3956 ms
+ * (and 1.1 x 10.5 = 11.55 ms): 19.40 is slow, 19.39 and 13 are not. */
+TEST(steps_are_slow_just_above_median_plus_three_scaled_mads) {
+    static const uint64_t wall_us[10] = {10000, 12000, 8000, 11000, 9000, 10000, 13000, 7000, 19390, 19400};
+    tl t;
+    tl_init(&t);
+    uint64_t at = 1000;
+    for (int i = 0; i < 10; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "ProfilerStep#%d", 100 + i);
+        tl_range(&t, at, at + wall_us[i], nm, (uint64_t)i + 1);
+        tl_kernel(&t, at + 10, at + 20, at + 5000);
+        at += wall_us[i];
+    }
+    tl_done(&t);
+    an_result r;
+    err_msg err = {{0}};
+    ASSERT_OK(an_analyze(t.s, NULL, &r, &err));
+    an_steps st;
+    ASSERT_OK(an_steps_find(t.s, &r, NULL, &st, &err));
+    ASSERT_EQ(st.source, AN_STEPS_PROFILER);
+    ASSERT_EQ(st.n_steps, 10);
+    ASSERT_UEQ(st.median_ns, 10500000);
+    for (size_t i = 0; i < 10; i++) {
+        ASSERT_UEQ(st.steps[i].end - st.steps[i].start, wall_us[i] * 1000);
+        if (st.steps[i].outlier != (i == 9))
+            TASK_FAIL_("step %zu (%" PRIu64 " us): outlier %d", i, wall_us[i], st.steps[i].outlier);
+    }
+    an_steps_free(&st);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}

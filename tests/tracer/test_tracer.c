@@ -287,49 +287,59 @@ TEST(tracer_concurrent_buffer_callbacks_lose_nothing) {
     model_free(&m);
 }
 
-static void wait_for_file(const char *path, pid_t harness) {
+/* Polls ready(arg) every millisecond for up to 20 s; fails when the harness ends first or time
+ * runs out, saying what it waited for. */
+static void wait_until(int (*ready)(const void *), const void *arg, pid_t harness, const char *what) {
     for (int i = 0; i < 20000; i++) {
-        if (file_exists(path))
+        if (ready(arg))
             return;
         int status;
         if (waitpid(harness, &status, WNOHANG) == harness)
-            TASK_FAIL_("harness ended before %s (status %#x): %s", path, status,
-                       read_text(task_path("err.txt")));
+            TASK_FAIL_("harness ended before %s (status %#x): %s", what, status, read_text(task_path("err.txt")));
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
-    TASK_FAIL_("%s never appeared", path);
+    TASK_FAIL_("waited 20 s for %s", what);
+}
+
+static int path_exists(const void *path) {
+    return file_exists(path);
+}
+
+static void wait_for_file(const char *path, pid_t harness) {
+    wait_until(path_exists, path, harness, path);
+}
+
+/* A flock held on an inode by a process, as /proc/locks lists it. */
+typedef struct flock_of {
+    char pid[32], ino[32];
+} flock_of;
+
+static int flock_held(const void *arg) {
+    const flock_of *w = arg;
+    FILE *f = fopen("/proc/locks", "r");
+    ASSERT_NOT_NULL(f);
+    char line[256];
+    int held = 0;
+    while (!held && fgets(line, sizeof line, f) != NULL)
+        held = strstr(line, "FLOCK") != NULL && strstr(line, w->pid) != NULL && strstr(line, w->ino) != NULL;
+    fclose(f);
+    return held;
 }
 
 /* Waits until the harness holds an flock on path (a tracer's claim on its trace file): the file is
  * created before it is locked, so its existence says nothing of the claim; the kernel's table of
  * locks (/proc/locks: "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF") says who holds what,
- * without taking the lock, which would make the claim fail. */
+ * without taking the lock, which would make the claim fail. The device as stat tells it may be an
+ * overlay's: the pid and the inode are compared. */
 static void wait_for_flock(const char *path, pid_t harness) {
     wait_for_file(path, harness);
     struct stat sb;
     ASSERT_OK(stat(path, &sb));
-    char want[64], ino[32]; /* the device as stat tells it may be an overlay's: the pid and the inode */
-    snprintf(want, sizeof want, " %ld ", (long)harness);
-    snprintf(ino, sizeof ino, ":%lu ", (unsigned long)sb.st_ino);
-    for (int i = 0; i < 20000; i++) {
-        FILE *f = fopen("/proc/locks", "r");
-        ASSERT_NOT_NULL(f);
-        char line[256];
-        int held = 0;
-        while (!held && fgets(line, sizeof line, f) != NULL)
-            held = strstr(line, "FLOCK") != NULL && strstr(line, want) != NULL && strstr(line, ino) != NULL;
-        fclose(f);
-        if (held)
-            return;
-        int status;
-        if (waitpid(harness, &status, WNOHANG) == harness)
-            TASK_FAIL_("harness ended before it locked %s (status %#x): %s", path, status,
-                       read_text(task_path("err.txt")));
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
-    TASK_FAIL_("%s was never locked by %ld (no \"%s\" in /proc/locks)", path, (long)harness, want);
+    flock_of w;
+    snprintf(w.pid, sizeof w.pid, " %ld ", (long)harness);
+    snprintf(w.ino, sizeof w.ino, ":%lu ", (unsigned long)sb.st_ino);
+    wait_until(flock_held, &w, harness, "the harness's lock on its trace file");
 }
 
 static double now_s(void) {

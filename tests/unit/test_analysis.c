@@ -34,6 +34,19 @@ static st_store *load_sample(const char *name) {
     return s;
 }
 
+/* The two ranks of samples/traces/kineto in one store: two processes, each with its GPU. */
+static st_store *load_ranks(void) {
+    st_store *s = st_store_new(NULL);
+    ASSERT_NOT_NULL(s);
+    for (int k = 0; k < 2; k++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/sampled_rank-%d.json.gz", KINETO_TRACE_DIR, k);
+        ASSERT_OK(ingest_file(s, path, NULL, NULL, NULL));
+    }
+    st_store_commit(s);
+    return s;
+}
+
 static const an_site *site_by_api(const st_store *s, const an_result *r, const char *api) {
     for (size_t i = 0; i < r->n_sites; i++)
         if (strcmp(st_str(s, r->sites[i].name), api) == 0)
@@ -192,13 +205,7 @@ TEST(analysis_single_stream_trace) {
 }
 
 TEST(analysis_sampled_ranks_each_on_its_gpu) {
-    st_store *s = st_store_new(NULL);
-    char p0[1024], p1[1024];
-    snprintf(p0, sizeof p0, "%s/sampled_rank-0.json.gz", KINETO_TRACE_DIR);
-    snprintf(p1, sizeof p1, "%s/sampled_rank-1.json.gz", KINETO_TRACE_DIR);
-    ASSERT_OK(ingest_file(s, p0, NULL, NULL, NULL));
-    ASSERT_OK(ingest_file(s, p1, NULL, NULL, NULL));
-    st_store_commit(s);
+    st_store *s = load_ranks();
     an_result r;
     ASSERT_OK(an_analyze(s, NULL, &r, NULL));
     ASSERT_EQ(r.n_devices, 2);
@@ -582,13 +589,7 @@ TEST(analysis_low_util_windows_merge_and_come_in_time_order) {
 
 /* On the real two-rank trace: per device, windows in time order and never touching. */
 TEST(analysis_low_util_windows_of_sampled_ranks_are_ordered) {
-    st_store *s = st_store_new(NULL);
-    for (int k = 0; k < 2; k++) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/sampled_rank-%d.json.gz", KINETO_TRACE_DIR, k);
-        ASSERT_OK(ingest_file(s, path, NULL, NULL, NULL));
-    }
-    st_store_commit(s);
+    st_store *s = load_ranks();
     an_result r;
     ASSERT_OK(an_analyze(s, NULL, &r, NULL));
     const an_finding *prev = NULL;
@@ -760,6 +761,14 @@ TEST(steps_from_a_named_range) {
     st_store_destroy(&s);
 }
 
+/* The timeline into its store, analysed, and its steps found as the report finds them. */
+static void tl_steps(tl *t, an_result *r, an_steps *st) {
+    tl_done(t);
+    err_msg err = {{0}};
+    ASSERT_OK(an_analyze(t->s, NULL, r, &err));
+    ASSERT_OK(an_steps_find(t->s, r, NULL, st, &err));
+}
+
 /* No ranges, a sync at one call site every 10 ms: it is the heartbeat; a step runs from the end of
  * one sync to the end of the next. */
 TEST(steps_from_a_regular_blocking_call) {
@@ -770,12 +779,9 @@ TEST(steps_from_a_regular_blocking_call) {
         tl_kernel(&t, at, at + 10, at + 6000);
         tl_sync(&t, at + 20, at + 6010, 5);
     }
-    tl_done(&t);
     an_result r;
-    err_msg err = {{0}};
-    ASSERT_OK(an_analyze(t.s, NULL, &r, &err));
     an_steps st;
-    ASSERT_OK(an_steps_find(t.s, &r, NULL, &st, &err));
+    tl_steps(&t, &r, &st);
     ASSERT_EQ(st.source, AN_STEPS_HEARTBEAT);
     ASSERT_STR_CONTAINS(st.what, "train.py:42");
     ASSERT_EQ(st.n_steps, 11);
@@ -967,6 +973,24 @@ static void check_other(const an_result *r, uint32_t producer, uint16_t dev) {
     ASSERT_UEQ(d->busy_ns, (15 + 10) * 1000ull);
 }
 
+/* The waiter's GPU 0 and the other GPU (of the waiter's process or another's) analysed: each
+ * with its own figures, the wait charged its 96 us only. */
+static void check_waiter_and_other(const st_store *s) {
+    an_result r;
+    ASSERT_OK(an_analyze(s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_devices, 2);
+    ASSERT_EQ(r.n_blocks, 1);
+    ASSERT_UEQ(r.blocks[0].device, 0); /* by its GPU-side record: the call named none */
+    uint32_t waiter = r.blocks[0].producer;
+    const an_device *other = &r.devices[r.devices[0].producer == waiter && r.devices[0].device == 0 ? 1 : 0];
+    check_waiter(&r, waiter);
+    check_other(&r, other->producer, other->device);
+    ASSERT_UEQ(r.blocks[0].gpu_idle_ns, 96000);
+    ASSERT_EQ(r.n_sites, 1);
+    ASSERT_UEQ(r.sites[0].gpu_idle_ns, 96000);
+    an_result_free(&r);
+}
+
 /* One process, two GPUs: the idle of GPU 1 is not charged to a wait on GPU 0. */
 TEST(analysis_idle_on_one_gpu_is_not_charged_to_a_wait_on_another) {
     tl t;
@@ -975,17 +999,7 @@ TEST(analysis_idle_on_one_gpu_is_not_charged_to_a_wait_on_another) {
     tl_waiter(&t);
     tl_other(&t, 1, 9);
     tl_done(&t);
-    an_result r;
-    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
-    ASSERT_EQ(r.n_devices, 2);
-    ASSERT_EQ(r.n_blocks, 1);
-    ASSERT_UEQ(r.blocks[0].device, 0); /* by its GPU-side record: the call named none */
-    check_waiter(&r, r.blocks[0].producer);
-    check_other(&r, r.blocks[0].producer, 1);
-    ASSERT_UEQ(r.blocks[0].gpu_idle_ns, 96000);
-    ASSERT_EQ(r.n_sites, 1);
-    ASSERT_UEQ(r.sites[0].gpu_idle_ns, 96000);
-    an_result_free(&r);
+    check_waiter_and_other(t.s);
     st_store_destroy(&t.s);
 }
 
@@ -999,19 +1013,7 @@ TEST(analysis_idle_of_one_process_is_not_charged_to_another_process_wait) {
     tl_init_in(&b, 78, a.s);
     tl_other(&b, 0, 7);
     tl_done(&b);
-    an_result r;
-    ASSERT_OK(an_analyze(a.s, NULL, &r, NULL));
-    ASSERT_EQ(r.n_devices, 2);
-    ASSERT_EQ(r.n_blocks, 1);
-    uint32_t waiter = r.blocks[0].producer, other = UINT32_MAX;
-    for (size_t i = 0; i < r.n_devices; i++)
-        if (r.devices[i].producer != waiter)
-            other = r.devices[i].producer;
-    ASSERT_NE(other, UINT32_MAX);
-    check_waiter(&r, waiter);
-    check_other(&r, other, 0);
-    ASSERT_UEQ(r.blocks[0].gpu_idle_ns, 96000);
-    an_result_free(&r);
+    check_waiter_and_other(a.s);
     st_store_destroy(&a.s);
 }
 
@@ -1188,13 +1190,7 @@ TEST(analysis_invariants_hold_on_every_real_trace) {
     ASSERT_EQ(check_invariants_in(KINETO_TRACE_DIR, ".json.gz", &charged), 9);
     ASSERT_EQ(check_invariants_in(NSYS_TRACE_DIR, ".sqlite", &charged), 3);
     /* two ranks in one store: two processes, each with its GPU */
-    st_store *s = st_store_new(NULL);
-    for (int k = 0; k < 2; k++) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/sampled_rank-%d.json.gz", KINETO_TRACE_DIR, k);
-        ASSERT_OK(ingest_file(s, path, NULL, NULL, NULL));
-    }
-    st_store_commit(s);
+    st_store *s = load_ranks();
     charged += check_invariants("sampled_rank-0 + sampled_rank-1", s);
     st_store_destroy(&s);
     ASSERT_GT(charged, 0); /* the waits' rules were exercised, not only the others */
@@ -1219,12 +1215,9 @@ TEST(steps_are_slow_just_above_median_plus_three_scaled_mads) {
         tl_kernel(&t, at + 10, at + 20, at + 5000);
         at += wall_us[i];
     }
-    tl_done(&t);
     an_result r;
-    err_msg err = {{0}};
-    ASSERT_OK(an_analyze(t.s, NULL, &r, &err));
     an_steps st;
-    ASSERT_OK(an_steps_find(t.s, &r, NULL, &st, &err));
+    tl_steps(&t, &r, &st);
     ASSERT_EQ(st.source, AN_STEPS_PROFILER);
     ASSERT_EQ(st.n_steps, 10);
     ASSERT_UEQ(st.median_ns, 10500000);

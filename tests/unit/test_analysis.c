@@ -1185,10 +1185,10 @@ static size_t check_invariants_in(const char *dir, const char *suffix, size_t *n
 
 TEST(analysis_invariants_hold_on_every_real_trace) {
     size_t charged = 0;
-    /* the nine profiler traces and the three Nsight exports of samples/traces (shared/traces holds
-     * copies of some of them) */
-    ASSERT_EQ(check_invariants_in(KINETO_TRACE_DIR, ".json.gz", &charged), 9);
-    ASSERT_EQ(check_invariants_in(NSYS_TRACE_DIR, ".sqlite", &charged), 3);
+    /* every profiler trace and Nsight export of samples/traces, nine and three at least (shared/traces
+     * holds copies of some of them) */
+    ASSERT_GE(check_invariants_in(KINETO_TRACE_DIR, ".json.gz", &charged), 9);
+    ASSERT_GE(check_invariants_in(NSYS_TRACE_DIR, ".sqlite", &charged), 3);
     /* two ranks in one store: two processes, each with its GPU */
     st_store *s = load_ranks();
     charged += check_invariants("sampled_rank-0 + sampled_rank-1", s);

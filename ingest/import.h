@@ -33,6 +33,8 @@ typedef struct import_opts {
     uint64_t max_events;  /* 0: IMPORT_MAX_EVENTS; more fails with ERR_LIMIT */
     import_progress_fn progress;
     void *progress_ctx;
+    int ops; /* Kineto: each operator (cpu_op row) is also a range on its thread's ranges lane, as the
+                viewer shows them; report and the other verbs leave them out and read faster */
 } import_opts;
 
 typedef struct import_skip {

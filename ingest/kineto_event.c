@@ -466,7 +466,7 @@ static int event_host(kimp *k, kev *e) {
     tp_record *r = rec_new(k);
     if (r == NULL)
         return 0;
-    if (e->cat == CAT_ANNOT) {
+    if (e->cat == CAT_ANNOT || e->cat == CAT_OP) {
         tp_nvtx *x = &r->nvtx;
         x->kind = TP_K_NVTX;
         x->flags = TP_NVTX_RANGE;
@@ -475,6 +475,11 @@ static int event_host(kimp *k, kev *e) {
         x->start = t0;
         x->end = t1;
         x->name = kt_intern(k, e->name_s, e->name_len);
+        if (e->cat == CAT_OP) {
+            if (k->op_domain == 0)
+                k->op_domain = kt_intern(k, "cpu_op", strlen("cpu_op"));
+            x->domain = k->op_domain;
+        }
     } else {
         tp_api *x = &r->api;
         x->kind = TP_K_API;
@@ -637,6 +642,10 @@ int kt_event_end(kimp *k, kev *e) {
             e->cat = CAT_ANNOT; /* legacy traces: a step, as newer ones write it */
             return event_host(k, e);
         }
+        /* the viewer shows operators as ranges; the context naming the calls is kept either way */
+        if (k->opts && k->opts->ops && span_of(e, &(uint64_t){0}, &(uint64_t){0}) == NULL && (e->have & H_TID) &&
+            event_host(k, e) == 0)
+            return 0;
         return event_ctx(k, e);
     case CAT_PYFN: return event_ctx(k, e);
     default: return event_gpu(k, e);

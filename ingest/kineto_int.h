@@ -239,6 +239,7 @@ typedef struct kimp {
     int have_pid;
     uint32_t pid;
     uint32_t gpu_domain;
+    uint32_t op_domain; /* "cpu_op": the domain of the ranges operators become (import_opts.ops) */
     kpred pred[C_DIMS + 1 + 16][PRED_POS + 1]; /* per context (args: per category) and place */
     kname *names;   /* string ids by name (see kt_intern) */
     cm_hash_key name_key; /* the process's: traces choose the names, not where they land in names */

@@ -52,6 +52,7 @@ struct ingest_loader {
     size_t damaged;
     import_progress_fn progress; /* an import's reading progress (ingest_on_progress), or NULL */
     void *progress_ctx;
+    int ops; /* ingest_keep_ops */
 };
 
 /* A JSON text (after a UTF-8 byte order mark and white space: an object or an array) or gzip. */
@@ -393,7 +394,7 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
     }
     if (ld->kind == SRC_KINETO) {
         ld->next = 1;
-        import_opts o = {.progress = ld->progress, .progress_ctx = ld->progress_ctx};
+        import_opts o = {.progress = ld->progress, .progress_ctx = ld->progress_ctx, .ops = ld->ops};
         int rc = kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, &o, kineto_emit, ld->s, NULL, err);
         return rc ? rc : 1;
     }
@@ -430,6 +431,12 @@ void ingest_on_progress(ingest_loader *ld, import_progress_fn fn, void *ctx) {
         ingest_on_progress(ld->parts[i], fn, ctx);
     ld->progress = fn;
     ld->progress_ctx = ctx;
+}
+
+void ingest_keep_ops(ingest_loader *ld) {
+    for (size_t i = 0; i < ld->n_parts; i++)
+        ingest_keep_ops(ld->parts[i]);
+    ld->ops = 1;
 }
 
 double ingest_progress(const ingest_loader *ld) {

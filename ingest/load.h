@@ -62,6 +62,9 @@ int ingest_align_parse(const char *word); /* "auto", "start", "clock"; -1 for an
 /* A profiler trace is imported whole in one step: fn hears how far its reading has come, and may
  * stop it (import.h: it then fails with ERR_EOF). */
 void ingest_on_progress(ingest_loader *ld, import_progress_fn fn, void *ctx);
+/* A profiler trace's operators (cpu_op rows) become ranges on their threads' ranges lanes too, as
+ * the viewer shows them (import_opts.ops); without, they only name the calls inside them. */
+void ingest_keep_ops(ingest_loader *ld);
 double ingest_progress(const ingest_loader *ld); /* 0..1 */
 void ingest_span(const ingest_loader *ld, uint64_t *t0, uint64_t *t1);
 void ingest_close(ingest_loader **ld);

@@ -49,6 +49,11 @@ typedef struct lane {
     size_t lvl_cap[ST_LEVELS];
     size_t lvl_n[ST_LEVELS]; /* nodes per level */
     int levels;
+    /* ranges lanes: the events by depth (aux), each depth's in time order, and where each begins */
+    uint32_t *byd;
+    size_t byd_cap;
+    uint32_t *dofs; /* n_depths + 1 offsets in byd */
+    size_t dofs_cap, n_depths;
 } lane;
 
 typedef struct st_module_id {
@@ -190,6 +195,8 @@ st_store *st_store_new(const st_opts *opts) {
 static void lane_free(lane *l) {
     free(l->ev);
     free(l->pre);
+    free(l->byd);
+    free(l->dofs);
     for (int i = 0; i < ST_LEVELS; i++) {
         free(l->maxend[i]);
         free(l->longest[i]);
@@ -874,6 +881,58 @@ static int lane_index(lane *l, size_t from) {
     return 0;
 }
 
+/* A ranges lane's depths, as Perfetto's slice depth: a range's is how many ranges of its lane
+ * still open when it starts enclose it (kept in its aux), so that ranges of one depth never overlap.
+ * Ranges that start together nest longest outside. Then byd lists the events depth by depth, each
+ * depth's in time order (by start, and so by end). The whole lane is done again when it changed:
+ * once after a replay's load, and at a live view's commits, whose ranges lanes are small. */
+static int lane_depths(lane *l) {
+    size_t n = l->indexed, top = 0, cap = 0;
+    uint32_t *stk = NULL;
+    size_t nd = 0;
+    l->n_depths = 0; /* until done */
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && l->ev[j].start == l->ev[i].start)
+            j++;
+        while (top > 0 && l->ev[stk[top - 1]].end <= l->ev[i].start)
+            top--;
+        if (top + (j - i) > cap) {
+            size_t c = (top + (j - i)) * 2 + 64;
+            uint32_t *p = realloc(stk, c * sizeof *p);
+            if (p == NULL) {
+                free(stk);
+                return ERR_NOMEM;
+            }
+            stk = p;
+            cap = c;
+        }
+        for (size_t k = j; k-- > i;) {
+            l->ev[k].aux = (uint32_t)top;
+            stk[top++] = (uint32_t)k;
+        }
+        if (top > nd)
+            nd = top;
+        i = j;
+    }
+    free(stk);
+    if (cm_grow((void **)&l->dofs, &l->dofs_cap, nd + 2, sizeof *l->dofs) ||
+        cm_grow((void **)&l->byd, &l->byd_cap, n ? n : 1, sizeof *l->byd))
+        return ERR_NOMEM;
+    memset(l->dofs, 0, (nd + 2) * sizeof *l->dofs);
+    for (size_t i = 0; i < n; i++)
+        l->dofs[l->ev[i].aux + 1]++;
+    for (size_t d = 0; d < nd; d++)
+        l->dofs[d + 1] += l->dofs[d];
+    for (size_t i = 0; i < n; i++) /* counting sort; dofs[d] runs ahead and is set back below */
+        l->byd[l->dofs[l->ev[i].aux]++] = (uint32_t)i;
+    for (size_t d = nd; d > 0; d--)
+        l->dofs[d] = l->dofs[d - 1];
+    l->dofs[0] = 0;
+    l->n_depths = nd;
+    return 0;
+}
+
 static int order_cmp_ctx(const st_store *s, size_t x, size_t y) {
     const st_lane_info *a = &s->lanes[x].info, *b = &s->lanes[y].info;
     if (a->producer != b->producer)
@@ -923,8 +982,11 @@ void st_store_commit(st_store *s) {
             lane *l = &s->lanes[i];
             size_t f = from ? from[i] : 0;
             /* a lane the bound emptied before its first index still gets one (an empty one) */
-            if (l->indexed != l->info.n_events || f < l->info.n_events || l->pre == NULL)
+            if (l->indexed != l->info.n_events || f < l->info.n_events || l->pre == NULL) {
                 lane_index(l, f);
+                if (l->info.kind == ST_LANE_NVTX)
+                    lane_depths(l);
+            }
         }
         free(from);
         s->dirty = 0;
@@ -966,6 +1028,47 @@ const st_event *st_lane_events(const st_store *s, size_t i, size_t *n) {
     const lane *l = lane_at(s, i);
     *n = l ? l->indexed : 0;
     return l ? l->ev : NULL;
+}
+
+size_t st_lane_depths(const st_store *s, size_t i) {
+    const lane *l = lane_at(s, i);
+    return l && l->info.kind == ST_LANE_NVTX && l->byd ? l->n_depths : 0;
+}
+
+const uint32_t *st_lane_at_depth(const st_store *s, size_t i, size_t depth, size_t *n) {
+    const lane *l = lane_at(s, i);
+    *n = 0;
+    if (l == NULL || l->info.kind != ST_LANE_NVTX || l->byd == NULL || depth >= l->n_depths)
+        return NULL;
+    *n = l->dofs[depth + 1] - l->dofs[depth];
+    return l->byd + l->dofs[depth];
+}
+
+size_t st_lane_depth_find(const st_store *s, size_t i, size_t depth, uint64_t t) {
+    size_t n;
+    const uint32_t *d = st_lane_at_depth(s, i, depth, &n);
+    const lane *l = lane_at(s, i);
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first whose end is past t: a depth's ranges end in order */
+        size_t m = lo + (hi - lo) / 2;
+        if (l->ev[d[m]].end <= t)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+size_t st_lane_range_at(const st_store *s, size_t i, uint64_t t0, uint64_t t1) {
+    for (size_t d = st_lane_depths(s, i); d-- > 0;) {
+        size_t n;
+        const uint32_t *idx = st_lane_at_depth(s, i, d, &n);
+        size_t k = st_lane_depth_find(s, i, d, t0);
+        const lane *l = lane_at(s, i);
+        if (k < n && l->ev[idx[k]].start <= t0 && l->ev[idx[k]].end >= t1)
+            return idx[k];
+    }
+    return SIZE_MAX;
 }
 
 size_t st_lane_lower_bound(const st_store *s, size_t i, uint64_t t) {
@@ -1156,6 +1259,7 @@ size_t st_store_memory(const st_store *s) {
     for (size_t i = 0; i < s->n_lanes; i++) {
         const lane *l = &s->lanes[i];
         m += l->cap * sizeof *l->ev + l->pre_cap * sizeof *l->pre;
+        m += l->byd_cap * sizeof *l->byd + l->dofs_cap * sizeof *l->dofs;
         for (int k = 0; k < ST_LEVELS; k++)
             m += l->lvl_cap[k] * (sizeof(uint64_t) + sizeof(uint32_t));
     }

@@ -6,7 +6,8 @@
  * sites and names.
  *
  * Lanes: one per GPU stream (kernels, copies, memsets, GPU-side syncs), one per host thread (CUDA
- * calls; blocking ones flagged TP_F_BLOCKING), one per host thread for NVTX ranges that have any.
+ * calls; blocking ones flagged TP_F_BLOCKING), one per host thread for its ranges (NVTX, profiler
+ * annotations and operators) when it has any.
  * Events in a lane are sorted by start (ties: by end); they may overlap (real traces overlap
  * consecutive kernels by a few microseconds). Times are integer nanoseconds on the producers' trace
  * clocks, which for CUPTI and Kineto are CLOCK_REALTIME, so several producers share one axis.
@@ -131,6 +132,15 @@ size_t st_lane_count(const st_store *s);
  * by id), then host threads, each followed by its NVTX lane. */
 const st_lane_info *st_lane_get(const st_store *s, size_t lane);
 const st_event *st_lane_events(const st_store *s, size_t lane, size_t *n);
+/* Ranges lanes (ST_LANE_NVTX) nest their ranges as Perfetto's slice depth: a range's depth (its
+ * event's aux) is how many ranges of the lane enclose it; ranges of one depth never overlap. These
+ * give how many depths the lane has (0 for other lanes); the indices in st_lane_events of the
+ * ranges at one depth, in time order; the first of those whose end is past t; and the innermost
+ * range that holds [t0, t1] (its index, SIZE_MAX when none does). Memory: 4 bytes per range. */
+size_t st_lane_depths(const st_store *s, size_t lane);
+const uint32_t *st_lane_at_depth(const st_store *s, size_t lane, size_t depth, size_t *n);
+size_t st_lane_depth_find(const st_store *s, size_t lane, size_t depth, uint64_t t);
+size_t st_lane_range_at(const st_store *s, size_t lane, uint64_t t0, uint64_t t1);
 /* Index of the first event of the lane whose start is >= t (n when none). Events that start
  * earlier may still cover t: st_lane_summary accounts for them. */
 size_t st_lane_lower_bound(const st_store *s, size_t lane, uint64_t t);

@@ -995,6 +995,7 @@ int viewer_run_replay(const char *const *paths, size_t n_paths, const viewer_opt
         return viewer_finish(&w, 1, res);
     }
     ingest_set_align(w.ld, o->align);
+    ingest_keep_ops(w.ld); /* the operators' rows under each thread */
     vw_state_init(&w.v, VW_REPLAY, w.s);
     w.v.damaged = w.n_damaged;
     w.v.stalls.hta_async = 1; /* b: HTA's breakdown is made on the analysis thread */

@@ -398,6 +398,29 @@ def print_c(results):
     print("};")
 
 
+def print_ranges(name, path):
+    """The ranges the viewer shows under each host thread (operators and annotations, ph "X"): per
+    tid how many, how many are called name, and the first of those (by start) with the rows that
+    hold it (start at or before its start, end at or after its end), outermost first."""
+    with (gzip.open(path) if path.endswith(".gz") else open(path, "rb")) as f:
+        ev = json.load(f, parse_float=decimal.Decimal)["traceEvents"]
+    rows = [e for e in ev if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")
+            and isinstance(e.get("tid"), int) and "dur" in e]
+    per = {}
+    for e in rows:
+        per[e["tid"]] = per.get(e["tid"], 0) + 1
+    for tid, n in sorted(per.items()):
+        print(f"thread {tid} {n}")
+    hits = sorted((e for e in rows if e["name"] == name), key=lambda e: e["ts"])
+    print(f"matches {len(hits)}")
+    if hits:
+        h = hits[0]
+        outer = [e for e in rows if e is not h and e["tid"] == h["tid"] and e["ts"] <= h["ts"]
+                 and e["ts"] + e["dur"] >= h["ts"] + h["dur"]]
+        outer.sort(key=lambda e: (e["ts"], -e["dur"]))
+        print(f"depth {len(outer)} " + ">".join([e["name"] for e in outer] + [name]))
+
+
 def main():
     if "--check-ranks" in sys.argv:
         i = sys.argv.index("--check-ranks")
@@ -443,6 +466,10 @@ def main():
             sys.exit(1)
         print(f"{len(want)} APIs, {sum(want.values())} ns in all; {len(want_ranges)} host ranges, "
               f"{sum(want_ranges.values())} ns in all, as expected")
+        return
+    if "--ranges" in sys.argv:
+        i = sys.argv.index("--ranges")
+        print_ranges(sys.argv[i + 1], sys.argv[i + 2])
         return
     if "--idle" in sys.argv:
         for api, v in sorted(idle_by_api(sys.argv[sys.argv.index("--idle") + 1]).items()):

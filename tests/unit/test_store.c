@@ -953,3 +953,151 @@ TEST(a_recorders_notes_set_the_hosts_clocks) {
     batches_free(&a);
     batches_free(&b);
 }
+
+/* A thread's ranges nest by depth, as Perfetto draws them: the depths below are counted by hand from
+ * the spans (which range holds which), and the ranges arrive out of order, in two batches. */
+TEST(ranges_nest_by_depth_per_thread) {
+    static const struct { uint64_t start, end; const char *name; uint32_t depth; } r[] = {
+        {100, 200, "step", 0},       /* holds everything up to 200 */
+        {110, 150, "aten::item", 1}, /* in step */
+        {110, 120, "aten::a", 2},    /* same start as aten::item, shorter: inside it */
+        {120, 150, "aten::b", 2},    /* starts where aten::a ends: beside it, not in it */
+        {130, 140, "aten::c", 3},    /* in aten::b */
+        {160, 190, "aten::d", 1},    /* in step, after aten::item */
+        {200, 300, "step2", 0},      /* starts as step ends */
+        {250, 350, "cross", 1},      /* crosses step2's end: held at 1, never overlapping step2's row */
+        {310, 320, "late", 2},       /* after step2 ended but inside cross */
+    };
+    size_t n = sizeof r / sizeof r[0];
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 5});
+    tp_buf out = {0};
+    st_store *s = st_store_new(NULL);
+    for (size_t half = 0; half < 2; half++) { /* the later ranges first */
+        for (size_t i = 0; i < n; i++) {
+            if ((i < n / 2) == (half == 0))
+                continue;
+            tp_record rec;
+            memset(&rec, 0, sizeof rec);
+            rec.nvtx = (tp_nvtx){.kind = TP_K_NVTX, .flags = TP_NVTX_RANGE, .device = TP_NO_DEVICE, .tid = 9,
+                                 .start = 1000000000 + r[i].start, .end = 1000000000 + r[i].end,
+                                 .name = tp_enc_intern_cstr(enc, r[i].name)};
+            ASSERT_OK(tp_enc_add(enc, &rec));
+        }
+        ASSERT_OK(tp_enc_finish(enc, &out));
+        tp_enc_delivered(enc, 1);
+        ASSERT_OK(st_store_add_batch(s, out.data, out.len, NULL));
+        st_store_commit(s);
+    }
+    size_t lane = lane_find(s, ST_LANE_NVTX, 9), ne;
+    ASSERT(lane != SIZE_MAX);
+    const st_event *e = st_lane_events(s, lane, &ne);
+    ASSERT_UEQ(ne, n);
+    ASSERT_UEQ(st_lane_depths(s, lane), 4);
+    for (size_t i = 0; i < n; i++) {
+        int found = 0;
+        for (size_t k = 0; k < ne; k++)
+            if (strcmp(st_str(s, e[k].name), r[i].name) == 0) {
+                ASSERT_UEQ(e[k].aux, r[i].depth);
+                found = 1;
+            }
+        ASSERT(found);
+    }
+    /* each depth in time order, none overlapping, as many as the table has at that depth */
+    size_t total = 0;
+    for (size_t d = 0; d < st_lane_depths(s, lane); d++) {
+        size_t m, want = 0;
+        const uint32_t *idx = st_lane_at_depth(s, lane, d, &m);
+        for (size_t i = 0; i < n; i++)
+            want += r[i].depth == d;
+        ASSERT_UEQ(m, want);
+        for (size_t k = 0; k < m; k++) {
+            ASSERT_UEQ(e[idx[k]].aux, d);
+            if (k > 0)
+                ASSERT(e[idx[k - 1]].end <= e[idx[k]].start);
+        }
+        total += m;
+    }
+    ASSERT_UEQ(total, n);
+    /* the innermost range holding a span */
+    size_t in = st_lane_range_at(s, lane, 1000000000 + 132, 1000000000 + 138);
+    ASSERT(in != SIZE_MAX);
+    ASSERT_STR_EQ(st_str(s, e[in].name), "aten::c");
+    in = st_lane_range_at(s, lane, 1000000000 + 112, 1000000000 + 125); /* past aten::a: aten::item holds it */
+    ASSERT(in != SIZE_MAX);
+    ASSERT_STR_EQ(st_str(s, e[in].name), "aten::item");
+    ASSERT(st_lane_range_at(s, lane, 1000000000 + 50, 1000000000 + 60) == SIZE_MAX);
+    tp_buf_free(&out);
+    tp_enc_destroy(&enc);
+    st_store_destroy(&s);
+}
+
+/* What a viewer loads of a profiler trace: each thread's operators and annotations as ranges, as
+ * many as kineto_expected.py counts in the JSON, and the first operator called name at the depth,
+ * and inside the rows, that the script finds holding it. */
+static void ranges_as_the_json_nests_them(const char *trace, const char *name) {
+    char path[1024], cmd[4096];
+    snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, trace);
+    snprintf(cmd, sizeof cmd, "python3 '%s' --ranges '%s' '%s'", KINETO_EXPECTED, name, path);
+    FILE *p = popen(cmd, "r");
+    ASSERT_NOT_NULL(p);
+    char line[4096], chain[4096] = "";
+    unsigned long tids[16], counts[16], matches = 0, depth = 0;
+    size_t nt = 0;
+    while (fgets(line, sizeof line, p)) {
+        if (nt < 16 && sscanf(line, "thread %lu %lu", &tids[nt], &counts[nt]) == 2)
+            nt++;
+        sscanf(line, "matches %lu", &matches);
+        sscanf(line, "depth %lu %4000s", &depth, chain);
+    }
+    ASSERT_EQ(pclose(p), 0);
+    ASSERT_GE(nt, 1);
+    ASSERT_GE(matches, 1);
+    err_msg err = {{0}};
+    st_store *s = st_store_new(NULL);
+    ingest_loader *ld = ingest_open(s, path, NULL, NULL, &err);
+    ASSERT_NOT_NULL(ld);
+    ingest_keep_ops(ld);
+    int rc;
+    while ((rc = ingest_step(ld, 0, &err)) == 0)
+        ;
+    ASSERT_EQ(rc, 1);
+    ingest_close(&ld);
+    st_store_commit(s);
+    unsigned long found = 0;
+    const st_event *first = NULL;
+    size_t first_lane = 0;
+    for (size_t i = 0; i < nt; i++) {
+        size_t lane = lane_find(s, ST_LANE_NVTX, (uint32_t)tids[i]), n;
+        ASSERT(lane != SIZE_MAX);
+        const st_event *e = st_lane_events(s, lane, &n);
+        ASSERT_UEQ(n, counts[i]);
+        for (size_t k = 0; k < n; k++)
+            if (strcmp(st_str(s, e[k].name), name) == 0) {
+                found++;
+                if (first == NULL || e[k].start < first->start) {
+                    first = &e[k];
+                    first_lane = lane;
+                }
+            }
+    }
+    ASSERT_UEQ(found, matches);
+    ASSERT_UEQ(first->aux, depth);
+    /* the rows that hold it, one per depth above it */
+    char got[4096] = "";
+    for (size_t d = 0; d < first->aux; d++) {
+        size_t n, m;
+        const uint32_t *idx = st_lane_at_depth(s, first_lane, d, &m);
+        const st_event *e = st_lane_events(s, first_lane, &n);
+        size_t k = st_lane_depth_find(s, first_lane, d, first->start);
+        ASSERT(k < m && e[idx[k]].start <= first->start && e[idx[k]].end >= first->end);
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s>", st_str(s, e[idx[k]].name));
+    }
+    snprintf(got + strlen(got), sizeof got - strlen(got), "%s", name);
+    ASSERT_STR_EQ(got, chain);
+    st_store_destroy(&s);
+}
+
+TEST(profiler_operators_are_ranges_nested_as_the_json_nests_them) {
+    ranges_as_the_json_nests_them("qwen_h100_with_stack.json.gz", "aten::item");
+    ranges_as_the_json_nests_them("resnet_2080ti_two_threads.json.gz", "aten::copy_");
+}

@@ -32,9 +32,10 @@ static const binding k_bindings[] = {
     {VW_CMD_FIT, {'0'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_FIT_SEL, {'f'}, 0, "fit the window to the event under the cursor / mark it", 0, NULL, NULL, NULL},
     {VW_CMD_MARK, {'m'}, 1, NULL, 0, NULL, NULL, NULL},
-    {VW_CMD_FOLD, {'c'}, 0, "fold the group at the cursor / unfold all / idle lanes", 0, NULL, NULL, NULL},
+    {VW_CMD_FOLD, {'c'}, 0, "fold group / unfold all / idle lanes / ranges by depth", 0, NULL, NULL, NULL},
     {VW_CMD_UNFOLD_ALL, {'C'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_HIDE_IDLE, {'e'}, 1, NULL, 0, NULL, NULL, NULL},
+    {VW_CMD_OPEN_RANGES, {'o'}, 1, NULL, 0, NULL, NULL, NULL},
 
     {VW_CMD_NEXT_STALL, {'n'}, 0, "next / previous blocking stall (after /: match)", 4, "n/N", "Stall", "Stall"},
     {VW_CMD_PREV_STALL, {'N'}, 1, NULL, 0, NULL, NULL, NULL},

@@ -29,6 +29,7 @@ typedef enum vw_cmd {
     VW_CMD_MARK,                         /* mark the event under the cursor: its span and duration */
     VW_CMD_FOLD, VW_CMD_UNFOLD_ALL,      /* fold the group under the cursor; unfold every group */
     VW_CMD_HIDE_IDLE,                    /* leave out lanes with nothing in the window */
+    VW_CMD_OPEN_RANGES,                  /* a thread's ranges: one row, or a row per depth */
     VW_CMD_NEXT_SLOW, VW_CMD_PREV_SLOW,  /* the next / previous slow step */
     VW_CMD_NEXT_STALL, VW_CMD_PREV_STALL, /* every stall in time order, whatever the focus */
     VW_CMD_WORST_NEXT, VW_CMD_WORST_PREV, /* the selected call site's stalls, worst first */

@@ -21,6 +21,12 @@ static const st_event *event_at_cursor(const frame_ctx *f, size_t *lane_out) {
     size_t l = f->rows[v->cursor_row].lane, n;
     *lane_out = l;
     const st_event *e = st_lane_events(f->s, l, &n);
+    if (f->rows[v->cursor_row].depth1 > 0) { /* a depth of a thread's ranges: its range at the cursor */
+        size_t d = f->rows[v->cursor_row].depth1 - 1, m;
+        const uint32_t *idx = st_lane_at_depth(f->s, l, d, &m);
+        size_t k = st_lane_depth_find(f->s, l, d, v->cursor);
+        return k < m && e[idx[k]].start <= v->cursor && e[idx[k]].start <= v->now ? &e[idx[k]] : NULL;
+    }
     uint64_t w = (v->t1 - v->t0) / (uint64_t)f->L->timeline.w;
     if (w == 0)
         w = 1;

@@ -221,7 +221,7 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         vw__breakdown_cmd(v, s);
     else if (c == VW_CMD_FIT_SEL || c == VW_CMD_MARK)
         vw__select_cmd(v, s, &L, c);
-    else if (c >= VW_CMD_FOLD && c <= VW_CMD_HIDE_IDLE)
+    else if (c >= VW_CMD_FOLD && c <= VW_CMD_OPEN_RANGES)
         vw__fold_cmd(v, s, c);
     else if (c == VW_CMD_NEXT_SLOW || c == VW_CMD_PREV_SLOW)
         vw__slow_step_cmd(v, &L, c);

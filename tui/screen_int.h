@@ -23,7 +23,11 @@ typedef struct vw_row {
     size_t lane; /* ROW_LANE */
     uint32_t producer;
     uint16_t device;
+    uint32_t depth1; /* a ranges lane opened by depth: its depth + 1 (0: the lane's own row) */
 } vw_row;
+
+/* Rows a thread's ranges open into, at most: deeper ranges are left to the detail pane. */
+#define VW_DEPTH_ROWS 32
 
 /* The rows whose bubbles a frame shows, and their bubbles' overlap with each column (see
  * bubble_columns). */

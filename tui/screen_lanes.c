@@ -11,8 +11,9 @@
 #include <string.h>
 
 /* Folds: a process (all its rows but its own), a GPU (its streams; its row stays, the union of
- * them), a thread (its ranges lane). */
-enum { FOLD_PROCESS = 1, FOLD_DEVICE = 2, FOLD_THREAD = 3 };
+ * them), a thread (its ranges lane). And, kept with them, the threads whose ranges are open by
+ * depth (o): ranges are one summary row until opened, as Perfetto's collapsed tracks. */
+enum { FOLD_PROCESS = 1, FOLD_DEVICE = 2, FOLD_THREAD = 3, OPEN_RANGES = 4 };
 static uint64_t fold_key(int kind, uint32_t producer, uint32_t id) {
     return ((uint64_t)kind << 56) | ((uint64_t)producer << 24) | (id & 0xFFFFFFu);
 }
@@ -72,13 +73,13 @@ size_t vw__rows_walk(const st_store *s, const vw_state *v, vw_row *r, size_t *de
         const st_lane_info *li = st_lane_get(s, l);
         if (multi && li->producer != last_p) {
             if (r)
-                r[n] = (vw_row){ROW_PROCESS, SIZE_MAX, li->producer, TP_NO_DEVICE};
+                r[n] = (vw_row){ROW_PROCESS, SIZE_MAX, li->producer, TP_NO_DEVICE, 0};
             n++;
         }
         int pfold = folded(v, fold_key(FOLD_PROCESS, li->producer, 0));
         if (li->device != TP_NO_DEVICE && (li->producer != last_p || li->device != last_d)) {
             if (r && !pfold)
-                r[n] = (vw_row){ROW_DEVICE, SIZE_MAX, li->producer, li->device};
+                r[n] = (vw_row){ROW_DEVICE, SIZE_MAX, li->producer, li->device, 0};
             n += !pfold;
             d++;
         }
@@ -93,8 +94,14 @@ size_t vw__rows_walk(const st_store *s, const vw_state *v, vw_row *r, size_t *de
                 continue;
         }
         if (r)
-            r[n] = (vw_row){ROW_LANE, l, li->producer, li->device};
+            r[n] = (vw_row){ROW_LANE, l, li->producer, li->device, 0};
         n++;
+        if (li->kind == ST_LANE_NVTX && li->device == TP_NO_DEVICE && folded(v, fold_key(OPEN_RANGES, li->producer, li->id))) {
+            size_t nd = st_lane_depths(s, l);
+            for (size_t k = 0; k < nd && k < VW_DEPTH_ROWS; k++, n++)
+                if (r)
+                    r[n] = (vw_row){ROW_LANE, l, li->producer, li->device, (uint32_t)k + 1};
+        }
     }
     if (devices)
         *devices = d;
@@ -102,7 +109,7 @@ size_t vw__rows_walk(const st_store *s, const vw_state *v, vw_row *r, size_t *de
 }
 
 vw_row *vw__rows_build(const st_store *s, const vw_state *v, size_t *n_out) {
-    vw_row *r = malloc((3 * st_lane_count(s) + 1) * sizeof *r);
+    vw_row *r = malloc((vw__rows_walk(s, v, NULL, NULL) + 1) * sizeof *r);
     *n_out = r ? vw__rows_walk(s, v, r, NULL) : 0;
     return r;
 }
@@ -141,6 +148,8 @@ static void row_label(const st_store *s, const vw_row *r, int multi_producer, ch
                     nl--;
             }
             snprintf(raw, sizeof raw, "%sT%u%s%.*s", pfx, li->id, nl ? " " : "", (int)nl, nm);
+        } else if (r->depth1 > 0) {
+            snprintf(raw, sizeof raw, "   depth %u", r->depth1 - 1);
         } else if (li->device != TP_NO_DEVICE) {
             snprintf(raw, sizeof raw, " ranges s%u", li->id);
         } else {
@@ -261,6 +270,8 @@ static int row_folded(const vw_state *v, const st_store *s, const vw_row *r) {
     if (r->type == ROW_DEVICE)
         return folded(v, fold_key(FOLD_DEVICE, r->producer, r->device));
     const st_lane_info *li = st_lane_get(s, r->lane);
+    if (li->kind == ST_LANE_NVTX && li->device == TP_NO_DEVICE && r->depth1 == 0 && st_lane_depths(s, r->lane) > 1)
+        return folded(v, fold_key(OPEN_RANGES, li->producer, li->id)) ? -1 : 1;
     return li->kind == ST_LANE_THREAD && folded(v, fold_key(FOLD_THREAD, li->producer, li->id));
 }
 
@@ -304,6 +315,71 @@ static void render_process_row(frame_ctx *f, int y, const vw_row *r) {
     }
 }
 
+/* One depth of a thread's ranges: per column, how much of it the ranges of that depth cover (they
+ * never overlap, so a binary search finds the first and a few steps the rest: the cost is the
+ * columns', not the ranges'), and the names of those wide enough to hold them. */
+#define DEPTH_COL_SCAN 16
+static void render_depth_row(frame_ctx *f, int y, const vw_row *r) {
+    const vw_state *v = f->v;
+    vw_grid *g = f->g;
+    const vw_layout *L = f->L;
+    int cols = L->timeline.w, done = -1;
+    size_t d = r->depth1 - 1, m, n;
+    const uint32_t *idx = st_lane_at_depth(f->s, r->lane, d, &m);
+    const st_event *ev = st_lane_events(f->s, r->lane, &n);
+    uint64_t w = (v->t1 - v->t0) / (uint64_t)cols;
+    if (w == 0)
+        w = 1;
+    for (int c = 0; c < cols; c++) {
+        uint64_t a = v->t0 + (uint64_t)c * w, e = c + 1 == cols ? v->t1 : a + w, cover = 0;
+        int x = L->timeline.x + c, any = 0;
+        if (a >= v->now) {
+            vw__put_cell(g, x, y, ' ', ROLE_DEFAULT, 0);
+            continue;
+        }
+        size_t k = st_lane_depth_find(f->s, r->lane, d, a);
+        for (size_t j = 0; k + j < m && j < DEPTH_COL_SCAN; j++) {
+            const st_event *x1 = &ev[idx[k + j]];
+            if (x1->start >= e || x1->start > v->now)
+                break;
+            uint64_t s0 = x1->start > a ? x1->start : a, s1 = x1->end < e ? x1->end : e;
+            cover += s1 > s0 ? s1 - s0 : 0;
+            any = 1;
+            if (j + 1 == DEPTH_COL_SCAN) /* more than the scan: as busy as a column gets */
+                cover = e - a;
+        }
+        if (!any) {
+            vw__put_cell(g, x, y, ' ', ROLE_DEFAULT, 0);
+            continue;
+        }
+        double frac = (double)cover / (double)(e - a);
+        vw__put_cell(g, x, y, cover ? vw__cell_glyph(v, ST_CAT_NVTX, frac > 1 ? 1 : frac) : (v->ascii ? '\'' : 0x2575),
+                     ROLE_NVTX, 0);
+    }
+    /* names, inside the bars that can hold them, as label_bars writes them */
+    for (size_t k = st_lane_depth_find(f->s, r->lane, d, v->t0); k < m; k++) {
+        const st_event *e = &ev[idx[k]];
+        if (e->start >= v->t1 || e->start > v->now)
+            break;
+        int c0 = e->start > v->t0 ? vw__col_of(v, L, e->start) : 0;
+        int c1 = e->end < v->t1 ? vw__col_of(v, L, e->end > 0 ? e->end - 1 : 0) : cols - 1;
+        if (c1 - c0 - 1 >= 8 && c0 > done) {
+            char nm[256];
+            vw__sanitized(nm, sizeof nm, st_str(f->s, e->name));
+            int x0 = L->timeline.x + c0 + 1, room = c1 - c0 - 1;
+            for (int x = x0; x < x0 + room; x++)
+                vw__put_cell(g, x, y, ' ', ROLE_NVTX, VW_A_REVERSE);
+            vw__put_str(g, v, x0, y, room, nm, ROLE_NVTX, VW_A_REVERSE);
+            done = c1;
+        }
+        if (c1 >= cols - 1)
+            break;
+        /* on to the first range that ends past this one's last column (one that ends in it is
+         * too narrow to name): a search per column, whatever the ranges in the window */
+        k = st_lane_depth_find(f->s, r->lane, d, v->t0 + (uint64_t)(c1 + 1) * w) - 1;
+    }
+}
+
 static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_row, int multi) {
     const vw_state *v = f->v;
     vw_grid *g = f->g;
@@ -312,8 +388,10 @@ static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_
     char lab[128], shown[160];
     row_label(f->s, r, multi, lab, sizeof lab);
     /* a folded group says so before its name; an open process says so too (it is a tree) */
-    int fold = row_folded(v, f->s, r);
-    const char *mark = fold ? (v->ascii ? ">" : "\xe2\x96\xb8") : r->type == ROW_PROCESS ? (v->ascii ? "v" : "\xe2\x96\xbe") : "";
+    int fold = row_folded(v, f->s, r); /* -1: a ranges lane opened by depth */
+    const char *mark = fold > 0 ? (v->ascii ? ">" : "\xe2\x96\xb8")
+                       : r->type == ROW_PROCESS || fold < 0 ? (v->ascii ? "v" : "\xe2\x96\xbe")
+                                                            : "";
     snprintf(shown, sizeof shown, "%s%s", mark, lab);
     int lrole = r->type == ROW_LANE ? ROLE_LANE : ROLE_DEVICE;
     int lattr = (r->type != ROW_LANE ? VW_A_BOLD : 0) | (is_cursor_row && v->focus == VW_FOCUS_TIMELINE ? VW_A_REVERSE : 0);
@@ -322,6 +400,10 @@ static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_
     vw__put_cell(g, L->label_w, y, v->ascii ? '|' : 0x2502, ROLE_DIM, 0);
     if (r->type == ROW_PROCESS) {
         render_process_row(f, y, r);
+        return;
+    }
+    if (r->depth1 > 0) {
+        render_depth_row(f, y, r);
         return;
     }
     uint64_t w = (v->t1 - v->t0) / (uint64_t)cols;
@@ -540,7 +622,7 @@ int vw__row_of_lane(vw_state *v, const st_store *s, size_t lane) {
     vw_row *r = vw__rows_build(s, v, &n);
     int out = 0;
     for (size_t i = 0; r && i < n; i++)
-        if (r[i].type == ROW_LANE && r[i].lane == lane)
+        if (r[i].type == ROW_LANE && r[i].lane == lane && r[i].depth1 == 0)
             out = (int)i;
     free(r);
     return out;
@@ -548,10 +630,50 @@ int vw__row_of_lane(vw_state *v, const st_store *s, size_t lane) {
 
 /* c, C and e: fold the group under the cursor, unfold them all, hide the idle lanes. The cursor
  * stays on the group's own row. */
+/* o: the ranges of the cursor's thread open into a row per depth, or close into one; the cursor
+ * goes to their first row. */
+static void open_ranges_cmd(vw_state *v, const st_store *s) {
+    size_t n, lane = SIZE_MAX;
+    vw_row *rows = vw__rows_build(s, v, &n);
+    if (rows != NULL && v->cursor_row >= 0 && v->cursor_row < (int)n && rows[v->cursor_row].type == ROW_LANE) {
+        const st_lane_info *li = st_lane_get(s, rows[v->cursor_row].lane);
+        for (size_t l = 0; li->device == TP_NO_DEVICE && li->kind != ST_LANE_STREAM && l < st_lane_count(s); l++) {
+            const st_lane_info *t = st_lane_get(s, l);
+            if (t->kind == ST_LANE_NVTX && t->producer == li->producer && t->id == li->id)
+                lane = l;
+        }
+    }
+    free(rows);
+    if (lane == SIZE_MAX || st_lane_depths(s, lane) == 0) {
+        snprintf(v->message, sizeof v->message, "no ranges on this row's thread (o opens a thread's ranges by depth)");
+        return;
+    }
+    const st_lane_info *li = st_lane_get(s, lane);
+    int open = fold_toggle(v, fold_key(OPEN_RANGES, li->producer, li->id));
+    size_t nd = st_lane_depths(s, lane);
+    if (open)
+        snprintf(v->message, sizeof v->message, "ranges by depth: %zu row%s%s (o closes)", nd < VW_DEPTH_ROWS ? nd : VW_DEPTH_ROWS,
+                 nd == 1 ? "" : "s", nd > VW_DEPTH_ROWS ? ", the deepest left to the detail pane" : "");
+    else
+        snprintf(v->message, sizeof v->message, "ranges in one row (o opens them by depth)");
+    v->cursor_row = vw__row_of_lane(v, s, lane);
+}
+
 void vw__fold_cmd(vw_state *v, const st_store *s, vw_cmd c) {
+    if (c == VW_CMD_OPEN_RANGES) {
+        open_ranges_cmd(v, s);
+        return;
+    }
     if (c == VW_CMD_UNFOLD_ALL) {
-        snprintf(v->message, sizeof v->message, "%s", v->lanes.n_folds ? "every group unfolded" : "nothing is folded");
-        v->lanes.n_folds = 0;
+        size_t kept = 0, had = 0; /* threads' ranges opened by depth stay open */
+        for (size_t i = 0; i < v->lanes.n_folds; i++) {
+            if (v->lanes.folds[i] >> 56 == OPEN_RANGES)
+                v->lanes.folds[kept++] = v->lanes.folds[i];
+            else
+                had++;
+        }
+        snprintf(v->message, sizeof v->message, "%s", had ? "every group unfolded" : "nothing is folded");
+        v->lanes.n_folds = kept;
         return;
     }
     if (c == VW_CMD_HIDE_IDLE) {
@@ -578,14 +700,14 @@ void vw__fold_cmd(vw_state *v, const st_store *s, vw_cmd c) {
         const st_lane_info *li = st_lane_get(s, r.lane);
         if (li->kind == ST_LANE_STREAM) {
             key = fold_key(FOLD_DEVICE, li->producer, li->device);
-            head = (vw_row){ROW_DEVICE, SIZE_MAX, li->producer, li->device};
+            head = (vw_row){ROW_DEVICE, SIZE_MAX, li->producer, li->device, 0};
         } else if (li->device == TP_NO_DEVICE) { /* a thread and its ranges */
             key = fold_key(FOLD_THREAD, li->producer, li->id);
             if (li->kind == ST_LANE_NVTX)
                 for (size_t l = 0; l < st_lane_count(s); l++) {
                     const st_lane_info *t = st_lane_get(s, l);
                     if (t->kind == ST_LANE_THREAD && t->producer == li->producer && t->id == li->id)
-                        head = (vw_row){ROW_LANE, l, t->producer, t->device};
+                        head = (vw_row){ROW_LANE, l, t->producer, t->device, 0};
                 }
         } else {
             snprintf(v->message, sizeof v->message, "nothing to fold here");
@@ -597,7 +719,8 @@ void vw__fold_cmd(vw_state *v, const st_store *s, vw_cmd c) {
     rows = vw__rows_build(s, v, &n);
     for (size_t i = 0; rows && i < n; i++)
         if (rows[i].type == head.type && rows[i].producer == head.producer &&
-            (head.type != ROW_DEVICE || rows[i].device == head.device) && (head.type != ROW_LANE || rows[i].lane == head.lane))
+            (head.type != ROW_DEVICE || rows[i].device == head.device) &&
+            (head.type != ROW_LANE || (rows[i].lane == head.lane && rows[i].depth1 == head.depth1)))
             v->cursor_row = (int)i;
     free(rows);
 }

@@ -236,6 +236,67 @@ TEST(replay_in_tmux_real_traces_steps_sort_cause_and_frames) {
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
 }
 
+/* What kineto_expected.py --ranges reads in a trace's JSON about its rows called name: the
+ * (first) thread's count of ranges and depths, and the rows holding the first one ("a>b>name"). */
+static void json_ranges(const char *trace, const char *name, unsigned long *count, unsigned long *depths,
+                        unsigned long *matches, char *chain, size_t cap) {
+    char cmd[4096], line[4096];
+    snprintf(cmd, sizeof cmd, "python3 '%s' --ranges '%s' '%s/%s'", KINETO_EXPECTED, name, KINETO_TRACE_DIR, trace);
+    FILE *p = popen(cmd, "r");
+    ASSERT_NOT_NULL(p);
+    unsigned long tid, d;
+    *count = *depths = *matches = 0;
+    chain[0] = '\0';
+    while (fgets(line, sizeof line, p)) {
+        if (*count == 0)
+            sscanf(line, "thread %lu %lu depths %lu", &tid, count, depths);
+        sscanf(line, "matches %lu", matches);
+        if (sscanf(line, "depth %lu ", &d) == 1 && strchr(line, ' ') && strchr(strchr(line, ' ') + 1, ' ')) {
+            snprintf(chain, cap, "%s", strchr(strchr(line, ' ') + 1, ' ') + 1);
+            chain[strcspn(chain, "\n")] = '\0';
+        }
+    }
+    ASSERT_EQ(pclose(p), 0);
+    ASSERT(*count > 0 && *depths > 0 && *matches > 0 && chain[0]);
+}
+
+/* The profiler's operators under their thread: one row ("ranges") until o opens a row per depth,
+ * as many as the JSON's rows nest (kineto_expected.py), the outermost row's name on depth 0; o
+ * closes them again. */
+TEST(replay_opens_a_threads_operators_by_depth) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    unsigned long count, depths, matches;
+    char chain[4096], cmd[4096], want[256], buf[512];
+    json_ranges("qwen_h100_with_stack.json.gz", "aten::item", &count, &depths, &matches, chain, sizeof chain);
+    snprintf(cmd, sizeof cmd, "%s replay %s/qwen_h100_with_stack.json.gz", task_synctop(), KINETO_TRACE_DIR);
+    tmux_start(cmd, 160, 60);
+    const char *scr = wait_for("REPLAY");
+    wait_for("top stall 1");
+    ASSERT(strstr(capture(), "depth 0") == NULL);
+    /* rows: GPU0, stream 7, its ranges, the thread, the thread's ranges */
+    keys("j j j j o");
+    snprintf(want, sizeof want, "ranges by depth: %lu rows (o closes)", depths);
+    scr = wait_for(want);
+    for (unsigned long d = 0; d < depths; d++) {
+        snprintf(want, sizeof want, "   depth %lu ", d);
+        ASSERT_STR_CONTAINS(scr, want);
+    }
+    snprintf(want, sizeof want, "   depth %lu ", depths);
+    if (strstr(scr, want) != NULL)
+        TASK_FAIL_("a row deeper than the JSON nests:\n%s", scr);
+    /* depth 0 holds the outermost row of the chain around aten::item */
+    chain[strcspn(chain, ">")] = '\0';
+    ASSERT_NOT_NULL(line_with(scr, "   depth 0 ", buf, sizeof buf));
+    ASSERT_STR_CONTAINS(buf, chain);
+    keys("o");
+    wait_for("ranges in one row (o opens them by depth)");
+    wait_gone("   depth 0 ");
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+}
+
 /* Two batches of a trace file damaged by hand: replay skips them, its title counts them beside the
  * drops, and the exit says so. */
 TEST(replay_of_a_damaged_file_counts_the_damage_in_the_title_and_at_exit) {

@@ -410,7 +410,16 @@ def print_ranges(name, path):
     for e in rows:
         per[e["tid"]] = per.get(e["tid"], 0) + 1
     for tid, n in sorted(per.items()):
-        print(f"thread {tid} {n}")
+        # depths: how many rows of the thread hold a row, at most, + 1 (rows that start together
+        # nest longest outside)
+        mine = sorted(((e["ts"], -e["dur"]) for e in rows if e["tid"] == tid))
+        ends, depths = [], 0
+        for ts, mdur in mine:
+            while ends and ends[-1] <= ts:
+                ends.pop()
+            ends.append(ts - mdur)
+            depths = max(depths, len(ends))
+        print(f"thread {tid} {n} depths {depths}")
     hits = sorted((e for e in rows if e["name"] == name), key=lambda e: e["ts"])
     print(f"matches {len(hits)}")
     if hits:

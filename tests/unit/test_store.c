@@ -1032,7 +1032,7 @@ TEST(ranges_nest_by_depth_per_thread) {
 }
 
 /* What a viewer loads of a profiler trace: each thread's operators and annotations as ranges, as
- * many as kineto_expected.py counts in the JSON, and the first operator called name at the depth,
+ * many and as deep as kineto_expected.py counts in the JSON, and the first operator called name at the depth,
  * and inside the rows, that the script finds holding it. */
 static void ranges_as_the_json_nests_them(const char *trace, const char *name) {
     char path[1024], cmd[4096];
@@ -1041,10 +1041,10 @@ static void ranges_as_the_json_nests_them(const char *trace, const char *name) {
     FILE *p = popen(cmd, "r");
     ASSERT_NOT_NULL(p);
     char line[4096], chain[4096] = "";
-    unsigned long tids[16], counts[16], matches = 0, depth = 0;
+    unsigned long tids[16], counts[16], depths[16], matches = 0, depth = 0;
     size_t nt = 0;
     while (fgets(line, sizeof line, p)) {
-        if (nt < 16 && sscanf(line, "thread %lu %lu", &tids[nt], &counts[nt]) == 2)
+        if (nt < 16 && sscanf(line, "thread %lu %lu depths %lu", &tids[nt], &counts[nt], &depths[nt]) == 3)
             nt++;
         sscanf(line, "matches %lu", &matches);
         sscanf(line, "depth %lu %4000s", &depth, chain);
@@ -1071,6 +1071,7 @@ static void ranges_as_the_json_nests_them(const char *trace, const char *name) {
         ASSERT(lane != SIZE_MAX);
         const st_event *e = st_lane_events(s, lane, &n);
         ASSERT_UEQ(n, counts[i]);
+        ASSERT_UEQ(st_lane_depths(s, lane), depths[i]);
         for (size_t k = 0; k < n; k++)
             if (strcmp(st_str(s, e[k].name), name) == 0) {
                 found++;

@@ -119,9 +119,10 @@ static int event_matches(name_cache *c, const st_store *s, const st_event *e, co
     return c->res[slot];
 }
 
-/* The first match starting after t (up to now): its start, end and lane; 0 when there is none. */
+/* The first match starting after t (up to now): its start, end, lane and depth (ranges lanes); 0
+ * when there is none. */
 static int first_match_after(name_cache *c, const vw_state *v, const st_store *s, uint64_t t, uint64_t *start,
-                             uint64_t *end, size_t *lane) {
+                             uint64_t *end, size_t *lane, uint32_t *depth) {
     uint64_t best_t = UINT64_MAX;
     for (size_t l = 0; l < st_lane_count(s); l++) {
         size_t n;
@@ -132,6 +133,7 @@ static int first_match_after(name_cache *c, const vw_state *v, const st_store *s
                 best_t = e[i].start;
                 *end = e[i].end;
                 *lane = l;
+                *depth = e[i].aux;
                 break;
             }
     }
@@ -139,9 +141,9 @@ static int first_match_after(name_cache *c, const vw_state *v, const st_store *s
     return best_t != UINT64_MAX;
 }
 
-/* The last match starting before t: its start, end and lane; 0 when there is none. */
+/* The last match starting before t: its start, end, lane and depth; 0 when there is none. */
 static int last_match_before(name_cache *c, const vw_state *v, const st_store *s, uint64_t t, uint64_t *start,
-                             uint64_t *end, size_t *lane) {
+                             uint64_t *end, size_t *lane, uint32_t *depth) {
     uint64_t best_t = 0;
     int found = 0;
     for (size_t l = 0; l < st_lane_count(s); l++) {
@@ -155,6 +157,7 @@ static int last_match_before(name_cache *c, const vw_state *v, const st_store *s
                 best_t = e[i - 1].start;
                 *end = e[i - 1].end;
                 *lane = l;
+                *depth = e[i - 1].aux;
                 found = 1;
                 break;
             }
@@ -175,13 +178,14 @@ static void search_go(vw_state *v, const st_store *s, int cols, int dir) {
     vw__sanitized(term, sizeof term, v->search.term);
     uint64_t start, end;
     size_t lane = 0;
+    uint32_t depth = 0;
     int wrapped = 0, found;
     if (dir > 0)
-        found = first_match_after(c, v, s, v->cursor, &start, &end, &lane) ||
-                (wrapped = 1, v->origin != 0 && first_match_after(c, v, s, v->origin - 1, &start, &end, &lane));
+        found = first_match_after(c, v, s, v->cursor, &start, &end, &lane, &depth) ||
+                (wrapped = 1, v->origin != 0 && first_match_after(c, v, s, v->origin - 1, &start, &end, &lane, &depth));
     else
-        found = last_match_before(c, v, s, v->cursor, &start, &end, &lane) ||
-                (wrapped = 1, last_match_before(c, v, s, UINT64_MAX, &start, &end, &lane));
+        found = last_match_before(c, v, s, v->cursor, &start, &end, &lane, &depth) ||
+                (wrapped = 1, last_match_before(c, v, s, UINT64_MAX, &start, &end, &lane, &depth));
     if (!found) {
         snprintf(v->message, sizeof v->message, "no \"%s\"", term);
         v->search.active = 0;
@@ -201,7 +205,7 @@ static void search_go(vw_state *v, const st_store *s, int cols, int dir) {
     free(c);
     v->cursor = start;
     vw__reveal(v, start, end, cols);
-    v->cursor_row = vw__row_of_lane(v, s, lane);
+    v->cursor_row = vw__row_of_range(v, s, lane, depth);
     v->search.active = 1;
     snprintf(v->message, sizeof v->message, "found \"%s\": %" PRIu64 " of %" PRIu64 "%s; n/N: next/previous", term,
              before + 1, total, !wrapped ? "" : dir > 0 ? " (wrapped to the start)" : " (wrapped to the end)");

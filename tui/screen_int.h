@@ -88,6 +88,7 @@ void vw__fold_new_processes(vw_state *v, const st_store *s);
 void vw__bubble_rows_free(bubble_rows *br);
 void vw__render_lanes(frame_ctx *f);
 int vw__row_of_lane(vw_state *v, const st_store *s, size_t lane);
+int vw__row_of_range(vw_state *v, const st_store *s, size_t lane, uint32_t depth);
 void vw__fold_cmd(vw_state *v, const st_store *s, vw_cmd c);
 void vw__lanes_free(vw_state *v);
 

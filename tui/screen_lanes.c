@@ -628,6 +628,17 @@ int vw__row_of_lane(vw_state *v, const st_store *s, size_t lane) {
     return out;
 }
 
+/* The row of a range of a ranges lane: its depth's row when the thread's ranges are open by depth
+ * (and it is not deeper than they open), else the lane's row. */
+int vw__row_of_range(vw_state *v, const st_store *s, size_t lane, uint32_t depth) {
+    int row = vw__row_of_lane(v, s, lane);
+    const st_lane_info *li = st_lane_get(s, lane);
+    if (li->kind == ST_LANE_NVTX && li->device == TP_NO_DEVICE && depth < VW_DEPTH_ROWS &&
+        folded(v, fold_key(OPEN_RANGES, li->producer, li->id)) && depth < st_lane_depths(s, lane))
+        row += 1 + (int)depth;
+    return row;
+}
+
 /* c, C and e: fold the group under the cursor, unfold them all, hide the idle lanes. The cursor
  * stays on the group's own row. */
 /* o: the ranges of the cursor's thread open into a row per depth, or close into one; the cursor

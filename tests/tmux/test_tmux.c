@@ -289,12 +289,41 @@ TEST(replay_opens_a_threads_operators_by_depth) {
     chain[strcspn(chain, ">")] = '\0';
     ASSERT_NOT_NULL(line_with(scr, "   depth 0 ", buf, sizeof buf));
     ASSERT_STR_CONTAINS(buf, chain);
+    /* / finds the operators, counted as the JSON counts them; the cursor's line names the one found */
+    keys("/ 'aten::item' Enter");
+    snprintf(want, sizeof want, "found \"aten::item\": 1 of %lu", matches);
+    scr = wait_for(want);
+    ASSERT_STR_CONTAINS(scr, "nvtx  aten::item");
     keys("o");
     wait_for("ranges in one row (o opens them by depth)");
     wait_gone("   depth 0 ");
     keys("q");
     scr = wait_for("EXITED");
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+}
+
+/* n and N walk the operators a search found, as in less, in the order and number of the JSON. */
+TEST(replay_search_walks_the_profilers_operators) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    unsigned long count, depths, matches;
+    char chain[4096], cmd[4096], want[256];
+    json_ranges("resnet_2080ti_two_threads.json.gz", "aten::copy_", &count, &depths, &matches, chain, sizeof chain);
+    ASSERT(matches >= 3);
+    snprintf(cmd, sizeof cmd, "%s replay %s/resnet_2080ti_two_threads.json.gz", task_synctop(), KINETO_TRACE_DIR);
+    tmux_start(cmd, 160, 48);
+    wait_for("top stall 1");
+    keys("g / 'aten::copy_' Enter");
+    snprintf(want, sizeof want, "found \"aten::copy_\": 1 of %lu;", matches);
+    ASSERT_STR_CONTAINS(wait_for(want), "nvtx  aten::copy_");
+    keys("n");
+    snprintf(want, sizeof want, "found \"aten::copy_\": 2 of %lu;", matches);
+    wait_for(want);
+    keys("N N");
+    snprintf(want, sizeof want, "found \"aten::copy_\": %lu of %lu (wrapped to the end)", matches, matches);
+    wait_for(want);
+    keys("q");
+    wait_for("EXITED rc=0");
 }
 
 /* Two batches of a trace file damaged by hand: replay skips them, its title counts them beside the

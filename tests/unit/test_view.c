@@ -2167,3 +2167,48 @@ TEST(process_rows_name_a_rank_without_a_world_size_alone) {
     ASSERT(!screen_has(&f.g, "rank 0/0"));
     fixture_close(&f);
 }
+
+/* The screen row whose label is drawn as the cursor's (reversed), -1 when none is. */
+static int cursor_screen_row(const vw_grid *g) {
+    for (int y = 0; y < g->h; y++)
+        if (g->cells[y * g->w].attr & VW_A_REVERSE)
+            return y;
+    return -1;
+}
+
+/* With a thread's ranges open by depth, a search puts the cursor on the row of the depth the
+ * operator it found sits at: the depth kineto_expected.py counts rows holding it in the JSON. */
+TEST(search_lands_on_the_depth_row_of_the_operator_found) {
+    char path[1024], cmd[4096], line[4096];
+    snprintf(path, sizeof path, "%s/qwen_h100_with_stack.json.gz", KINETO_TRACE_DIR);
+    snprintf(cmd, sizeof cmd, "python3 '%s' --ranges aten::item '%s' | grep '^depth '", KINETO_EXPECTED, path);
+    FILE *p = popen(cmd, "r");
+    ASSERT_NOT_NULL(p);
+    unsigned long depth = 99;
+    ASSERT_NOT_NULL(fgets(line, sizeof line, p));
+    ASSERT_EQ(sscanf(line, "depth %lu", &depth), 1);
+    ASSERT_EQ(pclose(p), 0);
+    st_store *s = st_store_new(NULL);
+    err_msg err = {{0}};
+    ingest_loader *ld = ingest_open(s, path, NULL, NULL, &err);
+    ASSERT_NOT_NULL(ld);
+    ingest_keep_ops(ld);
+    ASSERT_EQ(ingest_step(ld, 0, &err), 1);
+    ingest_close(&ld);
+    st_store_commit(s);
+    fixture f;
+    fixture_open(&f, s);
+    render(&f, 160, 48);
+    /* rows: GPU0, stream 7, its ranges, the thread, the thread's ranges */
+    const char *seq = "jjjjo/aten::item\r";
+    for (const char *k = seq; *k; k++)
+        key(&f, *k);
+    render(&f, 160, 48);
+    ASSERT_STR_CONTAINS(f.v.message, "found \"aten::item\": 1 of 1");
+    int y = cursor_screen_row(&f.g);
+    ASSERT_GE(y, 0);
+    char want[32];
+    snprintf(want, sizeof want, "   depth %lu ", depth);
+    ASSERT_STR_CONTAINS(row_text(&f.g, y), want);
+    fixture_close(&f);
+}

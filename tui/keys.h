@@ -27,6 +27,7 @@ typedef enum vw_cmd {
     VW_CMD_BREAKDOWN,                    /* the idle breakdown pane / the stalls panel */
     VW_CMD_FIT_SEL,                      /* fit the window to the event under the cursor */
     VW_CMD_MARK,                         /* mark the event under the cursor: its span and duration */
+    VW_CMD_RANGE,                        /* the range (operator) the event under the cursor sits in */
     VW_CMD_FOLD, VW_CMD_UNFOLD_ALL,      /* fold the group under the cursor; unfold every group */
     VW_CMD_HIDE_IDLE,                    /* leave out lanes with nothing in the window */
     VW_CMD_OPEN_RANGES,                  /* a thread's ranges: one row, or a row per depth */

@@ -99,6 +99,45 @@ static const st_event *flow_peer(const st_store *s, size_t lane, const st_event 
     return best;
 }
 
+/* The range a host event sits in (Perfetto's parent slice): for a call, the innermost range of
+ * its thread that holds it (an operator, an annotation, an NVTX range); for a range, the one a
+ * depth above that holds it. Its index in the ranges lane *rlane; SIZE_MAX when none. */
+static size_t holder_of(const st_store *s, size_t lane, const st_event *e, size_t *rlane) {
+    const st_lane_info *li = st_lane_get(s, lane);
+    if (li->device != TP_NO_DEVICE || li->kind == ST_LANE_STREAM)
+        return SIZE_MAX;
+    if (li->kind == ST_LANE_NVTX) {
+        size_t m, n;
+        if (e->aux == 0 || e->aux > st_lane_depths(s, lane))
+            return SIZE_MAX;
+        const uint32_t *idx = st_lane_at_depth(s, lane, e->aux - 1, &m);
+        const st_event *ev = st_lane_events(s, lane, &n);
+        size_t k = st_lane_depth_find(s, lane, e->aux - 1, e->start);
+        *rlane = lane;
+        return k < m && ev[idx[k]].start <= e->start ? idx[k] : SIZE_MAX;
+    }
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *t = st_lane_get(s, l);
+        if (t->kind == ST_LANE_NVTX && t->device == TP_NO_DEVICE && t->producer == li->producer && t->id == li->id) {
+            *rlane = l;
+            return st_lane_range_at(s, l, e->start, e->end);
+        }
+    }
+    return SIZE_MAX;
+}
+
+/* One line on the range a host event sits in, and the key that goes there. */
+static void holder_text(const frame_ctx *f, size_t lane, const st_event *e, char *out, size_t n) {
+    size_t rl = 0, h = holder_of(f->s, lane, e, &rl), ne;
+    out[0] = '\0';
+    if (h == SIZE_MAX)
+        return;
+    const st_event *r = &st_lane_events(f->s, rl, &ne)[h];
+    char nm[256];
+    vw__sanitized(nm, sizeof nm, st_str(f->s, r->name));
+    snprintf(out, n, " in %s (depth %u of the thread's ranges; r goes there)", nm, r->aux);
+}
+
 /* One line on the launch behind a GPU operation, or the operation behind a call. */
 static void flow_text(const frame_ctx *f, size_t lane, const st_event *e, char *out, size_t n) {
     const st_store *s = f->s;
@@ -291,8 +330,17 @@ void vw__render_detail(frame_ctx *f) {
         x2 += vw__put_str(g, v, x2, y, 4, v->ascii ? "  @ " : "  \xe2\x86\x90 ", ROLE_DIM, 0);
         vw__put_str(g, v, x2, y, g->w - x2, site, ROLE_LABEL, VW_A_BOLD);
     }
-    /* with room: the launch's other end, then (expanded, or rows the lanes leave) every frame of
-     * the call site */
+    /* with room: the range it sits in (when the launch, the fix and a frame still fit after it),
+     * the launch's other end, then (expanded, or rows the lanes leave) every frame of the call site */
+    if (rows > 5) {
+        char in[320];
+        holder_text(f, lane, e, in, sizeof in);
+        if (in[0]) {
+            vw__put_str(g, v, 0, y + 1, g->w, in, ROLE_NVTX, 0);
+            y++;
+            rows--;
+        }
+    }
     if (rows > 2) {
         char flow[320];
         flow_text(f, lane, e, flow, sizeof flow);
@@ -334,6 +382,22 @@ void vw__select_cmd(vw_state *v, const st_store *s, const vw_layout *L, vw_cmd c
     }
     if (e == NULL) {
         snprintf(v->message, sizeof v->message, "no event under the cursor");
+        return;
+    }
+    if (c == VW_CMD_RANGE) { /* to the range it sits in; again: the one around that */
+        size_t rl = 0, h = holder_of(s, lane, e, &rl), ne;
+        if (h == SIZE_MAX) {
+            snprintf(v->message, sizeof v->message, "no range holds the event under the cursor");
+            return;
+        }
+        const st_event *r = &st_lane_events(s, rl, &ne)[h];
+        char nm[96];
+        vw__sanitized(nm, sizeof nm, st_str(s, r->name));
+        v->cursor = r->start;
+        vw__reveal(v, r->start, r->end, L->timeline.w);
+        v->cursor_row = vw__row_of_range(v, s, rl, r->aux);
+        v->focus = VW_FOCUS_TIMELINE;
+        snprintf(v->message, sizeof v->message, "in %s, depth %u (r again: the range around it)", nm, r->aux);
         return;
     }
     uint64_t d = e->end > e->start ? e->end - e->start : 1;

@@ -219,7 +219,7 @@ int vw_key(vw_state *v, const st_store *s, int w, int h, int key) {
         window_cmd(v, c, cols);
     else if (c == VW_CMD_BREAKDOWN)
         vw__breakdown_cmd(v, s);
-    else if (c == VW_CMD_FIT_SEL || c == VW_CMD_MARK)
+    else if (c == VW_CMD_FIT_SEL || c == VW_CMD_MARK || c == VW_CMD_RANGE)
         vw__select_cmd(v, s, &L, c);
     else if (c >= VW_CMD_FOLD && c <= VW_CMD_OPEN_RANGES)
         vw__fold_cmd(v, s, c);

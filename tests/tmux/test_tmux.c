@@ -302,6 +302,41 @@ TEST(replay_opens_a_threads_operators_by_depth) {
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
 }
 
+/* A stall's detail pane names the operator it sits in (the innermost row of the JSON that holds
+ * the blocking call, as kineto_expected.py finds it) and its depth; r goes there, and again to the
+ * row around that (aten::item's own row, at the depth the JSON nests it). */
+TEST(replay_stall_detail_names_its_operator_and_r_goes_there) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    char cmd[4096], line[4096], op[512] = "", want[1024];
+    unsigned long op_depth = 0, item_depth = 0;
+    snprintf(cmd, sizeof cmd, "python3 '%s' --ranges aten::item '%s/qwen_h100_with_stack.json.gz'", KINETO_EXPECTED,
+             KINETO_TRACE_DIR);
+    FILE *p = popen(cmd, "r");
+    ASSERT_NOT_NULL(p);
+    while (fgets(line, sizeof line, p)) {
+        sscanf(line, "call cudaStreamSynchronize %500s %lu", op, &op_depth);
+        sscanf(line, "depth %lu", &item_depth);
+    }
+    ASSERT_EQ(pclose(p), 0);
+    ASSERT(op[0] != '\0');
+    snprintf(cmd, sizeof cmd, "%s replay %s/qwen_h100_with_stack.json.gz", task_synctop(), KINETO_TRACE_DIR);
+    tmux_start(cmd, 160, 48);
+    wait_for("if tensor transformers/modeling_attn_mask_utils.py:243 _ignore_causal_mask_sdpa [aten::is_nonzero]");
+    keys("Tab j j i Enter");
+    wait_for("BLOCKING call  cudaStreamSynchronize");
+    snprintf(want, sizeof want, " in %s (depth %lu of the thread's ranges; r goes there)", op, op_depth);
+    wait_for(want);
+    keys("r");
+    snprintf(want, sizeof want, "in %s, depth %lu (r again: the range around it)", op, op_depth);
+    ASSERT_STR_CONTAINS(wait_for(want), "nvtx  ");
+    keys("r");
+    snprintf(want, sizeof want, "in aten::item, depth %lu (r again", item_depth);
+    wait_for(want);
+    keys("q");
+    wait_for("EXITED rc=0");
+}
+
 /* n and N walk the operators a search found, as in less, in the order and number of the JSON. */
 TEST(replay_search_walks_the_profilers_operators) {
     if (!have_tmux())

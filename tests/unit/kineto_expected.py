@@ -428,6 +428,15 @@ def print_ranges(name, path):
                  and e["ts"] + e["dur"] >= h["ts"] + h["dur"]]
         outer.sort(key=lambda e: (e["ts"], -e["dur"]))
         print(f"depth {len(outer)} " + ">".join([e["name"] for e in outer] + [name]))
+        # the runtime calls inside it: the innermost row that holds each, and that row's depth
+        def holding(x):
+            return [e for e in rows if e is not x and e["tid"] == x["tid"] and e["ts"] <= x["ts"]
+                    and e["ts"] + e["dur"] >= x["ts"] + x["dur"]]
+        for c in ev:
+            if (c.get("ph") == "X" and c.get("cat") == "cuda_runtime" and c.get("tid") == h["tid"]
+                    and h["ts"] <= c["ts"] and c["ts"] + c["dur"] <= h["ts"] + h["dur"]):
+                inner = max(holding(c), key=lambda e: (e["ts"], -e["dur"]))
+                print(f"call {c['name']} {inner['name']} {len(holding(inner))}")
 
 
 def main():

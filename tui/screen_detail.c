@@ -264,6 +264,15 @@ static void render_selected_site(frame_ctx *f, int y, int rows) {
         render_frames(f, x->callsite, y + 1, (size_t)(rows - 1));
 }
 
+/* A line of the pane below row *y, when there is one to write: it takes that row. */
+static void pane_line(frame_ctx *f, int *y, int *rows, const char *text, int role) {
+    if (text[0] == '\0')
+        return;
+    vw__put_str(f->g, f->v, 0, *y + 1, f->g->w, text, role, 0);
+    (*y)++;
+    (*rows)--;
+}
+
 void vw__render_detail(frame_ctx *f) {
     const st_store *s = f->s;
     const vw_state *v = f->v;
@@ -335,20 +344,12 @@ void vw__render_detail(frame_ctx *f) {
     if (rows > 5) {
         char in[320];
         holder_text(f, lane, e, in, sizeof in);
-        if (in[0]) {
-            vw__put_str(g, v, 0, y + 1, g->w, in, ROLE_NVTX, 0);
-            y++;
-            rows--;
-        }
+        pane_line(f, &y, &rows, in, ROLE_NVTX);
     }
     if (rows > 2) {
         char flow[320];
         flow_text(f, lane, e, flow, sizeof flow);
-        if (flow[0]) {
-            vw__put_str(g, v, 0, y + 1, g->w, flow, ROLE_LABEL, 0);
-            y++;
-            rows--;
-        }
+        pane_line(f, &y, &rows, flow, ROLE_LABEL);
     }
     /* a blocking call: what to change there, as the report says it */
     if (rows > 2 && e->kind == TP_K_API && (e->flags & TP_F_BLOCKING) && v->an != NULL && render_fix(f, lane, e, y + 1)) {

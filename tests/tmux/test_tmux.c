@@ -298,8 +298,7 @@ TEST(replay_opens_a_threads_operators_by_depth) {
     wait_for("ranges in one row (o opens them by depth)");
     wait_gone("   depth 0 ");
     keys("q");
-    scr = wait_for("EXITED");
-    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    wait_for("EXITED rc=0");
 }
 
 /* A stall's detail pane names the operator it sits in (the innermost row of the JSON that holds
@@ -332,6 +331,44 @@ TEST(replay_stall_detail_names_its_operator_and_r_goes_there) {
     ASSERT_STR_CONTAINS(wait_for(want), "nvtx  ");
     keys("r");
     snprintf(want, sizeof want, "in aten::item, depth %lu (r again", item_depth);
+    wait_for(want);
+    keys("q");
+    wait_for("EXITED rc=0");
+}
+
+/* An Nsight Systems export's NVTX ranges the same way: / finds one (as many as the table holds),
+ * the detail pane names the range it sits in and that one's depth, and o opens its thread's
+ * ranges into as many rows as they nest (tests/tmux/nvtx_expected.py reads the table with SQL). */
+TEST(replay_nsys_nvtx_ranges_nest_and_are_found) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    const char *name = "ReductionScheduler::schedule";
+    char cmd[4096], line[1024], holder[512] = "", want[1024];
+    unsigned long count = 0, holder_depth = 0, depths = 0;
+    snprintf(cmd, sizeof cmd, "python3 '%s' '%s/nvfuser_h200_benchmark.sqlite' '%s'", NVTX_EXPECTED, NSYS_TRACE_DIR,
+             name);
+    FILE *p = popen(cmd, "r");
+    ASSERT_NOT_NULL(p);
+    while (fgets(line, sizeof line, p)) {
+        sscanf(line, "ranges %lu", &count);
+        sscanf(line, "holder %500s %lu", holder, &holder_depth);
+        sscanf(line, "depths %lu", &depths);
+    }
+    ASSERT_EQ(pclose(p), 0);
+    ASSERT(count > 0 && holder[0] && depths > 1);
+    snprintf(cmd, sizeof cmd, "%s replay %s/nvfuser_h200_benchmark.sqlite", task_synctop(), NSYS_TRACE_DIR);
+    tmux_start(cmd, 200, 60);
+    wait_for("REPLAY");
+    snprintf(cmd, sizeof cmd, "/ '%s' Enter", name);
+    keys(cmd);
+    snprintf(want, sizeof want, "found \"%s\": 1 of %lu", name, count);
+    const char *scr = wait_for(want);
+    snprintf(want, sizeof want, "nvtx  %s", name);
+    ASSERT_STR_CONTAINS(scr, want);
+    snprintf(want, sizeof want, " in %s (depth %lu of the thread's ranges; r goes there)", holder, holder_depth);
+    ASSERT_STR_CONTAINS(scr, want);
+    keys("o");
+    snprintf(want, sizeof want, "ranges by depth: %lu rows", depths < 32 ? depths : 32);
     wait_for(want);
     keys("q");
     wait_for("EXITED rc=0");

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "hostile.h"
+#include "load.h"
 #include "nsys.h"
 #include "nsys_db.h"
 #include "synctop/codec.h"
@@ -838,4 +839,45 @@ TEST(rows_still_in_the_wal_are_read) {
     struct stat sb2;
     ASSERT_OK(stat(wal, &sb2));
     ASSERT_EQ(sb2.st_size, sb.st_size);
+}
+
+/* NVTX ranges nest by depth on their thread's ranges lane as the export nests them: per thread (of
+ * those small enough for the quadratic query), as many ranges as the table holds, and as many
+ * depths as the most ranges that hold one range (SQL's count of those around each, + 1). */
+TEST(nvtx_ranges_nest_as_the_export_nests_them) {
+    const char *path = sample("nvfuser_h200_benchmark.sqlite");
+    st_store *s = st_store_new(NULL);
+    err_msg err = {{0}};
+    ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
+    sqlite3 *db = db_open(path, 0);
+    sqlite3_stmt *q;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT globalTid, count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60, 70, 71) "
+                                     "AND \"end\" IS NOT NULL GROUP BY globalTid HAVING count(*) <= 450", -1, &q, NULL),
+              SQLITE_OK);
+    int threads = 0;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        int64_t gtid = sqlite3_column_int64(q, 0), count = sqlite3_column_int64(q, 1);
+        char sql[1024];
+        snprintf(sql, sizeof sql,
+                 "SELECT max((SELECT count(*) FROM NVTX_EVENTS b WHERE b.globalTid = a.globalTid AND b.rowid != a.rowid "
+                 "AND b.eventType IN (59, 60, 70, 71) AND b.\"end\" IS NOT NULL AND b.start <= a.start "
+                 "AND b.\"end\" >= a.\"end\")) + 1 FROM NVTX_EVENTS a WHERE a.globalTid = %lld "
+                 "AND a.eventType IN (59, 60, 70, 71) AND a.\"end\" IS NOT NULL", (long long)gtid);
+        int64_t depths = sql_int(db, sql);
+        uint32_t pid = (uint32_t)(((uint64_t)gtid >> 24) & 0xFFFFFF), tid = (uint32_t)((uint64_t)gtid & 0xFFFFFF);
+        size_t lane = SIZE_MAX;
+        for (size_t l = 0; l < st_lane_count(s); l++) {
+            const st_lane_info *li = st_lane_get(s, l);
+            if (li->kind == ST_LANE_NVTX && li->id == tid && st_producer_get(s, li->producer)->pid == pid)
+                lane = l;
+        }
+        ASSERT(lane != SIZE_MAX);
+        ASSERT_UEQ(st_lane_get(s, lane)->n_events, (uint64_t)count);
+        ASSERT_UEQ(st_lane_depths(s, lane), (uint64_t)depths);
+        threads++;
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    ASSERT_GE(threads, 5);
+    st_store_destroy(&s);
 }

@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         vw_sites_update(&v);
     }
     vw_grid g = {0};
-    static const int keys[] = {'n', '+', '+', 'N', 'j', '\t', 'j', '\n', '0', '-', 'G'};
+    static const int keys[] = {'n', '+', '+', 'N', 'j', 'o', 'j', 'o', 'r', 'r', '\t', 'j', '\n', '0', '-', 'G'};
     for (int round = 0; round < 2; round++) {
         g.w = round ? 200 : 80;
         g.h = round ? 60 : 24;

@@ -2212,3 +2212,81 @@ TEST(search_lands_on_the_depth_row_of_the_operator_found) {
     ASSERT_STR_CONTAINS(row_text(&f.g, y), want);
     fixture_close(&f);
 }
+
+/* A profiler trace made by hand: operators on one thread whose names hold escapes, one that starts
+ * with another (shorter: inside it), one that crosses the end of those around it, and a blocking
+ * call in the innermost. Depths by hand: step 0; aten::outer 1 (in step); aten::inner 2 (same start
+ * as aten::outer, shorter); aten::cross 2 (starts in aten::outer, ends past step: below the two
+ * open ranges); aten::late 3 (starts after step and aten::outer ended, but inside aten::cross,
+ * which sits on them: no two ranges of one depth overlap). Nothing of the names' escapes reaches a
+ * cell. */
+static const char k_hostile_ops[] =
+    "{\"traceEvents\": ["
+    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"step\\u001b[31m\", \"pid\": 1, \"tid\": 5, \"ts\": 1000100, \"dur\": 100},"
+    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::outer\", \"pid\": 1, \"tid\": 5, \"ts\": 1000110, \"dur\": 50},"
+    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::inner\\u0007\\u009b\", \"pid\": 1, \"tid\": 5, \"ts\": 1000110, \"dur\": 20},"
+    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::cross\", \"pid\": 1, \"tid\": 5, \"ts\": 1000150, \"dur\": 100},"
+    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::late\", \"pid\": 1, \"tid\": 5, \"ts\": 1000210, \"dur\": 10},"
+    "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, \"tid\": 5, "
+    "\"ts\": 1000112, \"dur\": 5, \"args\": {\"correlation\": 1}}]}";
+
+TEST(hostile_operator_names_nest_by_hand_and_reach_no_cell) {
+    const char *path = task_path("ops.json");
+    FILE *fp = fopen(path, "w");
+    ASSERT_NOT_NULL(fp);
+    fputs(k_hostile_ops, fp);
+    fclose(fp);
+    st_store *s = st_store_new(NULL);
+    err_msg err = {{0}};
+    ingest_loader *ld = ingest_open(s, path, NULL, NULL, &err);
+    ASSERT_NOT_NULL(ld);
+    ingest_keep_ops(ld);
+    ASSERT_EQ(ingest_step(ld, 0, &err), 1);
+    ingest_close(&ld);
+    st_store_commit(s);
+    static const struct { const char *name; uint32_t depth; } want[] = {
+        {"step\x1b[31m", 0}, {"aten::outer", 1}, {"aten::inner\x07\xc2\x9b", 2}, {"aten::cross", 2}, {"aten::late", 3}};
+    size_t lane = SIZE_MAX, n;
+    for (size_t l = 0; l < st_lane_count(s); l++)
+        if (st_lane_get(s, l)->kind == ST_LANE_NVTX)
+            lane = l;
+    ASSERT(lane != SIZE_MAX);
+    const st_event *e = st_lane_events(s, lane, &n);
+    ASSERT_UEQ(n, 5);
+    ASSERT_UEQ(st_lane_depths(s, lane), 4);
+    for (size_t i = 0; i < 5; i++) {
+        size_t k = 0;
+        while (k < n && strcmp(st_str(s, e[k].name), want[i].name) != 0)
+            k++;
+        ASSERT(k < n);
+        ASSERT_UEQ(e[k].aux, want[i].depth);
+    }
+    fixture f;
+    fixture_open(&f, s);
+    render(&f, 120, 40);
+    /* rows: the thread, its ranges; opened, with the detail pane on the blocking call */
+    key(&f, 'j');
+    key(&f, 'o');
+    ASSERT_STR_CONTAINS(f.v.message, "ranges by depth: 4 rows");
+    render(&f, 120, 40);
+    assert_cells_safe(&f.g, 0);
+    ASSERT(screen_has(&f.g, "   depth 3 "));
+    const char *seq = "/cudaStream\r";
+    for (const char *k = seq; *k; k++)
+        key(&f, *k);
+    key(&f, '\n');
+    render(&f, 120, 40);
+    assert_cells_safe(&f.g, 0);
+    ASSERT(screen_has(&f.g, " in aten::inner?? (depth 2 of the thread's ranges; r goes there)"));
+    key(&f, 'r');
+    ASSERT_STR_CONTAINS(f.v.message, "in aten::inner??, depth 2");
+    key(&f, 'r');
+    ASSERT_STR_CONTAINS(f.v.message, "in aten::outer, depth 1");
+    key(&f, 'r');
+    ASSERT_STR_CONTAINS(f.v.message, "in step?[31m, depth 0");
+    key(&f, 'r');
+    ASSERT_STR_CONTAINS(f.v.message, "no range holds");
+    render(&f, 120, 40);
+    assert_cells_safe(&f.g, 0);
+    fixture_close(&f);
+}

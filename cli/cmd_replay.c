@@ -32,7 +32,8 @@ static void replay_usage(FILE *out) {
                  "  --mono    no colours (also when NO_COLOR is set)\n\n"
                  "Keys: ? help, space play/pause, [ ] speed, g G start/end, +/- (w/s) zoom,\n"
                  "n/N stalls, i/I a site's stalls worst first, > < sort them, t this step only,\n"
-                 "} { slow steps, f fit, m mark, c fold, b idle breakdown, / search, q quit.\n");
+                 "} { slow steps, f fit, m mark, c fold, o a thread's ranges (operators) by\n"
+                 "depth, r the range around the event, b idle breakdown, / search, q quit.\n");
 }
 
 enum { O_PLAY = 1, O_ASCII, O_MONO, O_MAX_EVENTS, O_STEP, O_ALIGN };

@@ -881,9 +881,10 @@ static int lane_index(lane *l, size_t from) {
     return 0;
 }
 
-/* A ranges lane's depths, as Perfetto's slice depth: a range's is how many ranges of its lane
- * still open when it starts enclose it (kept in its aux), so that ranges of one depth never overlap.
- * Ranges that start together nest longest outside. Then byd lists the events depth by depth, each
+/* A ranges lane's depths, as Perfetto's slice depth (kept in each range's aux): a range goes on
+ * the stack of those open when it starts, after those that ended are taken off its top, so that
+ * ranges of one depth never overlap; where ranges nest, that is how many enclose it. Ranges that
+ * start together nest longest outside. Then byd lists the events depth by depth, each
  * depth's in time order (by start, and so by end). The whole lane is done again when it changed:
  * once after a replay's load, and at a live view's commits, whose ranges lanes are small. */
 static int lane_depths(lane *l) {

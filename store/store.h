@@ -133,7 +133,9 @@ size_t st_lane_count(const st_store *s);
 const st_lane_info *st_lane_get(const st_store *s, size_t lane);
 const st_event *st_lane_events(const st_store *s, size_t lane, size_t *n);
 /* Ranges lanes (ST_LANE_NVTX) nest their ranges as Perfetto's slice depth: a range's depth (its
- * event's aux) is how many ranges of the lane enclose it; ranges of one depth never overlap. These
+ * event's aux) is, where ranges nest, how many ranges of the lane enclose it; one that starts inside
+ * another and ends past it goes below every range still open when it starts, so that ranges of one
+ * depth never overlap. These
  * give how many depths the lane has (0 for other lanes); the indices in st_lane_events of the
  * ranges at one depth, in time order; the first of those whose end is past t; and the innermost
  * range that holds [t0, t1] (its index, SIZE_MAX when none does). Memory: 4 bytes per range. */

@@ -996,7 +996,7 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
         }
         for (uint64_t t = g->a; t < g->b && rc == 0;) {
             for (; ptr < n_ev && ev[ptr].start <= t; ptr++) {
-                if (ev[ptr].end <= t)
+                if (ev[ptr].end <= t || (ev[ptr].flags & ST_EV_OP))
                     continue;
                 if (CM_GROW(stack, stack_cap, top + 1)) {
                     rc = -1;

@@ -493,6 +493,8 @@ static int read_host(hprod *c, uint32_t p, size_t n_step_names) {
         }
         for (size_t i = 0; i < n; i++) {
             const st_event *e = &ev[i];
+            if (e->flags & ST_EV_OP) /* operators only the viewer holds: HTA's figures as report's */
+                continue;
             int64_t ts = (int64_t)e->start, te = (int64_t)e->end;
             if (c->rounded)
                 round_row(c, e->start, e->end, &ts, &te);
@@ -706,7 +708,7 @@ int hta_analyze(const st_store *s, const hta_opts *opts, hta_result *out, err_ms
         size_t n;
         const st_event *ev = st_lane_events(s, l, &n);
         for (size_t i = 0; i < n; i++) {
-            if (strncmp(st_str(s, ev[i].name), "ProfilerStep", 12) != 0)
+            if ((ev[i].flags & ST_EV_OP) || strncmp(st_str(s, ev[i].name), "ProfilerStep", 12) != 0)
                 continue;
             size_t k = 0;
             while (k < n_names && names[k] != ev[i].name)

@@ -76,7 +76,7 @@ static int steps_from_ranges(const st_store *s, const char *name, an_steps *out,
         size_t n;
         const st_event *e = st_lane_events(s, l, &n);
         for (size_t i = 0; i < n; i++) {
-            if (e[i].kind != TP_K_NVTX || e[i].end <= e[i].start || e[i].name == 0)
+            if (e[i].kind != TP_K_NVTX || e[i].end <= e[i].start || e[i].name == 0 || (e[i].flags & ST_EV_OP))
                 continue;
             const char *nm = st_str(s, e[i].name);
             int64_t number = -1;
@@ -147,7 +147,7 @@ static named_t *ranges_of(const st_store *s, uint32_t p, size_t *n_out) {
         size_t ne;
         const st_event *e = st_lane_events(s, l, &ne);
         for (size_t i = 0; i < ne; i++)
-            if (e[i].kind == TP_K_NVTX && e[i].end > e[i].start && e[i].name) {
+            if (e[i].kind == TP_K_NVTX && e[i].end > e[i].start && e[i].name && !(e[i].flags & ST_EV_OP)) {
                 if (CM_GROW(v, cap, n + 1)) {
                     free(v);
                     *n_out = 0;

@@ -132,6 +132,7 @@ struct st_store {
     uint64_t dropped;
     uint64_t strings_refused; /* names past the live bound on names, shown as REFUSED_NAME */
     uint32_t refused_id;
+    uint32_t op_domain; /* "cpu_op", once a range names a domain (ST_EV_OP) */
     int dirty;
 };
 
@@ -486,6 +487,12 @@ static int add_event(st_store *s, uint32_t prod, const tp_record *r) {
         e.value = r->nvtx.id;
         e.sub = r->head.flags;
         e.flags = 0;
+        if (r->nvtx.domain != 0) {
+            if (s->op_domain == 0)
+                s->op_domain = st_intern(s, "cpu_op", 6);
+            if (pstr(s, prod, r->nvtx.domain) == s->op_domain)
+                e.flags = ST_EV_OP;
+        }
         if (r->head.flags == TP_NVTX_START) {
             if (s->n_pend >= ST_MAX_PENDING || CM_GROW(s->pend, s->pend_cap, s->n_pend + 1))
                 return 0; /* an unmatched flood of starts: forget them */

@@ -47,6 +47,11 @@ typedef struct st_event {
     uint32_t aux;   /* api: cbid; sync: CUDA event id; kernel: threads per block */
 } st_event;
 
+/* st_event.flags of a range that is a profiler's operator (its record's domain is "cpu_op"): the
+ * viewer shows it among the thread's ranges; the analysis leaves it out, as report, which does not
+ * import operators, has none. */
+#define ST_EV_OP 0x80
+
 /* Summary categories: what a cell of the timeline can show. */
 enum st_cat {
     ST_CAT_KERNEL, ST_CAT_MEMCPY, ST_CAT_MEMSET, ST_CAT_SYNC, /* GPU lanes */

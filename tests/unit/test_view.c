@@ -2290,3 +2290,71 @@ TEST(hostile_operator_names_nest_by_hand_and_reach_no_cell) {
     assert_cells_safe(&f.g, 0);
     fixture_close(&f);
 }
+
+static st_store *store_with_ops(const char *trace, int ops) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, trace);
+    st_store *s = st_store_new(NULL);
+    err_msg err = {{0}};
+    ingest_loader *ld = ingest_open(s, path, NULL, NULL, &err);
+    ASSERT_NOT_NULL(ld);
+    if (ops)
+        ingest_keep_ops(ld);
+    ASSERT_EQ(ingest_step(ld, 0, &err), 1);
+    ingest_close(&ld);
+    st_store_commit(s);
+    return s;
+}
+
+/* The viewer holds the operators as ranges, report does not: the analysis leaves them out, so that
+ * both tell the same GPU idle by host range (the innermost annotation, not an operator), the same
+ * steps (a range named as an operator is no step: --step aten::add finds none), the same stalls and
+ * HTA breakdown. */
+TEST(operators_change_nothing_the_analysis_says) {
+    static const char *const traces[] = {"resnet_2080ti_two_threads.json.gz", "qwen_h100_with_stack.json.gz"};
+    for (size_t t = 0; t < 2; t++) {
+        st_store *s[2];
+        an_result r[2];
+        an_steps st[2], named[2];
+        for (int k = 0; k < 2; k++) {
+            s[k] = store_with_ops(traces[t], k);
+            ASSERT_OK(an_analyze(s[k], NULL, &r[k], NULL));
+            ASSERT_OK(an_steps_find(s[k], &r[k], NULL, &st[k], NULL));
+            ASSERT_OK(an_steps_find(s[k], &r[k], "aten::add", &named[k], NULL));
+        }
+        ASSERT(st_store_events(s[1]) > st_store_events(s[0]));
+        ASSERT_UEQ(r[1].n_blocks, r[0].n_blocks);
+        ASSERT_UEQ(r[1].n_bubbles, r[0].n_bubbles);
+        ASSERT_UEQ(r[1].n_sites, r[0].n_sites);
+        ASSERT_UEQ(r[1].n_host_ranges, r[0].n_host_ranges);
+        for (size_t i = 0; i < r[0].n_host_ranges; i++) {
+            ASSERT_STR_EQ(st_str(s[1], r[1].host_ranges[i].name), st_str(s[0], r[0].host_ranges[i].name));
+            ASSERT_UEQ(r[1].host_ranges[i].idle_ns, r[0].host_ranges[i].idle_ns);
+        }
+        ASSERT_EQ(st[1].source, st[0].source);
+        ASSERT_UEQ(st[1].n_steps, st[0].n_steps);
+        ASSERT_EQ(named[1].source, named[0].source);
+        ASSERT_UEQ(named[1].n_steps, named[0].n_steps);
+        /* HTA's breakdown (b) too */
+        hta_result h[2];
+        for (int k = 0; k < 2; k++)
+            ASSERT_OK(hta_analyze(s[k], NULL, &h[k], NULL));
+        ASSERT_UEQ(h[1].n_ranks, h[0].n_ranks);
+        ASSERT_UEQ(h[1].n_streams, h[0].n_streams);
+        for (size_t i = 0; i < h[0].n_ranks; i++) {
+            ASSERT_EQ(h[1].ranks[i].idle_ns, h[0].ranks[i].idle_ns);
+            ASSERT_EQ(h[1].ranks[i].compute_ns, h[0].ranks[i].compute_ns);
+            ASSERT_EQ(h[1].ranks[i].filtered, h[0].ranks[i].filtered);
+        }
+        for (size_t i = 0; i < h[0].n_streams; i++)
+            for (int c = 0; c < HTA_IDLE_N_; c++)
+                ASSERT_EQ(h[1].streams[i].idle_ns[c], h[0].streams[i].idle_ns[c]);
+        for (int k = 0; k < 2; k++) {
+            hta_result_free(&h[k]);
+            an_steps_free(&st[k]);
+            an_steps_free(&named[k]);
+            an_result_free(&r[k]);
+            st_store_destroy(&s[k]);
+        }
+    }
+}

@@ -297,8 +297,9 @@ void vw__render_detail(frame_ctx *f) {
         return;
     }
     const st_lane_info *li = st_lane_get(s, lane);
-    const char *kname = e->kind == TP_K_API ? ((e->flags & TP_F_BLOCKING) ? "BLOCKING call" : "call")
-                                            : tp_kind_name(e->kind);
+    const char *kname = e->kind == TP_K_API                          ? ((e->flags & TP_F_BLOCKING) ? "BLOCKING call" : "call")
+                        : e->kind == TP_K_NVTX && (e->flags & ST_EV_OP) ? "op"
+                                                                          : tp_kind_name(e->kind);
     vw__sanitized(nm, sizeof nm, st_str(s, e->name));
     if (e->kind == TP_K_MEMCPY)
         snprintf(nm, sizeof nm, "%s %s", tp_copy_kind_name(e->sub), e->mem >> 4 == TP_MEM_PAGEABLE || (e->mem & 15) == TP_MEM_PAGEABLE ? "(pageable)" : "");

@@ -293,7 +293,7 @@ TEST(replay_opens_a_threads_operators_by_depth) {
     keys("/ 'aten::item' Enter");
     snprintf(want, sizeof want, "found \"aten::item\": 1 of %lu", matches);
     scr = wait_for(want);
-    ASSERT_STR_CONTAINS(scr, "nvtx  aten::item");
+    ASSERT_STR_CONTAINS(scr, "\n op  aten::item"); /* the cursor's line, not a frame */
     keys("o");
     wait_for("ranges in one row (o opens them by depth)");
     wait_gone("   depth 0 ");
@@ -328,7 +328,8 @@ TEST(replay_stall_detail_names_its_operator_and_r_goes_there) {
     wait_for(want);
     keys("r");
     snprintf(want, sizeof want, "in %s, depth %lu (r again: the range around it)", op, op_depth);
-    ASSERT_STR_CONTAINS(wait_for(want), "nvtx  ");
+    snprintf(line, sizeof line, "\n op  %s", op);
+    ASSERT_STR_CONTAINS(wait_for(want), line);
     keys("r");
     snprintf(want, sizeof want, "in aten::item, depth %lu (r again", item_depth);
     wait_for(want);
@@ -387,7 +388,7 @@ TEST(replay_search_walks_the_profilers_operators) {
     wait_for("top stall 1");
     keys("g / 'aten::copy_' Enter");
     snprintf(want, sizeof want, "found \"aten::copy_\": 1 of %lu;", matches);
-    ASSERT_STR_CONTAINS(wait_for(want), "nvtx  aten::copy_");
+    ASSERT_STR_CONTAINS(wait_for(want), "\n op  aten::copy_");
     keys("n");
     snprintf(want, sizeof want, "found \"aten::copy_\": 2 of %lu;", matches);
     wait_for(want);

@@ -2168,6 +2168,20 @@ TEST(process_rows_name_a_rank_without_a_world_size_alone) {
     fixture_close(&f);
 }
 
+/* A profiler trace loaded as the viewer loads it (ops: its operators as ranges too) or as report does. */
+static st_store *load_ops(const char *path, int ops) {
+    st_store *s = st_store_new(NULL);
+    err_msg err = {{0}};
+    ingest_loader *ld = ingest_open(s, path, NULL, NULL, &err);
+    ASSERT_NOT_NULL(ld);
+    if (ops)
+        ingest_keep_ops(ld);
+    ASSERT_EQ(ingest_step(ld, 0, &err), 1);
+    ingest_close(&ld);
+    st_store_commit(s);
+    return s;
+}
+
 /* The screen row whose label is drawn as the cursor's (reversed), -1 when none is. */
 static int cursor_screen_row(const vw_grid *g) {
     for (int y = 0; y < g->h; y++)
@@ -2188,14 +2202,7 @@ TEST(search_lands_on_the_depth_row_of_the_operator_found) {
     ASSERT_NOT_NULL(fgets(line, sizeof line, p));
     ASSERT_EQ(sscanf(line, "depth %lu", &depth), 1);
     ASSERT_EQ(pclose(p), 0);
-    st_store *s = st_store_new(NULL);
-    err_msg err = {{0}};
-    ingest_loader *ld = ingest_open(s, path, NULL, NULL, &err);
-    ASSERT_NOT_NULL(ld);
-    ingest_keep_ops(ld);
-    ASSERT_EQ(ingest_step(ld, 0, &err), 1);
-    ingest_close(&ld);
-    st_store_commit(s);
+    st_store *s = load_ops(path, 1);
     fixture f;
     fixture_open(&f, s);
     render(&f, 160, 48);
@@ -2236,14 +2243,7 @@ TEST(hostile_operator_names_nest_by_hand_and_reach_no_cell) {
     ASSERT_NOT_NULL(fp);
     fputs(k_hostile_ops, fp);
     fclose(fp);
-    st_store *s = st_store_new(NULL);
-    err_msg err = {{0}};
-    ingest_loader *ld = ingest_open(s, path, NULL, NULL, &err);
-    ASSERT_NOT_NULL(ld);
-    ingest_keep_ops(ld);
-    ASSERT_EQ(ingest_step(ld, 0, &err), 1);
-    ingest_close(&ld);
-    st_store_commit(s);
+    st_store *s = load_ops(path, 1);
     static const struct { const char *name; uint32_t depth; } want[] = {
         {"step\x1b[31m", 0}, {"aten::outer", 1}, {"aten::inner\x07\xc2\x9b", 2}, {"aten::cross", 2}, {"aten::late", 3}};
     size_t lane = SIZE_MAX, n;
@@ -2294,16 +2294,7 @@ TEST(hostile_operator_names_nest_by_hand_and_reach_no_cell) {
 static st_store *store_with_ops(const char *trace, int ops) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, trace);
-    st_store *s = st_store_new(NULL);
-    err_msg err = {{0}};
-    ingest_loader *ld = ingest_open(s, path, NULL, NULL, &err);
-    ASSERT_NOT_NULL(ld);
-    if (ops)
-        ingest_keep_ops(ld);
-    ASSERT_EQ(ingest_step(ld, 0, &err), 1);
-    ingest_close(&ld);
-    st_store_commit(s);
-    return s;
+    return load_ops(path, ops);
 }
 
 /* The viewer holds the operators as ranges, report does not: the analysis leaves them out, so that

@@ -209,17 +209,17 @@ void kt_big_free(void *p, size_t bytes) {
 }
 
 static tp_record *rec_new(kimp *k) {
+    if (k->n_rec >= k->max_events + k->n_ops) { /* the records other than operators are at the limit */
+        char what[128];
+        snprintf(what, sizeof what, "more than %llu events: over the import limit", (unsigned long long)k->max_events);
+        kt_fail_here(k, ERR_LIMIT, what);
+        return NULL;
+    }
     if (k->n_rec == k->cap_rec) {
-        if (k->n_rec >= k->max_events) {
-            char what[128];
-            snprintf(what, sizeof what, "more than %llu events: over the import limit",
-                     (unsigned long long)k->max_events);
-            kt_fail_here(k, ERR_LIMIT, what);
-            return NULL;
-        }
+        uint64_t limit = k->max_events + (k->opts && k->opts->ops ? k->max_events : 0);
         size_t cap = k->cap_rec ? k->cap_rec * 2 : 4096;
-        if (cap > k->max_events)
-            cap = (size_t)k->max_events;
+        if (cap > limit)
+            cap = (size_t)limit;
         tp_record *r = big_resize(k->rec, k->cap_rec * sizeof *r, cap * sizeof *r);
         if (r == NULL) {
             kt_fail_nomem(k);
@@ -642,9 +642,10 @@ int kt_event_end(kimp *k, kev *e) {
             e->cat = CAT_ANNOT; /* legacy traces: a step, as newer ones write it */
             return event_host(k, e);
         }
-        /* the viewer shows operators as ranges; the context naming the calls is kept either way */
-        if (k->opts && k->opts->ops && span_of(e, &(uint64_t){0}, &(uint64_t){0}) == NULL && (e->have & H_TID) &&
-            event_host(k, e) == 0)
+        /* the viewer shows operators as ranges (up to a budget of their own); the context naming
+         * the calls is kept either way */
+        if (k->opts && k->opts->ops && k->n_ops < k->max_events && span_of(e, &(uint64_t){0}, &(uint64_t){0}) == NULL &&
+            (e->have & H_TID) && (k->n_ops++, event_host(k, e) == 0))
             return 0;
         return event_ctx(k, e);
     case CAT_PYFN: return event_ctx(k, e);

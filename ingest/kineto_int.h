@@ -252,6 +252,8 @@ typedef struct kimp {
     kbuf names_text;
     tp_record *rec;
     size_t n_rec, cap_rec;
+    uint64_t n_ops; /* of those, ranges made of operators (import_opts.ops): a budget of max_events of
+                       their own, so that they never make an import fail that would pass without */
     kctx *ctx;      /* operators and Python frames: what blocking calls are called from */
     size_t n_ctx, cap_ctx;
     kpyframe *pyfr; /* the frames of the distinct Call stacks, innermost first */

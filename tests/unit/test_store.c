@@ -1102,3 +1102,40 @@ TEST(profiler_operators_are_ranges_nested_as_the_json_nests_them) {
     ranges_as_the_json_nests_them("qwen_h100_with_stack.json.gz", "aten::item");
     ranges_as_the_json_nests_them("resnet_2080ti_two_threads.json.gz", "aten::copy_");
 }
+
+static int store_emit(void *ctx, const void *batch, size_t len, err_msg *err) {
+    return st_store_add_batch(ctx, batch, len, err);
+}
+
+/* Operators made ranges have a budget of their own (max_events of them): a trace that imports
+ * within the limit without them imports with them (the first max_events operators as ranges),
+ * and one over the limit is still refused. Three calls and five operators, limit 3, by hand. */
+TEST(operators_as_ranges_never_push_an_import_over_its_limit) {
+    char json[4096] = "{\"traceEvents\": [";
+    for (int i = 0; i < 5; i++)
+        snprintf(json + strlen(json), sizeof json - strlen(json),
+                 "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::op%d\", \"pid\": 1, \"tid\": 2, \"ts\": %d, "
+                 "\"dur\": 5},", i, 10 * i);
+    for (int i = 0; i < 3; i++)
+        snprintf(json + strlen(json), sizeof json - strlen(json),
+                 "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 2, "
+                 "\"ts\": %d, \"dur\": 1}%s", 10 * i + 1, i < 2 ? "," : "]}");
+    import_opts o = {.max_events = 3, .ops = 1};
+    err_msg err = {{0}};
+    st_store *s = st_store_new(NULL);
+    ASSERT_OK(kineto_import_mem(json, strlen(json), "ops.json", &o, store_emit, s, NULL, &err));
+    st_store_commit(s);
+    size_t calls = lane_find(s, ST_LANE_THREAD, 2), ranges = lane_find(s, ST_LANE_NVTX, 2);
+    ASSERT(calls != SIZE_MAX && ranges != SIZE_MAX);
+    ASSERT_UEQ(st_lane_get(s, calls)->n_events, 3);
+    ASSERT_UEQ(st_lane_get(s, ranges)->n_events, 3);
+    st_store_destroy(&s);
+    /* a fourth call is over the limit, operators or not */
+    char *end = strrchr(json, ']');
+    snprintf(end, sizeof json - (size_t)(end - json),
+             ",{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaMemcpy\", \"pid\": 1, \"tid\": 2, \"ts\": 41, "
+             "\"dur\": 1}]}");
+    s = st_store_new(NULL);
+    ASSERT_EQ(kineto_import_mem(json, strlen(json), "ops.json", &o, store_emit, s, NULL, &err), ERR_LIMIT);
+    st_store_destroy(&s);
+}

@@ -444,15 +444,20 @@ static int demo_round(demo_player *p) {
     return p->loops != 0 && p->loop >= p->loops;
 }
 
-/* The process record: this process, its command line and which trace it plays. */
+/* The process record: this process, which trace it plays and its other arguments ("synctop demo:
+ * resnet_2080ti_two_threads.json.gz --speed 8"), short enough for a viewer's title. */
 static void demo_add_process(demo_player *p, int argc, char **argv, const char *trace) {
-    char cmd[1024] = "synctop", host[256] = "";
-    size_t len = strlen(cmd);
-    for (int i = 0; i < argc && len < sizeof cmd; i++)
-        len += (size_t)snprintf(cmd + len, sizeof cmd - len, " %s", argv[i]);
+    char cmd[1024], host[256] = "";
     const char *base = strrchr(trace, '/');
-    if (len < sizeof cmd)
-        snprintf(cmd + len, sizeof cmd - len, " (playing %s)", base ? base + 1 : trace);
+    size_t len = (size_t)snprintf(cmd, sizeof cmd, "synctop demo: %s", base ? base + 1 : trace);
+    for (int i = 1; i < argc && len < sizeof cmd; i++) {
+        if (strcmp(argv[i], "--trace") == 0) {
+            i++;
+            continue;
+        }
+        if (strncmp(argv[i], "--trace=", 8) != 0)
+            len += (size_t)snprintf(cmd + len, sizeof cmd - len, " %s", argv[i]);
+    }
     gethostname(host, sizeof host - 1);
     tp_process pr = p->tr.proc;
     uint32_t traced = pr.pid;

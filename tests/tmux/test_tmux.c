@@ -1193,3 +1193,97 @@ TEST(attach_summary_rows_per_rank_and_opening_a_rank_brings_only_its_lanes) {
     kill(rp, SIGINT);
     ASSERT_EQ(task_wait_exit(rp, 20), 0);
 }
+
+/* ---- synctop demo: a sample trace published live ---- */
+
+/* The count of the stalls panel's row whose call site ends with site ("aten::to in
+ * cudaStreamSynchronize"): the number after its rank; 0 while there is no such row. */
+static unsigned long long stall_row_count(const char *scr, const char *site) {
+    for (const char *l = scr; *l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), l);
+        int rank;
+        unsigned long long count;
+        if (strstr(line, site) != NULL && sscanf(line, " %d %llu", &rank, &count) == 2)
+            return count;
+        l = e ? e + 1 : l + len;
+    }
+    return 0;
+}
+
+/* The demo's lanes (its GPU's streams, its two Python threads) show up, its title says what it
+ * plays, and the stalls panel's count of a call site that blocks in every step grows. */
+static void demo_screen_grows(void) {
+    const char *scr = wait_for("LIVE");
+    scr = wait_for("stream 7");
+    scr = wait_for("T23656 python");
+    ASSERT_STR_CONTAINS(scr, "stream 20");
+    ASSERT_STR_CONTAINS(scr, "T23442 python");
+    ASSERT_STR_CONTAINS(scr, "synctop demo: resnet_2080ti_two_threads.json.gz --");
+    const char *site = "aten::to in cudaStreamSynchronize";
+    unsigned long long first = 0, now = 0;
+    double t0 = now_s();
+    while ((first = stall_row_count(scr = capture(), site)) == 0) {
+        if (now_s() - t0 > WAIT_S)
+            TASK_FAIL_("no row for %s:\n%s", site, scr);
+        usleep(100000);
+    }
+    for (t0 = now_s(); (now = stall_row_count(scr = capture(), site)) <= first; usleep(100000))
+        if (now_s() - t0 > WAIT_S)
+            TASK_FAIL_("the count of %s stayed at %llu:\n%s", site, first, scr);
+}
+
+TEST(demo_in_tmux_shows_live_lanes_and_stalls_that_grow) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s demo --trace %s/resnet_2080ti_two_threads.json.gz --speed 8", task_synctop(),
+             KINETO_TRACE_DIR);
+    tmux_start(cmd, 160, 45);
+    demo_screen_grows();
+    keys("q");
+    const char *scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+}
+
+TEST(attach_to_a_demo_pid_shows_it_live) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    char trace[1024];
+    snprintf(trace, sizeof trace, "%s/resnet_2080ti_two_threads.json.gz", KINETO_TRACE_DIR);
+    const char *err_path = task_path("demo.err");
+    char err_keep[1024];
+    snprintf(err_keep, sizeof err_keep, "%s", err_path);
+    const char *argv[] = {task_synctop(), "demo", "--no-tui", "--trace", trace, "--speed", "8", NULL};
+    pid_t demo = task_spawn(argv, task_path("demo.out"), err_keep);
+    others[n_others++] = demo;
+    double t0 = now_s();
+    for (;;) {
+        FILE *f = fopen(err_keep, "r");
+        char text[2048] = "";
+        size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        text[n] = '\0';
+        if (f)
+            fclose(f);
+        if (strstr(text, "waiting for a viewer"))
+            break;
+        if (now_s() - t0 > WAIT_S)
+            TASK_FAIL_("the demo did not start: %s", text);
+        usleep(50000);
+    }
+    char cmd[2048], pid[64];
+    snprintf(cmd, sizeof cmd, "%s attach %ld", task_synctop(), (long)demo);
+    tmux_start(cmd, 160, 45);
+    demo_screen_grows();
+    snprintf(pid, sizeof pid, "pid %ld", (long)demo);
+    ASSERT_STR_CONTAINS(capture(), pid);
+    keys("q");
+    const char *scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    /* the viewer went; the demo goes on until it is told to stop, and then stops cleanly */
+    ASSERT_EQ(kill(demo, 0), 0);
+    kill(demo, SIGINT);
+    ASSERT_EQ(task_wait_exit(demo, 20), 0);
+}

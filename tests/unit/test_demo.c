@@ -224,8 +224,8 @@ TEST(demo_recorded_holds_the_samples_stalls_once_per_loop) {
     char want[128];
     snprintf(want, sizeof want, "pid %ld, host ", (long)demo);
     ASSERT_STR_CONTAINS(info, want);
-    ASSERT_STR_CONTAINS(info, "command line: synctop demo --no-tui --trace ");
-    ASSERT_STR_CONTAINS(info, "(playing resnet_2080ti_two_threads.json.gz)");
+    ASSERT_STR_CONTAINS(info, "command line: synctop demo: resnet_2080ti_two_threads.json.gz --no-tui --speed 40 "
+                              "--loops 2\n");
     ASSERT_STR_CONTAINS(info, "device 0: NVIDIA GeForce RTX 2080 Ti");
     free(info);
 }

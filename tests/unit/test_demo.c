@@ -267,6 +267,38 @@ TEST(demo_over_tcp_beyond_loopback_needs_a_key_and_is_read_with_it) {
     check_recording(trace, 1, started);
 }
 
+/* A relay finds the demo as it finds a traced process (its endpoint in the private directory), and
+ * a recording through the relay holds the loop whole: the demo's clock waits for the first
+ * subscription, which comes up through the relay from the recorder. */
+TEST(demo_through_a_relay_is_recorded_whole) {
+    int port = task_free_port();
+    if (port == 0)
+        TASK_SKIP("no free loopback port");
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+    KEEP_PATH(rerr, "relay.err");
+    KEEP_PATH(derr, "demo.err");
+    KEEP_PATH(trace, "relayed.trace");
+    const char *relay[] = {task_synctop(), "relay", "--listen", ep, NULL};
+    pid_t rp = task_spawn(relay, task_path("relay.out"), rerr);
+    wait_text(rerr, "relaying this user's traced processes here");
+    uint64_t started = realtime_ns();
+    const char *argv[] = {task_synctop(), "demo", "--no-tui", "--trace", SAMPLE, "--speed", "60", "--loops", "1", NULL};
+    pid_t demo = task_spawn(argv, task_path("demo.out"), derr);
+    char said[128];
+    snprintf(said, sizeof said, "+ process %ld ", (long)demo);
+    wait_text(rerr, said);
+    char *rec_err = NULL;
+    const char *record[] = {"record", ep, "-o", trace, NULL};
+    ASSERT_EQ(run_synctop(record, NULL, &rec_err), 0);
+    ASSERT_STR_CONTAINS(rec_err, "every producer finished");
+    free(rec_err);
+    ASSERT_EQ(task_wait_exit(demo, 30), 0);
+    kill(rp, SIGINT);
+    ASSERT_EQ(task_wait_exit(rp, 30), 0);
+    check_recording(trace, 1, started);
+}
+
 TEST(demo_stops_cleanly_on_sigint_and_says_so) {
     KEEP_PATH(err, "demo.err");
     KEEP_PATH(trace, "int.trace");

@@ -165,6 +165,52 @@ void task_sleep_ms(int ms) {
         ;
 }
 
+char *task_slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    ASSERT_NOT_NULL(f);
+    size_t cap = 4096, len = 0;
+    char *s = malloc(cap);
+    ASSERT_NOT_NULL(s);
+    size_t n;
+    while ((n = fread(s + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (cap - len < 2) {
+            cap *= 2;
+            s = realloc(s, cap);
+            ASSERT_NOT_NULL(s);
+        }
+    }
+    fclose(f);
+    s[len] = '\0';
+    return s;
+}
+
+int task_run_synctop(const char *const args[], char **out, char **err, int timeout_s) {
+    const char *argv[32] = {task_synctop()};
+    int n = 1;
+    for (; args[n - 1] != NULL; n++) {
+        ASSERT_LT(n, 31);
+        argv[n] = args[n - 1];
+    }
+    argv[n] = NULL;
+    char o[PATH_MAX], e[PATH_MAX];
+    snprintf(o, sizeof o, "%s", task_path("synctop.out"));
+    snprintf(e, sizeof e, "%s", task_path("synctop.err"));
+    pid_t pid = task_spawn(argv, o, e);
+    int st = task_wait_exit(pid, timeout_s);
+    ASSERT_NE(st, -1);
+    char *so = task_slurp(o), *se = task_slurp(e);
+    if (out)
+        *out = so;
+    else
+        free(so);
+    if (err)
+        *err = se;
+    else
+        free(se);
+    return st;
+}
+
 int task_wait_exit(pid_t pid, int timeout_s) {
     for (int waited = 0; waited <= timeout_s * 100; waited++) {
         int st;

@@ -31,6 +31,11 @@ pid_t task_spawn(const char *const argv[], const char *out_path, const char *err
  * (it is killed then). */
 int task_wait_exit(pid_t pid, int timeout_s);
 void task_sleep_ms(int ms);
+/* A whole file as a malloc'd C string (the test fails when it cannot be read). */
+char *task_slurp(const char *path);
+/* Runs synctop with args (NULL-terminated, without the binary) to its end, within timeout_s: its exit
+ * status, and its stdout and stderr as task_slurp gives them in *out and *err (either may be NULL). */
+int task_run_synctop(const char *const args[], char **out, char **err, int timeout_s);
 /* A loopback TCP port free now, outside the kernel's ephemeral range (32768 and up by default), for
  * a test that binds it again after a restart: no other test's "port *" can take it in between (and
  * have a subscriber reconnect to someone else's publisher), and no other test's task_free_port

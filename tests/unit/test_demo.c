@@ -21,48 +21,7 @@
     char var[PATH_MAX];                                                              \
     snprintf(var, sizeof var, "%s", task_path(name))
 
-static char *slurp_text(const char *path) {
-    FILE *f = fopen(path, "r");
-    ASSERT_NOT_NULL(f);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    ASSERT_NOT_NULL(buf);
-    for (size_t k; (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
-        n += k;
-        if (n + 1 == cap) {
-            buf = realloc(buf, cap *= 2);
-            ASSERT_NOT_NULL(buf);
-        }
-    }
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
-static int run_synctop(const char *const args[], char **out, char **err) {
-    const char *argv[32] = {task_synctop()};
-    int n = 1;
-    for (; args[n - 1] != NULL; n++) {
-        ASSERT_LT(n, 31);
-        argv[n] = args[n - 1];
-    }
-    argv[n] = NULL;
-    KEEP_PATH(o, "synctop.out");
-    KEEP_PATH(e, "synctop.err");
-    pid_t pid = task_spawn(argv, o, e);
-    int st = task_wait_exit(pid, 90);
-    ASSERT_NE(st, -1);
-    char *so = slurp_text(o), *se = slurp_text(e);
-    if (out)
-        *out = so;
-    else
-        free(so);
-    if (err)
-        *err = se;
-    else
-        free(se);
-    return st;
-}
+static int run_synctop(const char *const args[], char **out, char **err) { return task_run_synctop(args, out, err, 90); }
 
 /* Waits until the file holds needle (a process's stderr). */
 static void wait_text(const char *path, const char *needle) {
@@ -71,14 +30,14 @@ static void wait_text(const char *path, const char *needle) {
             task_sleep_ms(50);
             continue;
         }
-        char *t = slurp_text(path);
+        char *t = task_slurp(path);
         int found = strstr(t, needle) != NULL;
         free(t);
         if (found)
             return;
         task_sleep_ms(50);
     }
-    char *t = slurp_text(path);
+    char *t = task_slurp(path);
     TASK_FAIL_("%s never said \"%s\": %s", path, needle, t);
 }
 
@@ -212,7 +171,7 @@ TEST(demo_recorded_holds_the_samples_stalls_once_per_loop) {
     ASSERT_STR_CONTAINS(rec_err, "drops: 0 missed batches + 0 records");
     free(rec_err);
     ASSERT_EQ(task_wait_exit(demo, 30), 0);
-    char *said = slurp_text(err);
+    char *said = task_slurp(err);
     ASSERT_STR_CONTAINS(said, "a viewer connected: playing");
     ASSERT_STR_CONTAINS(said, "2 loops played");
     free(said);
@@ -314,12 +273,12 @@ TEST(demo_stops_cleanly_on_sigint_and_says_so) {
     task_sleep_ms(500);
     kill(demo, SIGINT);
     ASSERT_EQ(task_wait_exit(demo, 30), 0);
-    char *said = slurp_text(err);
+    char *said = task_slurp(err);
     ASSERT_STR_CONTAINS(said, "synctop demo: ended: ");
     free(said);
     /* the last batch went out: the recording ends as a finished program's does */
     ASSERT_EQ(task_wait_exit(rec, 30), 0);
-    said = slurp_text(rerr);
+    said = task_slurp(rerr);
     ASSERT_STR_CONTAINS(said, "every producer finished");
     free(said);
 }

@@ -20,49 +20,10 @@
 
 /* ---- processes ---- */
 
-static char *slurp_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    ASSERT_NOT_NULL(f);
-    size_t cap = 4096, len = 0;
-    char *s = malloc(cap);
-    size_t n;
-    while ((n = fread(s + len, 1, cap - len - 1, f)) > 0) {
-        len += n;
-        if (cap - len < 2) {
-            cap *= 2;
-            s = realloc(s, cap);
-            ASSERT_NOT_NULL(s);
-        }
-    }
-    fclose(f);
-    s[len] = '\0';
-    return s;
-}
+static char *slurp_text(const char *path) { return task_slurp(path); }
 
 /* Runs synctop with the given arguments to the end; returns its status, stdout in *out. */
-static int run_synctop(const char *const args[], char **out, char **err) {
-    const char *argv[32] = {task_synctop()};
-    int n = 1;
-    for (; args[n - 1] != NULL; n++) {
-        ASSERT_LT(n, 31);
-        argv[n] = args[n - 1];
-    }
-    argv[n] = NULL;
-    const char *o = task_path("synctop.out"), *e = task_path("synctop.err");
-    pid_t pid = task_spawn(argv, o, e);
-    int st = task_wait_exit(pid, 60);
-    ASSERT_NE(st, -1);
-    char *so = slurp_text(o), *se = slurp_text(e);
-    if (out)
-        *out = so;
-    else
-        free(so);
-    if (err)
-        *err = se;
-    else
-        free(se);
-    return st;
-}
+static int run_synctop(const char *const args[], char **out, char **err) { return task_run_synctop(args, out, err, 60); }
 
 /* task_path() rotates over a few static buffers: a path kept across calls gets its own copy. */
 #define KEEP_PATH(var, name)                                                         \

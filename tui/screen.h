@@ -164,10 +164,15 @@ typedef struct vw_header {
     an_sweep *sweep;
 } vw_header;
 
-/* The ruler's mark (screen_ruler.c): m marks a span on it. */
+/* The ruler's mark (screen_ruler.c): m marks a span on it, and so does a drag of the mouse across
+ * the timeline, which also measures what ran in it (what, shown in the detail pane; esc clears). */
 typedef struct vw_ruler {
     int marked;
     uint64_t mark0, mark1;
+    int pressing;   /* the button went down on the timeline, at press */
+    uint64_t press;
+    int press_x;
+    char what[256]; /* a dragged span: its length, GPU busy, host blocked, kernels and calls in it */
 } vw_ruler;
 
 /* The lanes' groups (screen_lanes.c). */
@@ -280,7 +285,7 @@ void vw_render_loading(const vw_state *v, vw_grid *g, const char *name, uint64_t
 
 /* ---- input ---- */
 
-enum { VW_MOUSE_CLICK = 1, VW_MOUSE_WHEEL_UP = 2, VW_MOUSE_WHEEL_DOWN = 3 };
+enum { VW_MOUSE_CLICK = 1, VW_MOUSE_WHEEL_UP = 2, VW_MOUSE_WHEEL_DOWN = 3, VW_MOUSE_RELEASE = 4 };
 #define VW_MOUSE_CTRL 0x100 /* or'ed into a kind: ctrl was held */
 enum { VW_ACT_NONE = 0, VW_ACT_REDRAW = 1, VW_ACT_QUIT = 2 };
 

@@ -284,6 +284,11 @@ void vw__render_detail(frame_ctx *f) {
         render_legend(f, y + rows - 1);
         rows--;
     }
+    if (v->ruler.marked && v->ruler.what[0] && rows >= 3) { /* a dragged span: what ran in it, first */
+        vw__put_str(g, v, 0, y, g->w, v->ruler.what, ROLE_SELECTION, VW_A_BOLD);
+        y++;
+        rows--;
+    }
     size_t lane = 0;
     const st_event *e = event_at_cursor(f, &lane);
     char buf[1024], nm[512], d[32], st[32];
@@ -415,6 +420,7 @@ void vw__select_cmd(vw_state *v, const st_store *s, const vw_layout *L, vw_cmd c
         return;
     }
     v->ruler.marked = 1;
+    v->ruler.what[0] = '\0';
     v->ruler.mark0 = e->start;
     v->ruler.mark1 = e->start + d;
     char dur[32], nm[96];

@@ -50,7 +50,7 @@ void vw__render_help(const vw_state *v, vw_grid *g) {
     int n = (int)vw_help_lines(lines, 37);
     if (n > 37)
         n = 37;
-    snprintf(lines[n++], sizeof lines[0], "%-18s %s", "mouse", "click: a lane, a stall row; wheel: scroll; ctrl+wheel: zoom");
+    snprintf(lines[n++], sizeof lines[0], "%-18s %s", "mouse", "click: a lane, a stall row; drag: measure a span; wheel: scroll; ctrl+wheel: zoom");
     snprintf(lines[n++], sizeof lines[0], "GPU rows: union of streams; %s GPU idle; %s host spans: blocked calls",
              v->ascii ? "." : "\xc2\xb7", v->mono ? "reversed" : "red");
 

@@ -179,6 +179,7 @@ static void panel_cmd(vw_state *v, vw_cmd c) {
     case VW_CMD_BACK:
         v->search.active = 0; /* n and N are the stalls' again */
         v->ruler.marked = 0;
+        v->ruler.what[0] = '\0';
         v->detail = 0;
         v->stalls.show_site = 0;
         v->stalls.worst_pos = -1;
@@ -272,8 +273,23 @@ int vw_mouse(vw_state *v, const st_store *s, int w, int h, int kind, int x, int 
         vw_state_settle(v, s, w, h);
         return VW_ACT_REDRAW;
     }
+    if (kind == VW_MOUSE_RELEASE) { /* a drag across the timeline marks and measures its span */
+        int was = v->ruler.pressing;
+        v->ruler.pressing = 0;
+        int dx = x - v->ruler.press_x;
+        if (!was || !in_tl || (dx < 2 && dx > -2))
+            return VW_ACT_NONE;
+        vw__mark_measure(v, s, v->ruler.press < at ? v->ruler.press : at, v->ruler.press < at ? at : v->ruler.press);
+        if (v->mode == VW_LIVE)
+            v->follow = 0; /* the span stays in view */
+        vw_state_settle(v, s, w, h);
+        return VW_ACT_REDRAW;
+    }
     if (kind != VW_MOUSE_CLICK)
         return VW_ACT_NONE;
+    v->ruler.pressing = in_tl;
+    v->ruler.press = at;
+    v->ruler.press_x = x;
     if (in_tl || (y >= L.lanes.y && y < L.lanes.y + L.lanes.h)) {
         v->cursor_row = v->row_scroll + (y - L.lanes.y);
         if (in_tl)

@@ -77,6 +77,9 @@ void vw__header_free(vw_state *v);
 
 /* screen_ruler.c */
 void vw__render_ruler(const vw_state *v, vw_grid *g, const vw_layout *L);
+/* Marks [a, b) on the ruler and says in v->ruler.what what ran in it: GPU busy (the union of each
+ * GPU's work), host blocked (the union of each thread's blocking calls), kernels and calls. */
+void vw__mark_measure(vw_state *v, const st_store *s, uint64_t a, uint64_t b);
 void vw__render_steps(const st_store *s, const vw_state *v, vw_grid *g, const vw_layout *L, uint32_t producer);
 void vw__slow_step_cmd(vw_state *v, const vw_layout *L, vw_cmd c);
 

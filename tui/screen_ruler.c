@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void vw__render_ruler(const vw_state *v, vw_grid *g, const vw_layout *L) {
@@ -159,4 +160,100 @@ void vw__slow_step_cmd(vw_state *v, const vw_layout *L, vw_cmd c) {
     vw_fmt_dur(dw, sizeof dw, d, v->ascii);
     vw_fmt_dur(dm, sizeof dm, st->median_ns, v->ascii);
     snprintf(v->message, sizeof v->message, "step %" PRId64 ": %s, slow (median %s)", best->number, dw, dm);
+}
+
+/* ---- a dragged span, measured ---- */
+
+typedef struct span_list {
+    uint64_t (*iv)[2];
+    size_t n, cap;
+} span_list;
+
+static void span_add(span_list *l, uint64_t a, uint64_t b) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        uint64_t(*nv)[2] = realloc(l->iv, cap * sizeof *nv);
+        if (nv == NULL)
+            return; /* out of memory: the figure comes out short, never wrong in kind */
+        l->iv = nv;
+        l->cap = cap;
+    }
+    l->iv[l->n][0] = a;
+    l->iv[l->n][1] = b;
+    l->n++;
+}
+
+static int span_cmp(const void *x, const void *y) {
+    const uint64_t *a = x, *b = y;
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/* The length of the union of the spans gathered, which it empties. */
+static uint64_t span_union(span_list *l) {
+    qsort(l->iv, l->n, sizeof *l->iv, span_cmp);
+    uint64_t total = 0, s0 = 0, s1 = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (i == 0 || l->iv[i][0] > s1) {
+            total += s1 - s0;
+            s0 = l->iv[i][0];
+            s1 = l->iv[i][1];
+        } else if (l->iv[i][1] > s1) {
+            s1 = l->iv[i][1];
+        }
+    }
+    total += s1 - s0;
+    l->n = 0;
+    return total;
+}
+
+#define MARK_LOOK_BACK 256 /* events before a lane's first start in the span that may still cover it */
+
+void vw__mark_measure(vw_state *v, const st_store *s, uint64_t a, uint64_t b) {
+    v->ruler.marked = 1;
+    v->ruler.mark0 = a;
+    v->ruler.mark1 = b;
+    uint64_t to = v->now < b ? v->now : b; /* a replay shows nothing after now */
+    span_list l = {0};
+    uint64_t busy = 0, blocked = 0, kernels = 0, calls = 0;
+    size_t n_lanes = st_lane_count(s), gpus = 0;
+    for (size_t i = 0; i < n_lanes; i++) {
+        const st_lane_info *li = st_lane_get(s, i);
+        if (li->kind == ST_LANE_NVTX)
+            continue;
+        size_t n, k = st_lane_lower_bound(s, i, a);
+        const st_event *ev = st_lane_events(s, i, &n);
+        for (k = k > MARK_LOOK_BACK ? k - MARK_LOOK_BACK : 0; k < n && ev[k].start < to; k++) {
+            const st_event *e = &ev[k];
+            if (e->end <= a && !(e->start == e->end && e->start >= a))
+                continue;
+            uint64_t s0 = e->start > a ? e->start : a, s1 = e->end < to ? e->end : to;
+            if (li->kind == ST_LANE_STREAM) {
+                kernels += e->kind == TP_K_KERNEL;
+                if (e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET)
+                    span_add(&l, s0, s1);
+            } else if (e->kind == TP_K_API) {
+                calls++;
+                if (e->flags & TP_F_BLOCKING)
+                    span_add(&l, s0, s1);
+            }
+        }
+        /* a GPU's streams come one after another: its work is one union; a thread's calls another */
+        const st_lane_info *nx = i + 1 < n_lanes ? st_lane_get(s, i + 1) : NULL;
+        if (li->kind == ST_LANE_THREAD)
+            blocked += span_union(&l);
+        else if (nx == NULL || nx->kind != ST_LANE_STREAM || nx->producer != li->producer || nx->device != li->device) {
+            busy += span_union(&l);
+            gpus++;
+        }
+    }
+    free(l.iv);
+    uint64_t len = b - a;
+    char dl[32], db[32], dh[32];
+    vw_fmt_dur(dl, sizeof dl, len, v->ascii);
+    vw_fmt_dur(db, sizeof db, busy, v->ascii);
+    vw_fmt_dur(dh, sizeof dh, blocked, v->ascii);
+    snprintf(v->ruler.what, sizeof v->ruler.what,
+             " selected %s: GPU busy %s (%.1f%%), host blocked %s, %" PRIu64 " kernel%s, %" PRIu64 " call%s  (esc clears)",
+             dl, db, len && gpus ? 100.0 * (double)busy / ((double)len * (double)gpus) : 0.0, dh, kernels,
+             kernels == 1 ? "" : "s", calls, calls == 1 ? "" : "s");
 }

@@ -69,7 +69,7 @@ term *term_open(const term_opts *o, err_msg *err) {
     keypad(stdscr, TRUE);
     nodelay(stdscr, TRUE);
     curs_set(0);
-    mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED | BUTTON5_PRESSED | BUTTON_CTRL, NULL);
+    mousemask(BUTTON1_PRESSED | BUTTON1_RELEASED | BUTTON1_CLICKED | BUTTON4_PRESSED | BUTTON5_PRESSED | BUTTON_CTRL, NULL);
     mouseinterval(0);
     getmaxyx(stdscr, t->h, t->w);
     t->full = 1;
@@ -160,6 +160,8 @@ int term_read(term *t, int *key, int *kind, int *x, int *y) {
                 *kind = VW_MOUSE_WHEEL_DOWN;
             else if (me.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED))
                 *kind = VW_MOUSE_CLICK;
+            else if (me.bstate & BUTTON1_RELEASED) /* the end of a drag */
+                *kind = VW_MOUSE_RELEASE;
             else
                 return TERM_NONE;
             if (me.bstate & BUTTON_CTRL)

@@ -1287,3 +1287,85 @@ TEST(attach_to_a_demo_pid_shows_it_live) {
     kill(demo, SIGINT);
     ASSERT_EQ(task_wait_exit(demo, 20), 0);
 }
+
+/* ---- the mouse: a drag across the timeline ---- */
+
+/* Sends the bytes as typed (send-keys -l), not through a shell: mouse reports hold ESC. */
+static void send_raw(const char *bytes) {
+    pid_t p = fork();
+    ASSERT(p >= 0);
+    if (p == 0) {
+        execlp("tmux", "tmux", "-L", sock, "send-keys", "-l", bytes, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* A report of the left button (b 0: pressed, 3: released) at column x, row y (from 0), as an xterm
+ * in its normal tracking mode sends it (the viewer's ncurses asked for it): ESC [ M and three bytes. */
+static void mouse_at(int b, int x, int y) {
+    ASSERT(x + 33 < 127 && y + 33 < 127);
+    char seq[8] = {'\x1b', '[', 'M', (char)(32 + b), (char)(33 + x), (char)(33 + y), 0};
+    send_raw(seq);
+}
+
+/* The row of the screen that holds needle and, in it, the column (in characters) after the first
+ * lane separator: where the timeline starts. */
+static void timeline_at(const char *scr, const char *needle, int *x, int *y) {
+    const char *p = strstr(scr, needle);
+    ASSERT_NOT_NULL(p);
+    *y = 0;
+    const char *l = scr;
+    for (const char *q = scr; q < p; q++)
+        if (*q == '\n') {
+            (*y)++;
+            l = q + 1;
+        }
+    const char *bar = strstr(l, "\xe2\x94\x82"); /* U+2502 */
+    ASSERT(bar != NULL && bar < strchr(l, '\n'));
+    char pre[512];
+    snprintf(pre, sizeof pre, "%.*s", (int)(bar - l), l);
+    *x = (int)utf8_len(pre) + 1;
+}
+
+TEST(replay_drag_across_the_timeline_measures_the_span_and_esc_clears_it) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    /* the whole sample in view, dragged from the timeline's first column to the pane's last: every
+     * kernel and CUDA call of the trace is in the span, as many as its JSON has rows of them */
+    char cmd[2048], path[1024];
+    snprintf(path, sizeof path, "%s/resnet_2080ti_two_threads.json.gz", KINETO_TRACE_DIR);
+    snprintf(cmd, sizeof cmd, "%s replay %s", task_synctop(), path);
+    unsigned long long kernels = 0, calls = 0;
+    const char *count = sh("gzip -dc %s | grep -c '\"cat\": \"kernel\"'", path);
+    kernels = strtoull(count, NULL, 10);
+    count = sh("gzip -dc %s | grep -c '\"cat\": \"cuda_runtime\"'", path);
+    calls = strtoull(count, NULL, 10);
+    ASSERT(kernels > 0 && calls > 0);
+    tmux_start(cmd, 90, 40);
+    const char *scr = wait_for("stream 7");
+    wait_for("REPLAY");
+    ASSERT(strstr(scr, "selected ") == NULL);
+    int x = 0, y = 0;
+    timeline_at(scr, "stream 7", &x, &y);
+    mouse_at(0, x, y);
+    mouse_at(3, 89, y);
+    char want[128];
+    snprintf(want, sizeof want, "%llu kernels, %llu calls", kernels, calls);
+    scr = wait_for(want);
+    ASSERT_STR_CONTAINS(scr, " selected ");
+    ASSERT_STR_CONTAINS(scr, "GPU busy ");
+    ASSERT_STR_CONTAINS(scr, "host blocked ");
+    /* a click without a drag marks nothing */
+    keys("Escape");
+    wait_gone(" selected ");
+    mouse_at(0, x + 10, y);
+    mouse_at(3, x + 10, y);
+    usleep(300000);
+    ASSERT(strstr(capture(), " selected ") == NULL);
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+}

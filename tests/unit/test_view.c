@@ -2349,3 +2349,94 @@ TEST(operators_change_nothing_the_analysis_says) {
         }
     }
 }
+
+/* ---- a dragged span ---- */
+
+/* One GPU with two streams whose kernels overlap, two threads with blocking calls, times in units
+ * of U ns: stream 1 runs [100, 300) and [600, 700), stream 2 [200, 400); thread 1 blocks in
+ * [250, 550) and calls without blocking at [800, 810); thread 2 blocks in [500, 520). */
+#define U 10000ull
+static st_store *drag_store(void) {
+    st_store *s = st_store_new(NULL);
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 7});
+    tp_process p = {.kind = TP_K_PROCESS, .device = TP_NO_DEVICE, .pid = 7, .rank = -1, .world = -1,
+                    .cmdline = tp_enc_intern_cstr(enc, "drag")};
+    tp_device d = {.kind = TP_K_DEVICE, .device = 0, .name = tp_enc_intern_cstr(enc, "GPU")};
+    tp_stream s1 = {.kind = TP_K_STREAM, .device = 0, .stream = 1}, s2 = {.kind = TP_K_STREAM, .device = 0, .stream = 2};
+    tp_thread t1 = {.kind = TP_K_THREAD, .device = TP_NO_DEVICE, .tid = 7, .pid = 7};
+    tp_thread t2 = {.kind = TP_K_THREAD, .device = TP_NO_DEVICE, .tid = 8, .pid = 7};
+    const void *meta[] = {&p, &d, &s1, &s2, &t1, &t2};
+    for (size_t i = 0; i < 6; i++)
+        ASSERT_OK(tp_enc_add(enc, meta[i]));
+    uint32_t k = tp_enc_intern_cstr(enc, "k"), sync = tp_enc_intern_cstr(enc, "cudaStreamSynchronize"),
+             launch = tp_enc_intern_cstr(enc, "cudaLaunchKernel");
+    tp_kernel ks[3] = {{.kind = TP_K_KERNEL, .device = 0, .stream = 1, .start = 100 * U, .end = 300 * U, .name = k},
+                       {.kind = TP_K_KERNEL, .device = 0, .stream = 2, .start = 200 * U, .end = 400 * U, .name = k},
+                       {.kind = TP_K_KERNEL, .device = 0, .stream = 1, .start = 600 * U, .end = 700 * U, .name = k}};
+    tp_api as[3] = {{.kind = TP_K_API, .flags = TP_F_BLOCKING, .device = 0, .tid = 7, .start = 250 * U, .end = 550 * U,
+                     .name = sync},
+                    {.kind = TP_K_API, .flags = TP_F_BLOCKING, .device = 0, .tid = 8, .start = 500 * U, .end = 520 * U,
+                     .name = sync},
+                    {.kind = TP_K_API, .device = 0, .tid = 7, .start = 800 * U, .end = 810 * U, .name = launch}};
+    for (size_t i = 0; i < 3; i++) {
+        ASSERT_OK(tp_enc_add(enc, &ks[i]));
+        ASSERT_OK(tp_enc_add(enc, &as[i]));
+    }
+    add_enc(s, enc);
+    tp_enc_destroy(&enc);
+    st_store_commit(s);
+    return s;
+}
+
+/* |[x0, x1) within [a, b)| */
+static uint64_t clip(uint64_t x0, uint64_t x1, uint64_t a, uint64_t b) {
+    uint64_t lo = x0 > a ? x0 : a, hi = x1 < b ? x1 : b;
+    return hi > lo ? hi - lo : 0;
+}
+
+static void expect_drag(fixture *f, int w, int h, int c0, int c1) {
+    vw_layout L;
+    vw_layout_for(&f->v, f->s, w, h, &L);
+    vw_mouse(&f->v, f->s, w, h, VW_MOUSE_CLICK, L.timeline.x + c0, L.lanes.y + 1);
+    vw_mouse(&f->v, f->s, w, h, VW_MOUSE_RELEASE, L.timeline.x + c1, L.lanes.y + 2);
+    ASSERT(f->v.ruler.marked);
+    uint64_t a = f->v.ruler.mark0, b = f->v.ruler.mark1;
+    ASSERT(a < b);
+    /* by hand: the GPU's work is [100, 400) and [600, 700) (its streams' union); thread 1 blocks in
+     * [250, 550), thread 2 in [500, 520) */
+    uint64_t busy = clip(100 * U, 400 * U, a, b) + clip(600 * U, 700 * U, a, b);
+    uint64_t blocked = clip(250 * U, 550 * U, a, b) + clip(500 * U, 520 * U, a, b);
+    int kernels = (a < 300 * U && b > 100 * U) + (a < 400 * U && b > 200 * U) + (a < 700 * U && b > 600 * U);
+    int calls = (a < 550 * U && b > 250 * U) + (a < 520 * U && b > 500 * U) + (a < 810 * U && b > 800 * U);
+    char dl[32], db[32], dh[32], want[256];
+    vw_fmt_dur(dl, sizeof dl, b - a, 0);
+    vw_fmt_dur(db, sizeof db, busy, 0);
+    vw_fmt_dur(dh, sizeof dh, blocked, 0);
+    snprintf(want, sizeof want, " selected %s: GPU busy %s (%.1f%%), host blocked %s, %d kernel%s, %d call%s", dl, db,
+             100.0 * (double)busy / (double)(b - a), dh, kernels, kernels == 1 ? "" : "s", calls, calls == 1 ? "" : "s");
+    ASSERT_STR_CONTAINS(f->v.ruler.what, want);
+    render(f, w, h);
+    ASSERT(screen_has(&f->g, want));
+}
+
+TEST(a_drag_across_the_timeline_measures_what_ran_in_its_span) {
+    fixture f;
+    fixture_open(&f, drag_store());
+    render(&f, 120, 40);
+    vw_layout L;
+    vw_layout_for(&f.v, f.s, 120, 40, &L);
+    /* the whole trace, from right to left; then a span that cuts kernels and calls in two */
+    expect_drag(&f, 120, 40, L.timeline.w - 1, 0);
+    ASSERT_STR_CONTAINS(f.v.ruler.what, "3 kernels, 3 calls");
+    expect_drag(&f, 120, 40, L.timeline.w / 4, L.timeline.w / 2);
+    /* esc clears it; a click without a drag marks nothing */
+    key(&f, VW_KEY_ESC);
+    ASSERT(!f.v.ruler.marked);
+    render(&f, 120, 40);
+    ASSERT(!screen_has(&f.g, " selected "));
+    vw_mouse(&f.v, f.s, 120, 40, VW_MOUSE_CLICK, L.timeline.x + 10, L.lanes.y + 1);
+    vw_mouse(&f.v, f.s, 120, 40, VW_MOUSE_RELEASE, L.timeline.x + 11, L.lanes.y + 1);
+    ASSERT(!f.v.ruler.marked);
+    fixture_close(&f);
+}
+#undef U

@@ -36,7 +36,7 @@
 #include "viewer.h"
 
 #define DEMO_TRACE "resnet_2080ti_two_threads.json.gz" /* 30 ResNet steps, 16 s, stalls of every kind */
-#define DEMO_MAX_EVENTS (8u << 20)  /* events of the trace played (about 64 bytes each, kept whole) */
+#define DEMO_MAX_EVENTS (4u << 20)  /* events of the trace played (about 64 bytes each, kept whole) */
 #define DEMO_MAX_STRINGS (4u << 20) /* string ids of the trace */
 #define DEMO_ROUND_NS 50000000ull   /* a round of the publisher: what is due goes out */
 #define DEMO_SHIP_BYTES (1u << 20)  /* a batch goes once it holds this much, as the tracer's */
@@ -674,8 +674,6 @@ static int cmd_demo(int argc, char **argv) {
         verb_signals_catch(&saved);
         demo_play(&p, argc, argv, a.trace);
         verb_signals_restore(&saved);
-        verb_say("demo", "ended: %" PRIu64 " events in %" PRIu64 " batches, %" PRIu64 " loop%s played", p.sent_events,
-                 p.sent_batches, p.loop, p.loop == 1 ? "" : "s");
         rc = 0;
     } else {
         pthread_t th;
@@ -684,14 +682,22 @@ static int cmd_demo(int argc, char **argv) {
             rc = verb_error("demo", "cannot start the publisher's thread: %s", strerror(errno));
         } else {
             const char *eps[1] = {ep};
+            /* Ctrl-C ends the view as q does, so that the publisher sends its last batch. */
             viewer_opts vo = {.ascii = a.ascii, .mono = a.mono, .verb = "demo",
-                              .server_key = a.key ? keys.public_key : NULL, .client_key = a.key ? &keys : NULL};
+                              .server_key = a.key ? keys.public_key : NULL, .client_key = a.key ? &keys : NULL,
+                              .stop = &verb_stop_signal};
             viewer_result vres;
+            verb_signals saved;
+            verb_signals_catch(&saved);
             rc = verb_viewer_done("demo", viewer_run_live(eps, 1, &vo, &vres), &vres, NULL);
             atomic_store(&p.stop, 1);
             pthread_join(th, NULL);
+            verb_signals_restore(&saved);
         }
     }
+    if (rc == 0)
+        verb_say("demo", "ended: %" PRIu64 " events in %" PRIu64 " batches, %" PRIu64 " whole loop%s played",
+                 p.sent_events, p.sent_batches, p.loop, p.loop == 1 ? "" : "s");
     tp_pub_set_linger(p.pub, DEMO_LINGER_MS);
     tp_pub_destroy(&p.pub);
     tp_buf_free(&p.batch);

@@ -842,6 +842,8 @@ static int viewer_loop(viewer *w) {
             snprintf(w->err, sizeof w->err, "%s", werr.msg);
             return 1;
         }
+        if (w->o->stop != NULL && *w->o->stop)
+            return 0;
         dirty |= viewer_say(w);
         int act = viewer_input(w); /* input first: a key is never kept waiting behind a flood of batches */
         if (act == VW_ACT_QUIT)

@@ -27,6 +27,7 @@
 #ifndef SYNCTOP_VIEWER_H
 #define SYNCTOP_VIEWER_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,6 +65,9 @@ typedef struct viewer_opts {
      * live session's window), before it is freed; or NULL. */
     void (*on_close)(void *ctx, st_store *s);
     void *on_close_ctx;
+    /* When set (by a caught SIGINT or SIGTERM), the session ends as q ends it; or NULL, and ncurses'
+     * own handler ends the process on Ctrl-C. */
+    volatile sig_atomic_t *stop;
 } viewer_opts;
 
 /* What a viewer session ended with. */

@@ -173,7 +173,7 @@ TEST(demo_recorded_holds_the_samples_stalls_once_per_loop) {
     ASSERT_EQ(task_wait_exit(demo, 30), 0);
     char *said = task_slurp(err);
     ASSERT_STR_CONTAINS(said, "a viewer connected: playing");
-    ASSERT_STR_CONTAINS(said, "2 loops played");
+    ASSERT_STR_CONTAINS(said, "2 whole loops played");
     free(said);
     check_recording(trace, 2, started);
     /* the process record says what it is */

@@ -129,8 +129,10 @@ void vw_state_settle(vw_state *v, const st_store *s, int w, int h) {
     if (v->follow && v->mode == VW_LIVE && v->now == UINT64_MAX) {
         v->t1 = v->end + width / 50;
         v->t0 = v->t1 > width ? v->t1 - width : 0;
-    } else if (v->follow && v->mode == VW_REPLAY && v->now != UINT64_MAX && (shown > v->t1 || shown < v->t0)) {
-        /* replay: the moving "now" pages the window forward, like a chart recorder */
+    } else if (v->follow && v->mode == VW_REPLAY && v->now != UINT64_MAX && !v->paused &&
+               (shown > v->t1 || shown < v->t0)) {
+        /* replay: the moving "now" pages the window forward, like a chart recorder, at any zoom;
+         * paused, the window is the user's to move */
         v->t0 = shown > width / 10 ? shown - width / 10 : 0;
         if (v->t0 < v->origin)
             v->t0 = v->origin;

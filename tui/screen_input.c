@@ -98,9 +98,7 @@ static void move_cmd(vw_state *v, const vw_layout *L, vw_cmd c, uint64_t colw) {
 static void window_cmd(vw_state *v, vw_cmd c, int cols) {
     switch (c) {
     case VW_CMD_ZOOM_IN:
-        zoom(v, v->cursor, 0.5, (uint64_t)cols);
-        if (v->mode == VW_REPLAY)
-            v->follow = 0;
+        zoom(v, v->cursor, 0.5, (uint64_t)cols); /* a replay playing still follows its playhead */
         break;
     case VW_CMD_ZOOM_OUT:
         zoom(v, v->cursor, 2.0, (uint64_t)cols);
@@ -257,8 +255,6 @@ int vw_mouse(vw_state *v, const st_store *s, int w, int h, int kind, int x, int 
     kind &= ~VW_MOUSE_CTRL;
     if ((kind == VW_MOUSE_WHEEL_UP || kind == VW_MOUSE_WHEEL_DOWN) && ctrl) { /* ctrl+wheel zooms at the pointer */
         zoom(v, at, kind == VW_MOUSE_WHEEL_UP ? 0.5 : 2.0, (uint64_t)L.timeline.w);
-        if (v->mode == VW_REPLAY && kind == VW_MOUSE_WHEEL_UP)
-            v->follow = 0;
         vw_state_settle(v, s, w, h);
         return VW_ACT_REDRAW;
     }

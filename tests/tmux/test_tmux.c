@@ -1371,3 +1371,61 @@ TEST(replay_drag_across_the_timeline_measures_the_span_and_esc_clears_it) {
     scr = wait_for("EXITED");
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
 }
+
+/* The ruler's row (the third of the screen). */
+static void ruler_row(const char *scr, char *out, size_t n) {
+    const char *l = scr;
+    for (int i = 0; i < 2 && l; i++) {
+        l = strchr(l, '\n');
+        l = l ? l + 1 : NULL;
+    }
+    ASSERT_NOT_NULL(l);
+    const char *e = strchr(l, '\n');
+    snprintf(out, n, "%.*s", (int)(e ? e - l : (long)strlen(l)), l);
+}
+
+TEST(replay_playing_follows_the_playhead_when_zoomed_in) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s replay --play %s/resnet_2080ti_two_threads.json.gz", task_synctop(),
+             KINETO_TRACE_DIR);
+    tmux_start(cmd, 120, 40);
+    wait_for("REPLAY");
+    /* zoomed in to a sixteenth of the trace: the playhead leaves the window within a second or two,
+     * and the window pages after it, again and again */
+    keys("+ + + +");
+    char a[1024], b[1024];
+    const char *scr = wait_for("stream 7");
+    ruler_row(scr, a, sizeof a);
+    for (int pages = 0; pages < 2;) {
+        double t0 = now_s();
+        for (;;) {
+            scr = capture();
+            ruler_row(scr, b, sizeof b);
+            if (strcmp(a, b) != 0)
+                break;
+            if (now_s() - t0 > WAIT_S)
+                TASK_FAIL_("the window stayed where it was while the replay played on:\n%s", scr);
+            usleep(100000);
+        }
+        snprintf(a, sizeof a, "%s", b);
+        pages++;
+    }
+    /* paused, the window is the user's: it pans away from the playhead and stays there */
+    keys("Space");
+    wait_for("REPLAY \xe2\x8f\xb8"); /* ⏸ */
+    ruler_row(capture(), a, sizeof a);
+    keys("H H");
+    for (double t0 = now_s(); ruler_row(capture(), b, sizeof b), strcmp(a, b) == 0; usleep(100000))
+        if (now_s() - t0 > WAIT_S)
+            TASK_FAIL_("H did not pan the paused replay:\n%s", capture());
+    usleep(300000);
+    ruler_row(capture(), a, sizeof a);
+    usleep(1500000);
+    ruler_row(capture(), b, sizeof b);
+    ASSERT_STR_EQ(a, b);
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+}

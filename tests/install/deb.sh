@@ -87,6 +87,7 @@ check_report
 check_run
 check_replay
 check_attach
+check_demo
 INSIDE
 # shellcheck disable=SC2016 # expanded by the inner shell
 unshare --mount sh -c '

@@ -134,3 +134,22 @@ check_attach() {
     wait "$target" || fail "the target program failed after attach: $(cat "$WORK/target.out")"
     say "attach: loaded the tracer into process $target, showed it live, stopped it"
 }
+
+# `synctop demo` plays the sample trace installed with it (not the source tree's) live, and
+# `synctop report PID` records one loop of it to its end.
+check_demo() {
+    "$SYNCTOP" demo --no-tui --loops 1 --speed 1000 >"$WORK/demo.out" 2>&1 </dev/null &
+    demo=$!
+    i=0
+    until grep -q "publishing" "$WORK/demo.out" 2>/dev/null; do
+        i=$((i + 1))
+        [ "$i" -lt 600 ] || fail "synctop demo did not start: $(cat "$WORK/demo.out")"
+        sleep 0.1
+    done
+    grep -q "publishing .*/share/synctop/traces/resnet_2080ti_two_threads.json.gz" "$WORK/demo.out" ||
+        fail "synctop demo does not play the installed sample: $(cat "$WORK/demo.out")"
+    "$SYNCTOP" report "$demo" --wait 30 >"$WORK/demo.report" 2>&1 || fail "synctop report of the demo: $(cat "$WORK/demo.report")"
+    wait "$demo" || fail "synctop demo failed: $(cat "$WORK/demo.out")"
+    grep -q "cudaStreamSynchronize" "$WORK/demo.report" || fail "the demo's report names no cudaStreamSynchronize"
+    say "demo: played the installed sample live, and report recorded it"
+}

@@ -34,6 +34,6 @@ mkdir -p "$WORK/empty"
 export SYNCTOP="$prefix/bin/synctop" AUX WORK TRACE TRACE_REPORT
 # shellcheck disable=SC2016 # expanded by the inner shell
 $NS sh -c 'mount --bind "$WORK/empty" "$1" && cd "$WORK" && . "$2/lib.sh" &&
-    [ ! -e "$1/synctop" ] && check_report && check_run && check_replay && check_attach' \
+    [ ! -e "$1/synctop" ] && check_report && check_run && check_replay && check_attach && check_demo' \
     sh "$build" "$here" || fail "a check failed with the build tree hidden"
-say "installed into a prefix, moved it, hid the build tree: run, attach, replay and report work"
+say "installed into a prefix, moved it, hid the build tree: run, attach, replay, report and demo work"

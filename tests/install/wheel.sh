@@ -81,7 +81,7 @@ $NS sh -c '
     . "$WORK/lib.sh" && cd "$WORK" &&
     { mount --bind "$WORK/empty" "$2" && mount --bind "$WORK/empty" "$1" || fail "cannot hide the trees"; } &&
     [ ! -e "$1/CMakeLists.txt" ] && [ ! -e "$2/wheel" ] &&
-    check_report && check_run && check_replay && check_attach &&
+    check_report && check_run && check_replay && check_attach && check_demo &&
     SYNCTOP_STANDIN="$3/nvidia/cu13/lib/libcupti.so.13" HARNESS_PRELOAD="$3/torch/lib/libtorch_cuda.so" \
         HARNESS_LATE_STANDIN=1 "$SYNCTOP" run -- "$AUX/tracer_harness_plain" "$WORK/run.script" \
         >"$WORK/torch.out" 2>&1 </dev/null; rc=$?

@@ -154,16 +154,17 @@ static int stream_places(nccl_k *k, size_t nk) {
             f[ns - 1].first = k[i].start;
     }
     qsort(f, ns, sizeof *f, sfirst_cmp);
-    for (size_t i = 0; i < nk; i++) {
-        uint32_t place = 0;
-        for (size_t j = 0; j < ns; j++) {
-            if (f[j].producer != k[i].producer)
-                continue;
-            if (f[j].stream == k[i].stream)
-                break;
+    /* a run of k is one process's stream: its place is its index among that process's entries of f */
+    for (size_t a = 0, b, j = 0; a < nk; a = b) {
+        uint32_t producer = k[a].producer, stream = k[a].stream, place = 0;
+        for (b = a + 1; b < nk && k[b].producer == producer && k[b].stream == stream; b++)
+            ;
+        while (j < ns && f[j].producer < producer)
+            j++;
+        for (size_t x = j; x < ns && f[x].producer == producer && f[x].stream != stream; x++)
             place++;
-        }
-        k[i].stream = place;
+        for (size_t i = a; i < b; i++)
+            k[i].stream = place;
     }
     free(f);
     return 0;

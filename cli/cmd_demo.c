@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "kineto.h"
 #include "load.h"
 #include "nsys.h"
@@ -96,14 +97,8 @@ typedef struct demo_batches {
 
 static int demo_collect(void *ctx, const void *batch, size_t len, err_msg *err) {
     demo_batches *bs = ctx;
-    if (bs->n == bs->cap) {
-        size_t cap = bs->cap ? bs->cap * 2 : 64;
-        tp_buf *nb = realloc(bs->b, cap * sizeof *nb);
-        if (nb == NULL)
-            return err_set(err, ERR_NOMEM, "out of memory");
-        bs->b = nb;
-        bs->cap = cap;
-    }
+    if (CM_GROW(bs->b, bs->cap, bs->n + 1))
+        return err_set(err, ERR_NOMEM, "out of memory");
     tp_buf *b = &bs->b[bs->n];
     memset(b, 0, sizeof *b);
     if (tp_buf_append(b, batch, len) != 0)
@@ -128,9 +123,7 @@ static int demo_read_batches(const char *path, demo_batches *bs, err_msg *err) {
     case INGEST_KINETO: return kineto_import(path, &io, demo_collect, bs, NULL, err);
     case INGEST_NSYS: return nsys_import(path, &io, demo_collect, bs, NULL, err);
     case INGEST_TRACE: break;
-    default:
-        return err_set(err, ERR_MALFORMED, "%s: not a trace synctop reads (a trace file, profiler JSON or an nsys "
-                                           "export)", path);
+    default: return ingest_unreadable(path, err);
     }
     tp_freader *r = tp_freader_open(path, err);
     if (r == NULL)
@@ -155,14 +148,8 @@ static int demo_read_batches(const char *path, demo_batches *bs, err_msg *err) {
 }
 
 static int demo_push(tp_record **arr, size_t *n, size_t *cap, const tp_record *r) {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 4096;
-        tp_record *na = realloc(*arr, c * sizeof *na);
-        if (na == NULL)
-            return ERR_NOMEM;
-        *arr = na;
-        *cap = c;
-    }
+    if (CM_GROW(*arr, *cap, *n + 1))
+        return ERR_NOMEM;
     (*arr)[(*n)++] = *r;
     return 0;
 }

@@ -289,6 +289,7 @@ ingest_loader *ingest_open_many(st_store *s, const char *const *paths, size_t n,
         err_set(err, ERR_NOMEM, "out of memory");
         return NULL;
     }
+    ld->part_prods[0] = (uint32_t)st_producer_count(s);
     for (size_t i = 0; i < n; i++) {
         if ((ld->parts[i] = ingest_open_max(s, paths[i], max_events, warn, ctx, err)) == NULL) {
             ingest_close(&ld);
@@ -371,13 +372,13 @@ static void align_parts(ingest_loader *ld) {
 int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
     if (ld->parts != NULL) {
         while (ld->cur < ld->n_parts) {
-            if (ld->part_prods[2 * ld->cur + 1] == 0)
-                ld->part_prods[2 * ld->cur] = (uint32_t)st_producer_count(ld->s);
             int r = ingest_step(ld->parts[ld->cur], budget_s, err);
             ld->part_prods[2 * ld->cur + 1] = (uint32_t)st_producer_count(ld->s);
             if (r <= 0)
                 return r;
             ld->cur++;
+            if (ld->cur < ld->n_parts) /* the next part's producers come after this one's */
+                ld->part_prods[2 * ld->cur] = ld->part_prods[2 * ld->cur - 1];
             if (ld->cur >= ld->n_parts)
                 align_parts(ld);
             if (budget_s > 0)

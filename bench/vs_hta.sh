@@ -70,17 +70,17 @@ best() { sort -g | head -n 1; }
 
 if [ $# -eq 0 ]; then
     for f in samples/traces/kineto/*.json.gz; do
-        [ "$(gzip -dc "$f" | wc -c)" -ge 5000000 ] && set -- "$@" "$f"
+        [ "$(gzip -dcf "$f" | wc -c)" -ge 5000000 ] && set -- "$@" "$f"
     done
 fi
 
 printf '%-38s %9s %9s %10s %9s %9s %10s %9s\n' trace "JSON MB" "--hta s" "HTA s" "x (e2e)" "x (work)" "report s" "x (e2e)"
 lowest=
 for f in "$@"; do
-    t=$(basename "$f" .json.gz)
+    t=$(basename "${f%.gz}" .json)
     mkdir -p "$tmp/$t"
     cp "$f" "$tmp/$t/"
-    mb=$(gzip -dc "$f" | wc -c | awk '{printf "%.1f", $1 / 1e6}')
+    mb=$(gzip -dcf "$f" | wc -c | awk '{printf "%.1f", $1 / 1e6}')
     : >"$tmp/s"
     : >"$tmp/r"
     : >"$tmp/h"

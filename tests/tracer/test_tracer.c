@@ -1285,6 +1285,195 @@ TEST(tracer_does_not_measure_a_call_it_did_not_see_begin) {
     tp_sub_destroy(&sub);
 }
 
+/* ---- the stand-in as the real CUPTI behaves ---- */
+
+/* The index of the kernel record of that name, or -1. */
+static long kernel_index(const model *m, const char *name) {
+    for (size_t i = 0; i < m->n; i++)
+        if (m->recs[i].head.kind == TP_K_KERNEL && strcmp(str(m, m->recs[i].kernel.name), name) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* CUPTI's worker thread hands over the records of device work when it has collected them, from a
+ * thread of its own, after the synchronize that waited for that work has returned and been
+ * shipped: the kernel still comes out, in a later batch, with its launch's correlation id. */
+TEST(tracer_takes_records_cuptis_worker_hands_over_after_the_wait) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
+    ASSERT_EQ(run_harness("context_create 1\n"
+                          "worker on\n"
+                          "api domain=rt cbid=211 start=2000000000 end=2000001000 corr=5\n"
+                          "kernel name=late start=2000002000 end=2000900000 dev=0 ctx=1 stream=13 corr=5\n"
+                          "call domain=rt cbid=131 wait=900000 corr=6 site=1\n"
+                          "flush\n"
+                          "wait_flush\n"
+                          "collect\n"
+                          "flush\n"
+                          "wait_flush\n"
+                          "context_destroy 1\n",
+                          env),
+              0);
+    char *out = read_text(task_path("out.txt"));
+    ASSERT_STR_CONTAINS(out, " worker_buffers=1\n"); /* one buffer, from the worker's thread */
+    model m;
+    model_init(&m);
+    model_from_file(&m, task_path("trace.trace"));
+    ASSERT_EQ(m.ended, 1);
+    long k = kernel_index(&m, "late");
+    ASSERT_GE(k, 0);
+    ASSERT_EQ(m.recs[k].kernel.correlation, 5);
+    ASSERT_EQ(m.recs[k].kernel.end - m.recs[k].kernel.start, 898000);
+    const tp_record *launch = find_api(&m, 211, 5), *wait = find_api(&m, 131, 6);
+    ASSERT_NOT_NULL(launch);
+    ASSERT_NOT_NULL(wait);
+    ASSERT_EQ(wait->api.flags, TP_F_BLOCKING);
+    /* the wait was shipped before the kernel's record came */
+    ASSERT_LT(m.rec_seq[wait - m.recs], m.rec_seq[k]);
+    ASSERT_EQ(count_kind(&m, TP_K_KERNEL), 1);
+    model_free(&m);
+    free(out);
+}
+
+/* A profiler that asks for callbacks while the tracer is subscribed is refused
+ * (MULTIPLE_SUBSCRIBERS on CUDA 13.2 and older) and goes on without them, as Kineto does: the
+ * tracer's callbacks are still the ones called, before, during and after the profiler's session. */
+TEST(tracer_keeps_its_callbacks_when_a_profiler_subscribes_second) {
+    char record[512], script[2048];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
+    snprintf(script, sizeof script,
+             "context_create 1\n"
+             "call domain=rt cbid=131 wait=500000 corr=1 site=1\n"
+             "profiler_start subscribe\n"
+             "call domain=rt cbid=131 wait=600000 corr=2 site=2\n"
+             "profiler_stop\n"
+             "wait_kind %d 1\n"
+             "call domain=rt cbid=131 wait=700000 corr=3 site=3\n"
+             "context_destroy 1\n",
+             CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+    ASSERT_EQ(run_harness(script, env), 0);
+    char *out = read_text(task_path("out.txt"));
+    char want[64];
+    snprintf(want, sizeof want, " other_subscribe=%d ", CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+    ASSERT_STR_CONTAINS(out, want);
+    ASSERT_NULL(strstr(out, "other_records=0 ")); /* the profiler had its records (the twin) */
+    model m;
+    model_init(&m);
+    model_from_file(&m, task_path("trace.trace"));
+    for (uint32_t corr = 1; corr <= 3; corr++) {
+        const tp_record *a = find_api(&m, 131, corr);
+        ASSERT_NOT_NULL(a);
+        ASSERT_EQ(a->api.flags, TP_F_BLOCKING);
+        ASSERT_EQ(a->api.end - a->api.start, 400000 + 100000 * corr);
+        ASSERT_NE(a->api.callsite, 0);
+    }
+    ASSERT_EQ(count_api(&m, 131), 3);
+    model_free(&m);
+    free(out);
+}
+
+/* At exit, CUPTI's worker still holds device records it had not collected: it hands them over
+ * during CUPTI's own teardown, after the tracer's exit handler has flushed and stopped calling
+ * CUPTI. The tracer still ships them before its last batch, and calls nothing in CUPTI then. */
+TEST(tracer_keeps_what_cuptis_worker_hands_over_during_exit) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
+    ASSERT_EQ(run_harness("context_create 1\n"
+                          "worker on\n"
+                          "kernel name=at_exit start=2000000000 end=2000400000 corr=1\n"
+                          "call domain=rt cbid=131 wait=500000 corr=2 site=1\n",
+                          env),
+              0);
+    char *out = read_text(task_path("out.txt"));
+    char *err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(out, " worker_buffers=0\n"); /* nothing before exit */
+    ASSERT_STR_CONTAINS(out, "standin: teardown handed over 1 buffers\n");
+    ASSERT_STR_EQ(err, "");
+    model m;
+    model_init(&m);
+    model_from_file(&m, task_path("trace.trace"));
+    ASSERT_EQ(m.ended, 1);
+    ASSERT_GE(kernel_index(&m, "at_exit"), 0);
+    ASSERT_NOT_NULL(find_api(&m, 131, 2));
+    model_free(&m);
+    free(out);
+    free(err);
+}
+
+/* How far a libcupti steps over one record of a kind (cuptiActivityGetNextRecord over a record of
+ * that kind followed by small records at every 8 bytes), 0 when it refuses the kind. */
+static size_t walk_step(CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **), uint32_t kind) {
+    static uint64_t buf[256];
+    for (size_t w = 0; w < 256; w++)
+        buf[w] = CUPTI_ACTIVITY_KIND_CONTEXT; /* the kind, little-endian, then 4 bytes of 0 */
+    buf[0] = kind;
+    CUpti_Activity *rec = NULL;
+    if (next((uint8_t *)buf, sizeof buf, &rec) != CUPTI_SUCCESS ||
+        next((uint8_t *)buf, sizeof buf, &rec) != CUPTI_SUCCESS)
+        return 0;
+    return (size_t)((uint8_t *)rec - (uint8_t *)buf);
+}
+
+static CUptiResult (*next_record_of(void *h))(uint8_t *, size_t, CUpti_Activity **) {
+    union {
+        void *p;
+        CUptiResult (*f)(uint8_t *, size_t, CUpti_Activity **);
+    } u = {.p = dlsym(h, "cuptiActivityGetNextRecord")};
+    return u.f;
+}
+
+/* The stand-in writes each kind in the size the real libcupti steps over (the records the tracer
+ * reads, and those of other clients it must step over), and the real one's sizes are those of the
+ * structs the converter reads (CUPTI 13's headers): layouts anchored in the library, not copied
+ * from the headers twice. A kind neither knows (0, or past the last) is refused by both. */
+TEST(tracer_standin_lays_out_records_as_the_real_cupti_does) {
+    if (REAL_CUPTI[0] == '\0')
+        TASK_SKIP("no real libcupti found at configure time");
+    void *real = dlopen(REAL_CUPTI, RTLD_NOW | RTLD_LOCAL);
+    if (real == NULL)
+        TASK_FAIL_("cannot load %s: %s", REAL_CUPTI, dlerror());
+    void *standin = dlopen(STANDIN_SO, RTLD_NOW | RTLD_LOCAL);
+    if (standin == NULL)
+        TASK_FAIL_("cannot load %s: %s", STANDIN_SO, dlerror());
+    ASSERT(real != standin);
+    CUptiResult (*rn)(uint8_t *, size_t, CUpti_Activity **) = next_record_of(real);
+    CUptiResult (*sn)(uint8_t *, size_t, CUpti_Activity **) = next_record_of(standin);
+    ASSERT_NOT_NULL(rn);
+    ASSERT_NOT_NULL(sn);
+    ASSERT(rn != sn);
+    static const struct {
+        uint32_t kind;
+        size_t header;
+    } kinds[] = {
+        {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(CUpti_ActivityKernel10)},
+        {CUPTI_ACTIVITY_KIND_KERNEL, sizeof(CUpti_ActivityKernel10)},
+        {CUPTI_ACTIVITY_KIND_MEMCPY, sizeof(CUpti_ActivityMemcpy6)},
+        {CUPTI_ACTIVITY_KIND_MEMSET, sizeof(CUpti_ActivityMemset4)},
+        {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, sizeof(CUpti_ActivitySynchronization2)},
+        {CUPTI_ACTIVITY_KIND_RUNTIME, sizeof(CUpti_ActivityAPI)},
+        {CUPTI_ACTIVITY_KIND_DRIVER, sizeof(CUpti_ActivityAPI)},
+        {CUPTI_ACTIVITY_KIND_MARKER, sizeof(CUpti_ActivityMarker2)},
+        {CUPTI_ACTIVITY_KIND_CONTEXT, sizeof(CUpti_ActivityContext3)},
+        {CUPTI_ACTIVITY_KIND_STREAM, sizeof(CUpti_ActivityStream)},
+        {CUPTI_ACTIVITY_KIND_DEVICE, sizeof(CUpti_ActivityDevice5)},
+        {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, sizeof(CUpti_ActivityExternalCorrelation)},
+        {CUPTI_ACTIVITY_KIND_OVERHEAD, sizeof(CUpti_ActivityOverhead3)},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        size_t r = walk_step(rn, kinds[i].kind), s = walk_step(sn, kinds[i].kind);
+        if (r != kinds[i].header || s != r)
+            TASK_FAIL_("kind %u: the real libcupti steps %zu bytes, the stand-in %zu, the header's "
+                       "struct is %zu", kinds[i].kind, r, s, kinds[i].header);
+    }
+    ASSERT_EQ(walk_step(rn, 0), 0);
+    ASSERT_EQ(walk_step(sn, 0), 0);
+    ASSERT_EQ(walk_step(rn, 1000), 0);
+    ASSERT_EQ(walk_step(sn, 1000), 0);
+}
+
 /* ---- units ---- */
 
 TEST(tracer_cbid_tables) {

@@ -21,6 +21,12 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_LINES 4096
+#define MAX_KINDS 128 /* activity kinds known: CUPTI 13's, and NEWER_KIND */
+/* A kind of a CUPTI newer than the headers the tracer was built with: the library knows its size
+ * and walks past it, the tracer has never heard of it. */
+#define NEWER_KIND (CUPTI_ACTIVITY_KIND_COUNT + 8)
+#define NEWER_SIZE 48
+#define MAX_RECORD 256 /* bytes of the largest record written */
 #define MAX_SLOTS 64
 #define MAX_SITES 16
 
@@ -47,7 +53,7 @@ static struct {
     void *ud;
     int subscribed;
     int fail_subscribe;
-    uint8_t kinds[64];
+    uint8_t kinds[MAX_KINDS];
     int kernel_kind_ever; /* CUPTI_ACTIVITY_KIND_KERNEL was enabled at some point */
     uint8_t cb_on[4][1024];
     uint8_t domain_on[8];
@@ -69,6 +75,21 @@ static struct {
     atomic_int torn_down; /* CUPTI's own exit-time teardown has run */
     int nvtx_ready;       /* NVTX handed itself to this CUPTI (InitializeInjectionNvtx2) */
     int unwind_off;       /* callbacks run through a frame the unwinder cannot pass */
+    size_t kernel_size;   /* bytes of a kernel record ($SYNCTOP_STANDIN_KERNEL_SIZE: another version) */
+    /* CUPTI's worker thread (`worker on`): the device records it has not collected yet, and the
+     * collections asked for and done. */
+    pthread_t worker;
+    int worker_on;
+    pthread_cond_t worker_cv;
+    struct pending_rec {
+        size_t size;
+        uint8_t bytes[MAX_RECORD];
+    } *pending;
+    size_t n_pending, cap_pending;
+    unsigned collect_asked, collect_done;
+    atomic_int worker_buffers; /* buffers handed over on the worker thread */
+    atomic_int exit_buffers;   /* of them, during CUPTI's teardown at exit */
+    CUptiResult other_subscribe; /* what the other client's cuptiSubscribe returned (-1: none) */
     struct {
         uint32_t id, device;
         int alive;
@@ -89,11 +110,16 @@ static struct {
     int n_other;
     atomic_int other_records, other_unknown;
     int other_active;
-} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .child_status = -1, .all_sync = 1, .per_thread = 1};
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .child_status = -1, .all_sync = 1, .per_thread = 1,
+       .worker_cv = PTHREAD_COND_INITIALIZER, .other_subscribe = (CUptiResult)-1};
 
 __attribute__((constructor)) static void standin_init(void) {
     S.pid = getpid();
     atomic_init(&S.clock, 1000000000ull);
+    const char *ks = getenv("SYNCTOP_STANDIN_KERNEL_SIZE");
+    S.kernel_size = sizeof(CUpti_ActivityKernel10);
+    if (ks != NULL && atoi(ks) >= 16 && atoi(ks) <= MAX_RECORD)
+        S.kernel_size = (size_t)atoi(ks) & ~(size_t)7;
     for (int i = 0; i < MAX_SLOTS; i++)
         pthread_mutex_init(&S.slots[i].mu, NULL);
 }
@@ -147,8 +173,15 @@ EXPORT CUptiResult cuptiGetTimestamp(uint64_t *ts) {
 /* CUPTI's own teardown at exit (its destructors): registered when it is first used, so it runs
  * after the exit handlers its clients register later. It takes a while when asked
  * ($SYNCTOP_STANDIN_TEARDOWN_MS), as a window in which a call from the tracer would show. */
+static int worker_collect(void);
 static void teardown(void) {
     atomic_store(&S.torn_down, 1);
+    /* The device work the worker had not collected yet reaches the client now, from the worker
+     * thread, after the client's own exit handlers. */
+    if (S.worker_on && getpid() == S.pid && worker_collect() == 0) {
+        printf("standin: teardown handed over %d buffers\n", atomic_load(&S.exit_buffers));
+        fflush(stdout);
+    }
     const char *ms = getenv("SYNCTOP_STANDIN_TEARDOWN_MS");
     long v = ms ? atol(ms) : 0;
     if (v > 0) {
@@ -213,7 +246,7 @@ EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFu
 
 EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
     NOTE();
-    if ((unsigned)kind >= 64)
+    if ((unsigned)kind >= MAX_KINDS)
         return CUPTI_ERROR_INVALID_KIND;
     pthread_mutex_lock(&S.mu);
     S.kinds[kind] = 1;
@@ -225,7 +258,7 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
 
 EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
     NOTE();
-    if ((unsigned)kind >= 64)
+    if ((unsigned)kind >= MAX_KINDS)
         return CUPTI_ERROR_INVALID_KIND;
     pthread_mutex_lock(&S.mu);
     S.kinds[kind] = 0;
@@ -324,10 +357,13 @@ EXPORT int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t)) {
     return 1;
 }
 
+/* The size of a record of each kind, as the library that lays them out knows it: 0 for a kind it
+ * does not know, which cuptiActivityGetNextRecord refuses (CUPTI_ERROR_INVALID_KIND), as the real
+ * one does for kind 0 or a number beyond its own kinds. */
 static size_t record_size(CUpti_ActivityKind kind) {
-    switch (kind) {
+    switch ((int)kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return S.kernel_size;
     case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
@@ -337,6 +373,9 @@ static size_t record_size(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_CONTEXT: return sizeof(CUpti_ActivityContext3);
     case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
     case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
+    case NEWER_KIND: return NEWER_SIZE;
     default: return 0;
     }
 }
@@ -371,8 +410,14 @@ EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t str
 /* Hands a slot's buffer to the tracer, outside every stand-in lock (so that buffer callbacks from
  * several threads really do run at once). */
 static void complete(uint8_t *buf, size_t used) {
-    if (buf != NULL && S.comp != NULL)
-        S.comp(NULL, 0, buf, 0, used);
+    if (buf == NULL || S.comp == NULL)
+        return;
+    if (S.worker_on && pthread_equal(pthread_self(), S.worker)) {
+        atomic_fetch_add(&S.worker_buffers, 1);
+        if (atomic_load(&S.torn_down))
+            atomic_fetch_add(&S.exit_buffers, 1);
+    }
+    S.comp(NULL, 0, buf, 0, used);
 }
 
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
@@ -476,6 +521,119 @@ static void emit_as(const void *rec, size_t size, int running) {
 
 static void emit(const void *rec, size_t size) { emit_as(rec, size, 0); }
 
+/* ---- CUPTI's worker thread ---- */
+
+/* With `worker on`, the records of device work (kernels, copies, memsets) are not written when
+ * the script plays them but when CUPTI's worker thread collects them from the device: at the
+ * next `collect`, or at CUPTI's teardown at exit. The worker writes them into a buffer of its
+ * own and hands it over on its own thread, so they reach the client after the host calls that
+ * waited for that work, on a thread that is none of the program's. Returns 1 when the record
+ * went to the worker (or was dropped on the way), 0 when there is no worker. */
+static int pending_push(const void *rec, size_t size) {
+    pthread_mutex_lock(&S.mu);
+    int on = S.worker_on;
+    if (on && S.n_pending == S.cap_pending) {
+        size_t cap = S.cap_pending ? 2 * S.cap_pending : 256;
+        struct pending_rec *p = realloc(S.pending, cap * sizeof *p);
+        if (p != NULL) {
+            S.pending = p;
+            S.cap_pending = cap;
+        }
+    }
+    if (on && S.n_pending < S.cap_pending && size <= MAX_RECORD) {
+        S.pending[S.n_pending].size = size;
+        memcpy(S.pending[S.n_pending].bytes, rec, size);
+        S.n_pending++;
+    } else if (on) {
+        atomic_fetch_add(&S.dropped, 1);
+    }
+    pthread_mutex_unlock(&S.mu);
+    return on;
+}
+
+static void emit_device(const void *rec, size_t size) {
+    if (!pending_push(rec, size))
+        emit(rec, size);
+}
+
+static void *worker_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&S.mu);
+    for (;;) {
+        while (S.collect_done == S.collect_asked)
+            pthread_cond_wait(&S.worker_cv, &S.mu);
+        unsigned target = S.collect_asked;
+        struct pending_rec *recs = S.pending;
+        size_t n = S.n_pending;
+        S.pending = NULL;
+        S.n_pending = S.cap_pending = 0;
+        pthread_mutex_unlock(&S.mu);
+        /* Its buffer is its own until it hands it over below: not complete for a flush meanwhile
+         * (a slot may keep the mark of an earlier `flush`). */
+        slot *sl = my_slot();
+        if (sl != NULL) {
+            pthread_mutex_lock(&sl->mu);
+            sl->complete = 0;
+            pthread_mutex_unlock(&sl->mu);
+        }
+        for (size_t i = 0; i < n; i++)
+            emit(recs[i].bytes, recs[i].size);
+        free(recs);
+        /* Its buffer's records are all complete: handed over now, from this thread. */
+        uint8_t *buf = NULL;
+        size_t used = 0;
+        if (sl != NULL) {
+            pthread_mutex_lock(&sl->mu);
+            buf = sl->buf;
+            used = sl->used;
+            sl->buf = NULL;
+            sl->used = sl->size = 0;
+            sl->complete = sl->running = 0;
+            pthread_mutex_unlock(&sl->mu);
+        }
+        complete(buf, used);
+        pthread_mutex_lock(&S.mu);
+        S.collect_done = target;
+        pthread_cond_broadcast(&S.worker_cv);
+    }
+    return NULL;
+}
+
+static int worker_start(void) {
+    pthread_mutex_lock(&S.mu);
+    int rc = 0;
+    if (!S.worker_on) {
+        rc = pthread_create(&S.worker, NULL, worker_main, NULL);
+        if (rc == 0) {
+            S.worker_on = 1;
+            pthread_setname_np(S.worker, "cupti-worker");
+            pthread_detach(S.worker);
+        }
+    }
+    pthread_mutex_unlock(&S.mu);
+    return rc == 0 ? 0 : -1;
+}
+
+/* Asks the worker to collect what the device finished and waits (20 s at most) until it has
+ * handed its buffer over. 0, or -1. */
+static int worker_collect(void) {
+    pthread_mutex_lock(&S.mu);
+    if (!S.worker_on) {
+        pthread_mutex_unlock(&S.mu);
+        return -1;
+    }
+    unsigned want = ++S.collect_asked;
+    pthread_cond_broadcast(&S.worker_cv);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20;
+    int rc = 0;
+    while ((int)(S.collect_done - want) < 0 && rc == 0)
+        rc = pthread_cond_timedwait(&S.worker_cv, &S.mu, &until);
+    pthread_mutex_unlock(&S.mu);
+    return rc == 0 ? 0 : -1;
+}
+
 /* The thread id CUPTI puts in records: pthread_self() unless told to use the system's. */
 static uint32_t record_tid(void) {
     return S.tid_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM ? (uint32_t)syscall(SYS_gettid)
@@ -567,9 +725,19 @@ static void do_kernel(const char *l, shift sh) {
     k.gridX = g[0], k.gridY = g[1], k.gridZ = g[2];
     k.blockX = b[0], k.blockY = b[1], k.blockZ = b[2];
     int running = kv_u64(l, "running", 0) != 0;
-    if (running)
-        k.start = k.end = 0; /* not collected yet */
-    emit_as(&k, sizeof k, running);
+    /* Laid out in kernel_size bytes: another CUPTI's version of the record when asked. */
+    union {
+        CUpti_ActivityKernel10 k;
+        uint8_t b[MAX_RECORD];
+    } raw;
+    memset(&raw, 0, sizeof raw);
+    raw.k = k;
+    if (running) {
+        raw.k.start = raw.k.end = 0; /* not collected yet */
+        emit_as(&raw, S.kernel_size, running);
+    } else {
+        emit_device(&raw, S.kernel_size);
+    }
 }
 
 static void do_memcpy(const char *l, shift sh) {
@@ -589,7 +757,7 @@ static void do_memcpy(const char *l, shift sh) {
     m.contextId = (uint32_t)kv_u64(l, "ctx", 1);
     m.streamId = (uint32_t)kv_u64(l, "stream", 7);
     m.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
-    emit(&m, sizeof m);
+    emit_device(&m, sizeof m);
 }
 
 static void do_memset(const char *l, shift sh) {
@@ -608,7 +776,7 @@ static void do_memset(const char *l, shift sh) {
     m.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
     m.flags = kv_u64(l, "async", 0) ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
     m.memoryKind = (uint16_t)kv_u64(l, "mem", 3);
-    emit(&m, sizeof m);
+    emit_device(&m, sizeof m);
 }
 
 static void do_sync(const char *l, shift sh) {
@@ -627,9 +795,10 @@ static void do_sync(const char *l, shift sh) {
     emit(&s, sizeof s);
 }
 
-static void do_api(const char *l, shift sh) {
-    CUpti_CallbackDomain dom = kv_domain(l);
-    uint32_t cbid = (uint32_t)kv_u64(l, "cbid", 0);
+/* A RUNTIME or DRIVER record of one call, on the calling thread, if that kind (or that API
+ * alone) is enabled: whoever enabled it, and whether or not a callback saw the call too. */
+static void emit_api(CUpti_CallbackDomain dom, uint32_t cbid, uint64_t start, uint64_t end,
+                     uint32_t corr, uint32_t ret) {
     int on = dom == CUPTI_CB_DOMAIN_DRIVER_API
                  ? (S.kinds[CUPTI_ACTIVITY_KIND_DRIVER] || (cbid < 1024 && S.drv_api[cbid]))
                  : (S.kinds[CUPTI_ACTIVITY_KIND_RUNTIME] || (cbid < 1024 && S.rt_api[cbid]));
@@ -639,13 +808,57 @@ static void do_api(const char *l, shift sh) {
     memset(&a, 0, sizeof a);
     a.kind = dom == CUPTI_CB_DOMAIN_DRIVER_API ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
     a.cbid = cbid;
-    a.start = kv_u64(l, "start", 0) + sh.dt;
-    a.end = kv_u64(l, "end", 0) + sh.dt;
+    a.start = start;
+    a.end = end;
     a.processId = (uint32_t)getpid();
     a.threadId = record_tid();
-    a.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
-    a.returnValue = (uint32_t)kv_u64(l, "ret", 0);
+    a.correlationId = corr;
+    a.returnValue = ret;
     emit(&a, sizeof a);
+}
+
+static void do_api(const char *l, shift sh) {
+    emit_api(kv_domain(l), (uint32_t)kv_u64(l, "cbid", 0), kv_u64(l, "start", 0) + sh.dt,
+             kv_u64(l, "end", 0) + sh.dt, (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr,
+             (uint32_t)kv_u64(l, "ret", 0));
+}
+
+/* `other kind=K`: a record of a kind the tracer never asks for (EXTERNAL_CORRELATION, OVERHEAD,
+ * or NEWER_KIND, which only a newer CUPTI has), made while someone has the kind enabled. */
+static void do_other(const char *l, shift sh) {
+    unsigned kind = (unsigned)kv_u64(l, "kind", 0);
+    size_t size = kind < MAX_KINDS ? record_size((CUpti_ActivityKind)kind) : 0;
+    if (size == 0 || !S.kinds[kind])
+        return;
+    union {
+        CUpti_ActivityExternalCorrelation x;
+        CUpti_ActivityOverhead3 o;
+        uint8_t b[MAX_RECORD];
+    } raw;
+    memset(&raw, 0x5a, sizeof raw); /* whatever a newer record holds */
+    uint32_t corr = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
+    if (kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+        memset(&raw, 0, sizeof raw);
+        raw.x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+        raw.x.externalId = kv_u64(l, "id", 1);
+        raw.x.correlationId = corr;
+    } else if (kind == CUPTI_ACTIVITY_KIND_OVERHEAD) {
+        memset(&raw, 0, sizeof raw);
+        raw.o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+        raw.o.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+        raw.o.start = kv_u64(l, "start", 0) + sh.dt;
+        raw.o.end = kv_u64(l, "end", 0) + sh.dt;
+        raw.o.correlationId = corr;
+    }
+    raw.x.kind = (CUpti_ActivityKind)kind;
+    emit(&raw, size);
+}
+
+/* `junk`: a record whose kind no CUPTI has (0), as a buffer written by a CUPTI of another layout
+ * would hold: cuptiActivityGetNextRecord stops there, as the real one does. */
+static void do_junk(void) {
+    uint64_t raw[2] = {0, 0};
+    emit(raw, sizeof raw);
 }
 
 static void do_marker(const char *l, shift sh) {
@@ -787,6 +1000,7 @@ typedef struct host_call {
     uint64_t wait;
     int32_t ret;
     int hold_kind; /* between ENTER and EXIT, wait until this activity kind is enabled (-1: no) */
+    uint64_t t0, t1; /* when it entered and returned (set by host_call_run) */
 } host_call;
 
 /* Calls fn(arg) through a frame without unwind information, as code the unwinder cannot step
@@ -868,7 +1082,7 @@ static void site_call(CUpti_CallbackDomain dom, uint32_t cbid, const host_call *
 static int kind_is(const char *arg);
 
 static void host_call_run(void *arg) {
-    const host_call *hc = arg;
+    host_call *hc = arg;
     /* CUPTI does not clear the correlationData slot before ENTER: it holds what it held. */
     uint64_t outer = 0x5eedf00dull, inner = 0x5eedf00dull;
     uint64_t t0 = atomic_load(&S.clock);
@@ -884,6 +1098,8 @@ static void host_call_run(void *arg) {
         }
     }
     atomic_fetch_add(&S.clock, hc->wait);
+    hc->t0 = t0;
+    hc->t1 = atomic_load(&S.clock);
     if (hc->inner)
         site_call(CUPTI_CB_DOMAIN_DRIVER_API, hc->inner, hc, hc->ret, CUPTI_API_EXIT, &inner);
     site_call(hc->dom, hc->cbid, hc, hc->ret, CUPTI_API_EXIT, &outer);
@@ -913,6 +1129,16 @@ static void through_site(int site, void (*fn)(void *), void *arg) {
         fn(arg);
 }
 
+/* The call's activity records, when their kind is enabled (by anyone): the twins of what the
+ * callbacks saw, with the same correlation id, written on the calling thread as it returns.
+ * (Written here, outside host_call_run, so that the frames the callbacks run under are the
+ * same with or without them.) */
+static void host_call_twins(const host_call *hc) {
+    if (hc->inner)
+        emit_api(CUPTI_CB_DOMAIN_DRIVER_API, hc->inner, hc->t0, hc->t1, hc->corr, (uint32_t)hc->ret);
+    emit_api(hc->dom, hc->cbid, hc->t0, hc->t1, hc->corr, (uint32_t)hc->ret);
+}
+
 static void do_call(const char *l, shift sh) {
     host_call hc = {.dom = kv_domain(l), .cbid = (uint32_t)kv_u64(l, "cbid", 0),
                     .inner = (uint32_t)kv_u64(l, "inner", 0), .ctx = (uint32_t)kv_u64(l, "ctx", 1),
@@ -920,6 +1146,7 @@ static void do_call(const char *l, shift sh) {
                     .ret = (int32_t)kv_i64(l, "ret", 0), .stream = (uint32_t)kv_u64(l, "stream", 7),
                     .hold_kind = (int)kv_i64(l, "hold_kind", -1)};
     through_site((int)kv_u64(l, "site", 0), host_call_run, &hc);
+    host_call_twins(&hc);
 }
 
 static void do_poll(const char *l, shift sh) {
@@ -931,6 +1158,7 @@ static void do_poll(const char *l, shift sh) {
                         .wait = kv_u64(l, "step", 1000), .ret = i + 1 < count ? 600 : 0,
                         .stream = (uint32_t)kv_u64(l, "stream", 7), .hold_kind = -1};
         through_site((int)kv_u64(l, "site", 0), host_call_run, &hc);
+        host_call_twins(&hc);
     }
 }
 
@@ -949,7 +1177,7 @@ static void do_report(void) {
     size_t n = 0;
     int callbacks = 0, apis = 0;
     pthread_mutex_lock(&S.mu);
-    for (int k = 0; k < 64; k++)
+    for (int k = 0; k < MAX_KINDS; k++)
         if (S.kinds[k])
             n += (size_t)snprintf(kinds + n, sizeof kinds - n, "%s%d", n ? "," : "", k);
     for (int d = 0; d < 4; d++)
@@ -979,7 +1207,7 @@ static int file_there(const char *path) { return access(path, F_OK) == 0; }
 
 static int kind_is(const char *arg) {
     unsigned kind = 0, on = 0;
-    if (sscanf(arg, "%u %u", &kind, &on) != 2 || kind >= 64)
+    if (sscanf(arg, "%u %u", &kind, &on) != 2 || kind >= MAX_KINDS)
         return 0;
     pthread_mutex_lock(&S.mu);
     int now = S.kinds[kind];
@@ -1078,8 +1306,22 @@ static const CUpti_ActivityKind other_kinds[] = {
     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
 
-/* Its start: its own buffer callbacks (which replace the tracer's), its kinds. */
-static void profiler_start(void) {
+static void CUPTIAPI other_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+                               const void *data) {
+    (void)ud;
+    (void)dom;
+    (void)cbid;
+    (void)data;
+}
+
+/* Its start: its own buffer callbacks (which replace the tracer's), its kinds; with `subscribe`,
+ * it asks for callbacks first, as Kineto does for some of its features (refused while another
+ * client is subscribed; it goes on without them). */
+static void profiler_start(int subscribe) {
+    if (subscribe) {
+        CUpti_SubscriberHandle h;
+        S.other_subscribe = cuptiSubscribe(&h, other_api, NULL);
+    }
     cuptiActivityRegisterCallbacks(other_requested, other_completed);
     for (size_t i = 0; i < sizeof other_kinds / sizeof other_kinds[0]; i++)
         cuptiActivityEnable(other_kinds[i]);
@@ -1124,7 +1366,14 @@ static int play_line(const char *l, shift sh) {
     else if (strcmp(l, "fork") == 0) do_fork();
     else if (strcmp(l, "fork_exit") == 0) do_fork_exit();
     else if (strcmp(l, "report") == 0) do_report();
-    else if (strcmp(l, "profiler_start") == 0) profiler_start();
+    else if (strcmp(l, "profiler_start") == 0) profiler_start(0);
+    else if (strcmp(l, "profiler_start subscribe") == 0) profiler_start(1);
+    else if (strncmp(l, "other_enable ", 13) == 0) return cuptiActivityEnable((CUpti_ActivityKind)atoi(l + 13)) == CUPTI_SUCCESS ? 0 : -1;
+    else if (strncmp(l, "other_disable ", 14) == 0) return cuptiActivityDisable((CUpti_ActivityKind)atoi(l + 14)) == CUPTI_SUCCESS ? 0 : -1;
+    else if (strncmp(l, "other ", 6) == 0) do_other(l, sh);
+    else if (strcmp(l, "junk") == 0) do_junk();
+    else if (strcmp(l, "worker on") == 0) return worker_start();
+    else if (strcmp(l, "collect") == 0) return worker_collect();
     else if (strcmp(l, "profiler_stop") == 0) profiler_stop();
     else if (strcmp(l, "unwind off") == 0) S.unwind_off = 1;
     else if (strcmp(l, "unwind on") == 0) S.unwind_off = 0;
@@ -1221,9 +1470,10 @@ EXPORT int standin_play(void) {
     /* The main thread's last buffer stays with "CUPTI" until a flush takes it, as in CUPTI. */
     int rc = play_range(0, S.n_lines);
     printf("standin: rc=%d kernel_kind_enabled=%d concurrent_kernel=%d subscribed=%d child=%d "
-           "other_records=%d other_unknown=%d\n",
+           "other_records=%d other_unknown=%d other_subscribe=%d worker_buffers=%d\n",
            rc, S.kernel_kind_ever, S.kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL], S.subscribed,
-           S.child_status, atomic_load(&S.other_records), atomic_load(&S.other_unknown));
+           S.child_status, atomic_load(&S.other_records), atomic_load(&S.other_unknown),
+           (int)S.other_subscribe, atomic_load(&S.worker_buffers));
     fflush(stdout);
     for (int i = 0; i < S.n_lines; i++)
         free(S.lines[i]);

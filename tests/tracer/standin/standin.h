@@ -27,7 +27,18 @@
  *   CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER cleared;
  * - its own teardown runs as an exit handler registered at the first subscription (so after the
  *   exit handlers its clients register later); a stateful call after it is said on stderr, and
- *   $SYNCTOP_STANDIN_TEARDOWN_MS makes it last a while.
+ *   $SYNCTOP_STANDIN_TEARDOWN_MS makes it last a while;
+ * - every host call made through the callback API has its RUNTIME/DRIVER activity record too when
+ *   that kind (or that API) is enabled, whoever enabled it: the twin of what the callbacks saw,
+ *   with the same correlation id;
+ * - cuptiActivityGetNextRecord steps over a record by the size the library knows for its kind
+ *   (EXTERNAL_CORRELATION and OVERHEAD as CUPTI 13 lays them out, and a kind newer than the
+ *   headers, NEWER_KIND in standin.c), and refuses a kind it does not know (0), as the real one
+ *   does; $SYNCTOP_STANDIN_KERNEL_SIZE lays kernel records out in that many bytes, as a CUPTI
+ *   with another version of the record would (CUPTI 12's Kernel9: 208);
+ * - with `worker on`, device records (kernels, copies, memsets) are collected by a worker thread
+ *   of the stand-in's own, at `collect` or at its teardown at exit, and handed over from that
+ *   thread: after the host calls that waited for them, on no thread of the program's.
  *
  * Script, one directive per line ('#' starts a comment; numbers are decimal; times in ns):
  *   fail subscribe                    cuptiSubscribe returns MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
@@ -49,7 +60,14 @@
  *        then one success
  *   unwind off | unwind on            callbacks run through a frame without unwind information
  *                                     (as code backtrace() cannot step through), or not
- *   profiler_start | profiler_stop    another CUPTI client, as above
+ *   profiler_start [subscribe] | profiler_stop    another CUPTI client, as above (subscribe: it
+ *                                     calls cuptiSubscribe first, and goes on when refused)
+ *   other_enable K | other_disable K  another client enables (disables) activity kind K
+ *   other kind=K corr= id= start= end=   a record of kind K (EXTERNAL_CORRELATION 39, OVERHEAD 17,
+ *                                     or a newer CUPTI's kind), if K is enabled
+ *   junk                              a record of a kind no CUPTI knows: the walk stops there
+ *   worker on | collect               device records go to CUPTI's worker thread | it collects
+ *                                     them and hands its buffer over (the line waits for that)
  *   drop N                            CUPTI loses N records
  *   flush                             every buffer is complete: the next cuptiActivityFlushAll(0)
  *                                     returns it (a forced flush returns even incomplete ones)
@@ -69,7 +87,8 @@
  * Every activity record is produced only if its kind (or API id) is enabled, as CUPTI would.
  *
  * Calls into CUPTI from a forked child are appended to $SYNCTOP_STANDIN_CHILD_LOG ("pid function").
- * At the end of standin_play a summary line goes to stdout.
+ * At the end of standin_play a summary line goes to stdout; a teardown that handed buffers over
+ * from the worker says how many ("standin: teardown handed over N buffers").
  */
 #ifndef SYNCTOP_STANDIN_H
 #define SYNCTOP_STANDIN_H

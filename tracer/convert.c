@@ -211,8 +211,16 @@ static int conv_api(tr_conv *c, const CUpti_ActivityAPI *a, int driver) {
     if (a->end < a->start)
         return invalid(c);
     CUpti_CallbackDomain dom = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+    enum tr_cb_class cls = tr_cb_class_of(dom, a->cbid);
+    if (cls != TR_CB_NONE && cls != TR_CB_LAUNCH) {
+        /* A call the callbacks measure, recorded again because another CUPTI client enabled the
+         * whole RUNTIME or DRIVER kind: the callbacks' event is the one (it has the call site and
+         * the wait), this twin would count the call twice. */
+        c->stats.twins++;
+        return 0;
+    }
     uint8_t flags = driver ? TP_F_DRIVER : 0;
-    if (tr_cb_class_of(dom, a->cbid) == TR_CB_LAUNCH) {
+    if (cls == TR_CB_LAUNCH) {
         flags |= TP_F_LAUNCH;
         /* A launch waits when the launch queue is full (or the module loads): then it blocks. */
         if (c->block_ns != 0 && a->end - a->start >= c->block_ns)

@@ -5,9 +5,11 @@
  * (synchronization records carry only the context), and a cache from CUPTI's kernel-name pointers
  * to interned string ids so a kernel name is hashed once, not once per launch. Records that the
  * decoder would refuse (end before start, enum values beyond synctop's) are mended or skipped and
- * counted, never passed on; so are records whose times CUPTI could not collect (0), and the
- * SYNCHRONIZATION records of queries that found work pending. A launch whose API call lasted the
- * blocking threshold is flagged blocking (a full launch queue makes the host wait there).
+ * counted, never passed on; so are records whose times CUPTI could not collect (0), the
+ * SYNCHRONIZATION records of queries that found work pending, the RUNTIME/DRIVER records of calls
+ * the callbacks measure (twins that another client's RUNTIME or DRIVER kind makes).
+ * A launch whose API call lasted the blocking threshold is flagged blocking (a full launch queue
+ * makes the host wait there).
  */
 #ifndef SYNCTOP_TRACER_CONVERT_H
 #define SYNCTOP_TRACER_CONVERT_H
@@ -24,6 +26,7 @@ typedef struct tr_conv_stats {
     uint64_t skipped;   /* kinds not converted */
     uint64_t invalid;   /* records refused (end before start...) */
     uint64_t uncollected; /* records with a start or end CUPTI could not collect (0) */
+    uint64_t twins;     /* RUNTIME/DRIVER records of calls the callbacks measure */
 } tr_conv_stats;
 
 tr_conv *tr_conv_new(tp_enc *enc);

@@ -1336,6 +1336,41 @@ TEST(tracer_takes_records_cuptis_worker_hands_over_after_the_wait) {
     free(out);
 }
 
+/* Another client's RUNTIME and DRIVER kinds make an activity record of every call, those the
+ * callbacks measure included (the same correlation id): each call is one event, the callbacks'
+ * (with its wait and call site), and the twins are counted as left out. */
+TEST(tracer_counts_a_call_once_when_an_activity_record_twins_it) {
+    char record[512], script[2048];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
+    snprintf(script, sizeof script,
+             "context_create 1\n"
+             "other_enable %d\n"
+             "other_enable %d\n"
+             "call domain=rt cbid=%d wait=500000 corr=7 site=1 inner=%d\n"
+             "call domain=drv cbid=%d wait=300000 corr=8 site=2\n"
+             "context_destroy 1\n",
+             CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+             CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize);
+    ASSERT_EQ(run_harness(script, env), 0);
+    model m;
+    model_init(&m);
+    model_from_file(&m, task_path("trace.trace"));
+    ASSERT_EQ(count_kind(&m, TP_K_API), 2);
+    const tp_record *rt = find_api(&m, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 7);
+    const tp_record *drv = find_api(&m, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 8);
+    ASSERT_NOT_NULL(rt);
+    ASSERT_NOT_NULL(drv);
+    ASSERT_EQ(rt->api.flags, TP_F_BLOCKING);
+    ASSERT_EQ(drv->api.flags, TP_F_BLOCKING | TP_F_DRIVER);
+    ASSERT_EQ(rt->api.end - rt->api.start, 500000);
+    ASSERT_EQ(drv->api.end - drv->api.start, 300000);
+    ASSERT_NE(rt->api.callsite, 0);
+    ASSERT_NE(drv->api.callsite, 0);
+    model_free(&m);
+}
+
 /* A profiler that asks for callbacks while the tracer is subscribed is refused
  * (MULTIPLE_SUBSCRIBERS on CUDA 13.2 and older) and goes on without them, as Kineto does: the
  * tracer's callbacks are still the ones called, before, during and after the profiler's session. */

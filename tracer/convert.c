@@ -193,7 +193,7 @@ static int conv_sync(tr_conv *c, const CUpti_ActivitySynchronization2 *s) {
         return invalid(c);
     if (s->returnValue == CUDA_ERROR_NOT_READY) {
         /* A cudaStreamQuery/cudaEventQuery that found work pending synchronized nothing. */
-        c->stats.skipped++;
+        c->stats.pending++;
         return 0;
     }
     tp_sync r = {.kind = TP_K_SYNC, .device = tr_conv_context_device(c, s->contextId),

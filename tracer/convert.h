@@ -7,7 +7,8 @@
  * decoder would refuse (end before start, enum values beyond synctop's) are mended or skipped and
  * counted, never passed on; so are records whose times CUPTI could not collect (0), the
  * SYNCHRONIZATION records of queries that found work pending, the RUNTIME/DRIVER records of calls
- * the callbacks measure (twins that another client's RUNTIME or DRIVER kind makes).
+ * the callbacks measure (twins that another client's RUNTIME or DRIVER kind makes), and records of
+ * kinds synctop does not read (another client's, or a newer CUPTI's), which the walk steps over.
  * A launch whose API call lasted the blocking threshold is flagged blocking (a full launch queue
  * makes the host wait there).
  */
@@ -23,7 +24,8 @@ typedef struct tr_conv tr_conv;
 
 typedef struct tr_conv_stats {
     uint64_t converted; /* records added to the encoder */
-    uint64_t skipped;   /* kinds not converted */
+    uint64_t skipped;   /* records of kinds not converted */
+    uint64_t pending;   /* SYNCHRONIZATION records of queries that found work pending */
     uint64_t invalid;   /* records refused (end before start...) */
     uint64_t uncollected; /* records with a start or end CUPTI could not collect (0) */
     uint64_t twins;     /* RUNTIME/DRIVER records of calls the callbacks measure */

@@ -74,6 +74,7 @@ static unsigned quiet_rounds;
 static uint64_t quiet_since;
 static int taken;
 static uint64_t takeovers;
+static uint64_t walks_cut; /* buffers whose walk CUPTI refused before their end */
 
 static uint64_t clock_ns(clockid_t id) {
     struct timespec ts;
@@ -119,6 +120,7 @@ void tr_flush_reset(void) {
     quiet_since = 0;
     taken = 0;
     takeovers = 0;
+    walks_cut = 0;
     ctx_merged = 0;
     name_gpus = 0;
     record[0] = '\0';
@@ -308,11 +310,15 @@ static int is_meta_kind(CUpti_ActivityKind k) {
            k == CUPTI_ACTIVITY_KIND_STREAM;
 }
 
-/* keep == 0 (dormant): only the metadata records are converted. */
+/* keep == 0 (dormant): only the metadata records are converted. A record of a kind the converter
+ * does not read (another client's, a newer CUPTI's) is stepped over by CUPTI, which knows its size,
+ * and counted there; a record CUPTI itself cannot step over (a kind it does not know) ends the
+ * walk: the rest of that buffer is lost, and counted as a lost batch. */
 static void convert_buffer(uint8_t *buf, size_t valid, void *arg) {
     int keep = *(const int *)arg;
     CUpti_Activity *rec = NULL;
-    while (cupti->cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
+    CUptiResult r;
+    while ((r = cupti->cuptiActivityGetNextRecord(buf, valid, &rec)) == CUPTI_SUCCESS) {
         if (!keep && !is_meta_kind(rec->kind))
             continue;
         tr_conv_activity(conv, rec);
@@ -321,6 +327,11 @@ static void convert_buffer(uint8_t *buf, size_t valid, void *arg) {
         else if (rec->kind == CUPTI_ACTIVITY_KIND_MARKER)
             note_thread(((const CUpti_ActivityMarker2 *)rec)->objectId.pt.threadId);
         maybe_ship();
+    }
+    if (r != CUPTI_ERROR_MAX_LIMIT_REACHED) {
+        if (walks_cut++ == 0)
+            tr_config_debug(cfg, "CUPTI stopped walking an activity buffer (%s): its other records "
+                                 "are lost", tr_cupti_strerror(cupti, r));
     }
 }
 
@@ -505,7 +516,7 @@ static void report_and_ship(int cupti_ok, int live) {
             add_clock();
         watch_other_client(ts);
     }
-    add_drops(TP_DROP_CUPTI, tr_callbacks_dropped(), tr_bufs_missed() + takeovers, ts);
+    add_drops(TP_DROP_CUPTI, tr_callbacks_dropped(), tr_bufs_missed() + takeovers + walks_cut, ts);
     add_drops(TP_DROP_TRACER, tr_hostq_dropped(hostq), 0, ts);
     if (pub != NULL) {
         tp_pub_stats ps;
@@ -575,6 +586,13 @@ static void quit_cupti(void) {
 /* The end batch tells every subscriber that this producer is done: it waits (within the linger
  * time) for a slow subscriber's queue to have room, and closing waits the rest. */
 static void finish(void) {
+    tr_conv_stats cs;
+    tr_conv_stats_get(conv, &cs);
+    tr_config_debug(cfg,
+                    "%llu activity records converted; left out: %llu of kinds synctop does not "
+                    "read, %llu twins of calls the callbacks measured, %llu without times",
+                    (unsigned long long)cs.converted, (unsigned long long)cs.skipped,
+                    (unsigned long long)cs.twins, (unsigned long long)cs.uncollected);
     uint64_t end_t0 = clock_ns(CLOCK_MONOTONIC);
     ship_wait(TP_BF_END, (int)cfg->linger_ms);
     uint64_t spent_ms = (clock_ns(CLOCK_MONOTONIC) - end_t0) / 1000000u;

@@ -101,6 +101,60 @@ static int bind(tr_cupti *c, err_msg *err) {
     return 0;
 }
 
+/* The records the converter reads (convert.c), with the size of each in the headers the tracer was
+ * built with. A CUPTI that lays one out in another size has another version of that struct
+ * (CUPTI 12's Kernel9 is 208 bytes, CUPTI 13's Kernel10 216), whose fields the converter would
+ * misread: such a library is refused, whatever its version number says. */
+static const struct {
+    CUpti_ActivityKind kind;
+    size_t size;
+    const char *name;
+} layouts[] = {
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(CUpti_ActivityKernel10), "CONCURRENT_KERNEL"},
+    {CUPTI_ACTIVITY_KIND_KERNEL, sizeof(CUpti_ActivityKernel10), "KERNEL"},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, sizeof(CUpti_ActivityMemcpy6), "MEMCPY"},
+    {CUPTI_ACTIVITY_KIND_MEMSET, sizeof(CUpti_ActivityMemset4), "MEMSET"},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, sizeof(CUpti_ActivitySynchronization2), "SYNCHRONIZATION"},
+    {CUPTI_ACTIVITY_KIND_RUNTIME, sizeof(CUpti_ActivityAPI), "RUNTIME"},
+    {CUPTI_ACTIVITY_KIND_DRIVER, sizeof(CUpti_ActivityAPI), "DRIVER"},
+    {CUPTI_ACTIVITY_KIND_MARKER, sizeof(CUpti_ActivityMarker2), "MARKER"},
+    {CUPTI_ACTIVITY_KIND_CONTEXT, sizeof(CUpti_ActivityContext3), "CONTEXT"},
+    {CUPTI_ACTIVITY_KIND_STREAM, sizeof(CUpti_ActivityStream), "STREAM"},
+    {CUPTI_ACTIVITY_KIND_DEVICE, sizeof(CUpti_ActivityDevice5), "DEVICE"},
+};
+
+/* Asks the library how far it steps over one record of each kind the converter reads: a record of
+ * that kind, then records of a small kind at every 8 bytes after it; the second record
+ * cuptiActivityGetNextRecord returns starts where the library thinks the first ends. It reads
+ * only the buffer it is given (it works without a GPU). 0, or ERR_UNSUPPORTED with the reason. */
+static int check_layouts(const tr_cupti *c, err_msg *err) {
+    uint64_t buf[128];
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+        memset(buf, 0, sizeof buf);
+        for (size_t w = 0; w < sizeof buf / sizeof buf[0]; w++)
+            memcpy(&buf[w], &(CUpti_ActivityKind){CUPTI_ACTIVITY_KIND_CONTEXT}, sizeof(CUpti_ActivityKind));
+        memcpy(&buf[0], &layouts[i].kind, sizeof layouts[i].kind);
+        CUpti_Activity *rec = NULL;
+        CUptiResult r = c->cuptiActivityGetNextRecord((uint8_t *)buf, sizeof buf, &rec);
+        if (r == CUPTI_SUCCESS)
+            r = c->cuptiActivityGetNextRecord((uint8_t *)buf, sizeof buf, &rec);
+        size_t step = r == CUPTI_SUCCESS ? (size_t)((uint8_t *)rec - (uint8_t *)buf) : 0;
+        if (step != layouts[i].size) {
+            if (step == 0)
+                return err_set(err, ERR_UNSUPPORTED,
+                               "%s does not walk %s records (CUPTI error %d): not the CUPTI %u "
+                               "this tracer was built for", c->path, layouts[i].name, (int)r,
+                               CUPTI_API_VERSION / 10000);
+            return err_set(err, ERR_UNSUPPORTED,
+                           "%s lays out %s records in %zu bytes, not the %zu of CUPTI %u's "
+                           "headers this tracer was built with (another version of the record)",
+                           c->path, layouts[i].name, step, layouts[i].size,
+                           CUPTI_API_VERSION / 10000);
+        }
+    }
+    return 0;
+}
+
 /* Opens path and binds it. With `same_major`, a CUPTI of another major version than the headers'
  * (whose records the converter would misread) is refused. */
 static int try_open(tr_cupti *c, const char *path, enum tr_cupti_source src, int same_major,
@@ -134,6 +188,11 @@ static int try_open(tr_cupti *c, const char *path, enum tr_cupti_source src, int
                 CUPTI_API_VERSION / 10000 * 10000);
         dlclose(h);
         return ERR_UNSUPPORTED;
+    }
+    rc = check_layouts(&t, err);
+    if (rc != 0) {
+        dlclose(h);
+        return rc;
     }
     *c = t;
     return 0;

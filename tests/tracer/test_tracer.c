@@ -1475,6 +1475,30 @@ TEST(tracer_keeps_its_callbacks_when_a_profiler_subscribes_second) {
     free(out);
 }
 
+/* A libcupti whose records have another layout (here kernels in 208 bytes, CUPTI 12's Kernel9,
+ * where the tracer reads CUPTI 13's Kernel10 of 216) is refused before anything is read, in one
+ * line: its fields would be misread. */
+TEST(tracer_refuses_a_cupti_with_another_record_layout) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_STANDIN_KERNEL_SIZE=208", NULL};
+    ASSERT_EQ(run_harness("context_create 1\n"
+                          "kernel name=k start=2000000000 end=2000001000 corr=1\n"
+                          "call domain=rt cbid=131 wait=500000 corr=2 site=1\n"
+                          "context_destroy 1\n",
+                          env),
+              0);
+    char *out = read_text(task_path("out.txt"));
+    char *err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(out, "harness: program done");
+    ASSERT_STR_CONTAINS(err, "synctop: not tracing: ");
+    ASSERT_STR_CONTAINS(err, " lays out CONCURRENT_KERNEL records in 208 bytes, not the 216 of CUPTI 13's headers");
+    ASSERT_EQ(strchr(err, '\n') - err + 1, (int64_t)strlen(err));
+    ASSERT(!file_exists(task_path("trace.trace")));
+    free(out);
+    free(err);
+}
+
 /* At exit, CUPTI's worker still holds device records it had not collected: it hands them over
  * during CUPTI's own teardown, after the tracer's exit handler has flushed and stopped calling
  * CUPTI. The tracer still ships them before its last batch, and calls nothing in CUPTI then. */

@@ -1,24 +1,25 @@
 #!/bin/sh
 # On a GPU machine, everything that needs the GPU, step by step, with what the machine is (GPU,
-# driver, CUDA, Python, PyTorch): the gpu-probe first (tests/gpu/probe.sh: what the real CUPTI
+# driver, CUDA, Python, PyTorch): the stand-in CUPTI's assumptions checked against the real one
+# first (tests/gpu/conformance.sh), the gpu-probe (tests/gpu/probe.sh: what the real CUPTI
 # does), the samples under the tracer (tests/gpu/run.sh), attaching to a running PyTorch loop
 # (tests/gpu/attach.sh) and the tracer's overhead (bench/gpu/overhead.sh). Writes into OUTDIR
 # machine.txt and, per step, STEP.log; probe.tar (the probe's logs and the synctop traces and
 # reports of its scripts) and traces.tar (the recorded samples/traces/*.trace, to commit).
 #
 # usage: tests/gpu/all.sh BUILD_DIR OUTDIR [STEP...]
-#   STEP: probe, run, attach, overhead, wheel (default: the first four, in that order; wheel: the
-#   wheel pack.sh made, with the machine's PyTorch, tests/gpu/wheel.sh). The four together may
-#   outlast one 10-minute call of the device runner: `probe run attach` in one, `overhead` in the
-#   next. RUNS=5 for overhead.sh.
+#   STEP: conformance, probe, run, attach, overhead, wheel (default: the first five, in that order;
+#   wheel: the wheel pack.sh made, with the machine's PyTorch, tests/gpu/wheel.sh). They may
+#   outlast one 10-minute call of the device runner: `conformance probe run attach` in one,
+#   `overhead` in the next. RUNS=5 for overhead.sh.
 # BUILD_DIR is the build/ of a folder made by tests/gpu/pack.sh, its env.sh sourced (run.sh says
 # why that is the one way). Exit status: that of the first step that failed, else 0.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${1:?usage: tests/gpu/all.sh BUILD_DIR OUTDIR [probe run attach overhead]}
-out=${2:?usage: tests/gpu/all.sh BUILD_DIR OUTDIR [probe run attach overhead]}
+build=${1:?usage: tests/gpu/all.sh BUILD_DIR OUTDIR [conformance probe run attach overhead]}
+out=${2:?usage: tests/gpu/all.sh BUILD_DIR OUTDIR [conformance probe run attach overhead]}
 shift 2
-[ $# -gt 0 ] || set -- probe run attach overhead
+[ $# -gt 0 ] || set -- conformance probe run attach overhead
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 python=${PYTHON:-python3}
@@ -37,6 +38,11 @@ for step in "$@"; do
     echo "==== $step"
     start=$(date +%s)
     case $step in
+    conformance)
+        "$root/tests/gpu/conformance.sh" "$build" >"$out/conformance.log" 2>&1
+        rc=$?
+        tail -40 "$out/conformance.log"
+        ;;
     probe)
         "$root/tests/gpu/probe.sh" "$build" "$out/probe.d" >"$out/probe.log" 2>&1
         rc=$?
@@ -70,7 +76,7 @@ for step in "$@"; do
         cat "$out/overhead.log"
         ;;
     *)
-        echo "all.sh: no step $step (probe, run, attach, overhead, wheel)" >&2
+        echo "all.sh: no step $step (conformance, probe, run, attach, overhead, wheel)" >&2
         rc=2
         ;;
     esac

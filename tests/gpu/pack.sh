@@ -3,8 +3,9 @@
 # Debian packages nor a package registry: builds here (Debian with synctop's build dependencies and
 # nvcc; no GPU needed) what they run, into one folder that is carried there with the source tree
 # (copied, or named in the device runner's `carry`):
-#   DIR/build/   synctop, the tracer, the trace checker, the samples and the overhead loops, laid
-#                out as in a build folder (pass DIR/build to run.sh and overhead.sh)
+#   DIR/build/   synctop, the tracer, the trace checker, the samples, the overhead loops and the
+#                stand-in's conformance check, laid out as in a build folder (pass DIR/build to
+#                run.sh, overhead.sh and conformance.sh)
 #   DIR/lib/     the shared libraries they need beyond glibc, libstdc++ and libgcc (libzmq and its
 #                own needs, libzstd, libdw, ncurses, yajl, ...)
 #   DIR/probe/   the gpu-probe's sources (../shared/gpu-probe beside this checkout, or
@@ -29,6 +30,7 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDAToolkit_ROO
     -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 [ -x "$build/samples/sample_item" ] || { echo "pack.sh: the samples were not built" >&2; exit 1; }
+[ -x "$build/samples/gpu_conformance" ] || { echo "pack.sh: gpu_conformance was not built" >&2; exit 1; }
 
 rm -rf "$dir"
 mkdir -p "$dir/build/tracer" "$dir/build/tests" "$dir/build/samples" "$dir/lib"
@@ -36,7 +38,7 @@ cp "$build/synctop" "$dir/build/"
 cp "$build/tracer/libsynctop-tracer.so" "$dir/build/tracer/"
 cp "$build/tracer/libsynctop-cupti-floor.so" "$dir/build/tracer/"
 cp "$build/tests/synctop_check_trace" "$dir/build/tests/"
-for f in "$build"/samples/sample_* "$build"/samples/overhead_*; do
+for f in "$build"/samples/sample_* "$build"/samples/overhead_* "$build"/samples/gpu_conformance; do
     [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$dir/build/samples/"
 done
 

@@ -187,24 +187,29 @@ TEST(tracer_says_once_when_the_recording_stops) {
     free(err);
 }
 
-TEST(tracer_subscribe_failure_steps_aside) {
+/* Plays the script with a recording asked for, and one more setting (NULL: none), and checks that
+ * the tracer stepped aside: the program ran to its end, stderr is one line naming the cause, and
+ * there is no trace file. */
+static void check_steps_aside(const char *script, const char *setting, const char *cause) {
     char record[512];
     snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
-    ASSERT_EQ(run_harness("fail subscribe\ncontext_create 1\n"
-                          "call domain=rt cbid=131 wait=500000 site=1\ncontext_destroy 1\n",
-                          env),
-              0);
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", setting, NULL};
+    ASSERT_EQ(run_harness(script, env), 0);
     char *out = read_text(task_path("out.txt"));
     char *err = read_text(task_path("err.txt"));
     ASSERT_STR_CONTAINS(out, "harness: program done");
-    /* One line, naming the cause. */
     ASSERT_STR_CONTAINS(err, "synctop: not tracing");
-    ASSERT_STR_CONTAINS(err, "MULTIPLE_SUBSCRIBERS");
+    ASSERT_STR_CONTAINS(err, cause);
     ASSERT_EQ(strchr(err, '\n') - err + 1, (int64_t)strlen(err));
     ASSERT(!file_exists(task_path("trace.trace")));
     free(out);
     free(err);
+}
+
+TEST(tracer_subscribe_failure_steps_aside) {
+    check_steps_aside("fail subscribe\ncontext_create 1\n"
+                      "call domain=rt cbid=131 wait=500000 site=1\ncontext_destroy 1\n",
+                      NULL, "MULTIPLE_SUBSCRIBERS");
 }
 
 TEST(tracer_quiet_failure_prints_nothing) {
@@ -1287,6 +1292,17 @@ TEST(tracer_does_not_measure_a_call_it_did_not_see_begin) {
 
 /* ---- the stand-in as the real CUPTI behaves ---- */
 
+/* Plays the script recording to trace.trace, not publishing, with one more setting (NULL: none),
+ * and loads the recording into m (model_free it). */
+static void record_script(const char *script, const char *setting, model *m) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", setting, NULL};
+    ASSERT_EQ(run_harness(script, env), 0);
+    model_init(m);
+    model_from_file(m, task_path("trace.trace"));
+}
+
 /* The index of the kernel record of that name, or -1. */
 static long kernel_index(const model *m, const char *name) {
     for (size_t i = 0; i < m->n; i++)
@@ -1299,27 +1315,21 @@ static long kernel_index(const model *m, const char *name) {
  * thread of its own, after the synchronize that waited for that work has returned and been
  * shipped: the kernel still comes out, in a later batch, with its launch's correlation id. */
 TEST(tracer_takes_records_cuptis_worker_hands_over_after_the_wait) {
-    char record[512];
-    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
-    ASSERT_EQ(run_harness("context_create 1\n"
-                          "worker on\n"
-                          "api domain=rt cbid=211 start=2000000000 end=2000001000 corr=5\n"
-                          "kernel name=late start=2000002000 end=2000900000 dev=0 ctx=1 stream=13 corr=5\n"
-                          "call domain=rt cbid=131 wait=900000 corr=6 site=1\n"
-                          "flush\n"
-                          "wait_flush\n"
-                          "collect\n"
-                          "flush\n"
-                          "wait_flush\n"
-                          "context_destroy 1\n",
-                          env),
-              0);
+    model m;
+    record_script("context_create 1\n"
+                  "worker on\n"
+                  "api domain=rt cbid=211 start=2000000000 end=2000001000 corr=5\n"
+                  "kernel name=late start=2000002000 end=2000900000 dev=0 ctx=1 stream=13 corr=5\n"
+                  "call domain=rt cbid=131 wait=900000 corr=6 site=1\n"
+                  "flush\n"
+                  "wait_flush\n"
+                  "collect\n"
+                  "flush\n"
+                  "wait_flush\n"
+                  "context_destroy 1\n",
+                  NULL, &m);
     char *out = read_text(task_path("out.txt"));
     ASSERT_STR_CONTAINS(out, " worker_buffers=1\n"); /* one buffer, from the worker's thread */
-    model m;
-    model_init(&m);
-    model_from_file(&m, task_path("trace.trace"));
     ASSERT_EQ(m.ended, 1);
     long k = kernel_index(&m, "late");
     ASSERT_GE(k, 0);
@@ -1340,9 +1350,7 @@ TEST(tracer_takes_records_cuptis_worker_hands_over_after_the_wait) {
  * callbacks measure included (the same correlation id): each call is one event, the callbacks'
  * (with its wait and call site), and the twins are counted as left out. */
 TEST(tracer_counts_a_call_once_when_an_activity_record_twins_it) {
-    char record[512], script[2048];
-    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-    const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_VERBOSE=1", NULL};
+    char script[2048];
     snprintf(script, sizeof script,
              "context_create 1\n"
              "other_enable %d\n"
@@ -1353,13 +1361,11 @@ TEST(tracer_counts_a_call_once_when_an_activity_record_twins_it) {
              CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
              CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
              CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize);
-    ASSERT_EQ(run_harness(script, env), 0);
+    model m;
+    record_script(script, "SYNCTOP_VERBOSE=1", &m);
     char *err = read_text(task_path("err.txt"));
     /* the runtime call's, its nested driver call's, and the driver call's */
     ASSERT_STR_CONTAINS(err, " 3 twins of calls the callbacks measured");
-    model m;
-    model_init(&m);
-    model_from_file(&m, task_path("trace.trace"));
     ASSERT_EQ(count_kind(&m, TP_K_API), 2);
     const tp_record *rt = find_api(&m, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 7);
     const tp_record *drv = find_api(&m, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 8);
@@ -1380,9 +1386,7 @@ TEST(tracer_counts_a_call_once_when_an_activity_record_twins_it) {
  * CUPTI steps over them by their size, the tracer counts them as left out, and nothing after them
  * is lost. */
 TEST(tracer_steps_over_record_kinds_it_does_not_read) {
-    char record[512], script[4096];
-    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-    const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_VERBOSE=1", NULL};
+    char script[4096];
     /* the stand-in's kind of a newer CUPTI (NEWER_KIND in standin.c) */
     int newer = CUPTI_ACTIVITY_KIND_COUNT + 8;
     snprintf(script, sizeof script,
@@ -1399,12 +1403,10 @@ TEST(tracer_steps_over_record_kinds_it_does_not_read) {
              "context_destroy 1\n",
              CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD, newer,
              CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD, newer);
-    ASSERT_EQ(run_harness(script, env), 0);
+    model m;
+    record_script(script, "SYNCTOP_VERBOSE=1", &m);
     char *err = read_text(task_path("err.txt"));
     ASSERT_STR_CONTAINS(err, "left out: 3 of kinds synctop does not read");
-    model m;
-    model_init(&m);
-    model_from_file(&m, task_path("trace.trace"));
     ASSERT_EQ(count_kind(&m, TP_K_KERNEL), 3);
     ASSERT_GE(kernel_index(&m, "k1"), 0);
     ASSERT_GE(kernel_index(&m, "k2"), 0);
@@ -1418,19 +1420,13 @@ TEST(tracer_steps_over_record_kinds_it_does_not_read) {
  * what came before it is kept, the rest of the buffer is lost, and the loss is counted (a lost
  * batch in CUPTI's drops), not silent. */
 TEST(tracer_counts_a_buffer_cupti_cannot_walk_to_its_end) {
-    char record[512];
-    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
-    ASSERT_EQ(run_harness("context_create 1\n"
-                          "kernel name=before start=2000000000 end=2000001000 corr=1\n"
-                          "junk\n"
-                          "kernel name=after start=2000002000 end=2000003000 corr=2\n"
-                          "context_destroy 1\n",
-                          env),
-              0);
     model m;
-    model_init(&m);
-    model_from_file(&m, task_path("trace.trace"));
+    record_script("context_create 1\n"
+                  "kernel name=before start=2000000000 end=2000001000 corr=1\n"
+                  "junk\n"
+                  "kernel name=after start=2000002000 end=2000003000 corr=2\n"
+                  "context_destroy 1\n",
+                  NULL, &m);
     ASSERT_GE(kernel_index(&m, "before"), 0);
     ASSERT_EQ(kernel_index(&m, "after"), -1);
     ASSERT_EQ(last_drops(&m, TP_DROP_CUPTI, 1, NULL), 1);
@@ -1441,9 +1437,7 @@ TEST(tracer_counts_a_buffer_cupti_cannot_walk_to_its_end) {
  * (MULTIPLE_SUBSCRIBERS on CUDA 13.2 and older) and goes on without them, as Kineto does: the
  * tracer's callbacks are still the ones called, before, during and after the profiler's session. */
 TEST(tracer_keeps_its_callbacks_when_a_profiler_subscribes_second) {
-    char record[512], script[2048];
-    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
+    char script[2048];
     snprintf(script, sizeof script,
              "context_create 1\n"
              "call domain=rt cbid=131 wait=500000 corr=1 site=1\n"
@@ -1454,15 +1448,13 @@ TEST(tracer_keeps_its_callbacks_when_a_profiler_subscribes_second) {
              "call domain=rt cbid=131 wait=700000 corr=3 site=3\n"
              "context_destroy 1\n",
              CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
-    ASSERT_EQ(run_harness(script, env), 0);
+    model m;
+    record_script(script, NULL, &m);
     char *out = read_text(task_path("out.txt"));
     char want[64];
     snprintf(want, sizeof want, " other_subscribe=%d ", CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
     ASSERT_STR_CONTAINS(out, want);
     ASSERT_NULL(strstr(out, "other_records=0 ")); /* the profiler had its records (the twin) */
-    model m;
-    model_init(&m);
-    model_from_file(&m, task_path("trace.trace"));
     for (uint32_t corr = 1; corr <= 3; corr++) {
         const tp_record *a = find_api(&m, 131, corr);
         ASSERT_NOT_NULL(a);
@@ -1479,47 +1471,29 @@ TEST(tracer_keeps_its_callbacks_when_a_profiler_subscribes_second) {
  * where the tracer reads CUPTI 13's Kernel10 of 216) is refused before anything is read, in one
  * line: its fields would be misread. */
 TEST(tracer_refuses_a_cupti_with_another_record_layout) {
-    char record[512];
-    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-    const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_STANDIN_KERNEL_SIZE=208", NULL};
-    ASSERT_EQ(run_harness("context_create 1\n"
-                          "kernel name=k start=2000000000 end=2000001000 corr=1\n"
-                          "call domain=rt cbid=131 wait=500000 corr=2 site=1\n"
-                          "context_destroy 1\n",
-                          env),
-              0);
-    char *out = read_text(task_path("out.txt"));
-    char *err = read_text(task_path("err.txt"));
-    ASSERT_STR_CONTAINS(out, "harness: program done");
-    ASSERT_STR_CONTAINS(err, "synctop: not tracing: ");
-    ASSERT_STR_CONTAINS(err, " lays out CONCURRENT_KERNEL records in 208 bytes, not the 216 of CUPTI 13's headers");
-    ASSERT_EQ(strchr(err, '\n') - err + 1, (int64_t)strlen(err));
-    ASSERT(!file_exists(task_path("trace.trace")));
-    free(out);
-    free(err);
+    check_steps_aside("context_create 1\n"
+                      "kernel name=k start=2000000000 end=2000001000 corr=1\n"
+                      "call domain=rt cbid=131 wait=500000 corr=2 site=1\n"
+                      "context_destroy 1\n",
+                      "SYNCTOP_STANDIN_KERNEL_SIZE=208",
+                      " lays out CONCURRENT_KERNEL records in 208 bytes, not the 216 of CUPTI 13's headers");
 }
 
 /* At exit, CUPTI's worker still holds device records it had not collected: it hands them over
  * during CUPTI's own teardown, after the tracer's exit handler has flushed and stopped calling
  * CUPTI. The tracer still ships them before its last batch, and calls nothing in CUPTI then. */
 TEST(tracer_keeps_what_cuptis_worker_hands_over_during_exit) {
-    char record[512];
-    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-    const char *env[] = {record, "SYNCTOP_LISTEN=none", NULL};
-    ASSERT_EQ(run_harness("context_create 1\n"
-                          "worker on\n"
-                          "kernel name=at_exit start=2000000000 end=2000400000 corr=1\n"
-                          "call domain=rt cbid=131 wait=500000 corr=2 site=1\n",
-                          env),
-              0);
+    model m;
+    record_script("context_create 1\n"
+                  "worker on\n"
+                  "kernel name=at_exit start=2000000000 end=2000400000 corr=1\n"
+                  "call domain=rt cbid=131 wait=500000 corr=2 site=1\n",
+                  NULL, &m);
     char *out = read_text(task_path("out.txt"));
     char *err = read_text(task_path("err.txt"));
     ASSERT_STR_CONTAINS(out, " worker_buffers=0\n"); /* nothing before exit */
     ASSERT_STR_CONTAINS(out, "standin: teardown handed over 1 buffers\n");
     ASSERT_STR_EQ(err, "");
-    model m;
-    model_init(&m);
-    model_from_file(&m, task_path("trace.trace"));
     ASSERT_EQ(m.ended, 1);
     ASSERT_GE(kernel_index(&m, "at_exit"), 0);
     ASSERT_NOT_NULL(find_api(&m, 131, 2));

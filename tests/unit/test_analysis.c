@@ -1230,3 +1230,241 @@ TEST(steps_are_slow_just_above_median_plus_three_scaled_mads) {
     an_result_free(&r);
     st_store_destroy(&t.s);
 }
+
+/* ---- what the mutation run (bench/mutate) found no test for ---- */
+
+/* A call site of Python frames over the native call: frames[i] in files[i] (NULL: native). */
+static void tl_py_site(tl *t, uint32_t id, const char *const *funcs, const char *const *files, size_t n) {
+    tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = id, .n_frames = (uint16_t)n};
+    ASSERT_OK(tp_enc_add(t->enc, &cs));
+    for (size_t i = 0; i < n; i++) {
+        tp_frame f = {.kind = TP_K_FRAME, .flags = files[i] ? TP_FRAME_PYTHON : TP_FRAME_NATIVE, .index = (uint16_t)i,
+                      .callsite = id, .line = files[i] ? 10 : 0, .func = tp_enc_intern_cstr(t->enc, funcs[i]),
+                      .file = files[i] ? tp_enc_intern_cstr(t->enc, files[i]) : 0,
+                      .module = files[i] ? 0 : tp_enc_intern_cstr(t->enc, "/usr/lib/libcudart.so.12")};
+        ASSERT_OK(tp_enc_add(t->enc, &f));
+    }
+}
+
+/* torch.cuda.synchronize() is told by its Python frame (named synchronize, in torch/cuda), and the
+ * advice names it; another torch/cuda frame (a stream's wait) is not a device synchronize. */
+TEST(advice_tells_torch_cuda_synchronize_by_its_frame) {
+    tl t;
+    tl_init(&t);
+    static const char *const sync_f[] = {"cudaDeviceSynchronize", "synchronize", "train"};
+    static const char *const sync_file[] = {NULL, "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py",
+                                            "train.py"};
+    static const char *const wait_f[] = {"cudaStreamSynchronize", "synchronize_stream", "train"};
+    static const char *const wait_file[] = {NULL, "/opt/venv/lib/python3.11/site-packages/torch/cuda/streams.py",
+                                            "train.py"};
+    tl_py_site(&t, 21, sync_f, sync_file, 3);
+    tl_py_site(&t, 22, wait_f, wait_file, 3);
+    tl_block(&t, 100, 200, "cudaDeviceSynchronize", 21);
+    tl_block(&t, 300, 400, "cudaStreamSynchronize", 22);
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    an_advice a;
+    an_advise(t.s, site_at(&r, "synchronize", t.s, NULL), &a);
+    ASSERT_EQ(a.fix, AN_FIX_DEVICE_SYNC);
+    ASSERT_STR_EQ(a.why, "cudaDeviceSynchronize inside synchronize blocked 1 time");
+    an_advise(t.s, site_at(&r, "synchronize_stream", t.s, NULL), &a);
+    ASSERT_EQ(a.fix, AN_FIX_STREAM_SYNC);
+    ASSERT_STR_EQ(a.why, "cudaStreamSynchronize blocked 1 time (sync)");
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+/* A store shows PyTorch by any one of its names (an operator's name alone will do), and each store
+ * is judged on its own strings, however many the store asked before had. */
+TEST(advice_tells_a_pytorch_trace_by_its_own_names) {
+    tl a, b;
+    tl_init(&a); /* no PyTorch name, and more strings than b */
+    for (int i = 0; i < 40; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "kernel_%d", i);
+        tl_range(&a, (uint64_t)i * 10, (uint64_t)i * 10 + 5, nm, (uint64_t)i + 1);
+    }
+    tl_done(&a);
+    tl_init(&b);
+    tl_range(&b, 0, 10, "aten::mm", 1);
+    tl_done(&b);
+    ASSERT_EQ(an_trace_uses_pytorch(a.s), 0);
+    ASSERT_EQ(an_trace_uses_pytorch(b.s), 1);
+    ASSERT_EQ(an_trace_uses_pytorch(a.s), 0);
+    st_store_destroy(&a.s);
+    st_store_destroy(&b.s);
+}
+
+/* The host's own idle: a DataLoader's range is the input pipeline, any other range the host's work,
+ * and time in no range says that no range names it. */
+TEST(advice_for_host_idle_says_which_range_or_none) {
+    tl t;
+    tl_init(&t);
+    tl_done(&t);
+    an_host_range h = {.producer = 0, .name = 0, .numbered = 0, .idle_ns = 5000};
+    an_advice a;
+    an_advise_host(t.s, &h, "", &a);
+    ASSERT_EQ(a.fix, AN_FIX_HOST);
+    ASSERT_UEQ(a.gpu_ns, 5000);
+    ASSERT_STR_CONTAINS(a.why, "in no range the trace names");
+    an_advise_host(t.s, &h, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", &a);
+    ASSERT_EQ(a.fix, AN_FIX_INPUT);
+    ASSERT_STR_EQ(a.why, "the GPU had nothing queued while the host was in this range, in no CUDA call that waited");
+    h.numbered = 1;
+    an_advise_host(t.s, &h, "ProfilerStep#3", &a);
+    ASSERT_EQ(a.fix, AN_FIX_HOST);
+    ASSERT_STR_CONTAINS(a.why, "in this range (each of them)");
+    st_store_destroy(&t.s);
+}
+
+/* The names of causes and rules, and "?" for what is none of them. */
+TEST(analysis_names_say_what_is_out_of_range) {
+    ASSERT_STR_EQ(an_cause_name(AN_CAUSE_BLOCK), "blocked");
+    ASSERT_STR_EQ(an_cause_name(AN_CAUSE_HOST), "host");
+    ASSERT_STR_EQ(an_cause_name(AN_CAUSE_N_), "?");
+    ASSERT_STR_EQ(an_cause_name(-1), "?");
+    ASSERT_STR_EQ(an_rule_name(AN_RULE_LOW_UTIL), "low-util");
+    ASSERT_STR_EQ(an_rule_name(AN_RULE_N_), "?");
+    ASSERT_STR_EQ(an_rule_name(0), "?");
+    ASSERT_STR_EQ(an_block_kind_name(AN_BLOCK_OTHER), "other");
+    ASSERT_STR_EQ(an_block_kind_name(AN_BLOCK_KIND_N_), "?");
+}
+
+/* A bubble's idle by cause within a window (what the viewer's stall pane sums), by hand on the
+ * waiter's bubble: 100..310 us, the wait's share 100..196, the host's 196..300, launch 300..310. */
+TEST(analysis_bubble_split_cuts_each_cause_at_the_window) {
+    tl t;
+    tl_init(&t);
+    tl_waiter(&t);
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    const an_bubble *b = device_bubble_on(&r, r.blocks[0].producer, 0, 100);
+    ASSERT_NOT_NULL(b);
+    uint64_t all[AN_CAUSE_N_] = {0}, part[AN_CAUSE_N_] = {0}, none[AN_CAUSE_N_] = {0};
+    an_bubble_split(b, 0, UINT64_MAX, all);
+    ASSERT_UEQ(all[AN_CAUSE_BLOCK], 96000);
+    ASSERT_UEQ(all[AN_CAUSE_HOST], 104000);
+    ASSERT_UEQ(all[AN_CAUSE_LAUNCH], 10000);
+    ASSERT_UEQ(all[0], 0);
+    an_bubble_split(b, 150000, 305000, part); /* 150..196 blocked, 196..300 host, 300..305 launch */
+    ASSERT_UEQ(part[AN_CAUSE_BLOCK], 46000);
+    ASSERT_UEQ(part[AN_CAUSE_HOST], 104000);
+    ASSERT_UEQ(part[AN_CAUSE_LAUNCH], 5000);
+    an_bubble_split(b, 320000, 400000, none); /* after the bubble */
+    ASSERT_UEQ(none[AN_CAUSE_BLOCK] + none[AN_CAUSE_HOST] + none[AN_CAUSE_LAUNCH], 0);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+/* The longest bubble is found wherever it lies, the first in time order too: stream 7 idles
+ * 10..1000 us (990), while stream 8's one kernel keeps the GPU busy to 50, so the GPU's bubble is
+ * 50..1000 (950). */
+TEST(analysis_longest_bubble_may_be_the_first) {
+    tl t;
+    tl_init(&t);
+    tp_stream st = {.kind = TP_K_STREAM, .device = 0, .stream = 8};
+    ASSERT_OK(tp_enc_add(t.enc, &st));
+    tl_kernel_on(&t, 0, 7, 0, 0, 10);
+    tl_kernel_on(&t, 0, 8, 0, 0, 50);
+    tl_kernel_on(&t, 0, 7, 900, 1000, 1010);
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_bubbles, 2);
+    ASSERT_UEQ(r.bubbles[0].start, 10000);
+    ASSERT_UEQ(r.bubble_max_ns, 990000);
+    /* each GPU counts its own records */
+    ASSERT_UEQ(device_of(&r, r.bubbles[0].producer, 0)->kernels, 3);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+/* A blocking call on (dev) at [a, b) us, at call site site. */
+static void tl_block_on(tl *t, uint16_t dev, uint64_t a, uint64_t b, const char *api, uint32_t site) {
+    tp_api x = {.kind = TP_K_API, .flags = TP_F_BLOCKING, .device = dev, .tid = 100, .start = a * 1000,
+                .end = b * 1000, .correlation = t->corr++, .callsite = site, .name = tp_enc_intern_cstr(t->enc, api)};
+    ASSERT_OK(tp_enc_add(t->enc, &x));
+}
+
+static const an_finding *finding_of(const an_result *r, int rule, uint64_t start_us) {
+    for (size_t i = 0; i < r->n_findings; i++)
+        if (r->findings[i].rule == rule && r->findings[i].start == start_us * 1000)
+            return &r->findings[i];
+    TASK_FAIL_("no finding of rule %d at %" PRIu64 " us", rule, start_us);
+    return NULL;
+}
+
+/* A call rule's finding per call site: its worst call, and its GPU when all of the site's calls
+ * waited on that one (two GPUs of one process; sites 5 and 6 call on one GPU each, site 7 on
+ * both). A call no rule names blocks as "other". Each GPU counts its own kernels. */
+TEST(analysis_call_findings_are_per_site_with_their_gpu) {
+    tl t;
+    tl_init(&t);
+    tl_device(&t, 1, 9);
+    static const char *const six[] = {"cudaStreamSynchronize", "aten::item"};
+    static const char *const seven[] = {"cudaStreamSynchronize", "aten::is_nonzero"};
+    tl_site(&t, 6, six, 2);
+    tl_site(&t, 7, seven, 2);
+    tl_kernel_on(&t, 0, 7, 0, 1, 2);
+    tl_kernel_on(&t, 1, 9, 0, 1, 2);
+    tl_block_on(&t, 0, 100, 130, "cudaStreamSynchronize", 5); /* 30 us, site 5's worst */
+    tl_block_on(&t, 0, 200, 210, "cudaStreamSynchronize", 5);
+    tl_block_on(&t, 1, 300, 330, "cudaStreamSynchronize", 6); /* 30 us, site 6's worst */
+    tl_block_on(&t, 0, 400, 410, "cudaStreamSynchronize", 7);
+    tl_block_on(&t, 1, 500, 540, "cudaStreamSynchronize", 7); /* 40 us */
+    tl_block_on(&t, 0, 600, 605, "cudaUnheardOfWait", 0);
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    const an_finding *f5 = finding_of(&r, AN_RULE_SYNC_API, 100), *f6 = finding_of(&r, AN_RULE_SYNC_API, 300),
+                     *f7 = finding_of(&r, AN_RULE_SYNC_API, 500);
+    ASSERT_UEQ(f5->end, 130000);
+    ASSERT_UEQ(f5->count, 2);
+    ASSERT_EQ(f5->device, 0);
+    ASSERT_UEQ(f6->end, 330000);
+    ASSERT_UEQ(f6->count, 1);
+    ASSERT_EQ(f6->device, 1);
+    ASSERT_UEQ(f7->count, 2);
+    ASSERT_EQ(f7->device, TP_NO_DEVICE);
+    int other = 0;
+    for (size_t i = 0; i < r.n_blocks; i++)
+        if (strcmp(st_str(t.s, r.blocks[i].name), "cudaUnheardOfWait") == 0) {
+            ASSERT_EQ(r.blocks[i].kind, AN_BLOCK_OTHER);
+            other++;
+        }
+    ASSERT_EQ(other, 1);
+    ASSERT_UEQ(device_of(&r, r.blocks[0].producer, 0)->kernels, 1);
+    ASSERT_UEQ(device_of(&r, r.blocks[0].producer, 1)->kernels, 1);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+/* Two processes, each with its GPU 0: each GPU counts the records of its own process only (2 and
+ * 3 kernels, as built), and its span is its own work's (10..100 us and 1000..3000 us). */
+TEST(analysis_each_process_gpu_counts_its_own_records) {
+    tl a, b;
+    tl_init_in(&a, 77, NULL);
+    tl_kernel_on(&a, 0, 7, 0, 10, 50);
+    tl_kernel_on(&a, 0, 7, 60, 70, 100);
+    tl_add(&a);
+    tl_init_in(&b, 78, a.s);
+    tl_kernel_on(&b, 0, 7, 990, 1000, 1100);
+    tl_kernel_on(&b, 0, 7, 1990, 2000, 2100);
+    tl_kernel_on(&b, 0, 7, 2990, 2995, 3000);
+    tl_done(&b);
+    an_result r;
+    ASSERT_OK(an_analyze(a.s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_devices, 2);
+    for (size_t i = 0; i < 2; i++) {
+        const an_device *d = &r.devices[i];
+        int first = d->kernels == 2;
+        ASSERT_UEQ(d->kernels, first ? 2 : 3);
+        ASSERT_UEQ(d->first, first ? 10000 : 1000000);
+        ASSERT_UEQ(d->last, first ? 100000 : 3000000);
+    }
+    ASSERT(r.devices[0].producer != r.devices[1].producer);
+    an_result_free(&r);
+    st_store_destroy(&a.s);
+}

@@ -1468,3 +1468,65 @@ TEST(analysis_each_process_gpu_counts_its_own_records) {
     an_result_free(&r);
     st_store_destroy(&a.s);
 }
+
+/* The GPU-gaps rule and the low-utilisation rule name the wait that cost most of the gap, by hand: kernel A runs 10..100
+ * us (launched at 0), the host waits at 5..250 (call site 5), the next kernel is launched at 260 and
+ * runs 270..280. The bubble 100..270 is the wait's from 100 to 250, and the 20 us after it too
+ * (the wait held the host back for the 95 us A ran after it began): 170 of 170 us, so the gap
+ * (over a 100 us rule) names the wait, and so does the low-utilisation window around it. */
+TEST(analysis_gpu_gap_names_the_wait_that_cost_it) {
+    tl t;
+    tl_init(&t);
+    tl_kernel_on(&t, 0, 7, 0, 10, 100);
+    tl_sync(&t, 5, 250, 5);
+    tl_kernel_on(&t, 0, 7, 260, 270, 280);
+    tl_done(&t);
+    an_opts o = {.rule_gap_ns = 100000};
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, &o, &r, NULL));
+    ASSERT_EQ(r.n_blocks, 1);
+    ASSERT(r.blocks[0].callsite != 0);
+    const an_finding *f = finding_of(&r, AN_RULE_GPU_GAPS, 100);
+    ASSERT_UEQ(f->count, 1);
+    ASSERT_UEQ(f->callsite, r.blocks[0].callsite);
+    ASSERT_STR_EQ(st_str(t.s, f->name), "cudaStreamSynchronize");
+    const an_bubble *b = device_bubble_at(&r, 100);
+    ASSERT_NOT_NULL(b);
+    ASSERT_UEQ(b->block_from, 100000);
+    ASSERT_UEQ(b->block_to, 270000);
+    an_result_free(&r);
+    /* Under the default 500 ms rule there is no gap finding: the low-utilisation window over the
+     * bubble (the GPU's first finding then) names the wait. */
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    size_t low = 0;
+    for (size_t i = 0; i < r.n_findings; i++)
+        if (r.findings[i].rule == AN_RULE_LOW_UTIL) {
+            ASSERT(r.findings[i].start <= 100000 && r.findings[i].end >= 270000);
+            ASSERT_UEQ(r.findings[i].callsite, r.blocks[0].callsite);
+            low++;
+        }
+    ASSERT_EQ(low, 1);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+/* A wait that begins at the trace's time 0 holds the host back for all the GPU ran after it: A runs
+ * 10..100 us, the wait 0..101, the next kernel 310..320 (launched at 300): of the bubble 100..310
+ * the wait's share is 100..101 and the 100 us of A after it began, to 201. */
+TEST(analysis_wait_from_time_zero_holds_back_all_it_waited_for) {
+    tl t;
+    tl_init(&t);
+    tl_kernel_on(&t, 0, 7, 0, 10, 100);
+    tl_sync_for(&t, 0, 101, 5, 0, 7);
+    tl_kernel_on(&t, 0, 7, 300, 310, 320);
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    const an_bubble *b = device_bubble_at(&r, 100);
+    ASSERT_NOT_NULL(b);
+    ASSERT_EQ(b->cause, AN_CAUSE_BLOCK);
+    ASSERT_UEQ(b->block_from, 100000);
+    ASSERT_UEQ(b->block_to, 201000);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}

@@ -1530,3 +1530,28 @@ TEST(analysis_wait_from_time_zero_holds_back_all_it_waited_for) {
     an_result_free(&r);
     st_store_destroy(&t.s);
 }
+
+/* A utilisation window too small for the span is widened to keep under 2^20 windows a GPU: a
+ * 1 ns window over a span of (2^20 - 1) x 1049000 ns (1100 s) becomes span / (2^20 - 1) + 1 =
+ * 1049001 ns. The GPU works 0..20 ms and in the span's last 10 us: windows 0..18 are busy, window 19
+ * (from 19 x 1049001 = 19931019 ns) is busy 68981 ns of its 1049001, the first low one. */
+TEST(analysis_low_util_windows_widen_to_a_bounded_count) {
+    const uint64_t span_us = ((1u << 20) - 1) * 1049ull;
+    tl t;
+    tl_init(&t);
+    tl_kernel_on(&t, 0, 7, 0, 0, 20000);
+    tl_kernel_on(&t, 0, 7, span_us - 20, span_us - 10, span_us);
+    tl_done(&t);
+    an_opts o = {.low_util_window_ns = 1};
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, &o, &r, NULL));
+    size_t low = 0;
+    for (size_t i = 0; i < r.n_findings; i++)
+        if (r.findings[i].rule == AN_RULE_LOW_UTIL) {
+            ASSERT_UEQ(r.findings[i].start, 19931019);
+            low++;
+        }
+    ASSERT_EQ(low, 1);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}

@@ -1938,3 +1938,37 @@ TEST(cmd_import_fails_cleanly_on_a_cut_file) {
     tp_buf_free(&out);
     tp_buf_free(&err);
 }
+
+/* A Call stack's frame that is not "file(line): function" (a line that is not all digits, no ": "
+ * after the parenthesis) is kept whole as the frame's name, with no line; the frames around it are
+ * read as usual. */
+TEST(call_stack_frames_that_are_not_file_line_function_stay_whole) {
+    const char *json =
+        "{\"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::item\", \"pid\": 1, \"tid\": 2, \"ts\": 90, "
+        "\"dur\": 60, \"args\": {\"Call stack\": \"model.py(4x): forward;odd(12);train.py(5): <module>\"}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, \"tid\": 2, "
+        "\"ts\": 100, \"dur\": 10, \"args\": {\"correlation\": 1}}\n"
+        "]}";
+    got g;
+    got_init(&g);
+    import_stats st;
+    import_text_ok(json, &g, &st);
+    const tp_api *a = find_api(&g, "cudaStreamSynchronize", 0);
+    ASSERT_NOT_NULL(a);
+    ASSERT_NE(a->callsite, 0);
+    static char frames[4096];
+    site_frames(&g, a->callsite, frames, sizeof frames);
+    ASSERT_STR_EQ(frames, "aten::item < model.py(4x): forward < odd(12) < train.py:5 <module>");
+    /* the last frame ends where the stack's text ends: its function is the 8 bytes of "<module>" */
+    size_t last = 0;
+    for (size_t i = 0; i < g.n; i++)
+        if (g.rec[i].head.kind == TP_K_FRAME && g.rec[i].frame.callsite == a->callsite && g.rec[i].frame.index == 3) {
+            uint32_t len = 0;
+            ASSERT_NOT_NULL(tp_strtab_get(g.strs, g.rec[i].frame.func, &len));
+            ASSERT_EQ(len, 8);
+            last++;
+        }
+    ASSERT_EQ(last, 1);
+    got_free(&g);
+}

@@ -1555,3 +1555,30 @@ TEST(analysis_low_util_windows_widen_to_a_bounded_count) {
     an_result_free(&r);
     st_store_destroy(&t.s);
 }
+
+/* The host's idle in a window and the range most of it went to, by hand on the timeline of
+ * analysis_host_idle_goes_to_the_innermost_range: in [100, 330) us, step#1 holds 100..150, 260..310
+ * and 320..330 (110 us), load 150..260 (110 us): a tie, which goes to the range met first. */
+TEST(analysis_host_in_a_window_names_the_range_met_first_on_a_tie) {
+    tl t;
+    tl_init(&t);
+    tl_range(&t, 0, 1000, "step#1", 1);
+    tl_range(&t, 150, 260, "load", 2);
+    tl_kernel(&t, 0, 10, 100);
+    tl_kernel(&t, 300, 310, 320);
+    tl_kernel(&t, 1000, 1010, 1100);
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    uint64_t ns = 0, range_ns = 0;
+    uint32_t range = 0;
+    an_host_in(&r, r.devices[0].producer, 100000, 330000, &ns, &range, &range_ns);
+    ASSERT_UEQ(ns, 220000);
+    ASSERT_UEQ(range_ns, 110000);
+    ASSERT_STR_EQ(st_str(t.s, range), "step#1");
+    an_host_in(&r, r.devices[0].producer, 100000, 300000, &ns, &range, &range_ns); /* step#1 90, load 110 */
+    ASSERT_UEQ(ns, 200000);
+    ASSERT_STR_EQ(st_str(t.s, range), "load");
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}

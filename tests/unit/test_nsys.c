@@ -881,3 +881,24 @@ TEST(nvtx_ranges_nest_as_the_export_nests_them) {
     ASSERT_GE(threads, 5);
     st_store_destroy(&s);
 }
+
+/* A sync row whose context and stream no kernel, copy or memset names takes the one device its
+ * process used; one whose context is unknown but whose stream is known takes that stream's. The
+ * export's process ran everything on one device (SQL below): both rows, written as device 5, move
+ * there, and only they. */
+TEST(syncs_of_unknown_context_take_their_stream_or_process_device) {
+    const char *path = copy_sample("cloverleaf_a100_perlmutter.sqlite", "syncs.sqlite");
+    sqlite3 *db = db_open(path, 1);
+    ASSERT_EQ(sql_int(db, "SELECT count(DISTINCT deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 1);
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE deviceId != "
+                          "(SELECT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1)"), 0);
+    sql_exec(db, "UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET contextId = 999, streamId = 999, deviceId = 5 "
+                 "WHERE rowid = 1;"
+                 "UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET contextId = 999, deviceId = 5, streamId = "
+                 "(SELECT streamId FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1) WHERE rowid = 2;");
+    sqlite3_close(db);
+    got g;
+    import_stats st;
+    import_ok(path, &g, &st);
+    ASSERT_UEQ(st.syncs_moved, 2);
+}

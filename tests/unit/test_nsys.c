@@ -522,6 +522,7 @@ TEST(saxpy_backtraces_become_call_sites) {
     ASSERT_EQ(calls, 38);
     ASSERT_EQ(sql_int(db, SQL_CALLS "SELECT count(DISTINCT corr) FROM calls"), calls);
     ASSERT_UEQ(S.n_calls, calls);
+    ASSERT_UEQ(st.sited_calls, calls); /* the import's count says the same */
     /* callchainId counts from 0 here while the chains' ids count from 1 */
     int64_t named0 = sql_named_calls(db, 0), named1 = sql_named_calls(db, 1);
     ASSERT_LT(named0, named1);

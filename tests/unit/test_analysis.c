@@ -1582,3 +1582,42 @@ TEST(analysis_host_in_a_window_names_the_range_met_first_on_a_tie) {
     an_result_free(&r);
     st_store_destroy(&t.s);
 }
+
+/* The trace's first correlation id (1) is matched like any other: a wait that names no GPU, with
+ * correlation 1, is put on the GPU its sync record names (GPU 1 of two). */
+TEST(analysis_the_first_correlation_finds_its_gpu_record) {
+    tl t;
+    tl_init(&t);
+    tl_device(&t, 1, 9);
+    ASSERT_EQ(t.corr, 1);
+    tl_sync_for(&t, 5, 20, 5, 1, 9); /* correlation 1 */
+    tl_kernel_on(&t, 1, 9, 30, 40, 50);
+    tl_kernel_on(&t, 0, 7, 30, 40, 50);
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_blocks, 1);
+    ASSERT_EQ(r.blocks[0].device, 1);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
+/* A gap of exactly the bubble threshold (20 us by default) is a bubble, on the stream and on the
+ * GPU: kernels 0..10 and 30..40 us on one stream. */
+TEST(analysis_a_gap_of_exactly_the_threshold_is_a_bubble) {
+    tl t;
+    tl_init(&t);
+    tl_kernel_on(&t, 0, 7, 0, 0, 10);
+    tl_kernel_on(&t, 0, 7, 20, 30, 40);
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_bubbles, 2); /* the GPU's and the stream's */
+    for (size_t i = 0; i < r.n_bubbles; i++) {
+        ASSERT_UEQ(r.bubbles[i].start, 10000);
+        ASSERT_UEQ(r.bubbles[i].end, 30000);
+    }
+    ASSERT(r.bubbles[0].lane != r.bubbles[1].lane);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}

@@ -15,6 +15,8 @@
 #include "busy.h"
 #include "steps.h"
 #include "advice.h"
+#include "compare.h"
+#include "stalls.h"
 #include "store.h"
 #include "load.h"
 #include "synctop/codec.h"
@@ -1620,4 +1622,92 @@ TEST(analysis_a_gap_of_exactly_the_threshold_is_a_bubble) {
     ASSERT(r.bubbles[0].lane != r.bubbles[1].lane);
     an_result_free(&r);
     st_store_destroy(&t.s);
+}
+
+/* The viewer's sweep has a figure per GPU of each process, two processes' GPU 0 apart: on the
+ * timeline of analysis_each_process_gpu_counts_its_own_records, busy 40 + 30 us and 100 + 100 + 5 us. */
+TEST(sweep_keeps_each_process_gpu_apart) {
+    tl a, b;
+    tl_init_in(&a, 77, NULL);
+    tl_kernel_on(&a, 0, 7, 0, 10, 50);
+    tl_kernel_on(&a, 0, 7, 60, 70, 100);
+    tl_add(&a);
+    tl_init_in(&b, 78, a.s);
+    tl_kernel_on(&b, 0, 7, 990, 1000, 1100);
+    tl_kernel_on(&b, 0, 7, 1990, 2000, 2100);
+    tl_kernel_on(&b, 0, 7, 2990, 2995, 3000);
+    tl_done(&b);
+    an_result r;
+    ASSERT_OK(an_analyze(a.s, NULL, &r, NULL));
+    an_sweep *w = an_sweep_new(a.s, &r, 0);
+    ASSERT_NOT_NULL(w);
+    ASSERT_EQ(an_sweep_to(w, 4000000, 0), 1);
+    an_gpu_fig *f = NULL;
+    size_t n = 0;
+    ASSERT_OK(an_sweep_figures(w, 4000000, &f, &n));
+    ASSERT_EQ(n, 2);
+    uint64_t busy[2] = {f[0].busy_ns, f[1].busy_ns};
+    ASSERT(f[0].producer != f[1].producer);
+    ASSERT_UEQ(busy[0] < busy[1] ? busy[0] : busy[1], 70000);
+    ASSERT_UEQ(busy[0] < busy[1] ? busy[1] : busy[0], 205000);
+    free(f);
+    an_sweep_free(&w);
+    an_result_free(&r);
+    st_store_destroy(&a.s);
+}
+
+/* Stall rows before any analysis: none, and no failure. */
+TEST(stall_sites_without_an_analysis_are_none) {
+    tl t;
+    tl_init(&t);
+    tl_block(&t, 100, 200, "cudaDeviceSynchronize", 0);
+    tl_done(&t);
+    an_stall_scope sc = {.now = UINT64_MAX};
+    an_stall_site *rows = NULL;
+    size_t n = 1;
+    int64_t step = 0;
+    ASSERT_OK(an_stall_sites(t.s, NULL, &sc, AN_STALL_BY_TOTAL, &rows, &n, &step));
+    ASSERT_EQ(n, 0);
+    an_stall_sites_free(rows, n);
+    st_store_destroy(&t.s);
+}
+
+/* A run against a baseline: a new site comes first, whatever another grew by; a native frame's
+ * site is known by its function and its module's file name. Old: site 5 (frames
+ * cudaStreamSynchronize, foo in /usr/lib/libcudart.so.12) 100 us. New: the same 300 us (grew by
+ * 200), and cudaDeviceSynchronize with no call site, 50 us (new). */
+TEST(compare_puts_new_sites_first_and_keys_native_frames_by_module_file) {
+    static const char *const funcs[] = {"cudaStreamSynchronize", "foo"};
+    static const char *const files[] = {NULL, NULL};
+    tl o, n;
+    tl_init(&o);
+    tl_py_site(&o, 21, funcs, files, 2);
+    tl_block(&o, 100, 200, "cudaStreamSynchronize", 21);
+    tl_done(&o);
+    tl_init(&n);
+    tl_py_site(&n, 21, funcs, files, 2);
+    tl_block(&n, 100, 400, "cudaStreamSynchronize", 21);
+    tl_block(&n, 500, 550, "cudaDeviceSynchronize", 0);
+    tl_done(&n);
+    an_result ro, rn;
+    ASSERT_OK(an_analyze(o.s, NULL, &ro, NULL));
+    ASSERT_OK(an_analyze(n.s, NULL, &rn, NULL));
+    an_diff d;
+    ASSERT_OK(an_compare(o.s, &ro, n.s, &rn, &d, NULL));
+    ASSERT_EQ(d.n_sites, 2);
+    ASSERT_EQ(d.sites[0].kind, AN_DELTA_NEW);
+    ASSERT_STR_EQ(d.sites[0].key, "cudaDeviceSynchronize");
+    ASSERT_UEQ(d.sites[0].new_ns, 50000);
+    ASSERT_EQ(d.sites[1].kind, AN_DELTA_GREW);
+    ASSERT_STR_EQ(d.sites[1].key, "cudaStreamSynchronize at foo (libcudart.so.12)");
+    ASSERT_UEQ(d.sites[1].old_ns, 100000);
+    ASSERT_UEQ(d.sites[1].new_ns, 300000);
+    ASSERT_STR_EQ(an_delta_name(AN_DELTA_SHRANK), "shrank");
+    ASSERT_STR_EQ(an_delta_name(AN_DELTA_SHRANK + 1), "?");
+    ASSERT_STR_EQ(an_delta_name(-1), "?");
+    an_diff_free(&d);
+    an_result_free(&ro);
+    an_result_free(&rn);
+    st_store_destroy(&o.s);
+    st_store_destroy(&n.s);
 }

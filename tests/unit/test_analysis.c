@@ -1711,3 +1711,27 @@ TEST(compare_puts_new_sites_first_and_keys_native_frames_by_module_file) {
     st_store_destroy(&o.s);
     st_store_destroy(&n.s);
 }
+
+/* A heartbeat makes steps when the GPU works between most of its beats, not only when it works
+ * between all: the loop of steps_from_a_regular_blocking_call with no kernel in the 6th step (10
+ * of its 11 steps hold GPU work). */
+TEST(steps_from_a_heartbeat_with_gpu_work_in_most_steps) {
+    tl t;
+    tl_init(&t);
+    for (uint64_t i = 0; i < 12; i++) {
+        uint64_t at = 1000 + i * 10000;
+        if (i != 5)
+            tl_kernel(&t, at, at + 10, at + 6000);
+        tl_sync(&t, at + 20, at + 6010, 5);
+    }
+    an_result r;
+    an_steps st;
+    tl_steps(&t, &r, &st);
+    ASSERT_EQ(st.source, AN_STEPS_HEARTBEAT);
+    ASSERT_EQ(st.n_steps, 11);
+    for (size_t i = 0; i < st.n_steps; i++)
+        ASSERT_UEQ(st.steps[i].gpu_busy_ns, i == 4 ? 0 : 5990000);
+    an_steps_free(&st);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}

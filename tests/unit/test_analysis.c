@@ -1735,3 +1735,27 @@ TEST(steps_from_a_heartbeat_with_gpu_work_in_most_steps) {
     an_result_free(&r);
     st_store_destroy(&t.s);
 }
+
+/* Of two ranges that come as often and as regularly, the one that comes first in the loop marks
+ * the steps: every 10 ms "phase" opens at +100 us inside "iteration", which opens at +0 (phase is
+ * named first, so it is met first). */
+TEST(steps_from_the_range_that_comes_first_in_the_loop) {
+    tl t;
+    tl_init(&t);
+    for (uint64_t i = 0; i < 12; i++) {
+        uint64_t at = 1000 + i * 10000;
+        tl_range(&t, at + 100, at + 5000, "phase", 100 + i);
+        tl_range(&t, at, at + 9000, "iteration", 200 + i);
+        tl_kernel(&t, at + 200, at + 210, at + 6000);
+    }
+    an_result r;
+    an_steps st;
+    tl_steps(&t, &r, &st);
+    ASSERT_STR_CONTAINS(st.what, "iteration");
+    ASSERT_EQ(st.n_steps, 11);
+    for (size_t i = 0; i < st.n_steps; i++)
+        ASSERT_UEQ(st.steps[i].start, (1000 + i * 10000) * 1000);
+    an_steps_free(&st);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}

@@ -1759,3 +1759,30 @@ TEST(steps_from_the_range_that_comes_first_in_the_loop) {
     an_result_free(&r);
     st_store_destroy(&t.s);
 }
+
+/* A process's heartbeat is one of its own call sites: a second process whose GPU works all along,
+ * with no call of its own, has no steps (the first's 11 steps are all the first's). */
+TEST(steps_of_a_process_come_from_its_own_calls) {
+    tl a, b;
+    tl_init_in(&a, 77, NULL);
+    for (uint64_t i = 0; i < 12; i++) {
+        uint64_t at = 1000 + i * 10000;
+        tl_kernel(&a, at, at + 10, at + 6000);
+        tl_sync(&a, at + 20, at + 6010, 5);
+    }
+    tl_add(&a);
+    tl_init_in(&b, 78, a.s);
+    for (uint64_t i = 0; i < 24; i++)
+        tl_kernel(&b, i * 5000, i * 5000 + 10, i * 5000 + 4000);
+    an_result r;
+    an_steps st;
+    tl_steps(&b, &r, &st);
+    ASSERT_EQ(st.n_steps, 11);
+    for (size_t i = 0; i < st.n_steps; i++)
+        ASSERT_EQ(st.steps[i].producer, st.steps[0].producer);
+    ASSERT_EQ(r.n_blocks, 12); /* the first process's syncs */
+    ASSERT_EQ(st.steps[0].producer, r.blocks[0].producer);
+    an_steps_free(&st);
+    an_result_free(&r);
+    st_store_destroy(&a.s);
+}

@@ -17,6 +17,7 @@
 #include "advice.h"
 #include "compare.h"
 #include "stalls.h"
+#include "hta.h"
 #include "store.h"
 #include "load.h"
 #include "synctop/codec.h"
@@ -1785,4 +1786,26 @@ TEST(steps_of_a_process_come_from_its_own_calls) {
     an_steps_free(&st);
     an_result_free(&r);
     st_store_destroy(&a.s);
+}
+
+/* HTA's figures are rounded as HTA rounds float timestamps when any event of the process has a
+ * fraction of a microsecond, the first of its lane too: here only the first kernel, 10.5..100 us. */
+TEST(hta_rounds_a_process_whose_only_fraction_is_its_first_kernel) {
+    tl t;
+    tl_init(&t);
+    uint32_t c = t.corr++;
+    tp_api api = {.kind = TP_K_API, .flags = TP_F_LAUNCH, .device = 0, .tid = 100, .start = 0, .end = 2000,
+                  .correlation = c, .name = tp_enc_intern_cstr(t.enc, "cudaLaunchKernel")};
+    tp_kernel k = {.kind = TP_K_KERNEL, .device = 0, .stream = 7, .start = 10500, .end = 100000, .correlation = c,
+                   .name = tp_enc_intern_cstr(t.enc, "gemm")};
+    ASSERT_OK(tp_enc_add(t.enc, &api));
+    ASSERT_OK(tp_enc_add(t.enc, &k));
+    tl_kernel_on(&t, 0, 7, 300, 310, 320);
+    tl_done(&t);
+    hta_result h;
+    ASSERT_OK(hta_analyze(t.s, NULL, &h, NULL));
+    ASSERT_EQ(h.n_ranks, 1);
+    ASSERT_EQ(h.ranks[0].rounded, 1);
+    hta_result_free(&h);
+    st_store_destroy(&t.s);
 }

@@ -1236,6 +1236,17 @@ TEST(steps_are_slow_just_above_median_plus_three_scaled_mads) {
 
 /* ---- what the mutation run (bench/mutate) found no test for ---- */
 
+/* The timeline into its store, analysed with the default options. */
+static void tl_analysed(tl *t, an_result *r) {
+    tl_done(t);
+    ASSERT_OK(an_analyze(t->s, NULL, r, NULL));
+}
+
+static void tl_free(tl *t, an_result *r) {
+    an_result_free(r);
+    st_store_destroy(&t->s);
+}
+
 /* A call site of Python frames over the native call: frames[i] in files[i] (NULL: native). */
 static void tl_py_site(tl *t, uint32_t id, const char *const *funcs, const char *const *files, size_t n) {
     tp_callsite cs = {.kind = TP_K_CALLSITE, .device = TP_NO_DEVICE, .id = id, .n_frames = (uint16_t)n};
@@ -1264,9 +1275,8 @@ TEST(advice_tells_torch_cuda_synchronize_by_its_frame) {
     tl_py_site(&t, 22, wait_f, wait_file, 3);
     tl_block(&t, 100, 200, "cudaDeviceSynchronize", 21);
     tl_block(&t, 300, 400, "cudaStreamSynchronize", 22);
-    tl_done(&t);
     an_result r;
-    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    tl_analysed(&t, &r);
     an_advice a;
     an_advise(t.s, site_at(&r, "synchronize", t.s, NULL), &a);
     ASSERT_EQ(a.fix, AN_FIX_DEVICE_SYNC);
@@ -1274,8 +1284,7 @@ TEST(advice_tells_torch_cuda_synchronize_by_its_frame) {
     an_advise(t.s, site_at(&r, "synchronize_stream", t.s, NULL), &a);
     ASSERT_EQ(a.fix, AN_FIX_STREAM_SYNC);
     ASSERT_STR_EQ(a.why, "cudaStreamSynchronize blocked 1 time (sync)");
-    an_result_free(&r);
-    st_store_destroy(&t.s);
+    tl_free(&t, &r);
 }
 
 /* A store shows PyTorch by any one of its names (an operator's name alone will do), and each store
@@ -1340,9 +1349,8 @@ TEST(analysis_bubble_split_cuts_each_cause_at_the_window) {
     tl t;
     tl_init(&t);
     tl_waiter(&t);
-    tl_done(&t);
     an_result r;
-    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    tl_analysed(&t, &r);
     const an_bubble *b = device_bubble_on(&r, r.blocks[0].producer, 0, 100);
     ASSERT_NOT_NULL(b);
     uint64_t all[AN_CAUSE_N_] = {0}, part[AN_CAUSE_N_] = {0}, none[AN_CAUSE_N_] = {0};
@@ -1357,8 +1365,7 @@ TEST(analysis_bubble_split_cuts_each_cause_at_the_window) {
     ASSERT_UEQ(part[AN_CAUSE_LAUNCH], 5000);
     an_bubble_split(b, 320000, 400000, none); /* after the bubble */
     ASSERT_UEQ(none[AN_CAUSE_BLOCK] + none[AN_CAUSE_HOST] + none[AN_CAUSE_LAUNCH], 0);
-    an_result_free(&r);
-    st_store_destroy(&t.s);
+    tl_free(&t, &r);
 }
 
 /* The longest bubble is found wherever it lies, the first in time order too: stream 7 idles
@@ -1372,16 +1379,14 @@ TEST(analysis_longest_bubble_may_be_the_first) {
     tl_kernel_on(&t, 0, 7, 0, 0, 10);
     tl_kernel_on(&t, 0, 8, 0, 0, 50);
     tl_kernel_on(&t, 0, 7, 900, 1000, 1010);
-    tl_done(&t);
     an_result r;
-    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    tl_analysed(&t, &r);
     ASSERT_EQ(r.n_bubbles, 2);
     ASSERT_UEQ(r.bubbles[0].start, 10000);
     ASSERT_UEQ(r.bubble_max_ns, 990000);
     /* each GPU counts its own records */
     ASSERT_UEQ(device_of(&r, r.bubbles[0].producer, 0)->kernels, 3);
-    an_result_free(&r);
-    st_store_destroy(&t.s);
+    tl_free(&t, &r);
 }
 
 /* A blocking call on (dev) at [a, b) us, at call site site. */
@@ -1418,9 +1423,8 @@ TEST(analysis_call_findings_are_per_site_with_their_gpu) {
     tl_block_on(&t, 0, 400, 410, "cudaStreamSynchronize", 7);
     tl_block_on(&t, 1, 500, 540, "cudaStreamSynchronize", 7); /* 40 us */
     tl_block_on(&t, 0, 600, 605, "cudaUnheardOfWait", 0);
-    tl_done(&t);
     an_result r;
-    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    tl_analysed(&t, &r);
     const an_finding *f5 = finding_of(&r, AN_RULE_SYNC_API, 100), *f6 = finding_of(&r, AN_RULE_SYNC_API, 300),
                      *f7 = finding_of(&r, AN_RULE_SYNC_API, 500);
     ASSERT_UEQ(f5->end, 130000);
@@ -1440,13 +1444,12 @@ TEST(analysis_call_findings_are_per_site_with_their_gpu) {
     ASSERT_EQ(other, 1);
     ASSERT_UEQ(device_of(&r, r.blocks[0].producer, 0)->kernels, 1);
     ASSERT_UEQ(device_of(&r, r.blocks[0].producer, 1)->kernels, 1);
-    an_result_free(&r);
-    st_store_destroy(&t.s);
+    tl_free(&t, &r);
 }
 
-/* Two processes, each with its GPU 0: each GPU counts the records of its own process only (2 and
- * 3 kernels, as built), and its span is its own work's (10..100 us and 1000..3000 us). */
-TEST(analysis_each_process_gpu_counts_its_own_records) {
+/* Two processes, each with its GPU 0 (stream 7): the first runs 2 kernels, 10..50 and 70..100 us,
+ * the second 3, 1000..1100, 2000..2100 and 2995..3000 us. */
+static st_store *two_process_store(void) {
     tl a, b;
     tl_init_in(&a, 77, NULL);
     tl_kernel_on(&a, 0, 7, 0, 10, 50);
@@ -1457,8 +1460,15 @@ TEST(analysis_each_process_gpu_counts_its_own_records) {
     tl_kernel_on(&b, 0, 7, 1990, 2000, 2100);
     tl_kernel_on(&b, 0, 7, 2990, 2995, 3000);
     tl_done(&b);
+    return a.s;
+}
+
+/* Two processes, each with its GPU 0: each GPU counts the records of its own process only (2 and
+ * 3 kernels, as built), and its span is its own work's (10..100 us and 1000..3000 us). */
+TEST(analysis_each_process_gpu_counts_its_own_records) {
+    st_store *s = two_process_store();
     an_result r;
-    ASSERT_OK(an_analyze(a.s, NULL, &r, NULL));
+    ASSERT_OK(an_analyze(s, NULL, &r, NULL));
     ASSERT_EQ(r.n_devices, 2);
     for (size_t i = 0; i < 2; i++) {
         const an_device *d = &r.devices[i];
@@ -1469,7 +1479,7 @@ TEST(analysis_each_process_gpu_counts_its_own_records) {
     }
     ASSERT(r.devices[0].producer != r.devices[1].producer);
     an_result_free(&r);
-    st_store_destroy(&a.s);
+    st_store_destroy(&s);
 }
 
 /* The GPU-gaps rule and the low-utilisation rule name the wait that cost most of the gap, by hand: kernel A runs 10..100
@@ -1509,8 +1519,7 @@ TEST(analysis_gpu_gap_names_the_wait_that_cost_it) {
             low++;
         }
     ASSERT_EQ(low, 1);
-    an_result_free(&r);
-    st_store_destroy(&t.s);
+    tl_free(&t, &r);
 }
 
 /* A wait that begins at the trace's time 0 holds the host back for all the GPU ran after it: A runs
@@ -1522,16 +1531,14 @@ TEST(analysis_wait_from_time_zero_holds_back_all_it_waited_for) {
     tl_kernel_on(&t, 0, 7, 0, 10, 100);
     tl_sync_for(&t, 0, 101, 5, 0, 7);
     tl_kernel_on(&t, 0, 7, 300, 310, 320);
-    tl_done(&t);
     an_result r;
-    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    tl_analysed(&t, &r);
     const an_bubble *b = device_bubble_at(&r, 100);
     ASSERT_NOT_NULL(b);
     ASSERT_EQ(b->cause, AN_CAUSE_BLOCK);
     ASSERT_UEQ(b->block_from, 100000);
     ASSERT_UEQ(b->block_to, 201000);
-    an_result_free(&r);
-    st_store_destroy(&t.s);
+    tl_free(&t, &r);
 }
 
 /* A utilisation window too small for the span is widened to keep under 2^20 windows a GPU: a
@@ -1555,8 +1562,7 @@ TEST(analysis_low_util_windows_widen_to_a_bounded_count) {
             low++;
         }
     ASSERT_EQ(low, 1);
-    an_result_free(&r);
-    st_store_destroy(&t.s);
+    tl_free(&t, &r);
 }
 
 /* The host's idle in a window and the range most of it went to, by hand on the timeline of
@@ -1570,9 +1576,8 @@ TEST(analysis_host_in_a_window_names_the_range_met_first_on_a_tie) {
     tl_kernel(&t, 0, 10, 100);
     tl_kernel(&t, 300, 310, 320);
     tl_kernel(&t, 1000, 1010, 1100);
-    tl_done(&t);
     an_result r;
-    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    tl_analysed(&t, &r);
     uint64_t ns = 0, range_ns = 0;
     uint32_t range = 0;
     an_host_in(&r, r.devices[0].producer, 100000, 330000, &ns, &range, &range_ns);
@@ -1582,8 +1587,7 @@ TEST(analysis_host_in_a_window_names_the_range_met_first_on_a_tie) {
     an_host_in(&r, r.devices[0].producer, 100000, 300000, &ns, &range, &range_ns); /* step#1 90, load 110 */
     ASSERT_UEQ(ns, 200000);
     ASSERT_STR_EQ(st_str(t.s, range), "load");
-    an_result_free(&r);
-    st_store_destroy(&t.s);
+    tl_free(&t, &r);
 }
 
 /* The trace's first correlation id (1) is matched like any other: a wait that names no GPU, with
@@ -1596,13 +1600,11 @@ TEST(analysis_the_first_correlation_finds_its_gpu_record) {
     tl_sync_for(&t, 5, 20, 5, 1, 9); /* correlation 1 */
     tl_kernel_on(&t, 1, 9, 30, 40, 50);
     tl_kernel_on(&t, 0, 7, 30, 40, 50);
-    tl_done(&t);
     an_result r;
-    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    tl_analysed(&t, &r);
     ASSERT_EQ(r.n_blocks, 1);
     ASSERT_EQ(r.blocks[0].device, 1);
-    an_result_free(&r);
-    st_store_destroy(&t.s);
+    tl_free(&t, &r);
 }
 
 /* A gap of exactly the bubble threshold (20 us by default) is a bubble, on the stream and on the
@@ -1612,35 +1614,24 @@ TEST(analysis_a_gap_of_exactly_the_threshold_is_a_bubble) {
     tl_init(&t);
     tl_kernel_on(&t, 0, 7, 0, 0, 10);
     tl_kernel_on(&t, 0, 7, 20, 30, 40);
-    tl_done(&t);
     an_result r;
-    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    tl_analysed(&t, &r);
     ASSERT_EQ(r.n_bubbles, 2); /* the GPU's and the stream's */
     for (size_t i = 0; i < r.n_bubbles; i++) {
         ASSERT_UEQ(r.bubbles[i].start, 10000);
         ASSERT_UEQ(r.bubbles[i].end, 30000);
     }
     ASSERT(r.bubbles[0].lane != r.bubbles[1].lane);
-    an_result_free(&r);
-    st_store_destroy(&t.s);
+    tl_free(&t, &r);
 }
 
-/* The viewer's sweep has a figure per GPU of each process, two processes' GPU 0 apart: on the
- * timeline of analysis_each_process_gpu_counts_its_own_records, busy 40 + 30 us and 100 + 100 + 5 us. */
+/* The viewer's sweep has a figure per GPU of each process, two processes' GPU 0 apart: on
+ * two_process_store's timeline, busy 40 + 30 us and 100 + 100 + 5 us. */
 TEST(sweep_keeps_each_process_gpu_apart) {
-    tl a, b;
-    tl_init_in(&a, 77, NULL);
-    tl_kernel_on(&a, 0, 7, 0, 10, 50);
-    tl_kernel_on(&a, 0, 7, 60, 70, 100);
-    tl_add(&a);
-    tl_init_in(&b, 78, a.s);
-    tl_kernel_on(&b, 0, 7, 990, 1000, 1100);
-    tl_kernel_on(&b, 0, 7, 1990, 2000, 2100);
-    tl_kernel_on(&b, 0, 7, 2990, 2995, 3000);
-    tl_done(&b);
+    st_store *s = two_process_store();
     an_result r;
-    ASSERT_OK(an_analyze(a.s, NULL, &r, NULL));
-    an_sweep *w = an_sweep_new(a.s, &r, 0);
+    ASSERT_OK(an_analyze(s, NULL, &r, NULL));
+    an_sweep *w = an_sweep_new(s, &r, 0);
     ASSERT_NOT_NULL(w);
     ASSERT_EQ(an_sweep_to(w, 4000000, 0), 1);
     an_gpu_fig *f = NULL;
@@ -1654,7 +1645,7 @@ TEST(sweep_keeps_each_process_gpu_apart) {
     free(f);
     an_sweep_free(&w);
     an_result_free(&r);
-    st_store_destroy(&a.s);
+    st_store_destroy(&s);
 }
 
 /* Stall rows before any analysis: none, and no failure. */
@@ -1733,8 +1724,7 @@ TEST(steps_from_a_heartbeat_with_gpu_work_in_most_steps) {
     for (size_t i = 0; i < st.n_steps; i++)
         ASSERT_UEQ(st.steps[i].gpu_busy_ns, i == 4 ? 0 : 5990000);
     an_steps_free(&st);
-    an_result_free(&r);
-    st_store_destroy(&t.s);
+    tl_free(&t, &r);
 }
 
 /* Of two ranges that come as often and as regularly, the one that comes first in the loop marks
@@ -1757,8 +1747,7 @@ TEST(steps_from_the_range_that_comes_first_in_the_loop) {
     for (size_t i = 0; i < st.n_steps; i++)
         ASSERT_UEQ(st.steps[i].start, (1000 + i * 10000) * 1000);
     an_steps_free(&st);
-    an_result_free(&r);
-    st_store_destroy(&t.s);
+    tl_free(&t, &r);
 }
 
 /* A process's heartbeat is one of its own call sites: a second process whose GPU works all along,

@@ -1950,6 +1950,7 @@ TEST(call_stack_frames_that_are_not_file_line_function_stay_whole) {
         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, \"tid\": 2, "
         "\"ts\": 100, \"dur\": 10, \"args\": {\"correlation\": 1}}\n"
         "]}";
+    static char frames[4096];
     got g;
     got_init(&g);
     import_stats st;
@@ -1957,7 +1958,6 @@ TEST(call_stack_frames_that_are_not_file_line_function_stay_whole) {
     const tp_api *a = find_api(&g, "cudaStreamSynchronize", 0);
     ASSERT_NOT_NULL(a);
     ASSERT_NE(a->callsite, 0);
-    static char frames[4096];
     site_frames(&g, a->callsite, frames, sizeof frames);
     ASSERT_STR_EQ(frames, "aten::item < model.py(4x): forward < odd(12) < train.py:5 <module>");
     /* the last frame ends where the stack's text ends: its function is the 8 bytes of "<module>" */

@@ -888,6 +888,8 @@ TEST(nvtx_ranges_nest_as_the_export_nests_them) {
  * export's process ran everything on one device (SQL below): both rows, written as device 5, move
  * there, and only they. */
 TEST(syncs_of_unknown_context_take_their_stream_or_process_device) {
+    got g;
+    import_stats st;
     const char *path = copy_sample("cloverleaf_a100_perlmutter.sqlite", "syncs.sqlite");
     sqlite3 *db = db_open(path, 1);
     ASSERT_EQ(sql_int(db, "SELECT count(DISTINCT deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 1);
@@ -898,8 +900,6 @@ TEST(syncs_of_unknown_context_take_their_stream_or_process_device) {
                  "UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET contextId = 999, deviceId = 5, streamId = "
                  "(SELECT streamId FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1) WHERE rowid = 2;");
     sqlite3_close(db);
-    got g;
-    import_stats st;
     import_ok(path, &g, &st);
     ASSERT_UEQ(st.syncs_moved, 2);
 }

@@ -1798,3 +1798,27 @@ TEST(hta_rounds_a_process_whose_only_fraction_is_its_first_kernel) {
     hta_result_free(&h);
     st_store_destroy(&t.s);
 }
+
+/* Bubbles that start together on two GPUs keep the GPUs' order (a tie is no reason to swap them):
+ * both GPUs run 0..10 and 40..50 us. */
+TEST(analysis_bubbles_that_start_together_keep_the_gpus_order) {
+    tl t;
+    tl_init(&t);
+    tl_device(&t, 1, 9);
+    for (uint16_t dev = 0; dev < 2; dev++) {
+        tl_kernel_on(&t, dev, dev ? 9 : 7, 0, 0, 10);
+        tl_kernel_on(&t, dev, dev ? 9 : 7, 30, 40, 50);
+    }
+    an_result r;
+    tl_analysed(&t, &r);
+    ASSERT_EQ(r.n_devices, 2);
+    size_t seen = 0;
+    for (size_t i = 0; i < r.n_bubbles; i++)
+        if (r.bubbles[i].lane == SIZE_MAX) {
+            ASSERT_UEQ(r.bubbles[i].start, 10000);
+            ASSERT_EQ(r.bubbles[i].device, r.devices[seen].device);
+            seen++;
+        }
+    ASSERT_EQ(seen, 2);
+    tl_free(&t, &r);
+}

@@ -1254,24 +1254,31 @@ void st_store_span(const st_store *s, uint64_t *t0, uint64_t *t1) {
 size_t st_store_events(const st_store *s) { return s->events; }
 uint64_t st_store_dropped(const st_store *s) { return s->dropped; }
 
-size_t st_store_memory(const st_store *s) {
-    size_t m = sizeof *s + cm_strpool_bytes(&s->strings);
-    m += cm_u64map_bytes(&s->pstr) + cm_u64map_bytes(&s->prod_by_id) + cm_u64map_bytes(&s->lane_by_key) +
-         cm_u64map_bytes(&s->stream_meta) + cm_u64map_bytes(&s->thread_name) + cm_u64map_bytes(&s->cs_by_key) +
-         cm_u64map_bytes(&s->mod_by_key) + s->mods_cap * sizeof *s->mods;
-    m += s->prods_cap * sizeof *s->prods + s->pext_cap * sizeof *s->pext + s->devs_cap * sizeof *s->devs;
-    m += s->lanes_cap * sizeof *s->lanes + s->order_cap * sizeof *s->order;
+void st_store_memory_parts(const st_store *s, st_memory *m) {
+    memset(m, 0, sizeof *m);
+    m->strings = cm_strpool_bytes(&s->strings) + cm_u64map_bytes(&s->pstr);
+    m->other = sizeof *s + cm_u64map_bytes(&s->prod_by_id) + cm_u64map_bytes(&s->lane_by_key) +
+               cm_u64map_bytes(&s->stream_meta) + cm_u64map_bytes(&s->thread_name) + cm_u64map_bytes(&s->mod_by_key) +
+               s->mods_cap * sizeof *s->mods;
+    m->other += s->prods_cap * sizeof *s->prods + s->pext_cap * sizeof *s->pext + s->devs_cap * sizeof *s->devs;
+    m->other += s->lanes_cap * sizeof *s->lanes + s->order_cap * sizeof *s->order + s->pend_cap * sizeof *s->pend;
+    m->callsites = cm_u64map_bytes(&s->cs_by_key);
     for (size_t i = 0; i < s->n_cs; i++)
-        m += sizeof s->cs[i] + s->cs[i].n_frames * sizeof(st_frame);
-    m += s->pend_cap * sizeof *s->pend;
+        m->callsites += sizeof s->cs[i] + s->cs[i].n_frames * sizeof(st_frame);
     for (size_t i = 0; i < s->n_lanes; i++) {
         const lane *l = &s->lanes[i];
-        m += l->cap * sizeof *l->ev + l->pre_cap * sizeof *l->pre;
-        m += l->byd_cap * sizeof *l->byd + l->dofs_cap * sizeof *l->dofs;
+        m->events += l->cap * sizeof *l->ev;
+        m->summaries += l->pre_cap * sizeof *l->pre;
         for (int k = 0; k < ST_LEVELS; k++)
-            m += l->lvl_cap[k] * (sizeof(uint64_t) + sizeof(uint32_t));
+            m->summaries += l->lvl_cap[k] * (sizeof(uint64_t) + sizeof(uint32_t));
+        m->depths += l->byd_cap * sizeof *l->byd + l->dofs_cap * sizeof *l->dofs;
     }
-    return m;
+}
+
+size_t st_store_memory(const st_store *s) {
+    st_memory m;
+    st_store_memory_parts(s, &m);
+    return m.events + m.summaries + m.depths + m.strings + m.callsites + m.other;
 }
 
 size_t st_producer_count(const st_store *s) { return s->n_prods; }

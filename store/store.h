@@ -162,6 +162,13 @@ uint64_t st_store_dropped(const st_store *s); /* events dropped by max_events */
 /* Names a bounded (live) store refused: past 128 MiB or 4M names, new ones read as a placeholder. */
 uint64_t st_store_names_refused(const st_store *s);
 size_t st_store_memory(const st_store *s);  /* bytes held, for the benchmark */
+/* Where st_store_memory's bytes go: the events, their summaries (prefix sums and trees), the
+ * ranges' depth index, the strings, the call sites and their frames, and the rest (maps, lanes,
+ * producers, devices). */
+typedef struct st_memory {
+    size_t events, summaries, depths, strings, callsites, other;
+} st_memory;
+void st_store_memory_parts(const st_store *s, st_memory *m);
 
 /* A store string (NUL-terminated, untrusted); "" for 0 or unknown ids. */
 const char *st_str(const st_store *s, uint32_t id);

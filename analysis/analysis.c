@@ -187,10 +187,10 @@ static int collect_blocks(an_ctx *c, cm_u64map *want) {
         uint64_t covered = 0; /* the thread's blocked time is a union: nested calls count once */
         for (size_t i = 0; i < n; i++) {
             const st_event *e = &ev[i];
-            if (e->kind != TP_K_API || e->end <= r->t0 || e->start >= r->t1)
+            if (st_ev_kind(s, e) != TP_K_API || st_ev_end(s, e) <= r->t0 || e->start >= r->t1)
                 continue;
             r->api_calls++;
-            if (!(e->flags & TP_F_BLOCKING))
+            if (!(st_ev_flags(s, e) & TP_F_BLOCKING))
                 continue;
             if (CM_GROW(r->blocks, c->blocks_cap, r->n_blocks + 1))
                 return ERR_NOMEM;
@@ -199,12 +199,12 @@ static int collect_blocks(an_ctx *c, cm_u64map *want) {
             b->lane = l;
             b->index = i;
             b->start = clip_lo(e->start, r->t0);
-            b->end = clip_hi(e->end, r->t1);
-            b->name = e->name;
-            b->callsite = e->value;
+            b->end = clip_hi(st_ev_end(s, e), r->t1);
+            b->name = st_ev_name(s, e);
+            b->callsite = st_ev_value(s, e);
             b->producer = li->producer;
-            b->device = st_event_device(e);
-            b->kind = an_block_kind_of_name(st_str(s, e->name));
+            b->device = st_event_device(s, e);
+            b->kind = an_block_kind_of_name(st_str(s, st_ev_name(s, e)));
             if (b->kind == 0)
                 b->kind = AN_BLOCK_OTHER;
             uint64_t from = b->start > covered ? b->start : covered;
@@ -239,9 +239,9 @@ static void resolve(const st_store *s, cm_u64map *want, st_lane_kind kind) {
             /* Prefer GPU work over a GPU-side sync record with the same correlation. */
             if (*v == POS_NONE) {
                 *v = POS(l, i);
-            } else if (kind == ST_LANE_STREAM && an_is_gpu_work(&ev[i])) {
+            } else if (kind == ST_LANE_STREAM && an_is_gpu_work(s, &ev[i])) {
                 size_t nn;
-                if (!an_is_gpu_work(&st_lane_events(s, POS_LANE(*v), &nn)[POS_IDX(*v)]))
+                if (!an_is_gpu_work(s, &st_lane_events(s, POS_LANE(*v), &nn)[POS_IDX(*v)]))
                     *v = POS(l, i);
             }
         }
@@ -312,15 +312,15 @@ static int device_counts(an_ctx *c, an_device *d) {
         const st_event *ev = st_lane_events(s, l, &n);
         for (size_t i = 0; i < n; i++) {
             const st_event *e = &ev[i];
-            if (e->end <= r->t0 || e->start >= r->t1)
+            if (st_ev_end(s, e) <= r->t0 || e->start >= r->t1)
                 continue;
-            d->kernels += e->kind == TP_K_KERNEL;
-            d->copies += e->kind == TP_K_MEMCPY;
-            d->memsets += e->kind == TP_K_MEMSET;
-            d->syncs += e->kind == TP_K_SYNC;
-            if (!an_is_gpu_work(e))
+            d->kernels += st_ev_kind(s, e) == TP_K_KERNEL;
+            d->copies += st_ev_kind(s, e) == TP_K_MEMCPY;
+            d->memsets += st_ev_kind(s, e) == TP_K_MEMSET;
+            d->syncs += st_ev_kind(s, e) == TP_K_SYNC;
+            if (!an_is_gpu_work(s, e))
                 continue;
-            uint64_t a = clip_lo(e->start, r->t0), b = clip_hi(e->end, r->t1);
+            uint64_t a = clip_lo(e->start, r->t0), b = clip_hi(st_ev_end(s, e), r->t1);
             first = a < first ? a : first;
             last = b > last ? b : last;
         }
@@ -441,9 +441,9 @@ static int stream_pass(an_ctx *c, size_t l) {
     int have = 0;
     for (size_t i = 0; i < n; i++) {
         const st_event *e = &ev[i];
-        if (!an_is_gpu_work(e) || e->end <= r->t0 || e->start >= r->t1)
+        if (!an_is_gpu_work(s, e) || st_ev_end(s, e) <= r->t0 || e->start >= r->t1)
             continue;
-        uint64_t a = clip_lo(e->start, r->t0), b = clip_hi(e->end, r->t1);
+        uint64_t a = clip_lo(e->start, r->t0), b = clip_hi(st_ev_end(s, e), r->t1);
         if (have && a > cur_e && a - cur_e >= c->o.gap_ns &&
             add_bubble(c, li->producer, li->device, l, cur_e, a, l, i))
             return ERR_NOMEM;
@@ -996,7 +996,7 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
         }
         for (uint64_t t = g->a; t < g->b && rc == 0;) {
             for (; ptr < n_ev && ev[ptr].start <= t; ptr++) {
-                if (ev[ptr].end <= t || (ev[ptr].flags & ST_EV_OP))
+                if (st_ev_end(s, &ev[ptr]) <= t || (st_ev_flags(s, &ev[ptr]) & ST_EV_OP))
                     continue;
                 if (CM_GROW(stack, stack_cap, top + 1)) {
                     rc = -1;
@@ -1004,15 +1004,15 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
                 }
                 stack[top++] = ptr;
             }
-            while (top > 0 && ev[stack[top - 1]].end <= t)
+            while (top > 0 && st_ev_end(s, &ev[stack[top - 1]]) <= t)
                 top--;
             uint64_t next = g->b;
             if (ptr < n_ev && ev[ptr].start < next)
                 next = ev[ptr].start;
-            if (top > 0 && ev[stack[top - 1]].end < next)
-                next = ev[stack[top - 1]].end;
+            if (top > 0 && st_ev_end(s, &ev[stack[top - 1]]) < next)
+                next = st_ev_end(s, &ev[stack[top - 1]]);
             if (rc == 0)
-                rc = host_credit(c, &idx, &cap, g->producer, top > 0 ? ev[stack[top - 1]].name : 0, t, next);
+                rc = host_credit(c, &idx, &cap, g->producer, top > 0 ? st_ev_name(s, &ev[stack[top - 1]]) : 0, t, next);
             t = next;
         }
     }

@@ -7,8 +7,9 @@
 
 #include <stdlib.h>
 
-int an_is_gpu_work(const st_event *e) {
-    return e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET;
+int an_is_gpu_work(const st_store *s, const st_event *e) {
+    unsigned kind = st_ev_kind(s, e);
+    return kind == TP_K_KERNEL || kind == TP_K_MEMCPY || kind == TP_K_MEMSET;
 }
 
 static void extend(an_busy *m, uint64_t s, uint64_t e) {
@@ -45,8 +46,8 @@ int an_busy_init(an_busy *m, const st_store *s, uint32_t producer, uint16_t devi
         const st_event *ev = st_lane_events(s, l, &n);
         for (size_t k = 0; k < lookback && k < lb; k++) {
             const st_event *e = &ev[lb - 1 - k];
-            if (an_is_gpu_work(e) && e->end > a)
-                extend(m, a, e->end);
+            if (an_is_gpu_work(s, e) && st_ev_end(m->s, e) > a)
+                extend(m, a, st_ev_end(m->s, e));
         }
         m->lanes[m->n_lanes] = l;
         m->pos[m->n_lanes++] = lb;
@@ -68,7 +69,7 @@ int an_busy_step(an_busy *m, uint64_t b, size_t *budget, an_busy_gap *gap) {
         for (size_t j = 0; j < m->n_lanes; j++) {
             size_t n;
             const st_event *ev = st_lane_events(m->s, m->lanes[j], &n);
-            while (m->pos[j] < n && !an_is_gpu_work(&ev[m->pos[j]]) && ev[m->pos[j]].start < b)
+            while (m->pos[j] < n && !an_is_gpu_work(m->s, &ev[m->pos[j]]) && ev[m->pos[j]].start < b)
                 m->pos[j]++;
             if (m->pos[j] >= n || ev[m->pos[j]].start >= b)
                 continue;
@@ -87,17 +88,17 @@ int an_busy_step(an_busy *m, uint64_t b, size_t *budget, an_busy_gap *gap) {
         size_t n, idx = m->pos[best]++;
         const st_event *e = &st_lane_events(m->s, m->lanes[best], &n)[idx];
         uint64_t s0 = e->start < m->a ? m->a : e->start;
-        if (e->end <= s0)
+        if (st_ev_end(m->s, e) <= s0)
             continue;
         if (m->have && s0 > m->cur_e) {
             *gap = (an_busy_gap){.start = m->cur_e, .end = s0, .busy_s = m->cur_s,
                                  .lane = m->lanes[best], .index = idx};
             m->busy_ns += m->cur_e - m->cur_s;
             m->cur_s = s0;
-            m->cur_e = e->end;
+            m->cur_e = st_ev_end(m->s, e);
             return AN_BUSY_GAP;
         }
-        extend(m, s0, e->end);
+        extend(m, s0, st_ev_end(m->s, e));
     }
 }
 

@@ -16,7 +16,7 @@
 #include "store.h"
 
 /* Kernels, copies and memsets: what keeps a GPU busy. */
-int an_is_gpu_work(const st_event *e);
+int an_is_gpu_work(const st_store *s, const st_event *e);
 
 typedef struct an_busy {
     const st_store *s;

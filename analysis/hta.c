@@ -199,19 +199,20 @@ static int name_is_compute(const char *n) {
 }
 
 static int event_is_compute(hprod *c, const st_event *e) {
-    switch (e->kind) {
+    const st_shape *k = st_ev_shape(c->s, e);
+    switch (k->kind) {
     case TP_K_KERNEL: {
-        size_t slot = (e->name * 2654435761u) & (HTA_NAME_CACHE - 1);
-        if (c->name_compute[slot] < 0 || c->name_id[slot] != e->name) {
-            c->name_id[slot] = e->name;
-            c->name_compute[slot] = (int8_t)name_is_compute(st_str(c->s, e->name));
+        size_t slot = (k->name * 2654435761u) & (HTA_NAME_CACHE - 1);
+        if (c->name_compute[slot] < 0 || c->name_id[slot] != k->name) {
+            c->name_id[slot] = k->name;
+            c->name_compute[slot] = (int8_t)name_is_compute(st_str(c->s, k->name));
         }
         return c->name_compute[slot];
     }
     case TP_K_MEMCPY: /* "Memcpy HtoD (...)" */
     case TP_K_MEMSET: return 0; /* "Memset (Device)" */
     case TP_K_SYNC: /* "Stream Sync", "Event Sync", "Context Sync" hold "Sync"; "Stream Wait Event" not */
-        return e->sub == TP_SYNC_STREAM_WAIT_EVENT;
+        return k->sub == TP_SYNC_STREAM_WAIT_EVENT;
     default: return 0;
     }
 }
@@ -371,9 +372,10 @@ static void links_free(hlinks *t) {
 static int lane_next(hprod *c, hlane *ln) {
     while (ln->i < ln->n) {
         const st_event *e = &ln->ev[ln->i++];
-        if (e->kind != TP_K_KERNEL && e->kind != TP_K_MEMCPY && e->kind != TP_K_MEMSET && e->kind != TP_K_SYNC)
+        unsigned kind = st_ev_kind(c->s, e);
+        if (kind != TP_K_KERNEL && kind != TP_K_MEMCPY && kind != TP_K_MEMSET && kind != TP_K_SYNC)
             continue;
-        hrow r = {.runtime = INT64_MIN, .copies = 1, .kernel = e->kind != TP_K_SYNC};
+        hrow r = {.runtime = INT64_MIN, .copies = 1, .kernel = kind != TP_K_SYNC};
         const hlink *l = e->corr != 0 ? links_find(&c->links, e->corr) : NULL;
         if (l != NULL)
             r.runtime = l->last_ts;
@@ -388,9 +390,9 @@ static int lane_next(hprod *c, hlane *ln) {
                 r.runtime = INT64_MIN; /* the linked row itself was filtered out */
         }
         r.ts = (int64_t)e->start;
-        r.end = (int64_t)e->end;
+        r.end = (int64_t)st_ev_end(c->s, e);
         if (c->rounded)
-            round_row(c, e->start, e->end, &r.ts, &r.end);
+            round_row(c, e->start, st_ev_end(c->s, e), &r.ts, &r.end);
         c->negative += r.end < r.ts ? r.copies : 0;
         r.compute = (uint8_t)event_is_compute(c, e);
         ln->row = r;
@@ -493,15 +495,15 @@ static int read_host(hprod *c, uint32_t p, size_t n_step_names) {
         }
         for (size_t i = 0; i < n; i++) {
             const st_event *e = &ev[i];
-            if (e->flags & ST_EV_OP) /* operators only the viewer holds: HTA's figures as report's */
+            if (st_ev_flags(s, e) & ST_EV_OP) /* operators only the viewer holds: HTA's figures as report's */
                 continue;
-            int64_t ts = (int64_t)e->start, te = (int64_t)e->end;
+            int64_t ts = (int64_t)e->start, te = (int64_t)st_ev_end(s, e);
             if (c->rounded)
-                round_row(c, e->start, e->end, &ts, &te);
+                round_row(c, e->start, st_ev_end(s, e), &ts, &te);
             min_cpu = ts < min_cpu ? ts : min_cpu;
             max_cpu_end = te > max_cpu_end ? te : max_cpu_end;
             if (li->kind == ST_LANE_NVTX) {
-                if (strncmp(st_str(s, e->name), "ProfilerStep", 12) == 0) {
+                if (strncmp(st_str(s, st_ev_name(s, e)), "ProfilerStep", 12) == 0) {
                     last_step_start = ts > last_step_start ? ts : last_step_start;
                     c->first_step_start = ts < c->first_step_start ? ts : c->first_step_start;
                     last_step_end = te > last_step_end ? te : last_step_end;
@@ -708,10 +710,10 @@ int hta_analyze(const st_store *s, const hta_opts *opts, hta_result *out, err_ms
         size_t n;
         const st_event *ev = st_lane_events(s, l, &n);
         for (size_t i = 0; i < n; i++) {
-            if ((ev[i].flags & ST_EV_OP) || strncmp(st_str(s, ev[i].name), "ProfilerStep", 12) != 0)
+            if ((st_ev_flags(s, &ev[i]) & ST_EV_OP) || strncmp(st_str(s, st_ev_name(s, &ev[i])), "ProfilerStep", 12) != 0)
                 continue;
             size_t k = 0;
-            while (k < n_names && names[k] != ev[i].name)
+            while (k < n_names && names[k] != st_ev_name(s, &ev[i]))
                 k++;
             if (k < n_names)
                 continue;
@@ -719,7 +721,7 @@ int hta_analyze(const st_store *s, const hta_opts *opts, hta_result *out, err_ms
                 free(names);
                 return err_set(err, ERR_NOMEM, "hta: out of memory");
             }
-            names[n_names++] = ev[i].name;
+            names[n_names++] = st_ev_name(s, &ev[i]);
         }
     }
     free(names);

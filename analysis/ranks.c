@@ -223,14 +223,14 @@ int an_ranks_find(const st_store *s, const an_result *r, an_ranks *out, err_msg 
         size_t n;
         const st_event *e = st_lane_events(s, l, &n);
         for (size_t i = 0; i < n; i++) {
-            if (e[i].kind != TP_K_KERNEL || e[i].name == 0 || !is_nccl(st_str(s, e[i].name)))
+            if (st_ev_kind(s, &e[i]) != TP_K_KERNEL || st_ev_name(s, &e[i]) == 0 || !is_nccl(st_str(s, st_ev_name(s, &e[i]))))
                 continue;
             if (CM_GROW(k, cap, nk + 1)) {
                 free(k);
                 an_ranks_free(out);
                 return err_set(err, ERR_NOMEM, "out of memory");
             }
-            k[nk++] = (nccl_k){li->producer, li->id, e[i].name, 0, e[i].start, e[i].end, li->id};
+            k[nk++] = (nccl_k){li->producer, li->id, st_ev_name(s, &e[i]), 0, e[i].start, st_ev_end(s, &e[i]), li->id};
         }
     }
     if (nk)

@@ -76,9 +76,9 @@ static int steps_from_ranges(const st_store *s, const char *name, an_steps *out,
         size_t n;
         const st_event *e = st_lane_events(s, l, &n);
         for (size_t i = 0; i < n; i++) {
-            if (e[i].kind != TP_K_NVTX || e[i].end <= e[i].start || e[i].name == 0 || (e[i].flags & ST_EV_OP))
+            if (st_ev_kind(s, &e[i]) != TP_K_NVTX || st_ev_end(s, &e[i]) <= e[i].start || st_ev_name(s, &e[i]) == 0 || (st_ev_flags(s, &e[i]) & ST_EV_OP))
                 continue;
-            const char *nm = st_str(s, e[i].name);
+            const char *nm = st_str(s, st_ev_name(s, &e[i]));
             int64_t number = -1;
             if (name == NULL) {
                 if (strncmp(nm, "ProfilerStep#", 13) != 0)
@@ -91,7 +91,7 @@ static int steps_from_ranges(const st_store *s, const char *name, an_steps *out,
             } else if (strcmp(nm, name) != 0) {
                 continue;
             }
-            if (add_step(out, cap, li->producer, number, e[i].start, e[i].end))
+            if (add_step(out, cap, li->producer, number, e[i].start, st_ev_end(s, &e[i])))
                 return ERR_NOMEM;
         }
     }
@@ -147,13 +147,13 @@ static named_t *ranges_of(const st_store *s, uint32_t p, size_t *n_out) {
         size_t ne;
         const st_event *e = st_lane_events(s, l, &ne);
         for (size_t i = 0; i < ne; i++)
-            if (e[i].kind == TP_K_NVTX && e[i].end > e[i].start && e[i].name && !(e[i].flags & ST_EV_OP)) {
+            if (st_ev_kind(s, &e[i]) == TP_K_NVTX && st_ev_end(s, &e[i]) > e[i].start && st_ev_name(s, &e[i]) && !(st_ev_flags(s, &e[i]) & ST_EV_OP)) {
                 if (CM_GROW(v, cap, n + 1)) {
                     free(v);
                     *n_out = 0;
                     return NULL;
                 }
-                v[n++] = (named_t){e[i].name, e[i].start};
+                v[n++] = (named_t){st_ev_name(s, &e[i]), e[i].start};
             }
     }
     if (n)

@@ -2,7 +2,7 @@
  * What the store and report hold per event: each FILE (a Kineto JSON, plain or gzip, an Nsight
  * export or a trace file) is loaded as report loads it, in a process of its own, which prints its
  * peak resident memory after the load, after the analysis and after the text report, the store's
- * bytes per event and where they go (events, summaries, strings, call sites...). The peak is also
+ * bytes per event and where they go (events, summaries, shapes, strings, call sites...). The peak is also
  * given per GB of the file's text (inflated, for .gz) against the issue's bound of 120 MiB.
  * Without FILE, the large sample traces (TRACE_DIR); a large built input is given as FILE
  * (bench_import --write FILE).
@@ -59,8 +59,9 @@ static int phases(const char *path) {
     st_store_memory_parts(s, &m);
     size_t n = st_store_events(s), all = st_store_memory(s);
     double per = n ? 1.0 / (double)n : 0;
-    printf("%zu %.2f %.2f %.2f %.2f %.2f %.2f %.2f %llu %llu %llu %llu %llu\n", n, (double)all * per,
-           (double)m.events * per, (double)m.summaries * per, (double)m.depths * per, (double)m.strings * per,
+    printf("%zu %.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f %llu %llu %llu %llu %llu\n", n, (double)all * per,
+           (double)m.events * per, (double)m.summaries * per, (double)m.depths * per, (double)m.shapes * per,
+           (double)m.strings * per,
            (double)m.callsites * per, (double)m.other * per, (unsigned long long)base,
            (unsigned long long)load_now, (unsigned long long)load_peak, (unsigned long long)an_peak,
            (unsigned long long)rp_peak);
@@ -91,19 +92,19 @@ static void measure(const char *self, const char *path) {
     char *args[] = {(char *)self, "--phases", (char *)path, NULL};
     char line[512];
     size_t n;
-    double all, ev, sum, dep, str, cs, oth;
+    double all, ev, sum, dep, shp, str, cs, oth;
     unsigned long long base, now, lp, ap, rp;
     if (bench_child_line(args, line, sizeof line) != 0 ||
-        sscanf(line, "%zu %lf %lf %lf %lf %lf %lf %lf %llu %llu %llu %llu %llu", &n, &all, &ev, &sum, &dep, &str, &cs,
-               &oth, &base, &now, &lp, &ap, &rp) != 13) {
+        sscanf(line, "%zu %lf %lf %lf %lf %lf %lf %lf %lf %llu %llu %llu %llu %llu", &n, &all, &ev, &sum, &dep, &shp,
+               &str, &cs, &oth, &base, &now, &lp, &ap, &rp) != 14) {
         printf("%s: cannot be measured\n", path);
         return;
     }
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     double gb = text_bytes(path) / (double)(1u << 30);
-    printf("%-40s %9zu events, store %.1f B/event (events %.1f, summaries %.1f, depths %.1f, strings %.1f, "
-           "call sites %.1f, other %.1f)\n",
-           name, n, all, ev, sum, dep, str, cs, oth);
+    printf("%-40s %9zu events, store %.1f B/event (events %.1f, summaries %.1f, depths %.1f, shapes %.1f, "
+           "strings %.1f, call sites %.1f, other %.1f)\n",
+           name, n, all, ev, sum, dep, shp, str, cs, oth);
     printf("%-40s peak RSS: process %.1f MiB, after load %.1f (resident then %.1f), analysis %.1f, report %.1f MiB",
            "", base / 1024.0, lp / 1024.0, now / 1024.0, ap / 1024.0, rp / 1024.0);
     if (gb > 0)

@@ -140,7 +140,7 @@ static void chrome_names(exp_ctx *x, const st_store *s) {
  * their file and line (or function), so that the Kineto importer finds the same call site again; a native frame's row says its module in args ("synctop module"). */
 static void chrome_frames(exp_ctx *x, const st_store *s, const st_event *e, int64_t pid, int64_t tid) {
     size_t nf = 0;
-    const st_frame *f = e->value ? st_callsite_frames(s, e->value, &nf) : NULL;
+    const st_frame *f = st_ev_value(s, e) ? st_callsite_frames(s, st_ev_value(s, e), &nf) : NULL;
     if (f == NULL || nf == 0)
         return;
     if (nf > CHROME_FRAMES)
@@ -162,7 +162,7 @@ static void chrome_frames(exp_ctx *x, const st_store *s, const st_event *e, int6
                 fr->kind == TP_FRAME_OP ? "cpu_op" : "python_function", pid, tid);
         jus(out, a);
         fputs(",\"dur\":", out);
-        jus(out, e->end + wide - a);
+        jus(out, st_ev_end(s, e) + wide - a);
         fputs(",\"name\":", out);
         jstr(out, name);
         fputs(",\"args\":{\"synctop\":\"call site\"", out);
@@ -178,36 +178,36 @@ static void chrome_frames(exp_ctx *x, const st_store *s, const st_event *e, int6
  * slice of one that blocked and the start of its launch's flow arrow. */
 static void chrome_api(exp_ctx *x, const st_store *s, const st_event *e, int64_t pid, int64_t tid, int flows) {
     FILE *out = x->out;
-    fprintf(out, ",\"cat\":\"%s\",\"name\":", e->flags & TP_F_DRIVER ? "cuda_driver" : "cuda_runtime");
-    jstr(out, st_str(s, e->name));
-    fprintf(out, ",\"args\":{\"correlation\":%u,\"cbid\":%u", e->corr, e->aux);
+    fprintf(out, ",\"cat\":\"%s\",\"name\":", st_ev_flags(s, e) & TP_F_DRIVER ? "cuda_driver" : "cuda_runtime");
+    jstr(out, st_str(s, st_ev_name(s, e)));
+    fprintf(out, ",\"args\":{\"correlation\":%u,\"cbid\":%u", e->corr, st_ev_aux(s, e));
     char where[512] = "";
-    if (e->flags & TP_F_BLOCKING) {
-        if (*rp_site_text(s, e->value, e->name, where, sizeof where) == '\0')
+    if (st_ev_flags(s, e) & TP_F_BLOCKING) {
+        if (*rp_site_text(s, st_ev_value(s, e), st_ev_name(s, e), where, sizeof where) == '\0')
             snprintf(where, sizeof where, "(not taken)");
         fputs(",\"blocking\":true,\"call site\":", out);
         jstr(out, where);
     }
     fputs("}}", out);
-    if (e->flags & TP_F_BLOCKING) {
+    if (st_ev_flags(s, e) & TP_F_BLOCKING) {
         char nm[160];
         row_begin(x);
         fprintf(out, "{\"ph\":\"X\",\"cat\":\"blocking\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", pid, tid);
         jus(out, e->start);
         fputs(",\"dur\":", out);
-        jus(out, e->end - e->start);
-        snprintf(nm, sizeof nm, "blocked: %s", st_str(s, e->name));
+        jus(out, st_ev_dur(s, e));
+        snprintf(nm, sizeof nm, "blocked: %s", st_str(s, st_ev_name(s, e)));
         fputs(",\"name\":", out);
         jstr(out, nm);
         fprintf(out, ",\"args\":{\"kind\":\"%s\",\"call site\":",
-                an_block_kind_name(an_block_kind_of_name(st_str(s, e->name)) ? an_block_kind_of_name(st_str(s, e->name))
+                an_block_kind_name(an_block_kind_of_name(st_str(s, st_ev_name(s, e))) ? an_block_kind_of_name(st_str(s, st_ev_name(s, e)))
                                                                              : AN_BLOCK_OTHER));
         jstr(out, where);
         fputs("}}", out);
     }
-    if (e->flags & TP_F_BLOCKING)
+    if (st_ev_flags(s, e) & TP_F_BLOCKING)
         chrome_frames(x, s, e, pid, tid);
-    if (flows && e->corr && (e->flags & TP_F_LAUNCH)) {
+    if (flows && e->corr && (st_ev_flags(s, e) & TP_F_LAUNCH)) {
         row_begin(x);
         fprintf(out, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%u,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
                 e->corr, pid, tid);
@@ -224,46 +224,46 @@ static void chrome_event(exp_ctx *x, const st_store *s, const st_lane_info *li, 
     fprintf(out, "{\"ph\":\"X\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", pid, tid);
     jus(out, e->start);
     fputs(",\"dur\":", out);
-    jus(out, e->end - e->start);
+    jus(out, st_ev_dur(s, e));
     char nm[160];
-    switch (e->kind) {
+    switch (st_ev_kind(s, e)) {
     case TP_K_KERNEL:
         fputs(",\"cat\":\"kernel\",\"name\":", out);
-        jstr(out, st_str(s, e->name));
+        jstr(out, st_str(s, st_ev_name(s, e)));
         fprintf(out, ",\"args\":{\"device\":%u,\"stream\":%" PRId64 ",\"correlation\":%u,\"threads per block\":%u}}",
-                li->device, tid, e->corr, e->aux);
+                li->device, tid, e->corr, st_ev_aux(s, e));
         break;
     case TP_K_MEMCPY:
-        snprintf(nm, sizeof nm, "Memcpy %s (%s -> %s)", copy_kind_text(e->sub), mem_text(e->mem >> 4),
-                 mem_text(e->mem & 15));
+        snprintf(nm, sizeof nm, "Memcpy %s (%s -> %s)", copy_kind_text(st_ev_sub(s, e)), mem_text(st_ev_mem(s, e) >> 4),
+                 mem_text(st_ev_mem(s, e) & 15));
         fprintf(out, ",\"cat\":\"gpu_memcpy\",\"name\":\"%s\",\"args\":{\"device\":%u,\"stream\":%" PRId64
                      ",\"correlation\":%u,\"bytes\":%" PRIu64 "}}",
-                nm, li->device, tid, e->corr, e->value);
+                nm, li->device, tid, e->corr, st_ev_value(s, e));
         break;
     case TP_K_MEMSET:
         fprintf(out, ",\"cat\":\"gpu_memset\",\"name\":\"Memset (%s)\",\"args\":{\"device\":%u,\"stream\":%" PRId64
                      ",\"correlation\":%u,\"bytes\":%" PRIu64 "}}",
-                mem_text(e->sub), li->device, tid, e->corr, e->value);
+                mem_text(st_ev_sub(s, e)), li->device, tid, e->corr, st_ev_value(s, e));
         break;
     case TP_K_SYNC:
         fprintf(out, ",\"cat\":\"cuda_sync\",\"name\":\"%s\",\"args\":{\"device\":%u,\"stream\":%" PRId64
                      ",\"correlation\":%u,\"cuda_sync_kind\":\"%s\"",
-                sync_text(e->sub), li->device, tid, e->corr, sync_text(e->sub));
-        if (e->aux != TP_NO_ID)
-            fprintf(out, ",\"wait_on_cuda_event_id\":%u", e->aux);
+                sync_text(st_ev_sub(s, e)), li->device, tid, e->corr, sync_text(st_ev_sub(s, e)));
+        if (st_ev_aux(s, e) != TP_NO_ID)
+            fprintf(out, ",\"wait_on_cuda_event_id\":%u", st_ev_aux(s, e));
         fputs("}}", out);
         break;
     case TP_K_API: chrome_api(x, s, e, pid, tid, flows); break;
     case TP_K_NVTX:
         fprintf(out, ",\"cat\":\"%s\",\"name\":", li->device != TP_NO_DEVICE ? "gpu_user_annotation" : "user_annotation");
-        jstr(out, st_str(s, e->name));
+        jstr(out, st_str(s, st_ev_name(s, e)));
         fputs(",\"args\":{}}", out);
         break;
     default:
         fputs(",\"cat\":\"other\",\"name\":\"?\"}", out);
         break;
     }
-    if (flows && e->corr && (e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET)) {
+    if (flows && e->corr && (st_ev_kind(s, e) == TP_K_KERNEL || st_ev_kind(s, e) == TP_K_MEMCPY || st_ev_kind(s, e) == TP_K_MEMSET)) {
         row_begin(x);
         fprintf(out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%u,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
                 e->corr, pid, tid);

@@ -756,8 +756,8 @@ static void text_notices(FILE *out, const st_store *s, const an_result *r, int m
         size_t n = 0;
         const st_event *ev = st_lane_events(s, li, &n);
         for (size_t i = 0; i < n && shown < 8; i++) {
-            const char *name = st_str(s, ev[i].name);
-            if (ev[i].sub != TP_NVTX_INSTANT || name == NULL || strncmp(name, "synctop: ", 9) != 0)
+            const char *name = st_str(s, st_ev_name(s, &ev[i]));
+            if (st_ev_sub(s, &ev[i]) != TP_NVTX_INSTANT || name == NULL || strncmp(name, "synctop: ", 9) != 0)
                 continue;
             char text[600], line[700];
             safe(name + 9, text, sizeof text);

@@ -18,6 +18,7 @@
  */
 #include "store.h"
 #include "grow.h"
+#include "shapes.h"
 #include "strpool.h"
 #include "u64map.h"
 
@@ -26,6 +27,10 @@
 #include <string.h>
 #include <time.h>
 
+
+_Static_assert(sizeof(st_event) == 20, "an event is 20 bytes (store.h)");
+_Static_assert(ST_CAT_N <= 8 && ST_CAT_SYNC + TP_K_KERNEL == TP_K_SYNC && TP_K_API + 1 == TP_K_NVTX,
+               "an event's category, in its shape id's top 3 bits, gives its kind (store.h)");
 
 #define ST_PB 32         /* events per prefix-sum block */
 #define ST_FAN 16        /* fan-out of the max-end and longest trees */
@@ -91,6 +96,8 @@ typedef struct prod_ext {
 #define REFUSED_NAME "(name past the live view's bound)"
 
 struct st_store {
+    st_store_head head; /* first: the accessors read it (store.h) */
+    st_shapes shapes;   /* head.shapes is shapes.v */
     st_opts opts;
     /* strings */
     cm_strpool strings; /* the store's ids; id 0 is "" */
@@ -167,19 +174,57 @@ size_t st_str_count(const st_store *s) { return s->strings.n; }
 
 /* ---- categories ---- */
 
-int st_event_cat(const st_event *e) {
-    switch (e->kind) {
+static int shape_cat(const st_shape *k) {
+    switch (k->kind) {
     case TP_K_KERNEL: return ST_CAT_KERNEL;
     case TP_K_MEMCPY: return ST_CAT_MEMCPY;
     case TP_K_MEMSET: return ST_CAT_MEMSET;
     case TP_K_SYNC: return ST_CAT_SYNC;
-    case TP_K_API: return (e->flags & TP_F_BLOCKING) ? ST_CAT_BLOCKED : ST_CAT_API;
+    case TP_K_API: return (k->flags & TP_F_BLOCKING) ? ST_CAT_BLOCKED : ST_CAT_API;
     default: return ST_CAT_NVTX;
     }
 }
 
-uint16_t st_event_device(const st_event *e) {
-    return e->kind == TP_K_API ? (uint16_t)(e->sub | (uint16_t)e->mem << 8) : TP_NO_DEVICE;
+/* The category is kept in the event's shape id: the summaries read no shape. */
+int st_event_cat(const st_store *s, const st_event *e) { return (int)(e->shape >> 29); }
+
+uint16_t st_event_device(const st_store *s, const st_event *e) {
+    const st_shape *k = st_ev_shape(s, e);
+    return k->kind == TP_K_API ? (uint16_t)(k->sub | (uint16_t)k->mem << 8) : TP_NO_DEVICE;
+}
+
+/* ---- shapes ---- */
+
+/* The id of a shape (UINT32_MAX: out of memory). */
+static uint32_t shape_id(st_store *s, const st_shape *k) {
+    uint32_t id = st_shapes_intern(&s->shapes, k);
+    s->head.shapes = s->shapes.v;
+    return id;
+}
+
+/* Sets an event's start and end, its shape k (dur set here); 0 or ERR_NOMEM. */
+static int ev_set(st_store *s, st_event *e, uint64_t start, uint64_t end, st_shape k) {
+    uint64_t d = end - start;
+    k.dur = d >= ST_DUR_LONG ? d : 0;
+    uint32_t id = shape_id(s, &k);
+    if (id == UINT32_MAX)
+        return ERR_NOMEM;
+    e->start = start;
+    e->dur = d >= ST_DUR_LONG ? ST_DUR_LONG : (uint32_t)d;
+    e->shape = (uint32_t)shape_cat(&k) << 29 | id;
+    return 0;
+}
+
+/* Moves an event to [start, end], which may have a duration of its own (clipped at a bound of the
+ * clock); an event whose new shape finds no memory keeps its duration. */
+static void ev_move(st_store *s, st_event *e, uint64_t start, uint64_t end) {
+    uint64_t d = st_ev_dur(s, e);
+    if (end - start == d) {
+        e->start = start;
+        return;
+    }
+    if (ev_set(s, e, start, end, *st_ev_shape(s, e)) != 0)
+        e->start = start;
 }
 
 /* ---- life cycle ---- */
@@ -220,6 +265,7 @@ void st_store_destroy(st_store **sp) {
     free(s->pend);
     free(s->clocks);
     cm_strpool_free(&s->strings);
+    st_shapes_free(&s->shapes);
     free(s->prods);
     free(s->pext);
     free(s->devs);
@@ -350,10 +396,9 @@ static int producer_shift(st_store *s, uint32_t prod, int64_t to) {
         int clipped = 0;
         for (size_t k = 0; k < l->info.n_events; k++) {
             st_event *e = &l->ev[k];
-            uint64_t a = shifted(shifted(e->start, -from), to), b = shifted(shifted(e->end, -from), to);
+            uint64_t a = shifted(shifted(e->start, -from), to), b = shifted(shifted(st_ev_end(s, e), -from), to);
             clipped |= a == 0 || b == UINT64_MAX;
-            e->start = a;
-            e->end = b;
+            ev_move(s, e, a, b);
         }
         if (clipped)
             l->sorted = 0;
@@ -414,13 +459,22 @@ int st_store_set_host_clock(st_store *s, const char *host, int64_t offset_ns, ui
     return moved;
 }
 
+/* Order in a lane: by start, then by end. */
+static int ev_cmp(const st_store *s, const st_event *a, const st_event *b) {
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    if (a->dur != b->dur)
+        return a->dur < b->dur ? -1 : 1;
+    uint64_t x = st_ev_dur(s, a), y = st_ev_dur(s, b);
+    return x < y ? -1 : x > y;
+}
+
 static int lane_push(st_store *s, lane *l, const st_event *e) {
     if (CM_GROW(l->ev, l->cap, l->info.n_events + 1))
         return ERR_NOMEM;
     size_t n = l->info.n_events;
     l->ev[n] = *e;
-    if (l->sorted == n && (n == 0 || l->ev[n - 1].start < e->start ||
-                           (l->ev[n - 1].start == e->start && l->ev[n - 1].end <= e->end)))
+    if (l->sorted == n && (n == 0 || ev_cmp(s, &l->ev[n - 1], e) <= 0))
         l->sorted = n + 1;
     l->info.n_events = n + 1;
     s->events++;
@@ -429,75 +483,78 @@ static int lane_push(st_store *s, lane *l, const st_event *e) {
 }
 
 static int add_event(st_store *s, uint32_t prod, const tp_record *r) {
-    st_event e;
-    memset(&e, 0, sizeof e);
-    e.kind = r->head.kind;
-    e.flags = r->head.flags;
-    tp_record_span(r, &e.start, &e.end);
+    st_shape k;
+    memset(&k, 0, sizeof k);
+    k.kind = r->head.kind;
+    k.flags = r->head.flags;
+    uint64_t start, end;
+    uint32_t corr = 0;
+    tp_record_span(r, &start, &end);
     /* A time CUPTI could not collect (a forced flush of work still running) is 0: such an event
      * would reach 55 years back and stretch the trace. Imported traces may start at 0, but none
      * of their events ends at 0 or lasts a day from it. */
     if (r->head.kind >= TP_K_KERNEL && r->head.kind <= TP_K_NVTX &&
-        (e.end == 0 || (e.start == 0 && e.end > 86400ull * 1000000000ull)))
+        (end == 0 || (start == 0 && end > 86400ull * 1000000000ull)))
         return 0;
     int64_t shift = s->prods[prod].clock_shift_ns;
     if (shift != 0) {
-        e.start = shifted(e.start, shift);
-        e.end = shifted(e.end, shift);
+        start = shifted(start, shift);
+        end = shifted(end, shift);
     }
     lane *l = NULL;
     switch (r->head.kind) {
     case TP_K_KERNEL:
-        e.name = pstr(s, prod, r->kernel.name);
-        e.corr = r->kernel.correlation;
-        e.value = (uint64_t)r->kernel.grid[0] * r->kernel.grid[1] * r->kernel.grid[2];
-        e.aux = r->kernel.block[0] * r->kernel.block[1] * r->kernel.block[2];
+        k.name = pstr(s, prod, r->kernel.name);
+        corr = r->kernel.correlation;
+        k.value = (uint64_t)r->kernel.grid[0] * r->kernel.grid[1] * r->kernel.grid[2];
+        k.aux = r->kernel.block[0] * r->kernel.block[1] * r->kernel.block[2];
         l = lane_get(s, prod, ST_LANE_STREAM, r->head.device, r->kernel.stream);
         break;
     case TP_K_MEMCPY:
-        e.corr = r->memcpy.correlation;
-        e.value = r->memcpy.bytes;
-        e.sub = r->memcpy.copy_kind;
-        e.mem = (uint8_t)(r->memcpy.src_kind << 4 | (r->memcpy.dst_kind & 15));
+        corr = r->memcpy.correlation;
+        k.value = r->memcpy.bytes;
+        k.sub = r->memcpy.copy_kind;
+        k.mem = (uint8_t)(r->memcpy.src_kind << 4 | (r->memcpy.dst_kind & 15));
         l = lane_get(s, prod, ST_LANE_STREAM, r->head.device, r->memcpy.stream);
         break;
     case TP_K_MEMSET:
-        e.corr = r->memset.correlation;
-        e.value = r->memset.bytes;
-        e.sub = r->memset.mem_kind;
+        corr = r->memset.correlation;
+        k.value = r->memset.bytes;
+        k.sub = r->memset.mem_kind;
         l = lane_get(s, prod, ST_LANE_STREAM, r->head.device, r->memset.stream);
         break;
     case TP_K_SYNC:
-        e.corr = r->sync.correlation;
-        e.sub = r->sync.sync_type;
-        e.aux = r->sync.event;
+        corr = r->sync.correlation;
+        k.sub = r->sync.sync_type;
+        k.aux = r->sync.event;
         l = lane_get(s, prod, ST_LANE_STREAM, r->head.device, r->sync.stream);
         break;
     case TP_K_API:
-        e.name = pstr(s, prod, r->api.name);
-        e.corr = r->api.correlation;
-        e.aux = r->api.cbid;
-        e.value = callsite_id(s, prod, r->api.callsite);
-        e.sub = (uint8_t)(r->head.device & 0xff);
-        e.mem = (uint8_t)(r->head.device >> 8);
+        k.name = pstr(s, prod, r->api.name);
+        corr = r->api.correlation;
+        k.aux = r->api.cbid;
+        k.value = callsite_id(s, prod, r->api.callsite);
+        k.sub = (uint8_t)(r->head.device & 0xff);
+        k.mem = (uint8_t)(r->head.device >> 8);
         l = lane_get(s, prod, ST_LANE_THREAD, TP_NO_DEVICE, r->api.tid);
         break;
     case TP_K_NVTX: {
-        e.name = pstr(s, prod, r->nvtx.name);
-        e.value = r->nvtx.id;
-        e.sub = r->head.flags;
-        e.flags = 0;
+        /* A range keeps no id (its START and END halves are paired here), and its correlation's
+         * place holds its depth (lane_depths). */
+        k.name = pstr(s, prod, r->nvtx.name);
+        k.sub = r->head.flags;
+        k.flags = 0;
         if (r->nvtx.domain != 0) {
             if (s->op_domain == 0)
                 s->op_domain = st_intern(s, "cpu_op", 6);
             if (pstr(s, prod, r->nvtx.domain) == s->op_domain)
-                e.flags = ST_EV_OP;
+                k.flags = ST_EV_OP;
         }
         if (r->head.flags == TP_NVTX_START) {
             if (s->n_pend >= ST_MAX_PENDING || CM_GROW(s->pend, s->pend_cap, s->n_pend + 1))
                 return 0; /* an unmatched flood of starts: forget them */
             s->pend[s->n_pend++] = (nvtx_pending){prod, r->nvtx.tid, r->head.device, r->nvtx.id,
-                                                  e.start, e.name};
+                                                  start, k.name};
             return 0;
         }
         if (r->head.flags == TP_NVTX_END) {
@@ -509,11 +566,11 @@ static int add_event(st_store *s, uint32_t prod, const tp_record *r) {
                 return 0;
             nvtx_pending p = s->pend[i];
             s->pend[i] = s->pend[--s->n_pend];
-            if (p.start > e.end)
+            if (p.start > end)
                 return 0;
-            e.start = p.start;
-            e.name = p.name;
-            e.sub = TP_NVTX_RANGE;
+            start = p.start;
+            k.name = p.name;
+            k.sub = TP_NVTX_RANGE;
         }
         l = lane_get(s, prod, ST_LANE_NVTX, r->head.device, r->nvtx.tid);
         break;
@@ -530,6 +587,9 @@ static int add_event(st_store *s, uint32_t prod, const tp_record *r) {
         return 0; /* clock beacons */
     }
     if (l == NULL)
+        return ERR_NOMEM;
+    st_event e = {.corr = corr};
+    if (ev_set(s, &e, start, end, k) != 0)
         return ERR_NOMEM;
     return lane_push(s, l, &e);
 }
@@ -714,50 +774,101 @@ int st_store_add_batch(st_store *s, const void *batch, size_t len, err_msg *err)
 
 /* ---- sorting, merging, dropping ---- */
 
-static int ev_cmp(const st_event *a, const st_event *b) {
+/* qsort's order: ev_cmp's, except between events of ST_DUR_LONG that start together (see
+ * long_ties). */
+static int ev_qcmp(const void *pa, const void *pb) {
+    const st_event *a = pa, *b = pb;
     if (a->start != b->start)
         return a->start < b->start ? -1 : 1;
-    if (a->end != b->end)
-        return a->end < b->end ? -1 : 1;
-    return 0;
+    return a->dur < b->dur ? -1 : a->dur > b->dur;
 }
 
-static int ev_qcmp(const void *a, const void *b) { return ev_cmp(a, b); }
+/* Puts events of ST_DUR_LONG that start together in ev[0, n), sorted by ev_qcmp, in ev_cmp's
+ * order: they come last among those of their start, and are few. */
+static void long_ties(const st_store *s, st_event *ev, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        if (ev[i].dur != ST_DUR_LONG || ev[i - 1].dur != ST_DUR_LONG || ev[i - 1].start != ev[i].start)
+            continue;
+        st_event x = ev[i];
+        size_t j = i;
+        while (j > 0 && ev[j - 1].start == x.start && ev_cmp(s, &ev[j - 1], &x) > 0) {
+            ev[j] = ev[j - 1];
+            j--;
+        }
+        ev[j] = x;
+    }
+}
+
+/* Sorts ev[0, n) by ev_cmp, with tmp[0, n) to merge into: a merge sort of whole events, which
+ * qsort copies byte by byte at 20 bytes each. */
+static void ev_msort(const st_store *s, st_event *ev, st_event *tmp, size_t n) {
+    if (n <= 16) {
+        for (size_t i = 1; i < n; i++) {
+            st_event x = ev[i];
+            size_t j = i;
+            for (; j > 0 && ev_cmp(s, &ev[j - 1], &x) > 0; j--)
+                ev[j] = ev[j - 1];
+            ev[j] = x;
+        }
+        return;
+    }
+    size_t h = n / 2;
+    ev_msort(s, ev, tmp, h);
+    ev_msort(s, ev + h, tmp, n - h);
+    if (ev_cmp(s, &ev[h - 1], &ev[h]) <= 0)
+        return;
+    memcpy(tmp, ev, h * sizeof *tmp);
+    size_t i = 0, j = h, o = 0;
+    while (i < h && j < n)
+        ev[o++] = ev_cmp(s, &tmp[i], &ev[j]) <= 0 ? tmp[i++] : ev[j++];
+    while (i < h)
+        ev[o++] = tmp[i++];
+}
 
 /* Sorts the unsorted tail and merges it into the sorted prefix; returns the first index that moved
  * (n when nothing did). */
-static size_t lane_sort(lane *l) {
+static size_t lane_sort(const st_store *s, lane *l) {
     size_t n = l->info.n_events, k = l->sorted;
     if (k >= n)
         return n;
     int tail_sorted = 1;
     for (size_t i = k + 1; i < n && tail_sorted; i++)
-        tail_sorted = ev_cmp(&l->ev[i - 1], &l->ev[i]) <= 0;
-    if (!tail_sorted)
-        qsort(l->ev + k, n - k, sizeof *l->ev, ev_qcmp);
+        tail_sorted = ev_cmp(s, &l->ev[i - 1], &l->ev[i]) <= 0;
     l->sorted = n;
-    if (k == 0 || ev_cmp(&l->ev[k - 1], &l->ev[k]) <= 0)
+    size_t m = n - k;
+    if (!tail_sorted) {
+        st_event *tmp = malloc((m / 2 + 1) * sizeof *tmp);
+        if (tmp != NULL) {
+            ev_msort(s, l->ev + k, tmp, m);
+        } else { /* sorted in place, with what qsort leaves to put right */
+            qsort(l->ev + k, m, sizeof *l->ev, ev_qcmp);
+            long_ties(s, l->ev + k, m);
+        }
+        free(tmp);
+    }
+    if (k == 0 || ev_cmp(s, &l->ev[k - 1], &l->ev[k]) <= 0)
         return k;
     /* First element of the prefix that sorts after the tail's first. */
     size_t lo = 0, hi = k;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (ev_cmp(&l->ev[mid], &l->ev[k]) <= 0)
+        if (ev_cmp(s, &l->ev[mid], &l->ev[k]) <= 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    size_t m = k - lo;
-    st_event *tmp = malloc(m * sizeof *tmp);
+    size_t p = k - lo;
+    st_event *tmp = malloc(p * sizeof *tmp);
     if (tmp == NULL) { /* fall back to sorting in place */
         qsort(l->ev + lo, n - lo, sizeof *l->ev, ev_qcmp);
+        long_ties(s, l->ev + lo, n - lo);
         return lo;
     }
-    memcpy(tmp, l->ev + lo, m * sizeof *tmp);
+    memcpy(tmp, l->ev + lo, p * sizeof *tmp);
     size_t i = 0, j = k, o = lo;
-    while (i < m && j < n)
-        l->ev[o++] = ev_cmp(&tmp[i], &l->ev[j]) <= 0 ? tmp[i++] : l->ev[j++];
-    while (i < m)
+    while (i < p && j < n)
+        l->ev[o++] = ev_cmp(s, &tmp[i], &l->ev[j]) <= 0 ? tmp[i++] : l->ev[j++];
+    while (i < p)
         l->ev[o++] = tmp[i++];
     free(tmp);
     return lo;
@@ -773,6 +884,40 @@ static size_t lane_lb(const lane *l, size_t n, uint64_t t) {
             hi = mid;
     }
     return lo;
+}
+
+/* A live store's shapes, once they outnumber twice its events, are made again from those its
+ * events use: a peer that sends ever new shapes (a new size per copy) would otherwise grow them
+ * without end. Paid once per doubling, so amortised over the shapes added. */
+static void shapes_collect(st_store *s) {
+    if (s->shapes.n <= 2 * s->events + 4096)
+        return;
+    uint32_t *to = malloc(s->shapes.n * sizeof *to);
+    if (to == NULL)
+        return;
+    memset(to, 0xff, s->shapes.n * sizeof *to);
+    st_shapes fresh = {0};
+    /* the new ids first, then the events moved to them: out of memory, nothing has changed */
+    for (size_t i = 0; i < s->n_lanes; i++) {
+        const lane *l = &s->lanes[i];
+        for (size_t k = 0; k < l->info.n_events; k++) {
+            uint32_t id = l->ev[k].shape & ST_SHAPE_INDEX;
+            if (to[id] == UINT32_MAX && (to[id] = st_shapes_intern(&fresh, &s->shapes.v[id])) == UINT32_MAX) {
+                st_shapes_free(&fresh);
+                free(to);
+                return;
+            }
+        }
+    }
+    for (size_t i = 0; i < s->n_lanes; i++)
+        for (size_t k = 0; k < s->lanes[i].info.n_events; k++) {
+            st_event *e = &s->lanes[i].ev[k];
+            e->shape = (e->shape & ~ST_SHAPE_INDEX) | to[e->shape & ST_SHAPE_INDEX];
+        }
+    st_shapes_free(&s->shapes);
+    s->shapes = fresh;
+    s->head.shapes = fresh.v;
+    free(to);
 }
 
 /* Drops the oldest events until the store holds at most max_events (down to 15/16 of it, so that
@@ -817,11 +962,12 @@ static void store_enforce_bound(st_store *s) {
         s->events -= k;
         s->dropped += k;
     }
+    shapes_collect(s);
 }
 
 /* ---- the index ---- */
 
-static int lane_index(lane *l, size_t from) {
+static int lane_index(const st_store *s, lane *l, size_t from) {
     size_t n = l->info.n_events;
     if (from > l->indexed)
         from = l->indexed;
@@ -837,7 +983,7 @@ static int lane_index(lane *l, size_t from) {
         memcpy(q, p, ST_CAT_N * sizeof *q);
         size_t end = (b + 1) * ST_PB < n ? (b + 1) * ST_PB : n;
         for (size_t i = b * ST_PB; i < end; i++)
-            q[st_event_cat(&l->ev[i])] += l->ev[i].end - l->ev[i].start;
+            q[st_event_cat(s, &l->ev[i])] += st_ev_dur(s, &l->ev[i]);
     }
     /* trees: level 0 groups ST_FAN events; level k groups ST_FAN nodes of level k-1 */
     size_t cnt = n, lf = from;
@@ -859,7 +1005,7 @@ static int lane_index(lane *l, size_t from) {
                 uint64_t me;
                 uint32_t li;
                 if (lv == 0) {
-                    me = l->ev[c].end;
+                    me = st_ev_end(s, &l->ev[c]);
                     li = (uint32_t)c;
                 } else {
                     me = l->maxend[lv - 1][c];
@@ -867,7 +1013,7 @@ static int lane_index(lane *l, size_t from) {
                 }
                 if (me > mx)
                     mx = me;
-                uint64_t d = l->ev[li].end - l->ev[li].start;
+                uint64_t d = st_ev_dur(s, &l->ev[li]);
                 if (bi == UINT32_MAX || d > best) {
                     best = d;
                     bi = li;
@@ -894,7 +1040,7 @@ static int lane_index(lane *l, size_t from) {
  * start together nest longest outside. Then byd lists the events depth by depth, each
  * depth's in time order (by start, and so by end). The whole lane is done again when it changed:
  * once after a replay's load, and at a live view's commits, whose ranges lanes are small. */
-static int lane_depths(lane *l) {
+static int lane_depths(const st_store *s, lane *l) {
     size_t n = l->indexed, top = 0, cap = 0;
     uint32_t *stk = NULL;
     size_t nd = 0;
@@ -903,7 +1049,7 @@ static int lane_depths(lane *l) {
         size_t j = i + 1;
         while (j < n && l->ev[j].start == l->ev[i].start)
             j++;
-        while (top > 0 && l->ev[stk[top - 1]].end <= l->ev[i].start)
+        while (top > 0 && st_ev_end(s, &l->ev[stk[top - 1]]) <= l->ev[i].start)
             top--;
         if (top + (j - i) > cap) {
             size_t c = (top + (j - i)) * 2 + 64;
@@ -916,7 +1062,7 @@ static int lane_depths(lane *l) {
             cap = c;
         }
         for (size_t k = j; k-- > i;) {
-            l->ev[k].aux = (uint32_t)top;
+            l->ev[k].corr = (uint32_t)top;
             stk[top++] = (uint32_t)k;
         }
         if (top > nd)
@@ -929,11 +1075,11 @@ static int lane_depths(lane *l) {
         return ERR_NOMEM;
     memset(l->dofs, 0, (nd + 2) * sizeof *l->dofs);
     for (size_t i = 0; i < n; i++)
-        l->dofs[l->ev[i].aux + 1]++;
+        l->dofs[l->ev[i].corr + 1]++;
     for (size_t d = 0; d < nd; d++)
         l->dofs[d + 1] += l->dofs[d];
     for (size_t i = 0; i < n; i++) /* counting sort; dofs[d] runs ahead and is set back below */
-        l->byd[l->dofs[l->ev[i].aux]++] = (uint32_t)i;
+        l->byd[l->dofs[l->ev[i].corr]++] = (uint32_t)i;
     for (size_t d = nd; d > 0; d--)
         l->dofs[d] = l->dofs[d - 1];
     l->dofs[0] = 0;
@@ -981,7 +1127,7 @@ void st_store_commit(st_store *s) {
     if (s->dirty) {
         size_t *from = malloc((s->n_lanes ? s->n_lanes : 1) * sizeof *from);
         for (size_t i = 0; i < s->n_lanes; i++) {
-            size_t f = lane_sort(&s->lanes[i]);
+            size_t f = lane_sort(s, &s->lanes[i]);
             if (from)
                 from[i] = f;
         }
@@ -991,9 +1137,9 @@ void st_store_commit(st_store *s) {
             size_t f = from ? from[i] : 0;
             /* a lane the bound emptied before its first index still gets one (an empty one) */
             if (l->indexed != l->info.n_events || f < l->info.n_events || l->pre == NULL) {
-                lane_index(l, f);
+                lane_index(s, l, f);
                 if (l->info.kind == ST_LANE_NVTX)
-                    lane_depths(l);
+                    lane_depths(s, l);
             }
         }
         free(from);
@@ -1003,18 +1149,33 @@ void st_store_commit(st_store *s) {
         store_order(s);
 }
 
+/* Gives back what *p holds past n elements of elem bytes (capacity *cap). */
+static void shrink_to(void **p, size_t *cap, size_t n, size_t elem) {
+    if (n == 0 || n >= *cap)
+        return;
+    void *q = realloc(*p, n * elem);
+    if (q != NULL) {
+        *p = q;
+        *cap = n;
+    }
+}
+
 void st_store_shrink(st_store *s) {
     for (size_t i = 0; i < s->n_lanes; i++) {
         lane *l = &s->lanes[i];
-        size_t n = l->info.n_events;
-        if (n && n < l->cap) {
-            st_event *e = realloc(l->ev, n * sizeof *e);
-            if (e) {
-                l->ev = e;
-                l->cap = n;
+        shrink_to((void **)&l->ev, &l->cap, l->info.n_events, sizeof *l->ev);
+        if (l->indexed == l->info.n_events) { /* the index, when current: its own sizes */
+            shrink_to((void **)&l->pre, &l->pre_cap, ((l->indexed + ST_PB - 1) / ST_PB + 1) * ST_CAT_N, sizeof *l->pre);
+            for (int k = 0; k < l->levels; k++) {
+                size_t c1 = l->lvl_cap[k], c2 = c1; /* one capacity for both: the smaller */
+                shrink_to((void **)&l->maxend[k], &c1, l->lvl_n[k], sizeof *l->maxend[k]);
+                shrink_to((void **)&l->longest[k], &c2, l->lvl_n[k], sizeof *l->longest[k]);
+                l->lvl_cap[k] = c1 < c2 ? c1 : c2;
             }
         }
     }
+    st_shapes_shrink(&s->shapes);
+    s->head.shapes = s->shapes.v;
 }
 
 /* ---- reading ---- */
@@ -1059,7 +1220,7 @@ size_t st_lane_depth_find(const st_store *s, size_t i, size_t depth, uint64_t t)
     size_t lo = 0, hi = n;
     while (lo < hi) { /* the first whose end is past t: a depth's ranges end in order */
         size_t m = lo + (hi - lo) / 2;
-        if (l->ev[d[m]].end <= t)
+        if (st_ev_end(s, &l->ev[d[m]]) <= t)
             lo = m + 1;
         else
             hi = m;
@@ -1073,7 +1234,7 @@ size_t st_lane_range_at(const st_store *s, size_t i, uint64_t t0, uint64_t t1) {
         const uint32_t *idx = st_lane_at_depth(s, i, d, &n);
         size_t k = st_lane_depth_find(s, i, d, t0);
         const lane *l = lane_at(s, i);
-        if (k < n && l->ev[idx[k]].start <= t0 && l->ev[idx[k]].end >= t1)
+        if (k < n && l->ev[idx[k]].start <= t0 && st_ev_end(s, &l->ev[idx[k]]) >= t1)
             return idx[k];
     }
     return SIZE_MAX;
@@ -1102,7 +1263,7 @@ static void active_push(active_set *a, size_t j) {
     a->idx[a->n++] = (uint32_t)j;
 }
 
-static void active_rec(const lane *l, int lv, size_t node, size_t lim, uint64_t t, active_set *a) {
+static void active_rec(const st_store *s, const lane *l, int lv, size_t node, size_t lim, uint64_t t, active_set *a) {
     /* A node of level lv covers the events [node * span(lv), (node + 1) * span(lv)) where
      * span(lv) = ST_FAN^(lv+1); its children are the nodes node * ST_FAN... of level lv - 1. */
     if (l->maxend[lv][node] <= t)
@@ -1110,7 +1271,7 @@ static void active_rec(const lane *l, int lv, size_t node, size_t lim, uint64_t 
     size_t c0 = node * ST_FAN;
     if (lv == 0) {
         for (size_t j = c0; j < c0 + ST_FAN && j < lim; j++)
-            if (l->ev[j].end > t)
+            if (st_ev_end(s, &l->ev[j]) > t)
                 active_push(a, j);
         return;
     }
@@ -1118,27 +1279,27 @@ static void active_rec(const lane *l, int lv, size_t node, size_t lim, uint64_t 
     for (int k = 0; k < lv; k++)
         child_span *= ST_FAN;
     for (size_t c = c0; c < c0 + ST_FAN && c < l->lvl_n[lv - 1] && c * child_span < lim; c++)
-        active_rec(l, lv - 1, c, lim, t, a);
+        active_rec(s, l, lv - 1, c, lim, t, a);
 }
 
 /* Collects the events j < lim that are still running at t (end > t). */
-static void active_at(const lane *l, size_t lim, uint64_t t, active_set *a) {
+static void active_at(const st_store *s, const lane *l, size_t lim, uint64_t t, active_set *a) {
     a->n = 0;
     if (lim == 0 || l->levels == 0)
         return;
     int top = l->levels - 1;
     for (size_t g = 0; g < l->lvl_n[top]; g++)
-        active_rec(l, top, g, lim, t, a);
+        active_rec(s, l, top, g, lim, t, a);
 }
 
 /* Range argmax of durations over events [lo, hi). */
-static uint32_t longest_in(const lane *l, size_t lo, size_t hi) {
+static uint32_t longest_in(const st_store *s, const lane *l, size_t lo, size_t hi) {
     uint32_t best = UINT32_MAX;
     uint64_t bd = 0;
 #define CONSIDER(j)                                                                      \
     do {                                                                                 \
         uint32_t j_ = (j);                                                               \
-        uint64_t d_ = l->ev[j_].end - l->ev[j_].start;                                   \
+        uint64_t d_ = st_ev_dur(s, &l->ev[j_]);                                          \
         if (best == UINT32_MAX || d_ > bd || (d_ == bd && j_ < best)) {                  \
             best = j_;                                                                   \
             bd = d_;                                                                     \
@@ -1169,14 +1330,15 @@ static uint32_t longest_in(const lane *l, size_t lo, size_t hi) {
 }
 
 /* F(t) for every category, with the active set at t. */
-static void busy_before(const lane *l, uint64_t t, size_t lb, const active_set *a, uint64_t out[ST_CAT_N]) {
+static void busy_before(const st_store *s, const lane *l, uint64_t t, size_t lb, const active_set *a,
+                        uint64_t out[ST_CAT_N]) {
     size_t b = lb / ST_PB;
     memcpy(out, l->pre + b * ST_CAT_N, ST_CAT_N * sizeof *out);
     for (size_t j = b * ST_PB; j < lb; j++)
-        out[st_event_cat(&l->ev[j])] += l->ev[j].end - l->ev[j].start;
+        out[st_event_cat(s, &l->ev[j])] += st_ev_dur(s, &l->ev[j]);
     for (size_t k = 0; k < a->n; k++) {
         const st_event *e = &l->ev[a->idx[k]];
-        out[st_event_cat(e)] -= e->end - t;
+        out[st_event_cat(s, e)] -= st_ev_end(s, e) - t;
     }
 }
 
@@ -1195,27 +1357,27 @@ int st_lane_summary(const st_store *s, size_t li, uint64_t t0, uint64_t t1, size
     active_set a = {0};
     uint64_t fprev[ST_CAT_N], fcur[ST_CAT_N];
     size_t lb_prev = lane_lb(l, ne, t0);
-    active_at(l, lb_prev, t0, &a);
-    busy_before(l, t0, lb_prev, &a, fprev);
+    active_at(s, l, lb_prev, t0, &a);
+    busy_before(s, l, t0, lb_prev, &a, fprev);
     for (size_t i = 0; i < n; i++) {
         uint64_t b = i + 1 == n ? t1 : t0 + (uint64_t)(i + 1) * w;
         st_bucket *o = &out[i];
         /* events touching [a, b): those active at a that started before it, and those starting in it */
         size_t lb = lane_lb(l, ne, b);
-        uint32_t best = longest_in(l, lb_prev, lb);
-        uint64_t bd = best == UINT32_MAX ? 0 : l->ev[best].end - l->ev[best].start;
+        uint32_t best = longest_in(s, l, lb_prev, lb);
+        uint64_t bd = best == UINT32_MAX ? 0 : st_ev_dur(s, &l->ev[best]);
         uint32_t cnt = (uint32_t)a.n;
         for (size_t k = 0; k < a.n; k++) {
             uint32_t j = a.idx[k];
-            uint64_t d = l->ev[j].end - l->ev[j].start;
+            uint64_t d = st_ev_dur(s, &l->ev[j]);
             if (best == UINT32_MAX || d > bd || (d == bd && j < best)) {
                 best = j;
                 bd = d;
             }
         }
         cnt += (uint32_t)(lb - lb_prev);
-        active_at(l, lb, b, &a);
-        busy_before(l, b, lb, &a, fcur);
+        active_at(s, l, lb, b, &a);
+        busy_before(s, l, b, lb, &a, fcur);
         for (int c = 0; c < ST_CAT_N; c++)
             o->busy[c] = fcur[c] - fprev[c];
         o->count = cnt;
@@ -1262,6 +1424,7 @@ void st_store_memory_parts(const st_store *s, st_memory *m) {
                s->mods_cap * sizeof *s->mods;
     m->other += s->prods_cap * sizeof *s->prods + s->pext_cap * sizeof *s->pext + s->devs_cap * sizeof *s->devs;
     m->other += s->lanes_cap * sizeof *s->lanes + s->order_cap * sizeof *s->order + s->pend_cap * sizeof *s->pend;
+    m->shapes = st_shapes_bytes(&s->shapes);
     m->callsites = cm_u64map_bytes(&s->cs_by_key);
     for (size_t i = 0; i < s->n_cs; i++)
         m->callsites += sizeof s->cs[i] + s->cs[i].n_frames * sizeof(st_frame);
@@ -1278,7 +1441,7 @@ void st_store_memory_parts(const st_store *s, st_memory *m) {
 size_t st_store_memory(const st_store *s) {
     st_memory m;
     st_store_memory_parts(s, &m);
-    return m.events + m.summaries + m.depths + m.strings + m.callsites + m.other;
+    return m.events + m.summaries + m.depths + m.shapes + m.strings + m.callsites + m.other;
 }
 
 size_t st_producer_count(const st_store *s) { return s->n_prods; }
@@ -1292,8 +1455,8 @@ void st_producer_span(const st_store *s, uint32_t prod, uint64_t *t0, uint64_t *
         for (size_t k = 0; k < l->info.n_events; k++) {
             if (l->ev[k].start < a)
                 a = l->ev[k].start;
-            if (l->ev[k].end > b)
-                b = l->ev[k].end;
+            if (st_ev_end(s, &l->ev[k]) > b)
+                b = st_ev_end(s, &l->ev[k]);
         }
     }
     *t0 = b ? a : 0;

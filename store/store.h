@@ -15,8 +15,9 @@
  * Strings are interned store-wide (ids differ from the producers' ids). Names are untrusted: the
  * store keeps them as they came and the view sanitizes them.
  *
- * Memory: about 40 bytes per event plus the summaries (a few bytes per event). For live sessions
- * st_opts.max_events bounds the store: past it the oldest events are dropped (counted).
+ * Memory: 20 bytes per event, its summaries about 2.6 more, and the shapes events share (a few
+ * thousand in real traces; a live store forgets those its dropped events alone used). For live
+ * sessions st_opts.max_events bounds the store: past it the oldest events are dropped (counted).
  */
 #ifndef SYNCTOP_STORE_H
 #define SYNCTOP_STORE_H
@@ -34,24 +35,6 @@ typedef enum st_lane_kind {
     ST_LANE_NVTX = 3    /* a host thread's NVTX ranges: id = tid */
 } st_lane_kind;
 
-/* One event in a lane (40 bytes). */
-typedef struct st_event {
-    uint64_t start, end;
-    uint64_t value; /* memcpy/memset: bytes; api: store call-site id (0 none); nvtx: range id */
-    uint32_t name;  /* store string id: kernel, API or range name (0: none) */
-    uint32_t corr;  /* correlation id, per producer (0: none) */
-    uint8_t kind;   /* enum tp_kind */
-    uint8_t flags;  /* the record's flags (TP_F_BLOCKING, TP_F_ASYNC, ...) */
-    uint8_t sub;    /* memcpy: copy kind; memset: memory kind; sync: sync type; nvtx: shape */
-    uint8_t mem;    /* memcpy: src memory kind << 4 | dst memory kind */
-    uint32_t aux;   /* api: cbid; sync: CUDA event id; kernel: threads per block */
-} st_event;
-
-/* st_event.flags of a range that is a profiler's operator (its record's domain is "cpu_op"): the
- * viewer shows it among the thread's ranges; the analysis leaves it out, as report, which does not
- * import operators, has none. */
-#define ST_EV_OP 0x80
-
 /* Summary categories: what a cell of the timeline can show. */
 enum st_cat {
     ST_CAT_KERNEL, ST_CAT_MEMCPY, ST_CAT_MEMSET, ST_CAT_SYNC, /* GPU lanes */
@@ -59,8 +42,73 @@ enum st_cat {
     ST_CAT_NVTX,
     ST_CAT_N
 };
+
+/* One event in a lane (20 bytes): when it starts and how long it lasts, its correlation id, and
+ * its shape, an id in the store's table of what events repeat (a kernel's name, grid and block; a
+ * call's name, callback id, call site and device; a copy's bytes and kinds): the real traces have
+ * some thousands of shapes for millions of events. Read it with the st_ev_* accessors below;
+ * start may be read as it is, and corr on lanes other than ranges. */
+typedef struct __attribute__((packed, aligned(4))) st_event {
+    uint64_t start;
+    uint32_t dur;   /* end - start; ST_DUR_LONG: 4.29 s or more, held in the shape */
+    uint32_t corr;  /* correlation id, per producer (0: none); ranges: their depth (see st_ev_aux) */
+    uint32_t shape; /* its category (enum st_cat) << 29 | its index in the store's shapes */
+} st_event;
+#define ST_DUR_LONG UINT32_MAX
+#define ST_SHAPE_INDEX 0x1FFFFFFFu /* the index's bits of st_event.shape */
+
+/* What an event shares with others: all of it but its start, duration and correlation. */
+typedef struct st_shape {
+    uint64_t value; /* memcpy/memset: bytes; api: store call-site id (0 none); kernel: grid size in blocks */
+    uint64_t dur;   /* the duration of an event of ST_DUR_LONG (0 for others) */
+    uint32_t name;  /* store string id: kernel, API or range name (0: none) */
+    uint32_t aux;   /* api: cbid; sync: CUDA event id; kernel: threads per block */
+    uint8_t kind;   /* enum tp_kind */
+    uint8_t flags;  /* the record's flags (TP_F_BLOCKING, TP_F_ASYNC, ...) */
+    uint8_t sub;    /* memcpy: copy kind; memset: memory kind; sync: sync type; nvtx: shape */
+    uint8_t mem;    /* memcpy: src memory kind << 4 | dst memory kind */
+} st_shape;
+
+typedef struct st_store st_store;
+
+/* The part of the store the accessors read: it begins every st_store. */
+typedef struct st_store_head {
+    const st_shape *shapes;
+} st_store_head;
+
+static inline const st_shape *st_ev_shape(const st_store *s, const st_event *e) {
+    return &((const st_store_head *)(const void *)s)->shapes[e->shape & ST_SHAPE_INDEX];
+}
+static inline uint64_t st_ev_dur(const st_store *s, const st_event *e) {
+    return e->dur != ST_DUR_LONG ? e->dur : st_ev_shape(s, e)->dur;
+}
+static inline uint64_t st_ev_end(const st_store *s, const st_event *e) { return e->start + st_ev_dur(s, e); }
+/* The kind follows from the category the shape id holds: no shape is read. */
+static inline unsigned st_ev_kind(const st_store *s, const st_event *e) {
+    unsigned c = e->shape >> 29;
+    (void)s;
+    return c <= ST_CAT_SYNC ? c + TP_K_KERNEL : c <= ST_CAT_BLOCKED ? TP_K_API : TP_K_NVTX;
+}
+static inline unsigned st_ev_flags(const st_store *s, const st_event *e) { return st_ev_shape(s, e)->flags; }
+static inline unsigned st_ev_sub(const st_store *s, const st_event *e) { return st_ev_shape(s, e)->sub; }
+static inline unsigned st_ev_mem(const st_store *s, const st_event *e) { return st_ev_shape(s, e)->mem; }
+static inline uint32_t st_ev_name(const st_store *s, const st_event *e) { return st_ev_shape(s, e)->name; }
+static inline uint64_t st_ev_value(const st_store *s, const st_event *e) { return st_ev_shape(s, e)->value; }
+/* A range's aux is its depth (see st_lane_depths); ranges have no correlation id. */
+static inline uint32_t st_ev_aux(const st_store *s, const st_event *e) {
+    return st_ev_kind(s, e) == TP_K_NVTX ? e->corr : st_ev_shape(s, e)->aux;
+}
+static inline uint32_t st_ev_corr(const st_store *s, const st_event *e) {
+    return st_ev_kind(s, e) == TP_K_NVTX ? 0 : e->corr;
+}
+
+/* The flags of a range that is a profiler's operator (its record's domain is "cpu_op"): the
+ * viewer shows it among the thread's ranges; the analysis leaves it out, as report, which does not
+ * import operators, has none. */
+#define ST_EV_OP 0x80
+
 /* The category of an event. */
-int st_event_cat(const st_event *e);
+int st_event_cat(const st_store *s, const st_event *e);
 
 /* What a time bucket of a lane holds: busy time per category (the union of overlapping events
  * is not taken: overlapping events both count), how many events touch it, and the longest one. */
@@ -117,8 +165,6 @@ typedef struct st_opts {
     size_t max_events; /* 0: unbounded (replay); live sessions bound it */
 } st_opts;
 
-typedef struct st_store st_store;
-
 st_store *st_store_new(const st_opts *opts); /* opts may be NULL */
 void st_store_destroy(st_store **s);
 
@@ -163,10 +209,10 @@ uint64_t st_store_dropped(const st_store *s); /* events dropped by max_events */
 uint64_t st_store_names_refused(const st_store *s);
 size_t st_store_memory(const st_store *s);  /* bytes held, for the benchmark */
 /* Where st_store_memory's bytes go: the events, their summaries (prefix sums and trees), the
- * ranges' depth index, the strings, the call sites and their frames, and the rest (maps, lanes,
- * producers, devices). */
+ * ranges' depth index, the shapes, the strings, the call sites and their frames, and the rest
+ * (maps, lanes, producers, devices). */
 typedef struct st_memory {
-    size_t events, summaries, depths, strings, callsites, other;
+    size_t events, summaries, depths, shapes, strings, callsites, other;
 } st_memory;
 void st_store_memory_parts(const st_store *s, st_memory *m);
 
@@ -214,7 +260,7 @@ void st_frame_set_symbol(st_store *s, uint64_t callsite, size_t index, uint32_t 
 
 /* The device of an API event (kept in sub | mem << 8), TP_NO_DEVICE for other kinds or unknown. A
  * kernel's value holds its grid size in blocks, its aux the threads per block. */
-uint16_t st_event_device(const st_event *e);
+uint16_t st_event_device(const st_store *s, const st_event *e);
 
 /* Gives back the spare capacity of the lanes (after a whole source was loaded). */
 void st_store_shrink(st_store *s);

@@ -41,7 +41,7 @@ static const st_event *event_at_cursor(const frame_ctx *f, size_t *lane_out) {
             continue;
         if (x->start == v->cursor)
             return x;
-        if (x->end > v->cursor && (best == NULL || x->end - x->start < best->end - best->start))
+        if (st_ev_end(f->s, x) > v->cursor && (best == NULL || st_ev_dur(f->s, x) < st_ev_dur(f->s, best)))
             best = x;
     }
     if (best)
@@ -61,7 +61,7 @@ static const st_event *event_at_cursor(const frame_ctx *f, size_t *lane_out) {
 #define FLOW_SCAN 4096
 static const st_event *flow_peer(const st_store *s, size_t lane, const st_event *e, size_t *peer_lane) {
     const st_lane_info *li = st_lane_get(s, lane);
-    if (e->corr == 0 || e->kind == TP_K_SYNC || (li->kind != ST_LANE_STREAM && li->kind != ST_LANE_THREAD))
+    if (e->corr == 0 || st_ev_kind(s, e) == TP_K_SYNC || (li->kind != ST_LANE_STREAM && li->kind != ST_LANE_THREAD))
         return NULL; /* a synchronization record is a wait, not something launched */
     int want = li->kind == ST_LANE_STREAM ? ST_LANE_THREAD : ST_LANE_STREAM;
     const st_event *best = NULL;
@@ -75,7 +75,7 @@ static const st_event *flow_peer(const st_store *s, size_t lane, const st_event 
             size_t hi = st_lane_lower_bound(s, l, e->start + 1);
             for (size_t k = 0; k < FLOW_SCAN && k < hi; k++) {
                 const st_event *x = &ev[hi - 1 - k];
-                if (x->corr == e->corr && x->kind == TP_K_API) {
+                if (x->corr == e->corr && st_ev_kind(s, x) == TP_K_API) {
                     if (best == NULL || x->start > best->start) {
                         best = x;
                         *peer_lane = l;
@@ -86,7 +86,7 @@ static const st_event *flow_peer(const st_store *s, size_t lane, const st_event 
         } else { /* the first GPU operation with this id that started after it */
             for (size_t k = st_lane_lower_bound(s, l, e->start), m = 0; k < n && m < FLOW_SCAN; k++, m++) {
                 const st_event *x = &ev[k];
-                if (x->corr == e->corr && x->kind != TP_K_API && x->kind != TP_K_SYNC) {
+                if (x->corr == e->corr && st_ev_kind(s, x) != TP_K_API && st_ev_kind(s, x) != TP_K_SYNC) {
                     if (best == NULL || x->start < best->start) {
                         best = x;
                         *peer_lane = l;
@@ -108,11 +108,11 @@ static size_t holder_of(const st_store *s, size_t lane, const st_event *e, size_
         return SIZE_MAX;
     if (li->kind == ST_LANE_NVTX) {
         size_t m, n;
-        if (e->aux == 0 || e->aux > st_lane_depths(s, lane))
+        if (st_ev_aux(s, e) == 0 || st_ev_aux(s, e) > st_lane_depths(s, lane))
             return SIZE_MAX;
-        const uint32_t *idx = st_lane_at_depth(s, lane, e->aux - 1, &m);
+        const uint32_t *idx = st_lane_at_depth(s, lane, st_ev_aux(s, e) - 1, &m);
         const st_event *ev = st_lane_events(s, lane, &n);
-        size_t k = st_lane_depth_find(s, lane, e->aux - 1, e->start);
+        size_t k = st_lane_depth_find(s, lane, st_ev_aux(s, e) - 1, e->start);
         *rlane = lane;
         return k < m && ev[idx[k]].start <= e->start ? idx[k] : SIZE_MAX;
     }
@@ -120,7 +120,7 @@ static size_t holder_of(const st_store *s, size_t lane, const st_event *e, size_
         const st_lane_info *t = st_lane_get(s, l);
         if (t->kind == ST_LANE_NVTX && t->device == TP_NO_DEVICE && t->producer == li->producer && t->id == li->id) {
             *rlane = l;
-            return st_lane_range_at(s, l, e->start, e->end);
+            return st_lane_range_at(s, l, e->start, st_ev_end(s, e));
         }
     }
     return SIZE_MAX;
@@ -134,8 +134,8 @@ static void holder_text(const frame_ctx *f, size_t lane, const st_event *e, char
         return;
     const st_event *r = &st_lane_events(f->s, rl, &ne)[h];
     char nm[256];
-    vw__sanitized(nm, sizeof nm, st_str(f->s, r->name));
-    snprintf(out, n, " in %s (depth %u of the thread's ranges; r goes there)", nm, r->aux);
+    vw__sanitized(nm, sizeof nm, st_str(f->s, st_ev_name(f->s, r)));
+    snprintf(out, n, " in %s (depth %u of the thread's ranges; r goes there)", nm, st_ev_aux(f->s, r));
 }
 
 /* One line on the launch behind a GPU operation, or the operation behind a call. */
@@ -148,20 +148,20 @@ static void flow_text(const frame_ctx *f, size_t lane, const st_event *e, char *
         return;
     const st_lane_info *pi = st_lane_get(s, pl);
     char nm[160], d[32];
-    vw__sanitized(nm, sizeof nm, st_str(s, p->name));
-    if (p->kind == TP_K_API) {
+    vw__sanitized(nm, sizeof nm, st_str(s, st_ev_name(s, p)));
+    if (st_ev_kind(s, p) == TP_K_API) {
         vw_fmt_dur(d, sizeof d, e->start > p->start ? e->start - p->start : 0, f->v->ascii);
         snprintf(out, n, " %s launched by %s on thread %u; %s from the call to the start", f->v->ascii ? "<-" : "\xe2\x86\x90",
                  nm, pi->id, d);
     } else {
         vw_fmt_dur(d, sizeof d, p->start > e->start ? p->start - e->start : 0, f->v->ascii);
         char what[200];
-        if (p->kind == TP_K_MEMCPY)
-            snprintf(what, sizeof what, "copy %s", tp_copy_kind_name(p->sub));
-        else if (p->kind == TP_K_KERNEL && nm[0])
+        if (st_ev_kind(s, p) == TP_K_MEMCPY)
+            snprintf(what, sizeof what, "copy %s", tp_copy_kind_name(st_ev_sub(s, p)));
+        else if (st_ev_kind(s, p) == TP_K_KERNEL && nm[0])
             snprintf(what, sizeof what, "kernel %s", nm);
         else
-            snprintf(what, sizeof what, "%s", tp_kind_name(p->kind));
+            snprintf(what, sizeof what, "%s", tp_kind_name(st_ev_kind(s, p)));
         snprintf(out, n, " %s %s on GPU%u stream %u starts %s after the call", f->v->ascii ? "->" : "\xe2\x86\x92",
                  what, pi->device, pi->id, d);
     }
@@ -192,7 +192,7 @@ static int render_fix(frame_ctx *f, size_t lane, const st_event *e, int y) {
     const st_lane_info *tl = st_lane_get(s, lane);
     for (size_t i = 0; i < v->an->n_sites; i++) {
         const an_site *site = &v->an->sites[i];
-        if (site->producer != tl->producer || site->callsite != e->value || (!e->value && site->name != e->name))
+        if (site->producer != tl->producer || site->callsite != st_ev_value(s, e) || (!st_ev_value(s, e) && site->name != st_ev_name(s, e)))
             continue;
         an_advice a;
         an_advise(s, site, &a);
@@ -302,24 +302,24 @@ void vw__render_detail(frame_ctx *f) {
         return;
     }
     const st_lane_info *li = st_lane_get(s, lane);
-    const char *kname = e->kind == TP_K_API                          ? ((e->flags & TP_F_BLOCKING) ? "BLOCKING call" : "call")
-                        : e->kind == TP_K_NVTX && (e->flags & ST_EV_OP) ? "op"
-                                                                          : tp_kind_name(e->kind);
-    vw__sanitized(nm, sizeof nm, st_str(s, e->name));
-    if (e->kind == TP_K_MEMCPY)
-        snprintf(nm, sizeof nm, "%s %s", tp_copy_kind_name(e->sub), e->mem >> 4 == TP_MEM_PAGEABLE || (e->mem & 15) == TP_MEM_PAGEABLE ? "(pageable)" : "");
-    else if (e->kind == TP_K_MEMSET)
-        snprintf(nm, sizeof nm, "%s memory", tp_mem_kind_name(e->sub));
-    else if (e->kind == TP_K_SYNC)
-        snprintf(nm, sizeof nm, "%s", tp_sync_type_name(e->sub));
+    const char *kname = st_ev_kind(s, e) == TP_K_API                          ? ((st_ev_flags(s, e) & TP_F_BLOCKING) ? "BLOCKING call" : "call")
+                        : st_ev_kind(s, e) == TP_K_NVTX && (st_ev_flags(s, e) & ST_EV_OP) ? "op"
+                                                                          : tp_kind_name(st_ev_kind(s, e));
+    vw__sanitized(nm, sizeof nm, st_str(s, st_ev_name(s, e)));
+    if (st_ev_kind(s, e) == TP_K_MEMCPY)
+        snprintf(nm, sizeof nm, "%s %s", tp_copy_kind_name(st_ev_sub(s, e)), st_ev_mem(s, e) >> 4 == TP_MEM_PAGEABLE || (st_ev_mem(s, e) & 15) == TP_MEM_PAGEABLE ? "(pageable)" : "");
+    else if (st_ev_kind(s, e) == TP_K_MEMSET)
+        snprintf(nm, sizeof nm, "%s memory", tp_mem_kind_name(st_ev_sub(s, e)));
+    else if (st_ev_kind(s, e) == TP_K_SYNC)
+        snprintf(nm, sizeof nm, "%s", tp_sync_type_name(st_ev_sub(s, e)));
     int x = vw__put_str(g, v, 0, y, 16, " ", ROLE_DEFAULT, 0);
-    x += vw__put_str(g, v, x, y, 16, kname, e->kind == TP_K_API && (e->flags & TP_F_BLOCKING) ? ROLE_BLOCKED
-                                        : vw__cat_role(st_event_cat(e)), VW_A_BOLD);
+    x += vw__put_str(g, v, x, y, 16, kname, st_ev_kind(s, e) == TP_K_API && (st_ev_flags(s, e) & TP_F_BLOCKING) ? ROLE_BLOCKED
+                                        : vw__cat_role(st_event_cat(s, e)), VW_A_BOLD);
     x += vw__put_str(g, v, x, y, 2, "  ", ROLE_DEFAULT, 0);
     vw__put_str(g, v, x, y, g->w - x, nm, ROLE_DEFAULT, VW_A_BOLD);
     /* second line: where, when, how long, bytes, call site */
     y++;
-    vw_fmt_dur(d, sizeof d, e->end - e->start, v->ascii);
+    vw_fmt_dur(d, sizeof d, st_ev_dur(s, e), v->ascii);
     vw_fmt_dur(st, sizeof st, e->start > v->origin ? e->start - v->origin : 0, v->ascii);
     char where[96];
     if (li->kind == ST_LANE_STREAM)
@@ -327,21 +327,21 @@ void vw__render_detail(frame_ctx *f) {
     else
         snprintf(where, sizeof where, "thread %u", li->id);
     int n = snprintf(buf, sizeof buf, " %s  start +%s  dur %s", where, st, d);
-    if (e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET) {
+    if (st_ev_kind(s, e) == TP_K_MEMCPY || st_ev_kind(s, e) == TP_K_MEMSET) {
         char by[32];
-        vw__fmt_bytes(by, sizeof by, e->value);
+        vw__fmt_bytes(by, sizeof by, st_ev_value(s, e));
         n += snprintf(buf + n, sizeof buf - (size_t)n, "  %s", by);
-        if (e->kind == TP_K_MEMCPY && e->end > e->start)
-            n += snprintf(buf + n, sizeof buf - (size_t)n, " (%.1f GB/s)", (double)e->value / (double)(e->end - e->start));
-    } else if (e->kind == TP_K_KERNEL && e->value) {
-        n += snprintf(buf + n, sizeof buf - (size_t)n, "  %" PRIu64 " blocks x %u threads", e->value, e->aux);
+        if (st_ev_kind(s, e) == TP_K_MEMCPY && st_ev_end(s, e) > e->start)
+            n += snprintf(buf + n, sizeof buf - (size_t)n, " (%.1f GB/s)", (double)st_ev_value(s, e) / (double)st_ev_dur(s, e));
+    } else if (st_ev_kind(s, e) == TP_K_KERNEL && st_ev_value(s, e)) {
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "  %" PRIu64 " blocks x %u threads", st_ev_value(s, e), st_ev_aux(s, e));
     }
-    if (e->corr)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, "  corr %u", e->corr);
+    if (st_ev_corr(s, e))
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "  corr %u", st_ev_corr(s, e));
     int x2 = vw__put_str(g, v, 0, y, g->w, buf, ROLE_DEFAULT, 0);
-    if (e->kind == TP_K_API && e->value) {
+    if (st_ev_kind(s, e) == TP_K_API && st_ev_value(s, e)) {
         char site[512];
-        an_site_label(s, e->value, e->name, site, sizeof site);
+        an_site_label(s, st_ev_value(s, e), st_ev_name(s, e), site, sizeof site);
         x2 += vw__put_str(g, v, x2, y, 4, v->ascii ? "  @ " : "  \xe2\x86\x90 ", ROLE_DIM, 0);
         vw__put_str(g, v, x2, y, g->w - x2, site, ROLE_LABEL, VW_A_BOLD);
     }
@@ -358,12 +358,12 @@ void vw__render_detail(frame_ctx *f) {
         pane_line(f, &y, &rows, flow, ROLE_LABEL);
     }
     /* a blocking call: what to change there, as the report says it */
-    if (rows > 2 && e->kind == TP_K_API && (e->flags & TP_F_BLOCKING) && v->an != NULL && render_fix(f, lane, e, y + 1)) {
+    if (rows > 2 && st_ev_kind(s, e) == TP_K_API && (st_ev_flags(s, e) & TP_F_BLOCKING) && v->an != NULL && render_fix(f, lane, e, y + 1)) {
         y++;
         rows--;
     }
-    if (rows > 2 && e->kind == TP_K_API && e->value) {
-        render_frames(f, e->value, y + 1, (size_t)(rows - 2));
+    if (rows > 2 && st_ev_kind(s, e) == TP_K_API && st_ev_value(s, e)) {
+        render_frames(f, st_ev_value(s, e), y + 1, (size_t)(rows - 2));
     } else if (v->detail && rows > 2) {
         vw__put_str(g, v, 1, y + 1, g->w - 2, "(no call site for this event; enter closes the detail pane)", ROLE_DIM, 0);
     }
@@ -382,7 +382,7 @@ static const st_event *cursor_event(vw_state *v, const st_store *s, const vw_lay
 void vw__select_cmd(vw_state *v, const st_store *s, const vw_layout *L, vw_cmd c) {
     size_t lane = 0;
     const st_event *e = L->too_small ? NULL : cursor_event(v, s, L, &lane);
-    if (c == VW_CMD_MARK && v->ruler.marked && (e == NULL || (e->start == v->ruler.mark0 && e->end == v->ruler.mark1))) {
+    if (c == VW_CMD_MARK && v->ruler.marked && (e == NULL || (e->start == v->ruler.mark0 && st_ev_end(s, e) == v->ruler.mark1))) {
         v->ruler.marked = 0;
         snprintf(v->message, sizeof v->message, "mark removed");
         return;
@@ -399,15 +399,15 @@ void vw__select_cmd(vw_state *v, const st_store *s, const vw_layout *L, vw_cmd c
         }
         const st_event *r = &st_lane_events(s, rl, &ne)[h];
         char nm[96];
-        vw__sanitized(nm, sizeof nm, st_str(s, r->name));
+        vw__sanitized(nm, sizeof nm, st_str(s, st_ev_name(s, r)));
         v->cursor = r->start;
-        vw__reveal(v, r->start, r->end, L->timeline.w);
-        v->cursor_row = vw__row_of_range(v, s, rl, r->aux);
+        vw__reveal(v, r->start, st_ev_end(s, r), L->timeline.w);
+        v->cursor_row = vw__row_of_range(v, s, rl, st_ev_aux(s, r));
         v->focus = VW_FOCUS_TIMELINE;
-        snprintf(v->message, sizeof v->message, "in %s, depth %u (r again: the range around it)", nm, r->aux);
+        snprintf(v->message, sizeof v->message, "in %s, depth %u (r again: the range around it)", nm, st_ev_aux(s, r));
         return;
     }
-    uint64_t d = e->end > e->start ? e->end - e->start : 1;
+    uint64_t d = st_ev_end(s, e) > e->start ? st_ev_dur(s, e) : 1;
     if (c == VW_CMD_FIT_SEL) {
         /* the event in the middle eight tenths of the window */
         uint64_t w = d + d / 4 > (uint64_t)L->timeline.w ? d + d / 4 : (uint64_t)L->timeline.w;
@@ -425,6 +425,6 @@ void vw__select_cmd(vw_state *v, const st_store *s, const vw_layout *L, vw_cmd c
     v->ruler.mark1 = e->start + d;
     char dur[32], nm[96];
     vw_fmt_dur(dur, sizeof dur, d, v->ascii);
-    vw__sanitized(nm, sizeof nm, st_str(s, e->name));
-    snprintf(v->message, sizeof v->message, "marked %s: %s", nm[0] ? nm : tp_kind_name(e->kind), dur);
+    vw__sanitized(nm, sizeof nm, st_str(s, st_ev_name(s, e)));
+    snprintf(v->message, sizeof v->message, "marked %s: %s", nm[0] ? nm : tp_kind_name(st_ev_kind(s, e)), dur);
 }

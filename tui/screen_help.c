@@ -109,7 +109,7 @@ typedef struct name_cache {
 } name_cache;
 
 static int event_matches(name_cache *c, const st_store *s, const st_event *e, const char *term) {
-    uint32_t id = e->name, slot = id % 4096;
+    uint32_t id = st_ev_name(s, e), slot = id % 4096;
     if (id == 0)
         return 0;
     if (c->ids[slot] != id) {
@@ -131,9 +131,9 @@ static int first_match_after(name_cache *c, const vw_state *v, const st_store *s
         for (; i < n && e[i].start < best_t && e[i].start <= v->now; i++)
             if (event_matches(c, s, &e[i], v->search.term)) {
                 best_t = e[i].start;
-                *end = e[i].end;
+                *end = st_ev_end(s, &e[i]);
                 *lane = l;
-                *depth = e[i].aux;
+                *depth = st_ev_aux(s, &e[i]);
                 break;
             }
     }
@@ -155,9 +155,9 @@ static int last_match_before(name_cache *c, const vw_state *v, const st_store *s
         for (; i > 0 && (!found || e[i - 1].start > best_t); i--)
             if (event_matches(c, s, &e[i - 1], v->search.term)) {
                 best_t = e[i - 1].start;
-                *end = e[i - 1].end;
+                *end = st_ev_end(s, &e[i - 1]);
                 *lane = l;
-                *depth = e[i - 1].aux;
+                *depth = st_ev_aux(s, &e[i - 1]);
                 found = 1;
                 break;
             }

@@ -235,17 +235,17 @@ static void label_bars(frame_ctx *f, int y, size_t lane, const st_bucket *b) {
         if (c <= done || b[c].longest == UINT32_MAX || b[c].longest >= n)
             continue;
         const st_event *e = &ev[b[c].longest];
-        if (e->start > v->now || e->end <= e->start)
+        if (e->start > v->now || st_ev_end(f->s, e) <= e->start)
             continue;
         int c0 = e->start > v->t0 ? vw__col_of(v, L, e->start) : 0;
-        int c1 = e->end < v->t1 ? vw__col_of(v, L, e->end - 1) : cols - 1;
+        int c1 = st_ev_end(f->s, e) < v->t1 ? vw__col_of(v, L, st_ev_end(f->s, e) - 1) : cols - 1;
         char raw[256], nm[256];
-        if (e->kind == TP_K_MEMCPY)
-            snprintf(raw, sizeof raw, "%s", tp_copy_kind_name(e->sub));
-        else if (e->kind == TP_K_MEMSET)
+        if (st_ev_kind(f->s, e) == TP_K_MEMCPY)
+            snprintf(raw, sizeof raw, "%s", tp_copy_kind_name(st_ev_sub(f->s, e)));
+        else if (st_ev_kind(f->s, e) == TP_K_MEMSET)
             snprintf(raw, sizeof raw, "memset");
         else { /* a kernel's signature reads from its name: "void " before it says nothing */
-            const char *name = st_str(f->s, e->name);
+            const char *name = st_str(f->s, st_ev_name(f->s, e));
             snprintf(raw, sizeof raw, "%s", strncmp(name, "void ", 5) == 0 ? name + 5 : name);
         }
         vw__sanitized(nm, sizeof nm, raw);
@@ -342,7 +342,7 @@ static void render_depth_row(frame_ctx *f, int y, const vw_row *r) {
             const st_event *x1 = &ev[idx[k + j]];
             if (x1->start >= e || x1->start > v->now)
                 break;
-            uint64_t s0 = x1->start > a ? x1->start : a, s1 = x1->end < e ? x1->end : e;
+            uint64_t s0 = x1->start > a ? x1->start : a, s1 = st_ev_end(f->s, x1) < e ? st_ev_end(f->s, x1) : e;
             cover += s1 > s0 ? s1 - s0 : 0;
             any = 1;
             if (j + 1 == DEPTH_COL_SCAN) /* more than the scan: as busy as a column gets */
@@ -362,10 +362,10 @@ static void render_depth_row(frame_ctx *f, int y, const vw_row *r) {
         if (e->start >= v->t1 || e->start > v->now)
             break;
         int c0 = e->start > v->t0 ? vw__col_of(v, L, e->start) : 0;
-        int c1 = e->end < v->t1 ? vw__col_of(v, L, e->end > 0 ? e->end - 1 : 0) : cols - 1;
+        int c1 = st_ev_end(f->s, e) < v->t1 ? vw__col_of(v, L, st_ev_end(f->s, e) > 0 ? st_ev_end(f->s, e) - 1 : 0) : cols - 1;
         if (c1 - c0 - 1 >= 8 && c0 > done) {
             char nm[256];
-            vw__sanitized(nm, sizeof nm, st_str(f->s, e->name));
+            vw__sanitized(nm, sizeof nm, st_str(f->s, st_ev_name(f->s, e)));
             int x0 = L->timeline.x + c0 + 1, room = c1 - c0 - 1;
             for (int x = x0; x < x0 + room; x++)
                 vw__put_cell(g, x, y, ' ', ROLE_NVTX, VW_A_REVERSE);

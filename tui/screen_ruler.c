@@ -224,16 +224,16 @@ void vw__mark_measure(vw_state *v, const st_store *s, uint64_t a, uint64_t b) {
         const st_event *ev = st_lane_events(s, i, &n);
         for (k = k > MARK_LOOK_BACK ? k - MARK_LOOK_BACK : 0; k < n && ev[k].start < to; k++) {
             const st_event *e = &ev[k];
-            if (e->end <= a && !(e->start == e->end && e->start >= a))
+            if (st_ev_end(s, e) <= a && !(e->start == st_ev_end(s, e) && e->start >= a))
                 continue;
-            uint64_t s0 = e->start > a ? e->start : a, s1 = e->end < to ? e->end : to;
+            uint64_t s0 = e->start > a ? e->start : a, s1 = st_ev_end(s, e) < to ? st_ev_end(s, e) : to;
             if (li->kind == ST_LANE_STREAM) {
-                kernels += e->kind == TP_K_KERNEL;
-                if (e->kind == TP_K_KERNEL || e->kind == TP_K_MEMCPY || e->kind == TP_K_MEMSET)
+                kernels += st_ev_kind(s, e) == TP_K_KERNEL;
+                if (st_ev_kind(s, e) == TP_K_KERNEL || st_ev_kind(s, e) == TP_K_MEMCPY || st_ev_kind(s, e) == TP_K_MEMSET)
                     span_add(&l, s0, s1);
-            } else if (e->kind == TP_K_API) {
+            } else if (st_ev_kind(s, e) == TP_K_API) {
                 calls++;
-                if (e->flags & TP_F_BLOCKING)
+                if (st_ev_flags(s, e) & TP_F_BLOCKING)
                     span_add(&l, s0, s1);
             }
         }

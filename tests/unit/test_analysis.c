@@ -92,7 +92,7 @@ static uint64_t stream_count(const st_store *s, uint32_t stream, int kind) {
         size_t ne;
         const st_event *ev = st_lane_events(s, l, &ne);
         for (size_t i = 0; i < ne; i++)
-            n += ev[i].kind == kind;
+            n += (int)st_ev_kind(s, &ev[i]) == kind;
     }
     return n;
 }
@@ -1139,7 +1139,7 @@ static size_t check_invariants(const char *what, const st_store *s) {
         const st_event *ev = st_lane_events(s, l, &n);
         uint64_t first = UINT64_MAX, last = 0, own = 0;
         for (size_t i = 0; i < n; i++) {
-            uint64_t a = ev[i].start < r.t0 ? r.t0 : ev[i].start, b = ev[i].end > r.t1 ? r.t1 : ev[i].end;
+            uint64_t a = ev[i].start < r.t0 ? r.t0 : ev[i].start, b = st_ev_end(s, &ev[i]) > r.t1 ? r.t1 : st_ev_end(s, &ev[i]);
             if (b <= a)
                 continue;
             first = a < first ? a : first;

@@ -602,20 +602,20 @@ static void same_timeline(const st_store *a, const st_store *b) {
         ASSERT_EQ(na, nb);
         for (size_t i = 0; i < na; i++) {
             ASSERT_UEQ(ea[i].start, eb[i].start);
-            ASSERT_UEQ(ea[i].end, eb[i].end);
-            ASSERT_EQ(ea[i].kind, eb[i].kind);
+            ASSERT_UEQ(st_ev_end(a, &ea[i]), st_ev_end(b, &eb[i]));
+            ASSERT_EQ(st_ev_kind(a, &ea[i]), st_ev_kind(b, &eb[i]));
             ASSERT_EQ(ea[i].corr, eb[i].corr);
-            ASSERT_STR_EQ(st_str(a, ea[i].name), st_str(b, eb[i].name));
-            ASSERT_EQ(ea[i].flags & TP_F_BLOCKING, eb[i].flags & TP_F_BLOCKING);
-            if (ea[i].kind == TP_K_MEMCPY || ea[i].kind == TP_K_MEMSET) {
-                ASSERT_UEQ(ea[i].value, eb[i].value);
-                ASSERT_EQ(ea[i].sub, eb[i].sub);
-                ASSERT_EQ(ea[i].mem, eb[i].mem);
+            ASSERT_STR_EQ(st_str(a, st_ev_name(a, &ea[i])), st_str(b, st_ev_name(b, &eb[i])));
+            ASSERT_EQ(st_ev_flags(a, &ea[i]) & TP_F_BLOCKING, st_ev_flags(b, &eb[i]) & TP_F_BLOCKING);
+            if (st_ev_kind(a, &ea[i]) == TP_K_MEMCPY || st_ev_kind(a, &ea[i]) == TP_K_MEMSET) {
+                ASSERT_UEQ(st_ev_value(a, &ea[i]), st_ev_value(b, &eb[i]));
+                ASSERT_EQ(st_ev_sub(a, &ea[i]), st_ev_sub(b, &eb[i]));
+                ASSERT_EQ(st_ev_mem(a, &ea[i]), st_ev_mem(b, &eb[i]));
             }
-            if (ea[i].kind == TP_K_SYNC)
-                ASSERT_EQ(ea[i].sub, eb[i].sub);
-            if (ea[i].kind == TP_K_API && (ea[i].flags & TP_F_BLOCKING))
-                same_call_site(a, ea[i].value, b, eb[i].value);
+            if (st_ev_kind(a, &ea[i]) == TP_K_SYNC)
+                ASSERT_EQ(st_ev_sub(a, &ea[i]), st_ev_sub(b, &eb[i]));
+            if (st_ev_kind(a, &ea[i]) == TP_K_API && (st_ev_flags(a, &ea[i]) & TP_F_BLOCKING))
+                same_call_site(a, st_ev_value(a, &ea[i]), b, st_ev_value(b, &eb[i]));
         }
     }
 }

@@ -82,7 +82,7 @@ static void assert_lanes_sorted(const st_store *s) {
         for (size_t i = 1; i < n; i++) {
             ASSERT(e[i - 1].start <= e[i].start);
             if (e[i - 1].start == e[i].start)
-                ASSERT(e[i - 1].end <= e[i].end);
+                ASSERT(st_ev_end(s, &e[i - 1]) <= st_ev_end(s, &e[i]));
         }
     }
 }
@@ -130,12 +130,12 @@ TEST(synth_batches_fill_lanes_in_display_order) {
     size_t th = lane_find(s, ST_LANE_THREAD, 4242), n, blocking = 0;
     const st_event *e = st_lane_events(s, th, &n);
     for (size_t i = 0; i < n; i++) {
-        if (!(e[i].flags & TP_F_BLOCKING))
+        if (!(st_ev_flags(s, &e[i]) & TP_F_BLOCKING))
             continue;
         blocking++;
-        ASSERT_STR_EQ(st_str(s, e[i].name), "cudaStreamSynchronize");
+        ASSERT_STR_EQ(st_str(s, st_ev_name(s, &e[i])), "cudaStreamSynchronize");
         size_t nf;
-        const st_frame *f = st_callsite_frames(s, e[i].value, &nf);
+        const st_frame *f = st_callsite_frames(s, st_ev_value(s, &e[i]), &nf);
         ASSERT_NOT_NULL(f);
         ASSERT_EQ(nf, 2);
         ASSERT_EQ(f[0].kind, TP_FRAME_PYTHON);
@@ -157,6 +157,207 @@ TEST(synth_batches_fill_lanes_in_display_order) {
     st_store_destroy(&s);
     st_store_destroy(&s); /* twice is fine */
     batches_free(&bs);
+}
+
+/* ---- the compact event ---- */
+
+/* One batch of producer 5 holding the records given, added to s. */
+static void add_records(st_store *s, tp_enc *enc, const tp_record *r, size_t n) {
+    tp_buf out = {0};
+    for (size_t i = 0; i < n; i++)
+        ASSERT_OK(tp_enc_add(enc, &r[i]));
+    ASSERT_OK(tp_enc_finish(enc, &out));
+    tp_enc_delivered(enc, 1);
+    ASSERT_OK(st_store_add_batch(s, out.data, out.len, NULL));
+    tp_buf_free(&out);
+}
+
+TEST(events_of_every_width_round_trip_exactly) {
+    const uint64_t t = 1700000000000000000ull; /* 2023, as CUPTI's clock reads */
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 5});
+    ASSERT_NOT_NULL(enc);
+    st_store *s = st_store_new(NULL);
+    /* four kernels that start together, longest first: 7 s, 4294967294 ns (the longest a
+     * duration of 32 bits keeps: 2^32 - 2, as 2^32 - 1 marks the long ones), 2^32 - 1 ns and 5 s */
+    static const uint64_t dur[4] = {7000000000ull, 4294967294ull, 4294967295ull, 5000000000ull};
+    tp_record r[8];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 4; i++)
+        r[i].kernel = (tp_kernel){.kind = TP_K_KERNEL, .device = 0, .stream = 7, .start = t, .end = t + dur[i],
+                                  .correlation = 0xFFFFFFFEu - (uint32_t)i, .name = tp_enc_intern_cstr(enc, "k-long"),
+                                  .grid = {65535, 65535, 65535 - (uint32_t)i}, .block = {1024, 1, 1}};
+    r[4].memcpy = (tp_memcpy){.kind = TP_K_MEMCPY, .device = 0, .stream = 7, .start = t + 10,
+                              .end = t + 10 + 1000000000000ull, .correlation = 77, .bytes = UINT64_MAX - 1,
+                              .copy_kind = 1, .src_kind = 3, .dst_kind = 2};
+    r[5].memset = (tp_memset){.kind = TP_K_MEMSET, .device = 0, .stream = 7, .start = t + 20, .end = t + 21,
+                              .correlation = 78, .bytes = 1ull << 40, .mem_kind = 2};
+    r[6].sync = (tp_sync){.kind = TP_K_SYNC, .device = 0, .stream = 7, .start = t + 30, .end = t + 4294967325ull,
+                          .correlation = 79, .event = 0xFFFFFFF0u, .sync_type = 3};
+    r[7].api = (tp_api){.kind = TP_K_API, .flags = TP_F_BLOCKING, .device = 3, .tid = 9, .start = t + 5,
+                        .end = t + 6000000005ull, .correlation = 80, .cbid = 211,
+                        .name = tp_enc_intern_cstr(enc, "cudaDeviceSynchronize")};
+    /* the memset first: the kernels after it are sorted, not appended in order */
+    tp_record first[8] = {r[5], r[0], r[1], r[2], r[3], r[4], r[6], r[7]};
+    add_records(s, enc, first, 8);
+    /* 5000 kernels of as many grids: as many shapes */
+    for (uint32_t b = 0; b < 5; b++) {
+        tp_record k[1000];
+        memset(k, 0, sizeof k);
+        for (uint32_t i = 0; i < 1000; i++) {
+            uint32_t j = b * 1000 + i;
+            k[i].kernel = (tp_kernel){.kind = TP_K_KERNEL, .device = 0, .stream = 8, .start = t + 100 * j,
+                                      .end = t + 100 * j + 50, .correlation = j + 1,
+                                      .name = tp_enc_intern_cstr(enc, "k-grid"), .grid = {j + 1, 1, 1},
+                                      .block = {256, 1, 1}};
+        }
+        add_records(s, enc, k, 1000);
+    }
+    st_store_commit(s);
+    ASSERT_EQ(sizeof(st_event), 20);
+    ASSERT_UEQ(st_store_events(s), 5008);
+    size_t l7 = lane_find(s, ST_LANE_STREAM, 7), l8 = lane_find(s, ST_LANE_STREAM, 8), lt = lane_find(s, ST_LANE_THREAD, 9);
+    size_t n;
+    const st_event *e = st_lane_events(s, l7, &n);
+    ASSERT_EQ(n, 7);
+    /* the kernels by end: 2^32 - 2, 2^32 - 1, 5 s, 7 s */
+    static const int order[4] = {1, 2, 3, 0};
+    for (int i = 0; i < 4; i++) {
+        int k = order[i];
+        ASSERT_UEQ(e[i].start, t);
+        ASSERT_UEQ(st_ev_end(s, &e[i]), t + dur[k]);
+        ASSERT_UEQ(st_ev_dur(s, &e[i]), dur[k]);
+        ASSERT_EQ(st_ev_kind(s, &e[i]), TP_K_KERNEL);
+        ASSERT_UEQ(st_ev_corr(s, &e[i]), 0xFFFFFFFEu - (uint32_t)k);
+        ASSERT_UEQ(st_ev_value(s, &e[i]), 65535ull * 65535ull * (65535ull - (uint64_t)k));
+        ASSERT_UEQ(st_ev_aux(s, &e[i]), 1024);
+        ASSERT_STR_EQ(st_str(s, st_ev_name(s, &e[i])), "k-long");
+    }
+    ASSERT_UEQ(st_ev_dur(s, &e[4]), 1000000000000ull);
+    ASSERT_EQ(st_ev_kind(s, &e[4]), TP_K_MEMCPY);
+    ASSERT_UEQ(st_ev_value(s, &e[4]), UINT64_MAX - 1);
+    ASSERT_EQ(st_ev_sub(s, &e[4]), 1);
+    ASSERT_EQ(st_ev_mem(s, &e[4]), 3 << 4 | 2);
+    ASSERT_UEQ(st_ev_corr(s, &e[4]), 77);
+    ASSERT_EQ(st_ev_kind(s, &e[5]), TP_K_MEMSET);
+    ASSERT_UEQ(st_ev_value(s, &e[5]), 1ull << 40);
+    ASSERT_EQ(st_ev_sub(s, &e[5]), 2);
+    ASSERT_UEQ(st_ev_dur(s, &e[5]), 1);
+    ASSERT_EQ(st_ev_kind(s, &e[6]), TP_K_SYNC);
+    ASSERT_UEQ(st_ev_aux(s, &e[6]), 0xFFFFFFF0u);
+    ASSERT_EQ(st_ev_sub(s, &e[6]), 3);
+    ASSERT_UEQ(st_ev_dur(s, &e[6]), 4294967295ull);
+    e = st_lane_events(s, lt, &n);
+    ASSERT_EQ(n, 1);
+    ASSERT_UEQ(st_ev_dur(s, &e[0]), 6000000000ull);
+    ASSERT_EQ(st_ev_flags(s, &e[0]), TP_F_BLOCKING);
+    ASSERT_UEQ(st_ev_aux(s, &e[0]), 211);
+    ASSERT_EQ(st_event_device(s, &e[0]), 3);
+    ASSERT_STR_EQ(st_str(s, st_ev_name(s, &e[0])), "cudaDeviceSynchronize");
+    e = st_lane_events(s, l8, &n);
+    ASSERT_EQ(n, 5000);
+    for (uint32_t j = 0; j < 5000; j++) {
+        ASSERT_UEQ(e[j].start, t + 100 * j);
+        ASSERT_UEQ(st_ev_end(s, &e[j]), t + 100 * j + 50);
+        ASSERT_UEQ(st_ev_value(s, &e[j]), j + 1);
+        ASSERT_UEQ(st_ev_corr(s, &e[j]), j + 1);
+    }
+    /* the summaries count the long ones whole: lane 7's kernels are busy 7 s + 5 s + 2 x 2^32 - 3 ns */
+    st_bucket bk;
+    ASSERT_OK(st_lane_summary(s, l7, t, t + 8000000000ull, 1, &bk));
+    ASSERT_UEQ(bk.busy[ST_CAT_KERNEL], 12000000000ull + 8589934589ull);
+    ASSERT_UEQ(bk.busy[ST_CAT_SYNC], 4294967295ull);
+    ASSERT_EQ(bk.count, 7);
+    ASSERT_UEQ(st_ev_dur(s, &st_lane_events(s, l7, &n)[bk.longest]), 1000000000000ull);
+    uint64_t t0, t1;
+    st_store_span(s, &t0, &t1);
+    ASSERT_UEQ(t1, t + 10 + 1000000000000ull);
+    /* moved to a clock 1 s behind, then clipped at 0 by one 6 s ahead: the 7 s kernel then lasts 1 s */
+    ASSERT_EQ(st_store_shift_producer(s, 0, -1000000000ll), 1);
+    st_store_commit(s);
+    e = st_lane_events(s, l7, &n);
+    ASSERT_UEQ(e[3].start, t + 1000000000ull);
+    ASSERT_UEQ(st_ev_end(s, &e[3]), t + 8000000000ull);
+    ASSERT_EQ(st_store_shift_producer(s, 0, (int64_t)(t + 6000000000ull)), 1);
+    st_store_commit(s);
+    e = st_lane_events(s, l7, &n);
+    assert_lanes_sorted(s);
+    ASSERT_UEQ(e[0].start, 0);
+    ASSERT_UEQ(st_ev_end(s, &e[n - 1]), 994000000010ull); /* the copy: t + 10 + 1000 s, less t + 6 s */
+    for (size_t i = 0; i < n; i++)
+        if (st_ev_kind(s, &e[i]) == TP_K_KERNEL)
+            ASSERT(st_ev_end(s, &e[i]) == 0 || st_ev_end(s, &e[i]) == 1000000000ull);
+    st_store_destroy(&s);
+    tp_enc_destroy(&enc);
+}
+
+/* What the store holds per event, all in but the strings, call sites and metadata (which grow with
+ * what the trace names, not with its events). */
+static double per_event_bytes(const st_store *s) {
+    st_memory m;
+    st_store_memory_parts(s, &m);
+    return (double)(m.events + m.summaries + m.depths + m.shapes) / (double)st_store_events(s);
+}
+
+TEST(store_holds_at_most_24_bytes_per_event) {
+    batches bs = synth_batches(11, 250, 4096); /* a million events of the synthetic training loop */
+    st_store *s = st_store_new(NULL);
+    add_all(s, &bs);
+    st_store_commit(s);
+    st_store_shrink(s);
+    ASSERT_UEQ(st_store_events(s), 250 * 4096);
+    ASSERT_LE(st_store_memory(s), 24 * st_store_events(s));
+    st_store_destroy(&s);
+    batches_free(&bs);
+    static const char *const names[] = {"resnet_2080ti_two_threads.json.gz", "resnet50_v100_legacy_2021.json.gz",
+                                        "v100_ns_resolution_hta.json.gz", "qwen_h100_with_stack.json.gz"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", KINETO_TRACE_DIR, names[k]);
+        err_msg err = {{0}};
+        s = st_store_new(NULL);
+        ASSERT_OK(ingest_file(s, path, NULL, NULL, &err));
+        ASSERT_GT(st_store_events(s), 3000);
+        if (per_event_bytes(s) > 24)
+            TASK_FAIL_("%s: %.2f bytes per event", names[k], per_event_bytes(s));
+        st_store_destroy(&s);
+    }
+}
+
+TEST(live_store_forgets_the_shapes_of_dropped_events) {
+    /* 100000 copies of as many sizes through a store bounded at 4096 events */
+    tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 5});
+    ASSERT_NOT_NULL(enc);
+    st_store *s = st_store_new(&(st_opts){.max_events = 4096});
+    for (uint32_t b = 0; b < 100; b++) {
+        tp_record r[1000];
+        memset(r, 0, sizeof r);
+        for (uint32_t i = 0; i < 1000; i++) {
+            uint64_t j = (uint64_t)b * 1000 + i;
+            r[i].memcpy = (tp_memcpy){.kind = TP_K_MEMCPY, .device = 0, .stream = 7, .start = 1000 + 10 * j,
+                                      .end = 1005 + 10 * j, .correlation = (uint32_t)j + 1, .bytes = 3 * j + 1,
+                                      .copy_kind = 1, .src_kind = 1, .dst_kind = 2};
+        }
+        add_records(s, enc, r, 1000);
+        st_store_commit(s);
+        /* the shapes of at most three times the bound: the held events', and the dropped ones'
+         * until they outnumber those twice over (and 4096 more); 32 bytes each, 1.5 times that
+         * allocated, and their table at most four slots of 4 bytes per shape */
+        st_memory m;
+        st_store_memory_parts(s, &m);
+        ASSERT_LE(m.shapes, (3 * 4096 + 4096) * (48 + 16));
+    }
+    ASSERT_UEQ(st_store_events(s) + st_store_dropped(s), 100000);
+    size_t n;
+    const st_event *e = st_lane_events(s, lane_find(s, ST_LANE_STREAM, 7), &n);
+    ASSERT_GT(n, 3000);
+    for (size_t i = 0; i < n; i++) { /* each held copy still has its own size */
+        uint64_t j = (e[i].start - 1000) / 10;
+        ASSERT_UEQ(st_ev_value(s, &e[i]), 3 * j + 1);
+        ASSERT_UEQ(st_ev_corr(s, &e[i]), j + 1);
+        ASSERT_UEQ(st_ev_dur(s, &e[i]), 5);
+    }
+    st_store_destroy(&s);
+    tp_enc_destroy(&enc);
 }
 
 TEST(sequence_gaps_are_counted_as_missed_batches) {
@@ -205,7 +406,7 @@ TEST(out_of_order_batches_give_the_same_lanes) {
         ASSERT_EQ(na, nb);
         for (size_t i = 0; i < na; i++) {
             ASSERT_UEQ(ea[i].start, eb[i].start);
-            ASSERT_UEQ(ea[i].end, eb[i].end);
+            ASSERT_UEQ(st_ev_end(a, &ea[i]), st_ev_end(b, &eb[i]));
         }
         /* and the summaries agree */
         uint64_t t0, t1;
@@ -400,10 +601,10 @@ TEST(live_store_bounds_its_names) {
     size_t l = lane_find(live, ST_LANE_STREAM, 7), n;
     const st_event *ev = st_lane_events(live, l, &n);
     ASSERT_GT(n, 0);
-    ASSERT_STR_CONTAINS(st_str(live, ev[n - 1].name), "bound");
+    ASSERT_STR_CONTAINS(st_str(live, st_ev_name(live, &ev[n - 1])), "bound");
     l = lane_find(replay, ST_LANE_STREAM, 7);
     ev = st_lane_events(replay, l, &n);
-    ASSERT(strncmp(st_str(replay, ev[n - 1].name), "kernel-29-99-", 13) == 0);
+    ASSERT(strncmp(st_str(replay, st_ev_name(replay, &ev[n - 1])), "kernel-29-99-", 13) == 0);
     free(name);
     tp_buf_free(&out);
     tp_enc_destroy(&enc);
@@ -421,19 +622,19 @@ static uint64_t rnd(rng *r) {
     return r->s >> 17;
 }
 
-static void brute(const st_event *e, size_t n, uint64_t a, uint64_t b, st_bucket *o) {
+static void brute(const st_store *s, const st_event *e, size_t n, uint64_t a, uint64_t b, st_bucket *o) {
     memset(o, 0, sizeof *o);
     o->longest = UINT32_MAX;
     uint64_t bd = 0;
     for (size_t j = 0; j < n; j++) {
-        int touch = (e[j].start >= a && e[j].start < b) || (e[j].start < a && e[j].end > a);
+        int touch = (e[j].start >= a && e[j].start < b) || (e[j].start < a && st_ev_end(s, &e[j]) > a);
         if (!touch)
             continue;
         o->count++;
-        uint64_t lo = e[j].start > a ? e[j].start : a, hi = e[j].end < b ? e[j].end : b;
+        uint64_t lo = e[j].start > a ? e[j].start : a, hi = st_ev_end(s, &e[j]) < b ? st_ev_end(s, &e[j]) : b;
         if (hi > lo)
-            o->busy[st_event_cat(&e[j])] += hi - lo;
-        uint64_t d = e[j].end - e[j].start;
+            o->busy[st_event_cat(s, &e[j])] += hi - lo;
+        uint64_t d = st_ev_dur(s, &e[j]);
         if (o->longest == UINT32_MAX || d > bd) {
             o->longest = (uint32_t)j;
             bd = d;
@@ -506,7 +707,7 @@ static void check_summaries(st_store *s, uint64_t seed, int rounds) {
             for (size_t i = 0; i < nb; i++) {
                 uint64_t ba = a + i * w, bb = i + 1 == nb ? b : a + (i + 1) * w;
                 st_bucket want;
-                brute(e, n, ba, bb, &want);
+                brute(s, e, n, ba, bb, &want);
                 if (memcmp(want.busy, got[i].busy, sizeof want.busy) != 0 || want.count != got[i].count)
                     TASK_FAIL_("lane %zu window [%" PRIu64 ", %" PRIu64 ") / %zu bucket %zu: count %u vs %u, "
                                "kernel busy %" PRIu64 " vs %" PRIu64,
@@ -515,8 +716,8 @@ static void check_summaries(st_store *s, uint64_t seed, int rounds) {
                     ASSERT_EQ(got[i].longest, UINT32_MAX);
                 } else {
                     ASSERT(got[i].longest != UINT32_MAX);
-                    ASSERT_UEQ(e[got[i].longest].end - e[got[i].longest].start,
-                               e[want.longest].end - e[want.longest].start);
+                    ASSERT_UEQ(st_ev_end(s, &e[got[i].longest]) - e[got[i].longest].start,
+                               st_ev_dur(s, &e[want.longest]));
                 }
             }
             free(got);
@@ -655,9 +856,9 @@ TEST(real_kineto_traces_load_with_their_blocking_calls) {
             const st_event *e = st_lane_events(s, l, &n);
             uint64_t lane_blocked = 0;
             for (size_t i = 0; i < n; i++)
-                if (e[i].kind == TP_K_API && (e[i].flags & TP_F_BLOCKING)) {
+                if (st_ev_kind(s, &e[i]) == TP_K_API && (st_ev_flags(s, &e[i]) & TP_F_BLOCKING)) {
                     blocking++;
-                    lane_blocked += e[i].end - e[i].start;
+                    lane_blocked += st_ev_dur(s, &e[i]);
                 }
             st_bucket b;
             ASSERT_OK(st_lane_summary(s, l, t0, t1 + 1, 1, &b));
@@ -688,10 +889,10 @@ TEST(alexnet_trace_has_its_documented_shape) {
         size_t n;
         const st_event *e = st_lane_events(s, l, &n);
         for (size_t i = 0; i < n; i++) {
-            if (e[i].kind != TP_K_API || !(e[i].flags & TP_F_BLOCKING))
+            if (st_ev_kind(s, &e[i]) != TP_K_API || !(st_ev_flags(s, &e[i]) & TP_F_BLOCKING))
                 continue;
-            ss += strcmp(st_str(s, e[i].name), "cudaStreamSynchronize") == 0;
-            ds += strcmp(st_str(s, e[i].name), "cudaDeviceSynchronize") == 0;
+            ss += strcmp(st_str(s, st_ev_name(s, &e[i])), "cudaStreamSynchronize") == 0;
+            ds += strcmp(st_str(s, st_ev_name(s, &e[i])), "cudaDeviceSynchronize") == 0;
         }
     }
     ASSERT_EQ(streams, 2);
@@ -829,7 +1030,7 @@ static void assert_shifted(const st_store *s, const st_store *ref, const int64_t
         int64_t d = shift[st_lane_get(s, l)->producer];
         for (size_t i = 0; i < n; i++) {
             ASSERT_UEQ(e[i].start, (uint64_t)((int64_t)er[i].start - d));
-            ASSERT_UEQ(e[i].end, (uint64_t)((int64_t)er[i].end - d));
+            ASSERT_UEQ(st_ev_end(s, &e[i]), (uint64_t)((int64_t)st_ev_end(ref, &er[i]) - d));
         }
     }
 }
@@ -996,8 +1197,8 @@ TEST(ranges_nest_by_depth_per_thread) {
     for (size_t i = 0; i < n; i++) {
         int found = 0;
         for (size_t k = 0; k < ne; k++)
-            if (strcmp(st_str(s, e[k].name), r[i].name) == 0) {
-                ASSERT_UEQ(e[k].aux, r[i].depth);
+            if (strcmp(st_str(s, st_ev_name(s, &e[k])), r[i].name) == 0) {
+                ASSERT_UEQ(st_ev_aux(s, &e[k]), r[i].depth);
                 found = 1;
             }
         ASSERT(found);
@@ -1011,9 +1212,9 @@ TEST(ranges_nest_by_depth_per_thread) {
             want += r[i].depth == d;
         ASSERT_UEQ(m, want);
         for (size_t k = 0; k < m; k++) {
-            ASSERT_UEQ(e[idx[k]].aux, d);
+            ASSERT_UEQ(st_ev_aux(s, &e[idx[k]]), d);
             if (k > 0)
-                ASSERT(e[idx[k - 1]].end <= e[idx[k]].start);
+                ASSERT(st_ev_end(s, &e[idx[k - 1]]) <= e[idx[k]].start);
         }
         total += m;
     }
@@ -1021,10 +1222,10 @@ TEST(ranges_nest_by_depth_per_thread) {
     /* the innermost range holding a span */
     size_t in = st_lane_range_at(s, lane, 1000000000 + 132, 1000000000 + 138);
     ASSERT(in != SIZE_MAX);
-    ASSERT_STR_EQ(st_str(s, e[in].name), "aten::c");
+    ASSERT_STR_EQ(st_str(s, st_ev_name(s, &e[in])), "aten::c");
     in = st_lane_range_at(s, lane, 1000000000 + 112, 1000000000 + 125); /* past aten::a: aten::item holds it */
     ASSERT(in != SIZE_MAX);
-    ASSERT_STR_EQ(st_str(s, e[in].name), "aten::item");
+    ASSERT_STR_EQ(st_str(s, st_ev_name(s, &e[in])), "aten::item");
     ASSERT(st_lane_range_at(s, lane, 1000000000 + 50, 1000000000 + 60) == SIZE_MAX);
     tp_buf_free(&out);
     tp_enc_destroy(&enc);
@@ -1073,7 +1274,7 @@ static void ranges_as_the_json_nests_them(const char *trace, const char *name) {
         ASSERT_UEQ(n, counts[i]);
         ASSERT_UEQ(st_lane_depths(s, lane), depths[i]);
         for (size_t k = 0; k < n; k++)
-            if (strcmp(st_str(s, e[k].name), name) == 0) {
+            if (strcmp(st_str(s, st_ev_name(s, &e[k])), name) == 0) {
                 found++;
                 if (first == NULL || e[k].start < first->start) {
                     first = &e[k];
@@ -1082,16 +1283,16 @@ static void ranges_as_the_json_nests_them(const char *trace, const char *name) {
             }
     }
     ASSERT_UEQ(found, matches);
-    ASSERT_UEQ(first->aux, depth);
+    ASSERT_UEQ(st_ev_aux(s, first), depth);
     /* the rows that hold it, one per depth above it */
     char got[4096] = "";
-    for (size_t d = 0; d < first->aux; d++) {
+    for (size_t d = 0; d < st_ev_aux(s, first); d++) {
         size_t n, m;
         const uint32_t *idx = st_lane_at_depth(s, first_lane, d, &m);
         const st_event *e = st_lane_events(s, first_lane, &n);
         size_t k = st_lane_depth_find(s, first_lane, d, first->start);
-        ASSERT(k < m && e[idx[k]].start <= first->start && e[idx[k]].end >= first->end);
-        snprintf(got + strlen(got), sizeof got - strlen(got), "%s>", st_str(s, e[idx[k]].name));
+        ASSERT(k < m && e[idx[k]].start <= first->start && st_ev_end(s, &e[idx[k]]) >= st_ev_end(s, first));
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s>", st_str(s, st_ev_name(s, &e[idx[k]])));
     }
     snprintf(got + strlen(got), sizeof got - strlen(got), "%s", name);
     ASSERT_STR_EQ(got, chain);

@@ -596,7 +596,7 @@ TEST(n_and_n_after_a_search_go_from_match_to_match) {
         size_t n;
         const st_event *e = st_lane_events(f.s, l, &n);
         for (size_t i = 0; i < n; i++)
-            if (e[i].name && strstr(st_str(f.s, e[i].name), "sgemm") != NULL && m < 4096)
+            if (st_ev_name(f.s, &e[i]) && strstr(st_str(f.s, st_ev_name(f.s, &e[i])), "sgemm") != NULL && m < 4096)
                 starts[m++] = e[i].start;
     }
     qsort(starts, m, sizeof starts[0], by_u64);
@@ -995,10 +995,10 @@ TEST(search_brings_a_narrow_match_into_view) {
         size_t n;
         const st_event *e = st_lane_events(f.s, l, &n);
         for (size_t i = 0; i < n; i++)
-            if (e[i].start == f.v.cursor && strstr(st_str(f.s, e[i].name), "sgemm")) {
+            if (e[i].start == f.v.cursor && strstr(st_str(f.s, st_ev_name(f.s, &e[i])), "sgemm")) {
                 lane = l;
-                ASSERT(e[i].start >= f.v.t0 && e[i].end <= f.v.t1);
-                ASSERT_GE(e[i].end - e[i].start, colw_of(&f, 120, 40));
+                ASSERT(e[i].start >= f.v.t0 && st_ev_end(f.s, &e[i]) <= f.v.t1);
+                ASSERT_GE(st_ev_dur(f.s, &e[i]), colw_of(&f, 120, 40));
             }
     }
     ASSERT(lane != SIZE_MAX);
@@ -1289,7 +1289,7 @@ TEST(search_repeats_counts_and_wraps) {
         size_t n;
         const st_event *e = st_lane_events(f.s, l, &n);
         for (size_t i = 0; i < n; i++)
-            total += e[i].name && strcasestr(st_str(f.s, e[i].name), "sgemm") != NULL;
+            total += st_ev_name(f.s, &e[i]) && strcasestr(st_str(f.s, st_ev_name(f.s, &e[i])), "sgemm") != NULL;
     }
     ASSERT_GT(total, 2);
     key(&f, '/');
@@ -1471,8 +1471,8 @@ TEST(perfetto_keys_zoom_pan_fit_mark_and_the_launch_of_a_kernel) {
         size_t n;
         const st_event *e = st_lane_events(f.s, l, &n);
         for (size_t i = 0; i < n; i++)
-            if (st_lane_get(f.s, l)->kind == ST_LANE_STREAM && e[i].kind == TP_K_KERNEL && e[i].corr &&
-                (k == NULL || e[i].end - e[i].start > k->end - k->start)) {
+            if (st_lane_get(f.s, l)->kind == ST_LANE_STREAM && st_ev_kind(f.s, &e[i]) == TP_K_KERNEL && e[i].corr &&
+                (k == NULL || st_ev_dur(f.s, &e[i]) > st_ev_dur(f.s, k))) {
                 k = &e[i];
                 kl = l;
             }
@@ -1513,15 +1513,15 @@ TEST(perfetto_keys_zoom_pan_fit_mark_and_the_launch_of_a_kernel) {
     /* f: the kernel fills most of the window */
     f.v.cursor = k->start;
     key(&f, 'f');
-    uint64_t d = k->end - k->start;
-    ASSERT(f.v.t0 <= k->start && f.v.t1 >= k->end);
+    uint64_t d = st_ev_dur(f.s, k);
+    ASSERT(f.v.t0 <= k->start && f.v.t1 >= st_ev_end(f.s, k));
     ASSERT(d * 5 / 4 + 1 >= f.v.t1 - f.v.t0);
     render(&f, 200, 60);
     /* the kernel's bar now spans most of the lane: its name is written inside it, reversed */
     {
         vw_layout LL;
         vw_layout_for(&f.v, f.s, 200, 60, &LL);
-        const char *kn = st_str(f.s, k->name);
+        const char *kn = st_str(f.s, st_ev_name(f.s, k));
         if (strncmp(kn, "void ", 5) == 0)
             kn += 5;
         char head[24];
@@ -1536,7 +1536,7 @@ TEST(perfetto_keys_zoom_pan_fit_mark_and_the_launch_of_a_kernel) {
     }
     /* the detail names the launch and the time from the call to the kernel's start */
     char nm[128], dly[32], want[256];
-    snprintf(nm, sizeof nm, "%s", st_str(f.s, launch->name));
+    snprintf(nm, sizeof nm, "%s", st_str(f.s, st_ev_name(f.s, launch)));
     vw_fmt_dur(dly, sizeof dly, k->start - launch->start, 0);
     snprintf(want, sizeof want, "launched by %s on thread %u; %s from the call to the start", nm,
              st_lane_get(f.s, ll)->id, dly);
@@ -1546,7 +1546,7 @@ TEST(perfetto_keys_zoom_pan_fit_mark_and_the_launch_of_a_kernel) {
     key(&f, 'm');
     ASSERT(f.v.ruler.marked);
     ASSERT_UEQ(f.v.ruler.mark0, k->start);
-    ASSERT_UEQ(f.v.ruler.mark1, k->end);
+    ASSERT_UEQ(f.v.ruler.mark1, st_ev_end(f.s, k));
     char dur[32];
     vw_fmt_dur(dur, sizeof dur, d, 0);
     ASSERT_STR_CONTAINS(f.v.message, dur);
@@ -1562,7 +1562,7 @@ TEST(perfetto_keys_zoom_pan_fit_mark_and_the_launch_of_a_kernel) {
     f.v.cursor = launch->start;
     key(&f, 'f');
     render(&f, 200, 60);
-    snprintf(nm, sizeof nm, "%s", st_str(f.s, k->name));
+    snprintf(nm, sizeof nm, "%s", st_str(f.s, st_ev_name(f.s, k)));
     snprintf(want, sizeof want, "kernel %.40s", nm);
     ASSERT(screen_has(&f.g, want));
     snprintf(want, sizeof want, "starts %s after the call", dly);
@@ -1793,7 +1793,7 @@ TEST(lanes_fold_by_process_gpu_and_thread_and_idle_lanes_hide) {
         size_t n;
         const st_event *e = st_lane_events(f.s, l, &n);
         for (size_t i = 0; i < n; i++)
-            if (e[i].start < f.v.t1 && (e[i].end > f.v.t0 || (e[i].end == e[i].start && e[i].start >= f.v.t0))) {
+            if (e[i].start < f.v.t1 && (st_ev_end(f.s, &e[i]) > f.v.t0 || (st_ev_end(f.s, &e[i]) == e[i].start && e[i].start >= f.v.t0))) {
                 busy++;
                 break;
             }
@@ -2256,10 +2256,10 @@ TEST(hostile_operator_names_nest_by_hand_and_reach_no_cell) {
     ASSERT_UEQ(st_lane_depths(s, lane), 4);
     for (size_t i = 0; i < 5; i++) {
         size_t k = 0;
-        while (k < n && strcmp(st_str(s, e[k].name), want[i].name) != 0)
+        while (k < n && strcmp(st_str(s, st_ev_name(s, &e[k])), want[i].name) != 0)
             k++;
         ASSERT(k < n);
-        ASSERT_UEQ(e[k].aux, want[i].depth);
+        ASSERT_UEQ(st_ev_aux(s, &e[k]), want[i].depth);
     }
     fixture f;
     fixture_open(&f, s);

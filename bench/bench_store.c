@@ -22,19 +22,6 @@
 #include "report.h"
 #include "store.h"
 
-/* The resident memory now, in KiB. */
-static uint64_t rss_now_kib(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    unsigned long long kib = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %llu kB", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib;
-}
-
 static int phases(const char *path) {
     uint64_t base = bench_peak_rss_kib();
     st_store *s = st_store_new(NULL);
@@ -43,7 +30,7 @@ static int phases(const char *path) {
         fprintf(stderr, "bench_store: %s: %s\n", path, err.msg);
         return 1;
     }
-    uint64_t load_peak = bench_peak_rss_kib(), load_now = rss_now_kib();
+    uint64_t load_peak = bench_peak_rss_kib(), load_now = bench_status_kib("VmRSS");
     an_result r;
     if (an_analyze(s, NULL, &r, &err) != 0) {
         fprintf(stderr, "bench_store: %s: %s\n", path, err.msg);

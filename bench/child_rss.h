@@ -1,6 +1,7 @@
 /*
  * Peak memory of a measured step, taken in a process of its own (a benchmark runs itself again with
- * arguments that do only that step and print one line): shared by bench_import and bench_simdjson.
+ * arguments that do only that step and print one line): shared by bench_import, bench_simdjson and
+ * bench_store.
  */
 #ifndef SYNCTOP_BENCH_CHILD_RSS_H
 #define SYNCTOP_BENCH_CHILD_RSS_H
@@ -8,22 +9,27 @@
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The process's peak resident memory in KiB (VmHWM: unlike getrusage's ru_maxrss, it starts again
- * at exec, rather than at the size of the process that started this one). */
-static inline uint64_t bench_peak_rss_kib(void) {
+/* A figure of /proc/self/status in KiB ("VmRSS", "VmHWM"); 0 when not found. */
+static inline uint64_t bench_status_kib(const char *field) {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
+    size_t n = strlen(field);
     unsigned long long kib = 0;
     while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %llu kB", &kib) == 1)
+        if (strncmp(line, field, n) == 0 && line[n] == ':' && sscanf(line + n + 1, "%llu", &kib) == 1)
             break;
     if (f)
         fclose(f);
     return kib;
 }
+
+/* The process's peak resident memory in KiB (VmHWM: unlike getrusage's ru_maxrss, it starts again
+ * at exec, rather than at the size of the process that started this one). */
+static inline uint64_t bench_peak_rss_kib(void) { return bench_status_kib("VmHWM"); }
 
 /* Runs argv (argv[0] the program's path) with its output into line (n bytes, NUL-terminated).
  * 0 when it wrote something and exited 0, else -1. */

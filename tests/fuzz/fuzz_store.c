@@ -7,7 +7,8 @@
  *
  * The input is split into batches at every "STB1" magic, so one input can hold several batches
  * (metadata in one, events in the next). `fuzz_store --write-seeds DIR` writes realistic seeds,
- * among them one whose new lane the live bound empties before its first index.
+ * among them one whose new lane the live bound empties before its first index, and one of long
+ * events and more shapes than the bound keeps.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         }
         tp_enc_finish(enc, &two);
         fuzz_write_seed(dir, "window-drops-a-new-lane", two.data, two.len);
+        /* kernels of 4.29 s and more starting together (their durations held in their shapes), then
+         * more shapes (a grid each) than the bound's events hold twice over: the live store makes
+         * its shapes again from those its events use */
+        for (uint32_t k = 0; k < 6000; k++) {
+            memset(&rec, 0, sizeof rec);
+            uint64_t t = 3000000000u + (uint64_t)k * 100u;
+            rec.kernel = (tp_kernel){.kind = TP_K_KERNEL, .device = 0, .stream = 7, .start = k < 4 ? t - k * 100u : t,
+                                     .end = k < 4 ? t - k * 100u + 4294967294u + k * 3000000000ull : t + 50,
+                                     .name = kname, .grid = {k + 1, 1, 1}, .block = {1, 1, 1}};
+            tp_enc_add(enc, &rec);
+        }
+        tp_enc_finish(enc, &two);
+        fuzz_write_seed(dir, "long-events-and-many-shapes", two.data, two.len);
         tp_buf_free(&one);
         tp_buf_free(&two);
         tp_enc_destroy(&enc);

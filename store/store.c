@@ -1172,6 +1172,10 @@ void st_store_shrink(st_store *s) {
                 shrink_to((void **)&l->longest[k], &c2, l->lvl_n[k], sizeof *l->longest[k]);
                 l->lvl_cap[k] = c1 < c2 ? c1 : c2;
             }
+            if (l->byd != NULL) { /* a ranges lane's depths */
+                shrink_to((void **)&l->byd, &l->byd_cap, l->indexed, sizeof *l->byd);
+                shrink_to((void **)&l->dofs, &l->dofs_cap, l->n_depths + 2, sizeof *l->dofs);
+            }
         }
     }
     st_shapes_shrink(&s->shapes);

@@ -1227,6 +1227,12 @@ TEST(ranges_nest_by_depth_per_thread) {
     ASSERT(in != SIZE_MAX);
     ASSERT_STR_EQ(st_str(s, st_ev_name(s, &e[in])), "aten::item");
     ASSERT(st_lane_range_at(s, lane, 1000000000 + 50, 1000000000 + 60) == SIZE_MAX);
+    /* shrunk, the index holds 4 bytes a range and 4 a depth (and two more), as st_lane_depths says */
+    st_store_shrink(s);
+    st_memory m;
+    st_store_memory_parts(s, &m);
+    ASSERT_UEQ(m.depths, 4 * n + 4 * (4 + 2));
+    ASSERT_UEQ(st_lane_depths(s, lane), 4);
     tp_buf_free(&out);
     tp_enc_destroy(&enc);
     st_store_destroy(&s);

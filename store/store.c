@@ -774,30 +774,8 @@ int st_store_add_batch(st_store *s, const void *batch, size_t len, err_msg *err)
 
 /* ---- sorting, merging, dropping ---- */
 
-/* qsort's order: ev_cmp's, except between events of ST_DUR_LONG that start together (see
- * long_ties). */
-static int ev_qcmp(const void *pa, const void *pb) {
-    const st_event *a = pa, *b = pb;
-    if (a->start != b->start)
-        return a->start < b->start ? -1 : 1;
-    return a->dur < b->dur ? -1 : a->dur > b->dur;
-}
-
-/* Puts events of ST_DUR_LONG that start together in ev[0, n), sorted by ev_qcmp, in ev_cmp's
- * order: they come last among those of their start, and are few. */
-static void long_ties(const st_store *s, st_event *ev, size_t n) {
-    for (size_t i = 1; i < n; i++) {
-        if (ev[i].dur != ST_DUR_LONG || ev[i - 1].dur != ST_DUR_LONG || ev[i - 1].start != ev[i].start)
-            continue;
-        st_event x = ev[i];
-        size_t j = i;
-        while (j > 0 && ev[j - 1].start == x.start && ev_cmp(s, &ev[j - 1], &x) > 0) {
-            ev[j] = ev[j - 1];
-            j--;
-        }
-        ev[j] = x;
-    }
-}
+/* ev_cmp for qsort_r, the store its argument: the sort in place when the merge finds no memory. */
+static int ev_rcmp(const void *a, const void *b, void *s) { return ev_cmp(s, a, b); }
 
 /* Sorts ev[0, n) by ev_cmp, with tmp[0, n) to merge into: a merge sort of whole events, which
  * qsort copies byte by byte at 20 bytes each. */
@@ -838,12 +816,10 @@ static size_t lane_sort(const st_store *s, lane *l) {
     size_t m = n - k;
     if (!tail_sorted) {
         st_event *tmp = malloc((m / 2 + 1) * sizeof *tmp);
-        if (tmp != NULL) {
+        if (tmp != NULL)
             ev_msort(s, l->ev + k, tmp, m);
-        } else { /* sorted in place, with what qsort leaves to put right */
-            qsort(l->ev + k, m, sizeof *l->ev, ev_qcmp);
-            long_ties(s, l->ev + k, m);
-        }
+        else
+            qsort_r(l->ev + k, m, sizeof *l->ev, ev_rcmp, (void *)s);
         free(tmp);
     }
     if (k == 0 || ev_cmp(s, &l->ev[k - 1], &l->ev[k]) <= 0)
@@ -860,8 +836,7 @@ static size_t lane_sort(const st_store *s, lane *l) {
     size_t p = k - lo;
     st_event *tmp = malloc(p * sizeof *tmp);
     if (tmp == NULL) { /* fall back to sorting in place */
-        qsort(l->ev + lo, n - lo, sizeof *l->ev, ev_qcmp);
-        long_ties(s, l->ev + lo, n - lo);
+        qsort_r(l->ev + lo, n - lo, sizeof *l->ev, ev_rcmp, (void *)s);
         return lo;
     }
     memcpy(tmp, l->ev + lo, p * sizeof *tmp);

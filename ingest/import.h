@@ -35,6 +35,8 @@ typedef struct import_opts {
     void *progress_ctx;
     int ops; /* Kineto: each operator (cpu_op row) is also a range on its thread's ranges lane, as the
                 viewer shows them; report and the other verbs leave them out and read faster */
+    int threads;        /* Kineto: threads that parse; 0: SYNCTOP_THREADS, else the cores the process may use */
+    size_t piece_bytes; /* Kineto: bytes of text a thread parses at a time; 0: the default (tests set less) */
 } import_opts;
 
 typedef struct import_skip {

@@ -47,7 +47,17 @@ int kt_buf_append(kbuf *b, const void *s, size_t len) {
     return 0;
 }
 
-void kt_pos_at(const kimp *k, uint64_t off, uint64_t *line, uint64_t *col) {
+void kt_pos_at(kimp *k, uint64_t off, uint64_t *line, uint64_t *col) {
+    /* a piece another thread scanned: its lines are counted here, up to off, only when a message
+     * needs them */
+    for (; k->rp_text && k->rp_lines < off; k->rp_lines++)
+        if (k->rp_text[k->rp_lines - k->rp_base] == '\n') {
+            k->nl++;
+            k->line_prev = k->line_at;
+            k->drop_prev = k->drop;
+            k->line_at = k->rp_lines + 1;
+            k->drop = 0;
+        }
     if (off >= k->line_at || k->nl == 0) {
         *line = k->nl + 1;
         *col = off - k->line_at - k->drop + 1;

@@ -6,7 +6,8 @@
  * The reader starts it (jsrc_start), takes each piece (jsrc_next: the text is slot[i] + JSRC_HEAD,
  * len[i] bytes, followed by JSRC_PAD zero bytes), gives its slot back once it no longer reads it
  * (jsrc_release), and closes it (jsrc_close). Besides the slots, it reads gz, total, done[i] (progress)
- * and read_bytes, and the fields it set before starting (name, fd or mem and mem_len, head, head_len).
+ * and read_bytes, and the fields it set before starting (name, fd or mem and mem_len, head, head_len,
+ * plain_here).
  */
 #ifndef SYNCTOP_JSON_SRC_H
 #define SYNCTOP_JSON_SRC_H
@@ -50,6 +51,7 @@ typedef struct jsrc {
     off_t fd_at;        /* the file offset just after head */
     uint64_t fd_size;   /* head_len + what the file holds after fd_at */
     int gz;
+    int plain_here;     /* plain text is read on the reader's thread (it may read a file or memory itself) */
     int engine;         /* ENG_*: what fills the next slot */
     uint64_t read_bytes; /* input bytes taken, as the importer has always counted them */
 

@@ -207,7 +207,7 @@ static int on_end_map(kimp *k) {
     int was = k->stack[k->sp--];
     k->pcur = k->pnext[k->sp];
     if (was == C_EVENT)
-        return kt_event_end(k, &k->ev);
+        return k->capt ? kt_par_keep(k, &k->ev, 0) : kt_event_end(k, &k->ev);
     if (was == C_DEVPROP)
         return devprop_end(k);
     return 1;
@@ -242,6 +242,10 @@ static int on_end_array(kimp *k) {
     if (k->skip) {
         k->skip--;
         return 1;
+    }
+    if (k->capt && k->sp <= k->capt_sp) { /* a worker's piece goes on past traceEvents: k takes it */
+        k->fail = ERR_MALFORMED;
+        return 0;
     }
     k->pcur = k->pnext[--k->sp];
     return 1;
@@ -418,6 +422,8 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
     switch (k->stack[k->sp]) {
     case C_ROOT: return kt_fail_here(k, ERR_MALFORMED, "not a Kineto trace: the JSON text is not an object");
     case C_EVENTS:
+        if (k->capt)
+            return kt_par_keep(k, NULL, 1);
         k->st->entries++;
         kt_count_skip(k, "(not an object)", strlen("(not an object)"));
         return 1;
@@ -432,25 +438,9 @@ static int scalar(kimp *k, const char *num, size_t num_len, const char *str, siz
 /* The scanner                                                                                */
 /* ------------------------------------------------------------------------------------------ */
 
-/* The grammar's state (the scanner's lexical rules are in json_lex.h). */
-enum ystate {
-    Y_START, /* expecting a value: the text's, */
-    Y_MAP_VAL,   /* a key's, */
-    Y_ARR_START, /* an array's first (or its end), */
-    Y_ARR_VAL,   /* or an array's next */
-    Y_MAP_START, /* expecting a key or the end of an object */
-    Y_MAP_KEY,   /* expecting a key */
-    Y_MAP_SEP,   /* expecting ':' */
-    Y_MAP_GOT,   /* expecting ',' or '}' */
-    Y_ARR_GOT,   /* expecting ',' or ']' */
-    Y_DONE       /* the value is complete */
-};
-
 /* The state after a value in each of the states that expect one. */
 static const uint8_t y_after[] = {Y_DONE, Y_MAP_GOT, Y_ARR_GOT, Y_ARR_GOT};
 
-/* What scan returns, besides a negative code. */
-enum { S_MORE, S_END, S_CUT };
 
 /* A string's content to the parser, decoded when it has escapes: a key, or a scalar. */
 static int take_key(kimp *k, const ktok *t) {
@@ -836,7 +826,7 @@ SCAN_INLINE int scan_state(kimp *k, scan_pos *s) {
  * sequences (a key, its colon and its value; a comma and the next key) are taken in one go, one
  * piece leading to the next; everything else, and whatever the window ends in, goes through
  * jl_lex_any and take_token. */
-static int scan(kimp *k, int final) {
+int kt_scan(kimp *k, int final) {
     ktok t = {0};
     scan_pos s = {.p = k->wpos, .ys = k->ys, .final = final, .t = &t};
     int rc = 0;
@@ -888,7 +878,7 @@ static int scan(kimp *k, int final) {
 
 /* Makes the window the unfinished token of the last one (from k->wpos) followed by the piece in
  * slot i (len bytes at data). */
-static int window_next(kimp *k, uint8_t *data, size_t len) {
+int kt_window_next(kimp *k, uint8_t *data, size_t len) {
     kev *e = &k->ev;
     if (e->in_window) { /* the entry being read keeps its name */
         if (kt_buf_set(&e->name_buf, e->name_s, e->name_len, TP_STRING_MAX) != 0)
@@ -929,41 +919,52 @@ static int window_next(kimp *k, uint8_t *data, size_t len) {
     return 0;
 }
 
-/* Scans the text piece by piece, then judges its end. */
-static int parse_text(kimp *k, jsrc *s) {
-    int rc;
+int kt_scan_piece(kimp *k, uint8_t *data, size_t len) {
+    int rc = kt_window_next(k, data, len);
+    if (rc == 0)
+        rc = kt_scan(k, 0);
+    if (rc >= 0 && (size_t)(k->wend - k->wpos) > LONG_NUMBER && (*k->wpos == '-' || is_digit(*k->wpos)))
+        jl_long_number(k);
+    return rc;
+}
+
+/* Scans the text piece by piece (on several threads when given them and the text is long enough),
+ * then judges its end. */
+static int parse_text(kimp *k, jsrc *s, int threads) {
+    int rc = 0;
     k->st->gzip = s->gz;
     k->feed0 = s->fd >= 0 && !s->gz ? s->head_len : JSRC_CHUNK;
     const import_opts *o = k->opts;
     static const uint8_t empty[JSRC_PAD];
     k->wbeg = k->wpos = k->wend = empty;
-    int held = -1; /* the slot the window's carry comes from */
-    for (;;) {
-        int i = -1;
-        rc = jsrc_next(s, &i, k->err);
-        if (rc < 0)
-            break;
-        if (rc == 0) {
-            rc = scan(k, 1);
-            break;
+    size_t piece = o && o->piece_bytes ? o->piece_bytes : KT_PIECE;
+    if (threads > 1 && (s->total == 0 || s->total > (s->gz ? piece / 16 : piece))) {
+        rc = kt_par_parse(k, s, threads, piece);
+    } else {
+        int held = -1; /* the slot the window's carry comes from */
+        for (;;) {
+            int i = -1;
+            rc = jsrc_next(s, &i, k->err);
+            if (rc < 0)
+                break;
+            if (rc == 0) {
+                rc = kt_scan(k, 1);
+                break;
+            }
+            rc = kt_scan_piece(k, s->slot[i] + JSRC_HEAD, s->len[i]);
+            if (held >= 0)
+                jsrc_release(s, held);
+            held = i;
+            if (rc < 0)
+                break;
+            if (o && o->progress && o->progress(o->progress_ctx, s->done[i], s->total) != 0) {
+                rc = err_set(k->err, ERR_EOF, "%s: import cancelled", k->name);
+                break;
+            }
         }
-        rc = window_next(k, s->slot[i] + JSRC_HEAD, s->len[i]);
         if (held >= 0)
             jsrc_release(s, held);
-        held = i;
-        if (rc == 0)
-            rc = scan(k, 0);
-        if (rc < 0)
-            break;
-        if ((size_t)(k->wend - k->wpos) > LONG_NUMBER && (*k->wpos == '-' || is_digit(*k->wpos)))
-            jl_long_number(k);
-        if (o && o->progress && o->progress(o->progress_ctx, s->done[i], s->total) != 0) {
-            rc = err_set(k->err, ERR_EOF, "%s: import cancelled", k->name);
-            break;
-        }
     }
-    if (held >= 0)
-        jsrc_release(s, held);
     if (rc < 0)
         return rc;
     k->st->input_bytes = s->read_bytes;
@@ -982,8 +983,33 @@ static int parse_text(kimp *k, jsrc *s) {
 }
 
 static int parse_all(kimp *k, jsrc *s) {
+    int threads = kt_threads(k->opts);
+    s->plain_here = threads > 1; /* the workers read plain files and memory themselves */
     int rc = jsrc_start(s, k->err);
-    return rc ? rc : parse_text(k, s);
+    return rc ? rc : parse_text(k, s, threads);
+}
+
+int kt_setup(kimp *k) {
+    k->stack[0] = C_ROOT;
+    k->ys = Y_START;
+    key_masks(k);
+    for (size_t r = 0; r < sizeof k->pred / sizeof k->pred[0]; r++)
+        k->pred[r][PRED_POS].last = 1;
+    k->pcur = k->pred[C_ROOT];
+    k->ev.name_s = "";
+    if (kt_buf_set(&k->ev.name_buf, "", 0, 0) != 0 || kt_buf_set(&k->ev.mname, "", 0, 0) != 0)
+        return ERR_NOMEM;
+    return 0;
+}
+
+void kt_release(kimp *k) {
+    free(k->ev.name_buf.s);
+    free(k->ev.mname.s);
+    free(k->ev.stack.s);
+    free(k->ev.module.s);
+    free(k->kept.s);
+    free(k->dec.s);
+    free(k->big);
 }
 
 static int import(jsrc *s, const char *name, const import_opts *opts, import_emit_fn emit, void *ctx,
@@ -1002,15 +1028,8 @@ static int import(jsrc *s, const char *name, const import_opts *opts, import_emi
     k->err = err;
     k->max_events = em_max_events(opts);
     cm_hash_key_get(&k->name_key);
-    k->stack[0] = C_ROOT;
-    k->ys = Y_START;
-    key_masks(k);
-    for (size_t r = 0; r < sizeof k->pred / sizeof k->pred[0]; r++)
-        k->pred[r][PRED_POS].last = 1;
-    k->pcur = k->pred[C_ROOT];
-    k->ev.name_s = "";
-    if (kt_buf_set(&k->ev.name_buf, "", 0, 0) != 0 || kt_buf_set(&k->ev.mname, "", 0, 0) != 0) {
-        free(k->ev.name_buf.s);
+    if (kt_setup(k) != 0) {
+        kt_release(k);
         free(k);
         return err_set(err, ERR_NOMEM, "%s: out of memory", name);
     }
@@ -1027,15 +1046,9 @@ static int import(jsrc *s, const char *name, const import_opts *opts, import_emi
     if (rc == 0)
         rc = kt_emit_all(k, emit, ctx);
     tp_enc_destroy(&k->enc);
-    free(k->ev.name_buf.s);
-    free(k->ev.mname.s);
-    free(k->ev.stack.s);
-    free(k->ev.module.s);
+    kt_release(k);
     free(k->host.s);
     free(k->tnames_text.s);
-    free(k->kept.s);
-    free(k->dec.s);
-    free(k->big);
     free(k->names);
     free(k->names_text.s);
     free(k->devprops);

@@ -30,6 +30,23 @@
 
 enum ctx { C_ROOT, C_TOP, C_EVENTS, C_EVENT, C_ARGS, C_DEVPROPS, C_DEVPROP, C_DIST, C_DIMS };
 
+/* The grammar's state (the scanner's lexical rules are in json_lex.h). */
+enum ystate {
+    Y_START,     /* expecting a value: the text's, */
+    Y_MAP_VAL,   /* a key's, */
+    Y_ARR_START, /* an array's first (or its end), */
+    Y_ARR_VAL,   /* or an array's next */
+    Y_MAP_START, /* expecting a key or the end of an object */
+    Y_MAP_KEY,   /* expecting a key */
+    Y_MAP_SEP,   /* expecting ':' */
+    Y_MAP_GOT,   /* expecting ',' or '}' */
+    Y_ARR_GOT,   /* expecting ',' or ']' */
+    Y_DONE       /* the value is complete */
+};
+
+/* What kt_scan returns, besides a negative code. */
+enum { S_MORE, S_END, S_CUT };
+
 enum key {
     K_NONE = 0,
     K_TRACE_EVENTS,
@@ -179,6 +196,8 @@ typedef struct kpyframe {
 #define KCALLSITE_LOOK   512 /* open rows looked at per call, innermost first */
 
 
+struct kpiece;
+
 typedef struct kimp {
     const char *name; /* for messages */
     const import_opts *opts;
@@ -214,6 +233,12 @@ typedef struct kimp {
     uint64_t feed0;      /* where the second of the pieces of jl_feed_start starts */
     uint64_t cut_close;  /* offset of the last cut string's closing quote */
     kbuf dec;            /* a string with escapes, decoded */
+
+    /* parsing pieces of traceEvents on other threads (kineto_par.c) */
+    struct kpiece *capt; /* a worker's: the piece whose entries are kept, not made records */
+    int capt_sp;         /* a worker's: the depth of traceEvents in the grammar's stack */
+    const uint8_t *rp_text; /* replaying a piece: its text, the offset it starts at, and up to */
+    uint64_t rp_base, rp_lines; /* where the lines of messages are counted (see kt_pos_at) */
 
     /* the schema */
     uint64_t kmask[C_DIMS + 1][32]; /* see key_masks */
@@ -283,7 +308,7 @@ int kt_buf_append(kbuf *b, const void *s, size_t len);
 /* Line and column (1-based) of text offset off, at or after the start of the line before the
  * scanning point's: newlines are counted as the scanner passes them (only whitespace holds them),
  * and a column counts the bytes the text has on its line, cut strings' tails left out. */
-void kt_pos_at(const kimp *k, uint64_t off, uint64_t *line, uint64_t *col);
+void kt_pos_at(kimp *k, uint64_t off, uint64_t *line, uint64_t *col);
 /* Records a fatal error at the end of the current token; returns 0 so a callback can stop the
  * scan. */
 int kt_fail_here(kimp *k, int code, const char *what);
@@ -326,6 +351,35 @@ static inline void kt_event_reset(kev *e) {
     memset(e->grid, 0, sizeof e->grid);
     memset(e->block, 0, sizeof e->block);
 }
+
+/* The scanner (kineto.c). */
+
+/* Sets up the parser's state of a kimp that k points to (zeroed), as the importer and its workers
+ * need it; kt_release frees what it holds. 0 or ERR_NOMEM. */
+int kt_setup(kimp *k);
+void kt_release(kimp *k);
+/* Scans the window from k->wpos (final: it ends the text): S_MORE, S_END, S_CUT or a negative code. */
+int kt_scan(kimp *k, int final);
+/* Makes the window the unfinished token of the last one followed by len bytes at data (which has
+ * JSRC_HEAD bytes of room before it and JSRC_PAD after). 0 or a negative code. */
+int kt_window_next(kimp *k, uint8_t *data, size_t len);
+/* The same, then scans it (not the end of the text): 0 or a negative code. */
+int kt_scan_piece(kimp *k, uint8_t *data, size_t len);
+
+/* traceEvents parsed a piece at a time on several threads (kineto_par.c): the pieces of the text
+ * are cut where an entry seems to end, scanned on worker threads from the state between entries,
+ * and taken in order by k: a piece that began where an entry really ended and ended so too has its
+ * entries made records as if k had read them; any other is scanned again by k. Returns what the
+ * scan of the text's end returns (S_END, S_CUT) or a negative code. */
+struct jsrc;
+int kt_par_parse(kimp *k, struct jsrc *s, int threads, size_t piece);
+/* A worker's entry (kt_event_end) or other value of traceEvents (not_object), kept in its piece. */
+int kt_par_keep(kimp *k, const kev *e, int not_object);
+/* The threads an import uses: import_opts.threads, else SYNCTOP_THREADS, else the cores the
+ * process may run on, at most KT_MAX_THREADS. */
+#define KT_MAX_THREADS 32
+#define KT_PIECE       (1u << 20) /* bytes of text a thread parses at a time */
+int kt_threads(const import_opts *o);
 
 /* Once the whole text is read: fix-ups, correlations, order, and the batches (kineto_emit.c). */
 int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx);

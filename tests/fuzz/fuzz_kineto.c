@@ -1,7 +1,9 @@
 /*
  * libFuzzer target for the Kineto importer: any bytes go in (plain JSON or gzip), nothing may crash,
  * leak or read out of bounds; an import either fails with a message that names the input, or every
- * batch it emits opens in the real decoder with its events inside the batch's time span.
+ * batch it emits opens in the real decoder with its events inside the batch's time span. Each input
+ * is imported on one thread and again on three, in pieces of a few bytes (cut where entries seem to
+ * end, in strings too): both must give the same batches, or the same error and message.
  * `fuzz_kineto --write-seeds DIR` writes a corpus: small traces that reach each mapping, the
  * smallest real trace, plain and gzip, and a trace whose correlation ids and kernel names were
  * chosen to collide in the importer's tables (hostile.h). fuzz_kineto.dict beside it holds the importer's keys and names
@@ -73,6 +75,11 @@ static const char *const seeds[] = {
      "\"cpu_op\", \"name\": \"aten::cross\", \"pid\": 1, \"tid\": 5, \"ts\": 150, \"dur\": 100}, {\"ph\": \"X\", "
      "\"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, \"tid\": 5, \"ts\": 112, "
      "\"dur\": 5}]}"),
+    /* the text of entries' ends and starts inside strings, where the threads cut pieces */
+    ("{\"traceEvents\": [\n  {\"ph\": \"i\"},\n  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"e}, {}, {}, {x\", \"pid\": 0, \"tid\": 7, "
+     "\"ts\": 1, \"args\": {\"device\": 0, \"note\": \"}, {\"}},\n  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+     "\"q\\\"}, {\\\"cat\\\": 1\", \"pid\": 0, \"tid\": 7, \"ts\": 2}, {\"ph\": \"M\", \"name\": \"a\\\\},{x\"},\n  3,\n  "
+     "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaFree\", \"pid\": 1, \"tid\": 2, \"ts\": 3}\n]}"),
 };
 
 static void write_trace_seeds(const char *dir) {
@@ -143,15 +150,36 @@ static int check_batch(void *ctx, const void *batch, size_t len, err_msg *err) {
     return 0;
 }
 
+/* Checks a batch and keeps it (ctx: a tp_buf). */
+static int keep_batch(void *ctx, const void *batch, size_t len, err_msg *err) {
+    check_batch(NULL, batch, len, err);
+    if (tp_buf_append(ctx, batch, len) != 0)
+        abort();
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* half the inputs as the viewer imports them: operators become ranges too */
-    import_opts opts = {.producer = 1, .batch_records = 64, .max_events = 100000, .ops = (int)(size & 1)};
-    import_stats st;
-    err_msg err = {{0}};
-    int rc = kineto_import_mem(data, size, "fuzz.json", &opts, check_batch, NULL, &st, &err);
+    import_opts opts = {.producer = 1, .batch_records = 64, .max_events = 100000, .ops = (int)(size & 1), .threads = 1};
+    import_stats st, st3;
+    err_msg err = {{0}}, err3 = {{0}};
+    tp_buf one = {0}, three = {0};
+    int rc = kineto_import_mem(data, size, "fuzz.json", &opts, keep_batch, &one, &st, &err);
     if (rc != 0 && strstr(err.msg, "fuzz.json") == NULL) {
         fprintf(stderr, "error without the input's name: %s\n", err.msg);
         abort();
     }
+    opts.threads = 3;
+    opts.piece_bytes = 1 + size % 61;
+    int rc3 = kineto_import_mem(data, size, "fuzz.json", &opts, keep_batch, &three, &st3, &err3);
+    if (rc3 != rc || (rc != 0 && strcmp(err.msg, err3.msg) != 0) ||
+        (rc == 0 && (one.len != three.len || memcmp(one.data, three.data, one.len) != 0 ||
+                     st.entries != st3.entries || st.invalid != st3.invalid || st.skipped != st3.skipped ||
+                     strcmp(st.first_invalid, st3.first_invalid) != 0))) {
+        fprintf(stderr, "three threads differ from one: %d (%s) against %d (%s)\n", rc3, err3.msg, rc, err.msg);
+        abort();
+    }
+    tp_buf_free(&one);
+    tp_buf_free(&three);
     return 0;
 }

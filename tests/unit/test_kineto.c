@@ -1418,6 +1418,212 @@ TEST(every_way_in_reads_the_same_large_trace) {
     tp_buf_free(&text);
 }
 
+/* ---- several threads ---- */
+
+/* Imports data (plain or gzip, from memory) with threads threads parsing pieces of piece bytes
+ * (0: one thread, the reference): the batches in g, the figures in st, the result returned. */
+static int import_threads(const void *data, size_t len, int threads, size_t piece, got *g, import_stats *st,
+                          err_msg *err) {
+    import_opts opts = {.producer = 81, .threads = threads, .piece_bytes = piece};
+    return kineto_import_mem(data, len, "t.json", &opts, collect, g, st, err);
+}
+
+/* What one thread and several make of data agree: the same batches byte for byte, the same
+ * figures, or the same error with the same message (line, column, byte). Returns the reference's
+ * result. */
+static int same_with_threads(const void *data, size_t len, const size_t *pieces, size_t n_pieces, int max_threads,
+                             got *ref, import_stats *st) {
+    err_msg e1 = {{0}};
+    int rc1 = import_threads(data, len, 1, 0, ref, st, &e1);
+    for (size_t i = 0; i < n_pieces; i++) {
+        for (int threads = 2; threads <= max_threads; threads += 2) {
+            got g;
+            got_init(&g);
+            import_stats st2;
+            err_msg e2 = {{0}};
+            int rc2 = import_threads(data, len, threads, pieces[i], &g, &st2, &e2);
+            if (rc2 != rc1)
+                TASK_FAIL_("%d threads, pieces of %zu: %d (%s), one thread: %d (%s)", threads, pieces[i], rc2, e2.msg,
+                           rc1, e1.msg);
+            if (rc1 != 0) {
+                ASSERT_STR_EQ(e2.msg, e1.msg);
+            } else {
+                ASSERT_UEQ(g.raw.len, ref->raw.len);
+                ASSERT_MEM_EQ(g.raw.data, ref->raw.data, ref->raw.len);
+                ASSERT_UEQ(st2.entries, st->entries);
+                ASSERT_UEQ(st2.meta_rows, st->meta_rows);
+                ASSERT_UEQ(st2.events, st->events);
+                ASSERT_UEQ(st2.contexts, st->contexts);
+                ASSERT_UEQ(st2.skipped, st->skipped);
+                ASSERT_UEQ(st2.invalid, st->invalid);
+                ASSERT_STR_EQ(st2.first_invalid, st->first_invalid);
+                ASSERT_UEQ(st2.n_skip, st->n_skip);
+                for (size_t j = 0; j < st->n_skip; j++) {
+                    ASSERT_STR_EQ(st2.skip[j].cat, st->skip[j].cat);
+                    ASSERT_UEQ(st2.skip[j].count, st->skip[j].count);
+                }
+                ASSERT_UEQ(st2.json_bytes, st->json_bytes);
+                ASSERT_UEQ(st2.input_bytes, st->input_bytes);
+                ASSERT_UEQ(st2.strings_cut, st->strings_cut);
+            }
+            got_free(&g);
+        }
+    }
+    return rc1;
+}
+
+/* Every sample trace, plain and gzip, reads the same on one thread and on several, in pieces of
+ * a few entries up to the default size. */
+TEST(every_sample_trace_reads_the_same_on_several_threads) {
+    DIR *d = opendir(KINETO_TRACE_DIR);
+    ASSERT_NOT_NULL(d);
+    struct dirent *de;
+    int traces = 0;
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n < 8 || strcmp(de->d_name + n - 8, ".json.gz") != 0)
+            continue;
+        tp_buf gz = read_file(trace_path(de->d_name)), text = inflate_file(trace_path(de->d_name));
+        /* the default pieces, and pieces of a few entries for the smaller traces */
+        int small = text.len < (12u << 20);
+        size_t pieces[] = {0}, few[] = {4096};
+        got ref;
+        got_init(&ref);
+        import_stats st;
+        if (same_with_threads(text.data, text.len, pieces, 1, small ? 4 : 2, &ref, &st) != 0)
+            TASK_FAIL_("%s does not import", de->d_name);
+        ASSERT_GT(ref.batches, 0);
+        if (small) {
+            got_free(&ref);
+            got_init(&ref);
+            ASSERT_OK(same_with_threads(text.data, text.len, few, 1, 2, &ref, &st));
+            got_free(&ref);
+            got_init(&ref);
+            ASSERT_OK(same_with_threads(gz.data, gz.len, pieces, 1, 2, &ref, &st));
+        }
+        got_free(&ref);
+        tp_buf_free(&gz);
+        tp_buf_free(&text);
+        traces++;
+    }
+    closedir(d);
+    ASSERT_GE(traces, 8);
+}
+
+/* Pieces are cut where an entry seems to end ("}," then "{"): inside a string that holds such a
+ * text, after escaped quotes, at every place of a short trace. Each cut is checked: the counts are
+ * the input's, and one thread and several agree. */
+TEST(pieces_cut_inside_strings_read_the_same) {
+    tp_buf t = {0};
+    const char *head = "{\"traceEvents\": [\n";
+    ASSERT_OK(tp_buf_append(&t, head, strlen(head)));
+    static const char *const names[] = {
+        "k},\\n  {\\\"ph\\\": \\\"X\\\"",     /* an escaped newline: no boundary in the text */
+        "a\\\\},{\\\"x",                      /* an escaped backslash, then a boundary's text */
+        "q\\\"}, {\\\"cat\\\": \\\"kernel",   /* an escaped quote, then a boundary's text */
+        "e}, {}, {}, {x",                    /* pieces that read as entries, inside a string */
+    };
+    for (int i = 0; i < 40; i++) {
+        const char *nm = names[i % 4];
+        char row[512];
+        int len = snprintf(row, sizeof row,
+                           "%s  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, \"tid\": 7, "
+                           "\"ts\": %d, \"dur\": 2, \"args\": {\"device\": 0, \"stream\": 7, \"note\": \"}, {\"}}",
+                           i ? ",\n" : "", nm, 100 + 10 * i);
+        ASSERT_OK(tp_buf_append(&t, row, (size_t)len));
+    }
+    const char *tail = "\n], \"baseTimeNanoseconds\": 1000}\n";
+    ASSERT_OK(tp_buf_append(&t, tail, strlen(tail)));
+    size_t pieces[] = {1, 16, 100, 333, 1000};
+    got ref;
+    got_init(&ref);
+    import_stats st;
+    ASSERT_OK(same_with_threads(t.data, t.len, pieces, 5, 4, &ref, &st));
+    ASSERT_EQ(count_kind(&ref, TP_K_KERNEL), 40);
+    ASSERT_UEQ(st.entries, 40);
+    const tp_record *r = find_kind(&ref, TP_K_KERNEL, 0);
+    ASSERT_UEQ(r->kernel.start, 1000 + 100 * 1000);
+    ASSERT_STR_EQ(str_of(&ref, r->kernel.name), "k},\n  {\"ph\": \"X\"");
+    ASSERT_STR_EQ(str_of(&ref, find_kind(&ref, TP_K_KERNEL, 1)->kernel.name), "a\\},{\"x");
+    ASSERT_STR_EQ(str_of(&ref, find_kind(&ref, TP_K_KERNEL, 2)->kernel.name), "q\"}, {\"cat\": \"kernel");
+    ASSERT_STR_EQ(str_of(&ref, find_kind(&ref, TP_K_KERNEL, 3)->kernel.name), "e}, {}, {}, {x");
+    got_free(&ref);
+    tp_buf_free(&t);
+}
+
+/* Errors found in a piece another thread scanned are the errors of one thread: the same message,
+ * line and column, for a syntax error, an unusable entry, the event limit and a text cut short. */
+TEST(errors_in_pieces_say_where_as_one_thread_does) {
+    size_t pieces[] = {1, 64, 500};
+    static const char bad0[] = /* a syntax error on line 5 */
+        "{\"traceEvents\": [\n{\"ph\": \"X\", \"cat\": \"kernel\"},\n{\"ph\": \"X\"},\n{\"ph\": \"M\"},\n"
+        "{\"ph\": \"X\",, \"cat\": \"kernel\"},\n{\"ph\": \"X\"}]}";
+    static const char *const bad[] = {
+        bad0,
+        /* a piece that is one entry, then a number that is no number */
+        "{\"traceEvents\": [{\"a\": 1},\n{\"b\": 2},\n  {\"ts\": 1x}]}",
+        /* the text cut short inside the fourth entry */
+        "{\"traceEvents\": [{\"a\": 1},\n{\"b\": 2},\n{\"c\": 3},\n{\"d\": ",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        got ref;
+        got_init(&ref);
+        import_stats st;
+        ASSERT(same_with_threads(bad[i], strlen(bad[i]), pieces, 3, 4, &ref, &st) != 0);
+        got_free(&ref);
+    }
+    /* the reference's messages, by hand */
+    got g;
+    got_init(&g);
+    err_msg e = {{0}};
+    ASSERT_EQ(import_threads(bad[0], strlen(bad[0]), 4, 1, &g, NULL, &e), ERR_MALFORMED);
+    ASSERT_STR_CONTAINS(e.msg, "line 5, column 12");
+    got_free(&g);
+    got_init(&g);
+    ASSERT_EQ(import_threads(bad[2], strlen(bad[2]), 4, 1, &g, NULL, &e), ERR_TRUNCATED);
+    ASSERT_STR_CONTAINS(e.msg, "ends at line 4");
+    got_free(&g);
+
+    /* unusable entries: the first one named with the line it ends on */
+    const char *inv = "{\"traceEvents\": [\n{\"ph\": \"X\", \"cat\": \"kernel\", \"ts\": 1, \"pid\": 0, \"tid\": 1},\n"
+                      "{\"ph\": \"X\", \"cat\": \"kernel\", \"ts\": 1},\n"
+                      "{\"ph\": \"X\", \"cat\": \"kernel\", \"ts\": 1},\n{\"ph\": \"i\"}]}";
+    got ref;
+    got_init(&ref);
+    import_stats st;
+    ASSERT_OK(same_with_threads(inv, strlen(inv), pieces, 3, 4, &ref, &st));
+    ASSERT_UEQ(st.invalid, 2);
+    ASSERT_STR_EQ(st.first_invalid, "traceEvents entry 1 (ending line 3): kernel without a device");
+    got_free(&ref);
+
+    /* the event limit, reached in a piece another thread scanned */
+    tp_buf t = {0};
+    ASSERT_OK(tp_buf_append(&t, "{\"traceEvents\": [", 17));
+    for (int i = 0; i < 30; i++) {
+        char row[256];
+        int len = snprintf(row, sizeof row,
+                           "%s\n{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": %d, "
+                           "\"args\": {\"device\": 0, \"stream\": 7}}",
+                           i ? "," : "", i);
+        ASSERT_OK(tp_buf_append(&t, row, (size_t)len));
+    }
+    ASSERT_OK(tp_buf_append(&t, "]}", 2));
+    err_msg e1 = {{0}};
+    got_init(&g);
+    import_opts one = {.producer = 81, .threads = 1, .max_events = 20};
+    ASSERT_EQ(kineto_import_mem(t.data, t.len, "t.json", &one, collect, &g, NULL, &e1), ERR_LIMIT);
+    ASSERT_STR_CONTAINS(e1.msg, "line 22,"); /* the 21st kernel, on the 22nd line */
+    got_free(&g);
+    for (size_t i = 0; i < 3; i++) {
+        got_init(&g);
+        import_opts many = {.producer = 81, .threads = 3, .piece_bytes = pieces[i], .max_events = 20};
+        ASSERT_EQ(kineto_import_mem(t.data, t.len, "t.json", &many, collect, &g, NULL, &e), ERR_LIMIT);
+        ASSERT_STR_EQ(e.msg, e1.msg);
+        got_free(&g);
+    }
+    tp_buf_free(&t);
+}
+
 /* Several gzip members read as one text, as gzip -c a b > c makes them; what follows the last
  * member is ignored unless it starts like one; damaged headers and data are zlib's errors, for a
  * large input (inflated on a thread by ISA-L until something is wrong, then by zlib) too. */

@@ -7,15 +7,26 @@
  * that imports the trace from a file (plain and gzip), per GB of JSON. Then each of the four large
  * real traces in TRACE_DIR as it is (modern, ROCm and legacy PyTorch 1.9 formats), plain and gzip.
  *
- *   bench_import [MB] [TRACE_DIR]
+ *
+ * Then the threads: the same input on 1, 2 and more threads (up to the cores the process may use),
+ * plain and gzip, with the speed-up over one thread and the ratio gzip/plain; and, for the large
+ * input, a ~1 GB one built the same way and each real trace, the import's time against that of
+ * counting the text's lines as wc -l does, run as a child on the same bytes in a file (from the page
+ * cache) and in-process (memchr over the text in memory): the ratio import/wc. --busy runs a busy
+ * loop in a process beside it all, as other work on the machine would.
+ *
+ *   bench_import [--busy] [MB] [TRACE_DIR]
  *   bench_import --import FILE   (what the memory figures run: imports FILE, prints its peak RSS)
  *   bench_import --write FILE [MB]   (writes the large input to FILE, for other readers to time)
  */
+#include <sched.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -241,28 +252,131 @@ static tp_buf read_whole(const char *path) {
     return b;
 }
 
+static void write_file(const char *path, const tp_buf *b) {
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(b->data, 1, b->len, f) != b->len || fclose(f) != 0)
+        die("cannot write the input");
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
-/* Imports the JSON or gzip in data runs times: the median and the best seconds. */
-static void time_import(const tp_buf *data, const char *name, int runs, double *median, double *best,
-                        import_stats *st) {
+/* Imports the JSON or gzip in data runs times on threads threads (0: the default): the median and
+ * the best seconds. */
+static void time_import_on(const tp_buf *data, const char *name, int threads, int runs, double *median, double *best,
+                           import_stats *st) {
     double t[16];
     err_msg err = {{0}};
+    import_opts opts = {.threads = threads};
     if (runs > 16)
         runs = 16;
     for (int run = 0; run < runs; run++) {
         sink sk = {0};
         double t0 = now_s();
-        if (kineto_import_mem(data->data, data->len, name, NULL, to_sink, &sk, st, &err) != 0)
+        if (kineto_import_mem(data->data, data->len, name, &opts, to_sink, &sk, st, &err) != 0)
             die(err.msg);
         t[run] = now_s() - t0;
     }
     qsort(t, (size_t)runs, sizeof t[0], cmp_double);
     *median = t[runs / 2];
     *best = t[0];
+}
+
+static void time_import(const tp_buf *data, const char *name, int runs, double *median, double *best,
+                        import_stats *st) {
+    time_import_on(data, name, 0, runs, median, best, st);
+}
+
+/* ---- what the import is measured against ---- */
+
+static size_t g_lines; /* kept, so that the count is not optimized away */
+
+/* wc -l's work in-process: the newlines of the text in memory, counted with memchr (median of runs). */
+static double time_memchr_lines(const tp_buf *b, int runs) {
+    double t[16];
+    for (int run = 0; run < runs && run < 16; run++) {
+        double t0 = now_s();
+        size_t n = 0;
+        const char *p = (const char *)b->data, *end = p + b->len;
+        while ((p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+            n++;
+            p++;
+        }
+        g_lines += n;
+        t[run] = now_s() - t0;
+    }
+    qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+    return t[runs / 2];
+}
+
+/* wc -l itself, as a child, on a file of the same bytes (read from the page cache after a first
+ * run): the median of runs. */
+static double time_wc(const char *path, int runs) {
+    double t[16];
+    char *args[] = {"wc", "-l", (char *)path, NULL};
+    for (int run = 0; run <= runs && run <= 16; run++) {
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        extern char **environ;
+        pid_t pid;
+        double t0 = now_s();
+        int ok = posix_spawnp(&pid, "wc", &fa, NULL, args, environ) == 0;
+        posix_spawn_file_actions_destroy(&fa);
+        int status = 0;
+        if (!ok || waitpid(pid, &status, 0) != pid || status != 0)
+            die("cannot run wc -l");
+        if (run > 0) /* the first one brings the file into the page cache */
+            t[run - 1] = now_s() - t0;
+    }
+    qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+    return t[runs / 2];
+}
+
+/* A busy loop in a process of its own, as other work on the machine; ended by busy_stop. */
+static pid_t busy_start(void) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        volatile uint64_t x = 0;
+        for (;;)
+            x++;
+    }
+    if (pid < 0)
+        die("cannot start the busy loop");
+    return pid;
+}
+
+static void busy_stop(pid_t pid) {
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+}
+
+static int cores(void) {
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+/* The import of the text (and its gzip, when given) against wc -l on the same bytes: a line per input. */
+static void versus_wc(const char *what, const tp_buf *text, const tp_buf *gz, int runs) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/bench_import-%ld-wc.json", (long)getpid());
+    write_file(path, text);
+    double wc = time_wc(path, runs), mc = time_memchr_lines(text, runs), m, b, gm = 0;
+    unlink(path);
+    import_stats st;
+    time_import_on(text, "real.json", 0, runs, &m, &b, &st);
+    if (gz)
+        time_import_on(gz, "real.json.gz", 0, runs, &gm, &b, &st);
+    printf("%-27s %6.1f MB: import %.3f s (%6.1f MB/s), wc -l %.3f s, memchr %.3f s: import/wc %5.1fx, "
+           "import/memchr %5.1fx",
+           what, (double)text->len / 1e6, m, (double)text->len / 1e6 / m, wc, mc, m / wc, m / mc);
+    if (gz)
+        printf("; gzip %.3f s = %.2fx plain", gm, gm / m);
+    printf("\n");
 }
 
 /* bench_import --import FILE: prints "<peak RSS KiB> <RSS KiB before> <JSON bytes> <seconds>". */
@@ -294,20 +408,22 @@ static void rss_of_import(const char *self, const char *path, const char *what) 
            (peak - before) / 1024.0 / (json / 1e9), json / 1e6 / secs);
 }
 
-static void write_file(const char *path, const tp_buf *b) {
-    FILE *f = fopen(path, "wb");
-    if (f == NULL || fwrite(b->data, 1, b->len, f) != b->len || fclose(f) != 0)
-        die("cannot write the input");
-}
 
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--import") == 0)
         return import_child(argv[2]);
+    pid_t busy = 0;
+    if (argc > 1 && strcmp(argv[1], "--busy") == 0) {
+        busy = busy_start();
+        printf("a busy loop runs beside the benchmark (pid %ld)\n", (long)busy);
+        argv++;
+        argc--;
+    }
     int writing = argc > 2 && strcmp(argv[1], "--write") == 0;
     size_t mb = argc > 1 + 2 * writing ? (size_t)atol(argv[1 + 2 * writing]) : 220;
     const char *dir = argc > 2 && !writing ? argv[2] : KINETO_TRACE_DIR;
     if (mb == 0)
-        die("usage: bench_import [MB] [TRACE_DIR] | --write FILE [MB]");
+        die("usage: bench_import [--busy] [MB] [TRACE_DIR] | --write FILE [MB]");
     uint64_t span_us;
     double t0 = now_s();
     tp_buf json = build_input(dir, mb, &span_us);
@@ -337,6 +453,25 @@ int main(int argc, char **argv) {
     printf("gzip JSON:     %7.1f MB/s of JSON text  %6.2f M events/s  (median of %d: %.3f s; best %.1f MB/s)\n",
            (double)json.len / 1e6 / median, (double)st.events / 1e6 / median, runs, median,
            (double)json.len / 1e6 / best);
+
+    /* threads: 1, 2 and more where the process may use more cores */
+    int n_cores = cores();
+    printf("threads (the process may use %d cores): median of %d, MB/s of JSON text\n", n_cores, runs);
+    double one_plain = 0, one_gz = 0;
+    for (int t = 1; t <= (n_cores > 2 ? n_cores : 2); t = t < 2 ? 2 : t * 2) {
+        double pm, gm;
+        time_import_on(&json, "bench.json", t, runs, &pm, &best, &st);
+        time_import_on(&gz, "bench.json.gz", t, runs, &gm, &best, &st);
+        if (t == 1) {
+            one_plain = pm;
+            one_gz = gm;
+        }
+        printf("  %2d thread%s: plain %7.1f MB/s (%.3f s, %.2fx one thread)  gzip %7.1f MB/s (%.3f s, %.2fx one "
+               "thread)  gzip/plain %.2f\n",
+               t, t > 1 ? "s" : " ", (double)json.len / 1e6 / pm, pm, one_plain / pm, (double)json.len / 1e6 / gm, gm,
+               one_gz / gm, gm / pm);
+    }
+    versus_wc("large input (default threads)", &json, &gz, runs);
 
     char path[256];
     snprintf(path, sizeof path, "/tmp/bench_import-%ld.synctop", (long)getpid());
@@ -388,8 +523,15 @@ int main(int argc, char **argv) {
         printf("%-27s %5.1f MB: plain %6.1f MB/s (best %6.1f), gzip %6.1f MB/s of JSON (best %6.1f); %llu events\n",
                real[i], (double)text.len / 1e6, (double)text.len / 1e6 / pm, (double)text.len / 1e6 / pb,
                (double)text.len / 1e6 / gm, (double)text.len / 1e6 / gb, (unsigned long long)st.events);
+        versus_wc(real[i], &text, &packed, 9);
         tp_buf_free(&text);
         tp_buf_free(&packed);
     }
+
+    /* a ~1 GB trace built the same way, plain */
+    tp_buf gb = build_input(dir, 1000, &span_us);
+    versus_wc("built ~1 GB", &gb, NULL, 3);
+    tp_buf_free(&gb);
+    busy_stop(busy);
     return 0;
 }

@@ -30,6 +30,8 @@ static void replay_usage(FILE *out) {
                  "            start when no two overlap in time), start, clock (as recorded)\n"
                  "  --ascii   ASCII glyphs only (also when the locale is not UTF-8)\n"
                  "  --mono    no colours (also when NO_COLOR is set)\n\n"
+                 "Profiler JSON is parsed on the cores the process may use (SYNCTOP_THREADS=N\n"
+                 "sets how many).\n\n"
                  "Keys: ? help, space play/pause, [ ] speed, g G start/end, +/- (w/s) zoom,\n"
                  "n/N stalls, i/I a site's stalls worst first, > < sort them, t this step only,\n"
                  "} { slow steps, f fit, m mark, c fold, o a thread's ranges (operators) by\n"

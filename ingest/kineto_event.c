@@ -240,13 +240,14 @@ static size_t memo_slot(const char *s, size_t len) {
     return (len * 31 + b[0] + b[len / 2] * 7u + b[len - 1] * 13u) & (KNAME_MEMO - 1);
 }
 
-uint32_t kt_intern(kimp *k, const char *s, size_t len) {
+/* kt_intern, with the name's hash when it was taken already (hp), else taken here. */
+static uint32_t intern(kimp *k, const char *s, size_t len, const uint64_t *hp) {
     if (s == NULL || len == 0 || len > UINT32_MAX)
         return tp_enc_intern(k->enc, s, len);
     kname *memo = &k->name_memo[memo_slot(s, len)];
     if (memo->id && memo->len == len && memcmp(k->names_text.s + memo->off, s, len) == 0)
         return memo->id;
-    uint64_t h = cm_hash_bytes_k(&k->name_key, s, len);
+    uint64_t h = hp ? *hp : kt_name_hash(k, s, len);
     size_t mask = k->n_names_cap - 1, j = (size_t)h & mask;
     for (; k->n_names_cap && k->names[j].id; j = (j + 1) & mask) {
         const kname *e = &k->names[j];
@@ -286,6 +287,14 @@ uint32_t kt_intern(kimp *k, const char *s, size_t len) {
     *memo = k->names[j];
     k->n_names++;
     return id;
+}
+
+uint32_t kt_intern(kimp *k, const char *s, size_t len) {
+    return intern(k, s, len, NULL);
+}
+
+uint32_t kt_intern_ev(kimp *k, const kev *e) {
+    return intern(k, e->name_s, e->name_len, e->name_hashed ? &e->name_hash : NULL);
 }
 
 /* Where a GPU row runs: device (args.device, else pid) and stream (args.stream, else a numeric
@@ -390,7 +399,7 @@ static int event_gpu(kimp *k, kev *e) {
         x->kind = TP_K_KERNEL;
         x->correlation = corr;
         x->context = context;
-        x->name = kt_intern(k, e->name_s, e->name_len);
+        x->name = kt_intern_ev(k, e);
         x->graph = u32_or(e, H_GRAPH, e->graph, 0);
         if (x->graph)
             x->flags = TP_F_GRAPH;
@@ -437,7 +446,7 @@ static int event_gpu(kimp *k, kev *e) {
         x->kind = TP_K_NVTX;
         x->flags = TP_NVTX_RANGE;
         x->tid = stream;
-        x->name = kt_intern(k, e->name_s, e->name_len);
+        x->name = kt_intern_ev(k, e);
         if (k->gpu_domain == 0)
             k->gpu_domain = kt_intern(k, "gpu_user_annotation", strlen("gpu_user_annotation"));
         x->domain = k->gpu_domain;
@@ -474,7 +483,7 @@ static int event_host(kimp *k, kev *e) {
         x->tid = tid;
         x->start = t0;
         x->end = t1;
-        x->name = kt_intern(k, e->name_s, e->name_len);
+        x->name = kt_intern_ev(k, e);
         if (e->cat == CAT_OP) {
             if (k->op_domain == 0)
                 k->op_domain = kt_intern(k, "cpu_op", strlen("cpu_op"));
@@ -490,7 +499,7 @@ static int event_host(kimp *k, kev *e) {
         x->end = t1;
         x->correlation = u32_or(e, H_CORR, e->corr, 0);
         x->cbid = u32_or(e, H_CBID, e->cbid, 0);
-        x->name = kt_intern(k, e->name_s, e->name_len);
+        x->name = kt_intern_ev(k, e);
         x->pad0 = (uint32_t)api_class(k, x->name, e->name_s, e->name_len); /* until resolve_apis */
     }
     return note_thread(k, pid, tid);
@@ -589,7 +598,7 @@ static int event_ctx(kimp *k, kev *e) {
         k->cap_ctx = cap;
     }
     kctx *c = &k->ctx[k->n_ctx++];
-    *c = (kctx){t0, t1, (uint32_t)(uint64_t)e->tid, kt_intern(k, e->name_s, e->name_len), 0, 0, 0, e->cat == CAT_PYFN,
+    *c = (kctx){t0, t1, (uint32_t)(uint64_t)e->tid, kt_intern_ev(k, e), 0, 0, 0, e->cat == CAT_PYFN,
                 0, k->n_ctx - 1, 0};
     k->st->contexts++;
     if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack_id != 0 && k->n_stacks < k->max_events)

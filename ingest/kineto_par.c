@@ -181,6 +181,10 @@ int kt_par_keep(kimp *k, const kev *e, int not_object) {
     c->in_window = 0;
     if (!e->in_window && (c->name_s = e->name_len ? arena_put(p, e->name_s, e->name_len) : "") == NULL)
         return kt_fail_nomem(k);
+    if (e->cat >= CAT_KERNEL && e->name_len > 0) { /* the parser's interning hashes it: here, in parallel */
+        c->name_hash = kt_name_hash(k, c->name_s, c->name_len);
+        c->name_hashed = 1;
+    }
     if (!keep_buf(p, &c->mname, &e->mname, e->have & H_MNAME) || !keep_buf(p, &c->stack, &e->stack, e->have & H_STACK) ||
         !keep_buf(p, &c->module, &e->module, e->have & H_MODULE))
         return kt_fail_nomem(k);
@@ -276,6 +280,7 @@ static int workers_start(kpar *par, int n) {
         w->err = &par->werr[i];
         w->st = &par->wst[i];
         w->max_events = k->max_events;
+        w->name_key = k->name_key;
         par->wk[i] = w;
         kworker *a = malloc(sizeof *a);
         if (kt_setup(w) != 0 || a == NULL) {
@@ -362,6 +367,16 @@ static kpiece *piece_take(kpar *par) {
     return NULL;
 }
 
+/* Piece p, the next len bytes of the text, handed on in *out. */
+static int piece_out(kpar *par, kpiece *p, size_t len, kpiece **out) {
+    p->base = par->next_base;
+    p->len = len;
+    p->state = P_SEQ;
+    par->next_base += len;
+    *out = p;
+    return 1;
+}
+
 /* Fills the piece being filled with text from the source up to par->piece bytes, and cuts it where
  * an entry seems to end: the rest begins the next piece. 1 with a piece in *out, 0 at the end of
  * the text, or a negative code. */
@@ -415,13 +430,9 @@ static int piece_fill(kpar *par, jsrc *s, kpiece **out) {
     } else if (!par->eof && (par->filling = piece_take(par)) == NULL) {
         return err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
     }
-    p->base = par->next_base;
-    par->next_base += p->len;
     if (par->filling)
-        par->filling->base = par->next_base;
-    p->state = P_SEQ;
-    *out = p;
-    return 1;
+        par->filling->base = par->next_base + p->len;
+    return piece_out(par, p, p->len, out);
 }
 
 /* The bytes [off, off + n) of plain text read directly: 0, or a negative code with a message. */
@@ -491,17 +502,12 @@ static int piece_fill_direct(kpar *par, kpiece **out) {
             cut = pos + par->dfill;
         }
     }
-    p->base = pos;
-    p->len = (size_t)(cut - pos);
     p->done = cut;
     p->spec = par->cut_ok;
     p->direct = 1;
     p->io_err = 0;
-    p->state = P_SEQ;
     par->cut_ok = cut_ok;
-    par->next_base = cut;
-    *out = p;
-    return 1;
+    return piece_out(par, p, (size_t)(cut - pos), out);
 }
 
 /* ---- taking the pieces in order ---- */
@@ -603,8 +609,8 @@ int kt_par_parse(kimp *k, jsrc *s, int threads, size_t piece) {
     }
     par->n_pieces = 2 * threads + 3;
     par->pieces = calloc((size_t)par->n_pieces, sizeof *par->pieces);
-    par->order = calloc((size_t)par->n_pieces, sizeof *par->order);
-    par->work = calloc((size_t)par->n_pieces, sizeof *par->work);
+    par->order = calloc(2 * (size_t)par->n_pieces, sizeof *par->order);
+    par->work = par->order ? par->order + par->n_pieces : NULL; /* one allocation */
     int rc = 0;
     if (par->pieces == NULL || par->order == NULL || par->work == NULL ||
         (par->direct ? par->fd >= 0 && (par->view = malloc(par->dfill)) == NULL : (par->filling = piece_take(par)) == NULL))
@@ -680,7 +686,6 @@ int kt_par_parse(kimp *k, jsrc *s, int threads, size_t piece) {
             piece_free(&par->pieces[i]);
     free(par->pieces);
     free(par->order);
-    free(par->work);
     free(par->view);
     free(par);
     return rc;

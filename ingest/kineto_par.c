@@ -86,7 +86,7 @@ typedef struct kpar {
     err_msg werr[KT_MAX_THREADS];
     import_stats wst[KT_MAX_THREADS];
     pthread_t th[KT_MAX_THREADS];
-    int started;
+    int started, own; /* own: wk[0], the importer's thread's parser of pieces, is set up */
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
     int *work, w_head, w_n; /* pieces for the workers, in order */
@@ -264,6 +264,8 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* The parsers of n threads: the importer's own (wk[0], which scans the piece it waits for when no
+ * worker has taken it yet) and n - 1 workers. 0 when not even the first could be made. */
 static int workers_start(kpar *par, int n) {
     kimp *k = par->k;
     if (pthread_mutex_init(&par->mu, NULL) != 0)
@@ -282,19 +284,23 @@ static int workers_start(kpar *par, int n) {
         w->max_events = k->max_events;
         w->name_key = k->name_key;
         par->wk[i] = w;
-        kworker *a = malloc(sizeof *a);
-        if (kt_setup(w) != 0 || a == NULL) {
+        kworker *a = i > 0 ? malloc(sizeof *a) : NULL;
+        if (kt_setup(w) != 0 || (i > 0 && a == NULL)) {
             free(a);
             break;
         }
+        if (i == 0) {
+            par->own = 1;
+            continue;
+        }
         *a = (kworker){par, i};
-        if (pthread_create(&par->th[i], NULL, worker_main, a) != 0) {
+        if (pthread_create(&par->th[par->n_workers], NULL, worker_main, a) != 0) {
             free(a);
             break;
         }
         par->n_workers++;
     }
-    return par->n_workers > 0;
+    return par->own;
 }
 
 static void workers_stop(kpar *par) {
@@ -640,8 +646,18 @@ int kt_par_parse(kimp *k, jsrc *s, int threads, size_t piece) {
         par->o_n--;
         if (p->state == P_QUEUED) {
             pthread_mutex_lock(&par->mu);
-            while (!p->scanned)
+            while (!p->scanned) {
+                if (par->w_n > 0 && &par->pieces[par->work[par->w_head]] == p) { /* no worker took it */
+                    par->w_head = (par->w_head + 1) % par->n_pieces;
+                    par->w_n--;
+                    pthread_mutex_unlock(&par->mu);
+                    piece_scan(par, par->wk[0], p);
+                    pthread_mutex_lock(&par->mu);
+                    p->scanned = 1;
+                    break;
+                }
                 pthread_cond_wait(&par->cv_done, &par->mu);
+            }
             pthread_mutex_unlock(&par->mu);
         }
         int replayed = 0;

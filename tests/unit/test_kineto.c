@@ -1485,12 +1485,12 @@ TEST(every_sample_trace_reads_the_same_on_several_threads) {
             continue;
         tp_buf gz = read_file(trace_path(de->d_name)), text = inflate_file(trace_path(de->d_name));
         /* the default pieces, and pieces of a few entries for the smaller traces */
-        int small = text.len < (12u << 20);
+        int small = text.len < (4u << 20);
         size_t pieces[] = {0}, few[] = {4096};
         got ref;
         got_init(&ref);
         import_stats st;
-        if (same_with_threads(text.data, text.len, pieces, 1, small ? 4 : 2, &ref, &st) != 0)
+        if (same_with_threads(text.data, text.len, pieces, 1, text.len < (12u << 20) ? 4 : 2, &ref, &st) != 0)
             TASK_FAIL_("%s does not import", de->d_name);
         ASSERT_GT(ref.batches, 0);
         if (small) {

@@ -647,14 +647,15 @@ int kt_par_parse(kimp *k, jsrc *s, int threads, size_t piece) {
         if (p->state == P_QUEUED) {
             pthread_mutex_lock(&par->mu);
             while (!p->scanned) {
-                if (par->w_n > 0 && &par->pieces[par->work[par->w_head]] == p) { /* no worker took it */
+                if (par->w_n > 0) { /* a piece no worker took yet: this one, or one after it */
+                    kpiece *q = &par->pieces[par->work[par->w_head]];
                     par->w_head = (par->w_head + 1) % par->n_pieces;
                     par->w_n--;
                     pthread_mutex_unlock(&par->mu);
-                    piece_scan(par, par->wk[0], p);
+                    piece_scan(par, par->wk[0], q);
                     pthread_mutex_lock(&par->mu);
-                    p->scanned = 1;
-                    break;
+                    q->scanned = 1;
+                    continue;
                 }
                 pthread_cond_wait(&par->cv_done, &par->mu);
             }

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "args.h"
+#include "import.h"
+#include "synctop/codec.h"
 #include "synctop/sanitize.h"
 #include "verb.h"
 
@@ -34,6 +36,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+    tp_crc32_use(import_crc32); /* the batches' checksums: a part of every import, load and replay */
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

@@ -22,8 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <isa-l/crc.h>
 #include <isa-l/igzip_lib.h>
 
+#include "import.h"
 #include "io.h"
 
 #define SLOT       (JSRC_HEAD + JSRC_CHUNK + JSRC_PAD)
@@ -563,4 +565,8 @@ void jsrc_close(jsrc *s) {
     memset(s->slot, 0, sizeof s->slot);
     s->z.in = s->ibuf = s->head = NULL;
     s->is = NULL;
+}
+
+uint32_t import_crc32(uint32_t crc, const void *data, size_t len) {
+    return crc32_gzip_refl(crc, data, len);
 }

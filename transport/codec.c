@@ -23,8 +23,18 @@
 
 /* ---- small helpers ---- */
 
-uint32_t tp_crc32(uint32_t crc, const void *data, size_t len) {
+static uint32_t crc32_zlib(uint32_t crc, const void *data, size_t len) {
     return (uint32_t)crc32_z(crc, (const Bytef *)data, len);
+}
+
+static tp_crc32_fn crc32_impl = crc32_zlib;
+
+void tp_crc32_use(tp_crc32_fn fn) {
+    crc32_impl = fn ? fn : crc32_zlib;
+}
+
+uint32_t tp_crc32(uint32_t crc, const void *data, size_t len) {
+    return crc32_impl(crc, data, len);
 }
 
 int tp_buf_reserve(tp_buf *b, size_t extra) {

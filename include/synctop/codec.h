@@ -78,6 +78,12 @@ void tp_batch_seal_header(void *buf);
 /* CRC-32 (zlib's polynomial) over len bytes, continuing from crc (0 to start). */
 uint32_t tp_crc32(uint32_t crc, const void *data, size_t len);
 
+/* What tp_crc32 computes it with: zlib's crc32_z unless a program hands it another function that
+ * gives the same CRC-32 (the command line hands it ISA-L's, several times faster, which the injected
+ * tracer does not link). Called once, before any thread uses tp_crc32; NULL goes back to zlib's. */
+typedef uint32_t (*tp_crc32_fn)(uint32_t crc, const void *data, size_t len);
+void tp_crc32_use(tp_crc32_fn fn);
+
 /* ---- growable byte buffer ---- */
 typedef struct tp_buf {
     uint8_t *data;

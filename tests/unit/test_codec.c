@@ -1,5 +1,6 @@
 /* The batch codec: round trips of every record kind, the string and metadata delivery rules, and a
  * decoder that refuses whatever is not a whole, valid batch. */
+#include "import.h"
 #include "synctop/codec.h"
 #include "synctop/sanitize.h"
 #include "synth.h"
@@ -581,4 +582,50 @@ TEST(strerror_names_every_code) {
     ASSERT_STR_EQ(err_str(-999), "unknown error");
     for (int c = -1; c >= ERR_SECURITY; c--)
         ASSERT(strcmp(err_str(c), "unknown error") != 0);
+}
+
+/* The CRC-32 the command line hands the codec (ISA-L's) is zlib's: the standard check value, every
+ * length and alignment against zlib's on the same bytes, continued in two parts, and batches sealed
+ * with one open with the other. */
+TEST(isal_crc32_is_zlibs_crc32) {
+    static const char check[] = "123456789"; /* CRC-32's check value: 0xcbf43926 */
+    tp_crc32_use(NULL);
+    ASSERT_UEQ(tp_crc32(0, check, 9), 0xcbf43926u);
+    ASSERT_UEQ(import_crc32(0, check, 9), 0xcbf43926u);
+    ASSERT_UEQ(import_crc32(0, check, 0), 0);
+    static uint8_t buf[70000];
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i] = (uint8_t)x;
+    }
+    for (size_t off = 0; off < 64; off++)
+        for (size_t len = 0; len < 600; len += 1 + len / 8)
+            ASSERT_UEQ(import_crc32(0, buf + off, len), tp_crc32(0, buf + off, len));
+    ASSERT_UEQ(import_crc32(0, buf, sizeof buf), tp_crc32(0, buf, sizeof buf));
+    ASSERT_UEQ(import_crc32(import_crc32(0, buf, 1001), buf + 1001, sizeof buf - 1001), tp_crc32(0, buf, sizeof buf));
+
+    tp_record recs[14];
+    for (int sealer = 0; sealer < 2; sealer++) {
+        tp_crc32_use(sealer ? import_crc32 : NULL);
+        tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = 7});
+        ASSERT_NOT_NULL(enc);
+        size_t n = every_kind(recs, tp_enc_intern_cstr(enc, "sgemm"));
+        for (size_t i = 0; i < n; i++)
+            ASSERT_OK(tp_enc_add(enc, &recs[i]));
+        tp_buf b = {0};
+        ASSERT_OK(tp_enc_finish(enc, &b));
+        tp_crc32_use(sealer ? NULL : import_crc32);
+        tp_dec d = {0};
+        ASSERT_OK(open_ok(&d, &b));
+        ASSERT_EQ(d.hdr.n_records, (int64_t)n);
+        tp_dec_free(&d);
+        b.data[b.len - 1] ^= 1; /* a payload byte changed: refused by either */
+        err_msg err = {{0}};
+        ASSERT_EQ(tp_dec_open(&d, b.data, b.len, &err), ERR_CHECKSUM);
+        tp_dec_free(&d);
+        tp_buf_free(&b);
+        tp_enc_destroy(&enc);
+    }
+    tp_crc32_use(NULL);
 }

@@ -33,6 +33,7 @@
 #include <zlib.h>
 
 #include "child_rss.h"
+#include "import.h"
 #include "kineto.h"
 #include "synctop/codec.h"
 #include "synctop/file.h"
@@ -410,6 +411,7 @@ static void rss_of_import(const char *self, const char *path, const char *what) 
 
 
 int main(int argc, char **argv) {
+    tp_crc32_use(import_crc32); /* as the command line computes the batches' checksums */
     if (argc == 3 && strcmp(argv[1], "--import") == 0)
         return import_child(argv[2]);
     pid_t busy = 0;

@@ -17,7 +17,9 @@
 
 #include <sqlite3.h>
 
+#include "import.h"
 #include "nsys.h"
+#include "synctop/codec.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -58,6 +60,7 @@ static const char *const tables[] = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVI
                                      "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_RUNTIME"};
 
 int main(int argc, char **argv) {
+    tp_crc32_use(import_crc32); /* as the command line computes the batches' checksums */
     int copies = argc > 1 ? atoi(argv[1]) : 200;
     if (copies < 1)
         copies = 1;

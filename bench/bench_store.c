@@ -18,9 +18,11 @@
 
 #include "analysis.h"
 #include "child_rss.h"
+#include "import.h"
 #include "load.h"
 #include "report.h"
 #include "store.h"
+#include "synctop/codec.h"
 
 static int phases(const char *path) {
     uint64_t base = bench_peak_rss_kib();
@@ -100,6 +102,7 @@ static void measure(const char *self, const char *path) {
 }
 
 int main(int argc, char **argv) {
+    tp_crc32_use(import_crc32); /* as the command line computes the batches' checksums */
     if (argc == 3 && strcmp(argv[1], "--phases") == 0)
         return phases(argv[2]);
     if (argc > 1) {

@@ -5,8 +5,78 @@
 #include "emit.h"
 #include "api.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The thread that hands out the batches of an em_out (em_out_async): one batch at a time, in the
+ * slot, while the importer's thread makes the next in em_out.buf. */
+typedef struct em_async {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    tp_buf slot;
+    int busy; /* the slot holds a batch being handed out */
+    int stop;
+    int rc; /* the first error of the emit function; no batch is handed out after it */
+    err_msg err;
+    import_emit_fn emit;
+    void *ctx;
+} em_async;
+
+static void *deliver_main(void *arg) {
+    em_async *a = arg;
+    pthread_mutex_lock(&a->mu);
+    for (;;) {
+        while (!a->busy && !a->stop)
+            pthread_cond_wait(&a->cv, &a->mu);
+        if (!a->busy)
+            break;
+        pthread_mutex_unlock(&a->mu);
+        int rc = a->emit(a->ctx, a->slot.data, a->slot.len, &a->err);
+        pthread_mutex_lock(&a->mu);
+        if (rc)
+            a->rc = rc < 0 ? rc : ERR_IO;
+        a->busy = 0;
+        pthread_cond_broadcast(&a->cv);
+    }
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}
+
+/* Waits until the slot is free; the emit function's first error (its message into o->err) or 0. */
+static int async_wait(em_out *o) {
+    em_async *a = o->async;
+    pthread_mutex_lock(&a->mu);
+    while (a->busy)
+        pthread_cond_wait(&a->cv, &a->mu);
+    int rc = a->rc;
+    pthread_mutex_unlock(&a->mu);
+    if (rc && o->err)
+        *o->err = a->err;
+    return rc;
+}
+
+int em_out_async(em_out *o) {
+    em_async *a = calloc(1, sizeof *a);
+    if (a == NULL)
+        return ERR_NOMEM;
+    a->emit = o->emit;
+    a->ctx = o->ctx;
+    if (pthread_mutex_init(&a->mu, NULL) != 0) {
+        free(a);
+        return ERR_NOMEM;
+    }
+    pthread_cond_init(&a->cv, NULL);
+    if (pthread_create(&a->th, NULL, deliver_main, a) != 0) {
+        pthread_cond_destroy(&a->cv);
+        pthread_mutex_destroy(&a->mu);
+        free(a);
+        return ERR_NOMEM;
+    }
+    o->async = a;
+    return 0;
+}
 
 import_stats *em_stats_init(import_stats *st, import_stats *local) {
     if (st == NULL)
@@ -37,6 +107,19 @@ void em_out_init(em_out *o, tp_enc *enc, const import_opts *opts, import_emit_fn
 }
 
 void em_out_free(em_out *o) {
+    em_async *a = o->async;
+    if (a) {
+        pthread_mutex_lock(&a->mu);
+        a->stop = 1;
+        pthread_cond_broadcast(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+        pthread_join(a->th, NULL);
+        pthread_cond_destroy(&a->cv);
+        pthread_mutex_destroy(&a->mu);
+        tp_buf_free(&a->slot);
+        free(a);
+        o->async = NULL;
+    }
     tp_buf_free(&o->buf);
 }
 
@@ -48,12 +131,25 @@ int em_flush(em_out *o, uint32_t flags) {
     int rc = tp_enc_finish_flags(o->enc, flags, &o->buf);
     if (rc)
         return err_set(o->err, rc, "%s: cannot encode a batch: %s", o->name, err_str(rc));
-    rc = o->emit(o->ctx, o->buf.data, o->buf.len, o->err);
-    if (rc)
+    size_t len = o->buf.len;
+    if (o->async) {
+        if ((rc = async_wait(o)) != 0)
+            return rc;
+        em_async *a = o->async;
+        tp_buf t = a->slot; /* the batch goes to the slot; the slot's old room makes the next */
+        pthread_mutex_lock(&a->mu);
+        a->slot = o->buf;
+        a->busy = 1;
+        pthread_cond_broadcast(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+        o->buf = t;
+        o->buf.len = 0;
+    } else if ((rc = o->emit(o->ctx, o->buf.data, o->buf.len, o->err)) != 0) {
         return rc < 0 ? rc : ERR_IO;
+    }
     tp_enc_delivered(o->enc, 1);
     o->st->batches++;
-    o->st->batch_bytes += o->buf.len;
+    o->st->batch_bytes += len;
     return 0;
 }
 
@@ -72,6 +168,8 @@ int em_add(em_out *o, const void *rec, int more) {
 
 int em_end(em_out *o) {
     int rc = em_flush(o, TP_BF_END);
+    if (rc == 0 && o->async)
+        rc = async_wait(o);
     if (rc == 0) {
         tp_enc_stats es;
         tp_enc_stats_get(o->enc, &es);

@@ -30,7 +30,8 @@ typedef struct em_out {
     err_msg *err;
     import_stats *st;
     tp_buf buf;
-    int first; /* no batch out yet: the next is a keyframe */
+    int first;               /* no batch out yet: the next is a keyframe */
+    struct em_async *async;  /* batches handed out on a thread of their own (em_out_async), or NULL */
 } em_out;
 
 /* The statistics of an import: st, or local when the caller gives none, cleared (rank and world
@@ -44,6 +45,11 @@ uint64_t em_max_events(const import_opts *opts);
 void em_out_init(em_out *o, tp_enc *enc, const import_opts *opts, import_emit_fn emit, void *ctx, const char *name,
                  err_msg *err, import_stats *st);
 void em_out_free(em_out *o);
+/* From now on, hands each batch out on a thread of its own while the next one is made: the emit
+ * function is called from that thread, one batch at a time and in order, as before. A batch it
+ * refuses stops the batches after it, and its error comes back from the next em_add, em_flush or
+ * em_end. 0, or ERR_NOMEM when no thread could be started (batches are then handed out as before). */
+int em_out_async(em_out *o);
 
 /* Adds a record (any kind); more: more records follow, so a full batch is handed out now. Returns 0
  * or a negative ERR_* code with its message in o->err. */

@@ -215,11 +215,13 @@ typedef struct got {
     uint64_t producer;
     tp_buf raw;    /* every batch, back to back */
     int fail_with; /* emit returns this (tests of the error path) */
+    size_t refuse_at, calls; /* the call of emit (1 the first) that fails with fail_with; 0 every one */
 } got;
 
 static int collect(void *ctx, const void *batch, size_t len, err_msg *err) {
     got *g = ctx;
-    if (g->fail_with)
+    g->calls++;
+    if (g->fail_with && (g->refuse_at == 0 || g->calls == g->refuse_at))
         return err_set(err, g->fail_with, "refused by the test");
     tp_dec d = {0};
     err_msg derr;
@@ -1465,6 +1467,8 @@ static int same_with_threads(const void *data, size_t len, const size_t *pieces,
                 ASSERT_UEQ(st2.json_bytes, st->json_bytes);
                 ASSERT_UEQ(st2.input_bytes, st->input_bytes);
                 ASSERT_UEQ(st2.strings_cut, st->strings_cut);
+                ASSERT_UEQ(st2.batches, st->batches);
+                ASSERT_UEQ(st2.batch_bytes, st->batch_bytes);
             }
             got_free(&g);
         }
@@ -1622,6 +1626,37 @@ TEST(errors_in_pieces_say_where_as_one_thread_does) {
         got_free(&g);
     }
     tp_buf_free(&t);
+}
+
+/* On several threads the batches are handed out on a thread of their own while the next are made:
+ * the first one the emit function refuses stops them there, as on one thread, with its error and
+ * message, whether it is the third batch or the last (TP_BF_END) one. */
+TEST(a_refused_batch_stops_the_batches_on_several_threads_too) {
+    tp_buf text = inflate_file(trace_path("resnet_2080ti_two_threads.json.gz"));
+    got ref;
+    got_init(&ref);
+    import_opts opts = {.producer = 81, .threads = 1, .batch_records = 256};
+    err_msg e = {{0}};
+    ASSERT_OK(kineto_import_mem(text.data, text.len, "t.json", &opts, collect, &ref, NULL, &e));
+    ASSERT(ref.calls > 100); /* 36,131 events, 256 records a batch */
+    size_t at[] = {3, ref.calls};
+    for (size_t i = 0; i < 2; i++) {
+        for (int threads = 1; threads <= 2; threads++) {
+            got g;
+            got_init(&g);
+            g.fail_with = ERR_IO;
+            g.refuse_at = at[i];
+            opts.threads = threads;
+            memset(&e, 0, sizeof e);
+            ASSERT_EQ(kineto_import_mem(text.data, text.len, "t.json", &opts, collect, &g, NULL, &e), ERR_IO);
+            ASSERT_STR_EQ(e.msg, "refused by the test");
+            ASSERT_UEQ(g.calls, at[i]);     /* none handed out after the refused one */
+            ASSERT_UEQ(g.batches, at[i] - 1); /* those before it all arrived */
+            got_free(&g);
+        }
+    }
+    got_free(&ref);
+    tp_buf_free(&text);
 }
 
 /* Several gzip members read as one text, as gzip -c a b > c makes them; what follows the last

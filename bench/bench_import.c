@@ -266,11 +266,11 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Imports the JSON or gzip in data runs times on threads threads (0: the default): the median and
  * the best seconds. */
-static void time_import_on(const tp_buf *data, const char *name, int threads, int runs, double *median, double *best,
-                           import_stats *st) {
+static void time_import_piece(const tp_buf *data, const char *name, int threads, size_t piece, int runs,
+                              double *median, double *best, import_stats *st) {
     double t[16];
     err_msg err = {{0}};
-    import_opts opts = {.threads = threads};
+    import_opts opts = {.threads = threads, .piece_bytes = piece};
     if (runs > 16)
         runs = 16;
     for (int run = 0; run < runs; run++) {
@@ -283,6 +283,30 @@ static void time_import_on(const tp_buf *data, const char *name, int threads, in
     qsort(t, (size_t)runs, sizeof t[0], cmp_double);
     *median = t[runs / 2];
     *best = t[0];
+}
+
+static void time_import_on(const tp_buf *data, const char *name, int threads, int runs, double *median, double *best,
+                           import_stats *st) {
+    time_import_piece(data, name, threads, 0, runs, median, best, st);
+}
+
+/* Where threads start to pay: 1 thread against 2 on inputs of a few sizes, the threads made to
+ * parse every one of them (pieces of the default size given, so that the size below which the
+ * importer keeps to one thread does not apply). */
+static void crossover(const char *dir, int runs) {
+    static const size_t sizes[] = {8, 16, 32, 64, 128};
+    printf("where 2 threads start to pay (plain JSON, median of %d; the importer uses them from %zu MiB):\n", runs,
+           (size_t)IMPORT_PAR_LEAST_MIB);
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint64_t span_us;
+        tp_buf b = build_input(dir, sizes[i], &span_us);
+        double one, two, best;
+        import_stats st;
+        time_import_piece(&b, "x.json", 1, 1u << 20, runs, &one, &best, &st);
+        time_import_piece(&b, "x.json", 2, 1u << 20, runs, &two, &best, &st);
+        printf("  %6.1f MB: 1 thread %.3f s, 2 threads %.3f s: %.2fx\n", (double)b.len / 1e6, one, two, one / two);
+        tp_buf_free(&b);
+    }
 }
 
 static void time_import(const tp_buf *data, const char *name, int runs, double *median, double *best,
@@ -474,6 +498,7 @@ int main(int argc, char **argv) {
                one_gz / gm, gm / pm);
     }
     versus_wc("large input (default threads)", &json, &gz, runs);
+    crossover(dir, runs);
 
     char path[256];
     snprintf(path, sizeof path, "/tmp/bench_import-%ld.synctop", (long)getpid());

@@ -17,6 +17,10 @@
 #define IMPORT_MAX_EVENTS       (32u << 20) /* default bound on imported events */
 #define IMPORT_MAX_STRING_BYTES (32u << 20) /* bound on interned names */
 #define IMPORT_SKIP_SLOTS       32          /* categories counted by name, the rest as "other" */
+/* Profiler JSON of fewer MiB than this is parsed on one thread (see import_opts.piece_bytes): below
+ * it the threads' start and the merge of their pieces cost about what they save (bench_import's
+ * crossover), and the CPU time grows by a quarter. */
+#define IMPORT_PAR_LEAST_MIB    64
 #define IMPORT_CAT_MAX          32          /* bytes of a category name kept (cut) */
 #define IMPORT_FRAME_NAME_MAX   4096        /* bytes of a call-chain frame's function or module name kept (cut) */
 
@@ -36,7 +40,8 @@ typedef struct import_opts {
     int ops; /* Kineto: each operator (cpu_op row) is also a range on its thread's ranges lane, as the
                 viewer shows them; report and the other verbs leave them out and read faster */
     int threads;        /* Kineto: threads that parse; 0: SYNCTOP_THREADS, else the cores the process may use */
-    size_t piece_bytes; /* Kineto: bytes of text a thread parses at a time; 0: the default (tests set less) */
+    size_t piece_bytes; /* Kineto: bytes of text a thread parses at a time; 0: the default. Set, texts
+                           longer than one piece are parsed on threads (else 64 MiB and more) */
 } import_opts;
 
 typedef struct import_skip {
@@ -53,6 +58,7 @@ typedef struct import_stats {
     uint64_t records[TP_K_MAX_]; /* records emitted, by kind (metadata included) */
     uint64_t events;             /* event records emitted */
     uint64_t batches, batch_bytes;
+    int parse_threads;        /* Kineto: the threads its text was parsed on (1 below IMPORT_PAR_LEAST_MIB) */
     uint64_t contexts;       /* operator and Python-frame rows kept to name the calls inside them */
     uint64_t sited_calls;    /* calls given a call site: blocking ones from the operator and Python-frame
                                 rows around them (Kineto), any with a CUDA backtrace (nsys) */

@@ -938,7 +938,11 @@ static int parse_text(kimp *k, jsrc *s, int threads) {
     static const uint8_t empty[JSRC_PAD];
     k->wbeg = k->wpos = k->wend = empty;
     size_t piece = o && o->piece_bytes ? o->piece_bytes : KT_PIECE;
-    if (threads > 1 && (s->total == 0 || s->total > (s->gz ? piece / 16 : piece))) {
+    size_t least = o && o->piece_bytes ? piece : KT_PAR_LEAST; /* a gzip'd text: a sixteenth of it */
+    k->st->parse_threads = 1;
+    if (threads > 1 && (s->total == 0 || s->total > (s->gz ? least / 16 : least))) {
+        k->on_threads = 1;
+        k->st->parse_threads = threads;
         rc = kt_par_parse(k, s, threads, piece);
     } else {
         int held = -1; /* the slot the window's carry comes from */

@@ -440,7 +440,7 @@ int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx) {
     st->t_max = ko.t_max;
     em_out o;
     em_out_init(&o, k->enc, k->opts, emit, ctx, k->name, k->err, st);
-    if (kt_threads(k->opts) > 1) /* the batches handed out while the next ones are made */
+    if (k->on_threads) /* the batches handed out while the next ones are made */
         em_out_async(&o);
     if (rc == 0 && ko.sorted == NULL)
         rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);

@@ -206,6 +206,7 @@ typedef struct kimp {
     import_stats *st;
     err_msg *err;
     int fail; /* first error code, its message in err */
+    int on_threads; /* the text is parsed on several threads (kt_par_parse) */
     tp_enc *enc;
 
     /* the text being scanned: [wbeg, wend), a 0 byte at wend */
@@ -388,6 +389,7 @@ int kt_par_keep(kimp *k, const kev *e, int not_object);
  * process may run on, at most KT_MAX_THREADS. */
 #define KT_MAX_THREADS 32
 #define KT_PIECE       (1u << 20) /* bytes of text a thread parses at a time */
+#define KT_PAR_LEAST   ((size_t)IMPORT_PAR_LEAST_MIB << 20)
 int kt_threads(const import_opts *o);
 
 /* Once the whole text is read: fix-ups, correlations, order, and the batches (kineto_emit.c). */

@@ -1628,9 +1628,10 @@ TEST(errors_in_pieces_say_where_as_one_thread_does) {
     tp_buf_free(&t);
 }
 
-/* On several threads the batches are handed out on a thread of their own while the next are made:
- * the first one the emit function refuses stops them there, as on one thread, with its error and
- * message, whether it is the third batch or the last (TP_BF_END) one. */
+/* When the text is parsed on several threads, the batches are handed out on a thread of their own
+ * while the next are made: the first one the emit function refuses stops them there, as on one
+ * thread, with its error and message, whether it is the third batch or the last (TP_BF_END) one.
+ * A text shorter than IMPORT_PAR_LEAST_MIB is parsed on one thread unless pieces are asked for. */
 TEST(a_refused_batch_stops_the_batches_on_several_threads_too) {
     tp_buf text = inflate_file(trace_path("resnet_2080ti_two_threads.json.gz"));
     got ref;
@@ -1639,6 +1640,14 @@ TEST(a_refused_batch_stops_the_batches_on_several_threads_too) {
     err_msg e = {{0}};
     ASSERT_OK(kineto_import_mem(text.data, text.len, "t.json", &opts, collect, &ref, NULL, &e));
     ASSERT(ref.calls > 100); /* 36,131 events, 256 records a batch */
+    /* its 26 MB are fewer than the least the importer parses on threads unless told pieces */
+    import_stats st0;
+    opts.threads = 4;
+    got_free(&ref);
+    got_init(&ref);
+    ASSERT_OK(kineto_import_mem(text.data, text.len, "t.json", &opts, collect, &ref, &st0, &e));
+    ASSERT_EQ(st0.parse_threads, 1);
+    ASSERT(text.len < ((size_t)IMPORT_PAR_LEAST_MIB << 20));
     size_t at[] = {3, ref.calls};
     for (size_t i = 0; i < 2; i++) {
         for (int threads = 1; threads <= 2; threads++) {
@@ -1647,9 +1656,12 @@ TEST(a_refused_batch_stops_the_batches_on_several_threads_too) {
             g.fail_with = ERR_IO;
             g.refuse_at = at[i];
             opts.threads = threads;
+            opts.piece_bytes = threads > 1 ? 1u << 20 : 0; /* threads for this 26 MB text too */
             memset(&e, 0, sizeof e);
-            ASSERT_EQ(kineto_import_mem(text.data, text.len, "t.json", &opts, collect, &g, NULL, &e), ERR_IO);
+            import_stats st;
+            ASSERT_EQ(kineto_import_mem(text.data, text.len, "t.json", &opts, collect, &g, &st, &e), ERR_IO);
             ASSERT_STR_EQ(e.msg, "refused by the test");
+            ASSERT_EQ(st.parse_threads, threads);
             ASSERT_UEQ(g.calls, at[i]);     /* none handed out after the refused one */
             ASSERT_UEQ(g.batches, at[i] - 1); /* those before it all arrived */
             got_free(&g);

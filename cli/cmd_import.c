@@ -38,8 +38,9 @@ static void import_usage(FILE *out) {
             "  -q, --quiet        no progress bar\n"
             "  -v, --verbose      also list what was skipped, by category\n"
             "  --max-events N     refuse inputs with more than N events (default %u)\n\n"
-            "Prints one summary line: events per kind, ranks, time span. Profiler JSON is\n"
-            "parsed on the cores the process may use (SYNCTOP_THREADS=N sets how many).\n",
+            "Prints one summary line: events per kind, ranks, time span. Profiler JSON of\n"
+            "64 MiB or more is parsed on the cores the process may use (SYNCTOP_THREADS=N\n"
+            "sets how many).\n",
             IMPORT_MAX_EVENTS);
 }
 

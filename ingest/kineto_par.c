@@ -651,6 +651,11 @@ int kt_par_parse(kimp *k, jsrc *s, int threads, size_t piece) {
                     kpiece *q = &par->pieces[par->work[par->w_head]];
                     par->w_head = (par->w_head + 1) % par->n_pieces;
                     par->w_n--;
+                    if (q == p) { /* scanned here as one thread scans, with nothing kept to replay */
+                        p->ok = 0;
+                        p->scanned = 1;
+                        break;
+                    }
                     pthread_mutex_unlock(&par->mu);
                     piece_scan(par, par->wk[0], q);
                     pthread_mutex_lock(&par->mu);

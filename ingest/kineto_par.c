@@ -2,7 +2,7 @@
  * The Kineto importer on several threads (kineto_int.h's kt_par_parse). traceEvents is most of a
  * trace, and its entries can be read apart: the text is cut into pieces where an entry seems to
  * end ('}', a comma, '{'), each piece is scanned on a worker thread from the state between two
- * entries of traceEvents, and its entries are kept as the scanner read them (kev). The importer's
+ * entries of traceEvents, and its entries are kept in few bytes (kcap). The importer's
  * own parser then takes the pieces in order: when it is itself between two entries at the start of
  * a piece, and the worker's scan of it ended between two entries with nothing unusual on the way,
  * the kept entries are made records exactly as if the parser had read them (names interned, limits
@@ -18,6 +18,7 @@
 #include "kineto_int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -32,6 +33,46 @@ typedef struct karena_blk {
     char data[];
 } karena_blk;
 
+/* An entry a worker kept, in few bytes (a kev is about 370): its fixed part here; its numbers, in
+ * the order of their H_* bits, then what its flags say it has (KC_*), in kpiece.vals from vals on;
+ * its texts in the piece's text or its arena. Fields of a kev that it had not read are not kept:
+ * the parser reads none of them (its own kev keeps them from earlier entries, a worker's from
+ * others). */
+typedef struct kcap {
+    uint32_t at;   /* offset of its end in the piece's text */
+    uint32_t have; /* H_* */
+    uint32_t vals; /* its first value in kpiece.vals */
+    uint32_t name_len;
+    const char *name_s;
+    uint64_t name_hash; /* when KC_HASHED */
+    int8_t cat;         /* -1: not an object */
+    char ph;
+    uint8_t ph_len; /* up to 2: only whether it is 1 matters */
+    uint8_t cat_len;
+    uint8_t flags; /* KC_* */
+} kcap;
+
+enum {
+    KC_HASHED = 1, /* name_hash holds the name's hash for kt_intern */
+    KC_SYNC = 2,   /* a value: sync_kind (0 when absent) */
+    KC_DIMS = 4,   /* values: n_grid | n_block << 8, then grid[i] | block[i] << 32 for i 0..2 */
+    KC_CAT = 8,    /* a value: where the category's text (cat_len bytes) is */
+};
+
+/* The numbers of a kev that its have bits say it read, by bit (H_MNAME's is a text). */
+#define KC_NUMS                                                                                                    \
+    (H_PID | H_TID | H_TS | H_DUR | H_DEVICE | H_STREAM | H_CORR | H_CBID | H_BYTES | H_CONTEXT | H_EVENT |     \
+     H_FROM_DEV | H_TO_DEV | H_GRAPH)
+static const uint16_t k_num_at[15] = {
+    offsetof(kev, pid),    offsetof(kev, tid),     offsetof(kev, ts),    offsetof(kev, dur),
+    offsetof(kev, device), offsetof(kev, stream),  offsetof(kev, corr),  offsetof(kev, cbid),
+    offsetof(kev, bytes),  offsetof(kev, context), offsetof(kev, event), 0,
+    offsetof(kev, from_dev), offsetof(kev, to_dev), offsetof(kev, graph),
+};
+/* The most values an entry keeps: 14 numbers, sync_kind, 4 of dims, the category, three texts of
+ * two and the stack's key and id. */
+#define KC_MAX_VALS 28
+
 typedef struct kpiece {
     uint8_t *buf; /* JSRC_HEAD bytes of room, the text, JSRC_PAD bytes */
     size_t len;
@@ -45,9 +86,12 @@ typedef struct kpiece {
     /* the worker's scan: the entries kept (at: offset of each one's end in the text), and how it
      * ended: ok when between two entries with nothing unusual on the way */
     int ok;
-    kev *ents;
-    uint32_t *at;
+    kcap *ents;
     size_t n, cap;
+    uint64_t *vals; /* the entries' numbers and texts (see kcap) */
+    size_t n_vals, cap_vals;
+    const char *cat_last; /* the last category text put in the arena, and its length */
+    uint8_t cat_last_len;
     karena_blk *arena, *cur;
     uint64_t nl, line_at, line_prev, drop, drop_prev;
     int key;
@@ -144,62 +188,154 @@ static void arena_reset(kpiece *p) {
     p->cur = p->arena;
 }
 
-/* A copy of a kbuf's text in the piece's arena (its text, when in[have] says it was read). */
-static int keep_buf(kpiece *p, kbuf *out, const kbuf *in, int have) {
-    *out = (kbuf){(char *)"", 0, 0};
-    if (!have || in->len == 0)
-        return 1;
-    char *d = arena_put(p, in->s, in->len);
+/* A kbuf's text, put in the piece's arena, as two values: where and how long. */
+static int keep_text(kpiece *p, const kbuf *in) {
+    const char *d = in->len ? arena_put(p, in->s, in->len) : "";
     if (d == NULL)
         return 0;
-    *out = (kbuf){d, in->len, 0};
+    p->vals[p->n_vals++] = (uint64_t)(uintptr_t)d;
+    p->vals[p->n_vals++] = in->len;
+    return 1;
+}
+
+/* Room in p for one more entry and its values. */
+static int keep_room(kimp *k, kpiece *p) {
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 1024;
+        kcap *ents = realloc(p->ents, cap * sizeof *ents);
+        if (ents == NULL)
+            return kt_fail_nomem(k);
+        p->ents = ents;
+        p->cap = cap;
+    }
+    if (p->cap_vals - p->n_vals < KC_MAX_VALS) {
+        size_t cap = p->cap_vals ? 2 * p->cap_vals : 8192;
+        uint64_t *vals = realloc(p->vals, cap * sizeof *vals);
+        if (vals == NULL)
+            return kt_fail_nomem(k);
+        p->vals = vals;
+        p->cap_vals = cap;
+    }
     return 1;
 }
 
 int kt_par_keep(kimp *k, const kev *e, int not_object) {
     kpiece *p = k->capt;
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? 2 * p->cap : 1024;
-        kev *ents = realloc(p->ents, cap * sizeof *ents);
-        if (ents)
-            p->ents = ents;
-        uint32_t *at = realloc(p->at, cap * sizeof *at);
-        if (at)
-            p->at = at;
-        if (ents == NULL || at == NULL)
-            return kt_fail_nomem(k);
-        p->cap = cap;
-    }
-    kev *c = &p->ents[p->n];
-    p->at[p->n++] = (uint32_t)(k->at - k->wbeg);
+    if (!keep_room(k, p))
+        return 0;
+    kcap *c = &p->ents[p->n++];
+    c->at = (uint32_t)(k->at - k->wbeg);
+    c->vals = (uint32_t)p->n_vals;
     if (not_object) {
         c->cat = -1;
         return 1;
     }
-    *c = *e;
-    c->name_buf = (kbuf){0};
-    c->in_window = 0;
-    if (!e->in_window && (c->name_s = e->name_len ? arena_put(p, e->name_s, e->name_len) : "") == NULL)
+    c->have = e->have;
+    c->cat = (int8_t)e->cat;
+    c->ph = e->ph;
+    c->ph_len = e->ph_len > 2 ? 2 : (uint8_t)e->ph_len;
+    c->cat_len = (uint8_t)e->cat_len;
+    c->flags = 0;
+    c->name_len = (uint32_t)e->name_len;
+    c->name_s = e->in_window || !e->name_len ? e->name_s : arena_put(p, e->name_s, e->name_len);
+    if (c->name_s == NULL)
         return kt_fail_nomem(k);
     if (e->cat >= CAT_KERNEL && e->name_len > 0) { /* the parser's interning hashes it: here, in parallel */
         c->name_hash = kt_name_hash(k, c->name_s, c->name_len);
-        c->name_hashed = 1;
+        c->flags |= KC_HASHED;
     }
-    if (!keep_buf(p, &c->mname, &e->mname, e->have & H_MNAME) || !keep_buf(p, &c->stack, &e->stack, e->have & H_STACK) ||
-        !keep_buf(p, &c->module, &e->module, e->have & H_MODULE))
+    for (uint32_t m = e->have & KC_NUMS; m; m &= m - 1)
+        p->vals[p->n_vals++] = (uint64_t) * (const int64_t *)((const char *)e + k_num_at[__builtin_ctz(m)]);
+    if (e->sync_kind) {
+        c->flags |= KC_SYNC;
+        p->vals[p->n_vals++] = (uint64_t)e->sync_kind;
+    }
+    if (e->n_grid || e->n_block) {
+        c->flags |= KC_DIMS;
+        p->vals[p->n_vals++] = (uint64_t)(uint8_t)e->n_grid | (uint64_t)(uint8_t)e->n_block << 8;
+        for (int i = 0; i < 3; i++)
+            p->vals[p->n_vals++] = e->grid[i] | (uint64_t)e->block[i] << 32;
+    }
+    if (e->cat_len) { /* read only when the entry is counted as skipped; categories are few */
+        if (p->cat_last == NULL || p->cat_last_len != e->cat_len || memcmp(p->cat_last, e->cat_text, e->cat_len) != 0) {
+            if ((p->cat_last = arena_put(p, e->cat_text, e->cat_len)) == NULL)
+                return kt_fail_nomem(k);
+            p->cat_last_len = (uint8_t)e->cat_len;
+        }
+        c->flags |= KC_CAT;
+        p->vals[p->n_vals++] = (uint64_t)(uintptr_t)p->cat_last;
+    }
+    if (((e->have & H_MNAME) && !keep_text(p, &e->mname)) || ((e->have & H_STACK) && !keep_text(p, &e->stack)) ||
+        ((e->have & H_MODULE) && !keep_text(p, &e->module)))
         return kt_fail_nomem(k);
+    if (e->have & H_STACK) {
+        p->vals[p->n_vals++] = e->stack_key;
+        p->vals[p->n_vals++] = e->stack_id;
+    }
     return 1;
+}
+
+/* The kev that a worker read as c, in e (its fields that c does not have are left as they are). */
+static void cap_expand(const kpiece *p, const kcap *c, kev *e) {
+    const uint64_t *v = p->vals + c->vals;
+    e->have = c->have;
+    e->ph = c->ph;
+    e->ph_len = c->ph_len;
+    e->cat = c->cat;
+    e->name_s = c->name_s;
+    e->name_len = c->name_len;
+    e->in_window = 0;
+    e->name_hashed = (c->flags & KC_HASHED) != 0;
+    e->name_hash = c->name_hash;
+    for (uint32_t m = c->have & KC_NUMS; m; m &= m - 1)
+        *(int64_t *)((char *)e + k_num_at[__builtin_ctz(m)]) = (int64_t)*v++;
+    e->sync_kind = c->flags & KC_SYNC ? (int64_t)*v++ : 0;
+    e->dims = 0;
+    if (c->flags & KC_DIMS) {
+        e->n_grid = (int)(*v & 0xff);
+        e->n_block = (int)(*v++ >> 8 & 0xff);
+        for (int i = 0; i < 3; i++, v++) {
+            e->grid[i] = (uint32_t)*v;
+            e->block[i] = (uint32_t)(*v >> 32);
+        }
+    } else {
+        e->n_grid = e->n_block = 0;
+        memset(e->grid, 0, sizeof e->grid);
+        memset(e->block, 0, sizeof e->block);
+    }
+    e->cat_len = c->cat_len;
+    if (c->flags & KC_CAT)
+        memcpy(e->cat_text, (const char *)(uintptr_t)*v++, c->cat_len);
+    e->mname = e->stack = e->module = (kbuf){(char *)"", 0, 0};
+    if (c->have & H_MNAME) {
+        e->mname = (kbuf){(char *)(uintptr_t)v[0], (size_t)v[1], 0};
+        v += 2;
+    }
+    if (c->have & H_STACK) {
+        e->stack = (kbuf){(char *)(uintptr_t)v[0], (size_t)v[1], 0};
+        v += 2;
+    }
+    if (c->have & H_MODULE) {
+        e->module = (kbuf){(char *)(uintptr_t)v[0], (size_t)v[1], 0};
+        v += 2;
+    }
+    e->stack_id = 0;
+    if (c->have & H_STACK) {
+        e->stack_key = v[0];
+        e->stack_id = (uint32_t)v[1];
+    }
 }
 
 /* ---- the workers ---- */
 
 /* Scans piece p with worker w from the state between two entries of traceEvents. */
 static void piece_scan(kpar *par, kimp *w, kpiece *p) {
-    p->n = 0;
+    p->n = p->n_vals = 0;
     p->ok = 0;
     if (piece_read(par, p, w->err) != 0)
         return;
     arena_reset(p);
+    p->cat_last = NULL;
     w->capt = p;
     w->capt_sp = par->sp;
     w->sp = par->sp;
@@ -539,14 +675,17 @@ static int piece_replay(kimp *k, kpiece *p) {
     k->rp_text = t;
     k->rp_base = k->rp_lines = p->base;
     int ok = 1;
+    kev e;
+    memset(&e, 0, sizeof e);
     for (size_t i = 0; i < p->n && ok; i++) {
-        k->at = t + p->at[i];
-        kev *e = &p->ents[i];
-        if (e->cat < 0) {
+        const kcap *c = &p->ents[i];
+        k->at = t + c->at;
+        if (c->cat < 0) {
             k->st->entries++;
             kt_count_skip(k, "(not an object)", strlen("(not an object)"));
         } else {
-            ok = kt_event_end(k, e);
+            cap_expand(p, c, &e);
+            ok = kt_event_end(k, &e);
         }
     }
     k->rp_text = NULL;
@@ -566,7 +705,7 @@ static int piece_replay(kimp *k, kpiece *p) {
 static void piece_free(kpiece *p) {
     free(p->buf);
     free(p->ents);
-    free(p->at);
+    free(p->vals);
     for (karena_blk *b = p->arena, *n; b; b = n) {
         n = b->next;
         free(b);

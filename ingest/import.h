@@ -76,6 +76,8 @@ typedef struct import_stats {
     uint64_t strings_refused; /* names dropped by the string bound */
     uint64_t strings_cut;     /* strings over 1 MiB, cut there before parsing */
     uint64_t frame_names_cut; /* call-chain names (functions, modules) over IMPORT_FRAME_NAME_MAX, cut there (nsys) */
+    uint64_t importer_peak_bytes; /* the most bytes the Kineto importer held at once in its records, the
+                                     contexts that name calls and the records' order */
     uint64_t syncs_moved;     /* sync rows put on the device their context's work ran on (nsys: the row said
                                  another, as Nsight Systems writes 0 for every one) */
 } import_stats;

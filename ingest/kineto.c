@@ -1058,6 +1058,8 @@ static int import(jsrc *s, const char *name, const import_opts *opts, import_emi
     free(k->devprops);
     kt_big_free(k->rec, k->cap_rec * sizeof *k->rec);
     kt_big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
+    free(k->frames);
+    cm_u64map_free(&k->frame_ids);
     free(k->pyfr);
     free(k->stacks);
     cm_u64map_free(&k->stack_ids);

@@ -1,20 +1,23 @@
 /*
  * The Kineto importer's output (kineto_int.h): once the whole text is read, timestamps get
- * baseTimeNanoseconds, host calls their device and flags (emit.c's correlation pass), the events
- * are put in time order (a radix sort, on a thread of its own beside the correlations), blocking
+ * baseTimeNanoseconds, host calls their device and flags (emit.c's correlation pass), blocking
  * calls get their call sites from the operators and Python frames open around them, and everything
- * is handed out through emit.c: metadata, call sites, events.
+ * is handed out through emit.c: metadata, call sites, events. Memory is what a large trace is short
+ * of: the contexts go before the order is made, the records are moved into time order in place
+ * (a radix sort of one word each) and their pages given back as they are emitted, so that the
+ * records, the contexts, the order and the store never all peak together.
  */
 #include "kineto_int.h"
 #include "emit.h"
 #include "hash.h"
 #include "text.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 /* Adds baseTimeNanoseconds; drops (kind 0) events that end up out of range. */
 static void fix_times(kimp *k) {
@@ -64,25 +67,27 @@ typedef struct kpair {
     uint64_t key, val;
 } kpair;
 
-/* Sorts a[0, n) by key, keeping the order of equal keys (LSD radix, eleven bits at a time, the
- * digits that all keys share skipped); tmp holds n more. Returns the sorted array (a or tmp), or
- * NULL when out of memory. */
+/* Sorts the n elements of size bytes at a by the 64-bit key each starts with, keeping the order of
+ * equal keys (LSD radix, eleven bits at a time, the digits that all keys share skipped); tmp holds
+ * n more. Returns the sorted array (a or tmp), or NULL when out of memory. Inlined for each size. */
 #define RADIX_BITS 11
 #define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
-static kpair *radix_sort(kpair *a, kpair *tmp, size_t n) {
+static inline __attribute__((always_inline)) void *radix_sort_by(void *a, void *tmp, size_t n, size_t size) {
     if (n < 2)
         return a;
     size_t(*count)[1 << RADIX_BITS] = calloc(RADIX_PASSES, sizeof *count);
     if (count == NULL)
         return NULL;
     const uint64_t mask = (1u << RADIX_BITS) - 1;
+    uint64_t x;
     for (size_t i = 0; i < n; i++) {
-        uint64_t x = a[i].key;
+        memcpy(&x, (char *)a + i * size, sizeof x);
         for (int b = 0; b < RADIX_PASSES; b++)
             count[b][(x >> (RADIX_BITS * b)) & mask]++;
     }
+    memcpy(&x, a, sizeof x);
     for (int b = 0; b < RADIX_PASSES; b++) {
-        if (count[b][(a[0].key >> (RADIX_BITS * b)) & mask] == n)
+        if (count[b][(x >> (RADIX_BITS * b)) & mask] == n)
             continue;
         size_t at = 0;
         for (size_t v = 0; v <= mask; v++) {
@@ -90,9 +95,12 @@ static kpair *radix_sort(kpair *a, kpair *tmp, size_t n) {
             count[b][v] = at;
             at += c;
         }
-        for (size_t i = 0; i < n; i++)
-            tmp[count[b][(a[i].key >> (RADIX_BITS * b)) & mask]++] = a[i];
-        kpair *t = a;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t y;
+            memcpy(&y, (char *)a + i * size, sizeof y);
+            memcpy((char *)tmp + count[b][(y >> (RADIX_BITS * b)) & mask]++ * size, (char *)a + i * size, size);
+        }
+        void *t = a;
         a = tmp;
         tmp = t;
     }
@@ -100,20 +108,29 @@ static kpair *radix_sort(kpair *a, kpair *tmp, size_t n) {
     return a;
 }
 
+static kpair *radix_sort(kpair *a, kpair *tmp, size_t n) {
+    return radix_sort_by(a, tmp, n, sizeof *a);
+}
+
+/* The same for keys alone. */
+static uint64_t *radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) {
+    return radix_sort_by(a, tmp, n, sizeof *a);
+}
+
 /* ---- call sites from operators and Python frames ---- */
 
 
-static int ctx_cmp(const void *a, const void *b) {
-    const kctx *x = a, *y = b;
+static int ctx_cmp(const kimp *k, const kctx *x, const kctx *y) {
     if (x->tid != y->tid)
         return x->tid < y->tid ? -1 : 1;
     if (x->start != y->start)
         return x->start < y->start ? -1 : 1;
     if (x->end != y->end) /* the outer one first */
         return x->end > y->end ? -1 : 1;
-    if (x->py != y->py) /* of one span, the Python frame calls the operator */
-        return x->py ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq; /* else the earlier row holds the later */
+    uint32_t xpy = k->frames[x->frame].py, ypy = k->frames[y->frame].py;
+    if (xpy != ypy) /* of one span, the Python frame calls the operator */
+        return xpy ? -1 : 1;
+    return x < y ? -1 : x > y; /* else the earlier row (in the file, and in k->ctx) holds the later */
 }
 
 typedef struct kcall {
@@ -130,8 +147,8 @@ static int call_cmp(const void *a, const void *b) {
 }
 
 static int ctx_index_cmp(const void *a, const void *b, void *arg) {
-    const kctx *c = arg;
-    return ctx_cmp(&c[*(const uint32_t *)a], &c[*(const uint32_t *)b]);
+    const kimp *k = arg;
+    return ctx_cmp(k, &k->ctx[*(const uint32_t *)a], &k->ctx[*(const uint32_t *)b]);
 }
 
 static int bits_of(uint64_t v) {
@@ -184,7 +201,7 @@ static ssize_t ctx_order(kimp *k, const kcall *calls, size_t nb, uint32_t **out)
         const uint64_t *r = rank_of(&rank, x->tid, &memo);
         if (r == NULL || x->start > last[*r - 1])
             continue;
-        a[n++] = (kpair){x->start, (uint64_t)(*r - 1) << 32 | i}; /* in file order: ctx[i].seq == i */
+        a[n++] = (kpair){x->start, (uint64_t)(*r - 1) << 32 | i}; /* in file order */
         lo = x->start < lo ? x->start : lo;
         hi = x->start > hi ? x->start : hi;
     }
@@ -207,7 +224,7 @@ static ssize_t ctx_order(kimp *k, const kcall *calls, size_t nb, uint32_t **out)
         for (j = i + 1; j < n && k->ctx[idx[j]].tid == x->tid && k->ctx[idx[j]].start == x->start; j++) {
         }
         if (j - i > 1)
-            qsort_r(idx + i, j - i, sizeof *idx, ctx_index_cmp, k->ctx);
+            qsort_r(idx + i, j - i, sizeof *idx, ctx_index_cmp, k);
     }
     cm_u64map_free(&rank);
     free(last);
@@ -281,9 +298,10 @@ static int kineto_callsites(kimp *k, em_out *o) {
          * bounded number of them per call */
         size_t floor = depth > KCALLSITE_LOOK ? depth - KCALLSITE_LOOK : 0;
         for (size_t d = depth; d > floor && nf < KCALLSITE_FRAMES; d--) {
-            const kctx *x = &k->ctx[stack[d - 1]];
-            if (x->end < a->end)
+            const kctx *cx = &k->ctx[stack[d - 1]];
+            if (cx->end < a->end)
                 continue;
+            const kframe *x = &k->frames[cx->frame];
             if (pystack != 0 && (x->py || (x->stack != 0 && x->stack != pystack)))
                 break; /* called from elsewhere than the line the Call stack names */
             fr[nf++] = (tp_frame){.flags = !x->py ? TP_FRAME_OP : x->module ? TP_FRAME_NATIVE : TP_FRAME_PYTHON,
@@ -328,41 +346,104 @@ out:
     return rc;
 }
 
-/* Puts the events in time order, ties in file order (ord: room for 2 * n_rec), and finds their
- * span: apart from resolve_apis, which it may run beside (they read and write other fields). */
-typedef struct korder {
-    const kimp *k;
-    kpair *ord, *sorted; /* sorted: NULL when out of memory */
-    size_t n_ev;
-    uint64_t t_min, t_max;
-} korder;
-
-static void *order_events(void *arg) {
-    korder *o = arg;
-    const kimp *k = o->k;
-    uint64_t lo = 0, hi = 0;
+/* Drops the records fix_times made kind 0, keeping the order of the others; returns the span of
+ * those left in *lo, *hi (0, 0 when none). */
+static void drop_dead(kimp *k, uint64_t *lo, uint64_t *hi) {
     size_t n = 0;
+    *lo = *hi = 0;
     for (size_t i = 0; i < k->n_rec; i++) {
-        const tp_kernel *r = &k->rec[i].kernel;
+        const tp_kernel *r = &k->rec[i].kernel; /* every event kind has start/end at the same place */
         if (r->kind == 0)
             continue;
-        o->ord[n].key = r->start;
-        o->ord[n].val = i;
-        n++;
-        if (lo == 0 && hi == 0) {
-            lo = r->start;
-            hi = r->end;
+        if (*lo == 0 && *hi == 0) {
+            *lo = r->start;
+            *hi = r->end;
         }
-        if (r->start < lo)
-            lo = r->start;
-        if (r->end > hi)
-            hi = r->end;
+        if (r->start < *lo)
+            *lo = r->start;
+        if (r->end > *hi)
+            *hi = r->end;
+        if (n != i)
+            k->rec[n] = k->rec[i];
+        n++;
     }
-    o->n_ev = n;
-    o->t_min = lo;
-    o->t_max = hi;
-    o->sorted = radix_sort(o->ord, o->ord + k->n_rec, n);
-    return NULL;
+    kt_held(k, -(int64_t)((k->n_rec - n) * sizeof *k->rec));
+    k->n_rec = n;
+}
+
+/* The records' order by start, ties in file order, as a permutation: out[i] & mask is the index of
+ * the record that goes i-th (*mask returned; the bits above it are sort keys to ignore). Most
+ * traces get one word per record: the start less the first one, above the index, sorted whole (8
+ * bytes and 8 of room); a span too wide for that is sorted as pairs. NULL when out of memory. */
+static uint64_t *order_of(kimp *k, uint64_t lo, uint64_t hi, uint64_t *mask) {
+    size_t n = k->n_rec;
+    int ib = bits_of(n), sb = bits_of(hi - lo);
+    *mask = ib >= 64 ? UINT64_MAX : ((uint64_t)1 << ib) - 1;
+    if (ib + sb <= 64) {
+        uint64_t *a = malloc((n ? n : 1) * sizeof *a), *tmp = malloc((n ? n : 1) * sizeof *tmp);
+        uint64_t *s = NULL;
+        if (a != NULL && tmp != NULL) {
+            kt_held(k, (int64_t)(2 * n * sizeof *a));
+            for (size_t i = 0; i < n; i++)
+                a[i] = (k->rec[i].kernel.start - lo) << ib | i;
+            s = radix_sort_u64(a, tmp, n);
+            kt_held(k, -(int64_t)(n * sizeof *a));
+        }
+        if (s != a)
+            free(a);
+        if (s != tmp)
+            free(tmp);
+        return s;
+    }
+    *mask = UINT64_MAX;
+    kpair *a = malloc((n ? n : 1) * 2 * sizeof *a), *s = NULL;
+    uint64_t *out = NULL;
+    if (a == NULL)
+        return NULL;
+    kt_held(k, (int64_t)(2 * n * sizeof *a));
+    for (size_t i = 0; i < n; i++)
+        a[i] = (kpair){k->rec[i].kernel.start, i};
+    if ((s = radix_sort(a, a + n, n)) != NULL && (out = malloc((n ? n : 1) * sizeof *out)) != NULL) {
+        kt_held(k, (int64_t)(n * sizeof *out));
+        for (size_t i = 0; i < n; i++)
+            out[i] = s[i].val;
+    }
+    kt_held(k, -(int64_t)(2 * n * sizeof *a));
+    free(a);
+    return out;
+}
+
+/* Moves the records into the order perm gives (see order_of), one cycle of the permutation at a
+ * time, marking each place done in perm; so that they can be emitted from the front and their
+ * pages given back behind the emit. */
+static void permute(kimp *k, uint64_t *perm, uint64_t mask) {
+    for (size_t i = 0; i < k->n_rec; i++) {
+        if ((perm[i] & mask) == i)
+            continue;
+        tp_record tmp = k->rec[i];
+        size_t j = i;
+        for (;;) {
+            size_t from = (size_t)(perm[j] & mask);
+            perm[j] = j;
+            if (from == i) {
+                k->rec[j] = tmp;
+                break;
+            }
+            k->rec[j] = k->rec[from];
+            j = from;
+        }
+    }
+}
+
+/* Gives back the pages of the records before rec[upto] that *done did not yet give back. */
+#define REC_GIVE_BACK (1u << 16) /* records emitted between two give-backs */
+static void rec_give_back(kimp *k, size_t upto, size_t *done) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t from = ((uintptr_t)k->rec + *done * sizeof *k->rec + page - 1) / page * page;
+    uintptr_t to = ((uintptr_t)k->rec + upto * sizeof *k->rec) / page * page;
+    if (to > from && madvise((void *)from, to - from, MADV_DONTNEED) == 0)
+        kt_held(k, -(int64_t)(to - from));
+    *done = upto;
 }
 
 /* A device's record from deviceProperties (the last entry with its id). */
@@ -424,35 +505,45 @@ static int emit_meta(kimp *k, em_out *o) {
 int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx) {
     import_stats *st = k->st;
     fix_times(k);
-
-    /* events in time order (on a thread of its own for many, while the calls are resolved) */
-    korder ko = {.k = k, .ord = malloc((k->n_rec ? k->n_rec : 1) * 2 * sizeof(kpair))};
-    if (ko.ord == NULL)
-        return err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
-    pthread_t th;
-    int threaded = k->n_rec >= (1u << 16) && pthread_create(&th, NULL, order_events, &ko) == 0;
-    if (!threaded)
-        order_events(&ko);
     int rc = resolve_apis(k);
-    if (threaded)
-        pthread_join(th, NULL);
-    st->t_min = ko.t_min;
-    st->t_max = ko.t_max;
     em_out o;
     em_out_init(&o, k->enc, k->opts, emit, ctx, k->name, k->err, st);
     if (k->on_threads) /* the batches handed out while the next ones are made */
         em_out_async(&o);
-    if (rc == 0 && ko.sorted == NULL)
-        rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
     if (rc == 0)
         rc = emit_meta(k, &o);
     if (rc == 0)
         rc = kineto_callsites(k, &o);
-    for (size_t i = 0; i < ko.n_ev && rc == 0; i++)
-        rc = em_add(&o, &k->rec[ko.sorted[i].val], i + 1 < ko.n_ev);
+    /* the contexts have named the calls: their pages go back before the order takes its own */
+    kt_held(k, -(int64_t)(k->n_ctx * sizeof *k->ctx));
+    kt_held(k, -(int64_t)(k->n_frames * sizeof *k->frames));
+    kt_big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
+    k->ctx = NULL;
+    k->n_ctx = k->cap_ctx = 0;
+    free(k->frames);
+    k->frames = NULL;
+    k->n_frames = k->cap_frames = 0;
+    cm_u64map_free(&k->frame_ids);
+    uint64_t mask = 0, *perm = NULL;
+    if (rc == 0) {
+        drop_dead(k, &st->t_min, &st->t_max);
+        if ((perm = order_of(k, st->t_min, st->t_max, &mask)) == NULL)
+            rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
+    }
+    if (rc == 0) {
+        permute(k, perm, mask);
+        kt_held(k, -(int64_t)(k->n_rec * sizeof *perm));
+    }
+    free(perm);
+    size_t given = 0;
+    for (size_t i = 0; i < k->n_rec && rc == 0; i++) {
+        rc = em_add(&o, &k->rec[i], i + 1 < k->n_rec);
+        if ((i + 1) % REC_GIVE_BACK == 0)
+            rec_give_back(k, i + 1, &given);
+    }
     if (rc == 0)
         rc = em_end(&o);
-    free(ko.ord);
     em_out_free(&o);
+    st->importer_peak_bytes = k->held_peak;
     return rc;
 }

@@ -230,6 +230,7 @@ static tp_record *rec_new(kimp *k) {
     }
     tp_record *r = &k->rec[k->n_rec++];
     memset(r, 0, sizeof *r);
+    kt_held(k, sizeof *r);
     return r;
 }
 
@@ -582,6 +583,27 @@ static uint32_t call_stack(kimp *k, const char *s, size_t n, uint64_t key) {
     return (uint32_t)*id;
 }
 
+/* The index in k->frames of a frame like f, added when it is new (a trace names a few thousand at
+ * most, each in many rows). 0 or ERR_NOMEM. */
+static int frame_id(kimp *k, const kframe *f, uint32_t *id) {
+    uint64_t h = CM_FNV64_BASIS;
+    h = cm_fnv64_word(cm_fnv64_word(cm_fnv64_word(h, f->name), f->file), (uint64_t)f->line << 32 | f->func);
+    h = cm_fnv64_word(cm_fnv64_word(h, (uint64_t)f->py << 32 | f->stack), f->module);
+    const uint64_t *v;
+    for (; (v = cm_u64map_find(&k->frame_ids, h)) != NULL; h++) /* another frame's hash: the next key */
+        if (memcmp(&k->frames[*v - 1], f, sizeof *f) == 0) {
+            *id = (uint32_t)(*v - 1);
+            return 0;
+        }
+    if (CM_GROW(k->frames, k->cap_frames, k->n_frames + 1) != 0 ||
+        cm_u64map_put(&k->frame_ids, h, k->n_frames + 1) != 0)
+        return ERR_NOMEM;
+    k->frames[k->n_frames] = *f;
+    *id = (uint32_t)k->n_frames++;
+    kt_held(k, sizeof *f);
+    return 0;
+}
+
 /* An operator or a Python frame: kept (up to the event limit) to name the blocking calls in it. */
 static int event_ctx(kimp *k, kev *e) {
     uint64_t t0, t1;
@@ -597,22 +619,25 @@ static int event_ctx(kimp *k, kev *e) {
         k->ctx = c;
         k->cap_ctx = cap;
     }
-    kctx *c = &k->ctx[k->n_ctx++];
-    *c = (kctx){t0, t1, (uint32_t)(uint64_t)e->tid, kt_intern_ev(k, e), 0, 0, 0, e->cat == CAT_PYFN,
-                0, k->n_ctx - 1, 0};
-    k->st->contexts++;
+    kframe f = {.name = kt_intern_ev(k, e), .py = e->cat == CAT_PYFN};
     if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack_id != 0 && k->n_stacks < k->max_events)
-        c->stack = e->stack_id;
+        f.stack = e->stack_id;
     else if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack.len > 0 && k->n_stacks < k->max_events &&
-             (c->stack = call_stack(k, e->stack.s, e->stack.len, e->stack_key)) == 0)
+             (f.stack = call_stack(k, e->stack.s, e->stack.len, e->stack_key)) == 0)
         return kt_fail_nomem(k);
     size_t file_len, func_at;
-    if (c->py && py_frame_parse(e->name_s, e->name_len, &file_len, &c->line, &func_at)) {
-        c->file = kt_intern(k, e->name_s, file_len);
-        c->func = kt_intern(k, e->name_s + func_at, e->name_len - func_at);
+    if (f.py && py_frame_parse(e->name_s, e->name_len, &file_len, &f.line, &func_at)) {
+        f.file = kt_intern(k, e->name_s, file_len);
+        f.func = kt_intern(k, e->name_s + func_at, e->name_len - func_at);
     }
-    if (c->py && (e->have & H_MODULE) && e->module.len > 0 && (c->module = kt_intern(k, e->module.s, e->module.len)) == 0)
+    if (f.py && (e->have & H_MODULE) && e->module.len > 0 && (f.module = kt_intern(k, e->module.s, e->module.len)) == 0)
         return kt_fail_nomem(k);
+    uint32_t id;
+    if (frame_id(k, &f, &id) != 0)
+        return kt_fail_nomem(k);
+    k->ctx[k->n_ctx++] = (kctx){t0, t1, (uint32_t)(uint64_t)e->tid, id};
+    kt_held(k, sizeof(kctx));
+    k->st->contexts++;
     return 1;
 }
 

@@ -163,15 +163,21 @@ typedef struct kdevprop {
     int64_t major, minor, mem, sms;
 } kdevprop;
 
-/* An operator or a Python frame on a host thread: the context of the calls inside it. */
-typedef struct kctx {
-    uint64_t start, end;
-    uint32_t tid, name; /* name: the operator's, or the Python frame's whole text */
+/* What an operator or a Python frame row names, kept once however many rows name it. */
+typedef struct kframe {
+    uint32_t name; /* the operator's, or the Python frame's whole text */
     uint32_t file, line, func; /* a Python frame's parts, when its text gives them */
     uint32_t py;
     uint32_t stack; /* an operator's Python stack (legacy "Call stack"): index + 1 in kimp.stacks; 0 none */
-    uint64_t seq;   /* its place in the file */
     uint32_t module; /* a native frame's module (synctop's export writes them as python_function rows) */
+} kframe;
+
+/* An operator or a Python frame on a host thread: the context of the calls inside it. Its place in
+ * kimp.ctx is its place in the file. */
+typedef struct kctx {
+    uint64_t start, end;
+    uint32_t tid;
+    uint32_t frame; /* index in kimp.frames */
 } kctx;
 
 /* A category's spelling met lately, and what it is (see kt_cat_of). */
@@ -282,8 +288,12 @@ typedef struct kimp {
     size_t n_rec, cap_rec;
     uint64_t n_ops; /* of those, ranges made of operators (import_opts.ops): a budget of max_events of
                        their own, so that they never make an import fail that would pass without */
+    size_t held, held_peak; /* bytes of records, contexts and their order held now, and at most */
     kctx *ctx;      /* operators and Python frames: what blocking calls are called from */
     size_t n_ctx, cap_ctx;
+    kframe *frames; /* what they name, each once */
+    size_t n_frames, cap_frames;
+    cm_u64map frame_ids; /* a hash of a frame -> its index + 1 in frames */
     kpyframe *pyfr; /* the frames of the distinct Call stacks, innermost first */
     size_t n_pyfr, cap_pyfr;
     uint64_t *stacks; /* per distinct Call stack: its first frame in pyfr << 8 | its frame count */
@@ -302,6 +312,13 @@ typedef struct kimp {
 /* Offset in the text of a place in the window. */
 static inline uint64_t off_of(const kimp *k, const uint8_t *p) {
     return k->wbase + (uint64_t)(p - k->wbeg);
+}
+
+/* Counts bytes of records, contexts or order taken (d > 0) or given back (import_stats.importer_peak_bytes). */
+static inline void kt_held(kimp *k, int64_t d) {
+    k->held += (size_t)d;
+    if (k->held > k->held_peak)
+        k->held_peak = k->held;
 }
 
 /* Text buffers: set to s[0, min(len, keep)), or s appended; 0 or ERR_NOMEM. */

@@ -5,6 +5,7 @@
  * importer emits is decoded here with the real decoder, so what is counted is what a reader gets.
  */
 #include <dirent.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1301,6 +1302,86 @@ TEST(event_limit_and_emit_errors_stop_the_import) {
     ASSERT_EQ(rc, ERR_NOENT);
     ASSERT_STR_CONTAINS(err.msg, "/nonexistent/trace.json");
     got_free(&g);
+}
+
+/* ---- memory ---- */
+
+/* Appends printf-style text to b. */
+__attribute__((format(printf, 2, 3))) static void buf_printf(tp_buf *b, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    ASSERT(n > 0 && (size_t)n < sizeof line);
+    ASSERT_OK(tp_buf_append(b, line, (size_t)n));
+}
+
+/* The importer holds its records, the contexts that name calls and the records' order, never all
+ * at once: units of an operator around a launch, its kernel (same start: file order decides) and a
+ * blocking synchronize, written out of time order, come out in time order, ties in file order,
+ * every synchronize named, while the importer's peak is the records' 64 bytes each and the larger
+ * of the contexts' (24 bytes each and their one frame) and the order's (16 bytes a record). */
+#define MEM_UNITS 30000
+TEST(records_contexts_and_order_are_not_held_together) {
+    tp_buf t = {0};
+    buf_printf(&t, "{\"traceEvents\": [\n");
+    for (uint64_t i = 0; i < MEM_UNITS; i++) {
+        uint64_t ts = 1000 + 100 * (i * 7 % MEM_UNITS); /* 7 is prime to MEM_UNITS: every slot once */
+        buf_printf(&t, "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::item\", \"pid\": 1, \"tid\": 1, "
+                       "\"ts\": %llu, \"dur\": 50},\n", (unsigned long long)ts);
+        char launch[256], kernel[256];
+        snprintf(launch, sizeof launch, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+                 "\"pid\": 1, \"tid\": 1, \"ts\": %llu, \"dur\": 2, \"args\": {\"correlation\": %llu}},\n",
+                 (unsigned long long)ts + 1, (unsigned long long)(2 * i + 1));
+        snprintf(kernel, sizeof kernel, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, "
+                 "\"ts\": %llu, \"dur\": 3, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": %llu}},\n",
+                 (unsigned long long)ts + 1, (unsigned long long)(2 * i + 1));
+        buf_printf(&t, "%s%s", i % 2 ? kernel : launch, i % 2 ? launch : kernel);
+        buf_printf(&t, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, "
+                       "\"tid\": 1, \"ts\": %llu, \"dur\": 20, \"args\": {\"correlation\": %llu}}%s\n",
+                   (unsigned long long)ts + 10, (unsigned long long)(2 * i + 2), i + 1 < MEM_UNITS ? "," : "");
+    }
+    buf_printf(&t, "]}\n");
+    got g;
+    got_init(&g);
+    import_stats st;
+    err_msg err = {{0}};
+    import_opts opts = {.producer = 79};
+    ASSERT_OK(kineto_import_mem(t.data, t.len, "trace", &opts, collect, &g, &st, &err));
+    ASSERT_UEQ(st.events, 3 * MEM_UNITS);
+    ASSERT_UEQ(st.contexts, MEM_UNITS);
+    ASSERT_UEQ(st.sited_calls, MEM_UNITS);
+    uint64_t last = 0;
+    size_t seen = 0;
+    for (size_t i = 0; i < g.n; i++) {
+        const tp_record *r = &g.rec[i];
+        if (TP_KIND_IS_META(r->head.kind) || r->head.kind == TP_K_CALLSITE || r->head.kind == TP_K_FRAME)
+            continue;
+        uint64_t a, b;
+        tp_record_span(r, &a, &b);
+        ASSERT(a >= last);
+        last = a;
+        seen++;
+        uint32_t corr = r->head.kind == TP_K_KERNEL ? r->kernel.correlation : r->api.correlation;
+        if (corr % 2 == 0)
+            continue;
+        uint64_t unit = (corr - 1) / 2; /* its launch and kernel follow each other, in file order */
+        ASSERT(i + 1 < g.n);
+        const tp_record *next = &g.rec[i + 1];
+        ASSERT_EQ(r->head.kind, unit % 2 ? TP_K_KERNEL : TP_K_API);
+        ASSERT_EQ(next->head.kind, unit % 2 ? TP_K_API : TP_K_KERNEL);
+        ASSERT_EQ(next->head.kind == TP_K_KERNEL ? next->kernel.correlation : next->api.correlation, corr);
+        i++, seen++;
+        last = a;
+    }
+    ASSERT_EQ(seen, 3 * MEM_UNITS);
+    uint64_t records = 3 * (uint64_t)MEM_UNITS * 64, order = 3 * (uint64_t)MEM_UNITS * 16;
+    uint64_t contexts = (uint64_t)MEM_UNITS * 24 + 28;
+    ASSERT_LE(st.importer_peak_bytes, records + (order > contexts ? order : contexts));
+    ASSERT_GE(st.importer_peak_bytes, records);
+    got_free(&g);
+    tp_buf_free(&t);
 }
 
 /* ---- every way in ---- */

@@ -1384,6 +1384,32 @@ TEST(records_contexts_and_order_are_not_held_together) {
     tp_buf_free(&t);
 }
 
+/* Events whose starts are too far apart to share a word with their index (2^63 ns and 4 records)
+ * are ordered as pairs, ties in file order all the same. */
+TEST(events_too_far_apart_for_one_word_keep_their_order) {
+    const char *json =
+        "{\"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"late\", \"pid\": 0, \"tid\": 7, \"ts\": 9000000000000000, "
+        "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 1}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"tie1\", \"pid\": 0, \"tid\": 7, \"ts\": 5, "
+        "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 2}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"early\", \"pid\": 0, \"tid\": 7, \"ts\": 1, "
+        "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 3}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"tie2\", \"pid\": 0, \"tid\": 7, \"ts\": 5, "
+        "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 4}}\n"
+        "]}";
+    got g;
+    got_init(&g);
+    import_stats st;
+    import_text_ok(json, &g, &st);
+    static const uint32_t want[] = {3, 2, 4, 1};
+    ASSERT_EQ(count_kind(&g, TP_K_KERNEL), 4);
+    for (size_t i = 0; i < 4; i++)
+        ASSERT_EQ(find_kind(&g, TP_K_KERNEL, i)->kernel.correlation, want[i]);
+    ASSERT_UEQ(find_kind(&g, TP_K_KERNEL, 3)->kernel.start, 9000000000000000000ull);
+    got_free(&g);
+}
+
 /* ---- every way in ---- */
 
 /* gzip of text with zlib (level 6), member by member: one member per piece of text. */

@@ -13,6 +13,7 @@
  *
  * This module owns the pieces, the workers' parsers and the threads; kineto.c the parser.
  */
+#include "grow.h"
 #include "json_lex.h"
 #include "json_src.h"
 #include "kineto_int.h"
@@ -200,22 +201,8 @@ static int keep_text(kpiece *p, const kbuf *in) {
 
 /* Room in p for one more entry and its values. */
 static int keep_room(kimp *k, kpiece *p) {
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? 2 * p->cap : 1024;
-        kcap *ents = realloc(p->ents, cap * sizeof *ents);
-        if (ents == NULL)
-            return kt_fail_nomem(k);
-        p->ents = ents;
-        p->cap = cap;
-    }
-    if (p->cap_vals - p->n_vals < KC_MAX_VALS) {
-        size_t cap = p->cap_vals ? 2 * p->cap_vals : 8192;
-        uint64_t *vals = realloc(p->vals, cap * sizeof *vals);
-        if (vals == NULL)
-            return kt_fail_nomem(k);
-        p->vals = vals;
-        p->cap_vals = cap;
-    }
+    if (CM_GROW(p->ents, p->cap, p->n + 1) != 0 || CM_GROW(p->vals, p->cap_vals, p->n_vals + KC_MAX_VALS) != 0)
+        return kt_fail_nomem(k);
     return 1;
 }
 

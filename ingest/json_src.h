@@ -51,7 +51,8 @@ typedef struct jsrc {
     off_t fd_at;        /* the file offset just after head */
     uint64_t fd_size;   /* head_len + what the file holds after fd_at */
     int gz;
-    int plain_here;     /* plain text is read on the reader's thread (it may read a file or memory itself) */
+    uint64_t plain_here; /* plain text of more bytes than this is read on the reader's thread (which then
+                            reads a file or memory itself); 0: never */
     int engine;         /* ENG_*: what fills the next slot */
     uint64_t read_bytes; /* input bytes taken, as the importer has always counted them */
 

@@ -930,6 +930,11 @@ int kt_scan_piece(kimp *k, uint8_t *data, size_t len) {
 
 /* Scans the text piece by piece (on several threads when given them and the text is long enough),
  * then judges its end. */
+/* The bytes of text above which it is parsed on threads (a gzip'd text: a sixteenth of them). */
+static size_t par_least(const import_opts *o) {
+    return o && o->piece_bytes ? o->piece_bytes : KT_PAR_LEAST;
+}
+
 static int parse_text(kimp *k, jsrc *s, int threads) {
     int rc = 0;
     k->st->gzip = s->gz;
@@ -938,7 +943,7 @@ static int parse_text(kimp *k, jsrc *s, int threads) {
     static const uint8_t empty[JSRC_PAD];
     k->wbeg = k->wpos = k->wend = empty;
     size_t piece = o && o->piece_bytes ? o->piece_bytes : KT_PIECE;
-    size_t least = o && o->piece_bytes ? piece : KT_PAR_LEAST; /* a gzip'd text: a sixteenth of it */
+    size_t least = par_least(o);
     k->st->parse_threads = 1;
     if (threads > 1 && (s->total == 0 || s->total > (s->gz ? least / 16 : least))) {
         k->on_threads = 1;
@@ -988,7 +993,7 @@ static int parse_text(kimp *k, jsrc *s, int threads) {
 
 static int parse_all(kimp *k, jsrc *s) {
     int threads = kt_threads(k->opts);
-    s->plain_here = threads > 1; /* the workers read plain files and memory themselves */
+    s->plain_here = threads > 1 ? par_least(k->opts) : 0; /* the workers read those themselves */
     int rc = jsrc_start(s, k->err);
     return rc ? rc : parse_text(k, s, threads);
 }

@@ -89,6 +89,8 @@ int an_block_kind_of_name(const char *api) {
 /* (producer, correlation) -> position, in a cm_u64map                                           */
 /* ------------------------------------------------------------------------------------------ */
 
+_Static_assert(sizeof(an_bubble) == 40, "a bubble is 40 bytes: a trace has about one per kernel");
+
 #define POS_NONE UINT64_MAX
 #define POS(lane, idx) ((uint64_t)(lane) << 40 | (uint64_t)(idx))
 #define POS_LANE(p) ((size_t)((p) >> 40))
@@ -110,18 +112,14 @@ static int cmap_want(cm_u64map *m, uint64_t key) {
 /* The analysis                                                                               */
 /* ------------------------------------------------------------------------------------------ */
 
-typedef struct pend_bubble {
-    size_t next_lane, next_idx; /* the work that ended the bubble */
-} pend_bubble;
-
 typedef struct an_ctx {
     const st_store *s;
     an_opts o;
     an_result *r;
-    size_t blocks_cap, bubbles_cap, findings_cap, devices_cap, pieces_cap;
+    size_t blocks_cap, bubbles_cap, splits_cap, findings_cap, devices_cap, pieces_cap;
     uint64_t last_credit_key; /* host_credit's last (producer, name) key, and its entry */
     size_t last_credit;
-    pend_bubble *pend; /* parallel to r->bubbles */
+    uint64_t *pend; /* parallel to r->bubbles: POS of the work that ended each */
     size_t pend_cap;
     uint64_t *prefix_end; /* max block end over blocks[0..i] */
 } an_ctx;
@@ -192,7 +190,7 @@ static int collect_blocks(an_ctx *c, cm_u64map *want) {
             r->api_calls++;
             if (!(st_ev_flags(s, e) & TP_F_BLOCKING))
                 continue;
-            if (CM_GROW(r->blocks, c->blocks_cap, r->n_blocks + 1))
+            if (r->n_blocks >= AN_NONE || CM_GROW(r->blocks, c->blocks_cap, r->n_blocks + 1))
                 return ERR_NOMEM;
             an_block *b = &r->blocks[r->n_blocks++];
             memset(b, 0, sizeof *b);
@@ -248,21 +246,22 @@ static void resolve(const st_store *s, cm_u64map *want, st_lane_kind kind) {
     }
 }
 
-static int add_bubble(an_ctx *c, uint32_t producer, uint16_t device, size_t lane, uint64_t gs, uint64_t ge,
+/* A bubble [gs, ge) on a stream lane (AN_DEVICE_LANE: the whole device) that the work at
+ * (next_lane, next_idx) ended. */
+static int add_bubble(an_ctx *c, uint32_t producer, uint16_t device, uint32_t lane, uint64_t gs, uint64_t ge,
                       size_t next_lane, size_t next_idx) {
     an_result *r = c->r;
     if (CM_GROW(r->bubbles, c->bubbles_cap, r->n_bubbles + 1) || CM_GROW(c->pend, c->pend_cap, r->n_bubbles + 1))
         return ERR_NOMEM;
-    an_bubble *b = &r->bubbles[r->n_bubbles];
-    b->producer = producer;
-    b->device = device;
-    b->lane = lane;
-    b->start = gs;
-    b->end = ge;
-    b->cause = 0;
-    b->block = SIZE_MAX;
-    c->pend[r->n_bubbles].next_lane = next_lane;
-    c->pend[r->n_bubbles].next_idx = next_idx;
+    r->bubbles[r->n_bubbles] = (an_bubble){.start = gs,
+                                           .end = ge,
+                                           .producer = producer,
+                                           .lane = lane,
+                                           .block = AN_NONE,
+                                           .split = AN_NONE,
+                                           .launch_lane = AN_NONE,
+                                           .device = device};
+    c->pend[r->n_bubbles] = POS(next_lane, next_idx);
     r->n_bubbles++;
     return 0;
 }
@@ -347,7 +346,7 @@ static int device_merge(an_ctx *c, an_device *d, util_acc *u) {
         uint64_t gap = g.end - g.start;
         if (gap < c->o.gap_ns)
             continue;
-        if (add_bubble(c, d->producer, d->device, SIZE_MAX, g.start, g.end, g.lane, g.index)) {
+        if (add_bubble(c, d->producer, d->device, AN_DEVICE_LANE, g.start, g.end, g.lane, g.index)) {
             an_busy_free(&m);
             return ERR_NOMEM;
         }
@@ -445,7 +444,7 @@ static int stream_pass(an_ctx *c, size_t l) {
             continue;
         uint64_t a = clip_lo(e->start, r->t0), b = clip_hi(st_ev_end(s, e), r->t1);
         if (have && a > cur_e && a - cur_e >= c->o.gap_ns &&
-            add_bubble(c, li->producer, li->device, l, cur_e, a, l, i))
+            add_bubble(c, li->producer, li->device, (uint32_t)l, cur_e, a, l, i))
             return ERR_NOMEM;
         if (!have || b > cur_e)
             cur_e = b;
@@ -463,7 +462,7 @@ static int stream_pass(an_ctx *c, size_t l) {
  * before the wait began (the GPU ran dry first), and host time after the wait beyond what it held
  * back; from the submission on, launch latency. So a wait that held the host for a 100 ms step
  * costs the 25 ms of host work after it, and one that found the GPU idle costs its own length. */
-static void stall_share(an_bubble *b, uint64_t first, uint64_t last, uint64_t L, uint64_t prev_end) {
+static an_wait_split stall_share(const an_bubble *b, uint64_t first, uint64_t last, uint64_t L, uint64_t prev_end) {
     uint64_t from = first > b->start ? first : b->start;
     uint64_t to = last < b->end ? last : b->end;
     if (from > b->end)
@@ -476,20 +475,25 @@ static void stall_share(an_bubble *b, uint64_t first, uint64_t last, uint64_t L,
     uint64_t held = since < b->start ? b->start - since : 0;
     uint64_t after = b->end - to;
     to += held < after ? held : after;
-    b->block_from = from;
-    b->block_to = to;
-    b->launch_from = L != UINT64_MAX && L > to && L < b->end ? L : b->end;
+    return (an_wait_split){from, to, L != UINT64_MAX && L > to && L < b->end ? L : b->end};
 }
 
-void an_bubble_split(const an_bubble *x, uint64_t a, uint64_t b, uint64_t out[AN_CAUSE_N_]) {
+an_wait_split an_bubble_parts(const an_result *r, const an_bubble *x) {
+    if (x->cause == AN_CAUSE_BLOCK && x->split < r->n_splits)
+        return r->splits[x->split];
+    return (an_wait_split){x->end, x->end, x->end};
+}
+
+void an_bubble_split(const an_result *r, const an_bubble *x, uint64_t a, uint64_t b, uint64_t out[AN_CAUSE_N_]) {
     if (x->cause <= 0 || x->cause >= AN_CAUSE_N_)
         return;
     uint64_t s[5] = {x->start, x->end, x->end, x->end, x->end};
     int c[4] = {x->cause, 0, 0, 0};
     if (x->cause == AN_CAUSE_BLOCK) {
-        s[1] = x->block_from;
-        s[2] = x->block_to;
-        s[3] = x->launch_from;
+        an_wait_split w = an_bubble_parts(r, x);
+        s[1] = w.block_from;
+        s[2] = w.block_to;
+        s[3] = w.launch_from;
         c[0] = AN_CAUSE_HOST;
         c[1] = AN_CAUSE_BLOCK;
         c[2] = AN_CAUSE_HOST;
@@ -503,8 +507,8 @@ void an_bubble_split(const an_bubble *x, uint64_t a, uint64_t b, uint64_t out[AN
 }
 
 /* Gives each bubble its cause, from the launch time of the work that ended it and the blocking
- * spans that overlap it. */
-static void attribute(an_ctx *c, const cm_u64map *launch) {
+ * spans that overlap it. 0 or ERR_NOMEM. */
+static int attribute(an_ctx *c, const cm_u64map *launch) {
     const st_store *s = c->s;
     an_result *r = c->r;
     for (size_t k = 0; k < r->n_bubbles; k++) {
@@ -514,7 +518,7 @@ static void attribute(an_ctx *c, const cm_u64map *launch) {
                                 ? p->end
                                 : 0;
         size_t nn;
-        const st_event *next = &st_lane_events(s, c->pend[k].next_lane, &nn)[c->pend[k].next_idx];
+        const st_event *next = &st_lane_events(s, POS_LANE(c->pend[k]), &nn)[POS_IDX(c->pend[k])];
         uint64_t L = UINT64_MAX; /* when the host submitted the work that ended the bubble */
         const uint64_t *v = next->corr ? cm_u64map_find(launch, ckey(b->producer, next->corr)) : NULL;
         if (v != NULL && *v != POS_NONE)
@@ -529,10 +533,9 @@ static void attribute(an_ctx *c, const cm_u64map *launch) {
             else
                 hi = mid;
         }
-        b->launch_lane = v != NULL && *v != POS_NONE ? POS_LANE(*v) : SIZE_MAX;
+        b->launch_lane = v != NULL && *v != POS_NONE ? (uint32_t)POS_LANE(*v) : AN_NONE;
         size_t best = SIZE_MAX;
         uint64_t limit = L != UINT64_MAX ? L : b->end, first = UINT64_MAX;
-        b->block_from = b->block_to = b->launch_from = b->end;
         for (size_t i = lo; i-- > 0;) {
             if (c->prefix_end[i] < b->start)
                 break;
@@ -547,15 +550,19 @@ static void attribute(an_ctx *c, const cm_u64map *launch) {
                 first = bl->start;
         }
         if (best != SIZE_MAX) {
+            if (r->n_splits >= AN_NONE || CM_GROW(r->splits, c->splits_cap, r->n_splits + 1))
+                return ERR_NOMEM;
             b->cause = AN_CAUSE_BLOCK;
-            b->block = best;
-            stall_share(b, first, r->blocks[best].end, L, prev_end);
+            b->block = (uint32_t)best;
+            b->split = (uint32_t)r->n_splits;
+            r->splits[r->n_splits++] = stall_share(b, first, r->blocks[best].end, L, prev_end);
         } else if (L != UINT64_MAX && L > b->start) {
             b->cause = AN_CAUSE_HOST;
         } else {
             b->cause = AN_CAUSE_LAUNCH;
         }
     }
+    return 0;
 }
 
 typedef struct site_key {
@@ -727,6 +734,8 @@ static int bubbles_phase(an_ctx *c, cm_u64map *want_api, size_t *n_device_bubble
     const st_store *s = c->s;
     an_result *out = c->r;
     size_t n_dev = out->n_devices;
+    if (st_lane_count(s) >= AN_NONE) /* lanes are 32-bit in the bubbles */
+        return ERR_NOMEM;
     for (size_t i = 0; i < n_dev; i++)
         if (device_pass(c, &out->devices[i]))
             return ERR_NOMEM;
@@ -736,13 +745,17 @@ static int bubbles_phase(an_ctx *c, cm_u64map *want_api, size_t *n_device_bubble
             return ERR_NOMEM;
     for (size_t k = 0; k < out->n_bubbles; k++) {
         size_t nn;
-        const st_event *next = &st_lane_events(s, c->pend[k].next_lane, &nn)[c->pend[k].next_idx];
+        const st_event *next = &st_lane_events(s, POS_LANE(c->pend[k]), &nn)[POS_IDX(c->pend[k])];
         if (next->corr && cmap_want(want_api, ckey(out->bubbles[k].producer, next->corr)))
             return ERR_NOMEM;
     }
     resolve(s, want_api, ST_LANE_THREAD);
-    attribute(c, want_api);
-    return 0;
+    int rc = attribute(c, want_api);
+    /* what ended each bubble, and when it was submitted, are in the bubbles now */
+    free(c->pend);
+    c->pend = NULL;
+    cm_u64map_free(want_api);
+    return rc;
 }
 
 /* What the device bubbles cost: per block, per device and cause; host time blocked per device. */
@@ -751,7 +764,7 @@ static void costs_phase(an_ctx *c, size_t n_device_bubbles) {
     for (size_t k = 0; k < n_device_bubbles; k++) {
         const an_bubble *b = &out->bubbles[k];
         uint64_t part[AN_CAUSE_N_] = {0};
-        an_bubble_split(b, b->start, b->end, part);
+        an_bubble_split(out, b, b->start, b->end, part);
         an_device *dv = device_get(c, b->producer, b->device);
         for (int q = 1; dv != NULL && q < AN_CAUSE_N_; q++)
             dv->idle_by_cause[q] += part[q];
@@ -784,7 +797,8 @@ static void findings_sites(an_ctx *c, size_t n_device_bubbles) {
         f->callsite = 0;
         const an_bubble *b = k < out->n_bubbles ? &out->bubbles[k] : NULL;
         /* the wait is named when it cost most of the gap; a gap the host spent elsewhere is not its */
-        if (b != NULL && b->cause == AN_CAUSE_BLOCK && 2 * (b->block_to - b->block_from) >= b->end - b->start) {
+        an_wait_split w = b != NULL ? an_bubble_parts(out, b) : (an_wait_split){0, 0, 0};
+        if (b != NULL && b->cause == AN_CAUSE_BLOCK && 2 * (w.block_to - w.block_from) >= b->end - b->start) {
             f->callsite = out->blocks[b->block].callsite;
             f->name = out->blocks[b->block].name;
         }
@@ -799,7 +813,8 @@ static void findings_sites(an_ctx *c, size_t n_device_bubbles) {
             if (b->producer != f->producer || b->device != f->device || b->cause != AN_CAUSE_BLOCK ||
                 b->end <= f->start || b->start >= f->end)
                 continue;
-            uint64_t d = b->block_to - b->block_from;
+            an_wait_split w = an_bubble_parts(out, b);
+            uint64_t d = w.block_to - w.block_from;
             if (d > best) {
                 best = d;
                 f->callsite = out->blocks[b->block].callsite;
@@ -959,9 +974,10 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
         const an_bubble *b = &r->bubbles[k];
         uint64_t iv[2][2] = {{b->start, b->end}, {0, 0}};
         if (b->cause == AN_CAUSE_BLOCK) {
-            iv[0][1] = b->block_from;
-            iv[1][0] = b->block_to;
-            iv[1][1] = b->launch_from;
+            an_wait_split w = an_bubble_parts(r, b);
+            iv[0][1] = w.block_from;
+            iv[1][0] = w.block_to;
+            iv[1][1] = w.launch_from;
         } else if (b->cause != AN_CAUSE_HOST) {
             continue;
         }
@@ -1120,6 +1136,7 @@ void an_result_free(an_result *r) {
         return;
     free(r->blocks);
     free(r->bubbles);
+    free(r->splits);
     free(r->sites);
     free(r->findings);
     free(r->devices);

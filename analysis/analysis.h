@@ -51,23 +51,35 @@ typedef enum an_cause {
 } an_cause;
 const char *an_cause_name(int cause);
 
+#define AN_DEVICE_LANE UINT32_MAX /* an_bubble.lane of a whole-device bubble */
+#define AN_NONE        UINT32_MAX /* an_bubble.block, .split, .launch_lane: none */
+
+/* A GPU idle bubble: 40 bytes, as a trace has about one per kernel. */
 typedef struct an_bubble {
-    uint32_t producer;
-    uint16_t device;
-    size_t lane;      /* the stream lane, or SIZE_MAX for a whole-device bubble */
     uint64_t start, end;
-    int cause;        /* an_cause */
-    size_t block;     /* index in an_result.blocks when cause is AN_CAUSE_BLOCK, else SIZE_MAX */
-    /* Cause AN_CAUSE_BLOCK: the bubble's idle by cause, in time order: [start, block_from) the
-     * host busy elsewhere before it began to wait; [block_from, block_to) the stall's share (see
-     * an_bubble_split); [block_to, launch_from) the host busy elsewhere; [launch_from, end) launch
-     * latency. Other causes: the whole bubble is the cause's. */
-    uint64_t block_from, block_to, launch_from;
-    size_t launch_lane; /* the thread lane that submitted the work that ended it; SIZE_MAX: unknown */
+    uint32_t producer;
+    uint32_t lane;        /* the stream lane, or AN_DEVICE_LANE for a whole-device bubble */
+    uint32_t block;       /* index in an_result.blocks when cause is AN_CAUSE_BLOCK, else AN_NONE */
+    uint32_t split;       /* index in an_result.splits when cause is AN_CAUSE_BLOCK, else AN_NONE */
+    uint32_t launch_lane; /* the thread lane that submitted the work that ended it; AN_NONE: unknown */
+    uint16_t device;
+    uint8_t cause;        /* an_cause */
 } an_bubble;
 
+/* How a bubble with cause AN_CAUSE_BLOCK divides, in time order: [start, block_from) the host busy
+ * elsewhere before it began to wait; [block_from, block_to) the stall's share (see
+ * an_bubble_split); [block_to, launch_from) the host busy elsewhere; [launch_from, end) launch
+ * latency. A bubble of another cause is wholly that cause's (all three are its end). */
+typedef struct an_wait_split {
+    uint64_t block_from, block_to, launch_from;
+} an_wait_split;
+
+struct an_result;
+/* A bubble's split (see an_wait_split). */
+an_wait_split an_bubble_parts(const struct an_result *r, const an_bubble *x);
 /* The time of a bubble [start, end) per cause (out[AN_CAUSE_*], added to) within [a, b). */
-void an_bubble_split(const an_bubble *x, uint64_t a, uint64_t b, uint64_t out[AN_CAUSE_N_]);
+void an_bubble_split(const struct an_result *r, const an_bubble *x, uint64_t a, uint64_t b,
+                     uint64_t out[AN_CAUSE_N_]);
 
 /* Totals per call site (per API name when no call site was taken), sorted by total blocked time. */
 typedef struct an_site {
@@ -150,6 +162,8 @@ typedef struct an_result {
     size_t n_blocks;
     an_bubble *bubbles; /* sorted by start */
     size_t n_bubbles;
+    an_wait_split *splits; /* of the bubbles a wait caused (an_bubble.split) */
+    size_t n_splits;
     uint64_t bubble_max_ns; /* the longest bubble's length */
     an_site *sites;     /* sorted by total_ns, largest first */
     size_t n_sites;

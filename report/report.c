@@ -1729,7 +1729,7 @@ static double measure(const rp_check *c, const st_store *s, const an_result *r, 
     case M_STALLS: measured = (double)r->n_blocks; break;
     case M_BUBBLES:
         for (size_t i = 0; i < r->n_bubbles; i++)
-            measured += r->bubbles[i].lane == SIZE_MAX;
+            measured += r->bubbles[i].lane == AN_DEVICE_LANE;
         break;
     case M_FINDINGS: measured = (double)r->n_findings; break;
     case M_RULE: {

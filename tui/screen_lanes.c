@@ -197,7 +197,7 @@ static void bubble_columns(const an_result *an, bubble_rows *br, uint64_t t0, ui
         const an_bubble *x = &an->bubbles[i];
         if (x->end - x->start < gap)
             continue;
-        int slot = x->lane == SIZE_MAX ? bubble_dev_slot(br, x->producer, x->device)
+        int slot = x->lane == AN_DEVICE_LANE ? bubble_dev_slot(br, x->producer, x->device)
                    : x->lane < br->n_lanes ? br->lane_slot[x->lane]
                                            : -1;
         if (slot < 0)

@@ -75,10 +75,10 @@ static void bubbles_by_cause(const an_result *an, uint64_t maxlen, uint32_t p, u
                              uint64_t gap, uint64_t out[AN_CAUSE_N_]) {
     for (size_t i = vw__bubble_from(an, maxlen, a); i < an->n_bubbles && an->bubbles[i].start < b; i++) {
         const an_bubble *x = &an->bubbles[i];
-        if (x->lane != SIZE_MAX || x->producer != p || x->device != d || x->end - x->start < gap ||
+        if (x->lane != AN_DEVICE_LANE || x->producer != p || x->device != d || x->end - x->start < gap ||
             x->cause <= 0 || x->cause >= AN_CAUSE_N_)
             continue;
-        an_bubble_split(x, a, b, out);
+        an_bubble_split(an, x, a, b, out);
     }
 }
 

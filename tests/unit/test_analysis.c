@@ -161,7 +161,7 @@ TEST(analysis_alexnet_blocked_totals_match_the_trace) {
             ASSERT(r.blocks[b->block].end >= b->start && r.blocks[b->block].end <= b->end);
             ASSERT(r.blocks[b->block].start < b->end);
         } else
-            ASSERT_UEQ(b->block, SIZE_MAX);
+            ASSERT_UEQ(b->block, AN_NONE);
     }
     an_result_free(&r);
     st_store_destroy(&s);
@@ -192,15 +192,16 @@ TEST(analysis_single_stream_trace) {
      * (290..362) and launch latency (362..372). */
     const an_bubble *big = NULL;
     for (size_t i = 0; i < r.n_bubbles; i++)
-        if (r.bubbles[i].lane == SIZE_MAX && r.bubbles[i].end - r.bubbles[i].start == 100000)
+        if (r.bubbles[i].lane == AN_DEVICE_LANE && r.bubbles[i].end - r.bubbles[i].start == 100000)
             big = &r.bubbles[i];
     ASSERT_NOT_NULL(big);
     ASSERT_EQ(big->cause, AN_CAUSE_BLOCK);
     ASSERT_STR_EQ(st_str(s, r.blocks[big->block].name), "cudaStreamSynchronize");
     ASSERT_UEQ(r.blocks[big->block].end - r.blocks[big->block].start, 6000);
-    ASSERT_UEQ(big->block_from, big->start);
-    ASSERT_UEQ(big->block_to - big->block_from, 18000);
-    ASSERT_UEQ(big->launch_from - big->start, 90000);
+    an_wait_split bw = an_bubble_parts(&r, big);
+    ASSERT_UEQ(bw.block_from, big->start);
+    ASSERT_UEQ(bw.block_to - bw.block_from, 18000);
+    ASSERT_UEQ(bw.launch_from - big->start, 90000);
     const an_site *st = site_by_api(s, &r, "cudaStreamSynchronize");
     ASSERT_UEQ(st->gpu_idle_ns, 18000);
     an_result_free(&r);
@@ -306,7 +307,7 @@ static void tl_done(tl *t) {
 
 static const an_bubble *device_bubble_at(const an_result *r, uint64_t start_us) {
     for (size_t i = 0; i < r->n_bubbles; i++)
-        if (r->bubbles[i].lane == SIZE_MAX && r->bubbles[i].start == start_us * 1000)
+        if (r->bubbles[i].lane == AN_DEVICE_LANE && r->bubbles[i].start == start_us * 1000)
             return &r->bubbles[i];
     return NULL;
 }
@@ -376,16 +377,16 @@ TEST(analysis_bubbles_get_their_causes) {
     /* Stream bubbles exist too (one stream here: the same three). */
     size_t stream_bubbles = 0;
     for (size_t i = 0; i < r.n_bubbles; i++)
-        stream_bubbles += r.bubbles[i].lane != SIZE_MAX;
+        stream_bubbles += r.bubbles[i].lane != AN_DEVICE_LANE;
     ASSERT_EQ(stream_bubbles, 3);
     /* The wait cost the GPU 96 us of its 210 us bubble (100..310): the 1 us it overlapped
      * (100..101) and, of the 209 us after it, the 95 us of work it held the host back for (from
      * its start at 5 to the bubble); the rest is the host's (196..300) and launch latency
      * (300..310). The site says so, with its frames. */
     ASSERT_UEQ(r.blocks[0].gpu_idle_ns, 96000);
-    ASSERT_UEQ(b1->block_from, 100000);
-    ASSERT_UEQ(b1->block_to, 196000);
-    ASSERT_UEQ(b1->launch_from, 300000);
+    ASSERT_UEQ(an_bubble_parts(&r, b1).block_from, 100000);
+    ASSERT_UEQ(an_bubble_parts(&r, b1).block_to, 196000);
+    ASSERT_UEQ(an_bubble_parts(&r, b1).launch_from, 300000);
     ASSERT_EQ(r.n_sites, 1);
     ASSERT_UEQ(r.sites[0].gpu_idle_ns, 96000);
     ASSERT_UEQ(r.sites[0].total_ns, 96000);
@@ -913,7 +914,7 @@ static void tl_sync_for(tl *t, uint64_t a, uint64_t b, uint32_t site, uint16_t d
 
 static const an_bubble *device_bubble_on(const an_result *r, uint32_t producer, uint16_t dev, uint64_t start_us) {
     for (size_t i = 0; i < r->n_bubbles; i++)
-        if (r->bubbles[i].lane == SIZE_MAX && r->bubbles[i].producer == producer && r->bubbles[i].device == dev &&
+        if (r->bubbles[i].lane == AN_DEVICE_LANE && r->bubbles[i].producer == producer && r->bubbles[i].device == dev &&
             r->bubbles[i].start == start_us * 1000)
             return &r->bubbles[i];
     return NULL;
@@ -945,9 +946,9 @@ static void check_waiter(const an_result *r, uint32_t producer) {
     ASSERT_NOT_NULL(b);
     ASSERT_UEQ(b->end, 310000);
     ASSERT_EQ(b->cause, AN_CAUSE_BLOCK);
-    ASSERT_UEQ(b->block_from, 100000);
-    ASSERT_UEQ(b->block_to, 196000);
-    ASSERT_UEQ(b->launch_from, 300000);
+    ASSERT_UEQ(an_bubble_parts(r, b).block_from, 100000);
+    ASSERT_UEQ(an_bubble_parts(r, b).block_to, 196000);
+    ASSERT_UEQ(an_bubble_parts(r, b).launch_from, 300000);
     const an_device *d = device_of(r, producer, 0);
     ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_BLOCK], 96000);
     ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_HOST], 104000);
@@ -968,7 +969,7 @@ static void check_other(const an_result *r, uint32_t producer, uint16_t dev) {
     ASSERT_NOT_NULL(b);
     ASSERT_UEQ(b->end, 160000);
     ASSERT_EQ(b->cause, AN_CAUSE_HOST);
-    ASSERT_UEQ(b->block, SIZE_MAX);
+    ASSERT_UEQ(b->block, AN_NONE);
     const an_device *d = device_of(r, producer, dev);
     ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_BLOCK], 0);
     ASSERT_UEQ(d->idle_by_cause[AN_CAUSE_HOST], 130000);
@@ -1044,8 +1045,8 @@ TEST(analysis_idle_goes_to_the_site_whose_wait_caused_it) {
     const an_bubble *last = device_bubble_on(&r, r.blocks[0].producer, 0, 900);
     ASSERT_NOT_NULL(last);
     ASSERT_EQ(last->cause, AN_CAUSE_BLOCK);
-    ASSERT_UEQ(last->block_from, 900000);
-    ASSERT_UEQ(last->block_to, 1010000);
+    ASSERT_UEQ(an_bubble_parts(&r, last).block_from, 900000);
+    ASSERT_UEQ(an_bubble_parts(&r, last).block_to, 1010000);
     ASSERT_EQ(r.n_sites, 2);
     const an_site *s5 = site_at(&r, "step", t.s, NULL), *s6 = site_at(&r, "aten::item", t.s, NULL);
     ASSERT_STR_EQ(st_str(t.s, s5->name), "cudaStreamSynchronize");
@@ -1090,27 +1091,30 @@ static size_t check_invariants(const char *what, const st_store *s) {
         const an_bubble *b = &r.bubbles[k];
         ASSERT(b->start < b->end && b->start >= r.t0 && b->end <= r.t1);
         if (b->cause != AN_CAUSE_BLOCK) {
-            ASSERT_UEQ(b->block, SIZE_MAX);
+            ASSERT_UEQ(b->block, AN_NONE);
+            ASSERT_UEQ(b->split, AN_NONE);
             continue;
         }
         ASSERT(b->block < r.n_blocks);
         const an_block *bl = &r.blocks[b->block];
         /* the wait's share lies inside its bubble */
-        ASSERT(b->start <= b->block_from && b->block_from <= b->block_to && b->block_to <= b->launch_from &&
-               b->launch_from <= b->end);
+        an_wait_split w = an_bubble_parts(&r, b);
+        ASSERT(b->split < r.n_splits);
+        ASSERT(b->start <= w.block_from && w.block_from <= w.block_to && w.block_to <= w.launch_from &&
+               w.launch_from <= b->end);
         /* its own process, its own GPU, a bubble it touches */
         ASSERT_EQ(bl->producer, b->producer);
         if (bl->device != TP_NO_DEVICE && bl->device != b->device)
             TASK_FAIL_("%s: idle of GPU %u charged to a wait on GPU %u", what, b->device, bl->device);
         ASSERT(bl->end >= b->start && bl->start < b->end);
-        if (b->lane != SIZE_MAX)
+        if (b->lane != AN_DEVICE_LANE)
             continue;
         n_charged++;
-        charged[b->block] += b->block_to - b->block_from;
+        charged[b->block] += w.block_to - w.block_from;
         touched[b->block] += b->end - b->start;
         for (size_t i = 0; i < r.n_devices; i++)
             if (r.devices[i].producer == b->producer && r.devices[i].device == b->device)
-                dev_charged[i] += b->block_to - b->block_from;
+                dev_charged[i] += w.block_to - w.block_from;
     }
     uint64_t blocked = 0, idle = 0;
     for (size_t i = 0; i < r.n_blocks; i++) {
@@ -1354,16 +1358,16 @@ TEST(analysis_bubble_split_cuts_each_cause_at_the_window) {
     const an_bubble *b = device_bubble_on(&r, r.blocks[0].producer, 0, 100);
     ASSERT_NOT_NULL(b);
     uint64_t all[AN_CAUSE_N_] = {0}, part[AN_CAUSE_N_] = {0}, none[AN_CAUSE_N_] = {0};
-    an_bubble_split(b, 0, UINT64_MAX, all);
+    an_bubble_split(&r, b, 0, UINT64_MAX, all);
     ASSERT_UEQ(all[AN_CAUSE_BLOCK], 96000);
     ASSERT_UEQ(all[AN_CAUSE_HOST], 104000);
     ASSERT_UEQ(all[AN_CAUSE_LAUNCH], 10000);
     ASSERT_UEQ(all[0], 0);
-    an_bubble_split(b, 150000, 305000, part); /* 150..196 blocked, 196..300 host, 300..305 launch */
+    an_bubble_split(&r, b, 150000, 305000, part); /* 150..196 blocked, 196..300 host, 300..305 launch */
     ASSERT_UEQ(part[AN_CAUSE_BLOCK], 46000);
     ASSERT_UEQ(part[AN_CAUSE_HOST], 104000);
     ASSERT_UEQ(part[AN_CAUSE_LAUNCH], 5000);
-    an_bubble_split(b, 320000, 400000, none); /* after the bubble */
+    an_bubble_split(&r, b, 320000, 400000, none); /* after the bubble */
     ASSERT_UEQ(none[AN_CAUSE_BLOCK] + none[AN_CAUSE_HOST] + none[AN_CAUSE_LAUNCH], 0);
     tl_free(&t, &r);
 }
@@ -1505,8 +1509,8 @@ TEST(analysis_gpu_gap_names_the_wait_that_cost_it) {
     ASSERT_STR_EQ(st_str(t.s, f->name), "cudaStreamSynchronize");
     const an_bubble *b = device_bubble_at(&r, 100);
     ASSERT_NOT_NULL(b);
-    ASSERT_UEQ(b->block_from, 100000);
-    ASSERT_UEQ(b->block_to, 270000);
+    ASSERT_UEQ(an_bubble_parts(&r, b).block_from, 100000);
+    ASSERT_UEQ(an_bubble_parts(&r, b).block_to, 270000);
     an_result_free(&r);
     /* Under the default 500 ms rule there is no gap finding: the low-utilisation window over the
      * bubble (the GPU's first finding then) names the wait. */
@@ -1536,8 +1540,8 @@ TEST(analysis_wait_from_time_zero_holds_back_all_it_waited_for) {
     const an_bubble *b = device_bubble_at(&r, 100);
     ASSERT_NOT_NULL(b);
     ASSERT_EQ(b->cause, AN_CAUSE_BLOCK);
-    ASSERT_UEQ(b->block_from, 100000);
-    ASSERT_UEQ(b->block_to, 201000);
+    ASSERT_UEQ(an_bubble_parts(&r, b).block_from, 100000);
+    ASSERT_UEQ(an_bubble_parts(&r, b).block_to, 201000);
     tl_free(&t, &r);
 }
 
@@ -1814,7 +1818,7 @@ TEST(analysis_bubbles_that_start_together_keep_the_gpus_order) {
     ASSERT_EQ(r.n_devices, 2);
     size_t seen = 0;
     for (size_t i = 0; i < r.n_bubbles; i++)
-        if (r.bubbles[i].lane == SIZE_MAX) {
+        if (r.bubbles[i].lane == AN_DEVICE_LANE) {
             ASSERT_UEQ(r.bubbles[i].start, 10000);
             ASSERT_EQ(r.bubbles[i].device, r.devices[seen].device);
             seen++;

@@ -1081,12 +1081,12 @@ TEST(stream_bubbles_are_drawn_on_their_own_lanes) {
     const an_bubble *sb = NULL;
     for (size_t i = 0; i < f.an.n_bubbles && sb == NULL; i++) {
         const an_bubble *x = &f.an.bubbles[i];
-        if (x->lane == SIZE_MAX || x->end - x->start < 200000)
+        if (x->lane == AN_DEVICE_LANE || x->end - x->start < 200000)
             continue;
         int in_device = 0;
         for (size_t k = 0; k < f.an.n_bubbles; k++) {
             const an_bubble *y = &f.an.bubbles[k];
-            in_device |= y->lane == SIZE_MAX && y->start < x->end && x->start < y->end;
+            in_device |= y->lane == AN_DEVICE_LANE && y->start < x->end && x->start < y->end;
         }
         if (!in_device)
             sb = x;

@@ -1063,6 +1063,7 @@ static int import(jsrc *s, const char *name, const import_opts *opts, import_emi
     free(k->devprops);
     kt_big_free(k->rec, k->cap_rec * sizeof *k->rec);
     kt_big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
+    cm_u64map_free(&k->ctx_long);
     free(k->frames);
     cm_u64map_free(&k->frame_ids);
     free(k->pyfr);

@@ -39,10 +39,11 @@ static void fix_times(kimp *k) {
     for (size_t i = 0; i < k->n_ctx; i++) { /* operators and Python frames: on the same clock */
         int64_t s, e;
         if (__builtin_add_overflow((int64_t)k->ctx[i].start, base, &s) ||
-            __builtin_add_overflow((int64_t)k->ctx[i].end, base, &e) || s < 0)
-            s = e = 0; /* contains no call */
+            __builtin_add_overflow((int64_t)kt_ctx_end(k, &k->ctx[i]), base, &e) || s < 0) {
+            s = 0; /* contains no call */
+            k->ctx[i].dur = 0;
+        }
         k->ctx[i].start = (uint64_t)s;
-        k->ctx[i].end = (uint64_t)e;
     }
 }
 
@@ -121,12 +122,14 @@ static uint64_t *radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) {
 
 
 static int ctx_cmp(const kimp *k, const kctx *x, const kctx *y) {
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
+    uint32_t xt = kt_ctx_tid(k, x), yt = kt_ctx_tid(k, y);
+    if (xt != yt)
+        return xt < yt ? -1 : 1;
     if (x->start != y->start)
         return x->start < y->start ? -1 : 1;
-    if (x->end != y->end) /* the outer one first */
-        return x->end > y->end ? -1 : 1;
+    uint64_t xe = kt_ctx_end(k, x), ye = kt_ctx_end(k, y);
+    if (xe != ye) /* the outer one first */
+        return xe > ye ? -1 : 1;
     uint32_t xpy = k->frames[x->frame].py, ypy = k->frames[y->frame].py;
     if (xpy != ypy) /* of one span, the Python frame calls the operator */
         return xpy ? -1 : 1;
@@ -190,7 +193,7 @@ static ssize_t ctx_order(kimp *k, const kcall *calls, size_t nb, uint32_t **out)
     }
     rank_memo memo = {0};
     for (size_t i = 0; i < k->n_ctx; i++) {
-        const uint64_t *r = rank_of(&rank, k->ctx[i].tid, &memo);
+        const uint64_t *r = rank_of(&rank, kt_ctx_tid(k, &k->ctx[i]), &memo);
         m += r != NULL && k->ctx[i].start <= last[*r - 1];
     }
     if ((a = malloc((2 * m + 1) * sizeof *a)) == NULL)
@@ -198,7 +201,7 @@ static ssize_t ctx_order(kimp *k, const kcall *calls, size_t nb, uint32_t **out)
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < k->n_ctx; i++) {
         const kctx *x = &k->ctx[i];
-        const uint64_t *r = rank_of(&rank, x->tid, &memo);
+        const uint64_t *r = rank_of(&rank, kt_ctx_tid(k, x), &memo);
         if (r == NULL || x->start > last[*r - 1])
             continue;
         a[n++] = (kpair){x->start, (uint64_t)(*r - 1) << 32 | i}; /* in file order */
@@ -221,7 +224,8 @@ static ssize_t ctx_order(kimp *k, const kcall *calls, size_t nb, uint32_t **out)
         idx[i] = (uint32_t)s[i].val;
     for (size_t i = 0, j; i < n; i = j) {
         const kctx *x = &k->ctx[idx[i]];
-        for (j = i + 1; j < n && k->ctx[idx[j]].tid == x->tid && k->ctx[idx[j]].start == x->start; j++) {
+        for (j = i + 1; j < n && kt_ctx_tid(k, &k->ctx[idx[j]]) == kt_ctx_tid(k, x) && k->ctx[idx[j]].start == x->start;
+             j++) {
         }
         if (j - i > 1)
             qsort_r(idx + i, j - i, sizeof *idx, ctx_index_cmp, k);
@@ -279,15 +283,15 @@ static int kineto_callsites(kimp *k, em_out *o) {
         if (a->tid != tid) { /* a new thread: its contexts */
             tid = a->tid;
             depth = 0;
-            while (j < n_ctx && k->ctx[ci[j]].tid < tid)
+            while (j < n_ctx && kt_ctx_tid(k, &k->ctx[ci[j]]) < tid)
                 j++;
         }
-        while (j < n_ctx && k->ctx[ci[j]].tid == tid && k->ctx[ci[j]].start <= a->start) {
-            while (depth > 0 && k->ctx[stack[depth - 1]].end < k->ctx[ci[j]].start)
+        while (j < n_ctx && kt_ctx_tid(k, &k->ctx[ci[j]]) == tid && k->ctx[ci[j]].start <= a->start) {
+            while (depth > 0 && kt_ctx_end(k, &k->ctx[stack[depth - 1]]) < k->ctx[ci[j]].start)
                 depth--;
             stack[depth++] = ci[j++];
         }
-        while (depth > 0 && k->ctx[stack[depth - 1]].end < a->start)
+        while (depth > 0 && kt_ctx_end(k, &k->ctx[stack[depth - 1]]) < a->start)
             depth--;
         /* the contexts around the call, innermost first; an operator's Call stack (legacy traces)
          * holds the Python frames above it and the operators called from the same line */
@@ -299,7 +303,7 @@ static int kineto_callsites(kimp *k, em_out *o) {
         size_t floor = depth > KCALLSITE_LOOK ? depth - KCALLSITE_LOOK : 0;
         for (size_t d = depth; d > floor && nf < KCALLSITE_FRAMES; d--) {
             const kctx *cx = &k->ctx[stack[d - 1]];
-            if (cx->end < a->end)
+            if (kt_ctx_end(k, cx) < a->end)
                 continue;
             const kframe *x = &k->frames[cx->frame];
             if (pystack != 0 && (x->py || (x->stack != 0 && x->stack != pystack)))
@@ -520,6 +524,7 @@ int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx) {
     kt_big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
     k->ctx = NULL;
     k->n_ctx = k->cap_ctx = 0;
+    cm_u64map_free(&k->ctx_long);
     free(k->frames);
     k->frames = NULL;
     k->n_frames = k->cap_frames = 0;

@@ -588,7 +588,7 @@ static uint32_t call_stack(kimp *k, const char *s, size_t n, uint64_t key) {
 static int frame_id(kimp *k, const kframe *f, uint32_t *id) {
     uint64_t h = CM_FNV64_BASIS;
     h = cm_fnv64_word(cm_fnv64_word(cm_fnv64_word(h, f->name), f->file), (uint64_t)f->line << 32 | f->func);
-    h = cm_fnv64_word(cm_fnv64_word(h, (uint64_t)f->py << 32 | f->stack), f->module);
+    h = cm_fnv64_word(cm_fnv64_word(cm_fnv64_word(h, (uint64_t)f->py << 32 | f->stack), f->module), f->tid);
     const uint64_t *v;
     for (; (v = cm_u64map_find(&k->frame_ids, h)) != NULL; h++) /* another frame's hash: the next key */
         if (memcmp(&k->frames[*v - 1], f, sizeof *f) == 0) {
@@ -619,7 +619,7 @@ static int event_ctx(kimp *k, kev *e) {
         k->ctx = c;
         k->cap_ctx = cap;
     }
-    kframe f = {.name = kt_intern_ev(k, e), .py = e->cat == CAT_PYFN};
+    kframe f = {.tid = (uint32_t)(uint64_t)e->tid, .name = kt_intern_ev(k, e), .py = e->cat == CAT_PYFN};
     if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack_id != 0 && k->n_stacks < k->max_events)
         f.stack = e->stack_id;
     else if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack.len > 0 && k->n_stacks < k->max_events &&
@@ -635,7 +635,10 @@ static int event_ctx(kimp *k, kev *e) {
     uint32_t id;
     if (frame_id(k, &f, &id) != 0)
         return kt_fail_nomem(k);
-    k->ctx[k->n_ctx++] = (kctx){t0, t1, (uint32_t)(uint64_t)e->tid, id};
+    uint64_t dur = t1 - t0;
+    if (dur >= KCTX_LONG && cm_u64map_put(&k->ctx_long, k->n_ctx, dur) != 0)
+        return kt_fail_nomem(k);
+    k->ctx[k->n_ctx++] = (kctx){t0, dur >= KCTX_LONG ? KCTX_LONG : (uint32_t)dur, id};
     kt_held(k, sizeof(kctx));
     k->st->contexts++;
     return 1;

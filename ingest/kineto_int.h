@@ -163,8 +163,10 @@ typedef struct kdevprop {
     int64_t major, minor, mem, sms;
 } kdevprop;
 
-/* What an operator or a Python frame row names, kept once however many rows name it. */
+/* What an operator or a Python frame row names, and the thread it runs on: kept once however many
+ * rows name it. */
 typedef struct kframe {
+    uint32_t tid;
     uint32_t name; /* the operator's, or the Python frame's whole text */
     uint32_t file, line, func; /* a Python frame's parts, when its text gives them */
     uint32_t py;
@@ -172,12 +174,14 @@ typedef struct kframe {
     uint32_t module; /* a native frame's module (synctop's export writes them as python_function rows) */
 } kframe;
 
-/* An operator or a Python frame on a host thread: the context of the calls inside it. Its place in
- * kimp.ctx is its place in the file. */
+/* An operator or a Python frame on a host thread: the context of the calls inside it, in 16 bytes
+ * (a trace with Python stacks has about one per event). Its place in kimp.ctx is its place in the
+ * file. */
+#define KCTX_LONG UINT32_MAX /* dur of a context of 2^32 - 1 ns or more: its length is in ctx_long */
 typedef struct kctx {
-    uint64_t start, end;
-    uint32_t tid;
-    uint32_t frame; /* index in kimp.frames */
+    uint64_t start;
+    uint32_t dur;
+    uint32_t frame; /* index in kimp.frames: what it names, and its thread */
 } kctx;
 
 /* A category's spelling met lately, and what it is (see kt_cat_of). */
@@ -291,6 +295,7 @@ typedef struct kimp {
     size_t held, held_peak; /* bytes of records, contexts and their order held now, and at most */
     kctx *ctx;      /* operators and Python frames: what blocking calls are called from */
     size_t n_ctx, cap_ctx;
+    cm_u64map ctx_long; /* index in ctx -> length, of those KCTX_LONG or longer */
     kframe *frames; /* what they name, each once */
     size_t n_frames, cap_frames;
     cm_u64map frame_ids; /* a hash of a frame -> its index + 1 in frames */
@@ -319,6 +324,17 @@ static inline void kt_held(kimp *k, int64_t d) {
     k->held += (size_t)d;
     if (k->held > k->held_peak)
         k->held_peak = k->held;
+}
+
+/* A context's thread and end. */
+static inline uint32_t kt_ctx_tid(const kimp *k, const kctx *x) {
+    return k->frames[x->frame].tid;
+}
+static inline uint64_t kt_ctx_end(const kimp *k, const kctx *x) {
+    if (x->dur != KCTX_LONG)
+        return x->start + x->dur;
+    const uint64_t *d = cm_u64map_find(&k->ctx_long, (uint64_t)(x - k->ctx));
+    return x->start + (d != NULL ? *d : KCTX_LONG);
 }
 
 /* Text buffers: set to s[0, min(len, keep)), or s appended; 0 or ERR_NOMEM. */

@@ -702,6 +702,52 @@ TEST(sampled_ranks_calls_are_named_inside_forward) {
     check_sites("sampled_rank-1.json.gz");
 }
 
+/* Contexts are kept with 32-bit lengths in ns; those of 2^32 - 1 ns (4.29 s) or more keep theirs
+ * aside, and every context keeps its thread. By hand:
+ *   tid 2: train.py(5): <module>   0 .. 10 s
+ *            model.py(7): step        100 us .. + 4294967.295 us (2^32 - 1 ns: the longest short one
+ *                                     is one less; this one is kept aside)
+ *              aten::item              4295000 .. 4295067.295 us
+ *                cudaStreamSynchronize 4295000 .. 4295067.295 us (ends with the step: inside it)
+ *            cudaStreamSynchronize    5 s .. +10 us (after the step, inside <module>)
+ *   tid 3: main.py(1): <module>     0 .. 20 s, around both calls' times but on another thread */
+TEST(contexts_of_four_seconds_and_more_still_hold_their_calls) {
+    const char *json =
+        "{\"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"main.py(1): <module>\", \"pid\": 1, "
+        "\"tid\": 3, \"ts\": 0, \"dur\": 20000000, \"args\": {}},\n"
+        "{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"train.py(5): <module>\", \"pid\": 1, "
+        "\"tid\": 2, \"ts\": 0, \"dur\": 10000000, \"args\": {}},\n"
+        "{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"model.py(7): step\", \"pid\": 1, "
+        "\"tid\": 2, \"ts\": 100, \"dur\": 4294967.295, \"args\": {}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::item\", \"pid\": 1, \"tid\": 2, \"ts\": 4295000, "
+        "\"dur\": 67.295, \"args\": {}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, \"tid\": 2, "
+        "\"ts\": 4295000, \"dur\": 67.295, \"args\": {\"correlation\": 1}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, \"tid\": 2, "
+        "\"ts\": 5000000, \"dur\": 10, \"args\": {\"correlation\": 2}}\n"
+        "]}";
+    static const char *const want[] = {
+        "aten::item < model.py:7 step < train.py:5 <module>",
+        "train.py:5 <module>",
+    };
+    got g;
+    got_init(&g);
+    import_stats st;
+    import_text_ok(json, &g, &st);
+    static char frames[4096];
+    for (size_t i = 0; i < 2; i++) {
+        const tp_api *a = find_api(&g, "cudaStreamSynchronize", i);
+        ASSERT_NOT_NULL(a);
+        ASSERT(a->flags & TP_F_BLOCKING);
+        ASSERT_NE(a->callsite, 0);
+        site_frames(&g, a->callsite, frames, sizeof frames);
+        ASSERT_STR_EQ(frames, want[i]);
+    }
+    ASSERT_UEQ(st.contexts, 4);
+    got_free(&g);
+}
+
 /* A legacy trace's operator carries its Python frames as a "Call stack": the site is the operators
  * up to the first that names a Call stack, then that stack's frames; what lies outside that
  * operator (a Python frame, an operator called from another line) is not part of it. Written by
@@ -1377,7 +1423,7 @@ TEST(records_contexts_and_order_are_not_held_together) {
     }
     ASSERT_EQ(seen, 3 * MEM_UNITS);
     uint64_t records = 3 * (uint64_t)MEM_UNITS * 64, order = 3 * (uint64_t)MEM_UNITS * 16;
-    uint64_t contexts = (uint64_t)MEM_UNITS * 24 + 28;
+    uint64_t contexts = (uint64_t)MEM_UNITS * 16 + 32;
     ASSERT_LE(st.importer_peak_bytes, records + (order > contexts ? order : contexts));
     ASSERT_GE(st.importer_peak_bytes, records);
     got_free(&g);

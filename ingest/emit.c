@@ -6,6 +6,7 @@
 #include "api.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,41 +275,61 @@ static uint64_t corr_key(const uint32_t *pid, size_t i, uint32_t correlation) {
     return (pid ? (uint64_t)pid[i] << 32 : 0) | correlation;
 }
 
-int em_resolve(tp_record *rec, size_t n, const uint32_t *pid, unsigned (*class_of)(void *arg, size_t i, tp_api *a),
-               void *arg, import_stats *st) {
+/* Record i of those at rec, stride bytes apart. */
+#define REC_AT(rec, stride, i) ((void *)((char *)(rec) + (i) * (stride)))
+
+/* A GPU operation's correlation id (kernels, copies, memsets and syncs have it at one place). */
+_Static_assert(offsetof(tp_kernel, correlation) == offsetof(tp_memcpy, correlation) &&
+                   offsetof(tp_kernel, correlation) == offsetof(tp_memset, correlation) &&
+                   offsetof(tp_kernel, correlation) == offsetof(tp_sync, correlation),
+               "one place for the correlation id");
+static uint32_t op_correlation(const void *r) {
+    uint32_t c;
+    memcpy(&c, (const char *)r + offsetof(tp_kernel, correlation), sizeof c);
+    return c;
+}
+
+int em_resolve(void *rec, size_t stride, size_t n, const uint32_t *pid,
+               unsigned (*class_of)(void *arg, size_t i, tp_api *a), void *arg, import_stats *st) {
     cm_u64map ops = {0}; /* correlation -> record index; a copy or memset wins over other rows */
     for (size_t i = 0; i < n; i++) {
-        const tp_kernel *r = &rec[i].kernel;
+        const tp_head *r = REC_AT(rec, stride, i);
         if (r->kind != TP_K_KERNEL && r->kind != TP_K_MEMCPY && r->kind != TP_K_MEMSET && r->kind != TP_K_SYNC)
             continue;
-        if (r->correlation == 0)
+        uint32_t corr = op_correlation(r);
+        if (corr == 0)
             continue;
         int added;
-        uint64_t *v = cm_u64map_get_or_add(&ops, corr_key(pid, i, r->correlation), i, &added);
+        uint64_t *v = cm_u64map_get_or_add(&ops, corr_key(pid, i, corr), i, &added);
         if (v == NULL) {
             cm_u64map_free(&ops);
             return ERR_NOMEM;
         }
         if (!added && (r->kind == TP_K_MEMCPY || r->kind == TP_K_MEMSET)) {
-            unsigned old = rec[*v].head.kind;
+            unsigned old = ((const tp_head *)REC_AT(rec, stride, *v))->kind;
             if (old != TP_K_MEMCPY && old != TP_K_MEMSET)
                 *v = i;
         }
     }
     for (size_t i = 0; i < n; i++) {
-        tp_api *a = &rec[i].api;
+        tp_api *a = REC_AT(rec, stride, i);
         if (a->kind != TP_K_API)
             continue;
         unsigned cls = class_of(arg, i, a);
-        tp_record *op = NULL;
+        tp_record op; /* the operation, whole: st_api_resolve reads and flags it */
+        tp_head *at = NULL;
         if (a->correlation) {
             const uint64_t *v = cm_u64map_find(&ops, corr_key(pid, i, a->correlation));
-            if (v)
-                op = &rec[*v];
+            if (v) {
+                at = REC_AT(rec, stride, *v);
+                memset(&op, 0, sizeof op);
+                memcpy(&op, at, stride < sizeof op ? stride : sizeof op);
+                a->device = at->device;
+            }
         }
-        if (op)
-            a->device = op->head.device;
-        unsigned flags = st_api_resolve((st_api_class)cls, op);
+        unsigned flags = st_api_resolve((st_api_class)cls, at != NULL ? &op : NULL);
+        if (at != NULL)
+            at->flags = op.head.flags;
         a->flags |= (uint8_t)flags;
         if (flags & TP_F_BLOCKING) {
             st->blocking_calls++;

@@ -75,11 +75,13 @@ int em_threads(em_out *o, const cm_u64map *threads, uint32_t (*name)(void *arg, 
  * here. */
 int em_site(em_out *o, uint32_t id, uint32_t n, void (*frame)(void *arg, uint32_t i, tp_frame *fr), void *arg);
 
-/* Gives each host call (TP_K_API) among rec[0, n) its device and its flags (store/api.h) from the
- * GPU operation with the same correlation id (a copy or memset wins over other rows with it), and
- * counts the blocking ones in st. Correlation ids are per process: pid[i] is record i's (pid NULL:
- * one process). class_of(arg, i, api) says the call's st_api_class. Returns 0 or ERR_NOMEM. */
-int em_resolve(tp_record *rec, size_t n, const uint32_t *pid, unsigned (*class_of)(void *arg, size_t i, tp_api *a),
+/* Gives each host call (TP_K_API) among the n records at rec, stride bytes apart, its device and
+ * its flags (store/api.h) from the GPU operation with the same correlation id (a copy or memset
+ * wins over other rows with it), and counts the blocking ones in st. A record is a tp_record's
+ * fields up to stride bytes (at least 48: a kernel's launch shape may be cut off, nothing this
+ * reads). Correlation ids are per process: pid[i] is record i's (pid NULL: one process).
+ * class_of(arg, i, api) says the call's st_api_class. Returns 0 or ERR_NOMEM. */
+int em_resolve(void *rec, size_t stride, size_t n, const uint32_t *pid, unsigned (*class_of)(void *arg, size_t i, tp_api *a),
                void *arg, import_stats *st);
 
 #endif

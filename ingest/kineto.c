@@ -1062,6 +1062,8 @@ static int import(jsrc *s, const char *name, const import_opts *opts, import_emi
     free(k->names_text.s);
     free(k->devprops);
     kt_big_free(k->rec, k->cap_rec * sizeof *k->rec);
+    free(k->shapes);
+    cm_u64map_free(&k->shape_ids);
     kt_big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
     cm_u64map_free(&k->ctx_long);
     free(k->frames);

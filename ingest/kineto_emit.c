@@ -23,7 +23,7 @@
 static void fix_times(kimp *k) {
     int64_t base = k->have_base ? k->base : 0;
     for (size_t i = 0; i < k->n_rec; i++) {
-        tp_kernel *r = &k->rec[i].kernel; /* every event kind has start/end at the same place */
+        kkernel *r = &k->rec[i].kernel; /* every event kind has start/end at the same place */
         int64_t s, e;
         if (__builtin_add_overflow((int64_t)r->start, base, &s) ||
             __builtin_add_overflow((int64_t)r->end, base, &e) || s < 0) {
@@ -58,7 +58,7 @@ static unsigned api_class_kept(void *arg, size_t i, tp_api *a) {
 /* Gives host calls their device and flags from the GPU operation with the same correlation id;
  * marks copies and memsets issued by an Async call TP_F_ASYNC. */
 static int resolve_apis(kimp *k) {
-    if (em_resolve(k->rec, k->n_rec, NULL, api_class_kept, NULL, k->st) != 0)
+    if (em_resolve(k->rec, sizeof *k->rec, k->n_rec, NULL, api_class_kept, NULL, k->st) != 0)
         return err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
     return 0;
 }
@@ -356,7 +356,7 @@ static void drop_dead(kimp *k, uint64_t *lo, uint64_t *hi) {
     size_t n = 0;
     *lo = *hi = 0;
     for (size_t i = 0; i < k->n_rec; i++) {
-        const tp_kernel *r = &k->rec[i].kernel; /* every event kind has start/end at the same place */
+        const kkernel *r = &k->rec[i].kernel; /* every event kind has start/end at the same place */
         if (r->kind == 0)
             continue;
         if (*lo == 0 && *hi == 0) {
@@ -424,7 +424,7 @@ static void permute(kimp *k, uint64_t *perm, uint64_t mask) {
     for (size_t i = 0; i < k->n_rec; i++) {
         if ((perm[i] & mask) == i)
             continue;
-        tp_record tmp = k->rec[i];
+        krec tmp = k->rec[i];
         size_t j = i;
         for (;;) {
             size_t from = (size_t)(perm[j] & mask);
@@ -542,7 +542,9 @@ int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx) {
     free(perm);
     size_t given = 0;
     for (size_t i = 0; i < k->n_rec && rc == 0; i++) {
-        rc = em_add(&o, &k->rec[i], i + 1 < k->n_rec);
+        tp_record r;
+        kt_rec_out(k, &k->rec[i], &r);
+        rc = em_add(&o, &r, i + 1 < k->n_rec);
         if ((i + 1) % REC_GIVE_BACK == 0)
             rec_give_back(k, i + 1, &given);
     }

@@ -208,7 +208,66 @@ void kt_big_free(void *p, size_t bytes) {
         munmap(p, bytes);
 }
 
-static tp_record *rec_new(kimp *k) {
+_Static_assert(sizeof(krec) == 48, "a record is held in 48 bytes");
+_Static_assert(offsetof(kkernel, graph) == offsetof(tp_kernel, graph) &&
+                   offsetof(kkernel, correlation) == offsetof(tp_kernel, correlation) &&
+                   offsetof(kkernel, start) == offsetof(tp_kernel, start) &&
+                   offsetof(kkernel, end) == offsetof(tp_kernel, end),
+               "a kkernel is a tp_kernel up to its shape");
+
+int kt_shape(kimp *k, const uint32_t grid[3], const uint32_t block[3], uint32_t *id) {
+    kshape s;
+    memcpy(s.grid, grid, sizeof s.grid);
+    memcpy(s.block, block, sizeof s.block);
+    if (k->last_shape != 0 && memcmp(&k->shapes[k->last_shape - 1], &s, sizeof s) == 0) {
+        *id = k->last_shape - 1;
+        return 0;
+    }
+    uint64_t h = CM_FNV64_BASIS;
+    for (int i = 0; i < 3; i++)
+        h = cm_fnv64_word(h, (uint64_t)s.grid[i] << 32 | s.block[i]);
+    const uint64_t *v;
+    for (; (v = cm_u64map_find(&k->shape_ids, h)) != NULL; h++) /* another shape's hash: the next key */
+        if (memcmp(&k->shapes[*v - 1], &s, sizeof s) == 0) {
+            *id = (uint32_t)(*v - 1);
+            k->last_shape = (uint32_t)*v;
+            return 0;
+        }
+    if (k->n_shapes >= UINT32_MAX - 1 || CM_GROW(k->shapes, k->cap_shapes, k->n_shapes + 1) != 0 ||
+        cm_u64map_put(&k->shape_ids, h, k->n_shapes + 1) != 0)
+        return ERR_NOMEM;
+    k->shapes[k->n_shapes] = s;
+    *id = (uint32_t)k->n_shapes++;
+    k->last_shape = *id + 1;
+    kt_held(k, sizeof s);
+    return 0;
+}
+
+void kt_rec_out(const kimp *k, const krec *r, tp_record *out) {
+    memset(out, 0, sizeof *out);
+    if (r->head.kind != TP_K_KERNEL) {
+        memcpy(out, r, sizeof *r);
+        return;
+    }
+    const kkernel *x = &r->kernel;
+    tp_kernel *y = &out->kernel;
+    y->kind = x->kind;
+    y->flags = x->flags;
+    y->device = x->device;
+    y->stream = x->stream;
+    y->start = x->start;
+    y->end = x->end;
+    y->correlation = x->correlation;
+    y->name = x->name;
+    y->context = x->context;
+    y->graph = x->graph;
+    if (x->shape < k->n_shapes) {
+        memcpy(y->grid, k->shapes[x->shape].grid, sizeof y->grid);
+        memcpy(y->block, k->shapes[x->shape].block, sizeof y->block);
+    }
+}
+
+static krec *rec_new(kimp *k) {
     if (k->n_rec >= k->max_events + k->n_ops) { /* the records other than operators are at the limit */
         char what[128];
         snprintf(what, sizeof what, "more than %llu events: over the import limit", (unsigned long long)k->max_events);
@@ -220,7 +279,7 @@ static tp_record *rec_new(kimp *k) {
         size_t cap = k->cap_rec ? k->cap_rec * 2 : 4096;
         if (cap > limit)
             cap = (size_t)limit;
-        tp_record *r = big_resize(k->rec, k->cap_rec * sizeof *r, cap * sizeof *r);
+        krec *r = big_resize(k->rec, k->cap_rec * sizeof *r, cap * sizeof *r);
         if (r == NULL) {
             kt_fail_nomem(k);
             return NULL;
@@ -228,7 +287,7 @@ static tp_record *rec_new(kimp *k) {
         k->rec = r;
         k->cap_rec = cap;
     }
-    tp_record *r = &k->rec[k->n_rec++];
+    krec *r = &k->rec[k->n_rec++];
     memset(r, 0, sizeof *r);
     kt_held(k, sizeof *r);
     return r;
@@ -389,14 +448,14 @@ static int event_gpu(kimp *k, kev *e) {
         return invalid(k, e, why);
     if (stream == TP_NO_ID && e->cat == CAT_SYNC) /* which spelling: HTA reads them differently */
         k->wide[dev] |= ((e->have & H_STREAM) ? e->stream : e->tid) == -1 ? TP_F_SYNC_ID_NEG : TP_F_SYNC_ID_U32;
-    tp_record *r = rec_new(k);
+    krec *r = rec_new(k);
     if (r == NULL)
         return 0;
     uint32_t corr = u32_or(e, H_CORR, e->corr, 0);
     uint32_t context = u32_or(e, H_CONTEXT, e->context, 0);
     switch (e->cat) {
     case CAT_KERNEL: {
-        tp_kernel *x = &r->kernel;
+        kkernel *x = &r->kernel;
         x->kind = TP_K_KERNEL;
         x->correlation = corr;
         x->context = context;
@@ -404,8 +463,8 @@ static int event_gpu(kimp *k, kev *e) {
         x->graph = u32_or(e, H_GRAPH, e->graph, 0);
         if (x->graph)
             x->flags = TP_F_GRAPH;
-        memcpy(x->grid, e->grid, sizeof x->grid);
-        memcpy(x->block, e->block, sizeof x->block);
+        if (kt_shape(k, e->grid, e->block, &x->shape) != 0)
+            return kt_fail_nomem(k);
         break;
     }
     case CAT_MEMCPY: {
@@ -473,7 +532,7 @@ static int event_host(kimp *k, kev *e) {
     /* 64-bit thread ids (pthread_self in old traces) keep their low 32 bits */
     uint32_t tid = (uint32_t)(uint64_t)e->tid;
     uint32_t pid = (e->have & H_PID) ? (uint32_t)(uint64_t)e->pid : 0;
-    tp_record *r = rec_new(k);
+    krec *r = rec_new(k);
     if (r == NULL)
         return 0;
     if (e->cat == CAT_ANNOT || e->cat == CAT_OP) {

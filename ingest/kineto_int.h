@@ -184,6 +184,38 @@ typedef struct kctx {
     uint32_t frame; /* index in kimp.frames: what it names, and its thread */
 } kctx;
 
+/* A kernel as the importer holds it: tp_kernel's fields, but its launch shape (grid and block) is
+ * an index in kimp.shapes, as a trace launches its kernels in a few shapes. */
+typedef struct kkernel {
+    uint8_t kind, flags;
+    uint16_t device;
+    uint32_t stream;
+    uint64_t start, end;
+    uint32_t correlation;
+    uint32_t name;
+    uint32_t context;
+    uint32_t graph;
+    uint32_t shape;
+    uint32_t pad0;
+} kkernel;
+
+/* A record as the importer holds it until it is emitted: a tp_record in 48 bytes (a kernel as a
+ * kkernel), so that a trace's records take three quarters of the room. */
+typedef union krec {
+    tp_head head;
+    kkernel kernel;
+    tp_memcpy memcpy;
+    tp_memset memset;
+    tp_sync sync;
+    tp_api api;
+    tp_nvtx nvtx;
+} krec;
+
+/* A launch shape. */
+typedef struct kshape {
+    uint32_t grid[3], block[3];
+} kshape;
+
 /* A category's spelling met lately, and what it is (see kt_cat_of). */
 #define KCAT_SEEN 4
 typedef struct kcatseen {
@@ -288,8 +320,12 @@ typedef struct kimp {
     size_t api_class_cap, api_class_known; /* allocated, and zeroed */
     size_t n_names, n_names_cap;
     kbuf names_text;
-    tp_record *rec;
+    krec *rec;
     size_t n_rec, cap_rec;
+    kshape *shapes; /* kernels' launch shapes, each once (kkernel.shape) */
+    size_t n_shapes, cap_shapes;
+    cm_u64map shape_ids; /* a hash of a shape -> its index + 1 in shapes */
+    uint32_t last_shape; /* the shape looked up last, + 1; 0 none */
     uint64_t n_ops; /* of those, ranges made of operators (import_opts.ops): a budget of max_events of
                        their own, so that they never make an import fail that would pass without */
     size_t held, held_peak; /* bytes of records, contexts and their order held now, and at most */
@@ -359,6 +395,10 @@ int kt_cat_of(kimp *k, const char *s, size_t n);
 int kt_sync_type_of(const char *s, size_t n);
 /* Counts an entry skipped, by its category. */
 void kt_count_skip(kimp *k, const char *cat, size_t len);
+/* The index in kimp.shapes of a kernel's launch shape, added when it is new; 0 or ERR_NOMEM. */
+int kt_shape(kimp *k, const uint32_t grid[3], const uint32_t block[3], uint32_t *id);
+/* Record r as the tp_record it stands for. */
+void kt_rec_out(const kimp *k, const krec *r, tp_record *out);
 /* Unmaps the records' or the contexts' mapping (bytes long). */
 void kt_big_free(void *p, size_t bytes);
 /* The string id of a name. The encoder interns it the first time; the ids it gave are kept here

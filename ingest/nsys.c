@@ -1010,7 +1010,7 @@ static int resolve(nimp *k) {
             k->rec[i].sync.sync_type = (uint8_t)st_api_sync_type(s, n);
         }
     }
-    return em_resolve(k->rec, k->n_rec, k->rpid, api_class_of, k, k->st) != 0 ? nomem(k) : 0;
+    return em_resolve(k->rec, sizeof *k->rec, k->n_rec, k->rpid, api_class_of, k, k->st) != 0 ? nomem(k) : 0;
 }
 
 /* ---- output: one producer per process ---- */

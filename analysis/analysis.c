@@ -23,6 +23,7 @@
 #include "api.h"
 #include "busy.h"
 #include "grow.h"
+#include "radix.h"
 #include "u64map.h"
 
 #include <stdlib.h>
@@ -508,7 +509,7 @@ void an_bubble_split(const an_result *r, const an_bubble *x, uint64_t a, uint64_
 
 /* Gives each bubble its cause, from the launch time of the work that ended it and the blocking
  * spans that overlap it. 0 or ERR_NOMEM. */
-static int attribute(an_ctx *c, const cm_u64map *launch) {
+static int attribute(an_ctx *c) {
     const st_store *s = c->s;
     an_result *r = c->r;
     for (size_t k = 0; k < r->n_bubbles; k++) {
@@ -518,10 +519,9 @@ static int attribute(an_ctx *c, const cm_u64map *launch) {
                                 ? p->end
                                 : 0;
         size_t nn;
-        const st_event *next = &st_lane_events(s, POS_LANE(c->pend[k]), &nn)[POS_IDX(c->pend[k])];
         uint64_t L = UINT64_MAX; /* when the host submitted the work that ended the bubble */
-        const uint64_t *v = next->corr ? cm_u64map_find(launch, ckey(b->producer, next->corr)) : NULL;
-        if (v != NULL && *v != POS_NONE)
+        const uint64_t *v = &c->pend[k]; /* that submission (launches_of) */
+        if (*v != POS_NONE)
             L = st_lane_events(s, POS_LANE(*v), &nn)[POS_IDX(*v)].start;
         /* Blocks with start < b->end whose end >= b->start; the latest ending one that ended
          * before the submission wins. */
@@ -533,7 +533,7 @@ static int attribute(an_ctx *c, const cm_u64map *launch) {
             else
                 hi = mid;
         }
-        b->launch_lane = v != NULL && *v != POS_NONE ? (uint32_t)POS_LANE(*v) : AN_NONE;
+        b->launch_lane = *v != POS_NONE ? (uint32_t)POS_LANE(*v) : AN_NONE;
         size_t best = SIZE_MAX;
         uint64_t limit = L != UINT64_MAX ? L : b->end, first = UINT64_MAX;
         for (size_t i = lo; i-- > 0;) {
@@ -730,7 +730,88 @@ static int blocks_phase(an_ctx *c, cm_u64map *want_gpu) {
 }
 
 /* The bubbles (device ones first: *n_device_bubbles of them) and their causes. */
-static int bubbles_phase(an_ctx *c, cm_u64map *want_api, size_t *n_device_bubbles) {
+/* A (process, correlation) key and a bubble's index, for launches_of. */
+typedef struct an_pair {
+    uint64_t key, val;
+} an_pair;
+#define PAIR_TAKEN ((uint64_t)1 << 63) /* in val of a key's first pair: a call was found for it */
+
+/* The first pair at or after from (in a, n pairs sorted by key) whose key is not below key: a
+ * gallop forward from from when a[from] is not above it (a thread's ids grow with time), else a
+ * search of the whole. */
+static size_t pair_seek(const an_pair *a, size_t n, size_t from, uint64_t key) {
+    size_t lo = 0, hi = n;
+    if (from < n && a[from].key <= key) {
+        size_t step = 1;
+        lo = from;
+        while (lo + step < n && a[lo + step].key < key) {
+            lo += step;
+            step *= 2;
+        }
+        hi = lo + step < n ? lo + step + 1 : n;
+    }
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (a[m].key < key)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+/* Turns each bubble's pend (the work that ended it) into the host call that submitted that work:
+ * the first call of its process with the work's correlation id, in lane order and then time
+ * order; POS_NONE when there is none. The bubbles' keys are sorted (16 bytes a bubble, 16 more
+ * while sorting) and each thread lane's calls walk them: a hash map of the keys held two to four
+ * times that. 0 or ERR_NOMEM. */
+static int launches_of(an_ctx *c) {
+    const st_store *s = c->s;
+    an_result *r = c->r;
+    size_t nb = r->n_bubbles, n = 0;
+    an_pair *a = cm_big_alloc(nb * sizeof *a), *t = cm_big_alloc(nb * sizeof *t), *k = NULL;
+    if (a == NULL || t == NULL) {
+        cm_big_free(a, nb * sizeof *a);
+        cm_big_free(t, nb * sizeof *t);
+        return ERR_NOMEM;
+    }
+    for (size_t b = 0; b < nb; b++) {
+        size_t nn;
+        const st_event *next = &st_lane_events(s, POS_LANE(c->pend[b]), &nn)[POS_IDX(c->pend[b])];
+        if (next->corr)
+            a[n++] = (an_pair){ckey(r->bubbles[b].producer, next->corr), b};
+        c->pend[b] = POS_NONE;
+    }
+    if ((k = cm_radix_sort_by(a, t, n, sizeof *a)) != NULL) {
+        an_pair *spare = k == a ? t : a;
+        cm_big_free(spare, nb * sizeof *spare);
+        for (size_t l = 0; l < st_lane_count(s); l++) {
+            const st_lane_info *li = st_lane_get(s, l);
+            if (li->kind != ST_LANE_THREAD)
+                continue;
+            size_t ne, at = 0;
+            const st_event *ev = st_lane_events(s, l, &ne);
+            for (size_t i = 0; i < ne; i++) {
+                if (ev[i].corr == 0)
+                    continue;
+                uint64_t key = ckey(li->producer, ev[i].corr);
+                at = pair_seek(k, n, at, key);
+                if (at == n || k[at].key != key || (k[at].val & PAIR_TAKEN))
+                    continue;
+                for (size_t q = at; q < n && k[q].key == key; q++)
+                    c->pend[k[q].val & ~PAIR_TAKEN] = POS(l, i);
+                k[at].val |= PAIR_TAKEN;
+            }
+        }
+        cm_big_free(k, nb * sizeof *k);
+        return 0;
+    }
+    cm_big_free(a, nb * sizeof *a);
+    cm_big_free(t, nb * sizeof *t);
+    return ERR_NOMEM;
+}
+
+static int bubbles_phase(an_ctx *c, size_t *n_device_bubbles) {
     const st_store *s = c->s;
     an_result *out = c->r;
     size_t n_dev = out->n_devices;
@@ -743,18 +824,10 @@ static int bubbles_phase(an_ctx *c, cm_u64map *want_api, size_t *n_device_bubble
     for (size_t l = 0; l < st_lane_count(s); l++)
         if (st_lane_get(s, l)->kind == ST_LANE_STREAM && stream_pass(c, l))
             return ERR_NOMEM;
-    for (size_t k = 0; k < out->n_bubbles; k++) {
-        size_t nn;
-        const st_event *next = &st_lane_events(s, POS_LANE(c->pend[k]), &nn)[POS_IDX(c->pend[k])];
-        if (next->corr && cmap_want(want_api, ckey(out->bubbles[k].producer, next->corr)))
-            return ERR_NOMEM;
-    }
-    resolve(s, want_api, ST_LANE_THREAD);
-    int rc = attribute(c, want_api);
-    /* what ended each bubble, and when it was submitted, are in the bubbles now */
+    int rc = launches_of(c) == 0 ? attribute(c) : ERR_NOMEM;
+    /* when the work that ended each bubble was submitted, and by whom, is in the bubbles now */
     free(c->pend);
     c->pend = NULL;
-    cm_u64map_free(want_api);
     return rc;
 }
 
@@ -1104,9 +1177,9 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *
         return err_set(err, ERR_INVAL, "analysis: the range ends before it starts");
     out->t0 = t0;
     out->t1 = t1;
-    cm_u64map want_gpu = {0}, want_api = {0};
+    cm_u64map want_gpu = {0};
     size_t n_device_bubbles = 0;
-    int rc = blocks_phase(&c, &want_gpu) || bubbles_phase(&c, &want_api, &n_device_bubbles) ? -1 : 0;
+    int rc = blocks_phase(&c, &want_gpu) || bubbles_phase(&c, &n_device_bubbles) ? -1 : 0;
     if (rc == 0) {
         costs_phase(&c, n_device_bubbles);
         rc = build_sites(&c) || call_findings(&c) || host_phase(&c, n_device_bubbles) ? -1 : 0;
@@ -1121,7 +1194,6 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *
         cm_sort(out->findings, out->n_findings, sizeof *out->findings, finding_cmp);
     }
     cm_u64map_free(&want_gpu);
-    cm_u64map_free(&want_api);
     free(c.pend);
     free(c.prefix_end);
     if (rc != 0) {

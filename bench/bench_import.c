@@ -183,7 +183,9 @@ static tp_buf build_input(const char *dir, size_t mb, uint64_t *span_us) {
     while (out.len < mb * 1000000) {
         for (int r = 0; r < 2; r++) {
             const char *s = (const char *)src[r].data;
-            long long deltas[] = {rep * step_us, rep * 100000000ll, rep * 100000000ll};
+            /* correlation ids stay unique in the file, as in one process's trace: each copy of a
+             * rank's ids (a range of 0.3 M) 0.4 M above the copy before */
+            long long deltas[] = {rep * step_us, (rep * 2 + r) * 400000ll, rep * 100000000ll};
             for (size_t i = 0; i < n_ents[r]; i++) {
                 if (ents[r][i].meta && rep > 0)
                     continue;

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -561,6 +562,9 @@ static int report_load(report_run *run) {
             return verb_error("report", "%s", run->err.msg);
         st_store_commit(run->s);
         st_store_shrink(run->s);
+        /* what the import freed goes back to the system before the analysis takes its own (the
+         * batch verbs keep freed memory for reuse: see main.c) */
+        malloc_trim(0);
     }
     if (n_live > 0)
         run->ro.sources |= RP_SRC_TRACER;

@@ -13,6 +13,12 @@
 int cm_grow(void **p, size_t *cap, size_t need, size_t elem);
 #define CM_GROW(arr, cap, need) cm_grow((void **)&(arr), &(cap), (need), sizeof *(arr))
 
+/* Large scratch arrays (sort buffers of millions of records) in pages of their own, which go back
+ * to the system when freed, whatever the allocator keeps for reuse (the command line keeps freed
+ * heap memory: see cli/main.c). NULL when out of memory; cm_big_free(NULL, ...) does nothing. */
+void *cm_big_alloc(size_t bytes);
+void cm_big_free(void *p, size_t bytes);
+
 /* qsort, except that n may be 0 with a NULL base. */
 void cm_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 

@@ -4,6 +4,8 @@
  */
 #include "emit.h"
 #include "api.h"
+#include "grow.h"
+#include "radix.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -289,53 +291,196 @@ static uint32_t op_correlation(const void *r) {
     return c;
 }
 
-int em_resolve(void *rec, size_t stride, size_t n, const uint32_t *pid,
-               unsigned (*class_of)(void *arg, size_t i, tp_api *a), void *arg, import_stats *st) {
-    cm_u64map ops = {0}; /* correlation -> record index; a copy or memset wins over other rows */
+/* Correlation ids to the index + 1 of their GPU operation: a table over the ids' range when they
+ * fill it (CUPTI numbers a process's API calls in turn, so one process's ids are dense: 4 bytes an
+ * id), else a hash map (16 bytes a slot, at most half full). */
+typedef struct op_index {
+    uint32_t *dense; /* [corr - lo], 0: none */
+    uint32_t lo;
+    size_t span;
+    cm_u64map map;
+} op_index;
+
+static int is_op(unsigned kind) {
+    return kind == TP_K_KERNEL || kind == TP_K_MEMCPY || kind == TP_K_MEMSET || kind == TP_K_SYNC;
+}
+
+/* Sets x up: a table when one process's ids are dense, else (no table) a map or the sort; counts
+ * the operations with an id and the host calls. 0 or ERR_NOMEM. */
+static int op_index_init(op_index *x, const void *rec, size_t stride, size_t n, const uint32_t *pid, size_t *n_ops,
+                         size_t *n_calls) {
+    memset(x, 0, sizeof *x);
+    uint32_t lo = UINT32_MAX, hi = 0;
+    size_t ops = 0, calls = 0;
     for (size_t i = 0; i < n; i++) {
         const tp_head *r = REC_AT(rec, stride, i);
-        if (r->kind != TP_K_KERNEL && r->kind != TP_K_MEMCPY && r->kind != TP_K_MEMSET && r->kind != TP_K_SYNC)
+        calls += r->kind == TP_K_API;
+        uint32_t corr = is_op(r->kind) ? op_correlation(r) : 0;
+        if (corr == 0)
+            continue;
+        ops++;
+        lo = corr < lo ? corr : lo;
+        hi = corr > hi ? corr : hi;
+    }
+    *n_ops = ops;
+    *n_calls = calls;
+    if (pid != NULL || n >= UINT32_MAX || ops == 0 || (size_t)(hi - lo) >= 4 * ops + 1024) /* sparse */
+        return 0;
+    x->lo = lo;
+    x->span = (size_t)(hi - lo) + 1;
+    x->dense = calloc(x->span, sizeof *x->dense);
+    return x->dense != NULL ? 0 : ERR_NOMEM;
+}
+
+/* The slot of key (corr in its process), added empty when absent; NULL when out of memory. */
+static uint64_t *op_slot_map(op_index *x, uint64_t key) {
+    return cm_u64map_get_or_add(&x->map, key, 0, NULL);
+}
+
+static void op_index_free(op_index *x) {
+    free(x->dense);
+    cm_u64map_free(&x->map);
+}
+
+/* Host call i (a) given its operation (the record index + 1 of it, 0: none): its device, its
+ * flags, and the count of blocking calls. */
+static void resolve_call(void *rec, size_t stride, size_t i, tp_api *a, uint64_t v,
+                         unsigned (*class_of)(void *arg, size_t i, tp_api *a), void *arg, import_stats *st) {
+    unsigned cls = class_of(arg, i, a);
+    tp_record op; /* the operation, whole: st_api_resolve reads and flags it */
+    tp_head *at = NULL;
+    if (v != 0) {
+        at = REC_AT(rec, stride, v - 1);
+        memset(&op, 0, sizeof op);
+        memcpy(&op, at, stride < sizeof op ? stride : sizeof op);
+        a->device = at->device;
+    }
+    unsigned flags = st_api_resolve((st_api_class)cls, at != NULL ? &op : NULL);
+    if (at != NULL)
+        at->flags = op.head.flags;
+    a->flags |= (uint8_t)flags;
+    if (flags & TP_F_BLOCKING) {
+        st->blocking_calls++;
+        st->blocked_ns += a->end - a->start;
+    }
+}
+
+/* Whether operation j (of kind kj) takes the place of operation i: the first row with a
+ * correlation id is its operation, unless a later copy or memset comes. */
+static int op_wins(unsigned kj, unsigned ki) {
+    return (kj == TP_K_MEMCPY || kj == TP_K_MEMSET) && ki != TP_K_MEMCPY && ki != TP_K_MEMSET;
+}
+
+/* em_resolve for one process's sparse ids, by sorting instead of a map: the operations' ids above
+ * their indices, one word each, then the calls' the same way, and the two walked together. 8 bytes
+ * an operation and 16 a call at most, where a map holds 32-48 an operation. 1 done, 0 out of
+ * memory (nothing changed). */
+static int resolve_sorted(void *rec, size_t stride, size_t n, size_t n_ops, size_t n_calls,
+                          unsigned (*class_of)(void *arg, size_t i, tp_api *a), void *arg, import_stats *st) {
+    uint64_t *ow = cm_big_alloc(n_ops * sizeof *ow), *ot = cm_big_alloc(n_ops * sizeof *ot);
+    uint64_t *cw = NULL, *ct = NULL, *os = NULL, *cs = NULL;
+    size_t no = 0, nc = 0;
+    int ok = 0;
+    if (ow == NULL || ot == NULL)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const tp_head *r = REC_AT(rec, stride, i);
+        uint32_t corr = is_op(r->kind) ? op_correlation(r) : 0;
+        if (corr != 0 && no < n_ops)
+            ow[no++] = (uint64_t)corr << 32 | i;
+    }
+    if ((os = cm_radix_sort_u64(ow, ot, no)) == NULL)
+        goto out;
+    if (os == ow) { /* the buffer the order is not in goes back before the calls take theirs */
+        cm_big_free(ot, n_ops * sizeof *ot);
+        ot = NULL;
+    } else {
+        cm_big_free(ow, n_ops * sizeof *ow);
+        ow = NULL;
+    }
+    cw = cm_big_alloc(n_calls * sizeof *cw);
+    ct = cm_big_alloc(n_calls * sizeof *ct);
+    if (cw == NULL || ct == NULL)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const tp_api *a = REC_AT(rec, stride, i);
+        if (a->kind == TP_K_API && a->correlation != 0 && nc < n_calls)
+            cw[nc++] = (uint64_t)a->correlation << 32 | i;
+    }
+    if ((cs = cm_radix_sort_u64(cw, ct, nc)) == NULL)
+        goto out;
+    ok = 1; /* from here on nothing fails: the records change */
+    for (size_t i = 0; i < n; i++) {
+        tp_api *a = REC_AT(rec, stride, i);
+        if (a->kind == TP_K_API && a->correlation == 0)
+            resolve_call(rec, stride, i, a, 0, class_of, arg, st);
+    }
+    size_t j = 0;
+    for (size_t c = 0; c < nc; c++) {
+        uint32_t corr = (uint32_t)(cs[c] >> 32);
+        size_t i = (size_t)(cs[c] & UINT32_MAX);
+        while (j < no && (uint32_t)(os[j] >> 32) < corr)
+            j++;
+        uint64_t v = 0;
+        for (size_t q = j; q < no && (uint32_t)(os[q] >> 32) == corr; q++) {
+            size_t oi = (size_t)(os[q] & UINT32_MAX);
+            unsigned kq = ((const tp_head *)REC_AT(rec, stride, oi))->kind;
+            if (v == 0 || op_wins(kq, ((const tp_head *)REC_AT(rec, stride, v - 1))->kind))
+                v = oi + 1;
+        }
+        resolve_call(rec, stride, i, REC_AT(rec, stride, i), v, class_of, arg, st);
+    }
+out:
+    cm_big_free(ow, n_ops * sizeof *ow);
+    cm_big_free(ot, n_ops * sizeof *ot);
+    cm_big_free(cw, n_calls * sizeof *cw);
+    cm_big_free(ct, n_calls * sizeof *ct);
+    return ok;
+}
+
+int em_resolve(void *rec, size_t stride, size_t n, const uint32_t *pid,
+               unsigned (*class_of)(void *arg, size_t i, tp_api *a), void *arg, import_stats *st) {
+    op_index ops; /* correlation -> record index + 1; a copy or memset wins over other rows */
+    size_t n_ops = 0, n_calls = 0;
+    if (op_index_init(&ops, rec, stride, n, pid, &n_ops, &n_calls) != 0)
+        return ERR_NOMEM;
+    if (ops.dense == NULL && pid == NULL && n < UINT32_MAX)
+        return resolve_sorted(rec, stride, n, n_ops, n_calls, class_of, arg, st) ? 0 : ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const tp_head *r = REC_AT(rec, stride, i);
+        if (!is_op(r->kind))
             continue;
         uint32_t corr = op_correlation(r);
         if (corr == 0)
             continue;
-        int added;
-        uint64_t *v = cm_u64map_get_or_add(&ops, corr_key(pid, i, corr), i, &added);
-        if (v == NULL) {
-            cm_u64map_free(&ops);
+        uint32_t *d = ops.dense != NULL ? &ops.dense[corr - ops.lo] : NULL;
+        uint64_t *v = d == NULL ? op_slot_map(&ops, corr_key(pid, i, corr)) : NULL;
+        if (d == NULL && v == NULL) {
+            op_index_free(&ops);
             return ERR_NOMEM;
         }
-        if (!added && (r->kind == TP_K_MEMCPY || r->kind == TP_K_MEMSET)) {
-            unsigned old = ((const tp_head *)REC_AT(rec, stride, *v))->kind;
-            if (old != TP_K_MEMCPY && old != TP_K_MEMSET)
-                *v = i;
-        }
+        uint64_t old = d != NULL ? *d : *v;
+        if (old != 0 && !op_wins(r->kind, ((const tp_head *)REC_AT(rec, stride, old - 1))->kind))
+            continue;
+        if (d != NULL)
+            *d = (uint32_t)(i + 1);
+        else
+            *v = i + 1;
     }
     for (size_t i = 0; i < n; i++) {
         tp_api *a = REC_AT(rec, stride, i);
         if (a->kind != TP_K_API)
             continue;
-        unsigned cls = class_of(arg, i, a);
-        tp_record op; /* the operation, whole: st_api_resolve reads and flags it */
-        tp_head *at = NULL;
-        if (a->correlation) {
-            const uint64_t *v = cm_u64map_find(&ops, corr_key(pid, i, a->correlation));
-            if (v) {
-                at = REC_AT(rec, stride, *v);
-                memset(&op, 0, sizeof op);
-                memcpy(&op, at, stride < sizeof op ? stride : sizeof op);
-                a->device = at->device;
-            }
+        uint64_t v = 0;
+        if (a->correlation && ops.dense != NULL) {
+            uint32_t at_id = a->correlation - ops.lo; /* wraps below lo: out of the span */
+            v = a->correlation >= ops.lo && at_id < ops.span ? ops.dense[at_id] : 0;
+        } else if (a->correlation) {
+            const uint64_t *m = cm_u64map_find(&ops.map, corr_key(pid, i, a->correlation));
+            v = m != NULL ? *m : 0;
         }
-        unsigned flags = st_api_resolve((st_api_class)cls, at != NULL ? &op : NULL);
-        if (at != NULL)
-            at->flags = op.head.flags;
-        a->flags |= (uint8_t)flags;
-        if (flags & TP_F_BLOCKING) {
-            st->blocking_calls++;
-            st->blocked_ns += a->end - a->start;
-        }
+        resolve_call(rec, stride, i, a, v, class_of, arg, st);
     }
-    cm_u64map_free(&ops);
+    op_index_free(&ops);
     return 0;
 }

@@ -10,6 +10,8 @@
 #include "kineto_int.h"
 #include "emit.h"
 #include "hash.h"
+#include "grow.h"
+#include "radix.h"
 #include "text.h"
 
 #include <stdio.h>
@@ -63,60 +65,8 @@ static int resolve_apis(kimp *k) {
     return 0;
 }
 
-/* A key and what it is the key of, for radix_sort. */
-typedef struct kpair {
-    uint64_t key, val;
-} kpair;
 
-/* Sorts the n elements of size bytes at a by the 64-bit key each starts with, keeping the order of
- * equal keys (LSD radix, eleven bits at a time, the digits that all keys share skipped); tmp holds
- * n more. Returns the sorted array (a or tmp), or NULL when out of memory. Inlined for each size. */
-#define RADIX_BITS 11
-#define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
-static inline __attribute__((always_inline)) void *radix_sort_by(void *a, void *tmp, size_t n, size_t size) {
-    if (n < 2)
-        return a;
-    size_t(*count)[1 << RADIX_BITS] = calloc(RADIX_PASSES, sizeof *count);
-    if (count == NULL)
-        return NULL;
-    const uint64_t mask = (1u << RADIX_BITS) - 1;
-    uint64_t x;
-    for (size_t i = 0; i < n; i++) {
-        memcpy(&x, (char *)a + i * size, sizeof x);
-        for (int b = 0; b < RADIX_PASSES; b++)
-            count[b][(x >> (RADIX_BITS * b)) & mask]++;
-    }
-    memcpy(&x, a, sizeof x);
-    for (int b = 0; b < RADIX_PASSES; b++) {
-        if (count[b][(x >> (RADIX_BITS * b)) & mask] == n)
-            continue;
-        size_t at = 0;
-        for (size_t v = 0; v <= mask; v++) {
-            size_t c = count[b][v];
-            count[b][v] = at;
-            at += c;
-        }
-        for (size_t i = 0; i < n; i++) {
-            uint64_t y;
-            memcpy(&y, (char *)a + i * size, sizeof y);
-            memcpy((char *)tmp + count[b][(y >> (RADIX_BITS * b)) & mask]++ * size, (char *)a + i * size, size);
-        }
-        void *t = a;
-        a = tmp;
-        tmp = t;
-    }
-    free(count);
-    return a;
-}
 
-static kpair *radix_sort(kpair *a, kpair *tmp, size_t n) {
-    return radix_sort_by(a, tmp, n, sizeof *a);
-}
-
-/* The same for keys alone. */
-static uint64_t *radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) {
-    return radix_sort_by(a, tmp, n, sizeof *a);
-}
 
 /* ---- call sites from operators and Python frames ---- */
 
@@ -172,73 +122,107 @@ static const uint64_t *rank_of(const cm_u64map *rank, uint64_t tid, rank_memo *m
     return memo->r;
 }
 
+/* Sorts the contexts idx[0, n) of one thread by start, keeping file order among equal starts: one
+ * word each, the start less the first above the index (a span too wide for that gives up the
+ * start's last bits, and each run that then shares a key is sorted by ctx_cmp). 0 or -1 when out
+ * of memory. */
+static int ctx_sort_run(kimp *k, uint32_t *idx, size_t n, uint64_t lo, uint64_t hi) {
+    int ib = bits_of(k->n_ctx), sb = bits_of(hi - lo);
+    int shift = ib + sb > 64 ? ib + sb - 64 : 0;
+    uint64_t mask = ((uint64_t)1 << ib) - 1;
+    uint64_t *a = cm_big_alloc(n * sizeof *a), *t = cm_big_alloc(n * sizeof *t), *s = NULL;
+    if (a != NULL && t != NULL) {
+        for (size_t i = 0; i < n; i++)
+            a[i] = ((k->ctx[idx[i]].start - lo) >> shift) << ib | idx[i];
+        if ((s = cm_radix_sort_u64(a, t, n)) != NULL)
+            for (size_t i = 0; i < n; i++)
+                idx[i] = (uint32_t)(s[i] & mask);
+        for (size_t i = 0, j; s != NULL && shift > 0 && i < n; i = j) {
+            for (j = i + 1; j < n && s[j] >> ib == s[i] >> ib; j++) {
+            }
+            if (j - i > 1)
+                qsort_r(idx + i, j - i, sizeof *idx, ctx_index_cmp, k);
+        }
+    }
+    cm_big_free(a, n * sizeof *a);
+    cm_big_free(t, n * sizeof *t);
+    return s != NULL ? 0 : -1;
+}
+
 /* The contexts the sweep of kineto_callsites reads, in ctx_cmp order, as indices into k->ctx
  * (*out, their count returned; -1 when out of memory): those of the threads with blocking calls
- * (calls, sorted by thread and start) that start no later than the thread's last one. Sorted by
- * thread and start with radix_sort, then each run of the same thread and start by the rest. */
+ * (calls, sorted by thread and start) that start no later than the thread's last one. Put in
+ * thread order by counting (4 bytes a context), each thread's in file order; a thread whose rows
+ * do not come in time order in the file is then sorted by start (16 bytes more a context of that
+ * thread); each run of the same thread and start is sorted by the rest. */
+typedef struct kthread_run {
+    uint64_t last;    /* the start of its last blocking call */
+    uint64_t lo, hi;  /* its contexts' earliest and latest start */
+    uint64_t prev;    /* the start of its context met last */
+    size_t n, at;     /* its contexts, and where they go in the order */
+    int sorted;       /* met in time order so far */
+} kthread_run;
+
 static ssize_t ctx_order(kimp *k, const kcall *calls, size_t nb, uint32_t **out) {
-    cm_u64map rank = {0}; /* tid -> its index in last + 1 */
-    uint64_t *last = malloc(nb * sizeof *last);
-    kpair *a = NULL, *s = NULL;
+    cm_u64map rank = {0}; /* tid -> its index in th + 1 */
+    kthread_run *th = calloc(nb ? nb : 1, sizeof *th);
     uint32_t *idx = NULL;
-    size_t nt = 0, n = 0, m = 0;
-    if (last == NULL || k->n_ctx > UINT32_MAX)
+    size_t nt = 0, m = 0;
+    if (th == NULL || k->n_ctx > UINT32_MAX)
         goto nomem;
-    for (size_t c = 0; c < nb; c++) {
+    for (size_t c = 0; c < nb; c++) { /* the threads in tid order */
         if (c + 1 < nb && calls[c + 1].tid == calls[c].tid)
             continue;
         if (cm_u64map_put(&rank, calls[c].tid, nt + 1) != 0)
             goto nomem;
-        last[nt++] = calls[c].start;
+        th[nt++] = (kthread_run){.last = calls[c].start, .lo = UINT64_MAX, .sorted = 1};
     }
     rank_memo memo = {0};
     for (size_t i = 0; i < k->n_ctx; i++) {
-        const uint64_t *r = rank_of(&rank, kt_ctx_tid(k, &k->ctx[i]), &memo);
-        m += r != NULL && k->ctx[i].start <= last[*r - 1];
-    }
-    if ((a = malloc((2 * m + 1) * sizeof *a)) == NULL)
-        goto nomem;
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (size_t i = 0; i < k->n_ctx; i++) {
         const kctx *x = &k->ctx[i];
         const uint64_t *r = rank_of(&rank, kt_ctx_tid(k, x), &memo);
-        if (r == NULL || x->start > last[*r - 1])
+        if (r == NULL || x->start > th[*r - 1].last)
             continue;
-        a[n++] = (kpair){x->start, (uint64_t)(*r - 1) << 32 | i}; /* in file order */
-        lo = x->start < lo ? x->start : lo;
-        hi = x->start > hi ? x->start : hi;
+        kthread_run *t = &th[*r - 1];
+        if (t->n > 0 && x->start < t->prev)
+            t->sorted = 0;
+        t->prev = x->start;
+        t->lo = x->start < t->lo ? x->start : t->lo;
+        t->hi = x->start > t->hi ? x->start : t->hi;
+        t->n++;
+        m++;
     }
-    int sbits = n ? bits_of(hi - lo) : 0;
-    if (sbits + bits_of(nt) <= 64) { /* one key: thread, then start */
-        for (size_t i = 0; i < n; i++)
-            a[i].key = (a[i].val >> 32) << sbits | (a[i].key - lo);
-        s = radix_sort(a, a + n, n);
-    } else if ((s = radix_sort(a, a + n, n)) != NULL) { /* by start, then by thread */
-        for (size_t i = 0; i < n; i++)
-            s[i].key = s[i].val >> 32;
-        s = radix_sort(s, s == a ? a + n : a, n);
-    }
-    if (s == NULL || (idx = malloc((n ? n : 1) * sizeof *idx)) == NULL)
+    if ((idx = malloc((m ? m : 1) * sizeof *idx)) == NULL)
         goto nomem;
-    for (size_t i = 0; i < n; i++)
-        idx[i] = (uint32_t)s[i].val;
-    for (size_t i = 0, j; i < n; i = j) {
+    for (size_t t = 0, at = 0; t < nt; t++) {
+        th[t].at = at;
+        at += th[t].n;
+    }
+    for (size_t i = 0; i < k->n_ctx; i++) { /* by thread, in file order */
+        const kctx *x = &k->ctx[i];
+        const uint64_t *r = rank_of(&rank, kt_ctx_tid(k, x), &memo);
+        if (r != NULL && x->start <= th[*r - 1].last)
+            idx[th[*r - 1].at++] = (uint32_t)i;
+    }
+    for (size_t t = 0; t < nt; t++)
+        if (!th[t].sorted && ctx_sort_run(k, idx + th[t].at - th[t].n, th[t].n, th[t].lo, th[t].hi) != 0)
+            goto nomem;
+    for (size_t i = 0, j; i < m; i = j) {
         const kctx *x = &k->ctx[idx[i]];
-        for (j = i + 1; j < n && kt_ctx_tid(k, &k->ctx[idx[j]]) == kt_ctx_tid(k, x) && k->ctx[idx[j]].start == x->start;
+        for (j = i + 1; j < m && kt_ctx_tid(k, &k->ctx[idx[j]]) == kt_ctx_tid(k, x) && k->ctx[idx[j]].start == x->start;
              j++) {
         }
         if (j - i > 1)
             qsort_r(idx + i, j - i, sizeof *idx, ctx_index_cmp, k);
     }
     cm_u64map_free(&rank);
-    free(last);
-    free(a);
+    free(th);
     *out = idx;
-    return (ssize_t)n;
+    return (ssize_t)m;
 nomem:
     cm_u64map_free(&rank);
-    free(last);
-    free(a);
+    free(th);
+    free(idx);
     return -1;
 }
 
@@ -375,46 +359,47 @@ static void drop_dead(kimp *k, uint64_t *lo, uint64_t *hi) {
     k->n_rec = n;
 }
 
+/* Two records' places (in an order word, below the mask) by start, then by place in the file. */
+static int rec_place_cmp(const void *a, const void *b, void *arg) {
+    const kimp *k = arg;
+    uint64_t mask = ((uint64_t)1 << bits_of(k->n_rec)) - 1;
+    size_t x = (size_t)(*(const uint64_t *)a & mask), y = (size_t)(*(const uint64_t *)b & mask);
+    uint64_t sx = k->rec[x].kernel.start, sy = k->rec[y].kernel.start;
+    if (sx != sy)
+        return sx < sy ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
 /* The records' order by start, ties in file order, as a permutation: out[i] & mask is the index of
- * the record that goes i-th (*mask returned; the bits above it are sort keys to ignore). Most
- * traces get one word per record: the start less the first one, above the index, sorted whole (8
- * bytes and 8 of room); a span too wide for that is sorted as pairs. NULL when out of memory. */
+ * the record that goes i-th (*mask returned; the bits above it are sort keys to ignore). One word
+ * per record: the start less the first one, above the index, sorted whole (8 bytes and 8 of room).
+ * A span too wide for that gives up the start's last bits, and each run of records that then share
+ * a key is sorted by their whole starts. NULL when out of memory. */
 static uint64_t *order_of(kimp *k, uint64_t lo, uint64_t hi, uint64_t *mask) {
     size_t n = k->n_rec;
     int ib = bits_of(n), sb = bits_of(hi - lo);
-    *mask = ib >= 64 ? UINT64_MAX : ((uint64_t)1 << ib) - 1;
-    if (ib + sb <= 64) {
-        uint64_t *a = malloc((n ? n : 1) * sizeof *a), *tmp = malloc((n ? n : 1) * sizeof *tmp);
-        uint64_t *s = NULL;
-        if (a != NULL && tmp != NULL) {
-            kt_held(k, (int64_t)(2 * n * sizeof *a));
-            for (size_t i = 0; i < n; i++)
-                a[i] = (k->rec[i].kernel.start - lo) << ib | i;
-            s = radix_sort_u64(a, tmp, n);
-            kt_held(k, -(int64_t)(n * sizeof *a));
-        }
-        if (s != a)
-            free(a);
-        if (s != tmp)
-            free(tmp);
-        return s;
-    }
-    *mask = UINT64_MAX;
-    kpair *a = malloc((n ? n : 1) * 2 * sizeof *a), *s = NULL;
-    uint64_t *out = NULL;
-    if (a == NULL)
-        return NULL;
-    kt_held(k, (int64_t)(2 * n * sizeof *a));
-    for (size_t i = 0; i < n; i++)
-        a[i] = (kpair){k->rec[i].kernel.start, i};
-    if ((s = radix_sort(a, a + n, n)) != NULL && (out = malloc((n ? n : 1) * sizeof *out)) != NULL) {
-        kt_held(k, (int64_t)(n * sizeof *out));
+    int shift = ib + sb > 64 ? ib + sb - 64 : 0;
+    *mask = ((uint64_t)1 << ib) - 1;
+    uint64_t *a = cm_big_alloc(n * sizeof *a), *tmp = cm_big_alloc(n * sizeof *tmp);
+    uint64_t *s = NULL;
+    if (a != NULL && tmp != NULL) {
+        kt_held(k, (int64_t)(2 * n * sizeof *a));
         for (size_t i = 0; i < n; i++)
-            out[i] = s[i].val;
+            a[i] = ((k->rec[i].kernel.start - lo) >> shift) << ib | i;
+        s = cm_radix_sort_u64(a, tmp, n);
+        kt_held(k, -(int64_t)(n * sizeof *a));
     }
-    kt_held(k, -(int64_t)(2 * n * sizeof *a));
-    free(a);
-    return out;
+    for (size_t i = 0, j; s != NULL && shift > 0 && i < n; i = j) {
+        for (j = i + 1; j < n && s[j] >> ib == s[i] >> ib; j++) {
+        }
+        if (j - i > 1)
+            qsort_r(s + i, j - i, sizeof *s, rec_place_cmp, k);
+    }
+    if (s != a)
+        cm_big_free(a, n * sizeof *a);
+    if (s != tmp)
+        cm_big_free(tmp, n * sizeof *tmp);
+    return s;
 }
 
 /* Moves the records into the order perm gives (see order_of), one cycle of the permutation at a
@@ -539,7 +524,7 @@ int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx) {
         permute(k, perm, mask);
         kt_held(k, -(int64_t)(k->n_rec * sizeof *perm));
     }
-    free(perm);
+    cm_big_free(perm, k->n_rec * sizeof *perm);
     size_t given = 0;
     for (size_t i = 0; i < k->n_rec && rc == 0; i++) {
         tp_record r;

@@ -805,6 +805,39 @@ TEST(contexts_of_four_seconds_and_more_still_hold_their_calls) {
     got_free(&g);
 }
 
+/* Operators out of time order in the file, on a thread whose rows span too long for one sort
+ * word: opB (5.003..10.003 us) comes before opC (5.002..15.002 us), which holds it, 1 ns apart; a
+ * far operator and call 9e15 us later make the span. The call at 6 us is inside opB inside opC. */
+TEST(operators_out_of_order_over_a_wide_span_nest_by_their_starts) {
+    const char *json =
+        "{\"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"opB\", \"pid\": 1, \"tid\": 2, \"ts\": 5.003, "
+        "\"dur\": 5, \"args\": {}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"opC\", \"pid\": 1, \"tid\": 2, \"ts\": 5.002, "
+        "\"dur\": 10, \"args\": {}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, \"tid\": 2, "
+        "\"ts\": 6, \"dur\": 1, \"args\": {\"correlation\": 1}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"opFar\", \"pid\": 1, \"tid\": 2, "
+        "\"ts\": 9000000000000000, \"dur\": 10, \"args\": {}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, \"tid\": 2, "
+        "\"ts\": 9000000000000001, \"dur\": 1, \"args\": {\"correlation\": 2}}\n"
+        "]}";
+    static const char *const want[] = {"opB < opC", "opFar"};
+    got g;
+    got_init(&g);
+    import_stats st;
+    import_text_ok(json, &g, &st);
+    static char frames[4096];
+    for (size_t i = 0; i < 2; i++) {
+        const tp_api *a = find_api(&g, "cudaStreamSynchronize", i);
+        ASSERT_NOT_NULL(a);
+        ASSERT_NE(a->callsite, 0);
+        site_frames(&g, a->callsite, frames, sizeof frames);
+        ASSERT_STR_EQ(frames, want[i]);
+    }
+    got_free(&g);
+}
+
 /* A legacy trace's operator carries its Python frames as a "Call stack": the site is the operators
  * up to the first that names a Call stack, then that stack's frames; what lies outside that
  * operator (a Python frame, an operator called from another line) is not part of it. Written by
@@ -1499,17 +1532,22 @@ TEST(events_too_far_apart_for_one_word_keep_their_order) {
         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"early\", \"pid\": 0, \"tid\": 7, \"ts\": 1, "
         "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 3}},\n"
         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"tie2\", \"pid\": 0, \"tid\": 7, \"ts\": 5, "
-        "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 4}}\n"
+        "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 4}},\n"
+        /* 2 ns apart, the later first: within the few nanoseconds a key that wide gives up */
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"fine_b\", \"pid\": 0, \"tid\": 7, \"ts\": 5.003, "
+        "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 5}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"fine_a\", \"pid\": 0, \"tid\": 7, \"ts\": 5.001, "
+        "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 6}}\n"
         "]}";
     got g;
     got_init(&g);
     import_stats st;
     import_text_ok(json, &g, &st);
-    static const uint32_t want[] = {3, 2, 4, 1};
-    ASSERT_EQ(count_kind(&g, TP_K_KERNEL), 4);
-    for (size_t i = 0; i < 4; i++)
+    static const uint32_t want[] = {3, 2, 4, 6, 5, 1};
+    ASSERT_EQ(count_kind(&g, TP_K_KERNEL), 6);
+    for (size_t i = 0; i < 6; i++)
         ASSERT_EQ(find_kind(&g, TP_K_KERNEL, i)->kernel.correlation, want[i]);
-    ASSERT_UEQ(find_kind(&g, TP_K_KERNEL, 3)->kernel.start, 9000000000000000000ull);
+    ASSERT_UEQ(find_kind(&g, TP_K_KERNEL, 5)->kernel.start, 9000000000000000000ull);
     got_free(&g);
 }
 

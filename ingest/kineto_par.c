@@ -486,7 +486,7 @@ static kpiece *piece_take(kpar *par) {
         kpiece *p = &par->pieces[i];
         if (p->state != P_FREE)
             continue;
-        if (p->buf == NULL && (p->buf = malloc(par->buf_bytes)) == NULL)
+        if (p->buf == NULL && (p->buf = cm_big_alloc(par->buf_bytes)) == NULL)
             return NULL;
         p->len = 0;
         p->spec = 0;
@@ -689,8 +689,8 @@ static int piece_replay(kimp *k, kpiece *p) {
     return 0;
 }
 
-static void piece_free(kpiece *p) {
-    free(p->buf);
+static void piece_free(const kpar *par, kpiece *p) {
+    cm_big_free(p->buf, par->buf_bytes);
     free(p->ents);
     free(p->vals);
     for (karena_blk *b = p->arena, *n; b; b = n) {
@@ -831,7 +831,7 @@ int kt_par_parse(kimp *k, jsrc *s, int threads, size_t piece) {
     workers_stop(par);
     if (par->pieces)
         for (int i = 0; i < par->n_pieces; i++)
-            piece_free(&par->pieces[i]);
+            piece_free(par, &par->pieces[i]);
     free(par->pieces);
     free(par->order);
     free(par->view);

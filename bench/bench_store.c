@@ -10,6 +10,7 @@
  *   bench_store [FILE...]
  *   bench_store --phases FILE   (what each line runs: loads FILE, prints its figures)
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 #include "analysis.h"
 #include "child_rss.h"
+#include "grow.h"
 #include "import.h"
 #include "load.h"
 #include "report.h"
@@ -25,6 +27,7 @@
 #include "synctop/codec.h"
 
 static int phases(const char *path) {
+    cm_malloc_for_batches(); /* as the command line's report */
     uint64_t base = bench_peak_rss_kib();
     st_store *s = st_store_new(NULL);
     err_msg err = {{0}};
@@ -32,6 +35,9 @@ static int phases(const char *path) {
         fprintf(stderr, "bench_store: %s: %s\n", path, err.msg);
         return 1;
     }
+    st_store_commit(s); /* as report leaves the store before its analysis */
+    st_store_shrink(s);
+    malloc_trim(0);
     uint64_t load_peak = bench_peak_rss_kib(), load_now = bench_status_kib("VmRSS");
     an_result r;
     if (an_analyze(s, NULL, &r, &err) != 0) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "grow.h"
 #include "import.h"
 #include "synctop/codec.h"
 #include "synctop/sanitize.h"
@@ -53,18 +54,8 @@ int main(int argc, char **argv) {
     int n_verbs = verb_list(&verbs);
     for (int i = 0; i < n_verbs; i++)
         if (strcmp(argv[1], verbs[i]->name) == 0) {
-            if (verbs[i]->batch) {
-                /* A verb that imports a trace allocates and frees many megabytes in turn (the
-                 * text's pieces, records, sort buffers, the store): taken from the heap and kept
-                 * there when freed, they are reused, where the kernel's fresh pages for each
-                 * large block would cost more than the work done in them. One heap for every
-                 * thread: what the importer's thread frees (its records) is then room for what the
-                 * thread that hands out its batches allocates (the store), not kept apart in a
-                 * heap of that thread's own (7-9 MiB more at the peak of 223 MB of JSON). */
-                mallopt(M_MMAP_THRESHOLD, 32 << 20);
-                mallopt(M_TRIM_THRESHOLD, 1 << 30);
-                mallopt(M_ARENA_MAX, 1);
-            }
+            if (verbs[i]->batch)
+                cm_malloc_for_batches();
             return verbs[i]->fn(argc - 1, argv + 1);
         }
     const char *names[VERB_NAMES_MAX];

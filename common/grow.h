@@ -19,6 +19,10 @@ int cm_grow(void **p, size_t *cap, size_t need, size_t elem);
 void *cm_big_alloc(size_t bytes);
 void cm_big_free(void *p, size_t bytes);
 
+/* Sets malloc up for a process that imports traces (the command line's batch verbs, and the
+ * benchmarks that measure them): see grow.c. */
+void cm_malloc_for_batches(void);
+
 /* qsort, except that n may be 0 with a NULL base. */
 void cm_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 

@@ -33,6 +33,7 @@
 #include <zlib.h>
 
 #include "child_rss.h"
+#include "grow.h"
 #include "import.h"
 #include "kineto.h"
 #include "synctop/codec.h"
@@ -408,6 +409,7 @@ static void versus_wc(const char *what, const tp_buf *text, const tp_buf *gz, in
 
 /* bench_import --import FILE: prints "<peak RSS KiB> <RSS KiB before> <JSON bytes> <seconds>". */
 static int import_child(const char *path) {
+    cm_malloc_for_batches(); /* as the command line's import and report */
     uint64_t before = bench_peak_rss_kib();
     import_stats st;
     err_msg err = {{0}};

@@ -762,53 +762,44 @@ static size_t pair_seek(const an_pair *a, size_t n, size_t from, uint64_t key) {
 
 /* Turns each bubble's pend (the work that ended it) into the host call that submitted that work:
  * the first call of its process with the work's correlation id, in lane order and then time
- * order; POS_NONE when there is none. The bubbles' keys are sorted (16 bytes a bubble, 16 more
- * while sorting) and each thread lane's calls walk them: a hash map of the keys held two to four
- * times that. 0 or ERR_NOMEM. */
+ * order; POS_NONE when there is none. The bubbles' keys are sorted in place (16 bytes a bubble)
+ * and each thread lane's calls walk them: a hash map of the keys held two to four times that. 0 or
+ * ERR_NOMEM. */
 static int launches_of(an_ctx *c) {
     const st_store *s = c->s;
     an_result *r = c->r;
     size_t nb = r->n_bubbles, n = 0;
-    an_pair *a = cm_big_alloc(nb * sizeof *a), *t = cm_big_alloc(nb * sizeof *t), *k = NULL;
-    if (a == NULL || t == NULL) {
-        cm_big_free(a, nb * sizeof *a);
-        cm_big_free(t, nb * sizeof *t);
+    an_pair *k = cm_big_alloc(nb * sizeof *k);
+    if (k == NULL)
         return ERR_NOMEM;
-    }
     for (size_t b = 0; b < nb; b++) {
         size_t nn;
         const st_event *next = &st_lane_events(s, POS_LANE(c->pend[b]), &nn)[POS_IDX(c->pend[b])];
         if (next->corr)
-            a[n++] = (an_pair){ckey(r->bubbles[b].producer, next->corr), b};
+            k[n++] = (an_pair){ckey(r->bubbles[b].producer, next->corr), b};
         c->pend[b] = POS_NONE;
     }
-    if ((k = cm_radix_sort_by(a, t, n, sizeof *a)) != NULL) {
-        an_pair *spare = k == a ? t : a;
-        cm_big_free(spare, nb * sizeof *spare);
-        for (size_t l = 0; l < st_lane_count(s); l++) {
-            const st_lane_info *li = st_lane_get(s, l);
-            if (li->kind != ST_LANE_THREAD)
+    cm_radix_sort_inplace_by(k, n, sizeof *k); /* the bubbles of one key all get its call */
+    for (size_t l = 0; l < st_lane_count(s); l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != ST_LANE_THREAD)
+            continue;
+        size_t ne, at = 0;
+        const st_event *ev = st_lane_events(s, l, &ne);
+        for (size_t i = 0; i < ne; i++) {
+            if (ev[i].corr == 0)
                 continue;
-            size_t ne, at = 0;
-            const st_event *ev = st_lane_events(s, l, &ne);
-            for (size_t i = 0; i < ne; i++) {
-                if (ev[i].corr == 0)
-                    continue;
-                uint64_t key = ckey(li->producer, ev[i].corr);
-                at = pair_seek(k, n, at, key);
-                if (at == n || k[at].key != key || (k[at].val & PAIR_TAKEN))
-                    continue;
-                for (size_t q = at; q < n && k[q].key == key; q++)
-                    c->pend[k[q].val & ~PAIR_TAKEN] = POS(l, i);
-                k[at].val |= PAIR_TAKEN;
-            }
+            uint64_t key = ckey(li->producer, ev[i].corr);
+            at = pair_seek(k, n, at, key);
+            if (at == n || k[at].key != key || (k[at].val & PAIR_TAKEN))
+                continue;
+            for (size_t q = at; q < n && k[q].key == key; q++)
+                c->pend[k[q].val & ~PAIR_TAKEN] = POS(l, i);
+            k[at].val |= PAIR_TAKEN;
         }
-        cm_big_free(k, nb * sizeof *k);
-        return 0;
     }
-    cm_big_free(a, nb * sizeof *a);
-    cm_big_free(t, nb * sizeof *t);
-    return ERR_NOMEM;
+    cm_big_free(k, nb * sizeof *k);
+    return 0;
 }
 
 static int bubbles_phase(an_ctx *c, size_t *n_device_bubbles) {

@@ -51,6 +51,71 @@ static inline __attribute__((always_inline)) void *cm_radix_sort_by(void *a, voi
     return a;
 }
 
+/* Sorts the n elements of size bytes at a by the 64-bit key each starts with, in place (MSD radix,
+ * a byte at a time, insertion sort below 32 elements): no room needed, but equal keys are left in
+ * no particular order. For sorts whose equal keys are all treated alike; size at most 64. */
+static inline __attribute__((always_inline)) void cm_radix_sort_inplace_by(void *a, size_t n, size_t size) {
+    struct level {
+        char *base;
+        size_t n;
+        int shift;
+    } stack[8 * 255 + 1];
+    int sp = 0;
+    stack[sp++] = (struct level){(char *)a, n, 56};
+    char tmp[64];
+    while (sp > 0) {
+        struct level L = stack[--sp];
+        if (L.n < 32) { /* insertion sort on the whole key */
+            for (size_t i = 1; i < L.n; i++) {
+                uint64_t ki;
+                memcpy(&ki, L.base + i * size, sizeof ki);
+                memcpy(tmp, L.base + i * size, size);
+                size_t j = i;
+                for (; j > 0; j--) {
+                    uint64_t kj;
+                    memcpy(&kj, L.base + (j - 1) * size, sizeof kj);
+                    if (kj <= ki)
+                        break;
+                    memcpy(L.base + j * size, L.base + (j - 1) * size, size);
+                }
+                memcpy(L.base + j * size, tmp, size);
+            }
+            continue;
+        }
+        size_t count[256] = {0}, head[256], tail[256];
+        for (size_t i = 0; i < L.n; i++) {
+            uint64_t k;
+            memcpy(&k, L.base + i * size, sizeof k);
+            count[(k >> L.shift) & 0xff]++;
+        }
+        for (size_t b = 0, at = 0; b < 256; b++) {
+            head[b] = at;
+            at += count[b];
+            tail[b] = at;
+        }
+        for (size_t b = 0; b < 256; b++) { /* each element straight to its bucket, by swaps */
+            while (head[b] < tail[b]) {
+                uint64_t k;
+                memcpy(&k, L.base + head[b] * size, sizeof k);
+                size_t d = (k >> L.shift) & 0xff;
+                if (d == b) {
+                    head[b]++;
+                    continue;
+                }
+                memcpy(tmp, L.base + head[d] * size, size);
+                memcpy(L.base + head[d] * size, L.base + head[b] * size, size);
+                memcpy(L.base + head[b] * size, tmp, size);
+                head[d]++;
+            }
+        }
+        if (L.shift == 0)
+            continue;
+        for (size_t b = 0, at = 0; b < 256; at += count[b], b++)
+            if (count[b] > 1)
+                stack[sp++] = (struct level){L.base + at * size, count[b], L.shift - 8};
+    }
+}
+
 /* The same for keys alone. */
 static inline uint64_t *cm_radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) {
     return cm_radix_sort_by(a, tmp, n, sizeof *a);

@@ -2,7 +2,8 @@
  * Keyed hashing (common/hash.h): SipHash against its published vectors, the process's key, and
  * the tables and importers fed keys chosen to collide under the unkeyed hashes they used before
  * (samples/synth/hostile.h builds them). Cost is counted, not timed: a lookup or insertion that
- * walks more than CM_HASH_LONG_PROBE slots is counted by the tables, and none may be.
+ * walks more than CM_HASH_LONG_PROBE slots is counted by the tables, and none may be. And the
+ * importers' and the analysis's key sorts (common/radix.h), against qsort.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 
 #include "hash.h"
 #include "hostile.h"
+#include "radix.h"
 #include "hta.h"
 #include "io.h"
 #include "kineto.h"
@@ -337,4 +339,63 @@ TEST(relay_producers_chosen_against_the_old_slots_walk_no_long_probes) {
     ASSERT_UEQ(cm_hash_long_probes(), 0);
     tp_buf_free(&b);
     net_summer_destroy(&m);
+}
+
+/* ---- the key sorts (radix.h) against qsort ---- */
+
+typedef struct key_pair {
+    uint64_t key, val;
+} key_pair;
+
+static int pair_by_key_then_val(const void *a, const void *b) {
+    const key_pair *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->val < y->val ? -1 : x->val > y->val;
+}
+
+static uint64_t next_rand(uint64_t *s) { /* splitmix64 */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Keys of one of three shapes: any 64 bits, a few bytes of them only, a handful of values. */
+static uint64_t key_of(int shape, uint64_t r) {
+    return shape == 0 ? r : shape == 1 ? r & 0x00ff00000000ff00ull : (r % 7) << 40;
+}
+
+TEST(key_sorts_order_as_qsort_does) {
+    static const size_t sizes[] = {0, 1, 2, 31, 32, 33, 255, 1000, 100000};
+    uint64_t seed = 42;
+    for (int shape = 0; shape < 3; shape++)
+        for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+            size_t n = sizes[z];
+            key_pair *want = malloc((n + 1) * sizeof *want), *a = malloc((n + 1) * sizeof *a);
+            key_pair *t = malloc((n + 1) * sizeof *t), *b = malloc((n + 1) * sizeof *b);
+            ASSERT(want && a && t && b);
+            for (size_t i = 0; i < n; i++)
+                want[i] = a[i] = b[i] = (key_pair){key_of(shape, next_rand(&seed)), i};
+            qsort(want, n, sizeof *want, pair_by_key_then_val); /* by key, then first in first */
+            /* the stable sort: keys in order, and equal keys in the order they came */
+            key_pair *s = cm_radix_sort_by(a, t, n, sizeof *a);
+            ASSERT_NOT_NULL(s);
+            for (size_t i = 0; i < n; i++)
+                if (s[i].key != want[i].key || s[i].val != want[i].val)
+                    TASK_FAIL_("shape %d, %zu keys: stable sort differs at %zu", shape, n, i);
+            /* in place: keys in order, the same pairs */
+            cm_radix_sort_inplace_by(b, n, sizeof *b);
+            for (size_t i = 0; i < n; i++)
+                if (b[i].key != want[i].key || (i > 0 && b[i - 1].key > b[i].key))
+                    TASK_FAIL_("shape %d, %zu keys: sort in place differs at %zu", shape, n, i);
+            qsort(b, n, sizeof *b, pair_by_key_then_val);
+            for (size_t i = 0; i < n; i++)
+                if (b[i].val != want[i].val)
+                    TASK_FAIL_("shape %d, %zu keys: sort in place lost or doubled a pair at %zu", shape, n, i);
+            free(want);
+            free(a);
+            free(t);
+            free(b);
+        }
 }

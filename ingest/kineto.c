@@ -935,6 +935,12 @@ static size_t par_least(const import_opts *o) {
     return o && o->piece_bytes ? o->piece_bytes : KT_PAR_LEAST;
 }
 
+/* The bytes of a piece on this many threads: 2 threads + 3 pieces are in flight (kt_par_parse). */
+static size_t piece_for(int threads) {
+    size_t p = KT_IN_FLIGHT / (2 * (size_t)threads + 3) / 4096 * 4096;
+    return p > KT_PIECE ? KT_PIECE : p < KT_PIECE_MIN ? KT_PIECE_MIN : p;
+}
+
 static int parse_text(kimp *k, jsrc *s, int threads) {
     int rc = 0;
     k->st->gzip = s->gz;
@@ -942,7 +948,7 @@ static int parse_text(kimp *k, jsrc *s, int threads) {
     const import_opts *o = k->opts;
     static const uint8_t empty[JSRC_PAD];
     k->wbeg = k->wpos = k->wend = empty;
-    size_t piece = o && o->piece_bytes ? o->piece_bytes : KT_PIECE;
+    size_t piece = o && o->piece_bytes ? o->piece_bytes : piece_for(threads);
     size_t least = par_least(o);
     k->st->parse_threads = 1;
     if (threads > 1 && (s->total == 0 || s->total > (s->gz ? least / 16 : least))) {

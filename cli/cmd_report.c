@@ -7,9 +7,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -563,7 +563,7 @@ static int report_load(report_run *run) {
         st_store_commit(run->s);
         st_store_shrink(run->s);
         /* what the import freed goes back to the system before the analysis takes its own (the
-         * batch verbs keep freed memory for reuse: see main.c) */
+         * batch verbs keep freed memory for reuse: cm_malloc_for_batches) */
         malloc_trim(0);
     }
     if (n_live > 0)

@@ -1,6 +1,7 @@
 /*
- * Growable arrays, and a qsort that may be given an empty (NULL) array: shared by the store, the
- * analysis and the HTA breakdown.
+ * Growable arrays, large scratch arrays that go back to the system when freed, the malloc settings
+ * of a process that imports traces, and a qsort that may be given an empty (NULL) array: shared by
+ * the store, the importers, the analysis and the HTA breakdown.
  */
 #ifndef SYNCTOP_GROW_H
 #define SYNCTOP_GROW_H
@@ -15,7 +16,7 @@ int cm_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* Large scratch arrays (sort buffers of millions of records) in pages of their own, which go back
  * to the system when freed, whatever the allocator keeps for reuse (the command line keeps freed
- * heap memory: see cli/main.c). NULL when out of memory; cm_big_free(NULL, ...) does nothing. */
+ * heap memory: cm_malloc_for_batches). NULL when out of memory; cm_big_free(NULL, ...) does nothing. */
 void *cm_big_alloc(size_t bytes);
 void cm_big_free(void *p, size_t bytes);
 

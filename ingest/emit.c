@@ -293,7 +293,8 @@ static uint32_t op_correlation(const void *r) {
 
 /* Correlation ids to the index + 1 of their GPU operation: a table over the ids' range when they
  * fill it (CUPTI numbers a process's API calls in turn, so one process's ids are dense: 4 bytes an
- * id), else a hash map (16 bytes a slot, at most half full). */
+ * id); the records of several processes (nsys) in a hash map (16 bytes a slot, at most half full).
+ * One process's sparse ids are joined by sorting instead (resolve_sorted). */
 typedef struct op_index {
     uint32_t *dense; /* [corr - lo], 0: none */
     uint32_t lo;

@@ -212,7 +212,8 @@ _Static_assert(sizeof(krec) == 48, "a record is held in 48 bytes");
 _Static_assert(offsetof(kkernel, graph) == offsetof(tp_kernel, graph) &&
                    offsetof(kkernel, correlation) == offsetof(tp_kernel, correlation) &&
                    offsetof(kkernel, start) == offsetof(tp_kernel, start) &&
-                   offsetof(kkernel, end) == offsetof(tp_kernel, end),
+                   offsetof(kkernel, end) == offsetof(tp_kernel, end) &&
+                   offsetof(kkernel, shape) == offsetof(tp_kernel, grid),
                "a kkernel is a tp_kernel up to its shape");
 
 int kt_shape(kimp *k, const uint32_t grid[3], const uint32_t block[3], uint32_t *id) {
@@ -251,16 +252,7 @@ void kt_rec_out(const kimp *k, const krec *r, tp_record *out) {
     }
     const kkernel *x = &r->kernel;
     tp_kernel *y = &out->kernel;
-    y->kind = x->kind;
-    y->flags = x->flags;
-    y->device = x->device;
-    y->stream = x->stream;
-    y->start = x->start;
-    y->end = x->end;
-    y->correlation = x->correlation;
-    y->name = x->name;
-    y->context = x->context;
-    y->graph = x->graph;
+    memcpy(y, x, offsetof(kkernel, shape)); /* the fields before the shape are tp_kernel's */
     if (x->shape < k->n_shapes) {
         memcpy(y->grid, k->shapes[x->shape].grid, sizeof y->grid);
         memcpy(y->block, k->shapes[x->shape].block, sizeof y->block);

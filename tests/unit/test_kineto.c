@@ -759,6 +759,25 @@ TEST(sampled_ranks_calls_are_named_inside_forward) {
     check_sites("sampled_rank-1.json.gz");
 }
 
+/* Imports json and checks that its i-th cudaStreamSynchronize blocks at the call site want[i]. */
+static void expect_sync_sites(const char *json, const char *const *want, size_t n) {
+    got g;
+    got_init(&g);
+    import_stats st;
+    import_text_ok(json, &g, &st);
+    static char frames[4096];
+    for (size_t i = 0; i < n; i++) {
+        const tp_api *a = find_api(&g, "cudaStreamSynchronize", i);
+        ASSERT_NOT_NULL(a);
+        ASSERT(a->flags & TP_F_BLOCKING);
+        ASSERT_NE(a->callsite, 0);
+        site_frames(&g, a->callsite, frames, sizeof frames);
+        ASSERT_STR_EQ(frames, want[i]);
+    }
+    ASSERT_NULL(find_api(&g, "cudaStreamSynchronize", n));
+    got_free(&g);
+}
+
 /* Contexts are kept with 32-bit lengths in ns; those of 2^32 - 1 ns (4.29 s) or more keep theirs
  * aside, and every context keeps its thread. By hand:
  *   tid 2: train.py(5): <module>   0 .. 10 s
@@ -788,19 +807,11 @@ TEST(contexts_of_four_seconds_and_more_still_hold_their_calls) {
         "aten::item < model.py:7 step < train.py:5 <module>",
         "train.py:5 <module>",
     };
+    expect_sync_sites(json, want, 2);
     got g;
     got_init(&g);
     import_stats st;
     import_text_ok(json, &g, &st);
-    static char frames[4096];
-    for (size_t i = 0; i < 2; i++) {
-        const tp_api *a = find_api(&g, "cudaStreamSynchronize", i);
-        ASSERT_NOT_NULL(a);
-        ASSERT(a->flags & TP_F_BLOCKING);
-        ASSERT_NE(a->callsite, 0);
-        site_frames(&g, a->callsite, frames, sizeof frames);
-        ASSERT_STR_EQ(frames, want[i]);
-    }
     ASSERT_UEQ(st.contexts, 4);
     got_free(&g);
 }
@@ -823,19 +834,7 @@ TEST(operators_out_of_order_over_a_wide_span_nest_by_their_starts) {
         "\"ts\": 9000000000000001, \"dur\": 1, \"args\": {\"correlation\": 2}}\n"
         "]}";
     static const char *const want[] = {"opB < opC", "opFar"};
-    got g;
-    got_init(&g);
-    import_stats st;
-    import_text_ok(json, &g, &st);
-    static char frames[4096];
-    for (size_t i = 0; i < 2; i++) {
-        const tp_api *a = find_api(&g, "cudaStreamSynchronize", i);
-        ASSERT_NOT_NULL(a);
-        ASSERT_NE(a->callsite, 0);
-        site_frames(&g, a->callsite, frames, sizeof frames);
-        ASSERT_STR_EQ(frames, want[i]);
-    }
-    got_free(&g);
+    expect_sync_sites(json, want, 2);
 }
 
 /* A legacy trace's operator carries its Python frames as a "Call stack": the site is the operators

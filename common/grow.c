@@ -35,6 +35,13 @@ void *cm_big_alloc(size_t bytes) {
     return p == MAP_FAILED ? NULL : p;
 }
 
+void *cm_big_resize(void *p, size_t old_bytes, size_t new_bytes) {
+    if (p == NULL)
+        return cm_big_alloc(new_bytes);
+    void *q = mremap(p, old_bytes ? old_bytes : 1, new_bytes ? new_bytes : 1, MREMAP_MAYMOVE);
+    return q == MAP_FAILED ? NULL : q;
+}
+
 void cm_big_free(void *p, size_t bytes) {
     if (p != NULL)
         munmap(p, bytes ? bytes : 1);

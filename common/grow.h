@@ -19,6 +19,9 @@ int cm_grow(void **p, size_t *cap, size_t need, size_t elem);
  * heap memory: cm_malloc_for_batches). NULL when out of memory; cm_big_free(NULL, ...) does nothing. */
 void *cm_big_alloc(size_t bytes);
 void cm_big_free(void *p, size_t bytes);
+/* The same array (p: from cm_big_alloc or this, or NULL) grown or shrunk from old_bytes to
+ * new_bytes by moving its pages, never copying them; NULL when out of memory (p is left as it was). */
+void *cm_big_resize(void *p, size_t old_bytes, size_t new_bytes);
 
 /* Sets malloc up for a process that imports traces (the command line's batch verbs, and the
  * benchmarks that measure them): see grow.c. */

@@ -13,6 +13,7 @@
  */
 #include "kineto.h"
 #include "emit.h"
+#include "grow.h"
 #include "json_lex.h"
 #include "json_src.h"
 #include "kineto_int.h"
@@ -1067,10 +1068,10 @@ static int import(jsrc *s, const char *name, const import_opts *opts, import_emi
     free(k->names);
     free(k->names_text.s);
     free(k->devprops);
-    kt_big_free(k->rec, k->cap_rec * sizeof *k->rec);
+    cm_big_free(k->rec, k->cap_rec * sizeof *k->rec);
     free(k->shapes);
     cm_u64map_free(&k->shape_ids);
-    kt_big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
+    cm_big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
     cm_u64map_free(&k->ctx_long);
     free(k->frames);
     cm_u64map_free(&k->frame_ids);

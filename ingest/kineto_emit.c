@@ -65,11 +65,56 @@ static int resolve_apis(kimp *k) {
     return 0;
 }
 
+/* ---- time order: one sort word per record or context ---- */
 
+static int bits_of(uint64_t v) {
+    return v ? 64 - __builtin_clzll(v) : 0;
+}
 
+/* How a word's place (its low bits) is compared within a run of equal keys. */
+typedef struct word_order {
+    uint64_t mask; /* the place's bits */
+    int (*cmp)(const void *k, size_t x, size_t y);
+    const void *k;
+} word_order;
+
+static int word_cmp(const void *a, const void *b, void *arg) {
+    const word_order *o = arg;
+    return o->cmp(o->k, (size_t)(*(const uint64_t *)a & o->mask), (size_t)(*(const uint64_t *)b & o->mask));
+}
+
+/* Sorts the n places at[i] (the i-th's start start[i]) by start, ties in the order given, and
+ * returns them as words: the place in the low bits (*mask), above it the start less lo (hi the
+ * latest), both in one word; a span too wide for that gives up the start's last bits, and each
+ * run that then shares a key is sorted by cmp. 8 bytes a place and 8 of room, in pages of their
+ * own (cm_big_free, n words); NULL when out of memory. */
+static uint64_t *sort_by_start(size_t n, size_t (*at)(const void *k, size_t i), uint64_t (*start)(const void *k, size_t i),
+                               const void *k, size_t places, uint64_t lo, uint64_t hi,
+                               int (*cmp)(const void *k, size_t x, size_t y), uint64_t *mask) {
+    int ib = bits_of(places), sb = bits_of(hi - lo);
+    int shift = ib + sb > 64 ? ib + sb - 64 : 0;
+    *mask = ((uint64_t)1 << ib) - 1;
+    uint64_t *a = cm_big_alloc(n * sizeof *a), *tmp = cm_big_alloc(n * sizeof *tmp), *s = NULL;
+    if (a != NULL && tmp != NULL) {
+        for (size_t i = 0; i < n; i++)
+            a[i] = ((start(k, i) - lo) >> shift) << ib | at(k, i);
+        s = cm_radix_sort_u64(a, tmp, n);
+    }
+    word_order o = {*mask, cmp, k};
+    for (size_t i = 0, j; s != NULL && shift > 0 && i < n; i = j) {
+        for (j = i + 1; j < n && s[j] >> ib == s[i] >> ib; j++) {
+        }
+        if (j - i > 1)
+            qsort_r(s + i, j - i, sizeof *s, word_cmp, &o);
+    }
+    if (s != a)
+        cm_big_free(a, n * sizeof *a);
+    if (s != tmp)
+        cm_big_free(tmp, n * sizeof *tmp);
+    return s;
+}
 
 /* ---- call sites from operators and Python frames ---- */
-
 
 static int ctx_cmp(const kimp *k, const kctx *x, const kctx *y) {
     uint32_t xt = kt_ctx_tid(k, x), yt = kt_ctx_tid(k, y);
@@ -104,10 +149,6 @@ static int ctx_index_cmp(const void *a, const void *b, void *arg) {
     return ctx_cmp(k, &k->ctx[*(const uint32_t *)a], &k->ctx[*(const uint32_t *)b]);
 }
 
-static int bits_of(uint64_t v) {
-    return v ? 64 - __builtin_clzll(v) : 0;
-}
-
 /* A thread's index in ctx_order's last + 1 (NULL: none), from its map; contexts come in runs of
  * one thread, so the last answer is kept in *memo. */
 typedef struct rank_memo {
@@ -122,31 +163,34 @@ static const uint64_t *rank_of(const cm_u64map *rank, uint64_t tid, rank_memo *m
     return memo->r;
 }
 
-/* Sorts the contexts idx[0, n) of one thread by start, keeping file order among equal starts: one
- * word each, the start less the first above the index (a span too wide for that gives up the
- * start's last bits, and each run that then shares a key is sorted by ctx_cmp). 0 or -1 when out
- * of memory. */
+/* The places and starts sort_by_start reads from a thread's contexts, and how it orders ties. */
+typedef struct ctx_run {
+    const kimp *k;
+    const uint32_t *idx;
+} ctx_run;
+static size_t ctx_run_at(const void *r, size_t i) {
+    return ((const ctx_run *)r)->idx[i];
+}
+static uint64_t ctx_run_start(const void *r, size_t i) {
+    const ctx_run *c = r;
+    return c->k->ctx[c->idx[i]].start;
+}
+static int ctx_run_cmp(const void *r, size_t x, size_t y) {
+    const kimp *k = ((const ctx_run *)r)->k;
+    return ctx_cmp(k, &k->ctx[x], &k->ctx[y]);
+}
+
+/* Sorts the contexts idx[0, n) of one thread (starts from lo to hi) by start, keeping file order
+ * among equal starts (sort_by_start). 0 or -1 when out of memory. */
 static int ctx_sort_run(kimp *k, uint32_t *idx, size_t n, uint64_t lo, uint64_t hi) {
-    int ib = bits_of(k->n_ctx), sb = bits_of(hi - lo);
-    int shift = ib + sb > 64 ? ib + sb - 64 : 0;
-    uint64_t mask = ((uint64_t)1 << ib) - 1;
-    uint64_t *a = cm_big_alloc(n * sizeof *a), *t = cm_big_alloc(n * sizeof *t), *s = NULL;
-    if (a != NULL && t != NULL) {
-        for (size_t i = 0; i < n; i++)
-            a[i] = ((k->ctx[idx[i]].start - lo) >> shift) << ib | idx[i];
-        if ((s = cm_radix_sort_u64(a, t, n)) != NULL)
-            for (size_t i = 0; i < n; i++)
-                idx[i] = (uint32_t)(s[i] & mask);
-        for (size_t i = 0, j; s != NULL && shift > 0 && i < n; i = j) {
-            for (j = i + 1; j < n && s[j] >> ib == s[i] >> ib; j++) {
-            }
-            if (j - i > 1)
-                qsort_r(idx + i, j - i, sizeof *idx, ctx_index_cmp, k);
-        }
-    }
-    cm_big_free(a, n * sizeof *a);
-    cm_big_free(t, n * sizeof *t);
-    return s != NULL ? 0 : -1;
+    ctx_run r = {k, idx};
+    uint64_t mask, *s = sort_by_start(n, ctx_run_at, ctx_run_start, &r, k->n_ctx, lo, hi, ctx_run_cmp, &mask);
+    if (s == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = (uint32_t)(s[i] & mask);
+    cm_big_free(s, n * sizeof *s);
+    return 0;
 }
 
 /* The contexts the sweep of kineto_callsites reads, in ctx_cmp order, as indices into k->ctx
@@ -359,11 +403,17 @@ static void drop_dead(kimp *k, uint64_t *lo, uint64_t *hi) {
     k->n_rec = n;
 }
 
-/* Two records' places (in an order word, below the mask) by start, then by place in the file. */
-static int rec_place_cmp(const void *a, const void *b, void *arg) {
-    const kimp *k = arg;
-    uint64_t mask = ((uint64_t)1 << bits_of(k->n_rec)) - 1;
-    size_t x = (size_t)(*(const uint64_t *)a & mask), y = (size_t)(*(const uint64_t *)b & mask);
+/* The places and starts sort_by_start reads from the records, and how it orders ties: by whole
+ * start, then by place in the file. */
+static size_t rec_at(const void *k, size_t i) {
+    (void)k;
+    return i;
+}
+static uint64_t rec_start(const void *k, size_t i) {
+    return ((const kimp *)k)->rec[i].kernel.start;
+}
+static int rec_cmp(const void *kp, size_t x, size_t y) {
+    const kimp *k = kp;
     uint64_t sx = k->rec[x].kernel.start, sy = k->rec[y].kernel.start;
     if (sx != sy)
         return sx < sy ? -1 : 1;
@@ -371,34 +421,13 @@ static int rec_place_cmp(const void *a, const void *b, void *arg) {
 }
 
 /* The records' order by start, ties in file order, as a permutation: out[i] & mask is the index of
- * the record that goes i-th (*mask returned; the bits above it are sort keys to ignore). One word
- * per record: the start less the first one, above the index, sorted whole (8 bytes and 8 of room).
- * A span too wide for that gives up the start's last bits, and each run of records that then share
- * a key is sorted by their whole starts. NULL when out of memory. */
+ * the record that goes i-th (*mask returned; the bits above it are sort keys to ignore): one word
+ * a record (sort_by_start). NULL when out of memory. */
 static uint64_t *order_of(kimp *k, uint64_t lo, uint64_t hi, uint64_t *mask) {
     size_t n = k->n_rec;
-    int ib = bits_of(n), sb = bits_of(hi - lo);
-    int shift = ib + sb > 64 ? ib + sb - 64 : 0;
-    *mask = ((uint64_t)1 << ib) - 1;
-    uint64_t *a = cm_big_alloc(n * sizeof *a), *tmp = cm_big_alloc(n * sizeof *tmp);
-    uint64_t *s = NULL;
-    if (a != NULL && tmp != NULL) {
-        kt_held(k, (int64_t)(2 * n * sizeof *a));
-        for (size_t i = 0; i < n; i++)
-            a[i] = ((k->rec[i].kernel.start - lo) >> shift) << ib | i;
-        s = cm_radix_sort_u64(a, tmp, n);
-        kt_held(k, -(int64_t)(n * sizeof *a));
-    }
-    for (size_t i = 0, j; s != NULL && shift > 0 && i < n; i = j) {
-        for (j = i + 1; j < n && s[j] >> ib == s[i] >> ib; j++) {
-        }
-        if (j - i > 1)
-            qsort_r(s + i, j - i, sizeof *s, rec_place_cmp, k);
-    }
-    if (s != a)
-        cm_big_free(a, n * sizeof *a);
-    if (s != tmp)
-        cm_big_free(tmp, n * sizeof *tmp);
+    kt_held(k, (int64_t)(2 * n * sizeof(uint64_t)));
+    uint64_t *s = sort_by_start(n, rec_at, rec_start, k, n, lo, hi, rec_cmp, mask);
+    kt_held(k, -(int64_t)(n * sizeof(uint64_t)));
     return s;
 }
 
@@ -506,7 +535,7 @@ int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx) {
     /* the contexts have named the calls: their pages go back before the order takes its own */
     kt_held(k, -(int64_t)(k->n_ctx * sizeof *k->ctx));
     kt_held(k, -(int64_t)(k->n_frames * sizeof *k->frames));
-    kt_big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
+    cm_big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
     k->ctx = NULL;
     k->n_ctx = k->cap_ctx = 0;
     cm_u64map_free(&k->ctx_long);

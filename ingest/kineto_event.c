@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include <isa-l/crc64.h>
 
@@ -195,18 +194,8 @@ static int invalid(kimp *k, const kev *e, const char *why) {
     }
     return 1;
 }
-/* The records and the operators grow to many megabytes: each lives in a mapping of its own, which
- * grows by moving its pages (mremap), never by copying them, and goes back to the kernel whole. */
-static void *big_resize(void *p, size_t old_bytes, size_t new_bytes) {
-    void *q = p == NULL ? mmap(NULL, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-                        : mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE);
-    return q == MAP_FAILED ? NULL : q;
-}
-
-void kt_big_free(void *p, size_t bytes) {
-    if (p != NULL)
-        munmap(p, bytes);
-}
+/* The records and the operators grow to many megabytes: each lives in a mapping of its own
+ * (cm_big_resize), which grows by moving its pages, never by copying them, and goes back whole. */
 
 _Static_assert(sizeof(krec) == 48, "a record is held in 48 bytes");
 _Static_assert(offsetof(kkernel, graph) == offsetof(tp_kernel, graph) &&
@@ -271,7 +260,7 @@ static krec *rec_new(kimp *k) {
         size_t cap = k->cap_rec ? k->cap_rec * 2 : 4096;
         if (cap > limit)
             cap = (size_t)limit;
-        krec *r = big_resize(k->rec, k->cap_rec * sizeof *r, cap * sizeof *r);
+        krec *r = cm_big_resize(k->rec, k->cap_rec * sizeof *r, cap * sizeof *r);
         if (r == NULL) {
             kt_fail_nomem(k);
             return NULL;
@@ -664,7 +653,7 @@ static int event_ctx(kimp *k, kev *e) {
     }
     if (k->n_ctx == k->cap_ctx) {
         size_t cap = k->cap_ctx ? k->cap_ctx * 2 : 4096;
-        kctx *c = big_resize(k->ctx, k->cap_ctx * sizeof *c, cap * sizeof *c);
+        kctx *c = cm_big_resize(k->ctx, k->cap_ctx * sizeof *c, cap * sizeof *c);
         if (c == NULL)
             return kt_fail_nomem(k);
         k->ctx = c;

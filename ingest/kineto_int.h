@@ -399,8 +399,6 @@ void kt_count_skip(kimp *k, const char *cat, size_t len);
 int kt_shape(kimp *k, const uint32_t grid[3], const uint32_t block[3], uint32_t *id);
 /* Record r as the tp_record it stands for. */
 void kt_rec_out(const kimp *k, const krec *r, tp_record *out);
-/* Unmaps the records' or the contexts' mapping (bytes long). */
-void kt_big_free(void *p, size_t bytes);
 /* The string id of a name. The encoder interns it the first time; the ids it gave are kept here
  * too, behind a hash that is faster than the encoder's (an event's name is interned per event). */
 uint32_t kt_intern(kimp *k, const char *s, size_t len);

@@ -12,8 +12,10 @@
  * plain and gzip, with the speed-up over one thread and the ratio gzip/plain; and, for the large
  * input, a ~1 GB one built the same way and each real trace, the import's time against that of
  * counting the text's lines as wc -l does, run as a child on the same bytes in a file (from the page
- * cache) and in-process (memchr over the text in memory): the ratio import/wc. --busy runs a busy
- * loop in a process beside it all, as other work on the machine would.
+ * cache) and in-process (memchr over the text in memory): the ratio import/wc. Then several
+ * sources (the input cut in eight files, one per rank, plain and gzip'd), loaded into a store as
+ * `report` loads them, on 1, 2 and more threads. --busy runs a busy loop in a process beside it
+ * all, as other work on the machine would.
  *
  *   bench_import [--busy] [MB] [TRACE_DIR]
  *   bench_import --import FILE   (what the memory figures run: imports FILE, prints its peak RSS)
@@ -36,6 +38,8 @@
 #include "grow.h"
 #include "import.h"
 #include "kineto.h"
+#include "load.h"
+#include "store.h"
 #include "synctop/codec.h"
 #include "synctop/file.h"
 
@@ -438,6 +442,70 @@ static void rss_of_import(const char *self, const char *path, const char *what) 
 }
 
 
+/* Loads the files into a store on threads threads as `report` does (ingest_open_many), runs times:
+ * the median seconds. */
+static double time_load(const char *const *paths, size_t n, int threads, int runs) {
+    double t[16];
+    if (runs > 16)
+        runs = 16;
+    for (int run = 0; run < runs; run++) {
+        err_msg err = {{0}};
+        st_store *s = st_store_new(NULL);
+        double t0 = now_s();
+        ingest_loader *ld = ingest_open_many(s, paths, n, 0, NULL, NULL, &err);
+        if (ld == NULL)
+            die(err.msg);
+        ingest_set_threads(ld, threads);
+        int rc;
+        while ((rc = ingest_step(ld, 0, &err)) == 0)
+            ;
+        ingest_close(&ld);
+        if (rc < 0)
+            die(err.msg);
+        st_store_commit(s);
+        t[run] = now_s() - t0;
+        st_store_destroy(&s);
+    }
+    qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+    return t[runs / 2];
+}
+
+/* Several sources, one per rank: the input's first eighth (whole entries) written to eight files,
+ * plain and gzip'd, and loaded on 1, 2 and more threads. */
+static void several_sources(const char *dir, size_t mb, int n_cores, int runs) {
+    enum { RANKS = 8 };
+    uint64_t span_us;
+    tp_buf one = build_input(dir, mb / RANKS ? mb / RANKS : 1, &span_us), gz = gzip_buf(&one, 6);
+    char names[2][RANKS][256];
+    const char *paths[2][RANKS];
+    for (int z = 0; z < 2; z++)
+        for (int i = 0; i < RANKS; i++) {
+            snprintf(names[z][i], sizeof names[z][i], "/tmp/bench_import-%ld-rank%d.json%s", (long)getpid(), i,
+                     z ? ".gz" : "");
+            write_file(names[z][i], z ? &gz : &one);
+            paths[z][i] = names[z][i];
+        }
+    printf("%d sources of %.1f MB of JSON each (%.1f MB), loaded into a store as report loads them, median of %d:\n",
+           RANKS, (double)one.len / 1e6, (double)one.len * RANKS / 1e6, runs);
+    double base[2] = {0, 0};
+    for (int t = 1; t <= (n_cores > 2 ? n_cores : 2); t = t < 2 ? 2 : t * 2) {
+        double pm = time_load(paths[0], RANKS, t, runs), gm = time_load(paths[1], RANKS, t, runs);
+        if (t == 1) {
+            base[0] = pm;
+            base[1] = gm;
+        }
+        printf("  %2d thread%s: plain %.3f s (%7.1f MB/s, %.2fx one thread)  gzip %.3f s (%.2fx one thread)  "
+               "gzip/plain %.2f\n",
+               t, t > 1 ? "s" : " ", pm, (double)one.len * RANKS / 1e6 / pm, base[0] / pm, gm, base[1] / gm,
+               gm / pm);
+    }
+    for (int z = 0; z < 2; z++)
+        for (int i = 0; i < RANKS; i++)
+            unlink(names[z][i]);
+    tp_buf_free(&one);
+    tp_buf_free(&gz);
+}
+
 int main(int argc, char **argv) {
     tp_crc32_use(import_crc32); /* as the command line computes the batches' checksums */
     if (argc == 3 && strcmp(argv[1], "--import") == 0)
@@ -503,6 +571,7 @@ int main(int argc, char **argv) {
     }
     versus_wc("large input (default threads)", &json, &gz, runs);
     crossover(dir, runs);
+    several_sources(dir, mb, n_cores, runs);
 
     char path[256];
     snprintf(path, sizeof path, "/tmp/bench_import-%ld.synctop", (long)getpid());

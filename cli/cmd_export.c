@@ -29,7 +29,9 @@ static void export_usage(FILE *out) {
                  "its frames as the rows a profiler writes around a call), flow arrows from\n"
                  "launches to GPU work. `synctop import OUT.json` reads it back, call sites too.\n\n"
                  "  SOURCE       a synctop trace file, a Kineto .json[.gz] trace or an Nsight\n"
-                 "               Systems SQLite export; several share one timeline\n"
+                 "               Systems SQLite export; several share one timeline, as their\n"
+                 "               clocks put them, and are read several at a time on the cores\n"
+                 "               the process may use (SYNCTOP_THREADS=N sets how many)\n"
                  "  --format F   chrome (the default and the only one for now)\n"
                  "  -o, --output FILE  output file (\"-\": standard output)\n"
                  "  --force      replace FILE if it exists\n"
@@ -98,14 +100,23 @@ static int cmd_export(int argc, char **argv) {
     if (s == NULL)
         return verb_error("export", "out of memory");
     err_msg err = {{0}};
-    for (int i = 0; i < n_sources; i++) {
-        if (ingest_file_max(s, sources[i], max_events, verb_warn_cb, "export", &err) != 0) {
-            verb_error("export", "%s", err.msg);
-            st_store_destroy(&s);
-            return 1;
-        }
+    /* the sources are read several at a time (ingest_set_threads), each where its clock puts it */
+    ingest_loader *ld = ingest_open_many(s, (const char *const *)sources, (size_t)n_sources, max_events, verb_warn_cb,
+                                         "export", &err);
+    int rc = ld ? 0 : ERR_IO;
+    if (ld) {
+        ingest_set_align(ld, INGEST_ALIGN_CLOCK);
+        while ((rc = ingest_step(ld, 0, &err)) == 0)
+            ;
+        ingest_close(&ld);
+    }
+    if (rc < 0) {
+        verb_error("export", "%s", err.msg);
+        st_store_destroy(&s);
+        return 1;
     }
     st_store_commit(s);
+    st_store_shrink(s);
     verb_symbolize("export", s); /* native call sites to file:line */
     int tty = isatty(STDERR_FILENO);
     /* Written under a temporary name and renamed into place: a failed export (a full disk) leaves

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "synctop/sanitize.h"
+#include "ahead.h"
 #include "clock.h"
 #include "kineto.h"
 #include "load.h"
@@ -39,8 +40,9 @@ static void import_usage(FILE *out) {
             "  -v, --verbose      also list what was skipped, by category\n"
             "  --max-events N     refuse inputs with more than N events (default %u)\n\n"
             "Prints one summary line: events per kind, ranks, time span. Profiler JSON of\n"
-            "64 MiB or more is parsed on the cores the process may use (SYNCTOP_THREADS=N\n"
-            "sets how many).\n",
+            "64 MiB or more is parsed on the cores the process may use, and several inputs\n"
+            "are read that many at once, written in the order given (SYNCTOP_THREADS=N sets\n"
+            "how many).\n",
             IMPORT_MAX_EVENTS);
 }
 
@@ -271,26 +273,68 @@ static void import_tally(totals *t, const import_stats *st, const char *path, in
         print_skipped(path, st);
 }
 
-/* Every input into the writer, in order, each tallied into t. 0, or the error that stopped it (err
- * says it). */
+/* The inputs and their kinds, for the ones read ahead on workers. */
+typedef struct inputs {
+    const import_args *ia;
+    uint8_t *nsys; /* an Nsight Systems export, else profiler JSON */
+} inputs;
+
+static int import_one(const inputs *in, size_t i, const import_opts *o, import_emit_fn emit, void *emit_ctx,
+                      import_stats *st, err_msg *err) {
+    const char *path = in->ia->inputs[i];
+    return in->nsys[i] ? nsys_import(path, o, emit, emit_ctx, st, err) : kineto_import(path, o, emit, emit_ctx, st, err);
+}
+
+/* Input i, read ahead on a worker (ahead.h): the threads and the progress it is given, the bound
+ * on events it is asked for. */
+static int read_ahead(void *ctx, size_t i, const import_opts *o, import_emit_fn emit, void *emit_ctx, import_stats *st,
+                      err_msg *err) {
+    const inputs *in = ctx;
+    import_opts opts = *o;
+    opts.max_events = in->ia->max_events;
+    return import_one(in, i, &opts, emit, emit_ctx, st, err);
+}
+
+/* Every input into the writer, in order, each tallied into t; several are read at once on the
+ * cores the process may use (ahead.h), the writer getting their batches in order. 0, or the error
+ * that stopped it (err says it). */
 static int import_all(const import_args *ia, tp_fwriter *w, totals *t, err_msg *err) {
     progress pr = {.tty = !ia->quiet && isatty(STDERR_FILENO), .count = ia->n_inputs};
     import_opts opts = {.max_events = ia->max_events, .progress = progress_cb, .progress_ctx = &pr};
+    size_t n = (size_t)ia->n_inputs;
+    inputs in = {ia, calloc(n ? n : 1, 1)};
     import_stats *st = calloc(1, sizeof *st);
-    if (st == NULL)
+    uint8_t *may = calloc(n ? n : 1, 1);
+    int nomem = in.nsys == NULL || st == NULL || may == NULL;
+    for (size_t i = 0; !nomem && i < n; i++) {
+        in.nsys[i] = ingest_kind(ia->inputs[i]) == INGEST_NSYS;
+        may[i] = 1;
+    }
+    ing_ahead *ahead = nomem ? NULL : ahead_start(n, may, import_threads(0), read_ahead, &in, &nomem);
+    free(may);
+    if (nomem) {
+        free(in.nsys);
+        free(st);
         return err_set(err, ERR_NOMEM, "out of memory");
+    }
+    if (ahead)
+        opts.threads = ahead_threads_each(ahead);
     int rc = 0;
-    for (int i = 0; rc == 0 && i < ia->n_inputs; i++) {
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         pr.name = ia->inputs[i];
-        pr.index = i + 1;
+        pr.index = (int)i + 1;
         pr.t0 = pr.last = cm_now_s();
-        int nsys = ingest_kind(ia->inputs[i]) == INGEST_NSYS;
-        rc = nsys ? nsys_import(ia->inputs[i], &opts, verb_emit_to_file, w, st, err)
-                  : kineto_import(ia->inputs[i], &opts, verb_emit_to_file, w, st, err);
+        rc = ahead ? ahead_take(ahead, i, verb_emit_to_file, w, st, progress_cb, &pr, ia->inputs[i], err) : AHEAD_MINE;
+        if (rc == AHEAD_MINE)
+            rc = import_one(&in, i, &opts, verb_emit_to_file, w, st, err);
+        else if (rc > 0)
+            rc = 0;
         progress_clear(&pr);
         if (rc == 0)
-            import_tally(t, st, ia->inputs[i], nsys, ia->verbose);
+            import_tally(t, st, ia->inputs[i], in.nsys[i], ia->verbose);
     }
+    ahead_end(&ahead);
+    free(in.nsys);
     free(st);
     return rc;
 }

@@ -82,6 +82,10 @@ typedef struct import_stats {
                                  another, as Nsight Systems writes 0 for every one) */
 } import_stats;
 
+/* The threads an import uses when asked for this many (import_opts.threads): 0 means SYNCTOP_THREADS,
+ * else the cores the process may use; at most 32. */
+int import_threads(int asked);
+
 /* The CRC-32 of tp_crc32 by ISA-L (what the importers' gzip reading links), for tp_crc32_use. */
 uint32_t import_crc32(uint32_t crc, const void *data, size_t len);
 

@@ -142,11 +142,9 @@ static const uint8_t k_empty[JSRC_PAD];
 
 static int piece_read(kpar *par, kpiece *p, err_msg *err);
 
-int kt_threads(const import_opts *o) {
-    long n = 0;
-    if (o && o->threads > 0) {
-        n = o->threads;
-    } else {
+int import_threads(int asked) {
+    long n = asked;
+    if (n <= 0) {
         const char *env = getenv("SYNCTOP_THREADS");
         char *end;
         if (env && *env)
@@ -158,6 +156,8 @@ int kt_threads(const import_opts *o) {
     }
     return n < 1 ? 1 : n > KT_MAX_THREADS ? KT_MAX_THREADS : (int)n;
 }
+
+int kt_threads(const import_opts *o) { return import_threads(o ? o->threads : 0); }
 
 /* ---- what a worker keeps ---- */
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ahead.h"
 #include "io.h"
 #include "kineto.h"
 #include "nsys.h"
@@ -31,6 +32,8 @@ typedef enum { SRC_TRACE = 1, SRC_KINETO = 2, SRC_NSYS = 3 } src_kind;
 struct ingest_loader {
     ingest_loader **parts; /* several sources, loaded one after another (ingest_open_many) */
     size_t n_parts, cur;
+    ing_ahead *ahead;      /* the parts read several at once (ahead.h), or NULL */
+    int ahead_tried;       /* parts_ahead was called */
     uint32_t *part_prods;  /* per part: the store's producer count before it was read, then after */
     int align;             /* INGEST_ALIGN_* */
     char align_note[1024]; /* what align_parts did, "" when nothing */
@@ -52,7 +55,8 @@ struct ingest_loader {
     size_t damaged;
     import_progress_fn progress; /* an import's reading progress (ingest_on_progress), or NULL */
     void *progress_ctx;
-    int ops; /* ingest_keep_ops */
+    int ops;     /* ingest_keep_ops */
+    int threads; /* an import's threads (import_opts.threads): 0 for the default */
 };
 
 /* A JSON text (after a UTF-8 byte order mark and white space: an object or an array) or gzip. */
@@ -369,10 +373,52 @@ static void align_parts(ingest_loader *ld) {
     free(sp);
 }
 
+/* Imports a profiler trace or an Nsight Systems export, with emit receiving its batches. */
+static int import_part(ingest_loader *ld, const import_opts *o, import_emit_fn emit, void *ctx, err_msg *err) {
+    if (ld->kind == SRC_NSYS)
+        return nsys_import(ld->path, o, emit, ctx, NULL, err);
+    return kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, o, emit, ctx, NULL, err);
+}
+
+/* Part i of a multi-source loader, read ahead on a worker (ahead.h). */
+static int read_part(void *ctx, size_t i, const import_opts *o, import_emit_fn emit, void *emit_ctx,
+                     import_stats *st, err_msg *err) {
+    (void)st;
+    ingest_loader *part = ((ingest_loader *)ctx)->parts[i];
+    import_opts opts = *o;
+    opts.ops = part->ops;
+    return import_part(part, &opts, emit, emit_ctx, err);
+}
+
+/* The profiler traces and Nsight exports among the parts are read several at once (ahead.h); the
+ * others (trace files) are read in steps by the calling thread. Returns 0, or -1 when out of
+ * memory. */
+static int parts_ahead(ingest_loader *ld) {
+    uint8_t *may = calloc(ld->n_parts, 1);
+    if (may == NULL)
+        return -1;
+    for (size_t i = 0; i < ld->n_parts; i++)
+        may[i] = ld->parts[i]->kind == SRC_KINETO || ld->parts[i]->kind == SRC_NSYS;
+    int nomem;
+    ld->ahead = ahead_start(ld->n_parts, may, import_threads(ld->threads), read_part, ld, &nomem);
+    free(may);
+    if (ld->ahead)
+        for (size_t i = 0; i < ld->n_parts; i++)
+            ld->parts[i]->threads = ahead_threads_each(ld->ahead);
+    return nomem ? -1 : 0;
+}
+
 int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
     if (ld->parts != NULL) {
+        if (!ld->ahead_tried && (ld->ahead_tried = 1) && parts_ahead(ld) != 0)
+            return err_set(err, ERR_NOMEM, "out of memory");
         while (ld->cur < ld->n_parts) {
-            int r = ingest_step(ld->parts[ld->cur], budget_s, err);
+            ingest_loader *part = ld->parts[ld->cur];
+            int r = ld->ahead ? ahead_take(ld->ahead, ld->cur, kineto_emit, ld->s, NULL, part->progress,
+                                           part->progress_ctx, part->path, err)
+                              : AHEAD_MINE;
+            if (r == AHEAD_MINE)
+                r = ingest_step(part, budget_s, err);
             ld->part_prods[2 * ld->cur + 1] = (uint32_t)st_producer_count(ld->s);
             if (r <= 0)
                 return r;
@@ -388,15 +434,11 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
     }
     if (ld->next >= ld->count)
         return 1;
-    if (ld->kind == SRC_NSYS) {
+    if (ld->kind == SRC_NSYS || ld->kind == SRC_KINETO) {
         ld->next = 1;
-        int rc = nsys_import(ld->path, NULL, kineto_emit, ld->s, NULL, err);
-        return rc ? rc : 1;
-    }
-    if (ld->kind == SRC_KINETO) {
-        ld->next = 1;
-        import_opts o = {.progress = ld->progress, .progress_ctx = ld->progress_ctx, .ops = ld->ops};
-        int rc = kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, &o, kineto_emit, ld->s, NULL, err);
+        import_opts o = {
+            .ops = ld->ops, .threads = ld->threads, .progress = ld->progress, .progress_ctx = ld->progress_ctx};
+        int rc = import_part(ld, &o, kineto_emit, ld->s, err);
         return rc ? rc : 1;
     }
     struct timespec ts;
@@ -432,6 +474,12 @@ void ingest_on_progress(ingest_loader *ld, import_progress_fn fn, void *ctx) {
         ingest_on_progress(ld->parts[i], fn, ctx);
     ld->progress = fn;
     ld->progress_ctx = ctx;
+}
+
+void ingest_set_threads(ingest_loader *ld, int threads) {
+    for (size_t i = 0; i < ld->n_parts; i++)
+        ingest_set_threads(ld->parts[i], threads);
+    ld->threads = threads;
 }
 
 void ingest_keep_ops(ingest_loader *ld) {
@@ -470,6 +518,7 @@ void ingest_close(ingest_loader **ldp) {
     if (ldp == NULL || *ldp == NULL)
         return;
     ingest_loader *ld = *ldp;
+    ahead_end(&ld->ahead);
     for (size_t i = 0; i < ld->n_parts; i++)
         ingest_close(&ld->parts[i]);
     free(ld->parts);

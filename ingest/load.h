@@ -59,6 +59,12 @@ enum { INGEST_ALIGN_AUTO = 0, INGEST_ALIGN_START, INGEST_ALIGN_CLOCK };
 void ingest_set_align(ingest_loader *ld, int mode);
 const char *ingest_align_note(const ingest_loader *ld);
 int ingest_align_parse(const char *word); /* "auto", "start", "clock"; -1 for anything else */
+/* The threads the loader's imports use: 0 (the default) SYNCTOP_THREADS, else the cores the process
+ * may use (import_threads). Given several sources, the profiler traces and Nsight Systems exports
+ * among them are imported that many at once, each on its share of the threads (one each when
+ * there are as many sources as threads), and added to the store in the order given: the store
+ * is the same as from one thread. Call it before the first ingest_step. */
+void ingest_set_threads(ingest_loader *ld, int threads);
 /* A profiler trace is imported whole in one step: fn hears how far its reading has come, and may
  * stop it (import.h: it then fails with ERR_EOF). */
 void ingest_on_progress(ingest_loader *ld, import_progress_fn fn, void *ctx);

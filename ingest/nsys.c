@@ -97,6 +97,7 @@ typedef struct nimp {
     size_t n_fname;
     cm_u64map fname_by_text; /* keyed hash of a frame name's text -> the local string standing for it */
     uint64_t chain_off; /* callchainId + chain_off is the id of the call's chain: 0 or 1 */
+    uint64_t rows;      /* rows read, of every table: opts->progress is called as they pass (rows_next) */
 } nimp;
 
 int nsys_is_sqlite(const void *head, size_t n) {
@@ -249,8 +250,13 @@ static int rows_skip_long(nrows *r) {
     return 1;
 }
 
-/* 1: a row; 0: no more; negative: an error (the file is damaged, or a bound was reached). */
+/* 1: a row; 0: no more; negative: an error (the file is damaged, a bound was reached, or
+ * opts->progress stopped the import). */
 static int rows_next(nrows *r) {
+    nimp *k = r->k;
+    if ((++k->rows & (NSYS_PROGRESS_ROWS - 1)) == 0 && k->opts && k->opts->progress &&
+        k->opts->progress(k->opts->progress_ctx, 0, 0) != 0)
+        return err_set(k->err, ERR_EOF, "%s: import cancelled", k->name);
     for (;;) {
         int rc = sqlite3_step(r->stmt);
         if (rc == SQLITE_ROW) {

@@ -45,8 +45,12 @@
 /* Whether these first bytes of a file are an SQLite database's. */
 int nsys_is_sqlite(const void *head, size_t n);
 
+/* Rows read between two calls of import_opts.progress, which hears done and total 0 (an export's
+ * reading is not told in bytes), and may stop the import as the Kineto importer's does. */
+#define NSYS_PROGRESS_ROWS 65536
+
 /* Imports the export at path. opts (batch_records, max_events, producer: the first process's id,
- * the others following) and st may be NULL; st is filled as by the Kineto importer (pid: the first
+ * the others following, progress) and st may be NULL; st is filled as by the Kineto importer (pid: the first
  * process's; invalid/first_invalid: rows and chain references skipped; skipped: runtime rows
  * dropped as duplicates).
  * Returns 0 or a negative ERR_* code with a message in err that names the file. */

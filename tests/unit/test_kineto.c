@@ -1671,7 +1671,7 @@ TEST(every_way_in_reads_the_same_large_trace) {
 
 /* Imports data (plain or gzip, from memory) with threads threads parsing pieces of piece bytes
  * (0: one thread, the reference): the batches in g, the figures in st, the result returned. */
-static int import_threads(const void *data, size_t len, int threads, size_t piece, got *g, import_stats *st,
+static int import_on_threads(const void *data, size_t len, int threads, size_t piece, got *g, import_stats *st,
                           err_msg *err) {
     import_opts opts = {.producer = 81, .threads = threads, .piece_bytes = piece};
     return kineto_import_mem(data, len, "t.json", &opts, collect, g, st, err);
@@ -1683,14 +1683,14 @@ static int import_threads(const void *data, size_t len, int threads, size_t piec
 static int same_with_threads(const void *data, size_t len, const size_t *pieces, size_t n_pieces, int max_threads,
                              got *ref, import_stats *st) {
     err_msg e1 = {{0}};
-    int rc1 = import_threads(data, len, 1, 0, ref, st, &e1);
+    int rc1 = import_on_threads(data, len, 1, 0, ref, st, &e1);
     for (size_t i = 0; i < n_pieces; i++) {
         for (int threads = 2; threads <= max_threads; threads += 2) {
             got g;
             got_init(&g);
             import_stats st2;
             err_msg e2 = {{0}};
-            int rc2 = import_threads(data, len, threads, pieces[i], &g, &st2, &e2);
+            int rc2 = import_on_threads(data, len, threads, pieces[i], &g, &st2, &e2);
             if (rc2 != rc1)
                 TASK_FAIL_("%d threads, pieces of %zu: %d (%s), one thread: %d (%s)", threads, pieces[i], rc2, e2.msg,
                            rc1, e1.msg);
@@ -1827,11 +1827,11 @@ TEST(errors_in_pieces_say_where_as_one_thread_does) {
     got g;
     got_init(&g);
     err_msg e = {{0}};
-    ASSERT_EQ(import_threads(bad[0], strlen(bad[0]), 4, 1, &g, NULL, &e), ERR_MALFORMED);
+    ASSERT_EQ(import_on_threads(bad[0], strlen(bad[0]), 4, 1, &g, NULL, &e), ERR_MALFORMED);
     ASSERT_STR_CONTAINS(e.msg, "line 5, column 12");
     got_free(&g);
     got_init(&g);
-    ASSERT_EQ(import_threads(bad[2], strlen(bad[2]), 4, 1, &g, NULL, &e), ERR_TRUNCATED);
+    ASSERT_EQ(import_on_threads(bad[2], strlen(bad[2]), 4, 1, &g, NULL, &e), ERR_TRUNCATED);
     ASSERT_STR_CONTAINS(e.msg, "ends at line 4");
     got_free(&g);
 

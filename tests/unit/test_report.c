@@ -4,9 +4,12 @@
  * python3 -m json.tool and with yajl; report.c's threshold parser is also tested directly.
  */
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <yajl/yajl_tree.h>
 
+#include "chrome.h"
+#include "load.h"
 #include "report.h"
 #include "loop.h"
 #include "task.h"
@@ -618,6 +621,237 @@ static void same_timeline(const st_store *a, const st_store *b) {
                 same_call_site(a, st_ev_value(a, &ea[i]), b, st_ev_value(b, &eb[i]));
         }
     }
+}
+
+/* ---- several sources on several threads ---- */
+
+/* The small profiler traces and the Nsight exports of the samples, and a synctop trace file made
+ * from one of them, in an order that mixes the three kinds: ten sources. */
+static size_t many_sources(const char **paths, char store[][1024]) {
+    static const char *const kineto[] = {"alexnet_a100_sync_heavy.json.gz", "sampled_rank-0.json.gz",
+                                         "event_sync_multi_stream.json.gz", "sampled_rank-1.json.gz",
+                                         "event_sync_single_stream.json.gz"};
+    static const char *const nsys[] = {"saxpy_mpi_a100_rank0.sqlite", "torchrun_2proc_2gpu_h100.sqlite",
+                                       "cloverleaf_a100_perlmutter.sqlite", "nvfuser_h200_benchmark.sqlite"};
+    char args[4096];
+    const char *trace = task_path("many.trace");
+    snprintf(args, sizeof args, "import -q --force '%s/%s' -o '%s'", KINETO_TRACE_DIR, kineto[1], trace);
+    ASSERT_EQ(synctop(args), 0);
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof kineto / sizeof kineto[0]; i++) {
+        snprintf(store[n], 1024, "%s/%s", KINETO_TRACE_DIR, kineto[i]);
+        paths[n] = store[n];
+        n++;
+        if (i < sizeof nsys / sizeof nsys[0]) {
+            snprintf(store[n], 1024, "%s/%s", NSYS_TRACE_DIR, nsys[i]);
+            paths[n] = store[n];
+            n++;
+        }
+        if (i == 1) {
+            snprintf(store[n], 1024, "%s", trace);
+            paths[n] = store[n];
+            n++;
+        }
+    }
+    return n;
+}
+
+static int never_stop(void *ctx, uint64_t done, uint64_t total) {
+    (void)done, (void)total;
+    ++*(int *)ctx;
+    return 0;
+}
+
+/* The sources loaded on this many threads (budget_s per step, as ingest_step takes it) and
+ * written as Chrome trace JSON, in memory; *rc: what the last step returned, err its message. */
+static char *load_many(const char *const *paths, size_t n, int threads, double budget_s, int *rc, err_msg *err,
+                       size_t *len, size_t *events) {
+    st_store *s = st_store_new(NULL);
+    ingest_loader *ld = ingest_open_many(s, paths, n, 0, NULL, NULL, err);
+    ASSERT_NOT_NULL(ld);
+    ingest_set_threads(ld, threads);
+    int heard = 0;
+    ingest_on_progress(ld, never_stop, &heard);
+    while ((*rc = ingest_step(ld, budget_s, err)) == 0)
+        ;
+    ingest_close(&ld);
+    st_store_commit(s);
+    *events = st_store_events(s);
+    char *text = NULL;
+    FILE *f = open_memstream(&text, len);
+    ASSERT_NOT_NULL(f);
+    ASSERT_OK(rp_write_chrome(f, s, 1, NULL, NULL));
+    ASSERT_OK(fclose(f));
+    st_store_destroy(&s);
+    return text;
+}
+
+/* Profiler traces and Nsight exports are read several at a time on threads, each into its own list
+ * of batches; the store still gets every source's batches in the order given, so the timeline
+ * (every event, name, call site and flow, as `export` writes it) is the one a single thread makes,
+ * whatever the threads, and holds each source's events as that source alone gives them. */
+TEST(sources_read_on_threads_fill_the_store_as_one_thread_does) {
+    const char *paths[20];
+    char store[20][1024];
+    size_t n = many_sources(paths, store);
+    ASSERT_EQ(n, 10);
+    size_t alone = 0;
+    for (size_t i = 0; i < n; i++) {
+        st_store *s = load(paths[i]);
+        alone += st_store_events(s);
+        st_store_destroy(&s);
+    }
+    int rc;
+    err_msg err = {{0}};
+    size_t len1, ev1;
+    char *one = load_many(paths, n, 1, 0, &rc, &err, &len1, &ev1);
+    ASSERT_EQ(rc, 1);
+    ASSERT_UEQ(ev1, alone);
+    ASSERT_GT(len1, 5000000);
+    static const int threads[] = {3, 12};
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        size_t len, ev; /* 3 threads whole; 12, more than the sources, in steps as the viewer reads */
+        char *many = load_many(paths, n, threads[t], t ? 1e-6 : 0, &rc, &err, &len, &ev);
+        ASSERT_EQ(rc, 1);
+        ASSERT_UEQ(ev, alone);
+        ASSERT_UEQ(len, len1);
+        if (memcmp(one, many, len) != 0)
+            TASK_FAIL_("%d threads: the timeline differs from one thread's", threads[t]);
+        free(many);
+    }
+    free(one);
+}
+
+/* A source that fails fails the load where it would on one thread, with the same message, whether
+ * a worker read it ahead or not; the sources before it are in the store, and the workers still
+ * reading the ones after it are stopped. */
+TEST(a_source_read_ahead_that_fails_fails_where_one_thread_would) {
+    const char *paths[20];
+    char store[20][1024];
+    size_t n = many_sources(paths, store);
+    ASSERT_EQ(n, 10);
+    const char *cut = task_path("cut.json.gz");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "head -c 300000 '%s/resnet_2080ti_two_threads.json.gz' > '%s'", KINETO_TRACE_DIR, cut);
+    ASSERT_EQ(system(cmd), 0);
+    const char *bad = task_path("bad.json");
+    FILE *f = fopen(bad, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":1,\"dur\":2}\n,{\"ph\":\"X\",]}", f);
+    fclose(f);
+    static const size_t at[] = {1, 6};
+    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+        for (int which = 0; which < 2; which++) {
+            const char *keep = paths[at[k]];
+            paths[at[k]] = which ? bad : cut;
+            int rc1, rc;
+            err_msg e1 = {{0}}, e = {{0}};
+            size_t len1, ev1, len, ev;
+            char *one = load_many(paths, n, 1, 0, &rc1, &e1, &len1, &ev1);
+            ASSERT_LT(rc1, 0);
+            ASSERT_STR_CONTAINS(e1.msg, which ? "bad.json" : "cut.json.gz");
+            ASSERT_GT(ev1, 0);
+            char *many = load_many(paths, n, 4, 0, &rc, &e, &len, &ev);
+            ASSERT_EQ(rc, rc1);
+            ASSERT_STR_EQ(e.msg, e1.msg);
+            ASSERT_UEQ(ev, ev1);
+            ASSERT(len == len1 && memcmp(one, many, len) == 0);
+            free(many);
+            free(one);
+            paths[at[k]] = keep;
+        }
+    }
+}
+
+static int stop_at_once(void *ctx, uint64_t done, uint64_t total) {
+    (void)done, (void)total;
+    ++*(int *)ctx;
+    return 1;
+}
+
+/* The loader's progress function stops a load on threads as it stops one on one thread: the load
+ * fails as cancelled, and closing it ends the workers. */
+TEST(a_load_on_threads_stops_when_its_progress_says_so) {
+    const char *paths[20];
+    char store[20][1024];
+    size_t n = many_sources(paths, store);
+    for (int threads = 1; threads <= 4; threads *= 2) {
+        st_store *s = st_store_new(NULL);
+        err_msg err = {{0}};
+        ingest_loader *ld = ingest_open_many(s, paths, n, 0, NULL, NULL, &err);
+        ASSERT_NOT_NULL(ld);
+        ingest_set_threads(ld, threads);
+        int heard = 0;
+        ingest_on_progress(ld, stop_at_once, &heard);
+        int rc;
+        while ((rc = ingest_step(ld, 0, &err)) == 0)
+            ;
+        ASSERT_EQ(rc, ERR_EOF);
+        ASSERT_STR_CONTAINS(err.msg, "import cancelled");
+        ASSERT_GE(heard, 1);
+        ingest_close(&ld);
+        st_store_destroy(&s);
+    }
+}
+
+/* `synctop import` of several inputs on SYNCTOP_THREADS threads, to out: its exit status; what it
+ * printed in out_buf. */
+static int import_on(const char *const *paths, size_t n, const char *threads, const char *out) {
+    char args[16384];
+    size_t at = (size_t)snprintf(args, sizeof args, "import --force -v -o '%s'", out);
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)snprintf(args + at, sizeof args - at, " '%s'", paths[i]);
+    ASSERT(at < sizeof args);
+    setenv("SYNCTOP_THREADS", threads, 1);
+    int rc = synctop(args);
+    unsetenv("SYNCTOP_THREADS");
+    return rc;
+}
+
+/* `synctop import` reads several inputs at once as report does: the summary (with each input's
+ * lines under -v) and the file's timeline are those of one thread, and an input that fails fails
+ * the import with the same message, leaving no output. */
+TEST(import_of_several_inputs_on_threads_writes_what_one_thread_writes) {
+    const char *all[20], *paths[20];
+    char store[20][1024];
+    size_t n_all = many_sources(all, store), n = 0;
+    for (size_t i = 0; i < n_all; i++)
+        if (strstr(all[i], ".trace") == NULL) /* import reads foreign traces only */
+            paths[n++] = all[i];
+    ASSERT_EQ(n, 9);
+    char said[2][1 << 14], timeline[2][4096], out[4096], cut[4096], none[4096];
+    snprintf(out, sizeof out, "%s", task_path("several.trace"));
+    snprintf(cut, sizeof cut, "%s", task_path("cut.json.gz"));
+    snprintf(none, sizeof none, "%s", task_path("none.trace"));
+    for (int k = 0; k < 2; k++) {
+        ASSERT_EQ(import_on(paths, n, k ? "4" : "1", out), 0);
+        ASSERT_STR_CONTAINS(out_buf, "imported 9 traces");
+        snprintf(said[k], sizeof said[k], "%s", out_buf);
+        snprintf(timeline[k], sizeof timeline[k], "%s", task_path(k ? "several4.json" : "several1.json"));
+        char args[4096];
+        snprintf(args, sizeof args, "export '%s' -o '%s' --force", out, timeline[k]);
+        ASSERT_EQ(synctop(args), 0);
+    }
+    ASSERT_STR_EQ(said[0], said[1]);
+    struct stat sb;
+    ASSERT_OK(stat(timeline[0], &sb));
+    ASSERT_GT(sb.st_size, 5000000);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", timeline[0], timeline[1]);
+    if (system(cmd) != 0)
+        TASK_FAIL_("the timelines imported on 1 and on 4 threads differ");
+
+    snprintf(cmd, sizeof cmd, "head -c 9000 %s > '%s'", ALEXNET, cut);
+    ASSERT_EQ(system(cmd), 0);
+    paths[5] = cut;
+    char msg[2][4096];
+    for (int k = 0; k < 2; k++) {
+        ASSERT_EQ(import_on(paths, n, k ? "4" : "1", none), 1);
+        ASSERT_STR_CONTAINS(out_buf, "cut.json.gz");
+        ASSERT(access(none, F_OK) != 0);
+        snprintf(msg[k], sizeof msg[k], "%s", out_buf);
+    }
+    ASSERT_STR_EQ(msg[0], msg[1]);
 }
 
 static void round_trip_path(const char *src) {

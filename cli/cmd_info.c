@@ -17,6 +17,7 @@
 
 #include "synctop/sanitize.h"
 #include "synctop/file.h"
+#include "ahead.h"
 #include "kineto.h"
 #include "load.h"
 #include "nsys.h"
@@ -36,7 +37,8 @@ static void info_usage(FILE *out) {
             "file was closed cleanly. A PyTorch profiler (Kineto)\n"
             "JSON or an Nsight Systems SQLite export is described as `synctop import` reads\n"
             "it, with what the import skipped and why. Several files are described one after\n"
-            "the other.\n\n"
+            "the other, the profiler traces and exports among them read several at once on\n"
+            "the cores the process may use (SYNCTOP_THREADS=N sets how many).\n\n"
             "  --json   print one JSON object per file (one per line) instead of text\n\n"
             "Exit status: 0 when every file could be read (even with damage, which is listed),\n"
             "1 when one cannot be read at all (the others are still described), 2 on bad\n"
@@ -195,9 +197,30 @@ typedef struct foreign {
     import_stats st;
 } foreign;
 
-/* Imports path, a Kineto JSON or an Nsight Systems export (nsys), into a temporary trace file and
- * summarizes that. */
-static int load_foreign(const char *path, int nsys, traceinfo *ti, foreign *f, err_msg *err) {
+/* The files given, and which of them are profiler traces or Nsight exports (read ahead, several at
+ * once, on the cores the process may use: ahead.h). */
+typedef struct info_files {
+    const char **paths;
+    int *kind; /* ingest_kind */
+    ing_ahead *ahead;
+} info_files;
+
+static int import_foreign(const char *path, int nsys, const import_opts *o, import_emit_fn emit, void *ctx,
+                          import_stats *st, err_msg *err) {
+    return nsys ? nsys_import(path, o, emit, ctx, st, err) : kineto_import(path, o, emit, ctx, st, err);
+}
+
+static int read_ahead(void *ctx, size_t i, const import_opts *o, import_emit_fn emit, void *emit_ctx, import_stats *st,
+                      err_msg *err) {
+    const info_files *in = ctx;
+    return import_foreign(in->paths[i], in->kind[i] == INGEST_NSYS, o, emit, emit_ctx, st, err);
+}
+
+/* Imports file i, a Kineto JSON or an Nsight Systems export (nsys), into a temporary trace file
+ * (from its worker's batches when it was read ahead) and summarizes that. */
+static int load_foreign(const info_files *in, size_t i, traceinfo *ti, foreign *f, err_msg *err) {
+    const char *path = in->paths[i];
+    int nsys = in->kind[i] == INGEST_NSYS;
     const char *dir = getenv("TMPDIR");
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/synctop-info-XXXXXX", dir && *dir ? dir : "/tmp");
@@ -211,8 +234,12 @@ static int load_foreign(const char *path, int nsys, traceinfo *ti, foreign *f, e
     tp_fwriter *w = tp_fwriter_open(tmp, TP_FW_OVERWRITE, err);
     int rc = w ? 0 : -1;
     if (rc == 0) {
-        rc = nsys ? nsys_import(path, NULL, verb_emit_to_file, w, &f->st, err)
-                  : kineto_import(path, NULL, verb_emit_to_file, w, &f->st, err);
+        rc = in->ahead ? ahead_take(in->ahead, i, verb_emit_to_file, w, &f->st, NULL, NULL, path, err) : AHEAD_MINE;
+        import_opts o = {.threads = in->ahead ? ahead_threads_each(in->ahead) : 0};
+        if (rc == AHEAD_MINE)
+            rc = import_foreign(path, nsys, &o, verb_emit_to_file, w, &f->st, err);
+        else if (rc > 0)
+            rc = 0;
         err_msg cerr = {{0}};
         int crc = tp_fwriter_close(&w, &cerr);
         if (rc == 0 && crc != 0) {
@@ -480,16 +507,19 @@ static void print_json(FILE *out, const char *path, const traceinfo *ti, const f
 }
 
 /* Describes one file; 0, or 1 when it cannot be read (said on stderr). */
-static int info_one(const char *path, int json) {
+static int info_one(const info_files *in, size_t i, int json) {
+    const char *path = in->paths[i];
     traceinfo ti;
     err_msg err = {{0}};
     foreign *f = NULL;
     int rc;
-    int kind = ingest_kind(path);
+    int kind = in->kind[i];
     if (kind == INGEST_KINETO || kind == INGEST_NSYS) {
         f = calloc(1, sizeof *f);
-        rc = f ? load_foreign(path, kind == INGEST_NSYS, &ti, f, &err) : err_set(&err, ERR_NOMEM, "out of memory");
+        rc = f ? load_foreign(in, i, &ti, f, &err) : err_set(&err, ERR_NOMEM, "out of memory");
     } else {
+        if (in->ahead) /* the files after it may be read ahead now */
+            ahead_take(in->ahead, i, verb_emit_to_file, NULL, NULL, NULL, NULL, path, &err);
         rc = traceinfo_load(&ti, path, &err);
         struct stat st;
         if (rc != 0 && kind == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0)
@@ -531,11 +561,27 @@ static int cmd_info(int argc, char **argv) {
     if (status < 0 && n == 0)
         status = args_bad(&p, "no trace file given");
     int failed = 0;
+    info_files in = {paths, calloc((size_t)n + 1, sizeof *in.kind), NULL};
+    uint8_t *may = calloc((size_t)n + 1, 1);
+    if (status < 0 && (in.kind == NULL || may == NULL))
+        status = verb_error("info", "out of memory");
+    for (int i = 0; status < 0 && i < n; i++) {
+        in.kind[i] = ingest_kind(paths[i]);
+        may[i] = in.kind[i] == INGEST_KINETO || in.kind[i] == INGEST_NSYS;
+    }
+    int nomem = 0;
+    if (status < 0)
+        in.ahead = ahead_start((size_t)n, may, import_threads(0), read_ahead, &in, &nomem);
+    free(may);
+    if (status < 0 && nomem)
+        status = verb_error("info", "out of memory");
     for (int i = 0; status < 0 && i < n; i++) {
         if (i > 0 && !json)
             fputc('\n', stdout);
-        failed |= info_one(paths[i], json) != 0;
+        failed |= info_one(&in, (size_t)i, json) != 0;
     }
+    ahead_end(&in.ahead);
+    free(in.kind);
     free(paths);
     if (status >= 0)
         return status;

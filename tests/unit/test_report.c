@@ -3,6 +3,7 @@
  * exit statuses and messages, and clear errors for damaged input. JSON output is checked with
  * python3 -m json.tool and with yajl; report.c's threshold parser is also tested directly.
  */
+#include <ctype.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -852,6 +853,46 @@ TEST(import_of_several_inputs_on_threads_writes_what_one_thread_writes) {
         snprintf(msg[k], sizeof msg[k], "%s", out_buf);
     }
     ASSERT_STR_EQ(msg[0], msg[1]);
+}
+
+/* The producer ids in info's text (drawn at random by each import) as X. */
+static void mask_producer_ids(char *t) {
+    for (char *p = t; (p = strstr(p, "producer ")) != NULL;) {
+        p += strlen("producer ");
+        for (int k = 0; k < 16 && isxdigit((unsigned char)p[k]); k++)
+            p[k] = 'X';
+    }
+}
+
+/* `synctop info` of several files reads the profiler traces and exports among them several at
+ * once: what it prints of each, a damaged one in the middle included, is what one thread prints. */
+TEST(info_of_several_files_on_threads_says_what_one_thread_says) {
+    const char *paths[20];
+    char store[20][1024], cut[4096], cmd[4096];
+    size_t n = many_sources(paths, store);
+    snprintf(cut, sizeof cut, "%s", task_path("cut.json.gz"));
+    snprintf(cmd, sizeof cmd, "head -c 9000 %s > '%s'", ALEXNET, cut);
+    ASSERT_EQ(system(cmd), 0);
+    paths[n++] = paths[4];
+    paths[4] = cut;
+    static char said[2][1 << 16];
+    for (int k = 0; k < 2; k++) {
+        char args[16384];
+        size_t at = (size_t)snprintf(args, sizeof args, "info");
+        for (size_t i = 0; i < n; i++)
+            at += (size_t)snprintf(args + at, sizeof args - at, " '%s'", paths[i]);
+        setenv("SYNCTOP_THREADS", k ? "4" : "1", 1);
+        int rc = synctop(args);
+        unsetenv("SYNCTOP_THREADS");
+        ASSERT_EQ(rc, 1); /* the cut file */
+        ASSERT_STR_CONTAINS(out_buf, "cut.json.gz: gzip data cut short");
+        ASSERT_STR_CONTAINS(out_buf, "Nsight Systems SQLite export");
+        ASSERT_STR_CONTAINS(out_buf, "PyTorch profiler (Kineto) JSON");
+        ASSERT(strlen(out_buf) < sizeof said[k] - 1);
+        snprintf(said[k], sizeof said[k], "%s", out_buf);
+        mask_producer_ids(said[k]);
+    }
+    ASSERT_STR_EQ(said[0], said[1]);
 }
 
 static void round_trip_path(const char *src) {

@@ -117,11 +117,11 @@ typedef struct an_ctx {
     const st_store *s;
     an_opts o;
     an_result *r;
-    size_t blocks_cap, bubbles_cap, splits_cap, findings_cap, devices_cap, pieces_cap;
+    size_t blocks_cap, splits_cap, findings_cap, devices_cap, pieces_cap;
     uint64_t last_credit_key; /* host_credit's last (producer, name) key, and its entry */
     size_t last_credit;
     uint64_t *pend; /* parallel to r->bubbles: POS of the work that ended each */
-    size_t pend_cap;
+    size_t pend_room; /* bytes mapped for pend (room_for) */
     uint64_t *prefix_end; /* max block end over blocks[0..i] */
 } an_ctx;
 
@@ -139,11 +139,40 @@ static int by_start(const void *a, const void *b) {
     return x->end < y->end ? -1 : x->end > y->end;
 }
 
-static int bubble_by_start(const void *a, const void *b) {
+/* The index in r->devices of a whole-device bubble's device. */
+static size_t device_index(const an_result *r, const an_bubble *x) {
+    for (size_t i = 0; i < r->n_devices; i++)
+        if (r->devices[i].producer == x->producer && r->devices[i].device == x->device)
+            return i;
+    return r->n_devices;
+}
+
+/* Bubbles that start together: by lane (whole-device bubbles last), those of devices in the
+ * devices' order. */
+static int bubble_tie(const void *a, const void *b, void *ctx) {
     const an_bubble *x = a, *y = b;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return x->lane < y->lane ? -1 : x->lane > y->lane;
+    if (x->lane != y->lane)
+        return x->lane < y->lane ? -1 : 1;
+    if (x->lane != AN_DEVICE_LANE)
+        return 0;
+    size_t i = device_index(ctx, x), j = device_index(ctx, y);
+    return i < j ? -1 : i > j;
+}
+
+/* The bubbles in time order, sorted in place (a merge sort's room, 16 bytes a bubble, would come
+ * at the analysis's peak): by start, then by bubble_tie. That is the order a stable sort by start
+ * and lane gives the bubbles as they were found (each device's, in the devices' order, then each
+ * stream lane's), since a lane's bubbles start apart, and so do a device's. */
+static void sort_bubbles(an_result *r) {
+    an_bubble *b = r->bubbles;
+    size_t n = r->n_bubbles;
+    cm_radix_sort_inplace_by(b, n, sizeof *b);
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && b[j].start == b[i].start; j++)
+            ;
+        if (j - i > 1)
+            qsort_r(b + i, j - i, sizeof *b, bubble_tie, r);
+    }
 }
 
 static an_device *device_get(an_ctx *c, uint32_t producer, uint16_t device) {
@@ -247,12 +276,33 @@ static void resolve(const st_store *s, cm_u64map *want, st_lane_kind kind) {
     }
 }
 
+/* Room for n elements of elem bytes in the array at *p, mapped apart (cm_big_alloc; *room: its
+ * bytes), doubling: the bubbles grow to a third or more of the analysis's memory, and arrays
+ * grown on the heap would leave the blocks they outgrew behind, resident, where nothing else of
+ * the analysis fits. 0, or ERR_NOMEM with *p as it was. */
+static int room_for(void **p, size_t *room, size_t n, size_t elem) {
+    if (n > SIZE_MAX / elem)
+        return ERR_NOMEM;
+    if (n * elem <= *room)
+        return 0;
+    size_t want = *room ? *room : (64u << 10);
+    while (want < n * elem)
+        want = want > SIZE_MAX / 2 ? n * elem : want * 2;
+    void *q = cm_big_resize(*p, *room, want);
+    if (q == NULL)
+        return ERR_NOMEM;
+    *p = q;
+    *room = want;
+    return 0;
+}
+
 /* A bubble [gs, ge) on a stream lane (AN_DEVICE_LANE: the whole device) that the work at
  * (next_lane, next_idx) ended. */
 static int add_bubble(an_ctx *c, uint32_t producer, uint16_t device, uint32_t lane, uint64_t gs, uint64_t ge,
                       size_t next_lane, size_t next_idx) {
     an_result *r = c->r;
-    if (CM_GROW(r->bubbles, c->bubbles_cap, r->n_bubbles + 1) || CM_GROW(c->pend, c->pend_cap, r->n_bubbles + 1))
+    if (room_for((void **)&r->bubbles, &r->bubbles_room, r->n_bubbles + 1, sizeof *r->bubbles) ||
+        room_for((void **)&c->pend, &c->pend_room, r->n_bubbles + 1, sizeof *c->pend))
         return ERR_NOMEM;
     r->bubbles[r->n_bubbles] = (an_bubble){.start = gs,
                                            .end = ge,
@@ -817,8 +867,9 @@ static int bubbles_phase(an_ctx *c, size_t *n_device_bubbles) {
             return ERR_NOMEM;
     int rc = launches_of(c) == 0 ? attribute(c) : ERR_NOMEM;
     /* when the work that ended each bubble was submitted, and by whom, is in the bubbles now */
-    free(c->pend);
+    cm_big_free(c->pend, c->pend_room);
     c->pend = NULL;
+    c->pend_room = 0;
     return rc;
 }
 
@@ -1178,14 +1229,14 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *
     if (rc == 0) {
         findings_sites(&c, n_device_bubbles);
         /* Bubbles in time order: remap nothing, blocks are referenced by index and stay put. */
-        cm_sort(out->bubbles, out->n_bubbles, sizeof *out->bubbles, bubble_by_start);
+        sort_bubbles(out);
         for (size_t k = 0; k < out->n_bubbles; k++)
             if (out->bubbles[k].end - out->bubbles[k].start > out->bubble_max_ns)
                 out->bubble_max_ns = out->bubbles[k].end - out->bubbles[k].start;
         cm_sort(out->findings, out->n_findings, sizeof *out->findings, finding_cmp);
     }
     cm_u64map_free(&want_gpu);
-    free(c.pend);
+    cm_big_free(c.pend, c.pend_room);
     free(c.prefix_end);
     if (rc != 0) {
         an_result_free(out);
@@ -1198,7 +1249,7 @@ void an_result_free(an_result *r) {
     if (r == NULL)
         return;
     free(r->blocks);
-    free(r->bubbles);
+    cm_big_free(r->bubbles, r->bubbles_room);
     free(r->splits);
     free(r->sites);
     free(r->findings);

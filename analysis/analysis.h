@@ -160,8 +160,9 @@ typedef struct an_result {
     uint64_t api_calls;   /* host CUDA calls in range */
     an_block *blocks;   /* sorted by start */
     size_t n_blocks;
-    an_bubble *bubbles; /* sorted by start */
+    an_bubble *bubbles; /* sorted by start; mapped apart (cm_big_alloc), freed by an_result_free */
     size_t n_bubbles;
+    size_t bubbles_room; /* the bytes mapped for them */
     an_wait_split *splits; /* of the bubbles a wait caused (an_bubble.split) */
     size_t n_splits;
     uint64_t bubble_max_ns; /* the longest bubble's length */

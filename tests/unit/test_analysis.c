@@ -1021,6 +1021,76 @@ TEST(analysis_idle_of_one_process_is_not_charged_to_another_process_wait) {
     st_store_destroy(&a.s);
 }
 
+/* The index in r->devices of (producer, device). */
+static size_t device_at(const an_result *r, uint32_t producer, uint16_t device) {
+    for (size_t i = 0; i < r->n_devices; i++)
+        if (r->devices[i].producer == producer && r->devices[i].device == device)
+            return i;
+    return SIZE_MAX;
+}
+
+/* Bubbles come by start; those that start together by lane, a stream lane's before the whole
+ * devices', and those of devices in the order of r->devices. */
+static void check_bubble_order(const an_result *r) {
+    for (size_t i = 1; i < r->n_bubbles; i++) {
+        const an_bubble *a = &r->bubbles[i - 1], *b = &r->bubbles[i];
+        ASSERT(a->start <= b->start);
+        if (a->start != b->start)
+            continue;
+        ASSERT(a->lane <= b->lane);
+        if (a->lane == AN_DEVICE_LANE && b->lane == AN_DEVICE_LANE)
+            ASSERT_LT(device_at(r, a->producer, a->device), device_at(r, b->producer, b->device));
+    }
+}
+
+/* Two processes with three GPUs of two streams each, every stream idle over [200, 300) us: the
+ * twelve stream bubbles and six device bubbles all start at once, and still come in one order. */
+TEST(analysis_bubbles_that_start_together_come_in_lane_then_device_order) {
+    tl t[2];
+    static const uint16_t devs[3] = {2, 0, 1};
+    for (int p = 0; p < 2; p++) {
+        tl_init_in(&t[p], 77 + (uint64_t)p, p ? t[0].s : NULL);
+        for (int d = 0; d < 3; d++)
+            for (uint32_t st = 1; st <= 2; st++) {
+                tl_device(&t[p], devs[d], st);
+                tl_kernel_on(&t[p], devs[d], st, 50, 100, 200);
+                tl_kernel_on(&t[p], devs[d], st, 60, 300, 400);
+            }
+        if (p == 0)
+            tl_add(&t[p]);
+        else
+            tl_done(&t[p]);
+    }
+    an_result r;
+    ASSERT_OK(an_analyze(t[0].s, NULL, &r, NULL));
+    size_t at_200 = 0, device_ones = 0;
+    for (size_t i = 0; i < r.n_bubbles; i++)
+        if (r.bubbles[i].start == 200000) {
+            at_200++;
+            device_ones += r.bubbles[i].lane == AN_DEVICE_LANE;
+        }
+    ASSERT_UEQ(at_200, 18);
+    ASSERT_UEQ(device_ones, 6);
+    check_bubble_order(&r);
+    an_result_free(&r);
+    st_store_destroy(&t[0].s);
+}
+
+/* The same order on the real traces' bubbles. */
+TEST(analysis_bubbles_of_real_traces_come_in_time_then_lane_order) {
+    static const char *const names[] = {"resnet_2080ti_two_threads.json.gz", "qwen_h100_with_stack.json.gz",
+                                        "sampled_rank-0.json.gz", "v100_ns_resolution_hta.json.gz"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        st_store *s = load_sample(names[k]);
+        an_result r;
+        ASSERT_OK(an_analyze(s, NULL, &r, NULL));
+        ASSERT_GT(r.n_bubbles, 10);
+        check_bubble_order(&r);
+        an_result_free(&r);
+        st_store_destroy(&s);
+    }
+}
+
 /* Two call sites of the same API: each is charged the idle its own wait caused, by hand. */
 TEST(analysis_idle_goes_to_the_site_whose_wait_caused_it) {
     tl t;

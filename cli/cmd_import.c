@@ -65,6 +65,13 @@ static int progress_cb(void *ctx, uint64_t done, uint64_t total) {
         return 0;
     p->last = t;
     p->shown = 1;
+    if (total == 0 && done == 0) { /* an export: its rows are not counted in bytes */
+        fprintf(stderr, "\rimporting %d/%d ", p->index, p->count);
+        tp_print_sanitized(stderr, p->name, (size_t)-1);
+        fprintf(stderr, "\033[K");
+        fflush(stderr);
+        return 0;
+    }
     char bar[31];
     int pct = total ? (int)(done * 100 / total) : 0;
     if (pct > 100)

@@ -1,12 +1,12 @@
 /*
  * Several sources imported at once, their batches handed on in order: the profiler traces and
- * Nsight Systems exports of a load (load.c) or of `synctop import` are read N at once, N the
- * threads given (or fewer sources), each import on the threads divided by N. The caller goes
- * through the sources in order; a source no worker has taken it imports itself, as it would
- * alone; a source a worker read ahead comes as the list of its encoded batches, which ahead_take
- * hands to the caller's emit function. The batches come in the same order as from one thread.
- * Only the 2N sources from the caller's on are read or held, so memory grows with the threads,
- * not with the sources. A source read ahead that fails fails when the caller comes to it.
+ * Nsight Systems exports of a load (load.c), of `synctop import` or of `synctop info` are read N
+ * at once, N the threads given (or fewer sources), each import on the threads divided by N. The
+ * caller goes through the sources in order; a source no worker has taken it imports itself, as
+ * it would alone; a source a worker read ahead comes as the list of its encoded batches, which
+ * ahead_take hands to the caller's emit function. The batches come in the same order as from one
+ * thread. Only the 2N sources from the caller's on are read or held, so memory grows with the
+ * threads, not with the sources. A source read ahead that fails fails when the caller comes to it.
  */
 #ifndef SYNCTOP_AHEAD_H
 #define SYNCTOP_AHEAD_H

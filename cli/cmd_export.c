@@ -18,7 +18,7 @@
 #include "args.h"
 #include "verb.h"
 
-#define EXPORT_MAX_SOURCES 64
+#define EXPORT_MAX_SOURCES 4096
 
 static void export_usage(FILE *out) {
     fprintf(out, "usage: synctop export SOURCE... [--format chrome] -o OUT.json [--force] [--no-flows]\n"

@@ -48,7 +48,7 @@ static const arg_opt replay_opts[] = {
     {O_ALIGN, "--align", NULL, 1},
 };
 
-#define REPLAY_MAX_FILES 64
+#define REPLAY_MAX_FILES 4096
 
 static int cmd_replay(int argc, char **argv) {
     const char *paths[REPLAY_MAX_FILES], *val;

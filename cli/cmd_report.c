@@ -28,7 +28,8 @@
 #include "args.h"
 #include "verb.h"
 
-#define REPORT_MAX_SOURCES 64
+#define REPORT_MAX_SOURCES 4096 /* files: one per rank of a large job */
+#define REPORT_MAX_LIVE 64       /* live endpoints */
 #define REPORT_WAIT_S 5 /* --wait: a live source nobody answers at is said after this long, exit 1 */
 #define REPORT_MAX_CHECKS 32
 
@@ -208,7 +209,7 @@ static tp_sub *report_subscribe(char **specs, int n, const char *server_key, con
 static int record_live(st_store *s, char **specs, int n, const char *server_key, const char *client_key,
                        double wait_s) {
     err_msg err = {{0}};
-    char eps[REPORT_MAX_SOURCES][512];
+    char eps[REPORT_MAX_LIVE][512];
     tp_sub *sub = report_subscribe(specs, n, server_key, client_key, 0, eps);
     if (sub == NULL)
         return 1;
@@ -217,7 +218,7 @@ static int record_live(st_store *s, char **specs, int n, const char *server_key,
     int status = 0;
     if (isatty(STDERR_FILENO))
         verb_say("report", "recording until the program ends (Ctrl-C to stop and report)");
-    const char *ep_list[REPORT_MAX_SOURCES];
+    const char *ep_list[REPORT_MAX_LIVE];
     for (int i = 0; i < n; i++)
         ep_list[i] = eps[i];
     live_opts lo = {.stop = &verb_stop_signal, .on_batch = report_batch, .ctx = s, .endpoints = ep_list,
@@ -278,7 +279,7 @@ static double pct(uint64_t part, double whole) { return whole > 0 ? 100.0 * (dou
 static int report_summaries(char **specs, int n, const char *server_key, const char *client_key, double for_s,
                             int format) {
     err_msg err = {{0}};
-    char eps[REPORT_MAX_SOURCES][512];
+    char eps[REPORT_MAX_LIVE][512];
     tp_sub *sub = report_subscribe(specs, n, server_key, client_key, 1, eps);
     if (sub == NULL)
         return 1;
@@ -505,6 +506,11 @@ static int report_parse(int argc, char **argv, report_run *run) {
     }
     if (run->n_sources == 0)
         return args_bad(&p, "no source given (a trace file, a Kineto JSON or a live endpoint)");
+    int n_live = 0;
+    for (int i = 0; i < run->n_sources; i++)
+        n_live += !is_file_source(run->sources[i]) && looks_live(run->sources[i]);
+    if (n_live > REPORT_MAX_LIVE)
+        return args_bad(&p, "at most %d live sources", REPORT_MAX_LIVE);
     if (run->for_s > 0 && !run->summary)
         return args_bad(&p, "--for goes with --summary");
     if (!run->summary)
@@ -536,7 +542,7 @@ static unsigned source_kind(const char *spec) {
 static int report_load(report_run *run) {
     if ((run->s = st_store_new(NULL)) == NULL)
         return verb_error("report", "out of memory");
-    char *live[REPORT_MAX_SOURCES];
+    char *live[REPORT_MAX_LIVE];
     const char *files[REPORT_MAX_SOURCES];
     int n_live = 0, n_files = 0;
     for (int i = 0; i < run->n_sources; i++) {

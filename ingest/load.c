@@ -130,9 +130,10 @@ int ingest_nsight_report(const char *path, err_msg *err) {
 }
 
 /* Opens the input and tells its kind from its first bytes. The descriptor and the bytes read stay
- * with the loader for the trace file's reader or the Kineto importer; an Nsight Systems export is
- * opened again by path (SQLite opens its files itself). Never blocks in open(): a FIFO nobody
- * writes to reads as empty. */
+ * with the loader for the trace file's reader, or for the Kineto importer when the input is a pipe
+ * (or standard input); a profiler trace in a regular file and an Nsight Systems export are opened
+ * again by path when imported (SQLite opens its files itself). Never blocks in open(): a FIFO
+ * nobody writes to reads as empty. */
 static int sniff(ingest_loader *ld, const char *path, err_msg *err) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
@@ -153,6 +154,10 @@ static int sniff(ingest_loader *ld, const char *path, err_msg *err) {
     if (ld->kind == 0) {
         close(fd);
         return ingest_unreadable(path, err);
+    }
+    if (S_ISREG(st.st_mode) && ld->kind == SRC_KINETO && strcmp(path, "/dev/stdin") != 0) {
+        close(fd); /* opened again by path when imported: a job's thousand files hold no descriptors meanwhile */
+        return 0;
     }
     if (S_ISREG(st.st_mode) && !sqlite) {
         ld->fd = fd;
@@ -377,6 +382,8 @@ static void align_parts(ingest_loader *ld) {
 static int import_part(ingest_loader *ld, const import_opts *o, import_emit_fn emit, void *ctx, err_msg *err) {
     if (ld->kind == SRC_NSYS)
         return nsys_import(ld->path, o, emit, ctx, NULL, err);
+    if (ld->fd < 0)
+        return kineto_import(ld->path, o, emit, ctx, NULL, err);
     return kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, o, emit, ctx, NULL, err);
 }
 

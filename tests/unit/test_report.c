@@ -795,6 +795,32 @@ TEST(a_load_on_threads_stops_when_its_progress_says_so) {
     }
 }
 
+/* A job of many ranks: 300 profiler traces (more than the descriptors the process may hold, 64
+ * here) report together, each its own process, every kernel counted. */
+TEST(report_reads_more_profiler_traces_than_it_may_hold_descriptors) {
+    char dir[4096], cmd[8192];
+    snprintf(dir, sizeof dir, "%s", task_path("ranks"));
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && for i in $(seq 1 300); do ln -sf %s '%s/rank'$i'.json.gz'; done", dir,
+             SINGLE, dir);
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_EQ(synctop("report " SINGLE), 0);
+    unsigned long kernels = 0;
+    const char *k = strstr(out_buf, "kernels ");
+    ASSERT_NOT_NULL(k);
+    ASSERT_EQ(sscanf(k, "kernels %lu", &kernels), 1);
+    ASSERT_GT(kernels, 0);
+    snprintf(cmd, sizeof cmd, "ulimit -n 64 && '%s' report '%s'/rank*.json.gz > '%s' 2>&1", task_synctop(), dir,
+             task_path("many.txt"));
+    int rc = system(cmd);
+    const char *said = slurp(task_path("many.txt"));
+    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
+        TASK_FAIL_("report of 300 files failed: %s", said);
+    ASSERT_STR_CONTAINS(said, "300 processes, 300 GPUs");
+    char want[64];
+    snprintf(want, sizeof want, "kernels %lu,", kernels * 300);
+    ASSERT_STR_CONTAINS(said, want);
+}
+
 /* `synctop import` of several inputs on SYNCTOP_THREADS threads, to out: its exit status; what it
  * printed in out_buf. */
 static int import_on(const char *const *paths, size_t n, const char *threads, const char *out) {

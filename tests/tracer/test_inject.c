@@ -928,8 +928,11 @@ TEST(inject_process_that_exits_at_once) {
         task_sleep_ms(i * 3);
         ij_report r;
         err_msg err = {{0}};
+        /* gone before, during, or it exited before the tracer could start: said why; or, where it
+         * was slow to start (a loaded machine), the tracer got in first */
         int rc = ij_inject(t.pid, TRACER_SO, NULL, &r, &err);
-        ASSERT_NE(rc, 0); /* gone before, during, or it exited before the tracer could start */
+        if (rc != 0)
+            ASSERT(err.msg[0] != '\0');
         waitpid(t.pid, NULL, 0);
     }
 }

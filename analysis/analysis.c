@@ -276,24 +276,12 @@ static void resolve(const st_store *s, cm_u64map *want, st_lane_kind kind) {
     }
 }
 
-/* Room for n elements of elem bytes in the array at *p, mapped apart (cm_big_alloc; *room: its
- * bytes), doubling: the bubbles grow to a third or more of the analysis's memory, and arrays
- * grown on the heap would leave the blocks they outgrew behind, resident, where nothing else of
- * the analysis fits. 0, or ERR_NOMEM with *p as it was. */
+/* Room for n elements of elem bytes in the array at *p, mapped apart (cm_big_grow; *room: its
+ * bytes): the bubbles grow to a third or more of the analysis's memory, and arrays grown on the
+ * heap would leave the blocks they outgrew behind, resident, where nothing else of the analysis
+ * fits. 0, or ERR_NOMEM with *p as it was. */
 static int room_for(void **p, size_t *room, size_t n, size_t elem) {
-    if (n > SIZE_MAX / elem)
-        return ERR_NOMEM;
-    if (n * elem <= *room)
-        return 0;
-    size_t want = *room ? *room : (64u << 10);
-    while (want < n * elem)
-        want = want > SIZE_MAX / 2 ? n * elem : want * 2;
-    void *q = cm_big_resize(*p, *room, want);
-    if (q == NULL)
-        return ERR_NOMEM;
-    *p = q;
-    *room = want;
-    return 0;
+    return n > SIZE_MAX / elem ? ERR_NOMEM : cm_big_grow(p, room, n * elem);
 }
 
 /* A bubble [gs, ge) on a stream lane (AN_DEVICE_LANE: the whole device) that the work at

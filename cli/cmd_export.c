@@ -100,23 +100,12 @@ static int cmd_export(int argc, char **argv) {
     if (s == NULL)
         return verb_error("export", "out of memory");
     err_msg err = {{0}};
-    /* the sources are read several at a time (ingest_set_threads), each where its clock puts it */
-    ingest_loader *ld = ingest_open_many(s, (const char *const *)sources, (size_t)n_sources, max_events, verb_warn_cb,
-                                         "export", &err);
-    int rc = ld ? 0 : ERR_IO;
-    if (ld) {
-        ingest_set_align(ld, INGEST_ALIGN_CLOCK);
-        while ((rc = ingest_step(ld, 0, &err)) == 0)
-            ;
-        ingest_close(&ld);
-    }
-    if (rc < 0) {
+    /* the sources are read several at a time, each where its clock puts it */
+    if (ingest_files(s, sources, (size_t)n_sources, max_events, INGEST_ALIGN_CLOCK, verb_warn_cb, "export", &err) != 0) {
         verb_error("export", "%s", err.msg);
         st_store_destroy(&s);
         return 1;
     }
-    st_store_commit(s);
-    st_store_shrink(s);
     verb_symbolize("export", s); /* native call sites to file:line */
     int tty = isatty(STDERR_FILENO);
     /* Written under a temporary name and renamed into place: a failed export (a full disk) leaves

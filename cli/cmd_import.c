@@ -288,8 +288,7 @@ typedef struct inputs {
 
 static int import_one(const inputs *in, size_t i, const import_opts *o, import_emit_fn emit, void *emit_ctx,
                       import_stats *st, err_msg *err) {
-    const char *path = in->ia->inputs[i];
-    return in->nsys[i] ? nsys_import(path, o, emit, emit_ctx, st, err) : kineto_import(path, o, emit, emit_ctx, st, err);
+    return ingest_import_path(in->ia->inputs[i], in->nsys[i] ? INGEST_NSYS : INGEST_KINETO, o, emit, emit_ctx, st, err);
 }
 
 /* Input i, read ahead on a worker (ahead.h): the threads and the progress it is given, the bound

@@ -205,15 +205,10 @@ typedef struct info_files {
     ing_ahead *ahead;
 } info_files;
 
-static int import_foreign(const char *path, int nsys, const import_opts *o, import_emit_fn emit, void *ctx,
-                          import_stats *st, err_msg *err) {
-    return nsys ? nsys_import(path, o, emit, ctx, st, err) : kineto_import(path, o, emit, ctx, st, err);
-}
-
 static int read_ahead(void *ctx, size_t i, const import_opts *o, import_emit_fn emit, void *emit_ctx, import_stats *st,
                       err_msg *err) {
     const info_files *in = ctx;
-    return import_foreign(in->paths[i], in->kind[i] == INGEST_NSYS, o, emit, emit_ctx, st, err);
+    return ingest_import_path(in->paths[i], in->kind[i], o, emit, emit_ctx, st, err);
 }
 
 /* Imports file i, a Kineto JSON or an Nsight Systems export (nsys), into a temporary trace file
@@ -237,7 +232,7 @@ static int load_foreign(const info_files *in, size_t i, traceinfo *ti, foreign *
         rc = in->ahead ? ahead_take(in->ahead, i, verb_emit_to_file, w, &f->st, NULL, NULL, path, err) : AHEAD_MINE;
         import_opts o = {.threads = in->ahead ? ahead_threads_each(in->ahead) : 0};
         if (rc == AHEAD_MINE)
-            rc = import_foreign(path, nsys, &o, verb_emit_to_file, w, &f->st, err);
+            rc = ingest_import_path(path, in->kind[i], &o, verb_emit_to_file, w, &f->st, err);
         else if (rc > 0)
             rc = 0;
         err_msg cerr = {{0}};

@@ -628,19 +628,9 @@ static int report_baseline(report_run *run) {
     if ((run->bs = st_store_new(NULL)) == NULL)
         return 1;
     /* read several at a time, as the run's files, each where its clock puts it */
-    ingest_loader *ld = ingest_open_many(run->bs, run->base_src, (size_t)run->n_base, run->max_events, verb_warn_cb,
-                                         "report", &run->err);
-    int rc = ld ? 0 : ERR_IO;
-    if (ld) {
-        ingest_set_align(ld, INGEST_ALIGN_CLOCK);
-        while ((rc = ingest_step(ld, 0, &run->err)) == 0)
-            ;
-        ingest_close(&ld);
-    }
-    if (rc < 0)
+    if (ingest_files(run->bs, run->base_src, (size_t)run->n_base, run->max_events, INGEST_ALIGN_CLOCK, verb_warn_cb,
+                     "report", &run->err) != 0)
         return verb_error("report", "baseline %s", run->err.msg);
-    st_store_commit(run->bs);
-    st_store_shrink(run->bs);
     verb_symbolize("report", run->bs);
     if (an_analyze(run->bs, &run->ao, &run->br, &run->err) != 0 ||
         an_compare(run->bs, &run->br, run->s, &run->r, &run->diff, &run->err) != 0)

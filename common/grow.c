@@ -42,6 +42,20 @@ void *cm_big_resize(void *p, size_t old_bytes, size_t new_bytes) {
     return q == MAP_FAILED ? NULL : q;
 }
 
+int cm_big_grow(void **p, size_t *bytes, size_t need) {
+    if (need <= *bytes)
+        return 0;
+    size_t want = *bytes ? *bytes : (64u << 10);
+    while (want < need)
+        want = want > SIZE_MAX / 2 ? need : want * 2;
+    void *q = cm_big_resize(*p, *bytes, want);
+    if (q == NULL)
+        return ERR_NOMEM;
+    *p = q;
+    *bytes = want;
+    return 0;
+}
+
 void cm_big_free(void *p, size_t bytes) {
     if (p != NULL)
         munmap(p, bytes ? bytes : 1);

@@ -22,6 +22,9 @@ void cm_big_free(void *p, size_t bytes);
 /* The same array (p: from cm_big_alloc or this, or NULL) grown or shrunk from old_bytes to
  * new_bytes by moving its pages, never copying them; NULL when out of memory (p is left as it was). */
 void *cm_big_resize(void *p, size_t old_bytes, size_t new_bytes);
+/* Room for need bytes in the mapping at *p (NULL, or from these functions; *bytes: its size),
+ * doubling from 64 KiB. 0, or ERR_NOMEM with *p and *bytes as they were. */
+int cm_big_grow(void **p, size_t *bytes, size_t need);
 
 /* Sets malloc up for a process that imports traces (the command line's batch verbs, and the
  * benchmarks that measure them): see grow.c. */

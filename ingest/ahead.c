@@ -47,16 +47,8 @@ static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 static int keep_batch(void *ctx, const void *batch, size_t len, err_msg *err) {
     src *p = ctx;
     size_t need = p->len + sizeof len + pad8(len);
-    if (need > p->cap) {
-        size_t cap = p->cap ? p->cap : (1u << 20);
-        while (cap < need)
-            cap *= 2;
-        uint8_t *b = cm_big_resize(p->buf, p->cap, cap);
-        if (b == NULL)
-            return err_set(err, ERR_NOMEM, "out of memory");
-        p->buf = b;
-        p->cap = cap;
-    }
+    if (cm_big_grow((void **)&p->buf, &p->cap, need) != 0)
+        return err_set(err, ERR_NOMEM, "out of memory");
     memcpy(p->buf + p->len, &len, sizeof len);
     memcpy(p->buf + p->len + sizeof len, batch, len);
     p->len = need;

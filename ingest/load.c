@@ -378,13 +378,16 @@ static void align_parts(ingest_loader *ld) {
     free(sp);
 }
 
+int ingest_import_path(const char *path, int kind, const import_opts *o, import_emit_fn emit, void *ctx,
+                       import_stats *st, err_msg *err) {
+    return kind == INGEST_NSYS ? nsys_import(path, o, emit, ctx, st, err) : kineto_import(path, o, emit, ctx, st, err);
+}
+
 /* Imports a profiler trace or an Nsight Systems export, with emit receiving its batches. */
 static int import_part(ingest_loader *ld, const import_opts *o, import_emit_fn emit, void *ctx, err_msg *err) {
-    if (ld->kind == SRC_NSYS)
-        return nsys_import(ld->path, o, emit, ctx, NULL, err);
-    if (ld->fd < 0)
-        return kineto_import(ld->path, o, emit, ctx, NULL, err);
-    return kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, o, emit, ctx, NULL, err);
+    if (ld->kind == SRC_KINETO && ld->fd >= 0) /* a pipe, or standard input */
+        return kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, o, emit, ctx, NULL, err);
+    return ingest_import_path(ld->path, ld->kind == SRC_NSYS ? INGEST_NSYS : INGEST_KINETO, o, emit, ctx, NULL, err);
 }
 
 /* Part i of a multi-source loader, read ahead on a worker (ahead.h). */
@@ -417,8 +420,11 @@ static int parts_ahead(ingest_loader *ld) {
 
 int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
     if (ld->parts != NULL) {
-        if (!ld->ahead_tried && (ld->ahead_tried = 1) && parts_ahead(ld) != 0)
-            return err_set(err, ERR_NOMEM, "out of memory");
+        if (!ld->ahead_tried) {
+            ld->ahead_tried = 1;
+            if (parts_ahead(ld) != 0)
+                return err_set(err, ERR_NOMEM, "out of memory");
+        }
         while (ld->cur < ld->n_parts) {
             ingest_loader *part = ld->parts[ld->cur];
             int r = ld->ahead ? ahead_take(ld->ahead, ld->cur, kineto_emit, ld->s, NULL, part->progress,
@@ -544,9 +550,15 @@ int ingest_file(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, e
 }
 
 int ingest_file_max(st_store *s, const char *path, uint64_t max_events, ingest_warn_fn warn, void *ctx, err_msg *err) {
-    ingest_loader *ld = ingest_open_max(s, path, max_events, warn, ctx, err);
+    return ingest_files(s, &path, 1, max_events, INGEST_ALIGN_CLOCK, warn, ctx, err);
+}
+
+int ingest_files(st_store *s, const char *const *paths, size_t n, uint64_t max_events, int align, ingest_warn_fn warn,
+                 void *ctx, err_msg *err) {
+    ingest_loader *ld = ingest_open_many(s, paths, n, max_events, warn, ctx, err);
     if (ld == NULL)
         return ERR_IO;
+    ingest_set_align(ld, align);
     int rc;
     while ((rc = ingest_step(ld, 0, err)) == 0)
         ;

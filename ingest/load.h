@@ -35,6 +35,14 @@ int ingest_file(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, e
  * (--max-events). The _max variants take it; the others use the file's size. */
 uint64_t ingest_max_events(uint64_t file_bytes, uint64_t max_events);
 int ingest_file_max(st_store *s, const char *path, uint64_t max_events, ingest_warn_fn warn, void *ctx, err_msg *err);
+/* Loads n sources whole into s (ingest_open_many, placed on one time axis as align says,
+ * INGEST_ALIGN_*), then commits and shrinks the store. 0, or a negative code with err set. */
+int ingest_files(st_store *s, const char *const *paths, size_t n, uint64_t max_events, int align, ingest_warn_fn warn,
+                 void *ctx, err_msg *err);
+/* Imports the profiler trace (INGEST_KINETO) or Nsight Systems export (INGEST_NSYS) at path, its
+ * batches to emit: kineto_import or nsys_import. */
+int ingest_import_path(const char *path, int kind, const import_opts *o, import_emit_fn emit, void *ctx,
+                       import_stats *st, err_msg *err);
 
 /* Incremental loading, for a viewer that must show the first screen before the whole file is read:
  * ingest_step adds batches in file order for about budget_s seconds (0: until done) and returns 1

@@ -50,9 +50,9 @@ int nsys_is_sqlite(const void *head, size_t n);
 #define NSYS_PROGRESS_ROWS 65536
 
 /* Imports the export at path. opts (batch_records, max_events, producer: the first process's id,
- * the others following, progress) and st may be NULL; st is filled as by the Kineto importer (pid: the first
- * process's; invalid/first_invalid: rows and chain references skipped; skipped: runtime rows
- * dropped as duplicates).
+ * the others following, progress) and st may be NULL; st is filled as by the Kineto importer (pid:
+ * the first process's; invalid/first_invalid: rows and chain references skipped; skipped: runtime
+ * rows dropped as duplicates).
  * Returns 0 or a negative ERR_* code with a message in err that names the file. */
 int nsys_import(const char *path, const import_opts *opts, import_emit_fn emit, void *ctx, import_stats *st,
                 err_msg *err);

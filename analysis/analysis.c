@@ -87,7 +87,7 @@ int an_block_kind_of_name(const char *api) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* (producer, correlation) -> position, in a cm_u64map                                           */
+/* (producer, correlation) keys, sorted, and walked in time order                              */
 /* ------------------------------------------------------------------------------------------ */
 
 _Static_assert(sizeof(an_bubble) == 40, "a bubble is 40 bytes: a trace has about one per kernel");
@@ -106,6 +106,68 @@ static int cmap_want(cm_u64map *m, uint64_t key) {
     if (cm_u64map_find(m, key) != NULL)
         return 0;
     return cm_u64map_put(m, key, POS_NONE) == 0 ? 0 : -1;
+}
+
+/* A (process, correlation) key and a value: a bubble's index (launches_of), or the position of the
+ * work a blocking call waited for (the wanted correlations). */
+typedef struct an_pair {
+    uint64_t key, val;
+} an_pair;
+#define PAIR_TAKEN ((uint64_t)1 << 63) /* in val of a key's first pair: a call was found for it */
+
+/* The first pair (in a, n pairs sorted by key) whose key is not below key. When every key before
+ * from is below it (a thread's or a stream's ids grow with time, so the last search's answer is
+ * where this one starts), a gallop forward from from: a key that is not there costs one look;
+ * else a search of the whole. */
+static size_t pair_seek(const an_pair *a, size_t n, size_t from, uint64_t key) {
+    size_t lo = 0, hi = n;
+    if (from <= n && (from == 0 || a[from - 1].key < key)) {
+        size_t step = 1;
+        lo = from;
+        while (lo + step <= n && a[lo + step - 1].key < key) { /* a[..lo + step - 1] are below key */
+            lo += step;
+            step *= 2;
+        }
+        hi = lo + step - 1 < n ? lo + step - 1 : n; /* a[hi] is not below key, where hi < n */
+    }
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (a[m].key < key)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+/* The correlations the blocking calls waited on: their keys, sorted and each once, with the
+ * position of the work found for each (POS_NONE until then). */
+typedef struct an_want {
+    an_pair *p;
+    size_t n, cap;
+} an_want;
+
+static int want_add(an_want *w, uint64_t key) {
+    if (CM_GROW(w->p, w->cap, w->n + 1))
+        return -1;
+    w->p[w->n++] = (an_pair){key, POS_NONE};
+    return 0;
+}
+
+/* Sorts the keys and keeps each once. */
+static void want_seal(an_want *w) {
+    cm_radix_sort_inplace_by(w->p, w->n, sizeof *w->p);
+    size_t m = 0;
+    for (size_t i = 0; i < w->n; i++)
+        if (m == 0 || w->p[m - 1].key != w->p[i].key)
+            w->p[m++] = w->p[i];
+    w->n = m;
+}
+
+/* The value of key, or NULL; *at: where the last search ended, the next one's start. */
+static uint64_t *want_find(const an_want *w, size_t *at, uint64_t key) {
+    *at = pair_seek(w->p, w->n, *at, key);
+    return *at < w->n && w->p[*at].key == key ? &w->p[*at].val : NULL;
 }
 
 
@@ -203,7 +265,7 @@ static uint16_t only_device(const an_result *r, uint32_t producer) {
     return dev;
 }
 
-static int collect_blocks(an_ctx *c, cm_u64map *want) {
+static int collect_blocks(an_ctx *c, an_want *want) {
     const st_store *s = c->s;
     an_result *r = c->r;
     for (size_t l = 0; l < st_lane_count(s); l++) {
@@ -240,28 +302,30 @@ static int collect_blocks(an_ctx *c, cm_u64map *want) {
             if (b->end > covered)
                 covered = b->end;
             r->blocked_ns += b->own_ns;
-            if (e->corr != 0 && cmap_want(want, ckey(li->producer, e->corr)))
+            if (e->corr != 0 && want_add(want, ckey(li->producer, e->corr)))
                 return ERR_NOMEM;
         }
     }
+    want_seal(want);
     cm_sort(r->blocks, r->n_blocks, sizeof *r->blocks, by_start);
     return 0;
 }
 
-/* Resolves the wanted correlations against the lanes of one kind (GPU work or host calls). */
-static void resolve(const st_store *s, cm_u64map *want, st_lane_kind kind) {
+/* Resolves the wanted correlations against the lanes of one kind (GPU work or host calls): a
+ * lane's correlations grow with time, so each search starts where the one before ended. */
+static void resolve(const st_store *s, an_want *want, st_lane_kind kind) {
     if (want->n == 0)
         return;
     for (size_t l = 0; l < st_lane_count(s); l++) {
         const st_lane_info *li = st_lane_get(s, l);
         if (li->kind != kind)
             continue;
-        size_t n;
+        size_t n, at = 0;
         const st_event *ev = st_lane_events(s, l, &n);
         for (size_t i = 0; i < n; i++) {
             if (ev[i].corr == 0)
                 continue;
-            uint64_t *v = cm_u64map_find(want, ckey(li->producer, ev[i].corr));
+            uint64_t *v = want_find(want, &at, ckey(li->producer, ev[i].corr));
             if (v == NULL)
                 continue;
             /* Prefer GPU work over a GPU-side sync record with the same correlation. */
@@ -737,7 +801,7 @@ static an_opts opts_with_defaults(const an_opts *opts) {
 }
 
 /* The blocking spans, each on the device its wait was for, and their running maximum end. */
-static int blocks_phase(an_ctx *c, cm_u64map *want_gpu) {
+static int blocks_phase(an_ctx *c, an_want *want_gpu) {
     const st_store *s = c->s;
     an_result *out = c->r;
     /* Devices: every (producer, device) with a stream lane, and those the store describes. */
@@ -753,7 +817,8 @@ static int blocks_phase(an_ctx *c, cm_u64map *want_gpu) {
         an_block *b = &out->blocks[i];
         size_t nn;
         const st_event *e = &st_lane_events(s, b->lane, &nn)[b->index];
-        const uint64_t *v = e->corr ? cm_u64map_find(want_gpu, ckey(b->producer, e->corr)) : NULL;
+        size_t at = want_gpu->n;
+        const uint64_t *v = e->corr ? want_find(want_gpu, &at, ckey(b->producer, e->corr)) : NULL;
         if (v != NULL && *v != POS_NONE)
             b->device = st_lane_get(s, POS_LANE(*v))->device;
         if (b->device == TP_NO_DEVICE)
@@ -768,36 +833,6 @@ static int blocks_phase(an_ctx *c, cm_u64map *want_gpu) {
 }
 
 /* The bubbles (device ones first: *n_device_bubbles of them) and their causes. */
-/* A (process, correlation) key and a bubble's index, for launches_of. */
-typedef struct an_pair {
-    uint64_t key, val;
-} an_pair;
-#define PAIR_TAKEN ((uint64_t)1 << 63) /* in val of a key's first pair: a call was found for it */
-
-/* The first pair at or after from (in a, n pairs sorted by key) whose key is not below key: a
- * gallop forward from from when a[from] is not above it (a thread's ids grow with time), else a
- * search of the whole. */
-static size_t pair_seek(const an_pair *a, size_t n, size_t from, uint64_t key) {
-    size_t lo = 0, hi = n;
-    if (from < n && a[from].key <= key) {
-        size_t step = 1;
-        lo = from;
-        while (lo + step < n && a[lo + step].key < key) {
-            lo += step;
-            step *= 2;
-        }
-        hi = lo + step < n ? lo + step + 1 : n;
-    }
-    while (lo < hi) {
-        size_t m = lo + (hi - lo) / 2;
-        if (a[m].key < key)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    return lo;
-}
-
 /* Turns each bubble's pend (the work that ended it) into the host call that submitted that work:
  * the first call of its process with the work's correlation id, in lane order and then time
  * order; POS_NONE when there is none. The bubbles' keys are sorted in place (16 bytes a bubble)
@@ -1207,7 +1242,7 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *
         return err_set(err, ERR_INVAL, "analysis: the range ends before it starts");
     out->t0 = t0;
     out->t1 = t1;
-    cm_u64map want_gpu = {0};
+    an_want want_gpu = {0};
     size_t n_device_bubbles = 0;
     int rc = blocks_phase(&c, &want_gpu) || bubbles_phase(&c, &n_device_bubbles) ? -1 : 0;
     if (rc == 0) {
@@ -1223,7 +1258,7 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *
                 out->bubble_max_ns = out->bubbles[k].end - out->bubbles[k].start;
         cm_sort(out->findings, out->n_findings, sizeof *out->findings, finding_cmp);
     }
-    cm_u64map_free(&want_gpu);
+    free(want_gpu.p);
     cm_big_free(c.pend, c.pend_room);
     free(c.prefix_end);
     if (rc != 0) {

@@ -1681,6 +1681,147 @@ TEST(analysis_the_first_correlation_finds_its_gpu_record) {
     tl_free(&t, &r);
 }
 
+/* Two threads of one process launch onto three streams of two GPUs, drawn from a fixed seed, and
+ * now and then wait for one of them (a cudaStreamSynchronize naming no device, and the GPU-side
+ * record that names it). Correlation ids are handed out in the order drawn, through map. What
+ * was drawn is kept: each wait's GPU, and which thread launched the kernel that starts at each
+ * time on each stream. */
+enum { DRAW_STEPS = 1500, DRAW_STREAMS = 3 };
+typedef struct drawn {
+    uint64_t wait_start[DRAW_STEPS];
+    uint32_t wait_corr[DRAW_STEPS];
+    uint16_t wait_dev[DRAW_STEPS];
+    size_t n_waits;
+    uint64_t kernel_start[DRAW_STEPS];
+    uint32_t kernel_stream[DRAW_STEPS], kernel_tid[DRAW_STEPS];
+    size_t n_kernels;
+} drawn;
+
+static void tl_draw(tl *t, uint32_t (*map)(uint32_t), drawn *d) {
+    static const uint16_t dev[DRAW_STREAMS] = {0, 0, 1};
+    static const uint32_t stream[DRAW_STREAMS] = {7, 8, 9};
+    for (int i = 0; i < DRAW_STREAMS; i++) {
+        tp_stream st = {.kind = TP_K_STREAM, .device = dev[i], .stream = stream[i]};
+        if (i != 1)
+            tl_device(t, dev[i], stream[i]);
+        else
+            ASSERT_OK(tp_enc_add(t->enc, &st));
+    }
+    memset(d, 0, sizeof *d);
+    uint64_t x = 0x9E3779B97F4A7C15ull, host[2] = {0, 0}, free_at[DRAW_STREAMS] = {0, 0, 0};
+    uint32_t seq = 1;
+    for (int step = 0; step < DRAW_STEPS; step++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int th = (int)(x % 2), q = (int)(x / 2 % DRAW_STREAMS);
+        uint64_t a = host[th] + x / 8 % 30 + 1;
+        uint32_t tid = 100 + 100 * (uint32_t)th, c = map(seq++);
+        if (x / 256 % 6 == 0) { /* a wait for stream q, done 1 us after its work */
+            uint64_t end = (free_at[q] > a ? free_at[q] : a) + 1;
+            tp_api api = {.kind = TP_K_API, .flags = TP_F_BLOCKING, .device = TP_NO_DEVICE, .tid = tid,
+                          .start = a * 1000, .end = end * 1000, .correlation = c,
+                          .name = tp_enc_intern_cstr(t->enc, "cudaStreamSynchronize")};
+            tp_sync y = {.kind = TP_K_SYNC, .device = dev[q], .stream = stream[q], .start = (end - 1) * 1000,
+                         .end = end * 1000, .correlation = c, .event = TP_NO_ID, .sync_type = TP_SYNC_STREAM};
+            ASSERT_OK(tp_enc_add(t->enc, &api));
+            ASSERT_OK(tp_enc_add(t->enc, &y));
+            d->wait_start[d->n_waits] = a * 1000;
+            d->wait_corr[d->n_waits] = c;
+            d->wait_dev[d->n_waits++] = dev[q];
+            free_at[q] = end;
+            host[th] = end;
+        } else { /* a launch, its kernel after the stream's work, sometimes after a gap */
+            uint64_t ks = (free_at[q] > a + 3 ? free_at[q] : a + 3) + x / 4096 % 50, ke = ks + 5 + x / 65536 % 40;
+            tp_api api = {.kind = TP_K_API, .flags = TP_F_LAUNCH, .device = dev[q], .tid = tid, .start = a * 1000,
+                          .end = (a + 2) * 1000, .correlation = c,
+                          .name = tp_enc_intern_cstr(t->enc, "cudaLaunchKernel")};
+            tp_kernel k = {.kind = TP_K_KERNEL, .device = dev[q], .stream = stream[q], .start = ks * 1000,
+                           .end = ke * 1000, .correlation = c, .name = tp_enc_intern_cstr(t->enc, "gemm")};
+            ASSERT_OK(tp_enc_add(t->enc, &api));
+            ASSERT_OK(tp_enc_add(t->enc, &k));
+            d->kernel_start[d->n_kernels] = ks * 1000;
+            d->kernel_stream[d->n_kernels] = stream[q];
+            d->kernel_tid[d->n_kernels++] = tid;
+            free_at[q] = ke;
+            host[th] = a + 2;
+        }
+    }
+}
+
+static uint32_t corr_in_order(uint32_t i) {
+    return i;
+}
+
+/* Every id still its own, none 0, but in no order: odd multiples wrap around 2^32. */
+static uint32_t corr_scrambled(uint32_t i) {
+    return i * 2654435761u;
+}
+
+/* The drawn timeline analysed: each wait on the GPU drawn for it, each bubble's submission from
+ * the thread drawn for the kernel that ended it, and all three causes met. */
+static void check_drawn(const st_store *s, const an_result *r, const drawn *d) {
+    ASSERT_EQ(r->n_blocks, d->n_waits);
+    for (size_t i = 0; i < r->n_blocks; i++) {
+        size_t n, j = 0;
+        uint32_t corr = st_lane_events(s, r->blocks[i].lane, &n)[r->blocks[i].index].corr;
+        while (j < d->n_waits && d->wait_corr[j] != corr)
+            j++;
+        ASSERT_LT(j, d->n_waits);
+        ASSERT_EQ(r->blocks[i].start, d->wait_start[j]);
+        ASSERT_EQ(r->blocks[i].device, d->wait_dev[j]);
+    }
+    size_t causes[AN_CAUSE_N_] = {0}, stream_bubbles = 0;
+    for (size_t i = 0; i < r->n_bubbles; i++) {
+        const an_bubble *b = &r->bubbles[i];
+        causes[b->cause]++;
+        if (b->lane == AN_DEVICE_LANE)
+            continue;
+        stream_bubbles++;
+        uint32_t st = st_lane_get(s, b->lane)->id;
+        size_t j = 0;
+        while (j < d->n_kernels && !(d->kernel_stream[j] == st && d->kernel_start[j] == b->end))
+            j++;
+        ASSERT_LT(j, d->n_kernels);
+        ASSERT(b->launch_lane != AN_NONE);
+        ASSERT_EQ(st_lane_get(s, b->launch_lane)->kind, ST_LANE_THREAD);
+        ASSERT_EQ(st_lane_get(s, b->launch_lane)->id, d->kernel_tid[j]);
+    }
+    ASSERT_GT(stream_bubbles, 100);
+    ASSERT_GT(causes[AN_CAUSE_BLOCK], 10);
+    ASSERT_GT(causes[AN_CAUSE_LAUNCH], 10);
+    ASSERT_GT(causes[AN_CAUSE_HOST], 10);
+}
+
+/* Correlation ids only name things: the analysis finds each wait's GPU and each bubble's launch
+ * by them whether they grow with time (as CUPTI's do on a thread and, mostly, on a stream) or come
+ * in no order at all (a foreign trace's), and gives the same answers both ways. */
+TEST(analysis_finds_waits_and_launches_whatever_the_order_of_correlation_ids) {
+    static drawn d1, d2;
+    tl a, b;
+    tl_init(&a);
+    tl_draw(&a, corr_in_order, &d1);
+    tl_init(&b);
+    tl_draw(&b, corr_scrambled, &d2);
+    an_result ra, rb;
+    tl_analysed(&a, &ra);
+    tl_analysed(&b, &rb);
+    check_drawn(a.s, &ra, &d1);
+    check_drawn(b.s, &rb, &d2);
+    ASSERT_EQ(ra.n_bubbles, rb.n_bubbles);
+    for (size_t i = 0; i < ra.n_bubbles; i++) {
+        const an_bubble *x = &ra.bubbles[i], *y = &rb.bubbles[i];
+        ASSERT_EQ(x->start, y->start);
+        ASSERT_EQ(x->end, y->end);
+        ASSERT_EQ(x->lane, y->lane);
+        ASSERT_EQ(x->cause, y->cause);
+        ASSERT_EQ(x->block, y->block);
+        ASSERT_EQ(x->launch_lane, y->launch_lane);
+    }
+    for (size_t i = 0; i < ra.n_blocks; i++)
+        ASSERT_EQ(ra.blocks[i].gpu_idle_ns, rb.blocks[i].gpu_idle_ns);
+    tl_free(&a, &ra);
+    tl_free(&b, &rb);
+}
+
 /* A gap of exactly the bubble threshold (20 us by default) is a bubble, on the stream and on the
  * GPU: kernels 0..10 and 30..40 us on one stream. */
 TEST(analysis_a_gap_of_exactly_the_threshold_is_a_bubble) {

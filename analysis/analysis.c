@@ -609,11 +609,36 @@ void an_bubble_split(const an_result *r, const an_bubble *x, uint64_t a, uint64_
     }
 }
 
+/* The first of the blocks (sorted by start) that starts at t or later. A row's bubbles come in
+ * time order: when every block before from starts before t, a gallop forward from from (the answer
+ * for the bubble before), else a search of the whole. */
+static size_t blocks_starting_at(const an_result *r, size_t from, uint64_t t) {
+    size_t lo = 0, hi = r->n_blocks;
+    if (from <= hi && (from == 0 || r->blocks[from - 1].start < t)) {
+        size_t step = 1;
+        lo = from;
+        while (lo + step <= r->n_blocks && r->blocks[lo + step - 1].start < t) {
+            lo += step;
+            step *= 2;
+        }
+        hi = lo + step - 1 < r->n_blocks ? lo + step - 1 : r->n_blocks;
+    }
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->blocks[mid].start < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Gives each bubble its cause, from the launch time of the work that ended it and the blocking
  * spans that overlap it. 0 or ERR_NOMEM. */
 static int attribute(an_ctx *c) {
     const st_store *s = c->s;
     an_result *r = c->r;
+    size_t blocks_from = 0;
     for (size_t k = 0; k < r->n_bubbles; k++) {
         an_bubble *b = &r->bubbles[k];
         const an_bubble *p = k > 0 ? &r->bubbles[k - 1] : NULL; /* a row's bubbles come in time order */
@@ -627,14 +652,7 @@ static int attribute(an_ctx *c) {
             L = st_lane_events(s, POS_LANE(*v), &nn)[POS_IDX(*v)].start;
         /* Blocks with start < b->end whose end >= b->start; the latest ending one that ended
          * before the submission wins. */
-        size_t lo = 0, hi = r->n_blocks;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (r->blocks[mid].start < b->end)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        size_t lo = blocks_from = blocks_starting_at(r, blocks_from, b->end);
         b->launch_lane = *v != POS_NONE ? (uint32_t)POS_LANE(*v) : AN_NONE;
         size_t best = SIZE_MAX;
         uint64_t limit = L != UINT64_MAX ? L : b->end, first = UINT64_MAX;
@@ -813,11 +831,11 @@ static int blocks_phase(an_ctx *c, an_want *want_gpu) {
     if (collect_blocks(c, want_gpu))
         return ERR_NOMEM;
     resolve(s, want_gpu, ST_LANE_STREAM);
+    size_t at = 0; /* blocks come by start, and their correlations mostly grow with it */
     for (size_t i = 0; i < out->n_blocks; i++) {
         an_block *b = &out->blocks[i];
         size_t nn;
         const st_event *e = &st_lane_events(s, b->lane, &nn)[b->index];
-        size_t at = want_gpu->n;
         const uint64_t *v = e->corr ? want_find(want_gpu, &at, ckey(b->producer, e->corr)) : NULL;
         if (v != NULL && *v != POS_NONE)
             b->device = st_lane_get(s, POS_LANE(*v))->device;

@@ -611,13 +611,99 @@ static int report_analyse(report_run *run) {
     return 0;
 }
 
-/* Names separated by spaces into out, cut at its size. */
+#define REPORT_NAMES_LISTED 8 /* more sources than this are named by their pattern */
+
+static int all_digits(const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+    return n > 0;
+}
+
+static int by_number(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether the n middles (names[i] + pre, mid[i] bytes each) are the numbers lo..hi, each once,
+ * written alike (all of one width, or none with a leading zero); *lo, *hi their indexes. */
+static int numbered(const char *const *names, size_t pre, const size_t *mid, int n, int *lo, int *hi) {
+    uint64_t *v = malloc((size_t)n * sizeof *v);
+    if (v == NULL)
+        return 0;
+    int ok = 1;
+    *lo = *hi = 0;
+    for (int i = 0; i < n && ok; i++) {
+        const char *m = names[i] + pre;
+        ok = all_digits(m, mid[i]) && mid[i] <= 18 && (mid[i] == mid[0] || m[0] != '0');
+        v[i] = 0;
+        for (size_t k = 0; ok && k < mid[i]; k++)
+            v[i] = v[i] * 10 + (uint64_t)(m[k] - '0');
+    }
+    for (int i = 0; i < n && ok; i++) {
+        *lo = v[i] < v[*lo] ? i : *lo;
+        *hi = v[i] > v[*hi] ? i : *hi;
+    }
+    if (ok) {
+        qsort(v, (size_t)n, sizeof *v, by_number);
+        for (int i = 1; i < n && ok; i++)
+            ok = v[i] == v[i - 1] + 1;
+    }
+    free(v);
+    return ok;
+}
+
+/* How the report names its sources: each, separated by spaces, when there are a few; else what
+ * they have in common, with a {lo..hi} or * where they differ, and how many there are (a job's
+ * hundreds of rank files: "/data/job/rank{0..255}.json.gz (256 files)"). Cut at out's size. */
 static void report_join(char *out, size_t len, const char *const *names, int n) {
     out[0] = '\0';
-    for (int i = 0; i < n; i++) {
-        size_t used = strlen(out);
-        snprintf(out + used, len - used, "%s%s", i ? " " : "", names[i]);
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += strlen(names[i]) + 1;
+    if (n <= REPORT_NAMES_LISTED && total <= len) {
+        for (int i = 0; i < n; i++) {
+            size_t used = strlen(out);
+            snprintf(out + used, len - used, "%s%s", i ? " " : "", names[i]);
+        }
+        return;
     }
+    size_t pre = strlen(names[0]), suf = pre, shortest = pre;
+    for (int i = 1; i < n; i++) {
+        size_t k = 0, ln = strlen(names[i]), l0 = strlen(names[0]);
+        while (k < pre && names[i][k] == names[0][k])
+            k++;
+        pre = k;
+        for (k = 0; k < suf && k < ln && k < l0 && names[i][ln - 1 - k] == names[0][l0 - 1 - k];)
+            k++;
+        suf = k;
+        shortest = ln < shortest ? ln : shortest;
+    }
+    if (pre + suf > shortest)
+        suf = shortest - pre;
+    /* a number is told whole: the common part does not end or begin inside one */
+    while (pre > 0 && names[0][pre - 1] >= '0' && names[0][pre - 1] <= '9')
+        pre--;
+    const char *tail0 = names[0] + strlen(names[0]) - suf;
+    while (suf > 0 && tail0[0] >= '0' && tail0[0] <= '9')
+        tail0++, suf--;
+    if (suf == 0 && (pre == 0 || names[0][pre - 1] == '/')) { /* no more in common than a folder */
+        snprintf(out, len, "%s ... %s (%d files)", names[0], names[n - 1], n);
+        return;
+    }
+    size_t *mid = malloc((size_t)n * sizeof *mid);
+    int lo = 0, hi = 0, range = 0;
+    if (mid != NULL) {
+        for (int i = 0; i < n; i++)
+            mid[i] = strlen(names[i]) - pre - suf;
+        range = numbered(names, pre, mid, n, &lo, &hi);
+    }
+    if (range)
+        snprintf(out, len, "%.*s{%.*s..%.*s}%s (%d files)", (int)pre, names[0], (int)mid[lo], names[lo] + pre,
+                 (int)mid[hi], names[hi] + pre, tail0, n);
+    else
+        snprintf(out, len, "%.*s*%s (%d files)", (int)pre, names[0], tail0, n);
+    free(mid);
 }
 
 /* The baseline, when given: files only (a live baseline would have nothing to compare), analysed

@@ -816,9 +816,43 @@ TEST(report_reads_more_profiler_traces_than_it_may_hold_descriptors) {
     if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
         TASK_FAIL_("report of 300 files failed: %s", said);
     ASSERT_STR_CONTAINS(said, "300 processes, 300 GPUs");
-    char want[64];
+    char want[4200];
     snprintf(want, sizeof want, "kernels %lu,", kernels * 300);
     ASSERT_STR_CONTAINS(said, want);
+    /* named as the shell would expand them back, not as 300 names cut at some length */
+    snprintf(want, sizeof want, "synctop report: %s/rank{1..300}.json.gz", dir);
+    ASSERT(strncmp(said, want, strlen(want)) == 0);
+    ASSERT_STR_CONTAINS(said, "(300 files)");
+    ASSERT(strstr(said, "rank17.json.gz") == NULL);
+}
+
+/* A few sources are named one by one; more, by what their names share: a {lo..hi} where they are
+ * the numbers lo to hi each once, a * where they are not, the first and the last when they share
+ * no more than a folder. */
+TEST(report_names_many_sources_by_their_pattern) {
+    char dir[4096], cmd[8192];
+    snprintf(dir, sizeof dir, "%s", task_path("named"));
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s' && for i in 00 01 02 03 04 05 06 07 08 09 10 11; do ln -sf %s '%s/r'$i'.json.gz'; done && "
+             "ln -sf %s '%s/other.json.gz' && ln -sf %s '%s/other.json'",
+             dir, SINGLE, dir, SINGLE, dir, SINGLE, dir);
+    ASSERT_EQ(system(cmd), 0);
+    const char *cases[][2] = {
+        {"r00.json.gz r01.json.gz r02.json.gz", "synctop report: r00.json.gz r01.json.gz r02.json.gz\n"},
+        {"r0*.json.gz r1*.json.gz", "synctop report: r{00..11}.json.gz (12 files)\n"},
+        {"r00.json.gz r01.json.gz r02.json.gz r03.json.gz r04.json.gz r05.json.gz r06.json.gz r07.json.gz r09.json.gz",
+         "synctop report: r*.json.gz (9 files)\n"},
+        {"r*.json.gz other.json.gz", "synctop report: *.json.gz (13 files)\n"},
+        {"r*.json.gz other.json", "synctop report: r00.json.gz ... other.json (13 files)\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' report %s > out.txt 2>&1", dir, task_synctop(), cases[i][0]);
+        ASSERT_EQ(system(cmd), 0);
+        snprintf(cmd, sizeof cmd, "%s/out.txt", dir);
+        const char *said = slurp(cmd);
+        if (strncmp(said, cases[i][1], strlen(cases[i][1])) != 0)
+            TASK_FAIL_("report %s began: %.200s", cases[i][0], said);
+    }
 }
 
 /* `synctop import` of several inputs on SYNCTOP_THREADS threads, to out: its exit status; what it

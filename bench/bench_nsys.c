@@ -38,6 +38,16 @@ static void exec_sql(sqlite3 *db, const char *sql) {
         die(sql, msg);
 }
 
+/* The integer the query's first row has, 0 when none. */
+static long long query_int(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *s;
+    long long n = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+        n = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return n;
+}
+
 static long long count_rows(sqlite3 *db, const char *table) {
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
@@ -80,8 +90,16 @@ int main(int argc, char **argv) {
         die("cannot copy", src);
     sqlite3_backup_finish(b);
     sqlite3_close(in);
-    /* each copy shifted past the whole capture, correlation ids past the largest */
+    /* each copy shifted past the whole capture, correlation ids past the largest: numbered on, as
+     * CUPTI numbers a longer run's calls */
     exec_sql(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN");
+    long long ids = 0;
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
+        char q[256];
+        snprintf(q, sizeof q, "SELECT max(correlationId) FROM %s", tables[t]);
+        long long m = query_int(db, q);
+        ids = m > ids ? m : ids;
+    }
     char sql[1024];
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
         /* the capture's own rows, once, then shifted copies of them */
@@ -90,9 +108,9 @@ int main(int argc, char **argv) {
         for (int c = 1; c < copies; c++) {
             snprintf(sql, sizeof sql,
                      "INSERT INTO %s SELECT * FROM x; UPDATE %s SET start = start + %d * 700000000,"
-                     " end = end + %d * 700000000, correlationId = correlationId + %d * 10000000"
+                     " end = end + %d * 700000000, correlationId = correlationId + %d * %lld"
                      " WHERE rowid > (SELECT max(rowid) FROM %s) - (SELECT count(*) FROM x)",
-                     tables[t], tables[t], c, c, c, tables[t]);
+                     tables[t], tables[t], c, c, c, ids, tables[t]);
             exec_sql(db, sql);
         }
         exec_sql(db, "DROP TABLE x");

@@ -4,6 +4,7 @@
  */
 #include "emit.h"
 #include "api.h"
+#include "corrmap.h"
 #include "grow.h"
 #include "radix.h"
 
@@ -272,11 +273,6 @@ int em_site(em_out *o, uint32_t id, uint32_t n, void (*frame)(void *arg, uint32_
     return rc;
 }
 
-/* The key of a correlation id in its process. */
-static uint64_t corr_key(const uint32_t *pid, size_t i, uint32_t correlation) {
-    return (pid ? (uint64_t)pid[i] << 32 : 0) | correlation;
-}
-
 /* Record i of those at rec, stride bytes apart. */
 #define REC_AT(rec, stride, i) ((void *)((char *)(rec) + (i) * (stride)))
 
@@ -293,13 +289,14 @@ static uint32_t op_correlation(const void *r) {
 
 /* Correlation ids to the index + 1 of their GPU operation: a table over the ids' range when they
  * fill it (CUPTI numbers a process's API calls in turn, so one process's ids are dense: 4 bytes an
- * id); the records of several processes (nsys) in a hash map (16 bytes a slot, at most half full).
- * One process's sparse ids are joined by sorting instead (resolve_sorted). */
+ * id); the records of several processes (nsys) in a table per process (corrmap.h, 8 bytes an id,
+ * a hash map for the ids too sparse for one). One process's sparse ids are joined by sorting
+ * instead (resolve_sorted). */
 typedef struct op_index {
     uint32_t *dense; /* [corr - lo], 0: none */
     uint32_t lo;
     size_t span;
-    cm_u64map map;
+    cm_corrmap map;
 } op_index;
 
 static int is_op(unsigned kind) {
@@ -333,14 +330,9 @@ static int op_index_init(op_index *x, const void *rec, size_t stride, size_t n, 
     return x->dense != NULL ? 0 : ERR_NOMEM;
 }
 
-/* The slot of key (corr in its process), added empty when absent; NULL when out of memory. */
-static uint64_t *op_slot_map(op_index *x, uint64_t key) {
-    return cm_u64map_get_or_add(&x->map, key, 0, NULL);
-}
-
 static void op_index_free(op_index *x) {
     free(x->dense);
-    cm_u64map_free(&x->map);
+    cm_corrmap_free(&x->map);
 }
 
 /* Host call i (a) given its operation (the record index + 1 of it, 0: none): its device, its
@@ -454,19 +446,20 @@ int em_resolve(void *rec, size_t stride, size_t n, const uint32_t *pid,
         uint32_t corr = op_correlation(r);
         if (corr == 0)
             continue;
-        uint32_t *d = ops.dense != NULL ? &ops.dense[corr - ops.lo] : NULL;
-        uint64_t *v = d == NULL ? op_slot_map(&ops, corr_key(pid, i, corr)) : NULL;
-        if (d == NULL && v == NULL) {
+        uint32_t *d = ops.dense != NULL ? &ops.dense[corr - ops.lo] : NULL, p = pid != NULL ? pid[i] : 0;
+        uint64_t old = 0;
+        if (d != NULL)
+            old = *d;
+        else if (!cm_corrmap_find(&ops.map, p, corr, &old))
+            old = 0;
+        if (old != 0 && !op_wins(r->kind, ((const tp_head *)REC_AT(rec, stride, old - 1))->kind))
+            continue;
+        if (d != NULL) {
+            *d = (uint32_t)(i + 1);
+        } else if (cm_corrmap_put(&ops.map, p, corr, i + 1) != 0) {
             op_index_free(&ops);
             return ERR_NOMEM;
         }
-        uint64_t old = d != NULL ? *d : *v;
-        if (old != 0 && !op_wins(r->kind, ((const tp_head *)REC_AT(rec, stride, old - 1))->kind))
-            continue;
-        if (d != NULL)
-            *d = (uint32_t)(i + 1);
-        else
-            *v = i + 1;
     }
     for (size_t i = 0; i < n; i++) {
         tp_api *a = REC_AT(rec, stride, i);
@@ -476,9 +469,8 @@ int em_resolve(void *rec, size_t stride, size_t n, const uint32_t *pid,
         if (a->correlation && ops.dense != NULL) {
             uint32_t at_id = a->correlation - ops.lo; /* wraps below lo: out of the span */
             v = a->correlation >= ops.lo && at_id < ops.span ? ops.dense[at_id] : 0;
-        } else if (a->correlation) {
-            const uint64_t *m = cm_u64map_find(&ops.map, corr_key(pid, i, a->correlation));
-            v = m != NULL ? *m : 0;
+        } else if (a->correlation && !cm_corrmap_find(&ops.map, pid != NULL ? pid[i] : 0, a->correlation, &v)) {
+            v = 0;
         }
         resolve_call(rec, stride, i, a, v, class_of, arg, st);
     }

@@ -16,6 +16,7 @@
 #include "hash.h"
 #include "strpool.h"
 #include "text.h"
+#include "corrmap.h"
 #include "u64map.h"
 
 #include <stdio.h>
@@ -77,7 +78,7 @@ typedef struct nimp {
     tp_record *rec;
     uint32_t *rpid;
     size_t n_rec, cap_rec;
-    cm_u64map apis;   /* pid << 32 | correlation -> index of the call */
+    cm_corrmap apis;  /* (pid, correlation) -> index of the call */
     cm_u64map pnames; /* pid -> local + 1 */
     cm_u64map tnames; /* pid << 32 | tid -> local + 1 */
     ngpu *gpus;
@@ -592,8 +593,10 @@ static int read_runtime(nimp *k) {
         }
         uint32_t corr = u32_or(&r, 4, 0);
         if (corr) { /* the same call under a second name: keep the wider of the two */
-            uint64_t *at = cm_u64map_get_or_add(&k->apis, (uint64_t)pid << 32 | corr, k->n_rec, &added);
-            if (at == NULL) {
+            uint64_t at_v = 0;
+            const uint64_t *at = &at_v;
+            added = !cm_corrmap_find(&k->apis, pid, corr, &at_v);
+            if (added && cm_corrmap_put(&k->apis, pid, corr, k->n_rec) != 0) {
                 rc = nomem(k);
                 break;
             }
@@ -1009,7 +1012,8 @@ static int resolve(nimp *k) {
         const tp_sync *r = &k->rec[i].sync;
         if (r->kind != TP_K_SYNC || r->correlation == 0)
             continue;
-        const uint64_t *a = cm_u64map_find(&k->apis, (uint64_t)k->rpid[i] << 32 | r->correlation);
+        uint64_t at = 0;
+        const uint64_t *a = cm_corrmap_find(&k->apis, k->rpid[i], r->correlation, &at) ? &at : NULL;
         if (a) {
             size_t n;
             const char *s = str_of(k, k->rec[*a].api.name, &n);
@@ -1418,7 +1422,7 @@ int nsys_import(const char *path, const import_opts *opts, import_emit_fn emit, 
     free(k->fname_tracer);
     cm_u64map_free(&k->sids);
     cm_u64map_free(&k->rtnames);
-    cm_u64map_free(&k->apis);
+    cm_corrmap_free(&k->apis);
     cm_u64map_free(&k->pnames);
     cm_u64map_free(&k->tnames);
     free(k);

@@ -59,9 +59,9 @@ int nsdb_open(nsdb *d, const char *path, uint64_t file_bytes, err_msg *err) {
     if (uri == NULL)
         return err_set(err, ERR_NOMEM, "%s: out of memory", path);
     if (strchr(path, '?') || strchr(path, '#') || strchr(path, '%')) /* not safe in a URI */
-        rc = sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READONLY, NULL);
+        rc = sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
     else
-        rc = sqlite3_open_v2(uri, &d->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+        rc = sqlite3_open_v2(uri, &d->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
     sqlite3_free(uri);
     if (rc != SQLITE_OK) {
         rc = err_set(err, d->db ? ERR_IO : ERR_NOMEM, "%s: cannot open as SQLite: %s", path,

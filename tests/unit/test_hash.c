@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "corrmap.h"
 #include "hash.h"
 #include "hostile.h"
 #include "radix.h"
@@ -164,6 +165,74 @@ TEST(u64map_keys_chosen_against_the_old_mix_walk_no_long_probes) {
     }
     ASSERT_UEQ(cm_hash_long_probes(), 0);
     cm_u64map_free(&m);
+}
+
+/* A corrmap and a u64map (keyed pid << 32 | id) given the same puts: every key put is found with
+ * the same value in both, and keys never put are in neither. */
+static void corr_check(cm_corrmap *m, cm_u64map *ref, uint64_t *x) {
+    for (size_t i = 0; i < ref->cap; i++) {
+        if (ref->keys[i] == 0)
+            continue;
+        uint64_t v = 0;
+        ASSERT(cm_corrmap_find(m, (uint32_t)(ref->keys[i] >> 32), (uint32_t)ref->keys[i], &v));
+        ASSERT_UEQ(v, ref->vals[i]);
+    }
+    for (int i = 0; i < 20000; i++) {
+        *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+        uint32_t pid = (uint32_t)(*x >> 40) % 12, id = (uint32_t)*x % 400000;
+        uint64_t v = 0;
+        int in_ref = cm_u64map_find(ref, (uint64_t)pid << 32 | id) != NULL;
+        if (((uint64_t)pid << 32 | id) == 0)
+            in_ref = ref->has_zero;
+        ASSERT_EQ(cm_corrmap_find(m, pid, id, &v), in_ref);
+    }
+}
+
+static void corr_put(cm_corrmap *m, cm_u64map *ref, uint32_t pid, uint32_t id, uint64_t v) {
+    ASSERT_OK(cm_corrmap_put(m, pid, id, v));
+    ASSERT_OK(cm_u64map_put(ref, (uint64_t)pid << 32 | id, v));
+}
+
+/* The (process, correlation id) map answers as a hash map does, whatever the ids: each process's
+ * ids numbered on with gaps (a capture holds one call in ten, its processes interleaved), falling,
+ * scattered, with values too large for its tables, written over, and more processes than it looks
+ * through one by one. Ids that fill a sixteenth of their range stay in its tables, whose ranges
+ * never cover more than 16 per id held and 1024. */
+TEST(corrmap_answers_as_a_hash_map_does) {
+    cm_corrmap m = {0};
+    cm_u64map ref = {0};
+    uint64_t x = 0x2545F4914F6CDD1Dull;
+    uint32_t next[3] = {1000, 50000, 7};
+    for (uint64_t i = 0; i < 30000; i++) { /* three processes, numbered on, nine ids in ten unseen */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint32_t p = (uint32_t)(x % 3);
+        next[p] += 1 + (uint32_t)(x >> 8) % 19;
+        corr_put(&m, &ref, p, next[p], i);
+    }
+    ASSERT_UEQ(cm_u64map_count(&m.sparse), 0);
+    corr_check(&m, &ref, &x);
+    for (uint32_t id = 399999; id > 390000; id -= 3) /* a fourth, falling */
+        corr_put(&m, &ref, 3, id, id * 2ull);
+    ASSERT_UEQ(cm_u64map_count(&m.sparse), 0);
+    corr_check(&m, &ref, &x);
+    for (int i = 0; i < 3000; i++) { /* scattered over the whole range of ids, some over the others */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        corr_put(&m, &ref, 4 + (uint32_t)(x % 8), (uint32_t)(x >> 32), x >> 40);
+        corr_put(&m, &ref, (uint32_t)(x % 3), (uint32_t)(x >> 16) % 400000, x >> 44);
+    }
+    ASSERT_GT(cm_u64map_count(&m.sparse), 0);
+    corr_check(&m, &ref, &x);
+    corr_put(&m, &ref, 0, next[0], UINT32_MAX); /* too large for a table, then small again */
+    corr_put(&m, &ref, 0, next[0] - 1, UINT64_MAX - 5);
+    corr_check(&m, &ref, &x);
+    corr_put(&m, &ref, 0, next[0], 17);
+    corr_put(&m, &ref, 0, 0, 0);
+    corr_check(&m, &ref, &x);
+    ASSERT_GT(m.n_procs, 8);
+    for (size_t i = 0; i < m.n_procs; i++)
+        ASSERT(m.procs[i].cap <= 16 * (m.procs[i].n + 1) + 1024);
+    cm_corrmap_free(&m);
+    cm_u64map_free(&ref);
 }
 
 /* 2^13 strings with one old string-pool hash: interned, then found again, with no long walk. */

@@ -305,6 +305,8 @@ ingest_loader *ingest_open_many(st_store *s, const char *const *paths, size_t n,
             return NULL;
         }
         ld->n_parts++;
+        if (ld->parts[i]->r != NULL) /* its index is read: no descriptor held until its turn */
+            tp_freader_release(ld->parts[i]->r);
     }
     return ld;
 }
@@ -435,6 +437,8 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
             ld->part_prods[2 * ld->cur + 1] = (uint32_t)st_producer_count(ld->s);
             if (r <= 0)
                 return r;
+            if (part->r != NULL)
+                tp_freader_release(part->r);
             ld->cur++;
             if (ld->cur < ld->n_parts) /* the next part's producers come after this one's */
                 ld->part_prods[2 * ld->cur] = ld->part_prods[2 * ld->cur - 1];
@@ -454,6 +458,9 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
         int rc = import_part(ld, &o, kineto_emit, ld->s, err);
         return rc ? rc : 1;
     }
+    int rc = tp_freader_reacquire(ld->r, err); /* released while other files were read */
+    if (rc != 0)
+        return rc;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     double start = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;

@@ -25,7 +25,9 @@
 
 struct tp_freader {
     char *path;
-    int fd;
+    int fd;      /* -1 while released */
+    dev_t dev;   /* the file opened: opened again by path, it must be the same */
+    ino_t ino;
     uint64_t size;
     uint64_t created;
     int complete, indexed;
@@ -418,6 +420,8 @@ tp_freader *tp_freader_open_fd(int fd, const char *path, int flags, err_msg *err
         return NULL;
     }
     r->fd = fd;
+    r->dev = st.st_dev;
+    r->ino = st.st_ino;
     r->size = (uint64_t)st.st_size;
     int rc = fr_header(r, err);
     if (rc == 0) {
@@ -438,7 +442,8 @@ void tp_freader_close(tp_freader **rp) {
     tp_freader *r = rp ? *rp : NULL;
     if (r == NULL)
         return;
-    close(r->fd);
+    if (r->fd >= 0)
+        close(r->fd);
     free(r->path);
     free(r->ents);
     free(r->bad);
@@ -466,9 +471,38 @@ const tp_fproblem *tp_freader_problem(const tp_freader *r, size_t i) {
     return i < r->n_probs ? &r->probs[i] : NULL;
 }
 
+int tp_freader_release(tp_freader *r) {
+    if (r->fd < 0)
+        return 1;
+    if (strncmp(r->path, "/dev/", 5) == 0 || strncmp(r->path, "/proc/", 6) == 0)
+        return 0; /* standard input, a descriptor: not to be found again by name */
+    close(r->fd);
+    r->fd = -1;
+    return 1;
+}
+
+int tp_freader_reacquire(tp_freader *r, err_msg *err) {
+    if (r->fd >= 0)
+        return 0;
+    int fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return err_set(err, errno == EMFILE || errno == ENFILE ? ERR_LIMIT : ERR_IO, "%s: cannot open again: %s",
+                       r->path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_dev != r->dev || st.st_ino != r->ino || (uint64_t)st.st_size < r->size) {
+        close(fd);
+        return err_set(err, ERR_IO, "%s: replaced or cut short since it was opened: not read", r->path);
+    }
+    r->fd = fd;
+    return 0;
+}
+
 int tp_freader_read(tp_freader *r, size_t i, tp_buf *out, err_msg *err) {
     if (i >= r->n)
         return err_set(err, ERR_INVAL, "%s: no batch %zu (the file holds %zu)", r->path, i, r->n);
+    int rc0 = tp_freader_reacquire(r, err);
+    if (rc0 != 0)
+        return rc0;
     const tp_findex_entry *e = &r->ents[i];
     out->len = 0;
     int rc = tp_buf_reserve(out, e->size);

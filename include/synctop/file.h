@@ -203,8 +203,18 @@ size_t tp_freader_problem_count(const tp_freader *r);
 const tp_fproblem *tp_freader_problem(const tp_freader *r, size_t i);
 
 /* Reads batch i into out (header + stored payload, as written) and checks it. A batch damaged
- * since the index was made is reported (ERR_CHECKSUM/ERR_MALFORMED) and added to the problems. */
+ * since the index was made is reported (ERR_CHECKSUM/ERR_MALFORMED) and added to the problems. A
+ * released reader opens its file again first (tp_freader_reacquire). */
 int tp_freader_read(tp_freader *r, size_t i, tp_buf *out, err_msg *err);
+
+/* Closes the reader's descriptor while it is not read from, so that a job's thousands of files
+ * need not hold one each: 1 released (or already), 0 kept (a file named by /dev or /proc, such as
+ * standard input, cannot be found again by name). */
+int tp_freader_release(tp_freader *r);
+/* Opens a released reader's file again by its path: 0, or ERR_LIMIT (no descriptor left) or
+ * ERR_IO (it cannot be opened, or it is no longer the file that was opened: another device or
+ * inode, or shorter) with a message naming it. */
+int tp_freader_reacquire(tp_freader *r, err_msg *err);
 
 /* First batch i holding events whose t_max >= t (tp_freader_count when none; O(log n)), and the
  * keyframe k <= i of the same

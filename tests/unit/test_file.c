@@ -246,6 +246,46 @@ TEST(roundtrip_exact_content) {
     tp_freader_close(&r); /* twice is fine */
 }
 
+/* A released reader holds no descriptor, reads on as before from the same file opened again by
+ * path, and refuses a file put in its place since (another inode) or one gone, saying which. */
+TEST(a_released_reader_opens_its_file_again_and_only_that_file) {
+    const char *path = task_path("rel.trace"), *other = task_path("rel-other.trace");
+    tp_fwriter_opts o = {.index_every = 8, .keyframe_bytes = 64 << 10};
+    tp_fwriter_stats st;
+    write_file(path, 11, 40, 500, &o, &st);
+    write_file(other, 11, 40, 500, &o, &st);
+    tp_freader *r = open_ok(path, 0);
+    int fds_before = 0, fds_released = 0;
+    for (int fd = 0; fd < 1024; fd++)
+        fds_before += fcntl(fd, F_GETFD) != -1;
+    ASSERT_EQ(tp_freader_release(r), 1);
+    for (int fd = 0; fd < 1024; fd++)
+        fds_released += fcntl(fd, F_GETFD) != -1;
+    ASSERT_EQ(fds_released, fds_before - 1);
+    ASSERT_EQ(check_against_stream(r, 11, 500), 40); /* opened again as it is read */
+    ASSERT_EQ(tp_freader_release(r), 1);
+    ASSERT_OK(rename(other, path)); /* the same name, another file */
+    tp_buf b = {0};
+    err_msg err = {{0}};
+    ASSERT_EQ(tp_freader_read(r, 0, &b, &err), ERR_IO);
+    ASSERT_STR_CONTAINS(err.msg, "rel.trace: replaced or cut short since it was opened");
+    ASSERT_OK(unlink(path));
+    ASSERT_EQ(tp_freader_reacquire(r, &err), ERR_IO);
+    ASSERT_STR_CONTAINS(err.msg, "rel.trace: cannot open again");
+    tp_buf_free(&b);
+    tp_freader_close(&r);
+    /* standard input is not found again by name: kept */
+    write_file(path, 11, 4, 50, &o, &st);
+    int fd = open(path, O_RDONLY);
+    ASSERT(fd >= 0);
+    tp_freader *in = tp_freader_open_fd(fd, "/dev/stdin", 0, &err);
+    ASSERT_NOT_NULL(in);
+    ASSERT_EQ(tp_freader_release(in), 0);
+    ASSERT_OK(tp_freader_read(in, 0, &b, &err));
+    tp_buf_free(&b);
+    tp_freader_close(&in);
+}
+
 TEST(empty_trace_opens_complete) {
     const char *path = task_path("empty.trace");
     err_msg err = {{0}};

@@ -826,6 +826,37 @@ TEST(report_reads_more_profiler_traces_than_it_may_hold_descriptors) {
     ASSERT(strstr(said, "rank17.json.gz") == NULL);
 }
 
+/* A job's synctop trace files, more than the descriptors report may hold: each is opened, its
+ * index read and its descriptor let go, then opened again when its batches are read. */
+TEST(report_reads_more_trace_files_than_it_may_hold_descriptors) {
+    char dir[4096], cmd[8192], one[4200];
+    snprintf(dir, sizeof dir, "%s", task_path("traces"));
+    snprintf(one, sizeof one, "%s/one.trace", dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    ASSERT_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "import -o '%s' %s", one, SINGLE);
+    ASSERT_EQ(synctop(cmd), 0);
+    snprintf(cmd, sizeof cmd, "report '%s'", one);
+    ASSERT_EQ(synctop(cmd), 0);
+    unsigned long kernels = 0;
+    const char *k = strstr(out_buf, "kernels ");
+    ASSERT_NOT_NULL(k);
+    ASSERT_EQ(sscanf(k, "kernels %lu", &kernels), 1);
+    ASSERT_GT(kernels, 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && for i in $(seq 1 300); do ln -sf one.trace rank$i.trace; done", dir);
+    ASSERT_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "ulimit -n 64 && '%s' report '%s'/rank*.trace > '%s' 2>&1", task_synctop(), dir,
+             task_path("many-traces.txt"));
+    int rc = system(cmd);
+    const char *said = slurp(task_path("many-traces.txt"));
+    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
+        TASK_FAIL_("report of 300 trace files failed: %s", said);
+    char want[64];
+    snprintf(want, sizeof want, "kernels %lu,", kernels * 300);
+    ASSERT_STR_CONTAINS(said, want);
+    ASSERT_STR_CONTAINS(said, "(300 files)");
+}
+
 /* A few sources are named one by one; more, by what their names share: a {lo..hi} where they are
  * the numbers lo to hi each once, a * where they are not, the first and the last when they share
  * no more than a folder. */

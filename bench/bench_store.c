@@ -3,7 +3,8 @@
  * export or a trace file) is loaded as report loads it, in a process of its own, which prints its
  * peak resident memory after the load, after the analysis and after the text report, the store's
  * bytes per event and where they go (events, summaries, shapes, strings, call sites...). The peak is also
- * given per GB of the file's text (inflated, for .gz) against the issue's bound of 120 MiB.
+ * given per GiB (2^30 bytes) of the file's text (inflated, for .gz), the stricter reading of a bound of
+ * 120 MiB per GB.
  * Without FILE, the large sample traces (TRACE_DIR); a large built input is given as FILE
  * (bench_import --write FILE).
  *
@@ -103,7 +104,7 @@ static void measure(const char *self, const char *path) {
     printf("%-40s peak RSS: process %.1f MiB, after load %.1f (resident then %.1f), analysis %.1f, report %.1f MiB",
            "", base / 1024.0, lp / 1024.0, now / 1024.0, ap / 1024.0, rp / 1024.0);
     if (gb > 0)
-        printf("; %.0f MiB per GB of text (%.1f MB of it)", rp / 1024.0 / gb, gb * 1073.741824);
+        printf("; %.0f MiB per GiB of text (%.1f MB of it)", rp / 1024.0 / gb, gb * 1073.741824);
     printf("\n");
 }
 

@@ -681,11 +681,12 @@ static void report_join(char *out, size_t len, const char *const *names, int n) 
     }
     if (pre + suf > shortest)
         suf = shortest - pre;
-    /* a number is told whole: the common part does not end or begin inside one */
-    while (pre > 0 && names[0][pre - 1] >= '0' && names[0][pre - 1] <= '9')
+    /* a number, or a character of several bytes, is told whole: the common parts do not end or
+     * begin inside one */
+    while (pre > 0 && ((names[0][pre - 1] >= '0' && names[0][pre - 1] <= '9') || (names[0][pre] & 0xC0) == 0x80))
         pre--;
     const char *tail0 = names[0] + strlen(names[0]) - suf;
-    while (suf > 0 && tail0[0] >= '0' && tail0[0] <= '9')
+    while (suf > 0 && ((tail0[0] >= '0' && tail0[0] <= '9') || (tail0[0] & 0xC0) == 0x80))
         tail0++, suf--;
     if (suf == 0 && (pre == 0 || names[0][pre - 1] == '/')) { /* no more in common than a folder */
         snprintf(out, len, "%s ... %s (%d files)", names[0], names[n - 1], n);

@@ -865,8 +865,9 @@ TEST(report_names_many_sources_by_their_pattern) {
     snprintf(dir, sizeof dir, "%s", task_path("named"));
     snprintf(cmd, sizeof cmd,
              "mkdir -p '%s' && for i in 00 01 02 03 04 05 06 07 08 09 10 11; do ln -sf %s '%s/r'$i'.json.gz'; done && "
-             "ln -sf %s '%s/other.json.gz' && ln -sf %s '%s/other.json'",
-             dir, SINGLE, dir, SINGLE, dir, SINGLE, dir);
+             "ln -sf %s '%s/other.json.gz' && ln -sf %s '%s/other.json' && "
+             "for n in 日本 日曜 日月 日火 日水 日木 日金 日土 日日; do ln -sf %s '%s'/a$n.gz; done",
+             dir, SINGLE, dir, SINGLE, dir, SINGLE, dir, SINGLE, dir);
     ASSERT_EQ(system(cmd), 0);
     const char *cases[][2] = {
         {"r00.json.gz r01.json.gz r02.json.gz", "synctop report: r00.json.gz r01.json.gz r02.json.gz\n"},
@@ -875,6 +876,7 @@ TEST(report_names_many_sources_by_their_pattern) {
          "synctop report: r*.json.gz (9 files)\n"},
         {"r*.json.gz other.json.gz", "synctop report: *.json.gz (13 files)\n"},
         {"r*.json.gz other.json", "synctop report: r00.json.gz ... other.json (13 files)\n"},
+        {"a*.gz", "synctop report: a日*.gz (9 files)\n"}, /* not cut inside a character */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(cmd, sizeof cmd, "cd '%s' && '%s' report %s > out.txt 2>&1", dir, task_synctop(), cases[i][0]);

@@ -51,12 +51,7 @@ static long long query_int(sqlite3 *db, const char *sql) {
 static long long count_rows(sqlite3 *db, const char *table) {
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
-    sqlite3_stmt *s;
-    long long n = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-        n = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    return n;
+    return query_int(db, sql);
 }
 
 static int discard(void *ctx, const void *batch, size_t len, err_msg *err) {

@@ -14,6 +14,7 @@
 #include "nsys_db.h"
 #include "emit.h"
 #include "hash.h"
+#include "radix.h"
 #include "strpool.h"
 #include "text.h"
 #include "corrmap.h"
@@ -1025,19 +1026,59 @@ static int resolve(nimp *k) {
 
 /* ---- output: one producer per process ---- */
 
+/* A record's place in its process's output: by start, then by index (16 bytes: the start leads,
+ * for the radix sort). */
 typedef struct norder {
-    uint32_t pid;
     uint64_t start;
-    size_t index;
+    uint64_t index;
 } norder;
 
 static int order_cmp(const void *a, const void *b) {
     const norder *x = a, *y = b;
-    if (x->pid != y->pid)
-        return x->pid < y->pid ? -1 : 1;
     if (x->start != y->start)
         return x->start < y->start ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Sorts the n records of one process by start, then index: in place by start (radix), then each
+ * run of equal starts by index. */
+static void order_process(norder *o, size_t n) {
+    cm_radix_sort_inplace_by(o, n, sizeof *o);
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && o[j].start == o[i].start;)
+            j++;
+        if (j - i > 32) {
+            qsort(o + i, j - i, sizeof *o, order_cmp);
+            continue;
+        }
+        for (size_t a = i + 1; a < j; a++) /* insertion sort of a short run */
+            for (size_t b = a; b > i && o[b - 1].index > o[b].index; b--) {
+                norder t = o[b];
+                o[b] = o[b - 1];
+                o[b - 1] = t;
+            }
+    }
+}
+
+static int u32_cmp(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The index in pids (sorted, n of them) of pid, which is among them; *last: the one found before,
+ * looked at first. */
+static size_t pid_at(const uint32_t *pids, size_t n, uint32_t pid, size_t *last) {
+    if (*last < n && pids[*last] == pid)
+        return *last;
+    size_t lo = 0, hi = n;
+    while (lo + 1 < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (pids[m] <= pid)
+            lo = m;
+        else
+            hi = m;
+    }
+    return *last = lo;
 }
 
 /* A producer's batches, and the ids its encoder gave the local strings. */
@@ -1220,8 +1261,7 @@ static uint32_t thread_name(void *arg, uint64_t key) {
 
 /* The metadata of the process whose events are ord[0, n): the process, the devices, streams and
  * threads its events use. */
-static int emit_meta(nimp *k, nout *o, const norder *ord, size_t n) {
-    uint32_t pid = ord[0].pid;
+static int emit_meta(nimp *k, nout *o, uint32_t pid, const norder *ord, size_t n) {
     cm_u64map streams = {0}, threads = {0};
     uint8_t *dev_used = calloc(TP_NO_DEVICE / 8 + 1, 1);
     int rc = dev_used ? 0 : nomem(k);
@@ -1258,9 +1298,9 @@ static int emit_meta(nimp *k, nout *o, const norder *ord, size_t n) {
     return rc;
 }
 
-/* Emits the process whose events are ord[0, n). */
-static int emit_process(nimp *k, nout *o, const norder *ord, size_t n) {
-    int rc = emit_meta(k, o, ord, n);
+/* Emits the process pid, whose events are ord[0, n). */
+static int emit_process(nimp *k, nout *o, uint32_t pid, const norder *ord, size_t n) {
+    int rc = emit_meta(k, o, pid, ord, n);
     if (rc == 0)
         rc = emit_sites(k, o, ord, n);
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -1284,36 +1324,56 @@ static int emit_process(nimp *k, nout *o, const norder *ord, size_t n) {
     return rc == 0 ? em_end(&o->out) : rc;
 }
 
+/* The records in order, a producer per process (by pid): the processes' records put apart by a
+ * counting pass over the distinct pids, then each process's sorted in place (16 bytes a record). */
 static int emit_all(nimp *k, import_emit_fn emit, void *ctx) {
-    norder *ord = malloc((k->n_rec ? k->n_rec : 1) * sizeof *ord);
+    size_t n = k->n_rec, n_pids = 0;
+    norder *ord = malloc((n ? n : 1) * sizeof *ord);
     uint32_t *ids = calloc(str_count(k) ? str_count(k) : 1, sizeof *ids);
-    if (ord == NULL || ids == NULL) {
-        free(ord);
-        free(ids);
-        return nomem(k);
+    uint32_t *pids = malloc((n ? n : 1) * sizeof *pids);
+    size_t *at = NULL;
+    int rc = ord == NULL || ids == NULL || pids == NULL ? nomem(k) : 0;
+    if (rc == 0) {
+        memcpy(pids, k->rpid, n * sizeof *pids);
+        qsort(pids, n, sizeof *pids, u32_cmp);
+        for (size_t i = 0; i < n; i++)
+            if (n_pids == 0 || pids[n_pids - 1] != pids[i])
+                pids[n_pids++] = pids[i];
+        if ((at = calloc(n_pids + 1, sizeof *at)) == NULL)
+            rc = nomem(k);
     }
-    for (size_t i = 0; i < k->n_rec; i++)
-        ord[i] = (norder){.pid = k->rpid[i], .start = k->rec[i].kernel.start, .index = i};
-    qsort(ord, k->n_rec, sizeof *ord, order_cmp);
-    int rc = 0;
+    if (rc == 0) {
+        size_t last = 0;
+        for (size_t i = 0; i < n; i++) /* each process's count, then where its records begin */
+            at[pid_at(pids, n_pids, k->rpid[i], &last) + 1]++;
+        for (size_t p = 0; p < n_pids; p++)
+            at[p + 1] += at[p];
+        for (size_t i = 0; i < n; i++)
+            ord[at[pid_at(pids, n_pids, k->rpid[i], &last)]++] = (norder){k->rec[i].kernel.start, i};
+        for (size_t p = n_pids; p > 0; p--) /* back to where each begins */
+            at[p] = at[p - 1];
+        at[0] = 0;
+    }
     uint64_t producer = k->opts ? k->opts->producer : 0;
-    for (size_t i = 0, j; rc == 0 && i < k->n_rec; i = j) {
-        for (j = i + 1; j < k->n_rec && ord[j].pid == ord[i].pid;)
-            j++;
+    for (size_t p = 0; rc == 0 && p < n_pids; p++) {
+        size_t i = at[p], j = at[p + 1];
+        order_process(ord + i, j - i);
         if (k->st->pid == 0)
-            k->st->pid = ord[i].pid;
+            k->st->pid = pids[p];
         memset(ids, 0, str_count(k) * sizeof *ids);
         nout o = {.k = k, .ids = ids};
         tp_enc *enc = tp_enc_new(&(tp_enc_opts){.producer = producer, .max_string_bytes = IMPORT_MAX_STRING_BYTES});
         em_out_init(&o.out, enc, k->opts, emit, ctx, k->name, k->err, k->st);
         if (producer)
             producer++;
-        rc = enc ? emit_process(k, &o, ord + i, j - i) : nomem(k);
+        rc = enc ? emit_process(k, &o, pids[p], ord + i, j - i) : nomem(k);
         tp_enc_destroy(&enc);
         em_out_free(&o.out);
     }
     free(ord);
     free(ids);
+    free(pids);
+    free(at);
     return rc;
 }
 

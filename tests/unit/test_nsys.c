@@ -342,6 +342,89 @@ static const char *copy_sample(const char *file, const char *as) {
     return dst;
 }
 
+/* The kernels of one producer as emitted: their correlation ids in order. */
+typedef struct kernel_order {
+    uint64_t producer;
+    uint32_t pid;
+    uint32_t corr[4096];
+    size_t n;
+    size_t producers;
+    uint32_t want_pid;
+} kernel_order;
+
+static int collect_kernels(void *ctx, const void *batch, size_t len, err_msg *err) {
+    (void)err;
+    kernel_order *o = ctx;
+    tp_dec d = {0};
+    err_msg derr;
+    if (tp_dec_open(&d, batch, len, &derr) != 0)
+        TASK_FAIL_("emitted batch does not decode: %s", derr.msg);
+    if (o->producers == 0 || d.hdr.producer != o->producer) {
+        o->producer = d.hdr.producer;
+        o->producers++;
+        o->pid = 0;
+    }
+    const tp_record *r;
+    while ((r = tp_dec_next_record(&d)) != NULL) {
+        if (r->head.kind == TP_K_PROCESS)
+            o->pid = r->process.pid;
+        if (r->head.kind == TP_K_KERNEL && o->pid == o->want_pid) {
+            ASSERT_LT(o->n, sizeof o->corr / sizeof o->corr[0]);
+            o->corr[o->n++] = r->kernel.correlation;
+        }
+    }
+    return 0;
+}
+
+/* Each process's records come by start, and those that start together in the order the export
+ * lists them (its tables in turn, each by rowid): two processes' kernels made to start together
+ * in the middle of the run, one in seven of one's (about 280, spread over the table) and three of
+ * the other's, and 25 more of the other's a microsecond later, come out as SQL orders them. */
+TEST(records_that_start_together_keep_the_exports_order) {
+    const char *path = copy_sample("torchrun_2proc_2gpu_h100.sqlite", "ties.sqlite");
+    sqlite3 *db = db_open(path, 1);
+    int64_t mid = sql_int(db, "SELECT start FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 1 OFFSET 2000");
+    char upd[1024];
+    snprintf(upd, sizeof upd,
+             "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = %lld, end = max(end, %lld) "
+             "WHERE ((globalPid >> 24) & 16777215 = 144 AND rowid %% 7 = 0) OR rowid IN (SELECT rowid FROM "
+             "CUPTI_ACTIVITY_KIND_KERNEL WHERE (globalPid >> 24) & 16777215 = 145 ORDER BY rowid LIMIT 3)",
+             (long long)mid, (long long)mid);
+    sql_exec(db, upd);
+    snprintf(upd, sizeof upd, /* and 25 more, all of one process, at another time */
+             "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = %lld, end = max(end, %lld) WHERE rowid IN (SELECT rowid "
+             "FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE (globalPid >> 24) & 16777215 = 145 AND rowid %% 97 = 5)",
+             (long long)mid + 1000, (long long)mid + 1000);
+    sql_exec(db, upd);
+    uint32_t pids[2] = {144, 145};
+    for (int p = 0; p < 2; p++) {
+        static kernel_order o;
+        memset(&o, 0, sizeof o);
+        o.want_pid = pids[p];
+        import_stats st;
+        err_msg err = {{0}};
+        ASSERT_OK(nsys_import(path, NULL, collect_kernels, &o, &st, &err));
+        ASSERT_UEQ(o.producers, 2);
+        char sql[512];
+        snprintf(sql, sizeof sql,
+                 "SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE (globalPid >> 24) & 16777215 = %u "
+                 "ORDER BY start, rowid",
+                 pids[p]);
+        sqlite3_stmt *q;
+        ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+        size_t i = 0;
+        while (sqlite3_step(q) == SQLITE_ROW) {
+            ASSERT_LT(i, o.n);
+            ASSERT_UEQ(o.corr[i], (uint32_t)sqlite3_column_int64(q, 0));
+            i++;
+        }
+        sqlite3_finalize(q);
+        ASSERT_UEQ(i, o.n);
+        ASSERT_GT(o.n, 1000);
+    }
+    sqlite3_close(db);
+}
+
 TEST(export_without_optional_tables_opens) {
     const char *path = copy_sample("cloverleaf_a100_perlmutter.sqlite", "bare.sqlite");
     sqlite3 *db = db_open(path, 1);

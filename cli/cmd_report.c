@@ -663,7 +663,7 @@ static void report_join(char *out, size_t len, const char *const *names, int n) 
     size_t total = 0;
     for (int i = 0; i < n; i++)
         total += strlen(names[i]) + 1;
-    if (n <= REPORT_NAMES_LISTED && total <= len) {
+    if (n == 1 || (n <= REPORT_NAMES_LISTED && total <= len)) {
         for (int i = 0; i < n; i++) {
             size_t used = strlen(out);
             snprintf(out + used, len - used, "%s%s", i ? " " : "", names[i]);

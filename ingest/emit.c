@@ -289,7 +289,7 @@ static uint32_t op_correlation(const void *r) {
 
 /* Correlation ids to the index + 1 of their GPU operation: a table over the ids' range when they
  * fill it (CUPTI numbers a process's API calls in turn, so one process's ids are dense: 4 bytes an
- * id); the records of several processes (nsys) in a table per process (corrmap.h, 8 bytes an id,
+ * id); the records of several processes (nsys) in a table per process (corrmap.h, 4 bytes an id,
  * a hash map for the ids too sparse for one). One process's sparse ids are joined by sorting
  * instead (resolve_sorted). */
 typedef struct op_index {
@@ -446,7 +446,8 @@ int em_resolve(void *rec, size_t stride, size_t n, const uint32_t *pid,
         uint32_t corr = op_correlation(r);
         if (corr == 0)
             continue;
-        uint32_t *d = ops.dense != NULL ? &ops.dense[corr - ops.lo] : NULL, p = pid != NULL ? pid[i] : 0;
+        uint32_t *d = ops.dense != NULL ? &ops.dense[corr - ops.lo] : NULL;
+        uint32_t p = pid != NULL ? pid[i] : 0;
         uint64_t old = 0;
         if (d != NULL)
             old = *d;

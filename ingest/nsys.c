@@ -1334,7 +1334,8 @@ static int emit_all(nimp *k, import_emit_fn emit, void *ctx) {
     size_t *at = NULL;
     int rc = ord == NULL || ids == NULL || pids == NULL ? nomem(k) : 0;
     if (rc == 0) {
-        memcpy(pids, k->rpid, n * sizeof *pids);
+        if (n > 0) /* no records: no pids either (rpid is NULL) */
+            memcpy(pids, k->rpid, n * sizeof *pids);
         qsort(pids, n, sizeof *pids, u32_cmp);
         for (size_t i = 0; i < n; i++)
             if (n_pids == 0 || pids[n_pids - 1] != pids[i])

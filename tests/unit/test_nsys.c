@@ -441,6 +441,21 @@ TEST(export_without_optional_tables_opens) {
     ASSERT_UEQ(st.invalid, 0);
 }
 
+/* An export whose activity tables are all empty imports to no events and no batch of events. */
+TEST(an_export_with_no_activity_imports_to_nothing) {
+    const char *path = copy_sample("cloverleaf_a100_perlmutter.sqlite", "empty.sqlite");
+    sqlite3 *db = db_open(path, 1);
+    sql_exec(db, "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL; DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY; "
+                 "DELETE FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION; DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME");
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 0);
+    sqlite3_close(db);
+    got g;
+    import_stats st;
+    import_ok(path, &g, &st);
+    ASSERT_UEQ(st.events, 0);
+    ASSERT_UEQ(g.kinds[TP_K_KERNEL] + g.kinds[TP_K_MEMCPY] + g.kinds[TP_K_SYNC] + g.kinds[TP_K_API], 0);
+}
+
 TEST(unusable_rows_are_skipped_and_counted) {
     const char *path = copy_sample("cloverleaf_a100_perlmutter.sqlite", "damaged.sqlite");
     sqlite3 *db = db_open(path, 1);

@@ -594,15 +594,14 @@ static int read_runtime(nimp *k) {
         }
         uint32_t corr = u32_or(&r, 4, 0);
         if (corr) { /* the same call under a second name: keep the wider of the two */
-            uint64_t at_v = 0;
-            const uint64_t *at = &at_v;
-            added = !cm_corrmap_find(&k->apis, pid, corr, &at_v);
+            uint64_t at = 0;
+            added = !cm_corrmap_find(&k->apis, pid, corr, &at);
             if (added && cm_corrmap_put(&k->apis, pid, corr, k->n_rec) != 0) {
                 rc = nomem(k);
                 break;
             }
             if (!added) {
-                tp_api *a = &k->rec[*at].api;
+                tp_api *a = &k->rec[at].api;
                 size_t n1, n2;
                 const char *s1 = str_of(k, a->name, &n1), *s2 = str_of(k, name, &n2);
                 if (n1 == n2 && memcmp(s1, s2, n1) == 0 && a->tid == tid) {
@@ -612,7 +611,7 @@ static int read_runtime(nimp *k) {
                         a->ret = (int32_t)geti_or(&r, 5, 0);
                     }
                     /* the backtrace is stored with one of the two rows */
-                    if (chain >= 0 && cm_u64map_get_or_add(&k->rchain, *at, (uint64_t)chain, NULL) == NULL) {
+                    if (chain >= 0 && cm_u64map_get_or_add(&k->rchain, at, (uint64_t)chain, NULL) == NULL) {
                         rc = nomem(k);
                         break;
                     }
@@ -1014,10 +1013,9 @@ static int resolve(nimp *k) {
         if (r->kind != TP_K_SYNC || r->correlation == 0)
             continue;
         uint64_t at = 0;
-        const uint64_t *a = cm_corrmap_find(&k->apis, k->rpid[i], r->correlation, &at) ? &at : NULL;
-        if (a) {
+        if (cm_corrmap_find(&k->apis, k->rpid[i], r->correlation, &at)) {
             size_t n;
-            const char *s = str_of(k, k->rec[*a].api.name, &n);
+            const char *s = str_of(k, k->rec[at].api.name, &n);
             k->rec[i].sync.sync_type = (uint8_t)st_api_sync_type(s, n);
         }
     }

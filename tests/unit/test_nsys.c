@@ -97,13 +97,19 @@ static void str_copy(const got *g, uint32_t id, char *out, size_t size) {
     out[len] = '\0';
 }
 
+/* An emitted batch opened for reading; it must decode. */
+static void batch_open(tp_dec *d, const void *batch, size_t len) {
+    err_msg derr;
+    memset(d, 0, sizeof *d);
+    if (tp_dec_open(d, batch, len, &derr) != 0)
+        TASK_FAIL_("an emitted batch does not decode: %s", derr.msg);
+}
+
 static int collect(void *ctx, const void *batch, size_t len, err_msg *err) {
     (void)err;
     got *g = ctx;
-    tp_dec d = {0};
-    err_msg derr;
-    if (tp_dec_open(&d, batch, len, &derr) != 0)
-        TASK_FAIL_("emitted batch %zu does not decode: %s", g->batches, derr.msg);
+    tp_dec d;
+    batch_open(&d, batch, len);
     if (g->batches == 0 || d.hdr.producer != g->producer) { /* a new process: its own strings */
         ASSERT(d.hdr.flags & TP_BF_KEYFRAME);
         tp_strtab_destroy(&g->strs);
@@ -355,10 +361,8 @@ typedef struct kernel_order {
 static int collect_kernels(void *ctx, const void *batch, size_t len, err_msg *err) {
     (void)err;
     kernel_order *o = ctx;
-    tp_dec d = {0};
-    err_msg derr;
-    if (tp_dec_open(&d, batch, len, &derr) != 0)
-        TASK_FAIL_("emitted batch does not decode: %s", derr.msg);
+    tp_dec d;
+    batch_open(&d, batch, len);
     if (o->producers == 0 || d.hdr.producer != o->producer) {
         o->producer = d.hdr.producer;
         o->producers++;

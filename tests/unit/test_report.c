@@ -797,6 +797,29 @@ TEST(a_load_on_threads_stops_when_its_progress_says_so) {
 
 /* A job of many ranks: 300 profiler traces (more than the descriptors the process may hold, 64
  * here) report together, each its own process, every kernel counted. */
+/* The kernels `synctop report` counts in what it printed last. */
+static unsigned long reported_kernels(void) {
+    unsigned long kernels = 0;
+    const char *k = strstr(out_buf, "kernels ");
+    ASSERT_NOT_NULL(k);
+    ASSERT_EQ(sscanf(k, "kernels %lu", &kernels), 1);
+    ASSERT_GT(kernels, 0);
+    return kernels;
+}
+
+/* `synctop report DIR/GLOB` under a limit of 64 descriptors: what it printed, which must be a
+ * success. */
+static const char *report_with_few_descriptors(const char *dir, const char *glob, const char *out) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "ulimit -n 64 && '%s' report '%s'/%s > '%s' 2>&1", task_synctop(), dir, glob,
+             task_path(out));
+    int rc = system(cmd);
+    const char *said = slurp(task_path(out));
+    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
+        TASK_FAIL_("report of %s failed: %s", glob, said);
+    return said;
+}
+
 TEST(report_reads_more_profiler_traces_than_it_may_hold_descriptors) {
     char dir[4096], cmd[8192];
     snprintf(dir, sizeof dir, "%s", task_path("ranks"));
@@ -804,17 +827,8 @@ TEST(report_reads_more_profiler_traces_than_it_may_hold_descriptors) {
              SINGLE, dir);
     ASSERT_EQ(system(cmd), 0);
     ASSERT_EQ(synctop("report " SINGLE), 0);
-    unsigned long kernels = 0;
-    const char *k = strstr(out_buf, "kernels ");
-    ASSERT_NOT_NULL(k);
-    ASSERT_EQ(sscanf(k, "kernels %lu", &kernels), 1);
-    ASSERT_GT(kernels, 0);
-    snprintf(cmd, sizeof cmd, "ulimit -n 64 && '%s' report '%s'/rank*.json.gz > '%s' 2>&1", task_synctop(), dir,
-             task_path("many.txt"));
-    int rc = system(cmd);
-    const char *said = slurp(task_path("many.txt"));
-    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
-        TASK_FAIL_("report of 300 files failed: %s", said);
+    unsigned long kernels = reported_kernels();
+    const char *said = report_with_few_descriptors(dir, "rank*.json.gz", "many.txt");
     ASSERT_STR_CONTAINS(said, "300 processes, 300 GPUs");
     char want[4200];
     snprintf(want, sizeof want, "kernels %lu,", kernels * 300);
@@ -838,19 +852,10 @@ TEST(report_reads_more_trace_files_than_it_may_hold_descriptors) {
     ASSERT_EQ(synctop(cmd), 0);
     snprintf(cmd, sizeof cmd, "report '%s'", one);
     ASSERT_EQ(synctop(cmd), 0);
-    unsigned long kernels = 0;
-    const char *k = strstr(out_buf, "kernels ");
-    ASSERT_NOT_NULL(k);
-    ASSERT_EQ(sscanf(k, "kernels %lu", &kernels), 1);
-    ASSERT_GT(kernels, 0);
+    unsigned long kernels = reported_kernels();
     snprintf(cmd, sizeof cmd, "cd '%s' && for i in $(seq 1 300); do ln -sf one.trace rank$i.trace; done", dir);
     ASSERT_EQ(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "ulimit -n 64 && '%s' report '%s'/rank*.trace > '%s' 2>&1", task_synctop(), dir,
-             task_path("many-traces.txt"));
-    int rc = system(cmd);
-    const char *said = slurp(task_path("many-traces.txt"));
-    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
-        TASK_FAIL_("report of 300 trace files failed: %s", said);
+    const char *said = report_with_few_descriptors(dir, "rank*.trace", "many-traces.txt");
     char want[64];
     snprintf(want, sizeof want, "kernels %lu,", kernels * 300);
     ASSERT_STR_CONTAINS(said, want);

@@ -10,26 +10,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Sorts the n elements of size bytes at a by the 64-bit key each starts with, keeping the order of
- * equal keys (LSD radix, eleven bits at a time, the digits that all keys share skipped); tmp holds
- * n more. Returns the sorted array (a or tmp), or NULL when out of memory. Inlined for each size. */
+/* Sorts the n elements of size bytes at a by the bits from low up of the 64-bit key each starts
+ * with, keeping the order of elements equal in those bits (LSD radix, eleven bits at a time, the
+ * digits that all keys share skipped); tmp holds n more. Returns the sorted array (a or tmp), or
+ * NULL when out of memory. Keys whose low bits number the elements in the order given are in
+ * whole-key order with fewer passes. Inlined for each size. */
 #define CM_RADIX_BITS 11
 #define CM_RADIX_PASSES ((64 + CM_RADIX_BITS - 1) / CM_RADIX_BITS)
-static inline __attribute__((always_inline)) void *cm_radix_sort_by(void *a, void *tmp, size_t n, size_t size) {
-    if (n < 2)
+static inline __attribute__((always_inline)) void *cm_radix_sort_above_by(void *a, void *tmp, size_t n, size_t size,
+                                                                          unsigned low) {
+    if (n < 2 || low >= 64)
         return a;
-    size_t(*count)[1 << CM_RADIX_BITS] = calloc(CM_RADIX_PASSES, sizeof *count);
+    const int passes = (int)((64 - low + CM_RADIX_BITS - 1) / CM_RADIX_BITS);
+    size_t(*count)[1 << CM_RADIX_BITS] = calloc((size_t)passes, sizeof *count);
     if (count == NULL)
         return NULL;
     const uint64_t mask = (1u << CM_RADIX_BITS) - 1;
     uint64_t x;
     for (size_t i = 0; i < n; i++) {
         memcpy(&x, (char *)a + i * size, sizeof x);
-        for (int b = 0; b < CM_RADIX_PASSES; b++)
+        x >>= low;
+        for (int b = 0; b < passes; b++)
             count[b][(x >> (CM_RADIX_BITS * b)) & mask]++;
     }
     memcpy(&x, a, sizeof x);
-    for (int b = 0; b < CM_RADIX_PASSES; b++) {
+    x >>= low;
+    for (int b = 0; b < passes; b++) {
         if (count[b][(x >> (CM_RADIX_BITS * b)) & mask] == n)
             continue;
         size_t at = 0;
@@ -38,10 +44,11 @@ static inline __attribute__((always_inline)) void *cm_radix_sort_by(void *a, voi
             count[b][v] = at;
             at += c;
         }
+        const unsigned shift = low + CM_RADIX_BITS * (unsigned)b;
         for (size_t i = 0; i < n; i++) {
             uint64_t y;
             memcpy(&y, (char *)a + i * size, sizeof y);
-            memcpy((char *)tmp + count[b][(y >> (CM_RADIX_BITS * b)) & mask]++ * size, (char *)a + i * size, size);
+            memcpy((char *)tmp + count[b][(y >> shift) & mask]++ * size, (char *)a + i * size, size);
         }
         void *t = a;
         a = tmp;
@@ -49,6 +56,11 @@ static inline __attribute__((always_inline)) void *cm_radix_sort_by(void *a, voi
     }
     free(count);
     return a;
+}
+
+/* The same by the whole key: equal keys in the order given. */
+static inline __attribute__((always_inline)) void *cm_radix_sort_by(void *a, void *tmp, size_t n, size_t size) {
+    return cm_radix_sort_above_by(a, tmp, n, size, 0);
 }
 
 /* Sorts the n elements of size bytes at a by the 64-bit key each starts with, in place (MSD radix,
@@ -119,6 +131,11 @@ static inline __attribute__((always_inline)) void cm_radix_sort_inplace_by(void 
 /* The same for keys alone. */
 static inline uint64_t *cm_radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) {
     return cm_radix_sort_by(a, tmp, n, sizeof *a);
+}
+
+/* Keys alone, by their bits from low up (cm_radix_sort_above_by). */
+static inline uint64_t *cm_radix_sort_u64_above(uint64_t *a, uint64_t *tmp, size_t n, unsigned low) {
+    return cm_radix_sort_above_by(a, tmp, n, sizeof *a, low);
 }
 
 #endif

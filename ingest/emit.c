@@ -382,7 +382,7 @@ static int resolve_sorted(void *rec, size_t stride, size_t n, size_t n_ops, size
         if (corr != 0 && no < n_ops)
             ow[no++] = (uint64_t)corr << 32 | i;
     }
-    if ((os = cm_radix_sort_u64(ow, ot, no)) == NULL)
+    if ((os = cm_radix_sort_u64_above(ow, ot, no, 32)) == NULL) /* indices rise: by id alone */
         goto out;
     if (os == ow) { /* the buffer the order is not in goes back before the calls take theirs */
         cm_big_free(ot, n_ops * sizeof *ot);
@@ -400,7 +400,7 @@ static int resolve_sorted(void *rec, size_t stride, size_t n, size_t n_ops, size
         if (a->kind == TP_K_API && a->correlation != 0 && nc < n_calls)
             cw[nc++] = (uint64_t)a->correlation << 32 | i;
     }
-    if ((cs = cm_radix_sort_u64(cw, ct, nc)) == NULL)
+    if ((cs = cm_radix_sort_u64_above(cw, ct, nc, 32)) == NULL)
         goto out;
     ok = 1; /* from here on nothing fails: the records change */
     for (size_t i = 0; i < n; i++) {

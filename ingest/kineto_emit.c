@@ -83,11 +83,12 @@ static int word_cmp(const void *a, const void *b, void *arg) {
     return o->cmp(o->k, (size_t)(*(const uint64_t *)a & o->mask), (size_t)(*(const uint64_t *)b & o->mask));
 }
 
-/* Sorts the n places at[i] (the i-th's start start[i]) by start, ties in the order given, and
- * returns them as words: the place in the low bits (*mask), above it the start less lo (hi the
- * latest), both in one word; a span too wide for that gives up the start's last bits, and each
- * run that then shares a key is sorted by cmp. 8 bytes a place and 8 of room, in pages of their
- * own (cm_big_free, n words); NULL when out of memory. */
+/* Sorts the n places at[i] (the i-th's start start[i]; places rising with i) by start, ties in the
+ * order given, and returns them as words: the place in the low bits (*mask), above it the start
+ * less lo (hi the latest), both in one word; a span too wide for that gives up the start's last
+ * bits, and each run that then shares a key is sorted by cmp. The sort reads the starts' bits
+ * alone: being stable, it leaves places of one start rising. 8 bytes a place and 8 of room, in
+ * pages of their own (cm_big_free, n words); NULL when out of memory. */
 static uint64_t *sort_by_start(size_t n, size_t (*at)(const void *k, size_t i), uint64_t (*start)(const void *k, size_t i),
                                const void *k, size_t places, uint64_t lo, uint64_t hi,
                                int (*cmp)(const void *k, size_t x, size_t y), uint64_t *mask) {
@@ -98,7 +99,7 @@ static uint64_t *sort_by_start(size_t n, size_t (*at)(const void *k, size_t i), 
     if (a != NULL && tmp != NULL) {
         for (size_t i = 0; i < n; i++)
             a[i] = ((start(k, i) - lo) >> shift) << ib | at(k, i);
-        s = cm_radix_sort_u64(a, tmp, n);
+        s = cm_radix_sort_u64_above(a, tmp, n, (unsigned)ib);
     }
     word_order o = {*mask, cmp, k};
     for (size_t i = 0, j; s != NULL && shift > 0 && i < n; i = j) {

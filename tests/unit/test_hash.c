@@ -435,6 +435,67 @@ static uint64_t key_of(int shape, uint64_t r) {
     return shape == 0 ? r : shape == 1 ? r & 0x00ff00000000ff00ull : (r % 7) << 40;
 }
 
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The pairs by their keys' bits from low up, then by the order they came (val numbers them). */
+static unsigned g_low;
+static int pair_by_high_then_val(const void *a, const void *b) {
+    const key_pair *x = a, *y = b;
+    uint64_t hx = g_low >= 64 ? 0 : x->key >> g_low, hy = g_low >= 64 ? 0 : y->key >> g_low;
+    if (hx != hy)
+        return hx < hy ? -1 : 1;
+    return x->val < y->val ? -1 : x->val > y->val;
+}
+
+/* A sort by the bits of the key from low up leaves elements equal in those bits in the order they
+ * came, whatever their lower bits; and keys whose low bits number the elements in order come out in
+ * whole-key order. */
+TEST(a_sort_by_high_bits_keeps_the_order_given_among_equals) {
+    static const unsigned lows[] = {0, 1, 11, 19, 32, 53, 63, 64};
+    static const size_t sizes[] = {0, 1, 2, 33, 1000, 100000};
+    uint64_t seed = 7;
+    for (size_t l = 0; l < sizeof lows / sizeof lows[0]; l++)
+        for (int shape = 0; shape < 3; shape++)
+            for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+                size_t n = sizes[z];
+                key_pair *want = malloc((n + 1) * sizeof *want), *a = malloc((n + 1) * sizeof *a);
+                key_pair *t = malloc((n + 1) * sizeof *t);
+                uint64_t *w = malloc((n + 1) * sizeof *w), *wt = malloc((n + 1) * sizeof *wt);
+                uint64_t *wq = malloc((n + 1) * sizeof *wq);
+                ASSERT(want && a && t && w && wt && wq);
+                for (size_t i = 0; i < n; i++)
+                    want[i] = a[i] = (key_pair){key_of(shape, next_rand(&seed)), i};
+                g_low = lows[l];
+                qsort(want, n, sizeof *want, pair_by_high_then_val);
+                key_pair *s = cm_radix_sort_above_by(a, t, n, sizeof *a, lows[l]);
+                ASSERT_NOT_NULL(s);
+                for (size_t i = 0; i < n; i++)
+                    if (s[i].key != want[i].key || s[i].val != want[i].val)
+                        TASK_FAIL_("bits from %u, shape %d, %zu keys: differs at %zu", lows[l], shape, n, i);
+                /* keys whose bits below low are the element's index: in whole-key order */
+                unsigned low = lows[l] < 32 ? 32 : lows[l];
+                for (size_t i = 0; i < n; i++) {
+                    uint64_t hi = low >= 64 ? 0 : key_of(shape, next_rand(&seed)) << low;
+                    w[i] = wq[i] = hi | i;
+                }
+                qsort(wq, n, sizeof *wq, u64_cmp);
+                uint64_t *ws = cm_radix_sort_u64_above(w, wt, n, low);
+                ASSERT_NOT_NULL(ws);
+                for (size_t i = 0; i < n; i++)
+                    if (ws[i] != wq[i])
+                        TASK_FAIL_("numbered keys above bit %u, shape %d, %zu keys: differs at %zu", low, shape, n, i);
+                free(want);
+                free(a);
+                free(t);
+                free(w);
+                free(wt);
+                free(wq);
+            }
+}
+
 TEST(key_sorts_order_as_qsort_does) {
     static const size_t sizes[] = {0, 1, 2, 31, 32, 33, 255, 1000, 100000};
     uint64_t seed = 42;

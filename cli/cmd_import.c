@@ -40,7 +40,7 @@ static void import_usage(FILE *out) {
             "  -v, --verbose      also list what was skipped, by category\n"
             "  --max-events N     refuse inputs with more than N events (default %u)\n\n"
             "Prints one summary line: events per kind, ranks, time span. Profiler JSON of\n"
-            "64 MiB or more is parsed on the cores the process may use, and several inputs\n"
+            "16 MiB or more is parsed on the cores the process may use, and several inputs\n"
             "are read that many at once, written in the order given (SYNCTOP_THREADS=N sets\n"
             "how many).\n",
             IMPORT_MAX_EVENTS);

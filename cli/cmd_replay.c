@@ -30,7 +30,7 @@ static void replay_usage(FILE *out) {
                  "            start when no two overlap in time), start, clock (as recorded)\n"
                  "  --ascii   ASCII glyphs only (also when the locale is not UTF-8)\n"
                  "  --mono    no colours (also when NO_COLOR is set)\n\n"
-                 "Profiler JSON of 64 MiB or more is parsed on the cores the process may use,\n"
+                 "Profiler JSON of 16 MiB or more is parsed on the cores the process may use,\n"
                  "and several files are read that many at once (SYNCTOP_THREADS=N sets how many).\n\n"
                  "Keys: ? help, space play/pause, [ ] speed, g G start/end, +/- (w/s) zoom,\n"
                  "n/N stalls, i/I a site's stalls worst first, > < sort them, t this step only,\n"

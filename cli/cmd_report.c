@@ -107,7 +107,7 @@ static void report_usage(FILE *out) {
             "                     SEC seconds (default 5; 0: wait for ever)\n"
             "  --max-events N     read a trace file of up to N events even when that is\n"
             "                     more than its size makes plausible (4 per byte); profiler\n"
-            "                     JSON of 64 MiB or more is parsed on the cores the process\n"
+            "                     JSON of 16 MiB or more is parsed on the cores the process\n"
             "                     may use, and several files are read that many at once\n"
             "                     (SYNCTOP_THREADS=N sets how many)\n"
             "  --align A          several files on one time axis: auto (default: each at\n"

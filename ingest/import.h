@@ -19,8 +19,11 @@
 #define IMPORT_SKIP_SLOTS       32          /* categories counted by name, the rest as "other" */
 /* Profiler JSON of fewer MiB than this is parsed on one thread (see import_opts.piece_bytes): below
  * it the threads' start and the merge of their pieces cost about what they save (bench_import's
- * crossover), and the CPU time grows by a quarter. */
-#define IMPORT_PAR_LEAST_MIB    64
+ * crossover), and the CPU time grows by a quarter. A gzip'd text is parsed on threads from
+ * IMPORT_PAR_LEAST_GZ_MIB of compressed bytes (64 MiB of text and more, at the ratio of profiler
+ * JSON): below it the inflate and two parsing threads share two cores for nothing. */
+#define IMPORT_PAR_LEAST_MIB    16
+#define IMPORT_PAR_LEAST_GZ_MIB 4
 #define IMPORT_CAT_MAX          32          /* bytes of a category name kept (cut) */
 #define IMPORT_FRAME_NAME_MAX   4096        /* bytes of a call-chain frame's function or module name kept (cut) */
 
@@ -41,7 +44,7 @@ typedef struct import_opts {
                 viewer shows them; report and the other verbs leave them out and read faster */
     int threads;        /* Kineto: threads that parse; 0: SYNCTOP_THREADS, else the cores the process may use */
     size_t piece_bytes; /* Kineto: bytes of text a thread parses at a time; 0: the default. Set, texts
-                           longer than one piece are parsed on threads (else 64 MiB and more) */
+                           longer than one piece are parsed on threads (else IMPORT_PAR_LEAST_MIB and more) */
 } import_opts;
 
 typedef struct import_skip {

@@ -931,9 +931,12 @@ int kt_scan_piece(kimp *k, uint8_t *data, size_t len) {
 
 /* Scans the text piece by piece (on several threads when given them and the text is long enough),
  * then judges its end. */
-/* The bytes of text above which it is parsed on threads (a gzip'd text: a sixteenth of them). */
-static size_t par_least(const import_opts *o) {
-    return o && o->piece_bytes ? o->piece_bytes : KT_PAR_LEAST;
+/* The bytes of input above which its text is parsed on threads (gz: of a gzip'd text's compressed
+ * bytes; pieces asked for: a sixteenth of a piece). */
+static size_t par_least(const import_opts *o, int gz) {
+    if (o && o->piece_bytes)
+        return gz ? o->piece_bytes / 16 : o->piece_bytes;
+    return gz ? KT_PAR_LEAST_GZ : KT_PAR_LEAST;
 }
 
 /* The bytes of a piece on this many threads: 2 threads + 3 pieces are in flight (kt_par_parse). */
@@ -950,9 +953,8 @@ static int parse_text(kimp *k, jsrc *s, int threads) {
     static const uint8_t empty[JSRC_PAD];
     k->wbeg = k->wpos = k->wend = empty;
     size_t piece = o && o->piece_bytes ? o->piece_bytes : piece_for(threads);
-    size_t least = par_least(o);
     k->st->parse_threads = 1;
-    if (threads > 1 && (s->total == 0 || s->total > (s->gz ? least / 16 : least))) {
+    if (threads > 1 && (s->total == 0 || s->total > par_least(o, s->gz))) {
         k->on_threads = 1;
         k->st->parse_threads = threads;
         rc = kt_par_parse(k, s, threads, piece);
@@ -1000,7 +1002,7 @@ static int parse_text(kimp *k, jsrc *s, int threads) {
 
 static int parse_all(kimp *k, jsrc *s) {
     int threads = kt_threads(k->opts);
-    s->plain_here = threads > 1 ? par_least(k->opts) : 0; /* the workers read those themselves */
+    s->plain_here = threads > 1 ? par_least(k->opts, 0) : 0; /* the workers read those themselves */
     int rc = jsrc_start(s, k->err);
     return rc ? rc : parse_text(k, s, threads);
 }

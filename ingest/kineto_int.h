@@ -464,6 +464,7 @@ int kt_par_keep(kimp *k, const kev *e, int not_object);
 #define KT_IN_FLIGHT   (4u << 20) /* bytes of text in the pieces in flight (2 a thread and 3), at most,
                                      unless that makes pieces under KT_PIECE_MIN */
 #define KT_PAR_LEAST   ((size_t)IMPORT_PAR_LEAST_MIB << 20)
+#define KT_PAR_LEAST_GZ ((size_t)IMPORT_PAR_LEAST_GZ_MIB << 20) /* of compressed bytes */
 int kt_threads(const import_opts *o);
 
 /* Once the whole text is read: fix-ups, correlations, order, and the batches (kineto_emit.c). */

@@ -1878,7 +1878,8 @@ TEST(errors_in_pieces_say_where_as_one_thread_does) {
 /* When the text is parsed on several threads, the batches are handed out on a thread of their own
  * while the next are made: the first one the emit function refuses stops them there, as on one
  * thread, with its error and message, whether it is the third batch or the last (TP_BF_END) one.
- * A text shorter than IMPORT_PAR_LEAST_MIB is parsed on one thread unless pieces are asked for. */
+ * A text of IMPORT_PAR_LEAST_MIB or more is parsed on threads, a shorter one (or a gzip'd one of
+ * fewer than IMPORT_PAR_LEAST_GZ_MIB compressed) on one unless pieces are asked for. */
 TEST(a_refused_batch_stops_the_batches_on_several_threads_too) {
     tp_buf text = inflate_file(trace_path("resnet_2080ti_two_threads.json.gz"));
     got ref;
@@ -1887,14 +1888,32 @@ TEST(a_refused_batch_stops_the_batches_on_several_threads_too) {
     err_msg e = {{0}};
     ASSERT_OK(kineto_import_mem(text.data, text.len, "t.json", &opts, collect, &ref, NULL, &e));
     ASSERT(ref.calls > 100); /* 36,131 events, 256 records a batch */
-    /* its 26 MB are fewer than the least the importer parses on threads unless told pieces */
+    /* its 26 MB are more than the least the importer parses on threads; its 1.6 MB of gzip and
+     * the 8.6 MB of another trace are not */
     import_stats st0;
     opts.threads = 4;
+    ASSERT(text.len > ((size_t)IMPORT_PAR_LEAST_MIB << 20));
     got_free(&ref);
     got_init(&ref);
     ASSERT_OK(kineto_import_mem(text.data, text.len, "t.json", &opts, collect, &ref, &st0, &e));
+    ASSERT_EQ(st0.parse_threads, 4);
+    tp_buf gz = read_file(trace_path("resnet_2080ti_two_threads.json.gz"));
+    ASSERT(gz.len < ((size_t)IMPORT_PAR_LEAST_GZ_MIB << 20));
+    got g0;
+    got_init(&g0);
+    ASSERT_OK(kineto_import_mem(gz.data, gz.len, "t.json.gz", &opts, collect, &g0, &st0, &e));
     ASSERT_EQ(st0.parse_threads, 1);
-    ASSERT(text.len < ((size_t)IMPORT_PAR_LEAST_MIB << 20));
+    ASSERT_EQ(g0.calls, ref.calls);
+    ASSERT_UEQ(g0.n, ref.n);
+    got_free(&g0);
+    tp_buf_free(&gz);
+    tp_buf small = inflate_file(trace_path("qwen_h100_with_stack.json.gz"));
+    ASSERT(small.len < ((size_t)IMPORT_PAR_LEAST_MIB << 20));
+    got_init(&g0);
+    ASSERT_OK(kineto_import_mem(small.data, small.len, "s.json", &opts, collect, &g0, &st0, &e));
+    ASSERT_EQ(st0.parse_threads, 1);
+    got_free(&g0);
+    tp_buf_free(&small);
     size_t at[] = {3, ref.calls};
     for (size_t i = 0; i < 2; i++) {
         for (int threads = 1; threads <= 2; threads++) {

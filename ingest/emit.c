@@ -365,43 +365,27 @@ static int op_wins(unsigned kj, unsigned ki) {
 }
 
 /* em_resolve for one process's sparse ids, by sorting instead of a map: the operations' ids above
- * their indices, one word each, then the calls' the same way, and the two walked together. 8 bytes
- * an operation and 16 a call at most, where a map holds 32-48 an operation. 1 done, 0 out of
- * memory (nothing changed). */
+ * their indices, one word each, then the calls' the same way, each sorted in place (the words are
+ * all different), and the two walked together. 8 bytes an operation and 8 a call, where a map holds
+ * 32-48 an operation. 1 done, 0 out of memory (nothing changed). */
 static int resolve_sorted(void *rec, size_t stride, size_t n, size_t n_ops, size_t n_calls,
                           unsigned (*class_of)(void *arg, size_t i, tp_api *a), void *arg, import_stats *st) {
-    uint64_t *ow = cm_big_alloc(n_ops * sizeof *ow), *ot = cm_big_alloc(n_ops * sizeof *ot);
-    uint64_t *cw = NULL, *ct = NULL, *os = NULL, *cs = NULL;
+    uint64_t *os = cm_big_alloc(n_ops * sizeof *os), *cs = cm_big_alloc(n_calls * sizeof *cs);
     size_t no = 0, nc = 0;
     int ok = 0;
-    if (ow == NULL || ot == NULL)
+    if (os == NULL || cs == NULL)
         goto out;
     for (size_t i = 0; i < n; i++) {
         const tp_head *r = REC_AT(rec, stride, i);
         uint32_t corr = is_op(r->kind) ? op_correlation(r) : 0;
         if (corr != 0 && no < n_ops)
-            ow[no++] = (uint64_t)corr << 32 | i;
-    }
-    if ((os = cm_radix_sort_u64_above(ow, ot, no, 32)) == NULL) /* indices rise: by id alone */
-        goto out;
-    if (os == ow) { /* the buffer the order is not in goes back before the calls take theirs */
-        cm_big_free(ot, n_ops * sizeof *ot);
-        ot = NULL;
-    } else {
-        cm_big_free(ow, n_ops * sizeof *ow);
-        ow = NULL;
-    }
-    cw = cm_big_alloc(n_calls * sizeof *cw);
-    ct = cm_big_alloc(n_calls * sizeof *ct);
-    if (cw == NULL || ct == NULL)
-        goto out;
-    for (size_t i = 0; i < n; i++) {
+            os[no++] = (uint64_t)corr << 32 | i;
         const tp_api *a = REC_AT(rec, stride, i);
         if (a->kind == TP_K_API && a->correlation != 0 && nc < n_calls)
-            cw[nc++] = (uint64_t)a->correlation << 32 | i;
+            cs[nc++] = (uint64_t)a->correlation << 32 | i;
     }
-    if ((cs = cm_radix_sort_u64_above(cw, ct, nc, 32)) == NULL)
-        goto out;
+    cm_radix_sort_inplace_by(os, no, sizeof *os);
+    cm_radix_sort_inplace_by(cs, nc, sizeof *cs);
     ok = 1; /* from here on nothing fails: the records change */
     for (size_t i = 0; i < n; i++) {
         tp_api *a = REC_AT(rec, stride, i);
@@ -424,10 +408,8 @@ static int resolve_sorted(void *rec, size_t stride, size_t n, size_t n_ops, size
         resolve_call(rec, stride, i, REC_AT(rec, stride, i), v, class_of, arg, st);
     }
 out:
-    cm_big_free(ow, n_ops * sizeof *ow);
-    cm_big_free(ot, n_ops * sizeof *ot);
-    cm_big_free(cw, n_calls * sizeof *cw);
-    cm_big_free(ct, n_calls * sizeof *ct);
+    cm_big_free(os, n_ops * sizeof *os);
+    cm_big_free(cs, n_calls * sizeof *cs);
     return ok;
 }
 

@@ -461,7 +461,7 @@ int kt_par_keep(kimp *k, const kev *e, int not_object);
 #define KT_MAX_THREADS 32
 #define KT_PIECE       (1u << 20) /* bytes of text a thread parses at a time, at most */
 #define KT_PIECE_MIN   (128u << 10) /* and at least */
-#define KT_IN_FLIGHT   (4u << 20) /* bytes of text in the pieces in flight (2 a thread and 3), at most,
+#define KT_IN_FLIGHT   (2u << 20) /* bytes of text in the pieces in flight (2 a thread and 3), at most,
                                      unless that makes pieces under KT_PIECE_MIN */
 #define KT_PAR_LEAST   ((size_t)IMPORT_PAR_LEAST_MIB << 20)
 #define KT_PAR_LEAST_GZ ((size_t)IMPORT_PAR_LEAST_GZ_MIB << 20) /* of compressed bytes */

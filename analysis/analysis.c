@@ -116,36 +116,8 @@ typedef struct an_pair {
 } an_pair;
 #define PAIR_TAKEN ((uint64_t)1 << 63) /* in val of a key's first pair: a call was found for it */
 
-/* The first of n elements (stride bytes apart from base, each with a 64-bit key off bytes in,
- * sorted by it) whose key is not below key. When every key before from is below it (a thread's or
- * a stream's ids grow with time, a row's bubbles come in time order: the last search's answer is
- * where this one starts), a gallop forward from from: a key that is not there costs one look; else
- * a search of the whole. */
-static size_t seek_sorted(const void *base, size_t n, size_t stride, size_t off, size_t from, uint64_t key) {
-#define SEEK_KEY(i) (*(const uint64_t *)((const char *)base + (i) * stride + off))
-    size_t lo = 0, hi = n;
-    if (from <= n && (from == 0 || SEEK_KEY(from - 1) < key)) {
-        size_t step = 1;
-        lo = from;
-        while (lo + step <= n && SEEK_KEY(lo + step - 1) < key) { /* keys up to lo + step - 1 are below key */
-            lo += step;
-            step *= 2;
-        }
-        hi = lo + step - 1 < n ? lo + step - 1 : n; /* the key at hi is not below key, where hi < n */
-    }
-    while (lo < hi) {
-        size_t m = lo + (hi - lo) / 2;
-        if (SEEK_KEY(m) < key)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    return lo;
-#undef SEEK_KEY
-}
-
 static size_t pair_seek(const an_pair *a, size_t n, size_t from, uint64_t key) {
-    return seek_sorted(a, n, sizeof *a, offsetof(an_pair, key), from, key);
+    return cm_seek_sorted(a, n, sizeof *a, offsetof(an_pair, key), from, key);
 }
 
 /* The correlations the blocking calls waited on: their keys, sorted and each once, with the
@@ -620,7 +592,7 @@ void an_bubble_split(const an_result *r, const an_bubble *x, uint64_t a, uint64_
 /* The first of the blocks (sorted by start) that starts at t or later, searched from where the
  * bubble before left off. */
 static size_t blocks_starting_at(const an_result *r, size_t from, uint64_t t) {
-    return seek_sorted(r->blocks, r->n_blocks, sizeof *r->blocks, offsetof(an_block, start), from, t);
+    return cm_seek_sorted(r->blocks, r->n_blocks, sizeof *r->blocks, offsetof(an_block, start), from, t);
 }
 
 /* Gives each bubble its cause, from the launch time of the work that ended it and the blocking

@@ -1,6 +1,7 @@
 /*
- * LSD radix sort of elements that start with a 64-bit key, shared by the importers (the records'
- * time order, contexts, correlations). A header: inlined for each element size.
+ * Radix sorts of elements that start with a 64-bit key, shared by the importers (the records' time
+ * order, contexts, correlations) and the analysis, and the search of what they sorted. A header:
+ * inlined for each element size.
  */
 #ifndef SYNCTOP_RADIX_H
 #define SYNCTOP_RADIX_H
@@ -136,6 +137,34 @@ static inline uint64_t *cm_radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) 
 /* Keys alone, by their bits from low up (cm_radix_sort_above_by). */
 static inline uint64_t *cm_radix_sort_u64_above(uint64_t *a, uint64_t *tmp, size_t n, unsigned low) {
     return cm_radix_sort_above_by(a, tmp, n, sizeof *a, low);
+}
+
+/* The first of n elements (stride bytes apart from base, each with a 64-bit key off bytes in,
+ * sorted by it) whose key is not below key. When every key before from is below it (a thread's or
+ * a stream's ids grow with time, a row's bubbles come in time order: the last search's answer is
+ * where this one starts), a gallop forward from from: a key that is not there costs one look; else
+ * a search of the whole. */
+static inline size_t cm_seek_sorted(const void *base, size_t n, size_t stride, size_t off, size_t from, uint64_t key) {
+#define CM_SEEK_KEY(i) (*(const uint64_t *)((const char *)base + (i) * stride + off))
+    size_t lo = 0, hi = n;
+    if (from <= n && (from == 0 || CM_SEEK_KEY(from - 1) < key)) {
+        size_t step = 1;
+        lo = from;
+        while (lo + step <= n && CM_SEEK_KEY(lo + step - 1) < key) { /* keys up to lo + step - 1 are below key */
+            lo += step;
+            step *= 2;
+        }
+        hi = lo + step - 1 < n ? lo + step - 1 : n; /* the key at hi is not below key, where hi < n */
+    }
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (CM_SEEK_KEY(m) < key)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+#undef CM_SEEK_KEY
 }
 
 #endif

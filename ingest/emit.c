@@ -304,15 +304,13 @@ static int is_op(unsigned kind) {
 }
 
 /* Sets x up: a table when one process's ids are dense, else (no table) a map or the sort; counts
- * the operations with an id and the host calls. 0 or ERR_NOMEM. */
-static int op_index_init(op_index *x, const void *rec, size_t stride, size_t n, const uint32_t *pid, size_t *n_ops,
-                         size_t *n_calls) {
+ * the operations with an id. 0 or ERR_NOMEM. */
+static int op_index_init(op_index *x, const void *rec, size_t stride, size_t n, const uint32_t *pid, size_t *n_ops) {
     memset(x, 0, sizeof *x);
     uint32_t lo = UINT32_MAX, hi = 0;
-    size_t ops = 0, calls = 0;
+    size_t ops = 0;
     for (size_t i = 0; i < n; i++) {
         const tp_head *r = REC_AT(rec, stride, i);
-        calls += r->kind == TP_K_API;
         uint32_t corr = is_op(r->kind) ? op_correlation(r) : 0;
         if (corr == 0)
             continue;
@@ -321,7 +319,6 @@ static int op_index_init(op_index *x, const void *rec, size_t stride, size_t n, 
         hi = corr > hi ? corr : hi;
     }
     *n_ops = ops;
-    *n_calls = calls;
     if (pid != NULL || n >= UINT32_MAX || ops == 0 || (size_t)(hi - lo) >= 4 * ops + 1024) /* sparse */
         return 0;
     x->lo = lo;
@@ -365,62 +362,52 @@ static int op_wins(unsigned kj, unsigned ki) {
 }
 
 /* em_resolve for one process's sparse ids, by sorting instead of a map: the operations' ids above
- * their indices, one word each, then the calls' the same way, each sorted in place (the words are
- * all different), and the two walked together. 8 bytes an operation and 8 a call, where a map holds
- * 32-48 an operation. 1 done, 0 out of memory (nothing changed). */
-static int resolve_sorted(void *rec, size_t stride, size_t n, size_t n_ops, size_t n_calls,
+ * their indices, one word each, sorted in place (the words are all different); each call's id is
+ * then sought from where the last one was found (a process numbers its calls in turn, and traces
+ * list them in that order: a gallop of one look), so the calls take nothing. 8 bytes an operation,
+ * where a map holds 32-48. 1 done, 0 out of memory (nothing changed). */
+static int resolve_sorted(void *rec, size_t stride, size_t n, size_t n_ops,
                           unsigned (*class_of)(void *arg, size_t i, tp_api *a), void *arg, import_stats *st) {
-    uint64_t *os = cm_big_alloc(n_ops * sizeof *os), *cs = cm_big_alloc(n_calls * sizeof *cs);
-    size_t no = 0, nc = 0;
-    int ok = 0;
-    if (os == NULL || cs == NULL)
-        goto out;
+    uint64_t *os = cm_big_alloc(n_ops * sizeof *os);
+    size_t no = 0;
+    if (os == NULL)
+        return 0;
     for (size_t i = 0; i < n; i++) {
         const tp_head *r = REC_AT(rec, stride, i);
         uint32_t corr = is_op(r->kind) ? op_correlation(r) : 0;
         if (corr != 0 && no < n_ops)
             os[no++] = (uint64_t)corr << 32 | i;
-        const tp_api *a = REC_AT(rec, stride, i);
-        if (a->kind == TP_K_API && a->correlation != 0 && nc < n_calls)
-            cs[nc++] = (uint64_t)a->correlation << 32 | i;
     }
     cm_radix_sort_inplace_by(os, no, sizeof *os);
-    cm_radix_sort_inplace_by(cs, nc, sizeof *cs);
-    ok = 1; /* from here on nothing fails: the records change */
+    size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         tp_api *a = REC_AT(rec, stride, i);
-        if (a->kind == TP_K_API && a->correlation == 0)
-            resolve_call(rec, stride, i, a, 0, class_of, arg, st);
-    }
-    size_t j = 0;
-    for (size_t c = 0; c < nc; c++) {
-        uint32_t corr = (uint32_t)(cs[c] >> 32);
-        size_t i = (size_t)(cs[c] & UINT32_MAX);
-        while (j < no && (uint32_t)(os[j] >> 32) < corr)
-            j++;
+        if (a->kind != TP_K_API)
+            continue;
         uint64_t v = 0;
-        for (size_t q = j; q < no && (uint32_t)(os[q] >> 32) == corr; q++) {
-            size_t oi = (size_t)(os[q] & UINT32_MAX);
-            unsigned kq = ((const tp_head *)REC_AT(rec, stride, oi))->kind;
-            if (v == 0 || op_wins(kq, ((const tp_head *)REC_AT(rec, stride, v - 1))->kind))
-                v = oi + 1;
+        if (a->correlation != 0) {
+            j = cm_seek_sorted(os, no, sizeof *os, 0, j, (uint64_t)a->correlation << 32);
+            for (size_t q = j; q < no && (uint32_t)(os[q] >> 32) == a->correlation; q++) {
+                size_t oi = (size_t)(os[q] & UINT32_MAX);
+                unsigned kq = ((const tp_head *)REC_AT(rec, stride, oi))->kind;
+                if (v == 0 || op_wins(kq, ((const tp_head *)REC_AT(rec, stride, v - 1))->kind))
+                    v = oi + 1;
+            }
         }
-        resolve_call(rec, stride, i, REC_AT(rec, stride, i), v, class_of, arg, st);
+        resolve_call(rec, stride, i, a, v, class_of, arg, st);
     }
-out:
     cm_big_free(os, n_ops * sizeof *os);
-    cm_big_free(cs, n_calls * sizeof *cs);
-    return ok;
+    return 1;
 }
 
 int em_resolve(void *rec, size_t stride, size_t n, const uint32_t *pid,
                unsigned (*class_of)(void *arg, size_t i, tp_api *a), void *arg, import_stats *st) {
     op_index ops; /* correlation -> record index + 1; a copy or memset wins over other rows */
-    size_t n_ops = 0, n_calls = 0;
-    if (op_index_init(&ops, rec, stride, n, pid, &n_ops, &n_calls) != 0)
+    size_t n_ops = 0;
+    if (op_index_init(&ops, rec, stride, n, pid, &n_ops) != 0)
         return ERR_NOMEM;
     if (ops.dense == NULL && pid == NULL && n < UINT32_MAX)
-        return resolve_sorted(rec, stride, n, n_ops, n_calls, class_of, arg, st) ? 0 : ERR_NOMEM;
+        return resolve_sorted(rec, stride, n, n_ops, class_of, arg, st) ? 0 : ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
         const tp_head *r = REC_AT(rec, stride, i);
         if (!is_op(r->kind))

@@ -1258,6 +1258,89 @@ TEST(blocking_follows_the_call_and_its_copy) {
     got_free(&g);
 }
 
+static uint64_t next_draw(uint64_t *s) { /* splitmix64 */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Calls joined to their copies by correlation id, whatever the order in which the trace lists them:
+ * ids numbered in turn (a table over their range) or far apart (sorted and sought), the calls in
+ * their ids' order, shuffled, or reversed. What each call should get comes from the text as it is
+ * drawn: a cudaMemcpy into pageable memory waits, one between devices does not; the call takes its
+ * copy's device; a launch whose kernel is missing does not wait and names no device. */
+TEST(calls_find_their_copies_whatever_the_order_of_their_ids) {
+    enum { N = 600 };
+    uint64_t seed = 5;
+    for (int sparse = 0; sparse < 2; sparse++)
+        for (int order = 0; order < 3; order++) {
+            uint32_t id[N];
+            size_t at[N]; /* the i-th call listed is call at[i] */
+            for (size_t i = 0; i < N; i++) {
+                id[i] = sparse ? (uint32_t)(1000 + i * 7919 + (i % 5) * 100003) : (uint32_t)(1000 + i);
+                at[i] = order == 2 ? N - 1 - i : i;
+            }
+            for (size_t i = N - 1; order == 1 && i > 0; i--) { /* Fisher-Yates, splitmix64 draws */
+                size_t j = (size_t)(next_draw(&seed) % (i + 1)), t = at[i];
+                at[i] = at[j];
+                at[j] = t;
+            }
+            char *json = malloc((size_t)N * 600 + 64), *p = json;
+            ASSERT_NOT_NULL(json);
+            p += sprintf(p, "{\"traceEvents\": [\n");
+            uint64_t want_ns = 0;
+            size_t want_blocking = 0;
+            for (size_t k = 0; k < N; k++) { /* the copies in their ids' order, every ninth missing */
+                if (k % 9 == 4)
+                    continue;
+                p += sprintf(p,
+                             "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy %s\", \"pid\": 0, "
+                             "\"tid\": 7, \"ts\": %zu, \"dur\": 1, \"args\": {\"device\": %zu, \"stream\": 7, "
+                             "\"correlation\": %u}},\n",
+                             k % 2 ? "DtoD (Device -> Device)" : "DtoH (Device -> Pageable)", 10 * k + 1, k % 3,
+                             id[k]);
+            }
+            for (size_t i = 0; i < N; i++) {
+                size_t k = at[i];
+                p += sprintf(p,
+                             "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"%s\", \"pid\": 1, "
+                             "\"tid\": 2, \"ts\": %zu, \"dur\": %zu, \"args\": {\"correlation\": %u}},\n",
+                             k % 9 == 4 ? "cudaLaunchKernel" : "cudaMemcpy", 10 * k, k + 2, id[k]);
+                if (k % 9 != 4 && k % 2 == 0) {
+                    want_blocking++;
+                    want_ns += (k + 2) * 1000;
+                }
+            }
+            p -= 2; /* the last entry's comma */
+            p += sprintf(p, "\n]}");
+            got g;
+            got_init(&g);
+            import_stats st;
+            import_text_ok(json, &g, &st);
+            size_t calls = 0;
+            for (size_t r = 0; r < g.n; r++) {
+                if (g.rec[r].head.kind != TP_K_API)
+                    continue;
+                const tp_api *a = &g.rec[r].api;
+                size_t k = (size_t)(a->start / 10000); /* ts 10 k us */
+                ASSERT_LT(k, N);
+                ASSERT_UEQ(a->correlation, id[k]);
+                int missing = k % 9 == 4;
+                if ((a->device != (missing ? TP_NO_DEVICE : k % 3)) ||
+                    (!!(a->flags & TP_F_BLOCKING) != (!missing && k % 2 == 0)))
+                    TASK_FAIL_("%s ids, order %d: call %zu (id %u) has device %u, flags %#x", sparse ? "sparse" : "dense",
+                               order, k, id[k], a->device, a->flags);
+                calls++;
+            }
+            ASSERT_UEQ(calls, N);
+            ASSERT_UEQ(st.blocking_calls, want_blocking);
+            ASSERT_UEQ(st.blocked_ns, want_ns);
+            got_free(&g);
+            free(json);
+        }
+}
+
 TEST(unusable_entries_are_counted_not_fatal) {
     const char *json =
         "{\"traceEvents\": [\n"

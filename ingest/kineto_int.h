@@ -145,8 +145,6 @@ typedef struct kev {
     kbuf stack;         /* args."Call stack" (legacy traces recorded with_stack), when not yet known */
     kbuf module;        /* args."synctop module": the frame row is a native frame of this module */
     uint64_t stack_key; /* its stack_ids key (a hash of its text) */
-    uint64_t name_hash; /* the name's hash for kt_intern, when name_hashed (a worker's) */
-    int name_hashed;
     uint32_t stack_id;  /* its index + 1 in stacks when already known (then stack is empty) */
     int64_t pid, tid, ts, dur;
     int64_t device, stream, corr, cbid, bytes, context, event, from_dev, to_dev, graph;
@@ -224,7 +222,8 @@ typedef struct kcatseen {
 } kcatseen;
 
 /* A name the encoder has interned (see kt_intern). */
-#define KNAME_MEMO 64
+#define KNAME_MEMO_BITS 10
+#define KNAME_MEMO (1u << KNAME_MEMO_BITS)
 typedef struct kname {
     uint64_t hash;
     uint32_t off, len; /* its text in kimp.names_text */
@@ -402,12 +401,8 @@ void kt_rec_out(const kimp *k, const krec *r, tp_record *out);
 /* The string id of a name. The encoder interns it the first time; the ids it gave are kept here
  * too, behind a hash that is faster than the encoder's (an event's name is interned per event). */
 uint32_t kt_intern(kimp *k, const char *s, size_t len);
-/* The same for an entry's name, with the hash a worker already took of it. */
+/* The same for an entry's name. */
 uint32_t kt_intern_ev(kimp *k, const kev *e);
-/* What kt_intern hashes a name with (a worker takes it for the parser). */
-static inline uint64_t kt_name_hash(const kimp *k, const char *s, size_t len) {
-    return cm_hash_bytes_k(&k->name_key, s, len);
-}
 /* The stack_ids key of a Call stack's text: a CRC-64 (ISA-L's, at several GB/s: the stacks of a legacy
  * trace are a third of its text), never 0. */
 uint64_t kt_stack_key(const char *s, size_t n);
@@ -422,7 +417,6 @@ static inline void kt_event_reset(kev *e) {
     e->name_s = "";
     e->name_len = 0;
     e->in_window = 0;
-    e->name_hashed = 0;
     e->mname.len = 0;
     e->stack.len = 0;
     e->stack_id = 0;

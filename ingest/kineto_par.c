@@ -45,8 +45,7 @@ typedef struct kcap {
     uint32_t vals; /* its first value in kpiece.vals */
     uint32_t name_len;
     const char *name_s;
-    uint64_t name_hash; /* when KC_HASHED */
-    int8_t cat;         /* -1: not an object */
+    int8_t cat; /* -1: not an object */
     char ph;
     uint8_t ph_len; /* up to 2: only whether it is 1 matters */
     uint8_t cat_len;
@@ -54,10 +53,9 @@ typedef struct kcap {
 } kcap;
 
 enum {
-    KC_HASHED = 1, /* name_hash holds the name's hash for kt_intern */
-    KC_SYNC = 2,   /* a value: sync_kind (0 when absent) */
-    KC_DIMS = 4,   /* values: n_grid | n_block << 8, then grid[i] | block[i] << 32 for i 0..2 */
-    KC_CAT = 8,    /* a value: where the category's text (cat_len bytes) is */
+    KC_SYNC = 2, /* a value: sync_kind (0 when absent) */
+    KC_DIMS = 4, /* values: n_grid | n_block << 8, then grid[i] | block[i] << 32 for i 0..2 */
+    KC_CAT = 8,  /* a value: where the category's text (cat_len bytes) is */
 };
 
 /* The numbers of a kev that its have bits say it read, by bit (H_MNAME's is a text). */
@@ -227,10 +225,6 @@ int kt_par_keep(kimp *k, const kev *e, int not_object) {
     c->name_s = e->in_window || !e->name_len ? e->name_s : arena_put(p, e->name_s, e->name_len);
     if (c->name_s == NULL)
         return kt_fail_nomem(k);
-    if (e->cat >= CAT_KERNEL && e->name_len > 0) { /* the parser's interning hashes it: here, in parallel */
-        c->name_hash = kt_name_hash(k, c->name_s, c->name_len);
-        c->flags |= KC_HASHED;
-    }
     for (uint32_t m = e->have & KC_NUMS; m; m &= m - 1)
         p->vals[p->n_vals++] = (uint64_t) * (const int64_t *)((const char *)e + k_num_at[__builtin_ctz(m)]);
     if (e->sync_kind) {
@@ -272,8 +266,6 @@ static void cap_expand(const kpiece *p, const kcap *c, kev *e) {
     e->name_s = c->name_s;
     e->name_len = c->name_len;
     e->in_window = 0;
-    e->name_hashed = (c->flags & KC_HASHED) != 0;
-    e->name_hash = c->name_hash;
     for (uint32_t m = c->have & KC_NUMS; m; m &= m - 1)
         *(int64_t *)((char *)e + k_num_at[__builtin_ctz(m)]) = (int64_t)*v++;
     e->sync_kind = c->flags & KC_SYNC ? (int64_t)*v++ : 0;

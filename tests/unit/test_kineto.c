@@ -1341,6 +1341,46 @@ TEST(calls_find_their_copies_whatever_the_order_of_their_ids) {
         }
 }
 
+/* Names alike but for a few bytes in the middle, many of them, met over and over in an order that
+ * cycles through them all: each kernel keeps the name it was written with. */
+TEST(kernels_keep_their_names_among_many_alike) {
+    enum { NAMES = 1500, ROWS = 12000 };
+    char *json = malloc((size_t)ROWS * 400 + 64), *p = json;
+    ASSERT_NOT_NULL(json);
+    p += sprintf(p, "{\"traceEvents\": [\n");
+    for (size_t r = 0; r < ROWS; r++) {
+        size_t n = (r * 7) % NAMES; /* every name once in each 1500 rows */
+        p += sprintf(p,
+                     "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void cutlass::Kernel<cutlass_80_tensorop_"
+                     "s1688gemm_%zux%zu_32x3_nn_align1>(cutlass_80_tensorop_s1688gemm_%zux%zu_32x3_nn_align1::Params)\", "
+                     "\"pid\": 0, \"tid\": 7, \"ts\": %zu, \"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, "
+                     "\"correlation\": %zu}},\n",
+                     n / 40 * 8, n % 40 * 8, n / 40 * 8, n % 40 * 8, 10 * r, r + 1);
+    }
+    p -= 2;
+    p += sprintf(p, "\n]}");
+    got g;
+    got_init(&g);
+    import_stats st;
+    import_text_ok(json, &g, &st);
+    size_t kernels = 0;
+    for (size_t i = 0; i < g.n; i++) {
+        if (g.rec[i].head.kind != TP_K_KERNEL)
+            continue;
+        size_t r = (size_t)(g.rec[i].kernel.start / 10000), n = (r * 7) % NAMES;
+        char want[256];
+        snprintf(want, sizeof want,
+                 "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_%zux%zu_32x3_nn_align1>(cutlass_80_tensorop_"
+                 "s1688gemm_%zux%zu_32x3_nn_align1::Params)",
+                 n / 40 * 8, n % 40 * 8, n / 40 * 8, n % 40 * 8);
+        ASSERT_STR_EQ(str_of(&g, g.rec[i].kernel.name), want);
+        kernels++;
+    }
+    ASSERT_UEQ(kernels, ROWS);
+    got_free(&g);
+    free(json);
+}
+
 TEST(unusable_entries_are_counted_not_fatal) {
     const char *json =
         "{\"traceEvents\": [\n"

@@ -59,11 +59,6 @@ static inline __attribute__((always_inline)) void *cm_radix_sort_above_by(void *
     return a;
 }
 
-/* The same by the whole key: equal keys in the order given. */
-static inline __attribute__((always_inline)) void *cm_radix_sort_by(void *a, void *tmp, size_t n, size_t size) {
-    return cm_radix_sort_above_by(a, tmp, n, size, 0);
-}
-
 /* Sorts the n elements of size bytes at a by the 64-bit key each starts with, in place (MSD radix,
  * a byte at a time, insertion sort below 32 elements): no room needed, but equal keys are left in
  * no particular order. For sorts whose equal keys are all treated alike; size at most 64. */
@@ -127,11 +122,6 @@ static inline __attribute__((always_inline)) void cm_radix_sort_inplace_by(void 
             if (count[b] > 1)
                 stack[sp++] = (struct level){L.base + at * size, count[b], L.shift - 8};
     }
-}
-
-/* The same for keys alone. */
-static inline uint64_t *cm_radix_sort_u64(uint64_t *a, uint64_t *tmp, size_t n) {
-    return cm_radix_sort_by(a, tmp, n, sizeof *a);
 }
 
 /* Keys alone, by their bits from low up (cm_radix_sort_above_by). */

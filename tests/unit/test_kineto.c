@@ -1258,6 +1258,14 @@ TEST(blocking_follows_the_call_and_its_copy) {
     got_free(&g);
 }
 
+/* Ends the traceEvents array of the text at json, whose last entry ends with ",\n" at end, and
+ * imports it into g. */
+static void import_entries(char *json, char *end, got *g, import_stats *st) {
+    sprintf(end - 2, "\n]}");
+    got_init(g);
+    import_text_ok(json, g, st);
+}
+
 static uint64_t next_draw(uint64_t *s) { /* splitmix64 */
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -1312,12 +1320,9 @@ TEST(calls_find_their_copies_whatever_the_order_of_their_ids) {
                     want_ns += (k + 2) * 1000;
                 }
             }
-            p -= 2; /* the last entry's comma */
-            p += sprintf(p, "\n]}");
             got g;
-            got_init(&g);
             import_stats st;
-            import_text_ok(json, &g, &st);
+            import_entries(json, p, &g, &st);
             size_t calls = 0;
             for (size_t r = 0; r < g.n; r++) {
                 if (g.rec[r].head.kind != TP_K_API)
@@ -1357,12 +1362,9 @@ TEST(kernels_keep_their_names_among_many_alike) {
                      "\"correlation\": %zu}},\n",
                      n / 40 * 8, n % 40 * 8, n / 40 * 8, n % 40 * 8, 10 * r, r + 1);
     }
-    p -= 2;
-    p += sprintf(p, "\n]}");
     got g;
-    got_init(&g);
     import_stats st;
-    import_text_ok(json, &g, &st);
+    import_entries(json, p, &g, &st);
     size_t kernels = 0;
     for (size_t i = 0; i < g.n; i++) {
         if (g.rec[i].head.kind != TP_K_KERNEL)

@@ -655,22 +655,34 @@ static uint32_t call_stack(kimp *k, const char *s, size_t n, uint64_t key) {
 }
 
 /* The index in k->frames of a frame like f, added when it is new (a trace names a few thousand at
- * most, each in many rows). 0 or ERR_NOMEM. */
+ * most, each in many rows): one met lately is found in the memo with a compare, any other in
+ * frame_ids. 0 or ERR_NOMEM. */
 static int frame_id(kimp *k, const kframe *f, uint32_t *id) {
     uint64_t h = CM_FNV64_BASIS;
     h = cm_fnv64_word(cm_fnv64_word(cm_fnv64_word(h, f->name), f->file), (uint64_t)f->line << 32 | f->func);
     h = cm_fnv64_word(cm_fnv64_word(cm_fnv64_word(h, (uint64_t)f->py << 32 | f->stack), f->module), f->tid);
+    uint32_t *memo = &k->frame_memo[(h * 0x9e3779b97f4a7c15ull) >> (64 - KFRAME_MEMO_BITS) & ~(uint64_t)1];
+    for (int w = 0; w < 2; w++)
+        if (memo[w] != 0 && memcmp(&k->frames[memo[w] - 1], f, sizeof *f) == 0) {
+            *id = memo[w] - 1;
+            memo[w] = memo[0];
+            memo[0] = *id + 1;
+            return 0;
+        }
+    memo[1] = memo[0];
     const uint64_t *v;
     for (; (v = cm_u64map_find(&k->frame_ids, h)) != NULL; h++) /* another frame's hash: the next key */
         if (memcmp(&k->frames[*v - 1], f, sizeof *f) == 0) {
             *id = (uint32_t)(*v - 1);
+            memo[0] = *id + 1;
             return 0;
         }
-    if (CM_GROW(k->frames, k->cap_frames, k->n_frames + 1) != 0 ||
+    if (k->n_frames >= UINT32_MAX - 1 || CM_GROW(k->frames, k->cap_frames, k->n_frames + 1) != 0 ||
         cm_u64map_put(&k->frame_ids, h, k->n_frames + 1) != 0)
         return ERR_NOMEM;
     k->frames[k->n_frames] = *f;
     *id = (uint32_t)k->n_frames++;
+    memo[0] = *id + 1;
     kt_held(k, sizeof *f);
     return 0;
 }

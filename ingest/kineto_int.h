@@ -223,6 +223,8 @@ typedef struct kcatseen {
 
 /* A name the encoder has interned (see kt_intern). */
 #define KNAME_MEMO_BITS 10
+#define KFRAME_MEMO_BITS 10 /* and the frames', in front of frame_ids */
+#define KFRAME_MEMO (1u << KFRAME_MEMO_BITS)
 #define KNAME_MEMO (1u << KNAME_MEMO_BITS)
 typedef struct kname {
     uint64_t hash;
@@ -334,6 +336,7 @@ typedef struct kimp {
     kframe *frames; /* what they name, each once */
     size_t n_frames, cap_frames;
     cm_u64map frame_ids; /* a hash of a frame -> its index + 1 in frames */
+    uint32_t frame_memo[KFRAME_MEMO]; /* indices + 1 of frames met lately, by their hash, two ways a slot */
     kpyframe *pyfr; /* the frames of the distinct Call stacks, innermost first */
     size_t n_pyfr, cap_pyfr;
     uint64_t *stacks; /* per distinct Call stack: its first frame in pyfr << 8 | its frame count */

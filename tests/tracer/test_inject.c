@@ -638,11 +638,30 @@ TEST(inject_loads_the_tracer_into_a_running_program) {
     free(res.out);
 }
 
-/* Whether the process has the same descriptors and threads as in the snapshot (by what they are:
- * descriptor targets, thread names), with what differs said. */
+/* Whether the process has the same descriptors and threads now as in the snapshot (by what they
+ * are: descriptor targets, thread names). */
+static int same_as(snapshot *now, snapshot *before) {
+    if (now->nfd != before->nfd || now->nt != before->nt)
+        return 0;
+    for (size_t i = 0; i < now->nfd; i++)
+        if (count_name(now->fds, now->nfd, now->fds[i]) != count_name(before->fds, before->nfd, now->fds[i]))
+            return 0;
+    for (size_t i = 0; i < now->nt; i++)
+        if (count_name(now->tasks, now->nt, now->tasks[i]) != count_name(before->tasks, before->nt, now->tasks[i]))
+            return 0;
+    return 1;
+}
+
+/* That the process has the same descriptors and threads as in the snapshot, with what differs said.
+ * A stopped tracer's flush thread ends by itself once it has said it is done: it may still be on
+ * its way out when the stop returns, so the process is given a few seconds to be as it was. */
 static void assert_same_as(long pid, snapshot *before, const char *when) {
     static snapshot now;
     snapshot_take(pid, &now);
+    for (int i = 0; i < 500 && !same_as(&now, before); i++) {
+        task_sleep_ms(10);
+        snapshot_take(pid, &now);
+    }
     for (size_t i = 0; i < now.nfd; i++)
         if (count_name(now.fds, now.nfd, now.fds[i]) != count_name(before->fds, before->nfd, now.fds[i]))
             TASK_FAIL_("%s: the program has a descriptor it did not have before: %s", when, now.fds[i]);

@@ -12,7 +12,10 @@
  * keeps the slack of large arrays (the store's lanes) bounded. Returns 0 or ERR_NOMEM, leaving *p
  * as it was on failure. */
 int cm_grow(void **p, size_t *cap, size_t need, size_t elem);
-#define CM_GROW(arr, cap, need) cm_grow((void **)&(arr), &(cap), (need), sizeof *(arr))
+/* The same for an array and its capacity, the room checked in line (the call only to grow: the
+ * store adds an event with it); cap and need are read twice. */
+#define CM_GROW(arr, cap, need)                                                                                    \
+    ((size_t)(need) <= (cap) ? 0 : cm_grow((void **)&(arr), &(cap), (need), sizeof *(arr)))
 
 /* Large scratch arrays (sort buffers of millions of records) in pages of their own, which go back
  * to the system when freed, whatever the allocator keeps for reuse (the command line keeps freed

@@ -95,6 +95,14 @@ typedef struct prod_ext {
 #define ST_LIVE_NAMES (4u << 20)        /* and in (producer, name) entries */
 #define REFUSED_NAME "(name past the live view's bound)"
 
+/* A lane lane_get found: its key (0: none) and its index in lanes. */
+#define LANE_MEMO_BITS 6
+#define LANE_MEMO (1u << LANE_MEMO_BITS)
+typedef struct lane_seen {
+    uint64_t key;
+    size_t index;
+} lane_seen;
+
 struct st_store {
     st_store_head head; /* first: the accessors read it (store.h) */
     st_shapes shapes;   /* head.shapes is shapes.v */
@@ -114,8 +122,7 @@ struct st_store {
     lane *lanes;
     size_t n_lanes, lanes_cap;
     cm_u64map lane_by_key;
-    uint64_t last_lane[4]; /* per lane kind: the key of the lane lane_get last found (0: none) */
-    size_t last_index[4];  /* and its index in lanes */
+    lane_seen lane_memo[LANE_MEMO]; /* the lanes lane_get found lately, two ways a slot, the last first */
     size_t *order; /* display index -> lane */
     size_t order_cap;
     int order_dirty;
@@ -308,18 +315,27 @@ static uint64_t stream_key(uint32_t prod, uint16_t device, uint32_t stream) {
 
 static lane *lane_get(st_store *s, uint32_t prod, st_lane_kind kind, uint16_t device, uint32_t id) {
     uint64_t key = lane_key(prod, kind, device, id);
-    /* a batch's records of one kind come in runs on one lane: the last one of each kind is kept
-     * (keys are never 0: kind is in them) */
-    if (s->last_lane[kind & 3] == key)
-        return &s->lanes[s->last_index[kind & 3]];
+    /* records in time order go to a few lanes by turns: those met lately are found here without a
+     * hash (keys are never 0: kind is in them) */
+    lane_seen *seen = &s->lane_memo[(size_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - LANE_MEMO_BITS)) & ~(size_t)1];
+    if (seen[0].key == key)
+        return &s->lanes[seen[0].index];
+    if (seen[1].key == key) {
+        lane_seen t = seen[1];
+        seen[1] = seen[0];
+        seen[0] = t;
+        return &s->lanes[t.index];
+    }
+    seen[1] = seen[0];
+    seen[0].key = 0;
     uint64_t *v = cm_u64map_find(&s->lane_by_key, key);
     if (v) {
-        s->last_lane[kind & 3] = key;
-        s->last_index[kind & 3] = (size_t)*v;
+        seen[0] = (lane_seen){key, (size_t)*v};
         return &s->lanes[*v];
     }
     if (CM_GROW(s->lanes, s->lanes_cap, s->n_lanes + 1) || cm_u64map_put(&s->lane_by_key, key, s->n_lanes) != 0)
         return NULL;
+    seen[0] = (lane_seen){key, s->n_lanes};
     lane *l = &s->lanes[s->n_lanes++];
     memset(l, 0, sizeof *l);
     l->key = key;

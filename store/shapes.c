@@ -45,22 +45,34 @@ static int slots_grow(st_shapes *t) {
 }
 
 /* Where a shape is remembered: a batch's events repeat a few shapes, found again with a compare
- * and no hash. Chosen fields only move a shape in the memo; what is found is compared whole. */
+ * and no hash, two ways a slot (the one met last first). A quick mix of every field: it only moves
+ * a shape in the memo; what is found is compared whole. */
 static size_t memo_slot(const st_shape *k) {
-    uint32_t x = k->name * 2654435761u ^ k->aux * 40503u ^ (uint32_t)k->value * 2246822519u ^
-                 (uint32_t)k->kind << 24 ^ (uint32_t)k->flags << 16;
-    return x >> 22;
+    uint64_t x = (k->value * 0x9e3779b97f4a7c15ull) ^ (k->dur * 0xc2b2ae3d27d4eb4full) ^
+                 (((uint64_t)k->name << 32 | k->aux) * 0x165667b19e3779f9ull) ^
+                 ((uint64_t)k->kind | (uint64_t)k->flags << 8 | (uint64_t)k->sub << 16 | (uint64_t)k->mem << 24);
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return (size_t)(x >> (64 - ST_SHAPE_MEMO_BITS)) & ~(size_t)1;
 }
 
 uint32_t st_shapes_intern(st_shapes *t, const st_shape *k) {
     uint32_t *m = &t->memo[memo_slot(k)];
-    if (*m != 0 && shape_eq(&t->v[*m - 1], k))
-        return *m - 1;
+    if (m[0] != 0 && shape_eq(&t->v[m[0] - 1], k))
+        return m[0] - 1;
+    if (m[1] != 0 && shape_eq(&t->v[m[1] - 1], k)) {
+        uint32_t id = m[1];
+        m[1] = m[0];
+        m[0] = id;
+        return id - 1;
+    }
+    m[1] = m[0];
+    m[0] = 0;
     size_t i = 0;
     if (t->n_slots != 0) {
         i = walk(t, t->slot, t->n_slots, k);
         if (t->slot[i] != 0) {
-            *m = t->slot[i];
+            m[0] = t->slot[i];
             return t->slot[i] - 1;
         }
     }
@@ -72,7 +84,7 @@ uint32_t st_shapes_intern(st_shapes *t, const st_shape *k) {
         i = walk(t, t->slot, t->n_slots, k);
     }
     t->v[t->n] = *k;
-    t->slot[i] = *m = (uint32_t)++t->n;
+    t->slot[i] = m[0] = (uint32_t)++t->n;
     return (uint32_t)(t->n - 1);
 }
 

@@ -11,13 +11,14 @@
 #include "hash.h"
 #include "store.h"
 
+#define ST_SHAPE_MEMO_BITS 10
 typedef struct st_shapes {
     st_shape *v; /* by id */
     size_t n, cap;
     uint32_t *slot; /* open addressing, linear probing, at most half full: id + 1, 0 empty */
     size_t n_slots; /* a power of two, or 0 */
     cm_hash_key key;
-    uint32_t memo[1024]; /* ids + 1 of shapes found lately, by a cheap mix of their fields (memo_slot) */
+    uint32_t memo[1u << ST_SHAPE_MEMO_BITS]; /* ids + 1 of shapes found lately, by a mix of their fields (memo_slot) */
 } st_shapes;
 
 /* The id of a shape, added when new; UINT32_MAX when out of memory or past ST_SHAPE_INDEX shapes. */

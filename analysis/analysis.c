@@ -212,8 +212,17 @@ static void sort_bubbles(an_result *r) {
     for (size_t i = 0, j; i < n; i = j) {
         for (j = i + 1; j < n && b[j].start == b[i].start; j++)
             ;
-        if (j - i > 1)
+        if (j - i > 16) {
             qsort_r(b + i, j - i, sizeof *b, bubble_tie, r);
+            continue;
+        }
+        for (size_t k = i + 1; k < j; k++) { /* most runs are two or three bubbles: in line */
+            an_bubble x = b[k];
+            size_t m = k;
+            for (; m > i && bubble_tie(&b[m - 1], &x, r) > 0; m--)
+                b[m] = b[m - 1];
+            b[m] = x;
+        }
     }
 }
 

@@ -713,7 +713,15 @@ SCAN_INLINE int scan_key(kimp *k, scan_pos *s) {
     s->p = s->q = skip_ws(k, p);
     s->ys = Y_MAP_VAL;
     if (k->key == K_NONE && k->skip == 0 && (IGNORED_VALUE_CTX >> k->stack[k->sp] & 1)) {
-        const uint8_t *e = jl_skip_value(k, s->p);
+        /* most such values are counts: digits (no leading zero) and the member's end */
+        const uint8_t *e = s->p;
+        if ((unsigned)(*e - '1') < 9) {
+            e = dec_skip_digits(e);
+            if (*e != ',' && *e != '}')
+                e = jl_skip_value(k, s->p);
+        } else {
+            e = jl_skip_value(k, s->p);
+        }
         if (e) {
             s->p = e;
             s->ys = Y_MAP_GOT;

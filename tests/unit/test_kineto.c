@@ -1443,6 +1443,13 @@ TEST(malformed_json_says_where) {
     EXPECT_ERROR("{\"traceEvents\": [\n{\"ph\": \"X\",, \"cat\": \"kernel\"}]}", ERR_MALFORMED,
                  "line 2, column 12");
     EXPECT_ERROR("{\"traceEvents\": [\n\n  {\"ts\": 1x}]}", ERR_MALFORMED, "line 3");
+    /* in the values of keys nobody reads (skipped, not parsed): the offending byte, counted by hand */
+    EXPECT_ERROR("{\"traceEvents\": [\n{\"ph\": \"X\", \"args\": {\"Ev Idx\": 12a}}]}", ERR_MALFORMED,
+                 "line 2, column 34");
+    EXPECT_ERROR("{\"traceEvents\": [\n{\"ph\": \"X\", \"args\": {\"Ev Idx\": 12 ,\n \"b\": 1x}}]}", ERR_MALFORMED,
+                 "line 3, column 8");
+    EXPECT_ERROR("{\"traceEvents\": [\n{\"ph\": \"X\", \"args\": {\"Ev Idx\": 12}, \"x\": 7,\n 5}]}", ERR_MALFORMED,
+                 "line 3, column 2");
     EXPECT_ERROR("{\"traceEvents\": []} trailing", ERR_MALFORMED, "invalid JSON");
     EXPECT_ERROR("42", ERR_MALFORMED, "not an object");
     EXPECT_ERROR("{\"schemaVersion\": 1}", ERR_MALFORMED, "no traceEvents");

@@ -713,10 +713,13 @@ SCAN_INLINE int scan_key(kimp *k, scan_pos *s) {
     s->p = s->q = skip_ws(k, p);
     s->ys = Y_MAP_VAL;
     if (k->key == K_NONE && k->skip == 0 && (IGNORED_VALUE_CTX >> k->stack[k->sp] & 1)) {
-        /* most such values are counts: digits (no leading zero) and the member's end */
+        /* most such values are numbers: digits (no leading zero), maybe a fraction, and the
+         * member's end */
         const uint8_t *e = s->p;
-        if ((unsigned)(*e - '1') < 9) {
+        if ((unsigned)(*e - '1') < 9 || (*e == '0' && !is_digit(e[1]))) {
             e = dec_skip_digits(e);
+            if (*e == '.' && is_digit(e[1]))
+                e = dec_skip_digits(e + 1);
             if (*e != ',' && *e != '}')
                 e = jl_skip_value(k, s->p);
         } else {

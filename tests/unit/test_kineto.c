@@ -1450,6 +1450,11 @@ TEST(malformed_json_says_where) {
                  "line 3, column 8");
     EXPECT_ERROR("{\"traceEvents\": [\n{\"ph\": \"X\", \"args\": {\"Ev Idx\": 12}, \"x\": 7,\n 5}]}", ERR_MALFORMED,
                  "line 3, column 2");
+    EXPECT_ERROR("{\"traceEvents\": [\n{\"ph\": \"X\", \"args\": {\"w\": 12.}}]}", ERR_MALFORMED, "line 2, column 29");
+    EXPECT_ERROR("{\"traceEvents\": [\n{\"ph\": \"X\", \"args\": {\"w\": 0.5x}}]}", ERR_MALFORMED, "line 2, column 30");
+    EXPECT_ERROR("{\"traceEvents\": [\n{\"ph\": \"X\", \"args\": {\"w\": 1.5e3, \"v\": 0, \"u\": -3, \"t\": 0.25}, "
+                 "\"x\": 7,\n 5}]}",
+                 ERR_MALFORMED, "line 3, column 2");
     EXPECT_ERROR("{\"traceEvents\": []} trailing", ERR_MALFORMED, "invalid JSON");
     EXPECT_ERROR("42", ERR_MALFORMED, "not an object");
     EXPECT_ERROR("{\"schemaVersion\": 1}", ERR_MALFORMED, "no traceEvents");

@@ -287,26 +287,14 @@ static uint32_t op_correlation(const void *r) {
     return c;
 }
 
-/* Correlation ids to the index + 1 of their GPU operation: a table over the ids' range when they
- * fill it (CUPTI numbers a process's API calls in turn, so one process's ids are dense: 4 bytes an
- * id); the records of several processes (nsys) in a table per process (corrmap.h, 4 bytes an id,
- * a hash map for the ids too sparse for one). One process's sparse ids are joined by sorting
- * instead (resolve_sorted). */
-typedef struct op_index {
-    uint32_t *dense; /* [corr - lo], 0: none */
-    uint32_t lo;
-    size_t span;
-    cm_corrmap map;
-} op_index;
-
 static int is_op(unsigned kind) {
     return kind == TP_K_KERNEL || kind == TP_K_MEMCPY || kind == TP_K_MEMSET || kind == TP_K_SYNC;
 }
 
-/* Sets x up: a table when one process's ids are dense, else (no table) a map or the sort; counts
- * the operations with an id. 0 or ERR_NOMEM. */
-static int op_index_init(op_index *x, const void *rec, size_t stride, size_t n, const uint32_t *pid, size_t *n_ops) {
-    memset(x, 0, sizeof *x);
+/* Counts the operations with a correlation id; whether one process's ids (pid NULL) are too
+ * sparse for a table over their range (CUPTI numbers a process's API calls in turn, so they are
+ * mostly dense): those are joined by sorting (resolve_sorted), the others through a corrmap. */
+static int ops_sparse(const void *rec, size_t stride, size_t n, const uint32_t *pid, size_t *n_ops) {
     uint32_t lo = UINT32_MAX, hi = 0;
     size_t ops = 0;
     for (size_t i = 0; i < n; i++) {
@@ -319,17 +307,7 @@ static int op_index_init(op_index *x, const void *rec, size_t stride, size_t n, 
         hi = corr > hi ? corr : hi;
     }
     *n_ops = ops;
-    if (pid != NULL || n >= UINT32_MAX || ops == 0 || (size_t)(hi - lo) >= 4 * ops + 1024) /* sparse */
-        return 0;
-    x->lo = lo;
-    x->span = (size_t)(hi - lo) + 1;
-    x->dense = calloc(x->span, sizeof *x->dense);
-    return x->dense != NULL ? 0 : ERR_NOMEM;
-}
-
-static void op_index_free(op_index *x) {
-    free(x->dense);
-    cm_corrmap_free(&x->map);
+    return pid == NULL && n < UINT32_MAX && ops > 0 && (size_t)(hi - lo) >= 4 * ops + 1024;
 }
 
 /* Host call i (a) given its operation (the record index + 1 of it, 0: none): its device, its
@@ -402,12 +380,10 @@ static int resolve_sorted(void *rec, size_t stride, size_t n, size_t n_ops,
 
 int em_resolve(void *rec, size_t stride, size_t n, const uint32_t *pid,
                unsigned (*class_of)(void *arg, size_t i, tp_api *a), void *arg, import_stats *st) {
-    op_index ops; /* correlation -> record index + 1; a copy or memset wins over other rows */
     size_t n_ops = 0;
-    if (op_index_init(&ops, rec, stride, n, pid, &n_ops) != 0)
-        return ERR_NOMEM;
-    if (ops.dense == NULL && pid == NULL && n < UINT32_MAX)
+    if (ops_sparse(rec, stride, n, pid, &n_ops))
         return resolve_sorted(rec, stride, n, n_ops, class_of, arg, st) ? 0 : ERR_NOMEM;
+    cm_corrmap ops = {0}; /* (process, correlation) -> record index + 1; a copy or memset wins over other rows */
     for (size_t i = 0; i < n; i++) {
         const tp_head *r = REC_AT(rec, stride, i);
         if (!is_op(r->kind))
@@ -415,19 +391,13 @@ int em_resolve(void *rec, size_t stride, size_t n, const uint32_t *pid,
         uint32_t corr = op_correlation(r);
         if (corr == 0)
             continue;
-        uint32_t *d = ops.dense != NULL ? &ops.dense[corr - ops.lo] : NULL;
         uint32_t p = pid != NULL ? pid[i] : 0;
         uint64_t old = 0;
-        if (d != NULL)
-            old = *d;
-        else if (!cm_corrmap_find(&ops.map, p, corr, &old))
-            old = 0;
-        if (old != 0 && !op_wins(r->kind, ((const tp_head *)REC_AT(rec, stride, old - 1))->kind))
+        if (cm_corrmap_find(&ops, p, corr, &old) && old != 0 &&
+            !op_wins(r->kind, ((const tp_head *)REC_AT(rec, stride, old - 1))->kind))
             continue;
-        if (d != NULL) {
-            *d = (uint32_t)(i + 1);
-        } else if (cm_corrmap_put(&ops.map, p, corr, i + 1) != 0) {
-            op_index_free(&ops);
+        if (cm_corrmap_put(&ops, p, corr, i + 1) != 0) {
+            cm_corrmap_free(&ops);
             return ERR_NOMEM;
         }
     }
@@ -436,14 +406,10 @@ int em_resolve(void *rec, size_t stride, size_t n, const uint32_t *pid,
         if (a->kind != TP_K_API)
             continue;
         uint64_t v = 0;
-        if (a->correlation && ops.dense != NULL) {
-            uint32_t at_id = a->correlation - ops.lo; /* wraps below lo: out of the span */
-            v = a->correlation >= ops.lo && at_id < ops.span ? ops.dense[at_id] : 0;
-        } else if (a->correlation && !cm_corrmap_find(&ops.map, pid != NULL ? pid[i] : 0, a->correlation, &v)) {
+        if (a->correlation && !cm_corrmap_find(&ops, pid != NULL ? pid[i] : 0, a->correlation, &v))
             v = 0;
-        }
         resolve_call(rec, stride, i, a, v, class_of, arg, st);
     }
-    op_index_free(&ops);
+    cm_corrmap_free(&ops);
     return 0;
 }

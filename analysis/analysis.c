@@ -102,13 +102,6 @@ static uint64_t ckey(uint32_t producer, uint32_t corr) {
     return (uint64_t)(producer + 1u) << 32 | corr;
 }
 
-/* Adds key (value POS_NONE) if absent. Returns 0 or -1 when out of memory. */
-static int cmap_want(cm_u64map *m, uint64_t key) {
-    if (cm_u64map_find(m, key) != NULL)
-        return 0;
-    return cm_u64map_put(m, key, POS_NONE) == 0 ? 0 : -1;
-}
-
 /* A (process, correlation) key and a value: a bubble's index (launches_of), or the position of the
  * work a blocking call waited for (the wanted correlations). */
 typedef struct an_pair {
@@ -686,11 +679,11 @@ static int build_sites(an_ctx *c) {
         key = key * 0x9e3779b97f4a7c15ull + b->producer + 1;
         if (key == 0)
             key = 1;
-        if (cmap_want(&idx, key)) {
+        uint64_t *v = cm_u64map_get_or_add(&idx, key, POS_NONE, NULL);
+        if (v == NULL) {
             cm_u64map_free(&idx);
             return ERR_NOMEM;
         }
-        uint64_t *v = cm_u64map_find(&idx, key);
         if (*v == POS_NONE) {
             if (CM_GROW(r->sites, cap, r->n_sites + 1)) {
                 cm_u64map_free(&idx);
@@ -1000,9 +993,9 @@ static int host_credit(an_ctx *c, cm_u64map *idx, size_t *cap, uint32_t producer
         r->host_ranges[c->last_credit].idle_ns += ns;
         return 0;
     }
-    if (cmap_want(idx, key))
+    uint64_t *v = cm_u64map_get_or_add(idx, key, POS_NONE, NULL);
+    if (v == NULL)
         return ERR_NOMEM;
-    uint64_t *v = cm_u64map_find(idx, key);
     if (*v == POS_NONE) {
         if (CM_GROW(r->host_ranges, *cap, r->n_host_ranges + 1))
             return ERR_NOMEM;
@@ -1092,10 +1085,8 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
         if (li->kind != ST_LANE_NVTX)
             continue;
         uint64_t key = ((uint64_t)li->producer << 32 | (uint32_t)li->id) + 1;
-        if (cmap_want(&lanes, key))
+        if (cm_u64map_put(&lanes, key, l) != 0)
             rc = -1;
-        else
-            *cm_u64map_find(&lanes, key) = l;
     }
     for (size_t k = 0; k < n_device_bubbles && rc == 0; k++) {
         const an_bubble *b = &r->bubbles[k];

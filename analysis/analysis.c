@@ -202,21 +202,7 @@ static void sort_bubbles(an_result *r) {
     an_bubble *b = r->bubbles;
     size_t n = r->n_bubbles;
     cm_radix_sort_inplace_by(b, n, sizeof *b);
-    for (size_t i = 0, j; i < n; i = j) {
-        for (j = i + 1; j < n && b[j].start == b[i].start; j++)
-            ;
-        if (j - i > 16) {
-            qsort_r(b + i, j - i, sizeof *b, bubble_tie, r);
-            continue;
-        }
-        for (size_t k = i + 1; k < j; k++) { /* most runs are two or three bubbles: in line */
-            an_bubble x = b[k];
-            size_t m = k;
-            for (; m > i && bubble_tie(&b[m - 1], &x, r) > 0; m--)
-                b[m] = b[m - 1];
-            b[m] = x;
-        }
-    }
+    cm_sort_runs(b, n, sizeof *b, bubble_tie, r);
 }
 
 static an_device *device_get(an_ctx *c, uint32_t producer, uint16_t device) {

@@ -124,6 +124,37 @@ static inline __attribute__((always_inline)) void cm_radix_sort_inplace_by(void 
     }
 }
 
+/* Puts each run of the n elements at a (size bytes each) that start with the same 64-bit
+ * key, as a sort by that key leaves them, in the order cmp(x, y, arg) gives: the rest of a sort
+ * whose key ties. Runs of a few (most are two or three) in line, longer ones by qsort_r. */
+static inline void cm_sort_runs(void *a, size_t n, size_t size, int (*cmp)(const void *, const void *, void *),
+                                void *arg) {
+    char *b = a, x[64];
+    for (size_t i = 0, j; i < n; i = j) {
+        uint64_t ki, kj;
+        memcpy(&ki, b + i * size, sizeof ki);
+        for (j = i + 1; j < n; j++) {
+            memcpy(&kj, b + j * size, sizeof kj);
+            if (kj != ki)
+                break;
+        }
+        if (j - i > 16 || size > sizeof x) {
+            qsort_r(b + i * size, j - i, size, cmp, arg);
+            continue;
+        }
+        for (size_t k = i + 1; k < j; k++) { /* insertion */
+            size_t m = k;
+            while (m > i && cmp(b + (m - 1) * size, b + k * size, arg) > 0)
+                m--;
+            if (m == k)
+                continue;
+            memcpy(x, b + k * size, size);
+            memmove(b + (m + 1) * size, b + m * size, (k - m) * size);
+            memcpy(b + m * size, x, size);
+        }
+    }
+}
+
 /* Keys alone, by their bits from low up (cm_radix_sort_above_by). */
 static inline uint64_t *cm_radix_sort_u64_above(uint64_t *a, uint64_t *tmp, size_t n, unsigned low) {
     return cm_radix_sort_above_by(a, tmp, n, sizeof *a, low);

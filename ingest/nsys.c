@@ -1031,10 +1031,10 @@ typedef struct norder {
     uint64_t index;
 } norder;
 
-static int order_cmp(const void *a, const void *b) {
+/* Records of one start, by index. */
+static int by_index(const void *a, const void *b, void *arg) {
+    (void)arg;
     const norder *x = a, *y = b;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
     return (x->index > y->index) - (x->index < y->index);
 }
 
@@ -1042,20 +1042,7 @@ static int order_cmp(const void *a, const void *b) {
  * run of equal starts by index. */
 static void order_process(norder *o, size_t n) {
     cm_radix_sort_inplace_by(o, n, sizeof *o);
-    for (size_t i = 0, j; i < n; i = j) {
-        for (j = i + 1; j < n && o[j].start == o[i].start;)
-            j++;
-        if (j - i > 32) {
-            qsort(o + i, j - i, sizeof *o, order_cmp);
-            continue;
-        }
-        for (size_t a = i + 1; a < j; a++) /* insertion sort of a short run */
-            for (size_t b = a; b > i && o[b - 1].index > o[b].index; b--) {
-                norder t = o[b];
-                o[b] = o[b - 1];
-                o[b - 1] = t;
-            }
-    }
+    cm_sort_runs(o, n, sizeof *o, by_index, NULL);
 }
 
 static int u32_cmp(const void *a, const void *b) {

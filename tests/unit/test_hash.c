@@ -496,6 +496,42 @@ TEST(a_sort_by_high_bits_keeps_the_order_given_among_equals) {
             }
 }
 
+static int pair_by_key(const void *a, const void *b) {
+    const key_pair *x = a, *y = b;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+static int pair_by_val_r(const void *a, const void *b, void *arg) {
+    (void)arg;
+    const key_pair *x = a, *y = b;
+    return (x->val > y->val) - (x->val < y->val);
+}
+
+/* Sorted by key alone, each run of one key then put in order by value: the order of a sort by key
+ * and value, runs of one, a few or thousands. */
+TEST(runs_of_one_key_are_put_in_order_by_the_rest) {
+    static const size_t sizes[] = {0, 1, 2, 17, 1000, 100000};
+    uint64_t seed = 11;
+    for (int shape = 0; shape < 4; shape++)
+        for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+            size_t n = sizes[z];
+            key_pair *want = malloc((n + 1) * sizeof *want), *a = malloc((n + 1) * sizeof *a);
+            ASSERT(want && a);
+            for (size_t i = 0; i < n; i++) { /* shape 3: runs of 1 to 20 */
+                uint64_t r = next_rand(&seed);
+                want[i] = a[i] = (key_pair){shape == 3 ? r % (n / 10 + 1) : key_of(shape, r), r >> 7};
+            }
+            qsort(want, n, sizeof *want, pair_by_key_then_val);
+            qsort(a, n, sizeof *a, pair_by_key);
+            cm_sort_runs(a, n, sizeof *a, pair_by_val_r, NULL);
+            for (size_t i = 0; i < n; i++)
+                if (a[i].key != want[i].key || a[i].val != want[i].val)
+                    TASK_FAIL_("shape %d, %zu keys: differs at %zu", shape, n, i);
+            free(want);
+            free(a);
+        }
+}
+
 TEST(key_sorts_order_as_qsort_does) {
     static const size_t sizes[] = {0, 1, 2, 31, 32, 33, 255, 1000, 100000};
     uint64_t seed = 42;

@@ -28,7 +28,7 @@ typedef struct cm_corrmap {
     cm_corr_proc *procs;
     size_t n_procs, cap_procs;
     size_t last;       /* the process of the last look-up */
-    cm_u64map by_pid;  /* pid + 1 -> index in procs, once there are several */
+    cm_u64map by_pid;  /* pid + 1 -> index in procs (read once there are more than a few) */
     cm_u64map sparse;  /* pid << 32 | id -> value, the ids no table takes */
 } cm_corrmap;
 

@@ -926,6 +926,11 @@ TEST(import_of_several_inputs_on_threads_writes_what_one_thread_writes) {
         ASSERT_EQ(import_on(paths, n, k ? "4" : "1", out), 0);
         ASSERT_STR_CONTAINS(out_buf, "imported 9 traces");
         snprintf(said[k], sizeof said[k], "%s", out_buf);
+        /* the file's size is left out: each import draws its producers' ids, and the compressed
+         * batches differ in a few bytes from one run to the next (the timelines are compared below) */
+        char *size = strstr(said[k], " -> ");
+        ASSERT_NOT_NULL(size);
+        *size = '\0';
         snprintf(timeline[k], sizeof timeline[k], "%s", task_path(k ? "several4.json" : "several1.json"));
         char args[4096];
         snprintf(args, sizeof args, "export '%s' -o '%s' --force", out, timeline[k]);

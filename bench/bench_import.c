@@ -20,6 +20,7 @@
  *   bench_import [--busy] [MB] [TRACE_DIR]
  *   bench_import --import FILE   (what the memory figures run: imports FILE, prints its peak RSS)
  *   bench_import --write FILE [MB]   (writes the large input to FILE, for other readers to time)
+ *   bench_import --files FILE...   (each plain JSON file against wc -l, as the real traces above)
  */
 #include <sched.h>
 #include <signal.h>
@@ -510,6 +511,15 @@ int main(int argc, char **argv) {
     tp_crc32_use(import_crc32); /* as the command line computes the batches' checksums */
     if (argc == 3 && strcmp(argv[1], "--import") == 0)
         return import_child(argv[2]);
+    if (argc > 2 && strcmp(argv[1], "--files") == 0) {
+        for (int i = 2; i < argc; i++) {
+            tp_buf text = read_whole(argv[i]);
+            const char *base = strrchr(argv[i], '/');
+            versus_wc(base ? base + 1 : argv[i], &text, NULL, 9);
+            tp_buf_free(&text);
+        }
+        return 0;
+    }
     pid_t busy = 0;
     if (argc > 1 && strcmp(argv[1], "--busy") == 0) {
         busy = busy_start();
@@ -521,7 +531,7 @@ int main(int argc, char **argv) {
     size_t mb = argc > 1 + 2 * writing ? (size_t)atol(argv[1 + 2 * writing]) : 220;
     const char *dir = argc > 2 && !writing ? argv[2] : KINETO_TRACE_DIR;
     if (mb == 0)
-        die("usage: bench_import [--busy] [MB] [TRACE_DIR] | --write FILE [MB]");
+        die("usage: bench_import [--busy] [MB] [TRACE_DIR] | --write FILE [MB] | --files FILE...");
     uint64_t span_us;
     double t0 = now_s();
     tp_buf json = build_input(dir, mb, &span_us);

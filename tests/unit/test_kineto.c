@@ -2645,3 +2645,124 @@ TEST(imported_calls_leave_their_padding_zero) {
     ASSERT_GT(calls, 0);
     got_free(&g);
 }
+
+/* A text of more than 4 GiB, made as it is written (never held): its blocks of BIG_BLOCK bytes each a
+ * kernel whose arguments end in a long text nobody reads, a comma and a newline; then a last entry
+ * (a kernel, or one whose ts is "1x") and the end. Its layout, counted as it is written, says where
+ * the last entry is. */
+enum { BIG_BLOCK = 1 << 20, BIG_BLOCKS = 4100 };
+#define BIG_HEAD "{\"traceEvents\": [\n"
+#define BIG_TAIL "\"}},\n"
+
+typedef struct big_layout {
+    uint64_t bytes;   /* the whole text */
+    uint64_t line;    /* the line the last entry is on (the first is 1) */
+    uint64_t line_at; /* where that line starts */
+    uint64_t bad_at;  /* the 'x' of the broken last entry */
+} big_layout;
+
+static size_t big_entry(char *s, uint64_t i) {
+    return (size_t)sprintf(s,
+                           "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 1, \"tid\": 7, \"ts\": %llu, "
+                           "\"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": %llu",
+                           (unsigned long long)(1000 + i), (unsigned long long)(i + 1));
+}
+
+/* Writes the text to fd (or only counts it, fd < 0): its layout. */
+static big_layout big_text(int fd, int broken) {
+    big_layout l = {.line = 1};
+    char *buf = malloc(BIG_BLOCK + 256);
+    ASSERT_NOT_NULL(buf);
+    for (uint64_t i = 0; i <= BIG_BLOCKS; i++) {
+        size_t n = 0;
+        if (i == 0) {
+            n = (size_t)sprintf(buf, BIG_HEAD);
+            l.line++;
+            l.line_at = n;
+        }
+        if (i < BIG_BLOCKS) {
+            n += big_entry(buf + n, i);
+            n += (size_t)sprintf(buf + n, ", \"pad\": \"");
+            size_t pad = BIG_BLOCK - n - strlen(BIG_TAIL);
+            memset(buf + n, 'a', pad);
+            n += pad;
+            n += (size_t)sprintf(buf + n, BIG_TAIL);
+            l.line++;
+            l.line_at = l.bytes + n;
+        } else if (broken) {
+            n += (size_t)sprintf(buf + n, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1x");
+            l.bad_at = l.bytes + n - 1;
+            n += (size_t)sprintf(buf + n, "}]}\n");
+        } else {
+            n += big_entry(buf + n, i);
+            n += (size_t)sprintf(buf + n, "}}]}\n");
+        }
+        for (size_t at = 0; fd >= 0 && at < n;) {
+            ssize_t w = write(fd, buf + at, n - at);
+            if (w <= 0)
+                _exit(1);
+            at += (size_t)w;
+        }
+        l.bytes += n;
+    }
+    free(buf);
+    return l;
+}
+
+/* Imports the text through a pipe written by a child process. */
+static int import_big(int broken, got *g, import_stats *st, err_msg *err) {
+    int fd[2];
+    ASSERT_OK(pipe(fd));
+    (void)fcntl(fd[1], F_SETPIPE_SZ, BIG_BLOCK);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        close(fd[0]);
+        big_text(fd[1], broken);
+        _exit(0);
+    }
+    close(fd[1]);
+    int rc = kineto_import_fd(fd[0], NULL, 0, "big", &(import_opts){.producer = 79}, collect, g, st, err);
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    return rc;
+}
+
+/* Past 4 GiB of text nothing wraps: every kernel is read with its own time and id (the last ones lie
+ * past 2^32 bytes), the bytes read are counted whole, and an error there is placed by its line,
+ * column and byte as the text was written. */
+TEST(a_text_past_4_gib_is_read_and_placed_whole) {
+    big_layout l = big_text(-1, 0);
+    ASSERT(l.bytes > (1ull << 32));
+    got g;
+    got_init(&g);
+    import_stats st;
+    err_msg err = {{0}};
+    if (import_big(0, &g, &st, &err) != 0)
+        TASK_FAIL_("import failed: %s", err.msg);
+    ASSERT_UEQ(st.json_bytes, l.bytes);
+    size_t kernels = 0;
+    for (size_t i = 0; i < g.n; i++) {
+        if (g.rec[i].head.kind != TP_K_KERNEL)
+            continue;
+        const tp_kernel *k = &g.rec[i].kernel;
+        ASSERT_UEQ(k->start, (1000 + (uint64_t)kernels) * 1000);
+        ASSERT_UEQ(k->end, k->start + 1000);
+        ASSERT_UEQ(k->correlation, kernels + 1);
+        kernels++;
+    }
+    ASSERT_UEQ(kernels, BIG_BLOCKS + 1);
+    got_free(&g);
+
+    l = big_text(-1, 1);
+    ASSERT(l.bad_at > (1ull << 32));
+    got_init(&g);
+    ASSERT_EQ(import_big(1, &g, &st, &err), ERR_MALFORMED);
+    char want[128];
+    snprintf(want, sizeof want, "line %llu, column %llu (byte %llu)", (unsigned long long)l.line,
+             (unsigned long long)(l.bad_at - l.line_at + 1), (unsigned long long)l.bad_at);
+    if (strstr(err.msg, want) == NULL)
+        TASK_FAIL_("wanted \"%s\" in: %s", want, err.msg);
+    got_free(&g);
+}

@@ -187,14 +187,15 @@ static void arena_reset(kpiece *p) {
     p->cur = p->arena;
 }
 
-/* A kbuf's text, put in the piece's arena, as two values: where and how long. */
-static int keep_text(kpiece *p, const kbuf *in) {
+/* A kbuf's text, put in the piece's arena, as two values at v: where and how long. v after them, or
+ * NULL when out of memory. */
+static uint64_t *keep_text(kpiece *p, uint64_t *v, const kbuf *in) {
     const char *d = in->len ? arena_put(p, in->s, in->len) : "";
     if (d == NULL)
-        return 0;
-    p->vals[p->n_vals++] = (uint64_t)(uintptr_t)d;
-    p->vals[p->n_vals++] = in->len;
-    return 1;
+        return NULL;
+    v[0] = (uint64_t)(uintptr_t)d;
+    v[1] = in->len;
+    return v + 2;
 }
 
 /* Room in p for one more entry and its values. */
@@ -220,22 +221,25 @@ int kt_par_keep(kimp *k, const kev *e, int not_object) {
     c->ph = e->ph;
     c->ph_len = e->ph_len > 2 ? 2 : (uint8_t)e->ph_len;
     c->cat_len = (uint8_t)e->cat_len;
-    c->flags = 0;
     c->name_len = (uint32_t)e->name_len;
     c->name_s = e->in_window || !e->name_len ? e->name_s : arena_put(p, e->name_s, e->name_len);
     if (c->name_s == NULL)
         return kt_fail_nomem(k);
+    /* the values written through a pointer of their own: p->n_vals, which a store to p->vals might
+     * alias, is read and written once */
+    uint64_t *v = p->vals + p->n_vals;
+    uint8_t flags = 0;
     for (uint32_t m = e->have & KC_NUMS; m; m &= m - 1)
-        p->vals[p->n_vals++] = (uint64_t) * (const int64_t *)((const char *)e + k_num_at[__builtin_ctz(m)]);
+        *v++ = (uint64_t) * (const int64_t *)((const char *)e + k_num_at[__builtin_ctz(m)]);
     if (e->sync_kind) {
-        c->flags |= KC_SYNC;
-        p->vals[p->n_vals++] = (uint64_t)e->sync_kind;
+        flags |= KC_SYNC;
+        *v++ = (uint64_t)e->sync_kind;
     }
     if (e->n_grid || e->n_block) {
-        c->flags |= KC_DIMS;
-        p->vals[p->n_vals++] = (uint64_t)(uint8_t)e->n_grid | (uint64_t)(uint8_t)e->n_block << 8;
+        flags |= KC_DIMS;
+        *v++ = (uint64_t)(uint8_t)e->n_grid | (uint64_t)(uint8_t)e->n_block << 8;
         for (int i = 0; i < 3; i++)
-            p->vals[p->n_vals++] = e->grid[i] | (uint64_t)e->block[i] << 32;
+            *v++ = e->grid[i] | (uint64_t)e->block[i] << 32;
     }
     if (e->cat_len) { /* read only when the entry is counted as skipped; categories are few */
         if (p->cat_last == NULL || p->cat_last_len != e->cat_len || memcmp(p->cat_last, e->cat_text, e->cat_len) != 0) {
@@ -243,16 +247,19 @@ int kt_par_keep(kimp *k, const kev *e, int not_object) {
                 return kt_fail_nomem(k);
             p->cat_last_len = (uint8_t)e->cat_len;
         }
-        c->flags |= KC_CAT;
-        p->vals[p->n_vals++] = (uint64_t)(uintptr_t)p->cat_last;
+        flags |= KC_CAT;
+        *v++ = (uint64_t)(uintptr_t)p->cat_last;
     }
-    if (((e->have & H_MNAME) && !keep_text(p, &e->mname)) || ((e->have & H_STACK) && !keep_text(p, &e->stack)) ||
-        ((e->have & H_MODULE) && !keep_text(p, &e->module)))
+    if (((e->have & H_MNAME) && (v = keep_text(p, v, &e->mname)) == NULL) ||
+        ((e->have & H_STACK) && (v = keep_text(p, v, &e->stack)) == NULL) ||
+        ((e->have & H_MODULE) && (v = keep_text(p, v, &e->module)) == NULL))
         return kt_fail_nomem(k);
     if (e->have & H_STACK) {
-        p->vals[p->n_vals++] = e->stack_key;
-        p->vals[p->n_vals++] = e->stack_id;
+        *v++ = e->stack_key;
+        *v++ = e->stack_id;
     }
+    c->flags = flags;
+    p->n_vals = (size_t)(v - p->vals);
     return 1;
 }
 

@@ -11,7 +11,6 @@
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/prctl.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -77,39 +76,63 @@ TEST(siphash_matches_the_published_vectors) {
 
 /* The key a new process draws, through a page shared with it; filter (may be NULL) runs in the
  * child first. */
-static cm_hash_key child_key(void (*filter)(void)) {
-    cm_hash_key *shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ASSERT(shared != MAP_FAILED);
+/* This binary started with SYNCTOP_TEST_KEY_FD draws its key, writes it there and ends before any
+ * case runs: a process that has drawn none, whatever the cases run before in its parent did. */
+__attribute__((constructor)) static void key_drawer(void) {
+    const char *fd = getenv("SYNCTOP_TEST_KEY_FD");
+    if (fd == NULL)
+        return;
+    cm_hash_key k;
+    cm_hash_key_get(&k);
+    _exit(write(atoi(fd), &k, sizeof k) == (ssize_t)sizeof k ? 0 : 1);
+}
+
+/* The key of a child process: a new program (this binary again, its key drawn before anything
+ * else) when fresh, else this process forked; filter runs in it first. */
+static cm_hash_key child_key(void (*filter)(void), int fresh) {
+    int fd[2];
+    ASSERT_OK(pipe(fd));
     pid_t pid = fork();
     ASSERT(pid >= 0);
     if (pid == 0) {
+        close(fd[0]);
         if (filter)
             filter();
-        cm_hash_key_get(shared);
-        _exit(0);
+        if (fresh) {
+            char num[16];
+            snprintf(num, sizeof num, "%d", fd[1]);
+            setenv("SYNCTOP_TEST_KEY_FD", num, 1);
+            execl("/proc/self/exe", "test_hash", (char *)NULL);
+            _exit(4);
+        }
+        cm_hash_key k;
+        cm_hash_key_get(&k);
+        _exit(write(fd[1], &k, sizeof k) == (ssize_t)sizeof k ? 0 : 1);
     }
+    close(fd[1]);
+    cm_hash_key k = {0, 0};
+    ssize_t got = read(fd[0], &k, sizeof k);
+    close(fd[0]);
     int status;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    cm_hash_key k = *shared;
-    ASSERT_OK(munmap(shared, sizeof *shared));
+    ASSERT_EQ(got, (ssize_t)sizeof k);
     return k;
 }
 
 static int key_eq(cm_hash_key a, cm_hash_key b) { return a.k0 == b.k0 && a.k1 == b.k1; }
 
-/* Each process draws its own key (this one has drawn none before the children are made); one
- * process keeps one, and a child made after it was drawn keeps its parent's, so that the tables
- * it inherits stay usable. */
+/* Each process draws its own key; one process keeps one, and a child forked after it was drawn
+ * keeps its parent's, so that the tables it inherits stay usable. */
 TEST(each_process_draws_one_key_and_a_fork_keeps_it) {
-    cm_hash_key a = child_key(NULL), b = child_key(NULL);
+    cm_hash_key a = child_key(NULL, 1), b = child_key(NULL, 1);
     ASSERT(!key_eq(a, b));
     cm_hash_key mine, again;
     cm_hash_key_get(&mine);
     cm_hash_key_get(&again);
     ASSERT(key_eq(mine, again));
     ASSERT(!key_eq(mine, a) && !key_eq(mine, b));
-    ASSERT(key_eq(child_key(NULL), mine));
+    ASSERT(key_eq(child_key(NULL, 0), mine));
 }
 
 /* getrandom() answers ENOSYS, as under a sandbox that refuses it (seccomp). */
@@ -141,7 +164,7 @@ TEST(a_key_is_drawn_where_getrandom_is_refused) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
         TASK_SKIP("seccomp filters are not allowed here");
     ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    cm_hash_key a = child_key(refuse_getrandom), b = child_key(refuse_getrandom);
+    cm_hash_key a = child_key(refuse_getrandom, 1), b = child_key(refuse_getrandom, 1);
     ASSERT(!key_eq(a, b));
     ASSERT(a.k0 != 0 || a.k1 != 0);
 }

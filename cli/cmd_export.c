@@ -101,7 +101,8 @@ static int cmd_export(int argc, char **argv) {
         return verb_error("export", "out of memory");
     err_msg err = {{0}};
     /* the sources are read several at a time, each where its clock puts it */
-    if (ingest_files(s, sources, (size_t)n_sources, max_events, INGEST_ALIGN_CLOCK, verb_warn_cb, "export", &err) != 0) {
+    if (verb_read_files("export", s, (const char *const *)sources, (size_t)n_sources, max_events, INGEST_ALIGN_CLOCK,
+                        &err) != 0) {
         verb_error("export", "%s", err.msg);
         st_store_destroy(&s);
         return 1;

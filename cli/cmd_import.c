@@ -46,56 +46,6 @@ static void import_usage(FILE *out) {
             IMPORT_MAX_EVENTS);
 }
 
-/* ---- progress bar (only on a terminal, only once an import has run for a moment) ---- */
-
-typedef struct progress {
-    int tty;
-    int shown;
-    const char *name;
-    int index, count;
-    double t0, last;
-} progress;
-
-static int progress_cb(void *ctx, uint64_t done, uint64_t total) {
-    progress *p = ctx;
-    if (!p->tty)
-        return 0;
-    double t = cm_now_s();
-    if (t - p->t0 < 0.5 || t - p->last < 0.1)
-        return 0;
-    p->last = t;
-    p->shown = 1;
-    if (total == 0 && done == 0) { /* an export: its rows are not counted in bytes */
-        fprintf(stderr, "\rimporting %d/%d ", p->index, p->count);
-        tp_print_sanitized(stderr, p->name, (size_t)-1);
-        fprintf(stderr, "\033[K");
-        fflush(stderr);
-        return 0;
-    }
-    char bar[31];
-    int pct = total ? (int)(done * 100 / total) : 0;
-    if (pct > 100)
-        pct = 100;
-    int fill = total ? pct * 30 / 100 : 0;
-    memset(bar, '#', (size_t)fill);
-    memset(bar + fill, '.', (size_t)(30 - fill));
-    bar[30] = '\0';
-    fprintf(stderr, "\rimporting %d/%d [%s] %3d%% %6.1f MB ", p->index, p->count, bar, pct,
-            (double)done / 1e6);
-    tp_print_sanitized(stderr, p->name, (size_t)-1);
-    fprintf(stderr, "\033[K");
-    fflush(stderr);
-    return 0;
-}
-
-static void progress_clear(progress *p) {
-    if (p->shown) {
-        fprintf(stderr, "\r\033[K");
-        fflush(stderr);
-        p->shown = 0;
-    }
-}
-
 /* ---- summary ---- */
 
 static void fmt_ns(char *buf, size_t size, uint64_t ns) {
@@ -305,8 +255,9 @@ static int read_ahead(void *ctx, size_t i, const import_opts *o, import_emit_fn 
  * cores the process may use (ahead.h), the writer getting their batches in order. 0, or the error
  * that stopped it (err says it). */
 static int import_all(const import_args *ia, tp_fwriter *w, totals *t, err_msg *err) {
-    progress pr = {.tty = !ia->quiet && isatty(STDERR_FILENO), .count = ia->n_inputs};
-    import_opts opts = {.max_events = ia->max_events, .progress = progress_cb, .progress_ctx = &pr};
+    verb_progress pr; /* each input's bar from half a second into it */
+    verb_progress_init(&pr, "importing", ia->n_inputs, !ia->quiet && isatty(STDERR_FILENO));
+    import_opts opts = {.max_events = ia->max_events, .progress = verb_progress_cb, .progress_ctx = &pr};
     size_t n = (size_t)ia->n_inputs;
     inputs in = {ia, calloc(n ? n : 1, 1)};
     import_stats *st = calloc(1, sizeof *st);
@@ -327,15 +278,15 @@ static int import_all(const import_args *ia, tp_fwriter *w, totals *t, err_msg *
         opts.threads = ahead_threads_each(ahead);
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        pr.name = ia->inputs[i];
-        pr.index = (int)i + 1;
+        verb_progress_next(&pr, (int)i + 1, ia->inputs[i]);
         pr.t0 = pr.last = cm_now_s();
-        rc = ahead ? ahead_take(ahead, i, verb_emit_to_file, w, st, progress_cb, &pr, ia->inputs[i], err) : AHEAD_MINE;
+        rc = ahead ? ahead_take(ahead, i, verb_emit_to_file, w, st, verb_progress_cb, &pr, ia->inputs[i], err)
+                   : AHEAD_MINE;
         if (rc == AHEAD_MINE)
             rc = import_one(&in, i, &opts, verb_emit_to_file, w, st, err);
         else if (rc > 0)
             rc = 0;
-        progress_clear(&pr);
+        verb_progress_clear(&pr);
         if (rc == 0)
             import_tally(t, st, ia->inputs[i], in.nsys[i], ia->verbose);
     }

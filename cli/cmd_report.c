@@ -56,7 +56,8 @@ static void report_usage(FILE *out) {
             "                     HOST:PORT, tcp://..., ipc://...) recorded until its\n"
             "                     program ends or Ctrl-C; - reads standard input. Up\n"
             "                     to 4096 files (64 live); more than eight are named\n"
-            "                     by their pattern: rank{0..63}.json.gz (64 files)\n"
+            "                     by their pattern: rank{0..63}.json.gz (64 files).\n"
+            "                     On a terminal, stderr says how far the reading is\n"
             "  --format F         text (default), json, markdown\n"
             "  --hta              Holistic Trace Analysis' idle time breakdown (host_wait,\n"
             "                     kernel_wait, other per stream, with the idle intervals'\n"
@@ -556,21 +557,8 @@ static int report_load(report_run *run) {
         files[n_files++] = run->sources[i];
     }
     if (n_files > 0) {
-        ingest_loader *ld =
-            ingest_open_many(run->s, files, (size_t)n_files, run->max_events, verb_warn_cb, "report", &run->err);
-        if (ld == NULL)
+        if (verb_read_files("report", run->s, files, (size_t)n_files, run->max_events, run->align, &run->err) != 0)
             return verb_error("report", "%s", run->err.msg);
-        ingest_set_align(ld, run->align);
-        int rc;
-        while ((rc = ingest_step(ld, 0, &run->err)) == 0)
-            ;
-        if (rc > 0 && ingest_align_note(ld)[0])
-            verb_warn("report", "%s", ingest_align_note(ld));
-        ingest_close(&ld);
-        if (rc < 0)
-            return verb_error("report", "%s", run->err.msg);
-        st_store_commit(run->s);
-        st_store_shrink(run->s);
         /* what the import freed goes back to the system before the analysis takes its own (the
          * batch verbs keep freed memory for reuse: cm_malloc_for_batches) */
         malloc_trim(0);
@@ -717,8 +705,8 @@ static int report_baseline(report_run *run) {
     if ((run->bs = st_store_new(NULL)) == NULL)
         return 1;
     /* read several at a time, as the run's files, each where its clock puts it */
-    if (ingest_files(run->bs, run->base_src, (size_t)run->n_base, run->max_events, INGEST_ALIGN_CLOCK, verb_warn_cb,
-                     "report", &run->err) != 0)
+    if (verb_read_files("report", run->bs, (const char *const *)run->base_src, (size_t)run->n_base, run->max_events,
+                        INGEST_ALIGN_CLOCK, &run->err) != 0)
         return verb_error("report", "baseline %s", run->err.msg);
     verb_symbolize("report", run->bs);
     if (an_analyze(run->bs, &run->ao, &run->br, &run->err) != 0 ||

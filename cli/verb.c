@@ -1,6 +1,7 @@
 /*
  * The verbs' registry and the helpers every verb shares (verb.h): how a verb speaks on stderr
- * (untrusted names sanitized), symbolizing a loaded store, and the end of a viewer session.
+ * (untrusted names sanitized), its progress bar, reading files into a store, symbolizing a loaded
+ * store, and the end of a viewer session.
  */
 #include <errno.h>
 #include <limits.h>
@@ -10,10 +11,13 @@
 #include <sys/types.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <inttypes.h>
 
+#include "clock.h"
 #include "import.h"
+#include "load.h"
 #include "store.h"
 #include "synctop/file.h"
 #include "synctop/net.h"
@@ -32,8 +36,87 @@ void verb_register(const verb *v) {
         verbs[n_verbs++] = v;
 }
 
+/* The bar on the screen, taken off before any line is said. */
+static verb_progress *bar_shown;
+
+void verb_progress_init(verb_progress *p, const char *doing, int count, int tty) {
+    memset(p, 0, sizeof *p);
+    p->tty = tty;
+    p->doing = doing;
+    p->count = count;
+    p->name = "";
+    p->t0 = cm_now_s();
+}
+
+void verb_progress_next(verb_progress *p, int index, const char *name) {
+    p->index = index;
+    p->name = name;
+}
+
+int verb_progress_cb(void *ctx, uint64_t done, uint64_t total) {
+    verb_progress *p = ctx;
+    if (!p->tty)
+        return 0;
+    double t = cm_now_s();
+    if (t - p->t0 < 0.5 || t - p->last < 0.1)
+        return 0;
+    p->last = t;
+    p->shown = 1;
+    bar_shown = p;
+    if (total == 0 && done == 0) { /* an export: its rows are not counted in bytes */
+        fprintf(stderr, "\r%s %d/%d ", p->doing, p->index, p->count);
+    } else if (total == 0) { /* a pipe: how much, not how far */
+        fprintf(stderr, "\r%s %d/%d %6.1f MB ", p->doing, p->index, p->count, (double)done / 1e6);
+    } else {
+        char bar[31];
+        int pct = total ? (int)(done * 100 / total) : 0;
+        if (pct > 100)
+            pct = 100;
+        int fill = total ? pct * 30 / 100 : 0;
+        memset(bar, '#', (size_t)fill);
+        memset(bar + fill, '.', (size_t)(30 - fill));
+        bar[30] = '\0';
+        fprintf(stderr, "\r%s %d/%d [%s] %3d%% %6.1f MB ", p->doing, p->index, p->count, bar, pct,
+                (double)done / 1e6);
+    }
+    tp_print_sanitized(stderr, p->name, (size_t)-1);
+    fprintf(stderr, "\033[K");
+    fflush(stderr);
+    return 0;
+}
+
+void verb_progress_clear(verb_progress *p) {
+    if (p->shown) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+        p->shown = 0;
+    }
+    if (bar_shown == p)
+        bar_shown = NULL;
+}
+
+/* The bar while verb_read_files reads (ingest_reading_fn). */
+static int read_progress(void *ctx, size_t index, const char *path, uint64_t done, uint64_t total) {
+    verb_progress *bar = ctx;
+    verb_progress_next(bar, (int)index + 1, strcmp(path, "/dev/stdin") == 0 ? "-" : path);
+    return verb_progress_cb(bar, done, total);
+}
+
+int verb_read_files(const char *verb_name, st_store *s, const char *const *paths, size_t n, uint64_t max_events,
+                    int align, err_msg *err) {
+    /* a large profiler trace takes seconds to minutes: on a terminal, how far the reading is */
+    verb_progress bar;
+    verb_progress_init(&bar, "reading", (int)n, isatty(STDERR_FILENO));
+    int rc = ingest_files_told(s, paths, n, max_events, align, verb_warn_cb, (void *)verb_name, read_progress, &bar,
+                               err);
+    verb_progress_clear(&bar);
+    return rc;
+}
+
 void verb_vline(const char *verb_name, const char *prefix, const char *fmt, va_list ap) {
     char msg[2048];
+    if (bar_shown)
+        verb_progress_clear(bar_shown);
     vsnprintf(msg, sizeof msg, fmt, ap);
     fprintf(stderr, "synctop %s: %s", verb_name, prefix);
     tp_print_sanitized(stderr, msg, (size_t)-1);

@@ -8,6 +8,7 @@
 
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 
 typedef int (*verb_fn)(int argc, char **argv); /* argv[0] is the verb; returns the exit status */
@@ -76,6 +77,34 @@ void verb_put_skipped(FILE *out, const struct import_stats *st);
 /* An importer's batches into a trace file (ctx: the tp_fwriter). */
 struct err_msg;
 int verb_emit_to_file(void *ctx, const void *batch, size_t len, struct err_msg *err);
+
+/* A progress bar on stderr while a verb reads its sources ("importing 2/3 [###....]  40%  91.2 MB
+ * name"): only on a terminal, from half a second after verb_progress_init, at most ten times a
+ * second. Any line a verb says meanwhile (verb_error, verb_warn, verb_say) clears it first. */
+typedef struct verb_progress {
+    int tty, shown;
+    const char *doing; /* "importing", "reading" */
+    const char *name;  /* the source being read */
+    int index, count;  /* its place among the sources, from 1 */
+    double t0, last;
+} verb_progress;
+/* doing: what the bar says it does; tty: whether it may draw (standard error is a terminal and the
+ * user did not ask for quiet). */
+void verb_progress_init(verb_progress *p, const char *doing, int count, int tty);
+/* The source now read: index (from 1) and its name. */
+void verb_progress_next(verb_progress *p, int index, const char *name);
+/* An import_progress_fn (ctx: the verb_progress): draws the bar; never stops the reading. */
+int verb_progress_cb(void *ctx, uint64_t done, uint64_t total);
+/* Takes the bar off the screen, if it is there. */
+void verb_progress_clear(verb_progress *p);
+
+/* Reads files (trace files, profiler traces, Nsight exports) into s as ingest_files does, several
+ * at once on the cores the process may use, each placed as align says (INGEST_ALIGN_*; what
+ * aligning did is said as a warning), the store committed; on a terminal with the progress bar
+ * ("reading"). 0, or the ingest error (its message in err). */
+struct st_store;
+int verb_read_files(const char *verb_name, struct st_store *s, const char *const *paths, size_t n,
+                    uint64_t max_events, int align, struct err_msg *err);
 
 /* The clocks of the hosts above as the relays answered (tp_sub_clock), on one line, and that the
  * file keeps them: "synctop VERB: clocks against this machine's, as the relays answered: ...". */

@@ -562,13 +562,39 @@ int ingest_file_max(st_store *s, const char *path, uint64_t max_events, ingest_w
 
 int ingest_files(st_store *s, const char *const *paths, size_t n, uint64_t max_events, int align, ingest_warn_fn warn,
                  void *ctx, err_msg *err) {
+    return ingest_files_told(s, paths, n, max_events, align, warn, ctx, NULL, NULL, err);
+}
+
+/* The import progress of ingest_files_told's loader, as its caller's reading_fn hears it. */
+typedef struct told {
+    const ingest_loader *ld;
+    ingest_reading_fn fn;
+    void *ctx;
+} told;
+
+static int tell(void *ctx, uint64_t done, uint64_t total) {
+    const told *t = ctx;
+    const ingest_loader *ld = t->ld;
+    if (ld->parts == NULL)
+        return t->fn(t->ctx, 0, ld->path, done, total);
+    size_t i = ld->cur < ld->n_parts ? ld->cur : ld->n_parts - 1; /* n_parts > 0: it is reading */
+    return t->fn(t->ctx, i, ld->parts[i]->path, done, total);
+}
+
+int ingest_files_told(st_store *s, const char *const *paths, size_t n, uint64_t max_events, int align,
+                      ingest_warn_fn warn, void *ctx, ingest_reading_fn reading, void *reading_ctx, err_msg *err) {
     ingest_loader *ld = ingest_open_many(s, paths, n, max_events, warn, ctx, err);
     if (ld == NULL)
         return ERR_IO;
     ingest_set_align(ld, align);
+    told t = {ld, reading, reading_ctx};
+    if (reading)
+        ingest_on_progress(ld, tell, &t);
     int rc;
     while ((rc = ingest_step(ld, 0, err)) == 0)
         ;
+    if (rc > 0 && ld->align_note[0] && warn)
+        warn(ctx, ld->align_note);
     ingest_close(&ld);
     if (rc < 0)
         return rc;

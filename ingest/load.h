@@ -36,9 +36,16 @@ int ingest_file(st_store *s, const char *path, ingest_warn_fn warn, void *ctx, e
 uint64_t ingest_max_events(uint64_t file_bytes, uint64_t max_events);
 int ingest_file_max(st_store *s, const char *path, uint64_t max_events, ingest_warn_fn warn, void *ctx, err_msg *err);
 /* Loads n sources whole into s (ingest_open_many, placed on one time axis as align says,
- * INGEST_ALIGN_*), then commits and shrinks the store. 0, or a negative code with err set. */
+ * INGEST_ALIGN_*; what aligning did goes to warn), then commits and shrinks the store. 0, or a
+ * negative code with err set. */
 int ingest_files(st_store *s, const char *const *paths, size_t n, uint64_t max_events, int align, ingest_warn_fn warn,
                  void *ctx, err_msg *err);
+/* How far ingest_files_told has come: the source it reads (its place from 0, its name as given)
+ * and how far its reading is (import_progress_fn's done and total). Nonzero stops the reading. */
+typedef int (*ingest_reading_fn)(void *ctx, size_t index, const char *path, uint64_t done, uint64_t total);
+/* ingest_files, telling reading (with reading_ctx) as it goes. */
+int ingest_files_told(st_store *s, const char *const *paths, size_t n, uint64_t max_events, int align,
+                      ingest_warn_fn warn, void *ctx, ingest_reading_fn reading, void *reading_ctx, err_msg *err);
 /* Imports the profiler trace (INGEST_KINETO) or Nsight Systems export (INGEST_NSYS) at path, its
  * batches to emit: kineto_import or nsys_import. */
 int ingest_import_path(const char *path, int kind, const import_opts *o, import_emit_fn emit, void *ctx,

@@ -5,6 +5,7 @@
  * up, with a generous timeout as the failure guard.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/stat.h>
@@ -183,6 +184,54 @@ TEST(replay_in_tmux_takes_several_ranks) {
     keys("q");
     scr = wait_for("EXITED");
     ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+}
+
+/* `report` on a terminal says how far it has read while it reads, and takes the line away before
+ * the report: a profiler trace given through a pipe that stops twice (after 1 MB for a second,
+ * after 2 MB for three), so the reading lasts past the half second before the bar shows. From a
+ * pipe the bar says only how much it read: between the 1 and 2 MB written before the long pause. */
+TEST(report_on_a_terminal_says_how_far_it_read_then_clears_the_line) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    char plain[PATH_MAX], out[PATH_MAX], direct[PATH_MAX], script[PATH_MAX];
+    snprintf(plain, sizeof plain, "%s", task_path("resnet.json"));
+    snprintf(out, sizeof out, "%s", task_path("report.txt"));
+    snprintf(direct, sizeof direct, "%s", task_path("direct.txt"));
+    snprintf(script, sizeof script, "%s", task_path("trickle.sh"));
+    sh("zcat '%s/resnet_2080ti_two_threads.json.gz' > '%s'", KINETO_TRACE_DIR, plain);
+    sh("'%s' report '%s' > '%s' 2>&1", task_synctop(), plain, direct);
+    FILE *f = fopen(script, "w");
+    ASSERT_NOT_NULL(f);
+    fprintf(f,
+            "{ head -c 1000000 '%s'; sleep 1; head -c 2000000 '%s' | tail -c 1000000; sleep 3; tail -c +2000001 '%s'; }"
+            " | '%s' report - > '%s'\n",
+            plain, plain, plain, task_synctop(), out);
+    fclose(f);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "sh '%s'", script);
+    tmux_start(cmd, 120, 10);
+    const char *scr = wait_for("reading 1/1 ");
+    char line[512];
+    ASSERT_NOT_NULL(line_with(scr, "reading 1/1 ", line, sizeof line));
+    double mb = 0;
+    if (sscanf(strstr(line, "reading 1/1 ") + strlen("reading 1/1 "), "%lf MB -", &mb) != 1 || mb < 1.0 ||
+        mb > 2.0 || strchr(line, '%') != NULL || strstr(line, " MB -") == NULL)
+        TASK_FAIL_("the bar should say between 1.0 and 2.0 MB read from -, and no share: %s", line);
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+    if (strstr(scr, "reading") != NULL)
+        TASK_FAIL_("the bar was left on the screen:\n%s", scr);
+    /* the whole trace came through: the report is the one of the file read directly */
+    char *piped = task_slurp(out), *whole = task_slurp(direct);
+    const char *p = strchr(piped, '\n'), *w = strchr(whole, '\n');
+    ASSERT_STR_CONTAINS(piped, "synctop report: -\n");
+    ASSERT_NOT_NULL(p);
+    ASSERT_NOT_NULL(w);
+    ASSERT_STR_CONTAINS(w, "kernels ");
+    if (strcmp(p, w) != 0)
+        TASK_FAIL_("the piped report differs from the direct one:\n%s\n---\n%s", piped, whole);
+    free(piped);
+    free(whole);
 }
 
 /* A real training loop (30 ResNet steps) and a real inference trace with Python stacks: the keys of

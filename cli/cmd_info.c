@@ -203,6 +203,7 @@ typedef struct info_files {
     const char **paths;
     int *kind; /* ingest_kind */
     ing_ahead *ahead;
+    int n;
 } info_files;
 
 static int read_ahead(void *ctx, size_t i, const import_opts *o, import_emit_fn emit, void *emit_ctx, import_stats *st,
@@ -229,12 +230,19 @@ static int load_foreign(const info_files *in, size_t i, traceinfo *ti, foreign *
     tp_fwriter *w = tp_fwriter_open(tmp, TP_FW_OVERWRITE, err);
     int rc = w ? 0 : -1;
     if (rc == 0) {
-        rc = in->ahead ? ahead_take(in->ahead, i, verb_emit_to_file, w, &f->st, NULL, NULL, path, err) : AHEAD_MINE;
-        import_opts o = {.threads = in->ahead ? ahead_threads_each(in->ahead) : 0};
+        verb_progress bar; /* on a terminal, how far the reading is; gone before the file is described */
+        verb_progress_init(&bar, "reading", in->n, isatty(STDERR_FILENO));
+        verb_progress_next(&bar, (int)i + 1, path);
+        rc = in->ahead ? ahead_take(in->ahead, i, verb_emit_to_file, w, &f->st, verb_progress_cb, &bar, path, err)
+                       : AHEAD_MINE;
+        import_opts o = {.threads = in->ahead ? ahead_threads_each(in->ahead) : 0,
+                         .progress = verb_progress_cb,
+                         .progress_ctx = &bar};
         if (rc == AHEAD_MINE)
             rc = ingest_import_path(path, in->kind[i], &o, verb_emit_to_file, w, &f->st, err);
         else if (rc > 0)
             rc = 0;
+        verb_progress_clear(&bar);
         err_msg cerr = {{0}};
         int crc = tp_fwriter_close(&w, &cerr);
         if (rc == 0 && crc != 0) {
@@ -556,7 +564,7 @@ static int cmd_info(int argc, char **argv) {
     if (status < 0 && n == 0)
         status = args_bad(&p, "no trace file given");
     int failed = 0;
-    info_files in = {paths, calloc((size_t)n + 1, sizeof *in.kind), NULL};
+    info_files in = {paths, calloc((size_t)n + 1, sizeof *in.kind), NULL, n};
     uint8_t *may = calloc((size_t)n + 1, 1);
     if (status < 0 && (in.kind == NULL || may == NULL))
         status = verb_error("info", "out of memory");

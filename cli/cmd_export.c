@@ -36,8 +36,9 @@ static void export_usage(FILE *out) {
                  "  -o, --output FILE  output file (\"-\": standard output)\n"
                  "  --force      replace FILE if it exists\n"
                  "  --no-flows   leave out the launch-to-kernel arrows\n"
-                 "  --max-events N  read a trace file of up to N events even when that is more\n"
-                 "               than its size makes plausible (4 per byte)\n");
+                 "  --max-events N  read up to N events from each source, and no more: by\n"
+                 "               default a trace file up to 4 per byte, a profiler trace or\n"
+                 "               export up to 33554432 (one per 16 bytes of a larger file)\n");
 }
 
 /* The progress bar on a terminal. */

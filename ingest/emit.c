@@ -94,8 +94,11 @@ size_t em_batch_records(const import_opts *opts) {
     return opts && opts->batch_records ? opts->batch_records : IMPORT_BATCH_RECORDS;
 }
 
-uint64_t em_max_events(const import_opts *opts) {
-    return opts && opts->max_events ? opts->max_events : IMPORT_MAX_EVENTS;
+uint64_t em_max_events(const import_opts *opts, uint64_t input_bytes) {
+    if (opts && opts->max_events)
+        return opts->max_events;
+    return input_bytes / IMPORT_BYTES_PER_EVENT > IMPORT_MAX_EVENTS ? input_bytes / IMPORT_BYTES_PER_EVENT
+                                                                    : IMPORT_MAX_EVENTS;
 }
 
 void em_out_init(em_out *o, tp_enc *enc, const import_opts *opts, import_emit_fn emit, void *ctx, const char *name,

@@ -37,9 +37,10 @@ typedef struct em_out {
 /* The statistics of an import: st, or local when the caller gives none, cleared (rank and world
  * unknown). */
 import_stats *em_stats_init(import_stats *st, import_stats *local);
-/* The records a batch and the bound on events that opts (may be NULL) asks for. */
+/* The records a batch and the bound on events that opts (may be NULL) asks for; unasked, the bound
+ * for an input of input_bytes (0: not known). */
 size_t em_batch_records(const import_opts *opts);
-uint64_t em_max_events(const import_opts *opts);
+uint64_t em_max_events(const import_opts *opts, uint64_t input_bytes);
 
 /* Starts the batches of enc's producer. */
 void em_out_init(em_out *o, tp_enc *enc, const import_opts *opts, import_emit_fn emit, void *ctx, const char *name,

@@ -14,7 +14,8 @@
 #include "synctop/event.h"
 
 #define IMPORT_BATCH_RECORDS    4096
-#define IMPORT_MAX_EVENTS       (32u << 20) /* default bound on imported events */
+#define IMPORT_MAX_EVENTS       (32u << 20) /* default bound on imported events, */
+#define IMPORT_BYTES_PER_EVENT  16          /* or one per this many bytes of a larger input of known size */
 #define IMPORT_MAX_STRING_BYTES (32u << 20) /* bound on interned names */
 #define IMPORT_SKIP_SLOTS       32          /* categories counted by name, the rest as "other" */
 /* Profiler JSON of fewer MiB than this is parsed on one thread (see import_opts.piece_bytes): below
@@ -37,7 +38,9 @@ typedef int (*import_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 typedef struct import_opts {
     uint64_t producer;    /* producer id of the batches; 0: a random one */
     size_t batch_records; /* records per batch; 0: IMPORT_BATCH_RECORDS */
-    uint64_t max_events;  /* 0: IMPORT_MAX_EVENTS; more fails with ERR_LIMIT */
+    uint64_t max_events;  /* 0: IMPORT_MAX_EVENTS, or one per IMPORT_BYTES_PER_EVENT bytes of a larger
+                           * input of known size (a file, memory; a gzip'd one's compressed bytes);
+                           * more fails with ERR_LIMIT */
     import_progress_fn progress;
     void *progress_ctx;
     int ops; /* Kineto: each operator (cpu_op row) is also a range on its thread's ranges lane, as the

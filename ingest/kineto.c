@@ -1055,7 +1055,7 @@ static int import(jsrc *s, const char *name, const import_opts *opts, import_emi
     k->opts = opts;
     k->st = st;
     k->err = err;
-    k->max_events = em_max_events(opts);
+    k->max_events = em_max_events(opts, s->total);
     cm_hash_key_get(&k->name_key);
     if (kt_setup(k) != 0) {
         kt_release(k);

@@ -234,6 +234,7 @@ ingest_loader *ingest_open_max(st_store *s, const char *path, uint64_t max_event
         free(ld);
         return NULL;
     }
+    ld->max_events_flag = max_events;
     if (ld->kind == SRC_TRACE) {
         ld->r = tp_freader_open_fd(ld->fd, path, 0, err);
         ld->fd = -1;
@@ -244,7 +245,6 @@ ingest_loader *ingest_open_max(st_store *s, const char *path, uint64_t max_event
         }
         ld->count = tp_freader_count(ld->r);
         ld->max_events = ingest_max_events(tp_freader_size(ld->r), max_events);
-        ld->max_events_flag = max_events;
         uint64_t declared = 0;
         for (size_t i = 0; i < ld->count; i++)
             declared += tp_freader_entry(ld->r, i)->n_events;
@@ -387,9 +387,12 @@ int ingest_import_path(const char *path, int kind, const import_opts *o, import_
 
 /* Imports a profiler trace or an Nsight Systems export, with emit receiving its batches. */
 static int import_part(ingest_loader *ld, const import_opts *o, import_emit_fn emit, void *ctx, err_msg *err) {
+    import_opts opts = *o;
+    opts.max_events = ld->max_events_flag; /* the caller's bound, else the importer's own */
     if (ld->kind == SRC_KINETO && ld->fd >= 0) /* a pipe, or standard input */
-        return kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, o, emit, ctx, NULL, err);
-    return ingest_import_path(ld->path, ld->kind == SRC_NSYS ? INGEST_NSYS : INGEST_KINETO, o, emit, ctx, NULL, err);
+        return kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, &opts, emit, ctx, NULL, err);
+    return ingest_import_path(ld->path, ld->kind == SRC_NSYS ? INGEST_NSYS : INGEST_KINETO, &opts, emit, ctx, NULL,
+                              err);
 }
 
 /* Part i of a multi-source loader, read ahead on a worker (ahead.h). */

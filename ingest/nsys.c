@@ -143,8 +143,9 @@ static uint32_t sid(const nimp *k, int64_t id) {
 static tp_record *rec_new(nimp *k, uint32_t pid) {
     if (k->n_rec == k->cap_rec) {
         if (k->n_rec >= k->max_events) {
-            k->fail = err_set(k->err, ERR_LIMIT, "%s: more than %llu events: over the import limit", k->name,
-                              (unsigned long long)k->max_events);
+            k->fail = err_set(k->err, ERR_LIMIT,
+                              "%s: more than %llu events: over the import limit (--max-events N reads up to N)",
+                              k->name, (unsigned long long)k->max_events);
             return NULL;
         }
         size_t cap = k->cap_rec ? k->cap_rec * 2 : 4096;
@@ -1448,7 +1449,7 @@ int nsys_import(const char *path, const import_opts *opts, import_emit_fn emit, 
     k->err = err;
     k->st = st;
     k->opts = opts;
-    k->max_events = em_max_events(opts);
+    k->max_events = em_max_events(opts, st->input_bytes);
     int rc = nsdb_open(&k->d, path, st->input_bytes, err);
     k->db = k->d.db;
     if (rc == 0)

@@ -967,6 +967,43 @@ TEST(a_compression_bomb_is_refused_before_it_is_read) {
     free(errs);
 }
 
+/* --max-events bounds a profiler trace as it bounds a trace file, in every verb that reads one,
+ * one source or several (read ahead on threads): 3000 kernels are refused under 2999, with the
+ * flag that reads them, and read under 3000 (each of two files with all its kernels). */
+TEST(max_events_bounds_a_profiler_trace_in_every_verb) {
+    KEEP_PATH(f, "k3000.json");
+    FILE *fp = fopen(f, "w");
+    ASSERT_NOT_NULL(fp);
+    fputs("{\"traceEvents\": [\n", fp);
+    for (int i = 0; i < 3000; i++)
+        fprintf(fp,
+                "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 1, \"tid\": 7, \"ts\": %d, \"dur\": 1, "
+                "\"args\": {\"device\": 0, \"stream\": 7, \"correlation\": %d}}\n",
+                i ? "," : "", 10 + 2 * i, i + 1);
+    fputs("]}\n", fp);
+    ASSERT_OK(fclose(fp));
+    char *out = NULL, *errs = NULL;
+    const char *one[] = {"report", f, "--max-events", "2999", NULL};
+    ASSERT_EQ(run_synctop(one, NULL, &errs), 1);
+    ASSERT_STR_CONTAINS(errs, "more than 2999 events: over the import limit (--max-events N");
+    free(errs);
+    const char *two[] = {"report", f, f, "--max-events", "2999", NULL};
+    ASSERT_EQ(run_synctop(two, NULL, &errs), 1);
+    ASSERT_STR_CONTAINS(errs, "more than 2999 events");
+    free(errs);
+    const char *exp[] = {"export", f, "--max-events", "2999", "-o", task_path("k.json"), NULL};
+    ASSERT_EQ(run_synctop(exp, NULL, &errs), 1);
+    ASSERT_STR_CONTAINS(errs, "more than 2999 events");
+    free(errs);
+    const char *enough[] = {"report", f, f, "--max-events", "3000", "--format", "json", NULL};
+    ASSERT_EQ(run_synctop(enough, &out, &errs), 0);
+    const char *first = strstr(out, "\"kernels\":3000,"); /* each file its producer, each with all 3000 */
+    ASSERT_NOT_NULL(first);
+    ASSERT_NOT_NULL(strstr(first + 1, "\"kernels\":3000,"));
+    free(out);
+    free(errs);
+}
+
 /* Every verb parses its arguments the same way: --name VALUE or --name=VALUE, a reason on a
  * usage error (status 2), and untrusted text sanitized in the message. */
 TEST(verbs_share_one_argument_parser) {

@@ -38,7 +38,7 @@ static void export_usage(FILE *out) {
                  "  --no-flows   leave out the launch-to-kernel arrows\n"
                  "  --max-events N  read up to N events from each source, and no more: by\n"
                  "               default a trace file up to 4 per byte, a profiler trace or\n"
-                 "               export up to 33554432 (one per 16 bytes of a larger file)\n");
+                 "               export up to 33554432 (one per 4 bytes of a larger file)\n");
 }
 
 /* The progress bar on a terminal. */

@@ -39,7 +39,7 @@ static void import_usage(FILE *out) {
             "  -q, --quiet        no progress bar\n"
             "  -v, --verbose      also list what was skipped, by category\n"
             "  --max-events N     refuse inputs with more than N events (default %u, or\n"
-            "                     one per 16 bytes of a larger file)\n\n"
+            "                     one per 4 bytes of a larger file)\n\n"
             "Prints one summary line: events per kind, ranks, time span. Profiler JSON of\n"
             "16 MiB or more is parsed on the cores the process may use, and several inputs\n"
             "are read that many at once, written in the order given (SYNCTOP_THREADS=N sets\n"

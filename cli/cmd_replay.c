@@ -26,7 +26,7 @@ static void replay_usage(FILE *out) {
                  "            as report --steps finds them)\n"
                  "  --max-events N  read up to N events from each source, and no more: by\n"
                  "            default a trace file up to 4 per byte, a profiler trace or\n"
-                 "            export up to 33554432 (one per 16 bytes of a larger file)\n"
+                 "            export up to 33554432 (one per 4 bytes of a larger file)\n"
                  "  --align A  several files on one time axis: auto (default: each at its own\n"
                  "            start when no two overlap in time), start, clock (as recorded)\n"
                  "  --ascii   ASCII glyphs only (also when the locale is not UTF-8)\n"

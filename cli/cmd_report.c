@@ -108,7 +108,7 @@ static void report_usage(FILE *out) {
             "                     SEC seconds (default 5; 0: wait for ever)\n"
             "  --max-events N     read up to N events from each source, and no more: by\n"
             "                     default a trace file up to 4 per byte, a profiler trace\n"
-            "                     or export up to 33554432 (one per 16 bytes of a larger\n"
+            "                     or export up to 33554432 (one per 4 bytes of a larger\n"
             "                     file). Profiler JSON of 16 MiB or more is parsed on the\n"
             "                     cores the process may use, and several files are read\n"
             "                     that many at once (SYNCTOP_THREADS=N sets how many)\n"

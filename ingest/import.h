@@ -15,7 +15,10 @@
 
 #define IMPORT_BATCH_RECORDS    4096
 #define IMPORT_MAX_EVENTS       (32u << 20) /* default bound on imported events, */
-#define IMPORT_BYTES_PER_EVENT  16          /* or one per this many bytes of a larger input of known size */
+/* or one per this many bytes of a larger input of known size: plain JSON needs some 30 bytes an
+ * entry, so the text itself bounds it; a gzip'd one is counted in compressed bytes, of which the
+ * sample traces spend 14-31 on an entry (they compress 7-19x) */
+#define IMPORT_BYTES_PER_EVENT  4
 #define IMPORT_MAX_STRING_BYTES (32u << 20) /* bound on interned names */
 #define IMPORT_SKIP_SLOTS       32          /* categories counted by name, the rest as "other" */
 /* Profiler JSON of fewer MiB than this is parsed on one thread (see import_opts.piece_bytes): below

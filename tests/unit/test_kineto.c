@@ -1266,6 +1266,14 @@ static void import_entries(char *json, char *end, got *g, import_stats *st) {
     import_text_ok(json, g, st);
 }
 
+/* The records of g of one kind in turn: the next from *i on (*i then past it), NULL after the last. */
+static const tp_record *next_of(const got *g, size_t *i, unsigned kind) {
+    while (*i < g->n)
+        if (g->rec[(*i)++].head.kind == kind)
+            return &g->rec[*i - 1];
+    return NULL;
+}
+
 static uint64_t next_draw(uint64_t *s) { /* splitmix64 */
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -1324,10 +1332,9 @@ TEST(calls_find_their_copies_whatever_the_order_of_their_ids) {
             import_stats st;
             import_entries(json, p, &g, &st);
             size_t calls = 0;
-            for (size_t r = 0; r < g.n; r++) {
-                if (g.rec[r].head.kind != TP_K_API)
-                    continue;
-                const tp_api *a = &g.rec[r].api;
+            const tp_record *r;
+            for (size_t i = 0; (r = next_of(&g, &i, TP_K_API)) != NULL;) {
+                const tp_api *a = &r->api;
                 size_t k = (size_t)(a->start / 10000); /* ts 10 k us */
                 ASSERT_LT(k, N);
                 ASSERT_UEQ(a->correlation, id[k]);
@@ -1366,16 +1373,15 @@ TEST(kernels_keep_their_names_among_many_alike) {
     import_stats st;
     import_entries(json, p, &g, &st);
     size_t kernels = 0;
-    for (size_t i = 0; i < g.n; i++) {
-        if (g.rec[i].head.kind != TP_K_KERNEL)
-            continue;
-        size_t r = (size_t)(g.rec[i].kernel.start / 10000), n = (r * 7) % NAMES;
+    const tp_record *k;
+    for (size_t i = 0; (k = next_of(&g, &i, TP_K_KERNEL)) != NULL;) {
+        size_t r = (size_t)(k->kernel.start / 10000), n = (r * 7) % NAMES;
         char want[256];
         snprintf(want, sizeof want,
                  "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_%zux%zu_32x3_nn_align1>(cutlass_80_tensorop_"
                  "s1688gemm_%zux%zu_32x3_nn_align1::Params)",
                  n / 40 * 8, n % 40 * 8, n / 40 * 8, n % 40 * 8);
-        ASSERT_STR_EQ(str_of(&g, g.rec[i].kernel.name), want);
+        ASSERT_STR_EQ(str_of(&g, k->kernel.name), want);
         kernels++;
     }
     ASSERT_UEQ(kernels, ROWS);
@@ -2743,13 +2749,11 @@ TEST(a_text_past_4_gib_is_read_and_placed_whole) {
         TASK_FAIL_("import failed: %s", err.msg);
     ASSERT_UEQ(st.json_bytes, l.bytes);
     size_t kernels = 0;
-    for (size_t i = 0; i < g.n; i++) {
-        if (g.rec[i].head.kind != TP_K_KERNEL)
-            continue;
-        const tp_kernel *k = &g.rec[i].kernel;
-        ASSERT_UEQ(k->start, (1000 + (uint64_t)kernels) * 1000);
-        ASSERT_UEQ(k->end, k->start + 1000);
-        ASSERT_UEQ(k->correlation, kernels + 1);
+    const tp_record *r;
+    for (size_t i = 0; (r = next_of(&g, &i, TP_K_KERNEL)) != NULL;) {
+        ASSERT_UEQ(r->kernel.start, (1000 + (uint64_t)kernels) * 1000);
+        ASSERT_UEQ(r->kernel.end, r->kernel.start + 1000);
+        ASSERT_UEQ(r->kernel.correlation, kernels + 1);
         kernels++;
     }
     ASSERT_UEQ(kernels, BIG_BLOCKS + 1);

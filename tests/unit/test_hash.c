@@ -74,8 +74,6 @@ TEST(siphash_matches_the_published_vectors) {
 
 /* ---- the process's key ---- */
 
-/* The key a new process draws, through a page shared with it; filter (may be NULL) runs in the
- * child first. */
 /* This binary started with SYNCTOP_TEST_KEY_FD draws its key, writes it there and ends before any
  * case runs: a process that has drawn none, whatever the cases run before in its parent did. */
 __attribute__((constructor)) static void key_drawer(void) {

@@ -9,7 +9,9 @@
  *
  *
  * Then the threads: the same input on 1, 2 and more threads (up to the cores the process may use),
- * plain and gzip, with the speed-up over one thread and the ratio gzip/plain; and, for the large
+ * plain and gzip, with the speed-up over one thread and the ratio gzip/plain, and ISA-L's inflate
+ * alone, which bounds what gzip can cost on two cores: (one thread's plain time + the inflate) / 2
+ * against two threads' plain time; and, for the large
  * input, a ~1 GB one built the same way and each real trace, the import's time against that of
  * counting the text's lines as wc -l does, run as a child on the same bytes in a file (from the page
  * cache) and in-process (memchr over the text in memory): the ratio import/wc. Then several
@@ -35,9 +37,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <isa-l/igzip_lib.h>
+
 #include "child_rss.h"
 #include "grow.h"
 #include "import.h"
+#include "json_src.h"
 #include "kineto.h"
 #include "load.h"
 #include "store.h"
@@ -344,6 +349,34 @@ static double time_memchr_lines(const tp_buf *b, int runs) {
     return t[runs / 2];
 }
 
+/* ISA-L alone inflating a gzip member in memory into one buffer of JSRC_CHUNK bytes after another,
+ * as the importer's inflating thread does (its CRC-32 checked too): the median of runs. */
+static double time_inflate(const tp_buf *gz, size_t want, int runs) {
+    static uint8_t out[JSRC_CHUNK];
+    double t[16];
+    for (int run = 0; run < runs && run < 16; run++) {
+        double t0 = now_s();
+        struct inflate_state is;
+        isal_inflate_init(&is);
+        is.crc_flag = ISAL_GZIP;
+        is.next_in = gz->data;
+        is.avail_in = (uint32_t)gz->len;
+        size_t n = 0;
+        do {
+            is.next_out = out;
+            is.avail_out = sizeof out;
+            if (isal_inflate(&is) != ISAL_DECOMP_OK)
+                die("ISA-L cannot inflate the gzip input");
+            n += sizeof out - is.avail_out;
+        } while (is.block_state != ISAL_BLOCK_FINISH);
+        if (n != want)
+            die("ISA-L inflated a different length");
+        t[run] = now_s() - t0;
+    }
+    qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+    return t[runs / 2];
+}
+
 /* wc -l itself, as a child, on a file of the same bytes (read from the page cache after a first
  * run): the median of runs. */
 static double time_wc(const char *path, int runs) {
@@ -565,7 +598,7 @@ int main(int argc, char **argv) {
     /* threads: 1, 2 and more where the process may use more cores */
     int n_cores = cores();
     printf("threads (the process may use %d cores): median of %d, MB/s of JSON text\n", n_cores, runs);
-    double one_plain = 0, one_gz = 0;
+    double one_plain = 0, one_gz = 0, two_plain = 0;
     for (int t = 1; t <= (n_cores > 2 ? n_cores : 2); t = t < 2 ? 2 : t * 2) {
         double pm, gm;
         time_import_on(&json, "bench.json", t, runs, &pm, &best, &st);
@@ -573,12 +606,24 @@ int main(int argc, char **argv) {
         if (t == 1) {
             one_plain = pm;
             one_gz = gm;
+        } else if (t == 2) {
+            two_plain = pm;
         }
         printf("  %2d thread%s: plain %7.1f MB/s (%.3f s, %.2fx one thread)  gzip %7.1f MB/s (%.3f s, %.2fx one "
                "thread)  gzip/plain %.2f\n",
                t, t > 1 ? "s" : " ", (double)json.len / 1e6 / pm, pm, one_plain / pm, (double)json.len / 1e6 / gm, gm,
                one_gz / gm, gm / pm);
     }
+    /* a gzip'd import does the plain one's work and the inflate's: on two cores at best the sum
+     * spread evenly over both */
+    double inflate = time_inflate(&gz, json.len, runs);
+    printf("inflate alone (ISA-L, pieces as the importer's, median of %d): %.3f s (%.0f MB/s of text)", runs,
+           inflate, (double)json.len / 1e6 / inflate);
+    if (n_cores >= 2)
+        printf("; so gzip on 2 cores takes at least (1 thread plain + inflate) / 2 = (%.3f + %.3f) / 2 = %.3f s, "
+               "%.2fx plain on 2 threads",
+               one_plain, inflate, (one_plain + inflate) / 2, (one_plain + inflate) / 2 / two_plain);
+    printf("\n");
     versus_wc("large input (default threads)", &json, &gz, runs);
     crossover(dir, runs);
     several_sources(dir, mb, n_cores, runs);

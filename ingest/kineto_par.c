@@ -447,6 +447,8 @@ static void workers_stop(kpar *par) {
 
 /* ---- cutting the text into pieces ---- */
 
+#define CUT_NEAR 4096 /* bytes past a piece's length where its cut is looked for first */
+
 static int is_blank(uint8_t c) {
     return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f';
 }
@@ -505,18 +507,12 @@ static int piece_out(kpar *par, kpiece *p, size_t len, kpiece **out) {
     return 1;
 }
 
-/* Fills the piece being filled with text from the source up to par->piece bytes, and cuts it where
- * an entry seems to end: the rest begins the next piece. 1 with a piece in *out, 0 at the end of
- * the text, or a negative code. */
-static int piece_fill(kpar *par, jsrc *s, kpiece **out) {
-    kimp *k = par->k;
-    kpiece *p = par->filling;
-    if (p == NULL)
-        return 0;
+/* Fills piece p with text from the source up to lim bytes, or to the end of the text. */
+static int piece_fill_to(kpar *par, jsrc *s, kpiece *p, size_t lim) {
     uint8_t *t = p->buf + JSRC_HEAD;
-    while (p->len < par->fill && !par->eof) {
+    while (p->len < lim && !par->eof) {
         if (par->slot < 0) {
-            int rc = jsrc_next(s, &par->slot, k->err);
+            int rc = jsrc_next(s, &par->slot, par->k->err);
             if (rc < 0)
                 return rc;
             if (rc == 0) {
@@ -528,8 +524,8 @@ static int piece_fill(kpar *par, jsrc *s, kpiece **out) {
         }
         int i = par->slot;
         size_t n = s->len[i] - par->slot_at;
-        if (n > par->fill - p->len)
-            n = par->fill - p->len;
+        if (n > lim - p->len)
+            n = lim - p->len;
         memcpy(t + p->len, s->slot[i] + JSRC_HEAD + par->slot_at, n);
         p->len += n;
         par->slot_at += n;
@@ -539,12 +535,33 @@ static int piece_fill(kpar *par, jsrc *s, kpiece **out) {
             par->slot = -1;
         }
     }
+    return 0;
+}
+
+/* Fills the piece being filled with text from the source past par->piece bytes, and cuts it where
+ * an entry seems to end: the rest begins the next piece. The first CUT_NEAR bytes past par->piece
+ * mostly hold the place, and the rest is copied to the next piece, so the slack is read only when
+ * they do not. 1 with a piece in *out, 0 at the end of the text, or a negative code. */
+static int piece_fill(kpar *par, jsrc *s, kpiece **out) {
+    kimp *k = par->k;
+    kpiece *p = par->filling;
+    if (p == NULL)
+        return 0;
+    uint8_t *t = p->buf + JSRC_HEAD;
+    size_t near = par->piece + CUT_NEAR < par->fill ? par->piece + CUT_NEAR : par->fill;
+    int rc = piece_fill_to(par, s, p, near);
+    size_t cut = 0;
+    if (rc == 0 && !(par->eof && p->len <= par->piece) &&
+        (cut = boundary_find(t, p->len, par->piece)) == 0 && p->len < par->fill && !par->eof &&
+        (rc = piece_fill_to(par, s, p, par->fill)) == 0)
+        cut = boundary_find(t, p->len, par->piece);
+    if (rc < 0)
+        return rc;
     par->filling = NULL;
     if (p->len == 0) {
         p->state = P_FREE;
         return 0;
     }
-    size_t cut = par->eof && p->len <= par->piece ? 0 : boundary_find(t, p->len, par->piece);
     if (cut > 0) {
         kpiece *next = piece_take(par);
         if (next == NULL)
@@ -610,7 +627,7 @@ static int piece_fill_direct(kpar *par, kpiece **out) {
         const uint8_t *v = par->view;
         size_t at = 0;
         if (par->fd >= 0) { /* the first few KiB mostly hold the place */
-            size_t n = vn < 4096 + before ? vn : 4096 + before;
+            size_t n = vn < CUT_NEAR + before ? vn : CUT_NEAR + before;
             int rc = direct_read(par, v0, par->view, n, k->err);
             if (rc == 0 && (at = boundary_find(par->view, n, before)) == 0 && n < vn)
                 rc = direct_read(par, v0, par->view, vn, k->err);

@@ -1941,7 +1941,71 @@ TEST(pieces_cut_inside_strings_read_the_same) {
     ASSERT_STR_EQ(str_of(&ref, find_kind(&ref, TP_K_KERNEL, 1)->kernel.name), "a\\},{\"x");
     ASSERT_STR_EQ(str_of(&ref, find_kind(&ref, TP_K_KERNEL, 2)->kernel.name), "q\"}, {\"cat\": \"kernel");
     ASSERT_STR_EQ(str_of(&ref, find_kind(&ref, TP_K_KERNEL, 3)->kernel.name), "e}, {}, {}, {x");
+    /* gzip'd, the pieces are cut from the inflated text as it comes */
+    tp_buf gz = gzip_members(t.data, NULL, 0, t.len);
+    got zref;
+    got_init(&zref);
+    ASSERT_OK(same_with_threads(gz.data, gz.len, pieces, 5, 4, &zref, &st));
+    ASSERT_UEQ(zref.raw.len, ref.raw.len);
+    ASSERT_MEM_EQ(zref.raw.data, ref.raw.data, ref.raw.len);
+    got_free(&zref);
+    tp_buf_free(&gz);
     got_free(&ref);
+    tp_buf_free(&t);
+}
+
+/* Entries longer than the place a piece's cut is looked for first (a few KiB past its length) and
+ * than a piece: the cut is looked for further on, or before, and every entry is read once, whole,
+ * plain and gzip'd. */
+TEST(pieces_cut_among_long_entries_read_the_same) {
+    static const size_t name_len[] = {50, 3000, 5000, 9000, 14000, 20000, 300, 13000, 40};
+    enum { N = 45 };
+    tp_buf t = {0};
+    const char *head = "{\"traceEvents\": [\n";
+    ASSERT_OK(tp_buf_append(&t, head, strlen(head)));
+    char *name = malloc(20001);
+    ASSERT_NOT_NULL(name);
+    for (int i = 0; i < N; i++) {
+        size_t nl = name_len[i % 9];
+        for (size_t j = 0; j < nl; j++)
+            name[j] = (char)('a' + (i + j) % 26);
+        name[nl] = 0;
+        char row[256];
+        int len = snprintf(row, sizeof row, "%s  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"", i ? ",\n" : "");
+        ASSERT_OK(tp_buf_append(&t, row, (size_t)len));
+        ASSERT_OK(tp_buf_append(&t, name, nl));
+        len = snprintf(row, sizeof row,
+                       "\", \"pid\": 0, \"tid\": 7, \"ts\": %d, \"dur\": 2, \"args\": {\"device\": 0, \"stream\": 7}}",
+                       100 + 10 * i);
+        ASSERT_OK(tp_buf_append(&t, row, (size_t)len));
+    }
+    const char *tail = "\n], \"baseTimeNanoseconds\": 1000}\n";
+    ASSERT_OK(tp_buf_append(&t, tail, strlen(tail)));
+    tp_buf gz = gzip_members(t.data, NULL, 0, t.len);
+    size_t pieces[] = {1000, 4096, 8192, 12000, 30000};
+    for (int way = 0; way < 2; way++) {
+        got ref;
+        got_init(&ref);
+        import_stats st;
+        ASSERT_OK(same_with_threads(way ? gz.data : t.data, way ? gz.len : t.len, pieces, 5, 4, &ref, &st));
+        ASSERT_EQ(count_kind(&ref, TP_K_KERNEL), N);
+        ASSERT_UEQ(st.entries, N);
+        for (int i = 0; i < N; i++) {
+            const tp_record *r = find_kind(&ref, TP_K_KERNEL, (size_t)i);
+            ASSERT_UEQ(r->kernel.start, 1000 + (uint64_t)(100 + 10 * i) * 1000);
+            uint32_t got_len = 0;
+            const char *got_name = tp_strtab_get(ref.strs, r->kernel.name, &got_len);
+            size_t nl = name_len[i % 9];
+            for (size_t j = 0; j < nl; j++)
+                name[j] = (char)('a' + (i + j) % 26);
+            ASSERT_NOT_NULL(got_name);
+            ASSERT_UEQ(got_len, nl);
+            ASSERT_MEM_EQ(got_name, name, nl);
+        }
+        got_free(&ref);
+    }
+    free(name);
+    tp_buf_free(&gz);
     tp_buf_free(&t);
 }
 

@@ -112,6 +112,8 @@ typedef struct kpar {
     size_t slot_at;   /* and how much of it was read */
     uint64_t next_base;
     int eof;
+    int src_rc;      /* the source failed after the text handed out (its message in src_err): */
+    err_msg src_err; /* the pieces before are scanned first, as one thread would */
 
     /* plain text in memory or a regular file is read by whoever scans a piece: the importer's
      * thread only looks for the places to cut it */
@@ -507,15 +509,19 @@ static int piece_out(kpar *par, kpiece *p, size_t len, kpiece **out) {
     return 1;
 }
 
-/* Fills piece p with text from the source up to lim bytes, or to the end of the text. */
-static int piece_fill_to(kpar *par, jsrc *s, kpiece *p, size_t lim) {
+/* Fills piece p with text from the source up to lim bytes, or to the end of the text: where the
+ * source ends or fails (the failure kept in par->src_rc and src_err, to be said once the text
+ * before it is scanned, as one thread would). */
+static void piece_fill_to(kpar *par, jsrc *s, kpiece *p, size_t lim) {
     uint8_t *t = p->buf + JSRC_HEAD;
     while (p->len < lim && !par->eof) {
         if (par->slot < 0) {
             int rc = jsrc_next(s, &par->slot, par->k->err);
-            if (rc < 0)
-                return rc;
-            if (rc == 0) {
+            if (rc <= 0) {
+                if (rc < 0) {
+                    par->src_rc = rc;
+                    par->src_err = *par->k->err;
+                }
                 par->slot = -1;
                 par->eof = 1;
                 break;
@@ -535,7 +541,6 @@ static int piece_fill_to(kpar *par, jsrc *s, kpiece *p, size_t lim) {
             par->slot = -1;
         }
     }
-    return 0;
 }
 
 /* Fills the piece being filled with text from the source past par->piece bytes, and cuts it where
@@ -548,15 +553,13 @@ static int piece_fill(kpar *par, jsrc *s, kpiece **out) {
     if (p == NULL)
         return 0;
     uint8_t *t = p->buf + JSRC_HEAD;
-    size_t near = par->piece + CUT_NEAR < par->fill ? par->piece + CUT_NEAR : par->fill;
-    int rc = piece_fill_to(par, s, p, near);
+    piece_fill_to(par, s, p, par->piece + CUT_NEAR < par->fill ? par->piece + CUT_NEAR : par->fill);
     size_t cut = 0;
-    if (rc == 0 && !(par->eof && p->len <= par->piece) &&
-        (cut = boundary_find(t, p->len, par->piece)) == 0 && p->len < par->fill && !par->eof &&
-        (rc = piece_fill_to(par, s, p, par->fill)) == 0)
+    if (!(par->eof && p->len <= par->piece) && (cut = boundary_find(t, p->len, par->piece)) == 0 &&
+        p->len < par->fill && !par->eof) {
+        piece_fill_to(par, s, p, par->fill);
         cut = boundary_find(t, p->len, par->piece);
-    if (rc < 0)
-        return rc;
+    }
     par->filling = NULL;
     if (p->len == 0) {
         p->state = P_FREE;
@@ -835,6 +838,10 @@ int kt_par_parse(kimp *k, jsrc *s, int threads, size_t piece) {
             rc = err_set(k->err, ERR_EOF, "%s: import cancelled", k->name);
             break;
         }
+    }
+    if (rc >= 0 && par->src_rc < 0) {
+        rc = par->src_rc;
+        *k->err = par->src_err;
     }
     if (rc >= 0)
         rc = kt_scan(k, 1);

@@ -2009,6 +2009,111 @@ TEST(pieces_cut_among_long_entries_read_the_same) {
     tp_buf_free(&t);
 }
 
+/* A gzip'd text that is cut short after an error in it: the error in the text comes first, on one
+ * thread and on several (the pieces before the cut are scanned before the cut is said), and a text
+ * cut short with nothing wrong before the cut says the cut. */
+TEST(an_error_before_a_gzip_cut_is_said_before_the_cut_on_threads_too) {
+    tp_buf t = {0};
+    const char *head = "{\"traceEvents\": [\n";
+    ASSERT_OK(tp_buf_append(&t, head, strlen(head)));
+    enum { ROWS = 400, BAD = 150 }; /* the entry with the error: on line BAD + 2 */
+    for (int i = 0; i < ROWS; i++) {
+        char row[256];
+        int len = snprintf(row, sizeof row,
+                           "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k%d\", \"pid\": 0, \"tid\": 7, "
+                           "\"ts\": %d%s, \"dur\": 2, \"args\": {\"device\": 0, \"stream\": 7}}",
+                           i ? ",\n" : "", i, 100 + 10 * i, i == BAD ? "x" : "");
+        ASSERT_OK(tp_buf_append(&t, row, (size_t)len));
+    }
+    ASSERT_OK(tp_buf_append(&t, "\n]}\n", 4));
+    /* where the error is, counted here: the line, and the column of the x */
+    const char *x = memchr(t.data, 'x', t.len);
+    ASSERT_NOT_NULL(x);
+    size_t line = 1;
+    const char *line_start = (const char *)t.data;
+    for (const char *c = (const char *)t.data; c < x; c++)
+        if (*c == '\n') {
+            line++;
+            line_start = c + 1;
+        }
+    ASSERT_UEQ(line, BAD + 2);
+    char where[64];
+    snprintf(where, sizeof where, "line %zu, column %zu", line, (size_t)(x - line_start) + 1);
+    /* stored, not compressed, so that a cut can end the text just past the error: the pieces
+     * before the cut then hold it while the cut is met */
+    tp_buf gz = {0};
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    ASSERT_EQ(deflateInit2(&zs, 0, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    ASSERT_OK(tp_buf_reserve(&gz, deflateBound(&zs, t.len)));
+    zs.next_in = t.data;
+    zs.avail_in = (uInt)t.len;
+    zs.next_out = gz.data;
+    zs.avail_out = (uInt)deflateBound(&zs, t.len);
+    ASSERT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+    gz.len = zs.total_out;
+    deflateEnd(&zs);
+    /* the first cut whose text (zlib inflating it a byte at a time) reaches 100 bytes past the x */
+    size_t want = (size_t)(x - (const char *)t.data) + 100, cut_near = 0;
+    memset(&zs, 0, sizeof zs);
+    ASSERT_EQ(inflateInit2(&zs, 16 + MAX_WBITS), Z_OK);
+    uint8_t *text = malloc(t.len);
+    ASSERT_NOT_NULL(text);
+    zs.next_out = text;
+    zs.avail_out = (uInt)t.len;
+    zs.next_in = gz.data;
+    while (zs.total_out < want && zs.total_in < gz.len) {
+        zs.avail_in = 1;
+        int zr = inflate(&zs, Z_NO_FLUSH);
+        ASSERT(zr == Z_OK || zr == Z_BUF_ERROR);
+    }
+    ASSERT(zs.total_out >= want);
+    cut_near = zs.total_in;
+    inflateEnd(&zs);
+    free(text);
+    size_t cuts[] = {cut_near, gz.len - 9}; /* just past the error; just before the trailer */
+    size_t pieces[] = {1, 100, 1000};
+    for (size_t c = 0; c < 2; c++) {
+        got g;
+        got_init(&g);
+        err_msg e1 = {{0}};
+        ASSERT_EQ(import_on_threads(gz.data, cuts[c], 1, 0, &g, NULL, &e1), ERR_MALFORMED);
+        ASSERT_STR_CONTAINS(e1.msg, where);
+        got_free(&g);
+        for (size_t i = 0; i < 3; i++) {
+            for (int threads = 2; threads <= 4; threads += 2) {
+                err_msg e = {{0}};
+                got_init(&g);
+                ASSERT_EQ(import_on_threads(gz.data, cuts[c], threads, pieces[i], &g, NULL, &e), ERR_MALFORMED);
+                ASSERT_STR_EQ(e.msg, e1.msg);
+                got_free(&g);
+            }
+        }
+    }
+    /* nothing wrong before the cut: the cut is what is said, on threads too */
+    x = memchr(t.data, 'x', t.len);
+    memmove((char *)x, x + 1, t.len - (size_t)(x - (const char *)t.data) - 1);
+    t.len--;
+    tp_buf_free(&gz);
+    gz = gzip_members(t.data, NULL, 0, t.len);
+    got g;
+    got_init(&g);
+    err_msg e1 = {{0}};
+    int rc1 = import_on_threads(gz.data, gz.len / 2, 1, 0, &g, NULL, &e1);
+    ASSERT(rc1 != 0);
+    ASSERT_STR_CONTAINS(e1.msg, "cut short");
+    got_free(&g);
+    for (size_t i = 0; i < 3; i++) {
+        err_msg e = {{0}};
+        got_init(&g);
+        ASSERT_EQ(import_on_threads(gz.data, gz.len / 2, 3, pieces[i], &g, NULL, &e), rc1);
+        ASSERT_STR_EQ(e.msg, e1.msg);
+        got_free(&g);
+    }
+    tp_buf_free(&gz);
+    tp_buf_free(&t);
+}
+
 /* Errors found in a piece another thread scanned are the errors of one thread: the same message,
  * line and column, for a syntax error, an unusable entry, the event limit and a text cut short. */
 TEST(errors_in_pieces_say_where_as_one_thread_does) {

@@ -69,10 +69,8 @@ int verb_progress_cb(void *ctx, uint64_t done, uint64_t total) {
         fprintf(stderr, "\r%s %d/%d %6.1f MB ", p->doing, p->index, p->count, (double)done / 1e6);
     } else {
         char bar[31];
-        int pct = total ? (int)(done * 100 / total) : 0;
-        if (pct > 100)
-            pct = 100;
-        int fill = total ? pct * 30 / 100 : 0;
+        int pct = done >= total ? 100 : (int)(done * 100 / total);
+        int fill = pct * 30 / 100;
         memset(bar, '#', (size_t)fill);
         memset(bar + fill, '.', (size_t)(30 - fill));
         bar[30] = '\0';

@@ -198,7 +198,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
      * the text as it is inflated, not read in place */
     uint8_t *gz = NULL;
     size_t gz_len = 0;
-    if ((size & 6) == 6 && size > 0 && (data[0] != 0x1f || size < 2 || data[1] != 0x8b))
+    if ((size & 6) == 6 && !(data[0] == 0x1f && data[1] == 0x8b)) /* size & 6: 6 bytes or more */
         gz = gzip_of(data, size, &gz_len);
     int rc3 = gz ? kineto_import_mem(gz, gz_len, "fuzz.json", &opts, keep_batch, &three, &st3, &err3)
                  : kineto_import_mem(data, size, "fuzz.json", &opts, keep_batch, &three, &st3, &err3);

@@ -3,8 +3,9 @@
  * JSRC_CHUNK bytes, each in a slot with JSRC_HEAD bytes of room before it (where the scanner puts an
  * unfinished token of the piece before) and JSRC_PAD bytes after it (its 0 sentinel). A producer
  * fills the slots: memcpy or read(2) for plain text, ISA-L or zlib for gzip, on a thread of its own
- * for compressed inputs of THREAD_MIN bytes or more, plain ones of 4 pieces or more (unless the
- * reader reads plain text of that length itself: plain_here), and gzip from a pipe.
+ * for compressed inputs of THREAD_MIN bytes or more and gzip from a pipe (unless the reader's thread
+ * is to inflate them: inline_gz), and plain ones of 4 pieces or more (unless the reader reads plain
+ * text of that length itself: plain_here).
  *
  * zlib is the reference: whatever it does (which bytes of a damaged stream become text before the
  * error, the error's text and place, how many input bytes were taken) is what the importer does,
@@ -492,7 +493,8 @@ int jsrc_start(jsrc *s, err_msg *err) {
         }
     }
     /* the producer goes on a thread of its own when there is enough to do (a pipe: there may be) */
-    if (size >= (s->gz ? THREAD_MIN : 4 * JSRC_CHUNK) && (s->gz || !s->plain_here || size <= s->plain_here)) {
+    if (size >= (s->gz ? THREAD_MIN : 4 * JSRC_CHUNK) && (s->gz || !s->plain_here || size <= s->plain_here) &&
+        !(s->gz && s->inline_gz)) {
         if (pthread_mutex_init(&s->mu, NULL) != 0)
             return err_set(err, ERR_NOMEM, "%s: cannot start a thread", s->name);
         pthread_cond_init(&s->cv_ready, NULL);

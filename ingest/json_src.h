@@ -53,6 +53,7 @@ typedef struct jsrc {
     int gz;
     uint64_t plain_here; /* plain text of more bytes than this is read on the reader's thread (which then
                             reads a file or memory itself); 0: never */
+    int inline_gz;      /* gzip is inflated on the reader's thread as it asks for each piece */
     int engine;         /* ENG_*: what fills the next slot */
     uint64_t read_bytes; /* input bytes taken, as the importer has always counted them */
 

@@ -1014,6 +1014,12 @@ static int parse_text(kimp *k, jsrc *s, int threads) {
 static int parse_all(kimp *k, jsrc *s) {
     int threads = kt_threads(k->opts);
     s->plain_here = threads > 1 ? par_least(k->opts, 0) : 0; /* the workers read those themselves */
+    /* gzip parsed on as many threads as there are cores, one or two: the importer's thread inflates
+     * each piece as it needs it, between the entries it makes records of (and the worker scans);
+     * an inflater of its own would take turns with them. On three threads and more the inflate
+     * would be more than the importer's thread's share. */
+    int parsing = threads > 1 && (s->total == 0 || s->total > par_least(k->opts, 1)) ? threads : 1;
+    s->inline_gz = parsing <= 2 && parsing >= kt_cores();
     int rc = jsrc_start(s, k->err);
     return rc ? rc : parse_text(k, s, threads);
 }

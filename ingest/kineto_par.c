@@ -111,7 +111,7 @@ typedef struct kpar {
     int slot;         /* the source's slot being read into pieces, -1 none, */
     size_t slot_at;   /* and how much of it was read */
     uint64_t next_base;
-    int eof;
+    int eof;         /* no more pieces: the text ended, or its source failed */
     int src_rc;      /* the source failed after the text handed out (its message in src_err): */
     err_msg src_err; /* the pieces before are scanned first, as one thread would */
 
@@ -142,6 +142,11 @@ static const uint8_t k_empty[JSRC_PAD];
 
 static int piece_read(kpar *par, kpiece *p, err_msg *err);
 
+int kt_cores(void) {
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
 int import_threads(int asked) {
     long n = asked;
     if (n <= 0) {
@@ -149,10 +154,8 @@ int import_threads(int asked) {
         char *end;
         if (env && *env)
             n = strtol(env, &end, 10);
-        if (!env || !*env || *end != '\0' || n < 1) {
-            cpu_set_t set;
-            n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-        }
+        if (!env || !*env || *end != '\0' || n < 1)
+            n = kt_cores();
     }
     return n < 1 ? 1 : n > KT_MAX_THREADS ? KT_MAX_THREADS : (int)n;
 }
@@ -612,11 +615,13 @@ static int piece_read(kpar *par, kpiece *p, err_msg *err) {
 }
 
 /* The next piece of plain text read directly: cut at the first place past par->piece bytes where
- * an entry seems to end, looked for in the slack after them (and a little before). */
+ * an entry seems to end, looked for in the slack after them (and a little before). Where that text
+ * cannot be read, the pieces end there, the failure kept to be said once those before are scanned
+ * (par->src_rc, as a stream's). */
 static int piece_fill_direct(kpar *par, kpiece **out) {
     kimp *k = par->k;
     uint64_t pos = par->next_base;
-    if (pos >= par->total)
+    if (pos >= par->total || par->eof)
         return 0;
     kpiece *p = piece_take(par);
     if (p == NULL)
@@ -636,7 +641,10 @@ static int piece_fill_direct(kpar *par, kpiece **out) {
                 rc = direct_read(par, v0, par->view, vn, k->err);
             if (rc < 0) {
                 p->state = P_FREE;
-                return rc;
+                par->src_rc = rc;
+                par->src_err = *k->err;
+                par->eof = 1;
+                return 0;
             }
         } else {
             v = par->mem + v0;

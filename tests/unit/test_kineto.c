@@ -5,6 +5,7 @@
  * importer emits is decoded here with the real decoder, so what is counted is what a reader gets.
  */
 #include <dirent.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -2009,24 +2010,21 @@ TEST(pieces_cut_among_long_entries_read_the_same) {
     tp_buf_free(&t);
 }
 
-/* A gzip'd text that is cut short after an error in it: the error in the text comes first, on one
- * thread and on several (the pieces before the cut are scanned before the cut is said), and a text
- * cut short with nothing wrong before the cut says the cut. */
-TEST(an_error_before_a_gzip_cut_is_said_before_the_cut_on_threads_too) {
+/* A trace of rows kernels, one a line, with an x in the timestamp of kernel bad: the text, and in
+ * where "line L, column C" of the x as counted here. */
+static tp_buf kernels_with_an_x(int rows, int bad, char where[64]) {
     tp_buf t = {0};
     const char *head = "{\"traceEvents\": [\n";
     ASSERT_OK(tp_buf_append(&t, head, strlen(head)));
-    enum { ROWS = 400, BAD = 150 }; /* the entry with the error: on line BAD + 2 */
-    for (int i = 0; i < ROWS; i++) {
+    for (int i = 0; i < rows; i++) {
         char row[256];
         int len = snprintf(row, sizeof row,
                            "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k%d\", \"pid\": 0, \"tid\": 7, "
                            "\"ts\": %d%s, \"dur\": 2, \"args\": {\"device\": 0, \"stream\": 7}}",
-                           i ? ",\n" : "", i, 100 + 10 * i, i == BAD ? "x" : "");
+                           i ? ",\n" : "", i, 100 + 10 * i, i == bad ? "x" : "");
         ASSERT_OK(tp_buf_append(&t, row, (size_t)len));
     }
     ASSERT_OK(tp_buf_append(&t, "\n]}\n", 4));
-    /* where the error is, counted here: the line, and the column of the x */
     const char *x = memchr(t.data, 'x', t.len);
     ASSERT_NOT_NULL(x);
     size_t line = 1;
@@ -2036,9 +2034,18 @@ TEST(an_error_before_a_gzip_cut_is_said_before_the_cut_on_threads_too) {
             line++;
             line_start = c + 1;
         }
-    ASSERT_UEQ(line, BAD + 2);
+    ASSERT_UEQ(line, (size_t)bad + 2);
+    snprintf(where, 64, "line %zu, column %zu", line, (size_t)(x - line_start) + 1);
+    return t;
+}
+
+/* A gzip'd text that is cut short after an error in it: the error in the text comes first, on one
+ * thread and on several (the pieces before the cut are scanned before the cut is said), and a text
+ * cut short with nothing wrong before the cut says the cut. */
+TEST(an_error_before_a_gzip_cut_is_said_before_the_cut_on_threads_too) {
     char where[64];
-    snprintf(where, sizeof where, "line %zu, column %zu", line, (size_t)(x - line_start) + 1);
+    tp_buf t = kernels_with_an_x(400, 150, where);
+    const char *x = memchr(t.data, 'x', t.len);
     /* stored, not compressed, so that a cut can end the text just past the error: the pieces
      * before the cut then hold it while the cut is met */
     tp_buf gz = {0};
@@ -2111,6 +2118,80 @@ TEST(an_error_before_a_gzip_cut_is_said_before_the_cut_on_threads_too) {
         got_free(&g);
     }
     tp_buf_free(&gz);
+    tp_buf_free(&t);
+}
+
+/* Truncates a file to a length the first time the import says how far it read. */
+typedef struct shrink_at {
+    const char *path;
+    off_t len;
+    int done;
+} shrink_at;
+
+static int progress_shrink(void *ctx, uint64_t done, uint64_t total) {
+    (void)done;
+    (void)total;
+    shrink_at *s = ctx;
+    if (!s->done && truncate(s->path, s->len) == 0)
+        s->done = 1;
+    return 0;
+}
+
+/* A file read in place on threads that gets shorter while it is read: the place where its text
+ * can no longer be read ends the pieces, and an error in the text before it is what is said, as
+ * one thread reading the shorter file says it; with no error before it, the shrinking is said. */
+TEST(an_error_before_a_file_shrinks_is_said_before_the_shrinking_on_threads_too) {
+    char where[64];
+    tp_buf t = kernels_with_an_x(2000, 1200, where);
+    const char *x = memchr(t.data, 'x', t.len);
+    /* pieces of 1000 bytes, each cut where it is looked for in the 4 KiB after it, and five filled
+     * ahead of the one taken: the file shrinks to 7,500 bytes past the error, so the text that
+     * can no longer be read is met while the piece with the error waits its turn */
+    size_t x_at = (size_t)(x - (const char *)t.data);
+    off_t shrunk = (off_t)(x_at + 7500);
+    char dir[2048], path[4096];
+    snprintf(dir, sizeof dir, "%s", task_path("shrink"));
+    ASSERT_OK(mkdir(dir, 0700));
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    for (int bad = 1; bad >= 0; bad--) {
+        if (!bad) { /* the error taken out */
+            memmove((char *)x, x + 1, t.len - x_at - 1);
+            t.len--;
+        }
+        /* one thread reading the shorter file */
+        write_whole(path, t.data, (size_t)shrunk);
+        got g;
+        got_init(&g);
+        err_msg e1 = {{0}};
+        import_opts one = {.producer = 81, .threads = 1};
+        int rc1 = kineto_import(path, &one, collect, &g, NULL, &e1);
+        got_free(&g);
+        if (bad) {
+            ASSERT_EQ(rc1, ERR_MALFORMED);
+            ASSERT_STR_CONTAINS(e1.msg, where);
+        } else {
+            ASSERT_EQ(rc1, ERR_TRUNCATED);
+        }
+        for (int threads = 2; threads <= 4; threads += 2) {
+            write_whole(path, t.data, t.len);
+            shrink_at sh = {.path = path, .len = shrunk};
+            import_opts opts = {.producer = 81, .threads = threads, .piece_bytes = 1000,
+                                .progress = progress_shrink, .progress_ctx = &sh};
+            err_msg e = {{0}};
+            got_init(&g);
+            int rc = kineto_import(path, &opts, collect, &g, NULL, &e);
+            got_free(&g);
+            ASSERT(sh.done);
+            if (bad) {
+                if (rc != ERR_MALFORMED)
+                    TASK_FAIL_("%d threads: %d (%s), one thread: %s", threads, rc, e.msg, e1.msg);
+                ASSERT_STR_EQ(e.msg, e1.msg);
+            } else {
+                ASSERT_EQ(rc, ERR_TRUNCATED);
+                ASSERT_STR_CONTAINS(e.msg, "the file got shorter while it was read");
+            }
+        }
+    }
     tp_buf_free(&t);
 }
 
@@ -2655,6 +2736,79 @@ TEST(import_progress_reaches_the_size_and_can_stop_the_import) {
     ASSERT_UEQ(q.calls, 2);
     ASSERT_EQ(h.batches, 0);
     got_free(&h);
+}
+
+/* The threads of this process, as /proc/self/task lists them. */
+static int tasks_now(void) {
+    DIR *d = opendir("/proc/self/task");
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static int progress_tasks(void *ctx, uint64_t done, uint64_t total) {
+    (void)done;
+    (void)total;
+    int *most = ctx, n = tasks_now();
+    if (n > *most)
+        *most = n;
+    return 0;
+}
+
+/* A gzip'd text parsed on as many threads as there are cores, one or two: the importer's thread
+ * inflates it, so the parse runs on no more threads than that (an inflater of its own would take
+ * turns with them); one thread with a second core free has the inflater beside it. The batches are
+ * the same each way. */
+TEST(gzip_on_as_many_threads_as_cores_is_inflated_by_the_importer) {
+    cpu_set_t all, one, two;
+    ASSERT_OK(sched_getaffinity(0, sizeof all, &all));
+    if (CPU_COUNT(&all) < 2)
+        TASK_SKIP("one core: the inflater beside one thread needs a second");
+    CPU_ZERO(&one);
+    CPU_ZERO(&two);
+    for (int c = 0, n = 0; c < CPU_SETSIZE && n < 2; c++)
+        if (CPU_ISSET(c, &all)) {
+            CPU_SET(c, n ? &two : &one);
+            CPU_SET(c, &two);
+            n++;
+        }
+    tp_buf text = inflate_file(trace_path("resnet_2080ti_two_threads.json.gz"));
+    size_t cut = text.len / 2;
+    tp_buf gz = gzip_members(text.data, &cut, 0, text.len);
+    int before = tasks_now();
+    ASSERT_GT(before, 0);
+    /* cores, threads, and the threads besides the test's own while the text is parsed */
+    static const struct {
+        int cores, threads, more;
+    } runs[] = {{1, 1, 0}, {2, 1, 1}, {2, 2, 1}};
+    got g[3];
+    for (int r = 0; r < 3; r++) {
+        ASSERT_OK(sched_setaffinity(0, sizeof one, runs[r].cores == 1 ? &one : &two));
+        int most = 0;
+        /* pieces of 256 KiB: parsed on threads from 16 KiB of gzip */
+        import_opts opts = {.producer = 81, .threads = runs[r].threads, .piece_bytes = 256u << 10,
+                            .progress = progress_tasks, .progress_ctx = &most};
+        err_msg err = {{0}};
+        got_init(&g[r]);
+        int rc = kineto_import_mem(gz.data, gz.len, "t.json.gz", &opts, collect, &g[r], NULL, &err);
+        ASSERT_OK(sched_setaffinity(0, sizeof all, &all));
+        if (rc != 0)
+            TASK_FAIL_("%d cores, %d threads: %s", runs[r].cores, runs[r].threads, err.msg);
+        if (most != before + runs[r].more)
+            TASK_FAIL_("%d cores, %d threads: %d threads besides the test's %d, where %d", runs[r].cores,
+                       runs[r].threads, most - before, before, runs[r].more);
+        ASSERT_UEQ(g[r].raw.len, g[0].raw.len);
+        ASSERT_MEM_EQ(g[r].raw.data, g[0].raw.data, g[0].raw.len);
+    }
+    ASSERT_GT(g[0].batches, 0);
+    for (int r = 0; r < 3; r++)
+        got_free(&g[r]);
+    tp_buf_free(&gz);
+    tp_buf_free(&text);
 }
 
 TEST(cmd_import_writes_a_trace_file) {

@@ -2,7 +2,8 @@
  * `synctop export SOURCE... --format chrome -o OUT.json`: the timeline as Chrome trace JSON
  * (report/chrome.c), which Perfetto and chrome://tracing open and `synctop import` reads back.
  *
- * Long exports show a progress bar on a terminal (stderr) and are quiet otherwise.
+ * Long exports show progress bars on a terminal (stderr: the reading, then the writing) and are
+ * quiet otherwise.
  */
 #include <errno.h>
 #include <limits.h>
@@ -39,20 +40,6 @@ static void export_usage(FILE *out) {
                  "  --max-events N  read up to N events from each source, and no more: by\n"
                  "               default a trace file up to 4 per byte, a profiler trace or\n"
                  "               export up to 33554432 (one per 4 bytes of a larger file)\n");
-}
-
-/* The progress bar on a terminal. */
-static void export_progress(void *ctx, uint64_t done, uint64_t total) {
-    (void)ctx;
-    int pct = total ? (int)(100 * done / total) : 100;
-    if (pct > 100)
-        pct = 100;
-    char bar[41];
-    memset(bar, '#', (size_t)(pct * 40 / 100));
-    memset(bar + pct * 40 / 100, '.', (size_t)(40 - pct * 40 / 100));
-    bar[40] = '\0';
-    fprintf(stderr, "\rexport [%s] %3d%%", bar, pct);
-    fflush(stderr);
 }
 
 static int cmd_export(int argc, char **argv) {
@@ -109,7 +96,6 @@ static int cmd_export(int argc, char **argv) {
         return 1;
     }
     verb_symbolize("export", s); /* native call sites to file:line */
-    int tty = isatty(STDERR_FILENO);
     /* Written under a temporary name and renamed into place: a failed export (a full disk) leaves
      * no truncated JSON behind, and --force replaces the old file only with a whole new one. */
     int to_stdout = strcmp(out_path, "-") == 0;
@@ -120,17 +106,20 @@ static int cmd_export(int argc, char **argv) {
     if (out == NULL) {
         status = verb_error("export", "cannot write %s: %s", out_path, strerror(errno));
     } else {
-        int wrc = rp_write_chrome(out, s, flows, tty ? export_progress : NULL, NULL);
+        /* on a terminal, how far the writing is, as the reading said it */
+        verb_progress bar;
+        verb_progress_init(&bar, "writing", 1, isatty(STDERR_FILENO));
+        verb_progress_next(&bar, 1, to_stdout ? "-" : out_path);
+        int wrc = rp_write_chrome(out, s, flows, verb_progress_events, &bar);
         if ((to_stdout ? fflush(out) : fclose(out)) != 0)
             wrc = ERR_IO;
+        verb_progress_clear(&bar);
         if (wrc != 0)
             status = verb_error("export", "cannot write %s: %s", out_path, strerror(errno));
         else if (!to_stdout && rename(tmp, out_path) != 0)
             status = verb_error("export", "cannot rename %s to %s: %s", tmp, out_path, strerror(errno));
         if (status != 0 && !to_stdout)
             unlink(tmp);
-        if (tty)
-            fputs("\r\033[K", stderr);
     }
     st_store_destroy(&s);
     return status;

@@ -74,13 +74,19 @@ int verb_progress_cb(void *ctx, uint64_t done, uint64_t total) {
         memset(bar, '#', (size_t)fill);
         memset(bar + fill, '.', (size_t)(30 - fill));
         bar[30] = '\0';
-        fprintf(stderr, "\r%s %d/%d [%s] %3d%% %6.1f MB ", p->doing, p->index, p->count, bar, pct,
-                (double)done / 1e6);
+        fprintf(stderr, "\r%s %d/%d [%s] %3d%% %6.1f %s ", p->doing, p->index, p->count, bar, pct,
+                (double)done / 1e6, p->events ? "M events" : "MB");
     }
     tp_print_sanitized(stderr, p->name, (size_t)-1);
     fprintf(stderr, "\033[K");
     fflush(stderr);
     return 0;
+}
+
+void verb_progress_events(void *ctx, uint64_t done, uint64_t total) {
+    verb_progress *p = ctx;
+    p->events = 1;
+    verb_progress_cb(p, done, total);
 }
 
 void verb_progress_clear(verb_progress *p) {

@@ -83,8 +83,9 @@ int verb_emit_to_file(void *ctx, const void *batch, size_t len, struct err_msg *
  * second. Any line a verb says meanwhile (verb_error, verb_warn, verb_say) clears it first. */
 typedef struct verb_progress {
     int tty, shown;
-    const char *doing; /* "importing", "reading" */
-    const char *name;  /* the source being read */
+    int events;        /* done and total count events, not bytes (verb_progress_events) */
+    const char *doing; /* "importing", "reading", "writing" */
+    const char *name;  /* the source being read, or the file written */
     int index, count;  /* its place among the sources, from 1 */
     double t0, last;
 } verb_progress;
@@ -95,6 +96,8 @@ void verb_progress_init(verb_progress *p, const char *doing, int count, int tty)
 void verb_progress_next(verb_progress *p, int index, const char *name);
 /* An import_progress_fn (ctx: the verb_progress): draws the bar; never stops the reading. */
 int verb_progress_cb(void *ctx, uint64_t done, uint64_t total);
+/* The same for work counted in events (an export's rows written): "12.3 M events". */
+void verb_progress_events(void *ctx, uint64_t done, uint64_t total);
 /* Takes the bar off the screen, if it is there. */
 void verb_progress_clear(verb_progress *p);
 

@@ -236,6 +236,44 @@ TEST(report_on_a_terminal_says_how_far_it_read_then_clears_the_line) {
     free(whole);
 }
 
+/* export on a terminal: a bar says how far the writing has come and is taken off the screen at
+ * the end; when the writing fails (its reader went away), the error is said on a line of its own,
+ * with no bar left on the screen. The output goes to a pipe read slowly at first (100 KB every
+ * 50 ms), so that the bar shows (from half a second) whatever the build's speed. */
+TEST(export_on_a_terminal_says_how_far_it_wrote_and_its_error_on_a_line_of_its_own) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    const char *trace = synth_trace(100000);
+    char script[PATH_MAX], cmd[PATH_MAX + 16];
+    snprintf(script, sizeof script, "%s", task_path("slow.sh"));
+    for (int fail = 0; fail <= 1; fail++) {
+        FILE *f = fopen(script, "w");
+        ASSERT_NOT_NULL(f);
+        /* SIGPIPE ignored, as a shell script's caller may leave it: the write fails with EPIPE */
+        fprintf(f,
+                "trap '' PIPE\n'%s' export '%s' -o - | { for i in $(seq 30); do head -c 100000 >/dev/null; "
+                "sleep 0.05; done; %s }\n",
+                task_synctop(), trace, fail ? "" : "cat >/dev/null;");
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "sh '%s'", script);
+        tmux_start(cmd, 160, 10);
+        char line[512];
+        const char *scr = wait_for("writing 1/1 [");
+        ASSERT_NOT_NULL(line_with(scr, "writing 1/1 [", line, sizeof line));
+        ASSERT_STR_CONTAINS(line, "M events -");
+        scr = wait_for("EXITED");
+        ASSERT_STR_CONTAINS(scr, "EXITED rc=0"); /* the pipe's: its reader's */
+        if (strstr(scr, "writing") != NULL)
+            TASK_FAIL_("the bar was left on the screen:\n%s", scr);
+        const char *said = "synctop export: cannot write -: Broken pipe";
+        if (fail && (line_with(scr, said, line, sizeof line) == NULL || strncmp(line, said, strlen(said)) != 0))
+            TASK_FAIL_("the error should be on a line of its own:\n%s", scr);
+        if (!fail && strstr(scr, "synctop export:") != NULL)
+            TASK_FAIL_("a whole export said something:\n%s", scr);
+        tmux_stop();
+    }
+}
+
 /* A real training loop (30 ResNet steps) and a real inference trace with Python stacks: the keys of
  * the stalls panel and the steps, typed as a user would. */
 TEST(replay_in_tmux_real_traces_steps_sort_cause_and_frames) {

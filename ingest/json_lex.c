@@ -387,7 +387,9 @@ static inline __attribute__((always_inline)) const uint8_t *skip_blank(skip_line
         uint8_t c = *p;
         if (c > ' ') {
             return p;
-        } else if (c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f') {
+        } else if (c == ' ') { /* runs of them: the indentation of pretty-printed JSON */
+            p = skip_spaces(p);
+        } else if (c == '\t' || c == '\r' || c == '\v' || c == '\f') {
             p++;
         } else if (c == '\n') {
             nl->n++;

@@ -349,16 +349,21 @@ static int scalar_args(kimp *k, const char *str, size_t str_len) {
     return 1;
 }
 
-/* A number in a kernel's grid or block. */
-static int scalar_dim(kimp *k, const char *num, size_t num_len) {
+/* The next number of a kernel's grid or block: v when ok, else 0. */
+static inline void dim_put(kimp *k, int ok, int64_t v) {
     kev *e = &k->ev;
-    int64_t v = 0;
-    int ok = num && num_dec(k, num, num_len, 0, 1, &v) == 0 && v >= 0 && v <= (int64_t)UINT32_MAX;
     uint32_t *dims = e->dims == K_A_GRID ? e->grid : e->block;
     int *n = e->dims == K_A_GRID ? &e->n_grid : &e->n_block;
     if (*n < 3)
-        dims[*n] = ok ? (uint32_t)v : 0;
+        dims[*n] = ok && v >= 0 && v <= (int64_t)UINT32_MAX ? (uint32_t)v : 0;
     (*n)++;
+}
+
+/* A number in a kernel's grid or block. */
+static int scalar_dim(kimp *k, const char *num, size_t num_len) {
+    int64_t v = 0;
+    int ok = num && num_dec(k, num, num_len, 0, 1, &v) == 0;
+    dim_put(k, ok, v);
     return 1;
 }
 
@@ -644,12 +649,18 @@ static inline __attribute__((always_inline)) int scan_number(kimp *k, const uint
         nv.ok = 0;
     }
     const kfield *f = &k_fields[k->key];
-    int64_t v;
+    int64_t v = 0;
     int rc;
-    if (nv.ok && f->kind == F_EV_INT && f->ctx == k->stack[k->sp] && k->skip == 0 &&
-        (rc = dec_parts(&nv, 0, 1, &v)) != -2) {
+    unsigned c = k->stack[k->sp];
+    if (nv.ok && f->kind == F_EV_INT && f->ctx == c && k->skip == 0 && (rc = dec_parts(&nv, 0, 1, &v)) != -2) {
         if (rc == 0)
             ev_int_set(k, f, v);
+    } else if (nv.ok && c == C_EVENT && (k->key == K_TS || k->key == K_DUR) && k->skip == 0 &&
+               (rc = dec_parts(&nv, 3, 0, k->key == K_TS ? &k->ev.ts : &k->ev.dur)) != -2) {
+        /* what scalar_event does with them: microseconds to nanoseconds */
+        k->ev.have |= k->key == K_TS ? (rc == 0 ? H_TS : H_TS_BAD) : (rc == 0 ? H_DUR : H_DUR_BAD);
+    } else if (nv.ok && c == C_DIMS && k->skip == 0 && (rc = dec_parts(&nv, 0, 1, &v)) != -2) {
+        dim_put(k, rc == 0, v); /* what scalar_dim does */
     } else {
         k->at = e;
         k->nv = &nv;

@@ -475,6 +475,60 @@ TEST(kernels_keep_their_launch_shapes) {
     }
 }
 
+/* A launch shape's numbers as JSON may write them: an integer, with a fraction of zeros, with an
+ * exponent, past what 32 bits hold, negative, or not whole. Each is the number JSON says when it
+ * is a whole number from 0 to 2^32 - 1, else 0; the expected shapes are written here by hand. */
+TEST(launch_shapes_read_every_way_a_number_is_written) {
+    static const struct {
+        const char *grid, *block;
+        uint32_t g[3], b[3];
+    } cases[] = {
+        {"1, 2, 3", "1e3, 1e3, 1e3", {1, 2, 3}, {1000, 1000, 1000}},
+        {"4.0, 5.00, 6E1", "2.5, -3, 4294967296", {4, 5, 60}, {0, 0, 0}},
+        {"4294967295, 0, 1.5e1", "7e0, 0.0, 1000000000000000000000", {4294967295u, 0, 15}, {7, 0, 0}},
+        {"8", "9, 10, 11, 12", {8, 0, 0}, {9, 10, 11}},
+    };
+    tp_buf t = {0};
+    const char *head = "{\"traceEvents\": [\n";
+    ASSERT_OK(tp_buf_append(&t, head, strlen(head)));
+    size_t n = sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i < n; i++) {
+        char row[512];
+        int len = snprintf(row, sizeof row,
+                           "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, "
+                           "\"ts\": %zu, \"dur\": 1, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": %zu, "
+                           "\"grid\": [%s], \"block\": [%s]}}",
+                           i ? ",\n" : "", 10 * (i + 1), i + 1, cases[i].grid, cases[i].block);
+        ASSERT_OK(tp_buf_append(&t, row, (size_t)len));
+    }
+    ASSERT_OK(tp_buf_append(&t, "\n]}\n", 4));
+    for (int threads = 1; threads <= 2; threads++) {
+        got g;
+        got_init(&g);
+        err_msg err = {{0}};
+        import_opts opts = {.producer = 81, .threads = threads, .piece_bytes = threads > 1 ? 100 : 0};
+        ASSERT_OK(kineto_import_mem(t.data, t.len, "t.json", &opts, collect, &g, NULL, &err));
+        size_t seen = 0;
+        for (size_t i = 0; i < g.n; i++) {
+            const tp_kernel *k = &g.rec[i].kernel;
+            if (k->kind != TP_K_KERNEL)
+                continue;
+            ASSERT(k->correlation >= 1 && k->correlation <= n);
+            size_t c = (size_t)k->correlation - 1;
+            for (int d = 0; d < 3; d++) {
+                if (k->grid[d] != cases[c].g[d] || k->block[d] != cases[c].b[d])
+                    TASK_FAIL_("%d threads, grid [%s] block [%s]: read %u %u %u / %u %u %u", threads, cases[c].grid,
+                               cases[c].block, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
+                               k->block[2]);
+            }
+            seen++;
+        }
+        ASSERT_UEQ(seen, n);
+        got_free(&g);
+    }
+    tp_buf_free(&t);
+}
+
 static void check_against_expected(const char *file) {
     const exp_trace *x = NULL;
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)

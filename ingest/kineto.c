@@ -286,6 +286,11 @@ static inline void ev_int_set(kimp *k, const kfield *f, int64_t v) {
     k->ev.have |= f->bit;
 }
 
+/* An event's ts or dur (key), read (ok, its value already stored) or not. */
+static inline void ev_time_got(kimp *k, int key, int ok) {
+    k->ev.have |= key == K_TS ? (ok ? H_TS : H_TS_BAD) : (ok ? H_DUR : H_DUR_BAD);
+}
+
 /* A string or a number of an event (not of its args). */
 static int scalar_event(kimp *k, const char *num, size_t num_len, const char *str, size_t str_len) {
     kev *e = &k->ev;
@@ -316,8 +321,12 @@ static int scalar_event(kimp *k, const char *num, size_t num_len, const char *st
             return kt_fail_nomem(k);
         e->name_s = e->name_buf.s;
         return 1;
-    case K_TS: e->have |= num && num_dec(k, num, num_len, 3, 0, &e->ts) == 0 ? H_TS : H_TS_BAD; return 1;
-    case K_DUR: e->have |= num && num_dec(k, num, num_len, 3, 0, &e->dur) == 0 ? H_DUR : H_DUR_BAD; return 1;
+    case K_TS:
+    case K_DUR: {
+        int ok = num && num_dec(k, num, num_len, 3, 0, k->key == K_TS ? &e->ts : &e->dur) == 0;
+        ev_time_got(k, k->key, ok);
+        return 1;
+    }
     default: return 1;
     }
 }
@@ -652,15 +661,15 @@ static inline __attribute__((always_inline)) int scan_number(kimp *k, const uint
     int64_t v = 0;
     int rc;
     unsigned c = k->stack[k->sp];
-    if (nv.ok && f->kind == F_EV_INT && f->ctx == c && k->skip == 0 && (rc = dec_parts(&nv, 0, 1, &v)) != -2) {
+    int usable = nv.ok && k->skip == 0; /* its parts are whole, and it is of use */
+    if (usable && f->kind == F_EV_INT && f->ctx == c && (rc = dec_parts(&nv, 0, 1, &v)) != -2) {
         if (rc == 0)
             ev_int_set(k, f, v);
-    } else if (nv.ok && c == C_EVENT && (k->key == K_TS || k->key == K_DUR) && k->skip == 0 &&
+    } else if (usable && c == C_EVENT && (k->key == K_TS || k->key == K_DUR) &&
                (rc = dec_parts(&nv, 3, 0, k->key == K_TS ? &k->ev.ts : &k->ev.dur)) != -2) {
-        /* what scalar_event does with them: microseconds to nanoseconds */
-        k->ev.have |= k->key == K_TS ? (rc == 0 ? H_TS : H_TS_BAD) : (rc == 0 ? H_DUR : H_DUR_BAD);
-    } else if (nv.ok && c == C_DIMS && k->skip == 0 && (rc = dec_parts(&nv, 0, 1, &v)) != -2) {
-        dim_put(k, rc == 0, v); /* what scalar_dim does */
+        ev_time_got(k, k->key, rc == 0); /* microseconds to nanoseconds, as scalar_event */
+    } else if (usable && c == C_DIMS && (rc = dec_parts(&nv, 0, 1, &v)) != -2) {
+        dim_put(k, rc == 0, v); /* as scalar_dim */
     } else {
         k->at = e;
         k->nv = &nv;
@@ -961,6 +970,11 @@ static size_t par_least(const import_opts *o, int gz) {
     return gz ? KT_PAR_LEAST_GZ : KT_PAR_LEAST;
 }
 
+/* The threads a text of total input bytes (0: unknown) is parsed on, given threads. */
+static int parsing_threads(const import_opts *o, uint64_t total, int gz, int threads) {
+    return threads > 1 && (total == 0 || total > par_least(o, gz)) ? threads : 1;
+}
+
 /* The bytes of a piece on this many threads: 2 threads + 3 pieces are in flight (kt_par_parse). */
 static size_t piece_for(int threads) {
     size_t p = KT_IN_FLIGHT / (2 * (size_t)threads + 3) / 4096 * 4096;
@@ -976,7 +990,7 @@ static int parse_text(kimp *k, jsrc *s, int threads) {
     k->wbeg = k->wpos = k->wend = empty;
     size_t piece = o && o->piece_bytes ? o->piece_bytes : piece_for(threads);
     k->st->parse_threads = 1;
-    if (threads > 1 && (s->total == 0 || s->total > par_least(o, s->gz))) {
+    if (parsing_threads(o, s->total, s->gz, threads) > 1) {
         k->on_threads = 1;
         k->st->parse_threads = threads;
         rc = kt_par_parse(k, s, threads, piece);
@@ -1029,7 +1043,7 @@ static int parse_all(kimp *k, jsrc *s) {
      * each piece as it needs it, between the entries it makes records of (and the worker scans);
      * an inflater of its own would take turns with them. On three threads and more the inflate
      * would be more than the importer's thread's share. */
-    int parsing = threads > 1 && (s->total == 0 || s->total > par_least(k->opts, 1)) ? threads : 1;
+    int parsing = parsing_threads(k->opts, s->total, 1, threads);
     s->inline_gz = parsing <= 2 && parsing >= kt_cores();
     int rc = jsrc_start(s, k->err);
     return rc ? rc : parse_text(k, s, threads);

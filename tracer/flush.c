@@ -49,6 +49,9 @@ static uint32_t pid;
 static int name_gpus; /* started late: the driver names the GPUs (once) */
 static pthread_t thread;
 static atomic_int exiting; /* exit handlers have run: the flush thread leaves CUPTI alone */
+/* Collecting when the end was asked: the last round keeps the device records of buffers that
+ * arrived until then (CUPTI's teardown at exit hands over what its worker still held). */
+static atomic_int kept_at_stop;
 
 /* The outputs. */
 static tp_enc *enc;
@@ -127,6 +130,7 @@ void tr_flush_reset(void) {
 }
 
 int tr_flush_prepare(const tr_config *c, const tr_cupti *cu, tr_hostq *q) {
+    atomic_store(&kept_at_stop, 0);
     cfg = c;
     cupti = cu;
     hostq = q;
@@ -549,7 +553,7 @@ static void pump(int cupti_ok) {
         cupti->cuptiActivityFlushAll(go_dormant ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     if (tr_callbacks_names_stale())
         tr_conv_forget_names(conv);
-    int keep = tr_callbacks_collecting();
+    int keep = tr_callbacks_collecting() || atomic_load(&kept_at_stop);
     drain_buffers(keep);
     drain_hostq();
     if (go_dormant)
@@ -667,6 +671,7 @@ void tr_flush_exiting(void) { atomic_store(&exiting, 1); }
 
 /* The callbacks stop for good, before the flush thread is told to. */
 static void stop_callbacks(void) {
+    atomic_store(&kept_at_stop, tr_callbacks_collecting());
     tr_callbacks_set_collecting(0);
     tr_callbacks_set_state(TR_STOPPED);
 }

@@ -1,11 +1,84 @@
 /*
  * CUPTI record -> synctop record (convert.h). Struct names are CUPTI 13's (cupti_activity.h):
- * Kernel10, Memcpy6, Memset4, Synchronization2, API, Marker2, Context3, Stream, Device5.
+ * Kernel10, Memcpy6, Memset4, Synchronization2, API, Marker2, Context3, Stream, Device5. CUPTI
+ * 12 writes earlier versions of some (Kernel9, Memcpy5, Memset3, Synchronization, Context2,
+ * Device4: shorter, see cupti_load.c); every field read here lies at the same offset in them,
+ * as the assertions below check, so one reading serves both. Synchronization alone lacks a field
+ * read here (returnValue): tr_conv_set_sync_size says whether records have it.
  */
 #include "convert.h"
 
+#include <cupti_activity_deprecated.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Field f of CUPTI 13's struct is where an earlier version has it, within the earlier's size. */
+#define SAME_AT(now, old, f)                                                                       \
+    _Static_assert(offsetof(now, f) == offsetof(old, f) &&                                         \
+                       sizeof(((now *)0)->f) == sizeof(((old *)0)->f) &&                           \
+                       offsetof(old, f) + sizeof(((old *)0)->f) <= sizeof(old),                     \
+                   #old "." #f " is not where " #now " has it")
+#define KERNEL_FIELDS(X, old)                                                                      \
+    X(CUpti_ActivityKernel10, old, start);                                                         \
+    X(CUpti_ActivityKernel10, old, end);                                                           \
+    X(CUpti_ActivityKernel10, old, correlationId);                                                 \
+    X(CUpti_ActivityKernel10, old, graphId);                                                       \
+    X(CUpti_ActivityKernel10, old, deviceId);                                                      \
+    X(CUpti_ActivityKernel10, old, contextId);                                                     \
+    X(CUpti_ActivityKernel10, old, streamId);                                                      \
+    X(CUpti_ActivityKernel10, old, name);                                                          \
+    X(CUpti_ActivityKernel10, old, gridX);                                                         \
+    X(CUpti_ActivityKernel10, old, gridY);                                                         \
+    X(CUpti_ActivityKernel10, old, gridZ);                                                         \
+    X(CUpti_ActivityKernel10, old, blockX);                                                        \
+    X(CUpti_ActivityKernel10, old, blockY);                                                        \
+    X(CUpti_ActivityKernel10, old, blockZ)
+KERNEL_FIELDS(SAME_AT, CUpti_ActivityKernel9);
+#define MEMCPY_FIELDS(X, old)                                                                      \
+    X(CUpti_ActivityMemcpy6, old, start);                                                          \
+    X(CUpti_ActivityMemcpy6, old, end);                                                            \
+    X(CUpti_ActivityMemcpy6, old, flags);                                                          \
+    X(CUpti_ActivityMemcpy6, old, deviceId);                                                       \
+    X(CUpti_ActivityMemcpy6, old, contextId);                                                      \
+    X(CUpti_ActivityMemcpy6, old, streamId);                                                       \
+    X(CUpti_ActivityMemcpy6, old, correlationId);                                                  \
+    X(CUpti_ActivityMemcpy6, old, bytes);                                                          \
+    X(CUpti_ActivityMemcpy6, old, copyKind);                                                       \
+    X(CUpti_ActivityMemcpy6, old, srcKind);                                                        \
+    X(CUpti_ActivityMemcpy6, old, dstKind)
+MEMCPY_FIELDS(SAME_AT, CUpti_ActivityMemcpy5);
+#define MEMSET_FIELDS(X, old)                                                                      \
+    X(CUpti_ActivityMemset4, old, start);                                                          \
+    X(CUpti_ActivityMemset4, old, end);                                                            \
+    X(CUpti_ActivityMemset4, old, flags);                                                          \
+    X(CUpti_ActivityMemset4, old, deviceId);                                                       \
+    X(CUpti_ActivityMemset4, old, contextId);                                                      \
+    X(CUpti_ActivityMemset4, old, streamId);                                                       \
+    X(CUpti_ActivityMemset4, old, correlationId);                                                  \
+    X(CUpti_ActivityMemset4, old, bytes);                                                          \
+    X(CUpti_ActivityMemset4, old, memoryKind);                                                     \
+    X(CUpti_ActivityMemset4, old, value)
+MEMSET_FIELDS(SAME_AT, CUpti_ActivityMemset3);
+SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, start);
+SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, end);
+SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, type);
+SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, correlationId);
+SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, contextId);
+SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, streamId);
+SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, cudaEventId);
+SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext2, contextId);
+SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext2, deviceId);
+SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext2, nullStreamId);
+SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, id);
+SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, name);
+SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, computeCapabilityMajor);
+SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, computeCapabilityMinor);
+SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, numMultiprocessors);
+SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, globalMemorySize);
+
+/* Bytes a SYNCHRONIZATION record needs to hold returnValue. */
+#define SYNC_WITH_RESULT (offsetof(CUpti_ActivitySynchronization2, returnValue) + sizeof(uint32_t))
 
 #include "cbids.h"
 
@@ -30,6 +103,7 @@ struct tr_conv {
     uint32_t api_names[2][API_NAMES]; /* [driver][cbid]: id + 1, 0 = not looked up */
     uint64_t block_ns;                /* a launch this long blocked its thread (0: never) */
     uint32_t corr_max;                /* highest correlation id converted */
+    int sync_no_result;               /* SYNCHRONIZATION records end before returnValue */
     tr_conv_stats stats;
 };
 
@@ -81,6 +155,8 @@ static ctx_slot *ctx_find(const tr_conv *c, uint32_t context, int insert) {
 }
 
 void tr_conv_set_block_threshold(tr_conv *c, uint64_t ns) { c->block_ns = ns; }
+
+void tr_conv_set_sync_size(tr_conv *c, size_t bytes) { c->sync_no_result = bytes != 0 && bytes < SYNC_WITH_RESULT; }
 
 uint32_t tr_conv_max_correlation(const tr_conv *c) { return c->corr_max; }
 
@@ -191,7 +267,7 @@ static int conv_sync(tr_conv *c, const CUpti_ActivitySynchronization2 *s) {
     saw_correlation(c, s->correlationId);
     if (s->end < s->start)
         return invalid(c);
-    if (s->returnValue == CUDA_ERROR_NOT_READY) {
+    if (!c->sync_no_result && s->returnValue == CUDA_ERROR_NOT_READY) {
         /* A cudaStreamQuery/cudaEventQuery that found work pending synchronized nothing. */
         c->stats.pending++;
         return 0;

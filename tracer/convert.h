@@ -42,6 +42,10 @@ int tr_conv_activity(tr_conv *c, const CUpti_Activity *a);
 void tr_conv_set_block_threshold(tr_conv *c, uint64_t ns);
 /* Which device a context belongs to, learnt before its CONTEXT record (context creation). */
 void tr_conv_set_context(tr_conv *c, uint32_t context, uint32_t device);
+/* The size of the loaded CUPTI's SYNCHRONIZATION records (tr_cupti's sync_size; 0: unknown, taken
+ * as CUPTI 13's). CUPTI before 12.8 writes them without returnValue: a query that found work
+ * pending cannot be told from a wait then, and every record counts as a wait. */
+void tr_conv_set_sync_size(tr_conv *c, size_t bytes);
 /* The highest correlation id among the records converted so far. */
 uint32_t tr_conv_max_correlation(const tr_conv *c);
 /* The device of a context, from CONTEXT records or tr_conv_set_context; TP_NO_DEVICE when

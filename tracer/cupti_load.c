@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Where CUPTI usually lives when no copy is loaded yet. */
+/* Where CUPTI usually lives when no copy is loaded yet: CUPTI 13's, then CUPTI 12's. */
 static const char *const default_paths[] = {
     "libcupti.so.13",
     "libcupti.so",
@@ -19,12 +19,19 @@ static const char *const default_paths[] = {
     "/usr/local/cuda/lib64/libcupti.so.13",
     "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13",
     "/usr/local/cuda/targets/sbsa-linux/lib/libcupti.so.13",
+    "libcupti.so.12",
+    "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.12",
+    "/usr/local/cuda/lib64/libcupti.so.12",
+    "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.12",
+    "/usr/local/cuda/targets/sbsa-linux/lib/libcupti.so.12",
 };
 
-/* The CUDA wheels' libcupti, relative to site-packages. */
+/* The CUDA wheels' libcupti, relative to site-packages: a CUDA 13 torch has the first ones, a
+ * CUDA 12 torch the last (nvidia-cuda-cupti-cu12). */
 static const char *const wheel_paths[] = {
     "nvidia/cu13/lib/libcupti.so.13",
     "nvidia/cuda_cupti/lib/libcupti.so.13",
+    "nvidia/cuda_cupti/lib/libcupti.so.12",
 };
 
 /* Loaded torch libraries: any of them puts site-packages three directories up. */
@@ -40,6 +47,7 @@ typedef struct scan {
     char cupti[4][512]; /* loaded libcupti files (at most 4) */
     unsigned n_cupti;
     char torch[512];    /* a loaded torch library */
+    char cudart[16];    /* ".so.12" when the process loaded libcudart.so.12[.x.y] ("" when none) */
 } scan;
 
 static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -51,6 +59,10 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg) {
     if (strncmp(base_name(name), "libcupti.so", 11) == 0 && s->n_cupti < 4 &&
         strlen(name) < sizeof s->cupti[0])
         snprintf(s->cupti[s->n_cupti++], sizeof s->cupti[0], "%s", name);
+    const char *rt = base_name(name);
+    size_t major = strncmp(rt, "libcudart.so.", 13) == 0 ? strspn(rt + 13, "0123456789") : 0;
+    if (major > 0 && major < 8 && s->cudart[0] == '\0') /* .so.12 of libcudart.so.12.8.90 */
+        snprintf(s->cudart, sizeof s->cudart, ".so.%.*s", (int)major, rt + 13);
     size_t n = strlen(name);
     for (size_t i = 0; s->torch[0] == '\0' && i < sizeof torch_libs / sizeof torch_libs[0]; i++) {
         size_t t = strlen(torch_libs[i]);
@@ -101,33 +113,53 @@ static int bind(tr_cupti *c, err_msg *err) {
     return 0;
 }
 
-/* The records the converter reads (convert.c), with the size of each in the headers the tracer was
- * built with. A CUPTI that lays one out in another size has another version of that struct
- * (CUPTI 12's Kernel9 is 208 bytes, CUPTI 13's Kernel10 216), whose fields the converter would
- * misread: such a library is refused, whatever its version number says. */
+/* The records the converter reads (convert.c), and the sizes a CUPTI may lay each out in: CUPTI
+ * 13's struct (the headers the tracer is built with) first, then earlier versions of it whose
+ * fields the converter reads lie at the same offsets (convert.c asserts it against the structs of
+ * cupti_activity_deprecated.h): Kernel9, which all of CUPTI 12 writes, Memcpy5 and
+ * Synchronization, which CUPTI 12.0-12.7 write (NVIDIA's release notes for 12.8 and 13.0), and
+ * Memset3, Context2 and Device4, older still. Only Synchronization lacks a field read
+ * (returnValue). A library that lays a record out in any other size has a version whose fields
+ * the converter would misread (CUPTI 11's Kernel8 is 200 bytes; CUPTI 13.2's Kernel11 is not in
+ * these headers): it is refused, whatever its version number says. */
+#define LAYOUT_SIZES 3
 static const struct {
     CUpti_ActivityKind kind;
-    size_t size;
+    size_t sizes[LAYOUT_SIZES]; /* 0 after the last */
     const char *name;
 } layouts[] = {
-    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(CUpti_ActivityKernel10), "CONCURRENT_KERNEL"},
-    {CUPTI_ACTIVITY_KIND_KERNEL, sizeof(CUpti_ActivityKernel10), "KERNEL"},
-    {CUPTI_ACTIVITY_KIND_MEMCPY, sizeof(CUpti_ActivityMemcpy6), "MEMCPY"},
-    {CUPTI_ACTIVITY_KIND_MEMSET, sizeof(CUpti_ActivityMemset4), "MEMSET"},
-    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, sizeof(CUpti_ActivitySynchronization2), "SYNCHRONIZATION"},
-    {CUPTI_ACTIVITY_KIND_RUNTIME, sizeof(CUpti_ActivityAPI), "RUNTIME"},
-    {CUPTI_ACTIVITY_KIND_DRIVER, sizeof(CUpti_ActivityAPI), "DRIVER"},
-    {CUPTI_ACTIVITY_KIND_MARKER, sizeof(CUpti_ActivityMarker2), "MARKER"},
-    {CUPTI_ACTIVITY_KIND_CONTEXT, sizeof(CUpti_ActivityContext3), "CONTEXT"},
-    {CUPTI_ACTIVITY_KIND_STREAM, sizeof(CUpti_ActivityStream), "STREAM"},
-    {CUPTI_ACTIVITY_KIND_DEVICE, sizeof(CUpti_ActivityDevice5), "DEVICE"},
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityKernel9)}, "CONCURRENT_KERNEL"},
+    {CUPTI_ACTIVITY_KIND_KERNEL, {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityKernel9)}, "KERNEL"},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, {sizeof(CUpti_ActivityMemcpy6), sizeof(CUpti_ActivityMemcpy5)}, "MEMCPY"},
+    {CUPTI_ACTIVITY_KIND_MEMSET, {sizeof(CUpti_ActivityMemset4), sizeof(CUpti_ActivityMemset3)}, "MEMSET"},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+     {sizeof(CUpti_ActivitySynchronization2), sizeof(CUpti_ActivitySynchronization)}, "SYNCHRONIZATION"},
+    {CUPTI_ACTIVITY_KIND_RUNTIME, {sizeof(CUpti_ActivityAPI)}, "RUNTIME"},
+    {CUPTI_ACTIVITY_KIND_DRIVER, {sizeof(CUpti_ActivityAPI)}, "DRIVER"},
+    {CUPTI_ACTIVITY_KIND_MARKER, {sizeof(CUpti_ActivityMarker2)}, "MARKER"},
+    {CUPTI_ACTIVITY_KIND_CONTEXT, {sizeof(CUpti_ActivityContext3), sizeof(CUpti_ActivityContext2)}, "CONTEXT"},
+    {CUPTI_ACTIVITY_KIND_STREAM, {sizeof(CUpti_ActivityStream)}, "STREAM"},
+    {CUPTI_ACTIVITY_KIND_DEVICE, {sizeof(CUpti_ActivityDevice5), sizeof(CUpti_ActivityDevice4)}, "DEVICE"},
 };
+
+/* The sizes of layouts[i] as text: "216 or 208". */
+static void sizes_text(size_t i, char *out, size_t cap) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t j = 0; j < LAYOUT_SIZES && layouts[i].sizes[j] != 0 && n < cap; j++) {
+        int w = snprintf(out + n, cap - n, "%s%zu", j == 0 ? "" : " or ", layouts[i].sizes[j]);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+}
 
 /* Asks the library how far it steps over one record of each kind the converter reads: a record of
  * that kind, then records of a small kind at every 8 bytes after it; the second record
  * cuptiActivityGetNextRecord returns starts where the library thinks the first ends. It reads
- * only the buffer it is given (it works without a GPU). 0, or ERR_UNSUPPORTED with the reason. */
-static int check_layouts(const tr_cupti *c, err_msg *err) {
+ * only the buffer it is given (it works without a GPU). 0 with the SYNCHRONIZATION records' size
+ * in c->sync_size, or ERR_UNSUPPORTED with the reason. */
+static int check_layouts(tr_cupti *c, err_msg *err) {
     uint64_t buf[128];
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
         memset(buf, 0, sizeof buf);
@@ -139,25 +171,36 @@ static int check_layouts(const tr_cupti *c, err_msg *err) {
         if (r == CUPTI_SUCCESS)
             r = c->cuptiActivityGetNextRecord((uint8_t *)buf, sizeof buf, &rec);
         size_t step = r == CUPTI_SUCCESS ? (size_t)((uint8_t *)rec - (uint8_t *)buf) : 0;
-        if (step != layouts[i].size) {
+        int known = 0;
+        for (size_t j = 0; j < LAYOUT_SIZES && layouts[i].sizes[j] != 0; j++)
+            known |= step == layouts[i].sizes[j];
+        if (!known) {
             if (step == 0)
                 return err_set(err, ERR_UNSUPPORTED,
-                               "%s does not walk %s records (CUPTI error %d): not the CUPTI %u "
-                               "this tracer was built for", c->path, layouts[i].name, (int)r,
-                               CUPTI_API_VERSION / 10000);
+                               "%s does not walk %s records (CUPTI error %d): not a CUPTI 12 or 13",
+                               c->path, layouts[i].name, (int)r);
+            char sizes[64];
+            sizes_text(i, sizes, sizeof sizes);
             return err_set(err, ERR_UNSUPPORTED,
-                           "%s lays out %s records in %zu bytes, not the %zu of CUPTI %u's "
-                           "headers this tracer was built with (another version of the record)",
-                           c->path, layouts[i].name, step, layouts[i].size,
-                           CUPTI_API_VERSION / 10000);
+                           "%s lays out %s records in %zu bytes, not the %s of the CUPTI 12 and "
+                           "13 versions this tracer reads (another version of the record)",
+                           c->path, layouts[i].name, step, sizes);
         }
+        if (layouts[i].kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)
+            c->sync_size = step;
     }
     return 0;
 }
 
-/* Opens path and binds it. With `same_major`, a CUPTI of another major version than the headers'
- * (whose records the converter would misread) is refused. */
-static int try_open(tr_cupti *c, const char *path, enum tr_cupti_source src, int same_major,
+/* Whether cuptiGetVersion's number is a CUPTI the tracer reads: 13 (xxyyzz, as the headers'), or
+ * 12 (API versions 19, CUDA 12.0, to 28, CUDA 12.9 Update 1, in the numbering before 13). */
+static int version_read(uint32_t v) {
+    return v / 10000 == CUPTI_API_VERSION / 10000 || (v >= 19 && v < 10000);
+}
+
+/* Opens path and binds it. With `known_version`, a CUPTI whose version number is not 12's or 13's
+ * is refused. */
+static int try_open(tr_cupti *c, const char *path, enum tr_cupti_source src, int known_version,
                     err_msg *err) {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
@@ -183,9 +226,9 @@ static int try_open(tr_cupti *c, const char *path, enum tr_cupti_source src, int
         dlclose(h);
         return rc;
     }
-    if (same_major && t.version / 10000 != CUPTI_API_VERSION / 10000) {
-        err_set(err, ERR_UNSUPPORTED, "%s is CUPTI API version %u, not %u", t.path, t.version,
-                CUPTI_API_VERSION / 10000 * 10000);
+    if (known_version && !version_read(t.version)) {
+        err_set(err, ERR_UNSUPPORTED, "%s is CUPTI API version %u, not CUPTI 12 (19 to 28) or 13 (%u on)",
+                t.path, t.version, CUPTI_API_VERSION / 10000 * 10000);
         dlclose(h);
         return ERR_UNSUPPORTED;
     }
@@ -217,11 +260,17 @@ int tr_cupti_load(tr_cupti *c, const char *path, err_msg *err) {
                 return 0;
         }
     }
-    for (size_t i = 0; i < sizeof default_paths / sizeof default_paths[0]; i++)
-        if (try_open(c, default_paths[i], TR_CUPTI_SEARCHED, 1, err) == 0)
-            return 0;
+    /* the CUPTI of the CUDA runtime the process loaded first (a CUDA 12 program beside a CUDA 13
+     * toolkit), then the rest in order */
+    for (int pass = s.cudart[0] != '\0' ? 0 : 1; pass < 2; pass++)
+        for (size_t i = 0; i < sizeof default_paths / sizeof default_paths[0]; i++) {
+            size_t n = strlen(default_paths[i]), m = strlen(s.cudart);
+            int runtimes = m > 0 && n > m && strcmp(default_paths[i] + n - m, s.cudart) == 0;
+            if ((pass == 0) == runtimes && try_open(c, default_paths[i], TR_CUPTI_SEARCHED, 1, err) == 0)
+                return 0;
+        }
     return err_set(err, ERR_NOENT,
-                   "libcupti.so.13 not found (set SYNCTOP_CUPTI=/path/to/libcupti.so)");
+                   "libcupti.so.13 or libcupti.so.12 not found (set SYNCTOP_CUPTI=/path/to/libcupti.so)");
 }
 
 const char *tr_cupti_strerror(const tr_cupti *c, CUptiResult r) {

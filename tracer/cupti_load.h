@@ -10,10 +10,12 @@
  *
  * Which libcupti: a process must have one CUPTI, or the CUPTI that PyTorch's profiler or NVTX
  * talks to is not the one that traces. So the tracer takes, in this order: SYNCTOP_CUPTI; a
- * libcupti.so.13 the process has loaded already (a PyTorch wheel loads its own); the one of the
- * wheel next to a loaded torch (site-packages/nvidia/cu13/lib, .../cuda_cupti/lib); then the
- * loader's search path and the CUDA toolkit's usual places. The NVTX injection entry
- * (tracer.c) forwards to the same library.
+ * libcupti the process has loaded already (a PyTorch wheel loads its own); the one of the wheel
+ * next to a loaded torch (site-packages/nvidia/cu13/lib, .../cuda_cupti/lib); then the loader's
+ * search path and the CUDA toolkit's usual places, libcupti.so.13 before .so.12 unless the process
+ * loaded libcudart.so.12. CUPTI 13 and 12 are read: their records differ in size but not where the
+ * fields the tracer reads lie (cupti_load.c, convert.c). The NVTX injection entry (tracer.c)
+ * forwards to the same library.
  */
 #ifndef SYNCTOP_TRACER_CUPTI_LOAD_H
 #define SYNCTOP_TRACER_CUPTI_LOAD_H
@@ -65,6 +67,7 @@ typedef struct tr_cupti {
     char path[512]; /* the library actually loaded */
     enum tr_cupti_source source;
     uint32_t version; /* cuptiGetVersion, 0 when it failed */
+    size_t sync_size; /* bytes of its SYNCHRONIZATION records: CUPTI 12.8 on and 13 have returnValue */
 #define TR_CUPTI_FIELD_(name, args) CUptiResult (*name) args;
     TR_CUPTI_FUNCS(TR_CUPTI_FIELD_)
     TR_CUPTI_OPTIONAL(TR_CUPTI_FIELD_)
@@ -74,8 +77,9 @@ typedef struct tr_cupti {
 } tr_cupti;
 
 /* Loads libcupti: `path` when not NULL nor "", else as the file comment says. Returns 0, or
- * ERR_NOENT (none could be loaded) or ERR_UNSUPPORTED (one lacks a function, or is another major
- * version) with a one-line reason in err (which library, which symbol). */
+ * ERR_NOENT (none could be loaded) or ERR_UNSUPPORTED (one lacks a function, is neither CUPTI 12
+ * nor 13, or lays out a record in a size the tracer does not read) with a one-line reason in err
+ * (which library, which symbol or record). */
 int tr_cupti_load(tr_cupti *c, const char *path, err_msg *err);
 /* The reason for a CUPTI error code, never NULL. */
 const char *tr_cupti_strerror(const tr_cupti *c, CUptiResult r);

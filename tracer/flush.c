@@ -141,6 +141,7 @@ int tr_flush_prepare(const tr_config *c, const tr_cupti *cu, tr_hostq *q) {
     if (!hostq || !enc || !conv || !sites)
         return ERR_NOMEM;
     tr_conv_set_block_threshold(conv, cfg->block_threshold_ns);
+    tr_conv_set_sync_size(conv, cu ? cu->sync_size : 0);
     return 0;
 }
 

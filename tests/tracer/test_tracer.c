@@ -9,6 +9,7 @@
 #ifdef SYNCTOP_HAVE_TRACER
 
 #include <cupti.h>
+#include <cupti_activity_deprecated.h>
 #include <dlfcn.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -874,25 +875,26 @@ TEST(tracer_uses_the_libcupti_the_process_loaded) {
 }
 
 /* A PyTorch process whose torch was loaded but not yet its CUDA wheel's libcupti, and NVTX used
- * before CUDA: the tracer loads the wheel's libcupti (next to torch), NVTX goes to it, and so do
- * the records: one CUPTI in the process. */
-TEST(tracer_uses_the_cuda_wheel_next_to_torch) {
-    char site[512], torch[700], cupti[700], cmd[4096];
+ * before CUDA: the tracer loads the wheel's libcupti (next to torch: `wheel`, relative to
+ * site-packages, a copy of the stand-in playing as `setting` says), NVTX goes to it, and so do the
+ * records: one CUPTI in the process. */
+static void check_wheel_next_to_torch(const char *wheel, const char *setting, unsigned version) {
+    char site[512], torch[700], cupti[900], cmd[4096];
     snprintf(site, sizeof site, "%s", task_path("venv/lib/python3/site-packages"));
     snprintf(torch, sizeof torch, "%s/torch/lib/libtorch_cuda.so", site);
-    snprintf(cupti, sizeof cupti, "%s/nvidia/cu13/lib/libcupti.so.13", site);
+    snprintf(cupti, sizeof cupti, "%s/%s", site, wheel);
     char *out = NULL;
     /* any shared object does as torch; the stand-in as the wheel's libcupti */
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/torch/lib' '%s/nvidia/cu13/lib' && cp '%s' '%s' && cp '%s' '%s'",
-             site, site, TRACER_SO, torch, STANDIN_SO, cupti);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/torch/lib' \"$(dirname '%s')\" && cp '%s' '%s' && cp '%s' '%s'",
+             site, cupti, TRACER_SO, torch, STANDIN_SO, cupti);
     ASSERT_EQ(shell(cmd, &out), 0);
     free(out);
-    char record[512], preload[800], standin[800];
+    char record[512], preload[800], standin[1000];
     snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
     snprintf(preload, sizeof preload, "HARNESS_PRELOAD=%s", torch);
     snprintf(standin, sizeof standin, "SYNCTOP_STANDIN=%s", cupti);
     const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_CUPTI=", "SYNCTOP_VERBOSE=1",
-                         preload, standin, "HARNESS_LATE_STANDIN=1", NULL};
+                         preload, standin, "HARNESS_LATE_STANDIN=1", setting, NULL};
     ASSERT_EQ(run_harness("context_create 1\n"
                           "marker flags=1 ts=2000000000 id=1 name=from_nvtx\n"
                           "call domain=rt cbid=131 wait=500000 corr=1 site=1\n"
@@ -900,7 +902,9 @@ TEST(tracer_uses_the_cuda_wheel_next_to_torch) {
                           env),
               0);
     char *err = read_text(task_path("err.txt"));
-    ASSERT_STR_CONTAINS(err, "/nvidia/cu13/lib/libcupti.so.13 (the CUDA wheel next to torch)\n");
+    char want[1200];
+    snprintf(want, sizeof want, "synctop: CUPTI %u from %s (the CUDA wheel next to torch)\n", version, cupti);
+    ASSERT_STR_CONTAINS(err, want);
     char *hout = read_text(task_path("out.txt"));
     ASSERT(strstr(hout, "no NVTX injection") == NULL);
     model m;
@@ -911,6 +915,56 @@ TEST(tracer_uses_the_cuda_wheel_next_to_torch) {
     model_free(&m);
     free(err);
     free(hout);
+}
+
+TEST(tracer_uses_the_cuda_wheel_next_to_torch) {
+    check_wheel_next_to_torch("nvidia/cu13/lib/libcupti.so.13", NULL, (unsigned)CUPTI_API_VERSION);
+}
+
+/* A CUDA 12 torch (cu126, cu128 wheels): its nvidia-cuda-cupti-cu12 wheel's libcupti.so.12, a
+ * CUPTI 12 numbered the old way (24: CUDA 12.6), is taken and read. */
+TEST(tracer_uses_the_cuda_12_wheel_next_to_torch) {
+    check_wheel_next_to_torch("nvidia/cuda_cupti/lib/libcupti.so.12", "SYNCTOP_STANDIN_CUPTI=12", 24);
+}
+
+/* A CUDA 12 program on a machine whose toolkit is CUDA 13 (its libcudart.so.12 loaded, no
+ * libcupti yet, no torch): the search takes CUPTI 12 before the toolkit's CUPTI 13. Here
+ * libcupti.so.12 is the stand-in playing CUPTI 12, found on LD_LIBRARY_PATH; a search in the
+ * usual order would try the toolkit's libcupti.so.13 first. */
+TEST(tracer_takes_cupti_12_for_a_cuda_12_runtime) {
+    char dir[512], cudart[700], cupti[700], cmd[2048];
+    snprintf(dir, sizeof dir, "%s", task_path("lib"));
+    snprintf(cudart, sizeof cudart, "%s/libcudart.so.12", dir);
+    snprintf(cupti, sizeof cupti, "%s/libcupti.so.12", dir);
+    char *out = NULL;
+    /* any shared object does as the CUDA runtime */
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s' && cp '%s' '%s'", dir, TRACER_SO, cudart,
+             STANDIN_SO, cupti);
+    ASSERT_EQ(shell(cmd, &out), 0);
+    free(out);
+    char record[512], preload[800], standin[800], path[800];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    snprintf(preload, sizeof preload, "HARNESS_PRELOAD=%s", cudart);
+    snprintf(standin, sizeof standin, "SYNCTOP_STANDIN=%s", cupti);
+    snprintf(path, sizeof path, "LD_LIBRARY_PATH=%s", dir);
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_CUPTI=", "SYNCTOP_VERBOSE=1", preload,
+                         standin, "HARNESS_LATE_STANDIN=1", "SYNCTOP_STANDIN_CUPTI=12", path, NULL};
+    ASSERT_EQ(run_harness("context_create 1\n"
+                          "kernel name=k12 start=2000000000 end=2000001000 corr=1\n"
+                          "call domain=rt cbid=131 wait=500000 corr=2 site=1\n"
+                          "context_destroy 1\n",
+                          env),
+              0);
+    char *err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(err, "synctop: CUPTI 24 from ");
+    ASSERT_STR_CONTAINS(err, "/libcupti.so.12 (found on the library path or in the CUDA toolkit)\n");
+    model m;
+    model_init(&m);
+    model_from_file(&m, task_path("trace.trace"));
+    ASSERT_EQ(count_kind(&m, TP_K_KERNEL), 1);
+    ASSERT_NOT_NULL(find_api(&m, 131, 2));
+    model_free(&m);
+    free(err);
 }
 
 /* torch.profiler inside a traced run registers its own buffer callbacks (the tracer's records go
@@ -1467,16 +1521,126 @@ TEST(tracer_keeps_its_callbacks_when_a_profiler_subscribes_second) {
     free(out);
 }
 
-/* A libcupti whose records have another layout (here kernels in 208 bytes, CUPTI 12's Kernel9,
- * where the tracer reads CUPTI 13's Kernel10 of 216) is refused before anything is read, in one
- * line: its fields would be misread. */
+/* A libcupti whose records have a layout the tracer does not read (here kernels in 200 bytes,
+ * CUPTI 11's Kernel8, where it reads CUPTI 13's Kernel10 of 216 and CUPTI 12's Kernel9 of 208) is
+ * refused before anything is read, in one line: its fields would be misread. */
 TEST(tracer_refuses_a_cupti_with_another_record_layout) {
     check_steps_aside("context_create 1\n"
                       "kernel name=k start=2000000000 end=2000001000 corr=1\n"
                       "call domain=rt cbid=131 wait=500000 corr=2 site=1\n"
                       "context_destroy 1\n",
-                      "SYNCTOP_STANDIN_KERNEL_SIZE=208",
-                      " lays out CONCURRENT_KERNEL records in 208 bytes, not the 216 of CUPTI 13's headers");
+                      "SYNCTOP_STANDIN_KERNEL_SIZE=200",
+                      " lays out CONCURRENT_KERNEL records in 200 bytes, not the 216 or 208 of the "
+                      "CUPTI 12 and 13 versions this tracer reads");
+}
+
+/* CUPTI 12 writes earlier, shorter versions of the records (the stand-in's CUPTI 12 lays them out
+ * with the structs of cupti_activity_deprecated.h: Kernel9, Memcpy5, Memset3, Synchronization,
+ * Context2, Device4) and numbers its version the old way (24: CUDA 12.6). Every field is read as
+ * from CUPTI 13's records: the values written in the script come out the same either way. */
+TEST(tracer_reads_cupti_12s_record_versions) {
+    const char *script = "context_create 1\n"
+                         "device id=3 name=Dev12 cc_major=8 cc_minor=6 sms=84 mem=25769803776\n"
+                         "context id=4 device=3 nullstream=9\n"
+                         "kernel name=k12 start=2000000000 end=2000001000 dev=3 ctx=4 stream=9 corr=1 "
+                         "grid=4,2,1 block=128,1,1 graph=5\n"
+                         "memcpy copy=1 src=1 dst=3 bytes=4096 start=2000002000 end=2000003000 dev=3 "
+                         "ctx=4 stream=9 corr=2 async=1\n"
+                         "memset bytes=256 value=7 mem=3 start=2000004000 end=2000004500 dev=3 ctx=4 "
+                         "stream=9 corr=3\n"
+                         "sync type=1 start=2000005000 end=2000006000 ctx=4 event=11 corr=4\n"
+                         "poll domain=rt cbid=132 count=5 step=10000 corr=100 site=1 ctx=4 stream=9\n"
+                         "context_destroy 1\n";
+    for (int v12 = 0; v12 < 2; v12++) {
+        char record[512];
+        snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+        const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_VERBOSE=1",
+                             v12 ? "SYNCTOP_STANDIN_CUPTI=12" : NULL, NULL};
+        ASSERT_EQ(run_harness(script, env), 0);
+        char *err = read_text(task_path("err.txt"));
+        char want[64];
+        snprintf(want, sizeof want, "synctop: CUPTI %u from ", v12 ? 24u : (unsigned)CUPTI_API_VERSION);
+        ASSERT_STR_CONTAINS(err, want);
+        model m;
+        model_init(&m);
+        model_from_file(&m, task_path("trace.trace"));
+        long ki = kernel_index(&m, "k12");
+        ASSERT_GE(ki, 0);
+        const tp_kernel *k = &m.recs[ki].kernel;
+        ASSERT_EQ(k->start, 2000000000);
+        ASSERT_EQ(k->end, 2000001000);
+        ASSERT_EQ(k->device, 3);
+        ASSERT_EQ(k->context, 4);
+        ASSERT_EQ(k->stream, 9);
+        ASSERT_EQ(k->correlation, 1);
+        ASSERT_EQ(k->graph, 5);
+        ASSERT_EQ(k->flags, TP_F_GRAPH);
+        ASSERT_EQ(k->grid[0], 4);
+        ASSERT_EQ(k->grid[1], 2);
+        ASSERT_EQ(k->grid[2], 1);
+        ASSERT_EQ(k->block[0], 128);
+        ASSERT_EQ(k->block[1], 1);
+        ASSERT_EQ(k->block[2], 1);
+        int copies = 0, sets = 0, syncs = 0, devices = 0, nulls = 0;
+        for (size_t i = 0; i < m.n; i++) {
+            const tp_record *r = &m.recs[i];
+            if (r->head.kind == TP_K_MEMCPY) {
+                copies++;
+                ASSERT_EQ(r->memcpy.bytes, 4096);
+                ASSERT_EQ(r->memcpy.copy_kind, 1);
+                ASSERT_EQ(r->memcpy.src_kind, 1);
+                ASSERT_EQ(r->memcpy.dst_kind, 3);
+                ASSERT_EQ(r->memcpy.flags, TP_F_ASYNC);
+                ASSERT_EQ(r->memcpy.start, 2000002000);
+                ASSERT_EQ(r->memcpy.end, 2000003000);
+                ASSERT_EQ(r->memcpy.device, 3);
+                ASSERT_EQ(r->memcpy.context, 4);
+                ASSERT_EQ(r->memcpy.stream, 9);
+                ASSERT_EQ(r->memcpy.correlation, 2);
+            } else if (r->head.kind == TP_K_MEMSET) {
+                sets++;
+                ASSERT_EQ(r->memset.bytes, 256);
+                ASSERT_EQ(r->memset.value, 7);
+                ASSERT_EQ(r->memset.mem_kind, 3);
+                ASSERT_EQ(r->memset.flags, 0);
+                ASSERT_EQ(r->memset.end - r->memset.start, 500);
+                ASSERT_EQ(r->memset.correlation, 3);
+            } else if (r->head.kind == TP_K_SYNC && r->sync.correlation == 4) {
+                syncs++;
+                ASSERT_EQ(r->sync.sync_type, 1);
+                ASSERT_EQ(r->sync.event, 11);
+                ASSERT_EQ(r->sync.device, 3); /* the context's, from its CONTEXT record */
+                ASSERT_EQ(r->sync.end - r->sync.start, 1000);
+            } else if (r->head.kind == TP_K_SYNC) {
+                syncs++;
+                ASSERT_EQ(r->sync.sync_type, 3); /* the query that found the stream done */
+                ASSERT_EQ(r->sync.stream, 9);
+            } else if (r->head.kind == TP_K_DEVICE && r->device.device == 3) {
+                devices++;
+                ASSERT_STR_EQ(str(&m, r->device.name), "Dev12");
+                ASSERT_EQ(r->device.cc_major, 8);
+                ASSERT_EQ(r->device.cc_minor, 6);
+                ASSERT_EQ(r->device.sm_count, 84);
+                ASSERT_EQ(r->device.memory_bytes, 25769803776ull);
+            } else if (r->head.kind == TP_K_STREAM && (r->stream.flags & TP_F_NULL_STREAM) &&
+                       r->stream.context == 4) {
+                nulls++;
+                ASSERT_EQ(r->stream.stream, 9);
+                ASSERT_EQ(r->stream.device, 3);
+            }
+        }
+        ASSERT_EQ(copies, 1);
+        ASSERT_EQ(sets, 1);
+        ASSERT_EQ(syncs, 2); /* the event's, and one of the five queries: four found work pending */
+        ASSERT_GE(devices, 1);
+        ASSERT_GE(nulls, 1);
+        const tp_record *q = find_api(&m, 132, 104); /* the loop of five 10 us queries, one wait */
+        ASSERT_NOT_NULL(q);
+        ASSERT_EQ(q->api.flags, TP_F_BLOCKING);
+        ASSERT_EQ(q->api.end - q->api.start, 5 * 10000);
+        model_free(&m);
+        free(err);
+    }
 }
 
 /* At exit, CUPTI's worker still holds device records it had not collected: it hands them over
@@ -1785,6 +1949,40 @@ static void real_walk_check(const model *m, const tp_record *x) {
         break;
     default:
         TASK_FAIL_("unexpected kind %u", x->head.kind);
+    }
+}
+
+/* CUPTI 12.0-12.7's SYNCHRONIZATION record (40 bytes) ends before Synchronization2's returnValue
+ * (at 48): told the size, the converter takes the record as a wait, whatever lies past it (here
+ * the 600 of CUDA_ERROR_NOT_READY, as the next record's bytes could be); read as CUPTI 13's, the
+ * same bytes would make it a pending query, left out. */
+TEST(tracer_reads_a_cupti_12_sync_record_without_its_result) {
+    static uint64_t buf[16];
+    CUpti_ActivitySynchronization s;
+    memset(&s, 0, sizeof s);
+    s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+    s.start = 1000;
+    s.end = 5000;
+    s.correlationId = 7;
+    s.contextId = 1;
+    s.streamId = 9;
+    s.cudaEventId = 0xFFFFFFFFu;
+    ASSERT_EQ(sizeof s, 40);
+    memcpy(buf, &s, sizeof s);
+    uint32_t past = CUDA_ERROR_NOT_READY;
+    memcpy((uint8_t *)buf + offsetof(CUpti_ActivitySynchronization2, returnValue), &past, sizeof past);
+    for (int told = 0; told < 2; told++) {
+        tp_enc *enc = tp_enc_new(NULL);
+        tr_conv *conv = tr_conv_new(enc);
+        tr_conv_set_sync_size(conv, told ? sizeof s : 0);
+        ASSERT_EQ(tr_conv_activity(conv, (const CUpti_Activity *)(const void *)buf), (told ? 1 : 0));
+        tr_conv_stats cs;
+        tr_conv_stats_get(conv, &cs);
+        ASSERT_EQ(cs.converted, (told ? 1 : 0));
+        ASSERT_EQ(cs.pending, (told ? 0 : 1));
+        tr_conv_destroy(&conv);
+        tp_enc_destroy(&enc);
     }
 }
 

@@ -6,6 +6,7 @@
 #include "standin.h"
 
 #include <cupti.h>
+#include <cupti_activity_deprecated.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -76,6 +77,8 @@ static struct {
     int nvtx_ready;       /* NVTX handed itself to this CUPTI (InitializeInjectionNvtx2) */
     int unwind_off;       /* callbacks run through a frame the unwinder cannot pass */
     size_t kernel_size;   /* bytes of a kernel record ($SYNCTOP_STANDIN_KERNEL_SIZE: another version) */
+    int cupti12;          /* $SYNCTOP_STANDIN_CUPTI=12: CUPTI 12's record versions */
+    uint32_t version;     /* what cuptiGetVersion says ($SYNCTOP_STANDIN_VERSION) */
     /* CUPTI's worker thread (`worker on`): the device records it has not collected yet, and the
      * collections asked for and done. */
     pthread_t worker;
@@ -117,7 +120,12 @@ __attribute__((constructor)) static void standin_init(void) {
     S.pid = getpid();
     atomic_init(&S.clock, 1000000000ull);
     const char *ks = getenv("SYNCTOP_STANDIN_KERNEL_SIZE");
-    S.kernel_size = sizeof(CUpti_ActivityKernel10);
+    const char *cv = getenv("SYNCTOP_STANDIN_CUPTI"), *vs = getenv("SYNCTOP_STANDIN_VERSION");
+    S.cupti12 = cv != NULL && strcmp(cv, "12") == 0;
+    S.version = S.cupti12 ? 24 : CUPTI_API_VERSION; /* 24: CUDA 12.6's CUPTI */
+    if (vs != NULL && atoi(vs) > 0)
+        S.version = (uint32_t)atoi(vs);
+    S.kernel_size = S.cupti12 ? sizeof(CUpti_ActivityKernel9) : sizeof(CUpti_ActivityKernel10);
     if (ks != NULL && atoi(ks) >= 16 && atoi(ks) <= MAX_RECORD)
         S.kernel_size = (size_t)atoi(ks) & ~(size_t)7;
     for (int i = 0; i < MAX_SLOTS; i++)
@@ -149,7 +157,7 @@ static void note_call(const char *fn) {
 
 EXPORT CUptiResult cuptiGetVersion(uint32_t *version) {
     NOTE();
-    *version = CUPTI_API_VERSION;
+    *version = S.version;
     return CUPTI_SUCCESS;
 }
 
@@ -364,15 +372,16 @@ static size_t record_size(CUpti_ActivityKind kind) {
     switch ((int)kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return S.kernel_size;
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return S.cupti12 ? sizeof(CUpti_ActivityMemcpy5) : sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return S.cupti12 ? sizeof(CUpti_ActivityMemset3) : sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        return S.cupti12 ? sizeof(CUpti_ActivitySynchronization) : sizeof(CUpti_ActivitySynchronization2);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
     case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
-    case CUPTI_ACTIVITY_KIND_CONTEXT: return sizeof(CUpti_ActivityContext3);
+    case CUPTI_ACTIVITY_KIND_CONTEXT: return S.cupti12 ? sizeof(CUpti_ActivityContext2) : sizeof(CUpti_ActivityContext3);
     case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
-    case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
+    case CUPTI_ACTIVITY_KIND_DEVICE: return S.cupti12 ? sizeof(CUpti_ActivityDevice4) : sizeof(CUpti_ActivityDevice5);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
     case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
     case NEWER_KIND: return NEWER_SIZE;
@@ -731,13 +740,30 @@ static void do_kernel(const char *l, shift sh) {
         uint8_t b[MAX_RECORD];
     } raw;
     memset(&raw, 0, sizeof raw);
-    raw.k = k;
-    if (running) {
-        raw.k.start = raw.k.end = 0; /* not collected yet */
-        emit_as(&raw, S.kernel_size, running);
+    if (running)
+        k.start = k.end = 0; /* not collected yet */
+    if (S.cupti12) { /* CUPTI 12's Kernel9, field by field */
+        CUpti_ActivityKernel9 o;
+        memset(&o, 0, sizeof o);
+        o.kind = k.kind;
+        o.start = k.start;
+        o.end = k.end;
+        o.deviceId = k.deviceId;
+        o.contextId = k.contextId;
+        o.streamId = k.streamId;
+        o.correlationId = k.correlationId;
+        o.graphId = k.graphId;
+        o.name = k.name;
+        o.gridX = k.gridX, o.gridY = k.gridY, o.gridZ = k.gridZ;
+        o.blockX = k.blockX, o.blockY = k.blockY, o.blockZ = k.blockZ;
+        memcpy(raw.b, &o, sizeof o);
     } else {
-        emit_device(&raw, S.kernel_size);
+        raw.k = k;
     }
+    if (running)
+        emit_as(&raw, S.kernel_size, running);
+    else
+        emit_device(&raw, S.kernel_size);
 }
 
 static void do_memcpy(const char *l, shift sh) {
@@ -757,6 +783,19 @@ static void do_memcpy(const char *l, shift sh) {
     m.contextId = (uint32_t)kv_u64(l, "ctx", 1);
     m.streamId = (uint32_t)kv_u64(l, "stream", 7);
     m.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
+    if (S.cupti12) { /* CUPTI 12.0-12.7's Memcpy5 */
+        CUpti_ActivityMemcpy5 o;
+        memset(&o, 0, sizeof o);
+        o.kind = m.kind;
+        o.copyKind = m.copyKind, o.srcKind = m.srcKind, o.dstKind = m.dstKind, o.flags = m.flags;
+        o.bytes = m.bytes;
+        o.start = m.start;
+        o.end = m.end;
+        o.deviceId = m.deviceId, o.contextId = m.contextId, o.streamId = m.streamId;
+        o.correlationId = m.correlationId;
+        emit_device(&o, sizeof o);
+        return;
+    }
     emit_device(&m, sizeof m);
 }
 
@@ -776,7 +815,41 @@ static void do_memset(const char *l, shift sh) {
     m.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
     m.flags = kv_u64(l, "async", 0) ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
     m.memoryKind = (uint16_t)kv_u64(l, "mem", 3);
+    if (S.cupti12) { /* Memset3 */
+        CUpti_ActivityMemset3 o;
+        memset(&o, 0, sizeof o);
+        o.kind = m.kind;
+        o.value = m.value;
+        o.bytes = m.bytes;
+        o.start = m.start;
+        o.end = m.end;
+        o.deviceId = m.deviceId, o.contextId = m.contextId, o.streamId = m.streamId;
+        o.correlationId = m.correlationId;
+        o.flags = m.flags;
+        o.memoryKind = m.memoryKind;
+        emit_device(&o, sizeof o);
+        return;
+    }
     emit_device(&m, sizeof m);
+}
+
+/* A SYNCHRONIZATION record: CUPTI 12.0-12.7's Synchronization (no returnValue) in 12's play. */
+static void emit_sync(const CUpti_ActivitySynchronization2 *s) {
+    if (!S.cupti12) {
+        emit(s, sizeof *s);
+        return;
+    }
+    CUpti_ActivitySynchronization o;
+    memset(&o, 0, sizeof o);
+    o.kind = s->kind;
+    o.type = s->type;
+    o.start = s->start;
+    o.end = s->end;
+    o.correlationId = s->correlationId;
+    o.contextId = s->contextId;
+    o.streamId = s->streamId;
+    o.cudaEventId = s->cudaEventId;
+    emit(&o, sizeof o);
 }
 
 static void do_sync(const char *l, shift sh) {
@@ -792,7 +865,7 @@ static void do_sync(const char *l, shift sh) {
     s.contextId = (uint32_t)kv_u64(l, "ctx", 1);
     s.streamId = (uint32_t)kv_u64(l, "stream", 0xFFFFFFFFu);
     s.cudaEventId = (uint32_t)kv_u64(l, "event", 0xFFFFFFFFu);
-    emit(&s, sizeof s);
+    emit_sync(&s);
 }
 
 /* A RUNTIME or DRIVER record of one call, on the calling thread, if that kind (or that API
@@ -878,6 +951,38 @@ static void do_marker(const char *l, shift sh) {
     emit(&m, sizeof m);
 }
 
+/* DEVICE and CONTEXT records: CUPTI 12's Device4 and Context2 in 12's play. */
+static void emit_device_rec(const CUpti_ActivityDevice5 *d) {
+    if (!S.cupti12) {
+        emit(d, sizeof *d);
+        return;
+    }
+    CUpti_ActivityDevice4 o;
+    memset(&o, 0, sizeof o);
+    o.kind = d->kind;
+    o.id = d->id;
+    o.name = d->name;
+    o.computeCapabilityMajor = d->computeCapabilityMajor;
+    o.computeCapabilityMinor = d->computeCapabilityMinor;
+    o.numMultiprocessors = d->numMultiprocessors;
+    o.globalMemorySize = d->globalMemorySize;
+    emit(&o, sizeof o);
+}
+
+static void emit_context_rec(const CUpti_ActivityContext3 *c) {
+    if (!S.cupti12) {
+        emit(c, sizeof *c);
+        return;
+    }
+    CUpti_ActivityContext2 o;
+    memset(&o, 0, sizeof o);
+    o.kind = c->kind;
+    o.contextId = c->contextId;
+    o.deviceId = c->deviceId;
+    o.nullStreamId = c->nullStreamId;
+    emit(&o, sizeof o);
+}
+
 static void do_device(const char *l) {
     CUpti_ActivityDevice5 d;
     memset(&d, 0, sizeof d);
@@ -893,7 +998,7 @@ static void do_device(const char *l) {
         S.dev_recs[S.n_dev_recs++] = d;
     }
     if (S.kinds[CUPTI_ACTIVITY_KIND_DEVICE])
-        emit(&d, sizeof d);
+        emit_device_rec(&d);
 }
 
 static void do_context(const char *l) {
@@ -906,7 +1011,7 @@ static void do_context(const char *l) {
     if (S.n_ctx_recs < MAX_CONTEXTS)
         S.ctx_recs[S.n_ctx_recs++] = c;
     if (S.kinds[CUPTI_ACTIVITY_KIND_CONTEXT])
-        emit(&c, sizeof c);
+        emit_context_rec(&c);
 }
 
 static void do_stream(const char *l) {
@@ -947,13 +1052,13 @@ EXPORT CUptiResult cuptiActivityEnableAndDump(CUpti_ActivityKind kind) {
     if (kind == CUPTI_ACTIVITY_KIND_DEVICE) {
         for (int i = 0; i < S.n_dev_recs; i++)
             if (S.dev_seen[i]) {
-                emit(&S.dev_recs[i], sizeof S.dev_recs[i]);
+                emit_device_rec(&S.dev_recs[i]);
                 n++;
             }
     } else if (kind == CUPTI_ACTIVITY_KIND_CONTEXT) {
         for (int i = 0; i < S.n_ctx_recs; i++)
             if (context_alive(S.ctx_recs[i].contextId)) {
-                emit(&S.ctx_recs[i], sizeof S.ctx_recs[i]);
+                emit_context_rec(&S.ctx_recs[i]);
                 n++;
             }
     } else if (kind == CUPTI_ACTIVITY_KIND_STREAM) {
@@ -1104,9 +1209,10 @@ static void host_call_run(void *arg) {
         site_call(CUPTI_CB_DOMAIN_DRIVER_API, hc->inner, hc, hc->ret, CUPTI_API_EXIT, &inner);
     site_call(hc->dom, hc->cbid, hc, hc->ret, CUPTI_API_EXIT, &outer);
     /* CUPTI 13 records every query as a SYNCHRONIZATION, with what it returned, unless told to
-     * keep only those that found the work done. */
+     * keep only those that found the work done; CUPTI 12's records have no room for what it
+     * returned, and are kept for those alone. */
     int type = query_type(hc->dom, hc->cbid);
-    if (type != 0 && S.kinds[CUPTI_ACTIVITY_KIND_SYNCHRONIZATION] && (S.all_sync || hc->ret == 0)) {
+    if (type != 0 && S.kinds[CUPTI_ACTIVITY_KIND_SYNCHRONIZATION] && ((S.all_sync && !S.cupti12) || hc->ret == 0)) {
         CUpti_ActivitySynchronization2 r;
         memset(&r, 0, sizeof r);
         r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
@@ -1118,7 +1224,7 @@ static void host_call_run(void *arg) {
         r.streamId = type == 3 ? hc->stream : 0xFFFFFFFFu;
         r.cudaEventId = type == 1 ? 1 : 0xFFFFFFFFu;
         r.returnValue = (uint32_t)hc->ret;
-        emit(&r, sizeof r);
+        emit_sync(&r);
     }
 }
 

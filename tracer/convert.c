@@ -1,7 +1,7 @@
 /*
  * CUPTI record -> synctop record (convert.h). Struct names are CUPTI 13's (cupti_activity.h):
  * Kernel10, Memcpy6, Memset4, Synchronization2, API, Marker2, Context3, Stream, Device5. CUPTI
- * 12 writes earlier versions of some (Kernel9, Memcpy5, Memset3, Synchronization, Context2,
+ * 12 writes earlier versions of some (Kernel9, Memcpy5, Synchronization, Context and Context2,
  * Device4: shorter, see cupti_load.c); every field read here lies at the same offset in them,
  * as the assertions below check, so one reading serves both. Synchronization alone lacks a field
  * read here (returnValue): tr_conv_set_sync_size says whether records have it.
@@ -48,18 +48,6 @@ KERNEL_FIELDS(SAME_AT, CUpti_ActivityKernel9);
     X(CUpti_ActivityMemcpy6, old, srcKind);                                                        \
     X(CUpti_ActivityMemcpy6, old, dstKind)
 MEMCPY_FIELDS(SAME_AT, CUpti_ActivityMemcpy5);
-#define MEMSET_FIELDS(X, old)                                                                      \
-    X(CUpti_ActivityMemset4, old, start);                                                          \
-    X(CUpti_ActivityMemset4, old, end);                                                            \
-    X(CUpti_ActivityMemset4, old, flags);                                                          \
-    X(CUpti_ActivityMemset4, old, deviceId);                                                       \
-    X(CUpti_ActivityMemset4, old, contextId);                                                      \
-    X(CUpti_ActivityMemset4, old, streamId);                                                       \
-    X(CUpti_ActivityMemset4, old, correlationId);                                                  \
-    X(CUpti_ActivityMemset4, old, bytes);                                                          \
-    X(CUpti_ActivityMemset4, old, memoryKind);                                                     \
-    X(CUpti_ActivityMemset4, old, value)
-MEMSET_FIELDS(SAME_AT, CUpti_ActivityMemset3);
 SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, start);
 SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, end);
 SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, type);
@@ -70,6 +58,9 @@ SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, cudaEvent
 SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext2, contextId);
 SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext2, deviceId);
 SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext2, nullStreamId);
+SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext, contextId);
+SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext, deviceId);
+SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext, nullStreamId);
 SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, id);
 SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, name);
 SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, computeCapabilityMajor);

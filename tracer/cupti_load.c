@@ -114,11 +114,12 @@ static int bind(tr_cupti *c, err_msg *err) {
 }
 
 /* The records the converter reads (convert.c), and the sizes a CUPTI may lay each out in: CUPTI
- * 13's struct (the headers the tracer is built with) first, then earlier versions of it whose
- * fields the converter reads lie at the same offsets (convert.c asserts it against the structs of
- * cupti_activity_deprecated.h): Kernel9, which all of CUPTI 12 writes, Memcpy5 and
- * Synchronization, which CUPTI 12.0-12.7 write (NVIDIA's release notes for 12.8 and 13.0), and
- * Memset3, Context2 and Device4, older still. Only Synchronization lacks a field read
+ * 13's struct (the headers the tracer is built with) first, then the earlier versions CUPTI 12
+ * writes, whose fields the converter reads lie at the same offsets (convert.c asserts it against
+ * the structs of cupti_activity_deprecated.h). Which version each CUPTI 12 release writes, by the
+ * newest its own headers define: Kernel9 and Memset4 throughout; Memcpy5 and Synchronization to
+ * 12.6, Memcpy6 and Synchronization2 from 12.8; Device4 to 12.1, Device5 from 12.2; Context to
+ * 12.3, Context2 in 12.4, Context3 from 12.5. Only Synchronization lacks a field read
  * (returnValue). A library that lays a record out in any other size has a version whose fields
  * the converter would misread (CUPTI 11's Kernel8 is 200 bytes; CUPTI 13.2's Kernel11 is not in
  * these headers): it is refused, whatever its version number says. */
@@ -131,13 +132,14 @@ static const struct {
     {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityKernel9)}, "CONCURRENT_KERNEL"},
     {CUPTI_ACTIVITY_KIND_KERNEL, {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityKernel9)}, "KERNEL"},
     {CUPTI_ACTIVITY_KIND_MEMCPY, {sizeof(CUpti_ActivityMemcpy6), sizeof(CUpti_ActivityMemcpy5)}, "MEMCPY"},
-    {CUPTI_ACTIVITY_KIND_MEMSET, {sizeof(CUpti_ActivityMemset4), sizeof(CUpti_ActivityMemset3)}, "MEMSET"},
+    {CUPTI_ACTIVITY_KIND_MEMSET, {sizeof(CUpti_ActivityMemset4)}, "MEMSET"},
     {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
      {sizeof(CUpti_ActivitySynchronization2), sizeof(CUpti_ActivitySynchronization)}, "SYNCHRONIZATION"},
     {CUPTI_ACTIVITY_KIND_RUNTIME, {sizeof(CUpti_ActivityAPI)}, "RUNTIME"},
     {CUPTI_ACTIVITY_KIND_DRIVER, {sizeof(CUpti_ActivityAPI)}, "DRIVER"},
     {CUPTI_ACTIVITY_KIND_MARKER, {sizeof(CUpti_ActivityMarker2)}, "MARKER"},
-    {CUPTI_ACTIVITY_KIND_CONTEXT, {sizeof(CUpti_ActivityContext3), sizeof(CUpti_ActivityContext2)}, "CONTEXT"},
+    {CUPTI_ACTIVITY_KIND_CONTEXT,
+     {sizeof(CUpti_ActivityContext3), sizeof(CUpti_ActivityContext2), sizeof(CUpti_ActivityContext)}, "CONTEXT"},
     {CUPTI_ACTIVITY_KIND_STREAM, {sizeof(CUpti_ActivityStream)}, "STREAM"},
     {CUPTI_ACTIVITY_KIND_DEVICE, {sizeof(CUpti_ActivityDevice5), sizeof(CUpti_ActivityDevice4)}, "DEVICE"},
 };

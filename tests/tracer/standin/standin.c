@@ -122,7 +122,7 @@ __attribute__((constructor)) static void standin_init(void) {
     const char *ks = getenv("SYNCTOP_STANDIN_KERNEL_SIZE");
     const char *cv = getenv("SYNCTOP_STANDIN_CUPTI"), *vs = getenv("SYNCTOP_STANDIN_VERSION");
     S.cupti12 = cv != NULL && strcmp(cv, "12") == 0;
-    S.version = S.cupti12 ? 24 : CUPTI_API_VERSION; /* 24: CUDA 12.6's CUPTI */
+    S.version = S.cupti12 ? 19 : CUPTI_API_VERSION; /* 19: CUDA 12.0's CUPTI */
     if (vs != NULL && atoi(vs) > 0)
         S.version = (uint32_t)atoi(vs);
     S.kernel_size = S.cupti12 ? sizeof(CUpti_ActivityKernel9) : sizeof(CUpti_ActivityKernel10);
@@ -373,13 +373,13 @@ static size_t record_size(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return S.kernel_size;
     case CUPTI_ACTIVITY_KIND_MEMCPY: return S.cupti12 ? sizeof(CUpti_ActivityMemcpy5) : sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return S.cupti12 ? sizeof(CUpti_ActivityMemset3) : sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
         return S.cupti12 ? sizeof(CUpti_ActivitySynchronization) : sizeof(CUpti_ActivitySynchronization2);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
     case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
-    case CUPTI_ACTIVITY_KIND_CONTEXT: return S.cupti12 ? sizeof(CUpti_ActivityContext2) : sizeof(CUpti_ActivityContext3);
+    case CUPTI_ACTIVITY_KIND_CONTEXT: return S.cupti12 ? sizeof(CUpti_ActivityContext) : sizeof(CUpti_ActivityContext3);
     case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
     case CUPTI_ACTIVITY_KIND_DEVICE: return S.cupti12 ? sizeof(CUpti_ActivityDevice4) : sizeof(CUpti_ActivityDevice5);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
@@ -783,7 +783,7 @@ static void do_memcpy(const char *l, shift sh) {
     m.contextId = (uint32_t)kv_u64(l, "ctx", 1);
     m.streamId = (uint32_t)kv_u64(l, "stream", 7);
     m.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
-    if (S.cupti12) { /* CUPTI 12.0-12.7's Memcpy5 */
+    if (S.cupti12) { /* CUPTI 12.0-12.6's Memcpy5 */
         CUpti_ActivityMemcpy5 o;
         memset(&o, 0, sizeof o);
         o.kind = m.kind;
@@ -815,25 +815,10 @@ static void do_memset(const char *l, shift sh) {
     m.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
     m.flags = kv_u64(l, "async", 0) ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
     m.memoryKind = (uint16_t)kv_u64(l, "mem", 3);
-    if (S.cupti12) { /* Memset3 */
-        CUpti_ActivityMemset3 o;
-        memset(&o, 0, sizeof o);
-        o.kind = m.kind;
-        o.value = m.value;
-        o.bytes = m.bytes;
-        o.start = m.start;
-        o.end = m.end;
-        o.deviceId = m.deviceId, o.contextId = m.contextId, o.streamId = m.streamId;
-        o.correlationId = m.correlationId;
-        o.flags = m.flags;
-        o.memoryKind = m.memoryKind;
-        emit_device(&o, sizeof o);
-        return;
-    }
     emit_device(&m, sizeof m);
 }
 
-/* A SYNCHRONIZATION record: CUPTI 12.0-12.7's Synchronization (no returnValue) in 12's play. */
+/* A SYNCHRONIZATION record: CUPTI 12.0-12.6's Synchronization (no returnValue) in 12's play. */
 static void emit_sync(const CUpti_ActivitySynchronization2 *s) {
     if (!S.cupti12) {
         emit(s, sizeof *s);
@@ -951,7 +936,7 @@ static void do_marker(const char *l, shift sh) {
     emit(&m, sizeof m);
 }
 
-/* DEVICE and CONTEXT records: CUPTI 12's Device4 and Context2 in 12's play. */
+/* DEVICE and CONTEXT records: CUPTI 12.0's Device4 and Context in 12's play. */
 static void emit_device_rec(const CUpti_ActivityDevice5 *d) {
     if (!S.cupti12) {
         emit(d, sizeof *d);
@@ -974,7 +959,7 @@ static void emit_context_rec(const CUpti_ActivityContext3 *c) {
         emit(c, sizeof *c);
         return;
     }
-    CUpti_ActivityContext2 o;
+    CUpti_ActivityContext o;
     memset(&o, 0, sizeof o);
     o.kind = c->kind;
     o.contextId = c->contextId;

@@ -1,9 +1,9 @@
 /*
  * CUPTI record -> synctop record (convert.h). Struct names are CUPTI 13's (cupti_activity.h):
  * Kernel10, Memcpy6, Memset4, Synchronization2, API, Marker2, Context3, Stream, Device5. CUPTI
- * 12 writes earlier versions of some (Kernel9, Memcpy5, Synchronization, Context and Context2,
- * Device4: shorter, see cupti_load.c); every field read here lies at the same offset in them,
- * as the assertions below check, so one reading serves both. Synchronization alone lacks a field
+ * 12 writes earlier versions of some (Kernel9, Memcpy5, Synchronization: shorter, see
+ * cupti_load.c); every field read here lies at the same offset in them, as the assertions below
+ * check, so one reading serves both. Synchronization alone lacks a field
  * read here (returnValue): tr_conv_set_sync_size says whether records have it.
  */
 #include "convert.h"
@@ -55,18 +55,6 @@ SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, correlati
 SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, contextId);
 SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, streamId);
 SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, cudaEventId);
-SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext2, contextId);
-SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext2, deviceId);
-SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext2, nullStreamId);
-SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext, contextId);
-SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext, deviceId);
-SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext, nullStreamId);
-SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, id);
-SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, name);
-SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, computeCapabilityMajor);
-SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, computeCapabilityMinor);
-SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, numMultiprocessors);
-SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, globalMemorySize);
 
 /* Bytes a SYNCHRONIZATION record needs to hold returnValue. */
 #define SYNC_WITH_RESULT (offsetof(CUpti_ActivitySynchronization2, returnValue) + sizeof(uint32_t))

@@ -922,9 +922,9 @@ TEST(tracer_uses_the_cuda_wheel_next_to_torch) {
 }
 
 /* A CUDA 12 torch (cu126, cu128 wheels): its nvidia-cuda-cupti-cu12 wheel's libcupti.so.12, a
- * CUPTI 12 numbered the old way (19: CUDA 12.0), is taken and read. */
+ * CUPTI 12 numbered the old way (24: CUDA 12.6), is taken and read. */
 TEST(tracer_uses_the_cuda_12_wheel_next_to_torch) {
-    check_wheel_next_to_torch("nvidia/cuda_cupti/lib/libcupti.so.12", "SYNCTOP_STANDIN_CUPTI=12", 19);
+    check_wheel_next_to_torch("nvidia/cuda_cupti/lib/libcupti.so.12", "SYNCTOP_STANDIN_CUPTI=12", 24);
 }
 
 /* A CUDA 12 program on a machine whose toolkit is CUDA 13 (its libcudart.so.12 loaded, no
@@ -956,7 +956,7 @@ TEST(tracer_takes_cupti_12_for_a_cuda_12_runtime) {
                           env),
               0);
     char *err = read_text(task_path("err.txt"));
-    ASSERT_STR_CONTAINS(err, "synctop: CUPTI 19 from ");
+    ASSERT_STR_CONTAINS(err, "synctop: CUPTI 24 from ");
     ASSERT_STR_CONTAINS(err, "/libcupti.so.12 (found on the library path or in the CUDA toolkit)\n");
     model m;
     model_init(&m);
@@ -1534,10 +1534,10 @@ TEST(tracer_refuses_a_cupti_with_another_record_layout) {
                       "CUPTI 12 and 13 versions this tracer reads");
 }
 
-/* CUPTI 12 writes earlier, shorter versions of the records (the stand-in's CUPTI 12.0 lays them
- * out with the structs of cupti_activity_deprecated.h: Kernel9, Memcpy5, Synchronization,
- * Context, Device4) and numbers its version the old way (19: CUDA 12.0). Every field is read as
- * from CUPTI 13's records: the values written in the script come out the same either way. */
+/* CUPTI 12 writes earlier, shorter versions of some records (the stand-in's CUPTI 12.6 lays them
+ * out with the structs of cupti_activity_deprecated.h: Kernel9, Memcpy5, Synchronization) and
+ * numbers its version the old way (24: CUDA 12.6). Every field is read as from CUPTI 13's
+ * records: the values written in the script come out the same either way. */
 TEST(tracer_reads_cupti_12s_record_versions) {
     const char *script = "context_create 1\n"
                          "device id=3 name=Dev12 cc_major=8 cc_minor=6 sms=84 mem=25769803776\n"
@@ -1559,7 +1559,7 @@ TEST(tracer_reads_cupti_12s_record_versions) {
         ASSERT_EQ(run_harness(script, env), 0);
         char *err = read_text(task_path("err.txt"));
         char want[64];
-        snprintf(want, sizeof want, "synctop: CUPTI %u from ", v12 ? 19u : (unsigned)CUPTI_API_VERSION);
+        snprintf(want, sizeof want, "synctop: CUPTI %u from ", v12 ? 24u : (unsigned)CUPTI_API_VERSION);
         ASSERT_STR_CONTAINS(err, want);
         model m;
         model_init(&m);

@@ -122,7 +122,7 @@ __attribute__((constructor)) static void standin_init(void) {
     const char *ks = getenv("SYNCTOP_STANDIN_KERNEL_SIZE");
     const char *cv = getenv("SYNCTOP_STANDIN_CUPTI"), *vs = getenv("SYNCTOP_STANDIN_VERSION");
     S.cupti12 = cv != NULL && strcmp(cv, "12") == 0;
-    S.version = S.cupti12 ? 19 : CUPTI_API_VERSION; /* 19: CUDA 12.0's CUPTI */
+    S.version = S.cupti12 ? 24 : CUPTI_API_VERSION; /* 24: CUDA 12.6's CUPTI */
     if (vs != NULL && atoi(vs) > 0)
         S.version = (uint32_t)atoi(vs);
     S.kernel_size = S.cupti12 ? sizeof(CUpti_ActivityKernel9) : sizeof(CUpti_ActivityKernel10);
@@ -379,9 +379,9 @@ static size_t record_size(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
     case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
-    case CUPTI_ACTIVITY_KIND_CONTEXT: return S.cupti12 ? sizeof(CUpti_ActivityContext) : sizeof(CUpti_ActivityContext3);
+    case CUPTI_ACTIVITY_KIND_CONTEXT: return sizeof(CUpti_ActivityContext3);
     case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
-    case CUPTI_ACTIVITY_KIND_DEVICE: return S.cupti12 ? sizeof(CUpti_ActivityDevice4) : sizeof(CUpti_ActivityDevice5);
+    case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
     case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
     case NEWER_KIND: return NEWER_SIZE;
@@ -936,38 +936,6 @@ static void do_marker(const char *l, shift sh) {
     emit(&m, sizeof m);
 }
 
-/* DEVICE and CONTEXT records: CUPTI 12.0's Device4 and Context in 12's play. */
-static void emit_device_rec(const CUpti_ActivityDevice5 *d) {
-    if (!S.cupti12) {
-        emit(d, sizeof *d);
-        return;
-    }
-    CUpti_ActivityDevice4 o;
-    memset(&o, 0, sizeof o);
-    o.kind = d->kind;
-    o.id = d->id;
-    o.name = d->name;
-    o.computeCapabilityMajor = d->computeCapabilityMajor;
-    o.computeCapabilityMinor = d->computeCapabilityMinor;
-    o.numMultiprocessors = d->numMultiprocessors;
-    o.globalMemorySize = d->globalMemorySize;
-    emit(&o, sizeof o);
-}
-
-static void emit_context_rec(const CUpti_ActivityContext3 *c) {
-    if (!S.cupti12) {
-        emit(c, sizeof *c);
-        return;
-    }
-    CUpti_ActivityContext o;
-    memset(&o, 0, sizeof o);
-    o.kind = c->kind;
-    o.contextId = c->contextId;
-    o.deviceId = c->deviceId;
-    o.nullStreamId = c->nullStreamId;
-    emit(&o, sizeof o);
-}
-
 static void do_device(const char *l) {
     CUpti_ActivityDevice5 d;
     memset(&d, 0, sizeof d);
@@ -983,7 +951,7 @@ static void do_device(const char *l) {
         S.dev_recs[S.n_dev_recs++] = d;
     }
     if (S.kinds[CUPTI_ACTIVITY_KIND_DEVICE])
-        emit_device_rec(&d);
+        emit(&d, sizeof d);
 }
 
 static void do_context(const char *l) {
@@ -996,7 +964,7 @@ static void do_context(const char *l) {
     if (S.n_ctx_recs < MAX_CONTEXTS)
         S.ctx_recs[S.n_ctx_recs++] = c;
     if (S.kinds[CUPTI_ACTIVITY_KIND_CONTEXT])
-        emit_context_rec(&c);
+        emit(&c, sizeof c);
 }
 
 static void do_stream(const char *l) {
@@ -1037,13 +1005,13 @@ EXPORT CUptiResult cuptiActivityEnableAndDump(CUpti_ActivityKind kind) {
     if (kind == CUPTI_ACTIVITY_KIND_DEVICE) {
         for (int i = 0; i < S.n_dev_recs; i++)
             if (S.dev_seen[i]) {
-                emit_device_rec(&S.dev_recs[i]);
+                emit(&S.dev_recs[i], sizeof S.dev_recs[i]);
                 n++;
             }
     } else if (kind == CUPTI_ACTIVITY_KIND_CONTEXT) {
         for (int i = 0; i < S.n_ctx_recs; i++)
             if (context_alive(S.ctx_recs[i].contextId)) {
-                emit_context_rec(&S.ctx_recs[i]);
+                emit(&S.ctx_recs[i], sizeof S.ctx_recs[i]);
                 n++;
             }
     } else if (kind == CUPTI_ACTIVITY_KIND_STREAM) {

@@ -36,10 +36,10 @@
  *   headers, NEWER_KIND in standin.c), and refuses a kind it does not know (0), as the real one
  *   does; $SYNCTOP_STANDIN_KERNEL_SIZE lays kernel records out in that many bytes, as a CUPTI
  *   with another version of the record would (CUPTI 11's Kernel8: 200);
- * - $SYNCTOP_STANDIN_CUPTI=12 plays CUPTI 12.0: cuptiGetVersion says 19 (the numbering before
- *   13), and records are written field by field with the structs of cupti_activity_deprecated.h
- *   that its headers name newest: Kernel9, Memcpy5, Synchronization (no returnValue, so a query
- *   that found work pending makes none), Context, Device4 (Memset4 is CUPTI 13's too);
+ * - $SYNCTOP_STANDIN_CUPTI=12 plays CUPTI 12.6: cuptiGetVersion says 24 (the numbering before
+ *   13), and the records its headers name newest are written field by field with the structs of
+ *   cupti_activity_deprecated.h where they differ from CUPTI 13's: Kernel9, Memcpy5,
+ *   Synchronization (no returnValue, so a query that found work pending makes none);
  *   $SYNCTOP_STANDIN_VERSION=N says N instead;
  * - with `worker on`, device records (kernels, copies, memsets) are collected by a worker thread
  *   of the stand-in's own, at `collect` or at its teardown at exit, and handed over from that

@@ -1096,17 +1096,20 @@ static int tracer_threads(long pid, int *starting) {
     return count;
 }
 
-/* Waits, the program running, until the tracer publishes or its starting thread has ended (it
- * stepped aside), at most start_ms. 1 publishing, 0 not, or ERR_NOENT when the process exited. */
+/* Waits, the program running, until the tracer publishes and its starting thread has ended (the
+ * socket answers before the start is done: a stop asked meanwhile would find nothing to stop), or
+ * that thread has ended without publishing (it stepped aside), at most start_ms. 1 publishing, 0
+ * not, or ERR_NOENT when the process exited. */
 static int wait_started(long pid, const ij_opts *o, const char *endpoint, err_msg *err) {
     uint64_t deadline = now_ns() + (uint64_t)o->start_ms * 1000000ull;
     for (int round = 0;; round++) {
-        if (tp_endpoint_is_live(endpoint) == 1)
+        int starting = 0;
+        tracer_threads(pid, &starting);
+        int live = tp_endpoint_is_live(endpoint) == 1;
+        if (live && starting == 0) /* the starting thread names itself before it publishes */
             return 1;
         if (thread_gone((pid_t)pid))
             return err_set(err, ERR_NOENT, "process %ld exited after the tracer was loaded", pid);
-        int starting = 0;
-        tracer_threads(pid, &starting);
         /* The starting thread may not be there yet in the first rounds. */
         if ((starting == 0 && round >= 50) || now_ns() >= deadline)
             return tp_endpoint_is_live(endpoint) == 1;

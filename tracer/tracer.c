@@ -366,6 +366,8 @@ static atomic_int start_pending;
  * ended, then starts one with the settings given. */
 static void *starter_main(void *arg) {
     (void)arg;
+    /* named before it can publish, so that whoever sees the socket answer sees it start too */
+    pthread_setname_np(pthread_self(), "synctop-start");
     pthread_mutex_lock(&life_mu);
     int idle = tr_wake_wait_ended(10000);
     int state = tr_callbacks_state();

@@ -747,6 +747,43 @@ TEST(inject_detach_stops_the_tracer_and_attach_starts_it_again) {
     free(res.out);
 }
 
+/* The tracer binds its socket before it turns CUPTI's activity kinds on, which a real CUPTI can
+ * take a while to do (here 200 ms a kind). An attach that returned as soon as the socket answered
+ * left a detach right after it refused ("not tracing") while the start went on, and the process
+ * traced after all: attach returns once the start is done, and the detach that follows stops it. */
+TEST(inject_attach_returns_once_the_start_is_done) {
+    NEED_PTRACE();
+    setenv("SYNCTOP_STANDIN_ENABLE_MS", "200", 1);
+    target t;
+    start_target(&t, INJECT_TARGET, "run");
+    unsetenv("SYNCTOP_STANDIN_ENABLE_MS");
+    ij_report r = inject_ok(t.pid);
+    ij_report d;
+    err_msg err = {{0}};
+    int rc = ij_detach(t.pid, NULL, &d, &err);
+    if (rc != 0)
+        TASK_FAIL_("ij_detach right after the attach: %d: %s", rc, err.msg);
+    assert_running_untraced(t.pid);
+    ASSERT(tp_endpoint_is_live(r.endpoint) != 1);
+    int starting = 0;
+    for (int i = 0; i < 200; i++) { /* the tracer's threads end with the detach: none comes back */
+        char dir[64];
+        static char tasks[64][128];
+        snprintf(dir, sizeof dir, "/proc/%ld/task", (long)t.pid);
+        size_t n = list_dir(dir, tasks, 64, 0);
+        starting = 0;
+        for (size_t k = 0; k < n; k++)
+            starting += strncmp(tasks[k], "synctop-", 8) == 0;
+        if (starting != 0)
+            break;
+        task_sleep_ms(5);
+    }
+    ASSERT_EQ(starting, 0);
+    ASSERT(tp_endpoint_is_live(r.endpoint) != 1);
+    result res = finish_checked(&t);
+    free(res.out);
+}
+
 /* A viewer connected when the tracer is stopped gets what it still held and the end of the
  * producer (the last batch says so), so it knows the process is no longer traced. */
 TEST(inject_detach_ends_the_stream_for_a_connected_viewer) {

@@ -79,6 +79,7 @@ static struct {
     size_t kernel_size;   /* bytes of a kernel record ($SYNCTOP_STANDIN_KERNEL_SIZE: another version) */
     int cupti12;          /* $SYNCTOP_STANDIN_CUPTI=12: CUPTI 12's record versions */
     uint32_t version;     /* what cuptiGetVersion says ($SYNCTOP_STANDIN_VERSION) */
+    long enable_ms;       /* cuptiActivityEnable takes this long ($SYNCTOP_STANDIN_ENABLE_MS) */
     /* CUPTI's worker thread (`worker on`): the device records it has not collected yet, and the
      * collections asked for and done. */
     pthread_t worker;
@@ -125,6 +126,8 @@ __attribute__((constructor)) static void standin_init(void) {
     S.version = S.cupti12 ? 24 : CUPTI_API_VERSION; /* 24: CUDA 12.6's CUPTI */
     if (vs != NULL && atoi(vs) > 0)
         S.version = (uint32_t)atoi(vs);
+    const char *es = getenv("SYNCTOP_STANDIN_ENABLE_MS");
+    S.enable_ms = es != NULL && atol(es) > 0 ? atol(es) : 0;
     S.kernel_size = S.cupti12 ? sizeof(CUpti_ActivityKernel9) : sizeof(CUpti_ActivityKernel10);
     if (ks != NULL && atoi(ks) >= 16 && atoi(ks) <= MAX_RECORD)
         S.kernel_size = (size_t)atoi(ks) & ~(size_t)7;
@@ -256,6 +259,10 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
     NOTE();
     if ((unsigned)kind >= MAX_KINDS)
         return CUPTI_ERROR_INVALID_KIND;
+    if (S.enable_ms > 0) { /* a CUPTI that takes its time to turn a kind on */
+        struct timespec ts = {S.enable_ms / 1000, (S.enable_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     pthread_mutex_lock(&S.mu);
     S.kinds[kind] = 1;
     if (kind == CUPTI_ACTIVITY_KIND_KERNEL)

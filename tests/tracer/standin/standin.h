@@ -41,6 +41,8 @@
  *   cupti_activity_deprecated.h where they differ from CUPTI 13's: Kernel9, Memcpy5,
  *   Synchronization (no returnValue, so a query that found work pending makes none);
  *   $SYNCTOP_STANDIN_VERSION=N says N instead;
+ * - $SYNCTOP_STANDIN_ENABLE_MS=N makes every cuptiActivityEnable take N ms, as the real one's
+ *   first ones can (it loads its own modules then);
  * - with `worker on`, device records (kernels, copies, memsets) are collected by a worker thread
  *   of the stand-in's own, at `collect` or at its teardown at exit, and handed over from that
  *   thread: after the host calls that waited for them, on no thread of the program's.

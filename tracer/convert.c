@@ -1,9 +1,9 @@
 /*
  * CUPTI record -> synctop record (convert.h). Struct names are CUPTI 13's (cupti_activity.h):
  * Kernel10, Memcpy6, Memset4, Synchronization2, API, Marker2, Context3, Stream, Device5. CUPTI
- * 12 writes earlier versions of some (Kernel9, Memcpy5, Synchronization: shorter, see
- * cupti_load.c); every field read here lies at the same offset in them, as the assertions below
- * check, so one reading serves both. Synchronization alone lacks a field
+ * 12 writes earlier versions of some (Kernel9, Memcpy5, Synchronization, Context and Context2,
+ * Device4: shorter, see cupti_load.c); every field read here lies at the same offset in them, as
+ * the assertions below check, so one reading serves both. Synchronization alone lacks a field
  * read here (returnValue): tr_conv_set_sync_size says whether records have it.
  */
 #include "convert.h"
@@ -56,6 +56,19 @@ SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, contextId
 SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, streamId);
 SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, cudaEventId);
 
+SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext2, contextId);
+SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext2, deviceId);
+SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext2, nullStreamId);
+SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext, contextId);
+SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext, deviceId);
+SAME_AT(CUpti_ActivityContext3, CUpti_ActivityContext, nullStreamId);
+SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, id);
+SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, name);
+SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, computeCapabilityMajor);
+SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, computeCapabilityMinor);
+SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, numMultiprocessors);
+SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, globalMemorySize);
+
 /* Bytes a SYNCHRONIZATION record needs to hold returnValue. */
 #define SYNC_WITH_RESULT (offsetof(CUpti_ActivitySynchronization2, returnValue) + sizeof(uint32_t))
 
@@ -83,6 +96,7 @@ struct tr_conv {
     uint64_t block_ns;                /* a launch this long blocked its thread (0: never) */
     uint32_t corr_max;                /* highest correlation id converted */
     int sync_no_result;               /* SYNCHRONIZATION records end before returnValue */
+    int launches_only;                /* API records of other calls are not wanted */
     tr_conv_stats stats;
 };
 
@@ -136,6 +150,8 @@ static ctx_slot *ctx_find(const tr_conv *c, uint32_t context, int insert) {
 void tr_conv_set_block_threshold(tr_conv *c, uint64_t ns) { c->block_ns = ns; }
 
 void tr_conv_set_sync_size(tr_conv *c, size_t bytes) { c->sync_no_result = bytes != 0 && bytes < SYNC_WITH_RESULT; }
+
+void tr_conv_set_launches_only(tr_conv *c, int on) { c->launches_only = on; }
 
 uint32_t tr_conv_max_correlation(const tr_conv *c) { return c->corr_max; }
 
@@ -272,6 +288,10 @@ static int conv_api(tr_conv *c, const CUpti_ActivityAPI *a, int driver) {
          * whole RUNTIME or DRIVER kind: the callbacks' event is the one (it has the call site and
          * the wait), this twin would count the call twice. */
         c->stats.twins++;
+        return 0;
+    }
+    if (cls == TR_CB_NONE && c->launches_only) {
+        c->stats.untraced++;
         return 0;
     }
     uint8_t flags = driver ? TP_F_DRIVER : 0;

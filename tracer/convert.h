@@ -29,6 +29,7 @@ typedef struct tr_conv_stats {
     uint64_t invalid;   /* records refused (end before start...) */
     uint64_t uncollected; /* records with a start or end CUPTI could not collect (0) */
     uint64_t twins;     /* RUNTIME/DRIVER records of calls the callbacks measure */
+    uint64_t untraced;  /* RUNTIME/DRIVER records of calls synctop does not trace (launches only) */
 } tr_conv_stats;
 
 tr_conv *tr_conv_new(tp_enc *enc);
@@ -46,6 +47,10 @@ void tr_conv_set_context(tr_conv *c, uint32_t context, uint32_t device);
  * as CUPTI 13's). CUPTI before 12.8 writes them without returnValue: a query that found work
  * pending cannot be told from a wait then, and every record counts as a wait. */
 void tr_conv_set_sync_size(tr_conv *c, size_t bytes);
+/* RUNTIME and DRIVER records of launches alone are wanted: the tracer turned the whole kinds on
+ * (a CUPTI without per-API records), so the records of other calls it does not trace are left
+ * out (counted as untraced). */
+void tr_conv_set_launches_only(tr_conv *c, int on);
 /* The highest correlation id among the records converted so far. */
 uint32_t tr_conv_max_correlation(const tr_conv *c);
 /* The device of a context, from CONTEXT records or tr_conv_set_context; TP_NO_DEVICE when

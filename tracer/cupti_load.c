@@ -114,16 +114,16 @@ static int bind(tr_cupti *c, err_msg *err) {
 }
 
 /* The records the converter reads (convert.c), and the sizes a CUPTI may lay each out in: CUPTI
- * 13's struct (the headers the tracer is built with) first, then the earlier versions CUPTI 12.5
- * to 12.9 write, whose fields the converter reads lie at the same offsets (convert.c asserts it
- * against the structs of cupti_activity_deprecated.h). Which version each release writes, by the
- * newest its own headers define: Kernel9 throughout CUPTI 12; Memcpy5 and Synchronization to
- * 12.6, Memcpy6 and Synchronization2 from 12.8; Memset4, Context3 and Device5 as CUPTI 13. Only
- * Synchronization lacks a field read (returnValue). A library that lays a record out in any other
- * size has a version whose fields the converter would misread (CUPTI 11's Kernel8 is 200 bytes;
- * CUPTI 13.2's Kernel11 is not in these headers): it is refused, whatever its version number
- * says. (CUPTI 12.0 to 12.4 lack cuptiActivityEnableRuntimeApi and are refused before this.) */
-#define LAYOUT_SIZES 2
+ * 13's struct (the headers the tracer is built with) first, then the earlier versions CUPTI 12
+ * writes, whose fields the converter reads lie at the same offsets (convert.c asserts it against
+ * the structs of cupti_activity_deprecated.h). Which version each release writes, by the newest
+ * its own headers define: Kernel9 throughout; Memcpy5 and Synchronization to 12.6, Memcpy6 and
+ * Synchronization2 from 12.8; Device4 to 12.1, Device5 from 12.2; Context to 12.3, Context2 in
+ * 12.4, Context3 from 12.5; Memset4 always. Only Synchronization lacks a field read
+ * (returnValue). A library that lays a record out in any other size has a version whose fields
+ * the converter would misread (CUPTI 11's Kernel8 is 200 bytes; CUPTI 13.2's Kernel11 is not in
+ * these headers): it is refused, whatever its version number says. */
+#define LAYOUT_SIZES 3
 static const struct {
     CUpti_ActivityKind kind;
     size_t sizes[LAYOUT_SIZES]; /* 0 after the last */
@@ -138,9 +138,10 @@ static const struct {
     {CUPTI_ACTIVITY_KIND_RUNTIME, {sizeof(CUpti_ActivityAPI)}, "RUNTIME"},
     {CUPTI_ACTIVITY_KIND_DRIVER, {sizeof(CUpti_ActivityAPI)}, "DRIVER"},
     {CUPTI_ACTIVITY_KIND_MARKER, {sizeof(CUpti_ActivityMarker2)}, "MARKER"},
-    {CUPTI_ACTIVITY_KIND_CONTEXT, {sizeof(CUpti_ActivityContext3)}, "CONTEXT"},
+    {CUPTI_ACTIVITY_KIND_CONTEXT,
+     {sizeof(CUpti_ActivityContext3), sizeof(CUpti_ActivityContext2), sizeof(CUpti_ActivityContext)}, "CONTEXT"},
     {CUPTI_ACTIVITY_KIND_STREAM, {sizeof(CUpti_ActivityStream)}, "STREAM"},
-    {CUPTI_ACTIVITY_KIND_DEVICE, {sizeof(CUpti_ActivityDevice5)}, "DEVICE"},
+    {CUPTI_ACTIVITY_KIND_DEVICE, {sizeof(CUpti_ActivityDevice5), sizeof(CUpti_ActivityDevice4)}, "DEVICE"},
 };
 
 /* The sizes of layouts[i] as text: "216 or 208". */
@@ -194,9 +195,9 @@ static int check_layouts(tr_cupti *c, err_msg *err) {
 }
 
 /* Whether cuptiGetVersion's number is a CUPTI the tracer reads: 13 (xxyyzz, as the headers'), or
- * 12.5 on (API versions 23, CUDA 12.5, to 28, CUDA 12.9 Update 1, in the numbering before 13). */
+ * 12 (API versions 19, CUDA 12.0, to 28, CUDA 12.9 Update 1, in the numbering before 13). */
 static int version_read(uint32_t v) {
-    return v / 10000 == CUPTI_API_VERSION / 10000 || (v >= 23 && v < 10000);
+    return v / 10000 == CUPTI_API_VERSION / 10000 || (v >= 19 && v < 10000);
 }
 
 /* Opens path and binds it. With `known_version`, a CUPTI whose version number is not 12's or 13's
@@ -228,7 +229,7 @@ static int try_open(tr_cupti *c, const char *path, enum tr_cupti_source src, int
         return rc;
     }
     if (known_version && !version_read(t.version)) {
-        err_set(err, ERR_UNSUPPORTED, "%s is CUPTI API version %u, not CUPTI 12.5 to 12.9 (23 to 28) or 13 (%u on)",
+        err_set(err, ERR_UNSUPPORTED, "%s is CUPTI API version %u, not CUPTI 12 (19 to 28) or 13 (%u on)",
                 t.path, t.version, CUPTI_API_VERSION / 10000 * 10000);
         dlclose(h);
         return ERR_UNSUPPORTED;

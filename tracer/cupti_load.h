@@ -38,14 +38,15 @@
                                        CUpti_BuffersCallbackCompleteFunc))                       \
     X(cuptiActivityEnable, (CUpti_ActivityKind))                                                 \
     X(cuptiActivityDisable, (CUpti_ActivityKind))                                                \
-    X(cuptiActivityEnableRuntimeApi, (CUpti_CallbackId, uint8_t))                                \
-    X(cuptiActivityEnableDriverApi, (CUpti_CallbackId, uint8_t))                                 \
     X(cuptiActivityFlushAll, (uint32_t))                                                         \
     X(cuptiActivityGetNextRecord, (uint8_t *, size_t, CUpti_Activity **))                        \
     X(cuptiActivityGetNumDroppedRecords, (CUcontext, uint32_t, size_t *))
 
-/* Used when present. */
+/* Used when present. Without the per-API records (CUPTI before 12.5) the launches' records come
+ * from the whole RUNTIME and DRIVER kinds (enable.c). */
 #define TR_CUPTI_OPTIONAL(X)                                                                     \
+    X(cuptiActivityEnableRuntimeApi, (CUpti_CallbackId, uint8_t))                                \
+    X(cuptiActivityEnableDriverApi, (CUpti_CallbackId, uint8_t))                                 \
     X(cuptiSetThreadIdType, (CUpti_ActivityThreadIdType))                                        \
     X(cuptiActivityEnableAllSyncRecords, (uint8_t))                                              \
     X(cuptiGetContextId, (CUcontext, uint32_t *))                                                \

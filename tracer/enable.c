@@ -9,8 +9,9 @@
  * loaded module at once), the cheap metadata kinds (DEVICE, CONTEXT, STREAM), the resource
  * callbacks (context creation gives the context -> device map before any record needs it). While
  * collecting: MEMCPY, MEMSET, MARKER, SYNCHRONIZATION (without the records of queries that found
- * work pending, where CUPTI allows it), the launch APIs' records and the blocking APIs'
- * callbacks. SYNCTOP_MODE=on-demand collects only while a viewer is subscribed; dormant, it also
+ * work pending, where CUPTI allows it), the launch APIs' records (where CUPTI has no per-API
+ * records, before 12.5: the whole RUNTIME and DRIVER kinds, the converter keeping the launches')
+ * and the blocking APIs' callbacks. SYNCTOP_MODE=on-demand collects only while a viewer is subscribed; dormant, it also
  * turns CONCURRENT_KERNEL off (CUPTI 13.0 Update 1 on: 13.0's could deadlock doing so) and keeps
  * only the metadata records, so that a viewer arriving later still learns device names.
  */
@@ -69,9 +70,15 @@ void tr_enable_resources(int on) {
     cupti->cuptiEnableDomain((uint32_t)on, sub, CUPTI_CB_DOMAIN_RESOURCE);
 }
 
+int tr_enable_whole_api_kinds(const tr_cupti *cu) {
+    return cu->cuptiActivityEnableRuntimeApi == NULL || cu->cuptiActivityEnableDriverApi == NULL;
+}
+
 static void set_one(void *arg, CUpti_CallbackDomain dom, uint32_t cbid, enum tr_cb_class cls) {
     uint8_t on = *(const uint8_t *)arg;
     if (cls == TR_CB_LAUNCH) {
+        if (tr_enable_whole_api_kinds(cupti))
+            return; /* the whole kinds instead (tr_enable_collecting) */
         if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
             cupti->cuptiActivityEnableRuntimeApi(cbid, on);
         else
@@ -103,6 +110,15 @@ void tr_enable_collecting(int on) {
     tr_cb_foreach(set_one, &flag);
     if (kernels_follow_collecting() && on != kernels_on)
         set_kernels(on);
+    if (tr_enable_whole_api_kinds(cupti)) {
+        static const CUpti_ActivityKind api_kinds[] = {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
+        for (size_t i = 0; i < sizeof api_kinds / sizeof api_kinds[0]; i++) {
+            if (on)
+                cupti->cuptiActivityEnable(api_kinds[i]);
+            else
+                cupti->cuptiActivityDisable(api_kinds[i]);
+        }
+    }
     for (size_t i = 0; i < sizeof collect_kinds / sizeof collect_kinds[0]; i++) {
         if (on)
             cupti->cuptiActivityEnable(collect_kinds[i]);

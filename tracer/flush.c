@@ -142,6 +142,7 @@ int tr_flush_prepare(const tr_config *c, const tr_cupti *cu, tr_hostq *q) {
         return ERR_NOMEM;
     tr_conv_set_block_threshold(conv, cfg->block_threshold_ns);
     tr_conv_set_sync_size(conv, cu ? cu->sync_size : 0);
+    tr_conv_set_launches_only(conv, cu && tr_enable_whole_api_kinds(cu));
     return 0;
 }
 
@@ -595,9 +596,11 @@ static void finish(void) {
     tr_conv_stats_get(conv, &cs);
     tr_config_debug(cfg,
                     "%llu activity records converted; left out: %llu of kinds synctop does not "
-                    "read, %llu twins of calls the callbacks measured, %llu without times",
+                    "read, %llu twins of calls the callbacks measured, %llu of calls it does not "
+                    "trace, %llu without times",
                     (unsigned long long)cs.converted, (unsigned long long)cs.skipped,
-                    (unsigned long long)cs.twins, (unsigned long long)cs.uncollected);
+                    (unsigned long long)cs.twins, (unsigned long long)cs.untraced,
+                    (unsigned long long)cs.uncollected);
     uint64_t end_t0 = clock_ns(CLOCK_MONOTONIC);
     ship_wait(TP_BF_END, (int)cfg->linger_ms);
     uint64_t spent_ms = (clock_ns(CLOCK_MONOTONIC) - end_t0) / 1000000u;

@@ -59,6 +59,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 static void enable(void *arg, CUpti_CallbackDomain dom, uint32_t cbid, enum tr_cb_class cls) {
     (void)arg;
     if (cls == TR_CB_LAUNCH) {
+        if (cupti.cuptiActivityEnableRuntimeApi == NULL || cupti.cuptiActivityEnableDriverApi == NULL)
+            return; /* the whole kinds instead, as the tracer does (InitializeInjection) */
         if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
             cupti.cuptiActivityEnableRuntimeApi(cbid, 1);
         else
@@ -90,6 +92,10 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         cupti.cuptiActivityEnable(kinds[i]);
     tr_cb_foreach(enable, NULL);
+    if (cupti.cuptiActivityEnableRuntimeApi == NULL || cupti.cuptiActivityEnableDriverApi == NULL) {
+        cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+        cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
+    }
     cupti.cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RESOURCE);
     atexit(at_exit);
     return 1;

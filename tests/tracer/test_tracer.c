@@ -927,6 +927,51 @@ TEST(tracer_uses_the_cuda_12_wheel_next_to_torch) {
     check_wheel_next_to_torch("nvidia/cuda_cupti/lib/libcupti.so.12", "SYNCTOP_STANDIN_CUPTI=12", 24);
 }
 
+/* CUPTI 12.0 to 12.4 have no per-API records (cuptiActivityEnableRuntimeApi came in 12.5): the
+ * tracer turns the whole RUNTIME and DRIVER kinds on while collecting and keeps the launches'
+ * records of them, as CUPTI 12.5 on would give it; the records of calls the callbacks measure are
+ * twins, and those of calls it does not trace (cudaGetDevice) are left out, each counted. The
+ * stand-in built as CUPTI 12.4 lacks those functions, and writes 12.4's CONTEXT record (Context2). */
+TEST(tracer_takes_launches_from_the_whole_api_kinds_of_cupti_12_4) {
+    char record[512], standin[600], cupti[600];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    snprintf(standin, sizeof standin, "SYNCTOP_STANDIN=%s", STANDIN_12_4_SO);
+    snprintf(cupti, sizeof cupti, "SYNCTOP_CUPTI=%s", STANDIN_12_4_SO);
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_VERBOSE=1", standin, cupti, NULL};
+    ASSERT_EQ(run_harness("context_create 1\n"
+                          "context id=4 device=2 nullstream=9\n"
+                          "api domain=rt cbid=211 start=2000000000 end=2000005000 corr=1\n"
+                          "api domain=rt cbid=211 start=2000010000 end=2005010000 corr=2\n"
+                          "api domain=rt cbid=17 start=2006000000 end=2006001000 corr=3\n"
+                          "kernel name=k124 start=2007000000 end=2007001000 dev=2 ctx=4 stream=9 corr=1\n"
+                          "call domain=rt cbid=131 wait=500000 ctx=4 corr=5 site=1\n"
+                          "context_destroy 1\n",
+                          env),
+              0);
+    char *err = read_text(task_path("err.txt"));
+    ASSERT_STR_CONTAINS(err, "synctop: CUPTI 22 from ");
+    ASSERT_STR_CONTAINS(err, " 1 twins of calls the callbacks measured, 1 of calls it does not trace, ");
+    model m;
+    model_init(&m);
+    model_from_file(&m, task_path("trace.trace"));
+    const tp_record *quick = find_api(&m, 211, 1), *slow = find_api(&m, 211, 2);
+    ASSERT_NOT_NULL(quick);
+    ASSERT_NOT_NULL(slow);
+    ASSERT_EQ(quick->api.flags, TP_F_LAUNCH);
+    ASSERT_EQ(slow->api.flags, TP_F_LAUNCH | TP_F_BLOCKING);
+    ASSERT_EQ(count_api(&m, 17), 0);
+    ASSERT_EQ(count_api(&m, 131), 1);
+    const tp_record *wait = find_api(&m, 131, 5);
+    ASSERT_NOT_NULL(wait);
+    ASSERT_EQ(wait->api.flags, TP_F_BLOCKING);
+    ASSERT_EQ(wait->api.end - wait->api.start, 500000);
+    ASSERT_NE(wait->api.callsite, 0);
+    ASSERT_EQ(wait->api.device, 2); /* its context's, from 12.4's CONTEXT record */
+    ASSERT_EQ(count_kind(&m, TP_K_KERNEL), 1);
+    model_free(&m);
+    free(err);
+}
+
 /* A CUDA 12 program on a machine whose toolkit is CUDA 13 (its libcudart.so.12 loaded, no
  * libcupti yet, no torch): the search takes CUPTI 12 before the toolkit's CUPTI 13. Here
  * libcupti.so.12 is the stand-in playing CUPTI 12, found on LD_LIBRARY_PATH; a search in the

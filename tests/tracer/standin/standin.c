@@ -80,6 +80,7 @@ static struct {
     int cupti12;          /* $SYNCTOP_STANDIN_CUPTI=12: CUPTI 12's record versions */
     uint32_t version;     /* what cuptiGetVersion says ($SYNCTOP_STANDIN_VERSION) */
     long enable_ms;       /* cuptiActivityEnable takes this long ($SYNCTOP_STANDIN_ENABLE_MS) */
+    int context2;         /* CONTEXT records are CUPTI 12.4's Context2 */
     /* CUPTI's worker thread (`worker on`): the device records it has not collected yet, and the
      * collections asked for and done. */
     pthread_t worker;
@@ -124,6 +125,11 @@ __attribute__((constructor)) static void standin_init(void) {
     const char *cv = getenv("SYNCTOP_STANDIN_CUPTI"), *vs = getenv("SYNCTOP_STANDIN_VERSION");
     S.cupti12 = cv != NULL && strcmp(cv, "12") == 0;
     S.version = S.cupti12 ? 24 : CUPTI_API_VERSION; /* 24: CUDA 12.6's CUPTI */
+#ifdef STANDIN_CUPTI_12_4
+    S.cupti12 = 1;
+    S.context2 = 1;
+    S.version = 22; /* CUDA 12.4's */
+#endif
     if (vs != NULL && atoi(vs) > 0)
         S.version = (uint32_t)atoi(vs);
     const char *es = getenv("SYNCTOP_STANDIN_ENABLE_MS");
@@ -281,6 +287,7 @@ EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
     return CUPTI_SUCCESS;
 }
 
+#ifndef STANDIN_CUPTI_12_4 /* per-API records: CUPTI 12.5 on */
 EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
     NOTE();
     pthread_mutex_lock(&S.mu);
@@ -298,6 +305,7 @@ EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t e
     pthread_mutex_unlock(&S.mu);
     return CUPTI_SUCCESS;
 }
+#endif
 
 EXPORT CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
     NOTE();
@@ -313,11 +321,13 @@ EXPORT CUptiResult cuptiGetThreadIdType(CUpti_ActivityThreadIdType *type) {
     return CUPTI_SUCCESS;
 }
 
+#ifndef STANDIN_CUPTI_12_4 /* CUPTI 12.8 on */
 EXPORT CUptiResult cuptiActivityEnableAllSyncRecords(uint8_t enable) {
     NOTE();
     S.all_sync = enable != 0;
     return CUPTI_SUCCESS;
 }
+#endif
 
 EXPORT CUptiResult cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t *size, void *value) {
     NOTE();
@@ -386,7 +396,7 @@ static size_t record_size(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
     case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
-    case CUPTI_ACTIVITY_KIND_CONTEXT: return sizeof(CUpti_ActivityContext3);
+    case CUPTI_ACTIVITY_KIND_CONTEXT: return S.context2 ? sizeof(CUpti_ActivityContext2) : sizeof(CUpti_ActivityContext3);
     case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
     case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
@@ -943,6 +953,21 @@ static void do_marker(const char *l, shift sh) {
     emit(&m, sizeof m);
 }
 
+/* A CONTEXT record: CUPTI 12.4's Context2, field by field, when it plays 12.4. */
+static void emit_context(const CUpti_ActivityContext3 *c) {
+    if (!S.context2) {
+        emit(c, sizeof *c);
+        return;
+    }
+    CUpti_ActivityContext2 o;
+    memset(&o, 0, sizeof o);
+    o.kind = c->kind;
+    o.contextId = c->contextId;
+    o.deviceId = c->deviceId;
+    o.nullStreamId = c->nullStreamId;
+    emit(&o, sizeof o);
+}
+
 static void do_device(const char *l) {
     CUpti_ActivityDevice5 d;
     memset(&d, 0, sizeof d);
@@ -971,7 +996,7 @@ static void do_context(const char *l) {
     if (S.n_ctx_recs < MAX_CONTEXTS)
         S.ctx_recs[S.n_ctx_recs++] = c;
     if (S.kinds[CUPTI_ACTIVITY_KIND_CONTEXT])
-        emit(&c, sizeof c);
+        emit_context(&c);
 }
 
 static void do_stream(const char *l) {
@@ -1018,7 +1043,7 @@ EXPORT CUptiResult cuptiActivityEnableAndDump(CUpti_ActivityKind kind) {
     } else if (kind == CUPTI_ACTIVITY_KIND_CONTEXT) {
         for (int i = 0; i < S.n_ctx_recs; i++)
             if (context_alive(S.ctx_recs[i].contextId)) {
-                emit(&S.ctx_recs[i], sizeof S.ctx_recs[i]);
+                emit_context(&S.ctx_recs[i]);
                 n++;
             }
     } else if (kind == CUPTI_ACTIVITY_KIND_STREAM) {

@@ -41,6 +41,9 @@
  *   cupti_activity_deprecated.h where they differ from CUPTI 13's: Kernel9, Memcpy5,
  *   Synchronization (no returnValue, so a query that found work pending makes none);
  *   $SYNCTOP_STANDIN_VERSION=N says N instead;
+ * - built as libcupti.so.12 with STANDIN_CUPTI_12_4 (cupti12_4/ in the build), it plays CUPTI
+ *   12.4: version 22, CUPTI 12's records with Context2 for CONTEXT, and no
+ *   cuptiActivityEnableRuntimeApi/DriverApi (12.5) nor cuptiActivityEnableAllSyncRecords (12.8);
  * - $SYNCTOP_STANDIN_ENABLE_MS=N makes every cuptiActivityEnable take N ms, as the real one's
  *   first ones can (it loads its own modules then);
  * - with `worker on`, device records (kernels, copies, memsets) are collected by a worker thread

@@ -927,6 +927,16 @@ TEST(tracer_uses_the_cuda_12_wheel_next_to_torch) {
     check_wheel_next_to_torch("nvidia/cuda_cupti/lib/libcupti.so.12", "SYNCTOP_STANDIN_CUPTI=12", 24);
 }
 
+/* The launches of corr=1 (5 us) and corr=2 (5 ms) that the scripts below play: both launches,
+ * the long one blocked its thread (a full launch queue). */
+static void check_two_launches(const model *m) {
+    const tp_record *quick = find_api(m, 211, 1), *slow = find_api(m, 211, 2);
+    ASSERT_NOT_NULL(quick);
+    ASSERT_NOT_NULL(slow);
+    ASSERT_EQ(quick->api.flags, TP_F_LAUNCH);
+    ASSERT_EQ(slow->api.flags, TP_F_LAUNCH | TP_F_BLOCKING);
+}
+
 /* CUPTI 12.0 to 12.4 have no per-API records (cuptiActivityEnableRuntimeApi came in 12.5): the
  * tracer turns the whole RUNTIME and DRIVER kinds on while collecting and keeps the launches'
  * records of them, as CUPTI 12.5 on would give it; the records of calls the callbacks measure are
@@ -954,11 +964,7 @@ TEST(tracer_takes_launches_from_the_whole_api_kinds_of_cupti_12_4) {
     model m;
     model_init(&m);
     model_from_file(&m, task_path("trace.trace"));
-    const tp_record *quick = find_api(&m, 211, 1), *slow = find_api(&m, 211, 2);
-    ASSERT_NOT_NULL(quick);
-    ASSERT_NOT_NULL(slow);
-    ASSERT_EQ(quick->api.flags, TP_F_LAUNCH);
-    ASSERT_EQ(slow->api.flags, TP_F_LAUNCH | TP_F_BLOCKING);
+    check_two_launches(&m);
     ASSERT_EQ(count_api(&m, 17), 0);
     ASSERT_EQ(count_api(&m, 131), 1);
     const tp_record *wait = find_api(&m, 131, 5);
@@ -1149,11 +1155,7 @@ TEST(tracer_flags_a_launch_that_waited) {
     model m;
     model_init(&m);
     model_from_file(&m, task_path("trace.trace"));
-    const tp_record *quick = find_api(&m, 211, 1), *slow = find_api(&m, 211, 2);
-    ASSERT_NOT_NULL(quick);
-    ASSERT_NOT_NULL(slow);
-    ASSERT_EQ(quick->api.flags, TP_F_LAUNCH);
-    ASSERT_EQ(slow->api.flags, TP_F_LAUNCH | TP_F_BLOCKING);
+    check_two_launches(&m);
     model_free(&m);
 }
 

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cbids.h"
+
 /* Field f of CUPTI 13's struct is where an earlier version has it, within the earlier's size. */
 #define SAME_AT(now, old, f)                                                                       \
     _Static_assert(offsetof(now, f) == offsetof(old, f) &&                                         \
@@ -71,8 +73,6 @@ SAME_AT(CUpti_ActivityDevice5, CUpti_ActivityDevice4, globalMemorySize);
 
 /* Bytes a SYNCHRONIZATION record needs to hold returnValue. */
 #define SYNC_WITH_RESULT (offsetof(CUpti_ActivitySynchronization2, returnValue) + sizeof(uint32_t))
-
-#include "cbids.h"
 
 #define NAME_CACHE 4096 /* kernel-name pointers remembered (direct-mapped) */
 #define CTX_SLOTS 1024  /* contexts remembered */

@@ -11,9 +11,10 @@
  * collecting: MEMCPY, MEMSET, MARKER, SYNCHRONIZATION (without the records of queries that found
  * work pending, where CUPTI allows it), the launch APIs' records (where CUPTI has no per-API
  * records, before 12.5: the whole RUNTIME and DRIVER kinds, the converter keeping the launches')
- * and the blocking APIs' callbacks. SYNCTOP_MODE=on-demand collects only while a viewer is subscribed; dormant, it also
- * turns CONCURRENT_KERNEL off (CUPTI 13.0 Update 1 on: 13.0's could deadlock doing so) and keeps
- * only the metadata records, so that a viewer arriving later still learns device names.
+ * and the blocking APIs' callbacks. SYNCTOP_MODE=on-demand collects only while a viewer is
+ * subscribed; dormant, it also turns CONCURRENT_KERNEL off (CUPTI 13.0 Update 1 on: 13.0's could
+ * deadlock doing so) and keeps only the metadata records, so that a viewer arriving later still
+ * learns device names.
  */
 #include "cbids.h"
 #include "tracer_int.h"

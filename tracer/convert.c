@@ -21,35 +21,33 @@
                        sizeof(((now *)0)->f) == sizeof(((old *)0)->f) &&                           \
                        offsetof(old, f) + sizeof(((old *)0)->f) <= sizeof(old),                     \
                    #old "." #f " is not where " #now " has it")
-#define KERNEL_FIELDS(X, old)                                                                      \
-    X(CUpti_ActivityKernel10, old, start);                                                         \
-    X(CUpti_ActivityKernel10, old, end);                                                           \
-    X(CUpti_ActivityKernel10, old, correlationId);                                                 \
-    X(CUpti_ActivityKernel10, old, graphId);                                                       \
-    X(CUpti_ActivityKernel10, old, deviceId);                                                      \
-    X(CUpti_ActivityKernel10, old, contextId);                                                     \
-    X(CUpti_ActivityKernel10, old, streamId);                                                      \
-    X(CUpti_ActivityKernel10, old, name);                                                          \
-    X(CUpti_ActivityKernel10, old, gridX);                                                         \
-    X(CUpti_ActivityKernel10, old, gridY);                                                         \
-    X(CUpti_ActivityKernel10, old, gridZ);                                                         \
-    X(CUpti_ActivityKernel10, old, blockX);                                                        \
-    X(CUpti_ActivityKernel10, old, blockY);                                                        \
-    X(CUpti_ActivityKernel10, old, blockZ)
-KERNEL_FIELDS(SAME_AT, CUpti_ActivityKernel9);
-#define MEMCPY_FIELDS(X, old)                                                                      \
-    X(CUpti_ActivityMemcpy6, old, start);                                                          \
-    X(CUpti_ActivityMemcpy6, old, end);                                                            \
-    X(CUpti_ActivityMemcpy6, old, flags);                                                          \
-    X(CUpti_ActivityMemcpy6, old, deviceId);                                                       \
-    X(CUpti_ActivityMemcpy6, old, contextId);                                                      \
-    X(CUpti_ActivityMemcpy6, old, streamId);                                                       \
-    X(CUpti_ActivityMemcpy6, old, correlationId);                                                  \
-    X(CUpti_ActivityMemcpy6, old, bytes);                                                          \
-    X(CUpti_ActivityMemcpy6, old, copyKind);                                                       \
-    X(CUpti_ActivityMemcpy6, old, srcKind);                                                        \
-    X(CUpti_ActivityMemcpy6, old, dstKind)
-MEMCPY_FIELDS(SAME_AT, CUpti_ActivityMemcpy5);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, start);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, end);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, correlationId);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, graphId);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, deviceId);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, contextId);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, streamId);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, name);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, gridX);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, gridY);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, gridZ);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, blockX);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, blockY);
+SAME_AT(CUpti_ActivityKernel10, CUpti_ActivityKernel9, blockZ);
+
+SAME_AT(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, start);
+SAME_AT(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, end);
+SAME_AT(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, flags);
+SAME_AT(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, deviceId);
+SAME_AT(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, contextId);
+SAME_AT(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, streamId);
+SAME_AT(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, correlationId);
+SAME_AT(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, bytes);
+SAME_AT(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, copyKind);
+SAME_AT(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, srcKind);
+SAME_AT(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, dstKind);
+
 SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, start);
 SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, end);
 SAME_AT(CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization, type);

@@ -1,10 +1,11 @@
 /*
- * CUPTI record -> synctop record (convert.h). Struct names are CUPTI 13's (cupti_activity.h):
+ * CUPTI record -> synctop record (convert.h). Struct names are CUPTI 13.0's (cupti_activity.h):
  * Kernel10, Memcpy6, Memset4, Synchronization2, API, Marker2, Context3, Stream, Device5. CUPTI
  * 12 writes earlier versions of some (Kernel9, Memcpy5, Synchronization, Context and Context2,
  * Device4: shorter, see cupti_load.c); every field read here lies at the same offset in them, as
- * the assertions below check, so one reading serves both. Synchronization alone lacks a field
- * read here (returnValue): tr_conv_set_sync_size says whether records have it.
+ * the assertions below check, so one reading serves both. CUPTI 13.1 to 13.5 write later ones,
+ * 13.0's with fields appended (cupti_newer.h), read the same way. Synchronization alone lacks a
+ * field read here (returnValue): tr_conv_set_sync_size says whether records have it.
  */
 #include "convert.h"
 

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cupti_newer.h"
+
 /* Where CUPTI usually lives when no copy is loaded yet: CUPTI 13's, then CUPTI 12's. */
 static const char *const default_paths[] = {
     "libcupti.so.13",
@@ -114,42 +116,58 @@ static int bind(tr_cupti *c, err_msg *err) {
 }
 
 /* The records the converter reads (convert.c), and the sizes a CUPTI may lay each out in: CUPTI
- * 13's struct (the headers the tracer is built with) first, then the earlier versions CUPTI 12
+ * 13.0's struct (the headers the tracer is built with) first, then the earlier versions CUPTI 12
  * writes, whose fields the converter reads lie at the same offsets (convert.c asserts it against
- * the structs of cupti_activity_deprecated.h). Which version each release writes, by the newest
- * its own headers define: Kernel9 throughout; Memcpy5 and Synchronization to 12.6, Memcpy6 and
- * Synchronization2 from 12.8; Device4 to 12.1, Device5 from 12.2; Context to 12.3, Context2 in
- * 12.4, Context3 from 12.5; Memset4 always. Only Synchronization lacks a field read
- * (returnValue). A library that lays a record out in any other size has a version whose fields
- * the converter would misread (CUPTI 11's Kernel8 is 200 bytes; CUPTI 13.2's Kernel11 is not in
- * these headers): it is refused, whatever its version number says. */
-#define LAYOUT_SIZES 3
+ * the structs of cupti_activity_deprecated.h), then the later versions of CUPTI 13.1 to 13.5,
+ * which append fields (cupti_newer.h). Which version each release writes, by the newest its own
+ * headers define and by what each release's library steps over (the nvidia-cuda-cupti wheels):
+ * Kernel9 throughout 12, Kernel11 from 13.1, Kernel12 from 13.3, Kernel13 from 13.4; Memcpy5 and
+ * Synchronization to 12.6, Memcpy6 and Synchronization2 from 12.8, Memcpy7 from 13.4; Memset4,
+ * Memset5 from 13.4; Device4 to 12.1, Device5 from 12.2, Device6 from 13.2; Context to 12.3,
+ * Context2 in 12.4, Context3 from 12.5, Context4 from 13.1. Only Synchronization lacks a field
+ * read (returnValue). A library that lays a record out in any other size has a version whose
+ * fields the converter would misread (CUPTI 11's Kernel8 is 200 bytes): it is refused, whatever
+ * its version number says. */
+#define LAYOUT_SIZES 5
 static const struct {
     CUpti_ActivityKind kind;
     size_t sizes[LAYOUT_SIZES]; /* 0 after the last */
     const char *name;
 } layouts[] = {
-    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityKernel9)}, "CONCURRENT_KERNEL"},
-    {CUPTI_ACTIVITY_KIND_KERNEL, {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityKernel9)}, "KERNEL"},
-    {CUPTI_ACTIVITY_KIND_MEMCPY, {sizeof(CUpti_ActivityMemcpy6), sizeof(CUpti_ActivityMemcpy5)}, "MEMCPY"},
-    {CUPTI_ACTIVITY_KIND_MEMSET, {sizeof(CUpti_ActivityMemset4)}, "MEMSET"},
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+     {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityKernel9), sizeof(tr_cupti_kernel11),
+      sizeof(tr_cupti_kernel12), sizeof(tr_cupti_kernel13)},
+     "CONCURRENT_KERNEL"},
+    {CUPTI_ACTIVITY_KIND_KERNEL,
+     {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityKernel9), sizeof(tr_cupti_kernel11),
+      sizeof(tr_cupti_kernel12), sizeof(tr_cupti_kernel13)},
+     "KERNEL"},
+    {CUPTI_ACTIVITY_KIND_MEMCPY,
+     {sizeof(CUpti_ActivityMemcpy6), sizeof(CUpti_ActivityMemcpy5), sizeof(tr_cupti_memcpy7)}, "MEMCPY"},
+    {CUPTI_ACTIVITY_KIND_MEMSET, {sizeof(CUpti_ActivityMemset4), sizeof(tr_cupti_memset5)}, "MEMSET"},
     {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
      {sizeof(CUpti_ActivitySynchronization2), sizeof(CUpti_ActivitySynchronization)}, "SYNCHRONIZATION"},
     {CUPTI_ACTIVITY_KIND_RUNTIME, {sizeof(CUpti_ActivityAPI)}, "RUNTIME"},
     {CUPTI_ACTIVITY_KIND_DRIVER, {sizeof(CUpti_ActivityAPI)}, "DRIVER"},
     {CUPTI_ACTIVITY_KIND_MARKER, {sizeof(CUpti_ActivityMarker2)}, "MARKER"},
     {CUPTI_ACTIVITY_KIND_CONTEXT,
-     {sizeof(CUpti_ActivityContext3), sizeof(CUpti_ActivityContext2), sizeof(CUpti_ActivityContext)}, "CONTEXT"},
+     {sizeof(CUpti_ActivityContext3), sizeof(CUpti_ActivityContext2), sizeof(CUpti_ActivityContext),
+      sizeof(tr_cupti_context4)},
+     "CONTEXT"},
     {CUPTI_ACTIVITY_KIND_STREAM, {sizeof(CUpti_ActivityStream)}, "STREAM"},
-    {CUPTI_ACTIVITY_KIND_DEVICE, {sizeof(CUpti_ActivityDevice5), sizeof(CUpti_ActivityDevice4)}, "DEVICE"},
+    {CUPTI_ACTIVITY_KIND_DEVICE,
+     {sizeof(CUpti_ActivityDevice5), sizeof(CUpti_ActivityDevice4), sizeof(tr_cupti_device6)}, "DEVICE"},
 };
 
-/* The sizes of layouts[i] as text: "216 or 208". */
+/* The sizes of layouts[i] as text: "216, 208 or 224". */
 static void sizes_text(size_t i, char *out, size_t cap) {
-    size_t n = 0;
+    size_t n = 0, count = 0;
     out[0] = '\0';
-    for (size_t j = 0; j < LAYOUT_SIZES && layouts[i].sizes[j] != 0 && n < cap; j++) {
-        int w = snprintf(out + n, cap - n, "%s%zu", j == 0 ? "" : " or ", layouts[i].sizes[j]);
+    while (count < LAYOUT_SIZES && layouts[i].sizes[count] != 0)
+        count++;
+    for (size_t j = 0; j < count && n < cap; j++) {
+        const char *sep = j == 0 ? "" : j + 1 == count ? " or " : ", ";
+        int w = snprintf(out + n, cap - n, "%s%zu", sep, layouts[i].sizes[j]);
         if (w < 0)
             break;
         n += (size_t)w;
@@ -159,8 +177,10 @@ static void sizes_text(size_t i, char *out, size_t cap) {
 /* Asks the library how far it steps over one record of each kind the converter reads: a record of
  * that kind, then records of a small kind at every 8 bytes after it; the second record
  * cuptiActivityGetNextRecord returns starts where the library thinks the first ends. It reads
- * only the buffer it is given (it works without a GPU). 0 with the SYNCHRONIZATION records' size
- * in c->sync_size, or ERR_UNSUPPORTED with the reason. */
+ * only the buffer it is given, once the library has initialized against the driver (CUPTI 12 to
+ * 13.1 need none: they answer without a GPU; 13.2 to 13.5 fail even cuptiGetVersion where no
+ * driver loads). 0 with the SYNCHRONIZATION records' size in c->sync_size, or ERR_UNSUPPORTED
+ * with the reason. */
 static int check_layouts(tr_cupti *c, err_msg *err) {
     uint64_t buf[128];
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
@@ -195,9 +215,10 @@ static int check_layouts(tr_cupti *c, err_msg *err) {
 }
 
 /* Whether cuptiGetVersion's number is a CUPTI the tracer reads: 13 (xxyyzz, as the headers'), or
- * 12 (API versions 19, CUDA 12.0, to 28, CUDA 12.9 Update 1, in the numbering before 13). */
+ * 12 in the numbering before 13: 18 (CUDA 12.0 and 12.1 say 18, though their headers say 19; so
+ * does CUDA 11.8, whose kernel records check_layouts refuses) to 28 (CUDA 12.9 Update 1). */
 static int version_read(uint32_t v) {
-    return v / 10000 == CUPTI_API_VERSION / 10000 || (v >= 19 && v < 10000);
+    return v / 10000 == CUPTI_API_VERSION / 10000 || (v >= 18 && v < 10000);
 }
 
 /* Opens path and binds it. With `known_version`, a CUPTI whose version number is not 12's or 13's
@@ -229,7 +250,7 @@ static int try_open(tr_cupti *c, const char *path, enum tr_cupti_source src, int
         return rc;
     }
     if (known_version && !version_read(t.version)) {
-        err_set(err, ERR_UNSUPPORTED, "%s is CUPTI API version %u, not CUPTI 12 (19 to 28) or 13 (%u on)",
+        err_set(err, ERR_UNSUPPORTED, "%s is CUPTI API version %u, not CUPTI 12 (18 to 28) or 13 (%u on)",
                 t.path, t.version, CUPTI_API_VERSION / 10000 * 10000);
         dlclose(h);
         return ERR_UNSUPPORTED;

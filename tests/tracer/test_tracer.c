@@ -876,9 +876,10 @@ TEST(tracer_uses_the_libcupti_the_process_loaded) {
 
 /* A PyTorch process whose torch was loaded but not yet its CUDA wheel's libcupti, and NVTX used
  * before CUDA: the tracer loads the wheel's libcupti (next to torch: `wheel`, relative to
- * site-packages, a copy of the stand-in playing as `setting` says), NVTX goes to it, and so do the
- * records: one CUPTI in the process. */
-static void check_wheel_next_to_torch(const char *wheel, const char *setting, unsigned version) {
+ * site-packages, a copy of the stand-in playing as `setting` and `also` say), NVTX goes to it, and
+ * so do the records: one CUPTI in the process. */
+static void check_wheel_next_to_torch(const char *wheel, const char *setting, const char *also,
+                                      unsigned version) {
     char site[512], torch[700], cupti[900], cmd[4096];
     snprintf(site, sizeof site, "%s", task_path("venv/lib/python3/site-packages"));
     snprintf(torch, sizeof torch, "%s/torch/lib/libtorch_cuda.so", site);
@@ -894,7 +895,7 @@ static void check_wheel_next_to_torch(const char *wheel, const char *setting, un
     snprintf(preload, sizeof preload, "HARNESS_PRELOAD=%s", torch);
     snprintf(standin, sizeof standin, "SYNCTOP_STANDIN=%s", cupti);
     const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_CUPTI=", "SYNCTOP_VERBOSE=1",
-                         preload, standin, "HARNESS_LATE_STANDIN=1", setting, NULL};
+                         preload, standin, "HARNESS_LATE_STANDIN=1", setting, also, NULL};
     ASSERT_EQ(run_harness("context_create 1\n"
                           "marker flags=1 ts=2000000000 id=1 name=from_nvtx\n"
                           "call domain=rt cbid=131 wait=500000 corr=1 site=1\n"
@@ -918,13 +919,21 @@ static void check_wheel_next_to_torch(const char *wheel, const char *setting, un
 }
 
 TEST(tracer_uses_the_cuda_wheel_next_to_torch) {
-    check_wheel_next_to_torch("nvidia/cu13/lib/libcupti.so.13", NULL, (unsigned)CUPTI_API_VERSION);
+    check_wheel_next_to_torch("nvidia/cu13/lib/libcupti.so.13", NULL, NULL, (unsigned)CUPTI_API_VERSION);
 }
 
 /* A CUDA 12 torch (cu126, cu128 wheels): its nvidia-cuda-cupti-cu12 wheel's libcupti.so.12, a
  * CUPTI 12 numbered the old way (24: CUDA 12.6), is taken and read. */
 TEST(tracer_uses_the_cuda_12_wheel_next_to_torch) {
-    check_wheel_next_to_torch("nvidia/cuda_cupti/lib/libcupti.so.12", "SYNCTOP_STANDIN_CUPTI=12", 24);
+    check_wheel_next_to_torch("nvidia/cuda_cupti/lib/libcupti.so.12", "SYNCTOP_STANDIN_CUPTI=12", NULL, 24);
+}
+
+/* CUPTI 12.0 and 12.1 number themselves 18, as CUDA 11.8's does, though their headers say 19 (the
+ * libraries of the nvidia-cuda-cupti-cu12 12.0.146 and 12.1.105 wheels, a cu121 torch's): taken,
+ * their records' sizes telling them from 11.8's. */
+TEST(tracer_uses_the_cuda_12_1_wheel_whose_cupti_says_18) {
+    check_wheel_next_to_torch("nvidia/cuda_cupti/lib/libcupti.so.12", "SYNCTOP_STANDIN_CUPTI=12",
+                              "SYNCTOP_STANDIN_VERSION=18", 18);
 }
 
 /* The launches of corr=1 (5 us) and corr=2 (5 ms) that the scripts below play: both launches,
@@ -1569,23 +1578,25 @@ TEST(tracer_keeps_its_callbacks_when_a_profiler_subscribes_second) {
 }
 
 /* A libcupti whose records have a layout the tracer does not read (here kernels in 200 bytes,
- * CUPTI 11's Kernel8, where it reads CUPTI 13's Kernel10 of 216 and CUPTI 12's Kernel9 of 208) is
- * refused before anything is read, in one line: its fields would be misread. */
+ * CUPTI 11's Kernel8, where it reads CUPTI 13.0's Kernel10 of 216, CUPTI 12's Kernel9 of 208 and
+ * 13.1 to 13.5's Kernel11 to 13) is refused before anything is read, in one line: its fields
+ * would be misread. */
 TEST(tracer_refuses_a_cupti_with_another_record_layout) {
     check_steps_aside("context_create 1\n"
                       "kernel name=k start=2000000000 end=2000001000 corr=1\n"
                       "call domain=rt cbid=131 wait=500000 corr=2 site=1\n"
                       "context_destroy 1\n",
                       "SYNCTOP_STANDIN_KERNEL_SIZE=200",
-                      " lays out CONCURRENT_KERNEL records in 200 bytes, not the 216 or 208 of the "
-                      "CUPTI 12 and 13 versions this tracer reads");
+                      " lays out CONCURRENT_KERNEL records in 200 bytes, not the 216, 208, 224, "
+                      "232 or 248 of the CUPTI 12 and 13 versions this tracer reads");
 }
 
 /* CUPTI 12 writes earlier, shorter versions of some records (the stand-in's CUPTI 12.6 lays them
  * out with the structs of cupti_activity_deprecated.h: Kernel9, Memcpy5, Synchronization) and
- * numbers its version the old way (24: CUDA 12.6). Every field is read as from CUPTI 13's
- * records: the values written in the script come out the same either way. */
-TEST(tracer_reads_cupti_12s_record_versions) {
+ * numbers its version the old way (24: CUDA 12.6); CUPTI 13.4 writes later, longer ones
+ * (Kernel13, Memcpy7, Memset5, Context4, Device6: fields appended). Every field is read as from
+ * CUPTI 13.0's records: the values written in the script come out the same in all three. */
+TEST(tracer_reads_the_record_versions_of_cupti_12_and_of_later_13s) {
     const char *script = "context_create 1\n"
                          "device id=3 name=Dev12 cc_major=8 cc_minor=6 sms=84 mem=25769803776\n"
                          "context id=4 device=3 nullstream=9\n"
@@ -1598,15 +1609,18 @@ TEST(tracer_reads_cupti_12s_record_versions) {
                          "sync type=1 start=2000005000 end=2000006000 ctx=4 event=11 corr=4\n"
                          "poll domain=rt cbid=132 count=5 step=10000 corr=100 site=1 ctx=4 stream=9\n"
                          "context_destroy 1\n";
-    for (int v12 = 0; v12 < 2; v12++) {
+    const struct {
+        const char *play;
+        unsigned version;
+    } plays[] = {{NULL, CUPTI_API_VERSION}, {"SYNCTOP_STANDIN_CUPTI=12", 24}, {"SYNCTOP_STANDIN_CUPTI=13.4", 130400}};
+    for (size_t v = 0; v < sizeof plays / sizeof plays[0]; v++) {
         char record[512];
         snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-        const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_VERBOSE=1",
-                             v12 ? "SYNCTOP_STANDIN_CUPTI=12" : NULL, NULL};
+        const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_VERBOSE=1", plays[v].play, NULL};
         ASSERT_EQ(run_harness(script, env), 0);
         char *err = read_text(task_path("err.txt"));
         char want[64];
-        snprintf(want, sizeof want, "synctop: CUPTI %u from ", v12 ? 24u : (unsigned)CUPTI_API_VERSION);
+        snprintf(want, sizeof want, "synctop: CUPTI %u from ", plays[v].version);
         ASSERT_STR_CONTAINS(err, want);
         model m;
         model_init(&m);

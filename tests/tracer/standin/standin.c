@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cupti_newer.h"
+
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_LINES 4096
 #define MAX_KINDS 128 /* activity kinds known: CUPTI 13's, and NEWER_KIND */
@@ -78,6 +80,7 @@ static struct {
     int unwind_off;       /* callbacks run through a frame the unwinder cannot pass */
     size_t kernel_size;   /* bytes of a kernel record ($SYNCTOP_STANDIN_KERNEL_SIZE: another version) */
     int cupti12;          /* $SYNCTOP_STANDIN_CUPTI=12: CUPTI 12's record versions */
+    int cupti13_4;        /* $SYNCTOP_STANDIN_CUPTI=13.4: CUPTI 13.4's record versions */
     uint32_t version;     /* what cuptiGetVersion says ($SYNCTOP_STANDIN_VERSION) */
     long enable_ms;       /* cuptiActivityEnable takes this long ($SYNCTOP_STANDIN_ENABLE_MS) */
     int context2;         /* CONTEXT records are CUPTI 12.4's Context2 */
@@ -124,7 +127,8 @@ __attribute__((constructor)) static void standin_init(void) {
     const char *ks = getenv("SYNCTOP_STANDIN_KERNEL_SIZE");
     const char *cv = getenv("SYNCTOP_STANDIN_CUPTI"), *vs = getenv("SYNCTOP_STANDIN_VERSION");
     S.cupti12 = cv != NULL && strcmp(cv, "12") == 0;
-    S.version = S.cupti12 ? 24 : CUPTI_API_VERSION; /* 24: CUDA 12.6's CUPTI */
+    S.cupti13_4 = cv != NULL && strcmp(cv, "13.4") == 0;
+    S.version = S.cupti12 ? 24 : S.cupti13_4 ? 130400 : CUPTI_API_VERSION; /* 24: CUDA 12.6's CUPTI */
 #ifdef STANDIN_CUPTI_12_4
     S.cupti12 = 1;
     S.context2 = 1;
@@ -134,7 +138,9 @@ __attribute__((constructor)) static void standin_init(void) {
         S.version = (uint32_t)atoi(vs);
     const char *es = getenv("SYNCTOP_STANDIN_ENABLE_MS");
     S.enable_ms = es != NULL && atol(es) > 0 ? atol(es) : 0;
-    S.kernel_size = S.cupti12 ? sizeof(CUpti_ActivityKernel9) : sizeof(CUpti_ActivityKernel10);
+    S.kernel_size = S.cupti12     ? sizeof(CUpti_ActivityKernel9)
+                    : S.cupti13_4 ? sizeof(tr_cupti_kernel13)
+                                  : sizeof(CUpti_ActivityKernel10);
     if (ks != NULL && atoi(ks) >= 16 && atoi(ks) <= MAX_RECORD)
         S.kernel_size = (size_t)atoi(ks) & ~(size_t)7;
     for (int i = 0; i < MAX_SLOTS; i++)
@@ -389,16 +395,22 @@ static size_t record_size(CUpti_ActivityKind kind) {
     switch ((int)kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return S.kernel_size;
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return S.cupti12 ? sizeof(CUpti_ActivityMemcpy5) : sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+        return S.cupti12 ? sizeof(CUpti_ActivityMemcpy5)
+               : S.cupti13_4 ? sizeof(tr_cupti_memcpy7)
+                             : sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return S.cupti13_4 ? sizeof(tr_cupti_memset5) : sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
         return S.cupti12 ? sizeof(CUpti_ActivitySynchronization) : sizeof(CUpti_ActivitySynchronization2);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
     case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
-    case CUPTI_ACTIVITY_KIND_CONTEXT: return S.context2 ? sizeof(CUpti_ActivityContext2) : sizeof(CUpti_ActivityContext3);
+    case CUPTI_ACTIVITY_KIND_CONTEXT:
+        return S.context2 ? sizeof(CUpti_ActivityContext2)
+               : S.cupti13_4 ? sizeof(tr_cupti_context4)
+                             : sizeof(CUpti_ActivityContext3);
     case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
-    case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
+    case CUPTI_ACTIVITY_KIND_DEVICE: return S.cupti13_4 ? sizeof(tr_cupti_device6) : sizeof(CUpti_ActivityDevice5);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
     case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
     case NEWER_KIND: return NEWER_SIZE;
@@ -774,6 +786,15 @@ static void do_kernel(const char *l, shift sh) {
         o.gridX = k.gridX, o.gridY = k.gridY, o.gridZ = k.gridZ;
         o.blockX = k.blockX, o.blockY = k.blockY, o.blockZ = k.blockZ;
         memcpy(raw.b, &o, sizeof o);
+    } else if (S.cupti13_4) { /* CUPTI 13.4's Kernel13: Kernel10 and the fields after it */
+        tr_cupti_kernel13 o;
+        memset(&o, 0, sizeof o);
+        o.k.k.k = k;
+        o.k.k.priority = -2;
+        o.k.executionModel = 1; /* SIMT */
+        o.sourceGraphId = 0x5a5a5a5a;
+        o.sourceGraphNodeId = 0x5a5a5a5a5a5a5a5aull;
+        memcpy(raw.b, &o, sizeof o);
     } else {
         raw.k = k;
     }
@@ -813,6 +834,11 @@ static void do_memcpy(const char *l, shift sh) {
         emit_device(&o, sizeof o);
         return;
     }
+    if (S.cupti13_4) { /* CUPTI 13.4's Memcpy7: Memcpy6 and the fields after it */
+        tr_cupti_memcpy7 o = {.m = m, .sourceGraphId = 0x5a5a5a5a, .sourceGraphNodeId = 0x5a5a5a5a5a5a5a5aull};
+        emit_device(&o, sizeof o);
+        return;
+    }
     emit_device(&m, sizeof m);
 }
 
@@ -832,6 +858,11 @@ static void do_memset(const char *l, shift sh) {
     m.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
     m.flags = kv_u64(l, "async", 0) ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
     m.memoryKind = (uint16_t)kv_u64(l, "mem", 3);
+    if (S.cupti13_4) { /* CUPTI 13.4's Memset5: Memset4 and the fields after it */
+        tr_cupti_memset5 o = {.m = m, .sourceGraphId = 0x5a5a5a5a, .sourceGraphNodeId = 0x5a5a5a5a5a5a5a5aull};
+        emit_device(&o, sizeof o);
+        return;
+    }
     emit_device(&m, sizeof m);
 }
 
@@ -953,8 +984,14 @@ static void do_marker(const char *l, shift sh) {
     emit(&m, sizeof m);
 }
 
-/* A CONTEXT record: CUPTI 12.4's Context2, field by field, when it plays 12.4. */
+/* A CONTEXT record: CUPTI 12.4's Context2, field by field, when it plays 12.4; 13.4's Context4
+ * when it plays 13.4. */
 static void emit_context(const CUpti_ActivityContext3 *c) {
+    if (S.cupti13_4) {
+        tr_cupti_context4 o = {.c = *c, .processId = (uint64_t)getpid()};
+        emit(&o, sizeof o);
+        return;
+    }
     if (!S.context2) {
         emit(c, sizeof *c);
         return;
@@ -966,6 +1003,16 @@ static void emit_context(const CUpti_ActivityContext3 *c) {
     o.deviceId = c->deviceId;
     o.nullStreamId = c->nullStreamId;
     emit(&o, sizeof o);
+}
+
+/* A DEVICE record: CUPTI 13.4's Device6 when it plays 13.4. */
+static void emit_devrec(const CUpti_ActivityDevice5 *d) {
+    if (S.cupti13_4) {
+        tr_cupti_device6 o = {.d = *d, .numTpcs = d->numMultiprocessors / 2};
+        emit(&o, sizeof o);
+        return;
+    }
+    emit(d, sizeof *d);
 }
 
 static void do_device(const char *l) {
@@ -983,7 +1030,7 @@ static void do_device(const char *l) {
         S.dev_recs[S.n_dev_recs++] = d;
     }
     if (S.kinds[CUPTI_ACTIVITY_KIND_DEVICE])
-        emit(&d, sizeof d);
+        emit_devrec(&d);
 }
 
 static void do_context(const char *l) {
@@ -1037,7 +1084,7 @@ EXPORT CUptiResult cuptiActivityEnableAndDump(CUpti_ActivityKind kind) {
     if (kind == CUPTI_ACTIVITY_KIND_DEVICE) {
         for (int i = 0; i < S.n_dev_recs; i++)
             if (S.dev_seen[i]) {
-                emit(&S.dev_recs[i], sizeof S.dev_recs[i]);
+                emit_devrec(&S.dev_recs[i]);
                 n++;
             }
     } else if (kind == CUPTI_ACTIVITY_KIND_CONTEXT) {

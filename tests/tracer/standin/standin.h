@@ -40,7 +40,9 @@
  *   13), and the records its headers name newest are written field by field with the structs of
  *   cupti_activity_deprecated.h where they differ from CUPTI 13's: Kernel9, Memcpy5,
  *   Synchronization (no returnValue, so a query that found work pending makes none);
- *   $SYNCTOP_STANDIN_VERSION=N says N instead;
+ *   $SYNCTOP_STANDIN_CUPTI=13.4 plays CUPTI 13.4: version 130400, and the later versions of the
+ *   records (cupti_newer.h: Kernel13, Memcpy7, Memset5, Context4, Device6), their fields after
+ *   13.0's filled in; $SYNCTOP_STANDIN_VERSION=N says N instead;
  * - built as libcupti.so.12 with STANDIN_CUPTI_12_4 (cupti12_4/ in the build), it plays CUPTI
  *   12.4: version 22, CUPTI 12's records with Context2 for CONTEXT, and no
  *   cuptiActivityEnableRuntimeApi/DriverApi (12.5) nor cuptiActivityEnableAllSyncRecords (12.8);

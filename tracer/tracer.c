@@ -57,6 +57,7 @@
  * CUPTI in a forked child can hang). Neither the exit handler nor the destructor does anything in
  * a child.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -152,9 +153,26 @@ static void load_config(void) {
     pthread_once(&once, read_config);
 }
 
-static int load_cupti(void) {
+/* Whether a CUDA driver is in the process, or can be loaded into it (it then stays, as CUPTI
+ * would keep it). CUPTI 13.2 and later load libcuda.so.1 at their first call, and where none can
+ * be loaded 13.2 recurses until its stack overflows (13.3 to 13.5 fail every call instead). */
+static int driver_present(void) {
+    return dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD) != NULL ||
+           dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != NULL;
+}
+
+/* Loads CUPTI once. `before_cuda`: for NVTX, which may start before CUDA, on a machine without a
+ * CUDA driver too: CUPTI is then loaded only where a driver is (else ERR_NOENT, and a later start
+ * may load it). */
+static int load_cupti(int before_cuda) {
     pthread_mutex_lock(&load_mu);
     load_config();
+    if (loaded == 0 && before_cuda && !driver_present()) {
+        pthread_mutex_unlock(&load_mu);
+        tr_config_debug(&cfg, "NVTX started before CUDA, and no CUDA driver (libcuda.so.1) can be "
+                              "loaded: no CUPTI loaded, NVTX ranges not recorded");
+        return ERR_NOENT;
+    }
     if (loaded == 0) {
         int rc = tr_cupti_load(&cupti, cfg.cupti[0] ? cfg.cupti : NULL, &load_why);
         loaded = rc == 0 ? 1 : rc;
@@ -182,7 +200,7 @@ static void reset_session(void) {
 static int start_load(void) {
     reset_session();
     why[0] = '\0';
-    int rc = load_cupti();
+    int rc = load_cupti(0);
     if (rc != 0) {
         notice("not tracing: %s", load_why.msg);
         return rc;
@@ -430,7 +448,7 @@ typedef const void *(*nvtx_export_table_fn)(uint32_t);
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(nvtx_export_table_fn get_export_table);
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(nvtx_export_table_fn get_export_table) {
     load_config();
-    if (cfg.disabled || load_cupti() != 0 || cupti.nvtx_init == NULL)
+    if (cfg.disabled || load_cupti(1) != 0 || cupti.nvtx_init == NULL)
         return 0;
     return cupti.nvtx_init(get_export_table);
 }

@@ -936,6 +936,40 @@ TEST(tracer_uses_the_cuda_12_1_wheel_whose_cupti_says_18) {
                               "SYNCTOP_STANDIN_VERSION=18", 18);
 }
 
+/* NVTX used before CUDA starts on a machine without a CUDA driver (a CPU-only machine with a CUDA
+ * 13.2 torch, the program under `synctop run`): the tracer loads no CUPTI for it, since CUPTI 13.2
+ * loads the driver at its first call and dies where there is none (the stand-in playing 13.2
+ * aborts there). The program runs to its end, NVTX a no-op. With the driver installed, the same
+ * NVTX start loads CUPTI and hands NVTX to it. */
+TEST(nvtx_before_cuda_without_a_driver_loads_no_cupti) {
+    if (dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != NULL)
+        TASK_SKIP("a CUDA driver is installed here: a machine without one cannot be played");
+    const char *script = "marker flags=1 ts=2000000000 id=1 name=before_cuda\n";
+    harness_lib = ""; /* no CUDA start: there is no driver to start it */
+    const char *bare[] = {"LD_LIBRARY_PATH=", "SYNCTOP_STANDIN_CUPTI=13.2", "SYNCTOP_VERBOSE=1",
+                          "SYNCTOP_LISTEN=none", NULL};
+    int rc = run_harness(script, bare);
+    char *out = read_text(task_path("out.txt")), *err = read_text(task_path("err.txt"));
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_CONTAINS(out, "harness: no NVTX injection in ");
+    ASSERT_STR_CONTAINS(out, "harness: program done\n");
+    ASSERT_STR_CONTAINS(err, "synctop: NVTX started before CUDA, and no CUDA driver (libcuda.so.1) "
+                             "can be loaded: no CUPTI loaded, NVTX ranges not recorded\n");
+    ASSERT(strstr(err, "synctop: CUPTI ") == NULL);
+    free(out);
+    free(err);
+    const char *installed[] = {"SYNCTOP_STANDIN_CUPTI=13.2", "SYNCTOP_VERBOSE=1", "SYNCTOP_LISTEN=none", NULL};
+    rc = run_harness(script, installed);
+    harness_lib = TRACER_SO;
+    out = read_text(task_path("out.txt"));
+    err = read_text(task_path("err.txt"));
+    ASSERT_EQ(rc, 0);
+    ASSERT(strstr(out, "no NVTX injection") == NULL);
+    ASSERT_STR_CONTAINS(err, "synctop: CUPTI 130200 from ");
+    free(out);
+    free(err);
+}
+
 /* The launches of corr=1 (5 us) and corr=2 (5 ms) that the scripts below play: both launches,
  * the long one blocked its thread (a full launch queue). */
 static void check_two_launches(const model *m) {
@@ -1006,7 +1040,7 @@ TEST(tracer_takes_cupti_12_for_a_cuda_12_runtime) {
     snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
     snprintf(preload, sizeof preload, "HARNESS_PRELOAD=%s", cudart);
     snprintf(standin, sizeof standin, "SYNCTOP_STANDIN=%s", cupti);
-    snprintf(path, sizeof path, "LD_LIBRARY_PATH=%s", dir);
+    snprintf(path, sizeof path, "LD_LIBRARY_PATH=%s:%s", dir, INSTALLED_DRIVER_DIR);
     const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_CUPTI=", "SYNCTOP_VERBOSE=1", preload,
                          standin, "HARNESS_LATE_STANDIN=1", "SYNCTOP_STANDIN_CUPTI=12", path, NULL};
     ASSERT_EQ(run_harness("context_create 1\n"
@@ -1593,9 +1627,10 @@ TEST(tracer_refuses_a_cupti_with_another_record_layout) {
 
 /* CUPTI 12 writes earlier, shorter versions of some records (the stand-in's CUPTI 12.6 lays them
  * out with the structs of cupti_activity_deprecated.h: Kernel9, Memcpy5, Synchronization) and
- * numbers its version the old way (24: CUDA 12.6); CUPTI 13.4 writes later, longer ones
- * (Kernel13, Memcpy7, Memset5, Context4, Device6: fields appended). Every field is read as from
- * CUPTI 13.0's records: the values written in the script come out the same in all three. */
+ * numbers its version the old way (24: CUDA 12.6); CUPTI 13.2 and 13.4 write later, longer ones
+ * (13.2: Kernel11, Context4, Device6; 13.4: Kernel13, Memcpy7, Memset5 too: fields appended).
+ * Every field is read as from CUPTI 13.0's records: the values written in the script come out the
+ * same in all four. */
 TEST(tracer_reads_the_record_versions_of_cupti_12_and_of_later_13s) {
     const char *script = "context_create 1\n"
                          "device id=3 name=Dev12 cc_major=8 cc_minor=6 sms=84 mem=25769803776\n"
@@ -1612,7 +1647,10 @@ TEST(tracer_reads_the_record_versions_of_cupti_12_and_of_later_13s) {
     const struct {
         const char *play;
         unsigned version;
-    } plays[] = {{NULL, CUPTI_API_VERSION}, {"SYNCTOP_STANDIN_CUPTI=12", 24}, {"SYNCTOP_STANDIN_CUPTI=13.4", 130400}};
+    } plays[] = {{NULL, CUPTI_API_VERSION},
+                 {"SYNCTOP_STANDIN_CUPTI=12", 24},
+                 {"SYNCTOP_STANDIN_CUPTI=13.2", 130200},
+                 {"SYNCTOP_STANDIN_CUPTI=13.4", 130400}};
     for (size_t v = 0; v < sizeof plays / sizeof plays[0]; v++) {
         char record[512];
         snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));

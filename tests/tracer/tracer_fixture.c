@@ -144,6 +144,7 @@ pid_t start_harness(const char *script, const char *const *env) {
         setenv("SYNCTOP_CUPTI", STANDIN_SO, 1);
         setenv("SYNCTOP_FLUSH_MS", "5", 1);
         setenv("NVTX_INJECTION64_PATH", TRACER_SO, 1); /* as `synctop run` sets it */
+        setenv("LD_LIBRARY_PATH", INSTALLED_DRIVER_DIR, 1); /* a CUDA driver is installed */
         for (size_t i = 0; env != NULL && env[i] != NULL; i++)
             putenv((char *)env[i]);
         if (harness_fsize != RLIM_INFINITY) {

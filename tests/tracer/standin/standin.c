@@ -7,6 +7,7 @@
 
 #include <cupti.h>
 #include <cupti_activity_deprecated.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -80,7 +81,7 @@ static struct {
     int unwind_off;       /* callbacks run through a frame the unwinder cannot pass */
     size_t kernel_size;   /* bytes of a kernel record ($SYNCTOP_STANDIN_KERNEL_SIZE: another version) */
     int cupti12;          /* $SYNCTOP_STANDIN_CUPTI=12: CUPTI 12's record versions */
-    int cupti13_4;        /* $SYNCTOP_STANDIN_CUPTI=13.4: CUPTI 13.4's record versions */
+    int minor13;          /* $SYNCTOP_STANDIN_CUPTI=13.N: CUPTI 13.N's record versions (N) */
     uint32_t version;     /* what cuptiGetVersion says ($SYNCTOP_STANDIN_VERSION) */
     long enable_ms;       /* cuptiActivityEnable takes this long ($SYNCTOP_STANDIN_ENABLE_MS) */
     int context2;         /* CONTEXT records are CUPTI 12.4's Context2 */
@@ -127,8 +128,10 @@ __attribute__((constructor)) static void standin_init(void) {
     const char *ks = getenv("SYNCTOP_STANDIN_KERNEL_SIZE");
     const char *cv = getenv("SYNCTOP_STANDIN_CUPTI"), *vs = getenv("SYNCTOP_STANDIN_VERSION");
     S.cupti12 = cv != NULL && strcmp(cv, "12") == 0;
-    S.cupti13_4 = cv != NULL && strcmp(cv, "13.4") == 0;
-    S.version = S.cupti12 ? 24 : S.cupti13_4 ? 130400 : CUPTI_API_VERSION; /* 24: CUDA 12.6's CUPTI */
+    S.minor13 = cv != NULL && strncmp(cv, "13.", 3) == 0 ? atoi(cv + 3) : 0;
+    S.version = S.cupti12 ? 24 /* CUDA 12.6's CUPTI */
+                : S.minor13 ? 130000 + 100 * (uint32_t)S.minor13
+                            : CUPTI_API_VERSION;
 #ifdef STANDIN_CUPTI_12_4
     S.cupti12 = 1;
     S.context2 = 1;
@@ -138,9 +141,11 @@ __attribute__((constructor)) static void standin_init(void) {
         S.version = (uint32_t)atoi(vs);
     const char *es = getenv("SYNCTOP_STANDIN_ENABLE_MS");
     S.enable_ms = es != NULL && atol(es) > 0 ? atol(es) : 0;
-    S.kernel_size = S.cupti12     ? sizeof(CUpti_ActivityKernel9)
-                    : S.cupti13_4 ? sizeof(tr_cupti_kernel13)
-                                  : sizeof(CUpti_ActivityKernel10);
+    S.kernel_size = S.cupti12         ? sizeof(CUpti_ActivityKernel9)
+                    : S.minor13 >= 4  ? sizeof(tr_cupti_kernel13)
+                    : S.minor13 == 3  ? sizeof(tr_cupti_kernel12)
+                    : S.minor13 >= 1  ? sizeof(tr_cupti_kernel11)
+                                      : sizeof(CUpti_ActivityKernel10);
     if (ks != NULL && atoi(ks) >= 16 && atoi(ks) <= MAX_RECORD)
         S.kernel_size = (size_t)atoi(ks) & ~(size_t)7;
     for (int i = 0; i < MAX_SLOTS; i++)
@@ -172,6 +177,10 @@ static void note_call(const char *fn) {
 
 EXPORT CUptiResult cuptiGetVersion(uint32_t *version) {
     NOTE();
+    /* CUPTI 13.2 loads the driver at its first call, and where none can be loaded it recurses
+     * until its stack overflows: the process dies. */
+    if (S.minor13 >= 2 && dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) == NULL)
+        abort();
     *version = S.version;
     return CUPTI_SUCCESS;
 }
@@ -397,9 +406,9 @@ static size_t record_size(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return S.kernel_size;
     case CUPTI_ACTIVITY_KIND_MEMCPY:
         return S.cupti12 ? sizeof(CUpti_ActivityMemcpy5)
-               : S.cupti13_4 ? sizeof(tr_cupti_memcpy7)
+               : S.minor13 >= 4 ? sizeof(tr_cupti_memcpy7)
                              : sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return S.cupti13_4 ? sizeof(tr_cupti_memset5) : sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return S.minor13 >= 4 ? sizeof(tr_cupti_memset5) : sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
         return S.cupti12 ? sizeof(CUpti_ActivitySynchronization) : sizeof(CUpti_ActivitySynchronization2);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
@@ -407,10 +416,10 @@ static size_t record_size(CUpti_ActivityKind kind) {
     case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
     case CUPTI_ACTIVITY_KIND_CONTEXT:
         return S.context2 ? sizeof(CUpti_ActivityContext2)
-               : S.cupti13_4 ? sizeof(tr_cupti_context4)
+               : S.minor13 >= 1 ? sizeof(tr_cupti_context4)
                              : sizeof(CUpti_ActivityContext3);
     case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
-    case CUPTI_ACTIVITY_KIND_DEVICE: return S.cupti13_4 ? sizeof(tr_cupti_device6) : sizeof(CUpti_ActivityDevice5);
+    case CUPTI_ACTIVITY_KIND_DEVICE: return S.minor13 >= 2 ? sizeof(tr_cupti_device6) : sizeof(CUpti_ActivityDevice5);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
     case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
     case NEWER_KIND: return NEWER_SIZE;
@@ -786,7 +795,7 @@ static void do_kernel(const char *l, shift sh) {
         o.gridX = k.gridX, o.gridY = k.gridY, o.gridZ = k.gridZ;
         o.blockX = k.blockX, o.blockY = k.blockY, o.blockZ = k.blockZ;
         memcpy(raw.b, &o, sizeof o);
-    } else if (S.cupti13_4) { /* CUPTI 13.4's Kernel13: Kernel10 and the fields after it */
+    } else if (S.minor13 >= 1) { /* Kernel13, of which 13.1's Kernel11 and 13.3's Kernel12 are the start */
         tr_cupti_kernel13 o;
         memset(&o, 0, sizeof o);
         o.k.k.k = k;
@@ -834,7 +843,7 @@ static void do_memcpy(const char *l, shift sh) {
         emit_device(&o, sizeof o);
         return;
     }
-    if (S.cupti13_4) { /* CUPTI 13.4's Memcpy7: Memcpy6 and the fields after it */
+    if (S.minor13 >= 4) { /* CUPTI 13.4's Memcpy7: Memcpy6 and the fields after it */
         tr_cupti_memcpy7 o = {.m = m, .sourceGraphId = 0x5a5a5a5a, .sourceGraphNodeId = 0x5a5a5a5a5a5a5a5aull};
         emit_device(&o, sizeof o);
         return;
@@ -858,7 +867,7 @@ static void do_memset(const char *l, shift sh) {
     m.correlationId = (uint32_t)kv_u64(l, "corr", 0) + sh.dcorr;
     m.flags = kv_u64(l, "async", 0) ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
     m.memoryKind = (uint16_t)kv_u64(l, "mem", 3);
-    if (S.cupti13_4) { /* CUPTI 13.4's Memset5: Memset4 and the fields after it */
+    if (S.minor13 >= 4) { /* CUPTI 13.4's Memset5: Memset4 and the fields after it */
         tr_cupti_memset5 o = {.m = m, .sourceGraphId = 0x5a5a5a5a, .sourceGraphNodeId = 0x5a5a5a5a5a5a5a5aull};
         emit_device(&o, sizeof o);
         return;
@@ -984,10 +993,10 @@ static void do_marker(const char *l, shift sh) {
     emit(&m, sizeof m);
 }
 
-/* A CONTEXT record: CUPTI 12.4's Context2, field by field, when it plays 12.4; 13.4's Context4
- * when it plays 13.4. */
+/* A CONTEXT record: CUPTI 12.4's Context2, field by field, when it plays 12.4; Context4 when it
+ * plays 13.1 or later. */
 static void emit_context(const CUpti_ActivityContext3 *c) {
-    if (S.cupti13_4) {
+    if (S.minor13 >= 1) {
         tr_cupti_context4 o = {.c = *c, .processId = (uint64_t)getpid()};
         emit(&o, sizeof o);
         return;
@@ -1005,9 +1014,9 @@ static void emit_context(const CUpti_ActivityContext3 *c) {
     emit(&o, sizeof o);
 }
 
-/* A DEVICE record: CUPTI 13.4's Device6 when it plays 13.4. */
+/* A DEVICE record: Device6 when it plays 13.2 or later. */
 static void emit_devrec(const CUpti_ActivityDevice5 *d) {
-    if (S.cupti13_4) {
+    if (S.minor13 >= 2) {
         tr_cupti_device6 o = {.d = *d, .numTpcs = d->numMultiprocessors / 2};
         emit(&o, sizeof o);
         return;

@@ -40,9 +40,12 @@
  *   13), and the records its headers name newest are written field by field with the structs of
  *   cupti_activity_deprecated.h where they differ from CUPTI 13's: Kernel9, Memcpy5,
  *   Synchronization (no returnValue, so a query that found work pending makes none);
- *   $SYNCTOP_STANDIN_CUPTI=13.4 plays CUPTI 13.4: version 130400, and the later versions of the
- *   records (cupti_newer.h: Kernel13, Memcpy7, Memset5, Context4, Device6), their fields after
- *   13.0's filled in; $SYNCTOP_STANDIN_VERSION=N says N instead;
+ *   $SYNCTOP_STANDIN_CUPTI=13.N (N from 1 to 5) plays CUPTI 13.N: version 130N00, and the later
+ *   versions of the records that release writes (cupti_newer.h: Kernel11 from 13.1, Kernel12
+ *   from 13.3, Kernel13 from 13.4, Context4 from 13.1, Device6 from 13.2, Memcpy7 and Memset5
+ *   from 13.4), their fields after 13.0's filled in; from 13.2, cuptiGetVersion aborts where no
+ *   libcuda.so.1 can be loaded, as the real one dies there (its stack overflows);
+ *   $SYNCTOP_STANDIN_VERSION=N says N instead;
  * - built as libcupti.so.12 with STANDIN_CUPTI_12_4 (cupti12_4/ in the build), it plays CUPTI
  *   12.4: version 22, CUPTI 12's records with Context2 for CONTEXT, and no
  *   cuptiActivityEnableRuntimeApi/DriverApi (12.5) nor cuptiActivityEnableAllSyncRecords (12.8);

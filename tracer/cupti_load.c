@@ -110,8 +110,12 @@ static int bind(tr_cupti *c, err_msg *err) {
         int (*f)(const void *(*)(uint32_t));
     } nvtx = {.p = dlsym(c->handle, "InitializeInjectionNvtx2")};
     c->nvtx_init = nvtx.f;
-    if (c->cuptiGetVersion(&c->version) != CUPTI_SUCCESS)
-        c->version = 0;
+    CUptiResult vr = c->cuptiGetVersion(&c->version);
+    if (vr != CUPTI_SUCCESS)
+        return err_set(err, ERR_UNSUPPORTED,
+                       "%s fails its first call (cuptiGetVersion: CUPTI error %d), as CUPTI 13.3 "
+                       "and later do where they find no CUDA driver",
+                       c->path, (int)vr);
     return 0;
 }
 
@@ -178,9 +182,9 @@ static void sizes_text(size_t i, char *out, size_t cap) {
  * that kind, then records of a small kind at every 8 bytes after it; the second record
  * cuptiActivityGetNextRecord returns starts where the library thinks the first ends. It reads
  * only the buffer it is given, once the library has initialized against the driver (CUPTI 12 to
- * 13.1 need none: they answer without a GPU; 13.2 to 13.5 fail even cuptiGetVersion where no
- * driver loads). 0 with the SYNCHRONIZATION records' size in c->sync_size, or ERR_UNSUPPORTED
- * with the reason. */
+ * 13.1 need none: they answer without a GPU; 13.2 to 13.5 answer nothing, cuptiGetVersion
+ * included, where no driver loads, and 13.2 dies there: tracer.c). 0 with the SYNCHRONIZATION
+ * records' size in c->sync_size, or ERR_UNSUPPORTED with the reason. */
 static int check_layouts(tr_cupti *c, err_msg *err) {
     uint64_t buf[128];
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {

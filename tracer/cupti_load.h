@@ -67,7 +67,7 @@ typedef struct tr_cupti {
     void *handle;
     char path[512]; /* the library actually loaded */
     enum tr_cupti_source source;
-    uint32_t version; /* cuptiGetVersion, 0 when it failed */
+    uint32_t version; /* cuptiGetVersion (a library whose call fails is refused) */
     size_t sync_size; /* bytes of its SYNCHRONIZATION records: CUPTI 12.8 on and 13 have returnValue */
 #define TR_CUPTI_FIELD_(name, args) CUptiResult (*name) args;
     TR_CUPTI_FUNCS(TR_CUPTI_FIELD_)

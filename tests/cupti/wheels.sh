@@ -1,8 +1,9 @@
 #!/bin/sh
 # The real libcupti of each of NVIDIA's CUDA wheels (nvidia-cuda-cupti-cu11, -cu12 and
 # nvidia-cuda-cupti on PyPI), without a GPU: the version it says, the size of each record kind it
-# steps over, and whether the tracer takes it (tests/cupti/layouts.c). Needs the network (pip
-# download) and a build (./bootstrap); not part of the test suite. CUPTI 13.2 and later answer
+# steps over, and whether the tracer takes it (tests/cupti/layouts.c, built as
+# synctop_cupti_layouts). Needs the network (pip download) and a build (./bootstrap); not part of
+# the test suite. CUPTI 13.2 and later answer
 # only where a CUDA driver can be loaded: here they say "version 0" or die in their first call.
 #
 # usage: tests/cupti/wheels.sh [BUILD_DIR [PACKAGE==VERSION ...]]   (default: build, the list below)
@@ -18,9 +19,8 @@ build=$(cd "${1:-$root/build}" && pwd)
     nvidia-cuda-cupti==13.2.86 nvidia-cuda-cupti==13.3.75 nvidia-cuda-cupti==13.4.92 nvidia-cuda-cupti==13.5.25
 work=$(mktemp -d "${TMPDIR:-/tmp}/synctop-cupti-wheels.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-cc -std=c11 -D_GNU_SOURCE -I"$root/tracer" -I"$root/include" -I/usr/local/cuda/include \
-    "$root/tests/cupti/layouts.c" "$build/tracer/libsynctop_tracer_core.a" "$build/common/libsynctop_common.a" \
-    -ldl -lpthread -o "$work/layouts"
+layouts=$build/tests/synctop_cupti_layouts
+[ -x "$layouts" ] || { echo "wheels.sh: no $layouts (build first: ./bootstrap)" >&2; exit 2; }
 for spec in "$@"; do
     d="$work/$(echo "$spec" | tr '=' '_')"
     mkdir -p "$d"
@@ -36,7 +36,7 @@ for spec in "$@"; do
     fi
     echo "$spec ($(basename "$lib")):"
     status=0
-    timeout 60 "$work/layouts" "$lib" >"$d/out.txt" 2>&1 || status=$?
+    timeout 60 "$layouts" "$lib" >"$d/out.txt" 2>&1 || status=$?
     sed 's/^/  /' "$d/out.txt"
     [ "$status" -eq 0 ] || echo "  (ended with status $status)"
 done

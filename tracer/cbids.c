@@ -1,7 +1,9 @@
 /*
  * The tables behind cbids.h. Ids are spelled by their CUPTI enum names, so a name that a CUPTI
  * release drops fails the build instead of watching the wrong call; numbers were checked against
- * cupti_runtime_cbid.h and cupti_driver_cbid.h of CUDA 13 (CUPTI_API_VERSION 130001).
+ * cupti_runtime_cbid.h and cupti_driver_cbid.h of CUDA 13 (CUPTI_API_VERSION 130001). The calls
+ * CUDA 13.1 to 13.5 added, which these headers do not name, are given by number (the NEWER
+ * tables below).
  */
 #include "cbids.h"
 
@@ -261,29 +263,65 @@
     X(cuGraphLaunch, LAUNCH)                                         \
     X(cuGraphLaunch_ptsz, LAUNCH)
 
+/* Calls added by CUDA 13.1 to 13.5, by the ids their cupti_runtime_cbid.h and cupti_driver_cbid.h
+ * give them (the same in every release from the one that added them to 13.5; CUPTI never reuses an
+ * id: a dropped call's stays reserved). A CUPTI older than the call does not know the id, and
+ * refuses to watch it: the call does not exist there. */
+#define TR_RUNTIME_NEWER(X)                                                                      \
+    X(534, cudaExecutionCtxSynchronize_v13010, SYNC)                                             \
+    X(550, cudaLaunchHostFunc_v2_v13020, LAUNCH)                                                 \
+    X(551, cudaLaunchHostFunc_v2_ptsz_v13020, LAUNCH)                                            \
+    X(554, cudaMemcpyWithAttributesAsync_v13020, COPY)                                           \
+    X(555, cudaMemcpyWithAttributesAsync_ptsz_v13020, COPY)                                      \
+    X(556, cudaMemcpy3DWithAttributesAsync_v13020, COPY)                                         \
+    X(557, cudaMemcpy3DWithAttributesAsync_ptsz_v13020, COPY)
+
+#define TR_DRIVER_NEWER(X)                                                                       \
+    X(831, cuLaunchHostFunc_v2, LAUNCH)                                                          \
+    X(832, cuLaunchHostFunc_v2_ptsz, LAUNCH)                                                     \
+    X(837, cuMemcpyWithAttributesAsync, COPY)                                                    \
+    X(838, cuMemcpyWithAttributesAsync_ptsz, COPY)                                               \
+    X(839, cuMemcpy3DWithAttributesAsync, COPY)                                                  \
+    X(840, cuMemcpy3DWithAttributesAsync_ptsz, COPY)
+
+/* Headers that name them must give the same numbers. */
+#define TR_RT_SAME_(id, sym, cls) _Static_assert(CUPTI_RUNTIME_TRACE_CBID_##sym == id, #sym);
+#define TR_DRV_SAME_(id, sym, cls) _Static_assert(CUPTI_DRIVER_TRACE_CBID_##sym == id, #sym);
+#if CUPTI_API_VERSION >= 130200
+TR_RUNTIME_NEWER(TR_RT_SAME_)
+TR_DRIVER_NEWER(TR_DRV_SAME_)
+#endif
+
+/* The ids the tables hold: CUDA 13.5's, or the headers' where they have more. */
+#define TR_RT_IDS (CUPTI_RUNTIME_TRACE_CBID_SIZE > 567 ? CUPTI_RUNTIME_TRACE_CBID_SIZE : 567)
+#define TR_DRV_IDS (CUPTI_DRIVER_TRACE_CBID_SIZE > 877 ? CUPTI_DRIVER_TRACE_CBID_SIZE : 877)
+
 #define TR_RT_CLASS_(sym, cls) [CUPTI_RUNTIME_TRACE_CBID_##sym] = TR_CB_##cls,
 #define TR_DRV_CLASS_(sym, cls) [CUPTI_DRIVER_TRACE_CBID_##sym] = TR_CB_##cls,
 #define TR_RT_NAME_(sym, cls) [CUPTI_RUNTIME_TRACE_CBID_##sym] = #sym,
 #define TR_DRV_NAME_(sym, cls) [CUPTI_DRIVER_TRACE_CBID_##sym] = #sym,
 
-static const uint8_t rt_class[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {TR_RUNTIME_TABLE(TR_RT_CLASS_)};
-static const uint8_t drv_class[CUPTI_DRIVER_TRACE_CBID_SIZE] = {TR_DRIVER_TABLE(TR_DRV_CLASS_)};
-static const char *const rt_name[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {TR_RUNTIME_TABLE(TR_RT_NAME_)};
-static const char *const drv_name[CUPTI_DRIVER_TRACE_CBID_SIZE] = {TR_DRIVER_TABLE(TR_DRV_NAME_)};
+#define TR_NEWER_CLASS_(id, sym, cls) [id] = TR_CB_##cls,
+#define TR_NEWER_NAME_(id, sym, cls) [id] = #sym,
+
+static const uint8_t rt_class[TR_RT_IDS] = {TR_RUNTIME_TABLE(TR_RT_CLASS_) TR_RUNTIME_NEWER(TR_NEWER_CLASS_)};
+static const uint8_t drv_class[TR_DRV_IDS] = {TR_DRIVER_TABLE(TR_DRV_CLASS_) TR_DRIVER_NEWER(TR_NEWER_CLASS_)};
+static const char *const rt_name[TR_RT_IDS] = {TR_RUNTIME_TABLE(TR_RT_NAME_) TR_RUNTIME_NEWER(TR_NEWER_NAME_)};
+static const char *const drv_name[TR_DRV_IDS] = {TR_DRIVER_TABLE(TR_DRV_NAME_) TR_DRIVER_NEWER(TR_NEWER_NAME_)};
 
 enum tr_cb_class tr_cb_class_of(CUpti_CallbackDomain domain, uint32_t cbid) {
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < TR_RT_IDS)
         return (enum tr_cb_class)rt_class[cbid];
-    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < TR_DRV_IDS)
         return (enum tr_cb_class)drv_class[cbid];
     return TR_CB_NONE;
 }
 
 size_t tr_cb_name(CUpti_CallbackDomain domain, uint32_t cbid, char *out, size_t outlen) {
     const char *s = NULL;
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < TR_RT_IDS)
         s = rt_name[cbid];
-    else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+    else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < TR_DRV_IDS)
         s = drv_name[cbid];
     if (s == NULL || outlen == 0)
         return 0;
@@ -302,10 +340,10 @@ size_t tr_cb_name(CUpti_CallbackDomain domain, uint32_t cbid, char *out, size_t 
 void tr_cb_foreach(void (*fn)(void *arg, CUpti_CallbackDomain domain, uint32_t cbid,
                               enum tr_cb_class cls),
                    void *arg) {
-    for (uint32_t i = 0; i < CUPTI_RUNTIME_TRACE_CBID_SIZE; i++)
+    for (uint32_t i = 0; i < TR_RT_IDS; i++)
         if (rt_class[i] != TR_CB_NONE)
             fn(arg, CUPTI_CB_DOMAIN_RUNTIME_API, i, (enum tr_cb_class)rt_class[i]);
-    for (uint32_t i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
+    for (uint32_t i = 0; i < TR_DRV_IDS; i++)
         if (drv_class[i] != TR_CB_NONE)
             fn(arg, CUPTI_CB_DOMAIN_DRIVER_API, i, (enum tr_cb_class)drv_class[i]);
 }

@@ -1625,6 +1625,47 @@ TEST(tracer_refuses_a_cupti_with_another_record_layout) {
                       "232 or 248 of the CUPTI 12 and 13 versions this tracer reads");
 }
 
+/* Calls CUDA 13.1 and 13.2 added, which the 13.0 headers the tracer is built with do not name:
+ * cudaExecutionCtxSynchronize (runtime id 534) waits like cudaStreamSynchronize,
+ * cudaMemcpyWithAttributesAsync (554) and cuMemcpyWithAttributesAsync (driver 837) copy like
+ * cudaMemcpyAsync, cudaLaunchHostFunc_v2 (550) launches like cudaLaunchHostFunc. Under CUPTI 13.4
+ * each is watched as its kind, and named. */
+TEST(tracer_watches_the_calls_cuda_13_1_and_13_2_added) {
+    char record[512];
+    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_STANDIN_CUPTI=13.4", NULL};
+    ASSERT_EQ(run_harness("context_create 1\n"
+                          "call domain=rt cbid=534 wait=500000 corr=1 site=1\n"
+                          "call domain=rt cbid=554 wait=300000 corr=2 site=2\n"
+                          "call domain=drv cbid=837 wait=200000 corr=3 site=3\n"
+                          "api domain=rt cbid=550 start=2000000000 end=2000005000 corr=4\n"
+                          "context_destroy 1\n",
+                          env),
+              0);
+    model m;
+    model_init(&m);
+    model_from_file(&m, task_path("trace.trace"));
+    const struct {
+        uint32_t cbid, corr;
+        const char *name;
+        uint8_t flags;
+        uint64_t ns;
+    } want[] = {{534, 1, "cudaExecutionCtxSynchronize", TP_F_BLOCKING, 500000},
+                {554, 2, "cudaMemcpyWithAttributesAsync", TP_F_BLOCKING, 300000},
+                {837, 3, "cuMemcpyWithAttributesAsync", TP_F_BLOCKING | TP_F_DRIVER, 200000},
+                {550, 4, "cudaLaunchHostFunc_v2", TP_F_LAUNCH, 5000}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const tp_record *a = find_api(&m, want[i].cbid, want[i].corr);
+        ASSERT_NOT_NULL(a);
+        ASSERT_STR_EQ(str(&m, a->api.name), want[i].name);
+        ASSERT_EQ(a->api.flags, want[i].flags);
+        ASSERT_EQ(a->api.end - a->api.start, want[i].ns);
+        if (want[i].flags & TP_F_BLOCKING)
+            ASSERT_NE(a->api.callsite, 0);
+    }
+    model_free(&m);
+}
+
 /* CUPTI 12 writes earlier, shorter versions of some records (the stand-in's CUPTI 12.6 lays them
  * out with the structs of cupti_activity_deprecated.h: Kernel9, Memcpy5, Synchronization) and
  * numbers its version the old way (24: CUDA 12.6); CUPTI 13.2 and 13.4 write later, longer ones

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cbids.h"
+#include "cupti_newer.h"
 
 /* Field f of CUPTI 13's struct is where an earlier version has it, within the earlier's size. */
 #define SAME_AT(now, old, f)                                                                       \
@@ -336,6 +337,13 @@ static int conv_context(tr_conv *c, const CUpti_ActivityContext3 *x) {
     return add(c, &r);
 }
 
+/* A green context (CUPTI 13.2 on) has no CONTEXT record: its GREEN_CONTEXT record gives its device,
+ * for the synchronizations made on it. */
+static int conv_green_context(tr_conv *c, const tr_cupti_green_context_head *x) {
+    tr_conv_set_context(c, x->contextId, x->deviceId);
+    return 0;
+}
+
 static int conv_stream(tr_conv *c, const CUpti_ActivityStream *x) {
     tp_stream r = {.kind = TP_K_STREAM, .device = tr_conv_context_device(c, x->contextId),
                    .stream = x->streamId, .context = x->contextId, .priority = (int32_t)x->priority};
@@ -352,7 +360,7 @@ static int conv_device(tr_conv *c, const CUpti_ActivityDevice5 *d) {
 }
 
 int tr_conv_activity(tr_conv *c, const CUpti_Activity *a) {
-    switch (a->kind) {
+    switch ((int)a->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL:
         return conv_kernel(c, (const CUpti_ActivityKernel10 *)a);
@@ -374,6 +382,8 @@ int tr_conv_activity(tr_conv *c, const CUpti_Activity *a) {
         return conv_stream(c, (const CUpti_ActivityStream *)a);
     case CUPTI_ACTIVITY_KIND_DEVICE:
         return conv_device(c, (const CUpti_ActivityDevice5 *)a);
+    case TR_CUPTI_KIND_GREEN_CONTEXT:
+        return conv_green_context(c, (const tr_cupti_green_context_head *)a);
     default:
         c->stats.skipped++;
         return 0;

@@ -9,6 +9,8 @@
  *   13.3: Kernel12 (executionModel)
  *   13.4: Kernel13 (sourceGraphId, sourceGraphNodeId), Memcpy7 and Memset5 (the same two)
  *
+ * and the GREEN_CONTEXT records of 13.2 on (below).
+ *
  * API, Marker2, Stream, Synchronization2 and ExternalCorrelation are unchanged to 13.5.
  */
 #ifndef SYNCTOP_TRACER_CUPTI_NEWER_H
@@ -60,6 +62,17 @@ typedef struct PACKED_ALIGNMENT {
     uint32_t pad3;
     uint64_t sourceGraphNodeId;
 } tr_cupti_memset5;
+
+/* From 13.2 a green context makes a GREEN_CONTEXT record (a kind these headers do not have), not a
+ * CONTEXT record. Its versions (GreenContext, GreenContext2 of 13.2 Update 1, GreenContext3 of
+ * 13.4: 152, 168 and 304 bytes) all begin with these fields, the only ones read. */
+#define TR_CUPTI_KIND_GREEN_CONTEXT 59
+typedef struct {
+    CUpti_ActivityKind kind;
+    uint32_t contextId;
+    uint32_t parentContextId;
+    uint32_t deviceId;
+} tr_cupti_green_context_head;
 
 /* The sizes NVIDIA's headers give them. */
 _Static_assert(sizeof(tr_cupti_kernel11) == 224, "Kernel11 is 224 bytes");

@@ -17,6 +17,7 @@
  * learns device names.
  */
 #include "cbids.h"
+#include "cupti_newer.h"
 #include "tracer_int.h"
 
 #define CUPTI_TOGGLES_KERNELS 130001 /* the first CUPTI that disables CONCURRENT_KERNEL safely */
@@ -30,6 +31,7 @@ static int attr_ok;    /* PER_THREAD_ACTIVITY_BUFFER can be set and read back */
 /* Cheap and rare: on from the start, whatever the mode. */
 static const CUpti_ActivityKind meta_kinds[] = {
     CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_STREAM,
+    (CUpti_ActivityKind)TR_CUPTI_KIND_GREEN_CONTEXT, /* CUPTI 13.2 on; refused before */
 };
 
 /* On while collecting. SYNCHRONIZATION last: once it is seen on or off, so is everything else

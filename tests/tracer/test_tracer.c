@@ -1666,6 +1666,35 @@ TEST(tracer_watches_the_calls_cuda_13_1_and_13_2_added) {
     model_free(&m);
 }
 
+/* From CUPTI 13.2 a green context makes a GREEN_CONTEXT record and no CONTEXT record (in 13.2's
+ * version and 13.4's, 152 and 304 bytes): a synchronization on it still gets its device. */
+TEST(tracer_learns_a_green_contexts_device_from_its_record) {
+    const char *plays[] = {"SYNCTOP_STANDIN_CUPTI=13.2", "SYNCTOP_STANDIN_CUPTI=13.4"};
+    for (size_t v = 0; v < sizeof plays / sizeof plays[0]; v++) {
+        char record[512];
+        snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
+        const char *env[] = {record, "SYNCTOP_LISTEN=none", plays[v], NULL};
+        ASSERT_EQ(run_harness("context_create 1\n"
+                              "green_context id=21 device=2 parent=1\n"
+                              "sync type=1 start=2000005000 end=2000006000 ctx=21 event=11 corr=4\n"
+                              "context_destroy 1\n",
+                              env),
+                  0);
+        model m;
+        model_init(&m);
+        model_from_file(&m, task_path("trace.trace"));
+        int syncs = 0;
+        for (size_t i = 0; i < m.n; i++)
+            if (m.recs[i].head.kind == TP_K_SYNC && m.recs[i].sync.correlation == 4) {
+                syncs++;
+                ASSERT_EQ(m.recs[i].sync.context, 21);
+                ASSERT_EQ(m.recs[i].sync.device, 2);
+            }
+        ASSERT_EQ(syncs, 1);
+        model_free(&m);
+    }
+}
+
 /* CUPTI 12 writes earlier, shorter versions of some records (the stand-in's CUPTI 12.6 lays them
  * out with the structs of cupti_activity_deprecated.h: Kernel9, Memcpy5, Synchronization) and
  * numbers its version the old way (24: CUDA 12.6); CUPTI 13.2 and 13.4 write later, longer ones

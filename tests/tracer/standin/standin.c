@@ -30,7 +30,7 @@
  * and walks past it, the tracer has never heard of it. */
 #define NEWER_KIND (CUPTI_ACTIVITY_KIND_COUNT + 8)
 #define NEWER_SIZE 48
-#define MAX_RECORD 256 /* bytes of the largest record written */
+#define MAX_RECORD 304 /* bytes of the largest record written (CUPTI 13.4's GreenContext3) */
 #define MAX_SLOTS 64
 #define MAX_SITES 16
 
@@ -278,7 +278,7 @@ EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFu
 
 EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
     NOTE();
-    if ((unsigned)kind >= MAX_KINDS)
+    if ((unsigned)kind >= MAX_KINDS || (kind == TR_CUPTI_KIND_GREEN_CONTEXT && S.minor13 < 2))
         return CUPTI_ERROR_INVALID_KIND;
     if (S.enable_ms > 0) { /* a CUPTI that takes its time to turn a kind on */
         struct timespec ts = {S.enable_ms / 1000, (S.enable_ms % 1000) * 1000000L};
@@ -419,6 +419,8 @@ static size_t record_size(CUpti_ActivityKind kind) {
                : S.minor13 >= 1 ? sizeof(tr_cupti_context4)
                              : sizeof(CUpti_ActivityContext3);
     case CUPTI_ACTIVITY_KIND_STREAM: return sizeof(CUpti_ActivityStream);
+    case TR_CUPTI_KIND_GREEN_CONTEXT: /* GreenContext, GreenContext2 (13.2 Update 1), GreenContext3 */
+        return S.minor13 >= 4 ? 304 : S.minor13 == 3 ? 168 : S.minor13 == 2 ? 152 : 0;
     case CUPTI_ACTIVITY_KIND_DEVICE: return S.minor13 >= 2 ? sizeof(tr_cupti_device6) : sizeof(CUpti_ActivityDevice5);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
     case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
@@ -1042,6 +1044,24 @@ static void do_device(const char *l) {
         emit_devrec(&d);
 }
 
+/* `green_context id= device= parent=`: a green context's record, CUPTI 13.2 on (whose green
+ * contexts make no CONTEXT record), in the release's version; only its first fields are set. */
+static void do_green_context(const char *l) {
+    size_t size = record_size((CUpti_ActivityKind)TR_CUPTI_KIND_GREEN_CONTEXT);
+    if (size == 0 || !S.kinds[TR_CUPTI_KIND_GREEN_CONTEXT])
+        return;
+    union {
+        tr_cupti_green_context_head g;
+        uint8_t b[MAX_RECORD];
+    } raw;
+    memset(&raw, 0, sizeof raw);
+    raw.g.kind = (CUpti_ActivityKind)TR_CUPTI_KIND_GREEN_CONTEXT;
+    raw.g.contextId = (uint32_t)kv_u64(l, "id", 2);
+    raw.g.deviceId = (uint32_t)kv_u64(l, "device", 0);
+    raw.g.parentContextId = (uint32_t)kv_u64(l, "parent", 1);
+    emit(&raw, size);
+}
+
 static void do_context(const char *l) {
     CUpti_ActivityContext3 c;
     memset(&c, 0, sizeof c);
@@ -1496,6 +1516,7 @@ static int play_line(const char *l, shift sh) {
     else if (strncmp(l, "context_create", 14) == 0) resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, l);
     else if (strncmp(l, "context_destroy", 15) == 0) resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, l);
     else if (strncmp(l, "context", 7) == 0) do_context(l);
+    else if (strncmp(l, "green_context", 13) == 0) do_green_context(l);
     else if (strncmp(l, "stream", 6) == 0) do_stream(l);
     else if (strncmp(l, "call", 4) == 0) do_call(l, sh);
     else if (strncmp(l, "poll", 4) == 0) do_poll(l, sh);

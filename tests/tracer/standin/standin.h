@@ -62,6 +62,7 @@
  *   context_create ID [device=D] | context_destroy ID    resource callbacks
  *   device id= name= cc_major= cc_minor= sms= mem=
  *   context id= device= nullstream=
+ *   green_context id= device= parent=  a GREEN_CONTEXT record (played as CUPTI 13.2 on)
  *   stream ctx= id= prio=
  *   kernel name= start= end= dev= ctx= stream= corr= grid=X,Y,Z block=X,Y,Z graph= running=0|1
  *   memcpy copy= src= dst= bytes= start= end= dev= ctx= stream= corr= async=0|1

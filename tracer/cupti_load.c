@@ -300,6 +300,10 @@ int tr_cupti_load(tr_cupti *c, const char *path, err_msg *err) {
                    "libcupti.so.13 or libcupti.so.12 not found (set SYNCTOP_CUPTI=/path/to/libcupti.so)");
 }
 
+int tr_cupti_whole_api_kinds(const tr_cupti *c) {
+    return c->cuptiActivityEnableRuntimeApi == NULL || c->cuptiActivityEnableDriverApi == NULL;
+}
+
 const char *tr_cupti_strerror(const tr_cupti *c, CUptiResult r) {
     const char *s = NULL;
     if (c->cuptiGetResultString != NULL && c->cuptiGetResultString(r, &s) == CUPTI_SUCCESS && s)

@@ -77,10 +77,14 @@ typedef struct tr_cupti {
     int (*nvtx_init)(const void *(*get_export_table)(uint32_t));
 } tr_cupti;
 
+/* Whether this CUPTI lacks the per-API records (cuptiActivityEnableRuntimeApi/DriverApi, before
+ * 12.5): the launches' records then come from the whole RUNTIME and DRIVER kinds while collecting. */
+int tr_cupti_whole_api_kinds(const tr_cupti *c);
+
 /* Loads libcupti: `path` when not NULL nor "", else as the file comment says. Returns 0, or
- * ERR_NOENT (none could be loaded) or ERR_UNSUPPORTED (one lacks a function, is neither CUPTI 12
- * nor 13, or lays out a record in a size the tracer does not read) with a one-line reason in err
- * (which library, which symbol or record). */
+ * ERR_NOENT (none could be loaded) or ERR_UNSUPPORTED (one lacks a function, fails its first
+ * call, is neither CUPTI 12 nor 13, or lays out a record in a size the tracer does not read) with
+ * a one-line reason in err (which library, which symbol or record). */
 int tr_cupti_load(tr_cupti *c, const char *path, err_msg *err);
 /* The reason for a CUPTI error code, never NULL. */
 const char *tr_cupti_strerror(const tr_cupti *c, CUptiResult r);

@@ -73,14 +73,10 @@ void tr_enable_resources(int on) {
     cupti->cuptiEnableDomain((uint32_t)on, sub, CUPTI_CB_DOMAIN_RESOURCE);
 }
 
-int tr_enable_whole_api_kinds(const tr_cupti *cu) {
-    return cu->cuptiActivityEnableRuntimeApi == NULL || cu->cuptiActivityEnableDriverApi == NULL;
-}
-
 static void set_one(void *arg, CUpti_CallbackDomain dom, uint32_t cbid, enum tr_cb_class cls) {
     uint8_t on = *(const uint8_t *)arg;
     if (cls == TR_CB_LAUNCH) {
-        if (tr_enable_whole_api_kinds(cupti))
+        if (tr_cupti_whole_api_kinds(cupti))
             return; /* the whole kinds instead (tr_enable_collecting) */
         if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
             cupti->cuptiActivityEnableRuntimeApi(cbid, on);
@@ -113,7 +109,7 @@ void tr_enable_collecting(int on) {
     tr_cb_foreach(set_one, &flag);
     if (kernels_follow_collecting() && on != kernels_on)
         set_kernels(on);
-    if (tr_enable_whole_api_kinds(cupti)) {
+    if (tr_cupti_whole_api_kinds(cupti)) {
         static const CUpti_ActivityKind api_kinds[] = {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
         for (size_t i = 0; i < sizeof api_kinds / sizeof api_kinds[0]; i++) {
             if (on)

@@ -142,7 +142,7 @@ int tr_flush_prepare(const tr_config *c, const tr_cupti *cu, tr_hostq *q) {
         return ERR_NOMEM;
     tr_conv_set_block_threshold(conv, cfg->block_threshold_ns);
     tr_conv_set_sync_size(conv, cu ? cu->sync_size : 0);
-    tr_conv_set_launches_only(conv, cu && tr_enable_whole_api_kinds(cu));
+    tr_conv_set_launches_only(conv, cu && tr_cupti_whole_api_kinds(cu));
     return 0;
 }
 

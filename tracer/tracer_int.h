@@ -96,9 +96,6 @@ void tr_enable_unsubscribe(void);
 CUptiResult tr_enable_activity(void);
 /* Collection on or off: the API callbacks, the collected kinds (and kernels, on demand). */
 void tr_enable_collecting(int on);
-/* Whether this CUPTI lacks the per-API records (before 12.5): the launches' records then come from
- * the whole RUNTIME and DRIVER kinds while collecting. */
-int tr_enable_whole_api_kinds(const tr_cupti *cu);
 void tr_enable_resources(int on);
 /* A late start: CUPTI's records of the contexts and streams that exist already. */
 void tr_enable_dump_existing(void);

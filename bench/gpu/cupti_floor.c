@@ -59,7 +59,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 static void enable(void *arg, CUpti_CallbackDomain dom, uint32_t cbid, enum tr_cb_class cls) {
     (void)arg;
     if (cls == TR_CB_LAUNCH) {
-        if (cupti.cuptiActivityEnableRuntimeApi == NULL || cupti.cuptiActivityEnableDriverApi == NULL)
+        if (tr_cupti_whole_api_kinds(&cupti))
             return; /* the whole kinds instead, as the tracer does (InitializeInjection) */
         if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
             cupti.cuptiActivityEnableRuntimeApi(cbid, 1);
@@ -92,7 +92,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         cupti.cuptiActivityEnable(kinds[i]);
     tr_cb_foreach(enable, NULL);
-    if (cupti.cuptiActivityEnableRuntimeApi == NULL || cupti.cuptiActivityEnableDriverApi == NULL) {
+    if (tr_cupti_whole_api_kinds(&cupti)) {
         cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
         cupti.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
     }

@@ -31,6 +31,9 @@
 #define NEWER_KIND (CUPTI_ACTIVITY_KIND_COUNT + 8)
 #define NEWER_SIZE 48
 #define MAX_RECORD 304 /* bytes of the largest record written (CUPTI 13.4's GreenContext3) */
+/* What the fields a later CUPTI appends to 13.0's records hold: anything, the tracer reads none. */
+#define APPENDED32 0x5a5a5a5au
+#define APPENDED64 0x5a5a5a5a5a5a5a5aull
 #define MAX_SLOTS 64
 #define MAX_SITES 16
 
@@ -803,8 +806,8 @@ static void do_kernel(const char *l, shift sh) {
         o.k.k.k = k;
         o.k.k.priority = -2;
         o.k.executionModel = 1; /* SIMT */
-        o.sourceGraphId = 0x5a5a5a5a;
-        o.sourceGraphNodeId = 0x5a5a5a5a5a5a5a5aull;
+        o.sourceGraphId = APPENDED32;
+        o.sourceGraphNodeId = APPENDED64;
         memcpy(raw.b, &o, sizeof o);
     } else {
         raw.k = k;
@@ -846,7 +849,7 @@ static void do_memcpy(const char *l, shift sh) {
         return;
     }
     if (S.minor13 >= 4) { /* CUPTI 13.4's Memcpy7: Memcpy6 and the fields after it */
-        tr_cupti_memcpy7 o = {.m = m, .sourceGraphId = 0x5a5a5a5a, .sourceGraphNodeId = 0x5a5a5a5a5a5a5a5aull};
+        tr_cupti_memcpy7 o = {.m = m, .sourceGraphId = APPENDED32, .sourceGraphNodeId = APPENDED64};
         emit_device(&o, sizeof o);
         return;
     }
@@ -870,7 +873,7 @@ static void do_memset(const char *l, shift sh) {
     m.flags = kv_u64(l, "async", 0) ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
     m.memoryKind = (uint16_t)kv_u64(l, "mem", 3);
     if (S.minor13 >= 4) { /* CUPTI 13.4's Memset5: Memset4 and the fields after it */
-        tr_cupti_memset5 o = {.m = m, .sourceGraphId = 0x5a5a5a5a, .sourceGraphNodeId = 0x5a5a5a5a5a5a5a5aull};
+        tr_cupti_memset5 o = {.m = m, .sourceGraphId = APPENDED32, .sourceGraphNodeId = APPENDED64};
         emit_device(&o, sizeof o);
         return;
     }

@@ -21,9 +21,12 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-/* Adds baseTimeNanoseconds; drops (kind 0) events that end up out of range. */
-static void fix_times(kimp *k) {
+/* Adds baseTimeNanoseconds, in one pass that drops the events that end up out of range (keeping
+ * the order of the others) and returns the span of those left in *lo, *hi (0, 0 when none). */
+static void fix_times(kimp *k, uint64_t *lo, uint64_t *hi) {
     int64_t base = k->have_base ? k->base : 0;
+    size_t n = 0;
+    *lo = *hi = 0;
     for (size_t i = 0; i < k->n_rec; i++) {
         kkernel *r = &k->rec[i].kernel; /* every event kind has start/end at the same place */
         int64_t s, e;
@@ -32,12 +35,20 @@ static void fix_times(kimp *k) {
             if (k->st->invalid++ == 0)
                 snprintf(k->st->first_invalid, sizeof k->st->first_invalid,
                          "an event whose time is before 1970 or out of range");
-            r->kind = 0;
             continue;
         }
         r->start = (uint64_t)s;
         r->end = (uint64_t)e;
+        if (n == 0 || r->start < *lo)
+            *lo = r->start;
+        if (n == 0 || r->end > *hi)
+            *hi = r->end;
+        if (n != i)
+            k->rec[n] = k->rec[i];
+        n++;
     }
+    kt_held(k, -(int64_t)((k->n_rec - n) * sizeof *k->rec));
+    k->n_rec = n;
     for (size_t i = 0; i < k->n_ctx; i++) { /* operators and Python frames: on the same clock */
         int64_t s, e;
         if (__builtin_add_overflow((int64_t)k->ctx[i].start, base, &s) ||
@@ -379,31 +390,6 @@ out:
     return rc;
 }
 
-/* Drops the records fix_times made kind 0, keeping the order of the others; returns the span of
- * those left in *lo, *hi (0, 0 when none). */
-static void drop_dead(kimp *k, uint64_t *lo, uint64_t *hi) {
-    size_t n = 0;
-    *lo = *hi = 0;
-    for (size_t i = 0; i < k->n_rec; i++) {
-        const kkernel *r = &k->rec[i].kernel; /* every event kind has start/end at the same place */
-        if (r->kind == 0)
-            continue;
-        if (*lo == 0 && *hi == 0) {
-            *lo = r->start;
-            *hi = r->end;
-        }
-        if (r->start < *lo)
-            *lo = r->start;
-        if (r->end > *hi)
-            *hi = r->end;
-        if (n != i)
-            k->rec[n] = k->rec[i];
-        n++;
-    }
-    kt_held(k, -(int64_t)((k->n_rec - n) * sizeof *k->rec));
-    k->n_rec = n;
-}
-
 /* The places and starts sort_by_start reads from the records, and how it orders ties: by whole
  * start, then by place in the file. */
 static size_t rec_at(const void *k, size_t i) {
@@ -523,7 +509,7 @@ static int emit_meta(kimp *k, em_out *o) {
 
 int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx) {
     import_stats *st = k->st;
-    fix_times(k);
+    fix_times(k, &st->t_min, &st->t_max);
     int rc = resolve_apis(k);
     em_out o;
     em_out_init(&o, k->enc, k->opts, emit, ctx, k->name, k->err, st);
@@ -545,11 +531,8 @@ int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx) {
     k->n_frames = k->cap_frames = 0;
     cm_u64map_free(&k->frame_ids);
     uint64_t mask = 0, *perm = NULL;
-    if (rc == 0) {
-        drop_dead(k, &st->t_min, &st->t_max);
-        if ((perm = order_of(k, st->t_min, st->t_max, &mask)) == NULL)
-            rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
-    }
+    if (rc == 0 && (perm = order_of(k, st->t_min, st->t_max, &mask)) == NULL)
+        rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
     if (rc == 0) {
         permute(k, perm, mask);
         kt_held(k, -(int64_t)(k->n_rec * sizeof *perm));

@@ -1144,6 +1144,43 @@ TEST(base_time_nanoseconds_applies_wherever_it_is) {
     got_free(&g);
 }
 
+/* An event that the base time puts before 1970 is dropped, counted once as invalid, and left out of
+ * the span; the others keep their time order, and a call still finds the kernel it launched. */
+TEST(an_event_the_base_time_puts_before_1970_is_dropped_and_the_rest_kept_in_order) {
+    const char *json =
+        "{\"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k_late\", \"pid\": 0, \"tid\": 7, \"ts\": 3, \"dur\": 1,"
+        " \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 1}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k_before\", \"pid\": 0, \"tid\": 7, \"ts\": 1, \"dur\": 1,"
+        " \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 2}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k_early\", \"pid\": 0, \"tid\": 7, \"ts\": 2, \"dur\": 1,"
+        " \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 3}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 9, \"tid\": 9,"
+        " \"ts\": 2.5, \"dur\": 0.25, \"args\": {\"cbid\": 211, \"correlation\": 1}}\n"
+        "], \"baseTimeNanoseconds\": -1500}";
+    got g;
+    got_init(&g);
+    import_stats st;
+    import_text_ok(json, &g, &st);
+    /* k_before starts at 1000 - 1500 ns: before 1970 */
+    ASSERT_UEQ(st.invalid, 1);
+    ASSERT_STR_EQ(st.first_invalid, "an event whose time is before 1970 or out of range");
+    ASSERT_UEQ(count_kind(&g, TP_K_KERNEL), 2);
+    const tp_kernel *k0 = &find_kind(&g, TP_K_KERNEL, 0)->kernel, *k1 = &find_kind(&g, TP_K_KERNEL, 1)->kernel;
+    ASSERT_STR_EQ(str_of(&g, k0->name), "k_early");
+    ASSERT_UEQ(k0->start, 500);
+    ASSERT_STR_EQ(str_of(&g, k1->name), "k_late");
+    ASSERT_UEQ(k1->start, 1500);
+    ASSERT_UEQ(k1->end, 2500);
+    const tp_api *a = find_api(&g, "cudaLaunchKernel", 0);
+    ASSERT_NOT_NULL(a);
+    ASSERT_UEQ(a->start, 1000);
+    ASSERT_EQ(a->device, 0);
+    ASSERT_UEQ(st.t_min, 500);
+    ASSERT_UEQ(st.t_max, 2500);
+    got_free(&g);
+}
+
 /* ---- mapping details ---- */
 
 TEST(sync_rows_copies_and_memsets_are_mapped) {

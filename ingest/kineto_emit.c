@@ -3,9 +3,9 @@
  * baseTimeNanoseconds, host calls their device and flags (emit.c's correlation pass), blocking
  * calls get their call sites from the operators and Python frames open around them, and everything
  * is handed out through emit.c: metadata, call sites, events. Memory is what a large trace is short
- * of: the contexts go before the order is made, the records are moved into time order in place
- * (a radix sort of one word each) and their pages given back as they are emitted, so that the
- * records, the contexts, the order and the store never all peak together.
+ * of: the order is made in the contexts' pages once they have named the calls, the records are
+ * moved into time order in place (a radix sort of one word each) and their pages given back as they
+ * are emitted, so that the records, the contexts, the order and the store never all peak together.
  */
 #include "kineto_int.h"
 #include "emit.h"
@@ -95,23 +95,20 @@ static int word_cmp(const void *a, const void *b, void *arg) {
 }
 
 /* Sorts the n places at[i] (the i-th's start start[i]; places rising with i) by start, ties in the
- * order given, and returns them as words: the place in the low bits (*mask), above it the start
- * less lo (hi the latest), both in one word; a span too wide for that gives up the start's last
- * bits, and each run that then shares a key is sorted by cmp. The sort reads the starts' bits
- * alone: being stable, it leaves places of one start rising. 8 bytes a place and 8 of room, in
- * pages of their own (cm_big_free, n words); NULL when out of memory. */
-static uint64_t *sort_by_start(size_t n, size_t (*at)(const void *k, size_t i), uint64_t (*start)(const void *k, size_t i),
-                               const void *k, size_t places, uint64_t lo, uint64_t hi,
-                               int (*cmp)(const void *k, size_t x, size_t y), uint64_t *mask) {
+ * order given, as words: the place in the low bits (*mask), above it the start less lo (hi the
+ * latest), both in one word; a span too wide for that gives up the start's last bits, and each run
+ * that then shares a key is sorted by cmp. The sort reads the starts' bits alone: being stable, it
+ * leaves places of one start rising. In the 2n words at w, the first n for the words and the rest
+ * their room: returns where the sorted words are (w or w + n), NULL when out of memory. */
+static uint64_t *sort_by_start(uint64_t *w, size_t n, size_t (*at)(const void *k, size_t i),
+                               uint64_t (*start)(const void *k, size_t i), const void *k, size_t places, uint64_t lo,
+                               uint64_t hi, int (*cmp)(const void *k, size_t x, size_t y), uint64_t *mask) {
     int ib = bits_of(places), sb = bits_of(hi - lo);
     int shift = ib + sb > 64 ? ib + sb - 64 : 0;
     *mask = ((uint64_t)1 << ib) - 1;
-    uint64_t *a = cm_big_alloc(n * sizeof *a), *tmp = cm_big_alloc(n * sizeof *tmp), *s = NULL;
-    if (a != NULL && tmp != NULL) {
-        for (size_t i = 0; i < n; i++)
-            a[i] = ((start(k, i) - lo) >> shift) << ib | at(k, i);
-        s = cm_radix_sort_u64_above(a, tmp, n, (unsigned)ib);
-    }
+    for (size_t i = 0; i < n; i++)
+        w[i] = ((start(k, i) - lo) >> shift) << ib | at(k, i);
+    uint64_t *s = cm_radix_sort_u64_above(w, w + n, n, (unsigned)ib);
     word_order o = {*mask, cmp, k};
     for (size_t i = 0, j; s != NULL && shift > 0 && i < n; i = j) {
         for (j = i + 1; j < n && s[j] >> ib == s[i] >> ib; j++) {
@@ -119,10 +116,6 @@ static uint64_t *sort_by_start(size_t n, size_t (*at)(const void *k, size_t i), 
         if (j - i > 1)
             qsort_r(s + i, j - i, sizeof *s, word_cmp, &o);
     }
-    if (s != a)
-        cm_big_free(a, n * sizeof *a);
-    if (s != tmp)
-        cm_big_free(tmp, n * sizeof *tmp);
     return s;
 }
 
@@ -193,16 +186,15 @@ static int ctx_run_cmp(const void *r, size_t x, size_t y) {
 }
 
 /* Sorts the contexts idx[0, n) of one thread (starts from lo to hi) by start, keeping file order
- * among equal starts (sort_by_start). 0 or -1 when out of memory. */
+ * among equal starts (sort_by_start, in 16 bytes a context). 0 or -1 when out of memory. */
 static int ctx_sort_run(kimp *k, uint32_t *idx, size_t n, uint64_t lo, uint64_t hi) {
     ctx_run r = {k, idx};
-    uint64_t mask, *s = sort_by_start(n, ctx_run_at, ctx_run_start, &r, k->n_ctx, lo, hi, ctx_run_cmp, &mask);
-    if (s == NULL)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        idx[i] = (uint32_t)(s[i] & mask);
-    cm_big_free(s, n * sizeof *s);
-    return 0;
+    uint64_t mask, *w = cm_big_alloc(2 * n * sizeof *w), *s = NULL;
+    if (w != NULL && (s = sort_by_start(w, n, ctx_run_at, ctx_run_start, &r, k->n_ctx, lo, hi, ctx_run_cmp, &mask)))
+        for (size_t i = 0; i < n; i++)
+            idx[i] = (uint32_t)(s[i] & mask);
+    cm_big_free(w, 2 * n * sizeof *w);
+    return s != NULL ? 0 : -1;
 }
 
 /* The contexts the sweep of kineto_callsites reads, in ctx_cmp order, as indices into k->ctx
@@ -407,15 +399,45 @@ static int rec_cmp(const void *kp, size_t x, size_t y) {
     return x < y ? -1 : x > y;
 }
 
-/* The records' order by start, ties in file order, as a permutation: out[i] & mask is the index of
- * the record that goes i-th (*mask returned; the bits above it are sort keys to ignore): one word
- * a record (sort_by_start). NULL when out of memory. */
-static uint64_t *order_of(kimp *k, uint64_t lo, uint64_t hi, uint64_t *mask) {
-    size_t n = k->n_rec;
-    kt_held(k, (int64_t)(2 * n * sizeof(uint64_t)));
-    uint64_t *s = sort_by_start(n, rec_at, rec_start, k, n, lo, hi, rec_cmp, mask);
-    kt_held(k, -(int64_t)(n * sizeof(uint64_t)));
-    return s;
+/* The records' order by start, ties in file order, as a permutation: perm[i] & mask is the index of
+ * the record that goes i-th (the bits above the mask are sort keys to ignore), one word a record,
+ * in the bytes of pages at pages. */
+typedef struct korder {
+    uint64_t *perm, mask;
+    void *pages;
+    size_t bytes;
+} korder;
+
+/* Gives back the whole pages of [from, to). */
+static void pages_give_back(const void *from, const void *to) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)from + page - 1) / page * page, b = (uintptr_t)to / page * page;
+    if (b > a)
+        madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+/* Makes the order (sort_by_start: 8 bytes a record and 8 of room) in room, room_bytes of pages
+ * that it takes (the contexts', already touched: fresh pages cost the kernel more than the sort
+ * takes to fill them) where they are enough, else in pages of its own; then gives back all but the
+ * words' pages. 0, or -1 when out of memory (o->pages still to be given back). */
+static int order_of(kimp *k, uint64_t lo, uint64_t hi, void *room, size_t room_bytes, korder *o) {
+    size_t n = k->n_rec, need = 2 * (n ? n : 1) * sizeof *o->perm;
+    if (room != NULL && room_bytes < need) {
+        cm_big_free(room, room_bytes);
+        room = NULL;
+    }
+    o->pages = room != NULL ? room : cm_big_alloc(need);
+    o->bytes = room != NULL ? room_bytes : need;
+    if (o->pages == NULL)
+        return -1;
+    kt_held(k, (int64_t)(2 * n * sizeof *o->perm));
+    o->perm = sort_by_start(o->pages, n, rec_at, rec_start, k, n, lo, hi, rec_cmp, &o->mask);
+    if (o->perm == NULL)
+        return -1;
+    pages_give_back(o->pages, o->perm);
+    pages_give_back(o->perm + n, (char *)o->pages + o->bytes);
+    kt_held(k, -(int64_t)(n * sizeof *o->perm));
+    return 0;
 }
 
 /* Moves the records into the order perm gives (see order_of), one cycle of the permutation at a
@@ -519,10 +541,11 @@ int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx) {
         rc = emit_meta(k, &o);
     if (rc == 0)
         rc = kineto_callsites(k, &o);
-    /* the contexts have named the calls: their pages go back before the order takes its own */
+    /* the contexts have named the calls: their pages hold the order next */
     kt_held(k, -(int64_t)(k->n_ctx * sizeof *k->ctx));
     kt_held(k, -(int64_t)(k->n_frames * sizeof *k->frames));
-    cm_big_free(k->ctx, k->cap_ctx * sizeof *k->ctx);
+    void *room = k->ctx;
+    size_t room_bytes = k->cap_ctx * sizeof *k->ctx;
     k->ctx = NULL;
     k->n_ctx = k->cap_ctx = 0;
     cm_u64map_free(&k->ctx_long);
@@ -530,14 +553,14 @@ int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx) {
     k->frames = NULL;
     k->n_frames = k->cap_frames = 0;
     cm_u64map_free(&k->frame_ids);
-    uint64_t mask = 0, *perm = NULL;
-    if (rc == 0 && (perm = order_of(k, st->t_min, st->t_max, &mask)) == NULL)
+    korder ord = {.pages = room, .bytes = room_bytes};
+    if (rc == 0 && order_of(k, st->t_min, st->t_max, room, room_bytes, &ord) != 0)
         rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
     if (rc == 0) {
-        permute(k, perm, mask);
-        kt_held(k, -(int64_t)(k->n_rec * sizeof *perm));
+        permute(k, ord.perm, ord.mask);
+        kt_held(k, -(int64_t)(k->n_rec * sizeof *ord.perm));
     }
-    cm_big_free(perm, k->n_rec * sizeof *perm);
+    cm_big_free(ord.pages, ord.bytes);
     size_t given = 0;
     for (size_t i = 0; i < k->n_rec && rc == 0; i++) {
         tp_record r;

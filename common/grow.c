@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "synctop/error.h"
 
@@ -54,6 +55,18 @@ int cm_big_grow(void **p, size_t *bytes, size_t need) {
     *p = q;
     *bytes = want;
     return 0;
+}
+
+void cm_big_populate(void *p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + page - 1) / page * page, b = ((uintptr_t)p + bytes) / page * page;
+    if (b > a)
+        (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
 }
 
 void cm_big_free(void *p, size_t bytes) {

@@ -28,6 +28,10 @@ void *cm_big_resize(void *p, size_t old_bytes, size_t new_bytes);
 /* Room for need bytes in the mapping at *p (NULL, or from these functions; *bytes: its size),
  * doubling from 64 KiB. 0, or ERR_NOMEM with *p and *bytes as they were. */
 int cm_big_grow(void **p, size_t *bytes, size_t need);
+/* Has the kernel make the pages of [p, p + bytes) of such an array, not yet written, in one call
+ * (each page whole within it): cheaper than a fault for each as they are first written, for an
+ * array filled in order. Does nothing where the kernel cannot (before Linux 5.14). */
+void cm_big_populate(void *p, size_t bytes);
 
 /* Sets malloc up for a process that imports traces (the command line's batch verbs, and the
  * benchmarks that measure them): see grow.c. */

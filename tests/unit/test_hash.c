@@ -3,13 +3,15 @@
  * the tables and importers fed keys chosen to collide under the unkeyed hashes they used before
  * (samples/synth/hostile.h builds them). Cost is counted, not timed: a lookup or insertion that
  * walks more than CM_HASH_LONG_PROBE slots is counted by the tables, and none may be. And the
- * importers' and the analysis's key sorts (common/radix.h), against qsort.
+ * importers' and the analysis's key sorts (common/radix.h), against qsort; and the pages the big
+ * arrays are made in ahead (common/grow.h).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "corrmap.h"
+#include "grow.h"
 #include "hash.h"
 #include "hostile.h"
 #include "radix.h"
@@ -585,4 +588,35 @@ TEST(key_sorts_order_as_qsort_does) {
             free(t);
             free(b);
         }
+}
+
+/* ---- the big arrays' pages (common/grow.h) ---- */
+
+/* cm_big_populate makes the whole pages of its range, and only those (mincore says which pages are
+ * in memory), and they read as zeros until written; where the kernel cannot, the test says so. */
+TEST(populate_makes_the_whole_pages_of_its_range_and_no_others) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = 16;
+    uint8_t *a = cm_big_alloc(n * page);
+    ASSERT_NOT_NULL(a);
+#ifdef MADV_POPULATE_WRITE
+    int can = madvise(a + 12 * page, page, MADV_POPULATE_WRITE) == 0; /* the last page whole: page 12 */
+#else
+    int can = 0;
+#endif
+    if (!can) {
+        cm_big_free(a, n * page);
+        TASK_SKIP("this kernel does not make pages ahead (MADV_POPULATE_WRITE, Linux 5.14)");
+    }
+    cm_big_populate(a + page + page / 2, 8 * page); /* from page 1.5 to page 9.5: pages 2 to 8 whole */
+    unsigned char in[16];
+    ASSERT_EQ(mincore(a, n * page, in), 0);
+    for (size_t i = 0; i < n; i++) {
+        int want = (i >= 2 && i <= 8) || i == 12;
+        if ((in[i] & 1) != want)
+            TASK_FAIL_("page %zu: %s, expected %s", i, in[i] & 1 ? "in memory" : "not", want ? "in memory" : "not");
+    }
+    for (size_t i = 2 * page; i < 9 * page; i++)
+        if (a[i] != 0)
+            TASK_FAIL_("byte %zu of a page made ahead is %u, not 0", i, a[i]);
+    cm_big_free(a, n * page);
 }

@@ -312,6 +312,7 @@ static void resolve(const st_store *s, an_want *want, st_lane_kind kind) {
  * bytes): the bubbles grow to a third or more of the analysis's memory, and arrays grown on the
  * heap would leave the blocks they outgrew behind, resident, where nothing else of the analysis
  * fits. 0, or ERR_NOMEM with *p as it was. */
+#define AN_POPULATE 4096 /* bubbles whose pages are made at once, ahead of them */
 static int room_for(void **p, size_t *room, size_t n, size_t elem) {
     return n > SIZE_MAX / elem ? ERR_NOMEM : cm_big_grow(p, room, n * elem);
 }
@@ -324,6 +325,9 @@ static int add_bubble(an_ctx *c, uint32_t producer, uint16_t device, uint32_t la
     if (room_for((void **)&r->bubbles, &r->bubbles_room, r->n_bubbles + 1, sizeof *r->bubbles) ||
         room_for((void **)&c->pend, &c->pend_room, r->n_bubbles + 1, sizeof *c->pend))
         return ERR_NOMEM;
+    cm_big_populate_ahead(r->bubbles, r->n_bubbles, r->bubbles_room / sizeof *r->bubbles, sizeof *r->bubbles,
+                          AN_POPULATE);
+    cm_big_populate_ahead(c->pend, r->n_bubbles, c->pend_room / sizeof *c->pend, sizeof *c->pend, AN_POPULATE);
     r->bubbles[r->n_bubbles] = (an_bubble){.start = gs,
                                            .end = ge,
                                            .producer = producer,

@@ -32,6 +32,12 @@ int cm_big_grow(void **p, size_t *bytes, size_t need);
  * (each page whole within it): cheaper than a fault for each as they are first written, for an
  * array filled in order. Does nothing where the kernel cannot (before Linux 5.14). */
 void cm_big_populate(void *p, size_t bytes);
+/* For such an array of cap elements of elem bytes filled in order, n of them so far: at each
+ * chunk-th element, the pages of the next chunk made at once. */
+static inline void cm_big_populate_ahead(void *a, size_t n, size_t cap, size_t elem, size_t chunk) {
+    if (n % chunk == 0 && n < cap)
+        cm_big_populate((char *)a + n * elem, (cap - n < chunk ? cap - n : chunk) * elem);
+}
 
 /* Sets malloc up for a process that imports traces (the command line's batch verbs, and the
  * benchmarks that measure them): see grow.c. */

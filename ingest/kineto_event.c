@@ -269,9 +269,7 @@ static krec *rec_new(kimp *k) {
         k->rec = r;
         k->cap_rec = cap;
     }
-    if (k->n_rec % KT_POPULATE == 0) /* the pages of the next records made at once */
-        cm_big_populate(&k->rec[k->n_rec],
-                        ((k->cap_rec - k->n_rec < KT_POPULATE ? k->cap_rec - k->n_rec : KT_POPULATE)) * sizeof *k->rec);
+    cm_big_populate_ahead(k->rec, k->n_rec, k->cap_rec, sizeof *k->rec, KT_POPULATE);
     krec *r = &k->rec[k->n_rec++];
     memset(r, 0, sizeof *r);
     kt_held(k, sizeof *r);
@@ -706,9 +704,7 @@ static int event_ctx(kimp *k, kev *e) {
         k->ctx = c;
         k->cap_ctx = cap;
     }
-    if (k->n_ctx % KT_POPULATE == 0)
-        cm_big_populate(&k->ctx[k->n_ctx],
-                        (k->cap_ctx - k->n_ctx < KT_POPULATE ? k->cap_ctx - k->n_ctx : KT_POPULATE) * sizeof *k->ctx);
+    cm_big_populate_ahead(k->ctx, k->n_ctx, k->cap_ctx, sizeof *k->ctx, KT_POPULATE);
     kframe f = {.tid = (uint32_t)(uint64_t)e->tid, .name = kt_intern_ev(k, e), .py = e->cat == CAT_PYFN};
     if (e->cat == CAT_OP && (e->have & H_STACK) && e->stack_id != 0 && k->n_stacks < k->max_events)
         f.stack = e->stack_id;

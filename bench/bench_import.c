@@ -20,7 +20,8 @@
  * all, as other work on the machine would.
  *
  *   bench_import [--busy] [MB] [TRACE_DIR]
- *   bench_import --import FILE   (what the memory figures run: imports FILE, prints its peak RSS)
+ *   bench_import --import FILE   (what the memory figures run: imports FILE, prints its peak RSS, and
+ *                                 the page faults and system time of the import)
  *   bench_import --write FILE [MB]   (writes the large input to FILE, for other readers to time)
  *   bench_import --files FILE...   (each plain JSON file against wc -l, as the real traces above)
  */
@@ -30,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -445,18 +447,27 @@ static void versus_wc(const char *what, const tp_buf *text, const tp_buf *gz, in
     printf("\n");
 }
 
-/* bench_import --import FILE: prints "<peak RSS KiB> <RSS KiB before> <JSON bytes> <seconds>". */
+static double tv_s(struct timeval t) {
+    return (double)t.tv_sec + (double)t.tv_usec * 1e-6;
+}
+
+/* bench_import --import FILE: prints "<peak RSS KiB> <RSS KiB before> <JSON bytes> <seconds>
+ * <page faults> <system seconds>", the last two those of the import alone. */
 static int import_child(const char *path) {
     cm_malloc_for_batches(); /* as the command line's import and report */
     uint64_t before = bench_peak_rss_kib();
     import_stats st;
     err_msg err = {{0}};
     sink sk = {0};
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
     double t0 = now_s();
     if (kineto_import(path, NULL, to_sink, &sk, &st, &err) != 0)
         die(err.msg);
-    printf("%llu %llu %llu %.3f\n", (unsigned long long)bench_peak_rss_kib(), (unsigned long long)before,
-           (unsigned long long)st.json_bytes, now_s() - t0);
+    double t = now_s() - t0;
+    getrusage(RUSAGE_SELF, &r1);
+    printf("%llu %llu %llu %.3f %ld %.3f\n", (unsigned long long)bench_peak_rss_kib(), (unsigned long long)before,
+           (unsigned long long)st.json_bytes, t, r1.ru_minflt - r0.ru_minflt, tv_s(r1.ru_stime) - tv_s(r0.ru_stime));
     return 0;
 }
 
@@ -466,13 +477,15 @@ static void rss_of_import(const char *self, const char *path, const char *what) 
     char line[256];
     int rc = bench_child_line(args, line, sizeof line);
     unsigned long long peak = 0, before = 0, json = 0;
-    double secs = 0;
-    if (rc != 0 || sscanf(line, "%llu %llu %llu %lf", &peak, &before, &json, &secs) != 4)
+    long faults = 0;
+    double secs = 0, sys = 0;
+    if (rc != 0 || sscanf(line, "%llu %llu %llu %lf %ld %lf", &peak, &before, &json, &secs, &faults, &sys) != 6)
         die("bench_import --import failed");
     printf("%s: peak RSS %.1f MiB (%.1f MiB before the import) for %.1f MB of JSON: %.0f MiB per GB of JSON "
-           "(%.0f MiB per GB above the start); %.1f MB/s\n",
+           "(%.0f MiB per GB above the start); %.1f MB/s; %ld page faults (%.0f per MB of JSON), %.3f s in the "
+           "kernel\n",
            what, peak / 1024.0, before / 1024.0, json / 1e6, peak / 1024.0 / (json / 1e9),
-           (peak - before) / 1024.0 / (json / 1e9), json / 1e6 / secs);
+           (peak - before) / 1024.0 / (json / 1e9), json / 1e6 / secs, faults, faults / (json / 1e6), sys);
 }
 
 

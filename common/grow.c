@@ -57,6 +57,13 @@ int cm_big_grow(void **p, size_t *bytes, size_t need) {
     return 0;
 }
 
+void *cm_big_alloc_filled(size_t bytes) {
+    void *p = cm_big_alloc(bytes);
+    if (p != NULL)
+        cm_big_populate(p, bytes);
+    return p;
+}
+
 void cm_big_populate(void *p, size_t bytes) {
 #ifdef MADV_POPULATE_WRITE
     size_t page = (size_t)sysconf(_SC_PAGESIZE);

@@ -21,6 +21,8 @@ int cm_grow(void **p, size_t *cap, size_t need, size_t elem);
  * to the system when freed, whatever the allocator keeps for reuse (the command line keeps freed
  * heap memory: cm_malloc_for_batches). NULL when out of memory; cm_big_free(NULL, ...) does nothing. */
 void *cm_big_alloc(size_t bytes);
+/* The same for an array about to be written whole: its pages made at once (cm_big_populate). */
+void *cm_big_alloc_filled(size_t bytes);
 void cm_big_free(void *p, size_t bytes);
 /* The same array (p: from cm_big_alloc or this, or NULL) grown or shrunk from old_bytes to
  * new_bytes by moving its pages, never copying them; NULL when out of memory (p is left as it was). */

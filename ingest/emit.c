@@ -349,7 +349,7 @@ static int op_wins(unsigned kj, unsigned ki) {
  * where a map holds 32-48. 1 done, 0 out of memory (nothing changed). */
 static int resolve_sorted(void *rec, size_t stride, size_t n, size_t n_ops,
                           unsigned (*class_of)(void *arg, size_t i, tp_api *a), void *arg, import_stats *st) {
-    uint64_t *os = cm_big_alloc(n_ops * sizeof *os);
+    uint64_t *os = cm_big_alloc_filled(n_ops * sizeof *os);
     size_t no = 0;
     if (os == NULL)
         return 0;

@@ -189,7 +189,7 @@ static int ctx_run_cmp(const void *r, size_t x, size_t y) {
  * among equal starts (sort_by_start, in 16 bytes a context). 0 or -1 when out of memory. */
 static int ctx_sort_run(kimp *k, uint32_t *idx, size_t n, uint64_t lo, uint64_t hi) {
     ctx_run r = {k, idx};
-    uint64_t mask, *w = cm_big_alloc(2 * n * sizeof *w), *s = NULL;
+    uint64_t mask, *w = cm_big_alloc_filled(2 * n * sizeof *w), *s = NULL;
     if (w != NULL && (s = sort_by_start(w, n, ctx_run_at, ctx_run_start, &r, k->n_ctx, lo, hi, ctx_run_cmp, &mask)))
         for (size_t i = 0; i < n; i++)
             idx[i] = (uint32_t)(s[i] & mask);
@@ -426,7 +426,7 @@ static int order_of(kimp *k, uint64_t lo, uint64_t hi, void *room, size_t room_b
         cm_big_free(room, room_bytes);
         room = NULL;
     }
-    o->pages = room != NULL ? room : cm_big_alloc(need);
+    o->pages = room != NULL ? room : cm_big_alloc_filled(need);
     o->bytes = room != NULL ? room_bytes : need;
     if (o->pages == NULL)
         return -1;

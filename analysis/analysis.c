@@ -308,11 +308,12 @@ static void resolve(const st_store *s, an_want *want, st_lane_kind kind) {
     }
 }
 
+#define AN_POPULATE 4096 /* bubbles whose pages are made at once, ahead of them (add_bubble) */
+
 /* Room for n elements of elem bytes in the array at *p, mapped apart (cm_big_grow; *room: its
  * bytes): the bubbles grow to a third or more of the analysis's memory, and arrays grown on the
  * heap would leave the blocks they outgrew behind, resident, where nothing else of the analysis
  * fits. 0, or ERR_NOMEM with *p as it was. */
-#define AN_POPULATE 4096 /* bubbles whose pages are made at once, ahead of them */
 static int room_for(void **p, size_t *room, size_t n, size_t elem) {
     return n > SIZE_MAX / elem ? ERR_NOMEM : cm_big_grow(p, room, n * elem);
 }

@@ -64,16 +64,28 @@ void *cm_big_alloc_filled(size_t bytes) {
     return p;
 }
 
+/* The whole pages of [from, to): their first byte in *a, the end in *b; 0 when there are none. */
+static int whole_pages(const void *from, const void *to, uintptr_t *a, uintptr_t *b) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    *a = ((uintptr_t)from + page - 1) / page * page;
+    *b = (uintptr_t)to / page * page;
+    return *b > *a;
+}
+
 void cm_big_populate(void *p, size_t bytes) {
 #ifdef MADV_POPULATE_WRITE
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = ((uintptr_t)p + page - 1) / page * page, b = ((uintptr_t)p + bytes) / page * page;
-    if (b > a)
+    uintptr_t a, b;
+    if (whole_pages(p, (char *)p + bytes, &a, &b))
         (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
 #else
     (void)p;
     (void)bytes;
 #endif
+}
+
+size_t cm_big_give_back(const void *from, const void *to) {
+    uintptr_t a, b;
+    return whole_pages(from, to, &a, &b) && madvise((void *)a, b - a, MADV_DONTNEED) == 0 ? b - a : 0;
 }
 
 void cm_big_free(void *p, size_t bytes) {

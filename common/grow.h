@@ -34,6 +34,9 @@ int cm_big_grow(void **p, size_t *bytes, size_t need);
  * (each page whole within it): cheaper than a fault for each as they are first written, for an
  * array filled in order. Does nothing where the kernel cannot (before Linux 5.14). */
 void cm_big_populate(void *p, size_t bytes);
+/* Gives back the whole pages of [from, to) in such an array (they read as zeros after): the bytes
+ * given back, 0 when none (or the kernel refused). */
+size_t cm_big_give_back(const void *from, const void *to);
 /* For such an array of cap elements of elem bytes filled in order, n of them so far: at each
  * chunk-th element, the pages of the next chunk made at once. */
 static inline void cm_big_populate_ahead(void *a, size_t n, size_t cap, size_t elem, size_t chunk) {

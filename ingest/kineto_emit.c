@@ -17,9 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/types.h>
-#include <unistd.h>
 
 /* Adds baseTimeNanoseconds, in one pass that drops the events that end up out of range (keeping
  * the order of the others) and returns the span of those left in *lo, *hi (0, 0 when none). */
@@ -408,18 +406,10 @@ typedef struct korder {
     size_t bytes;
 } korder;
 
-/* Gives back the whole pages of [from, to). */
-static void pages_give_back(const void *from, const void *to) {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = ((uintptr_t)from + page - 1) / page * page, b = (uintptr_t)to / page * page;
-    if (b > a)
-        madvise((void *)a, b - a, MADV_DONTNEED);
-}
-
 /* Makes the order (sort_by_start: 8 bytes a record and 8 of room) in room, room_bytes of pages
- * that it takes (the contexts', already touched: fresh pages cost the kernel more than the sort
- * takes to fill them) where they are enough, else in pages of its own; then gives back all but the
- * words' pages. 0, or -1 when out of memory (o->pages still to be given back). */
+ * that it takes (the contexts', already in memory, where fresh pages cost the kernel a fault each)
+ * where they are enough, else in pages of its own; then gives back all but the words' pages. 0, or
+ * -1 when out of memory (o->pages still to be given back). */
 static int order_of(kimp *k, uint64_t lo, uint64_t hi, void *room, size_t room_bytes, korder *o) {
     size_t n = k->n_rec, need = 2 * (n ? n : 1) * sizeof *o->perm;
     if (room != NULL && room_bytes < need) {
@@ -434,8 +424,8 @@ static int order_of(kimp *k, uint64_t lo, uint64_t hi, void *room, size_t room_b
     o->perm = sort_by_start(o->pages, n, rec_at, rec_start, k, n, lo, hi, rec_cmp, &o->mask);
     if (o->perm == NULL)
         return -1;
-    pages_give_back(o->pages, o->perm);
-    pages_give_back(o->perm + n, (char *)o->pages + o->bytes);
+    cm_big_give_back(o->pages, o->perm);
+    cm_big_give_back(o->perm + n, (char *)o->pages + o->bytes);
     kt_held(k, -(int64_t)(n * sizeof *o->perm));
     return 0;
 }
@@ -465,11 +455,7 @@ static void permute(kimp *k, uint64_t *perm, uint64_t mask) {
 /* Gives back the pages of the records before rec[upto] that *done did not yet give back. */
 #define REC_GIVE_BACK (1u << 16) /* records emitted between two give-backs */
 static void rec_give_back(kimp *k, size_t upto, size_t *done) {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t from = ((uintptr_t)k->rec + *done * sizeof *k->rec + page - 1) / page * page;
-    uintptr_t to = ((uintptr_t)k->rec + upto * sizeof *k->rec) / page * page;
-    if (to > from && madvise((void *)from, to - from, MADV_DONTNEED) == 0)
-        kt_held(k, -(int64_t)(to - from));
+    kt_held(k, -(int64_t)cm_big_give_back(&k->rec[*done], &k->rec[upto]));
     *done = upto;
 }
 

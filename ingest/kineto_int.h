@@ -209,6 +209,8 @@ typedef union krec {
     tp_nvtx nvtx;
 } krec;
 
+#define KT_POPULATE 4096 /* records or contexts whose pages are made at once, ahead of them */
+
 /* A launch shape. */
 typedef struct kshape {
     uint32_t grid[3], block[3];
@@ -456,7 +458,6 @@ int kt_par_keep(kimp *k, const kev *e, int not_object);
 /* The threads an import uses: import_opts.threads, else SYNCTOP_THREADS, else the cores the
  * process may run on, at most KT_MAX_THREADS. */
 #define KT_MAX_THREADS 32
-#define KT_POPULATE 4096 /* records or contexts whose pages are made at once, ahead of them */
 #define KT_PIECE       (1u << 20) /* bytes of text a thread parses at a time, at most */
 #define KT_PIECE_MIN   (128u << 10) /* and at least */
 #define KT_IN_FLIGHT   (2u << 20) /* bytes of text in the pieces in flight (2 a thread and 3), at most,

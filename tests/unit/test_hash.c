@@ -593,8 +593,10 @@ TEST(key_sorts_order_as_qsort_does) {
 /* ---- the big arrays' pages (common/grow.h) ---- */
 
 /* cm_big_populate makes the whole pages of its range, and only those (mincore says which pages are
- * in memory), and they read as zeros until written; where the kernel cannot, the test says so. */
-TEST(populate_makes_the_whole_pages_of_its_range_and_no_others) {
+ * in memory), and they read as zeros until written; cm_big_give_back gives back the whole pages of
+ * its range, and only those, which read as zeros after. Where the kernel cannot make pages ahead,
+ * the test says so. */
+TEST(populate_and_give_back_take_the_whole_pages_of_their_range_and_no_others) {
     size_t page = (size_t)sysconf(_SC_PAGESIZE), n = 16;
     uint8_t *a = cm_big_alloc(n * page);
     ASSERT_NOT_NULL(a);
@@ -618,5 +620,18 @@ TEST(populate_makes_the_whole_pages_of_its_range_and_no_others) {
     for (size_t i = 2 * page; i < 9 * page; i++)
         if (a[i] != 0)
             TASK_FAIL_("byte %zu of a page made ahead is %u, not 0", i, a[i]);
+    /* given back: the whole pages of [3.5, 6.25) pages, 4 and 5, and only those */
+    memset(a + 2 * page, 7, 7 * page);
+    ASSERT_UEQ(cm_big_give_back(a + 3 * page + page / 2, a + 6 * page + page / 4), 2 * page);
+    ASSERT_EQ(mincore(a, n * page, in), 0);
+    for (size_t i = 0; i < n; i++) {
+        int want = (i >= 2 && i <= 8 && i != 4 && i != 5) || i == 12;
+        if ((in[i] & 1) != want)
+            TASK_FAIL_("after the give-back, page %zu: %s", i, in[i] & 1 ? "in memory" : "not");
+    }
+    ASSERT_EQ(a[4 * page], 0);
+    ASSERT_EQ(a[4 * page - 1], 7);
+    ASSERT_EQ(a[6 * page], 7);
+    ASSERT_UEQ(cm_big_give_back(a + page + 1, a + 2 * page - 1), 0); /* no whole page */
     cm_big_free(a, n * page);
 }

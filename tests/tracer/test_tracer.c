@@ -1436,12 +1436,12 @@ TEST(tracer_does_not_measure_a_call_it_did_not_see_begin) {
 
 /* ---- the stand-in as the real CUPTI behaves ---- */
 
-/* Plays the script recording to trace.trace, not publishing, with one more setting (NULL: none),
- * and loads the recording into m (model_free it). */
-static void record_script(const char *script, const char *setting, model *m) {
+/* Plays the script recording to trace.trace, not publishing, with up to two more settings (NULL:
+ * none; the second only after the first), and loads the recording into m (model_free it). */
+static void record_script(const char *script, const char *setting, const char *more, model *m) {
     char record[512];
     snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-    const char *env[] = {record, "SYNCTOP_LISTEN=none", setting, NULL};
+    const char *env[] = {record, "SYNCTOP_LISTEN=none", setting, more, NULL};
     ASSERT_EQ(run_harness(script, env), 0);
     model_init(m);
     model_from_file(m, task_path("trace.trace"));
@@ -1471,7 +1471,7 @@ TEST(tracer_takes_records_cuptis_worker_hands_over_after_the_wait) {
                   "flush\n"
                   "wait_flush\n"
                   "context_destroy 1\n",
-                  NULL, &m);
+                  NULL, NULL, &m);
     char *out = read_text(task_path("out.txt"));
     ASSERT_STR_CONTAINS(out, " worker_buffers=1\n"); /* one buffer, from the worker's thread */
     ASSERT_EQ(m.ended, 1);
@@ -1506,7 +1506,7 @@ TEST(tracer_counts_a_call_once_when_an_activity_record_twins_it) {
              CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
              CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize);
     model m;
-    record_script(script, "SYNCTOP_VERBOSE=1", &m);
+    record_script(script, "SYNCTOP_VERBOSE=1", NULL, &m);
     char *err = read_text(task_path("err.txt"));
     /* the runtime call's, its nested driver call's, and the driver call's */
     ASSERT_STR_CONTAINS(err, " 3 twins of calls the callbacks measured");
@@ -1548,7 +1548,7 @@ TEST(tracer_steps_over_record_kinds_it_does_not_read) {
              CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD, newer,
              CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD, newer);
     model m;
-    record_script(script, "SYNCTOP_VERBOSE=1", &m);
+    record_script(script, "SYNCTOP_VERBOSE=1", NULL, &m);
     char *err = read_text(task_path("err.txt"));
     ASSERT_STR_CONTAINS(err, "left out: 3 of kinds synctop does not read");
     ASSERT_EQ(count_kind(&m, TP_K_KERNEL), 3);
@@ -1570,7 +1570,7 @@ TEST(tracer_counts_a_buffer_cupti_cannot_walk_to_its_end) {
                   "junk\n"
                   "kernel name=after start=2000002000 end=2000003000 corr=2\n"
                   "context_destroy 1\n",
-                  NULL, &m);
+                  NULL, NULL, &m);
     ASSERT_GE(kernel_index(&m, "before"), 0);
     ASSERT_EQ(kernel_index(&m, "after"), -1);
     ASSERT_EQ(last_drops(&m, TP_DROP_CUPTI, 1, NULL), 1);
@@ -1593,7 +1593,7 @@ TEST(tracer_keeps_its_callbacks_when_a_profiler_subscribes_second) {
              "context_destroy 1\n",
              CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
     model m;
-    record_script(script, NULL, &m);
+    record_script(script, NULL, NULL, &m);
     char *out = read_text(task_path("out.txt"));
     char want[64];
     snprintf(want, sizeof want, " other_subscribe=%d ", CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
@@ -1631,20 +1631,14 @@ TEST(tracer_refuses_a_cupti_with_another_record_layout) {
  * cudaMemcpyAsync, cudaLaunchHostFunc_v2 (550) launches like cudaLaunchHostFunc. Under CUPTI 13.4
  * each is watched as its kind, and named. */
 TEST(tracer_watches_the_calls_cuda_13_1_and_13_2_added) {
-    char record[512];
-    snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-    const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_STANDIN_CUPTI=13.4", NULL};
-    ASSERT_EQ(run_harness("context_create 1\n"
-                          "call domain=rt cbid=534 wait=500000 corr=1 site=1\n"
-                          "call domain=rt cbid=554 wait=300000 corr=2 site=2\n"
-                          "call domain=drv cbid=837 wait=200000 corr=3 site=3\n"
-                          "api domain=rt cbid=550 start=2000000000 end=2000005000 corr=4\n"
-                          "context_destroy 1\n",
-                          env),
-              0);
     model m;
-    model_init(&m);
-    model_from_file(&m, task_path("trace.trace"));
+    record_script("context_create 1\n"
+                  "call domain=rt cbid=534 wait=500000 corr=1 site=1\n"
+                  "call domain=rt cbid=554 wait=300000 corr=2 site=2\n"
+                  "call domain=drv cbid=837 wait=200000 corr=3 site=3\n"
+                  "api domain=rt cbid=550 start=2000000000 end=2000005000 corr=4\n"
+                  "context_destroy 1\n",
+                  "SYNCTOP_STANDIN_CUPTI=13.4", NULL, &m);
     const struct {
         uint32_t cbid, corr;
         const char *name;
@@ -1671,18 +1665,12 @@ TEST(tracer_watches_the_calls_cuda_13_1_and_13_2_added) {
 TEST(tracer_learns_a_green_contexts_device_from_its_record) {
     const char *plays[] = {"SYNCTOP_STANDIN_CUPTI=13.2", "SYNCTOP_STANDIN_CUPTI=13.4"};
     for (size_t v = 0; v < sizeof plays / sizeof plays[0]; v++) {
-        char record[512];
-        snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-        const char *env[] = {record, "SYNCTOP_LISTEN=none", plays[v], NULL};
-        ASSERT_EQ(run_harness("context_create 1\n"
-                              "green_context id=21 device=2 parent=1\n"
-                              "sync type=1 start=2000005000 end=2000006000 ctx=21 event=11 corr=4\n"
-                              "context_destroy 1\n",
-                              env),
-                  0);
         model m;
-        model_init(&m);
-        model_from_file(&m, task_path("trace.trace"));
+        record_script("context_create 1\n"
+                      "green_context id=21 device=2 parent=1\n"
+                      "sync type=1 start=2000005000 end=2000006000 ctx=21 event=11 corr=4\n"
+                      "context_destroy 1\n",
+                      plays[v], NULL, &m);
         int syncs = 0;
         for (size_t i = 0; i < m.n; i++)
             if (m.recs[i].head.kind == TP_K_SYNC && m.recs[i].sync.correlation == 4) {
@@ -1722,17 +1710,12 @@ TEST(tracer_reads_the_record_versions_of_cupti_12_and_of_later_13s) {
                  {"SYNCTOP_STANDIN_CUPTI=13.2", 130200},
                  {"SYNCTOP_STANDIN_CUPTI=13.4", 130400}};
     for (size_t v = 0; v < sizeof plays / sizeof plays[0]; v++) {
-        char record[512];
-        snprintf(record, sizeof record, "SYNCTOP_RECORD=%s", task_path("trace.trace"));
-        const char *env[] = {record, "SYNCTOP_LISTEN=none", "SYNCTOP_VERBOSE=1", plays[v].play, NULL};
-        ASSERT_EQ(run_harness(script, env), 0);
+        model m;
+        record_script(script, "SYNCTOP_VERBOSE=1", plays[v].play, &m);
         char *err = read_text(task_path("err.txt"));
         char want[64];
         snprintf(want, sizeof want, "synctop: CUPTI %u from ", plays[v].version);
         ASSERT_STR_CONTAINS(err, want);
-        model m;
-        model_init(&m);
-        model_from_file(&m, task_path("trace.trace"));
         long ki = kernel_index(&m, "k12");
         ASSERT_GE(ki, 0);
         const tp_kernel *k = &m.recs[ki].kernel;
@@ -1821,7 +1804,7 @@ TEST(tracer_keeps_what_cuptis_worker_hands_over_during_exit) {
                   "worker on\n"
                   "kernel name=at_exit start=2000000000 end=2000400000 corr=1\n"
                   "call domain=rt cbid=131 wait=500000 corr=2 site=1\n",
-                  NULL, &m);
+                  NULL, NULL, &m);
     char *out = read_text(task_path("out.txt"));
     char *err = read_text(task_path("err.txt"));
     ASSERT_STR_CONTAINS(out, " worker_buffers=0\n"); /* nothing before exit */

@@ -138,14 +138,12 @@ static const struct {
     size_t sizes[LAYOUT_SIZES]; /* 0 after the last */
     const char *name;
 } layouts[] = {
-    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-     {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityKernel9), sizeof(tr_cupti_kernel11),
-      sizeof(tr_cupti_kernel12), sizeof(tr_cupti_kernel13)},
-     "CONCURRENT_KERNEL"},
-    {CUPTI_ACTIVITY_KIND_KERNEL,
-     {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityKernel9), sizeof(tr_cupti_kernel11),
-      sizeof(tr_cupti_kernel12), sizeof(tr_cupti_kernel13)},
-     "KERNEL"},
+#define KERNEL_SIZES                                                                                                \
+    {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityKernel9), sizeof(tr_cupti_kernel11),                     \
+     sizeof(tr_cupti_kernel12), sizeof(tr_cupti_kernel13)}
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, KERNEL_SIZES, "CONCURRENT_KERNEL"},
+    {CUPTI_ACTIVITY_KIND_KERNEL, KERNEL_SIZES, "KERNEL"},
+#undef KERNEL_SIZES
     {CUPTI_ACTIVITY_KIND_MEMCPY,
      {sizeof(CUpti_ActivityMemcpy6), sizeof(CUpti_ActivityMemcpy5), sizeof(tr_cupti_memcpy7)}, "MEMCPY"},
     {CUPTI_ACTIVITY_KIND_MEMSET, {sizeof(CUpti_ActivityMemset4), sizeof(tr_cupti_memset5)}, "MEMSET"},

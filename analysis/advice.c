@@ -60,6 +60,13 @@ static const struct {
                      "make it cheaper; launch overhead shrinks with CUDA graphs",
                      "Queue the GPU's next work before this host work, move it to another thread or process, or "
                      "make it cheaper; launch overhead shrinks with CUDA graphs or torch.compile"},
+    [AN_FIX_HOST_API] = {"host-cuda-calls", "slow CUDA calls that do not wait for the GPU",
+                         "Do the slow setup once, before the work: allocate memory and create streams and events "
+                         "ahead and reuse them, and load kernels at start-up (CUDA_MODULE_LOADING=EAGER) instead "
+                         "of on their first launch",
+                         "Warm up before the work that counts: run a step first so that the caching allocator "
+                         "holds its memory, streams exist and kernels are loaded, and allocate no new memory in "
+                         "the loop"},
 };
 
 const char *an_fix_name(int fix) { return fix >= 0 && fix < AN_FIX_N_ ? k_fixes[fix].name : "none"; }
@@ -171,11 +178,20 @@ void an_advise(const st_store *s, const an_site *site, an_advice *out) {
 void an_advise_host(const st_store *s, const an_host_range *h, const char *range, an_advice *out) {
     memset(out, 0, sizeof *out);
     int input = strstr(range, "DataLoader") != NULL || strstr(range, "__next__") != NULL;
-    out->fix = input ? AN_FIX_INPUT : AN_FIX_HOST;
+    int api = h->api_name != 0 && 2 * h->api_ns >= h->idle_ns;
+    out->fix = api ? AN_FIX_HOST_API : input ? AN_FIX_INPUT : AN_FIX_HOST;
     out->cause = k_fixes[out->fix].cause;
     out->change = change_of(s, out->fix);
     out->gpu_ns = h->idle_ns;
-    if (range[0] == '\0')
+    if (api) {
+        char raw[200];
+        const char *call = st_str(s, h->api_name);
+        snprintf(raw, sizeof raw, "the GPU had nothing queued while the host was in %s, %.0f%% of it in CUDA calls "
+                                  "that did not wait; the longest: %s, %.3f ms",
+                 range[0] ? "this range" : "no named range", 100.0 * (double)h->api_ns / (double)h->idle_ns,
+                 call ? call : "?", (double)h->api_max_ns / 1e6);
+        tp_sanitize(out->why, sizeof out->why, raw, strlen(raw), NULL);
+    } else if (range[0] == '\0')
         snprintf(out->why, sizeof out->why, "the GPU had nothing queued while the host was in no CUDA call that "
                                             "waited and in no range the trace names (NVTX ranges or record_function "
                                             "would name it)");

@@ -31,6 +31,8 @@ typedef enum an_fix {
     AN_FIX_MEMSET,       /* a synchronous memset */
     AN_FIX_INPUT,        /* the host busy loading data (a DataLoader) while the GPU has nothing queued */
     AN_FIX_HOST,         /* the host busy elsewhere (a range, or none) while the GPU has nothing queued */
+    AN_FIX_HOST_API,     /* the same, most of it inside CUDA calls that do not wait (cudaMalloc, stream
+                            creation, a first launch loading its module) */
     AN_FIX_N_
 } an_fix;
 

@@ -158,6 +158,8 @@ typedef struct an_ctx {
     uint64_t *pend; /* parallel to r->bubbles: POS of the work that ended each */
     size_t pend_room; /* bytes mapped for pend (room_for) */
     uint64_t *prefix_end; /* max block end over blocks[0..i] */
+    size_t *chain;        /* the waits of the bubble being attributed, latest start first */
+    size_t chain_cap;
 } an_ctx;
 
 static uint64_t clip_lo(uint64_t v, uint64_t lo) {
@@ -529,29 +531,63 @@ static int stream_pass(an_ctx *c, size_t l) {
     return 0;
 }
 
+/* The time in [lo, hi) that the blocks at idx[0..n) (latest start first) cover, each instant once
+ * (a driver call inside a runtime call, a wait inside another). */
+static uint64_t waits_cover(const an_result *r, const size_t *idx, size_t n, uint64_t lo, uint64_t hi) {
+    uint64_t sum = 0, cs = 0, ce = 0;
+    int open = 0;
+    for (size_t j = n; j-- > 0;) { /* by start */
+        const an_block *bl = &r->blocks[idx[j]];
+        uint64_t a = clip_lo(bl->start, lo), e = clip_hi(bl->end, hi);
+        if (e <= a)
+            continue;
+        if (open && a <= ce) {
+            if (e > ce)
+                ce = e;
+            continue;
+        }
+        if (open)
+            sum += ce - cs;
+        cs = a;
+        ce = e;
+        open = 1;
+    }
+    return open ? sum + ce - cs : sum;
+}
+
 /* What of a bubble [start, end) a wait costs, the waits of its chain running from first to last
- * (the host blocked, by turns, from the first's start to the end of the last, which ended before
- * the submission at L of the work that ended the bubble). The idle while the host waited is the
- * wait's. The idle after the wait is, up to the GPU time the wait held the host back for (the work
- * the GPU still ran after the first wait began, before the bubble): without the wait the host
- * would have gone on that much sooner and queued work behind it. The rest is the host's own: idle
- * before the wait began (the GPU ran dry first), and host time after the wait beyond what it held
- * back; from the submission on, launch latency. So a wait that held the host for a 100 ms step
- * costs the 25 ms of host work after it, and one that found the GPU idle costs its own length. */
-static an_wait_split stall_share(const an_bubble *b, uint64_t first, uint64_t last, uint64_t L, uint64_t prev_end) {
+ * (which ended before the submission at L of the work that ended the bubble) and covering waited
+ * of the bubble between them. The idle while the host waited is the wait's. The idle while the
+ * host was busy between the waits and after the last is, up to the GPU time the waits held the
+ * host back for (the work the GPU still ran after the first wait began, before the bubble): without
+ * the wait the host would have gone on that much sooner and queued work behind it. The rest is the
+ * host's own: idle before the wait began (the GPU ran dry first), and host time between and after
+ * the waits beyond what they held back; from the submission on, launch latency. So a wait that held
+ * the host for a 100 ms step costs the 25 ms of host work after it, one that found the GPU idle
+ * costs its own length, and two short waits found idle with 40 ms of host work between them cost
+ * their own lengths. The share is placed to end where the last wait ended, or past it by what the
+ * waits held back beyond the host's time between them. */
+static an_wait_split stall_share(const an_bubble *b, uint64_t first, uint64_t last, uint64_t waited, uint64_t L,
+                                 uint64_t prev_end) {
     uint64_t from = first > b->start ? first : b->start;
     uint64_t to = last < b->end ? last : b->end;
     if (from > b->end)
         from = b->end;
     if (to < from)
         to = from;
+    if (waited > to - from)
+        waited = to - from;
     /* the GPU's work while the host waited: from the wait's start (or the end of the bubble before,
      * if later) to this bubble; gaps too short to be bubbles count as work */
     uint64_t since = first > prev_end ? first : prev_end;
     uint64_t held = since < b->start ? b->start - since : 0;
+    uint64_t between = to - from - waited; /* the host busy between the waits */
+    uint64_t cover = held < between ? held : between;
+    held -= cover;
     uint64_t after = b->end - to;
-    to += held < after ? held : after;
-    return (an_wait_split){from, to, L != UINT64_MAX && L > to && L < b->end ? L : b->end};
+    an_wait_split w = {to - waited - cover, to + (held < after ? held : after), 0};
+    w.launch_from = L != UINT64_MAX && L > w.block_to && L < b->end ? L : b->end;
+    return w;
 }
 
 an_wait_split an_bubble_parts(const an_result *r, const an_bubble *x) {
@@ -609,7 +645,7 @@ static int attribute(an_ctx *c) {
          * before the submission wins. */
         size_t lo = blocks_from = blocks_starting_at(r, blocks_from, b->end);
         b->launch_lane = *v != POS_NONE ? (uint32_t)POS_LANE(*v) : AN_NONE;
-        size_t best = SIZE_MAX;
+        size_t best = SIZE_MAX, n_chain = 0;
         uint64_t limit = L != UINT64_MAX ? L : b->end, first = UINT64_MAX;
         for (size_t i = lo; i-- > 0;) {
             if (c->prefix_end[i] < b->start)
@@ -619,6 +655,9 @@ static int attribute(an_ctx *c) {
                 continue;
             if (bl->device != TP_NO_DEVICE && bl->device != b->device)
                 continue;
+            if (CM_GROW(c->chain, c->chain_cap, n_chain + 1))
+                return ERR_NOMEM;
+            c->chain[n_chain++] = i;
             if (best == SIZE_MAX || bl->end > r->blocks[best].end)
                 best = i;
             if (bl->start < first)
@@ -630,7 +669,9 @@ static int attribute(an_ctx *c) {
             b->cause = AN_CAUSE_BLOCK;
             b->block = (uint32_t)best;
             b->split = (uint32_t)r->n_splits;
-            r->splits[r->n_splits++] = stall_share(b, first, r->blocks[best].end, L, prev_end);
+            uint64_t last = r->blocks[best].end;
+            uint64_t waited = waits_cover(r, c->chain, n_chain, clip_lo(first, b->start), clip_hi(last, b->end));
+            r->splits[r->n_splits++] = stall_share(b, first, last, waited, L, prev_end);
         } else if (L != UINT64_MAX && L > b->start) {
             b->cause = AN_CAUSE_HOST;
         } else {
@@ -918,20 +959,36 @@ static void findings_sites(an_ctx *c, size_t n_device_bubbles) {
         an_finding *f = &out->findings[i];
         if (f->rule != AN_RULE_LOW_UTIL)
             continue;
-        uint64_t best = 0;
+        /* the waits' share of the window's idle, summed per call site (per API without one): the
+         * first eight sites met are told apart, the rest go uncounted */
+        struct {
+            uint64_t callsite;
+            uint32_t name;
+            uint64_t ns;
+        } per[8];
+        size_t n = 0;
         for (size_t k = 0; k < n_device_bubbles; k++) {
             const an_bubble *b = &out->bubbles[k];
             if (b->producer != f->producer || b->device != f->device || b->cause != AN_CAUSE_BLOCK ||
                 b->end <= f->start || b->start >= f->end)
                 continue;
-            an_wait_split w = an_bubble_parts(out, b);
-            uint64_t d = w.block_to - w.block_from;
-            if (d > best) {
-                best = d;
-                f->callsite = out->blocks[b->block].callsite;
-                f->name = out->blocks[b->block].name;
-            }
+            uint64_t part[AN_CAUSE_N_] = {0};
+            an_bubble_split(out, b, f->start, f->end, part);
+            const an_block *bl = &out->blocks[b->block];
+            size_t j = 0;
+            while (j < n && !(per[j].callsite == bl->callsite && (bl->callsite || per[j].name == bl->name)))
+                j++;
+            if (j == n && n < sizeof per / sizeof per[0])
+                per[n++] = (__typeof__(per[0])){bl->callsite, bl->name, 0};
+            if (j < n)
+                per[j].ns += part[AN_CAUSE_BLOCK];
         }
+        /* named when its waits cost at least half of the window's idle ("mostly after") */
+        for (size_t j = 0; j < n; j++)
+            if (2 * per[j].ns >= f->total_ns && per[j].ns > 0) {
+                f->callsite = per[j].callsite;
+                f->name = per[j].name;
+            }
     }
 }
 
@@ -941,6 +998,7 @@ typedef struct host_seg {
     size_t nvtx;
     uint32_t producer;
     uint16_t device;
+    uint32_t lane; /* the submitting call's lane (AN_NONE: not known) */
     uint64_t a, b;
 } host_seg;
 
@@ -969,9 +1027,49 @@ static int host_piece_cmp(const void *x, const void *y) {
     return p->a < q->a ? -1 : p->a > q->a;
 }
 
-/* Adds [a, b) to (producer, name)'s entry, and as a piece. */
-static int host_credit(an_ctx *c, cm_u64map *idx, size_t *cap, uint32_t producer, uint32_t name, uint64_t a,
-                       uint64_t b) {
+/* Whether the call at (lane, index), which starts at start, is one of the blocks. */
+static int is_block(const an_result *r, size_t lane, size_t index, uint64_t start) {
+    size_t i = cm_seek_sorted(r->blocks, r->n_blocks, sizeof *r->blocks, offsetof(an_block, start), 0, start);
+    for (; i < r->n_blocks && r->blocks[i].start == start; i++)
+        if (r->blocks[i].lane == lane && r->blocks[i].index == index)
+            return 1;
+    return 0;
+}
+
+/* The time of [a, b) that the thread of a calls' lane spent in CUDA calls that did not wait (each
+ * instant once: a driver call inside a runtime call), into h, with the call that took the most of
+ * it. A call that encloses a is found among the eight calls that started last before it (calls
+ * nest a level or two deep). */
+static void host_api_time(const an_ctx *c, uint32_t lane, uint64_t a, uint64_t b, an_host_range *h) {
+    const st_store *s = c->s;
+    if (lane == AN_NONE || (size_t)lane >= st_lane_count(s) || st_lane_get(s, lane)->kind != ST_LANE_THREAD)
+        return;
+    size_t n;
+    const st_event *ev = st_lane_events(s, lane, &n);
+    size_t i = cm_seek_sorted(ev, n, sizeof *ev, offsetof(st_event, start), 0, a);
+    for (size_t back = 0, j = i; back < 8 && j > 0; back++)
+        if (st_ev_end(s, &ev[--j]) > a)
+            i = j;
+    uint64_t reach = a;
+    for (; i < n && ev[i].start < b; i++) {
+        uint64_t x = clip_lo(ev[i].start, a), y = clip_hi(st_ev_end(s, &ev[i]), b);
+        if (y <= x || is_block(c->r, lane, i, ev[i].start))
+            continue;
+        if (y > reach) {
+            h->api_ns += y - (x > reach ? x : reach);
+            reach = y;
+        }
+        if (y - x > h->api_max_ns) {
+            h->api_max_ns = y - x;
+            h->api_name = st_ev_name(s, &ev[i]);
+        }
+    }
+}
+
+/* Adds [a, b), spent by the thread of the calls' lane (AN_NONE: not known), to (producer, name)'s
+ * entry, and as a piece. */
+static int host_credit(an_ctx *c, cm_u64map *idx, size_t *cap, uint32_t producer, uint32_t name, uint32_t lane,
+                       uint64_t a, uint64_t b) {
     an_result *r = c->r;
     uint64_t ns = b - a;
     if (CM_GROW(r->host_pieces, c->pieces_cap, r->n_host_pieces + 1))
@@ -982,6 +1080,7 @@ static int host_credit(an_ctx *c, cm_u64map *idx, size_t *cap, uint32_t producer
     uint64_t key = ((uint64_t)producer << 32 | name) + 1;
     if (c->last_credit_key == key) { /* the same range as the stretch before: no lookup */
         r->host_ranges[c->last_credit].idle_ns += ns;
+        host_api_time(c, lane, a, b, &r->host_ranges[c->last_credit]);
         return 0;
     }
     uint64_t *v = cm_u64map_get_or_add(idx, key, POS_NONE, NULL);
@@ -994,6 +1093,7 @@ static int host_credit(an_ctx *c, cm_u64map *idx, size_t *cap, uint32_t producer
         *v = r->n_host_ranges++;
     }
     r->host_ranges[*v].idle_ns += ns;
+    host_api_time(c, lane, a, b, &r->host_ranges[*v]);
     c->last_credit_key = key;
     c->last_credit = (size_t)*v;
     return 0;
@@ -1048,7 +1148,13 @@ static int host_merge_numbered(an_ctx *c) {
         const named_range *p = i > 0 ? &v[i - 1] : NULL;
         if (p != NULL && v[i].numbered && p->numbered && p->h.producer == v[i].h.producer && p->len == v[i].len &&
             memcmp(p->text, v[i].text, v[i].len) == 0) {
-            r->host_ranges[n - 1].idle_ns += v[i].h.idle_ns;
+            an_host_range *into = &r->host_ranges[n - 1];
+            into->idle_ns += v[i].h.idle_ns;
+            into->api_ns += v[i].h.api_ns;
+            if (v[i].h.api_max_ns > into->api_max_ns) {
+                into->api_max_ns = v[i].h.api_max_ns;
+                into->api_name = v[i].h.api_name;
+            }
             continue;
         }
         r->host_ranges[n] = v[i].h;
@@ -1101,11 +1207,11 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
             if (iv[i][1] <= iv[i][0])
                 continue;
             if (nvtx == SIZE_MAX) {
-                rc = host_credit(c, &idx, &cap, b->producer, 0, iv[i][0], iv[i][1]);
+                rc = host_credit(c, &idx, &cap, b->producer, 0, b->launch_lane, iv[i][0], iv[i][1]);
             } else if (CM_GROW(segs, segs_cap, n_segs + 1)) {
                 rc = -1;
             } else {
-                segs[n_segs++] = (host_seg){nvtx, b->producer, b->device, iv[i][0], iv[i][1]};
+                segs[n_segs++] = (host_seg){nvtx, b->producer, b->device, b->launch_lane, iv[i][0], iv[i][1]};
             }
         }
     }
@@ -1137,7 +1243,8 @@ static int host_phase(an_ctx *c, size_t n_device_bubbles) {
             if (top > 0 && st_ev_end(s, &ev[stack[top - 1]]) < next)
                 next = st_ev_end(s, &ev[stack[top - 1]]);
             if (rc == 0)
-                rc = host_credit(c, &idx, &cap, g->producer, top > 0 ? st_ev_name(s, &ev[stack[top - 1]]) : 0, t, next);
+                rc = host_credit(c, &idx, &cap, g->producer, top > 0 ? st_ev_name(s, &ev[stack[top - 1]]) : 0, g->lane,
+                                 t, next);
             t = next;
         }
     }
@@ -1232,6 +1339,7 @@ int an_analyze(const st_store *s, const an_opts *opts, an_result *out, err_msg *
     free(want_gpu.p);
     cm_big_free(c.pend, c.pend_room);
     free(c.prefix_end);
+    free(c.chain);
     if (rc != 0) {
         an_result_free(out);
         return err_set(err, ERR_NOMEM, "analysis: out of memory");

@@ -145,6 +145,9 @@ typedef struct an_host_range {
     int numbered;      /* the names of several ranges that differ only in a "#<number>" ending
                           (ProfilerStep#12): name is one of them */
     uint64_t idle_ns;
+    uint64_t api_ns;     /* of idle_ns, the time that thread spent in CUDA calls that did not wait */
+    uint32_t api_name;   /* the call that took the most of it in one go (store string; 0: none) */
+    uint64_t api_max_ns; /* and how much */
 } an_host_range;
 
 /* One stretch of a device bubble the host spent elsewhere, and the innermost range it ran then. */

@@ -368,6 +368,15 @@ static int judge(const an_result *r, an_steps *out, const uint64_t *per_site, si
     return 0;
 }
 
+const char *an_steps_none_why(const an_steps *st, char *buf, size_t len) {
+    if (st == NULL || st->profiler_ranges == 0)
+        snprintf(buf, len, "no ProfilerStep ranges");
+    else
+        snprintf(buf, len, "%zu ProfilerStep range%s, fewer than the three steps need", st->profiler_ranges,
+                 st->profiler_ranges == 1 ? "" : "s");
+    return buf;
+}
+
 int an_steps_find(const st_store *s, const an_result *r, const char *range_name, an_steps *out, err_msg *err) {
     memset(out, 0, sizeof *out);
     size_t cap = 0, pcap = 0;
@@ -385,9 +394,12 @@ int an_steps_find(const st_store *s, const an_result *r, const char *range_name,
         snprintf(out->what, sizeof out->what, "ProfilerStep#N");
     }
     if (rc == 0 && out->n_steps < 3) {
+        size_t profiler = out->n_steps;
         out->n_steps = 0;
         out->what[0] = '\0';
         rc = steps_from_heartbeat(s, r, out, &cap);
+        if (out->n_steps < 3)
+            out->profiler_ranges = profiler;
         out->source = AN_STEPS_HEARTBEAT;
     }
     if (rc == 0 && out->n_steps < 3) {

@@ -68,7 +68,12 @@ typedef struct an_steps {
     uint64_t median_ns;    /* of all steps' wall time */
     an_periodic *periodic;
     size_t n_periodic;
+    size_t profiler_ranges; /* with no steps: the ProfilerStep#N ranges found, fewer than three */
 } an_steps;
+
+/* Why no steps were found, in a few words ("no ProfilerStep ranges", "2 ProfilerStep ranges, fewer
+ * than the three steps need"). */
+const char *an_steps_none_why(const an_steps *st, char *buf, size_t len);
 
 /* Finds the steps in an analysed store: the ranges named range_name (NULL: none) when three or more,
  * else the profiler's ProfilerStep#N ranges, else the most regular blocking call. Returns

@@ -343,7 +343,10 @@ static void write_json(FILE *out, const st_store *s, const an_result *r, const r
             an_advise_host(s, h, name, &adv);
             fprintf(out, "%s{\"producer\":%u,\"rank\":%d,\"range\":", i ? "," : "", h->producer, rank_of(s, h->producer));
             json_str(out, name);
-            fprintf(out, ",\"idle_ns\":%" PRIu64, h->idle_ns);
+            fprintf(out, ",\"idle_ns\":%" PRIu64 ",\"cuda_calls_ns\":%" PRIu64 ",\"longest_call\":", h->idle_ns,
+                    h->api_ns);
+            json_str(out, h->api_name ? st_str(s, h->api_name) : "");
+            fprintf(out, ",\"longest_call_ns\":%" PRIu64, h->api_max_ns);
             json_advice(out, &adv);
             fputc('}', out);
         }
@@ -942,9 +945,10 @@ static void text_idle_causes(FILE *out, const st_store *s, const an_result *r) {
         fprintf(out, " %11.3f %11.3f %11.3f %12.3f\n", ms(d->idle_by_cause[AN_CAUSE_BLOCK]),
                 ms(d->idle_by_cause[AN_CAUSE_LAUNCH]), ms(d->idle_by_cause[AN_CAUSE_HOST]), ms(d->idle_by_cause[0]));
     }
-    wrap(out, 2, 2, "blocked: the host was waiting in a CUDA call; launch: work was queued but had not "
-                    "started; host: the host submitted nothing in time; unattributed: gaps shorter than "
-                    "the threshold, and before the first and after the last GPU operation.");
+    wrap(out, 2, 2, "blocked: the host was waiting in a CUDA call; launch: the call that queued the next work "
+                    "had begun, the work not yet started (launch latency, or the call's own time: a first "
+                    "launch loading its kernel); host: the host submitted nothing in time; unattributed: gaps "
+                    "shorter than the threshold, and before the first and after the last GPU operation.");
 }
 
 /* Findings, grouped by rule. */
@@ -1353,7 +1357,7 @@ static void text_advice(FILE *out, const st_store *s, const an_result *r, const 
             char safe_name[160];
             tp_sanitize(safe_name, sizeof safe_name, name, strlen(name), NULL);
             const char *tick = md && name[0] ? "`" : ""; /* markdown: a name's underscores stay as they are */
-            snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (the host busy, in no CUDA call) %s%s%s%s%s",
+            snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (the host busy, not waiting in CUDA) %s%s%s%s%s",
                      shown, ms(a.gpu_ns), name[0] ? "in " : "in no named range", tick, safe_name, tick,
                      who(s, v[i].host->producer, rk, sizeof rk));
         } else {
@@ -1387,16 +1391,19 @@ static void text_steps(FILE *out, const st_store *s, const an_result *r, const a
     char where[512], line[2048], rk[48];
     fprintf(out, md ? "\n## Steps\n\n" : "\nSteps\n");
     if (st->source == AN_STEPS_NONE) {
-        wrap(out, md ? 0 : 2, md ? 0 : 2,
-             "no steps found: no ProfilerStep ranges, no range named with --step, and no range or blocking "
-             "call that repeats regularly enough to mark a loop (0.1 ms or more apart, with GPU work between, "
-             "over a tenth of the trace or more); --step NAME names the loop's range");
+        char why[96];
+        snprintf(line, sizeof line,
+                 "no steps found: %s; no range named with --step; and no range or blocking call that repeats "
+                 "regularly enough to mark a loop (0.1 ms or more apart, with GPU work between, over a tenth of "
+                 "the trace or more); --step NAME names the loop's range",
+                 an_steps_none_why(st, why, sizeof why));
+        wrap(out, md ? 0 : 2, md ? 0 : 2, line);
         return;
     }
     size_t slow = 0;
     for (size_t i = 0; i < st->n_steps; i++)
         slow += st->steps[i].outlier;
-    snprintf(line, sizeof line, "%zu steps by %s%s%s%s, median %.3f ms; %zu slow (above median + 3 MAD)", st->n_steps,
+    snprintf(line, sizeof line, "%zu steps by %s%s%s%s, median %.3f ms; %zu slow (above median + 3 x 1.4826 MAD)", st->n_steps,
              an_step_source_name(st->source), st->what[0] ? " (" : "", st->what, st->what[0] ? ")" : "",
              ms(st->median_ns), slow);
     wrap(out, md ? 0 : 2, md ? 0 : 4, line);

@@ -146,9 +146,12 @@ void vw__slow_step_cmd(vw_state *v, const vw_layout *L, vw_cmd c) {
             best = x;
     }
     if (best == NULL) {
-        snprintf(v->message, sizeof v->message, "%s", st == NULL || st->n_steps == 0 ? "no steps found"
-                                                      : c == VW_CMD_NEXT_SLOW ? "no slow step after the cursor"
-                                                                              : "no slow step before the cursor");
+        char why[96];
+        if (st == NULL || st->n_steps == 0)
+            snprintf(v->message, sizeof v->message, "no steps found: %s", an_steps_none_why(st, why, sizeof why));
+        else
+            snprintf(v->message, sizeof v->message, "%s",
+                     c == VW_CMD_NEXT_SLOW ? "no slow step after the cursor" : "no slow step before the cursor");
         return;
     }
     uint64_t d = best->end - best->start, w = d + d / 4 > (uint64_t)L->timeline.w ? d + d / 4 : (uint64_t)L->timeline.w;

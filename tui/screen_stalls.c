@@ -461,11 +461,15 @@ void vw__stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols) {
         break;
     }
     case VW_CMD_STALL_STEP:
+        if (!v->stalls.step && (v->steps == NULL || v->steps->n_steps == 0)) {
+            char why[96];
+            snprintf(v->message, sizeof v->message, "no steps found (%s): the stalls stay the whole run's",
+                     an_steps_none_why(v->steps, why, sizeof why));
+            break;
+        }
         v->stalls.step = !v->stalls.step;
         vw_sites_update(v);
-        if (v->stalls.step && (v->steps == NULL || v->steps->n_steps == 0))
-            snprintf(v->message, sizeof v->message, "no steps found: the stalls panel stays empty (t: all)");
-        else if (v->stalls.step && v->stalls.step_no >= 0)
+        if (v->stalls.step && v->stalls.step_no >= 0)
             snprintf(v->message, sizeof v->message, "stalls of step %" PRId64 " (t: all the run)", v->stalls.step_no);
         else if (v->stalls.step)
             snprintf(v->message, sizeof v->message, "stalls of the step at the cursor: it is in none");

@@ -33,14 +33,16 @@ Calls with the same API and frames make one site: its count and summed duration.
 GPU idle a wait cost (--idle; analysis/analysis.c's stall_share): the device's bubbles are the gaps
 of 20 us or more in the union of its kernels, copies and memsets (of some length). A bubble belongs to the waits of its
 process that end within it, at or before the submission (the launch row of the same correlation) of
-the work that ended it, the last of them taking it: their share runs from the first one's start (or
-the bubble's, if later) to the last one's end, plus, of the bubble after that, up to the time from
-the first one's start (or the previous bubble's end, if later) to the bubble's start. The rest of
+the work that ended it, the last of them taking it: their share is the time of the bubble they
+cover (each instant once), plus, of the host's time between them and then of the bubble after the
+last one's end, up to the time from the first one's start (or the previous bubble's end, if later)
+to the bubble's start; it ends where the last one ended, or past it by what that time leaves. The rest of
 such a bubble before the submission, and the whole of one with no wait whose work was submitted
 after it began, is the host's: by the innermost user_annotation of the submitting thread (the launch
 row's pid and tid; "" for none; a legacy ProfilerStep#N Operator row is one), names ending in
 "#<digits>" counted as one ("ProfilerStep#N"); per step (a report's steps), the host's share in it
-and the range most of it went to.
+and the range most of it went to; per range, the time of it the submitting thread spent in its
+host calls that do not block (each instant once) and the longest of them there.
 
 Legacy traces: a host pid or tid written as a string of digits is that number; an Operator row
 named ProfilerStep#N is a step annotation (as user_annotation), not an operator. ROCm traces: HIP
@@ -257,7 +259,9 @@ def bubble_costs(path, gap=20000):
     """(api -> GPU idle ns its blocking calls cost (the last wait of each bubble's chain),
         range -> GPU idle ns the host spent in it, innermost user_annotation of the submitting thread,
                  "" for none, names ending in #<digits> taken as one with "#N",
-        the pieces of that: (start, end, the range's own name))."""
+        the pieces of that: (start, end, the range's own name),
+        range -> [ns of it the submitting thread spent in its calls that did not wait (each instant
+                  once), the longest such call's ns in it, the names of the calls that long])."""
     with gzip.open(path, "rt") as f:
         doc = json.load(f, parse_float=decimal.Decimal)
     ops, host, work, annots = {}, [], defaultdict(list), defaultdict(list)
@@ -281,12 +285,30 @@ def bubble_costs(path, gap=20000):
         corr = e.get("args", {}).get("correlation")
         if corr and corr not in launch:
             launch[corr] = (ns(e["ts"]), (str(e["pid"]), int(e["tid"]) & 0xFFFFFFFF))
-    waits = []
+    waits, calls = [], defaultdict(list)
     for e in host:
+        t0 = ns(e["ts"])
         if blocks(e["name"], ops.get(e.get("args", {}).get("correlation"))):
-            t0 = ns(e["ts"])
             waits.append((t0, t0 + ns(e["dur"]), e["name"]))
+        else:
+            calls[(str(e["pid"]), int(e["tid"]) & 0xFFFFFFFF)].append((t0, t0 + ns(e.get("dur", 0)), e["name"]))
     by_api, by_range, pieces = Counter(), Counter(), []
+    api = defaultdict(lambda: [0, 0, set()])  # range -> [ns in calls that did not wait, longest, its names]
+
+    def credit(thread, key, lo, hi):
+        by_range[key] += hi - lo
+        if thread is None:
+            return
+        spans = sorted((max(x, lo), min(y, hi), n) for x, y, n in calls.get(thread, []) if x < hi and y > lo)
+        reach = lo
+        for x, y, n in spans:  # each instant once
+            if y > reach:
+                api[key][0] += y - max(x, reach)
+                reach = y
+            if y - x > api[key][1]:
+                api[key][1], api[key][2] = y - x, {n}
+            elif y - x == api[key][1] and y > x:
+                api[key][2].add(n)
 
     def in_ranges(thread, a, b):
         rows = [r for r in annots.get(thread, []) if r[0] < b and r[1] > a]
@@ -296,7 +318,7 @@ def bubble_costs(path, gap=20000):
             name = max(inner, key=lambda r: r[0])[2] if inner else ""
             pieces.append((lo, hi, name))
             m = re.match(r"^(.*#)[0-9]+$", name)
-            by_range[m.group(1) + "N" if m and m.group(1) != "#" else name] += hi - lo
+            credit(thread, m.group(1) + "N" if m and m.group(1) != "#" else name, lo, hi)
 
     for dev, rows in work.items():
         rows.sort(key=lambda r: (r[0], r[1]))
@@ -310,11 +332,19 @@ def bubble_costs(path, gap=20000):
                     first = min(w[0] for w in chain)
                     last = max(chain, key=lambda w: w[1])
                     lo, hi = max(first, s), max(min(last[1], t), max(first, s))
+                    spans = sorted((max(w[0], lo), min(w[1], hi)) for w in chain)
+                    waited, reach = 0, lo
+                    for x, y in spans:  # each instant once
+                        if y > reach:
+                            waited += y - max(x, reach)
+                            reach = y
                     held = max(0, s - max(first, prev_end))
-                    to = hi + min(held, t - hi)
-                    by_api[last[2]] += to - lo
+                    cover = min(held, hi - lo - waited)
+                    to = hi + min(held - cover, t - hi)
+                    frm = hi - waited - cover
+                    by_api[last[2]] += to - frm
                     launch_from = L if L is not None and to < L < t else t
-                    host_parts = [(s, lo), (to, launch_from)]
+                    host_parts = [(s, frm), (to, launch_from)]
                 elif L is not None and L > s:
                     host_parts = [(s, t)]
                 else:
@@ -322,13 +352,13 @@ def bubble_costs(path, gap=20000):
                 for x, y in host_parts:
                     if y > x:
                         if thread is None:
-                            by_range[""] += y - x
+                            credit(None, "", x, y)
                             pieces.append((x, y, ""))
                         else:
                             in_ranges(thread, x, y)
                 prev_end = t
             end = b if end is None or b > end else end
-    return by_api, by_range, pieces
+    return by_api, by_range, pieces, api
 
 
 def step_host(pieces, start, end):
@@ -499,8 +529,15 @@ def main():
             report = json.load(f)
         rows = report.get("host_ranges", [])
         got_ranges = Counter({h["range"]: h["idle_ns"] for h in rows})
-        _, by_range, pieces = bubble_costs(sys.argv[i + 1])
+        _, by_range, pieces, api = bubble_costs(sys.argv[i + 1])
         want_ranges = Counter({k: v for k, v in by_range.items() if v})
+        for h in rows:  # the time in CUDA calls that did not wait, and the longest of them
+            w = api[h["range"]]
+            if (h["cuda_calls_ns"], h["longest_call_ns"]) != (w[0], w[1]) or (w[1] and h["longest_call"] not in w[2]):
+                print(f"host range {h['range']!r}: expected {w[0]} ns in CUDA calls that did not wait, the longest "
+                      f"{w[1]} ns ({sorted(w[2])}); the report says {h['cuda_calls_ns']}, {h['longest_call_ns']} "
+                      f"({h['longest_call']!r})")
+                sys.exit(1)
         for st in (report.get("steps") or {}).get("steps", []):
             want_step = step_host(pieces, st["start"], st["end"])
             got_step = (st["host_idle_ns"], st["host_range"], st["host_range_ns"])

@@ -186,10 +186,11 @@ TEST(analysis_single_stream_trace) {
      * pageable copy's end (270 + 2 = 272) and starts again with spin_kernel at 372, launched at 362: a
      * 100 us bubble. The waits that end in it before that launch are the pageable cudaMemcpyAsync
      * (252..281) and cudaStreamSynchronize (282..288); the latest to end, the sync, is charged, the
-     * chain of waits having begun at 252. Its share: the 16 us it overlapped the bubble (272..288),
-     * then, of the 84 us after it, the GPU time the chain held the host back for: from the end of the
-     * bubble before (236..270; later than 252) to 272, 2 us. 18 us in all; then the host's own
-     * (290..362) and launch latency (362..372). */
+     * chain of waits having begun at 252. Its share: the 15 us the waits cover of the bubble
+     * (272..281 and 282..288), then, of the host's 1 us between them (281..282) and the 84 us after
+     * the sync, the GPU time the chain held the host back for: from the end of the bubble before
+     * (236..270; later than 252) to 272, 2 us. 17 us in all, from the bubble's start to 289; then
+     * the host's own (289..362) and launch latency (362..372). */
     const an_bubble *big = NULL;
     for (size_t i = 0; i < r.n_bubbles; i++)
         if (r.bubbles[i].lane == AN_DEVICE_LANE && r.bubbles[i].end - r.bubbles[i].start == 100000)
@@ -200,10 +201,10 @@ TEST(analysis_single_stream_trace) {
     ASSERT_UEQ(r.blocks[big->block].end - r.blocks[big->block].start, 6000);
     an_wait_split bw = an_bubble_parts(&r, big);
     ASSERT_UEQ(bw.block_from, big->start);
-    ASSERT_UEQ(bw.block_to - bw.block_from, 18000);
+    ASSERT_UEQ(bw.block_to - bw.block_from, 17000);
     ASSERT_UEQ(bw.launch_from - big->start, 90000);
     const an_site *st = site_by_api(s, &r, "cudaStreamSynchronize");
-    ASSERT_UEQ(st->gpu_idle_ns, 18000);
+    ASSERT_UEQ(st->gpu_idle_ns, 17000);
     an_result_free(&r);
     st_store_destroy(&s);
 }

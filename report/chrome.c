@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "u64map.h"
 #include "report.h"
 #include "synctop/sanitize.h"
 
@@ -52,7 +53,51 @@ typedef struct exp_ctx {
     uint64_t done, total, next_tick;
     rp_progress_fn progress;
     void *progress_ctx;
+    uint32_t producer; /* of the lane being written */
+    cm_u64map flows;   /* (producer, correlation) of the calls that queued GPU work: 1, 2 once its
+                          arrow's start is written */
 } exp_ctx;
+
+/* A flow arrow's key and id: the correlation, made unique across processes. */
+static uint64_t flow_key(uint32_t producer, uint32_t corr) { return (uint64_t)producer << 32 | corr; }
+
+static int is_gpu_work(const st_store *s, const st_event *e) {
+    int k = st_ev_kind(s, e);
+    return k == TP_K_KERNEL || k == TP_K_MEMCPY || k == TP_K_MEMSET;
+}
+
+/* The calls that queued GPU work in the store: those whose correlation a kernel, copy or memset of
+ * their process carries (the first call of the process with it). Arrows are drawn between those
+ * only, so that none starts or ends in nothing. 0 or ERR_NOMEM. */
+static int flow_pairs(exp_ctx *x, const st_store *s) {
+    cm_u64map work = {0};
+    int rc = 0;
+    for (size_t l = 0; l < st_lane_count(s) && rc == 0; l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != ST_LANE_STREAM)
+            continue;
+        size_t n;
+        const st_event *ev = st_lane_events(s, l, &n);
+        for (size_t i = 0; i < n && rc == 0; i++)
+            if (ev[i].corr && is_gpu_work(s, &ev[i]) && cm_u64map_put(&work, flow_key(li->producer, ev[i].corr), 1) != 0)
+                rc = ERR_NOMEM;
+    }
+    for (size_t l = 0; l < st_lane_count(s) && rc == 0; l++) {
+        const st_lane_info *li = st_lane_get(s, l);
+        if (li->kind != ST_LANE_THREAD)
+            continue;
+        size_t n;
+        const st_event *ev = st_lane_events(s, l, &n);
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            uint64_t key = flow_key(li->producer, ev[i].corr);
+            if (ev[i].corr && st_ev_kind(s, &ev[i]) == TP_K_API && cm_u64map_find(&work, key) != NULL &&
+                cm_u64map_put(&x->flows, key, 1) != 0)
+                rc = ERR_NOMEM;
+        }
+    }
+    cm_u64map_free(&work);
+    return rc;
+}
 
 static void row_begin(exp_ctx *x) {
     fputs(x->first ? "\n" : ",\n", x->out);
@@ -207,10 +252,13 @@ static void chrome_api(exp_ctx *x, const st_store *s, const st_event *e, int64_t
     }
     if (st_ev_flags(s, e) & TP_F_BLOCKING)
         chrome_frames(x, s, e, pid, tid);
-    if (flows && e->corr && (st_ev_flags(s, e) & TP_F_LAUNCH)) {
+    uint64_t *v = flows && e->corr ? cm_u64map_find(&x->flows, flow_key(x->producer, e->corr)) : NULL;
+    if (v != NULL && *v == 1) {
+        *v = 2;
         row_begin(x);
-        fprintf(out, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%u,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
-                e->corr, pid, tid);
+        fprintf(out, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%" PRIu64 ",\"pid\":%" PRId64
+                     ",\"tid\":%" PRId64 ",\"ts\":",
+                flow_key(x->producer, e->corr), pid, tid);
         jus(out, e->start);
         fputs("}", out);
     }
@@ -263,10 +311,11 @@ static void chrome_event(exp_ctx *x, const st_store *s, const st_lane_info *li, 
         fputs(",\"cat\":\"other\",\"name\":\"?\"}", out);
         break;
     }
-    if (flows && e->corr && (st_ev_kind(s, e) == TP_K_KERNEL || st_ev_kind(s, e) == TP_K_MEMCPY || st_ev_kind(s, e) == TP_K_MEMSET)) {
+    if (flows && e->corr && is_gpu_work(s, e) && cm_u64map_find(&x->flows, flow_key(x->producer, e->corr)) != NULL) {
         row_begin(x);
-        fprintf(out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%u,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
-                e->corr, pid, tid);
+        fprintf(out, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%" PRIu64
+                     ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
+                flow_key(x->producer, e->corr), pid, tid);
         jus(out, e->start);
         fputs("}", out);
     }
@@ -275,6 +324,10 @@ static void chrome_event(exp_ctx *x, const st_store *s, const st_lane_info *li, 
 int rp_write_chrome(FILE *out, const st_store *s, int flows, rp_progress_fn progress_cb, void *ctx) {
     exp_ctx x = {.out = out, .first = 1, .progress = progress_cb, .progress_ctx = ctx};
     x.total = st_store_events(s);
+    if (flows && flow_pairs(&x, s) != 0) {
+        cm_u64map_free(&x.flows);
+        return ERR_NOMEM;
+    }
     chrome_header(out, s);
     chrome_names(&x, s);
     /* The events; blocking calls carry their call site. */
@@ -287,11 +340,13 @@ int rp_write_chrome(FILE *out, const st_store *s, int flows, rp_progress_fn prog
                           ? gpu_pid(li->producer, li->device)
                           : (int64_t)pi->pid;
         int64_t tid = li->id == TP_NO_ID ? wide_tid(li) : (int64_t)li->id;
+        x.producer = li->producer;
         for (size_t i = 0; i < n; i++) {
             progress(&x);
             chrome_event(&x, s, li, &ev[i], pid, tid, flows);
         }
     }
     fputs("\n]}\n", out);
+    cm_u64map_free(&x.flows);
     return ferror(out) ? ERR_IO : 0;
 }

@@ -88,9 +88,10 @@ static int cmd_export(int argc, char **argv) {
     if (s == NULL)
         return verb_error("export", "out of memory");
     err_msg err = {{0}};
+    size_t left_out = 0; /* sources that could not be read: the others are exported, and the status is 1 */
     /* the sources are read several at a time, each where its clock puts it */
     if (verb_read_files("export", s, (const char *const *)sources, (size_t)n_sources, max_events, INGEST_ALIGN_CLOCK,
-                        &err) != 0) {
+                        &left_out, &err) != 0) {
         verb_error("export", "%s", err.msg);
         st_store_destroy(&s);
         return 1;
@@ -122,7 +123,7 @@ static int cmd_export(int argc, char **argv) {
             unlink(tmp);
     }
     st_store_destroy(&s);
-    return status;
+    return status == 0 && left_out > 0 ? 1 : status;
 }
 
 SYNCTOP_VERB(export, .name = "export", .fn = cmd_export,

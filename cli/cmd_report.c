@@ -378,6 +378,7 @@ typedef struct report_run {
     rp_check checks[REPORT_MAX_CHECKS];
     int n_checks;
     int hta, steps, ranks, summary;
+    size_t left_out;      /* sources that could not be read: the report is of the others, the status 1 */
     double for_s, wait_s; /* --for; --wait (a live source that never answers) */
     uint64_t max_events;
     int align; /* INGEST_ALIGN_* */
@@ -559,8 +560,10 @@ static int report_load(report_run *run) {
         files[n_files++] = run->sources[i];
     }
     if (n_files > 0) {
-        if (verb_read_files("report", run->s, files, (size_t)n_files, run->max_events, run->align, &run->err) != 0)
+        if (verb_read_files("report", run->s, files, (size_t)n_files, run->max_events, run->align, &run->left_out,
+                            &run->err) != 0)
             return verb_error("report", "%s", run->err.msg);
+        run->ro.left_out = run->left_out;
         /* what the import freed goes back to the system before the analysis takes its own (the
          * batch verbs keep freed memory for reuse: cm_malloc_for_batches) */
         malloc_trim(0);
@@ -708,7 +711,7 @@ static int report_baseline(report_run *run) {
         return 1;
     /* read several at a time, as the run's files, each where its clock puts it */
     if (verb_read_files("report", run->bs, (const char *const *)run->base_src, (size_t)run->n_base, run->max_events,
-                        INGEST_ALIGN_CLOCK, &run->err) != 0)
+                        INGEST_ALIGN_CLOCK, NULL, &run->err) != 0)
         return verb_error("report", "baseline %s", run->err.msg);
     verb_symbolize("report", run->bs);
     if (an_analyze(run->bs, &run->ao, &run->br, &run->err) != 0 ||
@@ -788,6 +791,8 @@ static int cmd_report(int argc, char **argv) {
         status = report_hta(&run);
     if (status == 0)
         status = report_checks(&run, report_output(&run));
+    if (status == 0 && run.left_out > 0) /* the report is of the sources that could be read */
+        status = 1;
     report_free(&run);
     return status;
 }

@@ -107,12 +107,12 @@ static int read_progress(void *ctx, size_t index, const char *path, uint64_t don
 }
 
 int verb_read_files(const char *verb_name, st_store *s, const char *const *paths, size_t n, uint64_t max_events,
-                    int align, err_msg *err) {
+                    int align, size_t *left_out, err_msg *err) {
     /* a large profiler trace takes seconds to minutes: on a terminal, how far the reading is */
     verb_progress bar;
     verb_progress_init(&bar, "reading", (int)n, isatty(STDERR_FILENO));
-    int rc = ingest_files_told(s, paths, n, max_events, align, verb_warn_cb, (void *)verb_name, read_progress, &bar,
-                               err);
+    int rc = ingest_files_kept(s, paths, n, max_events, align, verb_warn_cb, (void *)verb_name, read_progress, &bar,
+                               left_out, err);
     verb_progress_clear(&bar);
     return rc;
 }

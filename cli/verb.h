@@ -104,10 +104,12 @@ void verb_progress_clear(verb_progress *p);
 /* Reads files (trace files, profiler traces, Nsight exports) into s as ingest_files does, several
  * at once on the cores the process may use, each placed as align says (INGEST_ALIGN_*; what
  * aligning did is said as a warning), the store committed; on a terminal with the progress bar
- * ("reading"). 0, or the ingest error (its message in err). */
+ * ("reading"). With left_out, a file that cannot be read is left out with a warning saying why and
+ * the others read (ingest_files_kept; *left_out: how many); without, it ends the reading. 0, or
+ * the ingest error (its message in err). */
 struct st_store;
 int verb_read_files(const char *verb_name, struct st_store *s, const char *const *paths, size_t n,
-                    uint64_t max_events, int align, struct err_msg *err);
+                    uint64_t max_events, int align, size_t *left_out, struct err_msg *err);
 
 /* The clocks of the hosts above as the relays answered (tp_sub_clock), on one line, and that the
  * file keeps them: "synctop VERB: clocks against this machine's, as the relays answered: ...". */

@@ -57,7 +57,21 @@ struct ingest_loader {
     void *progress_ctx;
     int ops;     /* ingest_keep_ops */
     int threads; /* an import's threads (import_opts.threads): 0 for the default */
+    int keep;    /* several sources: one that cannot be read is left out, the others read */
+    unsigned char *left; /* per part: it was left out */
+    size_t n_left;       /* sources left out, whether at opening or in the reading */
+    size_t n_asked;      /* sources asked for */
 };
+
+/* Says that a source is left out, and why (warn). */
+static void leave_out(ingest_loader *ld, const err_msg *why) {
+    ld->n_left++;
+    if (ld->warn != NULL) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "left out: %s", why->msg);
+        ld->warn(ld->ctx, msg);
+    }
+}
 
 /* A JSON text (after a UTF-8 byte order mark and white space: an object or an array) or gzip. */
 static int looks_like_json(const uint8_t *p, size_t n) {
@@ -279,8 +293,8 @@ static int kineto_emit(void *ctx, const void *batch, size_t len, err_msg *err) {
     return st_store_add_batch(ctx, batch, len, err);
 }
 
-ingest_loader *ingest_open_many(st_store *s, const char *const *paths, size_t n, uint64_t max_events,
-                                ingest_warn_fn warn, void *ctx, err_msg *err) {
+static ingest_loader *open_many(st_store *s, const char *const *paths, size_t n, uint64_t max_events,
+                                ingest_warn_fn warn, void *ctx, int keep, err_msg *err) {
     if (n == 1)
         return ingest_open_max(s, paths[0], max_events, warn, ctx, err);
     ingest_loader *ld = calloc(1, sizeof *ld);
@@ -293,22 +307,40 @@ ingest_loader *ingest_open_many(st_store *s, const char *const *paths, size_t n,
     ld->s = s;
     ld->warn = warn;
     ld->ctx = ctx;
-    if ((ld->part_prods = calloc(2 * (n ? n : 1), sizeof *ld->part_prods)) == NULL) {
+    ld->keep = keep;
+    ld->n_asked = n;
+    if ((ld->part_prods = calloc(2 * (n ? n : 1), sizeof *ld->part_prods)) == NULL ||
+        (ld->left = calloc(n ? n : 1, 1)) == NULL) {
         ingest_close(&ld);
         err_set(err, ERR_NOMEM, "out of memory");
         return NULL;
     }
     ld->part_prods[0] = (uint32_t)st_producer_count(s);
     for (size_t i = 0; i < n; i++) {
-        if ((ld->parts[i] = ingest_open_max(s, paths[i], max_events, warn, ctx, err)) == NULL) {
+        ingest_loader *part = ingest_open_max(s, paths[i], max_events, warn, ctx, err);
+        if (part == NULL && keep) {
+            leave_out(ld, err);
+            continue;
+        }
+        if (part == NULL) {
             ingest_close(&ld);
             return NULL;
         }
-        ld->n_parts++;
-        if (ld->parts[i]->r != NULL) /* its index is read: no descriptor held until its turn */
-            tp_freader_release(ld->parts[i]->r);
+        ld->parts[ld->n_parts++] = part;
+        if (part->r != NULL) /* its index is read: no descriptor held until its turn */
+            tp_freader_release(part->r);
+    }
+    if (ld->n_parts == 0) {
+        ingest_close(&ld);
+        err_set(err, ERR_IO, "none of the %zu sources could be read", n);
+        return NULL;
     }
     return ld;
+}
+
+ingest_loader *ingest_open_many(st_store *s, const char *const *paths, size_t n, uint64_t max_events,
+                                ingest_warn_fn warn, void *ctx, err_msg *err) {
+    return open_many(s, paths, n, max_events, warn, ctx, 0, err);
 }
 
 void ingest_set_align(ingest_loader *ld, int mode) { ld->align = mode; }
@@ -340,6 +372,8 @@ static void align_parts(ingest_loader *ld) {
     size_t m = 0;
     int shared = 0;
     for (size_t i = 0; i < n; i++) {
+        if (ld->left[i])
+            continue;
         uint32_t a = ld->part_prods[2 * i], b = ld->part_prods[2 * i + 1];
         uint64_t t0 = UINT64_MAX, t1 = 0;
         for (uint32_t p = a; p < b; p++) {
@@ -438,6 +472,13 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
             if (r == AHEAD_MINE)
                 r = ingest_step(part, budget_s, err);
             ld->part_prods[2 * ld->cur + 1] = (uint32_t)st_producer_count(ld->s);
+            if (r < 0 && ld->keep && r != ERR_NOMEM && r != ERR_EOF) { /* not out of memory, not cancelled */
+                leave_out(ld, err);
+                ld->left[ld->cur] = 1;
+                if (ld->n_left == ld->n_asked)
+                    return err_set(err, ERR_IO, "none of the %zu sources could be read", ld->n_asked);
+                r = 1;
+            }
             if (r <= 0)
                 return r;
             if (part->r != NULL)
@@ -546,6 +587,7 @@ void ingest_close(ingest_loader **ldp) {
         ingest_close(&ld->parts[i]);
     free(ld->parts);
     free(ld->part_prods);
+    free(ld->left);
     tp_freader_close(&ld->r);
     if (ld->fd >= 0)
         close(ld->fd);
@@ -586,7 +628,13 @@ static int tell(void *ctx, uint64_t done, uint64_t total) {
 
 int ingest_files_told(st_store *s, const char *const *paths, size_t n, uint64_t max_events, int align,
                       ingest_warn_fn warn, void *ctx, ingest_reading_fn reading, void *reading_ctx, err_msg *err) {
-    ingest_loader *ld = ingest_open_many(s, paths, n, max_events, warn, ctx, err);
+    return ingest_files_kept(s, paths, n, max_events, align, warn, ctx, reading, reading_ctx, NULL, err);
+}
+
+int ingest_files_kept(st_store *s, const char *const *paths, size_t n, uint64_t max_events, int align,
+                      ingest_warn_fn warn, void *ctx, ingest_reading_fn reading, void *reading_ctx, size_t *left_out,
+                      err_msg *err) {
+    ingest_loader *ld = open_many(s, paths, n, max_events, warn, ctx, left_out != NULL, err);
     if (ld == NULL)
         return ERR_IO;
     ingest_set_align(ld, align);
@@ -598,6 +646,8 @@ int ingest_files_told(st_store *s, const char *const *paths, size_t n, uint64_t 
         ;
     if (rc > 0 && ld->align_note[0] && warn)
         warn(ctx, ld->align_note);
+    if (left_out != NULL)
+        *left_out = ld->n_left;
     ingest_close(&ld);
     if (rc < 0)
         return rc;

@@ -46,6 +46,12 @@ typedef int (*ingest_reading_fn)(void *ctx, size_t index, const char *path, uint
 /* ingest_files, telling reading (with reading_ctx) as it goes. */
 int ingest_files_told(st_store *s, const char *const *paths, size_t n, uint64_t max_events, int align,
                       ingest_warn_fn warn, void *ctx, ingest_reading_fn reading, void *reading_ctx, err_msg *err);
+/* ingest_files_told, where a source that cannot be read (not found, not a trace, a JSON error)
+ * is left out, said through warn, and the others read; *left_out says how many were. Not out of
+ * memory or cancelled: those end the reading. None read is an error. */
+int ingest_files_kept(st_store *s, const char *const *paths, size_t n, uint64_t max_events, int align,
+                      ingest_warn_fn warn, void *ctx, ingest_reading_fn reading, void *reading_ctx, size_t *left_out,
+                      err_msg *err);
 /* Imports the profiler trace (INGEST_KINETO) or Nsight Systems export (INGEST_NSYS) at path, its
  * batches to emit: kineto_import or nsys_import. */
 int ingest_import_path(const char *path, int kind, const import_opts *o, import_emit_fn emit, void *ctx,

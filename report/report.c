@@ -295,7 +295,8 @@ static void write_json(FILE *out, const st_store *s, const an_result *r, const r
     uint64_t wall = r->t1 - r->t0;
     fprintf(out, "{\"source\":");
     json_str(out, o->source ? o->source : "");
-    fprintf(out, ",\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"span_ns\":%" PRIu64, r->t0, r->t1, wall);
+    fprintf(out, ",\"sources_left_out\":%zu,\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"span_ns\":%" PRIu64, o->left_out,
+            r->t0, r->t1, wall);
     if (!o->hta_only) {
         fprintf(out, ",\"host\":{\"blocked_ns\":%" PRIu64 ",\"blocked_share\":%.6f,\"blocking_calls\":%zu,\"api_calls\":%" PRIu64 "}",
                 r->blocked_ns, share(r->blocked_ns, wall), r->n_blocks, r->api_calls);
@@ -1495,6 +1496,14 @@ static void write_text(FILE *out, const st_store *s, const an_result *r, const r
     else {
         snprintf(line, sizeof line, "synctop report: %s", src);
         wrap(out, 0, 2, line);
+    }
+    if (o->left_out > 0) {
+        snprintf(line, sizeof line, "NOT IN THIS REPORT: %zu of the sources, which could not be read (the warnings "
+                                    "say why)", o->left_out);
+        if (md)
+            fprintf(out, "**%s**\n\n", line);
+        else
+            wrap(out, 0, 2, line);
     }
     if (!o->hta_only) {
         text_totals(out, s, r, md);

@@ -33,6 +33,7 @@ typedef struct rp_opts {
     const char *baseline;  /* what the baseline was read from */
     const an_ranks *ranks; /* per rank figures and the stragglers at collectives; NULL: not asked */
     unsigned sources;      /* RP_SRC_* bits: the kinds of input, for what is said of calls without a site */
+    size_t left_out;       /* sources that could not be read and are not in it */
 } rp_opts;
 
 enum { RP_SRC_KINETO = 1u, RP_SRC_NSYS = 2u, RP_SRC_TRACER = 4u };

@@ -1158,6 +1158,41 @@ TEST(export_flow_arrows_pair_each_call_with_its_gpu_work) {
     }
 }
 
+/* Of several sources, one that cannot be read is left out, said why, and the rest are reported or
+ * exported; the status says the whole was not read. The good trace's own counts (4 kernels and a
+ * copy, by its "cat" rows) are what the report shows of it. */
+TEST(report_and_export_keep_the_sources_that_can_be_read) {
+    FILE *f = fopen(task_path("bad.json"), "w");
+    ASSERT_NOT_NULL(f);
+    fputs("{\"traceEvents\": [\n{\"ph\": \"X\", oops}\n]}\n", f);
+    fclose(f);
+    ASSERT(json_holds(KINETO_TRACE_DIR "/event_sync_single_stream.json.gz",
+                      "c = [e.get('cat') for e in d['traceEvents']]; ok = c.count('kernel') == 4 and c.count('gpu_memcpy') == 1"));
+    char args[4096];
+    snprintf(args, sizeof args, "report %s '%s'", SINGLE, task_path("bad.json"));
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "warning: left out: ");
+    ASSERT_STR_CONTAINS(out_buf, "bad.json: line 2, column");
+    ASSERT_STR_CONTAINS(out_buf, "NOT IN THIS REPORT: 1 of the sources");
+    ASSERT_STR_CONTAINS(out_buf, "kernels 4, copies 1,");
+    snprintf(args, sizeof args, "report --format json -o '%s' '%s' %s", task_path("r.json"), task_path("nosuch.json"), SINGLE);
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "nosuch.json: cannot open");
+    ASSERT_STR_CONTAINS(slurp(task_path("r.json")), "\"sources_left_out\":1,");
+    snprintf(args, sizeof args, "report '%s' '%s'", task_path("nosuch.json"), task_path("bad.json"));
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "none of the 2 sources could be read");
+    snprintf(args, sizeof args, "export %s '%s' -o '%s'", SINGLE, task_path("bad.json"), task_path("x.json"));
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "warning: left out: ");
+    snprintf(args, sizeof args,
+             "python3 -c \"import json, sys; ev = json.load(open(sys.argv[1]))['traceEvents']; "
+             "c = [e.get('cat') for e in ev if e.get('ph') == 'X']; "
+             "sys.exit(0 if c.count('kernel') == 4 and c.count('gpu_memcpy') == 1 else 1)\" '%s'",
+             task_path("x.json"));
+    ASSERT_EQ(system(args), 0);
+}
+
 /* ---- report on a live source (synctop-testpub standing in for a traced program) ---- */
 
 #include <errno.h>

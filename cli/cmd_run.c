@@ -68,11 +68,16 @@ static void run_usage(FILE *out) {
             "                     writes them) or a file of keys, one per line; without it,\n"
             "                     whoever has FILE.pub and can reach the port can watch\n"
             "  --insecure         allow a non-loopback --listen address without --key\n"
-            "  --no-tui           no live view: print the report at the end\n"
+            "  --no-tui           no live view: the report at the end, on standard error\n"
+            "                     (CMD's own output stays where it was)\n"
             "  --log FILE         with the live view, CMD's output goes to FILE (default:\n"
-            "                     synctop-run-PID.log in the private endpoint directory)\n"
+            "                     synctop-run-PID.log in the private endpoint directory);\n"
+            "                     CMD's standard input is then /dev/null\n"
+            "  -f, --force        replace an existing --record or --log FILE\n"
             "  --ascii, --mono    the live view in ASCII / without colours\n\n"
-            "Environment read by the tracer inside CMD (run sets the first three where unset):\n"
+            "Environment read by the tracer inside CMD (run sets CUDA_INJECTION64_PATH, and\n"
+            "NVTX_INJECTION64_PATH, SYNCTOP_START_WAIT_MS and SYNCTOP_MODE where unset; an\n"
+            "exported SYNCTOP_LISTEN or SYNCTOP_ENDPOINT is taken as --listen, \"none\" left out):\n"
             "  CUDA_INJECTION64_PATH       the tracer library (set by run)\n"
             "  NVTX_INJECTION64_PATH       the tracer too, so NVTX ranges are recorded (set by run)\n"
             "  SYNCTOP_START_WAIT_MS       wait this long at CUDA init for a viewer (run: 5000)\n"
@@ -207,9 +212,11 @@ typedef struct run_follow {
     int *status;
     const char *listen_ep;
     int exited;
-    double quiet_since;
+    double quiet_since, exited_at;
     uint64_t missed;
 } run_follow;
+
+#define RUN_AFTER_EXIT_S 10.0 /* the longest run hears batches once the command has ended */
 
 static int run_batch(void *ctx, const tp_sub_msg *m, err_msg *err) {
     run_follow *f = ctx;
@@ -225,9 +232,14 @@ static int run_tick(void *ctx) {
         discover((long)f->child, headless_add, f->h);
     if (!f->exited && waitpid(f->child, f->status, WNOHANG) == f->child) {
         f->exited = 1;
-        f->quiet_since = cm_now_s();
+        f->quiet_since = f->exited_at = cm_now_s();
     }
-    return f->exited && (tp_sub_all_ended(f->h->sub) || cm_now_s() - f->quiet_since > 1.0);
+    /* its processes' last batches, until they said goodbye or a quiet second; bounded, as a
+     * process that outlives the command may go on publishing */
+    double quiet = cm_now_s() - f->quiet_since;
+    return f->exited && (tp_sub_all_ended(f->h->sub) || quiet > 1.0 || cm_now_s() - f->exited_at > RUN_AFTER_EXIT_S ||
+                         (st_producer_count(f->st) == 0 && quiet > 0.2)); /* a traced process is heard from
+                                                                           * its start: none came */
 }
 
 /* ---- the environment of the command ---- */
@@ -264,7 +276,7 @@ static void print_report(FILE *out, st_store *st, const char *cmd, int status_co
     }
     if (n_prods == 0) {
         fprintf(out, "  no tracer reported: not a CUDA program, CUDA never initialised, or the "
-                     "tracer stepped aside (see its one-line notice above)\n");
+                     "tracer stepped aside (when it does, it says why in one line above)\n");
         return;
     }
     if (drops || ended < n_prods)
@@ -287,19 +299,19 @@ static void print_report(FILE *out, st_store *st, const char *cmd, int status_co
 
 typedef struct run_args {
     const char *record, *listen, *log, *key, *clients;
-    int no_tui, ascii, mono, insecure;
+    int no_tui, ascii, mono, insecure, force;
     char **cmd;
 } run_args;
 
 /* The options, up to the command (after "--", or the first operand); 0 or EXIT_USAGE when the
  * verb is done, -1 to go on. */
 static int parse_args(int argc, char **argv, run_args *a) {
-    enum { O_RECORD = 1, O_LISTEN, O_LOG, O_KEY, O_INSECURE, O_NO_TUI, O_ASCII, O_MONO, O_CLIENTS };
+    enum { O_RECORD = 1, O_LISTEN, O_LOG, O_KEY, O_INSECURE, O_NO_TUI, O_ASCII, O_MONO, O_CLIENTS, O_FORCE };
     static const arg_opt opts[] = {
         {O_RECORD, "--record", NULL, 1},     {O_LISTEN, "--listen", NULL, 1}, {O_LOG, "--log", NULL, 1},
         {O_KEY, "--key", NULL, 1},           {O_INSECURE, "--insecure", NULL, 0},
         {O_NO_TUI, "--no-tui", NULL, 0},     {O_ASCII, "--ascii", NULL, 0},   {O_MONO, "--mono", NULL, 0},
-        {O_CLIENTS, "--clients", NULL, 1},
+        {O_CLIENTS, "--clients", NULL, 1},   {O_FORCE, "--force", "-f", 0},
     };
     args p;
     ARGS_INIT(&p, "run", run_usage, opts, argc, argv);
@@ -317,16 +329,19 @@ static int parse_args(int argc, char **argv, run_args *a) {
         case O_NO_TUI: a->no_tui = 1; break;
         case O_ASCII: a->ascii = 1; break;
         case O_MONO: a->mono = 1; break;
+        case O_FORCE: a->force = 1; break;
         default: a->cmd = args_from_operand(&p); return -1;
         }
     }
     return args_bad(&p, "no command given (synctop run [OPTIONS] -- COMMAND [ARGS...])");
 }
 
-/* The live view's log file for the command's output: private, never an existing file. */
-static int open_log(const char *path, char *out, size_t outlen) {
+/* The live view's log file for the command's output: private; --log's replaces an existing file
+ * only when forced (the default one, in the private directory, is run's own). */
+static int open_log(const char *path, int force, char *out, size_t outlen) {
     if (path != NULL) {
         snprintf(out, outlen, "%s", path);
+        return open(out, O_WRONLY | O_CREAT | (force ? O_TRUNC : O_EXCL) | O_CLOEXEC | O_NOFOLLOW, 0600);
     } else {
         char dir[PATH_MAX];
         err_msg err;
@@ -540,7 +555,32 @@ static void run_headless(const run_args *a, headless *h, st_store *st, pid_t chi
     if (live_follow(h->sub, &lo, &err) == LIVE_FAILED)
         verb_error("run", "cannot receive: %s", err.msg);
     int code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
-    print_report(stdout, st, a->cmd[0], code, (double)(now_ms() - t0) / 1000.0, f.missed);
+    print_report(stderr, st, a->cmd[0], code, (double)(now_ms() - t0) / 1000.0, f.missed);
+}
+
+/* An endpoint the environment names for the tracer (SYNCTOP_LISTEN, else SYNCTOP_ENDPOINT) is where
+ * the command's processes would publish, not their own endpoints run looks for: taken as --listen
+ * when none is given, said in a line. "none" (publish nothing) would leave run with nothing to
+ * show: dropped from the command's environment. 0, or the verb's status. */
+static int run_inherited_listen(run_args *a) {
+    static const char *const names[] = {"SYNCTOP_LISTEN", "SYNCTOP_ENDPOINT"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (v == NULL || v[0] == '\0')
+            continue;
+        if (strcmp(v, "none") == 0) {
+            verb_say("run", "%s=none in the environment is left out: run follows what the command publishes",
+                     names[i]);
+            unsetenv(names[i]);
+            continue;
+        }
+        if (a->listen == NULL) {
+            a->listen = v;
+            verb_say("run", "publishing on %s, as %s in the environment says (as --listen)", v, names[i]);
+        }
+        return 0;
+    }
+    return 0;
 }
 
 static int cmd_run(int argc, char **argv) {
@@ -556,8 +596,16 @@ static int cmd_run(int argc, char **argv) {
                                  "SYNCTOP_TRACER=/path/to/libsynctop-tracer.so)");
     char listen_ep[TP_ENDPOINT_MAX] = "";
     err_msg err = {{0}};
+    if ((rc = run_inherited_listen(&a)) != 0)
+        return rc;
     if (a.listen != NULL && tp_endpoint_resolve(a.listen, listen_ep, sizeof listen_ep, &err) < 0)
         return verb_error("run", "--listen %s: %s", a.listen, err.msg);
+    /* The tracer cannot publish where something listens already, and run would hear that instead. */
+    if (listen_ep[0] != '\0' && tp_endpoint_in_use(listen_ep) == 1)
+        return verb_error("run", "--listen %s: something is listening there already (another traced program, "
+                                 "demo or relay?): choose another endpoint", listen_ep);
+    if (!a.force && a.record != NULL && access(a.record, F_OK) == 0)
+        return verb_error("run", "--record %s: the file exists (use --force to replace it)", a.record);
     /* The tracer refuses to publish beyond the machine in the clear: say so before the job starts,
      * not in its log after it ran untraced. */
     if (a.key == NULL && !a.insecure && strncmp(listen_ep, "tcp://", 6) == 0 &&
@@ -577,8 +625,9 @@ static int cmd_run(int argc, char **argv) {
         return rc;
     char log_path[PATH_MAX + 64] = "";
     int log_fd = -1;
-    if (!a.no_tui && (log_fd = open_log(a.log, log_path, sizeof log_path)) < 0)
-        return verb_error("run", "cannot create the log file %s: %s", log_path, strerror(errno));
+    if (!a.no_tui && (log_fd = open_log(a.log, a.force, log_path, sizeof log_path)) < 0)
+        return verb_error("run", "cannot create the log file %s: %s%s", log_path, strerror(errno),
+                          errno == EEXIST ? " (use --force to replace it)" : "");
     headless *h = NULL;
     st_store *st = NULL;
     if (a.no_tui && (rc = run_headless_new(pair, listen_ep, &h, &st)) != 0)

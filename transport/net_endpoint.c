@@ -15,6 +15,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
@@ -221,9 +223,22 @@ int tp_endpoint_is_loopback(const char *endpoint) {
 
 static int check_tcp(const char *endpoint, const char *spec, err_msg *err) {
     if (tp_endpoint_is_loopback(endpoint) < 0)
-        return err_set(err, ERR_INVAL, "cannot understand tcp endpoint '%s': expected HOST:PORT",
-                          spec);
+        return err_set(err, ERR_INVAL,
+                       "cannot understand tcp endpoint '%s': expected HOST:PORT, the port a number from 1 to "
+                       "65535 (or * to bind any)",
+                       spec);
     return 0;
+}
+
+/* "localhost" as 127.0.0.1, which libzmq binds (it binds addresses and interfaces, not names) and
+ * connects to alike. */
+static int tcp_localhost_as_ip(char *out, size_t outlen, err_msg *err) {
+    char host[256];
+    if (tcp_host(out, host, sizeof host) < 0 || strcasecmp(host, "localhost") != 0)
+        return 0;
+    char port[16];
+    snprintf(port, sizeof port, "%s", strrchr(out, ':') + 1);
+    return put(out, outlen, err, "tcp://127.0.0.1:%s", port);
 }
 
 int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, err_msg *err) {
@@ -255,9 +270,9 @@ int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, err_msg *err
                           "cannot understand endpoint '%s': expected PID, HOST:PORT, :PORT, "
                           "tcp://HOST:PORT or ipc://PATH",
                           spec);
-    if (rc < 0)
+    if (rc < 0 || (rc = check_tcp(out, spec, err)) < 0)
         return rc;
-    return check_tcp(out, spec, err);
+    return tcp_localhost_as_ip(out, outlen, err);
 }
 
 /* Tries to connect to a unix socket: 1 someone listens, 0 nobody, or a negative code. */
@@ -286,6 +301,40 @@ int tp_endpoint_is_live(const char *endpoint) {
     if (endpoint == NULL || strncmp(endpoint, "ipc://", 6) != 0)
         return ERR_INVAL;
     return unix_listening(endpoint + 6);
+}
+
+/* Tries a TCP connection to host:port, waiting at most 300 ms: 1 someone listens, 0 nobody. */
+static int tcp_listening(const char *host, const char *port) {
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+    if (getaddrinfo(strcmp(host, "*") == 0 ? "127.0.0.1" : host, port, &hints, &ai) != 0 || ai == NULL)
+        return 0;
+    int found = 0;
+    for (const struct addrinfo *a = ai; a != NULL && !found; a = a->ai_next) {
+        int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+            continue;
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+            found = 1;
+        } else if (errno == EINPROGRESS) {
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
+            int e = 0;
+            socklen_t el = sizeof e;
+            found = poll(&pf, 1, 300) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0;
+        }
+        close(fd);
+    }
+    freeaddrinfo(ai);
+    return found;
+}
+
+int tp_endpoint_in_use(const char *endpoint) {
+    if (endpoint != NULL && strncmp(endpoint, "ipc://", 6) == 0)
+        return endpoint[6] == '@' ? 0 : tp_endpoint_is_live(endpoint);
+    char host[256];
+    if (endpoint == NULL || tcp_host(endpoint, host, sizeof host) < 0)
+        return ERR_INVAL;
+    const char *port = strrchr(endpoint, ':') + 1;
+    return strcmp(port, "*") == 0 ? 0 : tcp_listening(host, port);
 }
 
 int tp_endpoint_each(void (*each)(void *ctx, long pid, const char *endpoint), void *ctx, err_msg *err) {

@@ -57,12 +57,17 @@ int tp_endpoint_for_pid(long pid, char *out, size_t outlen, err_msg *err);
  * negative ERR_* code for an endpoint that is not tcp:// or cannot be parsed. */
 int tp_endpoint_is_loopback(const char *endpoint);
 /* Normalises what a user typed: "PID" -> ipc endpoint of that pid, "host:port" -> tcp://host:port,
- * "tcp://:port" and ":port" -> tcp://127.0.0.1:port, "/path" or "./path" -> ipc://path; other
- * scheme://... are copied. A tcp endpoint must have a host and a port (digits or "*"). */
+ * "tcp://:port" and ":port" -> tcp://127.0.0.1:port, localhost as 127.0.0.1, "/path" or "./path"
+ * -> ipc://path; other scheme://... are copied. A tcp endpoint must have a host and a port (1 to
+ * 65535, or "*"). */
 int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, err_msg *err);
 /* Is a process listening on this ipc:// endpoint? 1 yes, 0 no (no socket file, or a file left by a
  * process that died), or a negative ERR_* code (not ipc://, permission denied). */
 int tp_endpoint_is_live(const char *endpoint);
+/* Does something listen on this endpoint already: an ipc:// one (tp_endpoint_is_live), or a
+ * tcp:// one that a connection reaches within 300 ms (a port of "*": not asked)? 1, 0, or a
+ * negative ERR_* code. */
+int tp_endpoint_in_use(const char *endpoint);
 /* Calls each for every PID.sock endpoint in tp_endpoint_dir() (live or not); returns how many, or
  * a negative ERR_* code when the directory cannot be listed. */
 int tp_endpoint_each(void (*each)(void *ctx, long pid, const char *endpoint), void *ctx, err_msg *err);

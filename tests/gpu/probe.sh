@@ -73,7 +73,7 @@ if "$python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; th
     run torch-profiler timeout "$limit" "$python" "$src/diag_profiler.py"
     for py in diag_torch diag_profiler; do
         echo "== synctop run --record $py.trace"
-        timeout "$limit" "$build/synctop" run --no-tui --record "$logs/$py.trace" -- "$python" "$src/$py.py" \
+        timeout "$limit" "$build/synctop" run --no-tui --force --record "$logs/$py.trace" -- "$python" "$src/$py.py" \
             >"$logs/$py.synctop.out" 2>&1 </dev/null
         rc=$?
         if [ "$rc" -eq 0 ]; then

@@ -43,7 +43,7 @@ failed=0
 for src in "$root"/samples/sample_*.cu; do
     name=$(basename "$src" .cu)
     echo "== $name"
-    if ! "$synctop" run --no-tui --record "$traces/$name.trace" -- "$build/samples/$name"; then
+    if ! "$synctop" run --no-tui --force --record "$traces/$name.trace" -- "$build/samples/$name"; then
         echo "FAIL $name: exited with an error"; failed=$((failed + 1)); continue
     fi
     "$check" "$traces/$name.trace" "$src" || failed=$((failed + 1))
@@ -55,7 +55,7 @@ if "$python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; th
     for py in "$root"/samples/torch_*.py; do
         name=$(basename "$py" .py)
         echo "== $name"
-        if ! "$synctop" run --no-tui --record "$traces/$name.trace" -- "$python" "$py" >/dev/null; then
+        if ! "$synctop" run --no-tui --force --record "$traces/$name.trace" -- "$python" "$py" >/dev/null; then
             echo "FAIL $name: exited with an error"; failed=$((failed + 1)); continue
         fi
         "$check" "$traces/$name.trace" "$py" || failed=$((failed + 1))

@@ -32,7 +32,7 @@ torch_site=$("$python" -c 'import os, torch; print(os.path.dirname(os.path.dirna
 "$venv/bin/synctop" --version
 
 line=$(grep -n "# @item" "$root/samples/torch_item.py" | cut -d: -f1)
-SYNCTOP_VERBOSE=1 timeout 180 "$venv/bin/synctop" run --no-tui --record "$out/wheel_item.trace" -- \
+SYNCTOP_VERBOSE=1 timeout 180 "$venv/bin/synctop" run --no-tui --force --record "$out/wheel_item.trace" -- \
     "$venv/bin/python" "$root/samples/torch_item.py" >"$out/wheel_run.log" 2>&1 || fail "synctop run: $(tail -20 "$out/wheel_run.log")"
 grep -i "libcupti" "$out/wheel_run.log" | head -3
 timeout 120 "$venv/bin/synctop" report "$out/wheel_item.trace" >"$out/wheel_item.report" 2>&1 || fail "synctop report"

@@ -1498,6 +1498,29 @@ TEST(publisher_allows_only_tcp_and_ipc_files) {
 
 /* ---- endpoints ---- */
 
+/* Whether something listens on an endpoint: a bound publisher's tcp and ipc endpoints say yes, the
+ * same endpoints once it is gone say no. */
+TEST(endpoint_in_use_sees_a_listener_and_its_absence) {
+    use_private_runtime_dir();
+    char ipc[PATH_MAX + 16];
+    snprintf(ipc, sizeof ipc, "ipc://%s", task_path("inuse.sock"));
+    static const char *const tcp = "tcp://127.0.0.1:0";
+    const char *const eps[] = {tcp, ipc};
+    for (size_t i = 0; i < 2; i++) {
+        err_msg err = {{0}};
+        tp_pub_opts o = {.endpoint = eps[i]};
+        tp_pub *pub = tp_pub_new(&o, &err);
+        ASSERT_NOT_NULL(pub);
+        char bound[TP_ENDPOINT_MAX];
+        snprintf(bound, sizeof bound, "%s", tp_pub_endpoint(pub));
+        ASSERT_EQ(tp_endpoint_in_use(bound), 1);
+        tp_pub_destroy(&pub);
+        ASSERT_EQ(tp_endpoint_in_use(bound), 0);
+    }
+    ASSERT_EQ(tp_endpoint_in_use("tcp://127.0.0.1:*"), 0);
+    ASSERT(tp_endpoint_in_use("nonsense") < 0);
+}
+
 TEST(endpoint_resolve_forms) {
     char out[TP_ENDPOINT_MAX];
     err_msg err = {{0}};
@@ -1511,6 +1534,11 @@ TEST(endpoint_resolve_forms) {
     ASSERT_STR_EQ(out, "tcp://[::1]:6000");
     ASSERT_OK(tp_endpoint_resolve("tcp://10.0.0.2:7", out, sizeof out, &err));
     ASSERT_STR_EQ(out, "tcp://10.0.0.2:7");
+    /* libzmq binds addresses and interfaces, not host names: localhost is its address */
+    ASSERT_OK(tp_endpoint_resolve("tcp://localhost:5571", out, sizeof out, &err));
+    ASSERT_STR_EQ(out, "tcp://127.0.0.1:5571");
+    ASSERT_OK(tp_endpoint_resolve("LocalHost:6000", out, sizeof out, &err));
+    ASSERT_STR_EQ(out, "tcp://127.0.0.1:6000");
     ASSERT_OK(tp_endpoint_resolve("ipc:///run/x.sock", out, sizeof out, &err));
     ASSERT_STR_EQ(out, "ipc:///run/x.sock");
     ASSERT_OK(tp_endpoint_resolve("/run/x.sock", out, sizeof out, &err));

@@ -1094,6 +1094,79 @@ TEST(run_refuses_a_clear_text_listen_beyond_the_machine_before_starting) {
     free(err);
 }
 
+/* run --listen where something listens already is refused before the command starts: the tracer
+ * could not publish there, and run would hear the other publisher. */
+TEST(run_refuses_a_listen_endpoint_in_use_before_starting) {
+    err_msg e = {{0}};
+    tp_pub_opts o = {.endpoint = "tcp://127.0.0.1:0"};
+    tp_pub *pub = tp_pub_new(&o, &e);
+    ASSERT_NOT_NULL(pub);
+    char ep[TP_ENDPOINT_MAX];
+    snprintf(ep, sizeof ep, "%s", tp_pub_endpoint(pub));
+    const char *marker = task_path("ran");
+    char *err = NULL;
+    const char *args[] = {"run", "--no-tui", "--listen", ep, "--", "touch", marker, NULL};
+    ASSERT_EQ(run_synctop(args, NULL, &err), 1);
+    ASSERT_STR_CONTAINS(err, "something is listening there already");
+    free(err);
+    struct stat sb;
+    ASSERT(stat(marker, &sb) != 0);
+    tp_pub_destroy(&pub);
+}
+
+/* --record and --log replace an existing file only with --force; the report of --no-tui goes to
+ * standard error, the command's output stays alone on standard output. */
+TEST(run_keeps_existing_files_and_the_commands_output_apart) {
+    const char *keep = task_path("keep.trace");
+    FILE *f = fopen(keep, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("precious\n", f);
+    fclose(f);
+    char *out = NULL, *err = NULL;
+    const char *args[] = {"run", "--no-tui", "--record", keep, "--", "echo", "a,b", NULL};
+    ASSERT_EQ(run_synctop(args, &out, &err), 1);
+    ASSERT_STR_CONTAINS(err, "the file exists (use --force to replace it)");
+    ASSERT_STR_EQ(out, "");
+    free(out);
+    free(err);
+    char buf[64] = {0};
+    f = fopen(keep, "r");
+    ASSERT_NOT_NULL(f);
+    ASSERT(fgets(buf, sizeof buf, f) != NULL);
+    fclose(f);
+    ASSERT_STR_EQ(buf, "precious\n");
+    const char *plain[] = {"run", "--no-tui", "--", "echo", "a,b", NULL};
+    ASSERT_EQ(run_synctop(plain, &out, &err), 0);
+    ASSERT_STR_EQ(out, "a,b\n");
+    ASSERT_STR_CONTAINS(err, "synctop run: command exited with status 0");
+    free(out);
+    free(err);
+}
+
+/* An endpoint exported for the tracer is where the command publishes: run takes it as --listen
+ * (and says so); "none" is left out of the command's environment, which run prints here. */
+TEST(run_takes_an_exported_listen_endpoint_and_drops_none) {
+    char *out = NULL, *err = NULL;
+    setenv("SYNCTOP_LISTEN", "none", 1);
+    const char *args[] = {"run", "--no-tui", "--", "sh", "-c", "echo \"[${SYNCTOP_LISTEN-unset}]\"", NULL};
+    int rc = run_synctop(args, &out, &err);
+    setenv("SYNCTOP_LISTEN", "tcp://127.0.0.1:0", 1);
+    char *out2 = NULL, *err2 = NULL;
+    const char *args2[] = {"run", "--no-tui", "--", "sh", "-c", "echo \"[$SYNCTOP_LISTEN]\"", NULL};
+    int rc2 = run_synctop(args2, &out2, &err2);
+    unsetenv("SYNCTOP_LISTEN");
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_EQ(out, "[unset]\n");
+    ASSERT_STR_CONTAINS(err, "SYNCTOP_LISTEN=none in the environment is left out");
+    ASSERT_EQ(rc2, 0);
+    ASSERT_STR_EQ(out2, "[tcp://127.0.0.1:0]\n");
+    ASSERT_STR_CONTAINS(err2, "publishing on tcp://127.0.0.1:0, as SYNCTOP_LISTEN in the environment says");
+    free(out);
+    free(err);
+    free(out2);
+    free(err2);
+}
+
 static size_t count_lines(const char *s) {
     size_t n = 0;
     for (; *s; s++)

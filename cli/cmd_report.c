@@ -358,10 +358,11 @@ static int report_summaries(char **specs, int n, const char *server_key, const c
                    host[0] ? host : "?", x->last.pid, busy, pct(x->blocked_ns, span), busy > 100 ? 0.0 : 100.0 - busy,
                    wall > 0 ? (double)x->events / (wall * 1e-9) : 0.0, x->missed, x->last.drops);
         }
-        if (np == 0)
-            printf("  (no summary came: is a relay listening there, and are there traced processes?)\n");
     }
     free(v);
+    if (np == 0) /* the sources could not be read: nothing answered */
+        return verb_error("report", "no summary came in %.0f s: is a relay listening there, and are there traced "
+                                    "processes?", for_s);
     return 0;
 }
 

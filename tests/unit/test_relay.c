@@ -1787,6 +1787,15 @@ TEST(report_summary_prints_each_rank_from_summaries_alone) {
     relay_stop(&r);
 }
 
+/* With nothing answering, `report --ranks --summary` says so and fails: an empty table is no
+ * report. */
+TEST(report_summary_with_nothing_answering_fails) {
+    const char *argv[] = {task_synctop(), "report", "--ranks", "--summary", "--for", "1", "tcp://127.0.0.1:1", NULL};
+    pid_t rep = task_spawn(argv, task_path("none.out"), task_path("none.err"));
+    ASSERT_EQ(task_wait_exit(rep, 30), 1);
+    ASSERT_STR_CONTAINS(slurp(task_path("none.err")), "no summary came in 1 s");
+}
+
 /* A relay takes its node's batches for summaries only while a subscriber below wants summaries:
  * before one comes and after it goes, no subscription to batches reaches the processes (an
  * on-demand tracer stays, or goes back, dormant). The process is a bare XPUB socket on this

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "synctop/sanitize.h"
@@ -201,10 +202,20 @@ static int record_tick(void *ctx) {
         tp_sub_stats ss;
         tp_recorder_stats_get(rc->rec, &ws);
         tp_sub_stats_get(rc->sub, &ss);
-        fprintf(stderr, "\r%.0f events/s, ", (double)(ws.in_file_events - rc->last_events) / (now - rc->last_t));
-        put_counts(stderr, &ws, &ss, rc);
-        fputs("\033[K", stderr);
-        fflush(stderr);
+        /* one line, cut to the terminal's width so that \r redraws it in place */
+        char *line = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&line, &len);
+        if (m != NULL) {
+            fprintf(m, "%.0f events/s, ", (double)(ws.in_file_events - rc->last_events) / (now - rc->last_t));
+            put_counts(m, &ws, &ss, rc);
+            fclose(m);
+            struct winsize w;
+            size_t cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 1 ? (size_t)w.ws_col - 1 : 79;
+            fprintf(stderr, "\r%.*s\033[K", (int)(len < cols ? len : cols), line);
+            fflush(stderr);
+            free(line);
+        }
         rc->last_events = ws.in_file_events;
         rc->last_t = now;
     }
@@ -423,17 +434,19 @@ static int cmd_record(int argc, char **argv) {
         verb_error("record", "cannot finish the file: %s", err.msg);
         status = 1;
     }
-    fputs("synctop record: wrote ", stderr);
-    tp_print_sanitized(stderr, ra.out_path, (size_t)-1);
-    fputs(": ", stderr);
-    put_counts(stderr, &ws, &ss, &rc);
-    fprintf(stderr, "; %zu producer%s; stopped: %s\n", ss.n_producers, ss.n_producers == 1 ? "" : "s",
-            status ? "error" : why);
     if (ws.in_file_batches == 0) { /* an empty trace helps nobody, and would stand in a later one's way */
         if (status == 0)
-            verb_error("record", "nothing was recorded: no publisher sent a batch");
+            verb_error("record", "nothing was recorded: no publisher sent a batch (stopped: %s); no file written",
+                       why);
         status = 1;
         unlink(ra.out_path);
+    } else {
+        fputs("synctop record: wrote ", stderr);
+        tp_print_sanitized(stderr, ra.out_path, (size_t)-1);
+        fputs(": ", stderr);
+        put_counts(stderr, &ws, &ss, &rc);
+        fprintf(stderr, "; %zu producer%s; stopped: %s\n", ss.n_producers, ss.n_producers == 1 ? "" : "s",
+                status ? "error" : why);
     }
     verb_say_clocks("record", sub);
     tp_sub_destroy(&sub);

@@ -217,7 +217,7 @@ static int steps_from_heartbeat(const st_store *s, const an_result *r, an_steps 
             for (b = a + 1; b < nr && rg[b].name == rg[a].name; b++)
                 ;
             size_t n = b - a;
-            if (n < HEARTBEAT_MIN || n < best_n || n < rbest_n)
+            if (n < HEARTBEAT_MIN || n < best_n || n + 1 < rbest_n)
                 continue;
             uint64_t *rt = malloc(n * sizeof *rt), *rgap = malloc(n * sizeof *rgap);
             if (rt == NULL || rgap == NULL) {
@@ -228,9 +228,12 @@ static int steps_from_heartbeat(const st_store *s, const an_result *r, an_steps 
             }
             for (size_t i = 0; i < n; i++)
                 rt[i] = rg[a + i].t;
+            /* the range that repeats most; counts one apart are a tie, which the one that begins
+             * first wins: the last range of a loop's name may be open still (live) or cut off at the
+             * trace's end, and the loop's first range is its beat */
             uint64_t med = regular(rt, n, rgap);
             if (med && plausible(s, r, p, rt, n, med) &&
-                (n > rbest_n || rbest == SIZE_MAX || rg[a].t < rg[rbest].t))
+                (rbest == SIZE_MAX || n > rbest_n + 1 || (n + 1 >= rbest_n && rg[a].t < rg[rbest].t)))
                 rbest = a, rbest_n = n;
             free(rt);
             free(rgap);

@@ -30,7 +30,7 @@ static const binding k_bindings[] = {
     {VW_CMD_ZOOM_IN, {'+', 'w', '='}, 0, "zoom in / out at the cursor (or ctrl+wheel); fit all", 3, "+-", "Zoom", "Zoom"},
     {VW_CMD_ZOOM_OUT, {'-', 's', '_'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_FIT, {'0'}, 1, NULL, 0, NULL, NULL, NULL},
-    {VW_CMD_FIT_SEL, {'f'}, 0, "fit the event at the cursor / mark it / the range it is in", 0, NULL, NULL, NULL},
+    {VW_CMD_FIT_SEL, {'f'}, 0, "fit the event at the cursor / mark it / go to its range", 0, NULL, NULL, NULL},
     {VW_CMD_MARK, {'m'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_RANGE, {'r'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_FOLD, {'c'}, 0, "fold group / unfold all / idle lanes / ranges by depth", 0, NULL, NULL, NULL},
@@ -42,11 +42,11 @@ static const binding k_bindings[] = {
     {VW_CMD_PREV_STALL, {'N'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_WORST_NEXT, {'i'}, 0, "the selected call site's stalls, worst first (\"2/75\")", 0, NULL, NULL, NULL},
     {VW_CMD_WORST_PREV, {'I'}, 1, NULL, 0, NULL, NULL, NULL},
-    {VW_CMD_SORT_NEXT, {'>'}, 0, "sort the stalls (total, max, count, GPU idle); t: this step / all", 0, NULL, NULL, NULL},
+    {VW_CMD_SORT_NEXT, {'>'}, 0, "sort the stalls: total, max, count, GPU idle; t: one step", 0, NULL, NULL, NULL},
     {VW_CMD_SORT_PREV, {'<'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_STALL_STEP, {'t'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_SEARCH, {'/'}, 0, "search names; / enter: the next match again, wrapping", 5, "/", "Search", "Search"},
-    {VW_CMD_ENTER, {VW_KEY_ENTER, '\n', '\r'}, 0, "the detail pane: the call site's frames (on a stall row: that stall)", 9, "Ent", "Detail", "Detail"},
+    {VW_CMD_ENTER, {VW_KEY_ENTER, '\n', '\r'}, 0, "detail pane: the site's frames (a stall row: its stall)", 9, "Ent", "Detail", "Detail"},
     {VW_CMD_PANEL, {VW_KEY_TAB}, 0, "switch between the timeline and the top stalls panel", 6, "Tab", "Panel", "Panel"},
     {VW_CMD_BACK, {VW_KEY_ESC}, 0, "close the detail pane; unmark the site and the span", 0, NULL, NULL, NULL},
     {VW_CMD_PLAY, {' '}, 0, "replay: play / pause; live: freeze / go on; F: follow", 2, "Spc", "Play", "Pause"},
@@ -59,8 +59,8 @@ static const binding k_bindings[] = {
     {VW_CMD_PREV_SLOW, {'{'}, 1, NULL, 0, NULL, NULL, NULL},
     {VW_CMD_SCOPE, {'v'}, 0, "GPU figures: the window / the run; idle breakdown pane", 0, NULL, NULL, NULL},
     {VW_CMD_BREAKDOWN, {'b'}, 1, NULL, 0, NULL, NULL, NULL},
-    {VW_CMD_HELP, {'?', VW_KEY_F1}, 0, "this help (esc closes it)", 1, "?", "Help", "Help"},
-    {VW_CMD_QUIT, {'q', VW_KEY_F10}, 0, "quit", 7, "q", "Quit", "Quit"},
+    {VW_CMD_HELP, {'?', VW_KEY_F1}, 0, "this help (esc closes it) / quit", 1, "?", "Help", "Help"},
+    {VW_CMD_QUIT, {'q', VW_KEY_F10}, 1, NULL, 7, "q", "Quit", "Quit"},
 };
 #define N_BINDINGS (sizeof k_bindings / sizeof k_bindings[0])
 

@@ -140,6 +140,7 @@ void vw_layout_fit(vw_layout *L, int lane_rows, int site_rows);
 /* ---- the model's state: everything a frame depends on besides the store ---- */
 
 typedef enum vw_mode { VW_LIVE = 1, VW_REPLAY = 2 } vw_mode;
+#define VW_LIVE_SPAN_NS 5000000000ull /* live: the widest window shown until the user zooms */
 typedef enum vw_focus { VW_FOCUS_TIMELINE = 0, VW_FOCUS_STALLS = 1 } vw_focus;
 
 
@@ -227,6 +228,10 @@ typedef struct vw_state {
     int cursor_row;     /* index in the visible rows (the lanes' rows) */
     int row_scroll;     /* first row shown */
     int follow;         /* keep the window's right edge at the latest time */
+    int follow_off;     /* F turned follow off: starting a replay's playback leaves it off */
+    uint64_t live_span; /* live, following: the window shows the last live_span ns, or all that
+                           arrived while that is less (VW_LIVE_SPAN_NS at first, UINT64_MAX after
+                           0); 0 once the user sets the width (zoom, f, a stall, a match, a step) */
     int paused;
     double speed;       /* replay speed */
     vw_focus focus;

@@ -368,4 +368,5 @@ void vw__reveal(vw_state *v, uint64_t a, uint64_t b, int cols) {
         v->t0 = a;
     v->t1 = v->t0 + w;
     v->follow = 0;
+    v->live_span = 0;
 }

@@ -417,6 +417,7 @@ void vw__select_cmd(vw_state *v, const st_store *s, const vw_layout *L, vw_cmd c
         v->t1 = v->t0 + w;
         v->cursor = e->start;
         v->follow = 0;
+        v->live_span = 0;
         return;
     }
     v->ruler.marked = 1;

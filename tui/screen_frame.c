@@ -102,6 +102,7 @@ void vw_state_init(vw_state *v, vw_mode mode, const st_store *s) {
     v->now = UINT64_MAX;
     v->cursor = t0;
     v->follow = 1;
+    v->live_span = mode == VW_LIVE ? VW_LIVE_SPAN_NS : 0;
     v->speed = 1.0;
     v->load_progress = 1.0;
     v->stalls.worst_pos = -1;
@@ -127,6 +128,14 @@ void vw_state_settle(vw_state *v, const st_store *s, int w, int h) {
         width = lim + lim / 10 + cols;
     uint64_t shown = v->now < v->end ? v->now : v->end;
     if (v->follow && v->mode == VW_LIVE && v->now == UINT64_MAX) {
+        /* the newest events at the right edge; the window grows with what arrived (from its
+         * start, with the same margin on the right) until it spans live_span, then slides */
+        if (v->live_span > 0) {
+            uint64_t span = v->end > v->origin ? v->end - v->origin : 0;
+            width = span < v->live_span ? span + span / 49 : v->live_span;
+            if (width < cols)
+                width = cols;
+        }
         v->t1 = v->end + width / 50;
         v->t0 = v->t1 > width ? v->t1 - width : 0;
     } else if (v->follow && v->mode == VW_REPLAY && v->now != UINT64_MAX && !v->paused &&

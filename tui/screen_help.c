@@ -44,25 +44,79 @@ void vw__render_keys(const vw_state *v, vw_grid *g, const vw_layout *L) {
     }
 }
 
+/* Columns a line of UTF-8 text takes (the help's text is narrow characters only). */
+static int text_cols(const char *s, size_t n) {
+    int c = 0;
+    for (size_t i = 0; i < n && s[i]; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* Bytes of s that fit in cols columns, ending at a space when the rest does not fit (so a line
+ * breaks between words), and never in the middle of a character. */
+static size_t help_break(const char *s, int cols) {
+    size_t len = strlen(s), i = 0;
+    int c = 0;
+    if (cols < 1)
+        cols = 1;
+    while (i < len && c < cols) {
+        i++;
+        while (i < len && ((unsigned char)s[i] & 0xC0) == 0x80)
+            i++;
+        c++;
+    }
+    if (i >= len)
+        return len;
+    for (size_t k = i; k > 0; k--)
+        if (s[k] == ' ')
+            return k;
+    return i;
+}
+
+#define HELP_KEYS_W 19 /* the keys' column and its space: a wrapped line goes on after it */
+#define HELP_MAX_ROWS 64
+
 void vw__render_help(const vw_state *v, vw_grid *g) {
     /* the key table's lines, then what no key says; the title sits in the top border */
-    char lines[40][96];
-    int n = (int)vw_help_lines(lines, 37);
+    char keys[37][96], lines[40][160];
+    int n = (int)vw_help_lines(keys, 37);
     if (n > 37)
         n = 37;
+    for (int i = 0; i < n; i++)
+        snprintf(lines[i], sizeof lines[i], "%s", keys[i]);
     snprintf(lines[n++], sizeof lines[0], "%-18s %s", "mouse", "click: a lane, a stall row; drag: measure a span; wheel: scroll; ctrl+wheel: zoom");
     snprintf(lines[n++], sizeof lines[0], "GPU rows: union of streams; %s GPU idle; %s host spans: blocked calls",
              v->ascii ? "." : "\xc2\xb7", v->mono ? "reversed" : "red");
 
-    /* Every line fits an 80-column screen: the box is the longest line plus border and margin. */
-    int bw = 0, bh = n + 2;
+    /* The box is the longest line plus border and margin, as wide as the screen allows; a line
+     * longer than that goes on in rows of its own under its text, so that every line is whole.
+     * At 80x24 it takes the whole screen, down to its last row. */
+    int text_w = 0;
     for (int i = 0; i < n; i++) {
-        int len = (int)strlen(lines[i]);
-        if (len + 4 > bw)
-            bw = len + 4;
+        int len = text_cols(lines[i], sizeof lines[i]);
+        if (len > text_w)
+            text_w = len;
     }
-    if (bw > g->w - 2)
-        bw = g->w - 2;
+    if (text_w > g->w - 4)
+        text_w = g->w - 4;
+    const char *row[HELP_MAX_ROWS];
+    size_t row_len[HELP_MAX_ROWS];
+    int indent[HELP_MAX_ROWS], rows = 0;
+    for (int i = 0; i < n && rows < HELP_MAX_ROWS; i++) {
+        const char *p = lines[i];
+        int in = 0;
+        do {
+            size_t k = help_break(p, text_w - in);
+            row[rows] = p;
+            row_len[rows] = k;
+            indent[rows++] = in;
+            p += k;
+            while (*p == ' ')
+                p++;
+            in = HELP_KEYS_W < text_w / 2 ? HELP_KEYS_W : 2;
+        } while (*p && rows < HELP_MAX_ROWS);
+    }
+    int bw = text_w + 4, bh = rows + 2;
     if (bh > g->h) /* an overlay: on a small screen it may cover the title and the key bar */
         bh = g->h;
     int x0 = (g->w - bw) / 2, y0 = (g->h - bh) / 2;
@@ -84,8 +138,11 @@ void vw__render_help(const vw_state *v, vw_grid *g) {
     }
     const char *title = " synctop help ";
     vw__put_str(g, v, x0 + (bw - (int)strlen(title)) / 2, y0, bw - 4, title, ROLE_HELP, VW_A_BOLD);
-    for (int i = 0; i < n && i + 1 < bh - 1; i++)
-        vw__put_str(g, v, x0 + 2, y0 + 1 + i, bw - 4, lines[i], ROLE_HELP, 0);
+    for (int i = 0; i < rows && i + 1 < bh - 1; i++) {
+        char text[160];
+        snprintf(text, sizeof text, "%.*s", (int)row_len[i], row[i]);
+        vw__put_str(g, v, x0 + 2 + indent[i], y0 + 1 + i, bw - 4 - indent[i], text, ROLE_HELP, 0);
+    }
 }
 
 static int name_matches(const char *name, const char *term) {

@@ -27,6 +27,7 @@ static void zoom(vw_state *v, uint64_t at, double factor, uint64_t min_w) {
         t0 = 0;
     v->t0 = (uint64_t)t0;
     v->t1 = v->t0 + (uint64_t)nw;
+    v->live_span = 0; /* the width is the user's now */
     if (factor > 1 && v->mode == VW_LIVE)
         return;
     v->follow = v->mode == VW_REPLAY ? v->follow : 0;
@@ -106,6 +107,8 @@ static void window_cmd(vw_state *v, vw_cmd c, int cols) {
     case VW_CMD_FIT:
         v->t0 = v->origin;
         v->t1 = v->end > v->origin ? v->end : v->origin + 1000000;
+        if (v->mode == VW_LIVE)
+            v->live_span = UINT64_MAX; /* following, the window keeps all of it as it grows */
         break;
     case VW_CMD_SCOPE:
         v->header.scope_window = !v->header.scope_window;
@@ -124,6 +127,8 @@ static void time_cmd(vw_state *v, vw_cmd c) {
     case VW_CMD_PLAY:
         if (v->mode == VW_REPLAY && v->paused && v->now == UINT64_MAX)
             v->now = v->origin; /* everything is shown: play from the start */
+        if (v->mode == VW_REPLAY && v->paused && !v->follow_off)
+            v->follow = 1; /* playing pages the window after the playhead, unless F stopped that */
         v->paused = !v->paused;
         break;
     case VW_CMD_SLOWER:
@@ -152,9 +157,11 @@ static void time_cmd(vw_state *v, vw_cmd c) {
         v->t1 = v->t0 + (width ? width : 1);
         v->cursor = v->end > v->t0 ? v->end - 1 : v->t0;
         v->follow = 1;
+        v->follow_off = 0;
         break;
     case VW_CMD_FOLLOW:
         v->follow = !v->follow;
+        v->follow_off = !v->follow;
         snprintf(v->message, sizeof v->message, "follow %s", v->follow ? "on" : "off");
         break;
     default:

@@ -159,6 +159,7 @@ void vw__slow_step_cmd(vw_state *v, const vw_layout *L, vw_cmd c) {
     v->t1 = v->t0 + w;
     v->cursor = best->start;
     v->follow = 0;
+    v->live_span = 0;
     char dw[32], dm[32];
     vw_fmt_dur(dw, sizeof dw, d, v->ascii);
     vw_fmt_dur(dm, sizeof dm, st->median_ns, v->ascii);

@@ -271,9 +271,14 @@ void vw__render_stalls(frame_ctx *f) {
         {"COUNT", 6, AN_STALL_BY_COUNT}, {" TOTAL", 10, AN_STALL_BY_TOTAL}, {" MAX", 10, AN_STALL_BY_MAX},
         {" %WALL", 7, -1},           {" GPU IDLE", 10, AN_STALL_BY_IDLE},
     };
-    int wide = g->w >= 140; /* else the call site keeps the room GPU idle would take */
+    /* GPU idle from 140 columns on, else the call site keeps its room; sorted by GPU idle, its
+     * column takes the place of %WALL, so that the column sorted by is always there */
+    int by_idle = v->stalls.sort == AN_STALL_BY_IDLE, wide = g->w >= 140;
+    int show_wall = wide || !by_idle, show_idle = wide || by_idle;
     int owed = 0; /* columns a label took from the next one's padding */
-    for (size_t c = 0; c < sizeof cols / sizeof cols[0] - (wide ? 0 : 1); c++) {
+    for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
+        if ((cols[c].sort == -1 && !show_wall) || (cols[c].sort == AN_STALL_BY_IDLE && !show_idle))
+            continue;
         int marked = cols[c].sort == (int)v->stalls.sort;
         int pad = cols[c].width - (int)strlen(cols[c].label) - marked - owed;
         owed = 0;
@@ -327,18 +332,19 @@ void vw__render_stalls(frame_ctx *f) {
         snprintf(tp, sizeof tp, "%*s%s", 9 - tl > 0 ? 9 - tl : 0, "", tot);
         snprintf(mp, sizeof mp, "%*s%s", 9 - ml > 0 ? 9 - ml : 0, "", mx);
         snprintf(ip, sizeof ip, "%*s%s", 9 - il > 0 ? 9 - il : 0, "", idle);
-        snprintf(row, sizeof row, "%4d %12" PRIu64 " %s %s %5.1f%%%s%s %-9s %s%s", k + 1, site->count, tp, mp,
-                 /* per process, for a row of several */
-                 100.0 * (double)site->total_ns / (double)wall / (site->n_procs > 1 ? site->n_procs : 1), wide ? " " : "", wide ? ip : "", site_cause(s, site),
-                 who, lab);
+        char pct[16] = "";
+        if (show_wall) /* per process, for a row of several */
+            snprintf(pct, sizeof pct, " %5.1f%%", 100.0 * (double)site->total_ns / (double)wall / (site->n_procs > 1 ? site->n_procs : 1));
+        snprintf(row, sizeof row, "%4d %12" PRIu64 " %s %s%s%s%s %-9s %s%s", k + 1, site->count, tp, mp, pct,
+                 show_idle ? " " : "", show_idle ? ip : "", site_cause(s, site), who, lab);
         int role = sel ? ROLE_SELECTION : ROLE_DEFAULT;
         int attr = sel && focus ? VW_A_BOLD : 0;
         if (sel)
             vw__fill(g, 0, y + 1 + i, g->w, role, attr);
         vw__put_str(g, v, 0, y + 1 + i, g->w, row, role, attr);
-        if (!sel && v->stalls.sort != AN_STALL_BY_COUNT && (wide || v->stalls.sort != AN_STALL_BY_IDLE)) {
+        if (!sel && v->stalls.sort != AN_STALL_BY_COUNT) {
             /* the column the panel is sorted by, in red */
-            int at = v->stalls.sort == AN_STALL_BY_TOTAL ? 18 : v->stalls.sort == AN_STALL_BY_MAX ? 28 : 45;
+            int at = v->stalls.sort == AN_STALL_BY_TOTAL ? 18 : v->stalls.sort == AN_STALL_BY_MAX ? 28 : show_wall ? 45 : 38;
             const char *txt = v->stalls.sort == AN_STALL_BY_TOTAL ? tp : v->stalls.sort == AN_STALL_BY_MAX ? mp : ip;
             vw__put_str(g, v, at, y + 1 + i, 9, txt, ROLE_BLOCKED, VW_A_BOLD);
         }

@@ -32,7 +32,6 @@
 #include "sumview.h"
 
 #define VIEWER_MAX_ENDPOINTS 256
-#define VIEWER_LIVE_WINDOW_NS 5000000000ull /* what a live view shows at first */
 #define VIEWER_DEFAULT_WINDOW_EVENTS (4u << 20)
 #define VIEWER_NO_DATA_S 3.0               /* live: say so when nothing arrived by then */
 #define VIEWER_HELD_MAX (256u << 20)       /* bytes of batches held back while the analysis runs */
@@ -277,7 +276,7 @@ static void viewer_place(viewer *w) {
     w->v.end = t1;
     if (w->v.mode == VW_LIVE) {
         w->v.t1 = t1;
-        w->v.t0 = t1 > VIEWER_LIVE_WINDOW_NS ? t1 - VIEWER_LIVE_WINDOW_NS : 0;
+        w->v.t0 = t1 > VW_LIVE_SPAN_NS ? t1 - VW_LIVE_SPAN_NS : 0;
         if (w->v.t0 < t0)
             w->v.t0 = t0;
         w->v.cursor = t1;

@@ -1332,6 +1332,8 @@ TEST(demo_in_tmux_shows_live_lanes_and_stalls_that_grow) {
              KINETO_TRACE_DIR);
     tmux_start(cmd, 160, 45);
     demo_screen_grows();
+    /* following, the window takes in what arrived until it spans the last five seconds */
+    wait_for("\xe2\x86\x94 5.00s");
     /* Ctrl-C ends it as q does: the terminal restored, the last batch sent, what it played said */
     keys("C-c");
     const char *scr = wait_for("EXITED");

@@ -1966,6 +1966,30 @@ TEST(steps_from_the_range_that_comes_first_in_the_loop) {
     tl_free(&t, &r);
 }
 
+/* The loop's first range wins also when its last one has not ended yet (a live view holds only the
+ * ranges that ended) or was cut off: "iteration" opens 12 times, 11 of them ended here, against 12
+ * of "phase" inside it. The steps are iteration's, from the first. */
+TEST(steps_from_the_range_that_comes_first_with_its_last_one_missing) {
+    tl t;
+    tl_init(&t);
+    for (uint64_t i = 0; i < 12; i++) {
+        uint64_t at = 1000 + i * 10000;
+        tl_range(&t, at + 100, at + 5000, "phase", 100 + i);
+        if (i < 11)
+            tl_range(&t, at, at + 9000, "iteration", 200 + i);
+        tl_kernel(&t, at + 200, at + 210, at + 6000);
+    }
+    an_result r;
+    an_steps st;
+    tl_steps(&t, &r, &st);
+    ASSERT_STR_CONTAINS(st.what, "iteration");
+    ASSERT_EQ(st.n_steps, 10);
+    for (size_t i = 0; i < st.n_steps; i++)
+        ASSERT_UEQ(st.steps[i].start, (1000 + i * 10000) * 1000);
+    an_steps_free(&st);
+    tl_free(&t, &r);
+}
+
 /* A process's heartbeat is one of its own call sites: a second process whose GPU works all along,
  * with no call of its own, has no steps (the first's 11 steps are all the first's). */
 TEST(steps_of_a_process_come_from_its_own_calls) {

@@ -1203,7 +1203,7 @@ TEST(key_table_drives_handler_bar_and_help) {
     int seen_left = 0, seen_quit = 0;
     for (size_t i = 0; i < n; i++) {
         seen_left |= strncmp(lines[i], "left/right h/l ", 15) == 0;
-        seen_quit |= strncmp(lines[i], "q F10 ", 6) == 0 && strstr(lines[i], "quit") != NULL;
+        seen_quit |= strncmp(lines[i], "?/q F1/F10 ", 11) == 0 && strstr(lines[i], "quit") != NULL;
         /* each line's first key names a key that runs a command */
         char first[32];
         size_t fl = 1; /* up to the first space or the "/" between two keys ("/" alone is a key) */
@@ -2440,3 +2440,212 @@ TEST(a_drag_across_the_timeline_measures_what_ran_in_its_span) {
     fixture_close(&f);
 }
 #undef U
+
+/* ---- the window of a live view, and of a replay that plays ---- */
+
+/* n more of sy's events into a live view's store, and the view told of its new end (as the
+ * viewer's loop does). */
+static void live_more(st_store *s, synth *sy, tp_enc *enc, vw_state *v, vw_grid *g, size_t n) {
+    for (size_t done = 0; done < n; done += 500) {
+        synth_fill(sy, enc, n - done < 500 ? n - done : 500);
+        add_enc(s, enc);
+    }
+    st_store_commit(s);
+    uint64_t t0, t1;
+    st_store_span(s, &t0, &t1);
+    v->end = t1;
+    vw_render(s, v, g);
+}
+
+/* Following live data, the window shows all that arrived while that is shorter than
+ * VW_LIVE_SPAN_NS, then the last VW_LIVE_SPAN_NS; a zoom makes the width the user's, and 0 shows
+ * everything from then on. */
+TEST(live_window_grows_with_the_data_until_the_user_zooms) {
+    st_store *s = st_store_new(NULL);
+    synth sy;
+    synth_init(&sy, 3);
+    tp_enc_opts eo = {.producer = 0xabc};
+    tp_enc *enc = tp_enc_new(&eo);
+    synth_fill(&sy, enc, 20);
+    add_enc(s, enc);
+    st_store_commit(s);
+    vw_state v;
+    vw_state_init(&v, VW_LIVE, s);
+    vw_grid g = {.w = 120, .h = 40};
+    vw_render(s, &v, &g);
+    /* the first events span microseconds; as more come the window takes them all in */
+    int grew = 0;
+    while (v.end - v.origin < VW_LIVE_SPAN_NS / 2) {
+        live_more(s, &sy, enc, &v, &g, 2000);
+        ASSERT_LE(v.t0, v.origin);
+        ASSERT_GE(v.t1, v.end);
+        ASSERT(v.follow);
+        grew++;
+    }
+    ASSERT_GT(grew, 1);
+    /* past VW_LIVE_SPAN_NS it slides: that much, the newest events at the right edge */
+    while (v.end - v.origin < 2 * VW_LIVE_SPAN_NS)
+        live_more(s, &sy, enc, &v, &g, 2000);
+    ASSERT_UEQ(v.t1 - v.t0, VW_LIVE_SPAN_NS);
+    ASSERT_GE(v.t1, v.end);
+    ASSERT_GT(v.t0, v.origin);
+    /* zoomed out, it follows at the width chosen */
+    vw_key(&v, s, g.w, g.h, '-');
+    uint64_t chosen = v.t1 - v.t0;
+    ASSERT_GT(chosen, VW_LIVE_SPAN_NS);
+    live_more(s, &sy, enc, &v, &g, 4000);
+    ASSERT_UEQ(v.t1 - v.t0, chosen);
+    ASSERT_GE(v.t1, v.end);
+    /* 0: all of it, and all of it as more comes */
+    vw_key(&v, s, g.w, g.h, '0');
+    live_more(s, &sy, enc, &v, &g, 4000);
+    ASSERT_LE(v.t0, v.origin);
+    ASSERT_GE(v.t1, v.end);
+    ASSERT(v.follow);
+    tp_enc_destroy(&enc);
+    vw_state_free(&v);
+    vw_grid_free(&g);
+    st_store_destroy(&s);
+}
+
+/* A replay that starts playing pages the window after its playhead at any zoom, also after n (or
+ * any key that showed a stall, an event or a step), unless F turned that off. */
+TEST(playing_pages_after_the_playhead_after_a_stall_was_shown) {
+    fixture f;
+    fixture_open(&f, kineto_store("resnet_2080ti_two_threads.json.gz"));
+    f.v.paused = 1; /* a trace opens whole and paused */
+    render(&f, 120, 40);
+    key(&f, 'n');
+    ASSERT(f.v.stalls.show_site);
+    key(&f, '+');
+    key(&f, ' ');
+    ASSERT(!f.v.paused);
+    ASSERT(f.v.follow);
+    uint64_t width = f.v.t1 - f.v.t0;
+    f.v.now = f.v.t1 + width; /* the playhead past the window */
+    render(&f, 120, 40);
+    ASSERT_LE(f.v.t0, f.v.now);
+    ASSERT_GT(f.v.t1, f.v.now);
+    /* F off: the window stays where it is, and playing again leaves it off */
+    key(&f, 'F');
+    key(&f, ' ');
+    key(&f, ' ');
+    ASSERT(!f.v.paused);
+    ASSERT(!f.v.follow);
+    uint64_t t0 = f.v.t0;
+    f.v.now = f.v.t1 + width;
+    render(&f, 120, 40);
+    ASSERT_UEQ(f.v.t0, t0);
+    fixture_close(&f);
+}
+
+/* Columns the first n bytes of UTF-8 text s take (narrow characters only). */
+static size_t utf8_cols(const char *s, size_t n) {
+    size_t c = 0;
+    for (size_t i = 0; i < n && s[i]; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* Sorted by the GPU idle the stalls caused, the panel shows that column, marked, at any width (in
+ * place of %WALL where both do not fit), its figures in red under the mark. */
+TEST(stalls_sorted_by_gpu_idle_show_that_column_at_any_width) {
+    fixture f;
+    fixture_open(&f, kineto_store("resnet_2080ti_two_threads.json.gz"));
+    render(&f, 120, 40);
+    key(&f, '>');
+    key(&f, '>');
+    key(&f, '>');
+    ASSERT_EQ(f.v.stalls.sort, AN_STALL_BY_IDLE);
+    ASSERT_GT(f.v.stalls.n_sites, 2);
+    static const int widths[] = {80, 100, 120, 139, 140, 200};
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+        render(&f, widths[i], 40);
+        char *head = row_with(&f.g, "top stalls", NULL);
+        ASSERT_NOT_NULL(head);
+        ASSERT_STR_CONTAINS(head, "GPU IDLE\xe2\x96\xbc");
+        ASSERT_EQ(strstr(head, "%WALL") != NULL, widths[i] >= 140);
+        /* the second row (not the selected one): its GPU idle under the column's label, in red */
+        char idle[32];
+        vw_fmt_dur(idle, sizeof idle, f.v.stalls.sites[1].gpu_idle_ns, 0);
+        int y = 0;
+        while (y < f.g.h && strstr(row_text(&f.g, y), "top stalls") == NULL)
+            y++;
+        const char *row = row_text(&f.g, y + 2);
+        /* the figures end under the mark, as under every column's last character */
+        int label_end = (int)utf8_cols(head, (size_t)(strstr(head, "GPU IDLE\xe2\x96\xbc") - head) + 8) + 1;
+        size_t b = 0;
+        for (int c = 0; c < label_end; c++) /* the byte where column label_end starts */
+            for (b++; ((unsigned char)row[b] & 0xC0) == 0x80; b++)
+                ;
+        ASSERT_GE(b, strlen(idle));
+        if (memcmp(row + b - strlen(idle), idle, strlen(idle)) != 0 || row[b] != ' ')
+            TASK_FAIL_("at %d columns GPU idle %s is not under its label:\n%s\n%s", widths[i], idle, head, row);
+        ASSERT_EQ(f.g.cells[(y + 2) * f.g.w + label_end - 1].role, ROLE_BLOCKED);
+        free(head);
+    }
+    fixture_close(&f);
+}
+
+/* The words of s, one space between them, non-ASCII characters left out. */
+static void words_of(const char *s, char *out, size_t n) {
+    size_t k = 0;
+    for (; *s && k + 1 < n; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x80)
+            continue;
+        if (c == ' ' && (k == 0 || out[k - 1] == ' '))
+            continue;
+        out[k++] = (char)c;
+    }
+    while (k > 0 && out[k - 1] == ' ')
+        k--;
+    out[k] = '\0';
+}
+
+/* Every line of the help is whole in its box at any width, 80x24 included: a line longer than
+ * the box goes on in the rows under it. */
+TEST(help_box_shows_every_line_whole_at_any_width) {
+    fixture f;
+    fixture_open(&f, synth_store(8, 3000));
+    key(&f, '?');
+    char keys_[40][96];
+    size_t n = vw_help_lines(keys_, 40);
+    ASSERT_LE(n, 37);
+    static const int sizes[][2] = {{80, 24}, {80, 60}, {100, 60}, {120, 40}, {160, 60}, {200, 60}, {260, 60}};
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+        int w = sizes[z][0];
+        render(&f, w, sizes[z][1]);
+        /* the box's text, row by row between its borders */
+        int x0 = -1, x1 = -1, y0 = -1, y1 = -1;
+        for (int i = 0; i < f.g.w * f.g.h; i++) {
+            if (f.g.cells[i].ch == 0x250C)
+                x0 = i % f.g.w, y0 = i / f.g.w;
+            else if (f.g.cells[i].ch == 0x2510)
+                x1 = i % f.g.w;
+            else if (f.g.cells[i].ch == 0x2514)
+                y1 = i / f.g.w;
+        }
+        ASSERT(x0 >= 0 && x1 > x0 && y0 >= 0 && y1 > y0);
+        static char text[16384], flat[16384];
+        size_t k = 0;
+        for (int y = y0 + 1; y < y1; y++) {
+            for (int x = x0 + 1; x < x1 && k + 2 < sizeof text; x++) {
+                uint32_t c = f.g.cells[y * f.g.w + x].ch;
+                text[k++] = c < 0x80 && c != VW_CH_WIDE ? (char)c : '?';
+            }
+            text[k++] = ' ';
+        }
+        text[k] = '\0';
+        words_of(text, flat, sizeof flat);
+        char want[256];
+        for (size_t i = 0; i < n; i++) {
+            words_of(keys_[i], want, sizeof want);
+            if (strstr(flat, want) == NULL)
+                TASK_FAIL_("at %d columns the help line \"%s\" is not whole in:\n%s", w, want, flat);
+        }
+        ASSERT_STR_CONTAINS(flat, "wheel: scroll; ctrl+wheel: zoom");
+        ASSERT_STR_CONTAINS(flat, "red host spans: blocked calls");
+    }
+    fixture_close(&f);
+}

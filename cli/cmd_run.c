@@ -185,6 +185,11 @@ static void headless_add(void *ctx, const char *ep) {
 
 typedef struct live_discovery {
     long child;
+    const char *cmd;
+    uint64_t t0;  /* when it started (now_ms) */
+    int reaped;   /* ended, its wait status in status */
+    int status;
+    char said[192];
 } live_discovery;
 
 typedef struct live_add_ctx {
@@ -201,6 +206,20 @@ static void live_discover(void *ctx, viewer_add_fn add, void *viewer) {
     const live_discovery *ld = ctx;
     live_add_ctx c = {add, viewer};
     discover(ld->child, live_add, &c);
+}
+
+static uint64_t now_ms(void);
+
+/* viewer_opts.ended: the command's end, once it has ended (its status kept for run_view). */
+static const char *live_ended(void *ctx) {
+    live_discovery *ld = ctx;
+    if (!ld->reaped && waitpid((pid_t)ld->child, &ld->status, WNOHANG) == (pid_t)ld->child) {
+        ld->reaped = 1;
+        int code = WIFEXITED(ld->status) ? WEXITSTATUS(ld->status) : 128 + WTERMSIG(ld->status);
+        snprintf(ld->said, sizeof ld->said, "%.60s exited with status %d after %.1f s", ld->cmd, code,
+                 (double)(now_ms() - ld->t0) / 1000.0);
+    }
+    return ld->reaped ? ld->said : NULL;
 }
 
 /* What run follows without its viewer: batches into the store until the command has ended and its
@@ -515,17 +534,19 @@ static void say_recorded(const char *record, double since) {
  * trace and the command's output went. */
 static void run_view(const run_args *a, pid_t child, const char *listen_ep, const tp_keypair *keys,
                      const char *log_path, const struct sigaction *old_int, uint64_t t0, int *status) {
-    live_discovery ld = {.child = (long)child};
+    live_discovery ld = {.child = (long)child, .cmd = a->cmd[0], .t0 = t0};
     const char *eps[1] = {listen_ep};
     struct timespec started; /* the files the job records are written after this */
     clock_gettime(CLOCK_REALTIME, &started);
     run_brief brief = {0};
     viewer_opts vo = {.ascii = a->ascii, .mono = a->mono, .verb = "run", .discover = live_discover,
                       .discover_ctx = &ld, .server_key = keys ? keys->public_key : NULL, .client_key = keys,
-                      .on_close = run_brief_make, .on_close_ctx = &brief};
+                      .on_close = run_brief_make, .on_close_ctx = &brief, .ended = live_ended};
     viewer_result vres;
     verb_viewer_done("run", viewer_run_live(eps, listen_ep[0] ? 1 : 0, &vo, &vres), &vres, vo.record);
-    if (waitpid(child, status, WNOHANG) != child) {
+    if (ld.reaped) {
+        *status = ld.status;
+    } else if (waitpid(child, status, WNOHANG) != child) {
         fprintf(stderr, "synctop run: the view is closed; waiting for %s (pid %ld) to end "
                         "(Ctrl-C interrupts it)\n", a->cmd[0], (long)child);
         sigaction(SIGINT, old_int, NULL);

@@ -247,6 +247,7 @@ typedef struct vw_state {
     double events_per_s;  /* live */
     int recording;       /* live: every batch also goes to a trace file (the title says REC) */
     char notice[160];    /* live: why nothing shows (no data from an endpoint), in the lanes area */
+    int live_over;       /* live: what the view waited for ended with nothing traced */
     double *timing;      /* NULL, or VW_PART_N_ sums of seconds that vw_render adds to */
     /* the panels' own */
     vw_header header;

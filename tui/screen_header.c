@@ -63,7 +63,8 @@ void vw__render_title(const st_store *s, const vw_state *v, vw_grid *g, const vw
     char job[512] = "", raw[512];
     size_t np = st_producer_count(s);
     if (np == 0) {
-        snprintf(job, sizeof job, "%s", v->mode == VW_LIVE ? "waiting for a traced process..." : "empty trace");
+        snprintf(job, sizeof job, "%s", v->mode != VW_LIVE ? "empty trace" : v->live_over ? "nothing traced"
+                                                                                        : "waiting for a traced process...");
     } else {
         const st_producer_info *p = st_producer_get(s, 0);
         const char *cmd = st_str(s, p->cmdline), *host = st_str(s, p->host);

@@ -552,7 +552,7 @@ void vw__render_lanes(frame_ctx *f) {
             }
     if (f->n_rows == 0)
         vw__put_str(g, v, L->timeline.x + 2, L->lanes.y + 1, cols - 4,
-                v->mode == VW_LIVE ? "waiting for events..." : "no events", ROLE_DIM, 0);
+                v->mode == VW_LIVE && !v->live_over ? "waiting for events..." : "no events", ROLE_DIM, 0);
     if (v->notice[0]) {
         char m[sizeof v->notice];
         vw__sanitized(m, sizeof m, v->notice);

@@ -635,7 +635,14 @@ static int chore_discover(viewer *w, double t, double since) {
     (void)t;
     (void)since;
     w->o->discover(w->o->discover_ctx, viewer_add, w);
-    return VIEWER_CHORE_DONE;
+    const char *gone = w->o->ended != NULL && w->batches_in == 0 && !w->v.live_over ? w->o->ended(w->o->discover_ctx)
+                                                                                     : NULL;
+    if (gone == NULL)
+        return VIEWER_CHORE_DONE;
+    /* its processes' last batches come before it has ended: none came, none will */
+    w->v.live_over = 1;
+    snprintf(w->v.notice, sizeof w->v.notice, "%.80s, and nothing was traced; q quits", gone);
+    return VIEWER_CHORE_REDRAW;
 }
 
 /* Events per second, smoothed. */

@@ -68,6 +68,10 @@ typedef struct viewer_opts {
     /* When set (by a caught SIGINT or SIGTERM), the session ends as q ends it; or NULL, and ncurses'
      * own handler ends the process on Ctrl-C. */
     volatile sig_atomic_t *stop;
+    /* live, with discover: what the caller watches has ended, in a few words ("ls exited with
+     * status 127 after 0.4 s"), or NULL while it runs; asked with discover. When it has ended and
+     * nothing came, the view says so instead of waiting on. Or NULL. */
+    const char *(*ended)(void *ctx);
 } viewer_opts;
 
 /* What a viewer session ended with. */

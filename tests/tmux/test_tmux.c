@@ -772,6 +772,24 @@ TEST(run_in_tmux_shows_the_program_live) {
 #endif
 }
 
+/* A command that is not traced (no CUDA in it) and ends: the view says so rather than waiting on,
+ * and the status after q is the command's. */
+TEST(run_in_tmux_says_when_the_command_ended_untraced) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s run -- sh -c 'exit 3'", task_synctop());
+    tmux_start(cmd, 120, 40);
+    const char *scr = wait_for("sh exited with status 3 after ");
+    ASSERT_STR_CONTAINS(scr, "nothing was traced; q quits");
+    ASSERT_STR_CONTAINS(scr, "nothing traced");
+    ASSERT(strstr(scr, "waiting for a traced process") == NULL);
+    keys("q");
+    scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=3");
+    ASSERT_STR_CONTAINS(scr, "synctop run: sh exited with status 3 after");
+}
+
 /* ---- live sessions: recording, CURVE, discovery ---- */
 
 static pid_t pub_pid;

@@ -114,7 +114,10 @@ static void put_streams(FILE *out, const ti_producer *p, uint16_t device) {
         const tp_stream *s = &p->meta[j].stream;
         if (s->kind != TP_K_STREAM || s->device != device)
             break;
-        fprintf(out, "%s %" PRIu32 "%s", n ? "," : "", s->stream, (s->flags & TP_F_NULL_STREAM) ? " (default)" : "");
+        if (s->stream == TP_NO_ID) /* the device-wide synchronizations' lane */
+            fprintf(out, "%s device-wide", n ? "," : "");
+        else
+            fprintf(out, "%s %" PRIu32 "%s", n ? "," : "", s->stream, (s->flags & TP_F_NULL_STREAM) ? " (default)" : "");
         n++;
     }
     fputs(n ? "\n" : " none\n", out);
@@ -160,8 +163,11 @@ static void text_producer(FILE *out, const ti_producer *p) {
             continue;
         fprintf(out, "    device %u: ", d->device);
         put_name(out, p, d->name);
-        fprintf(out, ", compute capability %u.%u, %" PRIu32 " SMs, %.1f GiB\n", d->cc_major, d->cc_minor,
-                d->sm_count, (double)d->memory_bytes / (1u << 30));
+        if (d->cc_major == 0 && d->sm_count == 0 && d->memory_bytes == 0)
+            fputs(", its properties not in the trace\n", out);
+        else
+            fprintf(out, ", compute capability %u.%u, %" PRIu32 " SMs, %.1f GiB\n", d->cc_major, d->cc_minor,
+                    d->sm_count, (double)d->memory_bytes / (1u << 30));
         put_streams(out, p, d->device);
     }
     /* Streams sort by device: a new device without a record of its own gets a bare heading. */

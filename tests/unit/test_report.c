@@ -1024,6 +1024,25 @@ static void mask_producer_ids(char *t) {
 
 /* `synctop info` of several files reads the profiler traces and exports among them several at
  * once: what it prints of each, a damaged one in the middle included, is what one thread prints. */
+/* info on profiler traces: the lane of device-wide synchronizations is named so, not by its id
+ * (AlexNet has "Context Sync" rows: "cuda_sync" on stream 4294967295, as asked of the JSON here), and
+ * a device the trace describes not at all (sampled_rank-0 has no deviceProperties) says so rather
+ * than showing zeros. */
+TEST(info_names_the_device_wide_lane_and_a_device_without_properties) {
+    ASSERT(json_holds(KINETO_TRACE_DIR "/alexnet_a100_sync_heavy.json.gz",
+                      "ok = any(e.get('cat') == 'cuda_sync' and e.get('args', {}).get('stream') == 4294967295 for e in "
+                      "d['traceEvents'])"));
+    ASSERT(json_holds(KINETO_TRACE_DIR "/sampled_rank-0.json.gz", "ok = not d.get('deviceProperties')"));
+    ASSERT_EQ(synctop("info " ALEXNET), 0);
+    ASSERT_STR_CONTAINS(out_buf, "compute capability 8.0, 108 SMs");
+    ASSERT_STR_CONTAINS(out_buf, "      streams: device-wide, 7, 20\n");
+    char args[1024];
+    snprintf(args, sizeof args, "info '%s/sampled_rank-0.json.gz'", KINETO_TRACE_DIR);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "device 0: -, its properties not in the trace\n");
+    ASSERT(strstr(out_buf, "compute capability 0.0") == NULL);
+}
+
 TEST(info_of_several_files_on_threads_says_what_one_thread_says) {
     const char *paths[20];
     char store[20][1024], cut[4096], cmd[4096];

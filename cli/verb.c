@@ -160,7 +160,10 @@ void verb_refused_cb(void *ctx, const tp_sub *sub) {
 }
 
 void verb_refused(const char *verb_name, const char *endpoint, int client_refused, const char *mine, int own) {
-    if (!client_refused)
+    if (!client_refused && mine == NULL) /* we speak in the clear: no --server-key */
+        verb_warn(verb_name, "%s refused our handshake: it publishes encrypted (CURVE); give --server-key with its "
+                       "public key, the .pub file `synctop keygen` wrote beside its .key (still trying)", endpoint);
+    else if (!client_refused)
         verb_warn(verb_name, "%s refused the encrypted handshake: is --server-key that publisher's public key, and does it "
                        "publish with keys? (still trying)", endpoint);
     else if (own)

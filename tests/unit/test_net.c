@@ -2263,6 +2263,10 @@ TEST(record_with_a_client_key_the_publisher_lists_and_without) {
     ASSERT_STR_CONTAINS(out, "nothing was recorded: no publisher sent a batch (stopped: duration reached); no file "
                              "written");
     ASSERT(strstr(out, "wrote ") == NULL);
+    /* no --server-key at all: the publisher is encrypted, and that is what to give */
+    const char *c[] = {task_synctop(), "record", p.endpoint, "-o", task_path("clear.trace"), "--duration", "1", NULL};
+    ASSERT_EQ(run_capture(c, out, sizeof out), 1);
+    ASSERT_STR_CONTAINS(out, "refused our handshake: it publishes encrypted (CURVE); give --server-key");
     const char *n[] = {task_synctop(), "record", p.endpoint, "-o", task_path("anon.trace"), "--server-key", pub,
                        "--duration", "1", NULL};
     ASSERT_EQ(run_capture(n, out, sizeof out), 1);

@@ -312,7 +312,12 @@ static int cmd_attach(int argc, char **argv) {
         o.scan_endpoint_dir = 1;
     }
     viewer_result res;
+    /* Ctrl-C (or SIGTERM) ends the view as q does: a recording finished, the terminal restored */
+    o.stop = &verb_stop_signal;
+    verb_signals saved;
+    verb_signals_catch(&saved);
     rc = viewer_run_live(list, n, &o, &res);
+    verb_signals_restore(&saved);
     explicit_bzero(&mine, sizeof mine);
     stop_started(&ic, pids, n);
     return verb_viewer_done("attach", rc, &res, o.record);

@@ -83,7 +83,12 @@ static int cmd_replay(int argc, char **argv) {
     if (n_paths == 0)
         return args_bad(&p, "no trace file given");
     viewer_result res;
+    /* Ctrl-C (or SIGTERM) ends the view as q does: the terminal restored, status 0 */
+    o.stop = &verb_stop_signal;
+    verb_signals saved;
+    verb_signals_catch(&saved);
     int rc = viewer_run_replay(paths, n_paths, &o, &res);
+    verb_signals_restore(&saved);
     return verb_viewer_done("replay", rc, &res, NULL);
 }
 

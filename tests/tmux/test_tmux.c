@@ -772,6 +772,19 @@ TEST(run_in_tmux_shows_the_program_live) {
 #endif
 }
 
+/* Ctrl-C leaves replay as q does: the terminal given back, status 0. */
+TEST(replay_in_tmux_ends_on_ctrl_c_as_on_q) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s replay '%s/event_sync_single_stream.json.gz'", task_synctop(), KINETO_TRACE_DIR);
+    tmux_start(cmd, 120, 40);
+    wait_for("cudaStreamSynchronize");
+    keys("C-c");
+    const char *scr = wait_for("EXITED");
+    ASSERT_STR_CONTAINS(scr, "EXITED rc=0");
+}
+
 /* A command that is not traced (no CUDA in it) and ends: the view says so rather than waiting on,
  * and the status after q is the command's. */
 TEST(run_in_tmux_says_when_the_command_ended_untraced) {

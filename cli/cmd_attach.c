@@ -73,7 +73,7 @@ static void attach_usage(FILE *out) {
 }
 
 /* One endpoint the user named: checked, resolved and added (pids[*n]: its pid, or 0 when it was not
- * given as one); 0, or 1 with the reason said. */
+ * given as one); 0, or the verb's status with the reason said (EXIT_USAGE: not an endpoint). */
 static int attach_endpoint(const char *a, char (*eps)[TP_ENDPOINT_MAX], const char **list, long *pids, size_t *n) {
     err_msg err = {{0}};
     if (*n == ATTACH_MAX)
@@ -83,7 +83,7 @@ static int attach_endpoint(const char *a, char (*eps)[TP_ENDPOINT_MAX], const ch
         return verb_error("attach", "no process %s (synctop attach with no argument finds the traced "
                                     "processes of this user)", a);
     if (tp_endpoint_resolve(a, eps[*n], TP_ENDPOINT_MAX, &err) != 0)
-        return verb_error("attach", "%s", err.msg);
+        return verb_error("attach", "%s", err.msg), EXIT_USAGE;
     pids[*n] = strspn(a, "0123456789") == strlen(a) ? strtol(a, NULL, 10) : 0;
     list[*n] = eps[*n];
     (*n)++;
@@ -270,13 +270,16 @@ static int cmd_attach(int argc, char **argv) {
                 return EXIT_USAGE;
             int bad = 0;
             for (int i = 0; i < k; i++) {
-                bad = bad || attach_endpoint(lines[i], eps, list, pids, &n) != 0;
+                if (bad == 0)
+                    bad = attach_endpoint(lines[i], eps, list, pids, &n);
                 free((char *)lines[i]); /* resolved into eps */
             }
             if (bad)
-                return 1;
-        } else if (attach_endpoint(a, eps, list, pids, &n) != 0) {
-            return 1;
+                return bad;
+        } else {
+            int bad = attach_endpoint(a, eps, list, pids, &n);
+            if (bad)
+                return bad;
         }
     }
     if (o.summary && n == 0)

@@ -390,7 +390,7 @@ static int run_load_key(const char *key, char *key_path, tp_keypair *keys) {
 static int run_check_clients(const run_args *a, const char *listen_ep, char *clients_path) {
     err_msg err = {{0}};
     if (a->clients != NULL && a->key == NULL)
-        return verb_error("run", "--clients goes with --key: only CURVE clients have keys to check");
+        return verb_error("run", "--clients goes with --key: only CURVE clients have keys to check"), EXIT_USAGE;
     if (a->clients == NULL) {
         if (a->key != NULL && strncmp(listen_ep, "tcp://", 6) == 0)
             verb_warn("run", "--key without --clients: whoever has the public key of %s and can reach %s can "
@@ -620,7 +620,7 @@ static int cmd_run(int argc, char **argv) {
     if ((rc = run_inherited_listen(&a)) != 0)
         return rc;
     if (a.listen != NULL && tp_endpoint_resolve(a.listen, listen_ep, sizeof listen_ep, &err) < 0)
-        return verb_error("run", "--listen %s: %s", a.listen, err.msg);
+        return verb_error("run", "--listen %s: %s", a.listen, err.msg), EXIT_USAGE;
     /* The tracer cannot publish where something listens already, and run would hear that instead. */
     if (listen_ep[0] != '\0' && tp_endpoint_in_use(listen_ep) == 1)
         return verb_error("run", "--listen %s: something is listening there already (another traced program, "

@@ -1167,6 +1167,23 @@ TEST(run_takes_an_exported_listen_endpoint_and_drops_none) {
     free(err2);
 }
 
+/* What is not an endpoint is a bad argument, exit status 2, whichever verb was given it. */
+TEST(a_bad_endpoint_is_a_usage_error_for_every_verb) {
+    static const char *const cases[][8] = {
+        {"run", "--no-tui", "--listen", "tcp://nope:99999", "--", "true", NULL},
+        {"demo", "--no-tui", "--listen", "tcp://nope:99999", NULL},
+        {"record", "tcp://nope:99999", "-o", "x.trace", NULL},
+        {"attach", "tcp://nope:99999", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *err = NULL;
+        int rc = run_synctop((const char *const *)cases[i], NULL, &err);
+        if (rc != 2 || strstr(err, "the port a number from 1 to 65535") == NULL)
+            TASK_FAIL_("%s: exit %d: %s", cases[i][0], rc, err);
+        free(err);
+    }
+}
+
 static size_t count_lines(const char *s) {
     size_t n = 0;
     for (; *s; s++)

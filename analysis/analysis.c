@@ -1149,6 +1149,7 @@ static int host_merge_numbered(an_ctx *c) {
         if (p != NULL && v[i].numbered && p->numbered && p->h.producer == v[i].h.producer && p->len == v[i].len &&
             memcmp(p->text, v[i].text, v[i].len) == 0) {
             an_host_range *into = &r->host_ranges[n - 1];
+            into->numbered = 1;
             into->idle_ns += v[i].h.idle_ns;
             into->api_ns += v[i].h.api_ns;
             if (v[i].h.api_max_ns > into->api_max_ns) {
@@ -1158,7 +1159,7 @@ static int host_merge_numbered(an_ctx *c) {
             continue;
         }
         r->host_ranges[n] = v[i].h;
-        r->host_ranges[n++].numbered = v[i].numbered;
+        r->host_ranges[n++].numbered = 0; /* until a second one is met */
     }
     r->n_host_ranges = n;
     free(v);

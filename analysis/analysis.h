@@ -142,8 +142,8 @@ typedef struct an_opts {
 typedef struct an_host_range {
     uint32_t producer;
     uint32_t name;     /* store string; 0: in no range */
-    int numbered;      /* the names of several ranges that differ only in a "#<number>" ending
-                          (ProfilerStep#12): name is one of them */
+    int numbered;      /* the names of two ranges or more that differ only in a "#<number>" ending
+                          (ProfilerStep#12): name is one of them; 0 for a name alone */
     uint64_t idle_ns;
     uint64_t api_ns;     /* of idle_ns, the time that thread spent in CUDA calls that did not wait */
     uint32_t api_name;   /* the call that took the most of it in one go (store string; 0: none) */

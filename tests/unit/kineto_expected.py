@@ -40,7 +40,7 @@ to the bubble's start; it ends where the last one ended, or past it by what that
 such a bubble before the submission, and the whole of one with no wait whose work was submitted
 after it began, is the host's: by the innermost user_annotation of the submitting thread (the launch
 row's pid and tid; "" for none; a legacy ProfilerStep#N Operator row is one), names ending in
-"#<digits>" counted as one ("ProfilerStep#N"); per step (a report's steps), the host's share in it
+"#<digits>" counted as one ("ProfilerStep#N", when there are two or more); per step (a report's steps), the host's share in it
 and the range most of it went to; per range, the time of it the submitting thread spent in its
 host calls that do not block (each instant once) and the longest of them there.
 
@@ -293,6 +293,7 @@ def bubble_costs(path, gap=20000):
         else:
             calls[(str(e["pid"]), int(e["tid"]) & 0xFFFFFFFF)].append((t0, t0 + ns(e.get("dur", 0)), e["name"]))
     by_api, by_range, pieces = Counter(), Counter(), []
+    numbered = defaultdict(set)  # "ProfilerStep#N" -> the names it stands for
     api = defaultdict(lambda: [0, 0, set()])  # range -> [ns in calls that did not wait, longest, its names]
 
     def credit(thread, key, lo, hi):
@@ -318,7 +319,9 @@ def bubble_costs(path, gap=20000):
             name = max(inner, key=lambda r: r[0])[2] if inner else ""
             pieces.append((lo, hi, name))
             m = re.match(r"^(.*#)[0-9]+$", name)
-            credit(thread, m.group(1) + "N" if m and m.group(1) != "#" else name, lo, hi)
+            key = m.group(1) + "N" if m and m.group(1) != "#" else name
+            numbered[key].add(name)
+            credit(thread, key, lo, hi)
 
     for dev, rows in work.items():
         rows.sort(key=lambda r: (r[0], r[1]))
@@ -358,6 +361,11 @@ def bubble_costs(path, gap=20000):
                             in_ranges(thread, x, y)
                 prev_end = t
             end = b if end is None or b > end else end
+    for key, names in numbered.items():  # a numbered name alone keeps its own
+        if len(names) == 1 and key not in names:
+            (name,) = names
+            by_range[name] += by_range.pop(key)
+            api[name] = api.pop(key)
     return by_api, by_range, pieces, api
 
 

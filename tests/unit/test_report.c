@@ -345,6 +345,19 @@ TEST(report_steps_say_how_many_profiler_steps_were_too_few) {
     ASSERT_STR_CONTAINS(out_buf, "no steps found: 1 ProfilerStep range, fewer than the three steps need;");
 }
 
+/* A numbered range met alone keeps its name: the single-stream trace has one ProfilerStep range
+ * (#100, asked of the JSON here), which the host's share is named after as it is, not as
+ * "ProfilerStep#N ... (each of them)". */
+TEST(report_names_a_lone_numbered_range_as_it_is) {
+    ASSERT(json_holds(KINETO_TRACE_DIR "/event_sync_single_stream.json.gz",
+                      "ok = [e['name'] for e in d['traceEvents'] if str(e.get('name', '')).startswith('ProfilerStep#')] "
+                      "== ['ProfilerStep#100']"));
+    ASSERT_EQ(synctop("report " SINGLE), 0);
+    ASSERT_STR_CONTAINS(out_buf, "(the host busy, not waiting in CUDA) in\n     ProfilerStep#100\n");
+    ASSERT(strstr(out_buf, "ProfilerStep#N") == NULL);
+    ASSERT(strstr(out_buf, "(each of them)") == NULL);
+}
+
 /* A low-utilisation window names a call site only when its waits cost at least half of the window's
  * idle. ResNet's windows idle mostly while the host waits for the DataLoader: in the window at
  * +6293.294 ms, 329.374 ms idle, every blocking call of the trace that overlaps it adds up to at most

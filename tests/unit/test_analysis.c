@@ -1943,39 +1943,16 @@ TEST(steps_from_a_heartbeat_with_gpu_work_in_most_steps) {
     tl_free(&t, &r);
 }
 
-/* Of two ranges that come as often and as regularly, the one that comes first in the loop marks
- * the steps: every 10 ms "phase" opens at +100 us inside "iteration", which opens at +0 (phase is
- * named first, so it is met first). */
-TEST(steps_from_the_range_that_comes_first_in_the_loop) {
+/* A loop of 12 steps every 10 ms: "phase" opens at +100 us inside "iteration", which opens at +0
+ * ("phase" is named first, so it is met first); "iteration" has ended `iterations` times. The steps
+ * are iteration's: one fewer than its ranges, each from one's start to the next's. */
+static void steps_of_the_first_range(size_t iterations) {
     tl t;
     tl_init(&t);
     for (uint64_t i = 0; i < 12; i++) {
         uint64_t at = 1000 + i * 10000;
         tl_range(&t, at + 100, at + 5000, "phase", 100 + i);
-        tl_range(&t, at, at + 9000, "iteration", 200 + i);
-        tl_kernel(&t, at + 200, at + 210, at + 6000);
-    }
-    an_result r;
-    an_steps st;
-    tl_steps(&t, &r, &st);
-    ASSERT_STR_CONTAINS(st.what, "iteration");
-    ASSERT_EQ(st.n_steps, 11);
-    for (size_t i = 0; i < st.n_steps; i++)
-        ASSERT_UEQ(st.steps[i].start, (1000 + i * 10000) * 1000);
-    an_steps_free(&st);
-    tl_free(&t, &r);
-}
-
-/* The loop's first range wins also when its last one has not ended yet (a live view holds only the
- * ranges that ended) or was cut off: "iteration" opens 12 times, 11 of them ended here, against 12
- * of "phase" inside it. The steps are iteration's, from the first. */
-TEST(steps_from_the_range_that_comes_first_with_its_last_one_missing) {
-    tl t;
-    tl_init(&t);
-    for (uint64_t i = 0; i < 12; i++) {
-        uint64_t at = 1000 + i * 10000;
-        tl_range(&t, at + 100, at + 5000, "phase", 100 + i);
-        if (i < 11)
+        if (i < iterations)
             tl_range(&t, at, at + 9000, "iteration", 200 + i);
         tl_kernel(&t, at + 200, at + 210, at + 6000);
     }
@@ -1983,12 +1960,20 @@ TEST(steps_from_the_range_that_comes_first_with_its_last_one_missing) {
     an_steps st;
     tl_steps(&t, &r, &st);
     ASSERT_STR_CONTAINS(st.what, "iteration");
-    ASSERT_EQ(st.n_steps, 10);
+    ASSERT_EQ(st.n_steps, iterations - 1);
     for (size_t i = 0; i < st.n_steps; i++)
         ASSERT_UEQ(st.steps[i].start, (1000 + i * 10000) * 1000);
     an_steps_free(&st);
     tl_free(&t, &r);
 }
+
+/* Of two ranges that come as often and as regularly, the one that comes first in the loop marks
+ * the steps. */
+TEST(steps_from_the_range_that_comes_first_in_the_loop) { steps_of_the_first_range(12); }
+
+/* The loop's first range wins also when its last one has not ended yet (a live view holds only the
+ * ranges that ended) or was cut off: 11 of "iteration" against 12 of "phase" inside it. */
+TEST(steps_from_the_range_that_comes_first_with_its_last_one_missing) { steps_of_the_first_range(11); }
 
 /* A process's heartbeat is one of its own call sites: a second process whose GPU works all along,
  * with no call of its own, has no steps (the first's 11 steps are all the first's). */

@@ -193,6 +193,8 @@ typedef struct vw_stalls {
     size_t n_sites;
     char *labels;        /* n_sites labels of VW_STALL_LABEL bytes, in the rows' order, told apart
                             where two would read the same (an_labels_distinguish) */
+    size_t *heads;       /* per label, its bytes that name the call site: what follows tells it
+                            apart from another, and is kept when the label is shortened */
     int sel, scroll;     /* the selected row, the first row shown */
     int show_site;       /* the selected call site's spans are marked (after n, N, i; esc clears) */
     an_stall_order sort; /* < and >: the column the rows are sorted by */
@@ -294,6 +296,11 @@ void vw_render_loading(const vw_state *v, vw_grid *g, const char *name, uint64_t
 enum { VW_MOUSE_CLICK = 1, VW_MOUSE_WHEEL_UP = 2, VW_MOUSE_WHEEL_DOWN = 3, VW_MOUSE_RELEASE = 4 };
 #define VW_MOUSE_CTRL 0x100 /* or'ed into a kind: ctrl was held */
 enum { VW_ACT_NONE = 0, VW_ACT_REDRAW = 1, VW_ACT_QUIT = 2 };
+
+/* Replay: moves the playhead (now) on by ns while playing. Once it passes the end, with nothing
+ * more to load, everything is shown and playback pauses there, as a media player stops at the end
+ * (space plays it again from the start). Returns 1 when the state changed. */
+int vw_replay_advance(vw_state *v, uint64_t ns, int loading);
 
 /* Applies a key (a code point or VW_KEY_*) to the state for a w x h screen. */
 int vw_key(vw_state *v, const st_store *s, int w, int h, int key);

@@ -219,6 +219,63 @@ int vw__put_str(vw_grid *g, const vw_state *v, int x, int y, int maxw, const cha
     return used;
 }
 
+/* The bytes of the UTF-8 sequence that starts with byte c. */
+static size_t utf8_seq(unsigned char c) { return c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1; }
+
+/* The columns vw__put_str gives the first n bytes of s, when they all fit. */
+static int str_cols(const vw_state *v, const char *s, size_t n) {
+    int cols = 0;
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        uint32_t c = *p;
+        size_t k = utf8_seq(*p);
+        if (k == 4)
+            c = ((c & 7u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
+        else if (k == 3)
+            c = ((c & 15u) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+        else if (k == 2)
+            c = ((c & 31u) << 6) | (p[1] & 0x3Fu);
+        p += k;
+        if (c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0) || (c >= 0x80 && v->ascii))
+            cols++;
+        else
+            cols += vw_char_width(c);
+    }
+    return cols;
+}
+
+/* s in maxw columns, shortened in its middle when it does not fit: both ends stay in sight. */
+static int put_middle(vw_grid *g, const vw_state *v, int x, int y, int maxw, const char *s, int role, int attr) {
+    size_t n = strlen(s);
+    int all = str_cols(v, s, n);
+    if (all <= maxw || maxw < 3)
+        return vw__put_str(g, v, x, y, maxw, s, role, attr);
+    int used = vw__put_str(g, v, x, y, maxw / 2, s, role, attr); /* its last cell an ellipsis */
+    size_t at = 0;
+    while (at < n && all > maxw - used) { /* the longest end that fits in the rest */
+        size_t k = utf8_seq((unsigned char)s[at]);
+        all -= str_cols(v, s + at, k);
+        at += k;
+    }
+    return used + vw__put_str(g, v, x + used, y, maxw - used, s + at, role, attr);
+}
+
+#define TAIL_HEAD_MIN 6 /* columns the text before the tail keeps, when it has as many */
+
+int vw__put_str_tail(vw_grid *g, const vw_state *v, int x, int y, int maxw, const char *s, size_t tail, int role,
+                     int attr) {
+    size_t n = strlen(s);
+    char head[1024];
+    if (tail >= n || tail >= sizeof head || str_cols(v, s, n) <= maxw)
+        return vw__put_str(g, v, x, y, maxw, s, role, attr);
+    int hw = str_cols(v, s, tail), tw = str_cols(v, s + tail, n - tail);
+    int keep = hw < TAIL_HEAD_MIN ? hw : TAIL_HEAD_MIN;
+    memcpy(head, s, tail);
+    head[tail] = '\0';
+    int used = vw__put_str(g, v, x, y, tw <= maxw - keep ? maxw - tw : keep, head, role, attr);
+    return used + put_middle(g, v, x + used, y, maxw - used, s + tail, role, attr);
+}
+
 void vw__fill(vw_grid *g, int x, int y, int w, int role, int attr) {
     for (int i = 0; i < w; i++)
         vw__put_cell(g, x + i, y, ' ', role, attr);

@@ -251,15 +251,13 @@ static void render_selected_site(frame_ctx *f, int y, int rows) {
     if (v->stalls.n_sites == 0 || v->stalls.sel < 0 || (size_t)v->stalls.sel >= v->stalls.n_sites)
         return;
     const an_stall_site *x = &v->stalls.sites[v->stalls.sel];
-    char label[VW_STALL_LABEL], tot[32], buf[VW_STALL_LABEL + 160];
-    if (v->stalls.labels != NULL)
-        snprintf(label, sizeof label, "%s", v->stalls.labels + (size_t)v->stalls.sel * VW_STALL_LABEL);
-    else
-        an_site_label(f->s, x->callsite, x->name, label, sizeof label);
+    char label[VW_STALL_LABEL], tot[32], buf[160];
+    size_t head = vw__stall_label(v, v->stalls.sel, label);
     vw_fmt_dur(tot, sizeof tot, x->total_ns, v->ascii);
-    snprintf(buf, sizeof buf, " top stall %d: %" PRIu64 " call%s, %s blocked at %s", v->stalls.sel + 1, x->count,
-             x->count == 1 ? "" : "s", tot, label);
-    vw__put_str(f->g, v, 0, y, f->g->w, buf, ROLE_LABEL, 0);
+    snprintf(buf, sizeof buf, " top stall %d: %" PRIu64 " call%s, %s blocked at ", v->stalls.sel + 1, x->count,
+             x->count == 1 ? "" : "s", tot);
+    int at = vw__put_str(f->g, v, 0, y, f->g->w, buf, ROLE_LABEL, 0);
+    vw__put_str_tail(f->g, v, at, y, f->g->w - at, label, head, ROLE_LABEL, 0);
     if (x->callsite != 0 && rows > 1)
         render_frames(f, x->callsite, y + 1, (size_t)(rows - 1));
 }
@@ -302,9 +300,13 @@ void vw__render_detail(frame_ctx *f) {
         return;
     }
     const st_lane_info *li = st_lane_get(s, lane);
-    const char *kname = st_ev_kind(s, e) == TP_K_API                          ? ((st_ev_flags(s, e) & TP_F_BLOCKING) ? "BLOCKING call" : "call")
-                        : st_ev_kind(s, e) == TP_K_NVTX && (st_ev_flags(s, e) & ST_EV_OP) ? "op"
-                                                                          : tp_kind_name(st_ev_kind(s, e));
+    /* a range is named as what it is, not by where it came from: the store keeps NVTX ranges and
+     * a profiler's annotations alike, telling apart only its operators */
+    const char *kname = st_ev_kind(s, e) == TP_K_API   ? ((st_ev_flags(s, e) & TP_F_BLOCKING) ? "BLOCKING call" : "call")
+                        : st_ev_kind(s, e) != TP_K_NVTX ? tp_kind_name(st_ev_kind(s, e))
+                        : st_ev_flags(s, e) & ST_EV_OP  ? "op"
+                        : st_ev_sub(s, e) == TP_NVTX_INSTANT ? "mark"
+                                                             : "range";
     vw__sanitized(nm, sizeof nm, st_str(s, st_ev_name(s, e)));
     if (st_ev_kind(s, e) == TP_K_MEMCPY)
         snprintf(nm, sizeof nm, "%s %s", tp_copy_kind_name(st_ev_sub(s, e)), st_ev_mem(s, e) >> 4 == TP_MEM_PAGEABLE || (st_ev_mem(s, e) & 15) == TP_MEM_PAGEABLE ? "(pageable)" : "");

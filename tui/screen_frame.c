@@ -100,6 +100,7 @@ void vw_state_init(vw_state *v, vw_mode mode, const st_store *s) {
     v->t0 = t0;
     v->t1 = t1 > t0 ? t1 : t0 + 1000000;
     v->now = UINT64_MAX;
+    v->paused = mode == VW_REPLAY; /* a replay showing it all has played to its end */
     v->cursor = t0;
     v->follow = 1;
     v->live_span = mode == VW_LIVE ? VW_LIVE_SPAN_NS : 0;

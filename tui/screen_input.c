@@ -120,6 +120,18 @@ static void window_cmd(vw_state *v, vw_cmd c, int cols) {
     }
 }
 
+int vw_replay_advance(vw_state *v, uint64_t ns, int loading) {
+    if (v->mode != VW_REPLAY || v->now == UINT64_MAX || v->paused)
+        return 0;
+    if (v->now + ns >= v->end && !loading) {
+        v->now = UINT64_MAX;
+        v->paused = 1;
+    } else if (v->now + ns < v->end) {
+        v->now += ns;
+    }
+    return 1;
+}
+
 /* Time: play and pause, speed, start and end, following the newest events. */
 static void time_cmd(vw_state *v, vw_cmd c) {
     uint64_t width = v->t1 - v->t0;
@@ -149,8 +161,10 @@ static void time_cmd(vw_state *v, vw_cmd c) {
             v->follow = 0;
         break;
     case VW_CMD_FINISH:
-        if (v->mode == VW_REPLAY)
+        if (v->mode == VW_REPLAY) { /* at the end playback stops, as when it gets there */
             v->now = UINT64_MAX;
+            v->paused = 1;
+        }
         v->t0 = v->end > width ? v->end - width + width / 50 : v->origin;
         if (v->t0 < v->origin)
             v->t0 = v->origin;

@@ -57,6 +57,11 @@ typedef struct frame_ctx {
 /* screen_cells.c: cells, text and glyphs; the viewport in columns */
 void vw__put_cell(vw_grid *g, int x, int y, uint32_t ch, int role, int attr);
 int vw__put_str(vw_grid *g, const vw_state *v, int x, int y, int maxw, const char *s, int role, int attr);
+/* As vw__put_str, but text that does not fit is shortened before byte tail of s, so that what
+ * follows (what tells two labels apart) stays in sight; when even that does not fit, the text
+ * before it keeps a few columns and the tail is shortened in its middle, keeping both its ends. */
+int vw__put_str_tail(vw_grid *g, const vw_state *v, int x, int y, int maxw, const char *s, size_t tail, int role,
+                     int attr);
 void vw__fill(vw_grid *g, int x, int y, int w, int role, int attr);
 void vw__sanitized(char *out, size_t n, const char *s);
 void vw__producer_tag(const st_store *s, uint32_t producer, char *out, size_t n);
@@ -104,6 +109,8 @@ size_t vw__breakdown_rows(const vw_state *v);
 void vw__render_stalls(frame_ctx *f);
 void vw__stalls_free(vw_state *v);
 void vw__stall_cmd(vw_state *v, const st_store *s, vw_cmd c, int cols);
+/* Row k's label into out; returns its bytes that name the call site (the rest tells it apart). */
+size_t vw__stall_label(const vw_state *v, int k, char out[VW_STALL_LABEL]);
 /* Enter on the stalls panel: the selected call site's longest stall under the cursor, its detail
  * pane open. */
 void vw__stalls_enter(vw_state *v, const st_store *s, int cols);

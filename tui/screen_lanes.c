@@ -114,7 +114,29 @@ vw_row *vw__rows_build(const st_store *s, const vw_state *v, size_t *n_out) {
     return r;
 }
 
-static void row_label(const st_store *s, const vw_row *r, int multi_producer, char *out, size_t n) {
+/* A thread as its rows name it: "T783658 python3" (profiler traces name threads "thread 783658
+ * (python3)": the tid once). */
+static void thread_name(const st_store *s, const st_lane_info *li, const char *pfx, char *out, size_t n) {
+    const char *nm = st_str(s, li->name);
+    char tid[24];
+    int tl = snprintf(tid, sizeof tid, "thread %u", li->id);
+    size_t nl = strlen(nm);
+    if (strncmp(nm, tid, (size_t)tl) == 0) {
+        nm += tl;
+        while (*nm == ' ' || *nm == '(')
+            nm++;
+        nl = strlen(nm);
+        if (nl > 0 && nm[nl - 1] == ')')
+            nl--;
+    }
+    snprintf(out, n, "%sT%u%s%.*s", pfx, li->id, nl ? " " : "", (int)nl, nm);
+}
+
+/* The label of row r; above is the row before it (NULL: none). A thread's ranges row says
+ * " ranges" under its thread's row, and " T<tid> ranges" when that row is not above it (a thread
+ * with ranges and no CUDA calls, or its row hidden as idle). */
+static void row_label(const st_store *s, const vw_row *r, const vw_row *above, int multi_producer, char *out,
+                      size_t n) {
     char raw[256];
     char pfx[24] = "";
     if (multi_producer) {
@@ -128,32 +150,22 @@ static void row_label(const st_store *s, const vw_row *r, int multi_producer, ch
         snprintf(raw, sizeof raw, "%sGPU%u", pfx, r->device);
     } else {
         const st_lane_info *li = st_lane_get(s, r->lane);
+        const st_lane_info *up = above != NULL && above->type == ROW_LANE ? st_lane_get(s, above->lane) : NULL;
         if (li->kind == ST_LANE_STREAM) {
             if (li->id == TP_NO_ID)
                 snprintf(raw, sizeof raw, " sync (device)");
             else
                 snprintf(raw, sizeof raw, " stream %u%s", li->id, li->null_stream ? "*" : "");
         } else if (li->kind == ST_LANE_THREAD) {
-            /* the tid once: profiler traces name threads "thread 783658 (python3)" */
-            const char *nm = st_str(s, li->name);
-            char tid[24];
-            int tl = snprintf(tid, sizeof tid, "thread %u", li->id);
-            size_t nl = strlen(nm);
-            if (strncmp(nm, tid, (size_t)tl) == 0) {
-                nm += tl;
-                while (*nm == ' ' || *nm == '(')
-                    nm++;
-                nl = strlen(nm);
-                if (nl > 0 && nm[nl - 1] == ')')
-                    nl--;
-            }
-            snprintf(raw, sizeof raw, "%sT%u%s%.*s", pfx, li->id, nl ? " " : "", (int)nl, nm);
+            thread_name(s, li, pfx, raw, sizeof raw);
         } else if (r->depth1 > 0) {
             snprintf(raw, sizeof raw, "   depth %u", r->depth1 - 1);
         } else if (li->device != TP_NO_DEVICE) {
             snprintf(raw, sizeof raw, " ranges s%u", li->id);
-        } else {
+        } else if (up != NULL && up->kind == ST_LANE_THREAD && up->producer == li->producer && up->id == li->id) {
             snprintf(raw, sizeof raw, " ranges"); /* NVTX ranges, profiler annotations */
+        } else { /* the tid only: the word "ranges" stays in sight */
+            snprintf(raw, sizeof raw, " %sT%u ranges", pfx, li->id);
         }
     }
     vw__sanitized(out, n, raw);
@@ -363,7 +375,9 @@ static void render_depth_row(frame_ctx *f, int y, const vw_row *r) {
             break;
         int c0 = e->start > v->t0 ? vw__col_of(v, L, e->start) : 0;
         int c1 = st_ev_end(f->s, e) < v->t1 ? vw__col_of(v, L, st_ev_end(f->s, e) > 0 ? st_ev_end(f->s, e) - 1 : 0) : cols - 1;
-        if (c1 - c0 - 1 >= 8 && c0 > done) {
+        /* the bar before may end in the column this one starts in: that column is the margin
+         * between their names */
+        if (c1 - c0 - 1 >= 8 && c0 >= done) {
             char nm[256];
             vw__sanitized(nm, sizeof nm, st_str(f->s, st_ev_name(f->s, e)));
             int x0 = L->timeline.x + c0 + 1, room = c1 - c0 - 1;
@@ -380,13 +394,13 @@ static void render_depth_row(frame_ctx *f, int y, const vw_row *r) {
     }
 }
 
-static void render_lane_row(frame_ctx *f, int y, const vw_row *r, int is_cursor_row, int multi) {
+static void render_lane_row(frame_ctx *f, int y, const vw_row *r, const vw_row *above, int is_cursor_row, int multi) {
     const vw_state *v = f->v;
     vw_grid *g = f->g;
     const vw_layout *L = f->L;
     int cols = L->timeline.w;
     char lab[128], shown[160];
-    row_label(f->s, r, multi, lab, sizeof lab);
+    row_label(f->s, r, above, multi, lab, sizeof lab);
     /* a folded group says so before its name; an open process says so too (it is a tree) */
     int fold = row_folded(v, f->s, r); /* -1: a ranges lane opened by depth */
     const char *mark = fold > 0 ? (v->ascii ? ">" : "\xe2\x96\xb8")
@@ -541,13 +555,13 @@ void vw__render_lanes(frame_ctx *f) {
         if (ri >= (int)f->n_rows)
             break;
         memset(f->bubble_col, 0, (size_t)cols);
-        render_lane_row(f, L->lanes.y + i, &f->rows[ri], ri == v->cursor_row, multi);
+        render_lane_row(f, L->lanes.y + i, &f->rows[ri], ri > 0 ? &f->rows[ri - 1] : NULL, ri == v->cursor_row, multi);
     }
     /* the process the top row belongs to stays named while its rows scroll under it */
     if (multi && v->row_scroll > 0 && v->row_scroll < (int)f->n_rows && f->rows[v->row_scroll].type != ROW_PROCESS)
         for (int ri = v->row_scroll - 1; ri >= 0; ri--)
             if (f->rows[ri].type == ROW_PROCESS) {
-                render_lane_row(f, L->lanes.y, &f->rows[ri], 0, multi);
+                render_lane_row(f, L->lanes.y, &f->rows[ri], NULL, 0, multi);
                 break;
             }
     if (f->n_rows == 0)

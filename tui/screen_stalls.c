@@ -28,28 +28,46 @@ static void sites_free(vw_state *v) {
     v->stalls.n_sites = 0;
     free(v->stalls.labels);
     v->stalls.labels = NULL;
+    free(v->stalls.heads);
+    v->stalls.heads = NULL;
 }
 
 /* The rows' labels, in their order (after every update and sort). Without memory for them the
  * rows are labelled one by one, as they come. */
 static void sites_label(vw_state *v) {
     free(v->stalls.labels);
+    free(v->stalls.heads);
+    v->stalls.heads = NULL;
     size_t n = v->stalls.n_sites;
     v->stalls.labels = n ? malloc(n * VW_STALL_LABEL) : NULL;
+    v->stalls.heads = n ? malloc(n * sizeof *v->stalls.heads) : NULL;
     uint64_t *cs = n ? malloc(n * sizeof *cs) : NULL;
-    if (v->stalls.labels == NULL || cs == NULL) {
+    if (v->stalls.labels == NULL || v->stalls.heads == NULL || cs == NULL) {
         free(v->stalls.labels);
         v->stalls.labels = NULL;
+        free(v->stalls.heads);
+        v->stalls.heads = NULL;
         free(cs);
         return;
     }
     for (size_t i = 0; i < n; i++) {
         const an_stall_site *x = &v->stalls.sites[i];
         an_site_label(v->store, x->callsite, x->name, v->stalls.labels + i * VW_STALL_LABEL, VW_STALL_LABEL);
+        v->stalls.heads[i] = strlen(v->stalls.labels + i * VW_STALL_LABEL);
         cs[i] = x->callsite;
     }
     an_labels_distinguish(v->store, cs, v->stalls.labels, VW_STALL_LABEL, n);
     free(cs);
+}
+
+size_t vw__stall_label(const vw_state *v, int k, char out[VW_STALL_LABEL]) {
+    const an_stall_site *x = &v->stalls.sites[k];
+    if (v->stalls.labels == NULL) {
+        an_site_label(v->store, x->callsite, x->name, out, VW_STALL_LABEL);
+        return strlen(out);
+    }
+    snprintf(out, VW_STALL_LABEL, "%s", v->stalls.labels + (size_t)k * VW_STALL_LABEL);
+    return v->stalls.heads[k] < strlen(out) ? v->stalls.heads[k] : strlen(out);
 }
 
 void vw__stalls_free(vw_state *v) {
@@ -99,7 +117,7 @@ static int render_host_ranges(frame_ctx *f, int x0, int y, int end) {
     if (host_all > 0 && y < end) {
         if (x0 == 0)
             vw__fill(g, 0, y, g->w, ROLE_PANEL, 0);
-        vw__put_str(g, v, x0, y++, g->w - x0, " HOST ELSEWHERE, WHOLE RUN, BY THE RANGE IT RAN", ROLE_PANEL, VW_A_BOLD);
+        vw__put_str(g, v, x0, y++, g->w - x0, " HOST-ELSEWHERE, WHOLE RUN, BY THE RANGE IT RAN", ROLE_PANEL, VW_A_BOLD);
         for (size_t i = 0; i < v->an->n_host_ranges && i < 3 && y < end; i++, y++) {
             const an_host_range *h = &v->an->host_ranges[i];
             char d[32], nm[160];
@@ -138,8 +156,9 @@ static void render_breakdown(frame_ctx *f) {
     int y = L->stalls.y, end = L->stalls.y + L->stalls.h;
     vw__fill(g, 0, y, g->w, ROLE_PANEL, 0);
     char line[512];
+    /* a column's name is one word, so that the names count as the columns do */
     snprintf(line, sizeof line, " %-14s %7s %7s %13s %9s %14s %8s   (b: the stalls)", "GPU IDLE, VIEW", "BUSY", "IDLE",
-             "BLOCKED CALL", "LAUNCH", "HOST ELSEWHERE", "REST");
+             "BLOCKED-CALL", "LAUNCH", "HOST-ELSEWHERE", "REST");
     vw__put_str(g, v, 0, y++, g->w, line, ROLE_PANEL, VW_A_BOLD);
     int wide = g->w >= HOST_RANGES_X + 60, top = y; /* wide: the host's ranges beside the tables */
     uint64_t a, b;
@@ -310,14 +329,11 @@ void vw__render_stalls(frame_ctx *f) {
         if (k >= (int)v->stalls.n_sites)
             break;
         const an_stall_site *site = &v->stalls.sites[k];
-        char tot[32], mx[32], idle[32], lab[512], row[768], who[24] = "";
+        char tot[32], mx[32], idle[32], lab[VW_STALL_LABEL], row[768], who[24] = "";
+        size_t named = vw__stall_label(v, k, lab);
         vw_fmt_dur(tot, sizeof tot, site->total_ns, v->ascii);
         vw_fmt_dur(mx, sizeof mx, site->max_ns, v->ascii);
         vw_fmt_dur(idle, sizeof idle, site->gpu_idle_ns, v->ascii);
-        if (v->stalls.labels != NULL)
-            snprintf(lab, sizeof lab, "%s", v->stalls.labels + (size_t)k * VW_STALL_LABEL);
-        else
-            an_site_label(s, site->callsite, site->name, lab, sizeof lab);
         if (site->n_procs > 1) /* the same call in several processes */
             snprintf(who, sizeof who, "%s%u ", v->ascii ? "x" : "\xc3\x97", site->n_procs);
         else if (multi) { /* which process */
@@ -335,13 +351,14 @@ void vw__render_stalls(frame_ctx *f) {
         char pct[16] = "";
         if (show_wall) /* per process, for a row of several */
             snprintf(pct, sizeof pct, " %5.1f%%", 100.0 * (double)site->total_ns / (double)wall / (site->n_procs > 1 ? site->n_procs : 1));
-        snprintf(row, sizeof row, "%4d %12" PRIu64 " %s %s%s%s%s %-9s %s%s", k + 1, site->count, tp, mp, pct,
-                 show_idle ? " " : "", show_idle ? ip : "", site_cause(s, site), who, lab);
+        snprintf(row, sizeof row, "%4d %12" PRIu64 " %s %s%s%s%s %-9s %s", k + 1, site->count, tp, mp, pct,
+                 show_idle ? " " : "", show_idle ? ip : "", site_cause(s, site), who);
         int role = sel ? ROLE_SELECTION : ROLE_DEFAULT;
         int attr = sel && focus ? VW_A_BOLD : 0;
         if (sel)
             vw__fill(g, 0, y + 1 + i, g->w, role, attr);
-        vw__put_str(g, v, 0, y + 1 + i, g->w, row, role, attr);
+        int x = vw__put_str(g, v, 0, y + 1 + i, g->w, row, role, attr);
+        vw__put_str_tail(g, v, x, y + 1 + i, g->w - x, lab, named, role, attr);
         if (!sel && v->stalls.sort != AN_STALL_BY_COUNT) {
             /* the column the panel is sorted by, in red */
             int at = v->stalls.sort == AN_STALL_BY_TOTAL ? 18 : v->stalls.sort == AN_STALL_BY_MAX ? 28 : show_wall ? 45 : 38;

@@ -287,6 +287,7 @@ static void viewer_place(viewer *w) {
         /* A saved trace opens whole and paused; space (or --play) plays it from its start. */
         if (w->o->play) {
             w->v.now = t0;
+            w->v.paused = 0;
         } else {
             w->v.now = UINT64_MAX;
             w->v.paused = 1;
@@ -691,15 +692,9 @@ static int viewer_chores(viewer *w, double t) {
 
 /* Replay: the moving "now" advances by the time since the last turn; returns 1 when it moved. */
 static int viewer_replay_tick(viewer *w, double dt) {
-    if (w->v.mode != VW_REPLAY || !w->started || w->v.now == UINT64_MAX || w->v.paused)
+    if (!w->started)
         return 0;
-    double adv = dt * w->v.speed * 1e9;
-    uint64_t end = w->v.end;
-    if (w->v.now + (uint64_t)adv >= end && !w->loading)
-        w->v.now = UINT64_MAX;
-    else if (w->v.now + (uint64_t)adv < end)
-        w->v.now += (uint64_t)adv;
-    return 1;
+    return vw_replay_advance(&w->v, (uint64_t)(dt * w->v.speed * 1e9), w->loading);
 }
 
 /* How long to wait for input or batches: not at all while a file loads, till the next frame when

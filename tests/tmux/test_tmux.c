@@ -453,13 +453,49 @@ TEST(replay_nsys_nvtx_ranges_nest_and_are_found) {
     keys(cmd);
     snprintf(want, sizeof want, "found \"%s\": 1 of %lu", name, count);
     const char *scr = wait_for(want);
-    snprintf(want, sizeof want, "nvtx  %s", name);
+    snprintf(want, sizeof want, "range  %s", name);
     ASSERT_STR_CONTAINS(scr, want);
     snprintf(want, sizeof want, " in %s (depth %lu of the thread's ranges; r goes there)", holder, holder_depth);
     ASSERT_STR_CONTAINS(scr, want);
     keys("o");
     snprintf(want, sizeof want, "ranges by depth: %lu rows", depths < 32 ? depths : 32);
     wait_for(want);
+    keys("q");
+    wait_for("EXITED rc=0");
+}
+
+/* A thread with NVTX ranges and no CUDA calls has no row of its own: its ranges row names it, where
+ * a search for a range of its lands. */
+TEST(replay_nsys_ranges_of_a_thread_without_calls_name_the_thread) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    char cmd[4096], line[1024];
+    snprintf(cmd, sizeof cmd, "%s replay %s/nvfuser_h200_benchmark.sqlite", task_synctop(), NSYS_TRACE_DIR);
+    tmux_start(cmd, 200, 50);
+    wait_for("REPLAY");
+    keys("/ 'ExecutorDispatch::compile2' Enter");
+    const char *scr = wait_for("found \"ExecutorDispatch::compile2\"");
+    ASSERT_STR_CONTAINS(scr, " thread 51306 ");
+    ASSERT_NOT_NULL(line_with(scr, ":T51306 ranges ", line, sizeof line));
+    ASSERT_NOT_NULL(line_with(scr, ":T51313 ranges ", line, sizeof line));
+    keys("q");
+    wait_for("EXITED rc=0");
+}
+
+/* Played to its end, a replay shows itself paused there. */
+TEST(replay_played_to_its_end_shows_paused) {
+    if (!have_tmux())
+        TASK_SKIP("tmux is not installed");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s replay %s/sampled_rank-0.json.gz", task_synctop(), KINETO_TRACE_DIR);
+    tmux_start(cmd, 160, 40);
+    wait_for("REPLAY \xe2\x8f\xb8 1x"); /* ⏸: it opens showing it all */
+    keys("[ [ [ [ [ [");
+    wait_for("REPLAY \xe2\x8f\xb8 0.016x");
+    keys("Space"); /* slow enough to see it play */
+    wait_for("REPLAY \xe2\x96\xb6 0.016x"); /* ▶ */
+    keys("] ] ] ] ] ] ] ] ] ]");
+    wait_for("REPLAY \xe2\x8f\xb8 16x");
     keys("q");
     wait_for("EXITED rc=0");
 }

@@ -1627,10 +1627,10 @@ TEST(ranks_are_told_apart_in_header_lanes_and_stalls) {
     ASSERT_STR_CONTAINS(hdr, "host blocked");
     ASSERT_STR_CONTAINS(hdr, "(+1 more)");
     ASSERT(strstr(hdr, "host blocked") < strstr(hdr, "(+1 more)"));
+    render(&f, 200, 60);
     /* the stalls panel's rows: the rank, then the operator that made the call */
     ASSERT(screen_has(&f.g, " r0 aten::to in cudaMem"));
     ASSERT(screen_has(&f.g, " r1 aten::to in cudaMem"));
-    render(&f, 200, 60);
     ASSERT(screen_has(&f.g, " r0:GPU0 ["));
     ASSERT(screen_has(&f.g, " r1:GPU1 ["));
     ASSERT(screen_has(&f.g, "\nr1:GPU1 ")); /* a lane label */
@@ -1876,7 +1876,7 @@ TEST(breakdown_pane_names_the_ranges_the_host_kept_the_gpu_waiting_in) {
     while (vw_figs_update(&f.v, f.s, 1000) == 0)
         ;
     render(&f, 200, 60);
-    if (!screen_has(&f.g, " HOST ELSEWHERE, WHOLE RUN, BY THE RANGE IT RAN"))
+    if (!screen_has(&f.g, " HOST-ELSEWHERE, WHOLE RUN, BY THE RANGE IT RAN"))
         TASK_FAIL_("no host ranges in\n%s", vw_grid_text(&f.g));
     ASSERT_GE(f.an.n_host_ranges, 2);
     uint64_t all = 0;
@@ -2647,5 +2647,241 @@ TEST(help_box_shows_every_line_whole_at_any_width) {
         ASSERT_STR_CONTAINS(flat, "wheel: scroll; ctrl+wheel: zoom");
         ASSERT_STR_CONTAINS(flat, "red host spans: blocked calls");
     }
+    fixture_close(&f);
+}
+
+/* The screen row whose text starts with label, -1 when none does. */
+static int row_labelled(const vw_grid *g, const char *start) {
+    for (int y = 0; y < g->h; y++)
+        if (strncmp(row_text(g, y), start, strlen(start)) == 0)
+            return y;
+    return -1;
+}
+
+/* A row's cells from column x0 to x1 (exclusive) as ASCII ('?' for any other character). */
+static void ascii_cells(const vw_grid *g, int y, int x0, int x1, char *out, size_t n) {
+    size_t k = 0;
+    for (int x = x0; x < x1 && x < g->w && k + 1 < n; x++) {
+        uint32_t c = g->cells[y * g->w + x].ch;
+        if (c != VW_CH_WIDE)
+            out[k++] = c >= 0x20 && c < 0x7F ? (char)c : '?';
+    }
+    out[k] = '\0';
+}
+
+static size_t occurrences(const char *hay, const char *needle) {
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Opened by depth, every range of a thread at least a dozen columns wide carries its name, the
+ * one that starts in the column where the one before it ends included: sampled_rank-0's second
+ * step follows the first, backward follows forward. */
+TEST(depth_rows_name_every_wide_range_even_right_after_another) {
+    fixture f;
+    fixture_open(&f, store_with_ops("sampled_rank-0.json.gz", 1));
+    render(&f, 200, 50);
+    for (int i = 0; i < 6; i++) /* rows: GPU0, its five streams, thread 4037 */
+        key(&f, 'j');
+    key(&f, 'o');
+    ASSERT_STR_CONTAINS(f.v.message, "ranges by depth");
+    render(&f, 200, 50);
+    vw_layout L;
+    vw_layout_for(&f.v, f.s, 200, 50, &L);
+    size_t lane = SIZE_MAX, n;
+    for (size_t l = 0; l < st_lane_count(f.s); l++)
+        if (st_lane_get(f.s, l)->kind == ST_LANE_NVTX && st_lane_get(f.s, l)->id == 4037)
+            lane = l;
+    ASSERT(lane != SIZE_MAX);
+    const st_event *ev = st_lane_events(f.s, lane, &n);
+    uint64_t colw = (f.v.t1 - f.v.t0) / (uint64_t)L.timeline.w;
+    size_t checked = 0;
+    for (size_t d = 0; d < 3; d++) {
+        char depth[32], text[512], needle[8];
+        snprintf(depth, sizeof depth, "   depth %zu ", d);
+        int y = row_labelled(&f.g, depth);
+        ASSERT_GE(y, 0);
+        ascii_cells(&f.g, y, L.timeline.x, L.timeline.x + L.timeline.w, text, sizeof text);
+        if (d == 0)
+            ASSERT_STR_CONTAINS(text, "ProfilerStep#552");
+        if (d == 1)
+            ASSERT_STR_CONTAINS(text, "## backward ##");
+        size_t m;
+        const uint32_t *idx = st_lane_at_depth(f.s, lane, d, &m);
+        for (size_t k = 0; k < m; k++) {
+            const st_event *e = &ev[idx[k]];
+            if (e->start < f.v.t0 || st_ev_end(f.s, e) > f.v.t1 || st_ev_dur(f.s, e) < 12 * colw)
+                continue;
+            snprintf(needle, sizeof needle, "%s", st_str(f.s, st_ev_name(f.s, e)));
+            size_t need = 0;
+            for (size_t j = 0; j < m; j++) { /* the wide ranges whose names start the same */
+                const st_event *o = &ev[idx[j]];
+                need += o->start >= f.v.t0 && st_ev_end(f.s, o) <= f.v.t1 && st_ev_dur(f.s, o) >= 12 * colw &&
+                        strncmp(st_str(f.s, st_ev_name(f.s, o)), needle, strlen(needle)) == 0;
+            }
+            if (occurrences(text, needle) < need)
+                TASK_FAIL_("depth %zu: %zu wide ranges named \"%s...\", fewer names:\n%s", d, need, needle, text);
+            checked++;
+        }
+    }
+    ASSERT_GE(checked, 6);
+    fixture_close(&f);
+}
+
+/* A profiler trace made by hand: thread 5 makes a CUDA call inside a range, thread 7 only has
+ * ranges: its ranges row names it, as no thread row above it does. */
+static const char k_ranges_only_thread[] =
+    "{\"traceEvents\": ["
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"step\", \"pid\": 1, \"tid\": 5, \"ts\": 1000100, \"dur\": 100},"
+    "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": 1, \"tid\": 5, "
+    "\"ts\": 1000110, \"dur\": 5, \"args\": {\"correlation\": 1}},"
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"compile\", \"pid\": 1, \"tid\": 7, \"ts\": 1000120, \"dur\": 50}"
+    "]}";
+
+TEST(ranges_of_a_thread_without_calls_are_labelled_with_the_thread) {
+    const char *path = task_path("ranges_only.json");
+    FILE *fp = fopen(path, "w");
+    ASSERT_NOT_NULL(fp);
+    fputs(k_ranges_only_thread, fp);
+    fclose(fp);
+    fixture f;
+    fixture_open(&f, load_ops(path, 1));
+    render(&f, 120, 40);
+    int t5 = row_labelled(&f.g, "T5"), r5 = row_labelled(&f.g, " ranges "), r7 = row_labelled(&f.g, " T7 ranges ");
+    if (t5 < 0 || r7 < 0)
+        TASK_FAIL_("no row for thread 5 or thread 7's ranges:\n%s", vw_grid_text(&f.g));
+    ASSERT_EQ(r5, t5 + 1); /* under its thread's row, the thread goes without saying */
+    ASSERT_EQ(row_labelled(&f.g, "T7"), -1);
+    /* with idle lanes hidden thread 5's calls are out of the window: its ranges say whose they are */
+    f.v.t0 = 1000100000ull + 50000;
+    f.v.t1 = f.v.t0 + 40000;
+    key(&f, 'e');
+    render(&f, 120, 40);
+    ASSERT_EQ(row_labelled(&f.g, "T5"), -1);
+    ASSERT_GE(row_labelled(&f.g, " T5 ranges "), 0);
+    fixture_close(&f);
+}
+
+/* The detail pane calls a range a range: the store keeps a profiler's annotations and NVTX ranges
+ * alike, so it does not call one NVTX. */
+TEST(detail_pane_names_a_range_a_range) {
+    fixture f;
+    fixture_open(&f, store_with_ops("sampled_rank-0.json.gz", 1));
+    render(&f, 200, 50);
+    for (int i = 0; i < 7; i++) /* rows: GPU0, its five streams, thread 4037, its ranges */
+        key(&f, 'j');
+    render(&f, 200, 50);
+    if (!screen_has(&f.g, "\n range  ProfilerStep#551"))
+        TASK_FAIL_("no range under the cursor in\n%s", vw_grid_text(&f.g));
+    ASSERT(!screen_has(&f.g, "nvtx "));
+    fixture_close(&f);
+}
+
+/* Stall rows whose call sites differ read differently at every width, the part that tells them
+ * apart (" (via ...)", " (from ...)") kept when the label is shortened; so does the selected row's
+ * line in the detail pane. */
+TEST(stall_rows_that_differ_stay_different_when_shortened) {
+    fixture f;
+    fixture_open(&f, kineto_store("qwen_h100_with_stack.json.gz"));
+    ASSERT_GE(f.v.stalls.n_sites, 2);
+    static const int widths[] = {80, 100, 120, 160, 200};
+    for (size_t z = 0; z < sizeof widths / sizeof widths[0]; z++) {
+        render(&f, widths[z], 40);
+        vw_layout L;
+        vw_layout_for(&f.v, f.s, widths[z], 40, &L);
+        char head[512], a[512], b[512];
+        ascii_cells(&f.g, L.stalls.y, 0, f.g.w, head, sizeof head);
+        const char *at = strstr(head, "CALL SITE");
+        ASSERT_NOT_NULL(at);
+        int x = (int)(at - head);
+        for (int i = 0; i + 1 < L.stalls.h && i < (int)f.v.stalls.n_sites; i++)
+            for (int j = i + 1; j + 1 < L.stalls.h && j < (int)f.v.stalls.n_sites; j++) {
+                const char *li = f.v.stalls.labels + (size_t)i * VW_STALL_LABEL;
+                if (strcmp(li, f.v.stalls.labels + (size_t)j * VW_STALL_LABEL) == 0)
+                    continue;
+                ascii_cells(&f.g, L.stalls.y + 1 + i, x, f.g.w, a, sizeof a);
+                ascii_cells(&f.g, L.stalls.y + 1 + j, x, f.g.w, b, sizeof b);
+                if (strcmp(a, b) == 0)
+                    TASK_FAIL_("at %d columns stall rows %d and %d read \"%s\"", widths[z], i + 1, j + 1, a);
+            }
+    }
+    render(&f, 120, 40);
+    int y = row_labelled(&f.g, " top stall 1: ");
+    ASSERT_GE(y, 0);
+    ASSERT_STR_CONTAINS(row_text(&f.g, y), "(via torch/cuda/__init__.py:975 synchronize)");
+    ASSERT(screen_has(&f.g, "(via torch/profiler/profiler.py:811 step)\n"));
+    fixture_close(&f);
+}
+
+/* A replay that plays to its end stops there, paused, as a media player does; space plays it
+ * again from the start, G goes to the end and stops there too. */
+TEST(replay_pauses_when_playback_reaches_the_end) {
+    fixture f;
+    fixture_open(&f, synth_store(3, 3000));
+    render(&f, 120, 40);
+    ASSERT_EQ(f.v.paused, 1); /* it opens showing it all */
+    ASSERT_STR_CONTAINS(row_text(&f.g, 0), "REPLAY \xe2\x8f\xb8");
+    key(&f, ' ');
+    ASSERT_EQ(f.v.paused, 0);
+    ASSERT(f.v.now == f.v.origin);
+    uint64_t span = f.v.end - f.v.origin;
+    ASSERT_EQ(vw_replay_advance(&f.v, span / 2, 0), 1);
+    ASSERT_EQ(f.v.paused, 0);
+    ASSERT(f.v.now == f.v.origin + span / 2);
+    render(&f, 120, 40);
+    ASSERT_STR_CONTAINS(row_text(&f.g, 0), "REPLAY \xe2\x96\xb6");
+    /* a file still loading: the playhead waits for more, playing */
+    ASSERT_EQ(vw_replay_advance(&f.v, span, 1), 1);
+    ASSERT_EQ(f.v.paused, 0);
+    ASSERT(f.v.now == f.v.origin + span / 2);
+    ASSERT_EQ(vw_replay_advance(&f.v, span, 0), 1);
+    ASSERT_EQ(f.v.paused, 1);
+    ASSERT(f.v.now == UINT64_MAX);
+    render(&f, 120, 40);
+    ASSERT_STR_CONTAINS(row_text(&f.g, 0), "REPLAY \xe2\x8f\xb8");
+    ASSERT(strstr(row_text(&f.g, 0), "\xe2\x96\xb6") == NULL);
+    ASSERT_EQ(vw_replay_advance(&f.v, span, 0), 0);
+    key(&f, ' ');
+    ASSERT_EQ(f.v.paused, 0);
+    ASSERT(f.v.now == f.v.origin);
+    key(&f, 'G');
+    ASSERT_EQ(f.v.paused, 1);
+    ASSERT(f.v.now == UINT64_MAX);
+    fixture_close(&f);
+}
+
+/* The breakdown pane's header names one column per figure: as many names as figures, each ending
+ * in the column its figures end in. */
+TEST(breakdown_pane_header_names_one_column_per_figure) {
+    fixture f;
+    fixture_open(&f, kineto_store("sampled_rank-0.json.gz"));
+    render(&f, 200, 60);
+    key(&f, 'b');
+    while (vw_figs_update(&f.v, f.s, 1000) == 0)
+        ;
+    render(&f, 200, 60);
+    int y = row_labelled(&f.g, " GPU IDLE, VIEW ");
+    ASSERT_GE(y, 0);
+    char head[512], row[512];
+    ascii_cells(&f.g, y, 0, f.g.w, head, sizeof head);
+    const char *end = strstr(head, "(b:");
+    ASSERT_NOT_NULL(end);
+    int x0 = (int)strlen(" GPU IDLE, VIEW"), x1 = (int)(end - head);
+    ascii_cells(&f.g, y, x0, x1, head, sizeof head);
+    ascii_cells(&f.g, y + 1, x0, x1, row, sizeof row);
+    ASSERT_STR_CONTAINS(row_text(&f.g, y + 1), " GPU0 ");
+    int names = 0, figures = 0;
+    for (int x = 0; head[x]; x++) {
+        int head_ends = head[x] != ' ' && (head[x + 1] == ' ' || head[x + 1] == '\0');
+        int row_ends = row[x] != ' ' && (row[x + 1] == ' ' || row[x + 1] == '\0');
+        names += head_ends;
+        figures += row_ends;
+        if (head_ends != row_ends)
+            TASK_FAIL_("a name and its figure end apart at column %d:\n%s\n%s", x0 + x, head, row);
+    }
+    ASSERT_EQ(names, 6);
+    ASSERT_EQ(figures, 6);
     fixture_close(&f);
 }

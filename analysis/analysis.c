@@ -1046,7 +1046,7 @@ static void host_api_time(const an_ctx *c, uint32_t lane, uint64_t a, uint64_t b
         return;
     size_t n;
     const st_event *ev = st_lane_events(s, lane, &n);
-    size_t i = cm_seek_sorted(ev, n, sizeof *ev, offsetof(st_event, start), 0, a);
+    size_t i = st_lane_lower_bound(s, lane, a);
     for (size_t back = 0, j = i; back < 8 && j > 0; back++)
         if (st_ev_end(s, &ev[--j]) > a)
             i = j;

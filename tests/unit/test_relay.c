@@ -481,7 +481,7 @@ TEST(relay_refuses_what_it_must) {
     fclose(f);
     const char *badlist[] = {task_synctop(), "attach", "--from", task_path("list.txt"), NULL};
     pid = task_spawn(badlist, task_path("d.out"), task_path("d.err"));
-    ASSERT_EQ(task_wait_exit(pid, 20), 1);
+    ASSERT_EQ(task_wait_exit(pid, 20), 2); /* not an endpoint: a bad argument, as on the command line */
     ASSERT_STR_CONTAINS(slurp(task_path("d.err")), "tcp://nohost");
 }
 

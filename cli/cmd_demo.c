@@ -586,8 +586,9 @@ static int demo_default_trace(char *out, size_t outlen) {
 static int demo_publisher(const demo_args *a, tp_keypair *keys, tp_pub **pub) {
     err_msg err = {{0}};
     char ep[TP_ENDPOINT_MAX] = "";
-    if (a->listen != NULL && tp_endpoint_resolve(a->listen, ep, sizeof ep, &err) < 0)
-        return verb_error("demo", "--listen %s: %s", a->listen, err.msg), EXIT_USAGE;
+    int rc;
+    if (a->listen != NULL && (rc = verb_listen_resolve("demo", a->listen, ep, sizeof ep)) != 0)
+        return rc;
     if (a->key == NULL && !a->insecure && strncmp(ep, "tcp://", 6) == 0 && tp_endpoint_is_loopback(ep) == 0) {
         verb_error("demo", "--listen %s is not a loopback address: synctop publishes beyond this machine only "
                            "encrypted. Make keys (synctop keygen -o demo), then give --key demo.key (viewers: "

@@ -136,6 +136,11 @@ static int cmd_relay(int argc, char **argv) {
     }
     if (o.listen == NULL)
         return args_bad(&p, "no --listen endpoint given");
+    char listen_ep[TP_ENDPOINT_MAX];
+    int bad = verb_listen_resolve("relay", o.listen, listen_ep, sizeof listen_ep);
+    if (bad != 0)
+        return bad;
+    o.listen = listen_ep;
     if (key_path != NULL) {
         if (tp_keypair_load(&keys, key_path, &err) != 0)
             return verb_error("relay", "--key %s: %s", key_path, err.msg);

@@ -497,7 +497,7 @@ static void run_brief_make(void *ctx, st_store *s) {
  * wrote beside it since the job started (FILE's name with .rankN or .pidN before its extension). */
 static void say_recorded(const char *record, double since) {
     struct stat sb;
-    if (stat(record, &sb) != 0) {
+    if (stat(record, &sb) != 0 || (double)sb.st_mtim.tv_sec + (double)sb.st_mtim.tv_nsec * 1e-9 < since - 1.0) {
         verb_warn("run", "no trace was recorded to %s (see the tracer's notices in the command's output)", record);
         return;
     }
@@ -570,6 +570,8 @@ static void run_view(const run_args *a, pid_t child, const char *listen_ep, cons
  * its wait status in *status. */
 static void run_headless(const run_args *a, headless *h, st_store *st, pid_t child, const char *listen_ep,
                          uint64_t t0, int *status) {
+    struct timespec started; /* the files the job records are written after this */
+    clock_gettime(CLOCK_REALTIME, &started);
     run_follow f = {.h = h, .st = st, .child = child, .status = status, .listen_ep = listen_ep};
     live_opts lo = {.poll_ms = 50, .on_batch = run_batch, .on_tick = run_tick, .ctx = &f, .keep_after_end = 1};
     err_msg err = {{0}};
@@ -577,6 +579,8 @@ static void run_headless(const run_args *a, headless *h, st_store *st, pid_t chi
         verb_error("run", "cannot receive: %s", err.msg);
     int code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
     print_report(stderr, st, a->cmd[0], code, (double)(now_ms() - t0) / 1000.0, f.missed);
+    if (a->record != NULL)
+        say_recorded(a->record, (double)started.tv_sec + (double)started.tv_nsec * 1e-9);
 }
 
 /* An endpoint the environment names for the tracer (SYNCTOP_LISTEN, else SYNCTOP_ENDPOINT) is where
@@ -616,11 +620,10 @@ static int cmd_run(int argc, char **argv) {
         return verb_error("run", "cannot find libsynctop-tracer.so where synctop is installed (set "
                                  "SYNCTOP_TRACER=/path/to/libsynctop-tracer.so)");
     char listen_ep[TP_ENDPOINT_MAX] = "";
-    err_msg err = {{0}};
     if ((rc = run_inherited_listen(&a)) != 0)
         return rc;
-    if (a.listen != NULL && tp_endpoint_resolve(a.listen, listen_ep, sizeof listen_ep, &err) < 0)
-        return verb_error("run", "--listen %s: %s", a.listen, err.msg), EXIT_USAGE;
+    if (a.listen != NULL && (rc = verb_listen_resolve("run", a.listen, listen_ep, sizeof listen_ep)) != 0)
+        return rc;
     /* The tracer cannot publish where something listens already, and run would hear that instead. */
     if (listen_ep[0] != '\0' && tp_endpoint_in_use(listen_ep) == 1)
         return verb_error("run", "--listen %s: something is listening there already (another traced program, "

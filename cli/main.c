@@ -42,7 +42,15 @@ int main(int argc, char **argv) {
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    static char help_opt[] = "--help";
+    static char *help[4];
+    if (strcmp(argv[1], "help") == 0 && argc > 2) { /* `synctop help VERB`: the verb's own --help */
+        help[0] = argv[0];
+        help[1] = argv[2];
+        help[2] = help_opt;
+        argc = 3;
+        argv = help;
+    } else if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return 0;
     }

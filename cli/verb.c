@@ -292,12 +292,23 @@ void verb_signals_restore(const verb_signals *saved) {
     sigaction(SIGTERM, &saved->old_term, NULL);
 }
 
+int verb_listen_resolve(const char *verb_name, const char *spec, char *out, size_t len) {
+    err_msg err = {{0}};
+    size_t n = strlen(spec);
+    if (n > 0 && strspn(spec, "0123456789") == n)
+        return verb_error(verb_name, "--listen %s: a number alone names a process's endpoint, not one to publish on; "
+                                     "for a TCP port on this machine write :%s", spec, spec), EXIT_USAGE;
+    if (tp_endpoint_resolve(spec, out, len, &err) < 0)
+        return verb_error(verb_name, "--listen %s: %s", spec, err.msg), EXIT_USAGE;
+    return 0;
+}
+
 int verb_no_such_pid(const char *verb_name, const char *spec) {
     if (spec[0] == '\0' || strspn(spec, "0123456789") != strlen(spec) || strlen(spec) > 9)
         return 0;
     if (kill((pid_t)strtol(spec, NULL, 10), 0) == 0 || errno != ESRCH)
         return 0;
-    verb_error(verb_name, "no process %s (`synctop attach` with no argument lists the traced processes of this "
+    verb_error(verb_name, "no process %s (`synctop attach` with no argument shows every traced process of this "
                           "user)", spec);
     return 1;
 }

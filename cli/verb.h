@@ -107,6 +107,10 @@ void verb_progress_clear(verb_progress *p);
  * ("reading"). With left_out, a file that cannot be read is left out with a warning saying why and
  * the others read (ingest_files_kept; *left_out: how many); without, it ends the reading. 0, or
  * the ingest error (its message in err). */
+/* --listen's endpoint (tp_endpoint_resolve) into out: 0, or EXIT_USAGE with the reason said (not an
+ * endpoint, or a number alone, which names a process's endpoint: :PORT is meant). */
+int verb_listen_resolve(const char *verb_name, const char *spec, char *out, size_t len);
+
 struct st_store;
 int verb_read_files(const char *verb_name, struct st_store *s, const char *const *paths, size_t n,
                     uint64_t max_events, int align, size_t *left_out, struct err_msg *err);

@@ -2285,6 +2285,9 @@ TEST(tracer_call_sites_not_named_from_a_rebuilt_program) {
         fprintf(stderr, "%s", out);
     ASSERT_EQ(rc, 0);
     ASSERT_STR_CONTAINS(out, named); /* the program as it ran: named */
+    char said[PATH_MAX + 64];
+    snprintf(said, sizeof said, "synctop run: the trace is in %s;", trace); /* and where the trace went */
+    ASSERT_STR_CONTAINS(out, said);
     free(out);
     snprintf(cmd, sizeof cmd, "'%s' report '%s' 2>&1", task_synctop(), trace);
     ASSERT_EQ(shell(cmd, &out), 0);

@@ -1182,6 +1182,33 @@ TEST(a_bad_endpoint_is_a_usage_error_for_every_verb) {
             TASK_FAIL_("%s: exit %d: %s", cases[i][0], rc, err);
         free(err);
     }
+    /* a number alone names a process's endpoint: no place to publish, and :PORT is likely meant */
+    static const char *const bare[][8] = {
+        {"run", "--no-tui", "--listen", "5573", "--", "true", NULL},
+        {"demo", "--no-tui", "--listen", "5573", NULL},
+        {"relay", "--listen", "5573", NULL},
+    };
+    for (size_t i = 0; i < sizeof bare / sizeof bare[0]; i++) {
+        char *err = NULL;
+        int rc = run_synctop((const char *const *)bare[i], NULL, &err);
+        if (rc != 2 || strstr(err, "--listen 5573: a number alone names a process's endpoint") == NULL ||
+            strstr(err, "write :5573") == NULL)
+            TASK_FAIL_("%s: exit %d: %s", bare[i][0], rc, err);
+        free(err);
+    }
+}
+
+/* `synctop help VERB` is `synctop VERB --help`. */
+TEST(help_verb_is_the_verbs_own_help) {
+    char *a = NULL, *b = NULL;
+    const char *help[] = {"help", "report", NULL};
+    const char *own[] = {"report", "--help", NULL};
+    ASSERT_EQ(run_synctop(help, &a, NULL), 0);
+    ASSERT_EQ(run_synctop(own, &b, NULL), 0);
+    ASSERT_STR_CONTAINS(a, "usage: synctop report");
+    ASSERT_STR_EQ(a, b);
+    free(a);
+    free(b);
 }
 
 static size_t count_lines(const char *s) {

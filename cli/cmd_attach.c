@@ -53,7 +53,7 @@ static void attach_usage(FILE *out) {
             "                     --client` made it)\n"
             "  --window-events N  events kept in memory; older ones are dropped (default 4194304)\n"
             "  --record FILE      also write everything received to a trace file (nothing is lost\n"
-            "                     when the window drops old events); --force replaces FILE\n"
+            "                     when the window drops old events); --force (-f) replaces FILE\n"
             "  --step NAME        the loop's steps are the NVTX ranges named NAME (default:\n"
             "                     ProfilerStep#N, else a regular blocking call, as report finds them)\n"
             "  --ascii, --mono    ASCII glyphs, no colours\n"
@@ -217,7 +217,7 @@ static int cmd_attach(int argc, char **argv) {
            O_CLIENT_KEY };
     static const arg_opt opts[] = {
         {O_KEY, "--server-key", NULL, 1}, {O_WINDOW, "--window-events", NULL, 1}, {O_RECORD, "--record", NULL, 1},
-        {O_FORCE, "--force", NULL, 0},    {O_ASCII, "--ascii", NULL, 0},          {O_MONO, "--mono", NULL, 0},
+        {O_FORCE, "--force", "-f", 0},    {O_ASCII, "--ascii", NULL, 0},          {O_MONO, "--mono", NULL, 0},
         {O_STEP, "--step", NULL, 1},     {O_FROM, "--from", NULL, 1},            {O_YES, "--yes", "-y", 0},
         {O_ONLY, "--inject-only", NULL, 0}, {O_NEVER, "--no-inject", NULL, 0}, {O_KEEP, "--keep-tracing", NULL, 0},
         {O_SUMMARY, "--summary", NULL, 0}, {O_CLIENT_KEY, "--client-key", NULL, 1},

@@ -22,21 +22,22 @@
 #define EXPORT_MAX_SOURCES 4096
 
 static void export_usage(FILE *out) {
-    fprintf(out, "usage: synctop export SOURCE... [--format chrome] -o OUT.json [--force] [--no-flows]\n"
+    fprintf(out, "usage: synctop export SOURCE... [--format chrome] -o OUT.json [-f|--force] [--no-flows]\n"
                  "                      [--max-events N]\n\n"
                  "Writes the timeline as Chrome trace JSON for Perfetto (ui.perfetto.dev) or\n"
                  "chrome://tracing: one process per GPU and per host process, one thread per stream\n"
                  "and host thread, blocking calls marked (category \"blocking\", call site in args,\n"
                  "its frames as the rows a profiler writes around a call), flow arrows from\n"
-                 "launches to GPU work. `synctop import OUT.json` reads it back, call sites too.\n\n"
+                 "each call to the kernel, copy or memset it queued. `synctop import OUT.json`\n"
+                 "reads it back, call sites too.\n\n"
                  "  SOURCE       a synctop trace file, a Kineto .json[.gz] trace or an Nsight\n"
                  "               Systems SQLite export; several share one timeline, as their\n"
                  "               clocks put them, and are read several at a time on the cores\n"
                  "               the process may use (SYNCTOP_THREADS=N sets how many)\n"
                  "  --format F   chrome (the default and the only one for now)\n"
                  "  -o, --output FILE  output file (\"-\": standard output)\n"
-                 "  --force      replace FILE if it exists\n"
-                 "  --no-flows   leave out the launch-to-kernel arrows\n"
+                 "  -f, --force  replace FILE if it exists\n"
+                 "  --no-flows   leave out the call-to-GPU-work arrows\n"
                  "  --max-events N  read up to N events from each source, and no more: by\n"
                  "               default a trace file up to 4 per byte, a profiler trace or\n"
                  "               export up to 33554432 (one per 4 bytes of a larger file)\n");
@@ -50,7 +51,7 @@ static int cmd_export(int argc, char **argv) {
     static const arg_opt opts[] = {
         {O_FORMAT, "--format", NULL, 1},
         {O_OUT, "--output", "-o", 1},
-        {O_FORCE, "--force", NULL, 0},
+        {O_FORCE, "--force", "-f", 0},
         {O_NO_FLOWS, "--no-flows", NULL, 0},
         {O_MAX_EVENTS, "--max-events", NULL, 1},
     };

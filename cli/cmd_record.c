@@ -58,7 +58,7 @@ static void record_usage(FILE *out) {
             "                    %d; 0: wait for ever)\n"
             "  --producers N     stop once N producers have finished (a job of N ranks behind\n"
             "                    relays: the first to finish may come before the last starts)\n"
-            "  --force           replace FILE if it exists (otherwise it is never overwritten)\n"
+            "  -f, --force       replace FILE if it exists (otherwise it is never overwritten)\n"
             "  --server-key KEY  the publishers' CURVE public key (a .pub/.key file or the key)\n"
             "  --client-key FILE our own CURVE key pair, for publishers that admit listed clients\n"
             "                    only (default: ~/.config/synctop/client.key when `synctop keygen\n"
@@ -248,7 +248,7 @@ static int record_parse(int argc, char **argv, record_args *ra) {
         {O_DURATION, "--duration", NULL, 1},
         {O_WAIT, "--wait", NULL, 1},
         {O_PRODUCERS, "--producers", NULL, 1},
-        {O_FORCE, "--force", NULL, 0},
+        {O_FORCE, "--force", "-f", 0},
         {O_KEY, "--server-key", NULL, 1},
         {O_CLIENT_KEY, "--client-key", NULL, 1},
         {O_BUFFER, "--buffer", NULL, 1},

@@ -1144,6 +1144,8 @@ TEST(export_marks_blocking_calls_and_names_lanes) {
     ASSERT_EQ(synctop(args), 0);
     ASSERT_EQ(synctop(args), 1); /* exists: not replaced without --force */
     ASSERT_STR_CONTAINS(out_buf, "--force");
+    snprintf(args, sizeof args, "export %s -f -o '%s'", SINGLE, out);
+    ASSERT_EQ(synctop(args), 0); /* -f is --force */
     FILE *f = fopen(out, "r");
     static char buf[1 << 20];
     size_t n = fread(buf, 1, sizeof buf - 1, f);

@@ -936,6 +936,13 @@ static void costs_phase(an_ctx *c, size_t n_device_bubbles) {
     }
 }
 
+/* A call site's (an API's, without one) share of a window's idle. */
+typedef struct site_share {
+    uint64_t callsite;
+    uint32_t name;
+    uint64_t ns;
+} site_share;
+
 /* The findings' call sites, now that the bubbles' causes are known: the gaps rule names the wait
  * behind its worst gap when the wait cost most of it, a low-utilisation window the call site that
  * cost the most idle in it. */
@@ -961,11 +968,7 @@ static void findings_sites(an_ctx *c, size_t n_device_bubbles) {
             continue;
         /* the waits' share of the window's idle, summed per call site (per API without one): the
          * first eight sites met are told apart, the rest go uncounted */
-        struct {
-            uint64_t callsite;
-            uint32_t name;
-            uint64_t ns;
-        } per[8];
+        site_share per[8];
         size_t n = 0;
         for (size_t k = 0; k < n_device_bubbles; k++) {
             const an_bubble *b = &out->bubbles[k];
@@ -979,7 +982,7 @@ static void findings_sites(an_ctx *c, size_t n_device_bubbles) {
             while (j < n && !(per[j].callsite == bl->callsite && (bl->callsite || per[j].name == bl->name)))
                 j++;
             if (j == n && n < sizeof per / sizeof per[0])
-                per[n++] = (__typeof__(per[0])){bl->callsite, bl->name, 0};
+                per[n++] = (site_share){bl->callsite, bl->name, 0};
             if (j < n)
                 per[j].ns += part[AN_CAUSE_BLOCK];
         }
@@ -1027,15 +1030,6 @@ static int host_piece_cmp(const void *x, const void *y) {
     return p->a < q->a ? -1 : p->a > q->a;
 }
 
-/* Whether the call at (lane, index), which starts at start, is one of the blocks. */
-static int is_block(const an_result *r, size_t lane, size_t index, uint64_t start) {
-    size_t i = cm_seek_sorted(r->blocks, r->n_blocks, sizeof *r->blocks, offsetof(an_block, start), 0, start);
-    for (; i < r->n_blocks && r->blocks[i].start == start; i++)
-        if (r->blocks[i].lane == lane && r->blocks[i].index == index)
-            return 1;
-    return 0;
-}
-
 /* The time of [a, b) that the thread of a calls' lane spent in CUDA calls that did not wait (each
  * instant once: a driver call inside a runtime call), into h, with the call that took the most of
  * it. A call that encloses a is found among the eight calls that started last before it (calls
@@ -1053,7 +1047,7 @@ static void host_api_time(const an_ctx *c, uint32_t lane, uint64_t a, uint64_t b
     uint64_t reach = a;
     for (; i < n && ev[i].start < b; i++) {
         uint64_t x = clip_lo(ev[i].start, a), y = clip_hi(st_ev_end(s, &ev[i]), b);
-        if (y <= x || is_block(c->r, lane, i, ev[i].start))
+        if (y <= x || st_ev_kind(s, &ev[i]) != TP_K_API || (st_ev_flags(s, &ev[i]) & TP_F_BLOCKING)) /* a block */
             continue;
         if (y > reach) {
             h->api_ns += y - (x > reach ? x : reach);

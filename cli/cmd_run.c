@@ -586,8 +586,8 @@ static void run_headless(const run_args *a, headless *h, st_store *st, pid_t chi
 /* An endpoint the environment names for the tracer (SYNCTOP_LISTEN, else SYNCTOP_ENDPOINT) is where
  * the command's processes would publish, not their own endpoints run looks for: taken as --listen
  * when none is given, said in a line. "none" (publish nothing) would leave run with nothing to
- * show: dropped from the command's environment. 0, or the verb's status. */
-static int run_inherited_listen(run_args *a) {
+ * show: dropped from the command's environment. */
+static void run_inherited_listen(run_args *a) {
     static const char *const names[] = {"SYNCTOP_LISTEN", "SYNCTOP_ENDPOINT"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *v = getenv(names[i]);
@@ -603,9 +603,8 @@ static int run_inherited_listen(run_args *a) {
             a->listen = v;
             verb_say("run", "publishing on %s, as %s in the environment says (as --listen)", v, names[i]);
         }
-        return 0;
+        return;
     }
-    return 0;
 }
 
 static int cmd_run(int argc, char **argv) {
@@ -620,8 +619,7 @@ static int cmd_run(int argc, char **argv) {
         return verb_error("run", "cannot find libsynctop-tracer.so where synctop is installed (set "
                                  "SYNCTOP_TRACER=/path/to/libsynctop-tracer.so)");
     char listen_ep[TP_ENDPOINT_MAX] = "";
-    if ((rc = run_inherited_listen(&a)) != 0)
-        return rc;
+    run_inherited_listen(&a);
     if (a.listen != NULL && (rc = verb_listen_resolve("run", a.listen, listen_ep, sizeof listen_ep)) != 0)
         return rc;
     /* The tracer cannot publish where something listens already, and run would hear that instead. */

@@ -265,21 +265,21 @@ TEST(report_reads_standard_input) {
     free(want);
 }
 
-/* Whether python3's sqlite3 finds a fact in an Nsight export: py, given the connection c, sets
- * ok. The figures the tests below check come from the files this way, not from synctop. */
-static int sql_holds(const char *db, const char *py) {
+/* Whether python3 finds a fact in a file: opened as `open` says (its value in a variable), then py
+ * sets ok. The figures the tests below check come from the files this way, not from synctop. */
+static int py_holds(const char *open, const char *path, const char *py) {
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "python3 -c \"import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); %s; "
-                              "sys.exit(0 if ok else 1)\" '%s'", py, db);
+    snprintf(cmd, sizeof cmd, "python3 -c \"import gzip, json, sqlite3, sys; %s; %s; sys.exit(0 if ok else 1)\" '%s'",
+             open, py, path);
     return system(cmd) == 0;
 }
 
-/* The same of a profiler trace (.json.gz): py, given its document d, sets ok. */
+/* In an Nsight export: py is given the connection c. */
+static int sql_holds(const char *db, const char *py) { return py_holds("c = sqlite3.connect(sys.argv[1])", db, py); }
+
+/* In a profiler trace (.json.gz): py is given its document d. */
 static int json_holds(const char *path, const char *py) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "python3 -c \"import gzip, json, sys; d = json.load(gzip.open(sys.argv[1])); %s; "
-                              "sys.exit(0 if ok else 1)\" '%s'", py, path);
-    return system(cmd) == 0;
+    return py_holds("d = json.load(gzip.open(sys.argv[1]))", path, py);
 }
 
 /* Calls without a call site say how to get one, by where they came from: an Nsight export whose

@@ -1817,18 +1817,24 @@ TEST(lanes_fold_by_process_gpu_and_thread_and_idle_lanes_hide) {
     check_scrolled_rows_name_their_process();
 }
 
+/* The idle breakdown pane (b) of a trace at 200x60, its figures made. */
+static void open_breakdown(fixture *f, st_store *s, const char *keys_first) {
+    fixture_open(f, s);
+    render(f, 200, 60);
+    for (const char *c = keys_first; *c; c++)
+        key(f, *c);
+    key(f, 'b');
+    while (vw_figs_update(&f->v, f->s, 1000) == 0)
+        ;
+    render(f, 200, 60);
+}
+
 /* b: the idle breakdown pane. Over the whole trace its shares are the analysis' own per-device
  * figures (busy, and idle by cause from its bubbles); HTA's rows are hta_analyze's per stream. */
 TEST(breakdown_pane_shows_idle_by_cause_and_hta_per_stream) {
     fixture f;
-    fixture_open(&f, kineto_store("alexnet_a100_sync_heavy.json.gz"));
-    render(&f, 200, 60);
-    key(&f, '0');
-    key(&f, 'b');
+    open_breakdown(&f, kineto_store("alexnet_a100_sync_heavy.json.gz"), "0");
     ASSERT(f.v.stalls.breakdown);
-    while (vw_figs_update(&f.v, f.s, 1000) == 0)
-        ;
-    render(&f, 200, 60);
     ASSERT_EQ(f.an.n_devices, 1);
     const an_device *dv = &f.an.devices[0];
     double span = (double)dv->span_ns;
@@ -1870,12 +1876,7 @@ TEST(breakdown_pane_shows_idle_by_cause_and_hta_per_stream) {
  * on the ResNet loop the DataLoader's __next__ first. */
 TEST(breakdown_pane_names_the_ranges_the_host_kept_the_gpu_waiting_in) {
     fixture f;
-    fixture_open(&f, kineto_store("resnet_2080ti_two_threads.json.gz"));
-    render(&f, 200, 60);
-    key(&f, 'b');
-    while (vw_figs_update(&f.v, f.s, 1000) == 0)
-        ;
-    render(&f, 200, 60);
+    open_breakdown(&f, kineto_store("resnet_2080ti_two_threads.json.gz"), "");
     if (!screen_has(&f.g, " HOST-ELSEWHERE, WHOLE RUN, BY THE RANGE IT RAN"))
         TASK_FAIL_("no host ranges in\n%s", vw_grid_text(&f.g));
     ASSERT_GE(f.an.n_host_ranges, 2);
@@ -2856,12 +2857,7 @@ TEST(replay_pauses_when_playback_reaches_the_end) {
  * in the column its figures end in. */
 TEST(breakdown_pane_header_names_one_column_per_figure) {
     fixture f;
-    fixture_open(&f, kineto_store("sampled_rank-0.json.gz"));
-    render(&f, 200, 60);
-    key(&f, 'b');
-    while (vw_figs_update(&f.v, f.s, 1000) == 0)
-        ;
-    render(&f, 200, 60);
+    open_breakdown(&f, kineto_store("sampled_rank-0.json.gz"), "");
     int y = row_labelled(&f.g, " GPU IDLE, VIEW ");
     ASSERT_GE(y, 0);
     char head[512], row[512];

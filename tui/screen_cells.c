@@ -176,30 +176,40 @@ void vw__put_cell(vw_grid *g, int x, int y, uint32_t ch, int role, int attr) {
     *c = (vw_cell){ch, (uint8_t)role, (uint8_t)attr};
 }
 
+/* The character at p (UTF-8) into *c; returns its bytes. */
+static size_t utf8_next(const unsigned char *p, uint32_t *c) {
+    if (p[0] >= 0xF0) {
+        *c = ((p[0] & 7u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
+        return 4;
+    }
+    if (p[0] >= 0xE0) {
+        *c = ((p[0] & 15u) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+        return 3;
+    }
+    if (p[0] >= 0xC0) {
+        *c = ((p[0] & 31u) << 6) | (p[1] & 0x3Fu);
+        return 2;
+    }
+    *c = p[0];
+    return 1;
+}
+
+/* What character c is drawn as: a control character as '?' (text is sanitized before; none gets
+ * through here either), and in ASCII mode anything beyond ASCII. */
+static uint32_t shown_char(const vw_state *v, uint32_t c) {
+    return c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0) || (c >= 0x80 && v->ascii) ? '?' : c;
+}
+
 /* Writes sanitized UTF-8 text at (x, y), at most maxw columns; returns the columns used. Text
  * that does not fit ends in an ellipsis. */
 int vw__put_str(vw_grid *g, const vw_state *v, int x, int y, int maxw, const char *s, int role, int attr) {
     int used = 0;
     const unsigned char *p = (const unsigned char *)s;
     while (*p && used < maxw) {
-        uint32_t c = *p;
-        int n = 1;
-        if (c >= 0xF0) {
-            c = ((c & 7u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
-            n = 4;
-        } else if (c >= 0xE0) {
-            c = ((c & 15u) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
-            n = 3;
-        } else if (c >= 0xC0) {
-            c = ((c & 31u) << 6) | (p[1] & 0x3Fu);
-            n = 2;
-        }
-        if (c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0))
-            c = '?'; /* text is sanitized before; a control character never gets through here either */
-        int cw = c >= 0x80 && v->ascii ? 1 : vw_char_width(c);
-        if (c >= 0x80 && v->ascii)
-            c = '?';
-        p += n;
+        uint32_t c;
+        p += utf8_next(p, &c);
+        c = shown_char(v, c);
+        int cw = vw_char_width(c);
         if (cw == 0)
             continue; /* a combining mark or zero-width character: the grid has no room to combine */
         if (used + cw > maxw - 1 && *p) {
@@ -219,27 +229,14 @@ int vw__put_str(vw_grid *g, const vw_state *v, int x, int y, int maxw, const cha
     return used;
 }
 
-/* The bytes of the UTF-8 sequence that starts with byte c. */
-static size_t utf8_seq(unsigned char c) { return c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1; }
-
 /* The columns vw__put_str gives the first n bytes of s, when they all fit. */
 static int str_cols(const vw_state *v, const char *s, size_t n) {
     int cols = 0;
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     while (p < end) {
-        uint32_t c = *p;
-        size_t k = utf8_seq(*p);
-        if (k == 4)
-            c = ((c & 7u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
-        else if (k == 3)
-            c = ((c & 15u) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
-        else if (k == 2)
-            c = ((c & 31u) << 6) | (p[1] & 0x3Fu);
-        p += k;
-        if (c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0) || (c >= 0x80 && v->ascii))
-            cols++;
-        else
-            cols += vw_char_width(c);
+        uint32_t c;
+        p += utf8_next(p, &c);
+        cols += vw_char_width(shown_char(v, c));
     }
     return cols;
 }
@@ -253,8 +250,9 @@ static int put_middle(vw_grid *g, const vw_state *v, int x, int y, int maxw, con
     int used = vw__put_str(g, v, x, y, maxw / 2, s, role, attr); /* its last cell an ellipsis */
     size_t at = 0;
     while (at < n && all > maxw - used) { /* the longest end that fits in the rest */
-        size_t k = utf8_seq((unsigned char)s[at]);
-        all -= str_cols(v, s + at, k);
+        uint32_t c;
+        size_t k = utf8_next((const unsigned char *)s + at, &c);
+        all -= vw_char_width(shown_char(v, c));
         at += k;
     }
     return used + vw__put_str(g, v, x + used, y, maxw - used, s + at, role, attr);

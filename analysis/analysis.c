@@ -218,7 +218,7 @@ static an_device *device_get(an_ctx *c, uint32_t producer, uint16_t device) {
     memset(d, 0, sizeof *d);
     d->producer = producer;
     d->device = device;
-    d->span_ns = r->t1 - r->t0;
+    d->span_ns = an_process_span(c->s, producer, r->t0, r->t1);
     return d;
 }
 

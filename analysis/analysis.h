@@ -117,7 +117,8 @@ typedef struct an_finding {
 typedef struct an_device {
     uint32_t producer;
     uint16_t device;
-    uint64_t span_ns;    /* the analysed wall time (an_result t1 - t0) */
+    uint64_t span_ns;    /* the analysed wall time: an_result t1 - t0, or where the store holds several
+                            processes, the part of it the device's process's own events cover */
     uint64_t busy_ns;    /* union of GPU work (kernels, copies, memsets) on all its streams */
     uint64_t idle_ns;    /* span_ns - busy_ns */
     /* idle_ns by cause; [0] holds idle that is in no bubble: before the first and after the last

@@ -207,16 +207,30 @@ int an_sweep_to(an_sweep *w, uint64_t b, size_t budget) {
     return 1;
 }
 
+uint64_t an_process_span(const st_store *s, uint32_t producer, uint64_t a, uint64_t b) {
+    if (b <= a)
+        return 0;
+    if (st_producer_count(s) < 2)
+        return b - a;
+    uint64_t first, last;
+    st_producer_span(s, producer, &first, &last);
+    const st_producer_info *p = st_producer_get(s, producer);
+    if (p == NULL || !p->ended || last > b)
+        last = b;
+    if (first < a)
+        first = a;
+    return last > first ? last - first : 0;
+}
+
 int an_sweep_figures(const an_sweep *w, uint64_t b, an_gpu_fig **out, size_t *n_out) {
     an_gpu_fig *f = calloc(w->n_devs ? w->n_devs : 1, sizeof *f);
     if (f == NULL)
         return ERR_NOMEM;
-    uint64_t span = b > w->a ? b - w->a : 0;
     for (size_t k = 0; k < w->n_devs; k++) {
         const an_busy *d = &w->devs[k];
-        uint64_t busy = an_busy_total(d, b);
-        f[k] = (an_gpu_fig){.producer = d->producer, .device = d->device, .span_ns = span, .busy_ns = busy,
-                            .idle_ns = span > busy ? span - busy : 0};
+        uint64_t busy = an_busy_total(d, b), own = an_process_span(w->s, d->producer, w->a, b);
+        f[k] = (an_gpu_fig){.producer = d->producer, .device = d->device, .span_ns = own, .busy_ns = busy,
+                            .idle_ns = own > busy ? own - busy : 0};
     }
     /* host time blocked: the analysis' spans (their GPU already resolved), clipped to the range */
     for (size_t i = 0; w->an && i < w->an->n_blocks && w->an->blocks[i].start < b; i++) {

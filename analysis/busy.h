@@ -57,6 +57,12 @@ uint64_t an_busy_total(const an_busy *m, uint64_t b);
 /* The open interval clipped to b; 0 when there is none. */
 int an_busy_open(const an_busy *m, uint64_t b, uint64_t *start, uint64_t *end);
 
+/* The part of [a, b) a process's GPUs are counted over: all of it when the store holds one process;
+ * with several, from the process's first event on, and to its last where it has ended (a trace read
+ * from a file, a process gone). Time before a process was traced, or after, was not seen, so it is
+ * not its GPUs' idle. */
+uint64_t an_process_span(const st_store *s, uint32_t producer, uint64_t a, uint64_t b);
+
 struct an_result;
 /* The busy time over [a, b) of each of the process's GPUs (those r lists), summed over them. */
 uint64_t an_busy_process(const st_store *s, const struct an_result *r, uint32_t producer, uint64_t a, uint64_t b);
@@ -84,7 +90,8 @@ void an_sweep_free(an_sweep **sp);
 int an_sweep_fits(const an_sweep *w, const st_store *s, const struct an_result *an, uint64_t a, uint64_t b);
 /* Merges the work that starts before b, at most budget events (0: all); 1 when done. */
 int an_sweep_to(an_sweep *w, uint64_t b, size_t budget);
-/* The figures of a finished sweep for [a, b), a GPU each (free *out). 0, or ERR_NOMEM. */
+/* The figures of a finished sweep for [a, b), a GPU each, over its process's part of the range
+ * (an_process_span) (free *out). 0, or ERR_NOMEM. */
 int an_sweep_figures(const an_sweep *w, uint64_t b, an_gpu_fig **out, size_t *n_out);
 
 #endif

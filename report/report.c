@@ -307,11 +307,11 @@ static void write_json(FILE *out, const st_store *s, const an_result *r, const r
                     rank_of(s, d->producer), d->device);
             json_str(out, device_name(s, d->producer, d->device));
             fprintf(out,
-                    ",\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64 ",\"utilization\":%.6f,\"blocked_ns\":%" PRIu64
-                    ",\"first\":%" PRIu64 ",\"last\":%" PRIu64 ",\"kernels\":%" PRIu64 ",\"copies\":%" PRIu64
+                    ",\"span_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64
+                    ",\"utilization\":%.6f,\"blocked_ns\":%" PRIu64 ",\"first\":%" PRIu64 ",\"last\":%" PRIu64 ",\"kernels\":%" PRIu64 ",\"copies\":%" PRIu64
                     ",\"memsets\":%" PRIu64 ",\"syncs\":%" PRIu64 ",\"idle_by_cause\":{",
-                    d->busy_ns, d->idle_ns, share(d->busy_ns, d->span_ns), d->blocked_ns, d->first, d->last, d->kernels,
-                    d->copies, d->memsets, d->syncs);
+                    d->span_ns, d->busy_ns, d->idle_ns, share(d->busy_ns, d->span_ns), d->blocked_ns, d->first, d->last,
+                    d->kernels, d->copies, d->memsets, d->syncs);
             for (int c = 0; c < AN_CAUSE_N_; c++)
                 fprintf(out, "%s\"%s\":%" PRIu64, c ? "," : "", an_cause_name(c), d->idle_by_cause[c]);
             fprintf(out, "}}");
@@ -902,6 +902,32 @@ static void text_sites(FILE *out, const st_store *s, const an_result *r, const r
         untaken_note(out, o->sources);
 }
 
+/* When the devices' processes were traced over different times (several sources), what their idle
+ * and utilisation are counted over. */
+static void own_spans_note(FILE *out, const an_result *r, int md) {
+    uint64_t wall = r->t1 - r->t0, lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < r->n_devices; i++) {
+        lo = r->devices[i].span_ns < lo ? r->devices[i].span_ns : lo;
+        hi = r->devices[i].span_ns > hi ? r->devices[i].span_ns : hi;
+    }
+    if (r->n_devices == 0 || (lo == wall && hi == wall))
+        return;
+    char text[400], each[80];
+    if (lo == hi)
+        snprintf(each, sizeof each, "%.3f ms", ms(lo));
+    else
+        snprintf(each, sizeof each, "%.3f to %.3f ms", ms(lo), ms(hi));
+    snprintf(text, sizeof text,
+             "Each GPU's busy and idle time is counted over the time its own process was traced (%s), not the "
+             "%.3f ms all the sources span together: before a process's trace began and after it ended, its GPUs "
+             "were not seen.",
+             each, ms(wall));
+    if (md)
+        fprintf(out, "\n%s\n", text);
+    else
+        wrap(out, 2, 2, text);
+}
+
 /* GPU utilisation: a label too wide for its column gets a line of its own. */
 static void text_devices(FILE *out, const st_store *s, const an_result *r, int md) {
     char cell[600], label[200];
@@ -927,6 +953,7 @@ static void text_devices(FILE *out, const st_store *s, const an_result *r, int m
         fprintf(out, " %11.3f %11.3f %6.1f %16.3f\n", ms(d->busy_ns), ms(d->idle_ns), 100.0 * share(d->busy_ns, d->span_ns),
                 ms(d->blocked_ns));
     }
+    own_spans_note(out, r, md);
 }
 
 /* GPU idle time by cause (in the text report; Markdown has it in the utilisation table). */

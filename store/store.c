@@ -1384,24 +1384,23 @@ int st_lane_summary(const st_store *s, size_t li, uint64_t t0, uint64_t t1, size
     return 0;
 }
 
+/* Widens [*lo, *hi] to the first start and latest end of a lane's indexed events (the roots of
+ * its max tree). */
+static void lane_indexed_span(const lane *l, uint64_t *lo, uint64_t *hi) {
+    if (l->indexed == 0)
+        return;
+    if (l->ev[0].start < *lo)
+        *lo = l->ev[0].start;
+    int top = l->levels - 1;
+    for (size_t g = 0; g < l->lvl_n[top]; g++)
+        if (l->maxend[top][g] > *hi)
+            *hi = l->maxend[top][g];
+}
+
 void st_store_span(const st_store *s, uint64_t *t0, uint64_t *t1) {
     uint64_t lo = UINT64_MAX, hi = 0;
-    for (size_t i = 0; i < s->n_lanes; i++) {
-        const lane *l = &s->lanes[i];
-        size_t n = l->indexed;
-        if (n == 0)
-            continue;
-        if (l->ev[0].start < lo)
-            lo = l->ev[0].start;
-        /* latest end: the roots of the max tree */
-        uint64_t me = 0;
-        int top = l->levels - 1;
-        for (size_t g = 0; g < l->lvl_n[top]; g++)
-            if (l->maxend[top][g] > me)
-                me = l->maxend[top][g];
-        if (me > hi)
-            hi = me;
-    }
+    for (size_t i = 0; i < s->n_lanes; i++)
+        lane_indexed_span(&s->lanes[i], &lo, &hi);
     if (lo == UINT64_MAX)
         lo = hi = 0;
     *t0 = lo;
@@ -1447,7 +1446,8 @@ void st_producer_span(const st_store *s, uint32_t prod, uint64_t *t0, uint64_t *
         const lane *l = &s->lanes[i];
         if (l->info.producer != prod)
             continue;
-        for (size_t k = 0; k < l->info.n_events; k++) {
+        lane_indexed_span(l, &a, &b);
+        for (size_t k = l->indexed; k < l->info.n_events; k++) { /* and those added since */
             if (l->ev[k].start < a)
                 a = l->ev[k].start;
             if (st_ev_end(s, &l->ev[k]) > b)

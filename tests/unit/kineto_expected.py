@@ -10,6 +10,9 @@ C importer.
     python3 tests/unit/kineto_expected.py --idle TRACE  # the GPU idle each blocking API's calls cost
     python3 tests/unit/kineto_expected.py --check-ranks REPORT.json TRACE...  # a report --ranks: each
                                                        # collective's straggler's host share and range
+    python3 tests/unit/kineto_expected.py --check-devices REPORT.json TRACE...  # a report of several
+                                                       # traces: each GPU's busy and idle over its own
+                                                       # trace's span
     python3 tests/unit/kineto_expected.py --check-idle TRACE REPORT.json  # the same against a report's
                                                        # sites (synctop report --format json): exit 1
                                                        # when they differ
@@ -369,6 +372,32 @@ def bubble_costs(path, gap=20000):
     return by_api, by_range, pieces, api
 
 
+def device_busy(path):
+    """(the trace's own span in ns, device -> ns its kernels, copies and memsets kept busy, each
+    instant once)."""
+    span = figures(path)
+    with gzip.open(path, "rt") as f:
+        doc = json.load(f, parse_float=decimal.Decimal)
+    work = defaultdict(list)
+    for e in doc["traceEvents"]:
+        cat = str(e.get("cat", "")).lower()
+        if isinstance(e, dict) and e.get("ph") == "X" and cat in GPU and cat != "cuda_sync":
+            t0 = ns(e["ts"])
+            work[int(e.get("args", {}).get("device", e.get("pid")))].append((t0, t0 + ns(e.get("dur", 0))))
+    busy = {}
+    for dev, spans in work.items():
+        total, end = 0, None
+        for a, b in sorted(spans):
+            if end is None or a > end:
+                total += b - a
+                end = b
+            elif b > end:
+                total += b - end
+                end = b
+        busy[dev] = total
+    return span["t_max"] - span["t_min"], busy
+
+
 def step_host(pieces, start, end):
     """(the host's GPU idle in [start, end), the range most of it went to, its ns)."""
     per = Counter()
@@ -524,6 +553,28 @@ def main():
                 print(f"{c['kernel'][:40]}#{c['ordinal']}: expected {want_c}, the report says {got_c}")
                 sys.exit(1)
         print(f"{len(colls)} collectives, each straggler's host share as expected")
+        return
+    if "--check-devices" in sys.argv:
+        i = sys.argv.index("--check-devices")
+        with open(sys.argv[i + 1]) as f:
+            devices = json.load(f)["devices"]
+        n = 0
+        for path in sys.argv[i + 2:]:
+            with gzip.open(path, "rt") as f:
+                rank = int(json.load(f).get("distributedInfo", {}).get("rank", -1))
+            span, busy = device_busy(path)
+            for dev, b in sorted(busy.items()):
+                got = [(d["span_ns"], d["busy_ns"], d["idle_ns"]) for d in devices
+                       if d["rank"] == rank and d["device"] == dev]
+                if got != [(span, b, span - b)]:
+                    print(f"rank {rank} GPU {dev}: expected span {span}, busy {b}, idle {span - b} ns; "
+                          f"the report says {got}")
+                    sys.exit(1)
+                n += 1
+        if n != len(devices):
+            print(f"{n} GPUs in the traces, {len(devices)} in the report")
+            sys.exit(1)
+        print(f"{n} GPUs, each over its own trace's span, as expected")
         return
     if "--check-idle" in sys.argv:
         i = sys.argv.index("--check-idle")

@@ -288,10 +288,11 @@ static void tl_sync(tl *t, uint64_t a, uint64_t b, uint32_t site) {
     ASSERT_OK(tp_enc_add(t->enc, &api));
 }
 
-/* The process's batch into the store, not yet committed (another process may follow). */
-static void tl_add(tl *t) {
+/* The process's batch into the store, not yet committed (another process may follow); its last
+ * (TP_BF_END) when ended, else the process is still running. */
+static void tl_add_ended(tl *t, int ended) {
     tp_buf out = {0};
-    ASSERT_OK(tp_enc_finish_flags(t->enc, TP_BF_END, &out));
+    ASSERT_OK(tp_enc_finish_flags(t->enc, ended ? TP_BF_END : 0, &out));
     err_msg err = {{0}};
     int rc = st_store_add_batch(t->s, out.data, out.len, &err);
     if (rc)
@@ -299,6 +300,10 @@ static void tl_add(tl *t) {
     ASSERT_OK(rc);
     tp_buf_free(&out);
     tp_enc_destroy(&t->enc);
+}
+
+static void tl_add(tl *t) {
+    tl_add_ended(t, 1);
 }
 
 static void tl_done(tl *t) {
@@ -314,6 +319,40 @@ static const an_bubble *device_bubble_at(const an_result *r, uint64_t start_us) 
 }
 
 static void tl_range(tl *t, uint64_t a, uint64_t b, const char *name, uint64_t id);
+
+/* Two processes traced over different times: each one's GPU is counted from its first event, to its
+ * last when it has ended, else to the range's end (it is still traced; its GPU is seen idle). By
+ * hand, in us: process 77 (ended) has events over 100..600 and kernels 110..200 and 510..600; 78
+ * (running) a launch at 300 and a kernel 310..350; the store spans 100..600. */
+TEST(analysis_counts_each_process_gpu_over_its_own_trace) {
+    tl a, b;
+    tl_init_in(&a, 77, NULL);
+    tl_kernel(&a, 100, 110, 200);
+    tl_kernel(&a, 500, 510, 600);
+    tl_add_ended(&a, 1);
+    tl_init_in(&b, 78, a.s);
+    tl_kernel(&b, 300, 310, 350);
+    tl_add_ended(&b, 0);
+    st_store_commit(a.s);
+    static const struct {
+        uint64_t t0, t1; /* us; 0, 0: the whole store */
+        uint64_t span77, span78;
+    } cases[] = {{0, 0, 500, 300}, {0, 1000, 500, 700}, {150, 400, 250, 100}, {320, 1000, 280, 680}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        an_opts o = {.t0 = cases[i].t0 * 1000, .t1 = cases[i].t1 * 1000};
+        an_result r;
+        ASSERT_OK(an_analyze(a.s, &o, &r, NULL));
+        ASSERT_EQ(r.n_devices, 2);
+        for (size_t k = 0; k < r.n_devices; k++) {
+            const an_device *d = &r.devices[k];
+            uint64_t pid = st_producer_get(a.s, d->producer)->producer;
+            ASSERT_UEQ(d->span_ns, (pid == 77 ? cases[i].span77 : cases[i].span78) * 1000);
+            ASSERT_UEQ(d->busy_ns + d->idle_ns, d->span_ns);
+        }
+        an_result_free(&r);
+    }
+    st_store_destroy(&a.s);
+}
 
 /* The host's share of the GPU idle goes to the innermost range the submitting thread was in, the
  * numbered steps as one. */
@@ -1135,8 +1174,9 @@ TEST(analysis_idle_goes_to_the_site_whose_wait_caused_it) {
 
 /* ---- invariants on every real trace ---- */
 
-/* What holds whatever the rules: per device, busy and idle make the span and the causes make the
- * idle; a wait is charged only for bubbles of its own process and GPU (or any GPU of its process
+/* What holds whatever the rules: per device, busy and idle make its span (the whole range when the
+ * store holds one process, else no more than that and no less than its work's first to last) and the
+ * causes make the idle; a wait is charged only for bubbles of its own process and GPU (or any GPU of its process
  * when the wait's GPU is unknown) that it touches, and never more of one than lies between the
  * bubble's ends; what a wait or a site is charged is what the bubbles say; a thread's blocked time
  * never exceeds its wall time. Returns the number of bubbles charged to a wait. */
@@ -1151,7 +1191,11 @@ static size_t check_invariants(const char *what, const st_store *s) {
         uint64_t causes = 0;
         for (int c = 0; c < AN_CAUSE_N_; c++)
             causes += d->idle_by_cause[c];
-        ASSERT_UEQ(d->busy_ns + d->idle_ns, r.t1 - r.t0);
+        ASSERT_UEQ(d->busy_ns + d->idle_ns, d->span_ns);
+        ASSERT(d->span_ns <= r.t1 - r.t0);
+        if (st_producer_count(s) == 1)
+            ASSERT_UEQ(d->span_ns, r.t1 - r.t0);
+        ASSERT(d->first == 0 || d->last - d->first <= d->span_ns);
         ASSERT_UEQ(causes, d->idle_ns);
     }
     uint64_t *charged = calloc(r.n_blocks + 1, sizeof *charged), *touched = calloc(r.n_blocks + 1, sizeof *touched);

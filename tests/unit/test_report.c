@@ -122,6 +122,27 @@ TEST(report_ranks_straggler_host_share_matches_an_independent_count) {
     ASSERT_STR_CONTAINS(slurp(task_path("check.txt")), "10 collectives");
 }
 
+/* Two ranks traced over different times: each GPU's busy and idle over its own trace's span
+ * (rank 0's is 1230.289 ms, the two together 1238.785 ms), as kineto_expected.py counts them from
+ * the JSON alone, and the text says so. */
+TEST(report_of_several_traces_counts_each_gpu_over_its_own_trace) {
+    char args[4096], cmd[8192];
+    snprintf(args, sizeof args, "report --format json -o '%s' '%s/sampled_rank-0.json.gz' '%s/sampled_rank-1.json.gz'",
+             task_path("dv.json"), KINETO_TRACE_DIR, KINETO_TRACE_DIR);
+    ASSERT_EQ(synctop(args), 0);
+    snprintf(cmd, sizeof cmd, "python3 '%s' --check-devices '%s' '%s/sampled_rank-0.json.gz' '%s/sampled_rank-1.json.gz' > '%s' 2>&1",
+             KINETO_EXPECTED, task_path("dv.json"), KINETO_TRACE_DIR, KINETO_TRACE_DIR, task_path("check.txt"));
+    if (system(cmd) != 0)
+        TASK_FAIL_("%s", slurp(task_path("check.txt")));
+    ASSERT_STR_CONTAINS(slurp(task_path("check.txt")), "2 GPUs");
+    snprintf(args, sizeof args, "report '%s/sampled_rank-0.json.gz' '%s/sampled_rank-1.json.gz'", KINETO_TRACE_DIR,
+             KINETO_TRACE_DIR);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "  rank 0 GPU 0                      547.656     682.633   44.5            1.267\n");
+    ASSERT_STR_CONTAINS(out_buf, "  Each GPU's busy and idle time is counted over the time its own process was\n"
+                                 "  traced (1230.289 to 1238.593 ms), not the 1238.785 ms all the sources span\n");
+}
+
 /* Thresholds on the host's own share: the ResNet loop's DataLoader range holds 6659.997 ms of it and
  * the GPU 7836.562 ms in all, 48.47% of its 16169.170 ms span (kineto_expected.py's bubble_costs). */
 TEST(report_fail_if_on_the_hosts_own_share_of_gpu_idle) {
@@ -1808,9 +1829,11 @@ TEST(report_ranks_measures_each_clock_from_the_collectives) {
     ASSERT_STR_CONTAINS(out_buf, "rank 0 +0.000 ms (spread 0.000); rank 1 +5.000 ms (spread\n    0.000); rank 2 +0.000 ms");
     ASSERT_STR_CONTAINS(out_buf, "offset (up to 5.000 ms) taken off");
     /* on the job's clock rank 2 arrives last (1 ms after rank 1, 2 ms after rank 0), not the
-     * rank whose clock is ahead */
-    ASSERT_STR_CONTAINS(out_buf, "  1           18.000    91.000      0.000      6     0       0.000");
-    ASSERT_STR_CONTAINS(out_buf, "  2           12.000    97.000      0.000      6     6      18.000");
+     * rank whose clock is ahead; each rank's GPU idle is over its own trace, from its first
+     * kernel's start (6, 7, 8 ms in) to the last end (110 ms): 104 - 6 x 4, 103 - 6 x 3, 102 - 6 x 2 */
+    ASSERT_STR_CONTAINS(out_buf, "  0           24.000    80.000      0.000      6     0       0.000");
+    ASSERT_STR_CONTAINS(out_buf, "  1           18.000    85.000      0.000      6     0       0.000");
+    ASSERT_STR_CONTAINS(out_buf, "  2           12.000    90.000      0.000      6     6      18.000");
     fits_80_columns("report --ranks, skewed");
 }
 

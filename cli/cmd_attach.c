@@ -84,6 +84,8 @@ static int attach_endpoint(const char *a, char (*eps)[TP_ENDPOINT_MAX], const ch
                                     "processes of this user)", a);
     if (tp_endpoint_resolve(a, eps[*n], TP_ENDPOINT_MAX, &err) != 0)
         return verb_error("attach", "%s", err.msg), EXIT_USAGE;
+    if (tp_endpoint_host_found(eps[*n], &err) < 0)
+        return verb_error("attach", "%s: %s", a, err.msg);
     pids[*n] = strspn(a, "0123456789") == strlen(a) ? strtol(a, NULL, 10) : 0;
     list[*n] = eps[*n];
     (*n)++;

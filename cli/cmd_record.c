@@ -314,6 +314,8 @@ static int record_open(const record_args *ra, char (*endpoints)[512], tp_sub **s
             return 1;
         if (tp_endpoint_resolve(ra->specs[i], endpoints[i], sizeof endpoints[i], &err) < 0)
             return verb_error("record", "bad endpoint: %s", err.msg), EXIT_USAGE;
+        if (tp_endpoint_host_found(endpoints[i], &err) < 0)
+            return verb_error("record", "%s: %s", ra->specs[i], err.msg);
     }
     char key[TP_KEY_Z85_LEN + 1];
     if (ra->server_key != NULL && tp_public_key_resolve(ra->server_key, key, &err) < 0)

@@ -199,7 +199,8 @@ static tp_sub *report_subscribe(char **specs, int n, const char *server_key, con
             tp_sub_destroy(&sub);
             return NULL;
         }
-        if (tp_endpoint_resolve(specs[i], eps[i], sizeof eps[i], &err) < 0 || tp_sub_connect(sub, eps[i], &err) < 0) {
+        if (tp_endpoint_resolve(specs[i], eps[i], sizeof eps[i], &err) < 0 || tp_endpoint_host_found(eps[i], &err) < 0 ||
+            tp_sub_connect(sub, eps[i], &err) < 0) {
             tp_sub_destroy(&sub);
             verb_error("report", "%s: %s", specs[i], err.msg);
             return NULL;

@@ -8,6 +8,7 @@
  * is refused rather than repaired.
  */
 #include "synctop/net.h"
+#include "synctop/sanitize.h"
 #include "net_bind.h"
 
 #include <arpa/inet.h>
@@ -273,6 +274,30 @@ int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, err_msg *err
     if (rc < 0 || (rc = check_tcp(out, spec, err)) < 0)
         return rc;
     return tcp_localhost_as_ip(out, outlen, err);
+}
+
+int tp_endpoint_host_found(const char *endpoint, err_msg *err) {
+    char host[256];
+    if (tcp_host(endpoint, host, sizeof host) < 0 || strcmp(host, "*") == 0)
+        return 0;
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1)
+        return 0;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (res != NULL)
+        freeaddrinfo(res);
+    if (rc == EAI_NONAME || rc == EAI_FAIL
+#ifdef EAI_NODATA
+        || rc == EAI_NODATA
+#endif
+    ) {
+        char shown[256];
+        tp_sanitize(shown, sizeof shown, host, strlen(host), NULL);
+        return err_set(err, ERR_NOENT, "no host named '%s' is known to this machine (%s)", shown, gai_strerror(rc));
+    }
+    return 0;
 }
 
 /* Tries to connect to a unix socket: 1 someone listens, 0 nobody, or a negative code. */

@@ -61,6 +61,11 @@ int tp_endpoint_is_loopback(const char *endpoint);
  * -> ipc://path; other scheme://... are copied. A tcp endpoint must have a host and a port (1 to
  * 65535, or "*"). */
 int tp_endpoint_resolve(const char *spec, char *out, size_t outlen, err_msg *err);
+/* Can a tcp:// endpoint's host name be looked up? 0 when it can, when it is an address, when the
+ * endpoint is not tcp://, or when the lookup failed only for now (no DNS answer yet); ERR_NOENT,
+ * with the reason in err, when the name is known not to exist. libzmq would retry such a name
+ * quietly for ever. */
+int tp_endpoint_host_found(const char *endpoint, err_msg *err);
 /* Is a process listening on this ipc:// endpoint? 1 yes, 0 no (no socket file, or a file left by a
  * process that died), or a negative ERR_* code (not ipc://, permission denied). */
 int tp_endpoint_is_live(const char *endpoint);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
@@ -839,6 +840,31 @@ TEST(record_and_report_say_when_nothing_is_there) {
     ASSERT_EQ(run_synctop(report_quiet, NULL, &err), 1);
     ASSERT_STR_CONTAINS(err, "nothing answered at ipc://");
     free(err);
+}
+
+/* A host name that does not exist (.invalid never does: RFC 6761) is said before any wait, by each
+ * verb that connects, where libzmq alone would retry it quietly until --wait ran out ("nothing
+ * answered"). Skipped where this machine's resolver cannot say so (no answer at all). */
+TEST(verbs_say_a_host_name_that_does_not_exist) {
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    int gai = getaddrinfo("no-such-node.invalid", NULL, &hints, &res);
+    if (res != NULL)
+        freeaddrinfo(res);
+    if (gai != EAI_NONAME && gai != EAI_FAIL)
+        TASK_SKIP("this machine's resolver does not answer for no-such-node.invalid (%s)", gai_strerror(gai));
+    const char *out = task_path("nohost.trace");
+    const char *record[] = {"record", "no-such-node.invalid:5555", "-o", out, "--wait", "30", NULL};
+    const char *report[] = {"report", "tcp://no-such-node.invalid:5555", "--wait", "30", NULL};
+    const char *attach[] = {"attach", "no-such-node.invalid:5555", NULL};
+    const char *const *verbs[] = {record, report, attach};
+    for (size_t i = 0; i < 3; i++) {
+        char *err = NULL;
+        ASSERT_EQ(run_synctop(verbs[i], NULL, &err), 1);
+        ASSERT_STR_CONTAINS(err, "no host named 'no-such-node.invalid' is known to this machine");
+        free(err);
+    }
+    struct stat sb;
+    ASSERT(stat(out, &sb) != 0);
 }
 
 TEST(record_usage_errors) {

@@ -589,12 +589,8 @@ static int demo_publisher(const demo_args *a, tp_keypair *keys, tp_pub **pub) {
     int rc;
     if (a->listen != NULL && (rc = verb_listen_resolve("demo", a->listen, ep, sizeof ep)) != 0)
         return rc;
-    if (a->key == NULL && !a->insecure && strncmp(ep, "tcp://", 6) == 0 && tp_endpoint_is_loopback(ep) == 0) {
-        verb_error("demo", "--listen %s is not a loopback address: synctop publishes beyond this machine only "
-                           "encrypted. Make keys (synctop keygen -o demo), then give --key demo.key (viewers: "
-                           "--server-key demo.pub), or add --insecure to publish in the clear", ep);
-        return EXIT_USAGE;
-    }
+    if ((rc = verb_refuse_clear_listen("demo", ep, a->key != NULL, a->insecure, "synctop", "", "demo")) != 0)
+        return rc;
     if (a->key != NULL) {
         if (tp_keypair_load(keys, a->key, &err) != 0)
             return verb_error("demo", "--key %s: %s", a->key, err.msg);

@@ -141,6 +141,8 @@ static int cmd_relay(int argc, char **argv) {
     if (bad != 0)
         return bad;
     o.listen = listen_ep;
+    if ((bad = verb_refuse_clear_listen("relay", listen_ep, key_path != NULL, o.insecure, "synctop", "", "node")) != 0)
+        return bad;
     if (key_path != NULL) {
         if (tp_keypair_load(&keys, key_path, &err) != 0)
             return verb_error("relay", "--key %s: %s", key_path, err.msg);

@@ -630,14 +630,9 @@ static int cmd_run(int argc, char **argv) {
         return verb_error("run", "--record %s: the file exists (use --force to replace it)", a.record);
     /* The tracer refuses to publish beyond the machine in the clear: say so before the job starts,
      * not in its log after it ran untraced. */
-    if (a.key == NULL && !a.insecure && strncmp(listen_ep, "tcp://", 6) == 0 &&
-        tp_endpoint_is_loopback(listen_ep) == 0) {
-        verb_error("run", "--listen %s is not a loopback address: the tracer publishes beyond this machine only "
-                          "encrypted, and would trace nothing. Make keys (synctop keygen -o job), then run with "
-                          "--key job.key (viewers: --server-key job.pub), or add --insecure to publish in the clear",
-                   listen_ep);
-        return EXIT_USAGE;
-    }
+    if ((rc = verb_refuse_clear_listen("run", listen_ep, a.key != NULL, a.insecure, "the tracer",
+                                       ", and would trace nothing", "job")) != 0)
+        return rc;
     tp_keypair keys = {{0}, {0}};
     char key_path[PATH_MAX] = "", clients_path[PATH_MAX] = "";
     if (a.key != NULL && (rc = run_load_key(a.key, key_path, &keys)) != 0)

@@ -303,6 +303,18 @@ int verb_listen_resolve(const char *verb_name, const char *spec, char *out, size
     return 0;
 }
 
+int verb_refuse_clear_listen(const char *verb_name, const char *ep, int have_key, int insecure, const char *who,
+                             const char *then, const char *keybase) {
+    if (have_key || insecure || strncmp(ep, "tcp://", 6) != 0 || tp_endpoint_is_loopback(ep) != 0)
+        return 0;
+    verb_error(verb_name,
+               "--listen %s is not a loopback address: %s publishes beyond this machine only encrypted%s. Make keys "
+               "(synctop keygen -o %s), then give --key %s.key (viewers: --server-key %s.pub), or add --insecure to "
+               "publish in the clear",
+               ep, who, then, keybase, keybase, keybase);
+    return EXIT_USAGE;
+}
+
 int verb_no_such_pid(const char *verb_name, const char *spec) {
     if (spec[0] == '\0' || strspn(spec, "0123456789") != strlen(spec) || strlen(spec) > 9)
         return 0;

@@ -101,16 +101,21 @@ void verb_progress_events(void *ctx, uint64_t done, uint64_t total);
 /* Takes the bar off the screen, if it is there. */
 void verb_progress_clear(verb_progress *p);
 
+/* Refuses (said, EXIT_USAGE) publishing in the clear on a resolved tcp:// listen endpoint beyond
+ * loopback, with neither a key nor --insecure: who publishes (what it would then do, "" or ", and
+ * ..."), and the keygen base name to suggest; 0 when it may go on. */
+int verb_refuse_clear_listen(const char *verb_name, const char *ep, int have_key, int insecure, const char *who,
+                             const char *then, const char *keybase);
+/* --listen's endpoint (tp_endpoint_resolve) into out: 0, or EXIT_USAGE with the reason said (not an
+ * endpoint, or a number alone, which names a process's endpoint: :PORT is meant). */
+int verb_listen_resolve(const char *verb_name, const char *spec, char *out, size_t len);
+
 /* Reads files (trace files, profiler traces, Nsight exports) into s as ingest_files does, several
  * at once on the cores the process may use, each placed as align says (INGEST_ALIGN_*; what
  * aligning did is said as a warning), the store committed; on a terminal with the progress bar
  * ("reading"). With left_out, a file that cannot be read is left out with a warning saying why and
  * the others read (ingest_files_kept; *left_out: how many); without, it ends the reading. 0, or
  * the ingest error (its message in err). */
-/* --listen's endpoint (tp_endpoint_resolve) into out: 0, or EXIT_USAGE with the reason said (not an
- * endpoint, or a number alone, which names a process's endpoint: :PORT is meant). */
-int verb_listen_resolve(const char *verb_name, const char *spec, char *out, size_t len);
-
 struct st_store;
 int verb_read_files(const char *verb_name, struct st_store *s, const char *const *paths, size_t n,
                     uint64_t max_events, int align, size_t *left_out, struct err_msg *err);

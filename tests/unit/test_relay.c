@@ -464,8 +464,9 @@ TEST(record_takes_a_jobs_relays_from_a_file) {
 TEST(relay_refuses_what_it_must) {
     const char *argv[] = {task_synctop(), "relay", "--listen", "tcp://0.0.0.0:0", NULL};
     pid_t pid = task_spawn(argv, task_path("a.out"), task_path("a.err"));
-    ASSERT_EQ(task_wait_exit(pid, 20), 1);
-    ASSERT_STR_CONTAINS(slurp(task_path("a.err")), "refusing to publish on tcp://0.0.0.0:0 without encryption");
+    ASSERT_EQ(task_wait_exit(pid, 20), 2);
+    ASSERT_STR_CONTAINS(slurp(task_path("a.err")), "--listen tcp://0.0.0.0:0 is not a loopback address");
+    ASSERT_STR_CONTAINS(slurp(task_path("a.err")), "give --key node.key (viewers: --server-key node.pub)");
     const char *none[] = {task_synctop(), "relay", NULL};
     pid = task_spawn(none, task_path("b.out"), task_path("b.err"));
     ASSERT_EQ(task_wait_exit(pid, 20), 2);

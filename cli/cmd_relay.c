@@ -53,7 +53,7 @@ static void relay_usage(FILE *out) {
             "                     1000): GPU busy, host blocked, events, drops; 0: never.\n"
             "                     Upstream relays summarise their own processes: their\n"
             "                     summaries pass down, their batches are not taken\n"
-            "  -q, --quiet        no line per process found\n"
+            "  -q, --quiet        no line per process found or ended\n"
             "  ENDPOINT...        relay these publishers or relays (a pid, HOST:PORT, tcp://...,\n"
             "                     ipc://...); none: every traced process of this user here,\n"
             "                     including those that start later\n\n"
@@ -65,25 +65,53 @@ static void relay_usage(FILE *out) {
 
 typedef struct scan {
     tp_relay *r;
-    cm_u64map *seen; /* pid -> 1 */
+    cm_u64map *seen; /* pid -> SEEN_* */
     int quiet;
 } scan;
 
-/* Connects to a traced process of this user not seen yet. */
+enum { SEEN_RUNNING = 1, SEEN_ENDED = 2 };
+
+/* Connects to a traced process of this user not seen yet. A pid seen to end that publishes again
+ * is a new process: the connection to its endpoint reconnects by itself. */
 static void scan_one(void *ctx, long pid, const char *endpoint) {
     scan *sc = ctx;
-    if (cm_u64map_find(sc->seen, (uint64_t)pid) != NULL || tp_endpoint_is_live(endpoint) != 1)
+    uint64_t *state = cm_u64map_find(sc->seen, (uint64_t)pid);
+    if ((state != NULL && *state == SEEN_RUNNING) || tp_endpoint_is_live(endpoint) != 1)
         return;
+    if (state != NULL) {
+        *state = SEEN_RUNNING;
+        if (!sc->quiet)
+            verb_say("relay", "+ process %ld (%s)", pid, endpoint);
+        return;
+    }
     err_msg err = {{0}};
     if (tp_relay_connect(sc->r, endpoint, &err) != 0) {
         verb_warn("relay", "%s", err.msg);
         return;
     }
     int added;
-    if (cm_u64map_get_or_add(sc->seen, (uint64_t)pid, 1, &added) == NULL)
+    if (cm_u64map_get_or_add(sc->seen, (uint64_t)pid, SEEN_RUNNING, &added) == NULL)
         return;
     if (!sc->quiet)
         verb_say("relay", "+ process %ld (%s)", pid, endpoint);
+}
+
+/* Says which of the processes found have ended since. */
+static void scan_ended(scan *sc) {
+    size_t n = cm_u64map_count(sc->seen);
+    uint64_t *pids = n ? malloc(n * sizeof *pids) : NULL;
+    if (pids == NULL)
+        return;
+    cm_u64map_keys(sc->seen, pids);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *state = cm_u64map_find(sc->seen, pids[i]);
+        if (*state != SEEN_RUNNING || kill((pid_t)pids[i], 0) == 0 || errno != ESRCH)
+            continue;
+        *state = SEEN_ENDED;
+        if (!sc->quiet)
+            verb_say("relay", "- process %" PRIu64 " ended", pids[i]);
+    }
+    free(pids);
 }
 
 static int cmd_relay(int argc, char **argv) {
@@ -209,6 +237,7 @@ static int cmd_relay(int argc, char **argv) {
             status = 1;
             break;
         }
+        scan_ended(&sc);
         if (tp_relay_run(r, RELAY_TICK_MS, &err) != 0) {
             verb_error("relay", "%s", err.msg);
             status = 1;

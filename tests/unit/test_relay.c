@@ -184,8 +184,12 @@ TEST(relay_forwards_every_process_of_the_node) {
         ASSERT_UEQ(g.batches[k], sent_of(seed == 3 ? "pub1.out" : "pub2.out"));
     }
     tp_sub_destroy(&sub);
-    const char *said = relay_stop(&r);
     char want[64];
+    for (int i = 0; i < 2; i++) { /* the relay says each one that ended */
+        snprintf(want, sizeof want, "- process %ld ended", (long)(i ? p2 : p1));
+        wait_text(r.err, want, 30);
+    }
+    const char *said = relay_stop(&r);
     snprintf(want, sizeof want, "+ process %ld", (long)p1);
     ASSERT_STR_CONTAINS(said, want);
     snprintf(want, sizeof want, "+ process %ld", (long)p2);

@@ -123,6 +123,26 @@ static int32_t rank_of(const st_store *s, uint32_t producer) {
     return p ? p->rank : -1;
 }
 
+/* A process the report names where it has no rank: "pid P", with its host where another process
+ * of the store has the same pid ("pid P on HOST"), or "process N" (its place) when its pid is not
+ * known. */
+static void process_name(const st_store *s, uint32_t producer, char *buf, size_t len) {
+    const st_producer_info *p = producer < st_producer_count(s) ? st_producer_get(s, producer) : NULL;
+    if (p == NULL || p->pid == 0) {
+        snprintf(buf, len, "process %u", producer);
+        return;
+    }
+    int twin = 0;
+    for (size_t i = 0; i < st_producer_count(s); i++)
+        twin |= i != producer && st_producer_get(s, i)->pid == p->pid;
+    char host[128];
+    safe(st_str(s, p->host), host, sizeof host);
+    if (twin && host[0] != '\0')
+        snprintf(buf, len, "pid %u on %s", p->pid, host);
+    else
+        snprintf(buf, len, "pid %u", p->pid);
+}
+
 static const char *device_name(const st_store *s, uint32_t producer, uint16_t device) {
     for (size_t i = 0; i < st_device_count(s); i++) {
         const st_device_info *d = st_device_get(s, i);
@@ -298,6 +318,17 @@ static void write_json(FILE *out, const st_store *s, const an_result *r, const r
     fprintf(out, ",\"sources_left_out\":%zu,\"t0\":%" PRIu64 ",\"t1\":%" PRIu64 ",\"span_ns\":%" PRIu64, o->left_out,
             r->t0, r->t1, wall);
     if (!o->hta_only) {
+        fprintf(out, ",\"processes\":[");
+        for (size_t i = 0; i < st_producer_count(s); i++) {
+            const st_producer_info *p = st_producer_get(s, i);
+            fprintf(out, "%s{\"producer\":%zu,\"pid\":%u,\"rank\":%d,\"world\":%d,\"host\":", i ? "," : "", i, p->pid,
+                    p->rank, p->world);
+            json_str(out, st_str(s, p->host));
+            fprintf(out, ",\"cmdline\":");
+            json_str(out, st_str(s, p->cmdline));
+            fputc('}', out);
+        }
+        fputc(']', out);
         fprintf(out, ",\"host\":{\"blocked_ns\":%" PRIu64 ",\"blocked_share\":%.6f,\"blocking_calls\":%zu,\"api_calls\":%" PRIu64 "}",
                 r->blocked_ns, share(r->blocked_ns, wall), r->n_blocks, r->api_calls);
         fprintf(out, ",\"devices\":[");
@@ -411,8 +442,11 @@ static void device_label(const st_store *s, const an_result *r, uint32_t produce
         snprintf(buf, len, "%s%s?", multi ? "" : "", "GPU ");
     else if (multi && rank >= 0)
         snprintf(buf, len, "rank %d GPU %u%s%s", rank, device, *name ? " " : "", name);
-    else if (multi)
-        snprintf(buf, len, "proc %u GPU %u%s%s", producer, device, *name ? " " : "", name);
+    else if (multi) {
+        char proc[200];
+        process_name(s, producer, proc, sizeof proc);
+        snprintf(buf, len, "%s GPU %u%s%s", proc, device, *name ? " " : "", name);
+    }
     else
         snprintf(buf, len, "GPU %u%s%s", device, *name ? " " : "", name);
     (void)r;
@@ -628,15 +662,18 @@ static char *site_fit(const st_store *s, uint64_t callsite, int width, char *buf
     return unbreakable(buf);
 }
 
-/* " [rank N]" (or " [process N]") when the report covers several producers, else "". */
+/* " [rank N]" (or " [pid P]", process_name) when the report covers several producers, else "". */
 static const char *who(const st_store *s, uint32_t producer, char *buf, size_t len) {
     int32_t rank = rank_of(s, producer);
+    char proc[200];
     if (st_producer_count(s) < 2)
         buf[0] = '\0';
     else if (rank >= 0)
         snprintf(buf, len, " [rank %d]", rank);
-    else
-        snprintf(buf, len, " [process %u]", producer);
+    else {
+        process_name(s, producer, proc, sizeof proc);
+        snprintf(buf, len, " [%s]", proc);
+    }
     return buf;
 }
 
@@ -914,9 +951,9 @@ static void own_spans_note(FILE *out, const an_result *r, int md) {
         return;
     char text[400], each[80];
     if (lo == hi)
-        snprintf(each, sizeof each, "%.3f ms", ms(lo));
+        snprintf(each, sizeof each, "%.3f ms long", ms(lo));
     else
-        snprintf(each, sizeof each, "%.3f to %.3f ms", ms(lo), ms(hi));
+        snprintf(each, sizeof each, "between %.3f and %.3f ms long", ms(lo), ms(hi));
     snprintf(text, sizeof text,
              "Each GPU's busy and idle time is counted over the time its own process was traced (%s), not the "
              "%.3f ms all the sources span together: before a process's trace began and after it ended, its GPUs "
@@ -973,7 +1010,8 @@ static void text_idle_causes(FILE *out, const st_store *s, const an_result *r) {
         fprintf(out, " %11.3f %11.3f %11.3f %12.3f\n", ms(d->idle_by_cause[AN_CAUSE_BLOCK]),
                 ms(d->idle_by_cause[AN_CAUSE_LAUNCH]), ms(d->idle_by_cause[AN_CAUSE_HOST]), ms(d->idle_by_cause[0]));
     }
-    wrap(out, 2, 2, "blocked: the host was waiting in a CUDA call; launch: the call that queued the next work "
+    wrap(out, 2, 2, "blocked: what the host's waits in CUDA calls cost: the idle while they held the host and, "
+                    "after them, no more than the GPU work they held it back for; launch: the call that queued the next work "
                     "had begun, the work not yet started (launch latency, or the call's own time: a first "
                     "launch loading its kernel); host: the host submitted nothing in time; unattributed: gaps "
                     "shorter than the threshold, and before the first and after the last GPU operation.");

@@ -140,7 +140,7 @@ TEST(report_of_several_traces_counts_each_gpu_over_its_own_trace) {
     ASSERT_EQ(synctop(args), 0);
     ASSERT_STR_CONTAINS(out_buf, "  rank 0 GPU 0                      547.656     682.633   44.5            1.267\n");
     ASSERT_STR_CONTAINS(out_buf, "  Each GPU's busy and idle time is counted over the time its own process was\n"
-                                 "  traced (1230.289 to 1238.593 ms), not the 1238.785 ms all the sources span\n");
+                                 "  traced (between 1230.289 and 1238.593 ms long), not the 1238.785 ms all the\n");
 }
 
 /* Thresholds on the host's own share: the ResNet loop's DataLoader range holds 6659.997 ms of it and
@@ -447,8 +447,25 @@ TEST(report_puts_an_nsys_sync_on_its_contexts_device) {
     ASSERT_EQ(synctop("info '" NSYS_TRACE_DIR "/torchrun_2proc_2gpu_h100.sqlite'"), 0);
     ASSERT_STR_CONTAINS(out_buf, "syncs: 188 put on the device their context's work ran on");
     ASSERT_EQ(synctop("report '" NSYS_TRACE_DIR "/torchrun_2proc_2gpu_h100.sqlite'"), 0);
-    ASSERT_STR_CONTAINS(out_buf, "  proc 1 GPU 1 ");
-    ASSERT(strstr(out_buf, "proc 1 GPU 0") == NULL);
+    ASSERT_STR_CONTAINS(out_buf, "  pid 145 GPU 1 ");
+    ASSERT(strstr(out_buf, "pid 145 GPU 0") == NULL);
+}
+
+/* Processes without a rank are named by pid, and the JSON lists each one's pid and command: the
+ * nvFuser export's CUDA calls come from pids 50556 (pytest) and 50922 (python3), by SQL on the file. */
+TEST(report_names_processes_by_pid) {
+    static const char db[] = NSYS_TRACE_DIR "/nvfuser_h200_benchmark.sqlite";
+    ASSERT(sql_holds(db, "pids = sorted(r[0] for r in c.execute('select distinct (globalTid >> 24) & 16777215 from "
+                         "CUPTI_ACTIVITY_KIND_RUNTIME')); names = dict(c.execute('select pid, name from PROCESSES')."
+                         "fetchall()); ok = pids == [50556, 50922] and names[50556] == 'pytest' and names[50922] == "
+                         "'python3'"));
+    ASSERT_EQ(synctop("report '" NSYS_TRACE_DIR "/nvfuser_h200_benchmark.sqlite'"), 0);
+    ASSERT_STR_CONTAINS(out_buf, "cudaFree (alloc) [pid 50556]\n");
+    ASSERT(strstr(out_buf, "[process ") == NULL);
+    ASSERT_EQ(synctop("report --format json '" NSYS_TRACE_DIR "/nvfuser_h200_benchmark.sqlite'"), 0);
+    ASSERT_STR_CONTAINS(out_buf, "\"processes\":[{\"producer\":0,\"pid\":50556,\"rank\":-1,\"world\":-1,\"host\":\"\","
+                                 "\"cmdline\":\"pytest\"},{\"producer\":1,\"pid\":50922,");
+    ASSERT_STR_CONTAINS(out_buf, "\"cmdline\":\"python3\"}]");
 }
 
 /* The torchrun export's two processes each run 33 ncclDevKernel_SendRecv, on streams they number

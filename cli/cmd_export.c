@@ -83,8 +83,10 @@ static int cmd_export(int argc, char **argv) {
         return args_bad(&p, "no -o FILE given");
     if (strcmp(format, "chrome") != 0)
         return args_bad(&p, "unknown format '%s' (chrome)", format);
-    if (strcmp(out_path, "-") != 0 && !force && access(out_path, F_OK) == 0)
-        return verb_error("export", "%s already exists (use --force to replace it)", out_path);
+    int to_stdout = strcmp(out_path, "-") == 0;
+    verb_out vo;
+    if (!to_stdout && verb_out_plan("export", out_path, force, (const char *const *)sources, (size_t)n_sources, &vo))
+        return 1;
     st_store *s = st_store_new(NULL);
     if (s == NULL)
         return verb_error("export", "out of memory");
@@ -98,12 +100,9 @@ static int cmd_export(int argc, char **argv) {
         return 1;
     }
     verb_symbolize("export", s); /* native call sites to file:line */
-    /* Written under a temporary name and renamed into place: a failed export (a full disk) leaves
-     * no truncated JSON behind, and --force replaces the old file only with a whole new one. */
-    int to_stdout = strcmp(out_path, "-") == 0;
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.partial-%ld", out_path, (long)getpid());
-    FILE *out = to_stdout ? stdout : fopen(tmp, "wx");
+    /* Written under a temporary name and renamed into place (verb_out): a failed export (a full
+     * disk) leaves no truncated JSON behind. */
+    FILE *out = to_stdout ? stdout : fopen(verb_out_target(&vo), vo.direct ? "w" : "wx");
     int status = 0;
     if (out == NULL) {
         status = verb_error("export", "cannot write %s: %s", out_path, strerror(errno));
@@ -118,10 +117,8 @@ static int cmd_export(int argc, char **argv) {
         verb_progress_clear(&bar);
         if (wrc != 0)
             status = verb_error("export", "cannot write %s: %s", out_path, strerror(errno));
-        else if (!to_stdout && rename(tmp, out_path) != 0)
-            status = verb_error("export", "cannot rename %s to %s: %s", tmp, out_path, strerror(errno));
-        if (status != 0 && !to_stdout)
-            unlink(tmp);
+        if (!to_stdout && verb_out_finish("export", &vo, status == 0) != 0)
+            status = 1;
     }
     st_store_destroy(&s);
     return status == 0 && left_out > 0 ? 1 : status;

@@ -144,11 +144,6 @@ static void print_skipped(const char *path, const import_stats *st) {
 
 /* ---- the verb ---- */
 
-static int same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 /* What the command line asked for. */
 typedef struct import_args {
     const char *out;
@@ -300,22 +295,17 @@ static int import_all(const import_args *ia, tp_fwriter *w, totals *t, err_msg *
 /* The inputs into a file beside the output, renamed to it once whole, so that a failed import
  * leaves no output behind. 0, or 1 with the reason said. */
 static int import_run(const import_args *ia) {
-    for (int i = 0; i < ia->n_inputs; i++)
-        if (same_file(ia->inputs[i], ia->out))
-            return verb_error("import", "the output file is also an input");
+    if (strcmp(ia->out, "-") == 0)
+        return verb_error("import", "-o -: a trace file is written with its index at the end, so not to standard "
+                                    "output; name a file");
+    verb_out vo;
+    if (verb_out_plan("import", ia->out, ia->force, ia->inputs, (size_t)ia->n_inputs, &vo))
+        return 1;
     struct stat sb;
-    if (!ia->force && stat(ia->out, &sb) == 0)
-        return verb_error("import", "%s exists (use --force to replace it)", ia->out);
-    size_t tmp_len = strlen(ia->out) + 32;
-    char *tmp = malloc(tmp_len);
-    if (tmp == NULL)
-        return verb_error("import", "out of memory");
-    snprintf(tmp, tmp_len, "%s.partial-%ld", ia->out, (long)getpid());
     err_msg err = {{0}};
-    tp_fwriter *w = tp_fwriter_open(tmp, TP_FW_OVERWRITE, &err);
+    tp_fwriter *w = tp_fwriter_open(verb_out_target(&vo), TP_FW_OVERWRITE, &err);
     if (w == NULL) {
-        unlink(tmp); /* it may have been made before the header could not be written */
-        free(tmp);
+        verb_out_finish("import", &vo, 0); /* it may have been made before the header could not be written */
         return verb_error("import", "%s", err.msg);
     }
     totals t;
@@ -328,22 +318,17 @@ static int import_run(const import_args *ia) {
         err = cerr;
     }
     uint64_t file_bytes = 0;
-    if (rc == 0) {
-        if (stat(tmp, &sb) == 0)
-            file_bytes = (uint64_t)sb.st_size;
-        if (rename(tmp, ia->out) != 0) {
-            int e = errno;
-            rc = err_set(&err, ERR_IO, "cannot rename %s to %s: %s", tmp, ia->out, strerror(e));
-        }
-    }
+    if (rc == 0 && stat(verb_out_target(&vo), &sb) == 0 && S_ISREG(sb.st_mode))
+        file_bytes = (uint64_t)sb.st_size;
     if (rc != 0) {
-        unlink(tmp);
+        verb_out_finish("import", &vo, 0);
         verb_error("import", "%s", err.msg);
-    } else {
-        print_summary(&t, ia->n_inputs, ia->out, file_bytes);
+        return 1;
     }
-    free(tmp);
-    return rc != 0;
+    if (verb_out_finish("import", &vo, 1) != 0)
+        return 1;
+    print_summary(&t, ia->n_inputs, ia->out, file_bytes);
+    return 0;
 }
 
 static int cmd_import(int argc, char **argv) {

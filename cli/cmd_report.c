@@ -100,7 +100,7 @@ static void report_usage(FILE *out) {
             "                     20; 0: every gap is one)\n"
             "  --gpu-gap-ms N     the gpu_gaps rule's threshold, over the bubbles (default\n"
             "                     500)\n"
-            "  -o, --output FILE  write the report to FILE instead of standard output\n"
+            "  -o, --output FILE  write the report to FILE (\"-\": standard output)\n"
             "  --server-key KEY   the publishers' CURVE public key, for a live source\n"
             "  --client-key FILE  our own CURVE key pair, for publishers that admit listed\n"
             "                     clients only (default: ~/.config/synctop/client.key when\n"
@@ -380,6 +380,7 @@ typedef struct report_run {
     rp_check checks[REPORT_MAX_CHECKS];
     int n_checks;
     int hta, steps, ranks, summary;
+    int wide_both;        /* --hta-wide-sync-as-stream and -as-host both given */
     size_t left_out;      /* sources that could not be read: the report is of the others, the status 1 */
     double for_s, wait_s; /* --for; --wait (a live source that never answers) */
     uint64_t max_events;
@@ -428,8 +429,12 @@ static int report_option(report_run *run, args *p, int id, const char *val) {
         run->steps = 1;
         run->step_name = val;
         break;
-    case O_WIDE_STREAM: run->ho.wide_sync = HTA_WIDE_STREAM; break;
-    case O_WIDE_HOST: run->ho.wide_sync = HTA_WIDE_HOST; break;
+    case O_WIDE_STREAM:
+    case O_WIDE_HOST:
+        run->wide_both |= run->ho.wide_sync != HTA_WIDE_AUTO &&
+                          run->ho.wide_sync != (id == O_WIDE_STREAM ? HTA_WIDE_STREAM : HTA_WIDE_HOST);
+        run->ho.wide_sync = id == O_WIDE_STREAM ? HTA_WIDE_STREAM : HTA_WIDE_HOST;
+        break;
     case O_FAIL_IF:
         if (run->n_checks == REPORT_MAX_CHECKS)
             return args_bad(p, "at most %d --fail-if", REPORT_MAX_CHECKS);
@@ -514,6 +519,25 @@ static int report_parse(int argc, char **argv, report_run *run) {
     }
     if (run->n_sources == 0)
         return args_bad(&p, "no source given (a trace file, a Kineto JSON or a live endpoint)");
+    if (run->wide_both)
+        return args_bad(&p, "--hta-wide-sync-as-stream and --hta-wide-sync-as-host: give one of them");
+    for (int i = 0; i < run->n_checks; i++)
+        if (run->n_base == 0 && rp_check_needs_baseline(&run->checks[i]))
+            return args_bad(&p, "--fail-if '%s' compares with a baseline: give --baseline OLD", run->checks[i].text);
+    int n_stdin = 0;
+    for (int i = 0; i < run->n_sources; i++)
+        n_stdin += strcmp(run->sources[i], "-") == 0;
+    if (n_stdin > 1)
+        return args_bad(&p, "standard input (-) is given %d times; it can be read once", n_stdin);
+    if (run->out_path != NULL && strcmp(run->out_path, "-") == 0)
+        run->out_path = NULL; /* standard output */
+    else if (run->out_path != NULL && run->out_path[0] == '\0')
+        return args_bad(&p, "-o: an empty file name");
+    for (int i = 0; run->out_path != NULL && i < run->n_sources + run->n_base; i++) {
+        const char *src = i < run->n_sources ? run->sources[i] : run->base_src[i - run->n_sources];
+        if (verb_same_file(src, run->out_path))
+            return args_bad(&p, "-o %s is also a source: the report would write over it", run->out_path);
+    }
     int n_live = 0;
     for (int i = 0; i < run->n_sources; i++)
         n_live += !is_file_source(run->sources[i]) && looks_live(run->sources[i]);

@@ -303,6 +303,78 @@ int verb_listen_resolve(const char *verb_name, const char *spec, char *out, size
     return 0;
 }
 
+int verb_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int verb_out_plan(const char *verb_name, const char *path, int force, const char *const *inputs, size_t n,
+                  verb_out *o) {
+    memset(o, 0, sizeof *o);
+    o->path = path;
+    if (path[0] == '\0')
+        return verb_error(verb_name, "-o: an empty file name");
+    for (size_t i = 0; i < n; i++)
+        if (verb_same_file(inputs[i], path))
+            return verb_error(verb_name, "-o %s: that is also an input; it would be lost", path);
+    struct stat sb;
+    if (snprintf(o->final, sizeof o->final, "%s", path) >= (int)sizeof o->final)
+        return verb_error(verb_name, "-o %s: the name is too long", path);
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+        if (realpath(path, o->final) == NULL)
+            return verb_error(verb_name, "-o %s: a symbolic link to nothing that can be written (%s)", path,
+                              strerror(errno));
+    }
+    if (stat(o->final, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode))
+            return verb_error(verb_name, "-o %s: that is a directory; name a file", path);
+        if (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)) {
+            o->direct = 1;
+            return 0;
+        }
+        if (!S_ISREG(sb.st_mode))
+            return verb_error(verb_name, "-o %s: not a regular file, a device or a pipe", path);
+        if (!force)
+            return verb_error(verb_name, "%s exists (use --force to replace it)", path);
+    } else if (errno != ENOENT) {
+        return verb_error(verb_name, "cannot write %s: %s", path, strerror(errno));
+    }
+    /* the directory it goes into, asked now rather than as the temporary file's failure */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", o->final);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (access(dir, W_OK) != 0)
+        return verb_error(verb_name, "cannot write %s: %s%s", path, errno == ENOENT ? "no directory " : "",
+                          errno == ENOENT ? dir : strerror(errno));
+    snprintf(o->tmp, sizeof o->tmp, "%s.partial-%ld", o->final, (long)getpid());
+    return 0;
+}
+
+const char *verb_out_target(const verb_out *o) {
+    return o->direct ? o->final : o->tmp;
+}
+
+int verb_out_finish(const char *verb_name, verb_out *o, int ok) {
+    if (o->direct)
+        return 0;
+    if (!ok) {
+        unlink(o->tmp);
+        return 0;
+    }
+    if (rename(o->tmp, o->final) != 0) {
+        int e = errno;
+        unlink(o->tmp);
+        return verb_error(verb_name, "cannot put %s in place: %s", o->path, strerror(e));
+    }
+    return 0;
+}
+
 int verb_refuse_clear_listen(const char *verb_name, const char *ep, int have_key, int insecure, const char *who,
                              const char *then, const char *keybase) {
     if (have_key || insecure || strncmp(ep, "tcp://", 6) != 0 || tp_endpoint_is_loopback(ep) != 0)

@@ -6,6 +6,7 @@
 #ifndef SYNCTOP_VERB_H
 #define SYNCTOP_VERB_H
 
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -100,6 +101,29 @@ int verb_progress_cb(void *ctx, uint64_t done, uint64_t total);
 void verb_progress_events(void *ctx, uint64_t done, uint64_t total);
 /* Takes the bar off the screen, if it is there. */
 void verb_progress_clear(verb_progress *p);
+
+/* An output file named on the command line (import's trace file, export's JSON): written under a
+ * temporary name beside it and renamed into place, so that a failed write leaves nothing half
+ * written and --force replaces the old file only with a whole new one; a device or a FIFO
+ * (/dev/null, a named pipe) is written in place, with or without --force; a symbolic link's target
+ * is what is replaced. */
+typedef struct verb_out {
+    const char *path;     /* as given */
+    char final[PATH_MAX]; /* what the file becomes: path, or the link's target */
+    char tmp[PATH_MAX + 32];
+    int direct;           /* written in place: open final itself */
+} verb_out;
+/* Where path goes; 0, or 1 with the reason said: a directory, a file that exists without force,
+ * the output also an input (one of the n inputs), a directory that cannot be written. */
+int verb_out_plan(const char *verb_name, const char *path, int force, const char *const *inputs, size_t n,
+                  verb_out *o);
+/* What to open for writing: final when direct, else tmp. */
+const char *verb_out_target(const verb_out *o);
+/* After the writing (ok: whole): the temporary file renamed into place, or removed. 0, or 1 with
+ * the reason said. */
+int verb_out_finish(const char *verb_name, verb_out *o, int ok);
+/* Do a and b name the same file (both exist)? */
+int verb_same_file(const char *a, const char *b);
 
 /* Refuses (said, EXIT_USAGE) publishing in the clear on a resolved tcp:// listen endpoint beyond
  * loopback, with neither a key nor --insecure: who publishes (what it would then do, "" or ", and

@@ -1846,13 +1846,17 @@ int rp_check_eval(const rp_check *c, const st_store *s, const an_result *r, char
     return rp_check_eval_base(c, s, r, NULL, NULL, NULL, msg, len);
 }
 
+int rp_check_needs_baseline(const rp_check *c) {
+    return c->metric == M_NEW_SITES || c->unit == 3;
+}
+
 int rp_check_eval_base(const rp_check *c, const st_store *s, const an_result *r, const st_store *bs,
                        const an_result *br, const an_diff *diff, char *msg, size_t len) {
     uint64_t ns = 0, base = 0;
     double measured = measure(c, s, r, &ns, &base);
     static const char *const ops[] = {"?", ">", ">=", "<", "<=", "=="};
     const char *op = c->op >= OP_GT && c->op <= OP_EQ ? ops[c->op] : "?";
-    if (c->metric == M_NEW_SITES || c->unit == 3) {
+    if (rp_check_needs_baseline(c)) {
         if (diff == NULL || bs == NULL || br == NULL) {
             snprintf(msg, len, "%s: needs a baseline (--baseline OLD)", c->text);
             return 1;

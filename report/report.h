@@ -72,6 +72,8 @@ typedef struct rp_check {
 } rp_check;
 
 int rp_check_parse(const char *text, rp_check *out, err_msg *err);
+/* Does the check compare with a baseline (new-sites, a change in %)? */
+int rp_check_needs_baseline(const rp_check *c);
 /* Evaluates; returns 1 when the threshold is crossed (the check fails), 0 otherwise, and writes
  * a line saying what was measured into msg. */
 int rp_check_eval(const rp_check *c, const st_store *s, const an_result *r, char *msg, size_t len);

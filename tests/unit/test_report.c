@@ -1145,6 +1145,64 @@ static void round_trip(const char *name) {
 /* Call sites come back from `import` (and any reading of the export) as they went: Python frames
  * and operators (qwen, with_stack), a legacy Call stack's (resnet50 2021), native frames with
  * their modules (the MPI program's Nsight export). */
+/* -o names where the output goes, and nothing else is lost to it: an input, a device (written in
+ * place, as the shell would), a link (its target replaced, the link kept), a directory. */
+TEST(output_files_never_take_what_is_not_theirs) {
+    char args[4096], trace[1024], link[1024], target[1024];
+    snprintf(trace, sizeof trace, "%s", task_path("a.trace"));
+    snprintf(link, sizeof link, "%s", task_path("link.json"));
+    snprintf(target, sizeof target, "%s", task_path("target.json"));
+    snprintf(args, sizeof args, "import -q " SINGLE " -o '%s'", trace);
+    ASSERT_EQ(synctop(args), 0);
+    snprintf(args, sizeof args, "report '%s' -o '%s'", trace, trace);
+    ASSERT_EQ(synctop(args), 2);
+    ASSERT_STR_CONTAINS(out_buf, "is also a source: the report would write over it");
+    snprintf(args, sizeof args, "import '%s' -o '%s' --force", trace, trace);
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "that is also an input; it would be lost");
+    snprintf(args, sizeof args, "info '%s'", trace); /* still the trace it was */
+    ASSERT_EQ(synctop(args), 0);
+    snprintf(args, sizeof args, "report '%s' -o -", trace);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "Top stalls by call site");
+    snprintf(args, sizeof args, "export '%s' -o /dev/null", trace);
+    ASSERT_EQ(synctop(args), 0);
+    struct stat sb;
+    ASSERT(stat("/dev/null", &sb) == 0 && S_ISCHR(sb.st_mode));
+    snprintf(args, sizeof args, "export '%s' -o '%s' --force", trace, task_tmpdir());
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "that is a directory; name a file");
+    FILE *f = fopen(target, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("old\n", f);
+    fclose(f);
+    ASSERT_EQ(symlink(target, link), 0);
+    snprintf(args, sizeof args, "export '%s' -o '%s'", trace, link);
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "exists (use --force to replace it)");
+    snprintf(args, sizeof args, "export '%s' -o '%s' --force", trace, link);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode));
+    ASSERT_STR_CONTAINS(slurp(target), "\"traceEvents\"");
+    snprintf(args, sizeof args, "import -q " SINGLE " -o -");
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "not to standard output; name a file");
+}
+
+/* Options that cannot go together, or cannot do what they say, are usage errors (status 2), not a
+ * report that fails or quietly does something else. */
+TEST(report_refuses_options_that_cannot_work) {
+    ASSERT_EQ(synctop("report " SINGLE " --fail-if 'new-sites>0'"), 2);
+    ASSERT_STR_CONTAINS(out_buf, "--fail-if 'new-sites>0' compares with a baseline: give --baseline OLD");
+    ASSERT(strstr(out_buf, "FAIL") == NULL);
+    ASSERT_EQ(synctop("report " SINGLE " --fail-if 'blocked>+10%'"), 2);
+    ASSERT_EQ(synctop("report - - < /dev/null"), 2);
+    ASSERT_STR_CONTAINS(out_buf, "standard input (-) is given 2 times");
+    ASSERT_EQ(synctop("report " SINGLE " --hta --hta-wide-sync-as-stream --hta-wide-sync-as-host"), 2);
+    ASSERT_STR_CONTAINS(out_buf, "give one of them");
+    ASSERT_EQ(synctop("report " SINGLE " --hta --hta-wide-sync-as-host --hta-wide-sync-as-host"), 0);
+}
+
 TEST(export_round_trip_keeps_call_sites) {
     round_trip("qwen_h100_with_stack.json.gz");
     round_trip("resnet50_v100_legacy_2021.json.gz");
@@ -1714,10 +1772,10 @@ TEST(report_against_a_baseline_names_new_grown_and_gone_sites) {
              old, old);
     ASSERT_EQ(synctop(args), 0);
     ASSERT_STR_CONTAINS(out_buf, "\"new_sites\":0,\"grew\":0,\"shrank\":0,\"gone\":0");
-    /* a baseline-only check with no baseline: said, and it fails */
+    /* a baseline-only check with no baseline: a usage error, said before any reading */
     snprintf(args, sizeof args, "report '%s' --fail-if 'new-sites>0'", old);
-    ASSERT_EQ(synctop(args), 1);
-    ASSERT_STR_CONTAINS(out_buf, "needs a baseline (--baseline OLD)");
+    ASSERT_EQ(synctop(args), 2);
+    ASSERT_STR_CONTAINS(out_buf, "compares with a baseline: give --baseline OLD");
     /* a signed value is a change, and only in % */
     snprintf(args, sizeof args, "report '%s' --fail-if 'blocked>+10ms'", old);
     ASSERT_EQ(synctop(args), 2);

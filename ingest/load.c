@@ -7,6 +7,7 @@
 #include "load.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,7 @@ struct ingest_loader {
     int ops;     /* ingest_keep_ops */
     int threads; /* an import's threads (import_opts.threads): 0 for the default */
     int keep;    /* several sources: one that cannot be read is left out, the others read */
+    import_stats st;     /* a profiler trace's or an export's import: what it skipped */
     unsigned char *left; /* per part: it was left out */
     size_t n_left;       /* sources left out, whether at opening or in the reading */
     size_t n_asked;      /* sources asked for */
@@ -419,24 +421,36 @@ int ingest_import_path(const char *path, int kind, const import_opts *o, import_
     return kind == INGEST_NSYS ? nsys_import(path, o, emit, ctx, st, err) : kineto_import(path, o, emit, ctx, st, err);
 }
 
-/* Imports a profiler trace or an Nsight Systems export, with emit receiving its batches. */
-static int import_part(ingest_loader *ld, const import_opts *o, import_emit_fn emit, void *ctx, err_msg *err) {
+/* Imports a profiler trace or an Nsight Systems export, with emit receiving its batches and st its
+ * figures. */
+static int import_part(ingest_loader *ld, const import_opts *o, import_emit_fn emit, void *ctx, import_stats *st,
+                       err_msg *err) {
     import_opts opts = *o;
     opts.max_events = ld->max_events_flag; /* the caller's bound, else the importer's own */
     if (ld->kind == SRC_KINETO && ld->fd >= 0) /* a pipe, or standard input */
-        return kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, &opts, emit, ctx, NULL, err);
-    return ingest_import_path(ld->path, ld->kind == SRC_NSYS ? INGEST_NSYS : INGEST_KINETO, &opts, emit, ctx, NULL,
+        return kineto_import_fd(ld->fd, ld->head, ld->n_head, ld->path, &opts, emit, ctx, st, err);
+    return ingest_import_path(ld->path, ld->kind == SRC_NSYS ? INGEST_NSYS : INGEST_KINETO, &opts, emit, ctx, st,
                               err);
+}
+
+/* Says what an import skipped as unusable (import says the same), so that a report of a damaged
+ * trace does not pass for a whole one. */
+static void say_unusable(ingest_loader *ld, const import_stats *st) {
+    if (st->invalid == 0 || ld->warn == NULL)
+        return;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s: skipped %" PRIu64 " unusable entr%s; the first: %s", ld->path, st->invalid,
+             st->invalid == 1 ? "y" : "ies", st->first_invalid);
+    ld->warn(ld->ctx, msg);
 }
 
 /* Part i of a multi-source loader, read ahead on a worker (ahead.h). */
 static int read_part(void *ctx, size_t i, const import_opts *o, import_emit_fn emit, void *emit_ctx,
                      import_stats *st, err_msg *err) {
-    (void)st;
     ingest_loader *part = ((ingest_loader *)ctx)->parts[i];
     import_opts opts = *o;
     opts.ops = part->ops;
-    return import_part(part, &opts, emit, emit_ctx, err);
+    return import_part(part, &opts, emit, emit_ctx, st, err);
 }
 
 /* The profiler traces and Nsight exports among the parts are read several at once (ahead.h); the
@@ -466,11 +480,13 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
         }
         while (ld->cur < ld->n_parts) {
             ingest_loader *part = ld->parts[ld->cur];
-            int r = ld->ahead ? ahead_take(ld->ahead, ld->cur, kineto_emit, ld->s, NULL, part->progress,
+            int r = ld->ahead ? ahead_take(ld->ahead, ld->cur, kineto_emit, ld->s, &part->st, part->progress,
                                            part->progress_ctx, part->path, err)
                               : AHEAD_MINE;
             if (r == AHEAD_MINE)
-                r = ingest_step(part, budget_s, err);
+                r = ingest_step(part, budget_s, err); /* which says what it skipped */
+            else if (r > 0)
+                say_unusable(part, &part->st);
             ld->part_prods[2 * ld->cur + 1] = (uint32_t)st_producer_count(ld->s);
             if (r < 0 && ld->keep && r != ERR_NOMEM && r != ERR_EOF) { /* not out of memory, not cancelled */
                 leave_out(ld, err);
@@ -499,7 +515,9 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
         ld->next = 1;
         import_opts o = {
             .ops = ld->ops, .threads = ld->threads, .progress = ld->progress, .progress_ctx = ld->progress_ctx};
-        int rc = import_part(ld, &o, kineto_emit, ld->s, err);
+        int rc = import_part(ld, &o, kineto_emit, ld->s, &ld->st, err);
+        if (rc == 0)
+            say_unusable(ld, &ld->st);
         return rc ? rc : 1;
     }
     int rc = tp_freader_reacquire(ld->r, err); /* released while other files were read */

@@ -1189,6 +1189,34 @@ TEST(output_files_never_take_what_is_not_theirs) {
     ASSERT_STR_CONTAINS(out_buf, "not to standard output; name a file");
 }
 
+/* Entries a profiler trace holds that cannot be used are said by report and export as import says
+ * them (here one kernel of two, its dur negative; entries counted from 0), so a report of a damaged trace does not pass for
+ * the report of a whole one. */
+TEST(report_and_export_say_the_entries_they_skip) {
+    char path[1024], args[4096];
+    snprintf(path, sizeof path, "%s", task_path("neg.json"));
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("{\"traceEvents\": [\n"
+          "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"a\",\"pid\":0,\"tid\":7,\"ts\":20,\"dur\":5,"
+          "\"args\":{\"device\":0,\"stream\":7,\"correlation\":1}},\n"
+          "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"b\",\"pid\":0,\"tid\":7,\"ts\":40,\"dur\":-5,"
+          "\"args\":{\"device\":0,\"stream\":7,\"correlation\":2}}\n]}\n",
+          f);
+    fclose(f);
+    snprintf(args, sizeof args, "report '%s'", path);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "neg.json: skipped 1 unusable entry; the first: traceEvents entry 1 (ending line 3)");
+    ASSERT_STR_CONTAINS(out_buf, "kernel with a negative dur");
+    ASSERT_STR_CONTAINS(out_buf, "kernels 1,");
+    snprintf(args, sizeof args, "report '%s' " SINGLE, path); /* one source of several */
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "neg.json: skipped 1 unusable entry");
+    snprintf(args, sizeof args, "export '%s' -o /dev/null", path);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "neg.json: skipped 1 unusable entry");
+}
+
 /* Options that cannot go together, or cannot do what they say, are usage errors (status 2), not a
  * report that fails or quietly does something else. */
 TEST(report_refuses_options_that_cannot_work) {

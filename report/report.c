@@ -11,6 +11,7 @@
 #include "stalls.h"
 #include "text.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -420,16 +421,34 @@ static double ms(uint64_t ns) {
     return (double)ns / 1e6;
 }
 
-/* Markdown cells must not hold '|' or newlines (sanitized text has no newlines). */
+/* Text (sanitized: no newlines) for Markdown, table cells included: every character Markdown or
+ * HTML could read as markup ('|', a code span's backtick, emphasis, a link, a tag, an entity) is
+ * escaped with a backslash, so a name from a trace (untrusted; aten::foo<T>) shows as written. */
 static const char *md_cell(const char *s, char *buf, size_t len) {
     size_t j = 0;
     for (size_t i = 0; s[i] && j + 2 < len; i++) {
-        if (s[i] == '|' || s[i] == '`')
+        /* an underscore between two letters or digits never marks emphasis: file_name.py stays so */
+        int inner = s[i] == '_' && i > 0 && isalnum((unsigned char)s[i - 1]) && isalnum((unsigned char)s[i + 1]);
+        if (strchr("\\`*_[]<>|~&", s[i]) != NULL && !inner)
             buf[j++] = '\\';
         buf[j++] = s[i];
     }
     buf[j] = '\0';
     return buf;
+}
+
+static void wrap(FILE *out, int first, int rest, const char *text);
+
+/* A paragraph: in Markdown escaped (md_cell) and not indented, else wrapped at first / rest. */
+static void md_wrap(FILE *out, int md, int first, int rest, const char *line) {
+    if (!md) {
+        wrap(out, first, rest, line);
+        return;
+    }
+    size_t len = 2 * strlen(line) + 1;
+    char *buf = malloc(len);
+    wrap(out, 0, 0, buf ? md_cell(line, buf, len) : line);
+    free(buf);
 }
 
 static void device_label(const st_store *s, const an_result *r, uint32_t producer, uint16_t device, char *buf,
@@ -1096,9 +1115,10 @@ static double pct_change(uint64_t old, uint64_t now) {
 /* Against the baseline: the totals, then the call sites that are new, grew, shrank or went. */
 static void text_baseline(FILE *out, const rp_opts *o, int md) {
     const an_diff *d = o->diff;
-    char src[512], line[2048];
+    char src[512], line[2048], cell[4200];
     safe(o->baseline ? o->baseline : "", src, sizeof src);
-    snprintf(line, sizeof line, "%s %s", md ? "\n## Against the baseline" : "\nAgainst the baseline", src);
+    snprintf(line, sizeof line, "%s %s", md ? "\n## Against the baseline" : "\nAgainst the baseline",
+             md ? md_cell(src, cell, sizeof cell) : src);
     if (md)
         fprintf(out, "%s\n\n", line);
     else
@@ -1126,7 +1146,7 @@ static void text_baseline(FILE *out, const rp_opts *o, int md) {
             snprintf(line, sizeof line, "%s: %s, %.3f ms blocked, baseline %.3f ms (%+.1f%%)", an_delta_name(x->kind), x->key,
                      ms(x->new_ns), ms(x->old_ns), pct_change(x->old_ns, x->new_ns));
         if (md)
-            fprintf(out, "- %s\n", line);
+            fprintf(out, "- %s\n", md_cell(line, cell, sizeof cell));
         else
             wrap(out, 2, 4, line);
     }
@@ -1194,7 +1214,7 @@ static void text_clocks(FILE *out, const st_store *s, const an_ranks *rk, int md
                  "are on each rank's own clock.");
     if (md)
         fprintf(out, "\n");
-    wrap(out, md ? 0 : 2, md ? 0 : 4, line);
+    md_wrap(out, md, 2, 4, line);
 }
 
 /* The hosts' clocks measured through relays (st_store_set_host_clock), and the ranks each holds;
@@ -1260,14 +1280,14 @@ static uint64_t text_host_clocks(FILE *out, const st_store *s, const an_ranks *r
                  "are known to within both hosts' uncertainties.");
     if (md)
         fprintf(out, "\n");
-    wrap(out, md ? 0 : 2, md ? 0 : 4, line);
+    md_wrap(out, md, 2, 4, line);
     return aligned < rk->n_ranks ? UINT64_MAX : worst;
 }
 
 /* Per rank: busy, idle, blocked, and at collectives how often it came last and what the others
  * waited for it; then the collectives the others waited longest at, with what held the last one. */
 static void text_ranks(FILE *out, const st_store *s, const an_result *r, const an_ranks *rk, int md) {
-    char line[2048], where[512], name[256];
+    char line[2048], where[512], name[256], cell[4200];
     fprintf(out, md ? "\n## Ranks\n\n| rank | GPU busy ms | idle ms | blocked ms | collectives | last at | others waited ms | waited ms |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
                     : "\nRanks\n  %-6s %11s %9s %10s %6s %5s %11s %9s\n",
             "rank", "GPU busy ms", "idle ms", "blocked ms", "colls", "last", "made wait", "waited");
@@ -1285,7 +1305,7 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
     }
     uint64_t clock_unc = text_host_clocks(out, s, rk, md);
     if (rk->n_colls == 0) {
-        wrap(out, md ? 0 : 2, md ? 0 : 2, "no collectives (NCCL kernels) seen on two ranks or more");
+        md_wrap(out, md, 2, 2, "no collectives (NCCL kernels) seen on two ranks or more");
         return;
     }
     text_clocks(out, s, rk, md);
@@ -1297,7 +1317,7 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
     qsort(v, rk->n_colls, sizeof *v, by_wait);
     snprintf(line, sizeof line, "%zu collectives matched; where the others waited longest for the last rank:", rk->n_colls);
     fprintf(out, "\n");
-    wrap(out, md ? 0 : 2, md ? 0 : 4, line);
+    md_wrap(out, md, 2, 4, line);
     for (size_t i = 0; i < rk->n_colls && i < 5; i++) {
         const an_collective *c = v[i];
         safe(st_str(s, c->name), name, sizeof name);
@@ -1343,7 +1363,7 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
                      ms(clock_unc));
         }
         if (md)
-            fprintf(out, "- %s\n", line);
+            fprintf(out, "- %s\n", md_cell(line, cell, sizeof cell));
         else
             wrap(out, 4, 6, line);
     }
@@ -1404,7 +1424,7 @@ static void text_advice(FILE *out, const st_store *s, const an_result *r, const 
         if (r->host_ranges[i].idle_ns > 0)
             v[n++] = (advice_item){.host = &r->host_ranges[i], .gpu_ns = r->host_ranges[i].idle_ns};
     qsort(v, n, sizeof *v, by_gpu_idle);
-    char where[512], line[2048], rk[48], rname[256];
+    char where[512], line[2048], rk[48], rname[256], cell[4200];
     int shown = 0;
     for (size_t i = 0; i < n && (size_t)shown < top; i++) {
         an_advice a;
@@ -1422,9 +1442,8 @@ static void text_advice(FILE *out, const st_store *s, const an_result *r, const 
             const char *name = host_range_name(s, v[i].host, rname, sizeof rname);
             char safe_name[160];
             tp_sanitize(safe_name, sizeof safe_name, name, strlen(name), NULL);
-            const char *tick = md && name[0] ? "`" : ""; /* markdown: a name's underscores stay as they are */
-            snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (the host busy, not waiting in CUDA) %s%s%s%s%s",
-                     shown, ms(a.gpu_ns), name[0] ? "in " : "in no named range", tick, safe_name, tick,
+            snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (the host busy, not waiting in CUDA) %s%s%s",
+                     shown, ms(a.gpu_ns), name[0] ? "in " : "in no named range", safe_name,
                      who(s, v[i].host->producer, rk, sizeof rk));
         } else {
             site_where(wheres, s, r, v[i].site, where, sizeof where);
@@ -1434,17 +1453,17 @@ static void text_advice(FILE *out, const st_store *s, const an_result *r, const 
                      ms(v[i].site->total_ns), where[0] ? " at " : "", where, who(s, v[i].site->producer, rk, sizeof rk));
         }
         if (md)
-            fprintf(out, "\n%s  \n", line);
+            fprintf(out, "\n%s  \n", md_cell(line, cell, sizeof cell));
         else
             wrap(out, 2, 5, line);
         snprintf(line, sizeof line, "why: %s: %s", a.cause, a.why);
         if (md)
-            fprintf(out, "   %s  \n", line);
+            fprintf(out, "   %s  \n", md_cell(line, cell, sizeof cell));
         else
             wrap(out, 5, 7, line);
         snprintf(line, sizeof line, "change: %s.", a.change);
         if (md)
-            fprintf(out, "   %s\n", line);
+            fprintf(out, "   %s\n", md_cell(line, cell, sizeof cell));
         else
             wrap(out, 5, 7, line);
     }
@@ -1463,7 +1482,7 @@ static void text_steps(FILE *out, const st_store *s, const an_result *r, const a
                  "regularly enough to mark a loop (0.1 ms or more apart, with GPU work between, over a tenth of "
                  "the trace or more); --step NAME names the loop's range",
                  an_steps_none_why(st, why, sizeof why));
-        wrap(out, md ? 0 : 2, md ? 0 : 2, line);
+        md_wrap(out, md, 2, 2, line);
         return;
     }
     size_t slow = 0;
@@ -1472,7 +1491,7 @@ static void text_steps(FILE *out, const st_store *s, const an_result *r, const a
     snprintf(line, sizeof line, "%zu steps by %s%s%s%s, median %.3f ms; %zu slow (above median + 3 x 1.4826 MAD)", st->n_steps,
              an_step_source_name(st->source), st->what[0] ? " (" : "", st->what, st->what[0] ? ")" : "",
              ms(st->median_ns), slow);
-    wrap(out, md ? 0 : 2, md ? 0 : 4, line);
+    md_wrap(out, md, 2, 4, line);
     if (md)
         fprintf(out, "\n| step | wall ms | GPU busy ms | blocked ms | stalls | slow | blocked longest at | host kept the GPU waiting ms | most in |\n|---:|---:|---:|---:|---:|---|---|---:|---|\n");
     else

@@ -221,7 +221,8 @@ TEST(what_to_change_keeps_the_sites_file_and_line) {
     ASSERT_EQ(synctop("report --format markdown '" KINETO_TRACE_DIR "/qwen_h100_with_stack.json.gz'"), 0);
     const char *advice = strstr(out_buf, "## What to change");
     ASSERT_NOT_NULL(advice);
-    ASSERT_STR_CONTAINS(advice, "at transformers/modeling_attn_mask_utils.py:243 _ignore_causal_mask_sdpa");
+    /* markdown escapes an underscore that could mark emphasis, not one inside a word */
+    ASSERT_STR_CONTAINS(advice, "at transformers/modeling_attn_mask_utils.py:243 \\_ignore_causal_mask_sdpa");
     ASSERT_EQ(synctop("report '" KINETO_TRACE_DIR "/qwen_h100_with_stack.json.gz'"), 0);
     advice = strstr(out_buf, "What to change");
     ASSERT_NOT_NULL(advice);
@@ -234,7 +235,7 @@ TEST(what_to_change_keeps_the_sites_file_and_line) {
  * row of the markdown table then names a different call site. */
 TEST(sites_that_read_the_same_show_the_frame_that_tells_them_apart) {
     ASSERT_EQ(synctop("report --format markdown '" KINETO_TRACE_DIR "/qwen_h100_with_stack.json.gz'"), 0);
-    ASSERT_STR_CONTAINS(out_buf, "profile.py:34 run_torch_profiler (via torch/cuda/__init__.py:975 synchronize) |");
+    ASSERT_STR_CONTAINS(out_buf, "profile.py:34 run_torch_profiler (via torch/cuda/\\_\\_init\\_\\_.py:975 synchronize) |");
     ASSERT_STR_CONTAINS(out_buf, "profile.py:34 run_torch_profiler (via torch/profiler/profiler.py:811 step) |");
     const char *table = strstr(out_buf, "## Top stalls by call site");
     ASSERT_NOT_NULL(table);
@@ -1215,6 +1216,40 @@ TEST(report_and_export_say_the_entries_they_skip) {
     snprintf(args, sizeof args, "export '%s' -o /dev/null", path);
     ASSERT_EQ(synctop(args), 0);
     ASSERT_STR_CONTAINS(out_buf, "neg.json: skipped 1 unusable entry");
+}
+
+/* Markdown (for a pull request's comment) shows a trace's names as written, never as markup: an
+ * operator named like HTML and emphasis, around a sync, in the stall table, the advice and the
+ * findings. */
+TEST(report_markdown_escapes_names_from_the_trace) {
+    char path[1024], args[4096];
+    snprintf(path, sizeof path, "%s", task_path("html.json"));
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("{\"traceEvents\": [\n"
+          "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::<img src=x>*b*_u_\",\"pid\":1,\"tid\":1,"
+          "\"ts\":0,\"dur\":100},\n"
+          "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":2,"
+          "\"dur\":2,\"args\":{\"correlation\":1}},\n"
+          "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":5,\"dur\":40,"
+          "\"args\":{\"device\":0,\"stream\":7,\"correlation\":1}},\n"
+          "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaStreamSynchronize\",\"pid\":1,\"tid\":1,"
+          "\"ts\":10,\"dur\":50,\"args\":{\"correlation\":2}},\n"
+          "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":70,"
+          "\"dur\":2,\"args\":{\"correlation\":3}},\n"
+          "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":80,\"dur\":10,"
+          "\"args\":{\"device\":0,\"stream\":7,\"correlation\":3}}\n]}\n",
+          f);
+    fclose(f);
+    snprintf(args, sizeof args, "report --format markdown '%s'", path);
+    ASSERT_EQ(synctop(args), 0);
+    int escaped = 0;
+    for (const char *at = out_buf; (at = strstr(at, "<img")) != NULL; at++, escaped++)
+        ASSERT(at > out_buf && at[-1] == '\\'); /* every one escaped: no tag */
+    ASSERT_EQ(escaped, 4);
+    ASSERT(strstr(out_buf, "*b*") == NULL);
+    ASSERT_STR_CONTAINS(out_buf, "| aten::\\<img src=x\\>\\*b\\*\\_u\\_ |"); /* the stall table's site */
+    ASSERT_STR_CONTAINS(out_buf, "blocked) at aten::\\<img src=x\\>\\*b\\*\\_u\\_"); /* the advice */
 }
 
 /* Options that cannot go together, or cannot do what they say, are usage errors (status 2), not a

@@ -14,7 +14,7 @@
 /* Sites tracked per step: the longest-blocking ones (an_result.sites is sorted by total). */
 #define STEP_SITES 256
 /* Beats a heartbeat needs: with fewer, "regular" means little. */
-#define HEARTBEAT_MIN 6
+#define HEARTBEAT_MIN AN_HEARTBEAT_MIN
 /* The shortest step a heartbeat may give, on average: a step launches work and the host waits on
  * it at least once, tens of microseconds at the least. */
 #define STEP_MIN_NS 100000u

@@ -27,6 +27,9 @@
 #include "store.h"
 #include "synctop/error.h"
 
+/* Times a range or a blocking call must come, at least, to be taken for a loop's beat. */
+#define AN_HEARTBEAT_MIN 6
+
 typedef enum an_step_source {
     AN_STEPS_NONE = 0,
     AN_STEPS_PROFILER = 1,  /* ProfilerStep#N ranges */

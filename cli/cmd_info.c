@@ -107,10 +107,14 @@ static int has_device(const ti_producer *p, uint16_t device) {
     return i < p->n_meta && p->meta[i].head.kind == TP_K_DEVICE && p->meta[i].head.device == device;
 }
 
+/* "N streams: ID, ID (default), device-wide" (the ids the trace gives them). */
 static void put_streams(FILE *out, const ti_producer *p, uint16_t device) {
-    fputs("      streams:", out);
+    size_t first = meta_lower_bound(p, TP_K_STREAM, device), count = 0;
+    for (size_t j = first; j < p->n_meta && p->meta[j].head.kind == TP_K_STREAM && p->meta[j].head.device == device; j++)
+        count++;
+    fprintf(out, "      %zu stream%s:", count, count == 1 ? "" : "s");
     int n = 0;
-    for (size_t j = meta_lower_bound(p, TP_K_STREAM, device); j < p->n_meta; j++) {
+    for (size_t j = first; j < p->n_meta; j++) {
         const tp_stream *s = &p->meta[j].stream;
         if (s->kind != TP_K_STREAM || s->device != device)
             break;

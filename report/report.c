@@ -1479,9 +1479,9 @@ static void text_steps(FILE *out, const st_store *s, const an_result *r, const a
         char why[96];
         snprintf(line, sizeof line,
                  "no steps found: %s; no range named with --step; and no range or blocking call that repeats "
-                 "regularly enough to mark a loop (0.1 ms or more apart, with GPU work between, over a tenth of "
-                 "the trace or more); --step NAME names the loop's range",
-                 an_steps_none_why(st, why, sizeof why));
+                 "regularly enough to mark a loop (%d times or more, 0.1 ms or more apart, with GPU work between, "
+                 "over a tenth of the trace or more); --step NAME names the loop's range (three times or more)",
+                 an_steps_none_why(st, why, sizeof why), AN_HEARTBEAT_MIN);
         md_wrap(out, md, 2, 2, line);
         return;
     }

@@ -197,7 +197,7 @@ TEST(record_writes_exactly_what_was_published) {
     ASSERT_STR_CONTAINS(out, "pid 4242, host gpu-node-07, rank 0 of 1");
     ASSERT_STR_CONTAINS(out, "command line: python train.py --epochs 3");
     ASSERT_STR_CONTAINS(out, "device 0: NVIDIA H100 80GB HBM3, compute capability 9.0");
-    ASSERT_STR_CONTAINS(out, "streams: 7 (default), 8");
+    ASSERT_STR_CONTAINS(out, "2 streams: 7 (default), 8");
     ASSERT_STR_CONTAINS(out, "ended: yes");
     char want[64];
     snprintf(want, sizeof want, "batches: %llu (seq 0 to %llu)", sent, sent - 1);

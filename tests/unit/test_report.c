@@ -1087,7 +1087,7 @@ TEST(info_names_the_device_wide_lane_and_a_device_without_properties) {
     ASSERT(json_holds(KINETO_TRACE_DIR "/sampled_rank-0.json.gz", "ok = not d.get('deviceProperties')"));
     ASSERT_EQ(synctop("info " ALEXNET), 0);
     ASSERT_STR_CONTAINS(out_buf, "compute capability 8.0, 108 SMs");
-    ASSERT_STR_CONTAINS(out_buf, "      streams: device-wide, 7, 20\n");
+    ASSERT_STR_CONTAINS(out_buf, "      3 streams: device-wide, 7, 20\n");
     char args[1024];
     snprintf(args, sizeof args, "info '%s/sampled_rank-0.json.gz'", KINETO_TRACE_DIR);
     ASSERT_EQ(synctop(args), 0);

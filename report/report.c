@@ -473,6 +473,35 @@ static void device_label(const st_store *s, const an_result *r, uint32_t produce
 
 static void wrap(FILE *out, int first, int rest, const char *text);
 
+
+/* What HTA's temporal breakdown of a rank leaves out or rounds, and a negative non_compute_time. */
+static void hta_rank_notes(FILE *out, const hta_rank *k, int md) {
+    if (k->filtered || k->rounded) {
+        char note[256];
+        snprintf(note, sizeof note, "%s%s%s%s", k->filtered ? "ProfilerStep filtering: the last step is left out, as HTA does." : "",
+                 k->filtered && k->rounded ? " " : "",
+                 k->rounded ? "Float timestamps rounded to whole us, as HTA does" : "",
+                 !k->rounded ? "" : k->doubles ? " (on its float64 reading of the absolute times, 0.25 us apart)." : ".");
+        if (md)
+            fprintf(out, "\nRank %d: %s\n", k->rank, note);
+        else
+            wrap(out, 8, 8, note);
+    }
+    if (k->non_compute_ns < 0) {
+        char why[512];
+        snprintf(why, sizeof why,
+                 "non_compute_time is negative: HTA's rounding (ts up, ts + dur down) left %" PRIu64 " GPU row%s "
+                 "shorter than 1 us ending before %s start, and such a row overlapping no other counts negative "
+                 "in the busy time, so idle and compute add up to more than kernel_time. HTA 0.5.0's code "
+                 "computes the same figures, then stops on its assertion non_compute_time >= 0.",
+                 k->negative_rows, k->negative_rows == 1 ? "" : "s", k->negative_rows == 1 ? "its" : "their");
+        if (md)
+            fprintf(out, "\nRank %d: %s\n", k->rank, why);
+        else
+            wrap(out, 8, 8, why);
+    }
+}
+
 static void write_hta_text(FILE *out, const hta_result *h, int md) {
     if (md)
         fprintf(out, "\n## HTA idle time breakdown (us)\n\n| rank | stream | ops | host_wait | kernel_wait | other |\n|---:|---:|---:|---:|---:|---:|\n");
@@ -536,31 +565,12 @@ static void write_hta_text(FILE *out, const hta_result *h, int md) {
             fprintf(out, "  %5d %14.3f %14.3f %16.3f %14.3f\n  %5s %13.2f%% %13.2f%% %15.2f%% %13.2f%%\n", k->rank,
                     k->idle_ns / 1e3, k->compute_ns / 1e3, k->non_compute_ns / 1e3, k->kernel_ns / 1e3, "", pi, pc, pn,
                     100.0);
-        if (k->filtered || k->rounded) {
-            char note[256];
-            snprintf(note, sizeof note, "%s%s%s%s", k->filtered ? "ProfilerStep filtering: the last step is left out, as HTA does." : "",
-                     k->filtered && k->rounded ? " " : "",
-                     k->rounded ? "Float timestamps rounded to whole us, as HTA does" : "",
-                     !k->rounded ? "" : k->doubles ? " (on its float64 reading of the absolute times, 0.25 us apart)." : ".");
-            if (md)
-                fprintf(out, "\n%s\n", note);
-            else
-                wrap(out, 8, 8, note);
-        }
-        if (k->non_compute_ns < 0) {
-            char why[512];
-            snprintf(why, sizeof why,
-                     "non_compute_time is negative: HTA's rounding (ts up, ts + dur down) left %" PRIu64 " GPU row%s "
-                     "shorter than 1 us ending before %s start, and such a row overlapping no other counts negative "
-                     "in the busy time, so idle and compute add up to more than kernel_time. HTA 0.5.0's code "
-                     "computes the same figures, then stops on its assertion non_compute_time >= 0.",
-                     k->negative_rows, k->negative_rows == 1 ? "" : "s", k->negative_rows == 1 ? "its" : "their");
-            if (md)
-                fprintf(out, "\n%s\n", why);
-            else
-                wrap(out, 8, 8, why);
-        }
+        if (!md)
+            hta_rank_notes(out, k, md);
     }
+    for (size_t i = 0; md && i < h->n_ranks; i++) /* in Markdown, under the table */
+        if (h->ranks[i].has_gpu)
+            hta_rank_notes(out, &h->ranks[i], md);
 }
 
 /* A space that wrap() prints but does not break at: a call site stays on one line. */

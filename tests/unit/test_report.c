@@ -1252,6 +1252,22 @@ TEST(report_markdown_escapes_names_from_the_trace) {
     ASSERT_STR_CONTAINS(out_buf, "blocked) at aten::\\<img src=x\\>\\*b\\*\\_u\\_"); /* the advice */
 }
 
+/* The HTA temporal breakdown in Markdown is one table, a row per rank (the nvFuser export's two
+ * processes, the second with no GPU work), and the notes come under it, naming their rank. */
+TEST(report_hta_markdown_keeps_its_table_whole) {
+    ASSERT_EQ(synctop("report --hta --format markdown '" NSYS_TRACE_DIR "/nvfuser_h200_benchmark.sqlite'"), 0);
+    const char *t = strstr(out_buf, "## HTA temporal breakdown (us)\n\n| rank |");
+    ASSERT_NOT_NULL(t);
+    t = strstr(t, "|---:|");
+    ASSERT_NOT_NULL(t);
+    int rows = 0;
+    for (t = strchr(t, '\n') + 1; *t == '|'; t = strchr(t, '\n') + 1)
+        rows++;
+    ASSERT_EQ(rows, 2);
+    ASSERT(strncmp(t, "\nRank 0: Float timestamps rounded to whole us, as HTA does", 58) == 0);
+    ASSERT(strstr(t, "\n| ") == NULL); /* no row after the notes */
+}
+
 /* Options that cannot go together, or cannot do what they say, are usage errors (status 2), not a
  * report that fails or quietly does something else. */
 TEST(report_refuses_options_that_cannot_work) {

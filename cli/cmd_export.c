@@ -38,7 +38,7 @@ static void export_usage(FILE *out) {
                  "  -o, --output FILE  output file (\"-\": standard output)\n"
                  "  -f, --force  replace FILE if it exists\n"
                  "  --no-flows   leave out the call-to-GPU-work arrows\n"
-                 "  --max-events N  read up to N events from each source, and no more: by\n"
+                 "  --max-events N  a source of more than N events is refused, not cut: by\n"
                  "               default a trace file up to 4 per byte, a profiler trace or\n"
                  "               export up to 33554432 (one per 4 bytes of a larger file)\n");
 }

@@ -78,6 +78,11 @@ static int cmd_keygen(int argc, char **argv) {
         else
             return args_bad(&p, "unexpected argument '%s'", val);
     }
+    struct stat sb;
+    if (base != NULL && (base[0] == '\0' || base[strlen(base) - 1] == '/' || (stat(base, &sb) == 0 && S_ISDIR(sb.st_mode))))
+        return args_bad(&p, "-o %s: give the keys' name, not only a directory (-o %s%ssynctop-server writes "
+                            "synctop-server.key and .pub there)",
+                        base, base, base[0] && base[strlen(base) - 1] != '/' ? "/" : "");
     tp_keypair kp;
     err_msg err = {{0}};
     char def[PATH_MAX];

@@ -24,7 +24,7 @@ static void replay_usage(FILE *out) {
                  "  --step NAME  the loop's steps are the ranges (NVTX or profiler annotations)\n"
                  "            named NAME (default: ProfilerStep#N, else a regular blocking call,\n"
                  "            as report --steps finds them)\n"
-                 "  --max-events N  read up to N events from each source, and no more: by\n"
+                 "  --max-events N  a source of more than N events is refused, not cut: by\n"
                  "            default a trace file up to 4 per byte, a profiler trace or\n"
                  "            export up to 33554432 (one per 4 bytes of a larger file)\n"
                  "  --align A  several files on one time axis: auto (default: each at its own\n"

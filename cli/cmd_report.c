@@ -107,7 +107,7 @@ static void report_usage(FILE *out) {
             "                     `synctop keygen --client` made it)\n"
             "  --wait SEC         a live source: give up when no publisher has answered after\n"
             "                     SEC seconds (default 5; 0: wait for ever)\n"
-            "  --max-events N     read up to N events from each source, and no more: by\n"
+            "  --max-events N     a source of more than N events is refused, not cut: by\n"
             "                     default a trace file up to 4 per byte, a profiler trace\n"
             "                     or export up to 33554432 (one per 4 bytes of a larger\n"
             "                     file). Profiler JSON of 16 MiB or more is parsed on the\n"

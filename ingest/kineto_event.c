@@ -251,7 +251,7 @@ void kt_rec_out(const kimp *k, const krec *r, tp_record *out) {
 static krec *rec_new(kimp *k) {
     if (k->n_rec >= k->max_events + k->n_ops) { /* the records other than operators are at the limit */
         char what[128];
-        snprintf(what, sizeof what, "more than %llu events: over the import limit (--max-events N reads up to N)",
+        snprintf(what, sizeof what, "more than %llu events: over the import limit (a larger --max-events N reads it)",
                  (unsigned long long)k->max_events);
         kt_fail_here(k, ERR_LIMIT, what);
         return NULL;

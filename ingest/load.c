@@ -216,7 +216,7 @@ uint64_t ingest_max_events(uint64_t file_bytes, uint64_t max_events) {
 
 static int over_budget(const ingest_loader *ld, uint64_t events, uint64_t max_events, err_msg *err) {
     if (max_events)
-        return err_set(err, ERR_LIMIT, "%s: holds more than --max-events %llu events", ld->path,
+        return err_set(err, ERR_LIMIT, "%s: holds more than --max-events %llu events (a larger --max-events N reads it)", ld->path,
                        (unsigned long long)max_events);
     return err_set(err, ERR_LIMIT,
                    "%s: %llu events in %llu bytes is more than a trace file can hold (%u per byte at most): "

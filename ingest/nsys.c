@@ -144,7 +144,7 @@ static tp_record *rec_new(nimp *k, uint32_t pid) {
     if (k->n_rec == k->cap_rec) {
         if (k->n_rec >= k->max_events) {
             k->fail = err_set(k->err, ERR_LIMIT,
-                              "%s: more than %llu events: over the import limit (--max-events N reads up to N)",
+                              "%s: more than %llu events: over the import limit (a larger --max-events N reads it)",
                               k->name, (unsigned long long)k->max_events);
             return NULL;
         }

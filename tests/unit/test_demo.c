@@ -204,6 +204,10 @@ TEST(demo_over_tcp_beyond_loopback_needs_a_key_and_is_read_with_it) {
     free(err);
     /* with keys: a viewer that has the public key records it */
     KEEP_PATH(base, "k");
+    const char *into_dir[] = {"keygen", "-o", task_tmpdir(), NULL}; /* a directory is no name for keys */
+    ASSERT_EQ(run_synctop(into_dir, NULL, &err), 2);
+    ASSERT_STR_CONTAINS(err, "give the keys' name, not only a directory");
+    free(err);
     const char *keygen[] = {"keygen", "-o", base, NULL};
     ASSERT_EQ(run_synctop(keygen, NULL, NULL), 0);
     char key[PATH_MAX + 8], pub[PATH_MAX + 8];

@@ -1011,7 +1011,7 @@ TEST(max_events_bounds_a_profiler_trace_in_every_verb) {
     char *out = NULL, *errs = NULL;
     const char *one[] = {"report", f, "--max-events", "2999", NULL};
     ASSERT_EQ(run_synctop(one, NULL, &errs), 1);
-    ASSERT_STR_CONTAINS(errs, "more than 2999 events: over the import limit (--max-events N");
+    ASSERT_STR_CONTAINS(errs, "more than 2999 events: over the import limit (a larger --max-events N reads it)");
     free(errs);
     const char *two[] = {"report", f, f, "--max-events", "2999", NULL};
     ASSERT_EQ(run_synctop(two, NULL, &errs), 1);
@@ -1073,7 +1073,7 @@ TEST(verbs_share_one_argument_parser) {
     char *err2 = NULL;
     const char *exists[] = {"export", src, "-o", evil, NULL};
     ASSERT_EQ(run_synctop(exists, NULL, &err2), 1);
-    ASSERT_STR_CONTAINS(err2, "already exists");
+    ASSERT_STR_CONTAINS(err2, "exists (use --force to replace it)");
     ASSERT_NULL(strchr(err2, '\x1b'));
     ASSERT_NULL(strchr(err2, '\x07'));
     free(err2);

@@ -624,6 +624,18 @@ static size_t blocks_starting_at(const an_result *r, size_t from, uint64_t t) {
     return cm_seek_sorted(r->blocks, r->n_blocks, sizeof *r->blocks, offsetof(an_block, start), from, t);
 }
 
+/* The blocking span of the call that submitted the work ending bubble b (pos, its start L), when
+ * that call blocked the host and still held it when the bubble began; else SIZE_MAX. */
+static size_t submitting_wait(const an_result *r, uint64_t pos, uint64_t L, const an_bubble *b) {
+    if (pos == POS_NONE || L == UINT64_MAX || L >= b->end)
+        return SIZE_MAX;
+    for (size_t i = blocks_starting_at(r, 0, L); i < r->n_blocks && r->blocks[i].start == L; i++)
+        if (r->blocks[i].lane == POS_LANE(pos) && r->blocks[i].index == POS_IDX(pos) &&
+            r->blocks[i].producer == b->producer)
+            return r->blocks[i].end > b->start ? i : SIZE_MAX;
+    return SIZE_MAX;
+}
+
 /* Gives each bubble its cause, from the launch time of the work that ended it and the blocking
  * spans that overlap it. 0 or ERR_NOMEM. */
 static int attribute(an_ctx *c) {
@@ -672,6 +684,17 @@ static int attribute(an_ctx *c) {
             uint64_t last = r->blocks[best].end;
             uint64_t waited = waits_cover(r, c->chain, n_chain, clip_lo(first, b->start), clip_hi(last, b->end));
             r->splits[r->n_splits++] = stall_share(b, first, last, waited, L, prev_end);
+        } else if ((best = submitting_wait(r, *v, L, b)) != SIZE_MAX) {
+            /* the work was submitted by a call that holds the host until it is done (a synchronous
+             * copy through pageable memory, staged before its transfer starts): the GPU idle in
+             * the call, before its work began, is its cost; before the call, the host's */
+            if (r->n_splits >= AN_NONE || CM_GROW(r->splits, c->splits_cap, r->n_splits + 1))
+                return ERR_NOMEM;
+            b->cause = AN_CAUSE_BLOCK;
+            b->block = (uint32_t)best;
+            b->split = (uint32_t)r->n_splits;
+            uint64_t from = L > b->start ? L : b->start, to = r->blocks[best].end < b->end ? r->blocks[best].end : b->end;
+            r->splits[r->n_splits++] = (an_wait_split){from, to, to}; /* after the call: launch latency */
         } else if (L != UINT64_MAX && L > b->start) {
             b->cause = AN_CAUSE_HOST;
         } else {

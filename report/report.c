@@ -1040,7 +1040,8 @@ static void text_idle_causes(FILE *out, const st_store *s, const an_result *r) {
                 ms(d->idle_by_cause[AN_CAUSE_LAUNCH]), ms(d->idle_by_cause[AN_CAUSE_HOST]), ms(d->idle_by_cause[0]));
     }
     wrap(out, 2, 2, "blocked: what the host's waits in CUDA calls cost: the idle while they held the host and, "
-                    "after them, no more than the GPU work they held it back for; launch: the call that queued the next work "
+                    "after them, no more than the GPU work they held it back for (a waiting call that queued the "
+                    "next work, as a copy through pageable memory: until that work began); launch: the call that queued the next work "
                     "had begun, the work not yet started (launch latency, or the call's own time: a first "
                     "launch loading its kernel); host: the host submitted nothing in time; unattributed: gaps "
                     "shorter than the threshold, and before the first and after the last GPU operation.");

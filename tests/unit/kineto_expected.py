@@ -39,8 +39,11 @@ process that end within it, at or before the submission (the launch row of the s
 the work that ended it, the last of them taking it: their share is the time of the bubble they
 cover (each instant once), plus, of the host's time between them and then of the bubble after the
 last one's end, up to the time from the first one's start (or the previous bubble's end, if later)
-to the bubble's start; it ends where the last one ended, or past it by what that time leaves. The rest of
-such a bubble before the submission, and the whole of one with no wait whose work was submitted
+to the bubble's start; it ends where the last one ended, or past it by what that time leaves. A
+bubble with no such wait whose work was submitted by a launch row that itself blocks (a pageable
+copy) and still held the host when the bubble began is that row's from its start (or the bubble's,
+if later) to its end (or the bubble's, if sooner). The rest of
+such bubbles before the submission, and the whole of one with no wait whose work was submitted
 after it began, is the host's: by the innermost user_annotation of the submitting thread (the launch
 row's pid and tid; "" for none; a legacy ProfilerStep#N Operator row is one), names ending in
 "#<digits>" counted as one ("ProfilerStep#N", when there are two or more); per step (a report's steps), the host's share in it
@@ -283,11 +286,13 @@ def bubble_costs(path, gap=20000):
         elif (cat == "user_annotation" or is_step(e)) and ns(e.get("dur", 0)) > 0:
             t0 = ns(e["ts"])
             annots[(str(e["pid"]), int(e["tid"]) & 0xFFFFFFFF)].append((t0, t0 + ns(e["dur"]), e["name"]))
-    launch = {}
+    launch, submitter = {}, {}
     for e in host:
         corr = e.get("args", {}).get("correlation")
         if corr and corr not in launch:
             launch[corr] = (ns(e["ts"]), (str(e["pid"]), int(e["tid"]) & 0xFFFFFFFF))
+            if blocks(e["name"], ops.get(corr)):
+                submitter[corr] = (e["name"], ns(e["ts"]) + ns(e.get("dur", 0)))
     waits, calls = [], defaultdict(list)
     for e in host:
         t0 = ns(e["ts"])
@@ -351,6 +356,12 @@ def bubble_costs(path, gap=20000):
                     by_api[last[2]] += to - frm
                     launch_from = L if L is not None and to < L < t else t
                     host_parts = [(s, frm), (to, launch_from)]
+                elif L is not None and corr in submitter and submitter[corr][1] > s:
+                    # submitted by a call that waits (a synchronous copy through pageable memory),
+                    # still holding the host when the GPU ran dry: the idle in it before its work
+                    # began is its own; after it returned, launch latency
+                    by_api[submitter[corr][0]] += min(submitter[corr][1], t) - max(L, s)
+                    host_parts = [(s, L)]
                 elif L is not None and L > s:
                     host_parts = [(s, t)]
                 else:

@@ -320,6 +320,56 @@ static const an_bubble *device_bubble_at(const an_result *r, uint64_t start_us) 
 
 static void tl_range(tl *t, uint64_t a, uint64_t b, const char *name, uint64_t id);
 
+/* A synchronous copy through pageable memory holds the host while the driver stages the data; the
+ * GPU, idle, starts the transfer only then. By hand, in us: kernel A 10..100; cudaMemcpy 150..400,
+ * its transfer 300..390; kernel B launched at 402, run 405..600 (15 us after the transfer: no
+ * bubble); cudaMemcpy 500..700, its transfer behind B, 640..680. The bubble 100..300: the host's
+ * before the call (100..150), the call's after it (150..300); the bubble 600..640 is wholly the
+ * second call's: 150 + 40 us of GPU idle the copies cost. */
+TEST(analysis_charges_a_blocking_copy_the_idle_before_its_transfer) {
+    tl t;
+    tl_init(&t);
+    tl_kernel(&t, 0, 10, 100);
+    static const struct {
+        uint64_t a, b, cs, ce;
+    } copies[] = {{150, 400, 300, 390}, {500, 700, 640, 680}};
+    for (size_t i = 0; i < 2; i++) {
+        if (i == 1)
+            tl_kernel(&t, 402, 405, 600);
+        uint32_t c = t.corr++;
+        tp_api api = {.kind = TP_K_API, .flags = TP_F_BLOCKING, .device = 0, .tid = 100, .start = copies[i].a * 1000,
+                      .end = copies[i].b * 1000, .correlation = c, .name = tp_enc_intern_cstr(t.enc, "cudaMemcpy")};
+        tp_memcpy m = {.kind = TP_K_MEMCPY, .device = 0, .stream = 7, .start = copies[i].cs * 1000,
+                       .end = copies[i].ce * 1000, .correlation = c, .bytes = 1 << 20, .copy_kind = TP_COPY_HTOD,
+                       .src_kind = TP_MEM_PAGEABLE, .dst_kind = TP_MEM_DEVICE, .src_device = TP_NO_DEVICE,
+                       .dst_device = TP_NO_DEVICE};
+        ASSERT_OK(tp_enc_add(t.enc, &api));
+        ASSERT_OK(tp_enc_add(t.enc, &m));
+    }
+    tl_done(&t);
+    an_result r;
+    ASSERT_OK(an_analyze(t.s, NULL, &r, NULL));
+    size_t device_bubbles = 0;
+    for (size_t i = 0; i < r.n_bubbles; i++)
+        device_bubbles += r.bubbles[i].lane == AN_DEVICE_LANE;
+    ASSERT_EQ(device_bubbles, 2);
+    const an_bubble *first = device_bubble_at(&r, 100), *second = device_bubble_at(&r, 600);
+    ASSERT_NOT_NULL(first);
+    ASSERT_NOT_NULL(second);
+    ASSERT_EQ(first->cause, AN_CAUSE_BLOCK);
+    ASSERT_EQ(second->cause, AN_CAUSE_BLOCK);
+    uint64_t cause[AN_CAUSE_N_] = {0};
+    an_bubble_split(&r, first, 0, UINT64_MAX, cause);
+    ASSERT_UEQ(cause[AN_CAUSE_HOST], 50000);
+    ASSERT_UEQ(cause[AN_CAUSE_BLOCK], 150000);
+    ASSERT_UEQ(cause[AN_CAUSE_LAUNCH], 0);
+    const an_site *st = site_by_api(t.s, &r, "cudaMemcpy");
+    ASSERT_NOT_NULL(st);
+    ASSERT_UEQ(st->gpu_idle_ns, 150000 + 40000);
+    an_result_free(&r);
+    st_store_destroy(&t.s);
+}
+
 /* Two processes traced over different times: each one's GPU is counted from its first event, to its
  * last when it has ended, else to the range's end (it is still traced; its GPU is seen idle). By
  * hand, in us: process 77 (ended) has events over 100..600 and kernels 110..200 and 510..600; 78

@@ -1463,20 +1463,21 @@ static void text_advice(FILE *out, const st_store *s, const an_result *r, const 
             snprintf(line, sizeof line, "%d. %.3f ms of GPU idle to gain (%.3f ms blocked)%s%s%s", shown, ms(a.gpu_ns),
                      ms(v[i].site->total_ns), where[0] ? " at " : "", where, who(s, v[i].site->producer, rk, sizeof rk));
         }
+        int in = shown >= 10; /* under a two-digit number, one column further */
         if (md)
             fprintf(out, "\n%s  \n", md_cell(line, cell, sizeof cell));
         else
-            wrap(out, 2, 5, line);
+            wrap(out, 2, 5 + in, line);
         snprintf(line, sizeof line, "why: %s: %s", a.cause, a.why);
         if (md)
             fprintf(out, "   %s  \n", md_cell(line, cell, sizeof cell));
         else
-            wrap(out, 5, 7, line);
+            wrap(out, 5 + in, 7 + in, line);
         snprintf(line, sizeof line, "change: %s.", a.change);
         if (md)
             fprintf(out, "   %s\n", md_cell(line, cell, sizeof cell));
         else
-            wrap(out, 5, 7, line);
+            wrap(out, 5 + in, 7 + in, line);
     }
     free(v);
 }
@@ -1797,8 +1798,12 @@ static int compare(double a, int op, double b) {
 }
 
 /* What a check measures in one run: a time (*ns, of *base for shares) or a count (returned). */
-static double measure(const rp_check *c, const st_store *s, const an_result *r, uint64_t *ns_out, uint64_t *base_out) {
+/* What a check measures; *ns_out the time of a time metric over *base_out, *hits_out how many
+ * ranges or sites a range:, site: or api: check matched. */
+static double measure(const rp_check *c, const st_store *s, const an_result *r, uint64_t *ns_out, uint64_t *base_out,
+                      size_t *hits_out) {
     uint64_t wall = r->t1 - r->t0;
+    size_t hits = 0;
     double measured = 0;
     uint64_t ns = 0, base = wall;
     switch (c->metric) {
@@ -1833,8 +1838,10 @@ static double measure(const rp_check *c, const st_store *s, const an_result *r, 
             char rname[256];
             const an_host_range *h = &r->host_ranges[i];
             const char *name = host_range_name(s, h, rname, sizeof rname);
-            if (strstr(name, c->arg) != NULL)
+            if (strstr(name, c->arg) != NULL) {
                 ns += h->idle_ns;
+                hits++;
+            }
         }
         break;
     case M_STALLS: measured = (double)r->n_blocks; break;
@@ -1861,14 +1868,17 @@ static double measure(const rp_check *c, const st_store *s, const an_result *r, 
                 snprintf(desc, sizeof desc, "%s at %s", st_str(s, st->name),
                          st->callsite ? rp_site_text(s, st->callsite, st->name, where, sizeof where) : "");
             int hit = c->metric == M_API ? strcmp(st_str(s, st->name), c->arg) == 0 : strstr(desc, c->arg) != NULL;
-            if (hit)
+            if (hit) {
                 ns += st->total_ns;
+                hits++;
+            }
         }
         break;
     default: break;
     }
     *ns_out = ns;
     *base_out = base;
+    *hits_out = hits;
     return measured;
 }
 
@@ -1883,7 +1893,8 @@ int rp_check_needs_baseline(const rp_check *c) {
 int rp_check_eval_base(const rp_check *c, const st_store *s, const an_result *r, const st_store *bs,
                        const an_result *br, const an_diff *diff, char *msg, size_t len) {
     uint64_t ns = 0, base = 0;
-    double measured = measure(c, s, r, &ns, &base);
+    size_t hits = 0, old_hits = 0;
+    double measured = measure(c, s, r, &ns, &base, &hits);
     static const char *const ops[] = {"?", ">", ">=", "<", "<=", "=="};
     const char *op = c->op >= OP_GT && c->op <= OP_EQ ? ops[c->op] : "?";
     if (rp_check_needs_baseline(c)) {
@@ -1897,7 +1908,7 @@ int rp_check_eval_base(const rp_check *c, const st_store *s, const an_result *r,
             return compare((double)diff->n_new, c->op, c->value);
         }
         uint64_t ons = 0, obase = 0;
-        double old = measure(c, bs, br, &ons, &obase);
+        double old = measure(c, bs, br, &ons, &obase, &old_hits);
         int times = c->metric != M_STALLS;
         double now_v = times ? (double)ns : measured, old_v = times ? (double)ons : old;
         double change = old_v > 0 ? 100.0 * (now_v - old_v) / old_v : now_v > 0 ? 1e9 : 0;
@@ -1945,6 +1956,14 @@ int rp_check_eval_base(const rp_check *c, const st_store *s, const an_result *r,
         }
         snprintf(msg, len, "%s: %.0f %s%s%s; threshold %s %g %s", c->text, measured, kind, *kind ? " " : "", unit, op,
                  c->value, unit);
+    }
+    if (hits == 0 && (c->metric == M_SITE || c->metric == M_API || c->metric == M_RANGE)) {
+        /* a name that matches nothing is most often mistyped: the check can never fail */
+        size_t at = strlen(msg);
+        snprintf(msg + at, len - at, " (%s)",
+                 c->metric == M_API    ? "no call of that name blocked in these sources"
+                 : c->metric == M_SITE ? "no call site that blocked matches it in these sources"
+                                       : "no range the host kept the GPU waiting in matches it");
     }
     return compare(measured, c->op, c->value);
 }

@@ -82,8 +82,11 @@ TEST(report_says_what_to_change_by_gpu_time) {
     ASSERT(one < warm);
     ASSERT(warm < two);
     ASSERT_STR_CONTAINS(adv, "why: cudaFree / cudaMalloc in the loop: cudaFree blocked 3 times");
-    ASSERT_STR_CONTAINS(adv, "why: an \"async\" copy through pageable host memory: cudaMemcpyAsync inside\n"
-                             "       aten::to blocked 16 times");
+    /* the tenth: under its two-digit number, one column further in */
+    ASSERT_STR_CONTAINS(adv, "  10. 0.000 ms of GPU idle to gain (56.991 ms blocked) at aten::to >\n"
+                             "      aten::_to_copy > aten::copy_\n"
+                             "      why: an \"async\" copy through pageable host memory: cudaMemcpyAsync inside\n"
+                             "        aten::to blocked 16 times");
     fits_80_columns("report");
 }
 
@@ -163,6 +166,16 @@ TEST(report_fail_if_on_the_hosts_own_share_of_gpu_idle) {
             TASK_FAIL_("--fail-if '%s': exit %d, want %d: %s", cases[i].check, rc, cases[i].status, out_buf);
     }
     ASSERT_EQ(synctop("report --fail-if 'range:>1ms' x.json"), 2); /* a range needs some text */
+    /* a name that matches nothing (mistyped?) holds, and says so */
+    char args[2048];
+    snprintf(args, sizeof args, "report '%s/resnet_2080ti_two_threads.json.gz' --fail-if 'range:NoSuchRange>0ms' "
+             "--fail-if 'api:cudaBogus>0ms' --fail-if 'api:cudaFree>0ms'", KINETO_TRACE_DIR);
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "range:NoSuchRange>0ms: GPU idle the host caused in ranges matching 'NoSuchRange' "
+                                 "0.000 ms; threshold > 0.000 ms (no range the host kept the GPU waiting in matches it)");
+    ASSERT_STR_CONTAINS(out_buf, "(no call of that name blocked in these sources)");
+    /* the trace's 8 cudaFree calls last 1210.637 ms (kineto_expected.py's figures) */
+    ASSERT_STR_CONTAINS(out_buf, "FAIL api:cudaFree>0ms: blocked in cudaFree 1210.637 ms; threshold > 0.000 ms\n");
 }
 
 TEST(report_json_parses_and_carries_the_numbers) {

@@ -142,6 +142,28 @@ static void chrome_header(FILE *out, const st_store *s) {
     fputs("],\"traceEvents\":[", out);
 }
 
+/* Whether a stream lane before lane l is of the same process and GPU. */
+static int gpu_named_before(const st_store *s, size_t l) {
+    const st_lane_info *li = st_lane_get(s, l);
+    for (size_t k = 0; k < l; k++) {
+        const st_lane_info *o = st_lane_get(s, k);
+        if (o->kind == ST_LANE_STREAM && o->producer == li->producer && o->device == li->device)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether the thread of ranges lane l also has a lane of CUDA calls. */
+static int thread_lane_of(const st_store *s, size_t l) {
+    const st_lane_info *li = st_lane_get(s, l);
+    for (size_t k = 0; k < st_lane_count(s); k++) {
+        const st_lane_info *o = st_lane_get(s, k);
+        if (o->kind == ST_LANE_THREAD && o->producer == li->producer && o->id == li->id)
+            return 1;
+    }
+    return 0;
+}
+
 /* The metadata rows that name processes, GPUs, threads and streams. */
 static void chrome_names(exp_ctx *x, const st_store *s) {
     FILE *out = x->out;
@@ -157,9 +179,12 @@ static void chrome_names(exp_ctx *x, const st_store *s) {
         const st_producer_info *pi = st_producer_get(s, li->producer);
         char name[256];
         if (li->kind == ST_LANE_STREAM) {
-            row_begin(x);
-            fprintf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"name\":\"GPU %u\"}}",
-                    gpu_pid(li->producer, li->device), li->device);
+            if (!gpu_named_before(s, l)) { /* a GPU's name once, however many streams it has */
+                row_begin(x);
+                fprintf(out,
+                        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"name\":\"GPU %u\"}}",
+                        gpu_pid(li->producer, li->device), li->device);
+            }
             row_begin(x);
             if (li->id == TP_NO_ID)
                 snprintf(name, sizeof name, "device-wide syncs");
@@ -167,7 +192,8 @@ static void chrome_names(exp_ctx *x, const st_store *s) {
                 snprintf(name, sizeof name, "stream %u%s", li->id, li->null_stream ? " (default)" : "");
             fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":\"%s\"}}",
                     gpu_pid(li->producer, li->device), li->id == TP_NO_ID ? wide_tid(li) : (int64_t)li->id, name);
-        } else if (li->kind == ST_LANE_THREAD && *st_str(s, li->name)) {
+        } else if ((li->kind == ST_LANE_THREAD || (li->kind == ST_LANE_NVTX && !thread_lane_of(s, l))) &&
+                   *st_str(s, li->name)) { /* a thread's name once: with its calls, else with its ranges */
             row_begin(x);
             fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", pi->pid, li->id);
             jstr(out, st_str(s, li->name));

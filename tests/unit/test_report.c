@@ -1295,6 +1295,30 @@ TEST(report_refuses_options_that_cannot_work) {
     ASSERT_EQ(synctop("report " SINGLE " --hta --hta-wide-sync-as-host --hta-wide-sync-as-host"), 0);
 }
 
+/* An export names each GPU once, and every thread with a name, also one that has only NVTX ranges:
+ * in the nvFuser export, the threads with NVTX rows and no CUDA call are named pt_thread_pool (its
+ * ThreadNames and StringIds tables, by SQL). */
+TEST(export_names_each_gpu_once_and_every_named_thread) {
+    static const char db[] = NSYS_TRACE_DIR "/nvfuser_h200_benchmark.sqlite";
+    char args[2048];
+    snprintf(args, sizeof args, "export '%s' -o '%s'", db, task_path("nv.json"));
+    ASSERT_EQ(synctop(args), 0);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import json, sqlite3, sys, collections; c = sqlite3.connect(sys.argv[1]); "
+             "nv = {r[0] & 16777215 for r in c.execute('select distinct globalTid from NVTX_EVENTS')}; "
+             "cu = {r[0] & 16777215 for r in c.execute('select distinct globalTid from CUPTI_ACTIVITY_KIND_RUNTIME')}; "
+             "nm = dict((t & 16777215, v) for t, v in c.execute('select t.globalTid, s.value from ThreadNames t "
+             "join StringIds s on s.id = t.nameId')); only = sorted(nv - cu); "
+             "d = json.load(open(sys.argv[2])); m = [e for e in d['traceEvents'] if e.get('ph') == 'M']; "
+             "n = collections.Counter((e['name'], e['pid'], e['tid']) for e in m); "
+             "names = {e['tid']: e['args']['name'] for e in m if e['name'] == 'thread_name'}; "
+             "ok = len(only) > 0 and all(nm.get(t) == 'pt_thread_pool' == names.get(t) for t in only) and "
+             "max(n.values()) == 1; sys.exit(0 if ok else 1)\" '%s' '%s'",
+             db, task_path("nv.json"));
+    ASSERT_EQ(system(cmd), 0);
+}
+
 TEST(export_round_trip_keeps_call_sites) {
     round_trip("qwen_h100_with_stack.json.gz");
     round_trip("resnet50_v100_legacy_2021.json.gz");

@@ -298,6 +298,11 @@ static int import_run(const import_args *ia) {
     if (strcmp(ia->out, "-") == 0)
         return verb_error("import", "-o -: a trace file is written with its index at the end, so not to standard "
                                     "output; name a file");
+    for (int i = 0; i < ia->n_inputs; i++)
+        if (ingest_kind(ia->inputs[i]) == INGEST_TRACE)
+            return verb_error("import", "%s is a synctop trace file already: report, replay, info and export read "
+                                        "it as it is",
+                              ia->inputs[i]);
     verb_out vo;
     if (verb_out_plan("import", ia->out, ia->force, ia->inputs, (size_t)ia->n_inputs, &vo))
         return 1;

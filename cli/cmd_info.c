@@ -39,7 +39,8 @@ static void info_usage(FILE *out) {
             "it, with what the import skipped and why. Several files are described one after\n"
             "the other, the profiler traces and exports among them read several at once on\n"
             "the cores the process may use (SYNCTOP_THREADS=N sets how many).\n\n"
-            "  --json   print one JSON object per file (one per line) instead of text\n\n"
+            "  --json   print one JSON object per file (one per line) instead of text; a\n"
+            "           file that cannot be read gets one too, saying why (\"error\")\n\n"
             "Exit status: 0 when every file could be read (even with damage, which is listed),\n"
             "1 when one cannot be read at all (the others are still described), 2 on bad\n"
             "usage.\n");
@@ -535,11 +536,21 @@ static int info_one(const info_files *in, size_t i, int json) {
             ahead_take(in->ahead, i, verb_emit_to_file, NULL, NULL, NULL, NULL, path, &err);
         rc = traceinfo_load(&ti, path, &err);
         struct stat st;
-        if (rc != 0 && kind == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0)
-            rc = ingest_nsight_report(path, &err) ? ERR_UNSUPPORTED : rc; /* what to export it with */
+        /* of no kind it reads (not even a damaged trace file, which keeps its magic): say what it reads,
+         * or what an Nsight report is exported with */
+        if (rc != 0 && kind == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+            access(path, R_OK) == 0)
+            rc = ingest_unreadable(path, &err);
     }
     if (rc != 0) {
         free(f);
+        if (json) { /* the file's object says why, as the others say what they hold */
+            fputs("{\"file\": ", stdout);
+            tp_print_json_string(stdout, path, strlen(path));
+            fputs(", \"error\": ", stdout);
+            tp_print_json_string(stdout, err.msg, strlen(err.msg));
+            fputs("}\n", stdout);
+        }
         return verb_error("info", "%s", err.msg);
     }
     if (json)

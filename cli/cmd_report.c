@@ -36,6 +36,7 @@
 static void report_usage(FILE *out) {
     fprintf(out,
             "usage: synctop report SOURCE... [--format text|json|markdown] [--hta]\n"
+            "                      [--hta-wide-sync-as-stream|--hta-wide-sync-as-host]\n"
             "                      [--steps] [--step NAME] [--baseline OLD]... [--ranks]\n"
             "                      [--fail-if EXPR]... [--top N] [--gap-us N]\n"
             "                      [--gpu-gap-ms N] [-o FILE] [--server-key KEY]\n"
@@ -602,7 +603,8 @@ static int report_load(report_run *run) {
     st_store_commit(run->s);
     verb_symbolize("report", run->s);
     if (st_store_events(run->s) == 0)
-        return verb_error("report", "no events to analyse");
+        return verb_error("report", "no events to analyse: %s holds no GPU work, CUDA calls or ranges",
+                          run->n_sources == 1 ? run->sources[0] : "none of the sources");
     return 0;
 }
 

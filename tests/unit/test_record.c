@@ -1339,7 +1339,7 @@ TEST(info_cannot_read_exits_1) {
     char *out = NULL, *err = NULL;
     const char *junk[] = {"info", file, NULL};
     ASSERT_EQ(run_synctop(junk, &out, &err), 1);
-    ASSERT_STR_CONTAINS(err, "not a synctop trace file");
+    ASSERT_STR_CONTAINS(err, "neither a synctop trace file");
     ASSERT_STR_EQ(out, "");
     free(out);
     free(err);

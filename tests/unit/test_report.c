@@ -1171,9 +1171,13 @@ TEST(output_files_never_take_what_is_not_theirs) {
     snprintf(args, sizeof args, "report '%s' -o '%s'", trace, trace);
     ASSERT_EQ(synctop(args), 2);
     ASSERT_STR_CONTAINS(out_buf, "is also a source: the report would write over it");
-    snprintf(args, sizeof args, "import '%s' -o '%s' --force", trace, trace);
+    snprintf(args, sizeof args, "cp " SINGLE " '%s'", task_path("s.json.gz"));
+    ASSERT_EQ(system(args), 0);
+    snprintf(args, sizeof args, "import '%s' -o '%s' --force", task_path("s.json.gz"), task_path("s.json.gz"));
     ASSERT_EQ(synctop(args), 1);
     ASSERT_STR_CONTAINS(out_buf, "that is also an input; it would be lost");
+    snprintf(args, sizeof args, "info '%s'", task_path("s.json.gz")); /* still the profiler trace it was */
+    ASSERT_EQ(synctop(args), 0);
     snprintf(args, sizeof args, "info '%s'", trace); /* still the trace it was */
     ASSERT_EQ(synctop(args), 0);
     snprintf(args, sizeof args, "report '%s' -o -", trace);
@@ -1279,6 +1283,40 @@ TEST(report_hta_markdown_keeps_its_table_whole) {
     ASSERT_EQ(rows, 2);
     ASSERT(strncmp(t, "\nRank 0: Float timestamps rounded to whole us, as HTA does", 58) == 0);
     ASSERT(strstr(t, "\n| ") == NULL); /* no row after the notes */
+}
+
+/* A file of no kind synctop reads is named with the kinds it reads, by info as by report (and in
+ * info's JSON, an object that says so); a trace file given to import is read as it is; a source
+ * with nothing in it is named. */
+TEST(verbs_say_what_a_file_is_not) {
+    char garbage[1024], empty_doc[1024], trace[1024], args[4096];
+    snprintf(garbage, sizeof garbage, "%s", task_path("garbage.json"));
+    snprintf(empty_doc, sizeof empty_doc, "%s", task_path("empty.json"));
+    snprintf(trace, sizeof trace, "%s", task_path("t.trace"));
+    FILE *f = fopen(garbage, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("hello, not a trace\n", f);
+    fclose(f);
+    f = fopen(empty_doc, "w");
+    ASSERT_NOT_NULL(f);
+    fputs("[]\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "info '%s'", garbage);
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "garbage.json: neither a synctop trace file, an Nsight Systems SQLite export nor a "
+                                 "PyTorch profiler (Kineto) JSON");
+    snprintf(args, sizeof args, "info --json '%s' 2>/dev/null", garbage);
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "garbage.json\", \"error\": \"");
+    snprintf(args, sizeof args, "import -q " SINGLE " -o '%s'", trace);
+    ASSERT_EQ(synctop(args), 0);
+    snprintf(args, sizeof args, "import '%s' -o '%s'", trace, task_path("again.trace"));
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "t.trace is a synctop trace file already");
+    snprintf(args, sizeof args, "report '%s'", empty_doc);
+    ASSERT_EQ(synctop(args), 1);
+    ASSERT_STR_CONTAINS(out_buf, "no events to analyse: ");
+    ASSERT_STR_CONTAINS(out_buf, "empty.json holds no GPU work, CUDA calls or ranges");
 }
 
 /* Options that cannot go together, or cannot do what they say, are usage errors (status 2), not a

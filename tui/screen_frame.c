@@ -54,7 +54,9 @@ void vw_layout_fit(vw_layout *L, int lane_rows, int site_rows) {
     }
     int need = lane_rows > VW_MIN_LANES ? lane_rows : VW_MIN_LANES;
     if (lanes > need) { /* rows the lanes would leave empty: more stall rows, then the detail pane */
-        int spare = lanes - need, more = stalls > 0 && want > stalls ? mini(want - stalls, spare) : 0;
+        int spare = lanes - need, more = want > stalls ? mini(want - stalls, spare) : 0;
+        if (stalls == 0 && more < 3) /* the detail pane took the panel's rows: back only with a row or two of it */
+            more = 0;
         stalls += more;
         detail += spare - more;
         lanes = need;

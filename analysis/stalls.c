@@ -100,7 +100,7 @@ static void distinguish_group(const st_store *s, const uint64_t *callsites, char
             const st_frame *f = frame_from_named(s, callsites[g[k].i], d);
             size_t at = strlen(l);
             if (f == NULL) { /* the chain ends here: nothing called it, or it called nothing more */
-                snprintf(l + at, len - at, " (%s)", d > 0 ? "outermost" : "innermost");
+                snprintf(l + at, len - at, " (%s)", d > 0 ? "top level" : "innermost");
                 continue;
             }
             frame_text(s, f, ft, sizeof ft);

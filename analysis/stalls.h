@@ -67,7 +67,7 @@ void an_site_label(const st_store *s, uint64_t callsite, uint32_t name, char *ou
 /* Makes n labels (labels + i * len, of callsites[i], each written as an_site_label or the report
  * writes them) tell their call sites apart: those that read the same get, each, its frame at the
  * first place where their chains differ, outward from the frame they are named after (" (from
- * FRAME)", " (outermost)" where a chain ends) and else inward (" (via FRAME)", " (innermost)").
+ * FRAME)", " (top level)" where a chain ends) and else inward (" (via FRAME)", " (innermost)").
  * Labels of sites whose frames read the same all along stay as they are. Returns 0, or ERR_NOMEM (labels unchanged). */
 int an_labels_distinguish(const st_store *s, const uint64_t *callsites, char *labels, size_t len, size_t n);
 

@@ -685,7 +685,8 @@ static int attribute(an_ctx *c) {
             uint64_t waited = waits_cover(r, c->chain, n_chain, clip_lo(first, b->start), clip_hi(last, b->end));
             r->splits[r->n_splits++] = stall_share(b, first, last, waited, L, prev_end);
         } else if ((best = submitting_wait(r, *v, L, b)) != SIZE_MAX) {
-            /* the work was submitted by a call that holds the host until it is done (a synchronous
+            /* no wait ended in the bubble (those come first: their share, then launch latency), and
+             * the work was submitted by a call that holds the host until it is done (a synchronous
              * copy through pageable memory, staged before its transfer starts): the GPU idle in
              * the call, before its work began, is its cost; before the call, the host's */
             if (r->n_splits >= AN_NONE || CM_GROW(r->splits, c->splits_cap, r->n_splits + 1))

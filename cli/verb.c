@@ -333,7 +333,7 @@ int verb_out_plan(const char *verb_name, const char *path, int force, const char
             return 0;
         }
         if (!S_ISREG(sb.st_mode))
-            return verb_error(verb_name, "-o %s: not a regular file, a device or a pipe", path);
+            return verb_error(verb_name, "-o %s: neither a file, a character device nor a pipe", path);
         if (!force)
             return verb_error(verb_name, "%s exists (use --force to replace it)", path);
     } else if (errno != ENOENT) {

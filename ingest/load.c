@@ -60,6 +60,7 @@ struct ingest_loader {
     int threads; /* an import's threads (import_opts.threads): 0 for the default */
     int keep;    /* several sources: one that cannot be read is left out, the others read */
     import_stats st;     /* a profiler trace's or an export's import: what it skipped */
+    uint32_t first_prod; /* the store's producers before this source's: those after are its own */
     unsigned char *left; /* per part: it was left out */
     size_t n_left;       /* sources left out, whether at opening or in the reading */
     size_t n_asked;      /* sources asked for */
@@ -243,6 +244,7 @@ ingest_loader *ingest_open_max(st_store *s, const char *path, uint64_t max_event
     }
     ld->fd = -1;
     ld->s = s;
+    ld->first_prod = (uint32_t)st_producer_count(s);
     ld->warn = warn;
     ld->ctx = ctx;
     if (sniff(ld, path, err) != 0) {
@@ -480,13 +482,16 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
         }
         while (ld->cur < ld->n_parts) {
             ingest_loader *part = ld->parts[ld->cur];
+            part->first_prod = ld->part_prods[2 * ld->cur];
             int r = ld->ahead ? ahead_take(ld->ahead, ld->cur, kineto_emit, ld->s, &part->st, part->progress,
                                            part->progress_ctx, part->path, err)
                               : AHEAD_MINE;
-            if (r == AHEAD_MINE)
-                r = ingest_step(part, budget_s, err); /* which says what it skipped */
-            else if (r > 0)
+            if (r == AHEAD_MINE) {
+                r = ingest_step(part, budget_s, err); /* which says what it skipped, and that it was read */
+            } else if (r > 0) {
                 say_unusable(part, &part->st);
+                st_store_producers_read(ld->s, part->first_prod);
+            }
             ld->part_prods[2 * ld->cur + 1] = (uint32_t)st_producer_count(ld->s);
             if (r < 0 && ld->keep && r != ERR_NOMEM && r != ERR_EOF) { /* not out of memory, not cancelled */
                 leave_out(ld, err);
@@ -516,8 +521,10 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
         import_opts o = {
             .ops = ld->ops, .threads = ld->threads, .progress = ld->progress, .progress_ctx = ld->progress_ctx};
         int rc = import_part(ld, &o, kineto_emit, ld->s, &ld->st, err);
-        if (rc == 0)
+        if (rc == 0) {
             say_unusable(ld, &ld->st);
+            st_store_producers_read(ld->s, ld->first_prod);
+        }
         return rc ? rc : 1;
     }
     int rc = tp_freader_reacquire(ld->r, err); /* released while other files were read */
@@ -548,7 +555,10 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
                 break;
         }
     }
-    return ld->next >= ld->count;
+    if (ld->next < ld->count)
+        return 0;
+    st_store_producers_read(ld->s, ld->first_prod);
+    return 1;
 }
 
 void ingest_on_progress(ingest_loader *ld, import_progress_fn fn, void *ctx) {

@@ -910,12 +910,12 @@ static void untaken_note(FILE *out, unsigned sources) {
 
 static void text_sites(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, const char *wheres,
                        int md) {
-    char where[512], cell[600], label[200], api[256], line[2048], rk[48];
+    char where[512], cell[1100], label[520], api[256], line[2048], rk[224];
     size_t top = o->top ? o->top : RP_TOP_DEFAULT;
     int any_untaken = 0, multi = st_producer_count(s) > 1;
     if (md)
         fprintf(out, "\n## Top stalls by call site\n\n|%s blocked ms | calls | max ms | %% wall | GPU idle ms | kind | API | call site |\n|%s---:|---:|---:|---:|---:|---|---|---|\n",
-                multi ? " rank |" : "", multi ? "---:|" : "");
+                multi ? " rank or process |" : "", multi ? "---|" : "");
     else if (r->n_sites)
         fprintf(out, "\nTop stalls by call site\n  %10s %6s %10s %6s %12s  %s\n", "blocked ms", "calls", "max ms", "%wall",
                 "GPU idle ms", "API (kind)");
@@ -925,8 +925,14 @@ static void text_sites(FILE *out, const st_store *s, const an_result *r, const r
         safe(st_str(s, st->name), api, sizeof api);
         any_untaken |= st->callsite == 0;
         if (md) {
-            if (multi)
-                fprintf(out, "| %d ", rank_of(s, st->producer));
+            if (multi) { /* its rank, else its process */
+                char pn[200];
+                if (rank_of(s, st->producer) >= 0)
+                    snprintf(pn, sizeof pn, "%d", rank_of(s, st->producer));
+                else
+                    process_name(s, st->producer, pn, sizeof pn);
+                fprintf(out, "| %s ", md_cell(pn, label, sizeof label));
+            }
             fprintf(out, "| %.3f | %" PRIu64 " | %.3f | %.1f | %.3f | %s | %s | %s |\n", ms(st->total_ns), st->count,
                     ms(st->max_ns), 100.0 * st->wall_share, ms(st->gpu_idle_ns), an_block_kind_name(st->kind),
                     md_cell(api, label, sizeof label), *where ? md_cell(where, cell, sizeof cell) : "-");
@@ -1057,7 +1063,7 @@ static const char *finding_where(const char *wheres, const an_result *r, const a
 }
 
 static void text_findings(FILE *out, const st_store *s, const an_result *r, const char *wheres, int md) {
-    char where[512], cell[600], label[200], api[256], line[2048], rk[48];
+    char where[512], cell[1100], label[520], api[256], line[2048], rk[224];
     fprintf(out, md ? "\n## Findings (Nsight Systems expert rules)\n" : "\nFindings (the checks of Nsight Systems' expert rules)\n");
     if (r->n_findings == 0)
         fprintf(out, md ? "\nNone.\n" : "  none\n");
@@ -1300,19 +1306,21 @@ static uint64_t text_host_clocks(FILE *out, const st_store *s, const an_ranks *r
 static void text_ranks(FILE *out, const st_store *s, const an_result *r, const an_ranks *rk, int md) {
     char line[2048], where[512], name[256], cell[4200];
     fprintf(out, md ? "\n## Ranks\n\n| rank | GPU busy ms | idle ms | blocked ms | collectives | last at | others waited ms | waited ms |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-                    : "\nRanks\n  %-6s %11s %9s %10s %6s %5s %11s %9s\n",
+                    : "\nRanks\n  %-9s %11s %9s %10s %6s %5s %9s %9s\n",
             "rank", "GPU busy ms", "idle ms", "blocked ms", "colls", "last", "made wait", "waited");
     for (size_t i = 0; i < rk->n_ranks; i++) {
         const an_rank *x = &rk->ranks[i];
-        char id[24];
+        char id[200], idc[420];
         if (x->rank >= 0)
             snprintf(id, sizeof id, "%d", x->rank);
         else
-            snprintf(id, sizeof id, "p%u", st_producer_get(s, x->producer)->pid);
+            process_name(s, x->producer, id, sizeof id);
+        if (md)
+            md_cell(id, idc, sizeof idc);
         fprintf(out, md ? "| %s | %.3f | %.3f | %.3f | %" PRIu64 " | %" PRIu64 " | %.3f | %.3f |\n"
-                        : "  %-6s %11.3f %9.3f %10.3f %6" PRIu64 " %5" PRIu64 " %11.3f %9.3f\n",
-                id, ms(x->busy_ns), ms(x->idle_ns), ms(x->blocked_ns), x->collectives, x->last_count, ms(x->made_wait_ns),
-                ms(x->waited_ns));
+                        : "  %-9s %11.3f %9.3f %10.3f %6" PRIu64 " %5" PRIu64 " %9.3f %9.3f\n",
+                md ? idc : id, ms(x->busy_ns), ms(x->idle_ns), ms(x->blocked_ns), x->collectives, x->last_count,
+                ms(x->made_wait_ns), ms(x->waited_ns));
     }
     uint64_t clock_unc = text_host_clocks(out, s, rk, md);
     if (rk->n_colls == 0) {
@@ -1335,11 +1343,11 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
         char *paren = strchr(name, '(');
         if (paren)
             *paren = '\0'; /* the kernel's signature says nothing here */
-        char who[32];
+        char who[200];
         if (rank_of(s, c->straggler) >= 0)
             snprintf(who, sizeof who, "rank %d", rank_of(s, c->straggler));
         else /* no rank said: its process, as the table names it */
-            snprintf(who, sizeof who, "p%u", st_producer_get(s, c->straggler)->pid);
+            process_name(s, c->straggler, who, sizeof who);
         int n = snprintf(line, sizeof line, "%s#%zu on stream %u: %s last, %.3f ms after the first; others waited %.3f ms;",
                          name, c->ordinal, c->stream, who, ms(c->last - c->first), ms(c->wait_ns));
         if (c->block != SIZE_MAX) {
@@ -1435,7 +1443,7 @@ static void text_advice(FILE *out, const st_store *s, const an_result *r, const 
         if (r->host_ranges[i].idle_ns > 0)
             v[n++] = (advice_item){.host = &r->host_ranges[i], .gpu_ns = r->host_ranges[i].idle_ns};
     qsort(v, n, sizeof *v, by_gpu_idle);
-    char where[512], line[2048], rk[48], rname[256], cell[4200];
+    char where[512], line[2048], rk[224], rname[256], cell[4200];
     int shown = 0;
     for (size_t i = 0; i < n && (size_t)shown < top; i++) {
         an_advice a;
@@ -1485,7 +1493,7 @@ static void text_advice(FILE *out, const st_store *s, const an_result *r, const 
 /* Steps: how they were found, the slowest and the outliers with the site that blocked longest in
  * each, and the stalls that come every Nth step. */
 static void text_steps(FILE *out, const st_store *s, const an_result *r, const an_steps *st, int md) {
-    char where[512], line[2048], rk[48];
+    char where[512], line[2048], rk[224], cell[4200];
     fprintf(out, md ? "\n## Steps\n\n" : "\nSteps\n");
     if (st->source == AN_STEPS_NONE) {
         char why[96];
@@ -1525,12 +1533,11 @@ static void text_steps(FILE *out, const st_store *s, const an_result *r, const a
                     safe(st_str(s, site->name), where, sizeof where);
             }
             if (md) {
-                char cell[600];
-                char rn[200] = "", rcell[600];
+                char rn[200] = "", rcell[600], wcell[600];
                 if (x->host_range)
                     safe(st_str(s, x->host_range), rn, sizeof rn);
                 fprintf(out, "| %" PRId64 "%s | %.3f | %.3f | %.3f | %u | %s | %s | %.3f | %s |\n", x->number,
-                        who(s, x->producer, rk, sizeof rk), ms(x->end - x->start), ms(x->gpu_busy_ns),
+                        md_cell(who(s, x->producer, rk, sizeof rk), wcell, sizeof wcell), ms(x->end - x->start), ms(x->gpu_busy_ns),
                         ms(x->blocked_ns), x->stalls, x->outlier ? "**slow**" : "", where[0] ? md_cell(where, cell, sizeof cell) : "-",
                         ms(x->host_ns), rn[0] ? md_cell(rn, rcell, sizeof rcell) : "-");
             } else {
@@ -1578,7 +1585,7 @@ static void text_steps(FILE *out, const st_store *s, const an_result *r, const a
                  api, where[0] ? " at " : "", where, ms(p->extra_ns), ms(p->extra_ns) / p->period,
                  who(s, p->producer, rk, sizeof rk));
         if (md)
-            fprintf(out, "\n- %s\n", line);
+            fprintf(out, "\n- %s\n", md_cell(line, cell, sizeof cell));
         else
             wrap(out, 2, 4, line);
     }
@@ -1890,6 +1897,18 @@ int rp_check_needs_baseline(const rp_check *c) {
     return c->metric == M_NEW_SITES || c->unit == 3;
 }
 
+/* A range:, site: or api: check whose name matches nothing (most often mistyped: it can never
+ * fail) says so after its line. */
+static void no_match_note(const rp_check *c, char *msg, size_t len) {
+    if (c->metric != M_SITE && c->metric != M_API && c->metric != M_RANGE)
+        return;
+    size_t at = strlen(msg);
+    snprintf(msg + at, len - at, " (%s)",
+             c->metric == M_API    ? "no call of that name blocked in these sources"
+             : c->metric == M_SITE ? "no call site that blocked matches it in these sources"
+                                   : "no range the host kept the GPU waiting in matches it");
+}
+
 int rp_check_eval_base(const rp_check *c, const st_store *s, const an_result *r, const st_store *bs,
                        const an_result *br, const an_diff *diff, char *msg, size_t len) {
     uint64_t ns = 0, base = 0;
@@ -1918,6 +1937,8 @@ int rp_check_eval_base(const rp_check *c, const st_store *s, const an_result *r,
                      ms((uint64_t)old_v), change);
         else
             snprintf(msg, len, "%s: %.0f, baseline %.0f (%+.1f%%)", c->text, now_v, old_v, change);
+        if (hits == 0 && old_hits == 0)
+            no_match_note(c, msg, len);
         return compare(change, c->op, c->value);
     }
     /* Every line names the measured value with its unit, and the threshold with the same unit. */
@@ -1957,13 +1978,7 @@ int rp_check_eval_base(const rp_check *c, const st_store *s, const an_result *r,
         snprintf(msg, len, "%s: %.0f %s%s%s; threshold %s %g %s", c->text, measured, kind, *kind ? " " : "", unit, op,
                  c->value, unit);
     }
-    if (hits == 0 && (c->metric == M_SITE || c->metric == M_API || c->metric == M_RANGE)) {
-        /* a name that matches nothing is most often mistyped: the check can never fail */
-        size_t at = strlen(msg);
-        snprintf(msg + at, len - at, " (%s)",
-                 c->metric == M_API    ? "no call of that name blocked in these sources"
-                 : c->metric == M_SITE ? "no call site that blocked matches it in these sources"
-                                       : "no range the host kept the GPU waiting in matches it");
-    }
+    if (hits == 0)
+        no_match_note(c, msg, len);
     return compare(measured, c->op, c->value);
 }

@@ -1458,6 +1458,11 @@ void st_producer_span(const st_store *s, uint32_t prod, uint64_t *t0, uint64_t *
     *t1 = b;
 }
 
+void st_store_producers_read(st_store *s, uint32_t first) {
+    for (size_t i = first; i < s->n_prods; i++)
+        s->prods[i].ended = 1;
+}
+
 int st_store_shift_producer(st_store *s, uint32_t prod, int64_t shift_ns) {
     return prod < s->n_prods ? producer_shift(s, prod, shift_ns) : ERR_INVAL;
 }

@@ -138,7 +138,8 @@ typedef struct st_producer_info {
     uint8_t flags;            /* its process record's: TP_F_TS_ABSOLUTE */
     uint64_t batches, missed; /* batches received, and missed (sequence gaps) */
     uint64_t drop_records[TP_DROP_MAX_], drop_batches[TP_DROP_MAX_]; /* latest TP_K_DROPS */
-    int ended; /* its TP_BF_END batch arrived */
+    int ended; /* nothing more of it will come: its TP_BF_END batch arrived, or the file it came
+                  from was read to its end (st_store_producers_read) */
     int clock_aligned;             /* its host's clock was measured (st_store_set_host_clock) */
     int64_t clock_shift_ns;        /* taken off its events' times: its host's clock minus the reference */
     uint64_t clock_uncertainty_ns; /* its events are on the reference clock within ± this */
@@ -241,6 +242,9 @@ void st_producer_span(const st_store *s, uint32_t prod, uint64_t *t0, uint64_t *
  * what was taken off before (its clock_shift_ns): files recorded at unrelated times put side by
  * side. 1 when its events moved, 0 when not, ERR_INVAL for no such producer. */
 int st_store_shift_producer(st_store *s, uint32_t prod, int64_t shift_ns);
+/* The producers from index first on came from a file now read whole: they are over (ended), what
+ * the file holds of them is all there is (a program killed, or a recording stopped, while it ran). */
+void st_store_producers_read(st_store *s, uint32_t first);
 const st_producer_info *st_producer_get(const st_store *s, size_t i);
 size_t st_device_count(const st_store *s);
 const st_device_info *st_device_get(const st_store *s, size_t i);

@@ -661,11 +661,13 @@ int tp_fwriter_close_stats(tp_fwriter **wp, tp_fwriter_stats *out, err_msg *err)
     }
     if (rc == 0)
         rc = fw_drain(w, err);
-    if (rc == 0 && fsync(w->fd) != 0)
+    struct stat sb;
+    int regular = fstat(w->fd, &sb) == 0 && S_ISREG(sb.st_mode); /* a device or a pipe has no disk to sync */
+    if (rc == 0 && regular && fsync(w->fd) != 0)
         rc = fw_fail(w, err, "cannot sync to disk at", errno);
     if (close(w->fd) != 0 && rc == 0)
         rc = err_set(err, ERR_IO, "%s: close: %s", w->path, strerror(errno));
-    if (rc == 0)
+    if (rc == 0 && regular)
         sync_parent_dir(w->path);
     if (out != NULL)
         tp_fwriter_stats_get(w, out);

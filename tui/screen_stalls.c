@@ -176,8 +176,8 @@ static void render_breakdown(frame_ctx *f) {
         for (size_t k = 0; v->header.figs_ready && k < v->header.n_figs; k++)
             if (v->header.figs[k].producer == dv->producer && v->header.figs[k].device == dv->device)
                 fig = &v->header.figs[k];
-        if (fig == NULL || fig->span_ns == 0) {
-            snprintf(line, sizeof line, " %-14s %s", name, "analysing...");
+        if (fig == NULL || fig->span_ns == 0) { /* not swept yet; or its process was not traced then */
+            snprintf(line, sizeof line, " %-14s %s", name, fig == NULL ? "analysing..." : "not traced in this window");
             vw__put_str(g, v, 0, y, g->w, line, ROLE_DIM, 0);
             continue;
         }

@@ -356,7 +356,7 @@ def bubble_costs(path, gap=20000):
                     by_api[last[2]] += to - frm
                     launch_from = L if L is not None and to < L < t else t
                     host_parts = [(s, frm), (to, launch_from)]
-                elif L is not None and corr in submitter and submitter[corr][1] > s:
+                elif L is not None and L < t and corr in submitter and submitter[corr][1] > s:
                     # submitted by a call that waits (a synchronous copy through pageable memory),
                     # still holding the host when the GPU ran dry: the idle in it before its work
                     # began is its own; after it returned, launch latency

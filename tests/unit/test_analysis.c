@@ -21,6 +21,7 @@
 #include "store.h"
 #include "load.h"
 #include "synctop/codec.h"
+#include "synctop/file.h"
 #include "task.h"
 
 static st_store *load_sample(const char *name) {
@@ -368,6 +369,52 @@ TEST(analysis_charges_a_blocking_copy_the_idle_before_its_transfer) {
     ASSERT_UEQ(st->gpu_idle_ns, 150000 + 40000);
     an_result_free(&r);
     st_store_destroy(&t.s);
+}
+
+/* The process's batch into a trace file at path (its last, TP_BF_END, when ended). */
+static void tl_write(tl *t, const char *path, int ended) {
+    tp_buf out = {0};
+    err_msg err = {{0}};
+    ASSERT_OK(tp_enc_finish_flags(t->enc, ended ? TP_BF_END : 0, &out));
+    tp_fwriter *w = tp_fwriter_open(path, TP_FW_OVERWRITE, &err);
+    ASSERT_NOT_NULL(w);
+    ASSERT_OK(tp_fwriter_append(w, out.data, out.len, &err));
+    ASSERT_OK(tp_fwriter_close(&w, &err));
+    tp_buf_free(&out);
+    tp_enc_destroy(&t->enc);
+}
+
+/* A process in a file is over where the file ends, whether its last batch came (77) or not (78:
+ * killed, or its recording stopped while it ran): read together, 78's GPU is counted from its
+ * first event to its last (300..350 us), not to 77's end (600). */
+TEST(analysis_counts_a_process_read_from_a_file_to_its_last_event) {
+    char p77[1024], p78[1024];
+    snprintf(p77, sizeof p77, "%s", task_path("77.trace"));
+    snprintf(p78, sizeof p78, "%s", task_path("78.trace"));
+    tl a, b;
+    tl_init_in(&a, 77, NULL);
+    tl_kernel(&a, 100, 110, 200);
+    tl_kernel(&a, 500, 510, 600);
+    tl_write(&a, p77, 1);
+    tl_init_in(&b, 78, a.s);
+    tl_kernel(&b, 300, 310, 350);
+    tl_write(&b, p78, 0);
+    st_store_destroy(&a.s);
+    st_store *s = st_store_new(NULL);
+    const char *paths[] = {p77, p78};
+    err_msg err = {{0}};
+    ASSERT_OK(ingest_files(s, paths, 2, 0, INGEST_ALIGN_CLOCK, NULL, NULL, &err));
+    st_store_commit(s);
+    an_result r;
+    ASSERT_OK(an_analyze(s, NULL, &r, NULL));
+    ASSERT_EQ(r.n_devices, 2);
+    for (size_t k = 0; k < r.n_devices; k++) {
+        uint64_t pid = st_producer_get(s, r.devices[k].producer)->producer;
+        ASSERT(st_producer_get(s, r.devices[k].producer)->ended);
+        ASSERT_UEQ(r.devices[k].span_ns, (pid == 77 ? 500 : 50) * 1000);
+    }
+    an_result_free(&r);
+    st_store_destroy(&s);
 }
 
 /* Two processes traced over different times: each one's GPU is counted from its first event, to its

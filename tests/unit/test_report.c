@@ -495,7 +495,8 @@ TEST(report_ranks_match_collectives_across_processes_of_an_nsys_export) {
                      "ok = len(t[144]) == 33 and len(t[145]) == 33 and d[1:] == (31, 145)"));
     ASSERT_EQ(synctop("report --ranks '" NSYS_TRACE_DIR "/torchrun_2proc_2gpu_h100.sqlite'"), 0);
     ASSERT_STR_CONTAINS(out_buf, "  33 collectives matched;");
-    ASSERT_STR_CONTAINS(out_buf, "    ncclDevKernel_SendRecv#31 on stream 7: p145 last,");
+    ASSERT_STR_CONTAINS(out_buf, "    ncclDevKernel_SendRecv#31 on stream 7: pid 145 last,");
+    ASSERT_STR_CONTAINS(out_buf, "\n  pid 145       267.276"); /* the ranks table names the process too */
     ASSERT(strstr(out_buf, "no collectives") == NULL);
 }
 
@@ -1185,6 +1186,7 @@ TEST(output_files_never_take_what_is_not_theirs) {
     ASSERT_STR_CONTAINS(out_buf, "Top stalls by call site");
     snprintf(args, sizeof args, "export '%s' -o /dev/null", trace);
     ASSERT_EQ(synctop(args), 0);
+    ASSERT_EQ(synctop("import -q " SINGLE " -o /dev/null"), 0);
     struct stat sb;
     ASSERT(stat("/dev/null", &sb) == 0 && S_ISCHR(sb.st_mode));
     snprintf(args, sizeof args, "export '%s' -o '%s' --force", trace, task_tmpdir());
@@ -1267,6 +1269,14 @@ TEST(report_markdown_escapes_names_from_the_trace) {
     ASSERT(strstr(out_buf, "*b*") == NULL);
     ASSERT_STR_CONTAINS(out_buf, "| aten::\\<img src=x\\>\\*b\\*\\_u\\_ |"); /* the stall table's site */
     ASSERT_STR_CONTAINS(out_buf, "blocked) at aten::\\<img src=x\\>\\*b\\*\\_u\\_"); /* the advice */
+    /* two processes with no rank: the table names each by its pid (the trace's host pid, 1) */
+    snprintf(args, sizeof args, "cp '%s' '%s'", path, task_path("html2.json"));
+    ASSERT_EQ(system(args), 0);
+    snprintf(args, sizeof args, "report --format markdown '%s' '%s'", path, task_path("html2.json"));
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "| rank or process | blocked ms |");
+    ASSERT_STR_CONTAINS(out_buf, "\n| pid 1 | 0.050 | 1 |");
+    ASSERT(strstr(out_buf, "| -1 |") == NULL);
 }
 
 /* The HTA temporal breakdown in Markdown is one table, a row per rank (the nvFuser export's two
@@ -2060,9 +2070,9 @@ TEST(report_ranks_measures_each_clock_from_the_collectives) {
     /* on the job's clock rank 2 arrives last (1 ms after rank 1, 2 ms after rank 0), not the
      * rank whose clock is ahead; each rank's GPU idle is over its own trace, from its first
      * kernel's start (6, 7, 8 ms in) to the last end (110 ms): 104 - 6 x 4, 103 - 6 x 3, 102 - 6 x 2 */
-    ASSERT_STR_CONTAINS(out_buf, "  0           24.000    80.000      0.000      6     0       0.000");
-    ASSERT_STR_CONTAINS(out_buf, "  1           18.000    85.000      0.000      6     0       0.000");
-    ASSERT_STR_CONTAINS(out_buf, "  2           12.000    90.000      0.000      6     6      18.000");
+    ASSERT_STR_CONTAINS(out_buf, "  0              24.000    80.000      0.000      6     0     0.000");
+    ASSERT_STR_CONTAINS(out_buf, "  1              18.000    85.000      0.000      6     0     0.000");
+    ASSERT_STR_CONTAINS(out_buf, "  2              12.000    90.000      0.000      6     6    18.000");
     fits_80_columns("report --ranks, skewed");
 }
 

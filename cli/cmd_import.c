@@ -107,23 +107,23 @@ static const char *pl(uint64_t n) {
     return n == 1 ? "" : "s";
 }
 
-static void print_summary(const totals *t, int n_inputs, const char *out, uint64_t file_bytes) {
+static void print_summary(FILE *to, const totals *t, int n_inputs, const char *out, uint64_t file_bytes) {
     char span[32], blocked[32], in[32], fb[32];
     fmt_ns(span, sizeof span, t->any_span ? t->t_max - t->t_min : 0);
     fmt_ns(blocked, sizeof blocked, t->blocked_ns);
     /* what was read: JSON text, plus the exports' SQLite bytes (which have no JSON) */
     fmt_bytes(in, sizeof in, t->json_bytes + t->sqlite_bytes);
     fmt_bytes(fb, sizeof fb, file_bytes);
-    printf("imported %d trace%s ", n_inputs, n_inputs == 1 ? "" : "s");
+    fprintf(to, "imported %d trace%s ", n_inputs, n_inputs == 1 ? "" : "s");
     if (t->any_rank) {
-        printf("(rank%s %s", n_inputs == 1 ? "" : "s", t->ranks);
+        fprintf(to, "(rank%s %s", n_inputs == 1 ? "" : "s", t->ranks);
         if (t->world > 0)
-            printf(" of %d", t->world);
-        printf(") ");
+            fprintf(to, " of %d", t->world);
+        fprintf(to, ") ");
     }
-    printf("into ");
-    tp_print_sanitized(stdout, out, (size_t)-1);
-    printf(": %" PRIu64 " kernel%s, %" PRIu64 " memcpy, %" PRIu64 " memset, %" PRIu64 " sync, %" PRIu64
+    fprintf(to, "into ");
+    tp_print_sanitized(to, out, (size_t)-1);
+    fprintf(to, ": %" PRIu64 " kernel%s, %" PRIu64 " memcpy, %" PRIu64 " memset, %" PRIu64 " sync, %" PRIu64
            " api call%s (%" PRIu64 " blocking, %s), %" PRIu64 " annotation%s; %" PRIu64 " device%s, %" PRIu64
            " stream%s, %" PRIu64 " thread%s; span %s; %s %s -> %s\n",
            t->rec[TP_K_KERNEL], pl(t->rec[TP_K_KERNEL]), t->rec[TP_K_MEMCPY], t->rec[TP_K_MEMSET],
@@ -306,7 +306,6 @@ static int import_run(const import_args *ia) {
     verb_out vo;
     if (verb_out_plan("import", ia->out, ia->force, ia->inputs, (size_t)ia->n_inputs, &vo))
         return 1;
-    struct stat sb;
     err_msg err = {{0}};
     tp_fwriter *w = tp_fwriter_open(verb_out_target(&vo), TP_FW_OVERWRITE, &err);
     if (w == NULL) {
@@ -317,14 +316,13 @@ static int import_run(const import_args *ia) {
     memset(&t, 0, sizeof t);
     int rc = import_all(ia, w, &t, &err);
     err_msg cerr = {{0}};
-    int crc = tp_fwriter_close(&w, &cerr);
+    tp_fwriter_stats ws = {0};
+    int crc = tp_fwriter_close_stats(&w, &ws, &cerr);
     if (rc == 0 && crc != 0) {
         rc = crc;
         err = cerr;
     }
-    uint64_t file_bytes = 0;
-    if (rc == 0 && stat(verb_out_target(&vo), &sb) == 0 && S_ISREG(sb.st_mode))
-        file_bytes = (uint64_t)sb.st_size;
+    uint64_t file_bytes = ws.file_bytes; /* what was written: a pipe or a device has no size to ask */
     if (rc != 0) {
         verb_out_finish("import", &vo, 0);
         verb_error("import", "%s", err.msg);
@@ -332,7 +330,8 @@ static int import_run(const import_args *ia) {
     }
     if (verb_out_finish("import", &vo, 1) != 0)
         return 1;
-    print_summary(&t, ia->n_inputs, ia->out, file_bytes);
+    /* said on standard error when the trace itself went somewhere a terminal or a pipe shows (/dev/stdout) */
+    print_summary(vo.direct ? stderr : stdout, &t, ia->n_inputs, ia->out, file_bytes);
     return 0;
 }
 

@@ -320,10 +320,15 @@ int verb_out_plan(const char *verb_name, const char *path, int force, const char
     struct stat sb;
     if (snprintf(o->final, sizeof o->final, "%s", path) >= (int)sizeof o->final)
         return verb_error(verb_name, "-o %s: the name is too long", path);
-    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
-        if (realpath(path, o->final) == NULL)
-            return verb_error(verb_name, "-o %s: a symbolic link to nothing that can be written (%s)", path,
-                              strerror(errno));
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode) && realpath(path, o->final) == NULL) {
+        /* a link with no path to follow: /dev/stdout to a pipe is written through, as a device is */
+        if (stat(path, &sb) == 0 && (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode))) {
+            snprintf(o->final, sizeof o->final, "%s", path);
+            o->direct = 1;
+            return 0;
+        }
+        return verb_error(verb_name, "-o %s: a symbolic link to nothing that can be written (%s)", path,
+                          strerror(errno));
     }
     if (stat(o->final, &sb) == 0) {
         if (S_ISDIR(sb.st_mode))

@@ -495,6 +495,7 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
             ld->part_prods[2 * ld->cur + 1] = (uint32_t)st_producer_count(ld->s);
             if (r < 0 && ld->keep && r != ERR_NOMEM && r != ERR_EOF) { /* not out of memory, not cancelled */
                 leave_out(ld, err);
+                st_store_producers_read(ld->s, part->first_prod); /* what it gave before it failed is all */
                 ld->left[ld->cur] = 1;
                 if (ld->n_left == ld->n_asked)
                     return err_set(err, ERR_IO, "none of the %zu sources could be read", ld->n_asked);

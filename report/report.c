@@ -125,8 +125,8 @@ static int32_t rank_of(const st_store *s, uint32_t producer) {
 }
 
 /* A process the report names where it has no rank: "pid P", with its host where another process
- * of the store has the same pid ("pid P on HOST"), or "process N" (its place) when its pid is not
- * known. */
+ * of the store has the same pid ("pid P on HOST"; with no host, "pid P (process N)", its place), or
+ * "process N" when its pid is not known. */
 static void process_name(const st_store *s, uint32_t producer, char *buf, size_t len) {
     const st_producer_info *p = producer < st_producer_count(s) ? st_producer_get(s, producer) : NULL;
     if (p == NULL || p->pid == 0) {
@@ -140,6 +140,8 @@ static void process_name(const st_store *s, uint32_t producer, char *buf, size_t
     safe(st_str(s, p->host), host, sizeof host);
     if (twin && host[0] != '\0')
         snprintf(buf, len, "pid %u on %s", p->pid, host);
+    else if (twin) /* no host to tell them apart: their places */
+        snprintf(buf, len, "pid %u (process %u)", p->pid, producer);
     else
         snprintf(buf, len, "pid %u", p->pid);
 }
@@ -737,7 +739,7 @@ static void sort_ptrs(const an_finding **p, size_t n) {
 /* Low-utilisation windows: per GPU, in time order, with the worst (most idle) named apart. */
 static void write_low_util(FILE *out, const st_store *s, const an_result *r, const an_finding *const *w, size_t n,
                            int md) {
-    char line[1024], label[200], where[512], cell[600];
+    char line[1024], label[400], where[512], cell[2100];
     for (size_t i = 0; i < n;) {
         size_t j = i;
         uint64_t idle = 0;
@@ -833,10 +835,12 @@ static void text_notices(FILE *out, const st_store *s, const an_result *r, int m
             safe(name + 9, text, sizeof text);
             snprintf(line, sizeof line, "note at +%.3f ms: %s",
                      ms(ev[i].start > r->t0 ? ev[i].start - r->t0 : 0), text);
-            if (md)
-                fprintf(out, "\n> %s\n", line);
-            else
+            if (md) {
+                char cell[1500];
+                fprintf(out, "\n> %s\n", md_cell(line, cell, sizeof cell));
+            } else {
                 wrap(out, 0, 2, line);
+            }
             shown++;
         }
     }
@@ -910,7 +914,7 @@ static void untaken_note(FILE *out, unsigned sources) {
 
 static void text_sites(FILE *out, const st_store *s, const an_result *r, const rp_opts *o, const char *wheres,
                        int md) {
-    char where[512], cell[1100], label[520], api[256], line[2048], rk[224];
+    char where[512], cell[4200], label[820], api[256], line[2048], rk[224];
     size_t top = o->top ? o->top : RP_TOP_DEFAULT;
     int any_untaken = 0, multi = st_producer_count(s) > 1;
     if (md)
@@ -1002,7 +1006,7 @@ static void own_spans_note(FILE *out, const an_result *r, int md) {
 
 /* GPU utilisation: a label too wide for its column gets a line of its own. */
 static void text_devices(FILE *out, const st_store *s, const an_result *r, int md) {
-    char cell[600], label[200];
+    char cell[1000], label[400];
     if (md)
         fprintf(out, "\n## GPU utilisation\n\n| GPU | busy ms | idle ms | util %% | idle: blocked | launch | host | unattributed | host blocked ms | kernels | copies |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     else if (r->n_devices)
@@ -1030,7 +1034,7 @@ static void text_devices(FILE *out, const st_store *s, const an_result *r, int m
 
 /* GPU idle time by cause (in the text report; Markdown has it in the utilisation table). */
 static void text_idle_causes(FILE *out, const st_store *s, const an_result *r) {
-    char label[200];
+    char label[400];
     if (r->n_devices == 0)
         return;
     fprintf(out, "\nGPU idle time by cause (ms)\n  %-29s %11s %11s %11s %12s\n", "GPU", "blocked", "launch", "host",
@@ -1063,7 +1067,7 @@ static const char *finding_where(const char *wheres, const an_result *r, const a
 }
 
 static void text_findings(FILE *out, const st_store *s, const an_result *r, const char *wheres, int md) {
-    char where[512], cell[1100], label[520], api[256], line[2048], rk[224];
+    char where[512], cell[4200], label[820], api[256], line[2048], rk[224];
     fprintf(out, md ? "\n## Findings (Nsight Systems expert rules)\n" : "\nFindings (the checks of Nsight Systems' expert rules)\n");
     if (r->n_findings == 0)
         fprintf(out, md ? "\nNone.\n" : "  none\n");
@@ -1206,11 +1210,11 @@ static void text_clocks(FILE *out, const st_store *s, const an_ranks *rk, int md
         const an_rank *x = &rk->ranks[i];
         if (x->clock_n == 0)
             continue;
-        char id[24];
+        char id[200];
         if (x->rank >= 0)
             snprintf(id, sizeof id, "rank %d", x->rank);
         else
-            snprintf(id, sizeof id, "pid %u", st_producer_get(s, x->producer)->pid);
+            process_name(s, x->producer, id, sizeof id);
         at += snprintf(line + at, sizeof line - (size_t)at, "%s%s %+.3f ms (spread %.3f)", i ? "; " : "", id,
                        (double)x->clock_offset_ns / 1e6, ms(x->clock_spread_ns));
         uint64_t off = x->clock_offset_ns < 0 ? (uint64_t)-x->clock_offset_ns : (uint64_t)x->clock_offset_ns;
@@ -1305,8 +1309,8 @@ static uint64_t text_host_clocks(FILE *out, const st_store *s, const an_ranks *r
  * waited for it; then the collectives the others waited longest at, with what held the last one. */
 static void text_ranks(FILE *out, const st_store *s, const an_result *r, const an_ranks *rk, int md) {
     char line[2048], where[512], name[256], cell[4200];
-    fprintf(out, md ? "\n## Ranks\n\n| rank | GPU busy ms | idle ms | blocked ms | collectives | last at | others waited ms | waited ms |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-                    : "\nRanks\n  %-9s %11s %9s %10s %6s %5s %9s %9s\n",
+    fprintf(out, md ? "\n## Ranks\n\n| rank or process | GPU busy ms | idle ms | blocked ms | collectives | last at | others waited ms | waited ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
+                    : "\nRanks\n  %-9s %11s %9s %10s %6s %5s %11s %9s\n",
             "rank", "GPU busy ms", "idle ms", "blocked ms", "colls", "last", "made wait", "waited");
     for (size_t i = 0; i < rk->n_ranks; i++) {
         const an_rank *x = &rk->ranks[i];
@@ -1315,10 +1319,14 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
             snprintf(id, sizeof id, "%d", x->rank);
         else
             process_name(s, x->producer, id, sizeof id);
-        if (md)
+        if (md) {
             md_cell(id, idc, sizeof idc);
+        } else if (strlen(id) > 9) { /* a long name on a line of its own, the figures under it */
+            fprintf(out, "  %s\n", id);
+            id[0] = '\0';
+        }
         fprintf(out, md ? "| %s | %.3f | %.3f | %.3f | %" PRIu64 " | %" PRIu64 " | %.3f | %.3f |\n"
-                        : "  %-9s %11.3f %9.3f %10.3f %6" PRIu64 " %5" PRIu64 " %9.3f %9.3f\n",
+                        : "  %-9s %11.3f %9.3f %10.3f %6" PRIu64 " %5" PRIu64 " %11.3f %9.3f\n",
                 md ? idc : id, ms(x->busy_ns), ms(x->idle_ns), ms(x->blocked_ns), x->collectives, x->last_count,
                 ms(x->made_wait_ns), ms(x->waited_ns));
     }

@@ -1187,6 +1187,13 @@ TEST(output_files_never_take_what_is_not_theirs) {
     snprintf(args, sizeof args, "export '%s' -o /dev/null", trace);
     ASSERT_EQ(synctop(args), 0);
     ASSERT_EQ(synctop("import -q " SINGLE " -o /dev/null"), 0);
+    /* through a pipe: the trace whole on it, the summary on standard error */
+    snprintf(args, sizeof args, "'%s' import -q " SINGLE " -o /dev/stdout 2>/dev/null | cat > '%s'", task_synctop(),
+             task_path("piped.trace"));
+    ASSERT_EQ(system(args), 0);
+    snprintf(args, sizeof args, "info '%s'", task_path("piped.trace"));
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "kernel: 4");
     struct stat sb;
     ASSERT(stat("/dev/null", &sb) == 0 && S_ISCHR(sb.st_mode));
     snprintf(args, sizeof args, "export '%s' -o '%s' --force", trace, task_tmpdir());
@@ -1269,13 +1276,15 @@ TEST(report_markdown_escapes_names_from_the_trace) {
     ASSERT(strstr(out_buf, "*b*") == NULL);
     ASSERT_STR_CONTAINS(out_buf, "| aten::\\<img src=x\\>\\*b\\*\\_u\\_ |"); /* the stall table's site */
     ASSERT_STR_CONTAINS(out_buf, "blocked) at aten::\\<img src=x\\>\\*b\\*\\_u\\_"); /* the advice */
-    /* two processes with no rank: the table names each by its pid (the trace's host pid, 1) */
+    /* two processes with no rank: the table names each by its pid (the trace's host pid, 1), and
+     * by its place, as they share it */
     snprintf(args, sizeof args, "cp '%s' '%s'", path, task_path("html2.json"));
     ASSERT_EQ(system(args), 0);
     snprintf(args, sizeof args, "report --format markdown '%s' '%s'", path, task_path("html2.json"));
     ASSERT_EQ(synctop(args), 0);
     ASSERT_STR_CONTAINS(out_buf, "| rank or process | blocked ms |");
-    ASSERT_STR_CONTAINS(out_buf, "\n| pid 1 | 0.050 | 1 |");
+    ASSERT_STR_CONTAINS(out_buf, "\n| pid 1 (process 0) | 0.050 | 1 |"); /* the same pid, no host: their places */
+    ASSERT_STR_CONTAINS(out_buf, "\n| pid 1 (process 1) | 0.050 | 1 |");
     ASSERT(strstr(out_buf, "| -1 |") == NULL);
 }
 
@@ -1936,6 +1945,10 @@ TEST(report_against_a_baseline_names_new_grown_and_gone_sites) {
              old, old);
     ASSERT_EQ(synctop(args), 0);
     ASSERT_STR_CONTAINS(out_buf, "\"new_sites\":0,\"grew\":0,\"shrank\":0,\"gone\":0");
+    /* a name that matches nothing, on either side, says so */
+    snprintf(args, sizeof args, "report --baseline '%s' '%s' --fail-if 'site:mistyped>+10%%'", old, old);
+    ASSERT_EQ(synctop(args), 0);
+    ASSERT_STR_CONTAINS(out_buf, "(no call site that blocked matches it in these sources)");
     /* a baseline-only check with no baseline: a usage error, said before any reading */
     snprintf(args, sizeof args, "report '%s' --fail-if 'new-sites>0'", old);
     ASSERT_EQ(synctop(args), 2);
@@ -2070,9 +2083,9 @@ TEST(report_ranks_measures_each_clock_from_the_collectives) {
     /* on the job's clock rank 2 arrives last (1 ms after rank 1, 2 ms after rank 0), not the
      * rank whose clock is ahead; each rank's GPU idle is over its own trace, from its first
      * kernel's start (6, 7, 8 ms in) to the last end (110 ms): 104 - 6 x 4, 103 - 6 x 3, 102 - 6 x 2 */
-    ASSERT_STR_CONTAINS(out_buf, "  0              24.000    80.000      0.000      6     0     0.000");
-    ASSERT_STR_CONTAINS(out_buf, "  1              18.000    85.000      0.000      6     0     0.000");
-    ASSERT_STR_CONTAINS(out_buf, "  2              12.000    90.000      0.000      6     6    18.000");
+    ASSERT_STR_CONTAINS(out_buf, "  0              24.000    80.000      0.000      6     0       0.000");
+    ASSERT_STR_CONTAINS(out_buf, "  1              18.000    85.000      0.000      6     0       0.000");
+    ASSERT_STR_CONTAINS(out_buf, "  2              12.000    90.000      0.000      6     6      18.000");
     fits_80_columns("report --ranks, skewed");
 }
 

@@ -142,31 +142,16 @@ static void chrome_header(FILE *out, const st_store *s) {
     fputs("],\"traceEvents\":[", out);
 }
 
-/* Whether a stream lane before lane l is of the same process and GPU. */
-static int gpu_named_before(const st_store *s, size_t l) {
-    const st_lane_info *li = st_lane_get(s, l);
-    for (size_t k = 0; k < l; k++) {
-        const st_lane_info *o = st_lane_get(s, k);
-        if (o->kind == ST_LANE_STREAM && o->producer == li->producer && o->device == li->device)
-            return 1;
-    }
-    return 0;
-}
-
-/* Whether the thread of ranges lane l also has a lane of CUDA calls. */
-static int thread_lane_of(const st_store *s, size_t l) {
-    const st_lane_info *li = st_lane_get(s, l);
-    for (size_t k = 0; k < st_lane_count(s); k++) {
-        const st_lane_info *o = st_lane_get(s, k);
-        if (o->kind == ST_LANE_THREAD && o->producer == li->producer && o->id == li->id)
-            return 1;
-    }
-    return 0;
+/* Whether key is met for the first time (remembered in seen; out of memory: taken as first). */
+static int first_time(cm_u64map *seen, uint64_t key) {
+    int added = 1;
+    return cm_u64map_get_or_add(seen, key, 1, &added) == NULL || added;
 }
 
 /* The metadata rows that name processes, GPUs, threads and streams. */
 static void chrome_names(exp_ctx *x, const st_store *s) {
     FILE *out = x->out;
+    cm_u64map named = {0}; /* the GPUs and threads named already */
     for (size_t p = 0; p < st_producer_count(s); p++) {
         const st_producer_info *pi = st_producer_get(s, p);
         row_begin(x);
@@ -179,7 +164,8 @@ static void chrome_names(exp_ctx *x, const st_store *s) {
         const st_producer_info *pi = st_producer_get(s, li->producer);
         char name[256];
         if (li->kind == ST_LANE_STREAM) {
-            if (!gpu_named_before(s, l)) { /* a GPU's name once, however many streams it has */
+            /* a GPU's name once, however many streams it has */
+            if (first_time(&named, (uint64_t)1 << 63 | (uint64_t)li->producer << 16 | li->device)) {
                 row_begin(x);
                 fprintf(out,
                         "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"name\":\"GPU %u\"}}",
@@ -192,14 +178,16 @@ static void chrome_names(exp_ctx *x, const st_store *s) {
                 snprintf(name, sizeof name, "stream %u%s", li->id, li->null_stream ? " (default)" : "");
             fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":\"%s\"}}",
                     gpu_pid(li->producer, li->device), li->id == TP_NO_ID ? wide_tid(li) : (int64_t)li->id, name);
-        } else if ((li->kind == ST_LANE_THREAD || (li->kind == ST_LANE_NVTX && !thread_lane_of(s, l))) &&
-                   *st_str(s, li->name)) { /* a thread's name once: with its calls, else with its ranges */
+        } else if ((li->kind == ST_LANE_THREAD || li->kind == ST_LANE_NVTX) && *st_str(s, li->name) &&
+                   first_time(&named, (uint64_t)li->producer << 32 | li->id)) { /* a thread's name once, from its
+                                                                                     calls' lane or its ranges' */
             row_begin(x);
             fprintf(out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", pi->pid, li->id);
             jstr(out, st_str(s, li->name));
             fputs("}}", out);
         }
     }
+    cm_u64map_free(&named);
 }
 
 /* Frames exported around one call: deeper stacks keep their innermost frames. */

@@ -321,14 +321,10 @@ int verb_out_plan(const char *verb_name, const char *path, int force, const char
     if (snprintf(o->final, sizeof o->final, "%s", path) >= (int)sizeof o->final)
         return verb_error(verb_name, "-o %s: the name is too long", path);
     if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode) && realpath(path, o->final) == NULL) {
-        /* a link with no path to follow: /dev/stdout to a pipe is written through, as a device is */
-        if (stat(path, &sb) == 0 && (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode))) {
-            snprintf(o->final, sizeof o->final, "%s", path);
-            o->direct = 1;
-            return 0;
-        }
-        return verb_error(verb_name, "-o %s: a symbolic link to nothing that can be written (%s)", path,
-                          strerror(errno));
+        if (stat(path, &sb) != 0)
+            return verb_error(verb_name, "-o %s: a symbolic link to nothing that can be written (%s)", path,
+                              strerror(errno));
+        snprintf(o->final, sizeof o->final, "%s", path); /* no path to follow (/dev/stdout to a pipe): through it */
     }
     if (stat(o->final, &sb) == 0) {
         if (S_ISDIR(sb.st_mode))

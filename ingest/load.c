@@ -486,16 +486,13 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
             int r = ld->ahead ? ahead_take(ld->ahead, ld->cur, kineto_emit, ld->s, &part->st, part->progress,
                                            part->progress_ctx, part->path, err)
                               : AHEAD_MINE;
-            if (r == AHEAD_MINE) {
-                r = ingest_step(part, budget_s, err); /* which says what it skipped, and that it was read */
-            } else if (r > 0) {
+            if (r == AHEAD_MINE)
+                r = ingest_step(part, budget_s, err); /* which says what it skipped */
+            else if (r > 0)
                 say_unusable(part, &part->st);
-                st_store_producers_read(ld->s, part->first_prod);
-            }
             ld->part_prods[2 * ld->cur + 1] = (uint32_t)st_producer_count(ld->s);
             if (r < 0 && ld->keep && r != ERR_NOMEM && r != ERR_EOF) { /* not out of memory, not cancelled */
                 leave_out(ld, err);
-                st_store_producers_read(ld->s, part->first_prod); /* what it gave before it failed is all */
                 ld->left[ld->cur] = 1;
                 if (ld->n_left == ld->n_asked)
                     return err_set(err, ERR_IO, "none of the %zu sources could be read", ld->n_asked);
@@ -503,6 +500,8 @@ int ingest_step(ingest_loader *ld, double budget_s, err_msg *err) {
             }
             if (r <= 0)
                 return r;
+            /* read whole, or left out: what it gave is all there is of its processes */
+            st_store_producers_read(ld->s, part->first_prod);
             if (part->r != NULL)
                 tp_freader_release(part->r);
             ld->cur++;

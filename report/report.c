@@ -146,6 +146,17 @@ static void process_name(const st_store *s, uint32_t producer, char *buf, size_t
         snprintf(buf, len, "pid %u", p->pid);
 }
 
+/* A process as the report names it: its rank (rank >= 0), after word ("rank ", or "" in a column
+ * of ranks), else process_name. */
+static const char *rank_or_process(const st_store *s, uint32_t producer, int32_t rank, const char *word, char *buf,
+                                   size_t len) {
+    if (rank >= 0)
+        snprintf(buf, len, "%s%d", word, rank);
+    else
+        process_name(s, producer, buf, len);
+    return buf;
+}
+
 static const char *device_name(const st_store *s, uint32_t producer, uint16_t device) {
     for (size_t i = 0; i < st_device_count(s); i++) {
         const st_device_info *d = st_device_get(s, i);
@@ -461,20 +472,14 @@ static void device_label(const st_store *s, const an_result *r, uint32_t produce
     safe(device_name(s, producer, device), name, sizeof name);
     if (device == TP_NO_DEVICE)
         snprintf(buf, len, "%s%s?", multi ? "" : "", "GPU ");
-    else if (multi && rank >= 0)
-        snprintf(buf, len, "rank %d GPU %u%s%s", rank, device, *name ? " " : "", name);
     else if (multi) {
         char proc[200];
-        process_name(s, producer, proc, sizeof proc);
-        snprintf(buf, len, "%s GPU %u%s%s", proc, device, *name ? " " : "", name);
-    }
-    else
+        snprintf(buf, len, "%s GPU %u%s%s", rank_or_process(s, producer, rank, "rank ", proc, sizeof proc), device,
+                 *name ? " " : "", name);
+    } else
         snprintf(buf, len, "GPU %u%s%s", device, *name ? " " : "", name);
     (void)r;
 }
-
-static void wrap(FILE *out, int first, int rest, const char *text);
-
 
 /* What HTA's temporal breakdown of a rank leaves out or rounds, and a negative non_compute_time. */
 static void hta_rank_notes(FILE *out, const hta_rank *k, int md) {
@@ -693,18 +698,13 @@ static char *site_fit(const st_store *s, uint64_t callsite, int width, char *buf
     return unbreakable(buf);
 }
 
-/* " [rank N]" (or " [pid P]", process_name) when the report covers several producers, else "". */
+/* " [rank N]" (or " [pid P]": rank_or_process) when the report covers several producers, else "". */
 static const char *who(const st_store *s, uint32_t producer, char *buf, size_t len) {
-    int32_t rank = rank_of(s, producer);
     char proc[200];
     if (st_producer_count(s) < 2)
         buf[0] = '\0';
-    else if (rank >= 0)
-        snprintf(buf, len, " [rank %d]", rank);
-    else {
-        process_name(s, producer, proc, sizeof proc);
-        snprintf(buf, len, " [%s]", proc);
-    }
+    else
+        snprintf(buf, len, " [%s]", rank_or_process(s, producer, rank_of(s, producer), "rank ", proc, sizeof proc));
     return buf;
 }
 
@@ -929,12 +929,9 @@ static void text_sites(FILE *out, const st_store *s, const an_result *r, const r
         safe(st_str(s, st->name), api, sizeof api);
         any_untaken |= st->callsite == 0;
         if (md) {
-            if (multi) { /* its rank, else its process */
+            if (multi) {
                 char pn[200];
-                if (rank_of(s, st->producer) >= 0)
-                    snprintf(pn, sizeof pn, "%d", rank_of(s, st->producer));
-                else
-                    process_name(s, st->producer, pn, sizeof pn);
+                rank_or_process(s, st->producer, rank_of(s, st->producer), "", pn, sizeof pn);
                 fprintf(out, "| %s ", md_cell(pn, label, sizeof label));
             }
             fprintf(out, "| %.3f | %" PRIu64 " | %.3f | %.1f | %.3f | %s | %s | %s |\n", ms(st->total_ns), st->count,
@@ -1211,10 +1208,7 @@ static void text_clocks(FILE *out, const st_store *s, const an_ranks *rk, int md
         if (x->clock_n == 0)
             continue;
         char id[200];
-        if (x->rank >= 0)
-            snprintf(id, sizeof id, "rank %d", x->rank);
-        else
-            process_name(s, x->producer, id, sizeof id);
+        rank_or_process(s, x->producer, x->rank, "rank ", id, sizeof id);
         at += snprintf(line + at, sizeof line - (size_t)at, "%s%s %+.3f ms (spread %.3f)", i ? "; " : "", id,
                        (double)x->clock_offset_ns / 1e6, ms(x->clock_spread_ns));
         uint64_t off = x->clock_offset_ns < 0 ? (uint64_t)-x->clock_offset_ns : (uint64_t)x->clock_offset_ns;
@@ -1315,10 +1309,7 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
     for (size_t i = 0; i < rk->n_ranks; i++) {
         const an_rank *x = &rk->ranks[i];
         char id[200], idc[420];
-        if (x->rank >= 0)
-            snprintf(id, sizeof id, "%d", x->rank);
-        else
-            process_name(s, x->producer, id, sizeof id);
+        rank_or_process(s, x->producer, x->rank, "", id, sizeof id);
         if (md) {
             md_cell(id, idc, sizeof idc);
         } else if (strlen(id) > 9) { /* a long name on a line of its own, the figures under it */
@@ -1351,11 +1342,8 @@ static void text_ranks(FILE *out, const st_store *s, const an_result *r, const a
         char *paren = strchr(name, '(');
         if (paren)
             *paren = '\0'; /* the kernel's signature says nothing here */
-        char who[200];
-        if (rank_of(s, c->straggler) >= 0)
-            snprintf(who, sizeof who, "rank %d", rank_of(s, c->straggler));
-        else /* no rank said: its process, as the table names it */
-            process_name(s, c->straggler, who, sizeof who);
+        char who[200]; /* no rank said: its process, as the table names it */
+        rank_or_process(s, c->straggler, rank_of(s, c->straggler), "rank ", who, sizeof who);
         int n = snprintf(line, sizeof line, "%s#%zu on stream %u: %s last, %.3f ms after the first; others waited %.3f ms;",
                          name, c->ordinal, c->stream, who, ms(c->last - c->first), ms(c->wait_ns));
         if (c->block != SIZE_MAX) {

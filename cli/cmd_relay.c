@@ -80,18 +80,15 @@ static void scan_one(void *ctx, long pid, const char *endpoint) {
         return;
     if (state != NULL) {
         *state = SEEN_RUNNING;
-        if (!sc->quiet)
-            verb_say("relay", "+ process %ld (%s)", pid, endpoint);
-        return;
+    } else {
+        err_msg err = {{0}};
+        if (tp_relay_connect(sc->r, endpoint, &err) != 0) {
+            verb_warn("relay", "%s", err.msg);
+            return;
+        }
+        if (cm_u64map_get_or_add(sc->seen, (uint64_t)pid, SEEN_RUNNING, NULL) == NULL)
+            return;
     }
-    err_msg err = {{0}};
-    if (tp_relay_connect(sc->r, endpoint, &err) != 0) {
-        verb_warn("relay", "%s", err.msg);
-        return;
-    }
-    int added;
-    if (cm_u64map_get_or_add(sc->seen, (uint64_t)pid, SEEN_RUNNING, &added) == NULL)
-        return;
     if (!sc->quiet)
         verb_say("relay", "+ process %ld (%s)", pid, endpoint);
 }

@@ -1800,9 +1800,8 @@ static int compare(double a, int op, double b) {
     }
 }
 
-/* What a check measures in one run: a time (*ns, of *base for shares) or a count (returned). */
-/* What a check measures; *ns_out the time of a time metric over *base_out, *hits_out how many
- * ranges or sites a range:, site: or api: check matched. */
+/* What a check measures in one run: a time (*ns_out, of *base_out for shares) or a count
+ * (returned); *hits_out how many ranges or sites a range:, site: or api: check matched. */
 static double measure(const rp_check *c, const st_store *s, const an_result *r, uint64_t *ns_out, uint64_t *base_out,
                       size_t *hits_out) {
     uint64_t wall = r->t1 - r->t0;

@@ -33,6 +33,15 @@ static int synctop(const char *args) {
 
 static const char *slurp(const char *path);
 
+/* Writes text to the file name in the test's directory; its path into path (len bytes). */
+static void put_text(const char *name, const char *text, char *path, size_t len) {
+    snprintf(path, len, "%s", task_path(name));
+    FILE *f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fputs(text, f);
+    ASSERT_EQ(fclose(f), 0);
+}
+
 #define ALEXNET "'" KINETO_TRACE_DIR "/alexnet_a100_sync_heavy.json.gz'"
 #define SINGLE "'" KINETO_TRACE_DIR "/event_sync_single_stream.json.gz'"
 
@@ -1166,7 +1175,7 @@ TEST(output_files_never_take_what_is_not_theirs) {
     char args[4096], trace[1024], link[1024], target[1024];
     snprintf(trace, sizeof trace, "%s", task_path("a.trace"));
     snprintf(link, sizeof link, "%s", task_path("link.json"));
-    snprintf(target, sizeof target, "%s", task_path("target.json"));
+
     snprintf(args, sizeof args, "import -q " SINGLE " -o '%s'", trace);
     ASSERT_EQ(synctop(args), 0);
     snprintf(args, sizeof args, "report '%s' -o '%s'", trace, trace);
@@ -1199,10 +1208,7 @@ TEST(output_files_never_take_what_is_not_theirs) {
     snprintf(args, sizeof args, "export '%s' -o '%s' --force", trace, task_tmpdir());
     ASSERT_EQ(synctop(args), 1);
     ASSERT_STR_CONTAINS(out_buf, "that is a directory; name a file");
-    FILE *f = fopen(target, "w");
-    ASSERT_NOT_NULL(f);
-    fputs("old\n", f);
-    fclose(f);
+    put_text("target.json", "old\n", target, sizeof target);
     ASSERT_EQ(symlink(target, link), 0);
     snprintf(args, sizeof args, "export '%s' -o '%s'", trace, link);
     ASSERT_EQ(synctop(args), 1);
@@ -1221,16 +1227,13 @@ TEST(output_files_never_take_what_is_not_theirs) {
  * the report of a whole one. */
 TEST(report_and_export_say_the_entries_they_skip) {
     char path[1024], args[4096];
-    snprintf(path, sizeof path, "%s", task_path("neg.json"));
-    FILE *f = fopen(path, "w");
-    ASSERT_NOT_NULL(f);
-    fputs("{\"traceEvents\": [\n"
-          "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"a\",\"pid\":0,\"tid\":7,\"ts\":20,\"dur\":5,"
-          "\"args\":{\"device\":0,\"stream\":7,\"correlation\":1}},\n"
-          "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"b\",\"pid\":0,\"tid\":7,\"ts\":40,\"dur\":-5,"
-          "\"args\":{\"device\":0,\"stream\":7,\"correlation\":2}}\n]}\n",
-          f);
-    fclose(f);
+    put_text("neg.json",
+             "{\"traceEvents\": [\n"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"a\",\"pid\":0,\"tid\":7,\"ts\":20,\"dur\":5,"
+             "\"args\":{\"device\":0,\"stream\":7,\"correlation\":1}},\n"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"b\",\"pid\":0,\"tid\":7,\"ts\":40,\"dur\":-5,"
+             "\"args\":{\"device\":0,\"stream\":7,\"correlation\":2}}\n]}\n",
+             path, sizeof path);
     snprintf(args, sizeof args, "report '%s'", path);
     ASSERT_EQ(synctop(args), 0);
     ASSERT_STR_CONTAINS(out_buf, "neg.json: skipped 1 unusable entry; the first: traceEvents entry 1 (ending line 3)");
@@ -1249,24 +1252,21 @@ TEST(report_and_export_say_the_entries_they_skip) {
  * findings. */
 TEST(report_markdown_escapes_names_from_the_trace) {
     char path[1024], args[4096];
-    snprintf(path, sizeof path, "%s", task_path("html.json"));
-    FILE *f = fopen(path, "w");
-    ASSERT_NOT_NULL(f);
-    fputs("{\"traceEvents\": [\n"
-          "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::<img src=x>*b*_u_\",\"pid\":1,\"tid\":1,"
-          "\"ts\":0,\"dur\":100},\n"
-          "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":2,"
-          "\"dur\":2,\"args\":{\"correlation\":1}},\n"
-          "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":5,\"dur\":40,"
-          "\"args\":{\"device\":0,\"stream\":7,\"correlation\":1}},\n"
-          "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaStreamSynchronize\",\"pid\":1,\"tid\":1,"
-          "\"ts\":10,\"dur\":50,\"args\":{\"correlation\":2}},\n"
-          "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":70,"
-          "\"dur\":2,\"args\":{\"correlation\":3}},\n"
-          "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":80,\"dur\":10,"
-          "\"args\":{\"device\":0,\"stream\":7,\"correlation\":3}}\n]}\n",
-          f);
-    fclose(f);
+    put_text("html.json",
+             "{\"traceEvents\": [\n"
+             "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::<img src=x>*b*_u_\",\"pid\":1,\"tid\":1,"
+             "\"ts\":0,\"dur\":100},\n"
+             "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":2,"
+             "\"dur\":2,\"args\":{\"correlation\":1}},\n"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":5,\"dur\":40,"
+             "\"args\":{\"device\":0,\"stream\":7,\"correlation\":1}},\n"
+             "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaStreamSynchronize\",\"pid\":1,\"tid\":1,"
+             "\"ts\":10,\"dur\":50,\"args\":{\"correlation\":2}},\n"
+             "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":70,"
+             "\"dur\":2,\"args\":{\"correlation\":3}},\n"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":80,\"dur\":10,"
+             "\"args\":{\"device\":0,\"stream\":7,\"correlation\":3}}\n]}\n",
+             path, sizeof path);
     snprintf(args, sizeof args, "report --format markdown '%s'", path);
     ASSERT_EQ(synctop(args), 0);
     int escaped = 0;
@@ -1309,17 +1309,9 @@ TEST(report_hta_markdown_keeps_its_table_whole) {
  * with nothing in it is named. */
 TEST(verbs_say_what_a_file_is_not) {
     char garbage[1024], empty_doc[1024], trace[1024], args[4096];
-    snprintf(garbage, sizeof garbage, "%s", task_path("garbage.json"));
-    snprintf(empty_doc, sizeof empty_doc, "%s", task_path("empty.json"));
     snprintf(trace, sizeof trace, "%s", task_path("t.trace"));
-    FILE *f = fopen(garbage, "w");
-    ASSERT_NOT_NULL(f);
-    fputs("hello, not a trace\n", f);
-    fclose(f);
-    f = fopen(empty_doc, "w");
-    ASSERT_NOT_NULL(f);
-    fputs("[]\n", f);
-    fclose(f);
+    put_text("garbage.json", "hello, not a trace\n", garbage, sizeof garbage);
+    put_text("empty.json", "[]\n", empty_doc, sizeof empty_doc);
     snprintf(args, sizeof args, "info '%s'", garbage);
     ASSERT_EQ(synctop(args), 1);
     ASSERT_STR_CONTAINS(out_buf, "garbage.json: neither a synctop trace file, an Nsight Systems SQLite export nor a "

@@ -28,6 +28,8 @@
  * JSON): below it the inflate and two parsing threads share two cores for nothing. */
 #define IMPORT_PAR_LEAST_MIB    16
 #define IMPORT_PAR_LEAST_GZ_MIB 4
+#define IMPORT_END_TWO_LEAST    (1u << 16)  /* records from which an import parsed on threads orders them on two, and
+                                               moves them into order beside their emit */
 #define IMPORT_CAT_MAX          32          /* bytes of a category name kept (cut) */
 #define IMPORT_FRAME_NAME_MAX   4096        /* bytes of a call-chain frame's function or module name kept (cut) */
 

@@ -6,6 +6,8 @@
  * of: the order is made in the contexts' pages once they have named the calls, the records are
  * moved into time order in place (a radix sort of one word each) and their pages given back as they
  * are emitted, so that the records, the contexts, the order and the store never all peak together.
+ * A text parsed on threads has two for its end: the order's halves are sorted apart, and the records
+ * are moved on one while the other emits those already in place.
  */
 #include "kineto_int.h"
 #include "emit.h"
@@ -14,6 +16,7 @@
 #include "radix.h"
 #include "text.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,21 +95,72 @@ static int word_cmp(const void *a, const void *b, void *arg) {
     return o->cmp(o->k, (size_t)(*(const uint64_t *)a & o->mask), (size_t)(*(const uint64_t *)b & o->mask));
 }
 
+/* Words of sort_by_start, places from to from + n: made, then sorted by their bits from low up in w
+ * with the room at room (out: w or room, NULL when out of memory). */
+typedef struct kwords {
+    uint64_t *w, *room, *out;
+    size_t from, n;
+    size_t (*at)(const void *k, size_t i);
+    uint64_t (*start)(const void *k, size_t i);
+    const void *k;
+    uint64_t lo;
+    int shift, ib;
+} kwords;
+
+static void *words_sort(void *arg) {
+    kwords *h = arg;
+    for (size_t i = 0; i < h->n; i++)
+        h->w[i] = ((h->start(h->k, h->from + i) - h->lo) >> h->shift) << h->ib | h->at(h->k, h->from + i);
+    h->out = cm_radix_sort_u64_above(h->w, h->room, h->n, (unsigned)h->ib);
+    return NULL;
+}
+
+/* The sorted words of a and b, merged into d by their bits from low up, a's first where those are
+ * equal: as a stable sort of a's words followed by b's would leave them. */
+static void words_merge(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, uint64_t *d, int low) {
+    size_t i = 0, j = 0;
+    while (i < na && j < nb)
+        *d++ = b[j] >> low < a[i] >> low ? b[j++] : a[i++];
+    memcpy(d, a + i, (na - i) * sizeof *a);
+    memcpy(d + (na - i), b + j, (nb - j) * sizeof *b);
+}
+
 /* Sorts the n places at[i] (the i-th's start start[i]; places rising with i) by start, ties in the
  * order given, as words: the place in the low bits (*mask), above it the start less lo (hi the
  * latest), both in one word; a span too wide for that gives up the start's last bits, and each run
  * that then shares a key is sorted by cmp. The sort reads the starts' bits alone: being stable, it
  * leaves places of one start rising. In the 2n words at w, the first n for the words and the rest
- * their room: returns where the sorted words are (w or w + n), NULL when out of memory. */
+ * their room: returns where the sorted words are (w or w + n), NULL when out of memory. With two
+ * (and places enough), the second half of the words is made and sorted on a thread of its own
+ * while this one does the first, and the halves merged: the same order. */
 static uint64_t *sort_by_start(uint64_t *w, size_t n, size_t (*at)(const void *k, size_t i),
                                uint64_t (*start)(const void *k, size_t i), const void *k, size_t places, uint64_t lo,
-                               uint64_t hi, int (*cmp)(const void *k, size_t x, size_t y), uint64_t *mask) {
+                               uint64_t hi, int (*cmp)(const void *k, size_t x, size_t y), uint64_t *mask, int two) {
     int ib = bits_of(places), sb = bits_of(hi - lo);
     int shift = ib + sb > 64 ? ib + sb - 64 : 0;
     *mask = ((uint64_t)1 << ib) - 1;
-    for (size_t i = 0; i < n; i++)
-        w[i] = ((start(k, i) - lo) >> shift) << ib | at(k, i);
-    uint64_t *s = cm_radix_sort_u64_above(w, w + n, n, (unsigned)ib);
+    size_t m = two && n >= IMPORT_END_TWO_LEAST ? n / 2 : n;
+    kwords a = {w, w + n, NULL, 0, m, at, start, k, lo, shift, ib};
+    kwords b = {w + m, w + n + m, NULL, m, n - m, at, start, k, lo, shift, ib};
+    pthread_t th;
+    int on_thread = m < n && pthread_create(&th, NULL, words_sort, &b) == 0;
+    words_sort(&a);
+    if (m < n) {
+        if (on_thread)
+            pthread_join(th, NULL);
+        else
+            words_sort(&b);
+    }
+    uint64_t *s = a.out;
+    if (s != NULL && m < n) {
+        if (b.out == NULL)
+            return NULL;
+        uint64_t *in = s == w ? w : w + n, *to = s == w ? w + n : w; /* b's words beside a's, then merged */
+        if (b.out != in + m)
+            memcpy(in + m, b.out, (n - m) * sizeof *in);
+        words_merge(in, m, in + m, n - m, to, ib);
+        s = to;
+    }
     word_order o = {*mask, cmp, k};
     for (size_t i = 0, j; s != NULL && shift > 0 && i < n; i = j) {
         for (j = i + 1; j < n && s[j] >> ib == s[i] >> ib; j++) {
@@ -188,7 +242,7 @@ static int ctx_run_cmp(const void *r, size_t x, size_t y) {
 static int ctx_sort_run(kimp *k, uint32_t *idx, size_t n, uint64_t lo, uint64_t hi) {
     ctx_run r = {k, idx};
     uint64_t mask, *w = cm_big_alloc_filled(2 * n * sizeof *w), *s = NULL;
-    if (w != NULL && (s = sort_by_start(w, n, ctx_run_at, ctx_run_start, &r, k->n_ctx, lo, hi, ctx_run_cmp, &mask)))
+    if (w != NULL && (s = sort_by_start(w, n, ctx_run_at, ctx_run_start, &r, k->n_ctx, lo, hi, ctx_run_cmp, &mask, 0)))
         for (size_t i = 0; i < n; i++)
             idx[i] = (uint32_t)(s[i] & mask);
     cm_big_free(w, 2 * n * sizeof *w);
@@ -421,7 +475,7 @@ static int order_of(kimp *k, uint64_t lo, uint64_t hi, void *room, size_t room_b
     if (o->pages == NULL)
         return -1;
     kt_held(k, (int64_t)(2 * n * sizeof *o->perm));
-    o->perm = sort_by_start(o->pages, n, rec_at, rec_start, k, n, lo, hi, rec_cmp, &o->mask);
+    o->perm = sort_by_start(o->pages, n, rec_at, rec_start, k, n, lo, hi, rec_cmp, &o->mask, k->on_threads);
     if (o->perm == NULL)
         return -1;
     cm_big_give_back(o->pages, o->perm);
@@ -430,11 +484,36 @@ static int order_of(kimp *k, uint64_t lo, uint64_t hi, void *room, size_t room_b
     return 0;
 }
 
+/* The permutation of the records (permute), and how far it has gone: every record before ready is
+ * in its place and stays there, so that they can be emitted while it goes on (on a thread of its
+ * own: kperm_start). */
+#define PERM_STEP (1u << 14) /* places between two reports of how far it has gone */
+typedef struct kperm {
+    kimp *k;
+    uint64_t *perm, mask;
+    size_t ready;
+    int threaded;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} kperm;
+
+static void perm_ready(kperm *p, size_t ready) {
+    pthread_mutex_lock(&p->mu);
+    p->ready = ready;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* Moves the records into the order perm gives (see order_of), one cycle of the permutation at a
- * time, marking each place done in perm; so that they can be emitted from the front and their
- * pages given back behind the emit. */
-static void permute(kimp *k, uint64_t *perm, uint64_t mask) {
+ * time from the front, marking each place done in perm: a cycle that starts at place i moves
+ * records into places from i on only, so the places before i are final. */
+static void permute(kperm *p) {
+    kimp *k = p->k;
+    uint64_t *perm = p->perm, mask = p->mask;
     for (size_t i = 0; i < k->n_rec; i++) {
+        if (p->threaded && i % PERM_STEP == 0 && i > 0)
+            perm_ready(p, i);
         if ((perm[i] & mask) == i)
             continue;
         krec tmp = k->rec[i];
@@ -450,12 +529,62 @@ static void permute(kimp *k, uint64_t *perm, uint64_t mask) {
             j = from;
         }
     }
+    if (p->threaded)
+        perm_ready(p, k->n_rec);
+    else
+        p->ready = k->n_rec;
 }
 
-/* Gives back the pages of the records before rec[upto] that *done did not yet give back. */
+static void *permute_main(void *arg) {
+    permute(arg);
+    return NULL;
+}
+
+/* Starts the permutation: on a thread of its own when the parse had threads, so that the records
+ * in their places are emitted (and their pages given back) while the rest are moved; else here. */
+static void kperm_start(kperm *p) {
+    if (p->k->on_threads && p->k->n_rec >= IMPORT_END_TWO_LEAST && pthread_mutex_init(&p->mu, NULL) == 0) {
+        if (pthread_cond_init(&p->cv, NULL) == 0) {
+            p->threaded = 1;
+            if (pthread_create(&p->th, NULL, permute_main, p) == 0)
+                return;
+            pthread_cond_destroy(&p->cv);
+        }
+        pthread_mutex_destroy(&p->mu);
+        p->threaded = 0;
+    }
+    permute(p);
+}
+
+/* Waits until the records before upto (at most all of them) are in their places; returns how many
+ * are. */
+static size_t kperm_wait(kperm *p, size_t upto) {
+    if (!p->threaded)
+        return p->ready;
+    pthread_mutex_lock(&p->mu);
+    while (p->ready < upto)
+        pthread_cond_wait(&p->cv, &p->mu);
+    size_t ready = p->ready;
+    pthread_mutex_unlock(&p->mu);
+    return ready;
+}
+
+static void kperm_end(kperm *p) {
+    if (!p->threaded)
+        return;
+    pthread_join(p->th, NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    p->threaded = 0;
+}
+
+/* Gives back the pages of the records before rec[upto], and of their places in perm (NULL: none),
+ * that *done did not yet give back: the permutation is done with both. */
 #define REC_GIVE_BACK (1u << 16) /* records emitted between two give-backs */
-static void rec_give_back(kimp *k, size_t upto, size_t *done) {
+static void rec_give_back(kimp *k, uint64_t *perm, size_t upto, size_t *done) {
     kt_held(k, -(int64_t)cm_big_give_back(&k->rec[*done], &k->rec[upto]));
+    if (perm != NULL)
+        kt_held(k, -(int64_t)cm_big_give_back(&perm[*done], &perm[upto]));
     *done = upto;
 }
 
@@ -542,19 +671,29 @@ int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx) {
     korder ord = {.pages = room, .bytes = room_bytes};
     if (rc == 0 && order_of(k, st->t_min, st->t_max, room, room_bytes, &ord) != 0)
         rc = err_set(k->err, ERR_NOMEM, "%s: out of memory", k->name);
-    if (rc == 0) {
-        permute(k, ord.perm, ord.mask);
-        kt_held(k, -(int64_t)(k->n_rec * sizeof *ord.perm));
+    kperm pm = {.k = k, .perm = ord.perm, .mask = ord.mask};
+    if (rc == 0)
+        kperm_start(&pm);
+    if (!pm.threaded) { /* the records are in order: the order is done with */
+        if (ord.perm != NULL)
+            kt_held(k, -(int64_t)(k->n_rec * sizeof *ord.perm));
+        cm_big_free(ord.pages, ord.bytes);
+        ord = (korder){0};
     }
-    cm_big_free(ord.pages, ord.bytes);
-    size_t given = 0;
+    size_t given = 0, ready = 0;
     for (size_t i = 0; i < k->n_rec && rc == 0; i++) {
+        if (i >= ready)
+            ready = kperm_wait(&pm, i + 1);
         tp_record r;
         kt_rec_out(k, &k->rec[i], &r);
         rc = em_add(&o, &r, i + 1 < k->n_rec);
         if ((i + 1) % REC_GIVE_BACK == 0)
-            rec_give_back(k, i + 1, &given);
+            rec_give_back(k, ord.perm, i + 1, &given);
     }
+    kperm_end(&pm);
+    if (ord.perm != NULL)
+        kt_held(k, -(int64_t)((k->n_rec - given) * sizeof *ord.perm));
+    cm_big_free(ord.pages, ord.bytes);
     if (rc == 0)
         rc = em_end(&o);
     em_out_free(&o);

@@ -1996,6 +1996,116 @@ TEST(every_sample_trace_reads_the_same_on_several_threads) {
     ASSERT_GE(traces, 8);
 }
 
+/* An event the test below writes: its start in ns, its place among the events in the file, and
+ * what tells it apart in the output (its kind and correlation id). */
+typedef struct placed {
+    uint64_t start;
+    size_t place;
+    unsigned kind;
+    uint32_t corr;
+} placed;
+
+static int placed_cmp(const void *a, const void *b) {
+    const placed *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->place < y->place ? -1 : x->place > y->place;
+}
+
+/* Writes n launches (a cudaLaunchKernel row each, then, after all of them, a kernel row each), their
+ * starts on a grid of 0.5 us with many equal ones among the calls, among the kernels and between
+ * them; far: one more call 2e11 us later, so that a start and a place no longer fit one sort word.
+ * The events as written in ev (n_ev returned). */
+static size_t launches_out_of_order(tp_buf *t, size_t n, int far, placed *ev) {
+    char row[256];
+    size_t m = 0;
+    const char *head = "{\"schemaVersion\": 1, \"traceEvents\": [\n";
+    ASSERT_OK(tp_buf_append(t, head, strlen(head)));
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            uint32_t corr = (uint32_t)(i + 1);
+            uint64_t half_us = pass == 0 ? (i * 7) % 2000 : (i * 13) % 2000 + 1; /* a kernel after its call */
+            int len = pass == 0 ? snprintf(row, sizeof row,
+                                           "%s{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+                                           "\"pid\": 1, \"tid\": 1, \"ts\": %llu.%s, \"dur\": 0.5, \"args\": "
+                                           "{\"cbid\": 211, \"correlation\": %u}}\n",
+                                           m ? "," : "", (unsigned long long)(half_us / 2), half_us % 2 ? "5" : "0", corr)
+                                : snprintf(row, sizeof row,
+                                           ",{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+                                           "\"tid\": 7, \"ts\": %llu.%s, \"dur\": 0.5, \"args\": {\"device\": 0, "
+                                           "\"stream\": 7, \"correlation\": %u}}\n",
+                                           (unsigned long long)(half_us / 2), half_us % 2 ? "5" : "0", corr);
+            ASSERT_OK(tp_buf_append(t, row, (size_t)len));
+            ev[m] = (placed){half_us * 500, m, pass == 0 ? TP_K_API : TP_K_KERNEL, corr};
+            m++;
+        }
+    }
+    if (far) {
+        int len = snprintf(row, sizeof row,
+                           ",{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaDeviceSynchronize\", "
+                           "\"pid\": 1, \"tid\": 1, \"ts\": 200000000000, \"dur\": 1, \"args\": {\"cbid\": 165, "
+                           "\"correlation\": %u}}\n",
+                           (unsigned)(n + 1));
+        ASSERT_OK(tp_buf_append(t, row, (size_t)len));
+        ev[m] = (placed){200000000000ull * 1000, m, TP_K_API, (uint32_t)(n + 1)};
+        m++;
+    }
+    ASSERT_OK(tp_buf_append(t, "]}\n", 3));
+    return m;
+}
+
+/* The end of an import parsed on threads, with records enough that it orders them on two threads
+ * (each half of the sort words apart, then merged) and moves them into order while it emits them:
+ * the events come out by start, equal starts in the order of the file (here calls and kernels of
+ * one start are far apart in it, on both sides of the halves' line), as the events written say;
+ * and the batches are those of one thread, byte for byte. */
+TEST(the_end_of_an_import_on_threads_orders_as_the_file_says) {
+    const size_t n = IMPORT_END_TWO_LEAST / 2 + 4096; /* two records a launch */
+    placed *ev = malloc((2 * n + 1) * sizeof *ev);
+    ASSERT_NOT_NULL(ev);
+    for (int far = 0; far < 2; far++) {
+        tp_buf text = {0};
+        size_t m = launches_out_of_order(&text, n, far, ev);
+        ASSERT_GE(m, IMPORT_END_TWO_LEAST);
+        qsort(ev, m, sizeof *ev, placed_cmp);
+        got one, two;
+        got_init(&one);
+        got_init(&two);
+        import_stats st1, st2;
+        err_msg e1 = {{0}}, e2 = {{0}};
+        ASSERT_OK(import_on_threads(text.data, text.len, 1, 0, &one, &st1, &e1));
+        ASSERT_OK(import_on_threads(text.data, text.len, 2, 1u << 20, &two, &st2, &e2));
+        ASSERT_EQ(st1.parse_threads, 1);
+        ASSERT_EQ(st2.parse_threads, 2);
+        for (int w = 0; w < 2; w++) {
+            const got *g = w ? &two : &one;
+            size_t k = 0;
+            for (size_t i = 0; i < g->n; i++) {
+                const tp_record *r = &g->rec[i];
+                if (TP_KIND_IS_META(r->head.kind))
+                    continue;
+                ASSERT_LT(k, m);
+                uint64_t a, b;
+                tp_record_span(r, &a, &b);
+                uint32_t corr = r->head.kind == TP_K_API ? r->api.correlation : r->kernel.correlation;
+                if (a != ev[k].start || r->head.kind != ev[k].kind || corr != ev[k].corr)
+                    TASK_FAIL_("%s, far %d: event %zu is kind %u, correlation %u at %llu; the file says kind %u, "
+                               "correlation %u at %llu",
+                               w ? "2 threads" : "1 thread", far, k, r->head.kind, corr, (unsigned long long)a,
+                               ev[k].kind, ev[k].corr, (unsigned long long)ev[k].start);
+                k++;
+            }
+            ASSERT_UEQ(k, m);
+        }
+        ASSERT_UEQ(two.raw.len, one.raw.len);
+        ASSERT_MEM_EQ(two.raw.data, one.raw.data, one.raw.len);
+        got_free(&one);
+        got_free(&two);
+        tp_buf_free(&text);
+    }
+    free(ev);
+}
+
 /* Pieces are cut where an entry seems to end ("}," then "{"): inside a string that holds such a
  * text, after escaped quotes, at every place of a short trace. Each cut is checked: the counts are
  * the input's, and one thread and several agree. */

@@ -60,8 +60,9 @@ static inline __attribute__((always_inline)) void *cm_radix_sort_above_by(void *
 }
 
 /* Sorts the n elements of size bytes at a by the 64-bit key each starts with, in place (MSD radix,
- * a byte at a time, insertion sort below 32 elements): no room needed, but equal keys are left in
- * no particular order. For sorts whose equal keys are all treated alike; size at most 64. */
+ * a byte at a time, the bytes that all keys of a bucket share skipped, insertion sort below 32
+ * elements): no room needed, but equal keys are left in no particular order. For sorts whose equal
+ * keys are all treated alike; size at most 64. */
 static inline __attribute__((always_inline)) void cm_radix_sort_inplace_by(void *a, size_t n, size_t size) {
     struct level {
         char *base;
@@ -91,10 +92,18 @@ static inline __attribute__((always_inline)) void cm_radix_sort_inplace_by(void 
             continue;
         }
         size_t count[256] = {0}, head[256], tail[256];
+        uint64_t k0, diff = 0; /* the bits where some key differs from the first */
+        memcpy(&k0, L.base, sizeof k0);
         for (size_t i = 0; i < L.n; i++) {
             uint64_t k;
             memcpy(&k, L.base + i * size, sizeof k);
             count[(k >> L.shift) & 0xff]++;
+            diff |= k ^ k0;
+        }
+        if (count[(k0 >> L.shift) & 0xff] == L.n) { /* one bucket: on to the first byte where keys differ */
+            if ((diff & ((((uint64_t)1 << L.shift) << 8) - 1)) != 0)
+                stack[sp++] = (struct level){L.base, L.n, (63 - __builtin_clzll(diff)) / 8 * 8};
+            continue;
         }
         for (size_t b = 0, at = 0; b < 256; b++) {
             head[b] = at;

@@ -455,8 +455,24 @@ static uint64_t next_rand(uint64_t *s) { /* splitmix64 */
 }
 
 /* Keys of one of three shapes: any 64 bits, a few bytes of them only, a handful of values. */
+/* Keys of a few shapes: 0 any, 1 two bytes apart that vary, 2 seven keys, 4 timestamps (ns of one
+ * day in 2023: their top three bytes shared), 5 one key, 6 a top byte of three values above a byte
+ * all share, then the low bits. */
 static uint64_t key_of(int shape, uint64_t r) {
-    return shape == 0 ? r : shape == 1 ? r & 0x00ff00000000ff00ull : (r % 7) << 40;
+    switch (shape) {
+    case 0:
+        return r;
+    case 1:
+        return r & 0x00ff00000000ff00ull;
+    case 4:
+        return 1682725898000000000ull + r % 86400000000000ull;
+    case 5:
+        return 0x0123456789abcdefull;
+    case 6:
+        return (r % 3) << 56 | 0xabull << 48 | (r & 0xffff);
+    default:
+        return (r % 7) << 40;
+    }
 }
 
 static int u64_cmp(const void *a, const void *b) {
@@ -558,9 +574,11 @@ TEST(runs_of_one_key_are_put_in_order_by_the_rest) {
 
 TEST(key_sorts_order_as_qsort_does) {
     static const size_t sizes[] = {0, 1, 2, 31, 32, 33, 255, 1000, 100000};
+    static const int shapes[] = {0, 1, 2, 4, 5, 6};
     uint64_t seed = 42;
-    for (int shape = 0; shape < 3; shape++)
+    for (size_t h = 0; h < sizeof shapes / sizeof shapes[0]; h++)
         for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+            int shape = shapes[h];
             size_t n = sizes[z];
             key_pair *want = malloc((n + 1) * sizeof *want), *a = malloc((n + 1) * sizeof *a);
             key_pair *t = malloc((n + 1) * sizeof *t), *b = malloc((n + 1) * sizeof *b);

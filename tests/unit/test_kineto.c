@@ -2099,6 +2099,15 @@ TEST(the_end_of_an_import_on_threads_orders_as_the_file_says) {
         }
         ASSERT_UEQ(two.raw.len, one.raw.len);
         ASSERT_MEM_EQ(two.raw.data, one.raw.data, one.raw.len);
+        /* a batch refused while the records are still being moved: the import ends with the refusal */
+        got refused;
+        got_init(&refused);
+        refused.fail_with = ERR_IO;
+        refused.refuse_at = 3;
+        ASSERT_EQ(import_on_threads(text.data, text.len, 2, 1u << 20, &refused, &st2, &e2), ERR_IO);
+        ASSERT_STR_EQ(e2.msg, "refused by the test");
+        ASSERT_EQ(refused.batches, 2);
+        got_free(&refused);
         got_free(&one);
         got_free(&two);
         tp_buf_free(&text);

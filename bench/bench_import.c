@@ -274,6 +274,8 @@ static void write_file(const char *path, const tp_buf *b) {
         die("cannot write the input");
 }
 
+#define ROUNDS_MAX 16 /* rounds of the interleaved timings */
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -303,6 +305,29 @@ static void time_import_piece(const tp_buf *data, const char *name, int threads,
 static void time_import_on(const tp_buf *data, const char *name, int threads, int runs, double *median, double *best,
                            import_stats *st) {
     time_import_piece(data, name, threads, 0, runs, median, best, st);
+}
+
+/* One import of data on threads threads (0: the default): its seconds. */
+static double import_once(const tp_buf *data, const char *name, int threads) {
+    double m, b;
+    import_stats st;
+    time_import_piece(data, name, threads, 0, 1, &m, &b, &st);
+    return m;
+}
+
+/* The median of the n values at v (sorted in place). */
+static double median_of(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+/* The ratios a[r] / b[r] of n rounds, their median: each ratio taken within one round, so that the
+ * machine's speed drifting between rounds moves both sides of it alike. */
+static double ratio_median(const double *a, const double *b, int n) {
+    double q[ROUNDS_MAX];
+    for (int r = 0; r < n; r++)
+        q[r] = a[r] / b[r];
+    return median_of(q, n);
 }
 
 /* Where threads start to pay: 1 thread against 2 on inputs of a few sizes, the threads made to
@@ -428,23 +453,33 @@ static int cores(void) {
     return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
 }
 
-/* The import of the text (and its gzip, when given) against wc -l on the same bytes: a line per input. */
-static void versus_wc(const char *what, const tp_buf *text, const tp_buf *gz, int runs) {
+/* The import of the text (and its gzip, when given) against wc -l on the same bytes, in rounds
+ * (wc -l, memchr, the import, the gzip import in each): a line per input, each time the median of
+ * the rounds and each ratio the median of the rounds' own. */
+static void versus_wc(const char *what, const tp_buf *text, const tp_buf *gz, int rounds) {
     char path[256];
     snprintf(path, sizeof path, "/tmp/bench_import-%ld-wc.json", (long)getpid());
     write_file(path, text);
-    double wc = time_wc(path, runs), mc = time_memchr_lines(text, runs), m, b, gm = 0;
+    double wc[ROUNDS_MAX], mc[ROUNDS_MAX], im[ROUNDS_MAX], gm[ROUNDS_MAX];
+    if (rounds > ROUNDS_MAX)
+        rounds = ROUNDS_MAX;
+    for (int r = 0; r < rounds; r++) {
+        wc[r] = time_wc(path, 1);
+        mc[r] = time_memchr_lines(text, 1);
+        im[r] = import_once(text, "real.json", 0);
+        gm[r] = gz ? import_once(gz, "real.json.gz", 0) : 1;
+    }
     unlink(path);
-    import_stats st;
-    time_import_on(text, "real.json", 0, runs, &m, &b, &st);
-    if (gz)
-        time_import_on(gz, "real.json.gz", 0, runs, &gm, &b, &st);
+    double r_wc = ratio_median(im, wc, rounds), r_mc = ratio_median(im, mc, rounds);
+    double r_gz = ratio_median(gm, im, rounds);
+    double m = median_of(im, rounds);
     printf("%-27s %6.1f MB: import %.3f s (%6.1f MB/s), wc -l %.3f s, memchr %.3f s: import/wc %5.1fx, "
            "import/memchr %5.1fx",
-           what, (double)text->len / 1e6, m, (double)text->len / 1e6 / m, wc, mc, m / wc, m / mc);
+           what, (double)text->len / 1e6, m, (double)text->len / 1e6 / m, median_of(wc, rounds),
+           median_of(mc, rounds), r_wc, r_mc);
     if (gz)
-        printf("; gzip %.3f s = %.2fx plain", gm, gm / m);
-    printf("\n");
+        printf("; gzip %.3f s = %.2fx plain", median_of(gm, rounds), r_gz);
+    printf(" (%d rounds)\n", rounds);
 }
 
 static double tv_s(struct timeval t) {
@@ -608,24 +643,39 @@ int main(int argc, char **argv) {
            (double)json.len / 1e6 / median, (double)st.events / 1e6 / median, runs, median,
            (double)json.len / 1e6 / best);
 
-    /* threads: 1, 2 and more where the process may use more cores */
+    /* threads: 1, 2 and more where the process may use more cores, in rounds that time each count
+     * once, plain and gzip, so that each ratio is taken within a round */
     int n_cores = cores();
-    printf("threads (the process may use %d cores): median of %d, MB/s of JSON text\n", n_cores, runs);
-    double one_plain = 0, one_gz = 0, two_plain = 0;
-    for (int t = 1; t <= (n_cores > 2 ? n_cores : 2); t = t < 2 ? 2 : t * 2) {
-        double pm, gm;
-        time_import_on(&json, "bench.json", t, runs, &pm, &best, &st);
-        time_import_on(&gz, "bench.json.gz", t, runs, &gm, &best, &st);
-        if (t == 1) {
-            one_plain = pm;
-            one_gz = gm;
-        } else if (t == 2) {
-            two_plain = pm;
+    enum { T_MAX = 8 };
+    int counts[T_MAX], n_counts = 0;
+    for (int t = 1; t <= (n_cores > 2 ? n_cores : 2) && n_counts < T_MAX; t = t < 2 ? 2 : t * 2)
+        counts[n_counts++] = t;
+    const int rounds = 7;
+    double tp[T_MAX][ROUNDS_MAX], tg[T_MAX][ROUNDS_MAX];
+    for (int r = 0; r < rounds; r++)
+        for (int c = 0; c < n_counts; c++) {
+            tp[c][r] = import_once(&json, "bench.json", counts[c]);
+            tg[c][r] = import_once(&gz, "bench.json.gz", counts[c]);
         }
+    printf("threads (the process may use %d cores): %d rounds, each count once a round, plain and gzip; times and "
+           "MB/s of JSON text the medians, each ratio the median of the rounds' own\n",
+           n_cores, rounds);
+    double one_plain = 0, two_plain = 0;
+    for (int c = 0; c < n_counts; c++) {
+        int t = counts[c];
+        double up = ratio_median(tp[0], tp[c], rounds), ug = ratio_median(tg[0], tg[c], rounds);
+        double gp = ratio_median(tg[c], tp[c], rounds);
+        double sp[ROUNDS_MAX], sg[ROUNDS_MAX];
+        memcpy(sp, tp[c], sizeof sp);
+        memcpy(sg, tg[c], sizeof sg);
+        double pm = median_of(sp, rounds), gm = median_of(sg, rounds);
+        if (t == 1)
+            one_plain = pm;
+        else if (t == 2)
+            two_plain = pm;
         printf("  %2d thread%s: plain %7.1f MB/s (%.3f s, %.2fx one thread)  gzip %7.1f MB/s (%.3f s, %.2fx one "
                "thread)  gzip/plain %.2f\n",
-               t, t > 1 ? "s" : " ", (double)json.len / 1e6 / pm, pm, one_plain / pm, (double)json.len / 1e6 / gm, gm,
-               one_gz / gm, gm / pm);
+               t, t > 1 ? "s" : " ", (double)json.len / 1e6 / pm, pm, up, (double)json.len / 1e6 / gm, gm, ug, gp);
     }
     /* a gzip'd import does the plain one's work and the inflate's: on two cores at best the sum
      * spread evenly over both */
@@ -637,7 +687,7 @@ int main(int argc, char **argv) {
                "%.2fx plain on 2 threads",
                one_plain, inflate, (one_plain + inflate) / 2, (one_plain + inflate) / 2 / two_plain);
     printf("\n");
-    versus_wc("large input (default threads)", &json, &gz, runs);
+    versus_wc("large input (default threads)", &json, &gz, 7);
     crossover(dir, runs);
     several_sources(dir, mb, n_cores, runs);
 

@@ -6,8 +6,9 @@
  * of: the order is made in the contexts' pages once they have named the calls, the records are
  * moved into time order in place (a radix sort of one word each) and their pages given back as they
  * are emitted, so that the records, the contexts, the order and the store never all peak together.
- * A text parsed on threads has two for its end: the order's halves are sorted apart, and the records
- * are moved on one while the other emits those already in place.
+ * A text parsed on threads, with IMPORT_END_TWO_LEAST records or more, has two threads for its
+ * end: the order's halves are sorted apart, and the records are moved on one while the other emits
+ * those already in place.
  */
 #include "kineto_int.h"
 #include "emit.h"
@@ -540,8 +541,9 @@ static void *permute_main(void *arg) {
     return NULL;
 }
 
-/* Starts the permutation: on a thread of its own when the parse had threads, so that the records
- * in their places are emitted (and their pages given back) while the rest are moved; else here. */
+/* Starts the permutation: on a thread of its own when the parse had threads and the records are
+ * IMPORT_END_TWO_LEAST or more, so that the records in their places are emitted (and their pages
+ * given back) while the rest are moved; else here. */
 static void kperm_start(kperm *p) {
     if (p->k->on_threads && p->k->n_rec >= IMPORT_END_TWO_LEAST && pthread_mutex_init(&p->mu, NULL) == 0) {
         if (pthread_cond_init(&p->cv, NULL) == 0) {
@@ -674,7 +676,7 @@ int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx) {
     kperm pm = {.k = k, .perm = ord.perm, .mask = ord.mask};
     if (rc == 0)
         kperm_start(&pm);
-    if (!pm.threaded) { /* the records are in order: the order is done with */
+    if (!pm.threaded) { /* the records are in order (or nothing is emitted): the order is done with */
         if (ord.perm != NULL)
             kt_held(k, -(int64_t)(k->n_rec * sizeof *ord.perm));
         cm_big_free(ord.pages, ord.bytes);

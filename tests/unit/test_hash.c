@@ -454,10 +454,9 @@ static uint64_t next_rand(uint64_t *s) { /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-/* Keys of one of three shapes: any 64 bits, a few bytes of them only, a handful of values. */
-/* Keys of a few shapes: 0 any, 1 two bytes apart that vary, 2 seven keys, 4 timestamps (ns of one
- * day in 2023: their top three bytes shared), 5 one key, 6 a top byte of three values above a byte
- * all share, then the low bits. */
+/* Keys of a few shapes: 0 any, 1 two bytes apart that vary, 2 seven keys, 4 timestamps (ns of 256 s
+ * of a day in 2023, as a trace's bubbles: their top three bytes shared), 5 one key, 6 a top byte of
+ * three values above a byte all share, then the low bits. */
 static uint64_t key_of(int shape, uint64_t r) {
     switch (shape) {
     case 0:
@@ -465,7 +464,7 @@ static uint64_t key_of(int shape, uint64_t r) {
     case 1:
         return r & 0x00ff00000000ff00ull;
     case 4:
-        return 1682725898000000000ull + r % 86400000000000ull;
+        return 1682725898000000000ull + r % 256000000000ull;
     case 5:
         return 0x0123456789abcdefull;
     case 6:

@@ -2099,7 +2099,7 @@ TEST(the_end_of_an_import_on_threads_orders_as_the_file_says) {
         }
         ASSERT_UEQ(two.raw.len, one.raw.len);
         ASSERT_MEM_EQ(two.raw.data, one.raw.data, one.raw.len);
-        /* a batch refused while the records are still being moved: the import ends with the refusal */
+        /* a batch refused during the end on two threads: the import ends with the refusal */
         got refused;
         got_init(&refused);
         refused.fail_with = ERR_IO;

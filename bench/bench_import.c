@@ -9,12 +9,15 @@
  *
  *
  * Then the threads: the same input on 1, 2 and more threads (up to the cores the process may use),
- * plain and gzip, with the speed-up over one thread and the ratio gzip/plain, and ISA-L's inflate
+ * plain and gzip, in rounds that run each once (each ratio the median of the rounds' own, so that
+ * the machine's speed drifting between runs moves both sides of a ratio alike), with the speed-up
+ * over one thread and the ratio gzip/plain, and ISA-L's inflate
  * alone, which bounds what gzip can cost on two cores: (one thread's plain time + the inflate) / 2
  * against two threads' plain time; and, for the large
  * input, a ~1 GB one built the same way and each real trace, the import's time against that of
  * counting the text's lines as wc -l does, run as a child on the same bytes in a file (from the page
- * cache) and in-process (memchr over the text in memory): the ratio import/wc. Then several
+ * cache) and in-process (memchr over the text in memory), in rounds as the threads: the ratio
+ * import/wc. Then several
  * sources (the input cut in eight files, one per rank, plain and gzip'd), loaded into a store as
  * `report` loads them, on 1, 2 and more threads. --busy runs a busy loop in a process beside it
  * all, as other work on the machine would.

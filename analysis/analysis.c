@@ -22,10 +22,12 @@
 #include "analysis.h"
 #include "api.h"
 #include "busy.h"
+#include "cores.h"
 #include "grow.h"
 #include "radix.h"
 #include "u64map.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,15 +198,51 @@ static int bubble_tie(const void *a, const void *b, void *ctx) {
     return i < j ? -1 : i > j;
 }
 
+/* Bubbles from..to of a sort_bubbles partitioned by start: each bucket sorted, then each run of
+ * equal starts (all in one bucket) by bubble_tie. */
+typedef struct bubble_part {
+    an_result *r;
+    const size_t *bounds;
+    int from, to;
+} bubble_part;
+
+static void *bubble_part_sort(void *arg) {
+    const bubble_part *p = arg;
+    an_bubble *b = p->r->bubbles;
+    for (int k = p->from; k < p->to; k++)
+        if (p->bounds[k + 1] - p->bounds[k] > 1)
+            cm_radix_sort_inplace_by(b + p->bounds[k], p->bounds[k + 1] - p->bounds[k], sizeof *b);
+    size_t lo = p->bounds[p->from], hi = p->bounds[p->to];
+    cm_sort_runs(b + lo, hi - lo, sizeof *b, bubble_tie, p->r);
+    return NULL;
+}
+
 /* The bubbles in time order, sorted in place (a merge sort's room, 16 bytes a bubble, would come
  * at the analysis's peak): by start, then by bubble_tie. That is the order a stable sort by start
  * and lane gives the bubbles as they were found (each device's, in the devices' order, then each
- * stream lane's), since a lane's bubbles start apart, and so do a device's. */
+ * stream lane's), since a lane's bubbles start apart, and so do a device's. Where the process may
+ * use two threads and the bubbles are many, they are split by the first byte of their starts that
+ * differs, and the later buckets (about half of the bubbles) sorted on a thread of their own: the
+ * same order, as no two bubbles compare equal. */
 static void sort_bubbles(an_result *r) {
     an_bubble *b = r->bubbles;
-    size_t n = r->n_bubbles;
-    cm_radix_sort_inplace_by(b, n, sizeof *b);
-    cm_sort_runs(b, n, sizeof *b, bubble_tie, r);
+    size_t n = r->n_bubbles, bounds[257];
+    if (n < AN_SORT_TWO_LEAST || cm_threads(0) < 2 || !cm_radix_partition_by(b, n, sizeof *b, bounds)) {
+        cm_radix_sort_inplace_by(b, n, sizeof *b);
+        cm_sort_runs(b, n, sizeof *b, bubble_tie, r);
+        return;
+    }
+    int mid = 1; /* the first bucket of the later part: at least one bucket each side */
+    while (mid < 255 && bounds[mid] < n / 2)
+        mid++;
+    bubble_part first = {r, bounds, 0, mid}, later = {r, bounds, mid, 256};
+    pthread_t th;
+    int on_thread = pthread_create(&th, NULL, bubble_part_sort, &later) == 0;
+    bubble_part_sort(&first);
+    if (on_thread)
+        pthread_join(th, NULL);
+    else
+        bubble_part_sort(&later);
 }
 
 static an_device *device_get(an_ctx *c, uint32_t producer, uint16_t device) {

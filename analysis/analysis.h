@@ -53,6 +53,8 @@ const char *an_cause_name(int cause);
 
 #define AN_DEVICE_LANE UINT32_MAX /* an_bubble.lane of a whole-device bubble */
 #define AN_NONE        UINT32_MAX /* an_bubble.block, .split, .launch_lane: none */
+#define AN_SORT_TWO_LEAST (1u << 16) /* bubbles from which the analysis sorts them on two threads, where
+                                        the process may use two (SYNCTOP_THREADS, else its cores) */
 
 /* A GPU idle bubble: 40 bytes, as a trace has about one per kernel. */
 typedef struct an_bubble {

@@ -133,6 +133,56 @@ static inline __attribute__((always_inline)) void cm_radix_sort_inplace_by(void 
     }
 }
 
+/* One level of cm_radix_sort_inplace_by over the n elements of size bytes at a: in place, by the
+ * first byte from the top where their 64-bit keys differ, so that the elements whose byte is b are
+ * those from bounds[b] to bounds[b + 1]; each such bucket then sorts apart from the others (on
+ * threads of their own, say), and keys equal in whole share one. 0 when all keys are equal (nothing
+ * to sort, bounds not set). */
+static inline __attribute__((always_inline)) int cm_radix_partition_by(void *a, size_t n, size_t size,
+                                                                       size_t bounds[257]) {
+    char *base = a, tmp[64];
+    uint64_t k0, diff = 0;
+    if (n == 0)
+        return 0;
+    memcpy(&k0, base, sizeof k0);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k;
+        memcpy(&k, base + i * size, sizeof k);
+        diff |= k ^ k0;
+    }
+    if (diff == 0)
+        return 0;
+    const int shift = (63 - __builtin_clzll(diff)) / 8 * 8;
+    size_t count[256] = {0}, head[256], tail[256];
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k;
+        memcpy(&k, base + i * size, sizeof k);
+        count[(k >> shift) & 0xff]++;
+    }
+    for (size_t b = 0, at = 0; b < 256; b++) {
+        bounds[b] = head[b] = at;
+        at += count[b];
+        tail[b] = at;
+    }
+    bounds[256] = n;
+    for (size_t b = 0; b < 256; b++) {
+        while (head[b] < tail[b]) {
+            uint64_t k;
+            memcpy(&k, base + head[b] * size, sizeof k);
+            size_t d = (k >> shift) & 0xff;
+            if (d == b) {
+                head[b]++;
+                continue;
+            }
+            memcpy(tmp, base + head[d] * size, size);
+            memcpy(base + head[d] * size, base + head[b] * size, size);
+            memcpy(base + head[b] * size, tmp, size);
+            head[d]++;
+        }
+    }
+    return 1;
+}
+
 /* Puts each run of the n elements at a (size bytes each) that start with the same 64-bit
  * key, as a sort by that key leaves them, in the order cmp(x, y, arg) gives: the rest of a sort
  * whose key ties. Runs of a few (most are two or three) in line, longer ones by qsort_r. */

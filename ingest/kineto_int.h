@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cores.h"
 #include "decimal.h"
 #include "import.h"
 #include "hash.h"
@@ -457,7 +458,7 @@ int kt_par_parse(kimp *k, struct jsrc *s, int threads, size_t piece);
 int kt_par_keep(kimp *k, const kev *e, int not_object);
 /* The threads an import uses: import_opts.threads, else SYNCTOP_THREADS, else the cores the
  * process may run on, at most KT_MAX_THREADS. */
-#define KT_MAX_THREADS 32
+#define KT_MAX_THREADS CM_MAX_THREADS
 #define KT_PIECE       (1u << 20) /* bytes of text a thread parses at a time, at most */
 #define KT_PIECE_MIN   (128u << 10) /* and at least */
 #define KT_IN_FLIGHT   (2u << 20) /* bytes of text in the pieces in flight (2 a thread and 3), at most,

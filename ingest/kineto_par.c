@@ -13,6 +13,7 @@
  *
  * This module owns the pieces, the workers' parsers and the threads; kineto.c the parser.
  */
+#include "cores.h"
 #include "grow.h"
 #include "json_lex.h"
 #include "json_src.h"
@@ -142,23 +143,9 @@ static const uint8_t k_empty[JSRC_PAD];
 
 static int piece_read(kpar *par, kpiece *p, err_msg *err);
 
-int kt_cores(void) {
-    cpu_set_t set;
-    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-}
+int kt_cores(void) { return cm_cores(); }
 
-int import_threads(int asked) {
-    long n = asked;
-    if (n <= 0) {
-        const char *env = getenv("SYNCTOP_THREADS");
-        char *end;
-        if (env && *env)
-            n = strtol(env, &end, 10);
-        if (!env || !*env || *end != '\0' || n < 1)
-            n = kt_cores();
-    }
-    return n < 1 ? 1 : n > KT_MAX_THREADS ? KT_MAX_THREADS : (int)n;
-}
+int import_threads(int asked) { return cm_threads(asked); }
 
 int kt_threads(const import_opts *o) { return import_threads(o ? o->threads : 0); }
 

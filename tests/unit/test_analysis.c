@@ -1213,6 +1213,60 @@ TEST(analysis_bubbles_that_start_together_come_in_lane_then_device_order) {
     st_store_destroy(&t[0].s);
 }
 
+/* Two processes with three GPUs of two streams each, every stream idle 61 us after each of its 4000
+ * kernels at once: 72,000 bubbles (twelve stream and six device ones at each gap), more than
+ * AN_SORT_TWO_LEAST, so that where the process may use two threads the analysis sorts them on two.
+ * They come in the order check_bubble_order says, and the same bubbles in the same order as on one
+ * thread. */
+TEST(analysis_bubbles_sorted_on_two_threads_come_as_on_one) {
+    tl t[2];
+    static const uint16_t devs[3] = {2, 0, 1};
+    const uint64_t kernels = 4000;
+    for (int p = 0; p < 2; p++) {
+        tl_init_in(&t[p], 77 + (uint64_t)p, p ? t[0].s : NULL);
+        for (int d = 0; d < 3; d++)
+            for (uint32_t st = 1; st <= 2; st++)
+                tl_device(&t[p], devs[d], st);
+        for (uint64_t i = 0; i < kernels; i++) {
+            for (int d = 0; d < 3; d++)
+                for (uint32_t st = 1; st <= 2; st++)
+                    tl_kernel_on(&t[p], devs[d], st, i * 100, i * 100 + 1, i * 100 + 40);
+            if (i % 500 == 499) { /* a batch of some thousands of records */
+                tp_buf out = {0};
+                ASSERT_OK(tp_enc_finish_flags(t[p].enc, 0, &out));
+                ASSERT_OK(st_store_add_batch(t[p].s, out.data, out.len, NULL));
+                tp_buf_free(&out);
+            }
+        }
+        if (p == 0)
+            tl_add(&t[p]);
+        else
+            tl_done(&t[p]);
+    }
+    an_result r[2];
+    for (int w = 0; w < 2; w++) {
+        ASSERT_OK(setenv("SYNCTOP_THREADS", w ? "2" : "1", 1));
+        ASSERT_OK(an_analyze(t[0].s, NULL, &r[w], NULL));
+    }
+    unsetenv("SYNCTOP_THREADS");
+    ASSERT_UEQ(r[0].n_bubbles, 2 * (kernels - 1) * 9);
+    ASSERT_GE(r[1].n_bubbles, AN_SORT_TWO_LEAST);
+    ASSERT_UEQ(r[1].n_bubbles, r[0].n_bubbles);
+    check_bubble_order(&r[1]);
+    for (size_t i = 0; i < r[0].n_bubbles; i++) {
+        const an_bubble *a = &r[0].bubbles[i], *b = &r[1].bubbles[i];
+        if (a->start != b->start || a->end != b->end || a->producer != b->producer || a->lane != b->lane ||
+            a->device != b->device)
+            TASK_FAIL_("bubble %zu: %llu..%llu lane %u device %u of %u on two threads, %llu..%llu lane %u device "
+                       "%u of %u on one",
+                       i, (unsigned long long)b->start, (unsigned long long)b->end, b->lane, b->device, b->producer,
+                       (unsigned long long)a->start, (unsigned long long)a->end, a->lane, a->device, a->producer);
+    }
+    an_result_free(&r[0]);
+    an_result_free(&r[1]);
+    st_store_destroy(&t[0].s);
+}
+
 /* The same order on the real traces' bubbles. */
 TEST(analysis_bubbles_of_real_traces_come_in_time_then_lane_order) {
     static const char *const names[] = {"resnet_2080ti_two_threads.json.gz", "qwen_h100_with_stack.json.gz",

@@ -198,51 +198,57 @@ static int bubble_tie(const void *a, const void *b, void *ctx) {
     return i < j ? -1 : i > j;
 }
 
-/* Bubbles from..to of a sort_bubbles partitioned by start: each bucket sorted, then each run of
- * equal starts (all in one bucket) by bubble_tie. */
+/* Bubbles [lo, hi) in time order, in place: by start, then by bubble_tie. */
 typedef struct bubble_part {
     an_result *r;
-    const size_t *bounds;
-    int from, to;
+    size_t lo, hi;
 } bubble_part;
 
 static void *bubble_part_sort(void *arg) {
     const bubble_part *p = arg;
-    an_bubble *b = p->r->bubbles;
-    for (int k = p->from; k < p->to; k++)
-        if (p->bounds[k + 1] - p->bounds[k] > 1)
-            cm_radix_sort_inplace_by(b + p->bounds[k], p->bounds[k + 1] - p->bounds[k], sizeof *b);
-    size_t lo = p->bounds[p->from], hi = p->bounds[p->to];
-    cm_sort_runs(b + lo, hi - lo, sizeof *b, bubble_tie, p->r);
+    if (p->hi == p->lo) /* none (the bubbles may be NULL) */
+        return NULL;
+    an_bubble *b = p->r->bubbles + p->lo;
+    cm_radix_sort_inplace_by(b, p->hi - p->lo, sizeof *b);
+    cm_sort_runs(b, p->hi - p->lo, sizeof *b, bubble_tie, p->r);
     return NULL;
+}
+
+/* A place near the middle of the n bubbles where every start before it is below every start from
+ * it on, the bubbles moved in place to make one: split by the first byte of their starts that
+ * differs, and the part holding the middle split again while it holds more than a quarter. */
+static size_t bubbles_cut(an_bubble *b, size_t n) {
+    size_t lo = 0, hi = n, half = n / 2, bounds[257];
+    while (hi - lo > n / 4 && cm_radix_partition_by(b + lo, hi - lo, sizeof *b, bounds)) {
+        size_t k = 0;
+        while (k < 255 && lo + bounds[k + 1] <= half)
+            k++;
+        size_t a = lo + bounds[k], z = lo + bounds[k + 1];
+        lo = a;
+        hi = z;
+    }
+    return half - lo <= hi - half ? lo : hi;
 }
 
 /* The bubbles in time order, sorted in place (a merge sort's room, 16 bytes a bubble, would come
  * at the analysis's peak): by start, then by bubble_tie. That is the order a stable sort by start
  * and lane gives the bubbles as they were found (each device's, in the devices' order, then each
- * stream lane's), since a lane's bubbles start apart, and so do a device's. Where the process may
- * use two threads and the bubbles are many, they are split by the first byte of their starts that
- * differs, and the later buckets (about half of the bubbles) sorted on a thread of their own: the
- * same order, as no two bubbles compare equal. */
+ * stream lane's), since a lane's bubbles start apart, and so do a device's: no two compare equal,
+ * so however the sort moves them, one order comes out. Where the process may use two threads and
+ * the bubbles are many, they are cut near the middle where the starts before are all below those
+ * after (bubbles_cut), and the later part sorted on a thread of its own. */
 static void sort_bubbles(an_result *r) {
-    an_bubble *b = r->bubbles;
-    size_t n = r->n_bubbles, bounds[257];
-    if (n < AN_SORT_TWO_LEAST || cm_threads(0) < 2 || !cm_radix_partition_by(b, n, sizeof *b, bounds)) {
-        cm_radix_sort_inplace_by(b, n, sizeof *b);
-        cm_sort_runs(b, n, sizeof *b, bubble_tie, r);
-        return;
-    }
-    int mid = 1; /* the first bucket of the later part: at least one bucket each side */
-    while (mid < 255 && bounds[mid] < n / 2)
-        mid++;
-    bubble_part first = {r, bounds, 0, mid}, later = {r, bounds, mid, 256};
+    size_t n = r->n_bubbles, cut = n < AN_SORT_TWO_LEAST || cm_threads(0) < 2 ? 0 : bubbles_cut(r->bubbles, n);
+    bubble_part first = {r, 0, cut}, later = {r, cut, n};
     pthread_t th;
-    int on_thread = pthread_create(&th, NULL, bubble_part_sort, &later) == 0;
+    int on_thread = cut > 0 && cut < n && pthread_create(&th, NULL, bubble_part_sort, &later) == 0;
+    if (!on_thread) {
+        first.hi = n;
+        later.lo = n;
+    }
     bubble_part_sort(&first);
     if (on_thread)
         pthread_join(th, NULL);
-    else
-        bubble_part_sort(&later);
 }
 
 static an_device *device_get(an_ctx *c, uint32_t producer, uint16_t device) {

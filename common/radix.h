@@ -137,7 +137,7 @@ static inline __attribute__((always_inline)) void cm_radix_sort_inplace_by(void 
  * first byte from the top where their 64-bit keys differ, so that the elements whose byte is b are
  * those from bounds[b] to bounds[b + 1]; each such bucket then sorts apart from the others (on
  * threads of their own, say), and keys equal in whole share one. 0 when all keys are equal (nothing
- * to sort, bounds not set). */
+ * to sort, bounds not set). Size at most 64. */
 static inline __attribute__((always_inline)) int cm_radix_partition_by(void *a, size_t n, size_t size,
                                                                        size_t bounds[257]) {
     char *base = a, tmp[64];

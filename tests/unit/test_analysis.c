@@ -1217,54 +1217,68 @@ TEST(analysis_bubbles_that_start_together_come_in_lane_then_device_order) {
  * kernels at once: 72,000 bubbles (twelve stream and six device ones at each gap), more than
  * AN_SORT_TWO_LEAST, so that where the process may use two threads the analysis sorts them on two.
  * They come in the order check_bubble_order says, and the same bubbles in the same order as on one
- * thread. */
+ * thread: from time 0, and from just before 2^32 ns, where 95% of the starts share their first
+ * differing byte (the cut near the middle is then found a byte further down). */
 TEST(analysis_bubbles_sorted_on_two_threads_come_as_on_one) {
-    tl t[2];
     static const uint16_t devs[3] = {2, 0, 1};
-    const uint64_t kernels = 4000;
-    for (int p = 0; p < 2; p++) {
-        tl_init_in(&t[p], 77 + (uint64_t)p, p ? t[0].s : NULL);
-        for (int d = 0; d < 3; d++)
-            for (uint32_t st = 1; st <= 2; st++)
-                tl_device(&t[p], devs[d], st);
-        for (uint64_t i = 0; i < kernels; i++) {
+    const uint64_t kernels = 4000, bases_us[2] = {0, 4294967 - 380000};
+    const char *was = getenv("SYNCTOP_THREADS");
+    char *saved = was ? strdup(was) : NULL;
+    for (int z = 0; z < 2; z++) {
+        tl t[2];
+        uint64_t base = bases_us[z];
+        for (int p = 0; p < 2; p++) {
+            tl_init_in(&t[p], 77 + (uint64_t)p, p ? t[0].s : NULL);
             for (int d = 0; d < 3; d++)
                 for (uint32_t st = 1; st <= 2; st++)
-                    tl_kernel_on(&t[p], devs[d], st, i * 100, i * 100 + 1, i * 100 + 40);
-            if (i % 500 == 499) { /* a batch of some thousands of records */
-                tp_buf out = {0};
-                ASSERT_OK(tp_enc_finish_flags(t[p].enc, 0, &out));
-                ASSERT_OK(st_store_add_batch(t[p].s, out.data, out.len, NULL));
-                tp_buf_free(&out);
+                    tl_device(&t[p], devs[d], st);
+            for (uint64_t i = 0; i < kernels; i++) {
+                for (int d = 0; d < 3; d++)
+                    for (uint32_t st = 1; st <= 2; st++)
+                        tl_kernel_on(&t[p], devs[d], st, base + i * 100, base + i * 100 + 1, base + i * 100 + 40);
+                if (i % 500 == 499) { /* a batch of some thousands of records */
+                    tp_buf out = {0};
+                    ASSERT_OK(tp_enc_finish_flags(t[p].enc, 0, &out));
+                    ASSERT_OK(st_store_add_batch(t[p].s, out.data, out.len, NULL));
+                    tp_buf_free(&out);
+                }
             }
+            if (p == 0)
+                tl_add(&t[p]);
+            else
+                tl_done(&t[p]);
         }
-        if (p == 0)
-            tl_add(&t[p]);
+        an_result r[2];
+        int rc[2];
+        for (int w = 0; w < 2; w++) {
+            setenv("SYNCTOP_THREADS", w ? "2" : "1", 1);
+            rc[w] = an_analyze(t[0].s, NULL, &r[w], NULL);
+        }
+        if (saved)
+            setenv("SYNCTOP_THREADS", saved, 1);
         else
-            tl_done(&t[p]);
+            unsetenv("SYNCTOP_THREADS");
+        ASSERT_OK(rc[0]);
+        ASSERT_OK(rc[1]);
+        ASSERT_UEQ(r[0].n_bubbles, 2 * (kernels - 1) * 9);
+        ASSERT_GE(r[1].n_bubbles, AN_SORT_TWO_LEAST);
+        ASSERT_UEQ(r[1].n_bubbles, r[0].n_bubbles);
+        check_bubble_order(&r[1]);
+        for (size_t i = 0; i < r[0].n_bubbles; i++) {
+            const an_bubble *a = &r[0].bubbles[i], *b = &r[1].bubbles[i];
+            if (a->start != b->start || a->end != b->end || a->producer != b->producer || a->lane != b->lane ||
+                a->device != b->device)
+                TASK_FAIL_("from %llu us, bubble %zu: %llu..%llu lane %u device %u of %u on two threads, %llu..%llu "
+                           "lane %u device %u of %u on one",
+                           (unsigned long long)base, i, (unsigned long long)b->start, (unsigned long long)b->end,
+                           b->lane, b->device, b->producer, (unsigned long long)a->start,
+                           (unsigned long long)a->end, a->lane, a->device, a->producer);
+        }
+        an_result_free(&r[0]);
+        an_result_free(&r[1]);
+        st_store_destroy(&t[0].s);
     }
-    an_result r[2];
-    for (int w = 0; w < 2; w++) {
-        ASSERT_OK(setenv("SYNCTOP_THREADS", w ? "2" : "1", 1));
-        ASSERT_OK(an_analyze(t[0].s, NULL, &r[w], NULL));
-    }
-    unsetenv("SYNCTOP_THREADS");
-    ASSERT_UEQ(r[0].n_bubbles, 2 * (kernels - 1) * 9);
-    ASSERT_GE(r[1].n_bubbles, AN_SORT_TWO_LEAST);
-    ASSERT_UEQ(r[1].n_bubbles, r[0].n_bubbles);
-    check_bubble_order(&r[1]);
-    for (size_t i = 0; i < r[0].n_bubbles; i++) {
-        const an_bubble *a = &r[0].bubbles[i], *b = &r[1].bubbles[i];
-        if (a->start != b->start || a->end != b->end || a->producer != b->producer || a->lane != b->lane ||
-            a->device != b->device)
-            TASK_FAIL_("bubble %zu: %llu..%llu lane %u device %u of %u on two threads, %llu..%llu lane %u device "
-                       "%u of %u on one",
-                       i, (unsigned long long)b->start, (unsigned long long)b->end, b->lane, b->device, b->producer,
-                       (unsigned long long)a->start, (unsigned long long)a->end, a->lane, a->device, a->producer);
-    }
-    an_result_free(&r[0]);
-    an_result_free(&r[1]);
-    st_store_destroy(&t[0].s);
+    free(saved);
 }
 
 /* The same order on the real traces' bubbles. */

@@ -28,7 +28,6 @@
  *   bench_import --write FILE [MB]   (writes the large input to FILE, for other readers to time)
  *   bench_import --files FILE...   (each plain JSON file against wc -l, as the real traces above)
  */
-#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -45,6 +44,7 @@
 #include <isa-l/igzip_lib.h>
 
 #include "child_rss.h"
+#include "cores.h"
 #include "grow.h"
 #include "import.h"
 #include "json_src.h"
@@ -318,10 +318,12 @@ static double import_once(const tp_buf *data, const char *name, int threads) {
     return m;
 }
 
-/* The median of the n values at v (sorted in place). */
-static double median_of(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
+/* The median of the n (at most ROUNDS_MAX) values at v. */
+static double median_of(const double *v, int n) {
+    double s[ROUNDS_MAX];
+    memcpy(s, v, (size_t)n * sizeof *v);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    return s[n / 2];
 }
 
 /* The ratios a[r] / b[r] of n rounds, their median: each ratio taken within one round, so that the
@@ -407,28 +409,21 @@ static double time_inflate(const tp_buf *gz, size_t want, int runs) {
     return t[runs / 2];
 }
 
-/* wc -l itself, as a child, on a file of the same bytes (read from the page cache after a first
- * run): the median of runs. */
-static double time_wc(const char *path, int runs) {
-    double t[16];
+/* wc -l itself, as a child, on a file of the same bytes: its seconds. */
+static double wc_once(const char *path) {
     char *args[] = {"wc", "-l", (char *)path, NULL};
-    for (int run = 0; run <= runs && run <= 16; run++) {
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-        extern char **environ;
-        pid_t pid;
-        double t0 = now_s();
-        int ok = posix_spawnp(&pid, "wc", &fa, NULL, args, environ) == 0;
-        posix_spawn_file_actions_destroy(&fa);
-        int status = 0;
-        if (!ok || waitpid(pid, &status, 0) != pid || status != 0)
-            die("cannot run wc -l");
-        if (run > 0) /* the first one brings the file into the page cache */
-            t[run - 1] = now_s() - t0;
-    }
-    qsort(t, (size_t)runs, sizeof t[0], cmp_double);
-    return t[runs / 2];
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    extern char **environ;
+    pid_t pid;
+    double t0 = now_s();
+    int ok = posix_spawnp(&pid, "wc", &fa, NULL, args, environ) == 0;
+    posix_spawn_file_actions_destroy(&fa);
+    int status = 0;
+    if (!ok || waitpid(pid, &status, 0) != pid || status != 0)
+        die("cannot run wc -l");
+    return now_s() - t0;
 }
 
 /* A busy loop in a process of its own, as other work on the machine; ended by busy_stop. */
@@ -451,11 +446,6 @@ static void busy_stop(pid_t pid) {
     }
 }
 
-static int cores(void) {
-    cpu_set_t set;
-    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-}
-
 /* The import of the text (and its gzip, when given) against wc -l on the same bytes, in rounds
  * (wc -l, memchr, the import, the gzip import in each): a line per input, each time the median of
  * the rounds and each ratio the median of the rounds' own. */
@@ -466,8 +456,9 @@ static void versus_wc(const char *what, const tp_buf *text, const tp_buf *gz, in
     double wc[ROUNDS_MAX], mc[ROUNDS_MAX], im[ROUNDS_MAX], gm[ROUNDS_MAX];
     if (rounds > ROUNDS_MAX)
         rounds = ROUNDS_MAX;
+    wc_once(path); /* the file into the page cache */
     for (int r = 0; r < rounds; r++) {
-        wc[r] = time_wc(path, 1);
+        wc[r] = wc_once(path);
         mc[r] = time_memchr_lines(text, 1);
         im[r] = import_once(text, "real.json", 0);
         gm[r] = gz ? import_once(gz, "real.json.gz", 0) : 1;
@@ -648,7 +639,7 @@ int main(int argc, char **argv) {
 
     /* threads: 1, 2 and more where the process may use more cores, in rounds that time each count
      * once, plain and gzip, so that each ratio is taken within a round */
-    int n_cores = cores();
+    int n_cores = cm_cores();
     enum { T_MAX = 8 };
     int counts[T_MAX], n_counts = 0;
     for (int t = 1; t <= (n_cores > 2 ? n_cores : 2) && n_counts < T_MAX; t = t < 2 ? 2 : t * 2)
@@ -668,10 +659,7 @@ int main(int argc, char **argv) {
         int t = counts[c];
         double up = ratio_median(tp[0], tp[c], rounds), ug = ratio_median(tg[0], tg[c], rounds);
         double gp = ratio_median(tg[c], tp[c], rounds);
-        double sp[ROUNDS_MAX], sg[ROUNDS_MAX];
-        memcpy(sp, tp[c], sizeof sp);
-        memcpy(sg, tg[c], sizeof sg);
-        double pm = median_of(sp, rounds), gm = median_of(sg, rounds);
+        double pm = median_of(tp[c], rounds), gm = median_of(tg[c], rounds);
         if (t == 1)
             one_plain = pm;
         else if (t == 2)

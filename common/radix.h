@@ -59,6 +59,55 @@ static inline __attribute__((always_inline)) void *cm_radix_sort_above_by(void *
     return a;
 }
 
+/* One level of an in-place MSD radix sort of the n elements of size bytes (at most 64) at base, by
+ * the byte at *shift of the 64-bit key each starts with; where all keys share that byte, by the
+ * first byte below it where they differ (*shift set to it). Each element goes straight to its
+ * bucket by swaps: those whose byte is b end from bounds[b] to bounds[b + 1]. 0 when all keys are
+ * equal (nothing moved, bounds not set). */
+static inline __attribute__((always_inline)) int cm_radix_level_by(char *base, size_t n, size_t size, int *shift,
+                                                                   size_t bounds[257]) {
+    size_t count[256], head[256];
+    uint64_t k0;
+    memcpy(&k0, base, sizeof k0);
+    for (;;) {
+        uint64_t diff = 0; /* the bits where some key differs from the first */
+        memset(count, 0, sizeof count);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k;
+            memcpy(&k, base + i * size, sizeof k);
+            count[(k >> *shift) & 0xff]++;
+            diff |= k ^ k0;
+        }
+        if (count[(k0 >> *shift) & 0xff] != n)
+            break;
+        if (diff == 0) /* the keys share every byte above this one too */
+            return 0;
+        *shift = (63 - __builtin_clzll(diff)) / 8 * 8;
+    }
+    for (size_t b = 0, at = 0; b < 256; b++) {
+        bounds[b] = head[b] = at;
+        at += count[b];
+    }
+    bounds[256] = n;
+    char tmp[64];
+    for (size_t b = 0; b < 256; b++) {
+        while (head[b] < bounds[b + 1]) {
+            uint64_t k;
+            memcpy(&k, base + head[b] * size, sizeof k);
+            size_t d = (k >> *shift) & 0xff;
+            if (d == b) {
+                head[b]++;
+                continue;
+            }
+            memcpy(tmp, base + head[d] * size, size);
+            memcpy(base + head[d] * size, base + head[b] * size, size);
+            memcpy(base + head[b] * size, tmp, size);
+            head[d]++;
+        }
+    }
+    return 1;
+}
+
 /* Sorts the n elements of size bytes at a by the 64-bit key each starts with, in place (MSD radix,
  * a byte at a time, the bytes that all keys of a bucket share skipped, insertion sort below 32
  * elements): no room needed, but equal keys are left in no particular order. For sorts whose equal
@@ -91,96 +140,24 @@ static inline __attribute__((always_inline)) void cm_radix_sort_inplace_by(void 
             }
             continue;
         }
-        size_t count[256] = {0}, head[256], tail[256];
-        uint64_t k0, diff = 0; /* the bits where some key differs from the first */
-        memcpy(&k0, L.base, sizeof k0);
-        for (size_t i = 0; i < L.n; i++) {
-            uint64_t k;
-            memcpy(&k, L.base + i * size, sizeof k);
-            count[(k >> L.shift) & 0xff]++;
-            diff |= k ^ k0;
-        }
-        if (count[(k0 >> L.shift) & 0xff] == L.n) { /* one bucket: on to the first byte where keys differ */
-            if ((diff & ((((uint64_t)1 << L.shift) << 8) - 1)) != 0)
-                stack[sp++] = (struct level){L.base, L.n, (63 - __builtin_clzll(diff)) / 8 * 8};
+        size_t bounds[257];
+        int shift = L.shift;
+        if (!cm_radix_level_by(L.base, L.n, size, &shift, bounds) || shift == 0)
             continue;
-        }
-        for (size_t b = 0, at = 0; b < 256; b++) {
-            head[b] = at;
-            at += count[b];
-            tail[b] = at;
-        }
-        for (size_t b = 0; b < 256; b++) { /* each element straight to its bucket, by swaps */
-            while (head[b] < tail[b]) {
-                uint64_t k;
-                memcpy(&k, L.base + head[b] * size, sizeof k);
-                size_t d = (k >> L.shift) & 0xff;
-                if (d == b) {
-                    head[b]++;
-                    continue;
-                }
-                memcpy(tmp, L.base + head[d] * size, size);
-                memcpy(L.base + head[d] * size, L.base + head[b] * size, size);
-                memcpy(L.base + head[b] * size, tmp, size);
-                head[d]++;
-            }
-        }
-        if (L.shift == 0)
-            continue;
-        for (size_t b = 0, at = 0; b < 256; at += count[b], b++)
-            if (count[b] > 1)
-                stack[sp++] = (struct level){L.base + at * size, count[b], L.shift - 8};
+        for (size_t b = 0; b < 256; b++)
+            if (bounds[b + 1] - bounds[b] > 1)
+                stack[sp++] = (struct level){L.base + bounds[b] * size, bounds[b + 1] - bounds[b], shift - 8};
     }
 }
 
-/* One level of cm_radix_sort_inplace_by over the n elements of size bytes at a: in place, by the
- * first byte from the top where their 64-bit keys differ, so that the elements whose byte is b are
- * those from bounds[b] to bounds[b + 1]; each such bucket then sorts apart from the others (on
- * threads of their own, say), and keys equal in whole share one. 0 when all keys are equal (nothing
- * to sort, bounds not set). Size at most 64. */
-static inline __attribute__((always_inline)) int cm_radix_partition_by(void *a, size_t n, size_t size,
-                                                                       size_t bounds[257]) {
-    char *base = a, tmp[64];
-    uint64_t k0, diff = 0;
-    if (n == 0)
-        return 0;
-    memcpy(&k0, base, sizeof k0);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t k;
-        memcpy(&k, base + i * size, sizeof k);
-        diff |= k ^ k0;
-    }
-    if (diff == 0)
-        return 0;
-    const int shift = (63 - __builtin_clzll(diff)) / 8 * 8;
-    size_t count[256] = {0}, head[256], tail[256];
-    for (size_t i = 0; i < n; i++) {
-        uint64_t k;
-        memcpy(&k, base + i * size, sizeof k);
-        count[(k >> shift) & 0xff]++;
-    }
-    for (size_t b = 0, at = 0; b < 256; b++) {
-        bounds[b] = head[b] = at;
-        at += count[b];
-        tail[b] = at;
-    }
-    bounds[256] = n;
-    for (size_t b = 0; b < 256; b++) {
-        while (head[b] < tail[b]) {
-            uint64_t k;
-            memcpy(&k, base + head[b] * size, sizeof k);
-            size_t d = (k >> shift) & 0xff;
-            if (d == b) {
-                head[b]++;
-                continue;
-            }
-            memcpy(tmp, base + head[d] * size, size);
-            memcpy(base + head[d] * size, base + head[b] * size, size);
-            memcpy(base + head[b] * size, tmp, size);
-            head[d]++;
-        }
-    }
-    return 1;
+/* One level of cm_radix_sort_inplace_by over the n elements of size bytes (at most 64) at a: in
+ * place, by the first byte from the top where their 64-bit keys differ, so that the elements whose
+ * byte is b are those from bounds[b] to bounds[b + 1]; each such bucket then sorts apart from the
+ * others (on threads of their own, say), and keys equal in whole share one. 0 when all keys are
+ * equal (nothing to sort, bounds not set). */
+static inline int cm_radix_partition_by(void *a, size_t n, size_t size, size_t bounds[257]) {
+    int shift = 56;
+    return n > 0 && cm_radix_level_by(a, n, size, &shift, bounds);
 }
 
 /* Puts each run of the n elements at a (size bytes each) that start with the same 64-bit

@@ -1044,7 +1044,7 @@ static int parse_all(kimp *k, jsrc *s) {
      * an inflater of its own would take turns with them. On three threads and more the inflate
      * would be more than the importer's thread's share. */
     int parsing = parsing_threads(k->opts, s->total, 1, threads);
-    s->inline_gz = parsing <= 2 && parsing >= kt_cores();
+    s->inline_gz = parsing <= 2 && parsing >= cm_cores();
     int rc = jsrc_start(s, k->err);
     return rc ? rc : parse_text(k, s, threads);
 }

@@ -466,8 +466,6 @@ int kt_par_keep(kimp *k, const kev *e, int not_object);
 #define KT_PAR_LEAST   ((size_t)IMPORT_PAR_LEAST_MIB << 20)
 #define KT_PAR_LEAST_GZ ((size_t)IMPORT_PAR_LEAST_GZ_MIB << 20) /* of compressed bytes */
 int kt_threads(const import_opts *o);
-/* The cores the process may run on. */
-int kt_cores(void);
 
 /* Once the whole text is read: fix-ups, correlations, order, and the batches (kineto_emit.c). */
 int kt_emit_all(kimp *k, import_emit_fn emit, void *ctx);

@@ -143,8 +143,6 @@ static const uint8_t k_empty[JSRC_PAD];
 
 static int piece_read(kpar *par, kpiece *p, err_msg *err);
 
-int kt_cores(void) { return cm_cores(); }
-
 int import_threads(int asked) { return cm_threads(asked); }
 
 int kt_threads(const import_opts *o) { return import_threads(o ? o->threads : 0); }
